@@ -1,0 +1,54 @@
+"""The binary contract between generated kernels and the host runtime.
+
+Both the CUDA emitter (transpiler side) and the runtime (host side) import this module, which
+imports nothing of either, so the two can never disagree about how arguments are passed or how a
+device error is recorded.
+
+Kernel parameters, in order: for each user parameter, an array becomes its device pointer followed
+by one ``int64`` extent per dimension; a scalar is passed by value.  One hidden parameter follows:
+the device address of the launching stream's error record.
+"""
+
+from __future__ import annotations
+
+import struct
+
+# ---- the device error record (host-mapped memory, one per stream) -------------------------------
+#
+#   offset  type      field
+#   0       u32       state: 0 empty, 1 being written, 2 complete
+#   4       u32       site id (index into the kernel's site table)
+#   8       u64       kernel id (identifies the site table)
+#   16      i64       index (bounds errors) / dividend (division errors)
+#   24      i64       length of the indexed axis
+#   32      u32 x 3   block index
+#   44      u32 x 3   thread index
+#   56      u32       number of errors seen (saturating)
+#   60      u32       reserved
+ERROR_RECORD_SIZE = 64
+ERROR_RECORD_FORMAT = "<IIQqq3I3III"
+assert struct.calcsize(ERROR_RECORD_FORMAT) == ERROR_RECORD_SIZE
+
+ERROR_STATE_EMPTY = 0
+ERROR_STATE_WRITING = 1
+ERROR_STATE_COMPLETE = 2
+
+# ---- parameter packing ------------------------------------------------------------------------
+# Every parameter value gets its own 8-byte slot in the launcher's argument buffer; the slot's
+# struct format character(s) by scalar type:
+SLOT_FORMATS = {
+    "bool_": "?7x", "i8": "b7x", "i16": "h6x", "i32": "i4x", "i64": "q", "u8": "B7x",
+    "u16": "H6x", "u32": "I4x", "u64": "Q", "f16": "e6x", "bf16": "H6x", "f32": "f4x", "f64": "d",
+}
+POINTER_FORMAT = "Q"
+EXTENT_FORMAT = "q"
+SLOT_SIZE = 8
+
+
+def kernel_id(module: str, symbol: str) -> int:
+    """A stable 64-bit id for a kernel specialisation (FNV-1a of ``module:symbol``)."""
+    h = 0xCBF29CE484222325
+    for byte in f"{module}:{symbol}".encode():
+        h ^= byte
+        h = (h * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
+    return h

@@ -1,0 +1,431 @@
+"""Checks one kernel or device function: syntax tree in, typed and safety-checked IR out."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from .. import ir
+from ..errors import SourceSpan
+from ..frontend import syntax as S
+from .expressions import ExpressionChecker, WeakConst, _const_value
+from .safety import key
+from .scope import Resolver
+from .statements import StatementChecker, count_assignments
+
+if TYPE_CHECKING:
+    from .program import Program
+
+_TRAIT_DEFAULTS = {
+    "uid_only": True, "uses_barriers": False, "uses_shared": False,
+    "uses_dynamic_shared": False, "uses_warp": False, "uses_print": False,
+}
+
+
+@dataclass
+class KernelContext:
+    """What every function checked for one kernel specialisation shares."""
+
+    program: Program
+    ndim: int
+    options: ir.KernelOptions
+    sites: list[ir.Site] = field(default_factory=list)
+    devices: dict = field(default_factory=dict)  # (path, name, binding) -> DeviceFunction
+    device_checkers: dict = field(default_factory=dict)
+    stack: list = field(default_factory=list)
+
+
+@dataclass
+class FunctionContext:
+    """The per-function view the mixins use as ``self.ctx``."""
+
+    kernel: KernelContext
+    resolver: Resolver
+    binding: dict[str, ir.ScalarType]
+
+    @property
+    def ndim(self) -> int:
+        return self.kernel.ndim
+
+    @property
+    def program(self) -> Program:
+        return self.kernel.program
+
+    @property
+    def options(self) -> ir.KernelOptions:
+        return self.kernel.options
+
+
+class FunctionChecker(StatementChecker, ExpressionChecker):
+    """Type-checks one function body and applies the safety rules (see :mod:`.safety`)."""
+
+    def __init__(self, ctx: FunctionContext, fn: S.FunctionDef):
+        self.ctx = ctx
+        self.fn = fn
+        self.is_kernel = fn.kind == "kernel"
+        self.vars: dict[str, ir.Var] = {}
+        self.vars_params: dict[str, ir.Var] = {}
+        self.params: list[ir.Var] = []
+        self.locals: list[ir.Var] = []
+        self.shared: list[ir.SharedDecl] = []
+        self.local_arrays: list[ir.LocalArrayDecl] = []
+        self.assign_counts: dict[str, int] = {}
+        self.loop_assigned: set[str] = set()
+        self.defs: dict[int, ir.Expr] = {}
+        self.facts: frozenset = frozenset()
+        self.assigned: set[str] = set()
+        self.depth = 0
+        self.loop_depth = 0
+        self.unsafe_depth = 0
+        self.loop_broke: list[bool] = []
+        self.temp_counter = 0
+        self.traits = dict(_TRAIT_DEFAULTS)
+        self.unique_params: set[int] = set()
+        self.unique_param_uses: dict[str, set[str]] = {}
+        self.grid_stride_vars: set[int] = set()
+        self.store_keys: dict[int, tuple] = {}
+        self.mutable_loads: list[tuple] = []
+        self.tail: dict[int, tuple[ir.ArrayRef, tuple[int, ...]]] = {}
+        self.tail_blocked = False
+        self.callees: list[ir.DeviceFunction] = []
+        self.ret_type: ir.Type = ir.VOID
+        self.pending_locals: set[str] = set()
+
+    # ---- declarations ---------------------------------------------------------------------
+
+    def annotation(self, e: S.Expr, allow_unique: bool = False, allow_array: bool = False):
+        """Evaluate a type annotation: a ScalarType, an ArrayType, or "unique" (UniqueId)."""
+        if isinstance(e, S.Subscript):
+            sym = self.ctx.resolver.dotted(e.value)
+            if sym is None or sym.kind != "gn" or not sym.name.startswith("CUDASlice"):
+                raise self.error("unsupported annotation; use CUDASlice[T], CUDASliceMut[T], "
+                                 "their 2D/3D forms, or a scalar type", e.span)
+            if not allow_array:
+                raise self.error(f"{sym.name}[...] is only valid as a parameter annotation",
+                                 e.span)
+            if len(e.index) != 1:
+                raise self.error(f"{sym.name}[T] takes one element type", e.span)
+            elem = self.annotation(e.index[0])
+            if not isinstance(elem, ir.ScalarType):
+                raise self.error("the element type must be a scalar type such as f32",
+                                 e.index[0].span)
+            name = sym.name
+            ndim = 3 if name.endswith("3D") else 2 if name.endswith("2D") else 1
+            return ir.ArrayType(elem, ndim, "Mut" in name)
+        sym = self.ctx.resolver.dotted(e) if isinstance(e, (S.Name, S.Attribute)) else None
+        if sym is None:
+            raise self.error("unsupported annotation", e.span)
+        if sym.kind == "gn":
+            if sym.name in ir.SCALARS:
+                return ir.scalar(sym.name)
+            if sym.name == "UniqueId":
+                if not allow_unique:
+                    raise self.error("UniqueId is not a valid annotation here", e.span,
+                                     "kernel parameters are arrays or scalars")
+                return "unique"
+            if sym.name.startswith("CUDASlice"):
+                raise self.error(f"{sym.name} needs an element type: {sym.name}[f32]", e.span)
+        if sym.kind == "builtin" and sym.name in ("int", "float", "bool"):
+            return {"int": ir.I64, "float": ir.F64, "bool": ir.BOOL}[sym.name]
+        if sym.kind == "typevar":
+            bound = self.ctx.binding.get(sym.name)
+            if bound is None:
+                raise self.error(f"the TypeVar '{sym.name}' is not bound here", e.span)
+            return bound
+        if sym.kind == "undefined":
+            raise self.error(f"name '{sym.name}' is not defined", e.span)
+        raise self.error(f"'{sym.name}' is not a kernel type", e.span,
+                         "use f32, i32, ..., CUDASlice[T], CUDASliceMut[T] or UniqueId")
+
+    def new_var(self, name: str, ty: ir.Type, span: SourceSpan, register: bool = True,
+                is_param: bool = False) -> ir.Var:
+        var = ir.Var(name, ty, span, is_param)
+        if is_param:
+            self.vars_params[name] = var
+        self.vars[name] = var
+        if register and not is_param:
+            self.locals.append(var)
+        return var
+
+    def new_site(self, kind: str, span: SourceSpan, array: str = "", axis: int = 0,
+                 ndim: int = 1, message: str = "") -> int:
+        sites = self.ctx.kernel.sites
+        site = ir.Site(len(sites), kind, span, array, axis, ndim, message)
+        sites.append(site)
+        return site.id
+
+    def single_def(self, var: ir.Var) -> ir.Expr | None:
+        if var.is_param or self.assign_counts.get(var.name, 0) != 1:
+            return None
+        return self.defs.get(id(var))
+
+    # ---- proofs ---------------------------------------------------------------------------
+
+    def bounds_checks(self, base: ir.ArrayRef, indices, span: SourceSpan):
+        return tuple(None if self.index_proven(base, axis, idx) else self.new_site(
+            "index", span, base.var.name, axis, base.ty.ndim) for axis, idx in enumerate(indices))
+
+    def index_proven(self, base: ir.ArrayRef, axis: int, idx: ir.Expr) -> bool:
+        shape = base.ty.shape
+        static = shape is not None and shape[0] >= 0
+        c = _const_value(idx)
+        if static:
+            n = shape[axis]
+            if isinstance(c, int):
+                if 0 <= c < n:
+                    return True
+                raise self.error(f"index {c} is out of bounds for axis {axis} of "
+                                 f"'{base.var.name}' with size {n}", idx.span)
+            bound_key = ("c", n)
+        else:
+            if isinstance(c, int) and c < 0:
+                raise self.error(f"negative index {c}: kernels do not wrap negative indices",
+                                 idx.span, "index from the start, e.g. a[len(a) - 1]")
+            bound_key = key(ir.Shape(idx.span, ir.I64, base, axis))
+        if not self.ctx.options.bounds_check:
+            return True
+        if not self.is_nonneg(idx):
+            return False
+        return self.below(idx, bound_key, static)
+
+    def below(self, idx: ir.Expr, bound_key, static: bool) -> bool:
+        k = key(idx)
+        for f in self.facts:
+            if f[0] == "lt" and f[1] == k:
+                if f[2] == bound_key:
+                    return True
+                if static and f[2][0] == "c" and isinstance(f[2][1], int) and \
+                        f[2][1] <= bound_key[1]:
+                    return True
+        e = idx
+        while isinstance(e, ir.Cast):
+            e = e.value
+        if isinstance(e, ir.BinOp) and e.op == "%" and key(e.right) == bound_key:
+            return True
+        if isinstance(e, ir.BinOp) and e.op == "%" and static and isinstance(
+                _const_value(e.right), int) and 0 < _const_value(e.right) <= bound_key[1]:
+            return True
+        if isinstance(e, ir.BinOp) and e.op == "&" and static:
+            for side in (e.left, e.right):
+                cv = _const_value(side)
+                if isinstance(cv, int) and 0 <= cv < bound_key[1]:
+                    return True
+        if isinstance(e, ir.Local):
+            d = self.single_def(e.var)
+            if d is not None:
+                return self.below(d, bound_key, static)
+        return False
+
+    def is_nonneg(self, e: ir.Expr) -> bool:
+        ty = e.ty
+        if isinstance(ty, ir.ScalarType) and ty.info.kind in ("uint", "bool"):
+            return True
+        if isinstance(e, ir.Const):
+            return e.value >= 0
+        if isinstance(e, (ir.UidComponent, ir.Special, ir.LaneId, ir.Shape)):
+            return True
+        if ("ge0", key(e)) in self.facts:
+            return True
+        if isinstance(e, ir.Local):
+            if id(e.var) in self.grid_stride_vars:
+                return True
+            d = self.single_def(e.var)
+            return d is not None and self.is_nonneg(d)
+        if isinstance(e, ir.Cast):
+            src = e.value.ty
+            if isinstance(src, ir.ScalarType) and src.info.is_int and e.ty.info.is_int:
+                if src.info.kind == "uint" and e.ty.info.bits > src.info.bits:
+                    return True
+                if e.ty.info.bits >= src.info.bits:
+                    return self.is_nonneg(e.value)
+            return False
+        if isinstance(e, ir.BinOp):
+            if e.op in ("+", "*", "//", ">>"):
+                return self.is_nonneg(e.left) and self.is_nonneg(e.right)
+            if e.op == "%":
+                return self.is_nonneg(e.right)
+            if e.op == "&":
+                return self.is_nonneg(e.left) or self.is_nonneg(e.right)
+        if isinstance(e, ir.MathCall):
+            if e.name == "min":
+                return all(self.is_nonneg(a) for a in e.args)
+            if e.name == "max":
+                return any(self.is_nonneg(a) for a in e.args)
+        return False
+
+    def is_uniform(self, e: ir.Expr) -> bool:
+        """Is ``e`` the same for every thread of the launch, for the whole kernel?"""
+        if isinstance(e, ir.Const):
+            return True
+        if isinstance(e, ir.Local):
+            var = e.var
+            if var.is_param:
+                return self.assign_counts.get(var.name, 0) == 0 and id(var) not in \
+                    self.unique_params
+            d = self.single_def(var)
+            return d is not None and self.is_uniform(d)
+        if isinstance(e, ir.Shape):
+            return e.array.ty.space == "global" or e.array.ty.shape is not None
+        if isinstance(e, ir.Special):
+            return e.name in ("block_dim", "grid_dim")
+        if isinstance(e, ir.Load):
+            return (e.array.ty.space == "global" and not e.array.ty.mutable
+                    and all(self.is_uniform(i) for i in e.indices))
+        if isinstance(e, (ir.BinOp, ir.UnaryOp, ir.Cast, ir.Compare, ir.Select, ir.MathCall,
+                          ir.BoolOp)):
+            for value in vars(e).values():
+                if isinstance(value, ir.Expr) and not self.is_uniform(value):
+                    return False
+                if isinstance(value, tuple) and not all(
+                        self.is_uniform(v) for v in value if isinstance(v, ir.Expr)):
+                    return False
+            return True
+        return False
+
+    # ---- notes collected while checking -----------------------------------------------------
+
+    def note_var_use(self, var: ir.Var) -> None:
+        pass
+
+    def note_special(self, name: str, axis: int, span: SourceSpan) -> None:
+        self.traits["uid_only"] = False
+        if name in ("warp", "lane_id"):
+            self.traits["uses_warp"] = True
+
+    def note_uid(self, scope: str, span: SourceSpan) -> None:
+        if scope == "block":
+            self.traits["uid_only"] = False
+
+    def bare_uid_axis(self, e: ir.Expr) -> int | None:
+        while isinstance(e, ir.Cast) and e.ty.info.is_int:
+            e = e.value
+        if isinstance(e, ir.UidComponent) and e.scope == "grid":
+            return e.axis
+        if isinstance(e, ir.Local):
+            d = self.single_def(e.var)
+            if d is not None:
+                return self.bare_uid_axis(d)
+        return None
+
+    def note_tail(self, base: ir.ArrayRef, indices) -> None:
+        if not self.is_kernel or base.ty.space != "global":
+            return
+        axes = tuple(self.bare_uid_axis(i) for i in indices)
+        if all(a is not None for a in axes) and len(set(axes)) == len(axes):
+            self.tail.setdefault(id(base.var), (base, axes))  # type: ignore[arg-type]
+
+    def note_load(self, base: ir.ArrayRef, indices, span: SourceSpan) -> None:
+        if base.ty.space == "global" and base.ty.mutable:
+            self.mutable_loads.append((base.var, tuple(key(i) for i in indices), span,
+                                       self.unsafe_depth > 0))
+        self.note_tail(base, indices)
+
+    def note_store(self, base: ir.ArrayRef, indices, span: SourceSpan, unique: str) -> None:
+        if unique == "uid" and base.ty.space != "local":
+            k = tuple(key(i) for i in indices)
+            prev = self.store_keys.get(id(base.var))
+            if prev is None:
+                self.store_keys[id(base.var)] = (k, span)
+            elif prev[0] != k:
+                raise self.error(
+                    f"'{base.var.name}' is written through two different indices (here and at "
+                    f"{prev[1]}); one thread's second index can be another thread's first, so "
+                    "the writes could race", span,
+                    "write each element through one unique index, or use `with unsafe():`")
+        self.note_tail(base, indices)
+
+    def note_atomic(self, base: ir.ArrayRef, span: SourceSpan) -> None:
+        pass
+
+    def merge_callee(self, callee: FunctionChecker, function: ir.DeviceFunction) -> None:
+        for name in ("uses_barriers", "uses_warp", "uses_print", "uses_shared"):
+            self.traits[name] = self.traits[name] or callee.traits[name]
+        self.traits["uid_only"] = self.traits["uid_only"] and callee.traits["uid_only"]
+        if function not in self.callees:
+            self.callees.append(function)
+
+    # ---- whole function -------------------------------------------------------------------
+
+    def check_params(self) -> None:
+        for p in self.fn.params:
+            if p.annotation is None:
+                example = "CUDASlice[f32]" if self.is_kernel else "f32"
+                raise self.error(f"parameter '{p.name}' needs a type annotation, e.g. "
+                                 f"`{p.name}: {example}`", p.span)
+            if p.name.startswith("__gn"):
+                raise self.error("names starting with __gn are reserved for gpu_native", p.span)
+            ty = self.annotation(p.annotation, allow_unique=not self.is_kernel, allow_array=True)
+            unique = ty == "unique"
+            if unique:
+                ty = ir.I64
+            var = self.new_var(p.name, ty, p.span, is_param=True)
+            self.params.append(var)
+            self.assigned.add(p.name)
+            if unique:
+                self.unique_params.add(id(var))
+        if self.fn.returns is not None:
+            if self.is_kernel:
+                ret = self.fn.returns
+                if not (isinstance(ret, S.Num) or (isinstance(ret, S.Name) and ret.id == "None")):
+                    raise self.error("kernels return nothing; drop the return annotation",
+                                     ret.span)
+            else:
+                ret = self.annotation(self.fn.returns)
+                if not isinstance(ret, ir.ScalarType):
+                    raise self.error("device functions return a scalar value", self.fn.returns.span)
+                self.ret_type = ret
+
+    def check_body(self) -> tuple[ir.Stmt, ...]:
+        count_assignments(self.fn.body, self.assign_counts, self.loop_assigned)
+        for name in self.vars_params:
+            if self.assign_counts.get(name) and isinstance(self.vars_params[name].ty,
+                                                           ir.ArrayType):
+                raise self.error(f"the array parameter '{name}' cannot be reassigned",
+                                 self.vars_params[name].span)
+        self.pending_locals = set(self.assign_counts) - set(self.vars_params)
+        body, exits = self.block(self.fn.body)
+        if not self.is_kernel and self.ret_type != ir.VOID and not exits:
+            raise self.error(f"{self.fn.name} can reach its end without returning a "
+                             f"{self.ret_type}", self.fn.span, "add a return at the end")
+        for var, k, span, unsafe in self.mutable_loads:
+            prev = self.store_keys.get(id(var))
+            if prev is not None and not unsafe and prev[0] != k:
+                raise self.error(
+                    f"'{var.name}' is read here at another index than it is written at "
+                    f"({prev[1]}): another thread may be writing that element", span,
+                    "read from a separate input array, or use `with unsafe():`")
+        return body
+
+    def kernel_tail(self, body: tuple[ir.Stmt, ...]) -> tuple[ir.Stmt, ...]:
+        t = self.traits
+        if not self.tail or t["uses_barriers"] or t["uses_warp"] or t["uses_shared"]:
+            return body
+        extents = tuple(self.tail.values())
+        return (ir.TailExit(self.fn.span, extents), *body)
+
+
+def uses_half(node) -> bool:
+    """Does a kernel or device function touch f16/bf16 anywhere (it then needs the CUDA headers)?"""
+    seen: set[int] = set()
+
+    def walk(x) -> bool:
+        if id(x) in seen:
+            return False
+        seen.add(id(x))
+        if isinstance(x, ir.ScalarType):
+            return x.info.name in ("f16", "bf16")
+        if isinstance(x, (ir.ArrayType,)):
+            return walk(x.elem)
+        if isinstance(x, (tuple, list)):
+            return any(walk(i) for i in x)
+        if isinstance(x, (ir.Expr, ir.Stmt, ir.Var, ir.SharedDecl, ir.LocalArrayDecl)):
+            return any(walk(v) for v in vars(x).values())
+        if isinstance(x, (ir.DeviceFunction, ir.Kernel)):
+            return any(walk(v) for v in (x.params, x.locals, x.body, getattr(x, "shared", ()),
+                                         x.local_arrays, getattr(x, "ret", ir.VOID)))
+        return False
+
+    return walk(node)
+
+
+__all__ = ["FunctionChecker", "FunctionContext", "KernelContext", "WeakConst", "uses_half"]

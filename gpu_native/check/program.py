@@ -1,0 +1,319 @@
+"""Checks every kernel of a module, each specialisation of a generic kernel, and the device
+functions they reach (in this module or another)."""
+
+from __future__ import annotations
+
+import itertools
+import re
+from dataclasses import dataclass
+
+from .. import ir
+from ..errors import SourceSpan, TranspileError
+from ..frontend import syntax as S
+from ..frontend.parse import ModuleScan
+from .checker import FunctionChecker, FunctionContext, KernelContext, uses_half
+from .safety import pinned, required_coords
+from .scope import ModuleLocator, Resolver
+
+MAX_SPECIALIZATIONS = 64
+KERNEL_OPTIONS = ("bounds_check", "fastmath", "max_registers", "specializations")
+
+
+@dataclass
+class CheckedKernel:
+    """A ``@gpu_kernel`` function and its checked specialisations (one unless generic)."""
+
+    fn: S.FunctionDef
+    ndim: int
+    options: ir.KernelOptions
+    typevars: tuple[str, ...]
+    specializations: list[ir.Kernel]
+
+
+def _c_ident(text: str) -> str:
+    return re.sub(r"[^0-9A-Za-z_]", "_", text)
+
+
+class Program:
+    """The checker's entry point for one module."""
+
+    def __init__(self, scan: ModuleScan, locator: ModuleLocator | None = None):
+        self.scan = scan
+        self.locator = locator or ModuleLocator()
+        self.locator.add(scan)
+        self.resolver = Resolver(scan, self.locator)
+
+    def check(self) -> list[CheckedKernel]:
+        return [self.check_kernel(fn) for fn in self.scan.functions if fn.kind == "kernel"]
+
+    # ---- kernels ------------------------------------------------------------------------------
+
+    def decorator_options(self, fn: S.FunctionDef) -> tuple[int, ir.KernelOptions, S.Expr | None]:
+        dec = fn.decorator
+        if not isinstance(dec, S.Call) or not dec.args:
+            raise TranspileError("gpu_kernel needs the kernel's dimensionality",
+                                 getattr(dec, "span", fn.span),
+                                 "write @gpu_kernel(Kernel1D) (or Kernel2D, Kernel3D)")
+        kind = self.resolver.dotted(dec.args[0])
+        if kind is None or kind.kind != "gn" or kind.name not in ("Kernel1D", "Kernel2D",
+                                                                   "Kernel3D"):
+            raise TranspileError("gpu_kernel's first argument must be Kernel1D, Kernel2D or "
+                                 "Kernel3D", dec.args[0].span)
+        if len(dec.args) > 1:
+            raise TranspileError("gpu_kernel takes one positional argument; options are "
+                                 "keywords, e.g. bounds_check=False", dec.args[1].span)
+        ndim = int(kind.name[-2])
+        values: dict[str, object] = {}
+        specs = None
+        for kw in dec.keywords:
+            if kw.name not in KERNEL_OPTIONS:
+                raise TranspileError(f"gpu_kernel has no option '{kw.name}' (options: "
+                                     f"{', '.join(KERNEL_OPTIONS)})", kw.span)
+            if kw.name == "specializations":
+                specs = kw.value
+                continue
+            v = kw.value
+            if kw.name in ("bounds_check", "fastmath"):
+                value = self._const(v)
+                if not isinstance(value, bool):
+                    raise TranspileError(f"{kw.name} must be True or False", v.span)
+            else:
+                value = self._const(v)
+                if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+                    raise TranspileError(f"{kw.name} must be a positive integer", v.span)
+            values[kw.name] = value
+        return ndim, ir.KernelOptions(**values), specs  # type: ignore[arg-type]
+
+    def _const(self, e: S.Expr):
+        if isinstance(e, S.Num):
+            return e.value
+        if isinstance(e, S.Name):
+            sym = self.resolver.name(e.id, e.span)
+            if sym.kind == "const":
+                return sym.value
+        raise TranspileError("expected a constant", e.span)
+
+    def typevars_of(self, fn: S.FunctionDef) -> tuple[str, ...]:
+        found: list[str] = []
+
+        def walk(e):
+            if isinstance(e, S.Name) and e.id in self.scan.typevars and e.id not in found:
+                found.append(e.id)
+            elif isinstance(e, S.Subscript):
+                walk(e.value)
+                for i in e.index:
+                    walk(i)
+            elif isinstance(e, S.Tuple):
+                for i in e.elts:
+                    walk(i)
+
+        for p in fn.params:
+            if p.annotation is not None:
+                walk(p.annotation)
+        return tuple(found)
+
+    def bindings(self, fn: S.FunctionDef, typevars: tuple[str, ...], specs: S.Expr | None
+                 ) -> list[dict[str, ir.ScalarType]]:
+        if not typevars:
+            if specs is not None:
+                raise TranspileError("specializations= is only for generic kernels (with "
+                                     "TypeVar parameters)", specs.span)
+            return [{}]
+        constraints = []
+        for tv in typevars:
+            names = self.scan.typevars[tv]
+            if not names:
+                raise TranspileError(f"TypeVar '{tv}' must be constrained to scalar types, "
+                                     f"e.g. TypeVar('{tv}', f32, f64)", fn.span)
+            for n in names:
+                if n not in ir.SCALARS:
+                    raise TranspileError(f"TypeVar '{tv}' may only list gpu_native scalar types "
+                                         f"('{n}' is not one)", fn.span)
+            constraints.append(names)
+        if specs is None:
+            combos = list(itertools.product(*constraints))
+            if len(combos) > MAX_SPECIALIZATIONS:
+                raise TranspileError(
+                    f"kernel '{fn.name}' has {len(combos)} possible specialisations; list the "
+                    "ones you need with specializations=[...]", fn.span)
+        else:
+            combos = self._declared(specs, typevars, constraints)
+        return [{tv: ir.scalar(name) for tv, name in zip(typevars, combo)} for combo in combos]
+
+    def _declared(self, specs: S.Expr, typevars, constraints) -> list[tuple[str, ...]]:
+        if not isinstance(specs, S.Tuple):
+            raise TranspileError("specializations= must be a list, e.g. [f32, f64] or "
+                                 "[(f32, i32), (f64, i64)]", specs.span)
+        combos = []
+        for item in specs.elts:
+            elts = item.elts if isinstance(item, S.Tuple) else (item,)
+            if len(elts) != len(typevars):
+                raise TranspileError(f"each specialisation names {len(typevars)} type"
+                                     f"{'s' if len(typevars) > 1 else ''} "
+                                     f"({', '.join(typevars)})", item.span)
+            combo = []
+            for tv, cons, e in zip(typevars, constraints, elts):
+                sym = self.resolver.dotted(e)
+                if sym is None or sym.kind != "gn" or sym.name not in ir.SCALARS:
+                    raise TranspileError("specialisations list scalar types such as f32",
+                                         e.span)
+                if sym.name not in cons:
+                    raise TranspileError(f"{sym.name} is not one of {tv}'s types "
+                                         f"({', '.join(cons)})", e.span)
+                combo.append(sym.name)
+            combos.append(tuple(combo))
+        return combos
+
+    def check_kernel(self, fn: S.FunctionDef) -> CheckedKernel:
+        ndim, options, specs = self.decorator_options(fn)
+        typevars = self.typevars_of(fn)
+        kernels = []
+        for binding in self.bindings(fn, typevars, specs):
+            ctx = KernelContext(self, ndim, options)
+            checker = FunctionChecker(FunctionContext(ctx, self.resolver, binding), fn)
+            checker.check_params()
+            body = checker.check_body()
+            body = checker.kernel_tail(body)
+            suffix = "".join(f"_{binding[tv].name}" for tv in typevars)
+            t = checker.traits
+            kernel = ir.Kernel(
+                name=fn.name,
+                module=self.scan.module_name,
+                symbol=f"gn_{fn.name}{suffix}",
+                ndim=ndim,
+                params=tuple(checker.params),
+                locals=tuple(checker.locals),
+                shared=tuple(checker.shared),
+                local_arrays=tuple(checker.local_arrays),
+                body=body,
+                sites=tuple(ctx.sites),
+                options=options,
+                traits=ir.KernelTraits(),
+                span=fn.span,
+                device_functions=tuple(_ordered_callees(checker.callees)),
+                specialization=tuple((tv, binding[tv].name) for tv in typevars),
+            )
+            kernel.traits = ir.KernelTraits(
+                uid_only=t["uid_only"] and ndim == 1,
+                uses_barriers=t["uses_barriers"],
+                uses_shared=t["uses_shared"],
+                uses_dynamic_shared=t["uses_dynamic_shared"],
+                uses_warp=t["uses_warp"],
+                uses_half=uses_half(kernel) or any(uses_half(d) for d in
+                                                   kernel.device_functions),
+                uses_print=t["uses_print"],
+            )
+            kernels.append(kernel)
+        return CheckedKernel(fn, ndim, options, typevars, kernels)
+
+    # ---- device functions ---------------------------------------------------------------------
+
+    def call_device(self, caller: FunctionChecker, scan: ModuleScan, fndef: S.FunctionDef,
+                    args: list[ir.Expr], span: SourceSpan) -> ir.Expr:
+        resolver = self.resolver if scan is self.scan else Resolver(scan, self.locator)
+        binding = self._bind_device(caller, resolver, scan, fndef, args, span)
+        kctx = caller.ctx.kernel
+        cache_key = (scan.path, fndef.name, tuple(sorted((k, v.name) for k, v in binding.items())))
+        if cache_key in kctx.stack:
+            raise TranspileError(f"'{fndef.name}' calls itself (directly or through other "
+                                 "device functions); recursion is not supported in kernels",
+                                 span)
+        function = kctx.devices.get(cache_key)
+        if function is None:
+            kctx.stack.append(cache_key)
+            callee = FunctionChecker(FunctionContext(kctx, resolver, binding), fndef)
+            callee.check_params()
+            body = callee.check_body()
+            kctx.stack.pop()
+            suffix = "".join(f"_{v.name}" for _, v in sorted(binding.items()))
+            function = ir.DeviceFunction(
+                name=fndef.name, module=scan.module_name,
+                symbol=f"gn_dev_{_c_ident(scan.module_name)}_{fndef.name}{suffix}",
+                params=tuple(callee.params), ret=callee.ret_type, locals=tuple(callee.locals),
+                local_arrays=tuple(callee.local_arrays), body=body, span=fndef.span,
+                callees=tuple(callee.callees))
+            kctx.devices[cache_key] = function
+            kctx.device_checkers[cache_key] = callee
+        callee = kctx.device_checkers[cache_key]
+        caller.merge_callee(callee, function)
+        converted = []
+        for param, arg in zip(function.params, args):
+            what = f"argument '{param.name}' of {fndef.name}()"
+            if isinstance(param.ty, ir.ArrayType):
+                if not isinstance(arg, ir.ArrayRef):
+                    raise TranspileError(f"{what} must be an array ({param.ty})", arg.span)
+                pt, at = param.ty, arg.ty
+                if pt.ndim != at.ndim or pt.elem != at.elem:
+                    raise TranspileError(f"{what} must be {pt}, not {at}", arg.span)
+                if pt.mutable and not at.mutable:
+                    raise TranspileError(f"{what} is writable (CUDASliceMut) but "
+                                         f"'{arg.var.name}' is read-only", arg.span)
+                converted.append(arg)
+                continue
+            value = caller.coerce(arg, param.ty, what)  # type: ignore[arg-type]
+            spaces = callee.unique_param_uses.get(param.name)
+            if spaces:
+                u = caller.classify_unique(value)
+                coords = set(u.coords) if u is not None else set()
+                for space in spaces:
+                    need = required_coords(caller.ctx.ndim, space) - pinned(caller.facts)
+                    params = {c for c in coords if c.startswith("param:")}
+                    if not need <= coords and not (params and not caller.is_kernel):
+                        raise TranspileError(
+                            f"{what} is a UniqueId used to write memory, but this value is not "
+                            "provably unique", arg.span, "pass a unique id such as "
+                            "FlatLayout1D.uid()")
+                    for c in params:
+                        caller.unique_param_uses.setdefault(c[6:], set()).add(space)
+            converted.append(value)
+        return ir.Call(span, function.ret, function, tuple(converted))
+
+    def _bind_device(self, caller: FunctionChecker, resolver: Resolver, scan: ModuleScan,
+                     fndef: S.FunctionDef, args: list[ir.Expr], span: SourceSpan
+                     ) -> dict[str, ir.ScalarType]:
+        binding: dict[str, ir.ScalarType] = {}
+        for p, arg in zip(fndef.params, args):
+            ann = p.annotation
+            tv = None
+            array = False
+            if isinstance(ann, S.Name) and ann.id in scan.typevars:
+                tv = ann.id
+            elif isinstance(ann, S.Subscript) and len(ann.index) == 1 and isinstance(
+                    ann.index[0], S.Name) and ann.index[0].id in scan.typevars:
+                tv, array = ann.index[0].id, True
+            if tv is None:
+                continue
+            if array:
+                if not isinstance(arg, ir.ArrayRef):
+                    raise TranspileError(f"argument '{p.name}' of {fndef.name}() must be an "
+                                         "array", arg.span)
+                ty = arg.ty.elem
+            else:
+                ty = caller.scalar_of(caller.materialize(arg), f"argument '{p.name}'")
+            allowed = scan.typevars[tv]
+            if allowed and ty.name not in allowed:
+                raise TranspileError(f"argument '{p.name}' of {fndef.name}() is {ty}, which is "
+                                     f"not one of {tv}'s types ({', '.join(allowed)})", arg.span)
+            if tv in binding and binding[tv] != ty:
+                raise TranspileError(f"{fndef.name}(): '{tv}' is {binding[tv]} from an earlier "
+                                     f"argument but {ty} here", arg.span)
+            binding[tv] = ty
+        return binding
+
+
+def _ordered_callees(direct: list[ir.DeviceFunction]) -> list[ir.DeviceFunction]:
+    """Every device function reached, callees before callers (the order C++ needs)."""
+    out: list[ir.DeviceFunction] = []
+    seen: set[int] = set()
+
+    def visit(f: ir.DeviceFunction) -> None:
+        if id(f) in seen:
+            return
+        seen.add(id(f))
+        for c in f.callees:
+            visit(c)
+        out.append(f)
+
+    for f in direct:
+        visit(f)
+    return out

@@ -1,0 +1,171 @@
+"""The facts behind the safety rules: unique indices, uniform values and bounds proofs.
+
+* **Unique indices.**  An index expression is *unique* over a set of thread coordinates when two
+  threads that differ in one of those coordinates can never produce the same value.  Coordinates are
+  ``tid0..2`` (thread index in the block) and ``bid0..2`` (block index).  A grid uid covers both of
+  its axis; a block uid covers ``tid``; ``block_idx`` covers ``bid``.  Adding a launch-uniform
+  value, multiplying by a nonzero constant, and widening casts keep uniqueness; ``u * K + j`` with
+  ``0 <= j < K`` proven does too.
+* **Facts** are what dominating conditions prove: ``("lt", i, n)`` for ``i < n``, ``("ge0", i)``
+  for ``i >= 0`` and ``("pin", coord)`` when a condition such as ``thread_idx.x == 0`` leaves one
+  thread along that coordinate.  Bounds checks are dropped where facts prove the index in range.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from .. import ir
+
+Fact = tuple
+Key = tuple
+
+
+def key(e: ir.Expr) -> Key:
+    """A structural key for an expression (widening casts stripped) used to match facts."""
+    if isinstance(e, ir.Cast):
+        src, dst = e.value.ty, e.ty
+        if (isinstance(src, ir.ScalarType) and isinstance(dst, ir.ScalarType)
+                and src.info.is_int and dst.info.is_int and dst.info.bits >= src.info.bits):
+            return key(e.value)
+        return ("cast", str(e.ty), key(e.value))
+    if isinstance(e, ir.Local):
+        return ("v", id(e.var))
+    if isinstance(e, ir.Const):
+        return ("c", e.value)
+    if isinstance(e, ir.Shape):
+        return ("shape", id(e.array.var), e.axis)
+    if isinstance(e, ir.BinOp):
+        return ("op", e.op, key(e.left), key(e.right))
+    if isinstance(e, ir.UnaryOp):
+        return ("un", e.op, key(e.operand))
+    if isinstance(e, ir.UidComponent):
+        return ("uid", e.scope, e.axis)
+    if isinstance(e, ir.Special):
+        return ("sp", e.name, e.axis)
+    if isinstance(e, ir.LaneId):
+        return ("lane",)
+    if isinstance(e, ir.Load):
+        return ("load", id(e.array.var), tuple(key(i) for i in e.indices))
+    if isinstance(e, ir.MathCall):
+        return ("math", e.name, tuple(key(a) for a in e.args))
+    return ("opaque", id(e))
+
+
+def key_vars(k: Key) -> set[int]:
+    """The ids of the variables a key mentions."""
+    out: set[int] = set()
+
+    def walk(x):
+        if isinstance(x, tuple):
+            if len(x) == 2 and x[0] == "v":
+                out.add(x[1])
+            for item in x:
+                walk(item)
+
+    walk(k)
+    return out
+
+
+def fact_vars(f: Fact) -> set[int]:
+    out: set[int] = set()
+    for part in f[1:]:
+        if isinstance(part, tuple):
+            out |= key_vars(part)
+    return out
+
+
+def kill(facts: frozenset, var_ids: Iterable[int]) -> frozenset:
+    """Drop every fact that mentions one of ``var_ids`` (they are being reassigned)."""
+    ids = set(var_ids)
+    if not ids:
+        return facts
+    return frozenset(f for f in facts if not (fact_vars(f) & ids))
+
+
+_NEGATE = {"<": ">=", "<=": ">", ">": "<=", ">=": "<", "==": "!=", "!=": "=="}
+
+
+def _strip_cast(e: ir.Expr) -> ir.Expr:
+    while isinstance(e, ir.Cast):
+        e = e.value
+    return e
+
+
+def _is_const(e: ir.Expr, value=None) -> bool:
+    e = _strip_cast(e)
+    return isinstance(e, ir.Const) and (value is None or e.value == value)
+
+
+def cond_facts(cond: ir.Expr, truth: bool, classify: Callable[[ir.Expr], Unique | None],
+               uniform: Callable[[ir.Expr], bool]) -> set[Fact]:
+    """Facts that hold where ``cond`` evaluated to ``truth``."""
+    if isinstance(cond, ir.UnaryOp) and cond.op == "not":
+        return cond_facts(cond.operand, not truth, classify, uniform)
+    if isinstance(cond, ir.BoolOp):
+        if (cond.op == "and") == truth:
+            out: set[Fact] = set()
+            for v in cond.values:
+                out |= cond_facts(v, truth, classify, uniform)
+            return out
+        return set()
+    if isinstance(cond, ir.Compare):
+        op = cond.op if truth else _NEGATE[cond.op]
+        return _compare_facts(op, cond.left, cond.right, classify, uniform)
+    return set()
+
+
+def _compare_facts(op: str, left: ir.Expr, right: ir.Expr, classify, uniform) -> set[Fact]:
+    out: set[Fact] = set()
+    if op in (">", ">="):
+        op = "<" if op == ">" else "<="
+        left, right = right, left
+    if op == "<":
+        out.add(("lt", key(left), key(right)))
+        if _is_const(left, -1):
+            out.add(("ge0", key(right)))
+        c = _strip_cast(left)
+        if isinstance(c, ir.Const) and isinstance(c.value, int) and c.value >= -1:
+            out.add(("ge0", key(right)))
+    elif op == "<=":
+        r = _strip_cast(right)
+        if isinstance(r, ir.BinOp) and r.op == "-" and _is_const(r.right, 1):
+            out.add(("lt", key(left), key(r.left)))
+        c = _strip_cast(left)
+        if isinstance(c, ir.Const) and isinstance(c.value, int) and c.value >= 0:
+            out.add(("ge0", key(right)))
+        rc = _strip_cast(right)
+        if isinstance(rc, ir.Const) and isinstance(rc.value, int):
+            out.add(("lt", key(left), ("c", rc.value + 1)))
+    elif op == "==":
+        for a, b in ((left, right), (right, left)):
+            u = classify(a)
+            if u is not None and uniform(b):
+                for coord in u.coords:
+                    out.add(("pin", coord))
+    return out
+
+
+@dataclass(frozen=True)
+class Unique:
+    """An index that is injective in the thread coordinates ``coords``; ``scale`` is its stride."""
+
+    coords: frozenset[str]
+    scale: int = 1
+
+
+def grid_coords(axis: int) -> frozenset[str]:
+    return frozenset({f"tid{axis}", f"bid{axis}"})
+
+
+def required_coords(ndim: int, space: str) -> frozenset[str]:
+    """Coordinates a store must be unique in: every thread of the grid (global) or block (shared)."""
+    coords = {f"tid{a}" for a in range(ndim)}
+    if space == "global":
+        coords |= {f"bid{a}" for a in range(ndim)}
+    return frozenset(coords)
+
+
+def pinned(facts: frozenset) -> frozenset[str]:
+    return frozenset(f[1] for f in facts if f[0] == "pin")

@@ -1,0 +1,627 @@
+"""Typed IR → CUDA C++ (one translation unit per kernel specialisation).
+
+Each statement is preceded by a ``#line`` directive naming the Python line it came from, so NVRTC
+errors, ``-lineinfo`` profiles, compute-sanitizer and cuda-gdb all point at the user's file.  Array
+parameters are passed as a pointer plus one ``int64`` extent per dimension (``const T*
+__restrict__`` when read-only, which keeps loads on the read-only data path); see
+:mod:`gpu_native.abi` for the full parameter layout.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Callable
+
+from .. import abi, ir
+from .._version import __version__
+from .prelude import HALF_INCLUDES, PRELUDE
+
+CPP_KEYWORDS = frozenset("""
+alignas alignof and and_eq asm auto bitand bitor bool break case catch char char16_t char32_t
+class compl const constexpr const_cast continue decltype default delete do double dynamic_cast
+else enum explicit export extern false float for friend goto if inline int long mutable
+namespace new noexcept not not_eq nullptr operator or or_eq private protected public register
+reinterpret_cast return short signed sizeof static static_assert static_cast struct switch
+template this thread_local throw true try typedef typeid typename union unsigned using virtual
+void volatile wchar_t while xor xor_eq threadIdx blockIdx blockDim gridDim warpSize printf
+min max abs signbit isnan isinf isfinite main assert
+""".split())
+
+_SPECIAL_NAMES = {"thread_idx": "threadIdx", "block_idx": "blockIdx", "block_dim": "blockDim",
+                  "grid_dim": "gridDim"}
+_XYZ = "xyz"
+_UNSIGNED = {"int": "unsigned int", "long long": "unsigned long long"}
+
+_MATH_F32 = {
+    "sqrt": "sqrtf", "exp": "expf", "exp2": "exp2f", "expm1": "expm1f", "log": "logf",
+    "log2": "log2f", "log10": "log10f", "log1p": "log1pf", "sin": "sinf", "cos": "cosf",
+    "tan": "tanf", "asin": "asinf", "acos": "acosf", "atan": "atanf", "atan2": "atan2f",
+    "sinh": "sinhf", "cosh": "coshf", "tanh": "tanhf", "asinh": "asinhf", "acosh": "acoshf",
+    "atanh": "atanhf", "pow": "powf", "fabs": "fabsf", "floor": "floorf", "ceil": "ceilf",
+    "trunc": "truncf", "fmod": "fmodf", "hypot": "hypotf", "erf": "erff", "erfc": "erfcf",
+    "copysign": "copysignf", "lgamma": "lgammaf", "gamma": "tgammaf", "cbrt": "cbrtf",
+    "fma": "fmaf", "rint": "rintf", "abs": "fabsf", "rsqrt": "rsqrtf",
+}
+_MATH_F64 = {k: (v[:-1] if k not in ("gamma",) else "tgamma") for k, v in _MATH_F32.items()}
+_MATH_F64.update({"abs": "fabs", "fabs": "fabs", "rsqrt": "rsqrt"})
+_PREDICATES = {"isnan": "isnan", "isinf": "isinf", "isfinite": "isfinite"}
+
+
+def cname(var: ir.Var) -> str:
+    """The C++ name of a variable: the Python name unless it would clash."""
+    name = var.name
+    if name.startswith("__gn"):
+        return name
+    if name in CPP_KEYWORDS or name.startswith(("gn_", "__")):
+        return name + "_"
+    return name
+
+
+def ctype(ty: ir.Type) -> str:
+    if isinstance(ty, ir.ScalarType):
+        return ty.info.c_name
+    if isinstance(ty, ir.VoidType):
+        return "void"
+    raise TypeError(f"no C type for {ty}")  # pragma: no cover
+
+
+def extent_name(var: ir.Var, axis: int) -> str:
+    return f"__gn_{var.name}_n{axis}"
+
+
+def const_code(value, ty: ir.ScalarType) -> str:
+    """A C++ literal for ``value`` of type ``ty``."""
+    info = ty.info
+    if info.kind == "bool":
+        return "true" if value else "false"
+    if info.is_int:
+        v = int(value)
+        if info.name == "i32":
+            return "(-2147483647 - 1)" if v == -(1 << 31) else str(v)
+        if info.name == "i64":
+            return "(-9223372036854775807LL - 1)" if v == -(1 << 63) else f"{v}LL"
+        if info.name == "u32":
+            return f"{v}u"
+        if info.name == "u64":
+            return f"{v}ull"
+        return f"(({info.c_name}){v})"
+    f = float(value)
+    if info.name in ("f16", "bf16"):
+        conv = "__float2half_rn" if info.name == "f16" else "__float2bfloat16_rn"
+        return f"{conv}({const_code(f, ir.F32)})"
+    single = info.name == "f32"
+    if math.isnan(f):
+        return "__int_as_float(0x7fffffff)" if single else "__longlong_as_double(0x7ff8000000000000LL)"
+    if math.isinf(f):
+        if single:
+            return "__int_as_float(0x7f800000)" if f > 0 else "__int_as_float(0xff800000)"
+        return ("__longlong_as_double(0x7ff0000000000000LL)" if f > 0
+                else "__longlong_as_double(0xfff0000000000000LL)")
+    text = repr(f)
+    if "e" not in text and "." not in text:
+        text += ".0"
+    return text + ("f" if single else "")
+
+
+def convert(code: str, src: ir.ScalarType, dst: ir.ScalarType) -> str:
+    """C++ for converting ``code`` from ``src`` to ``dst`` with the language's semantics."""
+    if src == dst:
+        return code
+    s, d = src.info, dst.info
+    if d.kind == "bool":
+        return f"({code} != 0)"
+    if s.name == "f16":
+        code, s = f"__half2float({code})", ir.F32.info
+    elif s.name == "bf16":
+        code, s = f"__bfloat162float({code})", ir.F32.info
+    if d.name in ("f16", "bf16"):
+        half = "half" if d.name == "f16" else "bfloat16"
+        if s.name == "f64":
+            return f"__double2{half}({code})"
+        return f"__float2{half}_rn((float)({code}))"
+    if d.is_float:
+        return f"(({d.c_name})({code}))"
+    if s.is_float:
+        if d.name == "i64":
+            return f"gn_f2i64((double)({code}))"
+        if d.name == "u64":
+            return f"gn_f2u64((double)({code}))"
+        return f"gn_f2i<{d.c_name}>((double)({code}), {d.min}.0, {d.max}.0)"
+    return f"(({d.c_name})({code}))"
+
+
+class CudaEmitter:
+    """Emits one kernel specialisation (and the device functions it reaches) as CUDA C++."""
+
+    def __init__(self, kernel: ir.Kernel, display_file: str):
+        self.kernel = kernel
+        self.file = display_file.replace("\\", "/").replace('"', "'")
+        self.lines: list[str] = []
+        self.indent = 1
+        self.counter = 0
+        self.last_line = -1
+
+    # ---- whole translation unit ----------------------------------------------------------
+
+    def emit(self) -> str:
+        k = self.kernel
+        out = [
+            f"// gpu_native {__version__}: kernel {k.name} of {k.module} (generated; do not edit)",
+            f"#define GN_KERNEL_ID 0x{abi.kernel_id(k.module, k.symbol):016x}ull",
+        ]
+        if k.traits.uses_half:
+            out.append(HALF_INCLUDES.rstrip("\n"))
+        out.append(PRELUDE.strip("\n"))
+        for fn in k.device_functions:
+            out.append(self.device_function(fn))
+        out.append(self.kernel_function())
+        return "\n".join(out) + "\n"
+
+    def params(self, params: tuple[ir.Var, ...], kernel: bool) -> list[str]:
+        out = []
+        for p in params:
+            if isinstance(p.ty, ir.ArrayType):
+                elem = ctype(p.ty.elem)
+                restrict = " __restrict__" if kernel else ""
+                const = "" if p.ty.mutable else "const "
+                out.append(f"{const}{elem}*{restrict} {cname(p)}")
+                out.extend(f"gn_i64 {extent_name(p, a)}" for a in range(p.ty.ndim))
+            else:
+                out.append(f"{ctype(p.ty)} {cname(p)}")
+        return out
+
+    def declarations(self, locals_: tuple[ir.Var, ...], local_arrays, shared=()) -> None:
+        for decl in shared:
+            var = decl.var
+            elem = ctype(var.ty.elem)
+            if decl.dynamic:
+                self.line("extern __shared__ __align__(16) unsigned char __gn_dyn_smem[];")
+                self.line(f"{elem}* {cname(var)} = reinterpret_cast<{elem}*>(__gn_dyn_smem);")
+                self.line(f"const gn_i64 {extent_name(var, 0)} = "
+                          f"(gn_i64)(gn_dynamic_smem_bytes() / sizeof({elem}));")
+            else:
+                size = math.prod(var.ty.shape)
+                self.line(f"__shared__ __align__(16) {elem} {cname(var)}[{size}];")
+        for decl in local_arrays:
+            var = decl.var
+            self.line(f"{ctype(var.ty.elem)} {cname(var)}[{math.prod(var.ty.shape)}];")
+        for var in locals_:
+            self.line(f"{ctype(var.ty)} {cname(var)}{{}};")
+
+    def kernel_function(self) -> str:
+        k = self.kernel
+        params = self.params(k.params, kernel=True)
+        params.append("gn_error_record* __restrict__ __gn_err")
+        self.lines = []
+        self.indent = 1
+        self.last_line = -1
+        self.declarations(k.locals, k.local_arrays, k.shared)
+        self.block(k.body)
+        sig = f'extern "C" __global__ void {k.symbol}(\n    ' + ",\n    ".join(params) + ")"
+        return sig + "\n{\n" + "\n".join(self.lines) + "\n}\n"
+
+    def device_function(self, fn: ir.DeviceFunction) -> str:
+        params = ["gn_error_record* __gn_err", *self.params(fn.params, kernel=False)]
+        self.lines = []
+        self.indent = 1
+        self.last_line = -1
+        self.declarations(fn.locals, fn.local_arrays)
+        self.block(fn.body)
+        if fn.ret != ir.VOID:
+            self.line("__builtin_unreachable();")
+        sig = f"static __device__ {ctype(fn.ret)} {fn.symbol}(" + ", ".join(params) + ")"
+        return f"// @gpu_device {fn.module}.{fn.name}\n" + sig + "\n{\n" + "\n".join(
+            self.lines) + "\n}\n"
+
+    # ---- statements ------------------------------------------------------------------------
+
+    def line(self, text: str) -> None:
+        self.lines.append("    " * self.indent + text)
+
+    def mark(self, s: ir.Stmt) -> None:
+        line = s.span.line
+        if line and line != self.last_line:
+            self.lines.append(f'#line {line} "{self.file}"')
+            self.last_line = line
+
+    def block(self, stmts: tuple[ir.Stmt, ...]) -> None:
+        for s in stmts:
+            self.mark(s)
+            _STMT[type(s)](self, s)
+
+    def nested(self, stmts: tuple[ir.Stmt, ...]) -> None:
+        self.indent += 1
+        self.block(stmts)
+        self.indent -= 1
+
+    def emit_Assign(self, s: ir.Assign) -> None:
+        self.line(f"{cname(s.var)} = {self.expr(s.value)};")
+
+    def emit_Store(self, s: ir.Store) -> None:
+        target = self.element(s.array, s.indices, s.checks)
+        self.line(f"{target} = {self.expr(s.value)};")
+
+    def emit_ExprStmt(self, s: ir.ExprStmt) -> None:
+        code = self.expr(s.value)
+        self.line(f"{code};" if s.value.ty == ir.VOID or isinstance(
+            s.value, (ir.Call, ir.Atomic)) else f"(void)({code});")
+
+    def emit_If(self, s: ir.If) -> None:
+        self.line(f"if ({self.expr(s.cond)}) {{")
+        self.nested(s.then)
+        if s.orelse:
+            self.line("} else {")
+            self.nested(s.orelse)
+        self.line("}")
+
+    def emit_While(self, s: ir.While) -> None:
+        self.line(f"while ({self.expr(s.cond)}) {{")
+        self.nested(s.body)
+        self.line("}")
+
+    def emit_ForRange(self, s: ir.ForRange) -> None:
+        n = self.counter
+        self.counter += 1
+        vt = s.var.ty
+        assert isinstance(vt, ir.ScalarType)
+        constant = all(isinstance(x, ir.Const) for x in (s.start, s.stop, s.step))
+        # A wider counter cannot overflow past `stop` (Python's range never wraps).
+        if constant or vt.info.bits == 64:
+            ct = vt.info.c_name
+        else:
+            ct = "gn_i64"
+        i, stop, step = f"__gn_i{n}", f"__gn_stop{n}", f"__gn_step{n}"
+        self.line("{")
+        self.indent += 1
+        self.line(f"const {ct} {stop} = {self.expr(s.stop)};")
+        step_code = self.expr(s.step)
+        if s.step_sign == 0:
+            self.line(f"const {ct} {step} = {step_code};")
+            cond = f"({step} > 0 ? {i} < {stop} : {i} > {stop})"
+            incr = f"{i} += {step}"
+        else:
+            cond = f"{i} {'<' if s.step_sign > 0 else '>'} {stop}"
+            sv = s.step.value  # type: ignore[attr-defined]
+            incr = f"++{i}" if sv == 1 else f"--{i}" if sv == -1 else f"{i} += {step_code}"
+        self.line(f"for ({ct} {i} = {self.expr(s.start)}; {cond}; {incr}) {{")
+        self.indent += 1
+        self.line(f"{cname(s.var)} = ({vt.info.c_name}){i};")
+        self.indent -= 1
+        self.nested(s.body)
+        self.line("}")
+        self.indent -= 1
+        self.line("}")
+
+    def emit_GridStride(self, s: ir.GridStride) -> None:
+        n = self.counter
+        self.counter += 1
+        i, stop = f"__gn_i{n}", f"__gn_stop{n}"
+        self.line("{")
+        self.indent += 1
+        self.line(f"const gn_i64 {stop} = {self.expr(s.stop)};")
+        self.line(f"for (gn_i64 {i} = (gn_i64)blockIdx.x * blockDim.x + threadIdx.x; {i} < {stop}; "
+                  f"{i} += (gn_i64)gridDim.x * blockDim.x) {{")
+        self.indent += 1
+        self.line(f"{cname(s.var)} = {i};")
+        self.indent -= 1
+        self.nested(s.body)
+        self.line("}")
+        self.indent -= 1
+        self.line("}")
+
+    def emit_Break(self, s: ir.Break) -> None:
+        self.line("break;")
+
+    def emit_Continue(self, s: ir.Continue) -> None:
+        self.line("continue;")
+
+    def emit_Return(self, s: ir.Return) -> None:
+        self.line("return;" if s.value is None else f"return {self.expr(s.value)};")
+
+    def emit_Assert(self, s: ir.Assert) -> None:
+        self.line(f"gn_assert(__gn_err, {self.expr(s.cond)}, {s.site}u);")
+
+    def emit_Barrier(self, s: ir.Barrier) -> None:
+        if s.scope == "block":
+            self.line("__syncthreads();")
+        else:
+            self.line(f"__syncwarp({self.expr(s.mask) if s.mask is not None else '0xffffffffu'});")
+
+    def emit_Print(self, s: ir.Print) -> None:
+        fmt: list[str] = []
+        args: list[str] = []
+        for item in s.items:
+            if isinstance(item, str):
+                fmt.append(item.replace("\\", "\\\\").replace('"', '\\"').replace(
+                    "%", "%%").replace("\n", "\\n"))
+                continue
+            ty = item.ty
+            assert isinstance(ty, ir.ScalarType)
+            code = self.expr(item)
+            info = ty.info
+            if info.kind == "bool":
+                fmt.append("%s")
+                args.append(f'(({code}) ? "True" : "False")')
+            elif info.kind == "int":
+                fmt.append("%lld")
+                args.append(f"(long long)({code})")
+            elif info.kind == "uint":
+                fmt.append("%llu")
+                args.append(f"(unsigned long long)({code})")
+            else:
+                fmt.append("%g")
+                args.append(convert(code, ty, ir.F64))
+        text = " ".join(fmt)
+        self.line(f'printf("{text}\\n"{"".join(", " + a for a in args)});')
+
+    def emit_TailExit(self, s: ir.TailExit) -> None:
+        arrays = []
+        for ref, axes in s.extents:
+            outside = [f"{self.uid(axis)} >= {extent_name(ref.var, dim)}"
+                       for dim, axis in enumerate(axes)]
+            arrays.append(outside[0] if len(outside) == 1 else "(" + " || ".join(outside) + ")")
+        self.line("// grid tail: this thread's uid lies past every array it indexes")
+        self.line(f"if ({' && '.join(arrays)}) return;")
+
+    # ---- expressions -------------------------------------------------------------------------
+
+    def expr(self, e: ir.Expr) -> str:
+        return _EXPR[type(e)](self, e)
+
+    def uid(self, axis: int) -> str:
+        a = _XYZ[axis]
+        return f"((gn_i64)blockIdx.{a} * blockDim.{a} + threadIdx.{a})"
+
+    def extent(self, ref: ir.ArrayRef, axis: int) -> str:
+        shape = ref.ty.shape
+        if shape is not None and shape[0] >= 0:
+            return str(shape[axis])
+        return extent_name(ref.var, axis)
+
+    def element(self, ref: ir.ArrayRef, indices, checks) -> str:
+        static = ref.ty.shape is not None and ref.ty.shape[0] >= 0
+        parts = []
+        for axis, (idx, site) in enumerate(zip(indices, checks)):
+            code = self.expr(idx)
+            if not static and idx.ty != ir.I64:
+                code = f"(gn_i64){code}"
+            if site is not None:
+                code = f"gn_chk(__gn_err, {code}, {self.extent(ref, axis)}, {site}u)"
+            parts.append(code)
+        offset = parts[0]
+        for axis in range(1, len(parts)):
+            offset = f"{offset} * {self.extent(ref, axis)} + {parts[axis]}"
+        return f"{cname(ref.var)}[{offset}]"
+
+    def emit_Const(self, e: ir.Const) -> str:
+        return const_code(e.value, e.ty)  # type: ignore[arg-type]
+
+    def emit_Local(self, e: ir.Local) -> str:
+        return cname(e.var)
+
+    def emit_BinOp(self, e: ir.BinOp) -> str:
+        ty = e.ty
+        assert isinstance(ty, ir.ScalarType)
+        info = ty.info
+        l, r = self.expr(e.left), self.expr(e.right)
+        op = e.op
+        ct = info.c_name
+        if op in ("+", "-", "*") and info.kind == "int":
+            ut = _UNSIGNED[ct]
+            return f"(({ct})(({ut})({l}) {op} ({ut})({r})))"
+        if op in ("+", "-", "*", "/"):
+            return f"({l} {op} {r})"
+        if op in ("//", "%"):
+            if info.is_int:
+                fn = "gn_floordiv" if op == "//" else "gn_mod"
+                if e.zero_check is not None:
+                    return f"{fn}_chk<{ct}>(__gn_err, {l}, {r}, {e.zero_check}u)"
+                return f"{fn}<{ct}>({l}, {r})"
+            return f"{'gn_ffloordiv_py' if op == '//' else 'gn_fmod_py'}({l}, {r})"
+        if op == "**":
+            n = e.right.value  # type: ignore[attr-defined]
+            if info.is_int:
+                return f"gn_ipow<{ct}>({l}, {n})"
+            if n == 0:
+                return const_code(1.0, ty)
+            if n == 1:
+                return l
+            if n == 2:
+                return f"gn_sq<{ct}>({l})"
+            return f"{'powf' if info.name == 'f32' else 'pow'}({l}, {float(n)}{'f' if info.name == 'f32' else ''})"
+        if op in ("<<", ">>"):
+            return f"gn_{'shl' if op == '<<' else 'shr'}<{ct}>({l}, (gn_i64)({r}))"
+        if op in ("&", "|", "^"):
+            if info.kind == "bool":
+                return f"((bool)({l} {op} {r}))"
+            return f"(({ct})({l} {op} {r}))"
+        raise AssertionError(op)  # pragma: no cover
+
+    def emit_UnaryOp(self, e: ir.UnaryOp) -> str:
+        x = self.expr(e.operand)
+        if e.op == "not":
+            return f"(!{x})"
+        ty = e.ty
+        assert isinstance(ty, ir.ScalarType)
+        ct = ty.info.c_name
+        if e.op == "~":
+            return f"(({ct})~{x})"
+        if ty.info.is_int:
+            ut = _UNSIGNED.get(ct, ct)
+            return f"(({ct})(({ut})0 - ({ut})({x})))"
+        return f"(-{x})"
+
+    def emit_Compare(self, e: ir.Compare) -> str:
+        return f"({self.expr(e.left)} {e.op} {self.expr(e.right)})"
+
+    def emit_BoolOp(self, e: ir.BoolOp) -> str:
+        joiner = " && " if e.op == "and" else " || "
+        return "(" + joiner.join(self.expr(v) for v in e.values) + ")"
+
+    def emit_Select(self, e: ir.Select) -> str:
+        return f"({self.expr(e.cond)} ? {self.expr(e.then)} : {self.expr(e.orelse)})"
+
+    def emit_Cast(self, e: ir.Cast) -> str:
+        return convert(self.expr(e.value), e.value.ty, e.ty)  # type: ignore[arg-type]
+
+    def emit_ArrayRef(self, e: ir.ArrayRef) -> str:
+        return cname(e.var)
+
+    def emit_Load(self, e: ir.Load) -> str:
+        return self.element(e.array, e.indices, e.checks)
+
+    def emit_Shape(self, e: ir.Shape) -> str:
+        return self.extent(e.array, e.axis)
+
+    def emit_Special(self, e: ir.Special) -> str:
+        return f"((int){_SPECIAL_NAMES[e.name]}.{_XYZ[e.axis]})"
+
+    def emit_LaneId(self, e: ir.LaneId) -> str:
+        return "gn_lane_id()"
+
+    def emit_UidComponent(self, e: ir.UidComponent) -> str:
+        if e.scope == "grid":
+            return self.uid(e.axis)
+        return f"((gn_i64)threadIdx.{_XYZ[e.axis]})"
+
+    def emit_MathCall(self, e: ir.MathCall) -> str:
+        args = [self.expr(a) for a in e.args]
+        ty = e.args[0].ty
+        assert isinstance(ty, ir.ScalarType)
+        name = e.name
+        if name in ("min", "max"):
+            return f"gn_{name}<{ty.info.c_name}>({args[0]}, {args[1]})"
+        if name == "abs":
+            if ty.info.is_int:
+                return f"gn_iabs<{ty.info.c_name}>({args[0]})"
+            if ty.info.name == "f16":
+                return f"__habs({args[0]})"
+            if ty.info.name == "bf16":
+                return f"__habs({args[0]})"
+        if name in _PREDICATES:
+            return f"((bool){_PREDICATES[name]}({args[0]}))"
+        table = _MATH_F32 if ty.info.name == "f32" else _MATH_F64
+        return f"{table[name]}({', '.join(args)})"
+
+    def emit_Call(self, e: ir.Call) -> str:
+        args = ["__gn_err"]
+        for param, arg in zip(e.function.params, e.args):
+            if isinstance(param.ty, ir.ArrayType):
+                assert isinstance(arg, ir.ArrayRef)
+                args.append(cname(arg.var))
+                args.extend(self.extent(arg, a) for a in range(arg.ty.ndim))
+            else:
+                args.append(self.expr(arg))
+        return f"{e.function.symbol}({', '.join(args)})"
+
+    def emit_WarpOp(self, e: ir.WarpOp) -> str:
+        mask = self.expr(e.mask)
+        if e.op.startswith("shfl"):
+            value, lane, width = (self.expr(a) for a in e.args)
+            fn = {"shfl_down": "__shfl_down_sync", "shfl_up": "__shfl_up_sync",
+                  "shfl_xor": "__shfl_xor_sync", "shfl_idx": "__shfl_sync"}[e.op]
+            return f"{fn}({mask}, {value}, {lane}, {width})"
+        pred = self.expr(e.args[0])
+        if e.op == "ballot":
+            return f"__ballot_sync({mask}, {pred})"
+        return f"((bool)__{e.op.split('_')[0]}_sync({mask}, {pred}))"
+
+    def emit_Atomic(self, e: ir.Atomic) -> str:
+        target = self.element(e.array, e.indices, e.checks)
+        ptr = f"&{target}"
+        elem = e.array.ty.elem
+        ct = elem.info.c_name
+        ops = [self.expr(o) for o in e.operands]
+        shared = e.array.ty.space == "shared"
+        fence = "__threadfence_block()" if shared else "__threadfence()"
+        if e.op == "add":
+            call = f"atomicAdd({_atomic_ptr(ptr, elem)}, {_atomic_val(ops[0], elem)})"
+        elif e.op == "sub":
+            if elem.info.is_float:
+                call = f"atomicAdd({ptr}, -({ops[0]}))"
+            else:
+                call = f"atomicAdd({_atomic_ptr(ptr, elem)}, {_atomic_val('(0 - ' + ops[0] + ')', elem)})"
+        elif e.op in ("min", "max"):
+            if elem.info.is_float:
+                call = f"gn_atomic_{e.op}({ptr}, {ops[0]})"
+            else:
+                call = f"atomic{e.op.capitalize()}({ptr}, {ops[0]})"
+        elif e.op in ("and", "or", "xor"):
+            call = f"atomic{e.op.capitalize()}({_atomic_ptr(ptr, elem)}, {_atomic_val(ops[0], elem)})"
+        elif e.op == "exchange":
+            call = f"atomicExch({_atomic_ptr(ptr, elem)}, {_atomic_val(ops[0], elem)})"
+        elif e.op == "cas":
+            call = f"gn_atomic_cas({ptr}, {ops[0]}, {ops[1]})"
+        elif e.op == "load":
+            call = f"gn_atomic_load({ptr})"
+        elif e.op == "store":
+            call = f"gn_atomic_store({ptr}, {ops[0]})"
+        else:  # pragma: no cover
+            raise AssertionError(e.op)
+        if e.op in ("add", "sub", "and", "or", "xor", "exchange") and elem.info.name in ("i64",):
+            call = f"(({ct}){call})"
+        order = e.order
+        if order == "relaxed":
+            return call
+        pre = order in ("release", "acq_rel", "seq_cst")
+        post = order in ("acquire", "acq_rel", "seq_cst")
+        if e.ty == ir.VOID:
+            return "(" + ", ".join([*([fence] if pre else []), call, *([fence] if post else [])]) + ")"
+        return (f"([&]() {{ {fence + '; ' if pre else ''}{ct} __gn_old = {call}; "
+                f"{fence + '; ' if post else ''}return __gn_old; }}())")
+
+
+def _atomic_ptr(ptr: str, elem: ir.ScalarType) -> str:
+    if elem.info.name == "i64":
+        return f"(unsigned long long*)({ptr})"
+    return ptr
+
+
+def _atomic_val(value: str, elem: ir.ScalarType) -> str:
+    if elem.info.name == "i64":
+        return f"(unsigned long long)({value})"
+    return value
+
+
+_STMT: dict[type, Callable] = {
+    ir.Assign: CudaEmitter.emit_Assign,
+    ir.Store: CudaEmitter.emit_Store,
+    ir.ExprStmt: CudaEmitter.emit_ExprStmt,
+    ir.If: CudaEmitter.emit_If,
+    ir.While: CudaEmitter.emit_While,
+    ir.ForRange: CudaEmitter.emit_ForRange,
+    ir.GridStride: CudaEmitter.emit_GridStride,
+    ir.Break: CudaEmitter.emit_Break,
+    ir.Continue: CudaEmitter.emit_Continue,
+    ir.Return: CudaEmitter.emit_Return,
+    ir.Assert: CudaEmitter.emit_Assert,
+    ir.Barrier: CudaEmitter.emit_Barrier,
+    ir.Print: CudaEmitter.emit_Print,
+    ir.TailExit: CudaEmitter.emit_TailExit,
+}
+
+_EXPR: dict[type, Callable] = {
+    ir.Const: CudaEmitter.emit_Const,
+    ir.Local: CudaEmitter.emit_Local,
+    ir.BinOp: CudaEmitter.emit_BinOp,
+    ir.UnaryOp: CudaEmitter.emit_UnaryOp,
+    ir.Compare: CudaEmitter.emit_Compare,
+    ir.BoolOp: CudaEmitter.emit_BoolOp,
+    ir.Select: CudaEmitter.emit_Select,
+    ir.Cast: CudaEmitter.emit_Cast,
+    ir.ArrayRef: CudaEmitter.emit_ArrayRef,
+    ir.Load: CudaEmitter.emit_Load,
+    ir.Shape: CudaEmitter.emit_Shape,
+    ir.Special: CudaEmitter.emit_Special,
+    ir.LaneId: CudaEmitter.emit_LaneId,
+    ir.UidComponent: CudaEmitter.emit_UidComponent,
+    ir.MathCall: CudaEmitter.emit_MathCall,
+    ir.Call: CudaEmitter.emit_Call,
+    ir.WarpOp: CudaEmitter.emit_WarpOp,
+    ir.Atomic: CudaEmitter.emit_Atomic,
+}
+
+
+def emit_kernel(kernel: ir.Kernel, display_file: str) -> str:
+    """Return the CUDA C++ translation unit for one kernel specialisation."""
+    return CudaEmitter(kernel, display_file).emit()

@@ -1,0 +1,497 @@
+"""The typed kernel IR: what the checker produces and every backend consumes.
+
+Every node is a frozen dataclass carrying its :class:`~gpu_native.errors.SourceSpan`; every
+expression carries its type.  The checker has already applied the promotion rules (operands of a
+``BinOp`` have the result type, implicit conversions are explicit ``Cast`` nodes), resolved every
+name, decided which bounds checks remain (``check`` fields hold a site id, or ``None`` where the
+index is proven in range) and verified the safety rules.  Backends therefore only translate.
+
+The IR is designed for 1-D, 2-D and 3-D kernels, shared and local memory, atomics and warp
+operations; see ``docs/language.md`` for the language it encodes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .errors import SourceSpan
+from .lang.types import SCALARS, ScalarInfo
+
+# ============================================================================================
+# Types
+
+
+@dataclass(frozen=True)
+class Type:
+    def __str__(self) -> str:  # pragma: no cover - overridden
+        return type(self).__name__
+
+
+@dataclass(frozen=True)
+class ScalarType(Type):
+    info: ScalarInfo
+
+    @property
+    def name(self) -> str:
+        return self.info.name
+
+    def __str__(self) -> str:
+        return self.info.name
+
+
+@dataclass(frozen=True)
+class VoidType(Type):
+    def __str__(self) -> str:
+        return "None"
+
+
+@dataclass(frozen=True)
+class ArrayType(Type):
+    """An array: a global parameter (``space="global"``), shared or per-thread local memory.
+
+    ``shape`` is known statically for shared and local arrays (``None`` for global arrays, whose
+    shape comes with the launch).  The dynamic shared array has ``shape == (-1,)``.
+    """
+
+    elem: ScalarType
+    ndim: int
+    mutable: bool
+    space: str = "global"
+    shape: tuple[int, ...] | None = None
+
+    def __str__(self) -> str:
+        if self.space == "global":
+            dims = "" if self.ndim == 1 else f"{self.ndim}D"
+            return f"CUDASlice{'Mut' if self.mutable else ''}{dims}[{self.elem}]"
+        return f"{self.space}_array({self.elem}, {self.shape})"
+
+
+@dataclass(frozen=True)
+class UidType(Type):
+    """A multi-dimensional unique id (``FlatLayout2D.uid()``): components ``.x .y .z``."""
+
+    ndim: int
+    scope: str  # "grid" or "block"
+
+    def __str__(self) -> str:
+        return f"UniqueId{self.ndim}D({self.scope})"
+
+
+def scalar(name: str) -> ScalarType:
+    return _SCALAR_TYPES[name]
+
+
+_SCALAR_TYPES = {name: ScalarType(info) for name, info in SCALARS.items()}
+VOID = VoidType()
+BOOL = scalar("bool_")
+I32 = scalar("i32")
+I64 = scalar("i64")
+U32 = scalar("u32")
+U64 = scalar("u64")
+F32 = scalar("f32")
+F64 = scalar("f64")
+
+
+# ============================================================================================
+# Variables and error sites
+
+
+@dataclass(frozen=True, eq=False)
+class Var:
+    """A local variable or parameter.  Identity matters: two ``Var`` objects are two variables."""
+
+    name: str  # the Python name
+    ty: Type
+    span: SourceSpan
+    is_param: bool = False
+
+    def __repr__(self) -> str:
+        return f"Var({self.name}: {self.ty})"
+
+
+@dataclass(frozen=True)
+class Site:
+    """A place where a running kernel can report an error, numbered per kernel.
+
+    ``kind`` is ``"index"`` (bounds check), ``"assert"``, or ``"zerodiv"``; ``array`` and ``axis``
+    name what an index check guards; ``message`` is an assert's message.
+    """
+
+    id: int
+    kind: str
+    span: SourceSpan
+    array: str = ""
+    axis: int = 0
+    ndim: int = 1
+    message: str = ""
+
+
+# ============================================================================================
+# Expressions
+
+
+@dataclass(frozen=True)
+class Expr:
+    span: SourceSpan
+    ty: Type
+
+
+@dataclass(frozen=True)
+class Const(Expr):
+    value: int | float | bool
+
+
+@dataclass(frozen=True)
+class Local(Expr):
+    var: Var
+
+
+@dataclass(frozen=True)
+class BinOp(Expr):
+    """Arithmetic with both operands already of type ``ty`` (shifts: right operand any int).
+
+    ``op`` is one of ``+ - * / // % ** << >> & | ^``.  ``//`` and ``%`` follow Python (floor)
+    semantics; ``zero_check`` is the site that reports an integer division by zero, or ``None``
+    when the divisor is a nonzero constant or floats are divided.
+    """
+
+    op: str
+    left: Expr
+    right: Expr
+    zero_check: int | None = None
+
+
+@dataclass(frozen=True)
+class UnaryOp(Expr):
+    op: str  # "-", "~", "not"
+    operand: Expr
+
+
+@dataclass(frozen=True)
+class Compare(Expr):
+    """One comparison; ``left`` and ``right`` have a common type.  ``ty`` is bool."""
+
+    op: str  # "<", "<=", ">", ">=", "==", "!="
+    left: Expr
+    right: Expr
+
+
+@dataclass(frozen=True)
+class BoolOp(Expr):
+    """Short-circuit ``and`` / ``or`` over bool operands."""
+
+    op: str
+    values: tuple[Expr, ...]
+
+
+@dataclass(frozen=True)
+class Select(Expr):
+    """``a if cond else b``: only the chosen side is evaluated."""
+
+    cond: Expr
+    then: Expr
+    orelse: Expr
+
+
+@dataclass(frozen=True)
+class Cast(Expr):
+    """Conversion to ``ty``.  Float to int truncates toward zero and saturates; NaN gives 0."""
+
+    value: Expr
+
+
+@dataclass(frozen=True)
+class ArrayRef(Expr):
+    """An array value: a parameter or a shared / local array (``ty`` is an ``ArrayType``)."""
+
+    var: Var
+
+
+@dataclass(frozen=True)
+class Load(Expr):
+    """``array[indices]``.  ``checks[k]`` is the bounds-check site for axis k, or None if proven."""
+
+    array: ArrayRef
+    indices: tuple[Expr, ...]
+    checks: tuple[int | None, ...]
+
+
+@dataclass(frozen=True)
+class Shape(Expr):
+    """``len(a)`` (axis 0) or ``a.shape[axis]``; type i64."""
+
+    array: ArrayRef
+    axis: int
+
+
+@dataclass(frozen=True)
+class Special(Expr):
+    """A CUDA built-in index: ``name`` in thread_idx / block_idx / block_dim / grid_dim; type i32."""
+
+    name: str
+    axis: int  # 0, 1, 2 for .x .y .z
+
+
+@dataclass(frozen=True)
+class LaneId(Expr):
+    """``lane_id()``: the lane of this thread in its warp (i32)."""
+
+
+@dataclass(frozen=True)
+class UidComponent(Expr):
+    """Component ``axis`` of this thread's unique id; type i64.
+
+    ``scope="grid"``: ``block_idx * block_dim + thread_idx`` along ``axis``;
+    ``scope="block"``: ``thread_idx`` along ``axis``.
+    """
+
+    scope: str
+    axis: int
+
+
+@dataclass(frozen=True)
+class MathCall(Expr):
+    """A math-library function (``math.sqrt``, ``abs``, ``min``, ...) on operands of type ``ty``.
+
+    ``name`` is the Python name without module (``sqrt``, ``exp``, ``abs``, ``min``, ``max``,
+    ``floor``, ...); all arguments already have the function's operand type.
+    """
+
+    name: str
+    args: tuple[Expr, ...]
+
+
+@dataclass(frozen=True)
+class Call(Expr):
+    """Call of a device function (one specialisation) with converted arguments."""
+
+    function: DeviceFunction
+    args: tuple[Expr, ...]
+
+
+@dataclass(frozen=True)
+class WarpOp(Expr):
+    """Warp intrinsic: ``op`` in shfl_down / shfl_up / shfl_xor / shfl_idx (``args`` = value, lane
+    arg, width), ballot (u32), all_sync / any_sync (bool).  ``mask`` is the participating lanes."""
+
+    op: str
+    args: tuple[Expr, ...]
+    mask: Expr
+
+
+@dataclass(frozen=True)
+class Atomic(Expr):
+    """An atomic operation on one element; the result is the old value (or the loaded value).
+
+    ``op``: add, sub, min, max, and, or, xor, exchange, cas, load, store.  For ``cas`` the operands
+    are (expected, desired).  ``order`` is a :class:`~gpu_native.lang.intrinsics.MemoryOrder` value
+    string; ``scope`` is "device" or "block" (shared arrays).
+    """
+
+    op: str
+    array: ArrayRef
+    indices: tuple[Expr, ...]
+    checks: tuple[int | None, ...]
+    operands: tuple[Expr, ...]
+    order: str = "relaxed"
+
+
+# ============================================================================================
+# Statements
+
+
+@dataclass(frozen=True)
+class Stmt:
+    span: SourceSpan
+
+
+@dataclass(frozen=True)
+class Assign(Stmt):
+    """``var = value`` (value already converted to ``var.ty``)."""
+
+    var: Var
+    value: Expr
+
+
+@dataclass(frozen=True)
+class Store(Stmt):
+    """``array[indices] = value``.
+
+    ``unique`` tells how the checker proved the write race-free: "uid" (a unique index),
+    "single" (only one thread of the block / grid runs it), or "unsafe" (inside ``with unsafe():``,
+    where the simulator's race detector watches for two threads writing one element).
+    """
+
+    array: ArrayRef
+    indices: tuple[Expr, ...]
+    checks: tuple[int | None, ...]
+    value: Expr
+    unique: str = "uid"
+
+
+@dataclass(frozen=True)
+class ExprStmt(Stmt):
+    value: Expr
+
+
+@dataclass(frozen=True)
+class If(Stmt):
+    cond: Expr
+    then: tuple[Stmt, ...]
+    orelse: tuple[Stmt, ...]
+
+
+@dataclass(frozen=True)
+class While(Stmt):
+    cond: Expr
+    body: tuple[Stmt, ...]
+
+
+@dataclass(frozen=True)
+class ForRange(Stmt):
+    """``for var in range(start, stop, step)``: bounds evaluated once, ``var`` typed like them.
+
+    ``step_sign`` is +1 or -1 when the step is a constant, else 0 (decided at run time).
+    """
+
+    var: Var
+    start: Expr
+    stop: Expr
+    step: Expr
+    step_sign: int
+    body: tuple[Stmt, ...]
+
+
+@dataclass(frozen=True)
+class GridStride(Stmt):
+    """``for var in FlatLayout1D.grid_stride(n)``: each value in range(n) visited by one thread."""
+
+    var: Var
+    stop: Expr
+    body: tuple[Stmt, ...]
+
+
+@dataclass(frozen=True)
+class Break(Stmt):
+    pass
+
+
+@dataclass(frozen=True)
+class Continue(Stmt):
+    pass
+
+
+@dataclass(frozen=True)
+class Return(Stmt):
+    value: Expr | None
+
+
+@dataclass(frozen=True)
+class Assert(Stmt):
+    cond: Expr
+    site: int
+
+
+@dataclass(frozen=True)
+class Barrier(Stmt):
+    """``sync_threads()`` (``scope="block"``) or ``sync_warp(mask)`` (``scope="warp"``)."""
+
+    scope: str
+    mask: Expr | None = None
+
+
+@dataclass(frozen=True)
+class Print(Stmt):
+    """Device ``print``: ``items`` are string literals and scalar expressions, space separated."""
+
+    items: tuple[str | Expr, ...]
+
+
+@dataclass(frozen=True)
+class TailExit(Stmt):
+    """The grid-tail rule: return at once when this thread's uid lies outside every array indexed
+    with the bare uid.  ``extents`` pairs each such array with the uid axis that indexes each of its
+    dimensions."""
+
+    extents: tuple[tuple[ArrayRef, tuple[int, ...]], ...]
+
+
+# ============================================================================================
+# Functions
+
+
+@dataclass(frozen=True, eq=False)
+class SharedDecl:
+    var: Var  # ty is ArrayType(space="shared"); shape (-1,) for the dynamic shared array
+    dynamic: bool = False
+
+
+@dataclass(frozen=True, eq=False)
+class LocalArrayDecl:
+    var: Var
+
+
+@dataclass(eq=False)
+class DeviceFunction:
+    """One specialisation of a ``@gpu_device`` function."""
+
+    name: str  # Python name
+    module: str
+    symbol: str  # C++ name
+    params: tuple[Var, ...]
+    ret: Type
+    locals: tuple[Var, ...] = ()
+    local_arrays: tuple[LocalArrayDecl, ...] = ()
+    body: tuple[Stmt, ...] = ()
+    span: SourceSpan | None = None
+    callees: tuple[DeviceFunction, ...] = ()
+
+    def __repr__(self) -> str:
+        return f"DeviceFunction({self.module}.{self.name} -> {self.symbol})"
+
+
+@dataclass(frozen=True)
+class KernelOptions:
+    bounds_check: bool = True
+    fastmath: bool = False
+    max_registers: int | None = None
+
+
+@dataclass(frozen=True)
+class KernelTraits:
+    """Facts about a kernel that the launcher and code generator use.
+
+    ``uid_only``: the kernel depends on nothing but its 1-D grid uid (no shared memory, barriers,
+    thread/block indices or warp operations), so the launcher may run its logical grid on fewer
+    physical threads.  ``uses_barriers``, ``uses_shared`` and ``uses_warp`` say what it does use.
+    """
+
+    uid_only: bool = False
+    uses_barriers: bool = False
+    uses_shared: bool = False
+    uses_dynamic_shared: bool = False
+    uses_warp: bool = False
+    uses_half: bool = False
+    uses_print: bool = False
+
+
+@dataclass(eq=False)
+class Kernel:
+    """One specialisation of a ``@gpu_kernel`` function, ready for a backend."""
+
+    name: str
+    module: str
+    symbol: str
+    ndim: int
+    params: tuple[Var, ...]
+    locals: tuple[Var, ...]
+    shared: tuple[SharedDecl, ...]
+    local_arrays: tuple[LocalArrayDecl, ...]
+    body: tuple[Stmt, ...]
+    sites: tuple[Site, ...]
+    options: KernelOptions
+    traits: KernelTraits
+    span: SourceSpan
+    device_functions: tuple[DeviceFunction, ...] = ()  # every one reached, callees first
+    specialization: tuple[tuple[str, str], ...] = ()  # (TypeVar name, scalar name) pairs
+    extra: dict = field(default_factory=dict)

@@ -1,0 +1,1 @@
+"""What kernel bodies use: scalar and array types, layouts, intrinsics."""

@@ -1,0 +1,233 @@
+"""Kernel kinds, launch dimensions, thread layouts and unique ids.
+
+Inside a kernel these names are compiled; on the host the layouts and index objects refuse to be
+used, with a message that says so.  Launch dimensions (``GridDim1D`` ...) are ordinary host values.
+"""
+
+from __future__ import annotations
+
+from typing import NoReturn
+
+__all__ = [
+    "BlockDim1D",
+    "BlockDim2D",
+    "BlockDim3D",
+    "BlockLayout1D",
+    "BlockLayout2D",
+    "BlockLayout3D",
+    "FlatLayout1D",
+    "FlatLayout2D",
+    "FlatLayout3D",
+    "GridDim1D",
+    "GridDim2D",
+    "GridDim3D",
+    "Kernel1D",
+    "Kernel2D",
+    "Kernel3D",
+    "UniqueId",
+    "block_dim",
+    "block_idx",
+    "grid_dim",
+    "thread_idx",
+]
+
+
+def _device_only(what: str) -> NoReturn:
+    raise RuntimeError(
+        f"{what} can only be used inside a @gpu_kernel or @gpu_device function; "
+        "on the host, launch the kernel with kernel.launch(grid, block, shared_mem_bytes, stream)(...)"
+    )
+
+
+class _KernelKind:
+    """A kernel's dimensionality, given to ``@gpu_kernel(...)``."""
+
+    ndim: int = 1
+
+    def __init__(self) -> None:
+        raise TypeError(f"pass {type(self).__name__} itself to @gpu_kernel, not an instance")
+
+
+class Kernel1D(_KernelKind):
+    """A kernel launched over a 1-D grid of 1-D blocks."""
+
+    ndim = 1
+
+
+class Kernel2D(_KernelKind):
+    """A kernel launched over a 2-D grid of 2-D blocks."""
+
+    ndim = 2
+
+
+class Kernel3D(_KernelKind):
+    """A kernel launched over a 3-D grid of 3-D blocks."""
+
+    ndim = 3
+
+
+class UniqueId(int):
+    """A thread's grid-unique id (``FlatLayout*.uid()``) or block-unique id (``BlockLayout*.uid()``).
+
+    In a 1-D kernel it is an integer index.  In 2-D/3-D kernels its components are ``.x .y .z``.
+    Stores into writable arrays must go through a unique id: that is what rules out racing writes.
+    """
+
+    @property
+    def x(self) -> int:
+        _device_only("UniqueId.x")
+
+    @property
+    def y(self) -> int:
+        _device_only("UniqueId.y")
+
+    @property
+    def z(self) -> int:
+        _device_only("UniqueId.z")
+
+
+class _Layout:
+    ndim = 1
+    scope = "grid"
+
+    @classmethod
+    def uid(cls) -> UniqueId:
+        """This thread's unique id in the layout."""
+        _device_only(f"{cls.__name__}.uid()")
+
+
+class FlatLayout1D(_Layout):
+    """The 1-D grid as one flat range of thread ids: ``uid() = block_idx.x * block_dim.x + thread_idx.x``."""
+
+    @classmethod
+    def grid_stride(cls, n: int) -> range:
+        """Iterate over ``range(n)`` with a grid-stride loop; every value is visited by one thread."""
+        _device_only("FlatLayout1D.grid_stride()")
+
+
+class FlatLayout2D(_Layout):
+    """The 2-D grid as a flat 2-D range: ``uid().x`` is the column, ``uid().y`` the row."""
+
+    ndim = 2
+
+
+class FlatLayout3D(_Layout):
+    """The 3-D grid as a flat 3-D range of thread ids."""
+
+    ndim = 3
+
+
+class BlockLayout1D(_Layout):
+    """The thread's index inside its block: unique within a block (for shared-memory stores)."""
+
+    scope = "block"
+
+
+class BlockLayout2D(_Layout):
+    """The thread's 2-D index inside its block."""
+
+    ndim = 2
+    scope = "block"
+
+
+class BlockLayout3D(_Layout):
+    """The thread's 3-D index inside its block."""
+
+    ndim = 3
+    scope = "block"
+
+
+class _Dim3:
+    """``thread_idx``, ``block_idx``, ``block_dim``, ``grid_dim``: ``.x .y .z`` as in CUDA (kernels only)."""
+
+    def __init__(self, name: str):
+        self._name = name
+
+    def __repr__(self) -> str:
+        return f"gpu_native.{self._name}"
+
+    @property
+    def x(self) -> int:
+        _device_only(f"{self._name}.x")
+
+    @property
+    def y(self) -> int:
+        _device_only(f"{self._name}.y")
+
+    @property
+    def z(self) -> int:
+        _device_only(f"{self._name}.z")
+
+
+thread_idx = _Dim3("thread_idx")
+block_idx = _Dim3("block_idx")
+block_dim = _Dim3("block_dim")
+grid_dim = _Dim3("grid_dim")
+
+
+class GridDim1D(int):
+    """Number of blocks of a 1-D launch."""
+
+    @property
+    def x(self) -> int:
+        return int(self)
+
+    y = property(lambda self: 1)
+    z = property(lambda self: 1)
+
+
+class BlockDim1D(int):
+    """Threads per block of a 1-D launch."""
+
+    @property
+    def x(self) -> int:
+        return int(self)
+
+    y = property(lambda self: 1)
+    z = property(lambda self: 1)
+
+
+class _Dims(tuple):
+    ndim = 3
+
+    def __new__(cls, x: int, y: int = 1, z: int = 1):
+        return tuple.__new__(cls, (x, y, z))
+
+    x = property(lambda self: self[0])
+    y = property(lambda self: self[1])
+    z = property(lambda self: self[2])
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}{tuple(self)[: self.ndim]}"
+
+
+class GridDim2D(_Dims):
+    """Blocks of a 2-D launch: ``GridDim2D(x, y)``."""
+
+    ndim = 2
+
+    def __new__(cls, x: int, y: int):
+        return tuple.__new__(cls, (x, y, 1))
+
+
+class BlockDim2D(_Dims):
+    """Threads per block of a 2-D launch: ``BlockDim2D(x, y)``."""
+
+    ndim = 2
+
+    def __new__(cls, x: int, y: int):
+        return tuple.__new__(cls, (x, y, 1))
+
+
+class GridDim3D(_Dims):
+    """Blocks of a 3-D launch: ``GridDim3D(x, y, z)``."""
+
+    def __new__(cls, x: int, y: int, z: int):
+        return tuple.__new__(cls, (x, y, z))
+
+
+class BlockDim3D(_Dims):
+    """Threads per block of a 3-D launch: ``BlockDim3D(x, y, z)``."""
+
+    def __new__(cls, x: int, y: int, z: int):
+        return tuple.__new__(cls, (x, y, z))
