@@ -1,0 +1,45 @@
+"""Compiled kernels: the per-user artifact cache, precompiled deployments, and the lookup that
+goes through both before it asks NVRTC (:func:`find_or_build`).
+
+This is the runtime side.  Importing it loads neither NVRTC, nor libcst, nor
+:mod:`gpu_native.compiler`: those are imported only when a kernel really has to be compiled, so a
+warm start or a precompiled deployment never pays for them.
+
+See :mod:`.lookup` for the search order, :mod:`.locations` for the environment variables and the
+``__gpu_native__`` directory a package can ship, :mod:`.store` for the on-disk format and
+:mod:`.keys` for what the keys hash.
+"""
+
+from __future__ import annotations
+
+from .keys import SCHEMA_VERSION as SCHEMA_VERSION
+from .keys import artifact_id as artifact_id
+from .keys import cache_key as cache_key
+from .locations import SHIPPED_DIRNAME as SHIPPED_DIRNAME
+from .locations import CacheWarning as CacheWarning
+from .locations import cache_root as cache_root
+from .locations import kernels_dir as kernels_dir
+from .lookup import Artifact as Artifact
+from .lookup import BuildRequest as BuildRequest
+from .lookup import clear_memory_cache as clear_memory_cache
+from .lookup import find_or_build as find_or_build
+from .lookup import kernel_label as kernel_label
+from .lookup import user_store as user_store
+from .store import ArtifactStore as ArtifactStore
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "SHIPPED_DIRNAME",
+    "Artifact",
+    "ArtifactStore",
+    "BuildRequest",
+    "CacheWarning",
+    "artifact_id",
+    "cache_key",
+    "cache_root",
+    "clear_memory_cache",
+    "find_or_build",
+    "kernel_label",
+    "kernels_dir",
+    "user_store",
+]

@@ -1,0 +1,258 @@
+"""Find a compiled kernel, or build it: the one function the runtime calls.
+
+Search order (first hit wins):
+
+1. this process's memory;
+2. precompiled directories: ``GPU_NATIVE_PRECOMPILED``, then ``__gpu_native__`` beside the
+   kernel's module (see :mod:`.locations`), indexed by the compiler-independent artifact id;
+3. with ``GPU_NATIVE_REQUIRE_PRECOMPILED=1``: stop, raise :class:`MissingArtifactError`;
+4. the per-user cache, keyed by artifact id and NVRTC version;
+5. compile with NVRTC and store in the per-user cache.
+
+Steps 1–4 never import NVRTC, libcst or :mod:`gpu_native.compiler`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import threading
+import time
+import warnings
+from dataclasses import dataclass
+
+from .._version import __version__
+from ..errors import MissingArtifactError
+from . import locations, nvrtc_probe
+from .keys import artifact_id, cache_key, compile_options, parse_arch
+from .locations import CacheWarning
+from .store import ArtifactStore, CorruptEntryError, StoredEntry
+
+__all__ = ["Artifact", "BuildRequest", "clear_memory_cache", "find_or_build", "kernel_label",
+           "user_store"]
+
+
+def kernel_label(module: str, name: str, types: tuple[tuple[str, str], ...] = ()) -> str:
+    """The human name of one kernel specialisation: ``"pkg.mod.add_kernel[T=f32]"``."""
+    base = f"{module}.{name}" if module else name
+    if types:
+        base += "[" + ",".join(f"{var}={ty}" for var, ty in types) + "]"
+    return base
+
+
+@dataclass(frozen=True)
+class BuildRequest:
+    """One kernel translation unit to build for one GPU architecture.
+
+    Only ``source``, ``symbol``, ``arch`` and the compile options enter the cache key; ``label``,
+    ``module`` and ``module_file`` are for messages and for finding a directory of precompiled
+    artifacts shipped beside the module.
+    """
+
+    source: str
+    symbol: str
+    arch: str
+    fastmath: bool = False
+    max_registers: int | None = None
+    uses_half: bool = False
+    label: str = ""
+    module: str = ""
+    module_file: str | None = None
+
+    @classmethod
+    def for_variant(cls, spec: dict, variant: dict, arch: str,
+                    module_file: str | None = None) -> BuildRequest:
+        """The request for one variant of a kernel spec (``KernelBuild.spec()``, the literal the
+        rewritten module embeds).  ``gpu-native precompile`` builds its requests this way, so the
+        runtime should too: then both compute the same keys."""
+        options = spec.get("options", {})
+        return cls(
+            source=variant["cuda"], symbol=variant["symbol"], arch=arch,
+            fastmath=bool(options.get("fastmath", False)),
+            max_registers=options.get("max_registers"),
+            uses_half="uses_half" in variant.get("traits", ()),
+            label=kernel_label(spec.get("module", ""), spec.get("name", variant["symbol"]),
+                               tuple(tuple(t) for t in variant.get("types", ()))),
+            module=spec.get("module", ""), module_file=module_file)
+
+
+@dataclass(frozen=True)
+class Artifact:
+    """A compiled kernel image ready for ``cuModuleLoadData``.
+
+    ``kind`` is ``"cubin"``, or ``"ptx"`` (NUL-terminated text) when the GPU is newer than NVRTC.
+    ``key`` is the per-user cache key, or the artifact id for a precompiled artifact.  ``origin``
+    says where it came from: ``"memory"``, ``"precompiled"``, ``"cache"`` or ``"compiled"``.
+    """
+
+    image: bytes
+    kind: str
+    arch: str
+    key: str
+    origin: str
+
+
+_memory: dict[tuple, Artifact] = {}
+_locks: dict[tuple, threading.Lock] = {}
+_locks_guard = threading.Lock()
+_stores: dict[str, ArtifactStore] = {}
+_shipped: dict[str, ArtifactStore] = {}
+_degraded: set[str] = set()
+
+
+def _memory_key(request: BuildRequest) -> tuple:
+    return (request.source, request.symbol, request.arch, bool(request.fastmath),
+            request.max_registers, bool(request.uses_half))
+
+
+def clear_memory_cache() -> None:
+    """Forget every artifact this process has looked up (tests, benchmarks)."""
+    with _locks_guard:
+        _memory.clear()
+        _locks.clear()
+        _stores.clear()
+        _shipped.clear()
+        _degraded.clear()
+    nvrtc_probe.forget()
+
+
+def user_store() -> ArtifactStore:
+    """The per-user cache of compiled kernels (``<cache root>/kernels``)."""
+    directory = locations.kernels_dir()
+    store = _stores.get(directory)
+    if store is None:
+        store = _stores[directory] = ArtifactStore(directory,
+                                                   max_bytes=locations.max_cache_bytes())
+    return store
+
+
+def _precompiled_store(directory: str) -> ArtifactStore:
+    store = _shipped.get(directory)
+    if store is None:
+        store = _shipped[directory] = ArtifactStore(directory, read_only=True)
+    return store
+
+
+def _warn(message: str) -> None:
+    warnings.warn(message, CacheWarning, stacklevel=5)
+
+
+def _warn_corrupt(request: BuildRequest, exc: CorruptEntryError, action: str) -> None:
+    label = request.label or request.symbol
+    _warn(f"gpu_native: the cached {request.arch} artifact of kernel {label} is corrupt "
+          f"({exc.reason}: {exc.path}); {action}")
+
+
+def _warn_unwritable(store: ArtifactStore, exc: OSError) -> None:
+    if store.directory in _degraded:
+        return
+    _degraded.add(store.directory)
+    reason = exc.strerror or type(exc).__name__
+    _warn(f"gpu_native: cannot write the kernel cache at {store.directory} ({reason}); compiled "
+          "kernels are kept in memory for this process only. Set GPU_NATIVE_CACHE_DIR to a "
+          "writable directory to keep them.")
+
+
+def _artifact(entry: StoredEntry, request: BuildRequest, origin: str) -> Artifact:
+    return Artifact(entry.image, entry.meta["kind"], request.arch, entry.key, origin)
+
+
+def _missing(request: BuildRequest, searched: tuple[str, ...]) -> MissingArtifactError:
+    import shlex
+
+    label = request.label or request.symbol
+    if request.module and request.module != "__main__":
+        target = request.module
+    elif request.module_file:
+        target = shlex.quote(request.module_file)
+    else:
+        target = "PKG_OR_PATH"
+    out = shlex.quote(locations.suggested_out_dir(request.module_file))
+    where = ("searched " + ", ".join(searched) if searched else
+             "no precompiled directory was found (set GPU_NATIVE_PRECOMPILED, or ship "
+             f"{locations.SHIPPED_DIRNAME}/ beside the module)")
+    return MissingArtifactError(
+        f"no precompiled {request.arch} artifact for kernel {label}, and "
+        f"GPU_NATIVE_REQUIRE_PRECOMPILED=1 forbids compiling it here ({where}); build it with: "
+        f"gpu-native precompile {target} --arch {request.arch} --out {out}")
+
+
+def _lock_for(memo: tuple) -> threading.Lock:
+    with _locks_guard:
+        lock = _locks.get(memo)
+        if lock is None:
+            lock = _locks[memo] = threading.Lock()
+        return lock
+
+
+def find_or_build(request: BuildRequest) -> Artifact:
+    """The compiled image of ``request``: from memory, a precompiled directory, the user cache,
+    or NVRTC (stored in the user cache for the next process).
+
+    Raises
+    ------
+    MissingArtifactError
+        ``GPU_NATIVE_REQUIRE_PRECOMPILED=1`` and no precompiled directory has the artifact.
+    CompileError
+        NVRTC rejected the source; the message holds its log, which names Python lines.
+    ValueError
+        ``request.arch`` is not a name like ``"sm_90"``.
+    """
+    memo = _memory_key(request)
+    hit = _memory.get(memo)
+    if hit is not None:
+        return hit
+    parse_arch(request.arch)
+    with _lock_for(memo):
+        hit = _memory.get(memo)
+        if hit is not None:
+            return hit
+        artifact = _find_or_build(request)
+        _memory[memo] = dataclasses.replace(artifact, origin="memory")
+        return artifact
+
+
+def _find_or_build(request: BuildRequest) -> Artifact:
+    identity = artifact_id(request)
+    searched = locations.precompiled_dirs(request.module_file)
+    for directory in searched:
+        try:
+            entry = _precompiled_store(directory).get(identity)
+        except CorruptEntryError as exc:
+            _warn_corrupt(request, exc, "ignoring it")
+            continue
+        if entry is not None:
+            return _artifact(entry, request, "precompiled")
+    if locations.require_precompiled():
+        raise _missing(request, searched)
+
+    store = user_store()
+    version = nvrtc_probe.version_for_keys(
+        None if store.directory in _degraded else locations.nvrtc_records_dir())
+    key = cache_key(identity, version)
+    try:
+        entry = store.get(key)
+    except CorruptEntryError as exc:
+        _warn_corrupt(request, exc, "recompiling it")
+        store.remove(key)
+        entry = None
+    if entry is not None:
+        return _artifact(entry, request, "cache")
+
+    from ..compiler import compile_request
+
+    compiled = compile_request(request)
+    if store.directory not in _degraded:
+        meta = {
+            "artifact": identity, "symbol": request.symbol, "arch": request.arch,
+            "target": compiled.target, "label": request.label, "module": request.module,
+            "nvrtc": version, "gpu_native": __version__, "options": compile_options(request),
+            "created": time.time(), "pid": os.getpid(),
+        }
+        try:
+            store.write(key, compiled.image, compiled.kind, meta)
+        except OSError as exc:
+            _warn_unwritable(store, exc)
+        else:
+            store.evict(keep=key)
+    return Artifact(compiled.image, compiled.kind, request.arch, key, "compiled")

@@ -1,0 +1,139 @@
+"""The NVRTC version, for cache keys, without loading NVRTC on a warm start.
+
+The user cache key includes the NVRTC version, but asking NVRTC costs ~150 ms (importing
+``cuda.bindings.nvrtc`` and ``cuda.pathfinder``, then dlopen'ing a 140 MB ``libnvrtc``) — three
+times the whole warm time-to-first-launch budget.  So the version is remembered per library file:
+
+1. find the NVRTC shared library the way ``cuda.pathfinder`` does for pip wheels (the
+   ``nvidia/cu13/lib`` or ``nvidia/cuda_nvrtc/lib`` folders on ``sys.path``) with a few
+   ``stat`` calls, and fingerprint it by (real path, device, inode, size, mtime);
+2. look the fingerprint up in ``<cache root>/nvrtc/<sha256 of fingerprint>.json``;
+3. on a miss, load NVRTC, ask its version, and record it — but only when the library NVRTC was
+   actually loaded from is the file fingerprinted, so a record never vouches for another file.
+
+Reinstalling or upgrading NVRTC gives a new inode, size or mtime and so a new fingerprint.  When no
+wheel library is found (a system CUDA toolkit), NVRTC is loaded to ask, every process.  A wrong
+answer here could only cost a stale hit of a cubin for the same arch from another NVRTC, which the
+driver loads just as well; it cannot produce a wrong kernel.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+
+from .store import make_private_dirs, write_file_atomic
+
+_LINUX_DIRS = ("nvidia/cu13/lib", "nvidia/cuda_nvrtc/lib")
+_LINUX_NAMES = ("libnvrtc.so.13", "libnvrtc.so.12")
+_WINDOWS_DIRS = ("nvidia/cu13/bin/x86_64", "nvidia/cu13/bin", "nvidia/cuda_nvrtc/bin")
+_WINDOWS_PATTERN = "nvrtc64_1[0-9]*_0.dll"
+_RECORD_SCHEMA = 1
+
+_version: str | None = None
+
+
+def locate_library() -> str | None:
+    """The NVRTC library a pip-installed toolkit provides, found with ``stat`` calls only."""
+    roots = [p or os.getcwd() for p in sys.path]
+    for root in roots:
+        if sys.platform == "win32":
+            import glob
+
+            for sub in _WINDOWS_DIRS:
+                hits = sorted(glob.glob(os.path.join(root, *sub.split("/"), _WINDOWS_PATTERN)))
+                if hits:
+                    return os.path.realpath(hits[-1])
+            continue
+        for sub in _LINUX_DIRS:
+            for name in _LINUX_NAMES:
+                path = os.path.join(root, *sub.split("/"), name)
+                if os.path.isfile(path):
+                    return os.path.realpath(path)
+    return None
+
+
+def fingerprint(path: str) -> str | None:
+    """A string that changes whenever the file at ``path`` is replaced or rewritten."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return f"{path}|{st.st_dev}|{st.st_ino}|{st.st_size}|{st.st_mtime_ns}"
+
+
+def _record_path(records_dir: str, fp: str) -> str:
+    return os.path.join(records_dir, hashlib.sha256(fp.encode("utf-8")).hexdigest() + ".json")
+
+
+def _read_record(records_dir: str, fp: str) -> str | None:
+    try:
+        with open(_record_path(records_dir, fp), "rb") as f:
+            record = json.loads(f.read(4096).decode("utf-8"))
+    except (OSError, ValueError, UnicodeDecodeError):
+        return None
+    if (isinstance(record, dict) and record.get("schema") == _RECORD_SCHEMA
+            and record.get("fingerprint") == fp and isinstance(record.get("version"), str)):
+        return record["version"]
+    return None
+
+
+def _write_record(records_dir: str, fp: str, version: str, library: str) -> None:
+    record = {"schema": _RECORD_SCHEMA, "fingerprint": fp, "version": version,
+              "library": library}
+    try:
+        make_private_dirs(records_dir)
+        write_file_atomic(_record_path(records_dir, fp), json.dumps(record).encode("utf-8"))
+    except OSError:
+        pass  # the cache is unwritable: the caller has warned about that already
+
+
+def version_for_keys(records_dir: str | None) -> str:
+    """NVRTC's ``"major.minor"``, from the record for the installed library when there is one.
+
+    Loads NVRTC only when no record matches (and then writes one into ``records_dir``).
+    """
+    global _version
+    if _version is not None:
+        return _version
+    library = locate_library()
+    fp = fingerprint(library) if library else None
+    if fp is not None and records_dir:
+        version = _read_record(records_dir, fp)
+        if version is not None:
+            _version = version
+            return version
+    from ..compiler.nvrtc import library_path, nvrtc_version
+
+    major, minor = nvrtc_version()
+    version = f"{major}.{minor}"
+    loaded = library_path()
+    if fp is not None and records_dir and loaded and os.path.realpath(loaded) == library:
+        _write_record(records_dir, fp, version, library)
+    _version = version
+    return version
+
+
+def forget() -> None:
+    """Drop the version remembered by this process (tests)."""
+    global _version
+    _version = None
+
+
+def clear_records(records_dir: str) -> int:
+    """Delete every version record (``gpu-native cache clear``); returns how many."""
+    removed = 0
+    try:
+        names = os.listdir(records_dir)
+    except OSError:
+        return 0
+    for name in names:
+        if name.endswith((".json", ".tmp")):
+            try:
+                os.unlink(os.path.join(records_dir, name))
+            except OSError:
+                continue
+            removed += 1
+    return removed

@@ -1,0 +1,24 @@
+"""NVRTC: generated CUDA C++ → cubin for one exact sm (see :mod:`.nvrtc`), and ahead-of-time
+builds of whole packages (:mod:`.precompile`, imported on demand because it needs the transpiler).
+
+Importing this package loads NVRTC.  The runtime never imports it unless a kernel has to be
+compiled: cache keys and lookups live in :mod:`gpu_native.cache`.
+"""
+
+from __future__ import annotations
+
+from .nvrtc import CompiledImage as CompiledImage
+from .nvrtc import choose_target as choose_target
+from .nvrtc import compile_request as compile_request
+from .nvrtc import nvrtc_options as nvrtc_options
+from .nvrtc import nvrtc_version as nvrtc_version
+from .nvrtc import supported_archs as supported_archs
+
+__all__ = [
+    "CompiledImage",
+    "choose_target",
+    "compile_request",
+    "nvrtc_options",
+    "nvrtc_version",
+    "supported_archs",
+]
