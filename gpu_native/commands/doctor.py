@@ -1,14 +1,155 @@
-"""``gpu-native doctor``."""
+"""``gpu-native doctor``: what gpu_native sees on this machine.
+
+Driver and GPUs (if any), NVRTC, the kernel cache, precompiled directories, the import hook, and
+the backend ``auto`` picks.  Each check is independent and reports its own failure in one line: a
+machine with no driver, no NVRTC or an unwritable cache gets a report, not a traceback.
+"""
 
 from __future__ import annotations
 
 import argparse
+import os
+import platform
+import sys
+from collections.abc import Callable
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("doctor", help="(not yet implemented)")
+    p = sub.add_parser("doctor", help="report driver, GPU, NVRTC, cache and import-hook status")
     p.set_defaults(func=run)
 
 
+def _driver() -> tuple[list[tuple[str, str]], dict]:
+    """Lines about the CUDA driver and its devices, and facts for the later checks."""
+    facts: dict = {"driver": False, "devices": []}
+    try:
+        from cuda.bindings import driver
+    except Exception as exc:
+        return [("driver", f"cuda.bindings is not importable ({exc})")], facts
+    try:
+        (err,) = driver.cuInit(0)
+    except Exception:
+        # cuda.bindings raises when libcuda itself cannot be found.
+        return [("driver", "no CUDA driver (libcuda was not found)")], facts
+    if err != driver.CUresult.CUDA_SUCCESS:
+        return [("driver", f"no usable CUDA driver (cuInit failed: {err.name})")], facts
+    facts["driver"] = True
+    err, version = driver.cuDriverGetVersion()
+    lines = [("driver", f"CUDA {version // 1000}.{version % 1000 // 10}")]
+    err, count = driver.cuDeviceGetCount()
+    if err != driver.CUresult.CUDA_SUCCESS or count == 0:
+        lines.append(("GPU", "none"))
+        return lines, facts
+    attr = driver.CUdevice_attribute
+    for ordinal in range(count):
+        _, device = driver.cuDeviceGet(ordinal)
+        _, name = driver.cuDeviceGetName(256, device)
+        _, major = driver.cuDeviceGetAttribute(attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+                                               device)
+        _, minor = driver.cuDeviceGetAttribute(attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
+                                               device)
+        _, memory = driver.cuDeviceTotalMem(device)
+        text = name.split(b"\0", 1)[0].decode("utf-8", "replace")
+        arch = f"sm_{major}{minor}"
+        facts["devices"].append(arch)
+        lines.append((f"GPU {ordinal}", f"{text}, {arch}, {memory / 2**30:.0f} GiB"))
+    return lines, facts
+
+
+def _nvrtc(facts: dict) -> list[tuple[str, str]]:
+    try:
+        from ..compiler import nvrtc
+    except Exception as exc:
+        return [("NVRTC", f"not available ({type(exc).__name__}: {exc}); kernels can only come "
+                 "from precompiled directories")]
+    major, minor = nvrtc.nvrtc_version()
+    archs = nvrtc.supported_archs()
+    lines = [("NVRTC", f"{major}.{minor} ({nvrtc.library_path() or 'location unknown'}); "
+              f"compiles sm_{archs[0]} to sm_{archs[-1]}")]
+    for arch in sorted(set(facts["devices"])):
+        target, kind = nvrtc.choose_target(arch)
+        if kind == "ptx":
+            lines.append(("", f"{arch} is newer than this NVRTC: kernels will be PTX for "
+                          f"{target}; upgrade NVRTC (pip install -U 'cuda-toolkit[nvrtc]')"))
+    try:
+        lines.append(("headers", f"cuda_fp16.h in {nvrtc.half_include_dir()}"))
+    except Exception as exc:
+        lines.append(("headers", str(exc)))
+    return lines
+
+
+def _cache() -> list[tuple[str, str]]:
+    from ..cache import locations, user_store
+    from .cache import describe
+
+    lines = [(f"cache {label}", value) for label, value in describe(user_store())]
+    dirs = locations.env_precompiled_dirs()
+    if dirs:
+        for d in dirs:
+            state = "found" if os.path.isfile(os.path.join(d, "manifest.json")) else (
+                "no manifest.json" if os.path.isdir(d) else "missing")
+            lines.append(("precompiled", f"{d} ({state})"))
+    else:
+        lines.append(("precompiled", "GPU_NATIVE_PRECOMPILED not set (and "
+                      f"{locations.SHIPPED_DIRNAME}/ beside kernel modules is searched)"))
+    if locations.require_precompiled():
+        lines.append(("", "GPU_NATIVE_REQUIRE_PRECOMPILED=1: kernels are never compiled here"))
+    return lines
+
+
+def _import_hook() -> list[tuple[str, str]]:
+    import importlib
+
+    try:
+        module = importlib.import_module("gpu_native.importhook")
+    except ModuleNotFoundError as exc:
+        if exc.name and exc.name.startswith("gpu_native.importhook"):
+            return [("import hook", "not installed")]
+        raise
+    status = getattr(module, "status", None)
+    if not callable(status):
+        return [("import hook", "not installed (gpu_native.importhook has no status())")]
+    result = status()
+    if isinstance(result, dict):
+        result = ", ".join(f"{k}={v}" for k, v in result.items())
+    return [("import hook", str(result))]
+
+
+def _backend(facts: dict) -> list[tuple[str, str]]:
+    chosen = os.environ.get("GPU_NATIVE_BACKEND", "auto").strip().lower() or "auto"
+    if chosen != "auto":
+        return [("backend", f"{chosen} (GPU_NATIVE_BACKEND)")]
+    if facts["driver"] and facts["devices"]:
+        return [("backend", "auto → cuda")]
+    reason = "no CUDA driver" if not facts["driver"] else "no GPU"
+    return [("backend", f"auto → sim ({reason})")]
+
+
+def _section(lines: list, label: str, check: Callable[[], list[tuple[str, str]]]) -> None:
+    try:
+        lines.extend(check())
+    except Exception as exc:
+        lines.append((label, f"check failed: {type(exc).__name__}: {exc}"))
+
+
 def run(args: argparse.Namespace) -> int:
-    raise SystemExit("gpu-native doctor: not implemented yet")
+    from .._version import __version__
+
+    lines: list[tuple[str, str]] = [
+        ("gpu_native", f"{__version__} (Python {platform.python_version()}, "
+         f"{platform.system()} {platform.machine()})"),
+    ]
+    facts: dict = {"driver": False, "devices": []}
+    try:
+        driver_lines, facts = _driver()
+        lines.extend(driver_lines)
+    except Exception as exc:
+        lines.append(("driver", f"check failed: {type(exc).__name__}: {exc}"))
+    _section(lines, "NVRTC", lambda: _nvrtc(facts))
+    _section(lines, "cache", _cache)
+    _section(lines, "import hook", _import_hook)
+    _section(lines, "backend", lambda: _backend(facts))
+    width = max(len(label) for label, _ in lines)
+    for label, value in lines:
+        sys.stdout.write(f"{label:<{width}}  {value}\n")
+    return 0
