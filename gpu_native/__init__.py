@@ -1,0 +1,123 @@
+"""gpu_native: CUDA kernels written as typed Python functions, transpiled to CUDA C++, compiled
+by NVRTC, and launched with every argument checked.
+
+.. code-block:: python
+
+    from gpu_native import (gpu_kernel, Kernel1D, CUDASlice, CUDASliceMut, FlatLayout1D,
+                            UniqueId, f32)
+
+    @gpu_kernel(Kernel1D)
+    def add_kernel(a: CUDASlice[f32], b: CUDASlice[f32], c: CUDASliceMut[f32]):
+        idx: UniqueId = FlatLayout1D.uid()
+        c[idx] = a[idx] + b[idx]
+
+Importing this package installs the import hook that rewrites modules defining kernels; neither
+the transpiler (libcst) nor the CUDA driver is loaded until a kernel module is imported or a
+kernel is launched.
+"""
+
+from __future__ import annotations
+
+from ._version import __version__ as __version__
+from .errors import CompileError as CompileError
+from .errors import ContextLostError as ContextLostError
+from .errors import CudaError as CudaError
+from .errors import DeviceRaceError as DeviceRaceError
+from .errors import GpuNativeError as GpuNativeError
+from .errors import KernelAssertionError as KernelAssertionError
+from .errors import KernelError as KernelError
+from .errors import KernelIndexError as KernelIndexError
+from .errors import KernelZeroDivisionError as KernelZeroDivisionError
+from .errors import LaunchError as LaunchError
+from .errors import MissingArtifactError as MissingArtifactError
+from .errors import TranspileError as TranspileError
+from .lang.intrinsics import FULL_MASK as FULL_MASK
+from .lang.intrinsics import MemoryOrder as MemoryOrder
+from .lang.intrinsics import all_sync as all_sync
+from .lang.intrinsics import any_sync as any_sync
+from .lang.intrinsics import ballot as ballot
+from .lang.intrinsics import lane_id as lane_id
+from .lang.intrinsics import local_array as local_array
+from .lang.intrinsics import shared_array as shared_array
+from .lang.intrinsics import shfl_down as shfl_down
+from .lang.intrinsics import shfl_idx as shfl_idx
+from .lang.intrinsics import shfl_up as shfl_up
+from .lang.intrinsics import shfl_xor as shfl_xor
+from .lang.intrinsics import sync_threads as sync_threads
+from .lang.intrinsics import sync_warp as sync_warp
+from .lang.intrinsics import unsafe as unsafe
+from .lang.layouts import BlockDim1D as BlockDim1D
+from .lang.layouts import BlockDim2D as BlockDim2D
+from .lang.layouts import BlockDim3D as BlockDim3D
+from .lang.layouts import BlockLayout1D as BlockLayout1D
+from .lang.layouts import BlockLayout2D as BlockLayout2D
+from .lang.layouts import BlockLayout3D as BlockLayout3D
+from .lang.layouts import FlatLayout1D as FlatLayout1D
+from .lang.layouts import FlatLayout2D as FlatLayout2D
+from .lang.layouts import FlatLayout3D as FlatLayout3D
+from .lang.layouts import GridDim1D as GridDim1D
+from .lang.layouts import GridDim2D as GridDim2D
+from .lang.layouts import GridDim3D as GridDim3D
+from .lang.layouts import Kernel1D as Kernel1D
+from .lang.layouts import Kernel2D as Kernel2D
+from .lang.layouts import Kernel3D as Kernel3D
+from .lang.layouts import UniqueId as UniqueId
+from .lang.layouts import block_dim as block_dim
+from .lang.layouts import block_idx as block_idx
+from .lang.layouts import grid_dim as grid_dim
+from .lang.layouts import thread_idx as thread_idx
+from .lang.types import CUDASlice as CUDASlice
+from .lang.types import CUDASlice2D as CUDASlice2D
+from .lang.types import CUDASlice3D as CUDASlice3D
+from .lang.types import CUDASliceMut as CUDASliceMut
+from .lang.types import CUDASliceMut2D as CUDASliceMut2D
+from .lang.types import CUDASliceMut3D as CUDASliceMut3D
+from .lang.types import bf16 as bf16
+from .lang.types import bool_ as bool_
+from .lang.types import f16 as f16
+from .lang.types import f32 as f32
+from .lang.types import f64 as f64
+from .lang.types import i8 as i8
+from .lang.types import i16 as i16
+from .lang.types import i32 as i32
+from .lang.types import i64 as i64
+from .lang.types import u8 as u8
+from .lang.types import u16 as u16
+from .lang.types import u32 as u32
+from .lang.types import u64 as u64
+from .runtime.arrays import DeviceArray as DeviceArray
+from .runtime.arrays import empty as empty
+from .runtime.arrays import to_device as to_device
+from .runtime.arrays import zeros as zeros
+from .runtime.decorators import gpu_device as gpu_device
+from .runtime.decorators import gpu_kernel as gpu_kernel
+from .runtime.devices import Device as Device
+from .runtime.kernel import Kernel as Kernel
+from .runtime.streams import DEFAULT_STREAM as DEFAULT_STREAM
+from .runtime.streams import Event as Event
+from .runtime.streams import Stream as Stream
+from .runtime.streams import synchronize as synchronize
+
+
+def backend() -> str:
+    """The backend kernels run on in this process: ``"cuda"`` or ``"sim"`` (chosen on first use;
+    ``GPU_NATIVE_BACKEND`` overrides)."""
+    from .runtime.backend import select
+
+    return select().name
+
+
+__all__ = [
+    "DEFAULT_STREAM", "FULL_MASK", "BlockDim1D", "BlockDim2D", "BlockDim3D", "BlockLayout1D",
+    "BlockLayout2D", "BlockLayout3D", "CUDASlice", "CUDASlice2D", "CUDASlice3D", "CUDASliceMut",
+    "CUDASliceMut2D", "CUDASliceMut3D", "CompileError", "ContextLostError", "CudaError", "Device",
+    "DeviceArray", "DeviceRaceError", "Event", "FlatLayout1D", "FlatLayout2D", "FlatLayout3D",
+    "GpuNativeError", "GridDim1D", "GridDim2D", "GridDim3D", "Kernel", "Kernel1D", "Kernel2D",
+    "Kernel3D", "KernelAssertionError", "KernelError", "KernelIndexError",
+    "KernelZeroDivisionError", "LaunchError", "MemoryOrder", "MissingArtifactError", "Stream",
+    "TranspileError", "UniqueId", "all_sync", "any_sync", "backend", "ballot", "bf16", "block_dim",
+    "block_idx", "bool_", "empty", "f16", "f32", "f64", "gpu_device", "gpu_kernel", "grid_dim",
+    "i8", "i16", "i32", "i64", "lane_id", "local_array", "shared_array", "shfl_down", "shfl_idx",
+    "shfl_up", "shfl_xor", "sync_threads", "sync_warp", "synchronize", "thread_idx", "to_device",
+    "u8", "u16", "u32", "u64", "unsafe", "zeros",
+]

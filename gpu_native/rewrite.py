@@ -140,9 +140,14 @@ def _launcher_params(checked: CheckedKernel) -> tuple[LauncherParam, ...]:
 
 
 def transpile_module(source: str, path: str, module_name: str | None = None,
-                     locator: ModuleLocator | None = None) -> TranspiledModule:
-    """Check every kernel of a module and generate its CUDA C++ (no host rewrite)."""
-    scan = scan_module(source, path, module_name)
+                     locator: ModuleLocator | None = None, hints: dict | None = None
+                     ) -> TranspiledModule:
+    """Check every kernel of a module and generate its CUDA C++ (no host rewrite).
+
+    ``hints`` supplies names a notebook cell imported or defined in earlier cells:
+    ``{"imports": {name: (module, attr)}, "constants": {name: value}}``.
+    """
+    scan = scan_module(source, path, module_name, hints)
     locator = locator or ModuleLocator()
     checked = Program(scan, locator).check()
     shown = display_file(scan.module_name, path)
@@ -167,11 +172,12 @@ def transpile_module(source: str, path: str, module_name: str | None = None,
 
 
 def rewrite_module(source: str, path: str, module_name: str | None = None,
-                   locator: ModuleLocator | None = None) -> RewriteResult:
+                   locator: ModuleLocator | None = None, hints: dict | None = None
+                   ) -> RewriteResult:
     """Rewrite a module that defines kernels; every original line keeps its line number."""
     if not has_gpu_decorators(source):
         return RewriteResult(source, (), ())
-    mod = transpile_module(source, path, module_name, locator)
+    mod = transpile_module(source, path, module_name, locator, hints)
     if not mod.kernels:
         return RewriteResult(source, (), mod.dependencies)
     lines = source.splitlines(keepends=True)

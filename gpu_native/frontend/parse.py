@@ -103,6 +103,7 @@ class ModuleScan:
     functions: list[S.FunctionDef] = field(default_factory=list)
     host_names: dict[str, str] = field(default_factory=dict)  # name -> "function" / "class" / ...
     reassigned: set[str] = field(default_factory=set)
+    hinted: set[str] = field(default_factory=set)  # seeded from outside; the source may redefine
 
     def function(self, name: str) -> S.FunctionDef | None:
         for fn in self.functions:
@@ -457,7 +458,11 @@ class _Scanner:
                                     self.small(small)
 
     def _bind(self, name: str, kind: str, node: cst.CSTNode) -> None:
-        if name in self.scan.host_names or name in self.scan.constants:
+        if name in self.scan.hinted:
+            self.scan.hinted.discard(name)
+            self.scan.constants.pop(name, None)
+            self.scan.imports.pop(name, None)
+        elif name in self.scan.host_names or name in self.scan.constants:
             self.scan.reassigned.add(name)
         self.scan.host_names.setdefault(name, kind)
 
@@ -493,7 +498,11 @@ class _Scanner:
                 if not isinstance(target, cst.Name):
                     continue
                 name = target.value
-                if name in scan.constants or name in scan.host_names or name in scan.typevars:
+                if name in scan.hinted:
+                    scan.hinted.discard(name)
+                    scan.constants.pop(name, None)
+                    scan.imports.pop(name, None)
+                elif name in scan.constants or name in scan.host_names or name in scan.typevars:
                     scan.reassigned.add(name)
                 if value is None:
                     continue
@@ -669,14 +678,26 @@ def parse_module_source(source: str, path: str) -> tuple[cst.Module, dict]:
     return module, positions
 
 
-def scan_module(source: str, path: str, module_name: str | None = None) -> ModuleScan:
-    """Parse a module and collect everything the transpiler needs from it (see :class:`ModuleScan`)."""
+def scan_module(source: str, path: str, module_name: str | None = None,
+                hints: dict | None = None) -> ModuleScan:
+    """Parse a module and collect everything the transpiler needs from it (see :class:`ModuleScan`).
+
+    ``hints`` seeds names defined outside this source (a notebook's earlier cells):
+    ``{"imports": {name: (module, attr)}, "constants": {name: value}}``; the source's own
+    definitions take precedence.
+    """
     module, positions = parse_module_source(source, path)
     is_package = os.path.basename(path) == "__init__.py"
     if module_name is None:
         module_name = module_name_for_path(path)
     lines = source.splitlines()
     scan = ModuleScan(path=path, module_name=module_name, source=source, lines=lines)
+    if hints:
+        span = SourceSpan(path, 0)
+        for name, (mod, attr) in hints.get("imports", {}).items():
+            scan.imports[name] = ImportedName(mod, attr, span)
+        scan.constants.update(hints.get("constants", {}))
+        scan.hinted = set(hints.get("imports", {})) | set(hints.get("constants", {}))
     conv = _Converter(path, lines, positions)
     _Scanner(scan, conv, is_package).run(module)
     return scan

@@ -1,0 +1,330 @@
+"""Device arrays: ``gn.to_device``, ``gn.empty``, ``gn.zeros`` and :class:`DeviceArray`.
+
+A ``DeviceArray`` is a C-contiguous block of device memory with a shape and a scalar type.  Views
+(``a[10:20]``, ``a[3]`` of a 2-D array, ``a.reshape(...)``, ``a.readonly()``) share the memory.
+Arrays export ``__cuda_array_interface__`` (v3) and DLPack, and foreign CUDA arrays (CuPy,
+PyTorch, Numba) are accepted by launches and by :func:`to_device` without a copy.
+
+Memory is freed in stream order when the last array using it is gone, after all work already
+queued on the device (see ``CudaBackend.free``), so dropping an array right after an asynchronous
+launch that uses it is safe.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from typing import Any
+
+import numpy as np
+
+from ..lang.halfprec import bf16_bits_to_f32, f32_to_bf16_bits
+from ..lang.types import ScalarInfo, scalar_info
+from . import backend as B
+from .devices import current_device
+from .records import raise_pending
+
+_sig_lock = threading.Lock()
+_signatures: dict[tuple, Signature] = {}
+
+
+class Signature:
+    """An interned token for (backend, device, scalar type, ndim).
+
+    A launcher's fast path accepts an array with one identity test: ``a._gn_rsig is sig`` for a
+    read-only parameter, ``a._gn_wsig is sig`` for a writable one (``_gn_wsig`` is None on a
+    read-only view).  Everything an argument check needs is in the token.
+    """
+
+    __slots__ = ("backend", "device", "dtype", "ndim")
+
+    def __init__(self, backend: str, device: int, dtype: str, ndim: int):
+        self.backend, self.device, self.dtype, self.ndim = backend, device, dtype, ndim
+
+    def __repr__(self) -> str:
+        return f"<signature {self.dtype}[{self.ndim}D] on {self.backend}:{self.device}>"
+
+
+def signature(backend: str, device: int, dtype: str, ndim: int) -> Signature:
+    key = (backend, device, dtype, ndim)
+    sig = _signatures.get(key)
+    if sig is None:
+        with _sig_lock:
+            sig = _signatures.setdefault(key, Signature(*key))
+    return sig
+
+
+class Allocation:
+    """Owns device memory; frees it (stream-ordered) when the last array using it is gone."""
+
+    __slots__ = ("__weakref__", "backend", "device", "nbytes", "ptr")
+
+    def __init__(self, backend, device: int, nbytes: int):
+        self.backend = backend
+        self.device = device
+        self.nbytes = nbytes
+        self.ptr = backend.alloc(nbytes, device)
+
+    def __del__(self) -> None:
+        try:
+            self.backend.free(self.ptr, self.device)
+        except Exception:  # pragma: no cover - interpreter shutdown, lost context
+            pass
+
+
+class DeviceArray:
+    """An array in device memory.  Create one with :func:`to_device`, :func:`empty` or
+    :func:`zeros`; pass it to kernels; read it back with :meth:`to_host`."""
+
+    __slots__ = ("__weakref__", "_backend", "_gn_base", "_gn_n0", "_gn_n1", "_gn_n2",
+                 "_gn_ptr", "_gn_rsig", "_gn_wsig", "_info", "_owner", "device", "dtype", "shape")
+
+    def __init__(self, backend, device: int, ptr: int, shape: tuple[int, ...], info: ScalarInfo,
+                 owner: Any, base: Any, writable: bool = True):
+        if not 1 <= len(shape) <= 3:
+            raise ValueError(f"device arrays have 1 to 3 dimensions, not {len(shape)}")
+        self._backend = backend
+        self.device = device
+        self._gn_ptr = ptr
+        self.shape = tuple(int(s) for s in shape)
+        self._info = info
+        self.dtype = info.dtype
+        self._owner = owner
+        self._gn_base = base
+        n = self.shape + (1, 1)
+        self._gn_n0, self._gn_n1, self._gn_n2 = n[0], n[1], n[2]
+        sig = signature(backend.name, device, info.name, len(self.shape))
+        self._gn_rsig = sig
+        self._gn_wsig = sig if writable else None
+
+    # ---- properties -----------------------------------------------------------------------
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return math.prod(self.shape)
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * self._info.itemsize
+
+    @property
+    def scalar_type(self) -> type:
+        """The gpu_native scalar type of the elements (``gn.f32``, ...)."""
+        from ..lang.types import SCALAR_CLASSES
+
+        return SCALAR_CLASSES[self._info.name]
+
+    @property
+    def is_writable(self) -> bool:
+        """False for a view made with :meth:`readonly` (it cannot bind to ``CUDASliceMut``)."""
+        return self._gn_wsig is not None
+
+    @property
+    def ptr(self) -> int:
+        """The device address of the first element."""
+        return self._gn_ptr
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    def __repr__(self) -> str:
+        flag = "" if self.is_writable else ", read-only"
+        return (f"<gpu_native.DeviceArray shape={self.shape} dtype={self._info.name} "
+                f"device={self._backend.name}:{self.device}{flag}>")
+
+    # ---- views ---------------------------------------------------------------------------------
+
+    def _view(self, offset_elems: int, shape: tuple[int, ...], writable: bool | None = None
+              ) -> DeviceArray:
+        return DeviceArray(self._backend, self.device,
+                           self._gn_ptr + offset_elems * self._info.itemsize, shape, self._info,
+                           self._owner, self._gn_base,
+                           self.is_writable if writable is None else writable)
+
+    def __getitem__(self, key):
+        if isinstance(key, tuple):
+            if len(key) != 1:
+                raise IndexError("device arrays support indexing and slicing along the first "
+                                 "axis only; use to_host() for general indexing")
+            key = key[0]
+        n = self.shape[0]
+        row = math.prod(self.shape[1:])
+        if isinstance(key, slice):
+            start, stop, step = key.indices(n)
+            if step != 1:
+                raise ValueError("device array views must be contiguous: slices with a step are "
+                                 "not supported")
+            length = max(0, stop - start)
+            return self._view(start * row, (length, *self.shape[1:]))
+        try:
+            i = int(key.__index__())
+        except AttributeError:
+            raise TypeError(f"device arrays are indexed by integers or slices, not "
+                            f"{type(key).__name__}") from None
+        if i < 0:
+            i += n
+        if not 0 <= i < n:
+            raise IndexError(f"index {key} is out of bounds for axis 0 with size {n}")
+        if self.ndim > 1:
+            return self._view(i * row, self.shape[1:])
+        return self._view(i, (1,)).to_host()[0]
+
+    def reshape(self, *shape: int) -> DeviceArray:
+        """A view with another shape (same number of elements, row-major)."""
+        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+            shape = tuple(shape[0])
+        shape = tuple(int(s) for s in shape)
+        if -1 in shape:
+            known = math.prod(s for s in shape if s != -1)
+            shape = tuple(self.size // known if s == -1 else s for s in shape)
+        if math.prod(shape) != self.size:
+            raise ValueError(f"cannot reshape an array of {self.size} elements into {shape}")
+        return self._view(0, shape)
+
+    def readonly(self) -> DeviceArray:
+        """A read-only view: launches refuse to bind it to a ``CUDASliceMut`` parameter."""
+        return self._view(0, self.shape, writable=False)
+
+    # ---- copies --------------------------------------------------------------------------------
+
+    def to_host(self, stream=None) -> np.ndarray:
+        """Copy to a new NumPy array.  A synchronisation point: waits for the device's work and
+        raises any error a kernel reported (``KernelIndexError`` ...).  bf16 arrays come back as
+        float32."""
+        if stream is not None:
+            from .streams import as_stream
+
+            as_stream(stream).synchronize()
+        out = np.empty(self.shape, dtype=self.dtype)
+        self._backend.copy_dtoh(out, self._gn_ptr)
+        raise_pending(None)
+        if self._info.name == "bf16":
+            return bf16_bits_to_f32(out).reshape(self.shape)
+        return out
+
+    def copy_from_host(self, host) -> None:
+        """Overwrite this array with the contents of a host array of the same shape."""
+        data = _host_data(host, self._info, self.shape)
+        if data.shape != self.shape:
+            raise ValueError(f"shape mismatch: array is {self.shape}, data is {data.shape}")
+        self._backend.copy_htod(self._gn_ptr, data)
+
+    def fill(self, value) -> None:
+        """Set every element to ``value``."""
+        self.copy_from_host(np.full(self.shape, value, dtype=np.float32 if
+                                    self._info.name == "bf16" else self.dtype))
+
+    def copy(self) -> DeviceArray:
+        """A new array with the same contents."""
+        out = empty(self.shape, self._info.name)
+        self._backend.copy_dtod(out._gn_ptr, self._gn_ptr, self.nbytes)
+        return out
+
+    # ---- interoperability ----------------------------------------------------------------------
+
+    @property
+    def __cuda_array_interface__(self) -> dict:
+        if self._backend.name != "cuda":
+            raise AttributeError("simulator arrays live in host memory and have no CUDA array "
+                                 "interface")
+        return {
+            "shape": self.shape,
+            "typestr": self.dtype.str,
+            "data": (self._gn_ptr, not self.is_writable),
+            "version": 3,
+            "strides": None,
+            # Work is queued on the legacy default stream or blocking streams; a consumer that
+            # waits on the legacy stream sees it complete.
+            "stream": 1,
+        }
+
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        from .interop import to_dlpack
+
+        return to_dlpack(self, stream=stream, max_version=max_version)
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        if self._backend.name != "cuda":
+            return (1, 0)  # kDLCPU: the simulator's memory is host memory
+        return (2, self.device)  # kDLCUDA
+
+    def __reduce__(self):
+        raise TypeError("a DeviceArray cannot be pickled: its memory lives on one GPU of one "
+                        "process; send arr.to_host() (a NumPy array) and call gn.to_device() on "
+                        "the other side")
+
+    def __array__(self, dtype=None, copy=None):
+        raise TypeError("a DeviceArray is in device memory; call .to_host() to get a NumPy array")
+
+
+def _resolve_dtype(dtype) -> ScalarInfo:
+    return scalar_info(dtype)
+
+
+def _host_data(obj, info: ScalarInfo, shape=None) -> np.ndarray:
+    if info.name == "bf16":
+        arr = np.asarray(obj)
+        if arr.dtype == np.uint16:
+            return np.ascontiguousarray(arr)
+        return np.ascontiguousarray(f32_to_bf16_bits(arr.astype(np.float32)).reshape(arr.shape))
+    return np.ascontiguousarray(np.asarray(obj, dtype=info.dtype))
+
+
+def empty(shape, dtype=None) -> DeviceArray:
+    """A new uninitialised device array on the current device (``dtype`` defaults to f32)."""
+    info = _resolve_dtype("f32" if dtype is None else dtype)
+    if isinstance(shape, (int, np.integer)):
+        shape = (int(shape),)
+    shape = tuple(int(s) for s in shape)
+    if any(s < 0 for s in shape):
+        raise ValueError(f"negative dimension in shape {shape}")
+    backend = B.select()
+    device = current_device()
+    alloc = Allocation(backend, device, math.prod(shape) * info.itemsize)
+    return DeviceArray(backend, device, alloc.ptr, shape, info, alloc, alloc)
+
+
+def zeros(shape, dtype=None) -> DeviceArray:
+    """A new device array of zeros."""
+    out = empty(shape, dtype)
+    out._backend.memset8(out._gn_ptr, 0, out.nbytes)
+    return out
+
+
+def to_device(obj, dtype=None) -> DeviceArray:
+    """Copy a host array (anything NumPy accepts) to the current device.
+
+    A foreign CUDA array (CuPy, PyTorch, Numba: ``__cuda_array_interface__`` or DLPack) is wrapped
+    without a copy instead, and a ``DeviceArray`` is returned as it is.
+    """
+    if isinstance(obj, DeviceArray):
+        if dtype is not None and _resolve_dtype(dtype).name != obj._info.name:
+            raise TypeError(f"array is {obj._info.name}, not {_resolve_dtype(dtype).name}; "
+                            "convert on the host or in a kernel")
+        return obj
+    if hasattr(obj, "__cuda_array_interface__") or (
+            hasattr(obj, "__dlpack_device__") and _is_cuda_dlpack(obj)):
+        from .interop import from_foreign
+
+        return from_foreign(obj)
+    if isinstance(obj, np.ndarray) and dtype is None:
+        info = scalar_info(obj.dtype)
+    else:
+        info = _resolve_dtype(dtype) if dtype is not None else scalar_info(np.asarray(obj).dtype)
+    data = _host_data(obj, info)
+    if data.ndim == 0:
+        data = data.reshape(1)
+    out = empty(data.shape, info.name)
+    out._backend.copy_htod(out._gn_ptr, data)
+    return out
+
+
+def _is_cuda_dlpack(obj) -> bool:
+    try:
+        return obj.__dlpack_device__()[0] in (2, 3, 13)  # CUDA, CUDA host, CUDA managed
+    except Exception:
+        return False

@@ -1,0 +1,286 @@
+"""Backends: where kernels run.  ``cuda`` (a real GPU through the driver) or ``sim`` (the CPU
+simulator).  Both sit behind the same launcher: the generated launcher packs the same argument
+buffer and calls the backend's ``launch``, whose signature is ``cuLaunchKernel``'s.
+
+``GPU_NATIVE_BACKEND=cuda|sim|auto`` picks one (default ``auto``: CUDA when a driver and a device
+exist, else the simulator, announced once on stderr).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+
+import numpy as np
+
+from ..errors import CudaError, GpuNativeError
+from . import driver as D
+
+_selected: Backend | None = None
+_select_lock = threading.Lock()
+
+
+class Backend:
+    """What the runtime needs from a place that runs kernels (documented for both backends)."""
+
+    name = "abstract"
+    success: object = None
+
+    # devices
+    def device_count(self) -> int: ...
+    def set_thread_device(self, ordinal: int) -> None: ...
+    def properties(self, ordinal: int) -> dict: ...
+    # memory (device pointers are ints)
+    def alloc(self, nbytes: int, ordinal: int) -> int: ...
+    def free(self, ptr: int, ordinal: int) -> None: ...
+    def copy_htod(self, ptr: int, host: np.ndarray) -> None: ...
+    def copy_dtoh(self, host: np.ndarray, ptr: int) -> None: ...
+    def copy_dtod(self, dst: int, src: int, nbytes: int) -> None: ...
+    def memset8(self, ptr: int, value: int, nbytes: int) -> None: ...
+    def alloc_mapped(self, nbytes: int, ordinal: int) -> tuple[np.ndarray, int]: ...
+    # streams and events
+    def stream_create(self, ordinal: int) -> object: ...
+    def stream_destroy(self, handle: object) -> None: ...
+    def default_stream(self, ordinal: int) -> object: ...
+    def stream_sync(self, handle: object) -> None: ...
+    def stream_value(self, handle: object) -> int: ...
+    def device_sync(self) -> None: ...
+    def event_create(self) -> object: ...
+    def event_record(self, event: object, stream: object) -> None: ...
+    def event_sync(self, event: object) -> None: ...
+    def event_query(self, event: object) -> bool: ...
+    def event_elapsed_ms(self, start: object, end: object) -> float: ...
+    def event_destroy(self, event: object) -> None: ...
+    def stream_wait_event(self, stream: object, event: object) -> None: ...
+    # kernels
+    def load(self, kernel, variant, ordinal: int) -> object: ...
+    def launch(self, fn, gx, gy, gz, bx, by, bz, shmem, stream, params, extra): ...
+    def error_for(self, err) -> Exception: ...
+
+
+class CudaBackend(Backend):
+    """Kernels run on the GPU through ``cuda.bindings.driver``."""
+
+    name = "cuda"
+
+    def __init__(self) -> None:
+        D.init()
+        self.drv = D.driver()
+        self.success = self.drv.CUresult.CUDA_SUCCESS
+        self.launch = self.drv.cuLaunchKernel  # type: ignore[assignment]
+        self._tls = threading.local()
+        self._streams0: dict[int, object] = {}
+        self._pools_configured: set[int] = set()
+        self._nonblocking: set[int] = set()
+        self._free_lock = threading.Lock()
+
+    def error_for(self, err) -> Exception:
+        return D.cuda_error(err, "cuLaunchKernel")
+
+    # ---- devices ---------------------------------------------------------------------------
+
+    def device_count(self) -> int:
+        return D.device_count()
+
+    def set_thread_device(self, ordinal: int) -> None:
+        D.make_current(ordinal)
+        if ordinal not in self._pools_configured:
+            self._configure_pool(ordinal)
+
+    def _configure_pool(self, ordinal: int) -> None:
+        # Keep freed memory in the stream-ordered pool instead of returning it to the OS at every
+        # synchronisation: allocation in a loop then costs no driver round trip.
+        drv = self.drv
+        try:
+            pool = D.check(drv.cuDeviceGetDefaultMemPool(D.device_handle(ordinal)))
+            threshold = drv.cuuint64_t(0xFFFFFFFFFFFFFFFF)
+            D.check(drv.cuMemPoolSetAttribute(
+                pool, drv.CUmemPool_attribute.CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, threshold))
+        except (CudaError, AttributeError, TypeError):  # pragma: no cover - old drivers
+            pass
+        self._pools_configured.add(ordinal)
+
+    def properties(self, ordinal: int) -> dict:
+        return D.device_properties(ordinal)
+
+    # ---- memory ----------------------------------------------------------------------------
+
+    def alloc(self, nbytes: int, ordinal: int) -> int:
+        ptr = D.check(self.drv.cuMemAllocAsync(max(nbytes, 1), self.default_stream(ordinal)),
+                      f"allocating {nbytes} bytes")
+        return int(ptr)
+
+    def note_stream(self, handle: object, nonblocking: bool) -> None:
+        """Remember a non-blocking stream: frees must wait for its work (see :meth:`free`)."""
+        if nonblocking:
+            self._nonblocking.add(int(handle))
+
+    def free(self, ptr: int, ordinal: int) -> None:
+        # Free in stream order on the legacy default stream, which waits for all earlier work of
+        # every blocking stream; non-blocking streams the runtime has launched on are fenced in
+        # with events.  So `del a` right after an asynchronous launch is safe.
+        drv = self.drv
+        legacy = self.default_stream(ordinal)
+        with self._free_lock:
+            for value in list(self._nonblocking):
+                event = D.check(drv.cuEventCreate(
+                    drv.CUevent_flags.CU_EVENT_DISABLE_TIMING))
+                D.check(drv.cuEventRecord(event, drv.CUstream(value)))
+                D.check(drv.cuStreamWaitEvent(legacy, event, 0))
+                D.check(drv.cuEventDestroy(event))
+        D.check(drv.cuMemFreeAsync(ptr, legacy), "freeing device memory")
+
+    def copy_htod(self, ptr: int, host: np.ndarray) -> None:
+        if host.nbytes:
+            D.check(self.drv.cuMemcpyHtoD(ptr, host.ctypes.data, host.nbytes), "copy to device")
+
+    def copy_dtoh(self, host: np.ndarray, ptr: int) -> None:
+        if host.nbytes:
+            D.check(self.drv.cuMemcpyDtoH(host.ctypes.data, ptr, host.nbytes), "copy to host")
+
+    def copy_dtod(self, dst: int, src: int, nbytes: int) -> None:
+        if nbytes:
+            D.check(self.drv.cuMemcpyDtoD(dst, src, nbytes), "device-to-device copy")
+
+    def memset8(self, ptr: int, value: int, nbytes: int) -> None:
+        if nbytes:
+            D.check(self.drv.cuMemsetD8(ptr, value, nbytes), "memset")
+
+    def alloc_mapped(self, nbytes: int, ordinal: int) -> tuple[np.ndarray, int]:
+        drv = self.drv
+        flags = drv.CU_MEMHOSTALLOC_DEVICEMAP | drv.CU_MEMHOSTALLOC_PORTABLE
+        host_ptr = D.check(drv.cuMemHostAlloc(nbytes, flags), "allocating mapped host memory")
+        dev_ptr = D.check(drv.cuMemHostGetDevicePointer(host_ptr, 0))
+        import ctypes
+
+        buf = (ctypes.c_uint8 * nbytes).from_address(int(host_ptr))
+        view = np.ctypeslib.as_array(buf)
+        view[:] = 0
+        return view, int(dev_ptr)
+
+    # ---- streams and events ------------------------------------------------------------------
+
+    def stream_create(self, ordinal: int) -> object:
+        return D.check(self.drv.cuStreamCreate(0), "cuStreamCreate")
+
+    def stream_destroy(self, handle: object) -> None:
+        self.drv.cuStreamDestroy(handle)
+
+    def default_stream(self, ordinal: int) -> object:
+        s = self._streams0.get(ordinal)
+        if s is None:
+            s = self._streams0[ordinal] = self.drv.CUstream(0)
+        return s
+
+    def stream_value(self, handle: object) -> int:
+        return int(handle)
+
+    def stream_sync(self, handle: object) -> None:
+        D.check(self.drv.cuStreamSynchronize(handle), "stream synchronize")
+
+    def device_sync(self) -> None:
+        D.check(self.drv.cuCtxSynchronize(), "device synchronize")
+
+    def event_create(self) -> object:
+        return D.check(self.drv.cuEventCreate(0))
+
+    def event_record(self, event: object, stream: object) -> None:
+        D.check(self.drv.cuEventRecord(event, stream))
+
+    def event_sync(self, event: object) -> None:
+        D.check(self.drv.cuEventSynchronize(event))
+
+    def event_query(self, event: object) -> bool:
+        err = self.drv.cuEventQuery(event)[0]
+        if err == self.success:
+            return True
+        if err == self.drv.CUresult.CUDA_ERROR_NOT_READY:
+            return False
+        raise D.cuda_error(err, "cuEventQuery")
+
+    def event_elapsed_ms(self, start: object, end: object) -> float:
+        return float(D.check(self.drv.cuEventElapsedTime(start, end)))
+
+    def event_destroy(self, event: object) -> None:
+        self.drv.cuEventDestroy(event)
+
+    def stream_wait_event(self, stream: object, event: object) -> None:
+        D.check(self.drv.cuStreamWaitEvent(stream, event, 0))
+
+    # ---- kernels -------------------------------------------------------------------------------
+
+    def load(self, kernel, variant, ordinal: int) -> object:
+        from ..cache import BuildRequest, find_or_build
+
+        props = D.device_properties(ordinal)
+        request = BuildRequest(
+            source=variant.cuda, symbol=variant.symbol, arch=props["arch"],
+            fastmath=bool(kernel.options.get("fastmath")),
+            max_registers=kernel.options.get("max_registers"),
+            uses_half="uses_half" in variant.traits, label=variant.label,
+            module=kernel.__module__, module_file=kernel.spec_file)
+        artifact = find_or_build(request)
+        drv = self.drv
+        module = D.check(drv.cuModuleLoadData(artifact.image), f"loading {variant.label}")
+        fn = D.check(drv.cuModuleGetFunction(module, variant.symbol.encode()),
+                     f"finding {variant.symbol}")
+        variant.modules.append(module)  # keep the module loaded while the kernel lives
+        return fn
+
+    def function_attribute(self, fn, name: str) -> int:
+        drv = self.drv
+        attr = getattr(drv.CUfunction_attribute, f"CU_FUNC_ATTRIBUTE_{name}")
+        return int(D.check(drv.cuFuncGetAttribute(attr, fn)))
+
+    def allow_dynamic_shared(self, fn, nbytes: int) -> None:
+        drv = self.drv
+        attr = drv.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+        D.check(drv.cuFuncSetAttribute(fn, attr, nbytes), "raising the dynamic shared memory limit")
+
+    def pointer_device(self, ptr: int) -> int | None:
+        """The device ordinal owning a device pointer, or None if it is not device memory."""
+        drv = self.drv
+        attr = drv.CUpointer_attribute.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL
+        res = drv.cuPointerGetAttribute(attr, ptr)
+        if res[0] != self.success:
+            return None
+        mem = drv.cuPointerGetAttribute(drv.CUpointer_attribute.CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+                                        ptr)
+        if mem[0] == self.success and int(mem[1]) == int(drv.CUmemorytype.CU_MEMORYTYPE_HOST):
+            return None
+        return int(res[1])
+
+
+def select() -> Backend:
+    """The process's backend (chosen on first use; see the module docstring)."""
+    global _selected
+    if _selected is not None:
+        return _selected
+    with _select_lock:
+        if _selected is not None:
+            return _selected
+        choice = os.environ.get("GPU_NATIVE_BACKEND", "auto").strip().lower() or "auto"
+        if choice not in ("auto", "cuda", "sim"):
+            raise GpuNativeError(f"GPU_NATIVE_BACKEND must be cuda, sim or auto, not {choice!r}")
+        if choice == "sim":
+            from .sim_backend import SimBackend
+
+            _selected = SimBackend()
+        elif choice == "cuda":
+            _selected = CudaBackend()
+        else:
+            if D.available():
+                _selected = CudaBackend()
+            else:
+                from .sim_backend import SimBackend
+
+                print("gpu_native: no CUDA GPU found; kernels run on the CPU simulator "
+                      "(GPU_NATIVE_BACKEND=sim silences this notice)", file=sys.stderr)
+                _selected = SimBackend()
+        return _selected
+
+
+def selected_name() -> str | None:
+    """The name of the backend if one was chosen already (does not choose one)."""
+    return _selected.name if _selected is not None else None

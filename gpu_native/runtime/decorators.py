@@ -1,0 +1,186 @@
+"""``@gpu_kernel`` and ``@gpu_device``.
+
+In a module the import hook rewrote, ``@gpu_kernel(Kernel1D, _spec=...)`` receives the spec the
+transpiler produced and the launcher factory that replaced the kernel's body.  Where no hook ran
+(``python script.py``, a notebook cell), the decorator transpiles the function from its own
+source with the same pipeline — :func:`gpu_native.rewrite.rewrite_module` on the file the
+function came from — and builds the same kernel object.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import linecache
+import threading
+import types
+from typing import Any, Callable, TypeVar
+
+from ..errors import TranspileError
+from ..lang.layouts import Kernel1D, Kernel2D, Kernel3D
+from .kernel import Kernel
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+_KINDS = (Kernel1D, Kernel2D, Kernel3D)
+_rewrites: dict[tuple[str, str], Any] = {}
+_rewrite_lock = threading.Lock()
+
+
+def gpu_kernel(kind: type, *, bounds_check: bool = True, fastmath: bool = False,
+               max_registers: int | None = None, specializations: Any = None,
+               _spec: dict | None = None) -> Callable[[Callable[..., Any]], Kernel]:
+    """Mark a function as a GPU kernel: ``@gpu_kernel(Kernel1D)``.
+
+    Parameters
+    ----------
+    kind
+        ``Kernel1D``, ``Kernel2D`` or ``Kernel3D``: the dimensionality of its launches.
+    bounds_check
+        Check every index that cannot be proven in range (default).  ``False`` removes the checks
+        for measured hot paths.
+    fastmath
+        Compile with ``--use_fast_math``.
+    max_registers
+        Cap registers per thread (``--maxrregcount``).
+    specializations
+        For generic kernels (``TypeVar`` parameters): the specialisations to build, e.g.
+        ``[f32, f64]``; by default every combination of the TypeVars' types.
+    """
+    if kind not in _KINDS:
+        raise TypeError(f"@gpu_kernel takes Kernel1D, Kernel2D or Kernel3D, not {kind!r}")
+
+    def decorate(fn: Callable[..., Any]) -> Kernel:
+        if _spec is not None:
+            return Kernel(_spec, fn)
+        return _kernel_from_source(fn)
+
+    return decorate
+
+
+def _kernel_from_source(fn: Callable[..., Any]) -> Kernel:
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        raise TypeError("@gpu_kernel decorates a plain function")
+    filename = code.co_filename
+    globals_ = getattr(fn, "__globals__", {})
+    lines = linecache.getlines(filename, globals_)
+    if not lines:
+        raise TranspileError(
+            f"cannot find the source of kernel '{fn.__name__}' (defined in {filename}); "
+            "gpu_native transpiles kernels from their source",
+            None, "define kernels in a .py file or a notebook cell, or ship precompiled kernels "
+            "(gpu-native precompile) in an app without sources")
+    source = "".join(lines)
+    module_name = fn.__module__ or "__main__"
+    hints = _hints_from_globals(source, globals_)
+    result = _rewrite(source, filename, module_name, hints)
+    from ..rewrite import find_kernel
+
+    build = find_kernel(result, fn.__name__, code.co_firstlineno)
+    if build is None:
+        raise TranspileError(f"could not find kernel '{fn.__name__}' in {filename}", None,
+                             "decorate module-level or nested functions with @gpu_kernel(...)")
+    new_lines = result.source.splitlines(keepends=True)
+    first = build.line
+    last = _block_end(new_lines, first)
+    block = "".join(new_lines[first - 1:last])
+    # Run the rewritten lines of this one kernel exactly as the hook would have, on their
+    # original line numbers: the decorator sees the spec and builds the Kernel.
+    padded = "\n" * (first - 1) + _dedent_block(block)
+    namespace: dict[str, Any] = {}
+    exec(compile(padded, filename, "exec"), globals_, namespace)
+    kernel = namespace[fn.__name__]
+    kernel._hints = hints
+    return kernel
+
+
+def _block_end(lines: list[str], first: int) -> int:
+    """The last line of the rewritten kernel block starting at ``first`` (decorator line)."""
+    indent = len(lines[first - 1]) - len(lines[first - 1].lstrip())
+    last = first + 1
+    for i in range(first + 1, len(lines) + 1):
+        text = lines[i - 1]
+        stripped = text.strip()
+        if not stripped:
+            continue
+        if len(text) - len(text.lstrip()) <= indent and i > first + 1:
+            break
+        last = i
+    return last
+
+
+def _dedent_block(block: str) -> str:
+    lines = block.splitlines(keepends=True)
+    indent = len(lines[0]) - len(lines[0].lstrip())
+    return "".join(line[indent:] if line.strip() else line for line in lines)
+
+
+def _hints_from_globals(source: str, globals_: dict) -> dict:
+    """Names a notebook cell uses but imported or defined in an earlier cell."""
+    import gpu_native
+
+    imports: dict[str, tuple[str, str | None]] = {}
+    constants: dict[str, object] = {}
+    for name, value in list(globals_.items()):
+        if name.startswith("__"):
+            continue
+        if isinstance(value, types.ModuleType):
+            imports[name] = (value.__name__, None)
+            continue
+        if value is gpu_native:
+            continue
+        public = getattr(gpu_native, name, None)
+        if public is not None and public is value:
+            imports[name] = ("gpu_native", name)
+            continue
+        for attr in getattr(gpu_native, "__all__", ()):
+            if getattr(gpu_native, attr, None) is value:
+                imports[name] = ("gpu_native", attr)
+                break
+        else:
+            if isinstance(value, (bool, int, float)) and not isinstance(value, type):
+                constants[name] = value
+    return {"imports": imports, "constants": constants}
+
+
+def _rewrite(source: str, filename: str, module_name: str, hints: dict):
+    from ..rewrite import rewrite_module
+
+    digest = hashlib.sha256(source.encode()).hexdigest()
+    key = (filename, digest)
+    with _rewrite_lock:
+        result = _rewrites.get(key)
+        if result is None:
+            result = _rewrites[key] = rewrite_module(source, filename, module_name, hints=hints)
+    return result
+
+
+class DeviceFunction:
+    """A ``@gpu_device`` function: callable from kernels and other device functions only."""
+
+    def __init__(self, fn: Callable[..., Any]):
+        self.__wrapped__ = fn
+        self.__name__ = fn.__name__
+        self.__qualname__ = fn.__qualname__
+        self.__module__ = fn.__module__
+        self.__doc__ = fn.__doc__
+
+    def __call__(self, *args, **kwargs):
+        raise TypeError(f"{self.__name__} is a @gpu_device function: call it from a kernel or "
+                        "another device function, not from the host")
+
+    def __repr__(self) -> str:
+        return f"<gpu_native device function {self.__module__}.{self.__qualname__}>"
+
+    def __reduce__(self):
+        from .kernel import _import_kernel
+
+        return (_import_kernel, (self.__module__, self.__qualname__))
+
+
+def gpu_device(fn: F | None = None, **options: Any):
+    """Mark a function as a device function (``@gpu_device``): typed like a kernel, callable from
+    kernels and other device functions, compiled into every kernel that calls it."""
+    if fn is None:
+        return lambda f: DeviceFunction(f)
+    return DeviceFunction(fn)

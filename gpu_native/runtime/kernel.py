@@ -1,0 +1,493 @@
+"""Kernel objects: what a ``@gpu_kernel`` name is bound to at run time.
+
+A :class:`Kernel` is built from the *spec* the transpiler embedded in the rewritten module and
+the module's *launcher factory*.  ``kernel.launch(grid, block, shared_mem_bytes, stream)`` checks
+the launch shape against the kernel and the device, loads (and if needed compiles) the kernel for
+the current device, and returns the launcher for that configuration, cached: a repeated launch
+costs one dictionary lookup before the launcher's own argument checks.
+"""
+
+from __future__ import annotations
+
+import collections
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import GpuNativeError, LaunchError
+from ..lang.layouts import BlockDim1D, BlockDim2D, BlockDim3D, GridDim1D, GridDim2D, GridDim3D
+from ..lang.types import SCALARS
+from . import backend as B
+from .arrays import DeviceArray, signature
+from .devices import _tls, bind_thread
+from .launch import make_submit, slot_formats
+from .records import register_kernel
+from .streams import DEFAULT_STREAM, as_stream
+
+SPEC_SCHEMA = 1
+_DIM_TYPES = {GridDim1D: 1, BlockDim1D: 1, GridDim2D: 2, BlockDim2D: 2, GridDim3D: 3,
+              BlockDim3D: 3}
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    dtype: str  # scalar name, or a TypeVar name in generic kernels
+    ndim: int  # 0 for scalars
+    mutable: bool
+
+    def annotation(self, dtype: str) -> str:
+        if not self.ndim:
+            return dtype
+        dims = "" if self.ndim == 1 else f"{self.ndim}D"
+        return f"CUDASlice{'Mut' if self.mutable else ''}{dims}[{dtype}]"
+
+
+@dataclass(eq=False)
+class Variant:
+    """One specialisation of a kernel."""
+
+    types: tuple[tuple[str, str], ...]
+    symbol: str
+    kernel_id: int
+    cuda: str
+    sites: tuple
+    traits: tuple[str, ...]
+    label: str
+    modules: list = field(default_factory=list)
+    functions: dict = field(default_factory=dict)
+
+    @property
+    def type_map(self) -> dict[str, str]:
+        return dict(self.types)
+
+
+class Kernel:
+    """A compiled-on-demand GPU kernel.
+
+    Launch with ``kernel.launch(grid, block, shared_mem_bytes, stream)(*args)``.  ``expand`` shows
+    the launcher and the CUDA C++ this object was built from.
+    """
+
+    def __init__(self, spec: dict, factory, hints: dict | None = None):
+        if not isinstance(spec, dict) or spec.get("schema") != SPEC_SCHEMA:
+            raise GpuNativeError(
+                f"kernel {getattr(factory, '__name__', '?')} was rewritten by an incompatible "
+                "gpu_native version; delete the module's __pycache__ and import it again")
+        self.__name__ = spec["name"]
+        self.__qualname__ = getattr(factory, "__qualname__", spec["name"])
+        self.__module__ = spec["module"]
+        self.__doc__ = getattr(factory, "__doc__", None)
+        self.spec_file: str = spec["file"]
+        self.spec_line: int = spec["line"]
+        self.ndim: int = spec["ndim"]
+        self.options: dict = dict(spec["options"])
+        self.params = tuple(Param(*p) for p in spec["params"])
+        self.typevars: tuple[str, ...] = tuple(spec["typevars"])
+        self._factory = factory
+        self._hints = hints or {}
+        self._launchers: dict = {}
+        self.variants: dict[tuple[str, ...], Variant] = {}
+        for v in spec["variants"]:
+            types = tuple(tuple(t) for t in v["types"])
+            label = f"{self.__module__}.{self.__name__}"
+            if types:
+                label += "[" + ", ".join(t for _, t in types) + "]"
+            variant = Variant(types, v["symbol"], v["id"], v["cuda"], tuple(v["sites"]),
+                              tuple(v["traits"]), label)
+            self.variants[tuple(t for _, t in types)] = variant
+            register_kernel(variant.kernel_id, self.__name__, self.spec_file, variant.sites)
+
+    # ---- user API ------------------------------------------------------------------------------
+
+    def launch(self, grid, block, shared_mem_bytes: int = 0, stream=DEFAULT_STREAM):
+        """Return the launcher for this configuration; call it with the kernel's arguments."""
+        try:
+            device = _tls.device
+        except AttributeError:
+            device = bind_thread()
+        try:
+            return self._launchers[(grid, block, shared_mem_bytes, stream, device)]
+        except (KeyError, TypeError):
+            return self._configure(grid, block, shared_mem_bytes, stream, device)
+
+    def __call__(self, *args, **kwargs):
+        raise TypeError(
+            f"{self.__name__} is a GPU kernel; launch it with "
+            f"{self.__name__}.launch(GridDim1D(blocks), BlockDim1D(threads), 0, DEFAULT_STREAM)"
+            f"({', '.join(p.name for p in self.params)})")
+
+    def compile(self, arch: str | None = None) -> list:
+        """Compile every specialisation now (for ``arch``, default the current device's).
+
+        Returns the artifacts; with no GPU and no ``arch``, compiles for nothing and returns [].
+        """
+        from ..cache import BuildRequest, find_or_build
+
+        if arch is None:
+            backend = B.select()
+            if backend.name != "cuda":
+                return []
+            device = getattr(_tls, "device", None)
+            arch = backend.properties(bind_thread() if device is None else device)["arch"]
+        out = []
+        for v in self.variants.values():
+            out.append(find_or_build(BuildRequest(
+                source=v.cuda, symbol=v.symbol, arch=arch,
+                fastmath=bool(self.options.get("fastmath")),
+                max_registers=self.options.get("max_registers"),
+                uses_half="uses_half" in v.traits, label=v.label, module=self.__module__,
+                module_file=self.spec_file)))
+        return out
+
+    @property
+    def cuda_source(self) -> str:
+        """The generated CUDA C++ (of the first specialisation, for generic kernels)."""
+        return next(iter(self.variants.values())).cuda
+
+    @property
+    def specializations(self) -> list[tuple[str, ...]]:
+        """The scalar types of each specialisation, in TypeVar order ([()] when not generic)."""
+        return list(self.variants)
+
+    def __repr__(self) -> str:
+        sig = ", ".join(f"{p.name}: {p.annotation(p.dtype)}" for p in self.params)
+        return f"<gpu_native kernel {self.__module__}.{self.__name__}({sig}) Kernel{self.ndim}D>"
+
+    def __reduce__(self):
+        return (_import_kernel, (self.__module__, self.__qualname__))
+
+    # ---- configuration ---------------------------------------------------------------------------
+
+    def _dims(self, value, what: str) -> tuple[int, int, int]:
+        ndim = _DIM_TYPES.get(type(value))
+        if ndim is None:
+            if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+                ndim, dims = 1, (int(value), 1, 1)
+            elif isinstance(value, tuple) and 1 <= len(value) <= 3 and all(
+                    isinstance(v, (int, np.integer)) for v in value):
+                ndim = len(value)
+                dims = tuple(int(v) for v in value) + (1,) * (3 - len(value))
+            else:
+                raise LaunchError(f"{what} dimensions must be {'Grid' if what == 'grid' else 'Block'}"
+                                  f"Dim1D/2D/3D, an int or a tuple, not {type(value).__name__}")
+        else:
+            dims = (int(value), 1, 1) if ndim == 1 else tuple(int(v) for v in value)
+        if ndim > self.ndim:
+            names = {1: "Kernel1D", 2: "Kernel2D", 3: "Kernel3D"}
+            raise LaunchError(
+                f"{self.__name__} is a {names[self.ndim]} kernel but was launched with a "
+                f"{ndim}-D {what} {value!r}; its unique ids would not be unique")
+        if any(d < 1 for d in dims):
+            raise LaunchError(f"{what} dimensions must be at least 1, got {value!r}")
+        return dims  # type: ignore[return-value]
+
+    def _configure(self, grid, block, shared_mem_bytes, stream, device):
+        backend = B.select()
+        g = self._dims(grid, "grid")
+        b = self._dims(block, "block")
+        props = backend.properties(device)
+        threads = b[0] * b[1] * b[2]
+        if threads > props["max_threads_per_block"]:
+            raise LaunchError(f"{self.__name__}: a block of {b[0]}x{b[1]}x{b[2]} = {threads} "
+                              f"threads exceeds the device limit of "
+                              f"{props['max_threads_per_block']}")
+        for axis, (n, limit) in enumerate(zip(b, props["max_block"])):
+            if n > limit:
+                raise LaunchError(f"{self.__name__}: block dimension {'xyz'[axis]} = {n} "
+                                  f"exceeds the device limit of {limit}")
+        for axis, (n, limit) in enumerate(zip(g, props["max_grid"])):
+            if n > limit:
+                raise LaunchError(f"{self.__name__}: grid dimension {'xyz'[axis]} = {n} "
+                                  f"exceeds the device limit of {limit}")
+        if not isinstance(shared_mem_bytes, (int, np.integer)) or shared_mem_bytes < 0:
+            raise LaunchError(f"shared_mem_bytes must be a non-negative int, not "
+                              f"{shared_mem_bytes!r}")
+        shared_mem_bytes = int(shared_mem_bytes)
+        if shared_mem_bytes > props["max_shared_per_block_optin"]:
+            raise LaunchError(f"{self.__name__}: {shared_mem_bytes} bytes of dynamic shared "
+                              f"memory exceed the device limit of "
+                              f"{props['max_shared_per_block_optin']}")
+        stream_obj = as_stream(stream)
+        handle, slot = stream_obj._resolve(device)
+        config = _Config(self, backend, device, g, b, shared_mem_bytes, handle, slot, stream_obj)
+        if self.typevars:
+            launcher = config.dispatcher()
+        else:
+            launcher = config.launcher(next(iter(self.variants.values())))
+        try:
+            self._launchers[(grid, block, shared_mem_bytes, stream, device)] = launcher
+        except TypeError:  # an unhashable grid (a list, say): works, just not cached
+            pass
+        return launcher
+
+    def _function(self, variant: Variant, backend, device: int):
+        key = (backend.name, device)
+        fn = variant.functions.get(key)
+        if fn is None:
+            fn = variant.functions[key] = backend.load(self, variant, device)
+        return fn
+
+
+class _Config:
+    """One launch configuration of one kernel on one device and stream."""
+
+    def __init__(self, kernel: Kernel, backend, device, grid, block, shared_mem_bytes, handle,
+                 slot, stream):
+        self.kernel = kernel
+        self.backend = backend
+        self.device = device
+        self.grid = grid
+        self.block = block
+        self.shared_mem_bytes = shared_mem_bytes
+        self.handle = handle
+        self.slot = slot
+        self.stream = stream
+        self.variant_launchers: dict[tuple[str, ...], object] = {}
+
+    def launcher(self, variant: Variant):
+        k = self.kernel
+        fn = k._function(variant, self.backend, self.device)
+        self.check_function(fn, variant)
+        context = LaunchContext(self, variant, fn)
+        launcher = k._factory(context)
+        launcher.__qualname__ = k.__name__
+        launcher.__name__ = k.__name__
+        return launcher
+
+    def check_function(self, fn, variant: Variant) -> None:
+        backend = self.backend
+        if not hasattr(backend, "function_attribute"):
+            return
+        k = self.kernel
+        threads = self.block[0] * self.block[1] * self.block[2]
+        limit = backend.function_attribute(fn, "MAX_THREADS_PER_BLOCK")
+        if threads > limit:
+            raise LaunchError(f"{k.__name__} can run at most {limit} threads per block (it "
+                              f"needs many registers); {threads} were requested")
+        static = backend.function_attribute(fn, "SHARED_SIZE_BYTES")
+        props = backend.properties(self.device)
+        total = static + self.shared_mem_bytes
+        if total > props["max_shared_per_block_optin"]:
+            raise LaunchError(f"{k.__name__} needs {static} bytes of static plus "
+                              f"{self.shared_mem_bytes} of dynamic shared memory, more than the "
+                              f"device's {props['max_shared_per_block_optin']}")
+        if total > props["max_shared_per_block"]:
+            backend.allow_dynamic_shared(fn, self.shared_mem_bytes)
+
+    def dispatcher(self):
+        k = self.kernel
+
+        def dispatch(*args):
+            key = self.select_variant(args)
+            launcher = self.variant_launchers.get(key)
+            if launcher is None:
+                launcher = self.variant_launchers[key] = self.launcher(k.variants[key])
+            return launcher(*args)
+
+        dispatch.__qualname__ = dispatch.__name__ = k.__name__
+        return dispatch
+
+    def select_variant(self, args) -> tuple[str, ...]:
+        k = self.kernel
+        if len(args) != len(k.params):
+            raise TypeError(f"{k.__name__}() takes {len(k.params)} arguments "
+                            f"({', '.join(p.name for p in k.params)}) but {len(args)} were given")
+        found: dict[str, str] = {}
+        for p, arg in zip(k.params, args):
+            if p.dtype not in k.typevars or p.dtype in found:
+                continue
+            name = _dtype_name_of(arg, p.ndim > 0)
+            if name is not None:
+                found[p.dtype] = name
+        key = []
+        for tv in k.typevars:
+            if tv not in found:
+                raise TypeError(f"cannot tell which specialisation of {k.__name__} to launch: "
+                                f"nothing fixes {tv}; pass an array of that type or a NumPy "
+                                f"scalar such as np.float32(x)")
+            key.append(found[tv])
+        key_t = tuple(key)
+        if key_t not in k.variants:
+            have = ", ".join("(" + ", ".join(v) + ")" for v in k.variants)
+            raise TypeError(f"{k.__name__} has no specialisation for "
+                            f"({', '.join(key)}); it has {have}")
+        return key_t
+
+
+def _dtype_name_of(arg, array: bool) -> str | None:
+    if isinstance(arg, DeviceArray):
+        return arg._info.name
+    if array:
+        dtype = None
+        cai = getattr(arg, "__cuda_array_interface__", None)
+        if cai is not None:
+            dtype = np.dtype(cai["typestr"])
+        elif hasattr(arg, "dtype"):
+            try:
+                dtype = np.dtype(str(arg.dtype).replace("torch.", ""))
+            except TypeError:
+                return None
+        if dtype is None:
+            return None
+        for info in SCALARS.values():
+            if info.name != "bf16" and np.dtype(info.numpy) == dtype:
+                return info.name
+        return None
+    if isinstance(arg, np.generic):
+        for info in SCALARS.values():
+            if info.name != "bf16" and np.dtype(info.numpy) == arg.dtype:
+                return info.name
+    return None
+
+
+class LaunchContext:
+    """What a launcher factory receives: ``fast_path()`` gives it the pieces of its fast path,
+    and :meth:`slow` checks every argument one by one (and explains what is wrong)."""
+
+    def __init__(self, config: _Config, variant: Variant, fn):
+        self.config = config
+        self.kernel = config.kernel
+        self.variant = variant
+        self.types = variant.type_map
+        self.fn = fn
+        formats = slot_formats(self.kernel.params, self.types)
+        self.submit = make_submit(config.backend, fn, config.grid, config.block,
+                                  config.shared_mem_bytes, config.handle,
+                                  config.slot.device_ptr, formats, variant.label)
+        backend = config.backend
+        self.signatures = tuple(
+            signature(backend.name, config.device, self.types.get(p.dtype, p.dtype), p.ndim)
+            for p in self.kernel.params if p.ndim)
+        self.keepalive: collections.deque = collections.deque()
+
+    def fast_path(self):
+        """``(DeviceArray, signatures, submit, slow)`` for the generated launcher."""
+        return DeviceArray, self.signatures, self.submit, self.slow
+
+    # ---- the checked path ------------------------------------------------------------------------
+
+    def slow(self, *args):
+        """Check every argument, explain any problem, convert, then launch."""
+        k = self.kernel
+        values: list = []
+        foreign: list = []
+        arrays: list[tuple[Param, DeviceArray]] = []
+        for p, arg in zip(k.params, args):
+            dtype = self.types.get(p.dtype, p.dtype)
+            if p.ndim:
+                arr = self.array_argument(p, dtype, arg)
+                if not isinstance(arg, DeviceArray):
+                    foreign.append(arg)
+                arrays.append((p, arr))
+                values.append(arr._gn_ptr)
+                values.extend(arr.shape)
+            else:
+                values.append(self.scalar_argument(p, dtype, arg))
+        self.check_overlap(arrays)
+        self.submit(*values)
+        if foreign:
+            self.hold(foreign)
+
+    def where(self, p: Param) -> str:
+        return f"argument '{p.name}' of {self.kernel.__name__}"
+
+    def array_argument(self, p: Param, dtype: str, arg) -> DeviceArray:
+        want = p.annotation(dtype)
+        if isinstance(arg, np.ndarray):
+            raise TypeError(f"{self.where(p)} is a NumPy array in host memory; copy it to the "
+                            f"device first with gn.to_device({p.name}) ({want} expected)")
+        if not isinstance(arg, DeviceArray):
+            if hasattr(arg, "__cuda_array_interface__") or hasattr(arg, "__dlpack__"):
+                from .interop import from_foreign
+
+                try:
+                    arr = from_foreign(arg, what=self.where(p))
+                except (TypeError, ValueError) as exc:
+                    raise type(exc)(str(exc)) from None
+            else:
+                raise TypeError(f"{self.where(p)} must be a device array ({want}), not "
+                                f"{type(arg).__name__}")
+        else:
+            arr = arg
+        backend = self.config.backend
+        if arr._backend is not backend:
+            raise TypeError(f"{self.where(p)} was created by the {arr._backend.name} backend but "
+                            f"kernels run on the {backend.name} backend")
+        if arr._info.name != dtype:
+            raise TypeError(f"{self.where(p)} must be an array of {dtype} ({want}), but its "
+                            f"elements are {arr._info.name}")
+        if arr.ndim != p.ndim:
+            raise TypeError(f"{self.where(p)} must be a {p.ndim}-D array ({want}), but it has "
+                            f"{arr.ndim} dimension{'s' if arr.ndim != 1 else ''}")
+        if p.mutable and not arr.is_writable:
+            raise TypeError(f"{self.where(p)} is read-only, but {want} writes to it; pass a "
+                            f"writable array")
+        if arr.device != self.config.device:
+            raise ValueError(f"{self.where(p)} lives on device {arr.device}, but the launch is on "
+                             f"device {self.config.device}; copy it or launch under "
+                             f"gn.Device({arr.device})")
+        return arr
+
+    def scalar_argument(self, p: Param, dtype: str, arg):
+        info = SCALARS[dtype]
+        where = self.where(p)
+        if info.kind == "bool":
+            if isinstance(arg, (bool, np.bool_)):
+                return bool(arg)
+            raise TypeError(f"{where} must be a bool, not {type(arg).__name__}")
+        if info.is_int:
+            if isinstance(arg, (int, np.integer)) and not isinstance(arg, (bool, np.bool_)):
+                value = int(arg)
+                if not info.min <= value <= info.max:
+                    raise ValueError(f"{where} is {value}, out of range for {dtype} "
+                                     f"({info.min}..{info.max})")
+                return value
+            raise TypeError(f"{where} must be an integer ({dtype}), not "
+                            f"{type(arg).__name__} {arg!r}")
+        if isinstance(arg, (int, float, np.integer, np.floating)) and not isinstance(
+                arg, (bool, np.bool_)):
+            value = float(arg)
+            if dtype == "bf16":
+                from ..lang.halfprec import f32_to_bf16_bits
+
+                return int(f32_to_bf16_bits(np.float32(value)))
+            if dtype == "f16" and math.isfinite(value) and abs(value) > 65504.0:
+                raise ValueError(f"{where} is {value}, out of range for f16")
+            return value
+        raise TypeError(f"{where} must be a number ({dtype}), not {type(arg).__name__}")
+
+    def check_overlap(self, arrays: list[tuple[Param, DeviceArray]]) -> None:
+        for p, a in arrays:
+            if not p.mutable:
+                continue
+            a_end = a._gn_ptr + a.nbytes
+            for q, b in arrays:
+                if q is p or b.nbytes == 0 or a.nbytes == 0:
+                    continue
+                if a._gn_ptr < b._gn_ptr + b.nbytes and b._gn_ptr < a_end:
+                    raise ValueError(
+                        f"{self.where(p)} overlaps argument '{q.name}' in device memory; a "
+                        "kernel's writable array must not share memory with its other array "
+                        "arguments (its pointers are __restrict__)")
+
+    def hold(self, objects: list) -> None:
+        """Keep foreign arrays alive until the stream has passed this launch."""
+        backend = self.config.backend
+        event = backend.event_create()
+        backend.event_record(event, self.config.handle)
+        q = self.keepalive
+        q.append((event, objects))
+        while q and backend.event_query(q[0][0]):
+            done, _ = q.popleft()
+            backend.event_destroy(done)
+
+
+def _import_kernel(module: str, qualname: str):
+    import importlib
+
+    obj = importlib.import_module(module)
+    for part in qualname.split("."):
+        obj = getattr(obj, part)
+    return obj

@@ -1,0 +1,74 @@
+"""The last step of a launch: pack the arguments into a preallocated buffer and call the backend.
+
+:func:`make_submit` builds one ``submit(*values)`` closure per kernel and launch configuration.
+Its buffer is packed with a single ``struct.pack_into`` (no NumPy on the hot path) and handed to
+``cuLaunchKernel`` as a ``void**`` address.  A non-blocking lock guards the buffer: a thread that
+finds it busy (another thread is launching the same configuration) packs a private buffer
+instead of waiting, so concurrent launches are safe and never serialise on each other.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import struct
+from collections.abc import Callable
+
+from .. import abi
+
+
+def slot_formats(params, types: dict[str, str]) -> list[str]:
+    """The struct format of each 8-byte argument slot, in kernel parameter order."""
+    out: list[str] = []
+    for p in params:
+        if p.ndim:
+            out.append(abi.POINTER_FORMAT)
+            out.extend(abi.EXTENT_FORMAT for _ in range(p.ndim))
+        else:
+            out.append(abi.SLOT_FORMATS[types.get(p.dtype, p.dtype)])
+    return out
+
+
+class ArgumentBuffer:
+    """Argument storage for one launch: ``n`` value slots, the error-record slot, and the
+    ``void*`` array pointing at each slot (what ``cuLaunchKernel`` reads)."""
+
+    __slots__ = ("address", "data", "pointers")
+
+    def __init__(self, nslots: int, err_ptr: int):
+        self.data = ctypes.create_string_buffer((nslots + 1) * abi.SLOT_SIZE)
+        base = ctypes.addressof(self.data)
+        self.pointers = (ctypes.c_void_p * (nslots + 1))(
+            *[base + i * abi.SLOT_SIZE for i in range(nslots + 1)])
+        struct.pack_into("<Q", self.data, nslots * abi.SLOT_SIZE, err_ptr)
+        self.address = ctypes.addressof(self.pointers)
+
+
+def make_submit(backend, fn, grid: tuple[int, int, int], block: tuple[int, int, int],
+                shared_mem_bytes: int, stream_handle, err_ptr: int, formats: list[str],
+                label: str) -> Callable[..., None]:
+    """Build the ``submit(*values)`` closure of one kernel configuration."""
+    pack_into = struct.Struct("<" + "".join(formats)).pack_into
+    nslots = len(formats)
+    # Buffers are taken from a pool with list.pop/append, which are atomic under the GIL: a
+    # thread launching this configuration while another is inside cuLaunchKernel (which runs
+    # without the GIL) takes a second buffer instead of overwriting the first.
+    pool = [ArgumentBuffer(nslots, err_ptr)]
+    take, give_back = pool.pop, pool.append
+    launch = backend.launch
+    ok = backend.success
+    gx, gy, gz = grid
+    bx, by, bz = block
+
+    def submit(*values):
+        try:
+            buf = take()
+        except IndexError:
+            buf = ArgumentBuffer(nslots, err_ptr)
+        pack_into(buf.data, 0, *values)
+        err = launch(fn, gx, gy, gz, bx, by, bz, shared_mem_bytes, stream_handle, buf.address, 0)[0]
+        give_back(buf)
+        if err is not ok and err != ok:
+            raise backend.error_for(err)
+
+    submit.__qualname__ = f"submit[{label}]"
+    return submit

@@ -1,0 +1,157 @@
+"""Device error records: how a failed bounds check or ``assert`` reaches the host.
+
+Each stream owns a 64-byte record in host-mapped memory (layout in :mod:`gpu_native.abi`); a
+failing thread claims it with an atomic compare-and-swap, fills it and exits.  At the stream's next
+synchronisation point the host reads the record and raises ``KernelIndexError`` (an
+``IndexError``), ``KernelAssertionError`` or ``KernelZeroDivisionError`` with the kernel's name, the
+Python line, the array, index and length, and the block and thread of the failing thread.  No trap
+is involved, so the CUDA context stays usable.
+"""
+
+from __future__ import annotations
+
+import linecache
+import threading
+
+import numpy as np
+
+from .. import abi
+from ..errors import (
+    DeviceRaceError,
+    KernelAssertionError,
+    KernelError,
+    KernelIndexError,
+    KernelZeroDivisionError,
+    SourceSpan,
+    format_caret,
+)
+
+RECORD_DTYPE = np.dtype([
+    ("state", "<u4"), ("site", "<u4"), ("kernel", "<u8"), ("index", "<i8"), ("length", "<i8"),
+    ("block", "<u4", (3,)), ("thread", "<u4", (3,)), ("count", "<u4"), ("reserved", "<u4"),
+])
+assert RECORD_DTYPE.itemsize == abi.ERROR_RECORD_SIZE
+
+SLOTS_PER_BLOCK = 256
+
+_lock = threading.Lock()
+_kernels: dict[int, tuple[str, str, tuple]] = {}  # kernel id -> (name, file, sites)
+_pools: dict[tuple[str, int], _Pool] = {}
+_races: dict[int, list[str]] = {}  # record device address -> race messages (simulator only)
+
+
+def register_kernel(kernel_id: int, name: str, file: str, sites: tuple) -> None:
+    """Remember a kernel's site table so its device errors can be explained."""
+    _kernels[kernel_id] = (name, file, sites)
+
+
+class _Pool:
+    """Mapped host memory for the records of one device, handed out one slot per stream."""
+
+    def __init__(self, backend, ordinal: int):
+        self.view, self.device_ptr = backend.alloc_mapped(
+            SLOTS_PER_BLOCK * abi.ERROR_RECORD_SIZE, ordinal)
+        self.records = self.view.view(RECORD_DTYPE)
+        self.free = list(range(SLOTS_PER_BLOCK - 1, -1, -1))
+        self.used: set[int] = set()
+
+
+class Slot:
+    """One stream's error record: its device address and where the host reads it."""
+
+    __slots__ = ("device_ptr", "index", "key", "pool")
+
+    def __init__(self, pool: _Pool, index: int, key: int):
+        self.pool = pool
+        self.index = index
+        self.device_ptr = pool.device_ptr + index * abi.ERROR_RECORD_SIZE
+        self.key = key
+
+    def release(self) -> None:
+        with _lock:
+            if self.index in self.pool.used:
+                self.pool.used.discard(self.index)
+                self.pool.free.append(self.index)
+
+
+def new_slot(backend, ordinal: int) -> Slot:
+    with _lock:
+        pool = _pools.get((backend.name, ordinal))
+        if pool is None or not pool.free:
+            pool = _Pool(backend, ordinal)
+            _pools[(backend.name, ordinal)] = pool
+            _all_pools.append(pool)
+        index = pool.free.pop()
+        pool.used.add(index)
+        pool.records[index] = 0
+        return Slot(pool, index, id(pool) * SLOTS_PER_BLOCK + index)
+
+
+_all_pools: list[_Pool] = []
+
+
+def note_race(record_ptr: int, message: str) -> None:
+    """The simulator saw a race; it is raised at the stream's next synchronisation point."""
+    _races.setdefault(record_ptr, []).append(message)
+
+
+def raise_pending(slot: Slot | None) -> None:
+    """Raise the first error recorded for ``slot`` (or for every stream when None), clearing it."""
+    if slot is not None:
+        candidates = [(slot.pool, slot.index)]
+    else:
+        candidates = [(pool, i) for pool in list(_all_pools) for i in sorted(pool.used)]
+    for pool, index in candidates:
+        races = _races.pop(pool.device_ptr + index * abi.ERROR_RECORD_SIZE, None)
+        rec = pool.records[index]
+        if rec["state"] == abi.ERROR_STATE_COMPLETE:
+            values = rec.copy()
+            pool.records[index] = 0
+            raise _build(values)
+        if races:
+            raise DeviceRaceError(races[0] + (f" (and {len(races) - 1} more race reports)"
+                                              if len(races) > 1 else ""))
+
+
+def _build(rec) -> KernelError:
+    kernel_id = int(rec["kernel"])
+    name, file, sites = _kernels.get(kernel_id, ("<unknown kernel>", "<unknown>", ()))
+    site_id = int(rec["site"])
+    block = tuple(int(v) for v in rec["block"])
+    thread = tuple(int(v) for v in rec["thread"])
+    count = int(rec["count"])
+    if site_id < len(sites):
+        kind, line, col, end_col, array, axis, ndim, message = sites[site_id]
+        text = linecache.getline(file, line) if line else ""
+        span = SourceSpan(file, line, col, end_col, text)
+    else:  # pragma: no cover - a record from a kernel this process does not know
+        kind, array, axis, ndim, message, span = "index", "?", 0, 1, "", None
+    index, length = int(rec["index"]), int(rec["length"])
+    if kind == "index":
+        if ndim == 1:
+            head = f"index {index} is out of bounds for array '{array}' of length {length}"
+        else:
+            head = (f"index {index} is out of bounds for axis {axis} of array '{array}' with "
+                    f"size {length}")
+        cls: type[KernelError] = KernelIndexError
+    elif kind == "zerodiv":
+        head = message or "integer division by zero"
+        cls = KernelZeroDivisionError
+    else:
+        head = f"assertion failed: {message}" if message else "assertion failed"
+        cls = KernelAssertionError
+    lines = [f"{name}: {head}"]
+    if span is not None:
+        lines.append(f'  File "{span.file}", line {span.line}, in {name}')
+        caret = format_caret(span)
+        if caret:
+            lines.append(caret)
+    others = f"; {count} threads failed" if count > 1 else ""
+    lines.append(f"  (first failing thread: block {block}, thread {thread}{others})")
+    exc = cls("\n".join(lines))
+    exc._set_origin(name, span, block, thread)
+    exc.index = index if kind == "index" else None  # type: ignore[attr-defined]
+    exc.length = length if kind == "index" else None  # type: ignore[attr-defined]
+    exc.array = array if kind == "index" else None  # type: ignore[attr-defined]
+    exc.count = count  # type: ignore[attr-defined]
+    return exc

@@ -1,0 +1,289 @@
+"""The simulator backend: kernels run on the CPU (see :mod:`gpu_native.simulator`).
+
+It keeps the CUDA backend's contract exactly, so the generated launchers do not know which one
+they talk to: device memory is NumPy buffers at *simulated* device addresses, a launch receives the
+same packed argument buffer as ``cuLaunchKernel`` (decoded here), and device errors are written
+into the same error-record layout and raised at the same synchronisation points.
+"""
+
+from __future__ import annotations
+
+import bisect
+import ctypes
+import hashlib
+import linecache
+import struct
+import threading
+import time
+
+import numpy as np
+
+from ..errors import GpuNativeError
+from ..lang.types import SCALARS
+from . import records
+from .backend import Backend
+from .launch import slot_formats
+
+_BASE = 0x7E0000000000
+_ALIGN = 256
+
+
+class _Ok:
+    def __repr__(self) -> str:
+        return "SIM_SUCCESS"
+
+
+class SimMemory:
+    """A simulated device address space over NumPy buffers."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._bases: list[int] = []
+        self._buffers: dict[int, np.ndarray] = {}
+        self._next = _BASE
+
+    def alloc(self, nbytes: int) -> int:
+        size = max(_ALIGN, (nbytes + _ALIGN - 1) // _ALIGN * _ALIGN)
+        buf = np.empty(size, dtype=np.uint8)
+        with self._lock:
+            base = self._next
+            self._next += size + _ALIGN  # a gap, so a pointer past one buffer is in no other
+            bisect.insort(self._bases, base)
+            self._buffers[base] = buf
+        return base
+
+    def free(self, ptr: int) -> None:
+        with self._lock:
+            if self._buffers.pop(ptr, None) is not None:
+                i = bisect.bisect_left(self._bases, ptr)
+                del self._bases[i]
+
+    def locate(self, ptr: int, nbytes: int) -> tuple[np.ndarray, int]:
+        with self._lock:
+            i = bisect.bisect_right(self._bases, ptr) - 1
+            if i < 0:
+                raise GpuNativeError(f"simulated address {ptr:#x} is not device memory")
+            base = self._bases[i]
+            buf = self._buffers[base]
+        offset = ptr - base
+        if offset + nbytes > buf.size:
+            raise GpuNativeError(f"simulated access of {nbytes} bytes at {ptr:#x} runs past its "
+                                 "allocation")
+        return buf, offset
+
+    def view(self, ptr: int, dtype, shape) -> np.ndarray:
+        dtype = np.dtype(dtype)
+        count = int(np.prod(shape)) if len(shape) else 1
+        buf, offset = self.locate(ptr, count * dtype.itemsize)
+        return buf[offset:offset + count * dtype.itemsize].view(dtype).reshape(shape)
+
+
+class _SimErrors:
+    """What a simulated kernel reports errors to: the launch's error record."""
+
+    def __init__(self, record: np.ndarray, device_ptr: int, kernel_id: int):
+        self.record = record
+        self.device_ptr = device_ptr
+        self.kernel_id = kernel_id
+
+    def fail(self, site: int, index: int, length: int, block, thread) -> None:
+        rec = self.record
+        rec["count"] = min(int(rec["count"]) + 1, 0xFFFFFFFF)
+        if rec["state"] == 0:
+            rec["site"] = site
+            rec["kernel"] = self.kernel_id
+            rec["index"] = int(index)
+            rec["length"] = int(length)
+            rec["block"] = tuple(int(v) for v in block)
+            rec["thread"] = tuple(int(v) for v in thread)
+            rec["state"] = 2
+
+    def race(self, message: str) -> None:
+        records.note_race(self.device_ptr, message)
+
+
+class SimFunction:
+    """A kernel specialisation loaded into the simulator (compiled to NumPy code on first use)."""
+
+    def __init__(self, kernel, variant) -> None:
+        self.kernel = kernel
+        self.variant = variant
+        formats = slot_formats(kernel.params, variant.type_map)
+        self.formats = [*formats, "Q"]
+        self._program = None
+
+    @property
+    def program(self):
+        if self._program is None:
+            from ..simulator import compile_kernel
+
+            self._program = compile_kernel(_ir_kernel(self.kernel, self.variant))
+        return self._program
+
+
+_transpiled: dict[tuple[str, str], object] = {}
+_transpile_lock = threading.Lock()
+
+
+def _ir_kernel(kernel, variant):
+    """Recover a kernel specialisation's typed IR from its source (the simulator runs the IR)."""
+    from ..rewrite import transpile_module
+
+    lines = linecache.getlines(kernel.spec_file)
+    if not lines:
+        raise GpuNativeError(f"the simulator needs the source of {kernel.__name__} "
+                             f"({kernel.spec_file}), which cannot be found")
+    source = "".join(lines)
+    key = (kernel.spec_file, hashlib.sha256(source.encode()).hexdigest())
+    with _transpile_lock:
+        mod = _transpiled.get(key)
+        if mod is None:
+            mod = _transpiled[key] = transpile_module(source, kernel.spec_file, kernel.__module__,
+                                                      hints=kernel._hints)
+    for ck in mod.checked:  # type: ignore[attr-defined]
+        if ck.fn.name != kernel.__name__:
+            continue
+        for k in ck.specializations:
+            if k.symbol == variant.symbol:
+                return k
+    raise GpuNativeError(f"the source of {kernel.__name__} changed since it was imported; "
+                         "re-import the module")
+
+
+class SimBackend(Backend):
+    """Runs kernels on the CPU with the GPU's semantics (one simulated device)."""
+
+    name = "sim"
+
+    def __init__(self) -> None:
+        self.success = _Ok()
+        self.memory = SimMemory()
+        self._streams = 0
+        self._lock = threading.Lock()
+        self._properties = {
+            "name": "gpu_native CPU simulator", "major": 9, "minor": 0, "arch": "sm_90",
+            "multiprocessors": 1, "max_threads_per_block": 1024, "max_block": (1024, 1024, 64),
+            "max_grid": (2**31 - 1, 65535, 65535), "max_shared_per_block": 48 * 1024,
+            "max_shared_per_block_optin": 227 * 1024, "total_memory": 16 * 2**30,
+            "unified_addressing": 1,
+        }
+
+    def error_for(self, err) -> Exception:  # pragma: no cover - the simulator does not fail so
+        return GpuNativeError(f"simulated launch failed: {err}")
+
+    # devices
+    def device_count(self) -> int:
+        return 1
+
+    def set_thread_device(self, ordinal: int) -> None:
+        pass
+
+    def properties(self, ordinal: int) -> dict:
+        return self._properties
+
+    # memory
+    def alloc(self, nbytes: int, ordinal: int) -> int:
+        return self.memory.alloc(nbytes)
+
+    def free(self, ptr: int, ordinal: int) -> None:
+        self.memory.free(ptr)
+
+    def copy_htod(self, ptr: int, host: np.ndarray) -> None:
+        if host.nbytes:
+            buf, off = self.memory.locate(ptr, host.nbytes)
+            buf[off:off + host.nbytes] = np.ascontiguousarray(host).reshape(-1).view(np.uint8)
+
+    def copy_dtoh(self, host: np.ndarray, ptr: int) -> None:
+        if host.nbytes:
+            buf, off = self.memory.locate(ptr, host.nbytes)
+            host.reshape(-1).view(np.uint8)[:] = buf[off:off + host.nbytes]
+
+    def copy_dtod(self, dst: int, src: int, nbytes: int) -> None:
+        if nbytes:
+            sbuf, soff = self.memory.locate(src, nbytes)
+            dbuf, doff = self.memory.locate(dst, nbytes)
+            dbuf[doff:doff + nbytes] = sbuf[soff:soff + nbytes].copy()
+
+    def memset8(self, ptr: int, value: int, nbytes: int) -> None:
+        if nbytes:
+            buf, off = self.memory.locate(ptr, nbytes)
+            buf[off:off + nbytes] = value
+
+    def alloc_mapped(self, nbytes: int, ordinal: int) -> tuple[np.ndarray, int]:
+        ptr = self.memory.alloc(nbytes)
+        view = self.memory.view(ptr, np.uint8, (nbytes,))
+        view[:] = 0
+        return view, ptr
+
+    # streams and events: simulated launches run to completion when submitted
+    def stream_create(self, ordinal: int) -> object:
+        with self._lock:
+            self._streams += 1
+            return self._streams
+
+    def stream_destroy(self, handle: object) -> None:
+        pass
+
+    def default_stream(self, ordinal: int) -> object:
+        return 0
+
+    def stream_value(self, handle: object) -> int:
+        return int(handle)  # type: ignore[call-overload]
+
+    def stream_sync(self, handle: object) -> None:
+        pass
+
+    def device_sync(self) -> None:
+        pass
+
+    def event_create(self) -> object:
+        return [0.0]
+
+    def event_record(self, event, stream) -> None:
+        event[0] = time.perf_counter()
+
+    def event_sync(self, event) -> None:
+        pass
+
+    def event_query(self, event) -> bool:
+        return True
+
+    def event_elapsed_ms(self, start, end) -> float:
+        return (end[0] - start[0]) * 1000.0
+
+    def event_destroy(self, event) -> None:
+        pass
+
+    def stream_wait_event(self, stream, event) -> None:
+        pass
+
+    # kernels
+    def load(self, kernel, variant, ordinal: int) -> object:
+        return SimFunction(kernel, variant)
+
+    def launch(self, fn: SimFunction, gx, gy, gz, bx, by, bz, shmem, stream, params, extra):
+        count = len(fn.formats)
+        pointers = (ctypes.c_void_p * count).from_address(params)
+        values = [struct.unpack("<" + fmt, ctypes.string_at(pointers[i], 8))[0]
+                  for i, fmt in enumerate(fn.formats)]
+        types = fn.variant.type_map
+        args: list = []
+        i = 0
+        for p in fn.kernel.params:
+            info = SCALARS[types.get(p.dtype, p.dtype)]
+            if p.ndim:
+                shape = tuple(values[i + 1:i + 1 + p.ndim])
+                args.append(self.memory.view(values[i], info.dtype, shape))
+                i += 1 + p.ndim
+            else:
+                value = values[i]
+                i += 1
+                if info.name == "bf16":
+                    args.append(np.uint16(value))  # bf16 scalars travel as their bit pattern
+                else:
+                    args.append(info.dtype.type(value))
+        err_ptr = values[-1]
+        record = self.memory.view(err_ptr, records.RECORD_DTYPE, (1,))[0]
+        errors = _SimErrors(record, err_ptr, fn.variant.kernel_id)
+        fn.program.run((gx, gy, gz), (bx, by, bz), int(shmem), args, errors)
+        return (self.success,)
