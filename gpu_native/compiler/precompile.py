@@ -149,7 +149,7 @@ def find_modules(targets: Sequence[str]) -> list[SourceModule]:
                                            module_name_for_path(target)))
         elif os.path.isdir(target):
             candidates.extend(_walk(target, None))
-        elif _is_identifier_path(target):
+        elif _is_identifier_path(target) and not target.endswith(".py"):
             candidates.extend(_find_dotted(target))
         else:
             raise GpuNativeError(f"{target}: no such file or directory")
