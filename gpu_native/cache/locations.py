@@ -13,9 +13,10 @@
 =================================  ==============================================================
 
 A package can also ship its artifacts: a directory named ``__gpu_native__`` (:data:`SHIPPED_DIRNAME`)
-beside a kernel's module, or beside any package enclosing it, is searched after
-``GPU_NATIVE_PRECOMPILED``.  Build it with ``gpu-native precompile mypkg --arch ... --out
-mypkg/__gpu_native__``.
+in the folder of a kernel's module, or in the folder of any package enclosing it (``mypkg/`` for
+``mypkg/sub/mod.py``), is searched after ``GPU_NATIVE_PRECOMPILED``.  Build it with
+``gpu-native precompile mypkg --arch sm_80,sm_90 --out mypkg/__gpu_native__`` and include it in
+the package data.
 """
 
 from __future__ import annotations

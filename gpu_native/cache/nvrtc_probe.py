@@ -6,7 +6,7 @@ times the whole warm time-to-first-launch budget.  So the version is remembered 
 
 1. find the NVRTC shared library the way ``cuda.pathfinder`` does for pip wheels (the
    ``nvidia/cu13/lib`` or ``nvidia/cuda_nvrtc/lib`` folders on ``sys.path``) with a few
-   ``stat`` calls, and fingerprint it by (real path, device, inode, size, mtime);
+   ``stat`` calls, and fingerprint it by (path, device, inode, size, mtime);
 2. look the fingerprint up in ``<cache root>/nvrtc/<sha256 of fingerprint>.json``;
 3. on a miss, load NVRTC, ask its version, and record it — but only when the library NVRTC was
    actually loaded from is the file fingerprinted, so a record never vouches for another file.
@@ -37,21 +37,24 @@ _version: str | None = None
 
 def locate_library() -> str | None:
     """The NVRTC library a pip-installed toolkit provides, found with ``stat`` calls only."""
-    roots = [p or os.getcwd() for p in sys.path]
-    for root in roots:
+    for entry in sys.path:
+        root = entry or os.getcwd()
+        nvidia = os.path.join(root, "nvidia")
+        if not os.path.isdir(nvidia):
+            continue
         if sys.platform == "win32":
             import glob
 
             for sub in _WINDOWS_DIRS:
                 hits = sorted(glob.glob(os.path.join(root, *sub.split("/"), _WINDOWS_PATTERN)))
                 if hits:
-                    return os.path.realpath(hits[-1])
+                    return os.path.abspath(hits[-1])
             continue
         for sub in _LINUX_DIRS:
             for name in _LINUX_NAMES:
-                path = os.path.join(root, *sub.split("/"), name)
+                path = os.path.join(nvidia, sub[len("nvidia/"):], name)
                 if os.path.isfile(path):
-                    return os.path.realpath(path)
+                    return os.path.abspath(path)
     return None
 
 
@@ -90,6 +93,13 @@ def _write_record(records_dir: str, fp: str, version: str, library: str) -> None
         pass  # the cache is unwritable: the caller has warned about that already
 
 
+def _same_file(a: str, b: str) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
 def version_for_keys(records_dir: str | None) -> str:
     """NVRTC's ``"major.minor"``, from the record for the installed library when there is one.
 
@@ -110,7 +120,7 @@ def version_for_keys(records_dir: str | None) -> str:
     major, minor = nvrtc_version()
     version = f"{major}.{minor}"
     loaded = library_path()
-    if fp is not None and records_dir and loaded and os.path.realpath(loaded) == library:
+    if fp is not None and records_dir and loaded and library and _same_file(loaded, library):
         _write_record(records_dir, fp, version, library)
     _version = version
     return version
