@@ -410,10 +410,10 @@ class Print(Stmt):
 @dataclass(frozen=True)
 class TailExit(Stmt):
     """The grid-tail rule: return at once when this thread's uid lies outside every array indexed
-    with the bare uid.  ``extents`` pairs each such array with the uid axis that indexes each of its
-    dimensions."""
+    with the bare uid.  ``extents`` pairs each such array with, for each of its dimensions, the uid
+    axis that indexes it (``None`` for a dimension indexed otherwise, which is not checked)."""
 
-    extents: tuple[tuple[ArrayRef, tuple[int, ...]], ...]
+    extents: tuple[tuple[ArrayRef, tuple[int | None, ...]], ...]
 
 
 # ============================================================================================

@@ -95,7 +95,7 @@ def display_file(module_name: str, path: str) -> str:
     """The file name written into ``#line`` directives: stable across machines, so a kernel
     precompiled in one directory matches its artifact when installed in another."""
     base = os.path.basename(path)
-    if module_name in ("", "__main__") or "." not in module_name and base != "__init__.py":
+    if module_name in ("", "__main__") or ("." not in module_name and base != "__init__.py"):
         return base
     parts = module_name.split(".")
     if base == "__init__.py":

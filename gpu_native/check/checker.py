@@ -83,6 +83,8 @@ class FunctionChecker(StatementChecker, ExpressionChecker):
         self.unique_params: set[int] = set()
         self.unique_param_uses: dict[str, set[str]] = {}
         self.grid_stride_vars: set[int] = set()
+        self.range_unique_vars: dict[int, frozenset] = {}
+        self.plain_assigned: set[str] = set()
         self.store_keys: dict[int, tuple] = {}
         self.mutable_loads: list[tuple] = []
         self.tail: dict[int, tuple[ir.ArrayRef, tuple[int, ...]]] = {}
@@ -154,6 +156,10 @@ class FunctionChecker(StatementChecker, ExpressionChecker):
         sites.append(site)
         return site.id
 
+    def key(self, e: ir.Expr):
+        """The fact-matching key of ``e``, looking through locals assigned once."""
+        return key(e, self.single_def)
+
     def single_def(self, var: ir.Var) -> ir.Expr | None:
         if var.is_param or self.assign_counts.get(var.name, 0) != 1:
             return None
@@ -181,15 +187,17 @@ class FunctionChecker(StatementChecker, ExpressionChecker):
             if isinstance(c, int) and c < 0:
                 raise self.error(f"negative index {c}: kernels do not wrap negative indices",
                                  idx.span, "index from the start, e.g. a[len(a) - 1]")
-            bound_key = key(ir.Shape(idx.span, ir.I64, base, axis))
+            bound_key = self.key(ir.Shape(idx.span, ir.I64, base, axis))
         if not self.ctx.options.bounds_check:
             return True
         if not self.is_nonneg(idx):
             return False
+        if static and _fits_unsigned(idx, bound_key[1]):
+            return True
         return self.below(idx, bound_key, static)
 
     def below(self, idx: ir.Expr, bound_key, static: bool) -> bool:
-        k = key(idx)
+        k = self.key(idx)
         for f in self.facts:
             if f[0] == "lt" and f[1] == k:
                 if f[2] == bound_key:
@@ -200,7 +208,7 @@ class FunctionChecker(StatementChecker, ExpressionChecker):
         e = idx
         while isinstance(e, ir.Cast):
             e = e.value
-        if isinstance(e, ir.BinOp) and e.op == "%" and key(e.right) == bound_key:
+        if isinstance(e, ir.BinOp) and e.op == "%" and self.key(e.right) == bound_key:
             return True
         if isinstance(e, ir.BinOp) and e.op == "%" and static and isinstance(
                 _const_value(e.right), int) and 0 < _const_value(e.right) <= bound_key[1]:
@@ -224,7 +232,7 @@ class FunctionChecker(StatementChecker, ExpressionChecker):
             return e.value >= 0
         if isinstance(e, (ir.UidComponent, ir.Special, ir.LaneId, ir.Shape)):
             return True
-        if ("ge0", key(e)) in self.facts:
+        if ("ge0", self.key(e)) in self.facts:
             return True
         if isinstance(e, ir.Local):
             if id(e.var) in self.grid_stride_vars:
@@ -311,18 +319,22 @@ class FunctionChecker(StatementChecker, ExpressionChecker):
         if not self.is_kernel or base.ty.space != "global":
             return
         axes = tuple(self.bare_uid_axis(i) for i in indices)
-        if all(a is not None for a in axes) and len(set(axes)) == len(axes):
+        used = [a for a in axes if a is not None]
+        if used and len(set(used)) == len(used):
             self.tail.setdefault(id(base.var), (base, axes))  # type: ignore[arg-type]
 
     def note_load(self, base: ir.ArrayRef, indices, span: SourceSpan) -> None:
         if base.ty.space == "global" and base.ty.mutable:
-            self.mutable_loads.append((base.var, tuple(key(i) for i in indices), span,
+            self.mutable_loads.append((base.var, tuple(self.key(i) for i in indices), span,
                                        self.unsafe_depth > 0))
         self.note_tail(base, indices)
 
-    def note_store(self, base: ir.ArrayRef, indices, span: SourceSpan, unique: str) -> None:
+    def note_store(self, base: ir.ArrayRef, indices, span: SourceSpan, unique: str,
+                   owners: tuple[int, ...] = ()) -> None:
         if unique == "uid" and base.ty.space != "local":
-            k = tuple(key(i) for i in indices)
+            # Only the owner positions must agree: a thread may write any element of its own
+            # rows (acc[i, 0], acc[i, 1], ...), never through a different row index.
+            k = (owners, tuple(self.key(indices[p]) for p in owners))
             prev = self.store_keys.get(id(base.var))
             if prev is None:
                 self.store_keys[id(base.var)] = (k, span)
@@ -376,7 +388,8 @@ class FunctionChecker(StatementChecker, ExpressionChecker):
                 self.ret_type = ret
 
     def check_body(self) -> tuple[ir.Stmt, ...]:
-        count_assignments(self.fn.body, self.assign_counts, self.loop_assigned)
+        count_assignments(self.fn.body, self.assign_counts, self.loop_assigned,
+                          plain=self.plain_assigned)
         for name in self.vars_params:
             if self.assign_counts.get(name) and isinstance(self.vars_params[name].ty,
                                                            ir.ArrayType):
@@ -389,7 +402,10 @@ class FunctionChecker(StatementChecker, ExpressionChecker):
                              f"{self.ret_type}", self.fn.span, "add a return at the end")
         for var, k, span, unsafe in self.mutable_loads:
             prev = self.store_keys.get(id(var))
-            if prev is not None and not unsafe and prev[0] != k:
+            if prev is None or unsafe:
+                continue
+            owners, owned = prev[0]
+            if tuple(k[p] for p in owners) != owned:
                 raise self.error(
                     f"'{var.name}' is read here at another index than it is written at "
                     f"({prev[1]}): another thread may be writing that element", span,
@@ -402,6 +418,15 @@ class FunctionChecker(StatementChecker, ExpressionChecker):
             return body
         extents = tuple(self.tail.values())
         return (ir.TailExit(self.fn.span, extents), *body)
+
+
+def _fits_unsigned(e: ir.Expr, n: int) -> bool:
+    """A value of a narrow unsigned type (a u8 pixel, say) is below 2**bits."""
+    while isinstance(e, ir.Cast) and isinstance(e.value.ty, ir.ScalarType) and \
+            e.value.ty.info.is_int and e.ty.info.bits >= e.value.ty.info.bits:
+        e = e.value
+    ty = e.ty
+    return isinstance(ty, ir.ScalarType) and ty.info.kind == "uint" and (1 << ty.info.bits) <= n
 
 
 def uses_half(node) -> bool:

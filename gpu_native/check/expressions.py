@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import operator
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
 from .. import ir
 from ..errors import SourceSpan, TranspileError
 from ..frontend import syntax as S
 from . import promote as P
-from .safety import Unique, grid_coords, key
+from .safety import Unique, grid_coords
 
 if TYPE_CHECKING:
     from .checker import FunctionChecker
@@ -362,7 +363,7 @@ class ExpressionChecker:
             if op in ("is", "is not", "in", "not in"):
                 raise self.error(f"`{op}` is not supported in kernels", e.span,
                                  "compare numbers with ==, !=, <, <=, >, >=")
-            if 0 < i and self.has_effects(operands[i]):
+            if i > 0 and self.has_effects(operands[i]):
                 raise self.error("a chained comparison evaluates its middle operand twice here; "
                                  "split it with `and`", operands[i].span)
             parts.append(self.compare(op, operands[i], operands[i + 1], e.span))
@@ -828,6 +829,8 @@ class ExpressionChecker:
                 return Unique(frozenset({f"param:{e.var.name}"}))
             if id(e.var) in self.grid_stride_vars:
                 return Unique(grid_coords(0))
+            if id(e.var) in self.range_unique_vars:
+                return Unique(self.range_unique_vars[id(e.var)])
             d = self.single_def(e.var)
             return self.classify_unique(d) if d is not None else None
         if isinstance(e, ir.Cast):
@@ -849,7 +852,10 @@ class ExpressionChecker:
                     if self.is_uniform(b):
                         return u
                     if u.scale > 1 and self.in_range(b, u.scale):
-                        return Unique(u.coords)
+                        # u*K + j with 0 <= j < K: the blocks of K are disjoint across u, and j
+                        # (a thread index, or a per-thread loop counter) never leaves its block.
+                        inner = self.classify_unique(b)
+                        return Unique(u.coords | (inner.coords if inner else frozenset()))
                 return None
             if e.op == "-":
                 u = self.classify_unique(left)
@@ -870,13 +876,20 @@ class ExpressionChecker:
         c = _const_value(e)
         if isinstance(c, int):
             return 0 <= c < bound
-        k = key(e)
+        k = self.key(e)
         if not self.is_nonneg(e):
             return False
         for f in self.facts:
             if f[0] == "lt" and f[1] == k and f[2][0] == "c" and isinstance(f[2][1], int) and \
                     f[2][1] <= bound:
                 return True
+        inner = e
+        while isinstance(inner, ir.Cast):
+            inner = inner.value
+        if isinstance(inner, ir.Local):
+            d = self.single_def(inner.var)
+            if d is not None:
+                return self.in_range(d, bound)
         return False
 
 

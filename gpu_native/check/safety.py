@@ -22,24 +22,32 @@ Fact = tuple
 Key = tuple
 
 
-def key(e: ir.Expr) -> Key:
-    """A structural key for an expression (widening casts stripped) used to match facts."""
+def key(e: ir.Expr, resolve: Callable[[ir.Var], ir.Expr | None] | None = None) -> Key:
+    """A structural key for an expression (widening casts stripped) used to match facts.
+
+    ``resolve`` maps a local assigned exactly once to its defining expression, so that
+    ``n = a.shape[1]; ... i < n`` proves ``a[_, i]`` in range.
+    """
     if isinstance(e, ir.Cast):
         src, dst = e.value.ty, e.ty
         if (isinstance(src, ir.ScalarType) and isinstance(dst, ir.ScalarType)
                 and src.info.is_int and dst.info.is_int and dst.info.bits >= src.info.bits):
-            return key(e.value)
-        return ("cast", str(e.ty), key(e.value))
+            return key(e.value, resolve)
+        return ("cast", str(e.ty), key(e.value, resolve))
     if isinstance(e, ir.Local):
+        if resolve is not None:
+            d = resolve(e.var)
+            if d is not None:
+                return key(d, resolve)
         return ("v", id(e.var))
     if isinstance(e, ir.Const):
         return ("c", e.value)
     if isinstance(e, ir.Shape):
         return ("shape", id(e.array.var), e.axis)
     if isinstance(e, ir.BinOp):
-        return ("op", e.op, key(e.left), key(e.right))
+        return ("op", e.op, key(e.left, resolve), key(e.right, resolve))
     if isinstance(e, ir.UnaryOp):
-        return ("un", e.op, key(e.operand))
+        return ("un", e.op, key(e.operand, resolve))
     if isinstance(e, ir.UidComponent):
         return ("uid", e.scope, e.axis)
     if isinstance(e, ir.Special):
@@ -47,9 +55,9 @@ def key(e: ir.Expr) -> Key:
     if isinstance(e, ir.LaneId):
         return ("lane",)
     if isinstance(e, ir.Load):
-        return ("load", id(e.array.var), tuple(key(i) for i in e.indices))
+        return ("load", id(e.array.var), tuple(key(i, resolve) for i in e.indices))
     if isinstance(e, ir.MathCall):
-        return ("math", e.name, tuple(key(a) for a in e.args))
+        return ("math", e.name, tuple(key(a, resolve) for a in e.args))
     return ("opaque", id(e))
 
 
@@ -99,24 +107,25 @@ def _is_const(e: ir.Expr, value=None) -> bool:
 
 
 def cond_facts(cond: ir.Expr, truth: bool, classify: Callable[[ir.Expr], Unique | None],
-               uniform: Callable[[ir.Expr], bool]) -> set[Fact]:
+               uniform: Callable[[ir.Expr], bool], key: Callable[[ir.Expr], Key] = key
+               ) -> set[Fact]:
     """Facts that hold where ``cond`` evaluated to ``truth``."""
     if isinstance(cond, ir.UnaryOp) and cond.op == "not":
-        return cond_facts(cond.operand, not truth, classify, uniform)
+        return cond_facts(cond.operand, not truth, classify, uniform, key)
     if isinstance(cond, ir.BoolOp):
         if (cond.op == "and") == truth:
             out: set[Fact] = set()
             for v in cond.values:
-                out |= cond_facts(v, truth, classify, uniform)
+                out |= cond_facts(v, truth, classify, uniform, key)
             return out
         return set()
     if isinstance(cond, ir.Compare):
         op = cond.op if truth else _NEGATE[cond.op]
-        return _compare_facts(op, cond.left, cond.right, classify, uniform)
+        return _compare_facts(op, cond.left, cond.right, classify, uniform, key)
     return set()
 
 
-def _compare_facts(op: str, left: ir.Expr, right: ir.Expr, classify, uniform) -> set[Fact]:
+def _compare_facts(op: str, left: ir.Expr, right: ir.Expr, classify, uniform, key) -> set[Fact]:
     out: set[Fact] = set()
     if op in (">", ">="):
         op = "<" if op == ">" else "<="
@@ -144,6 +153,14 @@ def _compare_facts(op: str, left: ir.Expr, right: ir.Expr, classify, uniform) ->
             if u is not None and uniform(b):
                 for coord in u.coords:
                     out.add(("pin", coord))
+            # `block_dim.x == 32` bounds every thread index along x by 32.
+            sa, sb = _strip_cast(a), _strip_cast(b)
+            if isinstance(sa, ir.Special) and sa.name == "block_dim" and isinstance(
+                    sb, ir.Const) and isinstance(sb.value, int):
+                tid = ir.Special(sa.span, sa.ty, "thread_idx", sa.axis)
+                out.add(("lt", key(tid), ("c", sb.value)))
+                out.add(("lt", key(ir.UidComponent(sa.span, ir.I64, "block", sa.axis)),
+                         ("c", sb.value)))
     return out
 
 

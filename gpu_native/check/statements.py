@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from .. import ir
 from ..frontend import syntax as S
 from . import promote as P
 from .expressions import LAYOUTS, UidValue, WeakConst
-from .safety import cond_facts, key, kill, pinned, required_coords
+from .safety import cond_facts, kill, pinned, required_coords
 
 if TYPE_CHECKING:
     from .checker import FunctionChecker
@@ -354,33 +355,38 @@ class StatementChecker:
                              "into a local first", target.span)
         value = self.coerce(self.expr(value_syntax), base.ty.elem,
                             f"the value stored into '{base.var.name}'")
-        unique = self.store_uniqueness(base, indices, target.span)
+        unique, owners = self.store_uniqueness(base, indices, target.span)
         checks = self.bounds_checks(base, indices, target.span)
-        self.note_store(base, indices, target.span, unique)
+        self.note_store(base, indices, target.span, unique, owners)
         return ir.Store(span, base, indices, checks, value, unique)
 
-    def store_uniqueness(self: FunctionChecker, base: ir.ArrayRef, indices, span) -> str:
+    def store_uniqueness(self: FunctionChecker, base: ir.ArrayRef, indices, span
+                         ) -> tuple[str, tuple[int, ...]]:
+        """How a store is race-free, and which index positions make it so (its *owner*
+        positions: a thread owns every element with those index values, whatever the rest)."""
         if base.ty.space == "local":
-            return "uid"
+            return "uid", ()
         if self.unsafe_depth:
-            return "unsafe"
+            return "unsafe", ()
         required = required_coords(self.ctx.ndim, "global" if base.ty.space == "global"
                                    else "shared") - pinned(self.facts)
         covered: set[str] = set()
-        for idx in indices:
+        owners: list[int] = []
+        for position, idx in enumerate(indices):
             u = self.classify_unique(idx)
             if u is not None:
                 covered |= u.coords
+                owners.append(position)
         param_coords = {c for c in covered if c.startswith("param:")}
         if not required:
-            return "single"
+            return "single", ()
         if required <= covered:
-            return "uid"
+            return "uid", tuple(owners)
         if param_coords and not self.is_kernel:
             for c in param_coords:
                 self.unique_param_uses.setdefault(c[6:], set()).add(
                     "global" if base.ty.space == "global" else "shared")
-            return "uid"
+            return "uid", tuple(owners)
         what = "grid" if base.ty.space == "global" else "block"
         raise self.error(
             f"store into '{base.var.name}' through an index that is not provably unique: two "
@@ -487,11 +493,17 @@ class StatementChecker:
             step_sign = 1 if step.value > 0 else -1
         var = self.loop_var(s.target, ty)
         entry = kill(self.facts, self.loop_assigned_ids(s.body) | {id(var)})
+        # `for j in range(tid, n, K)` with 0 <= tid < K: threads visit disjoint values.
+        start_unique = self.classify_unique(start)
+        self.range_unique_vars.pop(id(var), None)
+        if (start_unique is not None and step_sign > 0 and isinstance(step.value, int)
+                and self.in_range(start, step.value) and var.name not in self.plain_assigned):
+            self.range_unique_vars[id(var)] = start_unique.coords
         extra: set = set()
         if step_sign > 0:
-            extra.add(("lt", key(ir.Local(var.span, var.ty, var)), key(stop)))
+            extra.add(("lt", self.key(ir.Local(var.span, var.ty, var)), self.key(stop)))
             if self.is_nonneg(start):
-                extra.add(("ge0", key(ir.Local(var.span, var.ty, var))))
+                extra.add(("ge0", self.key(ir.Local(var.span, var.ty, var))))
         before = set(self.assigned)
         self.assigned.add(var.name)
         body, _ = self.loop_body(s.body, entry, extra)
@@ -521,7 +533,7 @@ class StatementChecker:
         self.note_uid("grid", it.span)
         entry = kill(self.facts, self.loop_assigned_ids(s.body) | {id(var)})
         local = ir.Local(var.span, var.ty, var)
-        extra = {("lt", key(local), key(stop)), ("ge0", key(local))}
+        extra = {("lt", self.key(local), self.key(stop)), ("ge0", self.key(local))}
         before = set(self.assigned)
         self.assigned.add(var.name)
         body, _ = self.loop_body(s.body, entry, extra)
@@ -554,7 +566,7 @@ class StatementChecker:
     # ---- facts --------------------------------------------------------------------------------
 
     def facts_from(self: FunctionChecker, cond: ir.Expr, truth: bool) -> set:
-        return cond_facts(cond, truth, self.classify_unique, self.is_uniform)
+        return cond_facts(cond, truth, self.classify_unique, self.is_uniform, self.key)
 
     def loop_assigned_ids(self: FunctionChecker, body: tuple[S.Stmt, ...]) -> set[int]:
         names = _assigned_names(body)
@@ -591,28 +603,31 @@ def _target_names(t: S.Expr) -> set[str]:
 
 
 def count_assignments(stmts, counts: dict[str, int], in_loop: set[str], depth: int = 0,
-                      loop: bool = False) -> None:
-    """Count assignments per local name (a loop target counts as assigned in a loop)."""
+                      loop: bool = False, plain: set[str] | None = None) -> None:
+    """Count assignments per local name (a loop target counts as assigned in a loop);
+    ``plain`` collects the names assigned other than as a ``for`` target."""
+    plain = plain if plain is not None else set()
     for s in stmts:
         if isinstance(s, (S.Assign, S.AnnAssign, S.AugAssign)):
             targets = s.targets if isinstance(s, S.Assign) else (s.target,)
             for t in targets:
                 for n in _target_names(t):
                     counts[n] = counts.get(n, 0) + (2 if isinstance(s, S.AugAssign) else 1)
+                    plain.add(n)
                     if loop:
                         in_loop.add(n)
         elif isinstance(s, S.For):
             for n in _target_names(s.target):
                 counts[n] = counts.get(n, 0) + 2
                 in_loop.add(n)
-            count_assignments(s.body, counts, in_loop, depth + 1, True)
+            count_assignments(s.body, counts, in_loop, depth + 1, True, plain)
         elif isinstance(s, S.While):
-            count_assignments(s.body, counts, in_loop, depth + 1, True)
+            count_assignments(s.body, counts, in_loop, depth + 1, True, plain)
         elif isinstance(s, S.With):
-            count_assignments(s.body, counts, in_loop, depth, loop)
+            count_assignments(s.body, counts, in_loop, depth, loop, plain)
         elif isinstance(s, S.If):
-            count_assignments(s.body, counts, in_loop, depth + 1, loop)
-            count_assignments(s.orelse, counts, in_loop, depth + 1, loop)
+            count_assignments(s.body, counts, in_loop, depth + 1, loop, plain)
+            count_assignments(s.orelse, counts, in_loop, depth + 1, loop, plain)
 
 
 _STMT_HANDLERS: dict[type, Callable] = {

@@ -10,22 +10,13 @@ __restrict__`` when read-only, which keeps loads on the read-only data path); se
 from __future__ import annotations
 
 import math
-from typing import Callable
+from collections.abc import Callable
 
 from .. import abi, ir
 from .._version import __version__
 from .prelude import HALF_INCLUDES, PRELUDE
 
-CPP_KEYWORDS = frozenset("""
-alignas alignof and and_eq asm auto bitand bitor bool break case catch char char16_t char32_t
-class compl const constexpr const_cast continue decltype default delete do double dynamic_cast
-else enum explicit export extern false float for friend goto if inline int long mutable
-namespace new noexcept not not_eq nullptr operator or or_eq private protected public register
-reinterpret_cast return short signed sizeof static static_assert static_cast struct switch
-template this thread_local throw true try typedef typeid typename union unsigned using virtual
-void volatile wchar_t while xor xor_eq threadIdx blockIdx blockDim gridDim warpSize printf
-min max abs signbit isnan isinf isfinite main assert
-""".split())
+CPP_KEYWORDS = frozenset(["alignas", "alignof", "and", "and_eq", "asm", "auto", "bitand", "bitor", "bool", "break", "case", "catch", "char", "char16_t", "char32_t", "class", "compl", "const", "constexpr", "const_cast", "continue", "decltype", "default", "delete", "do", "double", "dynamic_cast", "else", "enum", "explicit", "export", "extern", "false", "float", "for", "friend", "goto", "if", "inline", "int", "long", "mutable", "namespace", "new", "noexcept", "not", "not_eq", "nullptr", "operator", "or", "or_eq", "private", "protected", "public", "register", "reinterpret_cast", "return", "short", "signed", "sizeof", "static", "static_assert", "static_cast", "struct", "switch", "template", "this", "thread_local", "throw", "true", "try", "typedef", "typeid", "typename", "union", "unsigned", "using", "virtual", "void", "volatile", "wchar_t", "while", "xor", "xor_eq", "threadIdx", "blockIdx", "blockDim", "gridDim", "warpSize", "printf", "min", "max", "abs", "signbit", "isnan", "isinf", "isfinite", "main", "assert"])
 
 _SPECIAL_NAMES = {"thread_idx": "threadIdx", "block_idx": "blockIdx", "block_dim": "blockDim",
                   "grid_dim": "gridDim"}
@@ -358,7 +349,7 @@ class CudaEmitter:
         arrays = []
         for ref, axes in s.extents:
             outside = [f"{self.uid(axis)} >= {extent_name(ref.var, dim)}"
-                       for dim, axis in enumerate(axes)]
+                       for dim, axis in enumerate(axes) if axis is not None]
             arrays.append(outside[0] if len(outside) == 1 else "(" + " || ".join(outside) + ")")
         self.line("// grid tail: this thread's uid lies past every array it indexes")
         self.line(f"if ({' && '.join(arrays)}) return;")
@@ -403,38 +394,38 @@ class CudaEmitter:
         ty = e.ty
         assert isinstance(ty, ir.ScalarType)
         info = ty.info
-        l, r = self.expr(e.left), self.expr(e.right)
+        lhs, rhs = self.expr(e.left), self.expr(e.right)
         op = e.op
         ct = info.c_name
         if op in ("+", "-", "*") and info.kind == "int":
             ut = _UNSIGNED[ct]
-            return f"(({ct})(({ut})({l}) {op} ({ut})({r})))"
+            return f"(({ct})(({ut})({lhs}) {op} ({ut})({rhs})))"
         if op in ("+", "-", "*", "/"):
-            return f"({l} {op} {r})"
+            return f"({lhs} {op} {rhs})"
         if op in ("//", "%"):
             if info.is_int:
                 fn = "gn_floordiv" if op == "//" else "gn_mod"
                 if e.zero_check is not None:
-                    return f"{fn}_chk<{ct}>(__gn_err, {l}, {r}, {e.zero_check}u)"
-                return f"{fn}<{ct}>({l}, {r})"
-            return f"{'gn_ffloordiv_py' if op == '//' else 'gn_fmod_py'}({l}, {r})"
+                    return f"{fn}_chk<{ct}>(__gn_err, {lhs}, {rhs}, {e.zero_check}u)"
+                return f"{fn}<{ct}>({lhs}, {rhs})"
+            return f"{'gn_ffloordiv_py' if op == '//' else 'gn_fmod_py'}({lhs}, {rhs})"
         if op == "**":
             n = e.right.value  # type: ignore[attr-defined]
             if info.is_int:
-                return f"gn_ipow<{ct}>({l}, {n})"
+                return f"gn_ipow<{ct}>({lhs}, {n})"
             if n == 0:
                 return const_code(1.0, ty)
             if n == 1:
-                return l
+                return lhs
             if n == 2:
-                return f"gn_sq<{ct}>({l})"
-            return f"{'powf' if info.name == 'f32' else 'pow'}({l}, {float(n)}{'f' if info.name == 'f32' else ''})"
+                return f"gn_sq<{ct}>({lhs})"
+            return f"{'powf' if info.name == 'f32' else 'pow'}({lhs}, {float(n)}{'f' if info.name == 'f32' else ''})"
         if op in ("<<", ">>"):
-            return f"gn_{'shl' if op == '<<' else 'shr'}<{ct}>({l}, (gn_i64)({r}))"
+            return f"gn_{'shl' if op == '<<' else 'shr'}<{ct}>({lhs}, (gn_i64)({rhs}))"
         if op in ("&", "|", "^"):
             if info.kind == "bool":
-                return f"((bool)({l} {op} {r}))"
-            return f"(({ct})({l} {op} {r}))"
+                return f"((bool)({lhs} {op} {rhs}))"
+            return f"(({ct})({lhs} {op} {rhs}))"
         raise AssertionError(op)  # pragma: no cover
 
     def emit_UnaryOp(self, e: ir.UnaryOp) -> str:

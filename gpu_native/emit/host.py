@@ -56,8 +56,8 @@ def _dotted_text(e: S.Expr) -> str:
 def _scalar_test(p: LauncherParam, generic: bool) -> str:
     """The fast-path test of a scalar argument (anything else takes the checked slow path)."""
     name = p.name
-    if generic or p.dtype not in _INT_RANGES and p.dtype not in ("f16", "bf16", "f32", "f64",
-                                                                  "bool_"):
+    if generic or (p.dtype not in _INT_RANGES and p.dtype not in ("f16", "bf16", "f32", "f64",
+                                                                  "bool_")):
         return "False"
     if p.dtype in _INT_RANGES:
         lo, hi = _INT_RANGES[p.dtype]

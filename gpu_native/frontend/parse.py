@@ -9,8 +9,8 @@ executed by the transpiler), its ``TypeVar`` declarations, and every ``@gpu_kern
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
@@ -527,13 +527,11 @@ class _Scanner:
             return None
         head, _, rest = callee.partition(".")
         imported = self.scan.imports.get(head)
-        is_typevar = False
-        if imported is not None:
-            if not rest and imported.module == "typing" and imported.attr == "TypeVar":
-                is_typevar = True
-            elif rest == "TypeVar" and imported.module == "typing" and imported.attr is None:
-                is_typevar = True
-        if not is_typevar:
+        if imported is None or imported.module != "typing":
+            return None
+        from_import = not rest and imported.attr == "TypeVar"
+        module_import = rest == "TypeVar" and imported.attr is None
+        if not (from_import or module_import):
             return None
         names: list[str] = []
         for arg in value.args[1:]:
@@ -624,7 +622,7 @@ def _static_value(node: cst.BaseExpression, env: dict[str, object]) -> object:
         return env.get(node.value, _NOT_CONSTANT)
     if isinstance(node, cst.UnaryOperation):
         v = _static_value(node.expression, env)
-        if isinstance(v, _NotConstant) or isinstance(v, tuple):
+        if isinstance(v, (_NotConstant, tuple)):
             return _NOT_CONSTANT
         op = _UNOPS[type(node.operator)]
         try:

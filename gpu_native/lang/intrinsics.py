@@ -6,8 +6,9 @@ Each is compiled when used in a kernel; calling one on the host raises ``Runtime
 from __future__ import annotations
 
 import enum
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, Iterator, TypeVar
+from typing import Any, TypeVar
 
 from .layouts import _device_only
 

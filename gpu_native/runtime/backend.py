@@ -8,6 +8,7 @@ exist, else the simulator, announced once on stderr).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import threading
@@ -279,6 +280,41 @@ def select() -> Backend:
                       "(GPU_NATIVE_BACKEND=sim silences this notice)", file=sys.stderr)
                 _selected = SimBackend()
         return _selected
+
+
+@contextlib.contextmanager
+def use(name: str):
+    """Run the enclosed code on another backend (``"sim"`` or ``"cuda"``): for test suites that
+    check the simulator against the GPU in one process.  Launch configurations cached under the
+    previous backend are dropped; arrays created under one backend are refused by the other."""
+    global _selected
+    from . import devices, kernel, streams
+
+    previous = _selected
+    with _select_lock:
+        if name == "sim":
+            from .sim_backend import SimBackend
+
+            _selected = _instances.get("sim") or SimBackend()
+        elif name == "cuda":
+            _selected = _instances.get("cuda") or CudaBackend()
+        else:
+            raise GpuNativeError(f"unknown backend {name!r}")
+        _instances[name] = _selected
+    kernel.forget_launchers()
+    streams.DEFAULT_STREAM._slots.clear()
+    devices._tls.__dict__.pop("device", None)
+    try:
+        yield _selected
+    finally:
+        with _select_lock:
+            _selected = previous
+        kernel.forget_launchers()
+        streams.DEFAULT_STREAM._slots.clear()
+        devices._tls.__dict__.pop("device", None)
+
+
+_instances: dict[str, Backend] = {}
 
 
 def selected_name() -> str | None:

@@ -13,7 +13,8 @@ import hashlib
 import linecache
 import threading
 import types
-from typing import Any, Callable, TypeVar
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from ..errors import TranspileError
 from ..lang.layouts import Kernel1D, Kernel2D, Kernel3D

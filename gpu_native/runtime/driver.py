@@ -9,7 +9,7 @@ in this process.
 from __future__ import annotations
 
 import threading
-from functools import lru_cache
+from functools import cache
 
 from ..errors import ContextLostError, CudaError
 
@@ -39,7 +39,7 @@ def driver():
     return drv
 
 
-@lru_cache(maxsize=None)
+@cache
 def _success():
     return driver().CUresult.CUDA_SUCCESS
 
@@ -127,7 +127,7 @@ def device_count() -> int:
     return int(check(driver().cuDeviceGetCount()))
 
 
-@lru_cache(maxsize=None)
+@cache
 def device_handle(ordinal: int):
     init()
     return check(driver().cuDeviceGet(ordinal), f"cuDeviceGet({ordinal})")
@@ -139,7 +139,7 @@ def attribute(ordinal: int, name: str) -> int:
     return int(check(drv.cuDeviceGetAttribute(attr, device_handle(ordinal))))
 
 
-@lru_cache(maxsize=None)
+@cache
 def device_properties(ordinal: int) -> dict:
     """Name, compute capability and launch limits of a device (cached)."""
     drv = driver()

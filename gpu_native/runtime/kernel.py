@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import collections
 import math
+import weakref
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -26,6 +27,13 @@ from .records import register_kernel
 from .streams import DEFAULT_STREAM, as_stream
 
 SPEC_SCHEMA = 1
+_all_kernels: weakref.WeakSet = weakref.WeakSet()
+
+
+def forget_launchers() -> None:
+    """Drop every cached launch configuration (after the backend changed)."""
+    for k in list(_all_kernels):
+        k._launchers.clear()
 _DIM_TYPES = {GridDim1D: 1, BlockDim1D: 1, GridDim2D: 2, BlockDim2D: 2, GridDim3D: 3,
               BlockDim3D: 3}
 
@@ -88,6 +96,7 @@ class Kernel:
         self._factory = factory
         self._hints = hints or {}
         self._launchers: dict = {}
+        _all_kernels.add(self)
         self.variants: dict[tuple[str, ...], Variant] = {}
         for v in spec["variants"]:
             types = tuple(tuple(t) for t in v["types"])

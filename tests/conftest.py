@@ -1,0 +1,82 @@
+"""Shared fixtures: the backend parametrisation and the ``gpu`` marker.
+
+Kernel tests take the ``backend`` fixture and run once on the simulator (everywhere) and once on
+the CUDA backend (only where a GPU exists; marked ``gpu``).  ``pytest -m gpu`` on a GPU machine
+runs every GPU half of the suite.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples"
+
+
+@functools.cache
+def gpu_available() -> bool:
+    if os.environ.get("GPU_NATIVE_BACKEND", "").lower() == "sim":
+        return False
+    try:
+        from gpu_native.runtime import driver
+
+        return driver.available()
+    except Exception:
+        return False
+
+
+def pytest_collection_modifyitems(config, items):
+    if gpu_available():
+        return
+    skip = pytest.mark.skip(reason="needs a CUDA GPU (none found)")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture(params=["sim", pytest.param("cuda", marks=pytest.mark.gpu)])
+def backend(request):
+    """Run the test on the simulator and, where there is a GPU, on the GPU."""
+    from gpu_native.runtime.backend import use
+
+    with use(request.param) as selected:
+        yield selected.name
+
+
+@pytest.fixture
+def cuda_backend():
+    """For tests that only make sense on a real GPU (mark them ``gpu``)."""
+    from gpu_native.runtime.backend import use
+
+    with use("cuda") as selected:
+        yield selected
+
+
+@pytest.fixture
+def kernel_module(tmp_path, monkeypatch):
+    """Write a module to a temporary package directory and import it (through the hook when it is
+    installed, else through the decorator fallback).  Returns ``load(source, name=...)``."""
+    monkeypatch.syspath_prepend(str(tmp_path))
+    counter = iter(range(10**6))
+
+    def load(source: str, name: str | None = None):
+        import importlib
+
+        name = name or f"gn_test_module_{next(counter)}"
+        (tmp_path / f"{name}.py").write_text(source)
+        importlib.invalidate_caches()
+        sys.modules.pop(name, None)
+        return importlib.import_module(name)
+
+    return load
+
+
+@pytest.fixture
+def examples_path(monkeypatch):
+    monkeypatch.syspath_prepend(str(EXAMPLES))
+    return EXAMPLES
