@@ -237,6 +237,11 @@ class TestLookup:
         # A record for another file (an upgraded NVRTC) is never used for this one.
         assert nvrtc_probe._read_record(records, data["fingerprint"] + "x") is None
 
+    def test_invalid_arch_is_refused(self, kernel_requests):
+        request = kernel_requests["pkg.kern.copy"]
+        with pytest.raises(ValueError, match="invalid GPU architecture '90'"):
+            find_or_build(BuildRequest(request.source, request.symbol, "90"))
+
     def test_threads_share_one_compilation(self, kernel_requests):
         from concurrent.futures import ThreadPoolExecutor
 

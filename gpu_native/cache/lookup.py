@@ -168,12 +168,12 @@ def _missing(request: BuildRequest, searched: tuple[str, ...]) -> MissingArtifac
     else:
         target = "PKG_OR_PATH"
     out = shlex.quote(locations.suggested_out_dir(request.module_file))
-    where = ("searched " + ", ".join(searched) if searched else
-             "no precompiled directory was found (set GPU_NATIVE_PRECOMPILED, or ship "
-             f"{locations.SHIPPED_DIRNAME}/ beside the module)")
+    where = ("Searched " + ", ".join(searched) if searched else
+             "No precompiled directory was found: set GPU_NATIVE_PRECOMPILED, or ship "
+             f"{locations.SHIPPED_DIRNAME}/ beside the module")
     return MissingArtifactError(
         f"no precompiled {request.arch} artifact for kernel {label}, and "
-        f"GPU_NATIVE_REQUIRE_PRECOMPILED=1 forbids compiling it here ({where}); build it with: "
+        f"GPU_NATIVE_REQUIRE_PRECOMPILED=1 forbids compiling it here. {where}. Build it with: "
         f"gpu-native precompile {target} --arch {request.arch} --out {out}")
 
 
@@ -227,8 +227,7 @@ def _find_or_build(request: BuildRequest) -> Artifact:
         raise _missing(request, searched)
 
     store = user_store()
-    version = nvrtc_probe.version_for_keys(
-        None if store.directory in _degraded else locations.nvrtc_records_dir())
+    version = nvrtc_probe.version_for_keys(locations.nvrtc_records_dir())
     key = cache_key(identity, version)
     try:
         entry = store.get(key)
