@@ -7,16 +7,18 @@ holding its *launcher factory*:
 
     @gpu_kernel(Kernel1D, _spec={...})               # the spec: parameters, CUDA source, sites
     def add_kernel(__gn):
-        DA, (sig_a, sig_b, sig_c), submit, slow = __gn.fast_path()
-        return lambda a, b, c: (submit(a._gn_ptr, a._gn_n0, ...) if a.__class__ is DA and ...
+        DA, (sig_a, sig_b, sig_c), pack, buf, args, launch, config, ok, failed, slow = ...
+        return lambda a, b, c: (... launch(*config, (pack(buf, 0, a._gn_ptr, ...), args)[1], 0)
+                                ... if a.__class__ is DA and a._gn_rsig is sig_a and ...
                                 else slow(a, b, c))
 
-The runtime calls the factory once per launch configuration; the returned lambda is what
-``kernel.launch(grid, block, shared_mem_bytes, stream)`` hands back.  Its fast path checks each
-argument with one identity test against a *signature* object that encodes dtype, ndim, device,
-contiguity and writability; anything else falls back to ``slow``, which checks every argument
-one by one and raises ``TypeError``/``ValueError`` naming the parameter.  Every other line of the
-module is left byte-for-byte as the user wrote it.
+The runtime calls the factory once per launch configuration and thread; the returned lambda is
+what ``kernel.launch(grid, block, shared_mem_bytes, stream)`` hands back.  Its fast path checks
+each argument with one identity test against a *signature* object that encodes dtype, ndim,
+device, contiguity and writability, packs the values into the thread's argument buffer with one
+``struct.pack_into`` and calls ``cuLaunchKernel``; anything else falls back to ``slow``, which
+checks every argument one by one and raises ``TypeError``/``ValueError`` naming the parameter.
+Every other line of the module is left byte-for-byte as the user wrote it.
 """
 
 from __future__ import annotations
@@ -90,14 +92,13 @@ def launcher_lines(name: str, params: list[LauncherParam], generic: bool) -> tup
         for other in arrays:
             if other is not w:
                 tests.append(f"{w.name}._gn_base is not {other.name}._gn_base")
-    sigs = ", ".join(sig_names)
-    if len(sig_names) == 1:
-        sigs += ","
-    setup = f"DA, ({sigs}), submit, slow = __gn.fast_path()" if sig_names else \
-        "DA, (), submit, slow = __gn.fast_path()"
+    sigs = ", ".join(sig_names) + ("," if len(sig_names) == 1 else "")
+    setup = f"DA, ({sigs}), pack, buf, args, launch, config, ok, failed, slow = __gn.fast_path()"
     condition = " and ".join(tests) if tests else "True"
-    body = (f"return lambda {names}: (submit({', '.join(values)}) if {condition} "
-            f"else slow({names}))") if params else "return lambda: submit()"
+    packed = f"(pack(buf, 0, {', '.join(values)}), args)[1]" if values else "args"
+    # Pack the arguments into this thread's buffer, launch, and raise if the driver refused.
+    body = (f"return lambda {names}: (((err := launch(*config, {packed}, 0)[0]) is ok or "
+            f"failed(err)) and None) if {condition} else slow({names})")
     return f"def {name}(__gn):", setup, body
 
 

@@ -26,6 +26,11 @@ def bind_thread(ordinal: int = 0) -> int:
         raise GpuNativeError(f"device {ordinal} does not exist ({count} device"
                              f"{'s' if count != 1 else ''} present)")
     backend.set_thread_device(ordinal)
+    if getattr(_tls, "device", ordinal) != ordinal:
+        # Launch configurations are per device: this thread's cached launchers no longer apply.
+        cache = getattr(_tls, "launchers", None)
+        if cache is not None:
+            cache.clear()
     _tls.device = ordinal
     return ordinal
 

@@ -78,14 +78,20 @@ def _delete_export(managed):
         _exports.pop(address, None)
 
 
-_CAPSULE_DESTRUCTOR = ctypes.CFUNCTYPE(None, ctypes.py_object)
+# The destructor receives the dying capsule as a raw pointer: wrapping it in a py_object would
+# take a new reference to an object whose reference count already reached zero.
+_CAPSULE_DESTRUCTOR = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+_raw_is_valid = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p)(
+    ("PyCapsule_IsValid", ctypes.pythonapi))
+_raw_pointer = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p, ctypes.c_char_p)(
+    ("PyCapsule_GetPointer", ctypes.pythonapi))
 
 
 @_CAPSULE_DESTRUCTOR
 def _destroy_capsule(capsule):
     # A capsule nobody consumed still owns its tensor; a consumed one was renamed.
-    if _capsule_is_valid(capsule, b"dltensor"):
-        address = _capsule_pointer(capsule, b"dltensor")
+    if _raw_is_valid(capsule, b"dltensor"):
+        address = _raw_pointer(capsule, b"dltensor")
         with _exports_lock:
             _exports.pop(address, None)
 

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import collections
 import math
-import weakref
+import struct
+import threading
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -22,18 +23,29 @@ from ..lang.types import SCALARS
 from . import backend as B
 from .arrays import DeviceArray, signature
 from .devices import _tls, bind_thread
-from .launch import make_submit, slot_formats
+from .launch import ArgumentBuffer, make_submit, slot_formats
 from .records import register_kernel
 from .streams import DEFAULT_STREAM, as_stream
 
 SPEC_SCHEMA = 1
-_all_kernels: weakref.WeakSet = weakref.WeakSet()
+_thread_caches: list[dict] = []  # every thread's launcher cache (cleared on a backend change)
+_cache_lock = threading.Lock()
 
 
 def forget_launchers() -> None:
-    """Drop every cached launch configuration (after the backend changed)."""
-    for k in list(_all_kernels):
-        k._launchers.clear()
+    """Drop every cached launch configuration, in every thread (after the backend changed)."""
+    with _cache_lock:
+        for cache in _thread_caches:
+            cache.clear()
+
+
+def _thread_cache() -> dict:
+    cache = getattr(_tls, "launchers", None)
+    if cache is None:
+        cache = _tls.launchers = {}
+        with _cache_lock:
+            _thread_caches.append(cache)
+    return cache
 _DIM_TYPES = {GridDim1D: 1, BlockDim1D: 1, GridDim2D: 2, BlockDim2D: 2, GridDim3D: 3,
               BlockDim3D: 3}
 
@@ -95,8 +107,6 @@ class Kernel:
         self.typevars: tuple[str, ...] = tuple(spec["typevars"])
         self._factory = factory
         self._hints = hints or {}
-        self._launchers: dict = {}
-        _all_kernels.add(self)
         self.variants: dict[tuple[str, ...], Variant] = {}
         for v in spec["variants"]:
             types = tuple(tuple(t) for t in v["types"])
@@ -111,15 +121,16 @@ class Kernel:
     # ---- user API ------------------------------------------------------------------------------
 
     def launch(self, grid, block, shared_mem_bytes: int = 0, stream=DEFAULT_STREAM):
-        """Return the launcher for this configuration; call it with the kernel's arguments."""
+        """Return the launcher for this configuration; call it with the kernel's arguments.
+
+        Launchers are cached per thread (each has its own argument buffer, so threads launching
+        the same kernel never share one), keyed by the configuration; a thread's cache is
+        dropped when it changes device.
+        """
         try:
-            device = _tls.device
-        except AttributeError:
-            device = bind_thread()
-        try:
-            return self._launchers[(grid, block, shared_mem_bytes, stream, device)]
-        except (KeyError, TypeError):
-            return self._configure(grid, block, shared_mem_bytes, stream, device)
+            return _tls.launchers[(self, grid, block, shared_mem_bytes, stream)]
+        except (AttributeError, KeyError, TypeError):
+            return self._configure(grid, block, shared_mem_bytes, stream)
 
     def __call__(self, *args, **kwargs):
         raise TypeError(
@@ -192,7 +203,10 @@ class Kernel:
             raise LaunchError(f"{what} dimensions must be at least 1, got {value!r}")
         return dims  # type: ignore[return-value]
 
-    def _configure(self, grid, block, shared_mem_bytes, stream, device):
+    def _configure(self, grid, block, shared_mem_bytes, stream):
+        device = getattr(_tls, "device", None)
+        if device is None:
+            device = bind_thread()
         backend = B.select()
         g = self._dims(grid, "grid")
         b = self._dims(block, "block")
@@ -226,7 +240,7 @@ class Kernel:
         else:
             launcher = config.launcher(next(iter(self.variants.values())))
         try:
-            self._launchers[(grid, block, shared_mem_bytes, stream, device)] = launcher
+            _thread_cache()[(self, grid, block, shared_mem_bytes, stream)] = launcher
         except TypeError:  # an unhashable grid (a list, say): works, just not cached
             pass
         return launcher
@@ -362,6 +376,8 @@ class LaunchContext:
         self.types = variant.type_map
         self.fn = fn
         formats = slot_formats(self.kernel.params, self.types)
+        self.pack_into = struct.Struct("<" + "".join(formats)).pack_into
+        self.buffer = ArgumentBuffer(len(formats), config.slot.device_ptr)
         self.submit = make_submit(config.backend, fn, config.grid, config.block,
                                   config.shared_mem_bytes, config.handle,
                                   config.slot.device_ptr, formats, variant.label)
@@ -372,8 +388,20 @@ class LaunchContext:
         self.keepalive: collections.deque = collections.deque()
 
     def fast_path(self):
-        """``(DeviceArray, signatures, submit, slow)`` for the generated launcher."""
-        return DeviceArray, self.signatures, self.submit, self.slow
+        """The pieces of a generated launcher's fast path, in the order it unpacks them:
+        ``(DeviceArray, signatures, pack_into, buffer, buffer address, launch, launch
+        configuration, success code, failed(err), slow(*args))``."""
+        c = self.config
+        backend = c.backend
+        launch_config = (self.fn, *c.grid, *c.block, c.shared_mem_bytes, c.handle)
+        return (DeviceArray, self.signatures, self.pack_into, self.buffer.data,
+                self.buffer.address, backend.launch, launch_config, backend.success,
+                self.failed, self.slow)
+
+    def failed(self, err):
+        if err != self.config.backend.success:
+            raise self.config.backend.error_for(err)
+        return True
 
     # ---- the checked path ------------------------------------------------------------------------
 
