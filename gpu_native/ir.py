@@ -495,3 +495,24 @@ class Kernel:
     device_functions: tuple[DeviceFunction, ...] = ()  # every one reached, callees first
     specialization: tuple[tuple[str, str], ...] = ()  # (TypeVar name, scalar name) pairs
     extra: dict = field(default_factory=dict)
+
+
+def walk(node):
+    """Yield ``node`` and every IR node below it (expressions and statements, depth first)."""
+    stack = [node]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, (tuple, list)):
+            stack.extend(reversed(item))
+            continue
+        if not isinstance(item, (Expr, Stmt)):
+            continue
+        yield item
+        for value in vars(item).values():
+            if isinstance(value, (Expr, Stmt, tuple, list)):
+                stack.append(value)
+
+
+def variables_read(body) -> set[int]:
+    """The ids of the variables an IR body reads."""
+    return {id(n.var) for n in walk(body) if isinstance(n, Local)}

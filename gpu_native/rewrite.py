@@ -162,8 +162,8 @@ def transpile_module(source: str, path: str, module_name: str | None = None,
         options = {"bounds_check": ck.options.bounds_check, "fastmath": ck.options.fastmath,
                    "max_registers": ck.options.max_registers}
         kernels.append(KernelBuild(
-            name=ck.fn.name, module=scan.module_name, file=os.path.abspath(path)
-            if os.path.exists(path) else path, line=ck.fn.first_line, ndim=ck.ndim,
+            name=ck.fn.name, module=scan.module_name, file=path, line=ck.fn.first_line,
+            ndim=ck.ndim,
             params=_launcher_params(ck), typevars=ck.typevars, options=options,
             variants=tuple(variants)))
     deps = tuple(sorted(p for p in locator.used_paths() if os.path.abspath(p) != os.path.abspath(

@@ -161,7 +161,7 @@ class CudaEmitter:
                 out.append(f"{ctype(p.ty)} {cname(p)}")
         return out
 
-    def declarations(self, locals_: tuple[ir.Var, ...], local_arrays, shared=()) -> None:
+    def declarations(self, locals_: tuple[ir.Var, ...], local_arrays, shared=(), body=()) -> None:
         for decl in shared:
             var = decl.var
             elem = ctype(var.ty.elem)
@@ -176,8 +176,11 @@ class CudaEmitter:
         for decl in local_arrays:
             var = decl.var
             self.line(f"{ctype(var.ty.elem)} {cname(var)}[{math.prod(var.ty.shape)}];")
+        read = ir.variables_read(body)
         for var in locals_:
-            self.line(f"{ctype(var.ty)} {cname(var)}{{}};")
+            # A loop variable nobody reads (`for _ in range(n)`) would draw a warning.
+            unused = "" if id(var) in read else "[[maybe_unused]] "
+            self.line(f"{unused}{ctype(var.ty)} {cname(var)}{{}};")
 
     def kernel_function(self) -> str:
         k = self.kernel
@@ -186,7 +189,7 @@ class CudaEmitter:
         self.lines = []
         self.indent = 1
         self.last_line = -1
-        self.declarations(k.locals, k.local_arrays, k.shared)
+        self.declarations(k.locals, k.local_arrays, k.shared, k.body)
         self.block(k.body)
         sig = f'extern "C" __global__ void {k.symbol}(\n    ' + ",\n    ".join(params) + ")"
         return sig + "\n{\n" + "\n".join(self.lines) + "\n}\n"
@@ -196,7 +199,7 @@ class CudaEmitter:
         self.lines = []
         self.indent = 1
         self.last_line = -1
-        self.declarations(fn.locals, fn.local_arrays)
+        self.declarations(fn.locals, fn.local_arrays, (), fn.body)
         self.block(fn.body)
         if fn.ret != ir.VOID:
             self.line("__builtin_unreachable();")
