@@ -18,6 +18,7 @@ from .check.program import CheckedKernel, Program
 from .check.scope import ModuleLocator
 from .emit.cuda import emit_kernel
 from .emit.host import LauncherParam, kernel_block
+from .emit.uid_stride import vector_plan
 from .frontend.parse import ModuleScan, has_gpu_decorators, scan_module
 
 SPEC_SCHEMA = 1
@@ -110,9 +111,12 @@ def _sites(kernel: ir.Kernel) -> tuple[tuple, ...]:
 
 def _traits(kernel: ir.Kernel) -> tuple[str, ...]:
     t = kernel.traits
-    return tuple(name for name in ("uid_only", "uses_barriers", "uses_shared",
-                                   "uses_dynamic_shared", "uses_warp", "uses_half", "uses_print")
-                 if getattr(t, name))
+    names = tuple(name for name in ("uid_only", "uses_barriers", "uses_shared",
+                                    "uses_dynamic_shared", "uses_warp", "uses_half", "uses_print")
+                  if getattr(t, name))
+    if t.uid_only and vector_plan(kernel) is not None:
+        names += ("uid_vector4",)
+    return names
 
 
 def _launcher_params(checked: CheckedKernel) -> tuple[LauncherParam, ...]:

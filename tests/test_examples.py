@@ -9,7 +9,6 @@ import sys
 
 import numpy as np
 import pytest
-
 from conftest import EXAMPLES
 
 # (module, keyword arguments for a quick run, tolerance kind, tolerance)

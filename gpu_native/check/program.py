@@ -194,7 +194,8 @@ class Program:
                 specialization=tuple((tv, binding[tv].name) for tv in typevars),
             )
             kernel.traits = ir.KernelTraits(
-                uid_only=t["uid_only"] and ndim == 1,
+                # Device functions report errors with physical coordinates: keep them out.
+                uid_only=t["uid_only"] and ndim == 1 and not kernel.device_functions,
                 uses_barriers=t["uses_barriers"],
                 uses_shared=t["uses_shared"],
                 uses_dynamic_shared=t["uses_dynamic_shared"],

@@ -10,8 +10,6 @@ __restrict__`` when read-only, which keeps loads on the read-only data path); se
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
-
 from .. import abi, ir
 from .._version import __version__
 from .prelude import HALF_INCLUDES, PRELUDE
@@ -146,6 +144,10 @@ class CudaEmitter:
         for fn in k.device_functions:
             out.append(self.device_function(fn))
         out.append(self.kernel_function())
+        if k.traits.uid_only:
+            from .uid_stride import emit_uid_stride
+
+            out.append(emit_uid_stride(k, self.file))
         return "\n".join(out) + "\n"
 
     def params(self, params: tuple[ir.Var, ...], kernel: bool) -> list[str]:
@@ -221,7 +223,7 @@ class CudaEmitter:
     def block(self, stmts: tuple[ir.Stmt, ...]) -> None:
         for s in stmts:
             self.mark(s)
-            _STMT[type(s)](self, s)
+            getattr(self, _STMT[type(s)])(s)
 
     def nested(self, stmts: tuple[ir.Stmt, ...]) -> None:
         self.indent += 1
@@ -293,8 +295,7 @@ class CudaEmitter:
         self.line("{")
         self.indent += 1
         self.line(f"const gn_i64 {stop} = {self.expr(s.stop)};")
-        self.line(f"for (gn_i64 {i} = (gn_i64)blockIdx.x * blockDim.x + threadIdx.x; {i} < {stop}; "
-                  f"{i} += (gn_i64)gridDim.x * blockDim.x) {{")
+        self.line(f"for (gn_i64 {i} = {self.uid(0)}; {i} < {stop}; {i} += {self.thread_count}) {{")
         self.indent += 1
         self.line(f"{cname(s.var)} = {i};")
         self.indent -= 1
@@ -313,7 +314,13 @@ class CudaEmitter:
         self.line("return;" if s.value is None else f"return {self.expr(s.value)};")
 
     def emit_Assert(self, s: ir.Assert) -> None:
-        self.line(f"gn_assert(__gn_err, {self.expr(s.cond)}, {s.site}u);")
+        self.line(f"{self.assert_fn}(__gn_err, {self.expr(s.cond)}, {s.site}u{self.origin});")
+
+    # The hooks below are where a kernel that runs its logical grid on fewer threads differs
+    # (see gpu_native.emit.uid_stride): checks report the logical uid, returns skip one uid.
+    origin = ""  # extra arguments of the *_at error helpers, naming the logical thread
+    check_fn = "gn_chk"
+    assert_fn = "gn_assert"
 
     def emit_Barrier(self, s: ir.Barrier) -> None:
         if s.scope == "block":
@@ -355,12 +362,16 @@ class CudaEmitter:
                        for dim, axis in enumerate(axes) if axis is not None]
             arrays.append(outside[0] if len(outside) == 1 else "(" + " || ".join(outside) + ")")
         self.line("// grid tail: this thread's uid lies past every array it indexes")
-        self.line(f"if ({' && '.join(arrays)}) return;")
+        self.line(f"if ({' && '.join(arrays)}) {self.exit_code};")
+
+    exit_code = "return"
 
     # ---- expressions -------------------------------------------------------------------------
 
     def expr(self, e: ir.Expr) -> str:
-        return _EXPR[type(e)](self, e)
+        return getattr(self, _EXPR[type(e)])(e)
+
+    thread_count = "(gn_i64)gridDim.x * blockDim.x"
 
     def uid(self, axis: int) -> str:
         a = _XYZ[axis]
@@ -380,7 +391,7 @@ class CudaEmitter:
             if not static and idx.ty != ir.I64:
                 code = f"(gn_i64){code}"
             if site is not None:
-                code = f"gn_chk(__gn_err, {code}, {self.extent(ref, axis)}, {site}u)"
+                code = f"{self.check_fn}(__gn_err, {code}, {self.extent(ref, axis)}, {site}u{self.origin})"
             parts.append(code)
         offset = parts[0]
         for axis in range(1, len(parts)):
@@ -409,7 +420,8 @@ class CudaEmitter:
             if info.is_int:
                 fn = "gn_floordiv" if op == "//" else "gn_mod"
                 if e.zero_check is not None:
-                    return f"{fn}_chk<{ct}>(__gn_err, {lhs}, {rhs}, {e.zero_check}u)"
+                    suffix = "_chk_at" if self.origin else "_chk"
+                    return f"{fn}{suffix}<{ct}>(__gn_err, {lhs}, {rhs}, {e.zero_check}u{self.origin})"
                 return f"{fn}<{ct}>({lhs}, {rhs})"
             return f"{'gn_ffloordiv_py' if op == '//' else 'gn_fmod_py'}({lhs}, {rhs})"
         if op == "**":
@@ -577,42 +589,42 @@ def _atomic_val(value: str, elem: ir.ScalarType) -> str:
     return value
 
 
-_STMT: dict[type, Callable] = {
-    ir.Assign: CudaEmitter.emit_Assign,
-    ir.Store: CudaEmitter.emit_Store,
-    ir.ExprStmt: CudaEmitter.emit_ExprStmt,
-    ir.If: CudaEmitter.emit_If,
-    ir.While: CudaEmitter.emit_While,
-    ir.ForRange: CudaEmitter.emit_ForRange,
-    ir.GridStride: CudaEmitter.emit_GridStride,
-    ir.Break: CudaEmitter.emit_Break,
-    ir.Continue: CudaEmitter.emit_Continue,
-    ir.Return: CudaEmitter.emit_Return,
-    ir.Assert: CudaEmitter.emit_Assert,
-    ir.Barrier: CudaEmitter.emit_Barrier,
-    ir.Print: CudaEmitter.emit_Print,
-    ir.TailExit: CudaEmitter.emit_TailExit,
+_STMT: dict[type, str] = {
+    ir.Assign: "emit_Assign",
+    ir.Store: "emit_Store",
+    ir.ExprStmt: "emit_ExprStmt",
+    ir.If: "emit_If",
+    ir.While: "emit_While",
+    ir.ForRange: "emit_ForRange",
+    ir.GridStride: "emit_GridStride",
+    ir.Break: "emit_Break",
+    ir.Continue: "emit_Continue",
+    ir.Return: "emit_Return",
+    ir.Assert: "emit_Assert",
+    ir.Barrier: "emit_Barrier",
+    ir.Print: "emit_Print",
+    ir.TailExit: "emit_TailExit",
 }
 
-_EXPR: dict[type, Callable] = {
-    ir.Const: CudaEmitter.emit_Const,
-    ir.Local: CudaEmitter.emit_Local,
-    ir.BinOp: CudaEmitter.emit_BinOp,
-    ir.UnaryOp: CudaEmitter.emit_UnaryOp,
-    ir.Compare: CudaEmitter.emit_Compare,
-    ir.BoolOp: CudaEmitter.emit_BoolOp,
-    ir.Select: CudaEmitter.emit_Select,
-    ir.Cast: CudaEmitter.emit_Cast,
-    ir.ArrayRef: CudaEmitter.emit_ArrayRef,
-    ir.Load: CudaEmitter.emit_Load,
-    ir.Shape: CudaEmitter.emit_Shape,
-    ir.Special: CudaEmitter.emit_Special,
-    ir.LaneId: CudaEmitter.emit_LaneId,
-    ir.UidComponent: CudaEmitter.emit_UidComponent,
-    ir.MathCall: CudaEmitter.emit_MathCall,
-    ir.Call: CudaEmitter.emit_Call,
-    ir.WarpOp: CudaEmitter.emit_WarpOp,
-    ir.Atomic: CudaEmitter.emit_Atomic,
+_EXPR: dict[type, str] = {
+    ir.Const: "emit_Const",
+    ir.Local: "emit_Local",
+    ir.BinOp: "emit_BinOp",
+    ir.UnaryOp: "emit_UnaryOp",
+    ir.Compare: "emit_Compare",
+    ir.BoolOp: "emit_BoolOp",
+    ir.Select: "emit_Select",
+    ir.Cast: "emit_Cast",
+    ir.ArrayRef: "emit_ArrayRef",
+    ir.Load: "emit_Load",
+    ir.Shape: "emit_Shape",
+    ir.Special: "emit_Special",
+    ir.LaneId: "emit_LaneId",
+    ir.UidComponent: "emit_UidComponent",
+    ir.MathCall: "emit_MathCall",
+    ir.Call: "emit_Call",
+    ir.WarpOp: "emit_WarpOp",
+    ir.Atomic: "emit_Atomic",
 }
 
 

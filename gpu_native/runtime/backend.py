@@ -55,7 +55,7 @@ class Backend:
     def event_destroy(self, event: object) -> None: ...
     def stream_wait_event(self, stream: object, event: object) -> None: ...
     # kernels
-    def load(self, kernel, variant, ordinal: int) -> object: ...
+    def load(self, kernel, variant, ordinal: int, symbol: str | None = None) -> object: ...
     def launch(self, fn, gx, gy, gz, bx, by, bz, shmem, stream, params, extra): ...
     def error_for(self, err) -> Exception: ...
 
@@ -211,8 +211,14 @@ class CudaBackend(Backend):
 
     # ---- kernels -------------------------------------------------------------------------------
 
-    def load(self, kernel, variant, ordinal: int) -> object:
+    def load(self, kernel, variant, ordinal: int, symbol: str | None = None) -> object:
         from ..cache import BuildRequest, find_or_build
+
+        symbol = symbol or variant.symbol
+        module = variant.modules.get(ordinal)
+        if module is not None:
+            return D.check(self.drv.cuModuleGetFunction(module, symbol.encode()),
+                           f"finding {symbol}")
 
         props = D.device_properties(ordinal)
         request = BuildRequest(
@@ -224,10 +230,8 @@ class CudaBackend(Backend):
         artifact = find_or_build(request)
         drv = self.drv
         module = D.check(drv.cuModuleLoadData(artifact.image), f"loading {variant.label}")
-        fn = D.check(drv.cuModuleGetFunction(module, variant.symbol.encode()),
-                     f"finding {variant.symbol}")
-        variant.modules.append(module)  # keep the module loaded while the kernel lives
-        return fn
+        variant.modules[ordinal] = module  # keep the module loaded while the kernel lives
+        return D.check(drv.cuModuleGetFunction(module, symbol.encode()), f"finding {symbol}")
 
     def function_attribute(self, fn, name: str) -> int:
         drv = self.drv

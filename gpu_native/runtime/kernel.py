@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import collections
 import math
+import os
 import struct
 import threading
 from dataclasses import dataclass, field
@@ -28,6 +29,11 @@ from .records import register_kernel
 from .streams import DEFAULT_STREAM, as_stream
 
 SPEC_SCHEMA = 1
+# Kernels that depend only on their uid run on UID_BLOCKS_PER_SM blocks of UID_THREADS threads per
+# multiprocessor at most (GPU_NATIVE_UID_REMAP=0 launches them exactly as written instead).
+UID_REMAP = os.environ.get("GPU_NATIVE_UID_REMAP", "1") != "0"
+UID_THREADS = 256
+UID_BLOCKS_PER_SM = int(os.environ.get("GPU_NATIVE_UID_BLOCKS_PER_SM", "8"))
 _thread_caches: list[dict] = []  # every thread's launcher cache (cleared on a backend change)
 _cache_lock = threading.Lock()
 
@@ -75,7 +81,7 @@ class Variant:
     sites: tuple
     traits: tuple[str, ...]
     label: str
-    modules: list = field(default_factory=list)
+    modules: dict = field(default_factory=dict)  # device ordinal -> loaded CUmodule
     functions: dict = field(default_factory=dict)
 
     @property
@@ -245,11 +251,11 @@ class Kernel:
             pass
         return launcher
 
-    def _function(self, variant: Variant, backend, device: int):
-        key = (backend.name, device)
+    def _function(self, variant: Variant, backend, device: int, symbol: str | None = None):
+        key = (backend.name, device, symbol)
         fn = variant.functions.get(key)
         if fn is None:
-            fn = variant.functions[key] = backend.load(self, variant, device)
+            fn = variant.functions[key] = backend.load(self, variant, device, symbol)
         return fn
 
 
@@ -271,9 +277,22 @@ class _Config:
 
     def launcher(self, variant: Variant):
         k = self.kernel
-        fn = k._function(variant, self.backend, self.device)
-        self.check_function(fn, variant)
-        context = LaunchContext(self, variant, fn)
+        trailing: tuple[tuple[str, int], ...] = (("Q", self.slot.device_ptr),)
+        grid, block = self.grid, self.block
+        if "uid_only" in variant.traits and self.backend.name == "cuda" and UID_REMAP:
+            # The kernel depends on nothing but its uid: run the logical grid on a grid sized
+            # for the device (see gpu_native.emit.uid_stride); every uid still runs once.
+            fn = k._function(variant, self.backend, self.device, variant.symbol + "_uids")
+            total = grid[0] * block[0]
+            units = (total + 3) // 4 if "uid_vector4" in variant.traits else total
+            sms = self.backend.properties(self.device)["multiprocessors"]
+            blocks = max(1, min(-(-units // UID_THREADS), sms * UID_BLOCKS_PER_SM))
+            trailing += (("q", total), ("I4x", block[0]))
+            grid, block = (blocks, 1, 1), (UID_THREADS, 1, 1)
+        else:
+            fn = k._function(variant, self.backend, self.device)
+            self.check_function(fn, variant)
+        context = LaunchContext(self, variant, fn, grid, block, trailing)
         launcher = k._factory(context)
         launcher.__qualname__ = k.__name__
         launcher.__name__ = k.__name__
@@ -369,18 +388,18 @@ class LaunchContext:
     """What a launcher factory receives: ``fast_path()`` gives it the pieces of its fast path,
     and :meth:`slow` checks every argument one by one (and explains what is wrong)."""
 
-    def __init__(self, config: _Config, variant: Variant, fn):
+    def __init__(self, config: _Config, variant: Variant, fn, grid, block, trailing):
         self.config = config
         self.kernel = config.kernel
         self.variant = variant
         self.types = variant.type_map
         self.fn = fn
+        self.grid, self.block = grid, block
         formats = slot_formats(self.kernel.params, self.types)
         self.pack_into = struct.Struct("<" + "".join(formats)).pack_into
-        self.buffer = ArgumentBuffer(len(formats), config.slot.device_ptr)
-        self.submit = make_submit(config.backend, fn, config.grid, config.block,
-                                  config.shared_mem_bytes, config.handle,
-                                  config.slot.device_ptr, formats, variant.label)
+        self.buffer = ArgumentBuffer(len(formats), trailing)
+        self.submit = make_submit(config.backend, fn, grid, block, config.shared_mem_bytes,
+                                  config.handle, trailing, formats, variant.label)
         backend = config.backend
         self.signatures = tuple(
             signature(backend.name, config.device, self.types.get(p.dtype, p.dtype), p.ndim)
@@ -393,7 +412,7 @@ class LaunchContext:
         configuration, success code, failed(err), slow(*args))``."""
         c = self.config
         backend = c.backend
-        launch_config = (self.fn, *c.grid, *c.block, c.shared_mem_bytes, c.handle)
+        launch_config = (self.fn, *self.grid, *self.block, c.shared_mem_bytes, c.handle)
         return (DeviceArray, self.signatures, self.pack_into, self.buffer.data,
                 self.buffer.address, backend.launch, launch_config, backend.success,
                 self.failed, self.slow)

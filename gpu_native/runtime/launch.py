@@ -29,30 +29,33 @@ def slot_formats(params, types: dict[str, str]) -> list[str]:
 
 
 class ArgumentBuffer:
-    """Argument storage for one launch: ``n`` value slots, the error-record slot, and the
-    ``void*`` array pointing at each slot (what ``cuLaunchKernel`` reads)."""
+    """Argument storage for one launch: ``n`` value slots, then the fixed trailing parameters
+    (the error record's address, and for a kernel run over its logical uids the uid count and
+    block size), and the ``void*`` array pointing at each slot (what ``cuLaunchKernel`` reads)."""
 
     __slots__ = ("address", "data", "pointers")
 
-    def __init__(self, nslots: int, err_ptr: int):
-        self.data = ctypes.create_string_buffer((nslots + 1) * abi.SLOT_SIZE)
+    def __init__(self, nslots: int, trailing: tuple[tuple[str, int], ...]):
+        total = nslots + len(trailing)
+        self.data = ctypes.create_string_buffer(total * abi.SLOT_SIZE)
         base = ctypes.addressof(self.data)
-        self.pointers = (ctypes.c_void_p * (nslots + 1))(
-            *[base + i * abi.SLOT_SIZE for i in range(nslots + 1)])
-        struct.pack_into("<Q", self.data, nslots * abi.SLOT_SIZE, err_ptr)
+        self.pointers = (ctypes.c_void_p * total)(
+            *[base + i * abi.SLOT_SIZE for i in range(total)])
+        for i, (fmt, value) in enumerate(trailing):
+            struct.pack_into("<" + fmt, self.data, (nslots + i) * abi.SLOT_SIZE, value)
         self.address = ctypes.addressof(self.pointers)
 
 
 def make_submit(backend, fn, grid: tuple[int, int, int], block: tuple[int, int, int],
-                shared_mem_bytes: int, stream_handle, err_ptr: int, formats: list[str],
-                label: str) -> Callable[..., None]:
+                shared_mem_bytes: int, stream_handle, trailing: tuple[tuple[str, int], ...],
+                formats: list[str], label: str) -> Callable[..., None]:
     """Build the ``submit(*values)`` closure of one kernel configuration."""
     pack_into = struct.Struct("<" + "".join(formats)).pack_into
     nslots = len(formats)
     # Buffers are taken from a pool with list.pop/append, which are atomic under the GIL: a
     # thread launching this configuration while another is inside cuLaunchKernel (which runs
     # without the GIL) takes a second buffer instead of overwriting the first.
-    pool = [ArgumentBuffer(nslots, err_ptr)]
+    pool = [ArgumentBuffer(nslots, trailing)]
     take, give_back = pool.pop, pool.append
     launch = backend.launch
     ok = backend.success
@@ -63,7 +66,7 @@ def make_submit(backend, fn, grid: tuple[int, int, int], block: tuple[int, int, 
         try:
             buf = take()
         except IndexError:
-            buf = ArgumentBuffer(nslots, err_ptr)
+            buf = ArgumentBuffer(nslots, trailing)
         pack_into(buf.data, 0, *values)
         err = launch(fn, gx, gy, gz, bx, by, bz, shared_mem_bytes, stream_handle, buf.address, 0)[0]
         give_back(buf)

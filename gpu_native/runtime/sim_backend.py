@@ -258,7 +258,7 @@ class SimBackend(Backend):
         pass
 
     # kernels
-    def load(self, kernel, variant, ordinal: int) -> object:
+    def load(self, kernel, variant, ordinal: int, symbol: str | None = None) -> object:
         return SimFunction(kernel, variant)
 
     def launch(self, fn: SimFunction, gx, gy, gz, bx, by, bz, shmem, stream, params, extra):

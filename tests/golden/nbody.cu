@@ -15,33 +15,57 @@ struct gn_error_record {
     unsigned int reserved;
 };
 
-/* Record the first error of a launch into the host-mapped record, then end this thread.  No
-   trap: the CUDA context stays usable and the host raises at the next synchronisation. */
-__device__ __noinline__ void gn_fail(gn_error_record* rec, unsigned int site,
-                                            gn_i64 index, gn_i64 length) {
+/* Record the first error of a launch into the host-mapped record.  No trap: the CUDA context
+   stays usable and the host raises at the next synchronisation. */
+__device__ __noinline__ void gn_record(gn_error_record* rec, unsigned int site, gn_i64 index,
+                                       gn_i64 length, uint3 block, uint3 thread) {
     atomicAdd_system(&rec->count, 1u);
     if (atomicCAS_system(&rec->state, 0u, 1u) == 0u) {
         rec->site = site;
         rec->kernel = GN_KERNEL_ID;
         rec->index = index;
         rec->length = length;
-        rec->block[0] = blockIdx.x; rec->block[1] = blockIdx.y; rec->block[2] = blockIdx.z;
-        rec->thread[0] = threadIdx.x; rec->thread[1] = threadIdx.y; rec->thread[2] = threadIdx.z;
+        rec->block[0] = block.x; rec->block[1] = block.y; rec->block[2] = block.z;
+        rec->thread[0] = thread.x; rec->thread[1] = thread.y; rec->thread[2] = thread.z;
         __threadfence_system();
         atomicExch_system(&rec->state, 2u);
     }
+}
+
+/* Report an error and end this thread. */
+__device__ __forceinline__ void gn_fail(gn_error_record* rec, unsigned int site, gn_i64 index,
+                                        gn_i64 length) {
+    gn_record(rec, site, index, length, blockIdx, threadIdx);
+    asm volatile("exit;");
+}
+
+/* The same for a kernel that runs its logical grid on fewer threads: report the logical block and
+   thread of `uid`, as the user launched it. */
+__device__ __forceinline__ void gn_fail_at(gn_error_record* rec, unsigned int site, gn_i64 index,
+                                           gn_i64 length, gn_i64 uid, unsigned int bdim) {
+    gn_record(rec, site, index, length, make_uint3((unsigned int)(uid / bdim), 0u, 0u),
+              make_uint3((unsigned int)(uid % bdim), 0u, 0u));
     asm volatile("exit;");
 }
 
 /* Bounds check: one unsigned comparison covers negative indices too. */
 __device__ __forceinline__ gn_i64 gn_chk(gn_error_record* rec, gn_i64 i, gn_i64 n,
-                                                unsigned int site) {
+                                         unsigned int site) {
     if (__builtin_expect((gn_u64)i >= (gn_u64)n, 0)) gn_fail(rec, site, i, n);
+    return i;
+}
+__device__ __forceinline__ gn_i64 gn_chk_at(gn_error_record* rec, gn_i64 i, gn_i64 n,
+                                            unsigned int site, gn_i64 uid, unsigned int bdim) {
+    if (__builtin_expect((gn_u64)i >= (gn_u64)n, 0)) gn_fail_at(rec, site, i, n, uid, bdim);
     return i;
 }
 
 __device__ __forceinline__ void gn_assert(gn_error_record* rec, bool ok, unsigned int site) {
     if (__builtin_expect(!ok, 0)) gn_fail(rec, site, 0, 0);
+}
+__device__ __forceinline__ void gn_assert_at(gn_error_record* rec, bool ok, unsigned int site,
+                                             gn_i64 uid, unsigned int bdim) {
+    if (__builtin_expect(!ok, 0)) gn_fail_at(rec, site, 0, 0, uid, bdim);
 }
 
 /* Python floor division and modulo for integers (wrapping, INT_MIN // -1 == INT_MIN). */
@@ -67,6 +91,16 @@ template <typename T> __device__ __forceinline__ T gn_floordiv_chk(
 template <typename T> __device__ __forceinline__ T gn_mod_chk(
         gn_error_record* rec, T a, T b, unsigned int site) {
     if (__builtin_expect(b == 0, 0)) gn_fail(rec, site, (gn_i64)a, 0);
+    return gn_mod(a, b);
+}
+template <typename T> __device__ __forceinline__ T gn_floordiv_chk_at(
+        gn_error_record* rec, T a, T b, unsigned int site, gn_i64 uid, unsigned int bdim) {
+    if (__builtin_expect(b == 0, 0)) gn_fail_at(rec, site, (gn_i64)a, 0, uid, bdim);
+    return gn_floordiv(a, b);
+}
+template <typename T> __device__ __forceinline__ T gn_mod_chk_at(
+        gn_error_record* rec, T a, T b, unsigned int site, gn_i64 uid, unsigned int bdim) {
+    if (__builtin_expect(b == 0, 0)) gn_fail_at(rec, site, (gn_i64)a, 0, uid, bdim);
     return gn_mod(a, b);
 }
 
@@ -273,5 +307,85 @@ extern "C" __global__ void gn_accelerations_kernel(
     acc[gn_chk(__gn_err, i, __gn_acc_n0, 12u) * __gn_acc_n1 + gn_chk(__gn_err, 1LL, __gn_acc_n1, 13u)] = ay;
 #line 43 "nbody.py"
     acc[gn_chk(__gn_err, i, __gn_acc_n0, 14u) * __gn_acc_n1 + gn_chk(__gn_err, 2LL, __gn_acc_n1, 15u)] = az;
+}
+
+// The same kernel over its logical uids 0..__gn_total-1, several per thread (it depends on nothing but its uid).
+extern "C" __global__ void gn_accelerations_kernel_uids(
+    const float* __restrict__ bodies,
+    gn_i64 __gn_bodies_n0,
+    gn_i64 __gn_bodies_n1,
+    float* __restrict__ acc,
+    gn_i64 __gn_acc_n0,
+    gn_i64 __gn_acc_n1,
+    float softening,
+    gn_error_record* __restrict__ __gn_err,
+    gn_i64 __gn_total,
+    unsigned int __gn_block)
+{
+    long long i{};
+    float xi{};
+    float yi{};
+    float zi{};
+    float ax{};
+    float ay{};
+    float az{};
+    float eps2{};
+    long long j{};
+    float dx{};
+    float dy{};
+    float dz{};
+    float inv{};
+    float s{};
+    for (gn_i64 __gn_uid = (gn_i64)blockIdx.x * blockDim.x + threadIdx.x; __gn_uid < __gn_total; __gn_uid += (gn_i64)gridDim.x * blockDim.x) {
+#line 23 "nbody.py"
+        // grid tail: this thread's uid lies past every array it indexes
+        if (__gn_uid >= __gn_bodies_n0 && __gn_uid >= __gn_acc_n0) goto __gn_next;
+#line 24 "nbody.py"
+        i = __gn_uid;
+#line 25 "nbody.py"
+        xi = bodies[gn_chk_at(__gn_err, i, __gn_bodies_n0, 0u, __gn_uid, __gn_block) * __gn_bodies_n1 + gn_chk_at(__gn_err, 0LL, __gn_bodies_n1, 1u, __gn_uid, __gn_block)];
+#line 26 "nbody.py"
+        yi = bodies[gn_chk_at(__gn_err, i, __gn_bodies_n0, 2u, __gn_uid, __gn_block) * __gn_bodies_n1 + gn_chk_at(__gn_err, 1LL, __gn_bodies_n1, 3u, __gn_uid, __gn_block)];
+#line 27 "nbody.py"
+        zi = bodies[gn_chk_at(__gn_err, i, __gn_bodies_n0, 4u, __gn_uid, __gn_block) * __gn_bodies_n1 + gn_chk_at(__gn_err, 2LL, __gn_bodies_n1, 5u, __gn_uid, __gn_block)];
+#line 28 "nbody.py"
+        ax = 0.0f;
+#line 29 "nbody.py"
+        ay = 0.0f;
+#line 30 "nbody.py"
+        az = 0.0f;
+#line 31 "nbody.py"
+        eps2 = (softening * softening);
+#line 32 "nbody.py"
+        {
+            const long long __gn_stop0 = __gn_bodies_n0;
+            for (long long __gn_i0 = 0LL; __gn_i0 < __gn_stop0; ++__gn_i0) {
+                j = (long long)__gn_i0;
+#line 33 "nbody.py"
+                dx = (bodies[j * __gn_bodies_n1 + gn_chk_at(__gn_err, 0LL, __gn_bodies_n1, 6u, __gn_uid, __gn_block)] - xi);
+#line 34 "nbody.py"
+                dy = (bodies[j * __gn_bodies_n1 + gn_chk_at(__gn_err, 1LL, __gn_bodies_n1, 7u, __gn_uid, __gn_block)] - yi);
+#line 35 "nbody.py"
+                dz = (bodies[j * __gn_bodies_n1 + gn_chk_at(__gn_err, 2LL, __gn_bodies_n1, 8u, __gn_uid, __gn_block)] - zi);
+#line 36 "nbody.py"
+                inv = (1.0f / sqrtf(((((dx * dx) + (dy * dy)) + (dz * dz)) + eps2)));
+#line 37 "nbody.py"
+                s = (((bodies[j * __gn_bodies_n1 + gn_chk_at(__gn_err, 3LL, __gn_bodies_n1, 9u, __gn_uid, __gn_block)] * inv) * inv) * inv);
+#line 38 "nbody.py"
+                ax = (ax + (dx * s));
+#line 39 "nbody.py"
+                ay = (ay + (dy * s));
+#line 40 "nbody.py"
+                az = (az + (dz * s));
+            }
+        }
+#line 41 "nbody.py"
+        acc[gn_chk_at(__gn_err, i, __gn_acc_n0, 10u, __gn_uid, __gn_block) * __gn_acc_n1 + gn_chk_at(__gn_err, 0LL, __gn_acc_n1, 11u, __gn_uid, __gn_block)] = ax;
+#line 42 "nbody.py"
+        acc[gn_chk_at(__gn_err, i, __gn_acc_n0, 12u, __gn_uid, __gn_block) * __gn_acc_n1 + gn_chk_at(__gn_err, 1LL, __gn_acc_n1, 13u, __gn_uid, __gn_block)] = ay;
+#line 43 "nbody.py"
+        acc[gn_chk_at(__gn_err, i, __gn_acc_n0, 14u, __gn_uid, __gn_block) * __gn_acc_n1 + gn_chk_at(__gn_err, 2LL, __gn_acc_n1, 15u, __gn_uid, __gn_block)] = az;
+        __gn_next:;
+    }
 }
 

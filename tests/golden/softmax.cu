@@ -15,33 +15,57 @@ struct gn_error_record {
     unsigned int reserved;
 };
 
-/* Record the first error of a launch into the host-mapped record, then end this thread.  No
-   trap: the CUDA context stays usable and the host raises at the next synchronisation. */
-__device__ __noinline__ void gn_fail(gn_error_record* rec, unsigned int site,
-                                            gn_i64 index, gn_i64 length) {
+/* Record the first error of a launch into the host-mapped record.  No trap: the CUDA context
+   stays usable and the host raises at the next synchronisation. */
+__device__ __noinline__ void gn_record(gn_error_record* rec, unsigned int site, gn_i64 index,
+                                       gn_i64 length, uint3 block, uint3 thread) {
     atomicAdd_system(&rec->count, 1u);
     if (atomicCAS_system(&rec->state, 0u, 1u) == 0u) {
         rec->site = site;
         rec->kernel = GN_KERNEL_ID;
         rec->index = index;
         rec->length = length;
-        rec->block[0] = blockIdx.x; rec->block[1] = blockIdx.y; rec->block[2] = blockIdx.z;
-        rec->thread[0] = threadIdx.x; rec->thread[1] = threadIdx.y; rec->thread[2] = threadIdx.z;
+        rec->block[0] = block.x; rec->block[1] = block.y; rec->block[2] = block.z;
+        rec->thread[0] = thread.x; rec->thread[1] = thread.y; rec->thread[2] = thread.z;
         __threadfence_system();
         atomicExch_system(&rec->state, 2u);
     }
+}
+
+/* Report an error and end this thread. */
+__device__ __forceinline__ void gn_fail(gn_error_record* rec, unsigned int site, gn_i64 index,
+                                        gn_i64 length) {
+    gn_record(rec, site, index, length, blockIdx, threadIdx);
+    asm volatile("exit;");
+}
+
+/* The same for a kernel that runs its logical grid on fewer threads: report the logical block and
+   thread of `uid`, as the user launched it. */
+__device__ __forceinline__ void gn_fail_at(gn_error_record* rec, unsigned int site, gn_i64 index,
+                                           gn_i64 length, gn_i64 uid, unsigned int bdim) {
+    gn_record(rec, site, index, length, make_uint3((unsigned int)(uid / bdim), 0u, 0u),
+              make_uint3((unsigned int)(uid % bdim), 0u, 0u));
     asm volatile("exit;");
 }
 
 /* Bounds check: one unsigned comparison covers negative indices too. */
 __device__ __forceinline__ gn_i64 gn_chk(gn_error_record* rec, gn_i64 i, gn_i64 n,
-                                                unsigned int site) {
+                                         unsigned int site) {
     if (__builtin_expect((gn_u64)i >= (gn_u64)n, 0)) gn_fail(rec, site, i, n);
+    return i;
+}
+__device__ __forceinline__ gn_i64 gn_chk_at(gn_error_record* rec, gn_i64 i, gn_i64 n,
+                                            unsigned int site, gn_i64 uid, unsigned int bdim) {
+    if (__builtin_expect((gn_u64)i >= (gn_u64)n, 0)) gn_fail_at(rec, site, i, n, uid, bdim);
     return i;
 }
 
 __device__ __forceinline__ void gn_assert(gn_error_record* rec, bool ok, unsigned int site) {
     if (__builtin_expect(!ok, 0)) gn_fail(rec, site, 0, 0);
+}
+__device__ __forceinline__ void gn_assert_at(gn_error_record* rec, bool ok, unsigned int site,
+                                             gn_i64 uid, unsigned int bdim) {
+    if (__builtin_expect(!ok, 0)) gn_fail_at(rec, site, 0, 0, uid, bdim);
 }
 
 /* Python floor division and modulo for integers (wrapping, INT_MIN // -1 == INT_MIN). */
@@ -67,6 +91,16 @@ template <typename T> __device__ __forceinline__ T gn_floordiv_chk(
 template <typename T> __device__ __forceinline__ T gn_mod_chk(
         gn_error_record* rec, T a, T b, unsigned int site) {
     if (__builtin_expect(b == 0, 0)) gn_fail(rec, site, (gn_i64)a, 0);
+    return gn_mod(a, b);
+}
+template <typename T> __device__ __forceinline__ T gn_floordiv_chk_at(
+        gn_error_record* rec, T a, T b, unsigned int site, gn_i64 uid, unsigned int bdim) {
+    if (__builtin_expect(b == 0, 0)) gn_fail_at(rec, site, (gn_i64)a, 0, uid, bdim);
+    return gn_floordiv(a, b);
+}
+template <typename T> __device__ __forceinline__ T gn_mod_chk_at(
+        gn_error_record* rec, T a, T b, unsigned int site, gn_i64 uid, unsigned int bdim) {
+    if (__builtin_expect(b == 0, 0)) gn_fail_at(rec, site, (gn_i64)a, 0, uid, bdim);
     return gn_mod(a, b);
 }
 

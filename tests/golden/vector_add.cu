@@ -15,33 +15,57 @@ struct gn_error_record {
     unsigned int reserved;
 };
 
-/* Record the first error of a launch into the host-mapped record, then end this thread.  No
-   trap: the CUDA context stays usable and the host raises at the next synchronisation. */
-__device__ __noinline__ void gn_fail(gn_error_record* rec, unsigned int site,
-                                            gn_i64 index, gn_i64 length) {
+/* Record the first error of a launch into the host-mapped record.  No trap: the CUDA context
+   stays usable and the host raises at the next synchronisation. */
+__device__ __noinline__ void gn_record(gn_error_record* rec, unsigned int site, gn_i64 index,
+                                       gn_i64 length, uint3 block, uint3 thread) {
     atomicAdd_system(&rec->count, 1u);
     if (atomicCAS_system(&rec->state, 0u, 1u) == 0u) {
         rec->site = site;
         rec->kernel = GN_KERNEL_ID;
         rec->index = index;
         rec->length = length;
-        rec->block[0] = blockIdx.x; rec->block[1] = blockIdx.y; rec->block[2] = blockIdx.z;
-        rec->thread[0] = threadIdx.x; rec->thread[1] = threadIdx.y; rec->thread[2] = threadIdx.z;
+        rec->block[0] = block.x; rec->block[1] = block.y; rec->block[2] = block.z;
+        rec->thread[0] = thread.x; rec->thread[1] = thread.y; rec->thread[2] = thread.z;
         __threadfence_system();
         atomicExch_system(&rec->state, 2u);
     }
+}
+
+/* Report an error and end this thread. */
+__device__ __forceinline__ void gn_fail(gn_error_record* rec, unsigned int site, gn_i64 index,
+                                        gn_i64 length) {
+    gn_record(rec, site, index, length, blockIdx, threadIdx);
+    asm volatile("exit;");
+}
+
+/* The same for a kernel that runs its logical grid on fewer threads: report the logical block and
+   thread of `uid`, as the user launched it. */
+__device__ __forceinline__ void gn_fail_at(gn_error_record* rec, unsigned int site, gn_i64 index,
+                                           gn_i64 length, gn_i64 uid, unsigned int bdim) {
+    gn_record(rec, site, index, length, make_uint3((unsigned int)(uid / bdim), 0u, 0u),
+              make_uint3((unsigned int)(uid % bdim), 0u, 0u));
     asm volatile("exit;");
 }
 
 /* Bounds check: one unsigned comparison covers negative indices too. */
 __device__ __forceinline__ gn_i64 gn_chk(gn_error_record* rec, gn_i64 i, gn_i64 n,
-                                                unsigned int site) {
+                                         unsigned int site) {
     if (__builtin_expect((gn_u64)i >= (gn_u64)n, 0)) gn_fail(rec, site, i, n);
+    return i;
+}
+__device__ __forceinline__ gn_i64 gn_chk_at(gn_error_record* rec, gn_i64 i, gn_i64 n,
+                                            unsigned int site, gn_i64 uid, unsigned int bdim) {
+    if (__builtin_expect((gn_u64)i >= (gn_u64)n, 0)) gn_fail_at(rec, site, i, n, uid, bdim);
     return i;
 }
 
 __device__ __forceinline__ void gn_assert(gn_error_record* rec, bool ok, unsigned int site) {
     if (__builtin_expect(!ok, 0)) gn_fail(rec, site, 0, 0);
+}
+__device__ __forceinline__ void gn_assert_at(gn_error_record* rec, bool ok, unsigned int site,
+                                             gn_i64 uid, unsigned int bdim) {
+    if (__builtin_expect(!ok, 0)) gn_fail_at(rec, site, 0, 0, uid, bdim);
 }
 
 /* Python floor division and modulo for integers (wrapping, INT_MIN // -1 == INT_MIN). */
@@ -67,6 +91,16 @@ template <typename T> __device__ __forceinline__ T gn_floordiv_chk(
 template <typename T> __device__ __forceinline__ T gn_mod_chk(
         gn_error_record* rec, T a, T b, unsigned int site) {
     if (__builtin_expect(b == 0, 0)) gn_fail(rec, site, (gn_i64)a, 0);
+    return gn_mod(a, b);
+}
+template <typename T> __device__ __forceinline__ T gn_floordiv_chk_at(
+        gn_error_record* rec, T a, T b, unsigned int site, gn_i64 uid, unsigned int bdim) {
+    if (__builtin_expect(b == 0, 0)) gn_fail_at(rec, site, (gn_i64)a, 0, uid, bdim);
+    return gn_floordiv(a, b);
+}
+template <typename T> __device__ __forceinline__ T gn_mod_chk_at(
+        gn_error_record* rec, T a, T b, unsigned int site, gn_i64 uid, unsigned int bdim) {
+    if (__builtin_expect(b == 0, 0)) gn_fail_at(rec, site, (gn_i64)a, 0, uid, bdim);
     return gn_mod(a, b);
 }
 
@@ -218,5 +252,64 @@ extern "C" __global__ void gn_add_kernel(
     idx = ((gn_i64)blockIdx.x * blockDim.x + threadIdx.x);
 #line 26 "vector_add.py"
     c[gn_chk(__gn_err, idx, __gn_c_n0, 2u)] = (a[gn_chk(__gn_err, idx, __gn_a_n0, 0u)] + b[gn_chk(__gn_err, idx, __gn_b_n0, 1u)]);
+}
+
+// The same kernel over its logical uids 0..__gn_total-1, several per thread (it depends on nothing but its uid).
+extern "C" __global__ void gn_add_kernel_uids(
+    const float* __restrict__ a,
+    gn_i64 __gn_a_n0,
+    const float* __restrict__ b,
+    gn_i64 __gn_b_n0,
+    float* __restrict__ c,
+    gn_i64 __gn_c_n0,
+    gn_error_record* __restrict__ __gn_err,
+    gn_i64 __gn_total,
+    unsigned int __gn_block)
+{
+    long long idx{};
+    // Every uid-indexed array is read and written 16 bytes (4 uids) at a time where the pointers are aligned and the 4 uids lie inside every array.
+    gn_i64 __gn_n = __gn_total; __gn_n = __gn_b_n0 < __gn_n ? __gn_b_n0 : __gn_n; __gn_n = __gn_a_n0 < __gn_n ? __gn_a_n0 : __gn_n; __gn_n = __gn_c_n0 < __gn_n ? __gn_c_n0 : __gn_n;
+    const bool __gn_aligned = (((gn_u64)b | (gn_u64)a | (gn_u64)c) & 15) == 0;
+    const gn_i64 __gn_chunks = (__gn_total + 3) / 4;
+    for (gn_i64 __gn_chunk = (gn_i64)blockIdx.x * blockDim.x + threadIdx.x; __gn_chunk < __gn_chunks; __gn_chunk += (gn_i64)gridDim.x * blockDim.x) {
+        const gn_i64 __gn_base = __gn_chunk * 4;
+        if (__gn_aligned && __gn_base + 4 <= __gn_n) {
+            float4 __gn_v_b = *reinterpret_cast<const float4*>(b + __gn_base);
+            float4 __gn_v_a = *reinterpret_cast<const float4*>(a + __gn_base);
+            float4 __gn_v_c;
+#line 24 "vector_add.py"
+#line 25 "vector_add.py"
+            idx = (__gn_base + 0);
+#line 26 "vector_add.py"
+            __gn_v_c.x = (__gn_v_a.x + __gn_v_b.x);
+#line 24 "vector_add.py"
+#line 25 "vector_add.py"
+            idx = (__gn_base + 1);
+#line 26 "vector_add.py"
+            __gn_v_c.y = (__gn_v_a.y + __gn_v_b.y);
+#line 24 "vector_add.py"
+#line 25 "vector_add.py"
+            idx = (__gn_base + 2);
+#line 26 "vector_add.py"
+            __gn_v_c.z = (__gn_v_a.z + __gn_v_b.z);
+#line 24 "vector_add.py"
+#line 25 "vector_add.py"
+            idx = (__gn_base + 3);
+#line 26 "vector_add.py"
+            __gn_v_c.w = (__gn_v_a.w + __gn_v_b.w);
+            *reinterpret_cast<float4*>(c + __gn_base) = __gn_v_c;
+        } else {
+            for (gn_i64 __gn_uid = __gn_base; __gn_uid < __gn_base + 4 && __gn_uid < __gn_total; ++__gn_uid) {
+#line 24 "vector_add.py"
+                // grid tail: this thread's uid lies past every array it indexes
+                if (__gn_uid >= __gn_a_n0 && __gn_uid >= __gn_b_n0 && __gn_uid >= __gn_c_n0) goto __gn_next;
+#line 25 "vector_add.py"
+                idx = __gn_uid;
+#line 26 "vector_add.py"
+                c[gn_chk_at(__gn_err, idx, __gn_c_n0, 2u, __gn_uid, __gn_block)] = (a[gn_chk_at(__gn_err, idx, __gn_a_n0, 0u, __gn_uid, __gn_block)] + b[gn_chk_at(__gn_err, idx, __gn_b_n0, 1u, __gn_uid, __gn_block)]);
+                __gn_next:;
+            }
+        }
+    }
 }
 
