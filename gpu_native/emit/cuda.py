@@ -10,6 +10,7 @@ __restrict__`` when read-only, which keeps loads on the read-only data path); se
 from __future__ import annotations
 
 import math
+
 from .. import abi, ir
 from .._version import __version__
 from .prelude import HALF_INCLUDES, PRELUDE

@@ -211,4 +211,4 @@ def emit_uid_stride(kernel: ir.Kernel, display_file: str) -> str:
     return UidStrideEmitter(kernel, display_file).function()
 
 
-__all__ = ["emit_uid_stride", "uid_variables", "vector_plan", "ctype"]
+__all__ = ["ctype", "emit_uid_stride", "uid_variables", "vector_plan"]
