@@ -383,3 +383,22 @@ def test_illegal_address_in_unsafe_code_reports_a_lost_context(tmp_path):
     assert "LOST: CUDA_ERROR_ILLEGAL_ADDRESS" in out.stdout, out.stdout + out.stderr
     assert "context is lost" in out.stdout
     assert "AGAIN: ContextLostError" in out.stdout
+
+
+def test_graph_capture_and_replay_keeps_its_arguments_alive(kr, rng):
+    n = 1 << 16
+    a_h = rng.standard_normal(n, dtype=np.float32)
+    out = poisoned(n)
+    with gn.Graph() as graph:
+        a = gn.to_device(a_h)
+        tmp = gn.empty(n)
+        launch = kr.add_kernel.launch(gn.GridDim1D(n // 128), gn.BlockDim1D(128), 0, graph.stream)
+        launch(a, a, tmp)      # tmp = 2a
+        launch(tmp, a, out)    # out = 3a
+    del a, tmp                 # the graph keeps them alive
+    gc.collect()
+    for _ in range(10):
+        graph.replay()
+    graph.synchronize()
+    assert graph.launches == 2
+    np.testing.assert_allclose(out.to_host(), 3.0 * a_h.astype(np.float64), rtol=1e-6, atol=1e-6)

@@ -245,6 +245,9 @@ class Kernel:
             launcher = config.dispatcher()
         else:
             launcher = config.launcher(next(iter(self.variants.values())))
+        graph = getattr(stream_obj, "graph", None)
+        if graph is not None:
+            launcher = _capturing(launcher, graph)
         try:
             _thread_cache()[(self, grid, block, shared_mem_bytes, stream)] = launcher
         except TypeError:  # an unhashable grid (a list, say): works, just not cached
@@ -356,6 +359,16 @@ class _Config:
             raise TypeError(f"{k.__name__} has no specialisation for "
                             f"({', '.join(key)}); it has {have}")
         return key_t
+
+
+def _capturing(launcher, graph):
+    """A launcher on a graph's capture stream: the graph records (and keeps) the arguments."""
+
+    def capture(*args):
+        graph.record(launcher, args)
+
+    capture.__qualname__ = capture.__name__ = launcher.__name__
+    return capture
 
 
 def _dtype_name_of(arg, array: bool) -> str | None:
