@@ -23,6 +23,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import gpu_native as gn
+
 CUDA_SOURCE = r"""
 extern "C" __global__ void tiny(const float* a, const float* b, float* c, int n) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -46,22 +48,14 @@ def per_launch(fn, sync, bursts: int, per_burst: int = 100) -> float:
     return statistics.median(samples) * 1e6
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--bursts", type=int, default=300)
-    parser.add_argument("--json", help="write the results here too")
-    args = parser.parse_args(argv)
-
+def measure(bursts: int = 300) -> dict:
+    """Host microseconds per launch for gpu_native and each peer, plus graph replay cost."""
     import _bench_kernels as bk
 
-    import gpu_native as gn
     from gpu_native.cache import BuildRequest, find_or_build
     from gpu_native.runtime import backend as B
     from gpu_native.runtime import driver as D
 
-    if gn.backend() != "cuda":
-        print("bench_launch needs a CUDA GPU", file=sys.stderr)
-        return 2
     drv = D.driver()
     dev = gn.Device(0)
     results: dict[str, float] = {}
@@ -80,8 +74,8 @@ def main(argv=None) -> int:
     def ours_reused():
         launcher(x, y, z, 1)
 
-    results["gpu_native: k.launch(...)(args)"] = per_launch(ours, sync, args.bursts)
-    results["gpu_native: reused launcher"] = per_launch(ours_reused, sync, args.bursts)
+    results["gpu_native: k.launch(...)(args)"] = per_launch(ours, sync, bursts)
+    results["gpu_native: reused launcher"] = per_launch(ours_reused, sync, bursts)
 
     # Raw cuda.bindings: the same generated kernel, its arguments packed once, outside the loop.
     variant = next(iter(bk.tiny.variants.values()))
@@ -97,14 +91,11 @@ def main(argv=None) -> int:
     addr = ctypes.addressof(pointers)
     stream = B.select().default_stream(0)
     launch = drv.cuLaunchKernel
-    ok = drv.CUresult.CUDA_SUCCESS
-    result = launch(fn, 1, 1, 1, 1, 1, 1, 0, stream, addr, 0)
-    notes["CUresult identity"] = f"cuLaunchKernel returns the success singleton: {result[0] is ok}"
 
     def raw():
         launch(fn, 1, 1, 1, 1, 1, 1, 0, stream, addr, 0)
 
-    results["raw cuda.bindings cuLaunchKernel"] = per_launch(raw, sync, args.bursts)
+    results["raw cuda.bindings cuLaunchKernel"] = per_launch(raw, sync, bursts)
 
     try:
         import cupy as cp
@@ -116,8 +107,7 @@ def main(argv=None) -> int:
         def cupy_raw():
             kern((1,), (1,), (ca, cb, cc, n1))
 
-        results["CuPy RawKernel"] = per_launch(cupy_raw, cp.cuda.Device().synchronize,
-                                               args.bursts)
+        results["CuPy RawKernel"] = per_launch(cupy_raw, cp.cuda.Device().synchronize, bursts)
     except Exception as exc:  # pragma: no cover - depends on the machine
         notes["CuPy RawKernel"] = f"not measured: {exc!r}"
 
@@ -132,13 +122,13 @@ def main(argv=None) -> int:
         ck = prog.compile("cubin").get_kernel("tiny")
         cstream = cdev.create_stream()
         config = LaunchConfig(grid=1, block=1)
-        pa, pb, pc = (ctypes.c_void_p(p) for p in (x.ptr, y.ptr, z.ptr))
+        buffers = [np.uint64(p) for p in (x.ptr, y.ptr, z.ptr)]
         n1 = np.int32(1)
 
         def core():
-            core_launch(cstream, config, ck, pa, pb, pc, n1)
+            core_launch(cstream, config, ck, *buffers, n1)
 
-        results["cuda.core launch"] = per_launch(core, cstream.sync, args.bursts)
+        results["cuda.core launch"] = per_launch(core, cstream.sync, bursts)
     except Exception as exc:  # pragma: no cover
         notes["cuda.core launch"] = f"not measured: {exc!r}"
 
@@ -150,20 +140,59 @@ def main(argv=None) -> int:
         def torch_add():
             torch.add(ta, tb, out=tc)
 
-        results["torch.add"] = per_launch(torch_add, torch.cuda.synchronize, args.bursts)
+        results["torch.add"] = per_launch(torch_add, torch.cuda.synchronize, bursts)
     except Exception as exc:  # pragma: no cover
         notes["torch.add"] = f"not measured: {exc!r}"
 
+    # CUDA graph: 100 launches captured once; device time per replayed kernel.
+    with gn.Graph() as graph:
+        captured = bk.tiny.launch(g, b, 0, graph.stream)
+        for _ in range(100):
+            captured(x, y, z, 1)
+    graph.replay()
+    graph.synchronize()
+    times = []
+    for _ in range(50):
+        start, end = gn.Event(), gn.Event()
+        start.record()
+        graph.replay()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) * 1000 / 100)
+    replay_host = per_launch(graph.replay, sync, max(20, bursts // 10), per_burst=10) / 100
+    return {"device": dev.name, "results_us": results, "notes": notes,
+            "graph_device_us_per_kernel": statistics.median(times),
+            "graph_host_us_per_kernel": replay_host}
+
+
+def table(data: dict) -> str:
+    """The launch results as a Markdown table."""
+    results = data["results_us"]
     raw_us = results["raw cuda.bindings cuLaunchKernel"]
-    print(f"\nHost time per launch on {dev.name} (median of {args.bursts} bursts of 100)")
-    print(f"{'launcher':40s} {'us/launch':>10s} {'vs raw':>8s}")
+    lines = ["| launcher | host µs per launch | vs raw cuda.bindings |", "|---|---:|---:|"]
     for name, us in results.items():
-        print(f"{name:40s} {us:10.2f} {us / raw_us:8.2f}x")
-    for name, note in notes.items():
-        print(f"  {name}: {note}")
+        lines.append(f"| {name} | {us:.2f} | {us / raw_us:.2f}x |")
+    lines.append(f"\nCUDA graph of 100 launches, replayed: {data['graph_device_us_per_kernel']:.2f} "
+                 f"µs of device time and {data['graph_host_us_per_kernel']:.3f} µs of host time "
+                 "per kernel.")
+    for name, note in data["notes"].items():
+        lines.append(f"\n{name}: {note}")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--bursts", type=int, default=300)
+    parser.add_argument("--json", help="write the results here too")
+    args = parser.parse_args(argv)
+    if gn.backend() != "cuda":
+        print("bench_launch needs a CUDA GPU", file=sys.stderr)
+        return 2
+    data = measure(args.bursts)
+    print(f"\nHost time per launch on {data['device']} (median of {args.bursts} bursts of 100)")
+    print(table(data))
     if args.json:
-        Path(args.json).write_text(json.dumps({"device": dev.name, "results_us": results,
-                                               "notes": notes}, indent=2))
+        Path(args.json).write_text(json.dumps(data, indent=2))
     return 0
 
 

@@ -1,0 +1,167 @@
+"""Time to first result in a new process: the seed example, cold and warm, against the peers.
+
+Each measurement is the wall time of a fresh ``python`` process (median of several), from exec to
+exit, running: nothing (interpreter start), ``import numpy``, and "add two 1000-element vectors
+on the GPU and read the result back" with gpu_native (cold: empty artifact cache and no rewritten
+bytecode; warm: both populated), Numba-CUDA, Triton and CuPy (each cold, with an empty cache of
+its own).
+
+    python tools/bench_startup.py [--repeat 5] [--numba-pythonpath PATH] [--json out.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+SEED_MODULE = '''\
+from gpu_native import (gpu_kernel, Kernel1D, CUDASlice, CUDASliceMut, FlatLayout1D, UniqueId,
+                        GridDim1D, BlockDim1D, DEFAULT_STREAM, f32)
+
+@gpu_kernel(Kernel1D)
+def add_kernel(a: CUDASlice[f32], b: CUDASlice[f32], c: CUDASliceMut[f32]):
+    idx: UniqueId = FlatLayout1D.uid()
+    c[idx] = a[idx] + b[idx]
+
+def add(a, b, c):
+    block_dim = 128
+    grid_dim = (len(c) + block_dim - 1) // block_dim
+    add_kernel.launch(GridDim1D(grid_dim), BlockDim1D(block_dim), 0, DEFAULT_STREAM)(a, b, c)
+'''
+
+SEED_MAIN = '''\
+import numpy as np, gpu_native as gn, mykernels
+a = gn.to_device(np.arange(1000, dtype=np.float32)); b = gn.to_device(np.ones(1000, np.float32))
+c = gn.empty(1000, gn.f32)
+mykernels.add(a, b, c)
+assert c.to_host()[3] == 4.0
+'''
+
+NUMBA_MAIN = '''\
+import numpy as np
+from numba import cuda
+@cuda.jit
+def add(a, b, c):
+    i = cuda.grid(1)
+    if i < c.size:
+        c[i] = a[i] + b[i]
+a = cuda.to_device(np.arange(1000, dtype=np.float32)); b = cuda.to_device(np.ones(1000, np.float32))
+c = cuda.device_array(1000, np.float32)
+add[8, 128](a, b, c)
+assert c.copy_to_host()[3] == 4.0
+'''
+
+TRITON_MAIN = '''\
+import torch, triton, triton.language as tl
+@triton.jit
+def add(a, b, c, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    tl.store(c + offs, tl.load(a + offs, mask=m) + tl.load(b + offs, mask=m), mask=m)
+a = torch.arange(1000, dtype=torch.float32, device="cuda"); b = torch.ones(1000, device="cuda")
+c = torch.empty(1000, device="cuda")
+add[(1,)](a, b, c, 1000, BLOCK=1024)
+assert float(c[3].cpu()) == 4.0
+'''
+
+CUPY_MAIN = '''\
+import numpy as np, cupy as cp
+k = cp.RawKernel(r"""extern "C" __global__ void add(const float* a, const float* b, float* c, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) c[i] = a[i] + b[i]; }""", "add")
+a = cp.arange(1000, dtype=cp.float32); b = cp.ones(1000, cp.float32); c = cp.empty(1000, cp.float32)
+k((8,), (128,), (a, b, c, np.int32(1000)))
+assert float(c[3].get()) == 4.0
+'''
+
+
+def wall(code: str, env: dict, cwd: str) -> float:
+    t0 = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-c", code], env=env, cwd=cwd, capture_output=True,
+                          text=True, timeout=600)
+    elapsed = time.perf_counter() - t0
+    if proc.returncode != 0:
+        raise RuntimeError(proc.stderr[-2000:])
+    return elapsed
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--numba-pythonpath")
+    parser.add_argument("--json")
+    args = parser.parse_args(argv)
+    base_env = dict(os.environ)
+    work = Path(tempfile.mkdtemp(prefix="gn_startup_"))
+    results: dict[str, float] = {}
+
+    def median_of(code: str, env: dict, fresh=None) -> float:
+        samples = []
+        for _ in range(args.repeat):
+            if fresh is not None:
+                fresh()
+            samples.append(wall(code, env, str(work)))
+        return statistics.median(samples)
+
+    results["interpreter start"] = median_of("pass", base_env)
+    results["import numpy"] = median_of("import numpy", base_env)
+
+    (work / "mykernels.py").write_text(SEED_MODULE)
+    cache = work / "cache"
+    env = dict(base_env, GPU_NATIVE_CACHE_DIR=str(cache),
+               PYTHONPATH=os.pathsep.join([str(work), base_env.get("PYTHONPATH", "")]))
+
+    def cold_state():
+        shutil.rmtree(cache, ignore_errors=True)
+        shutil.rmtree(work / "__pycache__", ignore_errors=True)
+
+    results["gpu_native seed, cold"] = median_of(SEED_MAIN, env, cold_state)
+    results["gpu_native seed, warm"] = median_of(SEED_MAIN, env)
+
+    peers = {
+        "Numba-CUDA, cold": (NUMBA_MAIN, {"NUMBA_CACHE_DIR": str(work / "numba")},
+                             args.numba_pythonpath),
+        "Triton, cold": (TRITON_MAIN, {"TRITON_CACHE_DIR": str(work / "triton")}, None),
+        "CuPy RawKernel, cold": (CUPY_MAIN, {"CUPY_CACHE_DIR": str(work / "cupy")}, None),
+    }
+    notes = {}
+    for name, (code, extra, pythonpath) in peers.items():
+        peer_env = dict(base_env, **extra)
+        if pythonpath:
+            peer_env["PYTHONPATH"] = pythonpath + os.pathsep + base_env.get("PYTHONPATH", "")
+        directory = Path(next(iter(extra.values())))
+
+        def fresh(directory=directory):
+            shutil.rmtree(directory, ignore_errors=True)
+
+        try:
+            results[name] = median_of(code, peer_env, fresh)
+        except Exception as exc:
+            notes[name] = f"not measured: {str(exc).strip().splitlines()[-1][:200]}"
+    start, numpy_t = results["interpreter start"], results["import numpy"]
+    print(f"\n{'process':32s} {'wall (s)':>9s} {'above interpreter':>18s} {'above numpy':>12s}")
+    for name, t in results.items():
+        print(f"{name:32s} {t:9.3f} {t - start:18.3f} {t - numpy_t:12.3f}")
+    for name, note in notes.items():
+        print(f"  {name}: {note}")
+    cold = results["gpu_native seed, cold"] - start
+    warm = results["gpu_native seed, warm"] - numpy_t
+    print(f"\ncold above interpreter start: {cold:.3f} s (goal <= 0.5 s); "
+          f"warm above `import numpy`: {warm * 1000:.0f} ms (goal <= 50 ms)")
+    if args.json:
+        Path(args.json).write_text(json.dumps({"results_s": results, "notes": notes}, indent=2))
+    shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

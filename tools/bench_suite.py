@@ -1,0 +1,558 @@
+"""The performance suite of issue 8: gpu_native against its peers, side by side, in one run.
+
+For each kernel the suite runs, on the same inputs and the same GPU: gpu_native's kernel from
+``examples/`` (bounds checks on, launched exactly as the example does), the same kernel with
+``bounds_check=False``, the same algorithm hand-written in CUDA C++ with the same launch
+configuration (CuPy ``RawKernel``, NVRTC with the same options), Numba-CUDA (in its own process),
+Triton where it applies, and the library call a user would otherwise make (PyTorch / cuBLAS).
+Every variant's output is checked before it is timed; times are medians of CUDA-event timings
+after a warm-up; inputs are several times larger than the 60 MB L2 and random.
+
+    python tools/bench_suite.py --out DIR [--quick] [--numba-pythonpath PATH] [--docs]
+
+writes ``DIR/bench.json``, ``DIR/bench.md`` (the table) and ``DIR/bench.png`` (the chart); with
+``--docs`` also ``docs/benchmarks.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import importlib
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "examples"))
+sys.path.insert(0, str(ROOT / "tools"))
+
+import gpu_native as gn  # noqa: E402
+
+
+@dataclass
+class Row:
+    bench: str
+    variant: str
+    ms: float | None
+    value: float | None  # TB/s or TFLOP/s
+    unit: str
+    ok: bool | None
+    note: str = ""
+
+
+def timed(fn, iters: int = 20, warmup: int = 3, reps: int = 5) -> float:
+    """Median milliseconds per call of ``fn``, from CUDA events on the legacy default stream
+    (which every library here launches on, so the events bracket their kernels too).  Each sample
+    times ``reps`` calls back to back, so host-side launch costs overlap with device work instead
+    of showing up as idle time between the events."""
+    for _ in range(warmup):
+        fn()
+    gn.synchronize()
+    times = []
+    for _ in range(iters):
+        start, end = gn.Event(), gn.Event()
+        start.record()
+        for _ in range(reps):
+            fn()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) / reps)
+    gn.synchronize()
+    return statistics.median(times)
+
+
+def unchecked(module_name: str):
+    """The example module with every kernel declared ``bounds_check=False`` (same source
+    otherwise), imported from a temporary directory."""
+    source = (ROOT / "examples" / f"{module_name}.py").read_text()
+    for kind in ("Kernel1D", "Kernel2D", "Kernel3D"):
+        source = source.replace(f"@gpu_kernel({kind})", f"@gpu_kernel({kind}, bounds_check=False)")
+    directory = Path(tempfile.gettempdir()) / "gpu_native_bench"
+    directory.mkdir(exist_ok=True)
+    name = f"{module_name}_unchecked"
+    (directory / f"{name}.py").write_text(source)
+    if str(directory) not in sys.path:
+        sys.path.insert(0, str(directory))
+    importlib.invalidate_caches()
+    return importlib.import_module(name)
+
+
+class Suite:
+    def __init__(self, quick: bool):
+        import cupy as cp
+        import torch
+
+        self.cp = cp
+        self.torch = torch
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+        self.quick = quick
+        self.rows: list[Row] = []
+        self.gen = torch.Generator(device="cuda").manual_seed(1234)
+        try:
+            import triton  # noqa: F401
+
+            self.triton = True
+        except Exception:
+            self.triton = False
+
+    def add(self, bench, variant, ms, work, unit, ok, note=""):
+        value = None if ms is None else work / (ms * 1e-3) / 1e12
+        self.rows.append(Row(bench, variant, ms, value, unit, ok, note))
+        shown = "-" if ms is None else f"{ms:9.3f} ms  {value:7.2f} {unit}"
+        print(f"  {bench:14s} {variant:40s} {shown}  {'ok' if ok else ok}  {note}", flush=True)
+
+    def randn(self, *shape):
+        return self.torch.randn(*shape, device="cuda", generator=self.gen, dtype=self.torch.float32)
+
+    def raw(self, source: str, name: str):
+        return self.cp.RawKernel(source, name, options=("--std=c++17", "-lineinfo"))
+
+    # ---- vector add ---------------------------------------------------------------------------
+
+    def vector_add(self):
+        import vector_add as ex
+
+        torch, cp = self.torch, self.cp
+        n = 1 << (24 if self.quick else 28)
+        work = 3 * 4 * n
+        a, b = self.randn(n), self.randn(n)
+        ref = a + b
+        c = torch.full_like(a, float("nan"))
+
+        def check():
+            ok = bool(torch.equal(c, ref))
+            c.fill_(float("nan"))
+            return ok
+
+        bench = "vector_add"
+        ga, gb, gc = gn.to_device(a), gn.to_device(b), gn.to_device(c)  # zero-copy views
+        ms = timed(lambda: ex.add(ga, gb, gc))
+        self.add(bench, "gpu_native (seed: 128 threads, 1 uid/thread)", ms, work, "TB/s", check())
+        from gpu_native.runtime import kernel as K
+
+        K.UID_REMAP = False
+        K.forget_launchers()
+        ms = timed(lambda: ex.add(ga, gb, gc))
+        self.add(bench, "gpu_native, uid remapping off", ms, work, "TB/s", check())
+        K.UID_REMAP = True
+        K.forget_launchers()
+        un = unchecked("vector_add")
+        ms = timed(lambda: un.add(ga, gb, gc))
+        self.add(bench, "gpu_native, bounds_check=False", ms, work, "TB/s", check())
+        k = self.raw(r"""extern "C" __global__ void add(const float* __restrict__ a,
+            const float* __restrict__ b, float* __restrict__ c, long long n) {
+            long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+            if (i < n) c[i] = a[i] + b[i]; }""", "add")
+        ca, cb, cc = cp.asarray(a), cp.asarray(b), cp.asarray(c)
+        grid = (n + 127) // 128
+        ms = timed(lambda: k((grid,), (128,), (ca, cb, cc, np.int64(n))))
+        self.add(bench, "CUDA C++, same launch (128 threads)", ms, work, "TB/s", check())
+        k4 = self.raw(r"""extern "C" __global__ void add4(const float4* __restrict__ a,
+            const float4* __restrict__ b, float4* __restrict__ c, long long n4) {
+            for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n4;
+                 i += (long long)gridDim.x * blockDim.x) {
+                float4 x = a[i], y = b[i];
+                c[i] = make_float4(x.x + y.x, x.y + y.y, x.z + y.z, x.w + y.w); } }""", "add4")
+        blocks = 132 * 8
+        ms = timed(lambda: k4((blocks,), (256,), (ca, cb, cc, np.int64(n // 4))))
+        self.add(bench, "CUDA C++, float4 grid-stride", ms, work, "TB/s", check())
+        ms = timed(lambda: torch.add(a, b, out=c))
+        self.add(bench, "torch.add", ms, work, "TB/s", check())
+        d = torch.empty_like(a)
+        ms = timed(lambda: d.copy_(a))
+        self.add(bench, "device-to-device copy (floor)", ms, 2 * 4 * n, "TB/s", True)
+        if self.triton:
+            self.triton_add(a, b, c, check, work)
+
+    def triton_add(self, a, b, c, check, work):
+        import triton
+        import triton.language as tl
+
+        @triton.jit
+        def add_kernel(a_ptr, b_ptr, c_ptr, n, BLOCK: tl.constexpr):
+            offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+            mask = offs < n
+            tl.store(c_ptr + offs, tl.load(a_ptr + offs, mask=mask) + tl.load(b_ptr + offs,
+                                                                                  mask=mask),
+                     mask=mask)
+
+        n = a.numel()
+        ms = timed(lambda: add_kernel[(triton.cdiv(n, 1024),)](a, b, c, n, BLOCK=1024))
+        self.add("vector_add", "Triton (BLOCK=1024)", ms, work, "TB/s", check())
+
+    # ---- block reduction ------------------------------------------------------------------------
+
+    def block_reduce(self):
+        import block_reduce as ex
+
+        torch, cp = self.torch, self.cp
+        n = 1 << (24 if self.quick else 28)
+        work = 4 * n
+        x = self.randn(n)
+        exact = float(x.double().sum())
+        scale = float(x.abs().double().sum())
+        blocks = 132 * 8
+        partial = torch.empty(blocks, device="cuda")
+
+        def ok_sum(value):
+            return abs(value - exact) <= 1e-5 * scale
+
+        bench = "block_reduce"
+        gx, gpart = gn.to_device(x), gn.to_device(partial)
+        launch = ex.block_sum_kernel.launch(gn.GridDim1D(blocks), gn.BlockDim1D(ex.THREADS))
+        ms = timed(lambda: launch(gx, gpart))
+        self.add(bench, "gpu_native (examples/block_reduce)", ms, work, "TB/s",
+                 ok_sum(float(partial.double().sum())))
+        un = unchecked("block_reduce")
+        launch_un = un.block_sum_kernel.launch(gn.GridDim1D(blocks), gn.BlockDim1D(un.THREADS))
+        ms = timed(lambda: launch_un(gx, gpart))
+        self.add(bench, "gpu_native, bounds_check=False", ms, work, "TB/s",
+                 ok_sum(float(partial.double().sum())))
+        k = self.raw(r"""extern "C" __global__ void block_sum(const float* __restrict__ x,
+            long long n, float* __restrict__ partial) {
+            __shared__ float cache[256];
+            int tid = threadIdx.x;
+            float total = 0.0f;
+            for (long long i = (long long)blockIdx.x * blockDim.x + tid; i < n;
+                 i += (long long)gridDim.x * blockDim.x) total += x[i];
+            cache[tid] = total;
+            __syncthreads();
+            for (int s = 128; s > 32; s /= 2) {
+                if (tid < s) cache[tid] += cache[tid + s];
+                __syncthreads();
+            }
+            if (tid < 32) {
+                float v = cache[tid] + cache[tid + 32];
+                for (int offset = 16; offset > 0; offset /= 2) v += __shfl_down_sync(0xffffffffu, v, offset);
+                if (tid == 0) partial[blockIdx.x] = v;
+            } }""", "block_sum")
+        cx, cpart = cp.asarray(x), cp.asarray(partial)
+        ms = timed(lambda: k((blocks,), (256,), (cx, np.int64(n), cpart)))
+        self.add(bench, "CUDA C++, same algorithm and launch", ms, work, "TB/s",
+                 ok_sum(float(partial.double().sum())))
+        out = torch.empty((), device="cuda")
+        ms = timed(lambda: torch.sum(x, out=out))
+        self.add(bench, "torch.sum", ms, work, "TB/s", ok_sum(float(out)))
+        if self.triton:
+            import triton
+            import triton.language as tl
+
+            @triton.jit
+            def sum_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+                offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+                tl.atomic_add(out_ptr, tl.sum(tl.load(x_ptr + offs, mask=offs < n, other=0.0)))
+
+            acc = torch.zeros(1, device="cuda")
+
+            def triton_sum():
+                acc.zero_()
+                sum_kernel[(triton.cdiv(n, 4096),)](x, acc, n, BLOCK=4096)
+
+            ms = timed(triton_sum)
+            self.add(bench, "Triton (tl.sum per block + atomic)", ms, work, "TB/s",
+                     ok_sum(float(acc)))
+
+    # ---- SGEMM --------------------------------------------------------------------------------
+
+    def sgemm(self):
+        import sgemm as ex
+
+        torch, cp = self.torch, self.cp
+        m = 1024 if self.quick else 4096
+        work = 2.0 * m * m * m
+        a, b = self.randn(m, m), self.randn(m, m)
+        ref = (a.double() @ b.double())
+        c = torch.full((m, m), float("nan"), device="cuda")
+
+        def check():
+            rel = float(torch.linalg.norm(c.double() - ref) / torch.linalg.norm(ref))
+            c.fill_(float("nan"))
+            return rel < 1e-4
+
+        bench = "sgemm"
+        ga, gb, gc = gn.to_device(a), gn.to_device(b), gn.to_device(c)
+        ms = timed(lambda: ex.sgemm(ga, gb, gc), iters=10, reps=2)
+        self.add(bench, "gpu_native (examples/sgemm, 32x32 tiles)", ms, work, "TFLOP/s", check())
+        un = unchecked("sgemm")
+        ms = timed(lambda: un.sgemm(ga, gb, gc), iters=10, reps=2)
+        self.add(bench, "gpu_native, bounds_check=False", ms, work, "TFLOP/s", check())
+        k = self.raw(r"""extern "C" __global__ void sgemm(const float* __restrict__ A,
+            const float* __restrict__ B, float* __restrict__ C, int M, int K, int N) {
+            __shared__ float ta[32][32];
+            __shared__ float tb[32][32];
+            int tx = threadIdx.x, ty = threadIdx.y;
+            int row = blockIdx.y * 32 + ty, col = blockIdx.x * 32 + tx;
+            float acc = 0.0f;
+            for (int t = 0; t < K; t += 32) {
+                ta[ty][tx] = (row < M && t + tx < K) ? A[(long long)row * K + t + tx] : 0.0f;
+                tb[ty][tx] = (t + ty < K && col < N) ? B[(long long)(t + ty) * N + col] : 0.0f;
+                __syncthreads();
+                for (int k = 0; k < 32; ++k) acc += ta[ty][k] * tb[k][tx];
+                __syncthreads();
+            }
+            if (row < M && col < N) C[(long long)row * N + col] = acc; }""", "sgemm")
+        ca, cb, cc = cp.asarray(a), cp.asarray(b), cp.asarray(c)
+        grid = ((m + 31) // 32, (m + 31) // 32)
+        ms = timed(lambda: k(grid, (32, 32), (ca, cb, cc, np.int32(m), np.int32(m),
+                                              np.int32(m))), iters=10, reps=2)
+        self.add(bench, "CUDA C++, same algorithm and launch", ms, work, "TFLOP/s", check())
+        ms = timed(lambda: torch.matmul(a, b, out=c), iters=10, reps=2)
+        self.add(bench, "torch.matmul (cuBLAS, fp32, no TF32)", ms, work, "TFLOP/s", check())
+
+    # ---- transpose ----------------------------------------------------------------------------
+
+    def transpose(self):
+        import transpose as ex
+
+        torch, cp = self.torch, self.cp
+        s = 4096 if self.quick else 16384
+        work = 2 * 4 * s * s
+        src = self.randn(s, s)
+        ref = src.t().contiguous()
+        dst = torch.full((s, s), float("nan"), device="cuda")
+
+        def check():
+            ok = bool(torch.equal(dst, ref))
+            dst.fill_(float("nan"))
+            return ok
+
+        bench = "transpose"
+        gsrc, gdst = gn.to_device(src), gn.to_device(dst)
+        ms = timed(lambda: ex.transpose(gsrc, gdst))
+        self.add(bench, "gpu_native (examples/transpose)", ms, work, "TB/s", check())
+        un = unchecked("transpose")
+        ms = timed(lambda: un.transpose(gsrc, gdst))
+        self.add(bench, "gpu_native, bounds_check=False", ms, work, "TB/s", check())
+        k = self.raw(r"""extern "C" __global__ void transpose(const float* __restrict__ src,
+            float* __restrict__ dst, int rows, int cols) {
+            __shared__ float tile[32][33];
+            int tx = threadIdx.x, ty = threadIdx.y;
+            int x = blockIdx.x * 32 + tx, y = blockIdx.y * 32 + ty;
+            if (y < rows && x < cols) tile[ty][tx] = src[(long long)y * cols + x];
+            __syncthreads();
+            int ox = blockIdx.y * 32 + tx, oy = blockIdx.x * 32 + ty;
+            if (oy < cols && ox < rows) dst[(long long)oy * rows + ox] = tile[tx][ty]; }""",
+                     "transpose")
+        cs, cd = cp.asarray(src), cp.asarray(dst)
+        ms = timed(lambda: k((s // 32, s // 32), (32, 32), (cs, cd, np.int32(s), np.int32(s))))
+        self.add(bench, "CUDA C++, same algorithm and launch", ms, work, "TB/s", check())
+        ms = timed(lambda: dst.copy_(src.t()))
+        self.add(bench, "torch: dst.copy_(src.t())", ms, work, "TB/s", check())
+
+    # ---- 2-D stencil --------------------------------------------------------------------------
+
+    def stencil(self):
+        import heat_stencil as ex
+
+        torch, cp = self.torch, self.cp
+        s = 4096 if self.quick else 16384
+        work = 2 * 4 * s * s
+        u = self.randn(s, s)
+        alpha = 0.2
+        ref = u.clone()
+        around = u[:-2, 1:-1] + u[2:, 1:-1] + u[1:-1, :-2] + u[1:-1, 2:]
+        ref[1:-1, 1:-1] = u[1:-1, 1:-1] + alpha * (around - 4.0 * u[1:-1, 1:-1])
+        out = torch.full((s, s), float("nan"), device="cuda")
+
+        def check():
+            ok = bool(torch.allclose(out, ref, atol=1e-5))
+            out.fill_(float("nan"))
+            return ok
+
+        bench = "stencil"
+        grid, block = gn.GridDim2D(s // 16, s // 16), gn.BlockDim2D(16, 16)
+        gu, gout = gn.to_device(u), gn.to_device(out)
+        launch = ex.heat_step.launch(grid, block)
+        ms = timed(lambda: launch(gu, gout, alpha))
+        self.add(bench, "gpu_native (examples/heat_stencil)", ms, work, "TB/s", check())
+        un = unchecked("heat_stencil")
+        launch_un = un.heat_step.launch(grid, block)
+        ms = timed(lambda: launch_un(gu, gout, alpha))
+        self.add(bench, "gpu_native, bounds_check=False", ms, work, "TB/s", check())
+        k = self.raw(r"""extern "C" __global__ void heat(const float* __restrict__ src,
+            float* __restrict__ dst, float alpha, int h, int w) {
+            int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y * blockDim.y + threadIdx.y;
+            if (y >= h || x >= w) return;
+            long long i = (long long)y * w + x;
+            if (x == 0 || y == 0 || x == w - 1 || y == h - 1) { dst[i] = src[i]; return; }
+            float c = src[i];
+            float around = src[i - w] + src[i + w] + src[i - 1] + src[i + 1];
+            dst[i] = c + alpha * (around - 4.0f * c); }""", "heat")
+        cu, co = cp.asarray(u), cp.asarray(out)
+        ms = timed(lambda: k((s // 16, s // 16), (16, 16), (cu, co, np.float32(alpha), np.int32(s),
+                                                            np.int32(s))))
+        self.add(bench, "CUDA C++, same algorithm and launch", ms, work, "TB/s", check())
+
+        def torch_step():
+            out[0, :], out[-1, :], out[:, 0], out[:, -1] = u[0, :], u[-1, :], u[:, 0], u[:, -1]
+            c = u[1:-1, 1:-1]
+            out[1:-1, 1:-1] = c + alpha * (u[:-2, 1:-1] + u[2:, 1:-1] + u[1:-1, :-2]
+                                           + u[1:-1, 2:] - 4.0 * c)
+
+        ms = timed(torch_step)
+        self.add(bench, "torch (slicing arithmetic)", ms, work, "TB/s", check())
+
+    # ---- Numba, in its own process ------------------------------------------------------------
+
+    def numba(self, pythonpath: str | None):
+        works = {"vector_add": (3 * 4 * (1 << (24 if self.quick else 28)), "TB/s"),
+                 "block_reduce": (4 * (1 << (24 if self.quick else 28)), "TB/s"),
+                 "sgemm": (2.0 * (1024 if self.quick else 4096) ** 3, "TFLOP/s"),
+                 "transpose": (2 * 4 * (4096 if self.quick else 16384) ** 2, "TB/s"),
+                 "stencil": (2 * 4 * (4096 if self.quick else 16384) ** 2, "TB/s")}
+        env = dict(os.environ)
+        if pythonpath:
+            env["PYTHONPATH"] = pythonpath + os.pathsep + env.get("PYTHONPATH", "")
+        with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as f:
+            path = f.name
+        cmd = [sys.executable, str(ROOT / "tools" / "bench_numba.py"), "--json", path]
+        if self.quick:
+            cmd.append("--quick")
+        proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
+        try:
+            data = json.loads(Path(path).read_text())
+        except (OSError, json.JSONDecodeError):
+            data = {"error": (proc.stderr or proc.stdout)[-500:]}
+        if "error" in data:
+            print(f"  numba: {data['error']}")
+            for bench, (work, unit) in works.items():
+                self.add(bench, "Numba-CUDA", None, work, unit, None, "not measured")
+            return
+        for bench, result in data["results"].items():
+            work, unit = works[bench]
+            self.add(bench, f"Numba-CUDA {data['numba']}", result["ms"], work, unit,
+                     result["ok"])
+
+
+def ratios(rows: list[Row]) -> dict[str, dict[str, float]]:
+    """gpu_native's speed relative to each peer (>1: gpu_native is faster)."""
+    out: dict[str, dict[str, float]] = {}
+    by_bench: dict[str, list[Row]] = {}
+    for r in rows:
+        by_bench.setdefault(r.bench, []).append(r)
+    for bench, rs in by_bench.items():
+        ours = next((r for r in rs if r.variant.startswith("gpu_native (")), None)
+        unchecked_row = next((r for r in rs if "bounds_check=False" in r.variant), None)
+        if ours is None or ours.ms is None:
+            continue
+        entry = {}
+        for r in rs:
+            if r is ours or r.ms is None or "floor" in r.variant:
+                continue
+            entry[r.variant] = r.ms / ours.ms
+        if unchecked_row is not None and unchecked_row.ms:
+            entry["bounds-check overhead"] = ours.ms / unchecked_row.ms - 1.0
+        out[bench] = entry
+    return out
+
+
+def markdown(rows: list[Row], meta: dict, extra: dict) -> str:
+    lines = ["# Benchmarks\n", f"Device: {meta['device']} — {meta['date']} — "
+             f"`{meta['command']}`\n", "Each value is a median of CUDA-event timings in one run; "
+             "ratios are gpu_native's speed relative to the peer (above 1.00: gpu_native is "
+             "faster).\n"]
+    by_bench: dict[str, list[Row]] = {}
+    for r in rows:
+        by_bench.setdefault(r.bench, []).append(r)
+    rel = ratios(rows)
+    for bench, rs in by_bench.items():
+        lines.append(f"\n## {bench}\n")
+        lines.append("| variant | time (ms) | throughput | correct | gpu_native vs this |")
+        lines.append("|---|---:|---:|:---:|---:|")
+        for r in rs:
+            t = "-" if r.ms is None else f"{r.ms:.3f}"
+            v = "-" if r.value is None else f"{r.value:.2f} {r.unit}"
+            ratio = rel.get(bench, {}).get(r.variant)
+            rtext = "" if ratio is None else f"{ratio:.2f}x"
+            ok = "-" if r.ok is None else ("yes" if r.ok else "**NO**")
+            lines.append(f"| {r.variant} | {t} | {v} | {ok} | {rtext} |")
+        overhead = rel.get(bench, {}).get("bounds-check overhead")
+        if overhead is not None:
+            lines.append(f"\nBounds-check overhead: {overhead * 100:+.1f}%")
+    for title, table in extra.items():
+        lines.append(f"\n## {title}\n")
+        lines.append(table)
+    return "\n".join(lines) + "\n"
+
+
+def chart(rows: list[Row], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    by_bench: dict[str, list[Row]] = {}
+    for r in rows:
+        if r.value is not None and "floor" not in r.variant:
+            by_bench.setdefault(r.bench, []).append(r)
+    fig, axes = plt.subplots(1, len(by_bench), figsize=(4.2 * len(by_bench), 5))
+    for ax, (bench, rs) in zip(np.atleast_1d(axes), by_bench.items()):
+        names = [r.variant.replace(" (", "\n(").replace(", ", ",\n") for r in rs]
+        colors = ["#2a7ab0" if r.variant.startswith("gpu_native") else "#999999" for r in rs]
+        ax.barh(range(len(rs)), [r.value for r in rs], color=colors)
+        ax.set_yticks(range(len(rs)), names, fontsize=7)
+        ax.invert_yaxis()
+        ax.set_title(bench)
+        ax.set_xlabel(rs[0].unit)
+    fig.suptitle("gpu_native (blue) and its peers, one run")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", default="bench-out")
+    parser.add_argument("--quick", action="store_true", help="small sizes (a smoke test)")
+    parser.add_argument("--numba-pythonpath", help="prepended to PYTHONPATH for the Numba process")
+    parser.add_argument("--only", help="comma-separated benchmarks to run")
+    parser.add_argument("--docs", action="store_true", help="also write docs/benchmarks.md")
+    args = parser.parse_args(argv)
+    if gn.backend() != "cuda":
+        print("bench_suite needs a CUDA GPU", file=sys.stderr)
+        return 2
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    suite = Suite(args.quick)
+    names = ["vector_add", "block_reduce", "sgemm", "transpose", "stencil"]
+    if args.only:
+        names = [n for n in names if n in args.only.split(",")]
+    for name in names:
+        print(f"{name}:", flush=True)
+        getattr(suite, name)()
+    if not args.only:
+        print("numba:", flush=True)
+        suite.numba(args.numba_pythonpath)
+    extra = {}
+    import bench_launch
+
+    launch = bench_launch.measure(bursts=200)
+    extra["Launch overhead (host time per launch)"] = bench_launch.table(launch)
+    meta = {"device": gn.Device(0).name, "date": datetime.date.today().isoformat(),
+            "command": "python tools/bench_suite.py" + (" --quick" if args.quick else "")}
+    (out / "bench.json").write_text(json.dumps({"meta": meta, "rows": [asdict(r) for r in
+                                                                        suite.rows],
+                                                "ratios": ratios(suite.rows),
+                                                "launch": launch}, indent=2))
+    md = markdown(suite.rows, meta, extra)
+    (out / "bench.md").write_text(md)
+    try:
+        chart(suite.rows, out / "bench.png")
+    except Exception as exc:  # pragma: no cover - matplotlib missing
+        print(f"no chart: {exc!r}")
+    if args.docs:
+        (ROOT / "docs" / "benchmarks.md").write_text(md)
+    print(md)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
