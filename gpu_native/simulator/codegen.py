@@ -1,0 +1,660 @@
+"""Typed IR → vectorised Python (one function per kernel and per device function).
+
+Every local variable of the kernel becomes a Python local of the same name holding a NumPy scalar
+or lane vector; ``_gn_m`` is the mask of executing lanes (see :mod:`.machine`); ``_gn`` is the
+chunk.  Control flow becomes mask arithmetic: both sides of an ``if`` run under complementary
+masks, loops run while any lane is still in them, ``break``/``continue``/``return`` move lanes out
+of the mask.  Short-circuit ``and``/``or`` and conditional expressions evaluate their later
+operands only on the lanes that need them when those operands can fail or have effects.
+
+The source is generated as text with one user :class:`~gpu_native.errors.SourceSpan` per line,
+parsed with :mod:`ast`, and every node is given the user's line and columns before it is compiled
+under the user's file name, so tracebacks, ``pdb`` breakpoints (``b mykernels.py:12``) and
+coverage see the kernel's own lines.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+from collections.abc import Callable
+from dataclasses import fields
+
+import numpy as np
+
+from .. import ir
+from ..errors import SourceSpan
+from . import machine, ops
+
+_IDENT = re.compile(r"^[A-Za-z_][A-Za-z_0-9]*$")
+_SPECIAL = {"thread_idx": "_gn.tid({a})", "block_idx": "_gn.bid({a})",
+            "block_dim": "_gn.bdim[{a}]", "grid_dim": "_gn.gdim[{a}]"}
+
+
+def children(node):
+    """The expressions and statements directly inside an IR node (not a callee's body)."""
+    for f in fields(node):
+        v = getattr(node, f.name)
+        if isinstance(v, (ir.Expr, ir.Stmt)):
+            yield v
+        elif isinstance(v, tuple):
+            for x in v:
+                if isinstance(x, (ir.Expr, ir.Stmt)):
+                    yield x
+                elif isinstance(x, tuple):
+                    yield from (y for y in x if isinstance(y, (ir.Expr, ir.Stmt)))
+
+
+def walk(node):
+    yield node
+    for c in children(node):
+        yield from walk(c)
+
+
+def _contains(node, types) -> bool:
+    return any(isinstance(n, types) for n in walk(node))
+
+
+def is_pure(e: ir.Expr) -> bool:
+    """Can ``e`` be evaluated on every lane (no memory access, failure or effect)?"""
+    for n in walk(e):
+        if isinstance(n, (ir.Load, ir.Atomic, ir.Call, ir.WarpOp)):
+            return False
+        if isinstance(n, ir.BinOp) and n.zero_check is not None:
+            return False
+    return True
+
+
+def _may_shrink(s: ir.Stmt) -> bool:
+    """Can executing ``s`` take lanes out of the mask (at the kernel's top level)?"""
+    for n in walk(s):
+        if isinstance(n, (ir.Return, ir.TailExit, ir.Assert, ir.Call, ir.Break, ir.Continue)):
+            return True
+        if isinstance(n, (ir.Load, ir.Store, ir.Atomic)) and any(
+                c is not None for c in n.checks):
+            return True
+        if isinstance(n, ir.BinOp) and n.zero_check is not None:
+            return True
+    return False
+
+
+def _may_empty(s: ir.Stmt) -> bool:
+    """Can ``s`` leave no lane executing (so the rest of its block should be skipped)?"""
+    return isinstance(s, (ir.If, ir.While, ir.ForRange, ir.GridStride)) and _contains(
+        s, (ir.Break, ir.Continue, ir.Return))
+
+
+class ProgramBuilder:
+    """The namespace shared by a kernel's generated functions: helpers and named constants."""
+
+    def __init__(self, kernel: ir.Kernel):
+        self.kernel = kernel
+        self.ns: dict = {
+            "np": np, "_gn_where": machine.where, "_gn_and": machine.m_and,
+            "_gn_andnot": machine.m_andnot, "_gn_or": machine.m_or,
+            "_gn_bf": _bf, "_gn_shl": ops.shl, "_gn_shr": ops.shr, "_gn_ipow": ops.ipow,
+            "_gn_fpow": ops.fpow_const, "_gn_bfpow": _bfpow,
+            "_gn_ifloordiv": ops.floordiv_int, "_gn_imod": ops.mod_int,
+            "_gn_ffloordiv": ops.floordiv_py, "_gn_fmod": ops.fmod_py,
+            "_gn_not": np.logical_not,
+        }
+        self.named: dict = {}
+        self.locations: list[str] = []
+        self.location_ids: dict[tuple[str, int], int] = {}
+        self.sources: list[str] = []
+
+    def bind(self, prefix: str, key, value) -> str:
+        name = self.named.get(key)
+        if name is None:
+            name = f"_gn_{prefix.upper()}{len(self.named)}"
+            self.named[key] = name
+            self.ns[name] = value
+        return name
+
+    def const(self, value, ty: ir.ScalarType) -> str:
+        v = ops.constant(value, ty.info)
+        return self.bind("k", ("const", ty.info.name, repr(v), str(np.signbit(v))), v)
+
+    def zero(self, ty: ir.Type) -> str:
+        if isinstance(ty, ir.ScalarType):
+            return self.const(0, ty)
+        return "None"
+
+    def cast(self, src: ir.ScalarType, dst: ir.ScalarType) -> str:
+        return self.bind("cv", ("cast", src.info.name, dst.info.name),
+                         ops.cast_function(src.info, dst.info))
+
+    def math(self, name: str, ty: ir.ScalarType) -> str:
+        return self.bind("f", ("math", name, ty.info.name), ops.math_function(name, ty.info))
+
+    def location(self, span: SourceSpan | None) -> int:
+        if span is None:
+            span = self.kernel.span
+        key = (span.file, span.line)
+        loc = self.location_ids.get(key)
+        if loc is None:
+            loc = self.location_ids[key] = len(self.locations)
+            self.locations.append(f"{os.path.basename(span.file)}:{span.line}")
+        return loc
+
+    def compile_function(self, emitter: FunctionEmitter) -> Callable:
+        source, spans = emitter.render()
+        self.sources.append(source)
+        tree = ast.parse(source)
+        for node in ast.walk(tree):
+            if not hasattr(node, "lineno") or node.lineno is None:
+                continue
+            span = spans[node.lineno - 1]
+            col = span.col
+            text = span.source_line.rstrip("\r\n")
+            end = span.end_col if span.end_col is not None and span.end_col > col else max(
+                len(text), col + 1)
+            node.lineno = node.end_lineno = span.line
+            node.col_offset, node.end_col_offset = col, end
+        code = compile(tree, emitter.file, "exec")
+        exec(code, self.ns)
+        return self.ns.pop(emitter.pyname)
+
+
+def _bf(x):
+    out = ops.round_bf16(x)
+    return out[()] if out.ndim == 0 else out
+
+
+def _bfpow(x, n: int):
+    if n == 0:
+        return np.float32(1.0)
+    if n == 1:
+        return x
+    if n == 2:
+        return _bf(np.asarray(x) * np.asarray(x))
+    out = ops.f64_to_bf16(np.power(np.asarray(x, np.float64), float(n)))
+    return out[()] if out.ndim == 0 else out
+
+
+class FunctionEmitter:
+    """Emits one kernel or device function as Python source lines, each with its user span."""
+
+    def __init__(self, prog: ProgramBuilder, fn, is_kernel: bool, pyname: str):
+        self.prog = prog
+        self.fn = fn
+        self.is_kernel = is_kernel
+        self.pyname = pyname
+        self.span: SourceSpan = fn.span or prog.kernel.span
+        self.file = self.span.file
+        self.lines: list[tuple[int, str, SourceSpan]] = []
+        self.indent = 1
+        self.counter = 0
+        self.loops: list[tuple[str, str]] = []
+        self.names: dict[int, str] = {}
+        self.used: set[str] = set()
+
+    # ---- plumbing ----
+
+    def line(self, text: str, span: SourceSpan | None) -> None:
+        self.lines.append((self.indent, text, span or self.span))
+
+    def tmp(self, prefix: str = "t") -> str:
+        self.counter += 1
+        return f"_gn_{prefix}{self.counter}"
+
+    def name(self, var: ir.Var) -> str:
+        n = self.names.get(id(var))
+        if n is None:
+            base = var.name if not var.name.startswith("_gn") else "_gn_u" + var.name
+            n, k = base, 1
+            while n in self.used:
+                k += 1
+                n = f"{base}_{k}"
+            self.used.add(n)
+            self.names[id(var)] = n
+        return n
+
+    def simple(self, text: str, span: SourceSpan, prefix: str = "v") -> str:
+        """``text`` as a name (assigned to a temporary unless it is one already)."""
+        if _IDENT.match(text):
+            return text
+        t = self.tmp(prefix)
+        self.line(f"{t} = {text}", span)
+        return t
+
+    def render(self) -> tuple[str, list[SourceSpan]]:
+        params = ["_gn"] if self.is_kernel else ["_gn", "_gn_m"]
+        params += [self.name(p) for p in self.fn.params]
+        out = [f"def {self.pyname}({', '.join(params)}):"]
+        spans = [self.span]
+        for indent, text, span in self.lines:
+            out.append("    " * indent + text)
+            spans.append(span)
+        return "\n".join(out) + "\n", spans
+
+    # ---- functions ----
+
+    def emit_function(self) -> None:
+        fn = self.fn
+        sp = self.span
+        for p in fn.params:
+            self.name(p)
+        if self.is_kernel:
+            self.line("_gn_m = None", sp)
+        else:
+            self.line("if _gn_m is False:", sp)
+            self.line(f"    return {self.prog.zero(fn.ret)}", sp)
+            if fn.ret != ir.VOID:
+                self.line(f"_gn_r = {self.prog.zero(fn.ret)}", sp)
+        for var in fn.locals:
+            if isinstance(var.ty, ir.ScalarType) and not var.is_param:
+                self.line(f"{self.name(var)} = {self.prog.zero(var.ty)}", var.span)
+        if self.is_kernel:
+            for k, decl in enumerate(fn.shared):
+                self.line(f"{self.name(decl.var)} = _gn.shared[{k}]", decl.var.span)
+        for decl in fn.local_arrays:
+            var = decl.var
+            spec = self.prog.bind("la", ("local", id(var)),
+                                  (var.name, var.ty.elem.info, tuple(var.ty.shape)))
+            self.line(f"{self.name(var)} = _gn.new_local({spec}, {self.is_kernel})", var.span)
+        if self.is_kernel:
+            self.top_level(fn.body)
+        else:
+            self.block(fn.body)
+            if fn.ret != ir.VOID:
+                self.line("return _gn_r", sp)
+
+    def top_level(self, stmts: tuple[ir.Stmt, ...]) -> None:
+        """The kernel body: after a statement that may drop lanes, compact the chunk."""
+        values = [self.name(v) for v in (*self.fn.params, *self.fn.locals)
+                  if isinstance(v.ty, ir.ScalarType)]
+        for k, s in enumerate(stmts):
+            self.statement(s)
+            if k + 1 < len(stmts) and _may_shrink(s):
+                sp = s.span
+                self.line("if _gn_m is not None:", sp)
+                self.line("    if _gn_m is False:", sp)
+                self.line("        return", sp)
+                targets = ", ".join(["_gn_m", *values])
+                self.line(f"    {targets}, = _gn.compact({targets})", sp)
+
+    def block(self, stmts: tuple[ir.Stmt, ...]) -> None:
+        if not stmts:
+            self.line("pass", self.span)
+            return
+        opened = 0
+        for k, s in enumerate(stmts):
+            self.statement(s)
+            if k + 1 < len(stmts) and _may_empty(s):
+                self.line("if _gn_m is not False:", s.span)
+                self.indent += 1
+                opened += 1
+        self.indent -= opened
+
+    def nested(self, stmts: tuple[ir.Stmt, ...]) -> None:
+        self.indent += 1
+        self.block(stmts)
+        self.indent -= 1
+
+    def statement(self, s: ir.Stmt) -> None:
+        _STMT[type(s)](self, s)
+
+    # ---- statements ----
+
+    def emit_Assign(self, s: ir.Assign) -> None:
+        v = self.expr(s.value, "_gn_m")
+        n = self.name(s.var)
+        self.line(f"{n} = _gn_where(_gn_m, {v}, {n})", s.span)
+
+    def array(self, ref: ir.ArrayRef) -> str:
+        return self.name(ref.var)
+
+    def emit_Store(self, s: ir.Store) -> None:
+        v = self.expr(s.value, "_gn_m")
+        if not is_pure(s.value) or any(not is_pure(i) for i in s.indices):
+            v = self.simple(v, s.span)
+        idx = [self.expr(i, "_gn_m") for i in s.indices]
+        loc = self.prog.location(s.span)
+        self.line(f"_gn_m = _gn.store({self.array(s.array)}, ({', '.join(idx)},), "
+                  f"{s.checks!r}, {v}, _gn_m, {loc})", s.span)
+
+    def emit_ExprStmt(self, s: ir.ExprStmt) -> None:
+        self.expr(s.value, "_gn_m")
+
+    def emit_If(self, s: ir.If) -> None:
+        c = self.simple(self.expr(s.cond, "_gn_m"), s.span, "c")
+        saved = self.tmp("s")
+        self.line(f"{saved} = _gn_m", s.span)
+        self.line(f"_gn_m = _gn_and({saved}, {c})", s.span)
+        self.line("if _gn_m is not False:", s.span)
+        self.nested(s.then)
+        if s.orelse:
+            then = self.tmp("s")
+            self.line(f"{then} = _gn_m", s.span)
+            self.line(f"_gn_m = _gn_andnot({saved}, {c})", s.span)
+            self.line("if _gn_m is not False:", s.span)
+            self.nested(s.orelse)
+            self.line(f"_gn_m = _gn_or({then}, _gn_m)", s.span)
+        else:
+            self.line(f"_gn_m = _gn_or(_gn_m, _gn_andnot({saved}, {c}))", s.span)
+
+    def loop(self, span: SourceSpan, cond: Callable[[], str], before_body: Callable[[], None],
+             body: tuple[ir.Stmt, ...], after_body: Callable[[], None] | None = None) -> None:
+        lm, out, cont = self.tmp("lm"), self.tmp("x"), self.tmp("k")
+        self.line(f"{lm} = _gn_m", span)
+        self.line(f"{out} = False", span)
+        self.line("while True:", span)
+        self.indent += 1
+        self.line(f"_gn_m = {lm}", span)
+        c = self.simple(cond(), span, "c")
+        self.line(f"{out} = _gn_or({out}, _gn_andnot(_gn_m, {c}))", span)
+        self.line(f"_gn_m = _gn_and(_gn_m, {c})", span)
+        self.line("if _gn_m is False:", span)
+        self.line("    break", span)
+        self.line(f"{cont} = False", span)
+        before_body()
+        self.loops.append((out, cont))
+        self.block(body)
+        self.loops.pop()
+        self.line(f"{lm} = _gn_or(_gn_m, {cont})", span)
+        if after_body is not None:
+            after_body()
+        self.indent -= 1
+        self.line(f"_gn_m = {out}", span)
+
+    def emit_While(self, s: ir.While) -> None:
+        self.loop(s.span, lambda: self.expr(s.cond, "_gn_m"), lambda: None, s.body)
+
+    def emit_ForRange(self, s: ir.ForRange) -> None:
+        vt = s.var.ty
+        assert isinstance(vt, ir.ScalarType)
+        constant = all(isinstance(x, ir.Const) for x in (s.start, s.stop, s.step))
+        ct = vt if constant or vt.info.bits == 64 else ir.I64
+
+        def conv(code: str) -> str:
+            return code if ct == vt else f"{self.prog.cast(vt, ct)}({code})"
+
+        sp = s.span
+        stop, step, i = self.tmp("stop"), self.tmp("step"), self.tmp("i")
+        self.line(f"{stop} = {conv(self.expr(s.stop, '_gn_m'))}", sp)
+        self.line(f"{step} = {conv(self.expr(s.step, '_gn_m'))}", sp)
+        self.line(f"{i} = {conv(self.expr(s.start, '_gn_m'))}", sp)
+        if s.step_sign > 0:
+            cond = f"({i} < {stop})"
+        elif s.step_sign < 0:
+            cond = f"({i} > {stop})"
+        else:
+            cond = f"_gn_where({step} > 0, {i} < {stop}, {i} > {stop})"
+        back = i if ct == vt else f"{self.prog.cast(ct, vt)}({i})"
+        var = self.name(s.var)
+        self.loop(sp, lambda: cond,
+                  lambda: self.line(f"{var} = _gn_where(_gn_m, {back}, {var})", sp), s.body,
+                  lambda: self.line(f"{i} = {i} + {step}", sp))
+
+    def emit_GridStride(self, s: ir.GridStride) -> None:
+        sp = s.span
+        stop, stride, i = self.tmp("stop"), self.tmp("step"), self.tmp("i")
+        self.line(f"{stop} = {self.expr(s.stop, '_gn_m')}", sp)
+        self.line(f"{stride} = np.int64(_gn.gdim[0]) * np.int64(_gn.bdim[0])", sp)
+        self.line(f"{i} = _gn.uid(0)", sp)
+        var = self.name(s.var)
+        self.loop(sp, lambda: f"({i} < {stop})",
+                  lambda: self.line(f"{var} = _gn_where(_gn_m, {i}, {var})", sp), s.body,
+                  lambda: self.line(f"{i} = {i} + {stride}", sp))
+
+    def emit_Break(self, s: ir.Break) -> None:
+        out, _ = self.loops[-1]
+        self.line(f"{out} = _gn_or({out}, _gn_m)", s.span)
+        self.line("_gn_m = False", s.span)
+
+    def emit_Continue(self, s: ir.Continue) -> None:
+        _, cont = self.loops[-1]
+        self.line(f"{cont} = _gn_or({cont}, _gn_m)", s.span)
+        self.line("_gn_m = False", s.span)
+
+    def emit_Return(self, s: ir.Return) -> None:
+        if self.is_kernel:
+            self.line("_gn.exit(_gn_m)", s.span)
+        elif s.value is not None:
+            v = self.expr(s.value, "_gn_m")
+            self.line(f"_gn_r = _gn_where(_gn_m, {v}, _gn_r)", s.span)
+        self.line("_gn_m = False", s.span)
+
+    def emit_Assert(self, s: ir.Assert) -> None:
+        c = self.expr(s.cond, "_gn_m")
+        self.line(f"_gn_m = _gn.check_assert(_gn_m, {c}, {s.site})", s.span)
+
+    def emit_Barrier(self, s: ir.Barrier) -> None:
+        loc = self.prog.location(s.span)
+        if s.scope == "block":
+            self.line(f"_gn.barrier(_gn_m, {loc})", s.span)
+        else:
+            mask = self.expr(s.mask, "_gn_m") if s.mask is not None else "0xFFFFFFFF"
+            self.line(f"_gn.sync_warp(_gn_m, {mask}, {loc})", s.span)
+
+    def emit_Print(self, s: ir.Print) -> None:
+        kinds, items = [], []
+        for item in s.items:
+            if isinstance(item, str):
+                kinds.append("s")
+                items.append(repr(item))
+                continue
+            info = item.ty.info  # type: ignore[union-attr]
+            kinds.append({"bool": "b", "int": "i", "uint": "u"}.get(info.kind, "f"))
+            items.append(self.expr(item, "_gn_m"))
+        self.line(f"_gn.print(_gn_m, {''.join(kinds)!r}{''.join(', ' + i for i in items)})",
+                  s.span)
+
+    def emit_TailExit(self, s: ir.TailExit) -> None:
+        parts = [f"({self.array(ref)}, {axes!r})" for ref, axes in s.extents]
+        self.line(f"_gn_m = _gn.tail_exit(_gn_m, ({', '.join(parts)},))", s.span)
+
+    # ---- expressions ----
+
+    def expr(self, e: ir.Expr, m: str) -> str:
+        return _EXPR[type(e)](self, e, m)
+
+    def emit_Const(self, e: ir.Const, m: str) -> str:
+        return self.prog.const(e.value, e.ty)  # type: ignore[arg-type]
+
+    def emit_Local(self, e: ir.Local, m: str) -> str:
+        return self.name(e.var)
+
+    def emit_BinOp(self, e: ir.BinOp, m: str) -> str:
+        info = e.ty.info  # type: ignore[union-attr]
+        left, right = self.expr(e.left, m), self.expr(e.right, m)
+        op = e.op
+        if e.zero_check is not None:
+            left, right = self.simple(left, e.span), self.simple(right, e.span)
+            self.line(f"{m} = _gn.zerodiv({m}, {right}, {left}, {e.zero_check})", e.span)
+        if op in ("+", "-", "*", "/"):
+            code = f"({left} {op} {right})"
+            return f"_gn_bf{code}" if info.name == "bf16" else code
+        if op in ("//", "%"):
+            if info.is_int:
+                fn = "_gn_ifloordiv" if op == "//" else "_gn_imod"
+            else:
+                fn = "_gn_ffloordiv" if op == "//" else "_gn_fmod"
+            return f"{fn}({left}, {right})"
+        if op == "**":
+            n = int(e.right.value)  # type: ignore[attr-defined]
+            if info.is_int:
+                return f"_gn_ipow({left}, {n})"
+            return f"{'_gn_bfpow' if info.name == 'bf16' else '_gn_fpow'}({left}, {n})"
+        if op == "<<":
+            return f"_gn_shl({left}, {right})"
+        if op == ">>":
+            return f"_gn_shr({left}, {right})"
+        return f"({left} {op} {right})"
+
+    def emit_UnaryOp(self, e: ir.UnaryOp, m: str) -> str:
+        x = self.expr(e.operand, m)
+        if e.op == "not":
+            return f"_gn_not({x})"
+        return f"({e.op}{x})"
+
+    def emit_Compare(self, e: ir.Compare, m: str) -> str:
+        return f"({self.expr(e.left, m)} {e.op} {self.expr(e.right, m)})"
+
+    def emit_BoolOp(self, e: ir.BoolOp, m: str) -> str:
+        is_and = e.op == "and"
+        acc = self.expr(e.values[0], m)
+        for v in e.values[1:]:
+            if is_pure(v):
+                acc = f"({acc} {'&' if is_and else '|'} {self.expr(v, m)})"
+                continue
+            b = self.tmp("b")
+            self.line(f"{b} = {acc}", v.span)
+            need = self.tmp("n")
+            self.line(f"{need} = {'_gn_and' if is_and else '_gn_andnot'}({m}, {b})", v.span)
+            self.line(f"if {need} is not False:", v.span)
+            self.indent += 1
+            d = self.tmp("d")
+            self.line(f"{d} = _gn.deaths", v.span)
+            x = self.expr(v, need)
+            self.line(f"{b} = _gn_where({need}, {x}, {b})", v.span)
+            self.line(f"{m} = _gn.prune({m}, {d})", v.span)
+            self.indent -= 1
+            acc = b
+        return acc
+
+    def emit_Select(self, e: ir.Select, m: str) -> str:
+        c = self.expr(e.cond, m)
+        if is_pure(e.then) and is_pure(e.orelse):
+            return f"_gn_where({c}, {self.expr(e.then, m)}, {self.expr(e.orelse, m)})"
+        c = self.simple(c, e.span, "c")
+        r, d = self.tmp("r"), self.tmp("d")
+        self.line(f"{r} = {self.prog.zero(e.ty)}", e.span)
+        self.line(f"{d} = _gn.deaths", e.span)
+        for branch, fn in ((e.then, "_gn_and"), (e.orelse, "_gn_andnot")):
+            need = self.tmp("n")
+            self.line(f"{need} = {fn}({m}, {c})", branch.span)
+            self.line(f"if {need} is not False:", branch.span)
+            self.indent += 1
+            x = self.expr(branch, need)
+            self.line(f"{r} = _gn_where({need}, {x}, {r})", branch.span)
+            self.indent -= 1
+        self.line(f"{m} = _gn.prune({m}, {d})", e.span)
+        return r
+
+    def emit_Cast(self, e: ir.Cast, m: str) -> str:
+        fn = self.prog.cast(e.value.ty, e.ty)  # type: ignore[arg-type]
+        return f"{fn}({self.expr(e.value, m)})"
+
+    def emit_ArrayRef(self, e: ir.ArrayRef, m: str) -> str:
+        return self.array(e)
+
+    def emit_Load(self, e: ir.Load, m: str) -> str:
+        idx = [self.expr(i, m) for i in e.indices]
+        t = self.tmp()
+        loc = self.prog.location(e.span)
+        self.line(f"{t}, {m} = _gn.load({self.array(e.array)}, ({', '.join(idx)},), "
+                  f"{e.checks!r}, {m}, {loc})", e.span)
+        return t
+
+    def emit_Shape(self, e: ir.Shape, m: str) -> str:
+        return f"{self.array(e.array)}.shape[{e.axis}]"
+
+    def emit_Special(self, e: ir.Special, m: str) -> str:
+        return _SPECIAL[e.name].format(a=e.axis)
+
+    def emit_LaneId(self, e: ir.LaneId, m: str) -> str:
+        return "_gn.lane_id()"
+
+    def emit_UidComponent(self, e: ir.UidComponent, m: str) -> str:
+        return f"_gn.{'uid' if e.scope == 'grid' else 'tuid'}({e.axis})"
+
+    def emit_MathCall(self, e: ir.MathCall, m: str) -> str:
+        fn = self.prog.math(e.name, e.args[0].ty)  # type: ignore[arg-type]
+        return f"{fn}({', '.join(self.expr(a, m) for a in e.args)})"
+
+    def emit_Call(self, e: ir.Call, m: str) -> str:
+        args = []
+        for param, arg in zip(e.function.params, e.args):
+            if isinstance(param.ty, ir.ArrayType):
+                args.append(self.array(arg))  # type: ignore[arg-type]
+            else:
+                args.append(self.expr(arg, m))
+        d = self.tmp("d")
+        self.line(f"{d} = _gn.deaths", e.span)
+        t = self.tmp()
+        symbol = self.prog.named[("device", id(e.function))]
+        self.line(f"{t} = {symbol}(_gn, {m}{''.join(', ' + a for a in args)})", e.span)
+        self.line(f"{m} = _gn.prune({m}, {d})", e.span)
+        return t
+
+    def emit_WarpOp(self, e: ir.WarpOp, m: str) -> str:
+        args = [self.expr(a, m) for a in e.args]
+        mask = self.expr(e.mask, m)
+        loc = self.prog.location(e.span)
+        t = self.tmp()
+        if e.op.startswith("shfl"):
+            self.line(f"{t} = _gn.shfl({e.op!r}, {m}, {', '.join(args)}, {mask}, {loc})", e.span)
+        else:
+            self.line(f"{t} = _gn.vote({e.op!r}, {m}, {args[0]}, {mask}, {loc})", e.span)
+        return t
+
+    def emit_Atomic(self, e: ir.Atomic, m: str) -> str:
+        idx = [self.expr(i, m) for i in e.indices]
+        loc = self.prog.location(e.span)
+        off = self.tmp("o")
+        self.line(f"{off}, {m} = _gn.offset({self.array(e.array)}, ({', '.join(idx)},), "
+                  f"{e.checks!r}, {m}, {loc})", e.span)
+        operands = [self.expr(o, m) for o in e.operands]
+        t = self.tmp()
+        self.line(f"{t} = _gn.atomic({e.op!r}, {self.array(e.array)}, {off}, "
+                  f"({''.join(o + ', ' for o in operands)}), {m}, {loc})", e.span)
+        return t
+
+
+_STMT: dict[type, Callable] = {
+    ir.Assign: FunctionEmitter.emit_Assign,
+    ir.Store: FunctionEmitter.emit_Store,
+    ir.ExprStmt: FunctionEmitter.emit_ExprStmt,
+    ir.If: FunctionEmitter.emit_If,
+    ir.While: FunctionEmitter.emit_While,
+    ir.ForRange: FunctionEmitter.emit_ForRange,
+    ir.GridStride: FunctionEmitter.emit_GridStride,
+    ir.Break: FunctionEmitter.emit_Break,
+    ir.Continue: FunctionEmitter.emit_Continue,
+    ir.Return: FunctionEmitter.emit_Return,
+    ir.Assert: FunctionEmitter.emit_Assert,
+    ir.Barrier: FunctionEmitter.emit_Barrier,
+    ir.Print: FunctionEmitter.emit_Print,
+    ir.TailExit: FunctionEmitter.emit_TailExit,
+}
+
+_EXPR: dict[type, Callable] = {
+    ir.Const: FunctionEmitter.emit_Const,
+    ir.Local: FunctionEmitter.emit_Local,
+    ir.BinOp: FunctionEmitter.emit_BinOp,
+    ir.UnaryOp: FunctionEmitter.emit_UnaryOp,
+    ir.Compare: FunctionEmitter.emit_Compare,
+    ir.BoolOp: FunctionEmitter.emit_BoolOp,
+    ir.Select: FunctionEmitter.emit_Select,
+    ir.Cast: FunctionEmitter.emit_Cast,
+    ir.ArrayRef: FunctionEmitter.emit_ArrayRef,
+    ir.Load: FunctionEmitter.emit_Load,
+    ir.Shape: FunctionEmitter.emit_Shape,
+    ir.Special: FunctionEmitter.emit_Special,
+    ir.LaneId: FunctionEmitter.emit_LaneId,
+    ir.UidComponent: FunctionEmitter.emit_UidComponent,
+    ir.MathCall: FunctionEmitter.emit_MathCall,
+    ir.Call: FunctionEmitter.emit_Call,
+    ir.WarpOp: FunctionEmitter.emit_WarpOp,
+    ir.Atomic: FunctionEmitter.emit_Atomic,
+}
+
+
+def build(kernel: ir.Kernel) -> tuple[ProgramBuilder, Callable]:
+    """Generate and compile the Python for ``kernel``; return the builder and the kernel function."""
+    prog = ProgramBuilder(kernel)
+    for fn in kernel.device_functions:  # callees first
+        symbol = prog.bind("dev", ("device", id(fn)), None)
+        emitter = FunctionEmitter(prog, fn, False, _pyname(fn.name))
+        emitter.emit_function()
+        prog.ns[symbol] = prog.compile_function(emitter)
+    emitter = FunctionEmitter(prog, kernel, True, _pyname(kernel.name))
+    emitter.emit_function()
+    return prog, prog.compile_function(emitter)
+
+
+def _pyname(name: str) -> str:
+    return name if _IDENT.match(name) and not name.startswith("_gn") else "_gn_fn"

@@ -1,0 +1,606 @@
+"""The lanes of one chunk of blocks: what a generated simulator program calls.
+
+A *lane* is one GPU thread.  A chunk holds the threads of several consecutive blocks, block after
+block, threads in linear order (``x`` fastest) inside each; every kernel value is a NumPy scalar
+(the same on every lane) or a vector with one entry per lane.  Control flow is carried by a lane
+*mask*:
+
+* ``None``: every lane of the chunk executes (the fast path);
+* ``False``: no lane executes;
+* a ``bool`` vector: the lanes where it is true execute.
+
+Masks are kept normalised (a vector is never all true nor all false), so ``m is None`` and
+``m is False`` are exact tests.  A lane that fails a check or returns from the kernel is *gone*: it
+is removed from the mask at once and never executes again.  At the top level of a kernel the
+chunk may be *compacted*: gone lanes are dropped from every vector so later statements run dense.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+
+import numpy as np
+
+from ..errors import KernelIndexError
+from . import atomics, ops, warp
+from .races import Conflict
+
+I64 = np.dtype(np.int64)
+U64 = np.dtype(np.uint64)
+
+
+# ---- masks -------------------------------------------------------------------------------------
+
+
+def _norm(r: np.ndarray, maybe_full: bool):
+    if maybe_full and r.all():
+        return None
+    if not r.any():
+        return False
+    return r
+
+
+def m_and(m, c):
+    """Lanes of ``m`` where ``c`` holds (``c``: a bool vector or scalar)."""
+    if m is False:
+        return False
+    if isinstance(c, np.ndarray) and c.ndim:
+        return _norm(c if m is None else (m & c), m is None)
+    return m if c else False
+
+
+def m_andnot(m, c):
+    """Lanes of ``m`` where ``c`` does not hold."""
+    if m is False:
+        return False
+    if isinstance(c, np.ndarray) and c.ndim:
+        return _norm(~c if m is None else (m & ~c), m is None)
+    return False if c else m
+
+
+def m_or(a, b):
+    """Lanes of ``a`` or ``b``."""
+    if a is None or b is None:
+        return None
+    if a is False:
+        return b
+    if b is False:
+        return a
+    return _norm(a | b, True)
+
+
+def where(m, a, b):
+    """``a`` on the lanes of ``m``, ``b`` elsewhere (``m`` a mask or a bool condition)."""
+    if m is None:
+        return a
+    if m is False:
+        return b
+    if isinstance(m, np.ndarray) and m.ndim:
+        return np.where(m, a, b)
+    return a if m else b
+
+
+# ---- arrays ------------------------------------------------------------------------------------
+
+
+def _poison(dtype: np.dtype, info) -> object:
+    """What uninitialised shared and local memory holds in the simulator: NaN or 0xCD bytes."""
+    if info.name == "bf16":
+        return np.uint16(0x7FC0)
+    if dtype.kind == "f":
+        return dtype.type(math.nan)
+    if dtype.kind == "b":
+        return np.bool_(False)
+    return np.frombuffer(b"\xcd" * dtype.itemsize, dtype=dtype)[0]
+
+
+class _Array:
+    space = "global"
+    shadow = None
+
+    def _setup(self, name: str, info) -> None:
+        self.name = name
+        self.info = info
+        self.is_bf16 = info.name == "bf16"
+        self.vzero = ops.zero(info)
+
+    def element(self, e: int) -> tuple[int, ...]:
+        """The n-D index of flat element ``e`` (within one block or thread for shared/local)."""
+        return tuple(int(i) for i in np.unravel_index(int(e), self.dims))
+
+    def __repr__(self) -> str:
+        return f"<{self.space} array {self.name} {self.info.name}{list(self.dims)}>"
+
+
+class GlobalArray(_Array):
+    """A global array parameter: a flat view of the caller's NumPy array (written in place)."""
+
+    def __init__(self, name: str, array: np.ndarray, info, shadow=None):
+        self._setup(name, info)
+        if not array.flags.c_contiguous:
+            raise ValueError(f"array argument '{name}' must be C-contiguous")
+        self.array = array
+        self.data = array.reshape(-1)
+        self.dims = tuple(int(d) for d in array.shape)
+        self.shape = tuple(np.int64(d) for d in array.shape)
+        self.shadow = shadow
+
+    def base(self, chunk: Chunk):
+        return None
+
+
+class SharedArray(_Array):
+    """One shared array of every block of a chunk: ``data`` is (blocks x size), flattened."""
+
+    space = "shared"
+
+    def __init__(self, name: str, info, dims: tuple[int, ...], nblocks: int, shadow=None):
+        self._setup(name, info)
+        self.dims = dims
+        self.shape = tuple(np.int64(d) for d in dims)
+        self.size = math.prod(dims)
+        dt = ops.memory_dtype(info)
+        self.data = np.full(nblocks * self.size, _poison(dt, info), dtype=dt)
+        self.shadow = shadow
+
+    def base(self, chunk: Chunk):
+        return chunk.block_base(self.size)
+
+
+class LocalArray(_Array):
+    """A per-thread array: ``data`` is (lanes x size), flattened."""
+
+    space = "local"
+
+    def __init__(self, name: str, info, dims: tuple[int, ...], lanes: int):
+        self._setup(name, info)
+        self.dims = dims
+        self.shape = tuple(np.int64(d) for d in dims)
+        self.size = math.prod(dims)
+        dt = ops.memory_dtype(info)
+        self.data = np.full(lanes * self.size, _poison(dt, info), dtype=dt)
+
+    def base(self, chunk: Chunk):
+        return chunk.lane_base(self.size)
+
+    def compact(self, keep: np.ndarray) -> None:
+        self.data = self.data.reshape(-1, self.size)[keep].reshape(-1)
+
+
+# ---- the chunk ---------------------------------------------------------------------------------
+
+
+class Chunk:
+    """The lanes of blocks ``first_block .. first_block + nblocks - 1`` of one launch.
+
+    In a debugger, this is ``_gn`` in every simulated frame: ``_gn.show(x)`` maps each executing
+    thread ``(block, thread)`` to its value of ``x``, ``_gn_m`` is the mask of executing lanes.
+    """
+
+    def __init__(self, launch, first_block: int, nblocks: int):
+        self.launch = launch
+        self.first_block = first_block
+        self.B = nblocks
+        self.T = launch.T
+        self.W = -(-self.T // 32)
+        self.L = nblocks * self.T
+        self.u: np.ndarray | None = None  # lane -> position before compaction (None: identity)
+        self.cache: dict = {}
+        self.gone: np.ndarray | None = None
+        self.deaths = 0
+        self.epoch = np.zeros(nblocks, I64)
+        self.wepoch = np.zeros(nblocks * self.W, I64)
+        self.bdim = launch.bdim
+        self.gdim = launch.gdim
+        self.registered_locals: list[LocalArray] = []
+        self.shared = [launch.make_shared(spec, nblocks) for spec in launch.program.shared_specs]
+
+    # ---- lane information (computed on demand, dropped on compaction) ----
+
+    def _info(self, key: str) -> np.ndarray:
+        c = self.cache
+        v = c.get(key)
+        if v is not None:
+            return v
+        if key == "u":
+            v = np.arange(self.L, dtype=I64) if self.u is None else self.u
+        elif key == "blk":
+            v = self._info("u") // self.T
+        elif key == "tlin":
+            v = self._info("u") % self.T
+        elif key == "lane":
+            v = np.arange(self.L, dtype=I64)
+        elif key.startswith("tid"):
+            a = int(key[3])
+            bx, by, _ = self.launch.block
+            t = self._info("tlin")
+            v = (t % bx if a == 0 else (t // bx) % by if a == 1 else t // (bx * by)).astype(
+                np.int32)
+        elif key.startswith("bid"):
+            a = int(key[3])
+            gx, gy, _ = self.launch.grid
+            g = self._info("blk") + self.first_block
+            v = (g % gx if a == 0 else (g // gx) % gy if a == 1 else g // (gx * gy)).astype(
+                np.int32)
+        elif key.startswith("uid"):
+            a = int(key[3])
+            v = self._info(f"bid{a}").astype(I64) * I64.type(self.launch.block[a]) + self._info(
+                f"tid{a}")
+        elif key.startswith("tuid"):
+            v = self._info(f"tid{key[4]}").astype(I64)
+        elif key == "laneid":
+            v = (self._info("tlin") % 32).astype(np.int32)
+        elif key == "wslot":
+            v = self._info("blk") * self.W + self._info("tlin") // 32
+        elif key == "gtid":
+            v = (self._info("blk") + self.first_block) * self.T + self._info("tlin")
+        else:  # pragma: no cover
+            raise KeyError(key)
+        c[key] = v
+        return v
+
+    def tid(self, axis: int) -> np.ndarray:
+        return self._info(f"tid{axis}")
+
+    def bid(self, axis: int) -> np.ndarray:
+        return self._info(f"bid{axis}")
+
+    def uid(self, axis: int) -> np.ndarray:
+        return self._info(f"uid{axis}")
+
+    def tuid(self, axis: int) -> np.ndarray:
+        return self._info(f"tuid{axis}")
+
+    def lane_id(self) -> np.ndarray:
+        return self._info("laneid")
+
+    def block_base(self, size: int) -> np.ndarray:
+        key = f"bb{size}"
+        v = self.cache.get(key)
+        if v is None:
+            v = self.cache[key] = self._info("blk") * size
+        return v
+
+    def lane_base(self, size: int) -> np.ndarray:
+        key = f"lb{size}"
+        v = self.cache.get(key)
+        if v is None:
+            v = self.cache[key] = self._info("lane") * size
+        return v
+
+    def active(self, m) -> np.ndarray:
+        """Lane numbers executing under mask ``m``."""
+        if m is None:
+            return self._info("lane")
+        if m is False:
+            return np.zeros(0, I64)
+        return np.flatnonzero(m)
+
+    def full(self, x) -> np.ndarray:
+        """``x`` as a vector over all lanes."""
+        x = np.asarray(x)
+        return x if x.ndim == 1 else np.broadcast_to(x, (self.L,))
+
+    # ---- coordinates and debugging ----
+
+    def coords(self, lane: int) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+        """(block index, thread index) of a lane, as ``(x, y, z)`` tuples."""
+        return self.launch.thread_coords(int(self._info("gtid")[lane]))
+
+    def show(self, x, m=None) -> dict:
+        """``{(block, thread): value}`` for the executing lanes (``m``: a mask; default all)."""
+        x = self.full(x)
+        return {self.coords(int(lane)): x[lane].item() for lane in self.active(m)}
+
+    def threads(self, m=None) -> list:
+        """The ``(block, thread)`` coordinates of the executing lanes."""
+        return [self.coords(int(lane)) for lane in self.active(m)]
+
+    # ---- lanes leaving ----
+
+    def exit(self, m) -> None:
+        """The lanes of ``m`` return from the kernel."""
+        if m is False:
+            return
+        if m is None:
+            self.gone = np.ones(self.L, bool)
+        else:
+            self.gone = m.copy() if self.gone is None else (self.gone | m)
+
+    def _kill(self, bad: np.ndarray) -> None:
+        self.gone = bad.copy() if self.gone is None else (self.gone | bad)
+        self.deaths += 1
+
+    def prune(self, m, deaths: int):
+        """``m`` without the lanes that failed since ``deaths`` was read."""
+        if deaths == self.deaths or m is False or self.gone is None:
+            return m
+        return m_andnot(m, self.gone)
+
+    def _report(self, site: int, index: int, length: int, lane: int) -> None:
+        launch = self.launch
+        if launch.failed:
+            return
+        launch.failed = True
+        block, thread = self.coords(lane)
+        launch.errors.fail(site, int(index), int(length), block, thread)
+
+    def _fail_where(self, m, bad, site: int, values=None, length: int = 0):
+        """Fail the executing lanes where ``bad`` holds: report the first, stop them all."""
+        bad = self.full(bad)
+        if m is not None:
+            bad = bad & m
+        if not bad.any():
+            return m
+        lane = int(np.argmax(bad))
+        index = 0 if values is None else int(self.full(np.asarray(values).astype(I64))[lane])
+        self._report(site, index, length, lane)
+        self._kill(bad)
+        return m_andnot(m, bad)
+
+    def zerodiv(self, m, divisor, dividend, site: int):
+        """Fail the lanes that divide by zero (the reported index is the dividend)."""
+        if m is False:
+            return m
+        z = np.asarray(divisor) == 0
+        if z.ndim == 0 and not z:
+            return m
+        return self._fail_where(m, z, site, dividend, 0)
+
+    def check_assert(self, m, cond, site: int):
+        if m is False:
+            return m
+        c = np.asarray(cond)
+        if c.ndim == 0 and c:
+            return m
+        return self._fail_where(m, ~c, site)
+
+    def tail_exit(self, m, extents):
+        """The grid-tail rule: lanes whose uid lies past every array they index return."""
+        outside = None
+        for array, axes in extents:
+            o = None
+            for dim, axis in enumerate(axes):
+                if axis is None:  # a dimension not indexed by a bare uid is not checked
+                    continue
+                past = self.uid(axis) >= array.shape[dim]
+                o = past if o is None else (o | past)
+            outside = o if outside is None else (outside & o)
+        if outside is None:
+            return m
+        self.exit(m_and(m, outside))
+        return m_andnot(m, outside)
+
+    def compact(self, m, *values):
+        """Drop the gone lanes (at the kernel's top level, where ``m`` holds every live lane)."""
+        if m is None or m is False:
+            return (m, *values)
+        keep = np.flatnonzero(m)
+        self.u = self._info("u")[keep]
+        self.L = len(keep)
+        self.cache = {}
+        self.gone = None
+        for la in self.registered_locals:
+            la.compact(keep)
+        out = [v[keep] if isinstance(v, np.ndarray) and v.ndim == 1 else v for v in values]
+        return (None, *out)
+
+    # ---- memory ----
+
+    def new_local(self, spec, register: bool) -> LocalArray:
+        name, info, dims = spec
+        la = LocalArray(name, info, dims, self.L)
+        if register:
+            self.registered_locals.append(la)
+        return la
+
+    def offset(self, array, indices, sites, m, loc: int):
+        """Check ``indices`` against the array's extents; return (flat offsets within one
+        block/thread, new mask).  Lanes with an index out of range fail (checked sites) or raise
+        (unchecked sites: undefined behaviour on the GPU)."""
+        if m is False:
+            return 0, False
+        dims = array.dims
+        off = None
+        bads = None
+        for k, idx in enumerate(indices):
+            i = np.asarray(idx)
+            if i.dtype != I64:
+                i = i.astype(I64)
+            n = dims[k]
+            b = i.view(U64) >= np.uint64(n)
+            if b.ndim:
+                hit = b.any() if m is None else (b & m).any()
+            else:
+                hit = bool(b)
+            if hit:
+                bads = (bads or []) + [(k, i, b, n)]
+            off = i if off is None else off * I64.type(n) + i
+        if bads is not None:
+            m = self._bounds_fail(array, bads, sites, m, loc)
+        return off, m
+
+    def _bounds_fail(self, array, bads, sites, m, loc: int):
+        for k, i, b, n in bads:
+            if sites[k] is None:
+                bb = self.full(b) if m is None else (self.full(b) & m)
+                lane = int(np.argmax(bb))
+                block, thread = self.coords(lane)
+                err = KernelIndexError(
+                    f"{self.launch.program.location(loc)}: index {int(self.full(i)[lane])} is "
+                    f"out of range for axis {k} of '{array.name}' (length {n}) in thread "
+                    f"{thread} of block {block}, where bounds checks are off (bounds_check="
+                    "False) or were proven unnecessary; on the GPU this access is undefined "
+                    "behaviour")
+                err._set_origin(self.launch.program.name, None, block, thread)
+                raise err
+        bad = np.zeros(self.L, bool)
+        for _k, _i, b, _n in bads:
+            bad |= self.full(b)
+        if m is not None:
+            bad &= m
+        lane = int(np.argmax(bad))
+        for k, i, b, n in bads:
+            if self.full(b)[lane]:
+                self._report(sites[k], int(self.full(i)[lane]), n, lane)
+                break
+        self._kill(bad)
+        return m_andnot(m, bad)
+
+    def load(self, array, indices, sites, m, loc: int):
+        off, m = self.offset(array, indices, sites, m, loc)
+        if m is False:
+            return array.vzero, False
+        data = array.data
+        if array.space == "local" and not np.ndim(off):
+            v = data.reshape(-1, array.size)[:, int(off)].copy()
+        else:
+            base = array.base(self)
+            if base is not None:
+                off = base + off
+            if array.shadow is not None:
+                self.race(array, off, m, loc, "read")
+            if np.ndim(off):
+                v = data.take(off) if m is None else data.take(off, mode="clip")
+            else:
+                v = data[int(off)]
+        if array.is_bf16:
+            v = ops.bits_to_bf16(v)
+            if v.ndim == 0:
+                v = v[()]
+        return v, m
+
+    def store(self, array, indices, sites, value, m, loc: int):
+        off, m = self.offset(array, indices, sites, m, loc)
+        if m is False:
+            return False
+        v = ops.bf16_to_bits(value) if array.is_bf16 else value
+        vec = isinstance(v, np.ndarray) and v.ndim == 1
+        if array.space == "local" and not np.ndim(off):
+            col = array.data.reshape(-1, array.size)
+            if m is None:
+                col[:, int(off)] = v
+            else:
+                col[m, int(off)] = v[m] if vec else v
+            return m
+        base = array.base(self)
+        if base is not None:
+            off = base + off
+        if array.shadow is not None:
+            self.race(array, off, m, loc, "write")
+        data = array.data
+        if not np.ndim(off):
+            # Every executing lane writes one element: the last one (in lane order) wins.
+            if vec:
+                v = v[-1] if m is None else v[m][-1]
+            data[int(off)] = v
+        elif m is None:
+            data[off] = v
+        else:
+            data[off[m]] = v[m] if vec else v
+        return m
+
+    def atomic(self, op: str, array, off, operands, m, loc: int):
+        """An atomic read-modify-write at flat offsets ``off`` (from :meth:`offset`)."""
+        if m is False:
+            return array.vzero
+        base = array.base(self)
+        if base is not None:
+            off = base + off
+        if array.shadow is not None:
+            self.race(array, off, m, loc, "atomic-read" if op == "load" else "atomic")
+        return atomics.apply(self, op, array, off, operands, m)
+
+    # ---- races ----
+
+    def race(self, array, off, m, loc: int, kind: str) -> None:
+        lanes = self.active(m)
+        e = self.full(off)[lanes]
+        t = self._info("gtid")[lanes]
+        ep = self.epoch[self._info("blk")[lanes]]
+        wep = self.wepoch[self._info("wslot")[lanes]]
+        shadow = array.shadow
+        if kind == "read":
+            found = shadow.read(e, t, ep, wep, loc)
+        elif kind == "atomic-read":
+            found = shadow.read(e, t, ep, wep, loc, atomic=True)
+        else:
+            found = shadow.write(e, t, ep, wep, loc, atomic=(kind == "atomic"))
+        if found is not None:
+            self.launch.report_race(array, found)
+
+    def barrier(self, m, loc: int) -> None:
+        """``sync_threads()``: every live thread of a block that runs it must be here."""
+        if m is False:
+            return
+        if m is None:
+            self.epoch += 1
+            return
+        blk = self._info("blk")
+        here = np.bincount(blk[m], minlength=self.B)
+        alive_mask = ~self.gone if self.gone is not None else np.ones(self.L, bool)
+        alive = np.bincount(blk[alive_mask], minlength=self.B)
+        diverged = (here > 0) & (here < alive)
+        if diverged.any():
+            b = int(np.argmax(diverged))
+            in_b = blk == b
+            a_lane = int(np.argmax(in_b & m))
+            o_lane = int(np.argmax(in_b & alive_mask & ~m))
+            block, thread = self.coords(a_lane)
+            _, other = self.coords(o_lane)
+            self.launch.report(
+                ("barrier", loc),
+                f"sync_threads() at {self.launch.program.location(loc)} in block {block} was "
+                f"reached by thread {thread} but not by thread {other}, which has not exited: "
+                "a barrier in divergent code (on the GPU the block hangs or the barrier does "
+                "not synchronise); make every thread of the block reach the same "
+                "sync_threads()")
+        self.epoch[here > 0] += 1
+
+    def sync_warp(self, m, mask, loc: int) -> None:
+        """``sync_warp(mask)``: the live lanes named in ``mask`` must all be here."""
+        if m is False:
+            return
+        warp.check_members(self, "sync_warp()", m, mask, loc)
+        slots = self._info("wslot") if m is None else self._info("wslot")[m]
+        hit = np.zeros(self.B * self.W, bool)
+        hit[slots] = True
+        self.wepoch[hit] += 1
+
+    # ---- warp intrinsics ----
+
+    def shfl(self, op: str, m, value, lane, width, mask, loc: int):
+        return warp.shuffle(self, op, m, value, lane, width, mask, loc)
+
+    def vote(self, op: str, m, pred, mask, loc: int):
+        return warp.vote(self, op, m, pred, mask, loc)
+
+    # ---- print ----
+
+    def print(self, m, kinds: str, *items) -> None:
+        """Device ``print``: one line per executing thread, in thread order."""
+        if m is False:
+            return
+        lanes = self.active(m)
+        cols = []
+        for kind, item in zip(kinds, items):
+            cols.append(item if kind == "s" else self.full(item))
+        out = []
+        for lane in lanes:
+            parts = []
+            for kind, col in zip(kinds, cols):
+                if kind == "s":
+                    parts.append(col)
+                elif kind == "b":
+                    parts.append("True" if col[lane] else "False")
+                elif kind == "f":
+                    parts.append(f"{float(col[lane]):g}")
+                else:
+                    parts.append(str(int(col[lane])))
+            out.append(" ".join(parts) + "\n")
+        sys.stdout.write("".join(out))
+
+
+__all__ = ["Chunk", "Conflict", "GlobalArray", "LocalArray", "SharedArray", "m_and", "m_andnot",
+           "m_or", "where"]

@@ -1,0 +1,213 @@
+"""A compiled simulator program and one launch of it."""
+
+from __future__ import annotations
+
+import math
+import os
+import weakref
+
+import numpy as np
+
+from .. import ir
+from . import codegen, ops
+from .machine import Chunk, GlobalArray, SharedArray
+from .races import Conflict, Shadow
+
+_LANES_PER_CHUNK = 1 << 18
+
+
+def races_enabled() -> bool:
+    """Race detection is on unless ``GPU_NATIVE_SIM_RACES=0``."""
+    return os.environ.get("GPU_NATIVE_SIM_RACES", "1").strip().lower() not in ("0", "false",
+                                                                              "no", "off")
+
+
+def _accesses(kernel: ir.Kernel) -> dict[int, set[str]]:
+    """How each global array parameter is used: load / store / unsafe / atomic (through
+    device functions too)."""
+    uses: dict[int, set[str]] = {}
+    seen: set = set()
+
+    def visit(stmts, binding: dict[int, ir.Var], depth: int) -> None:
+        for s in stmts:
+            for n in codegen.walk(s):
+                ref = getattr(n, "array", None)
+                if isinstance(ref, ir.ArrayRef) and ref.ty.space == "global":
+                    root = binding.get(id(ref.var), ref.var)
+                    kind = ("load" if isinstance(n, ir.Load) else "atomic" if isinstance(
+                        n, ir.Atomic) else "unsafe" if getattr(n, "unique", "") == "unsafe"
+                            else "store" if isinstance(n, ir.Store) else None)
+                    if kind is not None:
+                        uses.setdefault(id(root), set()).add(kind)
+                if isinstance(n, ir.Call) and depth < 32:
+                    inner = {}
+                    for p, a in zip(n.function.params, n.args):
+                        if isinstance(a, ir.ArrayRef):
+                            inner[id(p)] = binding.get(id(a.var), a.var)
+                    key = (id(n.function), tuple(sorted((k, id(v)) for k, v in inner.items())))
+                    if key not in seen:
+                        seen.add(key)
+                        visit(n.function.body, inner, depth + 1)
+
+    visit(kernel.body, {}, 0)
+    return uses
+
+
+def _needs_shadow(kinds: set[str]) -> bool:
+    writes = kinds & {"store", "unsafe", "atomic"}
+    return "unsafe" in kinds or (bool(writes) and "load" in kinds) or {"store", "atomic"} <= kinds
+
+
+class SimProgram:
+    """A kernel specialisation compiled for the CPU simulator (see :mod:`gpu_native.simulator`).
+
+    Attributes
+    ----------
+    name : str
+        The kernel's name.
+    source : str
+        The generated Python (what the simulator runs), for reading and debugging.
+    """
+
+    def __init__(self, kernel: ir.Kernel):
+        self.kernel = kernel
+        self.name = kernel.name
+        self._builder, self._fn = codegen.build(kernel)
+        self.source = "\n".join(self._builder.sources)
+        self.locations = self._builder.locations
+        self.shared_specs = [(d.var.name, d.var.ty.elem.info, None if d.dynamic else
+                              tuple(d.var.ty.shape)) for d in kernel.shared]
+        uses = _accesses(kernel)
+        self.shadowed = {k for k, p in enumerate(kernel.params)
+                         if isinstance(p.ty, ir.ArrayType) and _needs_shadow(uses.get(id(p), set()))}
+
+    def location(self, loc: int) -> str:
+        return self.locations[loc]
+
+    def run(self, grid: tuple[int, int, int], block: tuple[int, int, int],
+            shared_mem_bytes: int, args: list, errors) -> None:
+        """Run every thread of the launch; write results into the array arguments in place.
+
+        ``args`` holds one entry per kernel parameter: a C-contiguous NumPy array (bf16: uint16
+        bit patterns) or a NumPy scalar.  Device errors go to ``errors.fail(site, index,
+        length, block, thread)`` (the first one only) and races to ``errors.race(message)``.
+        """
+        launch = Launch(self, grid, block, shared_mem_bytes, errors)
+        values = []
+        for k, (param, arg) in enumerate(zip(self.kernel.params, args)):
+            ty = param.ty
+            if isinstance(ty, ir.ArrayType):
+                array = np.asarray(arg)
+                shadow = Shadow(array.size, launch.T) if (
+                    k in self.shadowed and launch.races) else None
+                values.append(GlobalArray(param.name, array, ty.elem.info, shadow))
+            else:
+                values.append(_scalar_arg(arg, ty.info))  # type: ignore[union-attr]
+        if len(values) != len(self.kernel.params):
+            raise TypeError(f"{self.name}() takes {len(self.kernel.params)} arguments, "
+                            f"{len(values)} given")
+        if launch.nblocks == 0 or launch.T == 0:
+            return
+        per_chunk = max(1, int(os.environ.get("GPU_NATIVE_SIM_LANES", _LANES_PER_CHUNK))
+                        // launch.T)
+        with np.errstate(all="ignore"):
+            for first in range(0, launch.nblocks, per_chunk):
+                chunk = Chunk(launch, first, min(per_chunk, launch.nblocks - first))
+                self._fn(chunk, *values)
+
+
+def _scalar_arg(value, info):
+    if info.name == "bf16":
+        if isinstance(value, (np.integer, int)) and not isinstance(value, bool):
+            return ops.bits_to_bf16(np.uint16(value))[()]
+        return ops.constant(float(value), info)
+    if info.kind == "bool":
+        return np.bool_(bool(value))
+    if info.is_int:
+        return ops.constant(int(value), info)
+    return ops.value_dtype(info).type(value)
+
+
+class Launch:
+    """What every chunk of one launch shares: its shape, error sink and race reports."""
+
+    def __init__(self, program: SimProgram, grid, block, shared_mem_bytes: int, errors):
+        self.program = program
+        self.grid = tuple(int(g) for g in (*tuple(grid), 1, 1)[:3])
+        self.block = tuple(int(b) for b in (*tuple(block), 1, 1)[:3])
+        self.T = math.prod(self.block)
+        self.nblocks = math.prod(self.grid)
+        self.bdim = tuple(np.int32(b) for b in self.block)
+        self.gdim = tuple(np.int32(g) for g in self.grid)
+        self.shared_mem_bytes = int(shared_mem_bytes)
+        self.errors = errors
+        self.failed = False
+        self.reported: set = set()
+        self.races = races_enabled()
+
+    def make_shared(self, spec, nblocks: int) -> SharedArray:
+        name, info, dims = spec
+        if dims is None:
+            dims = (self.shared_mem_bytes // info.itemsize,)
+        sa = SharedArray(name, info, dims, nblocks)
+        if self.races:
+            sa.shadow = Shadow(nblocks * sa.size, self.T)
+        return sa
+
+    def thread_coords(self, gtid: int) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+        gb, tl = divmod(int(gtid), self.T)
+        gx, gy, _ = self.grid
+        bx, by, _ = self.block
+        return ((gb % gx, (gb // gx) % gy, gb // (gx * gy)),
+                (tl % bx, (tl // bx) % by, tl // (bx * by)))
+
+    def report(self, key, message: str) -> None:
+        """Report a bug the GPU would not show deterministically (once per kind and place)."""
+        if key in self.reported:
+            return
+        self.reported.add(key)
+        self.errors.race(message)
+
+    def report_race(self, array, c: Conflict) -> None:
+        key = ("race", array.name, c.kind, c.loc, c.other_loc)
+        if key in self.reported:
+            return
+        (b1, t1), (b2, t2) = self.thread_coords(c.thread), self.thread_coords(c.other)
+        where = self.program.location
+        if array.space == "shared":
+            elem = array.element(c.element % array.size)
+            what = f"shared array {array.name}[{', '.join(map(str, elem))}] of block {b1}"
+            me, other = f"thread {t1}", f"thread {t2}"
+        else:
+            elem = array.element(c.element)
+            what = f"{array.name}[{', '.join(map(str, elem))}]"
+            me, other = f"thread {t1} of block {b1}", f"thread {t2} of block {b2}"
+        here, there = where(c.loc), where(c.other_loc)
+        action = {
+            "read-after-write": (f"{me} reads it at {here} after {other} wrote it at {there}"),
+            "write-after-read": (f"{me} writes it at {here} after {other} read it at {there}"),
+            "write-after-write": (f"{me} writes it at {here} and {other} wrote it at {there}"),
+            "atomic-vs-plain": (f"{me} updates it atomically at {here} and {other} wrote it "
+                                f"with a plain store at {there}"),
+        }[c.kind]
+        if b1 != b2:
+            why = ("threads of different blocks are not ordered within one launch; use an "
+                   "atomic or give each element one writer")
+        elif c.kind == "write-after-write":
+            why = ("nothing orders the two writes, so the result depends on timing on the "
+                   "GPU; give each element one writer or use an atomic")
+        else:
+            why = ("no sync_threads() lies between the two accesses, so on the GPU the result "
+                   "depends on timing; add sync_threads() between them")
+        self.report(key, f"data race on {what}: {action}; {why}")
+
+
+_CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def compile_kernel(kernel: ir.Kernel) -> SimProgram:
+    """Compile one kernel specialisation for the simulator (cached per ``ir.Kernel`` object)."""
+    program = _CACHE.get(kernel)
+    if program is None:
+        program = _CACHE[kernel] = SimProgram(kernel)
+    return program
