@@ -369,12 +369,13 @@ class TestEviction:
             assert locations.max_cache_bytes() == locations.DEFAULT_MAX_BYTES
 
     def test_lookup_evicts_past_the_cap(self, kernel_requests, monkeypatch):
-        monkeypatch.setenv("GPU_NATIVE_CACHE_MAX_BYTES", "20000")  # about one entry
+        find_or_build(kernel_requests["pkg.kern.scaled"])
+        (first,) = user_store().scan()
+        monkeypatch.setenv("GPU_NATIVE_CACHE_MAX_BYTES", str(first.size + 1))  # one entry fits
         clear_memory_cache()
-        for label in ("pkg.kern.scaled", "pkg.kern.copy"):
-            find_or_build(kernel_requests[label])
-        entries = user_store().scan()
-        assert len(entries) == 1 and sum(e.size for e in entries) <= 20000
+        second = find_or_build(kernel_requests["pkg.kern.copy"])
+        assert second.origin == "compiled"
+        assert [e.key for e in user_store().scan()] == [second.key]
 
 
 WORKER = textwrap.dedent('''\
