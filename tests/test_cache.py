@@ -402,7 +402,7 @@ class TestConcurrency:
         results = [w.communicate(timeout=120) for w in workers]
         for worker, (out, err) in zip(workers, results):
             assert worker.returncode == 0, err
-            assert err == "", err  # no warnings: nobody saw a torn entry
+            assert "CacheWarning" not in err, err  # nobody saw a torn entry
             assert all(o in ("compiled", "cache") for o in json.loads(out))
         store = ArtifactStore(str(isolated_cache / "kernels"))
         assert len(store.scan()) == len(requests)
