@@ -4,6 +4,7 @@ outputs), on the simulator everywhere and on the GPU where there is one."""
 from __future__ import annotations
 
 import importlib
+import os
 import subprocess
 import sys
 
@@ -74,8 +75,10 @@ def test_example_matches_numpy(backend, name, kwargs, kind, tol):
 
 def test_examples_run_as_scripts(tmp_path):
     """``python examples/vector_add.py`` works with no import hook involved (the __main__ path)."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(EXAMPLES.parent),
+                                                       os.environ.get("PYTHONPATH", "")]))
     out = subprocess.run([sys.executable, str(EXAMPLES / "vector_add.py")], capture_output=True,
-                         text=True, timeout=600, cwd=tmp_path)
+                         text=True, timeout=600, cwd=tmp_path, env=env)
     assert out.returncode == 0, out.stderr
     assert "vector_add on" in out.stdout
 

@@ -14,6 +14,7 @@ from gpu_native.rewrite import transpile_module
 
 ROOT = Path(__file__).resolve().parent.parent
 FILES = sorted([*(ROOT / "examples").glob("*.py"), ROOT / "tests" / "kernels_runtime.py",
+                ROOT / "tests" / "kernels_language.py",
                 *(ROOT / "tools").glob("_bench*.py")])
 
 

@@ -205,7 +205,8 @@ class StatementChecker:
             if annotation not in (None, "unique"):
                 raise self.error(f"'{name}' is annotated {annotation} but holds a unique id",
                                  target.span)
-            var = self.new_var(name, ir.UidType(value.ndim, value.scope), target.span)
+            var = self.new_var(name, ir.UidType(value.ndim, value.scope), target.span,
+                               register=False)  # components are recomputed where used
             self.assigned.add(name)
             return []
         if annotation == "unique":

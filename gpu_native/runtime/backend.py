@@ -73,7 +73,7 @@ class CudaBackend(Backend):
         self._tls = threading.local()
         self._streams0: dict[int, object] = {}
         self._pools_configured: set[int] = set()
-        self._nonblocking: set[int] = set()
+        self._nonblocking: dict[int, int] = {}  # non-blocking stream handle -> its device
         self._free_lock = threading.Lock()
 
     def error_for(self, err) -> Exception:
@@ -86,6 +86,7 @@ class CudaBackend(Backend):
 
     def set_thread_device(self, ordinal: int) -> None:
         D.make_current(ordinal)
+        self._tls.ordinal = ordinal
         if ordinal not in self._pools_configured:
             self._configure_pool(ordinal)
 
@@ -112,25 +113,37 @@ class CudaBackend(Backend):
                       f"allocating {nbytes} bytes")
         return int(ptr)
 
-    def note_stream(self, handle: object, nonblocking: bool) -> None:
+    def note_stream(self, handle: object, nonblocking: bool, ordinal: int = 0) -> None:
         """Remember a non-blocking stream: frees must wait for its work (see :meth:`free`)."""
         if nonblocking:
-            self._nonblocking.add(int(handle))
+            self._nonblocking[int(handle)] = ordinal
 
     def free(self, ptr: int, ordinal: int) -> None:
         # Free in stream order on the legacy default stream, which waits for all earlier work of
         # every blocking stream; non-blocking streams the runtime has launched on are fenced in
-        # with events.  So `del a` right after an asynchronous launch is safe.
+        # with events.  So `del a` right after an asynchronous launch is safe.  The memory's own
+        # device's context must be current (an array can die while another device is current,
+        # or in a thread that never chose one); kernels only ever see memory of their own
+        # device, so only that device's streams need fencing.
         drv = self.drv
-        legacy = self.default_stream(ordinal)
-        with self._free_lock:
-            for value in list(self._nonblocking):
-                event = D.check(drv.cuEventCreate(
-                    drv.CUevent_flags.CU_EVENT_DISABLE_TIMING))
-                D.check(drv.cuEventRecord(event, drv.CUstream(value)))
-                D.check(drv.cuStreamWaitEvent(legacy, event, 0))
-                D.check(drv.cuEventDestroy(event))
-        D.check(drv.cuMemFreeAsync(ptr, legacy), "freeing device memory")
+        switch = getattr(self._tls, "ordinal", None) != ordinal
+        if switch:
+            D.check(drv.cuCtxPushCurrent(D.primary_context(ordinal)), "cuCtxPushCurrent")
+        try:
+            legacy = self.default_stream(ordinal)
+            with self._free_lock:
+                for value, device in list(self._nonblocking.items()):
+                    if device != ordinal:
+                        continue
+                    event = D.check(drv.cuEventCreate(
+                        drv.CUevent_flags.CU_EVENT_DISABLE_TIMING))
+                    D.check(drv.cuEventRecord(event, drv.CUstream(value)))
+                    D.check(drv.cuStreamWaitEvent(legacy, event, 0))
+                    D.check(drv.cuEventDestroy(event))
+            D.check(drv.cuMemFreeAsync(ptr, legacy), "freeing device memory")
+        finally:
+            if switch:
+                drv.cuCtxPopCurrent()
 
     def copy_htod(self, ptr: int, host: np.ndarray) -> None:
         if host.nbytes:
@@ -220,14 +233,9 @@ class CudaBackend(Backend):
             return D.check(self.drv.cuModuleGetFunction(module, symbol.encode()),
                            f"finding {symbol}")
 
-        props = D.device_properties(ordinal)
-        request = BuildRequest(
-            source=variant.cuda, symbol=variant.symbol, arch=props["arch"],
-            fastmath=bool(kernel.options.get("fastmath")),
-            max_registers=kernel.options.get("max_registers"),
-            uses_half="uses_half" in variant.traits, label=variant.label,
-            module=kernel.__module__, module_file=kernel.spec_file)
-        artifact = find_or_build(request)
+        arch = D.device_properties(ordinal)["arch"]
+        artifact = find_or_build(BuildRequest.for_variant(kernel.spec, variant.raw, arch,
+                                                          kernel.spec_file))
         drv = self.drv
         module = D.check(drv.cuModuleLoadData(artifact.image), f"loading {variant.label}")
         variant.modules[ordinal] = module  # keep the module loaded while the kernel lives

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import linecache
+import os
 import threading
 import types
 from collections.abc import Callable
@@ -73,6 +74,10 @@ def _kernel_from_source(fn: Callable[..., Any]) -> Kernel:
             "(gpu-native precompile) in an app without sources")
     source = "".join(lines)
     module_name = fn.__module__ or "__main__"
+    if module_name in ("__main__", "__mp_main__") and filename.endswith(".py"):
+        # A script's kernels get the names `gpu-native precompile script.py` gives them, so its
+        # precompiled artifacts match (and a pickled kernel re-imports `script` in a worker).
+        module_name = os.path.splitext(os.path.basename(filename))[0]
     hints = _hints_from_globals(source, globals_)
     result = _rewrite(source, filename, module_name, hints)
     from ..rewrite import find_kernel

@@ -81,6 +81,7 @@ class Variant:
     sites: tuple
     traits: tuple[str, ...]
     label: str
+    raw: dict  # the variant as the spec spells it (build requests are made from it)
     modules: dict = field(default_factory=dict)  # device ordinal -> loaded CUmodule
     functions: dict = field(default_factory=dict)
 
@@ -105,6 +106,7 @@ class Kernel:
         self.__qualname__ = getattr(factory, "__qualname__", spec["name"])
         self.__module__ = spec["module"]
         self.__doc__ = getattr(factory, "__doc__", None)
+        self.spec = spec
         self.spec_file: str = spec["file"]
         self.spec_line: int = spec["line"]
         self.ndim: int = spec["ndim"]
@@ -120,7 +122,7 @@ class Kernel:
             if types:
                 label += "[" + ", ".join(t for _, t in types) + "]"
             variant = Variant(types, v["symbol"], v["id"], v["cuda"], tuple(v["sites"]),
-                              tuple(v["traits"]), label)
+                              tuple(v["traits"]), label, v)
             self.variants[tuple(t for _, t in types)] = variant
             register_kernel(variant.kernel_id, self.__name__, self.spec_file, variant.sites)
 
@@ -157,15 +159,8 @@ class Kernel:
                 return []
             device = getattr(_tls, "device", None)
             arch = backend.properties(bind_thread() if device is None else device)["arch"]
-        out = []
-        for v in self.variants.values():
-            out.append(find_or_build(BuildRequest(
-                source=v.cuda, symbol=v.symbol, arch=arch,
-                fastmath=bool(self.options.get("fastmath")),
-                max_registers=self.options.get("max_registers"),
-                uses_half="uses_half" in v.traits, label=v.label, module=self.__module__,
-                module_file=self.spec_file)))
-        return out
+        return [find_or_build(BuildRequest.for_variant(self.spec, v.raw, arch, self.spec_file))
+                for v in self.variants.values()]
 
     @property
     def cuda_source(self) -> str:
@@ -182,6 +177,15 @@ class Kernel:
         return f"<gpu_native kernel {self.__module__}.{self.__name__}({sig}) Kernel{self.ndim}D>"
 
     def __reduce__(self):
+        # By reference, as pickle treats functions: the receiving process imports the module
+        # (through the import hook) and takes the kernel from it; nothing compiled travels.
+        if _find_kernel(self.__module__, self.__qualname__) is not self:
+            import pickle
+
+            raise pickle.PicklingError(
+                f"cannot pickle kernel {self.__name__}: it is not reachable as "
+                f"{self.__module__}.{self.__qualname__}, and kernels travel to other processes "
+                "by module and name; define it at the top level of an importable module")
         return (_import_kernel, (self.__module__, self.__qualname__))
 
     # ---- configuration ---------------------------------------------------------------------------
@@ -551,6 +555,15 @@ class LaunchContext:
         while q and backend.event_query(q[0][0]):
             done, _ = q.popleft()
             backend.event_destroy(done)
+
+
+def _find_kernel(module: str, qualname: str):
+    import sys
+
+    obj = sys.modules.get(module)
+    for part in qualname.split("."):
+        obj = getattr(obj, part, None)
+    return obj
 
 
 def _import_kernel(module: str, qualname: str):
