@@ -18,6 +18,7 @@ kernel is launched.
 
 from __future__ import annotations
 
+from . import importhook as importhook  # installs the import hook unless GPU_NATIVE_DISABLE_HOOK=1
 from ._version import __version__ as __version__
 from .errors import CompileError as CompileError
 from .errors import ContextLostError as ContextLostError

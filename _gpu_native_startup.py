@@ -1,0 +1,298 @@
+"""The part of gpu_native's import hook that runs at interpreter startup.
+
+``gpu_native.pth``, installed into site-packages with the package, imports this module and calls
+:func:`install`, so a plain ``import mykernels`` is rewritten even when nothing imported
+``gpu_native`` first; ``import gpu_native`` calls :func:`install` too.  This module must stay cheap
+because every Python process on the machine runs it: it imports nothing the interpreter has not
+loaded already (bar the tiny ``importlib.machinery``), never the ``gpu_native`` package (which
+imports NumPy), and the transpiler only once a module that defines kernels is found.
+
+:class:`KernelFinder` sits just before ``PathFinder`` on ``sys.meta_path`` and asks it (and, when it
+finds nothing, the finders after it, such as the one of a setuptools editable install) for the
+spec.  A ``.py`` module outside the standard library whose bytes contain ``gpu_kernel`` or
+``gpu_device`` gets a :class:`KernelModuleLoader`; every other spec is returned as found, so
+``PathFinder`` is not asked twice.  The loader's heavy half lives in
+:mod:`gpu_native.importhook.loader`.
+"""
+
+from __future__ import annotations
+
+import marshal
+import os
+import sys
+from importlib.machinery import PathFinder, SourceFileLoader
+
+__all__ = ["KernelFinder", "KernelModuleLoader", "install", "is_disabled", "may_define_kernels",
+           "status", "uninstall"]
+
+# The bytes that mark a module as possibly defining kernels: gpu_native.frontend.parse's
+# has_gpu_decorators test, and the package name, since the transpiler only takes decorators
+# imported from gpu_native (a test keeps the two in step).  One pass finds the common prefix;
+# the rare hit is then checked for the whole words.
+_PREFIX = b"gpu_"
+_MARKERS = (b"gpu_kernel", b"gpu_device")
+_PACKAGE = b"gpu_native"
+_NEGATIVE_CAP = 50_000  # entries kept in the no-kernels file; past it, only this run's survive
+_TRUE = frozenset({"1", "true", "yes", "on"})
+# gpu_native's own modules name the decorators without defining kernels: never rewrite them.
+_OWN = ("gpu_native.", "_gpu_native_startup")
+
+_stdlib = os.path.dirname(os.__file__) + os.sep
+_site_markers = tuple(_stdlib + name + os.sep for name in ("site-packages", "dist-packages"))
+
+# What status() reports; written by install() and by gpu_native.importhook.loader.
+_state: dict = {"installed_by": None, "modules": {}}
+
+
+def is_disabled() -> bool:
+    """Whether ``GPU_NATIVE_DISABLE_HOOK`` opts this process out of the import hook."""
+    return os.environ.get("GPU_NATIVE_DISABLE_HOOK", "").strip().lower() in _TRUE
+
+
+def debug_enabled() -> bool:
+    """Whether ``GPU_NATIVE_DEBUG`` asks for a line on stderr per rewritten module."""
+    return os.environ.get("GPU_NATIVE_DEBUG", "").strip().lower() in _TRUE
+
+
+def may_define_kernels(data: bytes) -> bool:
+    """The finder's test: could a module with this source define kernels or device functions?"""
+    return _PREFIX in data and (_MARKERS[0] in data or _MARKERS[1] in data) and \
+        _PACKAGE in data
+
+
+class KernelModuleLoader(SourceFileLoader):
+    """Loads a module from gpu_native's rewrite of its source, cached as bytecode.
+
+    ``get_source`` still returns the file's own text, so ``inspect``, ``linecache`` and debuggers
+    show what the user wrote; the rewrite keeps every line on its line number.
+    """
+
+    def get_code(self, fullname):
+        from gpu_native.importhook.loader import rewritten_code
+
+        return rewritten_code(self, fullname)
+
+
+class KernelFinder:
+    """A ``sys.meta_path`` finder that hands modules defining kernels to the rewriting loader."""
+
+    _gpu_native_hook = True  # how install() recognises an instance from another copy of us
+
+    def find_spec(self, fullname, path=None, target=None):
+        spec = PathFinder.find_spec(fullname, path, target)
+        if spec is None:
+            spec = _find_after_path_finder(self, fullname, path, target)
+            if spec is None:
+                return None
+        if spec.loader.__class__ is not SourceFileLoader or fullname.startswith(_OWN) or \
+                fullname == "gpu_native":
+            return spec
+        origin = spec.origin
+        if origin.startswith(_stdlib) and not origin.startswith(_site_markers):
+            return spec
+        try:
+            st = os.stat(origin)
+            stamp = (st.st_mtime_ns, st.st_size)
+            if _no_kernels.get(origin) == stamp:
+                return spec
+            with open(origin, "rb") as f:
+                data = f.read()
+        except OSError:
+            return spec
+        if not may_define_kernels(data):
+            _no_kernels.add(origin, stamp)
+            return spec
+        spec.loader = KernelModuleLoader(fullname, origin)
+        return spec
+
+    def invalidate_caches(self) -> None:
+        """Nothing cached here: ``PathFinder.invalidate_caches`` is called on its own entry."""
+
+    def __repr__(self) -> str:
+        return "<gpu_native import hook>"
+
+
+def _find_after_path_finder(me, fullname, path, target):
+    """Ask the finders after ``PathFinder`` (an editable install's finder sits there), in order,
+    as the import system would; returning what they find spares it asking them again."""
+    meta_path = sys.meta_path
+    try:
+        start = meta_path.index(PathFinder) + 1
+    except ValueError:
+        return None
+    for finder in meta_path[start:]:
+        if finder is me or getattr(finder, "_gpu_native_hook", False):
+            continue
+        find_spec = getattr(finder, "find_spec", None)
+        if find_spec is None:
+            continue
+        spec = find_spec(fullname, path, target)
+        if spec is not None:
+            return spec
+    return None
+
+
+def cache_root() -> str:
+    """``gpu_native.cache.locations.cache_root()`` without its imports: ``GPU_NATIVE_CACHE_DIR``,
+    else the platform's user cache directory (computed here on Linux, where platformdirs would
+    cost milliseconds to import; a test checks the two agree)."""
+    override = os.environ.get("GPU_NATIVE_CACHE_DIR")
+    if override:
+        return os.path.abspath(os.path.expanduser(override))
+    if sys.platform.startswith("linux"):
+        base = os.environ.get("XDG_CACHE_HOME", "")
+        if not base.strip():
+            base = os.path.expanduser("~/.cache")
+        return os.path.join(base, "gpu_native")
+    import platformdirs
+
+    return platformdirs.user_cache_dir("gpu_native")
+
+
+class _NoKernels:
+    """Source files known to define no kernels, by path, with the (mtime, size) they had when they
+    were searched: a known file costs one ``stat`` instead of a read.  Kept per Python
+    environment in ``<cache root>/modules/``, loaded on first use, saved at exit when it grew."""
+
+    def __init__(self) -> None:
+        self.entries: dict | None = None
+        self.added: dict = {}
+        self.file: str | None = None
+
+    def _load(self) -> dict:
+        entries: dict = {}
+        try:
+            self.file = _negative_cache_file()
+            with open(self.file, "rb") as f:
+                loaded = marshal.loads(f.read())
+            if isinstance(loaded, dict):
+                entries = loaded
+        except Exception:  # missing, unreadable or damaged: start empty
+            pass
+        self.entries = entries
+        return entries
+
+    def get(self, path: str):
+        entries = self.entries
+        if entries is None:
+            entries = self._load()
+        return entries.get(path)
+
+    def add(self, path: str, stamp: tuple) -> None:
+        if not self.added:
+            import atexit
+
+            atexit.register(self.save)
+        self.added[path] = stamp
+        if self.entries is not None:
+            self.entries[path] = stamp
+
+    def save(self) -> None:
+        """Merge this run's additions into the file (atomically; errors are ignored)."""
+        if not self.added or self.file is None:
+            return
+        try:
+            try:
+                with open(self.file, "rb") as f:
+                    current = marshal.loads(f.read())
+                if not isinstance(current, dict):
+                    current = {}
+            except Exception:
+                current = {}
+            current.update(self.added)
+            if len(current) > _NEGATIVE_CAP:
+                current = dict(self.added)
+            os.makedirs(os.path.dirname(self.file), exist_ok=True)
+            tmp = f"{self.file}.{os.getpid()}.tmp"
+            with open(tmp, "wb") as f:
+                f.write(marshal.dumps(current))
+            os.replace(tmp, self.file)
+            self.added = {}
+        except Exception:
+            pass
+
+
+def _negative_cache_file() -> str:
+    # One file per environment (sys.prefix) and interpreter, named by an FNV-1a hash: hashlib
+    # would cost a millisecond to import.
+    h = 0xCBF29CE484222325
+    for byte in f"{sys.prefix}\0{sys.version}".encode("utf-8", "surrogatepass"):
+        h = ((h ^ byte) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
+    tag = sys.implementation.cache_tag or "python"
+    return os.path.join(cache_root(), "modules", f"no-kernels.{tag}.{h:016x}.marshal")
+
+
+_no_kernels = _NoKernels()
+
+
+def _installed():
+    for finder in sys.meta_path:
+        if getattr(finder, "_gpu_native_hook", False):
+            return finder
+    return None
+
+
+def install(installed_by: str = "import gpu_native") -> bool:
+    """Put the import hook on ``sys.meta_path`` (once); return whether it is installed.
+
+    Does nothing when ``GPU_NATIVE_DISABLE_HOOK`` is set.  Modules imported before the hook was
+    installed keep the kernels the ``gpu_kernel`` decorator built from their source.
+    """
+    if is_disabled():
+        return False
+    if _installed() is not None:
+        return True
+    meta_path = sys.meta_path
+    try:
+        index = meta_path.index(PathFinder)
+    except ValueError:
+        index = len(meta_path)
+    meta_path.insert(index, KernelFinder())
+    _state["installed_by"] = installed_by
+    return True
+
+
+def install_from_pth() -> None:
+    """What ``gpu_native.pth`` runs: install the hook, never break interpreter startup."""
+    try:
+        install("gpu_native.pth")
+    except Exception as exc:  # pragma: no cover - a broken install must not stop Python starting
+        if debug_enabled():
+            print(f"gpu_native: import hook not installed: {exc!r}", file=sys.stderr)
+
+
+def uninstall() -> None:
+    """Take the import hook off ``sys.meta_path`` (modules already rewritten stay as they are)."""
+    sys.meta_path[:] = [f for f in sys.meta_path if not getattr(f, "_gpu_native_hook", False)]
+    _state["installed_by"] = None
+
+
+def record(fullname: str, info: dict) -> None:
+    """Remember a rewritten module for :func:`status`; one debug line if ``GPU_NATIVE_DEBUG``."""
+    _state["modules"][fullname] = info
+    if debug_enabled():
+        kernels = info.get("kernels", ())
+        print(f"gpu_native: import hook rewrote {fullname} ({info.get('path')}): "
+              f"cache {info.get('cache')}, {len(kernels)} kernel{'s' * (len(kernels) != 1)}, "
+              f"{info.get('seconds', 0.0) * 1e3:.1f} ms", file=sys.stderr)
+
+
+def status() -> dict:
+    """The hook's state in this process, for ``gpu-native doctor`` and for debugging.
+
+    Returns
+    -------
+    dict
+        ``installed`` (bool), ``disabled`` (``GPU_NATIVE_DISABLE_HOOK`` is set), ``installed_by``
+        (``"gpu_native.pth"``, ``"import gpu_native"`` or None), ``modules``: every module the hook
+        loaded in this process, by name, each a dict with ``path``, ``cache`` (``"hit"`` when the
+        cached rewrite was used, ``"miss"`` when it was rewritten now, ``"error"`` when the rewrite
+        failed), ``cache_file``, ``kernels`` (names) and ``seconds``.
+    """
+    installed = _installed() is not None
+    return {
+        "installed": installed,
+        "disabled": is_disabled(),
+        "installed_by": _state["installed_by"] if installed else None,
+        "modules": {name: dict(info) for name, info in _state["modules"].items()},
+    }

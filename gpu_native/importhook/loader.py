@@ -1,0 +1,148 @@
+"""The heavy half of the import hook: the code object of a module that defines kernels.
+
+:func:`rewritten_code` is ``KernelModuleLoader.get_code`` (see ``_gpu_native_startup``).  A warm
+import reads the cached rewrite (:mod:`.pycache`) and imports no transpiler; a cold one calls
+:func:`gpu_native.rewrite.rewrite_module` — the entry point ``gpu-native expand`` prints — compiles
+the result under the module's real file name, and caches it.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from _imp import _fix_co_filename
+from importlib.util import decode_source
+
+import _gpu_native_startup as _startup
+
+from ..errors import GpuNativeError
+from . import pycache
+
+# Errors a module's rewrite raised, by file: the module's code re-raises them (see _raising_code).
+_pending: dict[str, BaseException] = {}
+
+
+def rewritten_code(loader, fullname: str):
+    """The code object of ``fullname`` as the hook rewrites it (from the cache when current)."""
+    started = time.perf_counter()
+    path = loader.path
+    data = loader.get_data(path)
+    source_sha = pycache.source_digest(data)
+    for i, cache_file in enumerate(_cache_files(path, for_writing=False)):
+        entry = pycache.read(cache_file)
+        if entry is not None and pycache.is_current(entry[0], fullname, path, source_sha):
+            code = entry[1]
+            _fix_co_filename(code, path)
+            if i and not sys.dont_write_bytecode:
+                # Found in the user cache, but __pycache__ may be writable now: move it there,
+                # where the next import looks first.
+                primary = pycache.pycache_path(path)
+                if primary and pycache.write(primary, entry[0], code):
+                    cache_file = primary
+            _record(fullname, path, "hit", cache_file, entry[0].get("kernels", ()), started)
+            return code
+    return _rewrite(fullname, path, data, source_sha, started)
+
+
+def _cache_files(path: str, for_writing: bool):
+    """Where the entry of ``path`` may be: beside the source, then in gpu_native's cache
+    directory (found lazily: only a miss beside the source needs it)."""
+    primary = pycache.pycache_path(path)
+    if primary and not (for_writing and sys.dont_write_bytecode):
+        yield primary
+    try:
+        fallback = pycache.user_cache_path(path)
+    except Exception:  # no usable user cache directory: the hook works uncached
+        return
+    if fallback != primary:
+        yield fallback
+
+
+def _rewrite(fullname, path, data, source_sha, started):
+    from ..rewrite import rewrite_module
+
+    source = decode_source(data)
+    try:
+        result = rewrite_module(source, path, fullname)
+    except GpuNativeError as exc:
+        error: BaseException = exc
+    else:
+        error = None
+    if error is not None:
+        _record(fullname, path, "error", None, (), started)
+        syntax = _syntax_error(source, path)
+        if syntax is None and _unparsable_by_libcst(error):
+            # Python reads syntax libcst does not: import the module as Python would.  A kernel
+            # in it then fails in its decorator, which names its line; host code just works.
+            return compile(source, path, "exec", dont_inherit=True)
+        # A file Python cannot parse raises Python's own SyntaxError, as a plain import would.
+        return _raising_code(syntax or error, source, path)
+    code = compile(result.source, path, "exec", dont_inherit=True)
+    deps = tuple((dep, pycache.file_digest(dep) or "") for dep in result.dependencies)
+    key = pycache.make_key(fullname, path, source_sha, deps)
+    key["kernels"] = tuple(k.name for k in result.kernels)
+    cache_file = next((f for f in _cache_files(path, for_writing=True)
+                       if pycache.write(f, key, code)), None)
+    _record(fullname, path, "miss", cache_file, key["kernels"], started)
+    return code
+
+
+def _unparsable_by_libcst(error: BaseException) -> bool:
+    import libcst
+
+    return isinstance(error.__context__, libcst.ParserSyntaxError)
+
+
+def _syntax_error(source: str, path: str) -> SyntaxError | None:
+    import ast
+
+    try:
+        compile(source, path, "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
+    except SyntaxError as exc:
+        return exc
+    return None
+
+
+def _raising_code(exc: BaseException, source: str, path: str):
+    """Code that raises ``exc`` from the module itself, at the line the error names.
+
+    Raised from the module's own code (which the import system runs through
+    ``_call_with_frames_removed``), the traceback is the user's ``import`` line, then their file
+    at the offending line, then the message with its caret: none of the hook's or the
+    transpiler's frames.
+    """
+    span = getattr(exc, "span", None)
+    if isinstance(exc, SyntaxError):
+        where, line = exc.filename, exc.lineno
+    else:
+        where, line = (span.file, span.line) if span is not None else (path, 1)
+    if not where or not line or line < 1 or os.path.abspath(where) != os.path.abspath(path):
+        line = 1
+    _pending[path] = exc.with_traceback(None)
+    text = source.splitlines()[line - 1] if line <= len(source.splitlines()) else ""
+    indent = text[:len(text) - len(text.lstrip())]
+    # The raise starts at the line's indentation and spans two lines, so the traceback shows the
+    # user's line without carets of its own (the message has the right ones).
+    head = "\n" * (line - 2) + f"if 1:\n{indent}" if line > 1 and indent else "\n" * (line - 1)
+    stub = (f"{head}raise (\n__import__('gpu_native.importhook.loader', fromlist=['take_error'])"
+            f".take_error({path!r}))\n")
+    return compile(stub, path, "exec", dont_inherit=True)
+
+
+def take_error(path: str) -> BaseException:
+    """The error the rewrite of ``path`` raised (called by the code of :func:`_raising_code`)."""
+    exc = _pending.pop(path, None)
+    if exc is None:  # pragma: no cover - the module was executed twice from one failed rewrite
+        return ImportError(f"gpu_native could not rewrite {path}; import it again to see why")
+    return exc
+
+
+def _record(fullname, path, outcome, cache_file, kernels, started) -> None:
+    _startup.record(fullname, {
+        "path": path,
+        "cache": outcome,
+        "cache_file": cache_file,
+        "kernels": tuple(kernels),
+        "seconds": time.perf_counter() - started,
+    })

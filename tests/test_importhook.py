@@ -1,0 +1,695 @@
+"""The import hook: ``import mykernels`` imports gpu_native's rewrite of the module.
+
+Almost everything runs in fresh interpreters (the hook is about interpreter startup and imports),
+with the startup ``.pth`` simulated by a ``sitecustomize`` that hands the repository's real
+``gpu_native.pth`` to ``site.addsitedir``, exactly as site-packages would.  Kernels launch on the
+simulator backend (no GPU needed); the hook's own assertions do not depend on launching.
+Coexistence with pytest, coverage, multiprocessing and installs is in
+``test_importhook_coexistence.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import linecache
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import _gpu_native_startup as startup
+from gpu_native.errors import TranspileError
+from gpu_native.importhook import pycache
+
+REPO = Path(__file__).resolve().parent.parent
+
+MYKERNELS = textwrap.dedent('''\
+    from gpu_native import (gpu_kernel, Kernel1D, CUDASlice, CUDASliceMut, FlatLayout1D, UniqueId,
+                            GridDim1D, BlockDim1D, DEFAULT_STREAM, f32)
+
+    @gpu_kernel(Kernel1D)
+    def add_kernel(a: CUDASlice[f32], b: CUDASlice[f32], c: CUDASliceMut[f32]):
+        idx: UniqueId = FlatLayout1D.uid()
+        c[idx] = a[idx] + b[idx]
+
+    def add(a, b, c):
+        block_dim = 128
+        grid_dim = (len(c) + block_dim - 1) // block_dim
+        add_kernel.launch(GridDim1D(grid_dim), BlockDim1D(block_dim), 0, DEFAULT_STREAM)(a, b, c)
+''')
+
+# A host function after a kernel, so a wrong line count in the rewrite would show.
+HOSTLINES = textwrap.dedent('''\
+    import warnings
+
+    from gpu_native import gpu_kernel, Kernel1D, CUDASlice, CUDASliceMut, FlatLayout1D, UniqueId, f32
+
+
+    @gpu_kernel(Kernel1D)
+    def scale_kernel(a: CUDASlice[f32], c: CUDASliceMut[f32]):
+        idx: UniqueId = FlatLayout1D.uid()
+        x = a[idx]
+        c[idx] = x * 2.0
+
+
+    def fails():
+        raise ValueError("raised by the host")
+
+
+    def warns():
+        warnings.warn("careful", UserWarning)
+''')
+FAILS_LINE = 14
+WARNS_LINE = 18
+
+HELPERS = textwrap.dedent('''\
+    from gpu_native import gpu_device, f32
+
+    FACTOR = 2.0
+
+
+    @gpu_device
+    def scale(x: f32) -> f32:
+        return x * FACTOR
+''')
+
+USES_HELPERS = textwrap.dedent('''\
+    from gpu_native import gpu_kernel, Kernel1D, CUDASlice, CUDASliceMut, FlatLayout1D, UniqueId, f32
+
+    from helpers import scale
+
+
+    @gpu_kernel(Kernel1D)
+    def scaled(a: CUDASlice[f32], c: CUDASliceMut[f32]):
+        idx: UniqueId = FlatLayout1D.uid()
+        c[idx] = scale(a[idx])
+''')
+
+NOT_UNIQUE = textwrap.dedent('''\
+    from gpu_native import gpu_kernel, Kernel1D, CUDASliceMut, FlatLayout1D, UniqueId, f32
+
+
+    @gpu_kernel(Kernel1D)
+    def bad(c: CUDASliceMut[f32]):
+        idx: UniqueId = FlatLayout1D.uid()
+        c[0] = 1.0
+''')
+
+# Prints what the tests look at, as one JSON line.
+REPORT = textwrap.dedent('''\
+    import json as _json, sys as _sys
+    def report(**extra):
+        import _gpu_native_startup as _s
+        status = _s.status()
+        out = {"status": status, "libcst": "libcst" in _sys.modules, **extra}
+        print("REPORT " + _json.dumps(out, default=repr))
+''')
+
+
+def hook_env(tmp_path: Path, *, pth: bool = True, **extra: str) -> dict:
+    """Environment of a fresh interpreter: the repository importable, gpu_native's cache in
+    ``tmp_path``, no inherited gpu_native settings, bytecode written, and — with ``pth`` — the
+    repository's ``gpu_native.pth`` processed at startup as site-packages would."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("GPU_NATIVE_", "COVERAGE_", "COV_CORE_"))}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    paths = [str(REPO)]
+    if pth:
+        site_dir = tmp_path / "_startup"
+        site_dir.mkdir(exist_ok=True)
+        (site_dir / "sitecustomize.py").write_text(
+            f"import site\nsite.addsitedir({str(REPO)!r})\n")
+        paths.insert(0, str(site_dir))
+    env["PYTHONPATH"] = os.pathsep.join(paths)
+    env["GPU_NATIVE_CACHE_DIR"] = str(tmp_path / "gn_cache")
+    env["GPU_NATIVE_BACKEND"] = "sim"
+    env.update(extra)
+    return env
+
+
+def run_python(code: str, cwd: Path, env: dict, *, check: bool = True,
+               args: tuple[str, ...] = ()) -> subprocess.CompletedProcess:
+    """Run ``code`` (with :data:`REPORT`'s ``report()`` defined) in a fresh interpreter."""
+    proc = subprocess.run([sys.executable, *args, "-c", REPORT + textwrap.dedent(code)],
+                          cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"exit {proc.returncode}\n--- stdout\n{proc.stdout}\n--- stderr\n"
+                             f"{proc.stderr}")
+    return proc
+
+
+def report_of(proc: subprocess.CompletedProcess) -> dict:
+    for line in proc.stdout.splitlines():
+        if line.startswith("REPORT "):
+            return json.loads(line[len("REPORT "):])
+    raise AssertionError(f"no report in\n{proc.stdout}\n{proc.stderr}")
+
+
+@pytest.fixture
+def work(tmp_path: Path) -> Path:
+    """A directory (the subprocesses' working directory) holding ``mykernels.py``."""
+    d = tmp_path / "work"
+    d.mkdir()
+    (d / "mykernels.py").write_text(MYKERNELS)
+    return d
+
+
+# Runs mykernels.add on the simulator; defines ``launched`` (True when the sum is right).
+LAUNCH = '''
+    import numpy as _np, gpu_native as _gn
+    _a = _gn.to_device(_np.arange(1000, dtype=_np.float32))
+    _b = _gn.to_device(_np.ones(1000, _np.float32))
+    _c = _gn.empty(1000, _gn.f32)
+    mykernels.add(_a, _b, _c)
+    launched = bool((_c.to_host() == _np.arange(1000) + 1).all())
+'''
+
+# Imports mykernels and reports what the tests look at; the launch (on the simulator, whose
+# first launch transpiles from source and so loads libcst) comes after the libcst check.
+IMPORT_MYKERNELS = '''
+    import sys
+    before = "gpu_native" in sys.modules
+    import mykernels
+    from gpu_native.runtime.kernel import Kernel
+    libcst_after_import = "libcst" in sys.modules
+    launched = None
+'''
+REPORT_MYKERNELS = '''
+    report(gpu_native_before=before, libcst_after_import=libcst_after_import,
+           is_kernel=isinstance(mykernels.add_kernel, Kernel),
+           loader=type(mykernels.__spec__.loader).__name__, launched=launched)
+'''
+
+
+def import_mykernels(*, launch: bool = False) -> str:
+    return IMPORT_MYKERNELS + (LAUNCH if launch else "") + REPORT_MYKERNELS
+
+
+class TestRewriteOnImport:
+    def test_pth_makes_plain_import_rewrite_and_warm_import_skips_libcst(self, tmp_path, work):
+        env = hook_env(tmp_path)
+        cold = report_of(run_python(import_mykernels(launch=True), work, env))
+        assert cold["gpu_native_before"] is False  # nothing imported gpu_native: the .pth did it
+        assert cold["status"]["installed_by"] == "gpu_native.pth"
+        assert cold["is_kernel"] and cold["loader"] == "KernelModuleLoader"
+        assert cold["status"]["modules"]["mykernels"]["cache"] == "miss"
+        assert cold["status"]["modules"]["mykernels"]["kernels"] == ["add_kernel"]
+        assert cold["launched"] is True
+
+        warm = report_of(run_python(import_mykernels(), work, env))
+        assert warm["is_kernel"] and warm["loader"] == "KernelModuleLoader"
+        assert warm["status"]["modules"]["mykernels"]["cache"] == "hit"
+        assert warm["libcst_after_import"] is False and warm["libcst"] is False
+
+        launched = report_of(run_python(import_mykernels(launch=True), work, env))
+        assert launched["libcst_after_import"] is False and launched["launched"] is True
+
+    def test_import_gpu_native_installs_the_hook(self, tmp_path, work):
+        env = hook_env(tmp_path, pth=False)
+        rep = report_of(run_python('''
+            import sys, _gpu_native_startup
+            before = _gpu_native_startup.status()["installed"]
+            import gpu_native, mykernels
+            from gpu_native.runtime.kernel import Kernel
+            report(before=before, is_kernel=isinstance(mykernels.add_kernel, Kernel),
+                   hook_status=gpu_native.importhook.status())
+        ''', work, env))
+        assert rep["before"] is False
+        assert rep["is_kernel"]
+        assert rep["hook_status"]["installed_by"] == "import gpu_native"
+        assert rep["hook_status"]["modules"]["mykernels"]["cache"] == "miss"
+
+    def test_the_hook_imports_exactly_what_expand_prints(self, tmp_path, work):
+        env = hook_env(tmp_path)
+        path = work / "mykernels.py"
+        expanded = subprocess.run(
+            [sys.executable, "-m", "gpu_native.cli", "expand", str(path), "--module", "mykernels"],
+            cwd=work, env=env, capture_output=True, text=True, check=True).stdout
+        assert "_spec=" in expanded
+        (tmp_path / "expanded.py").write_text(expanded)
+        rep = report_of(run_python(f'''
+            import mykernels
+            code = mykernels.__spec__.loader.get_code("mykernels")
+            expanded = open({str(tmp_path / "expanded.py")!r}).read()
+            report(same=code == compile(expanded, {str(path)!r}, "exec", dont_inherit=True))
+        ''', work, env))
+        # Code objects compare their bytecode, constants, names and line tables.
+        assert rep["same"] is True
+
+    def test_package_modules_and_init_are_rewritten(self, tmp_path, work):
+        pkg = work / "kpkg"
+        (pkg / "sub").mkdir(parents=True)
+        (pkg / "__init__.py").write_text(MYKERNELS)
+        (pkg / "sub" / "__init__.py").write_text("")
+        (pkg / "sub" / "more.py").write_text(MYKERNELS.replace("add_kernel", "more_kernel"))
+        rep = report_of(run_python('''
+            import kpkg, kpkg.sub.more
+            from gpu_native.runtime.kernel import Kernel
+            report(kernels=[type(kpkg.add_kernel).__name__, type(kpkg.sub.more.more_kernel).__name__],
+                   modules=[kpkg.add_kernel.__module__, kpkg.sub.more.more_kernel.__module__])
+        ''', work, hook_env(tmp_path)))
+        assert rep["kernels"] == ["Kernel", "Kernel"]
+        assert rep["modules"] == ["kpkg", "kpkg.sub.more"]
+        assert set(rep["status"]["modules"]) == {"kpkg", "kpkg.sub.more"}
+
+    def test_modules_without_kernels_and_gpu_natives_own_are_left_alone(self, tmp_path, work):
+        (work / "plain.py").write_text("X = 1\n")
+        (work / "mentions.py").write_text("from gpu_native import gpu_kernel  # a re-export\n")
+        (work / "other.py").write_text("from mylib import gpu_kernel  # someone else's\n")
+        (work / "mylib.py").write_text("def gpu_kernel(kind):\n    return lambda f: f\n")
+        rep = report_of(run_python('''
+            import json, plain, mentions, other, mykernels, gpu_native.runtime.decorators as d
+            report(plain=type(plain.__spec__.loader).__name__,
+                   other=type(other.__spec__.loader).__name__,
+                   json=type(json.__spec__.loader).__name__,
+                   own=type(d.__spec__.loader).__name__,
+                   mentions=type(mentions.__spec__.loader).__name__)
+        ''', work, hook_env(tmp_path)))
+        assert rep["plain"] == rep["json"] == rep["own"] == rep["other"] == "SourceFileLoader"
+        # A mention of the decorator's name sends a module through the rewrite, which leaves it
+        # as it is (and caches that, so the next import parses nothing either).
+        assert rep["mentions"] == "KernelModuleLoader"
+        assert rep["status"]["modules"]["mentions"]["kernels"] == []
+        assert not [m for m in rep["status"]["modules"] if m.startswith("gpu_native")]
+
+    def test_python_m_runs_the_rewritten_module(self, tmp_path, work):
+        (work / "runme.py").write_text(MYKERNELS + textwrap.dedent('''
+            if __name__ == "__main__":
+                import _gpu_native_startup
+                print("LOADER", type(__spec__.loader).__name__, type(add_kernel).__name__)
+        '''))
+        proc = subprocess.run([sys.executable, "-m", "runme"], cwd=work, env=hook_env(tmp_path),
+                              capture_output=True, text=True, check=True)
+        assert "LOADER KernelModuleLoader Kernel" in proc.stdout
+
+    def test_kernels_launch_after_a_warm_import(self, tmp_path, work):
+        env = hook_env(tmp_path)
+        code = '''
+            import numpy as np, gpu_native as gn, mykernels
+            a = gn.to_device(np.arange(1000, dtype=np.float32))
+            b = gn.to_device(np.ones(1000, np.float32))
+            c = gn.empty(1000, gn.f32)
+            mykernels.add(a, b, c)
+            report(c=c.to_host()[:4].tolist(), ok=bool((c.to_host() == np.arange(1000) + 1).all()))
+        '''
+        for expected in ("miss", "hit"):
+            rep = report_of(run_python(code, work, env))
+            assert rep["status"]["modules"]["mykernels"]["cache"] == expected
+            assert rep["c"] == [1.0, 2.0, 3.0, 4.0] and rep["ok"]
+
+
+class TestLineNumbers:
+    def test_traceback_warning_inspect_and_pdb_see_the_users_file(self, tmp_path, work):
+        path = work / "hostlines.py"
+        path.write_text(HOSTLINES)
+        rep = report_of(run_python(f'''
+            import inspect, io, pdb, traceback, warnings
+            import hostlines
+            try:
+                hostlines.fails()
+            except ValueError as exc:
+                frame = traceback.extract_tb(exc.__traceback__)[-1]
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                hostlines.warns()
+            out = io.StringIO()
+            debugger = pdb.Pdb(stdin=io.StringIO("where\\ncontinue\\n"), stdout=out)
+            debugger.set_break(hostlines.__file__, {FAILS_LINE})
+            try:
+                debugger.runcall(hostlines.fails)
+            except ValueError:
+                pass
+            report(loader=type(hostlines.__spec__.loader).__name__,
+                   tb=[frame.filename, frame.lineno, frame.line],
+                   warning=[caught[0].filename, caught[0].lineno],
+                   source=inspect.getsource(hostlines.fails).splitlines()[0],
+                   pdb=out.getvalue())
+        ''', work, hook_env(tmp_path)))
+        assert rep["loader"] == "KernelModuleLoader"
+        assert rep["tb"] == [str(path), FAILS_LINE, 'raise ValueError("raised by the host")']
+        assert rep["warning"] == [str(path), WARNS_LINE]
+        assert rep["source"] == "def fails():"
+        assert f"{path}({FAILS_LINE})fails()" in rep["pdb"]
+
+    def test_line_numbers_hold_on_a_warm_import_too(self, tmp_path, work):
+        (work / "hostlines.py").write_text(HOSTLINES)
+        code = '''
+            import traceback, hostlines
+            try:
+                hostlines.fails()
+            except ValueError as exc:
+                report(line=traceback.extract_tb(exc.__traceback__)[-1].lineno)
+        '''
+        env = hook_env(tmp_path)
+        assert report_of(run_python(code, work, env))["line"] == FAILS_LINE
+        rep = report_of(run_python(code, work, env))
+        assert rep["line"] == FAILS_LINE
+        assert rep["status"]["modules"]["hostlines"]["cache"] == "hit"
+
+
+class TestPyCache:
+    def test_written_beside_the_pyc_with_its_own_tag(self, tmp_path, work):
+        from gpu_native import __version__
+
+        run_python("import mykernels", work, hook_env(tmp_path))
+        tag = sys.implementation.cache_tag
+        entry = work / "__pycache__" / f"mykernels.{tag}.gpu_native-{__version__}.pyc"
+        assert entry.is_file()
+        assert not list(entry.parent.glob("*.tmp"))  # written to a temporary name, then renamed
+        key, code = pycache.read(str(entry))
+        assert key["source"] == pycache.source_digest((work / "mykernels.py").read_bytes())
+        assert key["version"] == __version__ and key["module"] == "mykernels"
+        assert code.co_filename == str(work / "mykernels.py")
+
+    def test_dont_write_bytecode_uses_gpu_natives_cache_dir(self, tmp_path, work):
+        env = hook_env(tmp_path, PYTHONDONTWRITEBYTECODE="1")
+        rep = report_of(run_python("import mykernels; report()", work, env))
+        cache_file = rep["status"]["modules"]["mykernels"]["cache_file"]
+        assert cache_file.startswith(str(tmp_path / "gn_cache" / "modules"))
+        assert not (work / "__pycache__").exists()
+        rep = report_of(run_python("import mykernels; report()", work, env))
+        assert rep["status"]["modules"]["mykernels"]["cache"] == "hit" and not rep["libcst"]
+
+    def test_unwritable_pycache_falls_back_to_gpu_natives_cache_dir(self, tmp_path, work):
+        (work / "__pycache__").write_text("a file where the directory should be")
+        env = hook_env(tmp_path)
+        rep = report_of(run_python("import mykernels; report()", work, env))
+        assert rep["status"]["modules"]["mykernels"]["cache_file"].startswith(
+            str(tmp_path / "gn_cache"))
+        rep = report_of(run_python("import mykernels; report()", work, env))
+        assert rep["status"]["modules"]["mykernels"]["cache"] == "hit" and not rep["libcst"]
+
+    @pytest.mark.parametrize("damage", ["garbage", "truncated", "flipped"])
+    def test_a_corrupt_entry_is_ignored_and_rewritten(self, tmp_path, work, damage):
+        env = hook_env(tmp_path)
+        rep = report_of(run_python("import mykernels; report()", work, env))
+        entry = Path(rep["status"]["modules"]["mykernels"]["cache_file"])
+        data = entry.read_bytes()
+        if damage == "garbage":
+            entry.write_bytes(b"\x00not a pyc at all" * 10)
+        elif damage == "truncated":
+            entry.write_bytes(data[: len(data) // 2])
+        else:
+            entry.write_bytes(data[:-20] + bytes(b ^ 0xFF for b in data[-20:]))
+        rep = report_of(run_python('''
+            import mykernels
+            from gpu_native.runtime.kernel import Kernel
+            report(is_kernel=isinstance(mykernels.add_kernel, Kernel))
+        ''', work, env))
+        assert rep["is_kernel"]
+        assert rep["status"]["modules"]["mykernels"]["cache"] == "miss"
+        assert pycache.read(str(entry)) is not None  # rewritten whole
+        rep = report_of(run_python("import mykernels; report()", work, env))
+        assert rep["status"]["modules"]["mykernels"]["cache"] == "hit"
+
+    def test_editing_the_module_invalidates_its_entry(self, tmp_path, work):
+        env = hook_env(tmp_path)
+        run_python("import mykernels", work, env)
+        source = work / "mykernels.py"
+        source.write_text(source.read_text().replace("block_dim = 128", "block_dim = 256"))
+        rep = report_of(run_python('''
+            import inspect, mykernels
+            report(src="block_dim = 256" in inspect.getsource(mykernels.add),
+                   const=256 in mykernels.add.__code__.co_consts)
+        ''', work, env))
+        assert rep["status"]["modules"]["mykernels"]["cache"] == "miss"
+        assert rep["src"] and rep["const"]
+
+    def test_a_changed_device_function_in_another_module_invalidates_the_entry(self, tmp_path,
+                                                                                  work):
+        (work / "helpers.py").write_text(HELPERS)
+        (work / "uses_helpers.py").write_text(USES_HELPERS)
+        env = hook_env(tmp_path)
+        code = '''
+            import uses_helpers
+            report(cuda=uses_helpers.scaled.variants[()].cuda)
+        '''
+        first = report_of(run_python(code, work, env))
+        assert first["status"]["modules"]["uses_helpers"]["cache"] == "miss"
+        second = report_of(run_python(code, work, env))
+        assert second["status"]["modules"]["uses_helpers"]["cache"] == "hit"
+        assert second["cuda"] == first["cuda"]
+
+        (work / "helpers.py").write_text(HELPERS.replace("return x * FACTOR",
+                                                         "return x * FACTOR + 1.0"))
+        third = report_of(run_python(code, work, env))
+        assert third["status"]["modules"]["uses_helpers"]["cache"] == "miss"
+        assert third["cuda"] != first["cuda"]
+        (work / "helpers.py").write_text(HELPERS.replace("FACTOR = 2.0", "FACTOR = 3.0"))
+        fourth = report_of(run_python(code, work, env))
+        assert fourth["status"]["modules"]["uses_helpers"]["cache"] == "miss"
+        assert fourth["cuda"] not in (first["cuda"], third["cuda"])
+
+    def test_entries_are_keyed_by_version_transpiler_module_and_path(self, tmp_path):
+        source = b"x = 1\n"
+        sha = pycache.source_digest(source)
+        path = str(tmp_path / "m.py")
+        key = pycache.make_key("m", path, sha, ())
+        assert pycache.is_current(key, "m", path, sha)
+        assert not pycache.is_current(key, "m", path, pycache.source_digest(b"x = 2\n"))
+        assert not pycache.is_current(key, "pkg.m", path, sha)
+        assert not pycache.is_current(key, "m", str(tmp_path / "elsewhere" / "m.py"), sha)
+        for field, value in (("version", "0.0.0"), ("transpiler", "0" * 32), ("format", 0)):
+            assert not pycache.is_current({**key, field: value}, "m", path, sha)
+        dep = tmp_path / "dep.py"
+        dep.write_text("A = 1\n")
+        with_dep = pycache.make_key("m", path, sha, ((str(dep), pycache.file_digest(str(dep))),))
+        assert pycache.is_current(with_dep, "m", path, sha)
+        dep.write_text("A = 2\n")
+        assert not pycache.is_current(with_dep, "m", path, sha)
+        dep.unlink()
+        assert not pycache.is_current(with_dep, "m", path, sha)
+
+    def test_read_rejects_what_write_did_not_write(self, tmp_path):
+        entry = tmp_path / "e.pyc"
+        code = compile("x = 1\n", "e.py", "exec")
+        assert pycache.write(str(entry), {"k": 1}, code)
+        assert pycache.read(str(entry)) == ({"k": 1}, code)
+        assert pycache.read(str(tmp_path / "missing.pyc")) is None
+        import importlib.util
+
+        entry.write_bytes(importlib.util.MAGIC_NUMBER + b"\0" * 12 + b"x")  # a plain pyc header
+        assert pycache.read(str(entry)) is None
+
+
+class TestNoKernelsCache:
+    def test_a_module_known_to_have_no_kernels_is_rescanned_once_edited(self, tmp_path, work):
+        plain = work / "later.py"
+        plain.write_text("X = 1\n")
+        env = hook_env(tmp_path)
+        run_python("import later", work, env)
+        files = list((tmp_path / "gn_cache" / "modules").glob("no-kernels.*.marshal"))
+        assert len(files) == 1
+        import marshal
+
+        known = marshal.loads(files[0].read_bytes())
+        assert str(plain) in known
+        assert not [p for p in known if p.startswith(startup._stdlib) and
+                    not p.startswith(startup._site_markers)]  # the stdlib is never read
+        plain.write_text(MYKERNELS)
+        rep = report_of(run_python('''
+            import later
+            report(kind=type(later.add_kernel).__name__)
+        ''', work, env))
+        assert rep["kind"] == "Kernel"
+        assert rep["status"]["modules"]["later"]["cache"] == "miss"
+
+    def test_the_finders_byte_test_agrees_with_the_transpilers(self):
+        from gpu_native.frontend.parse import has_gpu_decorators
+        from gpu_native.rewrite import rewrite_module
+
+        samples = [b"", b"x = 1\n", b"@gpu_kernel(Kernel1D)\n", b"@gpu_device\n", b"gpu_\n",
+                   b"from gpu_native import gpu_device as d\n", b"gpu_kerne\n",
+                   b"import gpu_native as gn\n\n@gn.gpu_device\ndef f(x: gn.f32) -> gn.f32:\n"
+                   b"    return x\n",
+                   b"from mylib import gpu_kernel\n", MYKERNELS.encode(), HELPERS.encode(),
+                   USES_HELPERS.encode(), HOSTLINES.encode()]
+        for data in samples:
+            # Stricter than the transpiler's test only where the transpiler finds no kernel.
+            if startup.may_define_kernels(data) != has_gpu_decorators(data):
+                assert not startup.may_define_kernels(data), data
+                try:
+                    compile(data, "m.py", "exec")
+                except SyntaxError:
+                    continue
+                assert not rewrite_module(data.decode(), "m.py", "m").has_kernels, data
+        assert startup.may_define_kernels(MYKERNELS.encode())
+        assert not startup.may_define_kernels(b"from mylib import gpu_kernel\n")
+
+    def test_cache_root_matches_the_artifact_cache(self, monkeypatch, tmp_path):
+        from gpu_native.cache.locations import cache_root
+
+        monkeypatch.delenv("GPU_NATIVE_CACHE_DIR", raising=False)
+        assert startup.cache_root() == cache_root()
+        monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+        assert startup.cache_root() == cache_root()
+        monkeypatch.setenv("GPU_NATIVE_CACHE_DIR", str(tmp_path / "mine"))
+        assert startup.cache_root() == cache_root() == str(tmp_path / "mine")
+
+
+class TestErrors:
+    def test_a_transpile_error_surfaces_as_itself_at_the_users_line(self, tmp_path, work):
+        (work / "badkernels.py").write_text(NOT_UNIQUE)
+        proc = run_python("import badkernels", work, hook_env(tmp_path), check=False)
+        assert proc.returncode == 1
+        err = proc.stderr
+        path = work / "badkernels.py"
+        assert f'File "{path}", line 7, in <module>\n    c[0] = 1.0\n' in err
+        last = err.strip().splitlines()
+        head = next(i for i, line in enumerate(last) if line.startswith("gpu_native.errors."))
+        assert last[head].startswith(f"gpu_native.errors.TranspileError: {path}:7:5: error: ")
+        assert last[head + 1:head + 3] == ["        c[0] = 1.0", "        ^^^^"]
+        for internal in ("importhook", "_gpu_native_startup", "rewrite.py", "frozen importlib",
+                         "During handling"):
+            assert internal not in err, internal
+
+    def test_a_syntax_error_is_pythons_own(self, tmp_path, work):
+        (work / "broken.py").write_text("from gpu_native import gpu_kernel\n\ndef k(:\n    pass\n")
+        proc = run_python("import broken", work, hook_env(tmp_path), check=False)
+        assert proc.returncode == 1
+        assert proc.stderr.strip().splitlines()[-1].startswith("SyntaxError")
+        assert f'File "{work / "broken.py"}", line 3' in proc.stderr
+        assert "TranspileError" not in proc.stderr and "importhook" not in proc.stderr
+
+    def test_a_fixed_module_imports_after_a_failed_import(self, tmp_path, work):
+        (work / "badkernels.py").write_text(NOT_UNIQUE)
+        env = hook_env(tmp_path)
+        rep = report_of(run_python('''
+            try:
+                import badkernels
+            except Exception as exc:
+                kind = type(exc).__name__
+            report(kind=kind)
+        ''', work, env))
+        assert rep["kind"] == "TranspileError"
+        assert rep["status"]["modules"]["badkernels"]["cache"] == "error"
+        (work / "badkernels.py").write_text(NOT_UNIQUE.replace("c[0]", "c[idx]"))
+        rep = report_of(run_python("import badkernels; report()", work, env))
+        assert rep["status"]["modules"]["badkernels"]["cache"] == "miss"
+
+
+    def test_a_module_libcst_cannot_parse_imports_as_python_would(self, tmp_path, monkeypatch):
+        import libcst
+
+        import gpu_native.rewrite
+
+        monkeypatch.setenv("GPU_NATIVE_CACHE_DIR", str(tmp_path / "gn_cache"))
+        path = tmp_path / "newsyntax.py"
+        path.write_text("from gpu_native import gpu_kernel\nVALUE = 42\n")
+
+        def libcst_fails(*args, **kwargs):
+            try:
+                raise libcst.ParserSyntaxError("newer syntax", lines=("x",), raw_line=1,
+                                               raw_column=0)
+            except libcst.ParserSyntaxError:
+                raise TranspileError("syntax error: newer syntax") from None
+
+        monkeypatch.setattr(gpu_native.rewrite, "rewrite_module", libcst_fails)
+        code = startup.KernelModuleLoader("newsyntax", str(path)).get_code("newsyntax")
+        namespace: dict = {}
+        exec(code, namespace)
+        assert namespace["VALUE"] == 42
+
+
+class TestOptOutAndStatus:
+    def test_disable_hook_env_var_opts_out_and_the_decorator_still_works(self, tmp_path, work):
+        env = hook_env(tmp_path, GPU_NATIVE_DISABLE_HOOK="1")
+        rep = report_of(run_python('''
+            import _gpu_native_startup
+            at_startup = _gpu_native_startup.status()["installed"]
+            import gpu_native, mykernels
+            from gpu_native.runtime.kernel import Kernel
+            report(at_startup=at_startup, is_kernel=isinstance(mykernels.add_kernel, Kernel),
+                   loader=type(mykernels.__spec__.loader).__name__)
+        ''', work, env))
+        assert rep["at_startup"] is False
+        assert rep["status"]["installed"] is False and rep["status"]["disabled"] is True
+        assert rep["is_kernel"] and rep["loader"] == "SourceFileLoader"
+        assert rep["libcst"] is True  # the decorator transpiled the kernel from its source
+        assert rep["status"]["modules"] == {}
+
+    def test_debug_log_prints_one_line_per_rewritten_module(self, tmp_path, work):
+        env = hook_env(tmp_path, GPU_NATIVE_DEBUG="1")
+        (work / "plain.py").write_text("X = 1\n")
+        cold = run_python("import plain, mykernels", work, env).stderr
+        warm = run_python("import plain, mykernels", work, env).stderr
+        for err, outcome in ((cold, "miss"), (warm, "hit")):
+            lines = [line for line in err.splitlines() if "import hook" in line]
+            assert len(lines) == 1, err
+            assert lines[0].startswith(f"gpu_native: import hook rewrote mykernels "
+                                       f"({work / 'mykernels.py'}): cache {outcome}, 1 kernel, ")
+
+    def test_status_describes_the_hook_and_install_is_idempotent(self):
+        import gpu_native.importhook as hook
+
+        st = hook.status()
+        assert set(st) == {"installed", "disabled", "installed_by", "modules"}
+        assert st["installed"] is True  # importing gpu_native installed it in this process
+        count = sum(getattr(f, "_gpu_native_hook", False) for f in sys.meta_path)
+        assert hook.install() is True
+        assert sum(getattr(f, "_gpu_native_hook", False) for f in sys.meta_path) == count == 1
+        from importlib.machinery import PathFinder
+
+        index = next(i for i, f in enumerate(sys.meta_path) if getattr(f, "_gpu_native_hook", 0))
+        assert sys.meta_path[index + 1] is PathFinder  # just before the finder it wraps
+
+    def test_uninstall_and_reinstall(self):
+        import gpu_native.importhook as hook
+
+        hook.uninstall()
+        try:
+            assert hook.status()["installed"] is False
+            assert not any(getattr(f, "_gpu_native_hook", False) for f in sys.meta_path)
+        finally:
+            assert hook.install() is True
+        assert hook.status()["installed"] is True
+
+
+class TestWhereNoHookRuns:
+    def test_a_main_script_is_transpiled_by_the_decorator(self, tmp_path, work):
+        script = work / "script.py"
+        script.write_text(MYKERNELS + textwrap.dedent('''
+            from gpu_native.runtime.kernel import Kernel
+            print("SCRIPT", type(add_kernel).__name__, add_kernel.__module__, add_kernel.spec_line)
+        '''))
+        proc = subprocess.run([sys.executable, str(script)], cwd=work, env=hook_env(tmp_path),
+                              capture_output=True, text=True, check=True)
+        assert "SCRIPT Kernel" in proc.stdout and proc.stdout.split()[-1] == "4"
+
+    def test_exec_of_a_string_is_transpiled_by_the_decorator(self):
+        from gpu_native.runtime.kernel import Kernel
+
+        # linecache holds the string's lines, as IPython does for notebook cells.
+        name = "<gpu_native-test-cell-1>"
+        linecache.cache[name] = (len(MYKERNELS), None, MYKERNELS.splitlines(True), name)
+        try:
+            namespace: dict = {"__name__": "__main__"}
+            exec(compile(MYKERNELS, name, "exec"), namespace)
+        finally:
+            linecache.cache.pop(name, None)
+        assert isinstance(namespace["add_kernel"], Kernel)
+
+    def test_without_source_the_error_names_the_kernel_and_what_to_ship(self):
+        # A frozen app: the code exists, its source file does not.
+        code = compile(MYKERNELS, "/nonexistent/frozen_app/mykernels.py", "exec")
+        with pytest.raises(TranspileError) as info:
+            exec(code, {"__name__": "mykernels"})
+        message = str(info.value)
+        assert "add_kernel" in message and "/nonexistent/frozen_app/mykernels.py" in message
+        assert "source" in message and "precompile" in message
+
+    def test_the_rewritten_module_needs_no_source(self, tmp_path, work):
+        """What a frozen app can ship instead of sources: the module ``expand`` prints, whose
+        kernels carry their transpiled form."""
+        from gpu_native.runtime.kernel import Kernel
+
+        expanded = subprocess.run(
+            [sys.executable, "-m", "gpu_native.cli", "expand", str(work / "mykernels.py"),
+             "--module", "mykernels"], cwd=work, env=hook_env(tmp_path), capture_output=True,
+            text=True, check=True).stdout
+        namespace: dict = {"__name__": "mykernels"}
+        exec(compile(expanded, "/nonexistent/frozen_app/mykernels.py", "exec"), namespace)
+        assert isinstance(namespace["add_kernel"], Kernel)
