@@ -73,6 +73,10 @@ class TranspileError(GpuNativeError):
         self.hint = hint
         super().__init__(self._render())
 
+    def __reduce__(self):
+        # Rebuilt from the constructor's own arguments: a worker's error reaches its parent.
+        return (type(self), (self.message, self.span, self.hint), self.__dict__)
+
     def _render(self) -> str:
         if self.span is None:
             head = f"error: {self.message}"
@@ -111,7 +115,12 @@ class CudaError(GpuNativeError):
     def __init__(self, name: str, code: int, message: str):
         self.name = name
         self.code = code
+        self.detail = message
         super().__init__(f"{name} ({code}): {message}")
+
+    def __reduce__(self):
+        # Without this, unpickling in a multiprocessing parent fails, and a Pool waits forever.
+        return (type(self), (self.name, self.code, self.detail), self.__dict__)
 
 
 class ContextLostError(CudaError):

@@ -21,7 +21,7 @@ import numpy as np
 from ..lang.halfprec import bf16_bits_to_f32, f32_to_bf16_bits
 from ..lang.types import ScalarInfo, scalar_info
 from . import backend as B
-from .devices import current_device
+from .devices import current_device, on_device
 from .records import raise_pending
 
 _sig_lock = threading.Lock()
@@ -195,6 +195,9 @@ class DeviceArray:
         """Copy to a new NumPy array.  A synchronisation point: waits for the device's work and
         raises any error a kernel reported (``KernelIndexError`` ...).  bf16 arrays come back as
         float32."""
+        if self.device != current_device():  # copies are ordered on the array's own device
+            with on_device(self.device):
+                return self.to_host(stream)
         if stream is not None:
             from .streams import as_stream
 
@@ -208,6 +211,9 @@ class DeviceArray:
 
     def copy_from_host(self, host) -> None:
         """Overwrite this array with the contents of a host array of the same shape."""
+        if self.device != current_device():
+            with on_device(self.device):
+                return self.copy_from_host(host)
         data = _host_data(host, self._info, self.shape)
         if data.shape != self.shape:
             raise ValueError(f"shape mismatch: array is {self.shape}, data is {data.shape}")
@@ -219,10 +225,21 @@ class DeviceArray:
                                     self._info.name == "bf16" else self.dtype))
 
     def copy(self) -> DeviceArray:
-        """A new array with the same contents."""
+        """A new array with the same contents, on the same device."""
+        if self.device != current_device():
+            with on_device(self.device):
+                return self.copy()
         out = empty(self.shape, self._info.name)
         self._backend.copy_dtod(out._gn_ptr, self._gn_ptr, self.nbytes)
         return out
+
+    def to(self, device) -> DeviceArray:
+        """This array on ``device`` (a ``gn.Device`` or an ordinal): the array itself if it
+        lives there already, else a copy, peer to peer where the GPUs allow it and staged through
+        host memory where they do not (see ``gn.copy``)."""
+        from .peer import move
+
+        return move(self, device)
 
     # ---- interoperability ----------------------------------------------------------------------
 

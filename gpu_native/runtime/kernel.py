@@ -178,15 +178,18 @@ class Kernel:
 
     def __reduce__(self):
         # By reference, as pickle treats functions: the receiving process imports the module
-        # (through the import hook) and takes the kernel from it; nothing compiled travels.
-        if _find_kernel(self.__module__, self.__qualname__) is not self:
+        # (through the import hook) and takes the kernel from it; nothing compiled travels.  The
+        # launcher factory was defined in the kernel's real module (``__main__`` for a script,
+        # whose spec names the file instead).
+        module = getattr(self._factory, "__module__", None) or self.__module__
+        if _find_kernel(module, self.__qualname__) is not self:
             import pickle
 
             raise pickle.PicklingError(
                 f"cannot pickle kernel {self.__name__}: it is not reachable as "
-                f"{self.__module__}.{self.__qualname__}, and kernels travel to other processes "
-                "by module and name; define it at the top level of an importable module")
-        return (_import_kernel, (self.__module__, self.__qualname__))
+                f"{module}.{self.__qualname__}, and kernels travel to other processes by module "
+                "and name; define it at the top level of an importable module")
+        return (_import_kernel, (module, self.__qualname__))
 
     # ---- configuration ---------------------------------------------------------------------------
 

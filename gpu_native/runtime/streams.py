@@ -34,7 +34,7 @@ class Stream:
         self._slots: dict[int, Slot] = {}
         self.name = name
         if _nonblocking and hasattr(backend, "note_stream"):
-            backend.note_stream(self._handle, True)
+            backend.note_stream(self._handle, True, self._device)
 
     # ---- what launches use -------------------------------------------------------------------
 
@@ -90,6 +90,11 @@ class Stream:
 
     def __repr__(self) -> str:
         return f"<gpu_native.Stream {self.name or hex(self.handle)} on device {self._device}>"
+
+    def __reduce__(self):
+        raise TypeError("a gpu_native Stream cannot be pickled: it is a queue on one GPU of one "
+                        "process; create a gn.Stream() in the receiving process (DEFAULT_STREAM "
+                        "pickles as itself)")
 
 
 class _DefaultStream(Stream):
@@ -208,6 +213,10 @@ class Event:
             B.select().event_destroy(self._handle)
         except Exception:  # pragma: no cover
             pass
+
+    def __reduce__(self):
+        raise TypeError("a gpu_native Event cannot be pickled: it marks a point in a stream of "
+                        "one process; record a new gn.Event() in the receiving process")
 
 
 def synchronize() -> None:

@@ -1,0 +1,280 @@
+// gpu_native 0.1.0: kernel histogram_kernel of distributed_torchrun (generated; do not edit)
+#define GN_KERNEL_ID 0x740e8111062ba79eull
+typedef unsigned long long gn_u64;
+typedef long long gn_i64;
+
+struct gn_error_record {
+    unsigned int state;
+    unsigned int site;
+    gn_u64 kernel;
+    gn_i64 index;
+    gn_i64 length;
+    unsigned int block[3];
+    unsigned int thread[3];
+    unsigned int count;
+    unsigned int reserved;
+};
+
+/* Record the first error of a launch into the host-mapped record.  No trap: the CUDA context
+   stays usable and the host raises at the next synchronisation. */
+__device__ __noinline__ void gn_record(gn_error_record* rec, unsigned int site, gn_i64 index,
+                                       gn_i64 length, uint3 block, uint3 thread) {
+    atomicAdd_system(&rec->count, 1u);
+    if (atomicCAS_system(&rec->state, 0u, 1u) == 0u) {
+        rec->site = site;
+        rec->kernel = GN_KERNEL_ID;
+        rec->index = index;
+        rec->length = length;
+        rec->block[0] = block.x; rec->block[1] = block.y; rec->block[2] = block.z;
+        rec->thread[0] = thread.x; rec->thread[1] = thread.y; rec->thread[2] = thread.z;
+        __threadfence_system();
+        atomicExch_system(&rec->state, 2u);
+    }
+}
+
+/* Report an error and end this thread. */
+__device__ __forceinline__ void gn_fail(gn_error_record* rec, unsigned int site, gn_i64 index,
+                                        gn_i64 length) {
+    gn_record(rec, site, index, length, blockIdx, threadIdx);
+    asm volatile("exit;");
+}
+
+/* The same for a kernel that runs its logical grid on fewer threads: report the logical block and
+   thread of `uid`, as the user launched it. */
+__device__ __forceinline__ void gn_fail_at(gn_error_record* rec, unsigned int site, gn_i64 index,
+                                           gn_i64 length, gn_i64 uid, unsigned int bdim) {
+    gn_record(rec, site, index, length, make_uint3((unsigned int)(uid / bdim), 0u, 0u),
+              make_uint3((unsigned int)(uid % bdim), 0u, 0u));
+    asm volatile("exit;");
+}
+
+/* Bounds check: one unsigned comparison covers negative indices too. */
+__device__ __forceinline__ gn_i64 gn_chk(gn_error_record* rec, gn_i64 i, gn_i64 n,
+                                         unsigned int site) {
+    if (__builtin_expect((gn_u64)i >= (gn_u64)n, 0)) gn_fail(rec, site, i, n);
+    return i;
+}
+__device__ __forceinline__ gn_i64 gn_chk_at(gn_error_record* rec, gn_i64 i, gn_i64 n,
+                                            unsigned int site, gn_i64 uid, unsigned int bdim) {
+    if (__builtin_expect((gn_u64)i >= (gn_u64)n, 0)) gn_fail_at(rec, site, i, n, uid, bdim);
+    return i;
+}
+
+__device__ __forceinline__ void gn_assert(gn_error_record* rec, bool ok, unsigned int site) {
+    if (__builtin_expect(!ok, 0)) gn_fail(rec, site, 0, 0);
+}
+__device__ __forceinline__ void gn_assert_at(gn_error_record* rec, bool ok, unsigned int site,
+                                             gn_i64 uid, unsigned int bdim) {
+    if (__builtin_expect(!ok, 0)) gn_fail_at(rec, site, 0, 0, uid, bdim);
+}
+
+/* Python floor division and modulo for integers (wrapping, INT_MIN // -1 == INT_MIN). */
+template <typename T> __device__ __forceinline__ T gn_floordiv(T a, T b) {
+    if ((T)-1 > (T)0) return a / b;
+    if (b == (T)-1) return (T)(0 - (gn_u64)a);
+    T q = a / b;
+    if ((a % b != 0) && ((a < 0) != (b < 0))) q -= 1;
+    return q;
+}
+template <typename T> __device__ __forceinline__ T gn_mod(T a, T b) {
+    if ((T)-1 > (T)0) return a % b;
+    if (b == (T)-1) return 0;
+    T r = a % b;
+    if (r != 0 && ((r < 0) != (b < 0))) r += b;
+    return r;
+}
+template <typename T> __device__ __forceinline__ T gn_floordiv_chk(
+        gn_error_record* rec, T a, T b, unsigned int site) {
+    if (__builtin_expect(b == 0, 0)) gn_fail(rec, site, (gn_i64)a, 0);
+    return gn_floordiv(a, b);
+}
+template <typename T> __device__ __forceinline__ T gn_mod_chk(
+        gn_error_record* rec, T a, T b, unsigned int site) {
+    if (__builtin_expect(b == 0, 0)) gn_fail(rec, site, (gn_i64)a, 0);
+    return gn_mod(a, b);
+}
+template <typename T> __device__ __forceinline__ T gn_floordiv_chk_at(
+        gn_error_record* rec, T a, T b, unsigned int site, gn_i64 uid, unsigned int bdim) {
+    if (__builtin_expect(b == 0, 0)) gn_fail_at(rec, site, (gn_i64)a, 0, uid, bdim);
+    return gn_floordiv(a, b);
+}
+template <typename T> __device__ __forceinline__ T gn_mod_chk_at(
+        gn_error_record* rec, T a, T b, unsigned int site, gn_i64 uid, unsigned int bdim) {
+    if (__builtin_expect(b == 0, 0)) gn_fail_at(rec, site, (gn_i64)a, 0, uid, bdim);
+    return gn_mod(a, b);
+}
+
+/* Python float modulo and floor division (the result of % has the divisor's sign). */
+__device__ __forceinline__ float gn_fmod_py(float a, float b) {
+    float m = fmodf(a, b);
+    if (m != 0.0f) { if ((b < 0.0f) != (m < 0.0f)) m += b; }
+    else m = copysignf(0.0f, b);
+    return m;
+}
+__device__ __forceinline__ double gn_fmod_py(double a, double b) {
+    double m = fmod(a, b);
+    if (m != 0.0) { if ((b < 0.0) != (m < 0.0)) m += b; }
+    else m = copysign(0.0, b);
+    return m;
+}
+__device__ __forceinline__ float gn_ffloordiv_py(float a, float b) {
+    float m = fmodf(a, b);
+    float d = (a - m) / b;
+    if (m != 0.0f) { if ((b < 0.0f) != (m < 0.0f)) d -= 1.0f; }
+    if (d != 0.0f) { float f = floorf(d); if (d - f > 0.5f) f += 1.0f; return f; }
+    return copysignf(0.0f, a / b);
+}
+__device__ __forceinline__ double gn_ffloordiv_py(double a, double b) {
+    double m = fmod(a, b);
+    double d = (a - m) / b;
+    if (m != 0.0) { if ((b < 0.0) != (m < 0.0)) d -= 1.0; }
+    if (d != 0.0) { double f = floor(d); if (d - f > 0.5) f += 1.0; return f; }
+    return copysign(0.0, a / b);
+}
+
+/* Shifts by a count outside 0..bits-1 give 0 (left) or the sign fill (right), as if the value
+   were shifted one bit at a time. */
+template <typename T> __device__ __forceinline__ T gn_shl(T a, gn_i64 n) {
+    const int bits = sizeof(T) * 8;
+    if (n < 0 || n >= bits) return (T)0;
+    return (T)((gn_u64)a << n);
+}
+template <typename T> __device__ __forceinline__ T gn_shr(T a, gn_i64 n) {
+    const int bits = sizeof(T) * 8;
+    if (n < 0 || n >= bits) return (a < (T)0) ? (T)-1 : (T)0;
+    return a >> n;
+}
+
+/* Integer power with a constant non-negative exponent (wrapping). */
+template <typename T> __device__ __forceinline__ T gn_ipow(T base, int e) {
+    gn_u64 result = 1, b = (gn_u64)base;
+    while (e > 0) { if (e & 1) result *= b; b *= b; e >>= 1; }
+    return (T)result;
+}
+
+template <typename T> __device__ __forceinline__ T gn_sq(T a) { return a * a; }
+
+/* Python's min/max: min(a, b) is b only when b < a (so NaN handling follows the argument order). */
+template <typename T> __device__ __forceinline__ T gn_min(T a, T b) { return (b < a) ? b : a; }
+template <typename T> __device__ __forceinline__ T gn_max(T a, T b) { return (b > a) ? b : a; }
+template <typename T> __device__ __forceinline__ T gn_iabs(T a) {
+    return (a < (T)0) ? (T)(0 - (gn_u64)a) : a;
+}
+
+/* Float to integer: truncate toward zero, saturate at the type's range, NaN gives 0. */
+template <typename T> __device__ __forceinline__ T gn_f2i(double x, double lo, double hi) {
+    if (x != x) return (T)0;
+    if (x <= lo) return (T)lo;
+    if (x >= hi) return (T)hi;
+    return (T)trunc(x);
+}
+__device__ __forceinline__ gn_i64 gn_f2i64(double x) {
+    if (x != x) return 0;
+    if (x <= -9223372036854775808.0) return (gn_i64)0x8000000000000000ull;
+    if (x >= 9223372036854775808.0) return 0x7fffffffffffffffll;
+    return (gn_i64)x;
+}
+__device__ __forceinline__ gn_u64 gn_f2u64(double x) {
+    if (x != x || x <= 0.0) return 0;
+    if (x >= 18446744073709551616.0) return 0xffffffffffffffffull;
+    return (gn_u64)x;
+}
+
+__device__ __forceinline__ int gn_lane_id() {
+    unsigned int lane;
+    asm volatile("mov.u32 %0, %%laneid;" : "=r"(lane));
+    return (int)lane;
+}
+__device__ __forceinline__ unsigned int gn_dynamic_smem_bytes() {
+    unsigned int bytes;
+    asm volatile("mov.u32 %0, %%dynamic_smem_size;" : "=r"(bytes));
+    return bytes;
+}
+
+/* Atomic min/max on floats through compare-and-swap (no native instruction). */
+__device__ __forceinline__ float gn_atomic_min(float* p, float v) {
+    int* ip = (int*)p; int old = *ip, assumed;
+    do { assumed = old; if (!(v < __int_as_float(assumed))) break;
+         old = atomicCAS(ip, assumed, __float_as_int(v)); } while (old != assumed);
+    return __int_as_float(old);
+}
+__device__ __forceinline__ float gn_atomic_max(float* p, float v) {
+    int* ip = (int*)p; int old = *ip, assumed;
+    do { assumed = old; if (!(v > __int_as_float(assumed))) break;
+         old = atomicCAS(ip, assumed, __float_as_int(v)); } while (old != assumed);
+    return __int_as_float(old);
+}
+__device__ __forceinline__ double gn_atomic_min(double* p, double v) {
+    gn_u64* ip = (gn_u64*)p; gn_u64 old = *ip, assumed;
+    do { assumed = old; if (!(v < __longlong_as_double(assumed))) break;
+         old = atomicCAS(ip, assumed, (gn_u64)__double_as_longlong(v)); } while (old != assumed);
+    return __longlong_as_double(old);
+}
+__device__ __forceinline__ double gn_atomic_max(double* p, double v) {
+    gn_u64* ip = (gn_u64*)p; gn_u64 old = *ip, assumed;
+    do { assumed = old; if (!(v > __longlong_as_double(assumed))) break;
+         old = atomicCAS(ip, assumed, (gn_u64)__double_as_longlong(v)); } while (old != assumed);
+    return __longlong_as_double(old);
+}
+__device__ __forceinline__ float gn_atomic_cas(float* p, float expected, float desired) {
+    return __int_as_float(atomicCAS((int*)p, __float_as_int(expected), __float_as_int(desired)));
+}
+__device__ __forceinline__ double gn_atomic_cas(double* p, double expected, double desired) {
+    return __longlong_as_double(atomicCAS((gn_u64*)p, (gn_u64)__double_as_longlong(expected),
+                                          (gn_u64)__double_as_longlong(desired)));
+}
+template <typename T> __device__ __forceinline__ T gn_atomic_cas(T* p, T expected, T desired) {
+    return atomicCAS(p, expected, desired);
+}
+__device__ __forceinline__ gn_i64 gn_atomic_cas(gn_i64* p, gn_i64 expected, gn_i64 desired) {
+    return (gn_i64)atomicCAS((gn_u64*)p, (gn_u64)expected, (gn_u64)desired);
+}
+template <typename T> __device__ __forceinline__ T gn_atomic_load(T* p) {
+    return *(volatile T*)p;
+}
+template <typename T> __device__ __forceinline__ void gn_atomic_store(T* p, T v) {
+    *(volatile T*)p = v;
+}
+extern "C" __global__ void gn_histogram_kernel(
+    const unsigned char* __restrict__ samples,
+    gn_i64 __gn_samples_n0,
+    int* __restrict__ hist,
+    gn_i64 __gn_hist_n0,
+    gn_error_record* __restrict__ __gn_err)
+{
+    long long i{};
+#line 44 "distributed_torchrun.py"
+    {
+        const gn_i64 __gn_stop0 = __gn_samples_n0;
+        for (gn_i64 __gn_i0 = ((gn_i64)blockIdx.x * blockDim.x + threadIdx.x); __gn_i0 < __gn_stop0; __gn_i0 += (gn_i64)gridDim.x * blockDim.x) {
+            i = __gn_i0;
+#line 45 "distributed_torchrun.py"
+            atomicAdd(&hist[gn_chk(__gn_err, (gn_i64)samples[i], __gn_hist_n0, 0u)], 1);
+        }
+    }
+}
+
+// The same kernel over its logical uids 0..__gn_total-1, several per thread (it depends on nothing but its uid).
+extern "C" __global__ void gn_histogram_kernel_uids(
+    const unsigned char* __restrict__ samples,
+    gn_i64 __gn_samples_n0,
+    int* __restrict__ hist,
+    gn_i64 __gn_hist_n0,
+    gn_error_record* __restrict__ __gn_err,
+    gn_i64 __gn_total,
+    unsigned int __gn_block)
+{
+    long long i{};
+    for (gn_i64 __gn_uid = (gn_i64)blockIdx.x * blockDim.x + threadIdx.x; __gn_uid < __gn_total; __gn_uid += (gn_i64)gridDim.x * blockDim.x) {
+#line 44 "distributed_torchrun.py"
+        {
+            const gn_i64 __gn_stop0 = __gn_samples_n0;
+            for (gn_i64 __gn_i0 = __gn_uid; __gn_i0 < __gn_stop0; __gn_i0 += __gn_total) {
+                i = __gn_i0;
+#line 45 "distributed_torchrun.py"
+                atomicAdd(&hist[gn_chk_at(__gn_err, (gn_i64)samples[i], __gn_hist_n0, 0u, __gn_uid, __gn_block)], 1);
+            }
+        }
+    }
+}
+
