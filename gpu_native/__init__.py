@@ -94,6 +94,7 @@ from .runtime.decorators import gpu_device as gpu_device
 from .runtime.decorators import gpu_kernel as gpu_kernel
 from .runtime.devices import Device as Device
 from .runtime.kernel import Kernel as Kernel
+from .runtime.peer import copy as copy
 from .runtime.streams import DEFAULT_STREAM as DEFAULT_STREAM
 from .runtime.streams import Event as Event
 from .runtime.streams import Stream as Stream
@@ -117,7 +118,7 @@ __all__ = [
     "Kernel3D", "KernelAssertionError", "KernelError", "KernelIndexError",
     "KernelZeroDivisionError", "LaunchError", "MemoryOrder", "MissingArtifactError", "Stream",
     "TranspileError", "UniqueId", "all_sync", "any_sync", "backend", "ballot", "bf16", "block_dim",
-    "block_idx", "bool_", "empty", "f16", "f32", "f64", "gpu_device", "gpu_kernel", "grid_dim",
+    "block_idx", "bool_", "copy", "empty", "f16", "f32", "f64", "gpu_device", "gpu_kernel", "grid_dim",
     "i8", "i16", "i32", "i64", "lane_id", "local_array", "shared_array", "shfl_down", "shfl_idx",
     "shfl_up", "shfl_xor", "sync_threads", "sync_warp", "synchronize", "thread_idx", "to_device",
     "u8", "u16", "u32", "u64", "unsafe", "zeros",
