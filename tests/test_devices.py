@@ -298,11 +298,9 @@ class TestOneGpu:
         fresh = [dataclasses.replace(variant, modules={}, functions={}) for _ in range(2)]
         for v in fresh:  # what the first launch on another device of the same arch does
             assert backend.load(kr.add_kernel, v, 0) is not None
-        # The first load may read the disk cache (other tests clear the memory layer); the
-        # second finds the artifact in memory: no NVRTC, no file.
-        arch = gn.Device(0).arch
-        assert len(origins) == 2 and origins[1] == (arch, "memory"), origins
-        assert origins[0] in ((arch, "memory"), (arch, "cache"), (arch, "precompiled"))
+        # Other tests clear the memory layer or point the cache elsewhere, so the first load
+        # may come from anywhere; the second must find the artifact in memory: no NVRTC, no file.
+        assert len(origins) == 2 and origins[1] == (gn.Device(0).arch, "memory"), origins
         for v in fresh:
             D.check(D.driver().cuModuleUnload(v.modules[0]))
 
