@@ -1,0 +1,338 @@
+"""Regression tests for the bugs differential fuzzing found (tests/fuzzgen.py, issue 9).
+
+Each test is the minimal kernel of one finding.  Those that still fail are marked
+``xfail(strict=True)`` with the file and function to fix: when the fix lands the test passes, the
+strict marker turns that into a failure, and whoever fixed it removes the marker.
+
+Some findings are visible without a GPU: NVRTC runs on the CPU, so the tests compile the generated
+CUDA and read the constants NVRTC put into the PTX (``0f3F800001`` is the float32 whose bits are
+0x3F800001).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+import numpy as np
+import pytest
+
+import gpu_native as gn
+
+KERNELS = '''\
+import math
+
+from gpu_native import (CUDASlice, CUDASliceMut, FlatLayout1D, Kernel1D, f16, f32, f64, gpu_kernel,
+                        i32, i64)
+
+
+@gpu_kernel(Kernel1D)
+def range_near_limit(o: CUDASliceMut[i32]):
+    i = FlatLayout1D.uid()
+    count = 0
+    for j in range(2147483640, 2147483647, 5):
+        count += 1
+        if count > 10:
+            break
+    o[i] = count
+
+
+@gpu_kernel(Kernel1D)
+def range_near_limit_i64(lo: i64, hi: i64, o: CUDASliceMut[i32]):
+    i = FlatLayout1D.uid()
+    count = 0
+    for j in range(lo, hi, 5):
+        count += 1
+        if count > 10:
+            break
+    o[i] = count
+
+
+@gpu_kernel(Kernel1D)
+def f32_midpoint_literal(a: CUDASlice[f32], o: CUDASliceMut[f32]):
+    i = FlatLayout1D.uid()
+    o[i] = a[i] * 1.0000000596046448
+
+
+@gpu_kernel(Kernel1D)
+def f32_literal_out_of_range(a: CUDASlice[f32], o: CUDASliceMut[f32]):
+    i = FlatLayout1D.uid()
+    o[i] = a[i] * 1e300
+
+
+@gpu_kernel(Kernel1D)
+def f16_literal(a: CUDASlice[f16], o: CUDASliceMut[f16]):
+    i = FlatLayout1D.uid()
+    o[i] = a[i] * 1.0004882821813226
+
+
+@gpu_kernel(Kernel1D)
+def negated_negative_constant(a: CUDASlice[f32], o: CUDASliceMut[f32]):
+    i = FlatLayout1D.uid()
+    o[i] = -f32(-1.5) + a[i]
+
+
+@gpu_kernel(Kernel1D)
+def special_functions_of_a_uniform_value(o: CUDASliceMut[f64]):
+    i = FlatLayout1D.uid()
+    o[i] = math.erf(f64(0.5)) + math.lgamma(f64(3.0)) + math.erfc(f64(0.25))
+
+
+@gpu_kernel(Kernel1D)
+def floor_divide(a: CUDASlice[i32], b: CUDASlice[i32], q: CUDASliceMut[i32]):
+    i = FlatLayout1D.uid()
+    q[i] = a[i] // b[i]
+
+
+@gpu_kernel(Kernel1D)
+def float_floor_divide(a: CUDASlice[f32], b: CUDASlice[f32], q: CUDASliceMut[f32]):
+    i = FlatLayout1D.uid()
+    q[i] = a[i] // b[i]
+'''
+
+# Python's float 1 + 2**-24 lies exactly halfway between two float32 values; ties to even gives 1.0.
+MIDPOINT = 1.0000000596046448
+# Just above an f16 midpoint; rounded to f32 first it lands exactly on the midpoint.
+HALF_LITERAL = 1.0004882821813226
+
+
+@pytest.fixture(scope="module")
+def kr(tmp_path_factory):
+    import importlib
+    import sys
+
+    directory = tmp_path_factory.mktemp("fuzz_regressions")
+    (directory / "fuzz_regression_kernels.py").write_text(KERNELS)
+    sys.path.insert(0, str(directory))
+    try:
+        importlib.invalidate_caches()
+        yield importlib.import_module("fuzz_regression_kernels")
+    finally:
+        sys.path.remove(str(directory))
+        sys.modules.pop("fuzz_regression_kernels", None)
+
+
+def cuda_source(kernel) -> str:
+    (variant,) = kernel.variants.values()
+    return variant.cuda
+
+
+def nvrtc_compile(kernel, target: str = "compute_90") -> tuple[bool, str, str]:
+    """(compiled, log, PTX) of a kernel's generated CUDA, straight from NVRTC."""
+    nvrtc = pytest.importorskip("cuda.bindings.nvrtc")
+    (variant,) = kernel.variants.values()
+    options = [f"--gpu-architecture={target}".encode(), b"-std=c++17"]
+    if "uses_half" in variant.traits:
+        from gpu_native.compiler.nvrtc import half_include_dir
+
+        options.append(f"-I{half_include_dir()}".encode())
+    _err, program = nvrtc.nvrtcCreateProgram(variant.cuda.encode(), b"k.cu", 0, [], [])
+    try:
+        (result,) = nvrtc.nvrtcCompileProgram(program, len(options), options)
+        _, size = nvrtc.nvrtcGetProgramLogSize(program)
+        log = b" " * size
+        nvrtc.nvrtcGetProgramLog(program, log)
+        ok = result == nvrtc.nvrtcResult.NVRTC_SUCCESS
+        ptx = ""
+        if ok:
+            _, size = nvrtc.nvrtcGetPTXSize(program)
+            buffer = b" " * size
+            nvrtc.nvrtcGetPTX(program, buffer)
+            ptx = buffer.decode()
+        return ok, log.decode(errors="replace").strip("\x00 \n"), ptx
+    finally:
+        nvrtc.nvrtcDestroyProgram(program)
+
+
+def f32_immediates(ptx: str) -> set[int]:
+    return {int(h, 16) for h in re.findall(r"0f([0-9A-F]{8})", ptx)}
+
+
+def f32_bits(x) -> int:
+    return int(np.float32(x).view(np.uint32))
+
+
+def xfail_on(request, backend_name: str, reason: str, strict: bool = True) -> None:
+    if request.node.callspec.params.get("backend") == backend_name:
+        request.applymarker(pytest.mark.xfail(strict=strict, reason=reason))
+
+
+def run(kernel, *args, n: int = 32):
+    kernel.launch(gn.GridDim1D(1), gn.BlockDim1D(n))(*args)
+    gn.synchronize()
+
+
+# ---- range() never wraps -------------------------------------------------------------------------
+
+RANGE_BUG = ("range() with a counter next to its type's limit wraps: the constant-bounds loop "
+             "counts in the loop variable's own type (i32) and a 64-bit counter can overflow too "
+             "(emit/cuda.py CudaEmitter.emit_ForRange, simulator/codegen.py "
+             "FunctionEmitter.emit_ForRange); Python's range never wraps")
+
+
+def test_constant_range_next_to_the_i32_limit(kr, backend, request):
+    xfail_on(request, "sim", RANGE_BUG)
+    # On the GPU the overflow is undefined behaviour in C++: the answer depends on the optimiser.
+    xfail_on(request, "cuda", RANGE_BUG, strict=False)
+    o = gn.zeros(32, gn.i32)
+    run(kr.range_near_limit, o)
+    assert list(range(2147483640, 2147483647, 5)) == [2147483640, 2147483645]
+    np.testing.assert_array_equal(o.to_host(), 2)
+
+
+def test_i64_range_next_to_the_i64_limit(kr, backend, request):
+    xfail_on(request, "sim", RANGE_BUG)
+    xfail_on(request, "cuda", RANGE_BUG, strict=False)
+    hi = (1 << 63) - 1
+    o = gn.zeros(32, gn.i32)
+    run(kr.range_near_limit_i64, hi - 7, hi, o)
+    np.testing.assert_array_equal(o.to_host(), len(range(hi - 7, hi, 5)))
+
+
+# ---- float literals take the operand's type: the Python float rounded once ------------------------
+
+LITERAL_BUG = ("emit/cuda.py const_code writes repr() of the Python float with an 'f' suffix, so "
+               "NVRTC rounds the *decimal* to float32 (a second rounding: wrong at ties) and "
+               "refuses decimals beyond the float32 range; emit the float32 value itself "
+               "(e.g. repr(float(np.float32(v))) or a hex float, inf as __int_as_float)")
+
+
+@pytest.mark.xfail(strict=True, reason=LITERAL_BUG)
+def test_f32_literal_at_a_float32_tie_is_rounded_like_python(kr):
+    ok, log, ptx = nvrtc_compile(kr.f32_midpoint_literal)
+    assert ok, log
+    documented = f32_bits(MIDPOINT)  # ties to even: 1.0
+    assert documented == 0x3F800000
+    assert f32_immediates(ptx) == {documented}, sorted(hex(b) for b in f32_immediates(ptx))
+
+
+@pytest.mark.xfail(strict=True, reason=LITERAL_BUG)
+def test_f32_literal_beyond_the_float32_range_compiles_to_inf(kr):
+    ok, log, _ptx = nvrtc_compile(kr.f32_literal_out_of_range)
+    assert ok, log
+
+
+def test_float_literals_on_each_backend(kr, backend, request):
+    xfail_on(request, "cuda", LITERAL_BUG)
+    a = gn.to_device(np.ones(32, np.float32))
+    o = gn.zeros(32, gn.f32)
+    run(kr.f32_midpoint_literal, a, o)
+    np.testing.assert_array_equal(o.to_host(), np.float32(MIDPOINT))  # == 1.0
+    run(kr.f32_literal_out_of_range, a, o)
+    np.testing.assert_array_equal(o.to_host(), np.inf)
+
+
+HALF_BUG = ("emit/cuda.py const_code builds an f16 constant as __float2half_rn(<f32 literal>): "
+            "two roundings (f64 → f32 → f16); use __double2half(<f64 literal>) or the f16 bits")
+
+
+@pytest.mark.xfail(strict=True, reason=HALF_BUG)
+def test_f16_literal_is_rounded_once(kr):
+    ok, log, ptx = nvrtc_compile(kr.f16_literal)
+    assert ok, log
+    documented = np.float16(HALF_LITERAL)
+    assert documented == np.float16(1.0009765625)
+    # The f32 immediate that cvt.rn.f16.f32 converts must round to the documented f16.
+    halves = {np.float32(np.uint32(b).view(np.float32)).astype(np.float16)
+              for b in f32_immediates(ptx)}
+    assert halves == {documented}, halves
+
+
+def test_f16_literal_on_each_backend(kr, backend, request):
+    xfail_on(request, "cuda", HALF_BUG)
+    a = gn.to_device(np.ones(32, np.float16))
+    o = gn.zeros(32, gn.f16)
+    run(kr.f16_literal, a, o)
+    np.testing.assert_array_equal(o.to_host(), np.float16(HALF_LITERAL))
+
+
+# ---- unary minus of a negative constant -------------------------------------------------------------
+
+UNARY_BUG = ("emit/cuda.py CudaEmitter.emit_UnaryOp writes float negation as f'(-{x})': for a "
+             "negative constant that is '--1.5f', a decrement NVRTC refuses ('expression must be "
+             "a modifiable lvalue'); write f'(-({x}))'")
+
+
+@pytest.mark.xfail(strict=True, reason=UNARY_BUG)
+def test_negating_a_negative_float_constant_compiles(kr):
+    ok, log, _ptx = nvrtc_compile(kr.negated_negative_constant)
+    assert ok, log
+
+
+def test_negating_a_negative_float_constant_runs(kr, backend, request):
+    xfail_on(request, "cuda", UNARY_BUG)
+    a_h = np.arange(32, dtype=np.float32)
+    o = gn.zeros(32, gn.f32)
+    run(kr.negated_negative_constant, gn.to_device(a_h), o)
+    np.testing.assert_array_equal(o.to_host(), a_h + np.float32(1.5))
+
+
+# ---- the simulator's special functions ---------------------------------------------------------------
+
+SPECIAL_BUG = ("simulator/ops.py _via_python (erf, erfc, lgamma, gamma): np.frompyfunc returns a "
+               "Python float for a lane-uniform (0-d) argument, and .astype() fails with "
+               "AttributeError")
+
+
+def test_special_functions_of_a_lane_uniform_value(kr, backend, request):
+    xfail_on(request, "sim", SPECIAL_BUG)
+    o = gn.zeros(32, gn.f64)
+    run(kr.special_functions_of_a_uniform_value, o)
+    want = math.erf(0.5) + math.lgamma(3.0) + math.erfc(0.25)
+    np.testing.assert_allclose(o.to_host(), want, rtol=1e-14)
+
+
+# ---- f32 floor division: "math.floor(a / b) done exactly" ------------------------------------------
+
+FLOORDIV_DOC = ("docs/language.md says float // is math.floor(a / b) done exactly; both backends run "
+                "CPython's float_floor_div algorithm in float32 (prelude gn_ffloordiv_py, simulator "
+                "ops.floordiv_py), whose (a - fmod(a, b)) / b rounds when the quotient exceeds 2**24, "
+                "so the result can be one float32 ulp off the exact floor.  Either compute the f32 "
+                "case in double (exact for f32 operands, then one rounding) or document the "
+                "float32 algorithm")
+# Found by comparing the algorithm with exact rational arithmetic on random float32 pairs.
+FLOORDIV_CASES = [(-82836750.0, 3.100444), (-536.43567, 1.9663348e-05), (-5.2241244, 1.5678111e-07)]
+
+
+def test_f32_floor_division_is_the_exact_floor(kr, backend, request):
+    xfail_on(request, "sim", FLOORDIV_DOC)
+    xfail_on(request, "cuda", FLOORDIV_DOC)
+    from fractions import Fraction
+
+    a_h = np.array([a for a, _ in FLOORDIV_CASES] * 8, np.float32)
+    b_h = np.array([b for _, b in FLOORDIV_CASES] * 8, np.float32)
+    want = np.array([np.float32(math.floor(Fraction(float(a)) / Fraction(float(b))))
+                     for a, b in zip(a_h, b_h)], np.float32)
+    q = gn.zeros(len(a_h), gn.f32)
+    run(kr.float_floor_divide, gn.to_device(a_h), gn.to_device(b_h), q, n=len(a_h))
+    np.testing.assert_array_equal(q.to_host(), want)
+
+
+# ---- a failing uid stops only itself ---------------------------------------------------------------
+
+REMAP_BUG = ("emit/uid_stride.py: a uid-only kernel runs several logical uids per physical thread "
+             "on large launches, and gn_fail_at ends the physical thread (`exit`), so one failing "
+             "uid skips every later uid of that thread; the documented semantics (and the "
+             "simulator) stop only the failing thread.  Record the error and `goto __gn_next` "
+             "instead of exiting")
+
+
+@pytest.mark.gpu
+@pytest.mark.xfail(strict=True, reason=REMAP_BUG)
+def test_one_failing_uid_of_a_large_launch_leaves_the_others_done(kr, cuda_backend):
+    n = 1 << 22  # far more uids than the ~270k threads a uid-only kernel runs on
+    a_h = np.arange(n, dtype=np.int32)
+    b_h = np.full(n, 3, np.int32)
+    b_h[5] = 0
+    q = gn.empty(n, gn.i32)
+    q.fill(-1)
+    kr.floor_divide.launch(gn.GridDim1D(n // 256), gn.BlockDim1D(256))(
+        gn.to_device(a_h), gn.to_device(b_h), q)
+    with pytest.raises(gn.KernelZeroDivisionError):
+        gn.synchronize()
+    got = q.to_host()
+    want = a_h // 3
+    done = np.ones(n, bool)
+    done[5] = False
+    missing = np.flatnonzero(got[done] != want[done])
+    assert missing.size == 0, f"{missing.size} uids never ran, e.g. {missing[:5]}"
