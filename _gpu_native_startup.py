@@ -32,7 +32,9 @@ __all__ = ["KernelFinder", "KernelModuleLoader", "install", "is_disabled", "may_
 _PREFIX = b"gpu_"
 _MARKERS = (b"gpu_kernel", b"gpu_device")
 _PACKAGE = b"gpu_native"
-_NEGATIVE_CAP = 50_000  # entries kept in the no-kernels file; past it, only this run's survive
+# Past this many entries, the no-kernels file drops files that no longer exist (temporary
+# directories come and go), and if that is not enough, keeps only this run's entries.
+_NEGATIVE_CAP = 20_000
 _TRUE = frozenset({"1", "true", "yes", "on"})
 # gpu_native's own modules name the decorators without defining kernels: never rewrite them.
 _OWN = ("gpu_native.", "_gpu_native_startup")
@@ -201,6 +203,8 @@ class _NoKernels:
                 current = {}
             current.update(self.added)
             if len(current) > _NEGATIVE_CAP:
+                current = {path: stamp for path, stamp in current.items() if os.path.exists(path)}
+            if len(current) > _NEGATIVE_CAP:
                 current = dict(self.added)
             os.makedirs(os.path.dirname(self.file), exist_ok=True)
             tmp = f"{self.file}.{os.getpid()}.tmp"
@@ -284,15 +288,32 @@ def status() -> dict:
     -------
     dict
         ``installed`` (bool), ``disabled`` (``GPU_NATIVE_DISABLE_HOOK`` is set), ``installed_by``
-        (``"gpu_native.pth"``, ``"import gpu_native"`` or None), ``modules``: every module the hook
-        loaded in this process, by name, each a dict with ``path``, ``cache`` (``"hit"`` when the
-        cached rewrite was used, ``"miss"`` when it was rewritten now, ``"error"`` when the rewrite
-        failed), ``cache_file``, ``kernels`` (names) and ``seconds``.
+        (``"gpu_native.pth"``, ``"import gpu_native"`` or None), ``pth`` (the startup file in
+        site-packages, or None when the package was not pip-installed), and ``modules``: every
+        module the hook loaded in this process, by name, each a dict with ``path``, ``cache``
+        (``"hit"`` when the cached rewrite was used, ``"miss"`` when it was rewritten now,
+        ``"error"`` when the rewrite failed), ``cache_file``, ``kernels`` (names) and
+        ``seconds``.
     """
     installed = _installed() is not None
     return {
         "installed": installed,
         "disabled": is_disabled(),
         "installed_by": _state["installed_by"] if installed else None,
+        "pth": _find_pth(),
         "modules": {name: dict(info) for name, info in _state["modules"].items()},
     }
+
+
+def _find_pth() -> str | None:
+    """The ``gpu_native.pth`` that interpreter startup runs, if one is installed."""
+    import site
+
+    dirs = list(getattr(site, "getsitepackages", list)())
+    if site.ENABLE_USER_SITE:
+        dirs.append(site.getusersitepackages())
+    for directory in dirs:
+        candidate = os.path.join(directory, "gpu_native.pth")
+        if os.path.isfile(candidate):
+            return candidate
+    return None

@@ -130,6 +130,15 @@ def hook_env(tmp_path: Path, *, pth: bool = True, **extra: str) -> dict:
     return env
 
 
+def site_dirs() -> list[str]:
+    import site
+
+    dirs = list(site.getsitepackages())
+    if site.ENABLE_USER_SITE:
+        dirs.append(site.getusersitepackages())
+    return [d for d in dirs if os.path.isdir(d)]
+
+
 def run_python(code: str, cwd: Path, env: dict, *, check: bool = True,
                args: tuple[str, ...] = ()) -> subprocess.CompletedProcess:
     """Run ``code`` (with :data:`REPORT`'s ``report()`` defined) in a fresh interpreter."""
@@ -208,7 +217,10 @@ class TestRewriteOnImport:
         assert launched["libcst_after_import"] is False and launched["launched"] is True
 
     def test_import_gpu_native_installs_the_hook(self, tmp_path, work):
+        # -S: no .pth file runs, even where gpu_native is pip-installed (site-packages are put
+        # on the path by hand).
         env = hook_env(tmp_path, pth=False)
+        env["PYTHONPATH"] = os.pathsep.join([env["PYTHONPATH"], *site_dirs()])
         rep = report_of(run_python('''
             import sys, _gpu_native_startup
             before = _gpu_native_startup.status()["installed"]
@@ -216,7 +228,7 @@ class TestRewriteOnImport:
             from gpu_native.runtime.kernel import Kernel
             report(before=before, is_kernel=isinstance(mykernels.add_kernel, Kernel),
                    hook_status=gpu_native.importhook.status())
-        ''', work, env))
+        ''', work, env, args=("-S",)))
         assert rep["before"] is False
         assert rep["is_kernel"]
         assert rep["hook_status"]["installed_by"] == "import gpu_native"
@@ -626,7 +638,7 @@ class TestOptOutAndStatus:
         import gpu_native.importhook as hook
 
         st = hook.status()
-        assert set(st) == {"installed", "disabled", "installed_by", "modules"}
+        assert set(st) == {"installed", "disabled", "installed_by", "pth", "modules"}
         assert st["installed"] is True  # importing gpu_native installed it in this process
         count = sum(getattr(f, "_gpu_native_hook", False) for f in sys.meta_path)
         assert hook.install() is True

@@ -283,8 +283,9 @@ def _copy_distribution(dest: Path) -> Path:
     """The files a build of gpu_native needs, copied so the build leaves the checkout alone."""
     dest.mkdir()
     for name in ("pyproject.toml", "setup.py", "MANIFEST.in", "gpu_native.pth",
-                 "_gpu_native_startup.py"):
-        shutil.copy2(REPO / name, dest / name)
+                 "_gpu_native_startup.py", "README.md", "LICENSE"):
+        if (REPO / name).exists():
+            shutil.copy2(REPO / name, dest / name)
     shutil.copytree(REPO / "gpu_native", dest / "gpu_native",
                     ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     return dest
@@ -316,6 +317,7 @@ class TestInstalledPth:
         rep = report_of(run_python(import_mykernels(launch=True), work, _plain_env(tmp_path)))
         assert rep["gpu_native_before"] is False
         assert rep["status"]["installed_by"] == "gpu_native.pth"
+        assert rep["status"]["pth"] == str(pth)
         assert rep["is_kernel"] and rep["loader"] == "KernelModuleLoader"
         assert rep["launched"] is True
 
@@ -342,6 +344,7 @@ class TestInstalledPth:
             assert rep["status"]["installed_by"] == "gpu_native.pth"
             assert rep["is_kernel"] and rep["loader"] == "KernelModuleLoader"
             assert rep["status"]["modules"]["mykernels"]["cache"] == outcome
+            assert rep["status"]["pth"] == str(pth)
             files = proc.stdout.split("FILES ", 1)[1].split()
             assert rep["launched"] is True and rep["libcst_after_import"] is (outcome == "miss")
             home = source if editable else site_packages(python)
