@@ -189,8 +189,8 @@ class Chunk:
         self.cache: dict = {}
         self.gone: np.ndarray | None = None
         self.deaths = 0
-        self.epoch = np.zeros(nblocks, I64)
-        self.wepoch = np.zeros(nblocks * self.W, I64)
+        self.epoch = np.zeros(nblocks, I64)  # barriers passed, per block
+        self.sync_version = 0  # barriers and warp barriers passed by any block of the chunk
         self.bdim = launch.bdim
         self.gdim = launch.gdim
         self.registered_locals: list[LocalArray] = []
@@ -515,18 +515,23 @@ class Chunk:
     # ---- races ----
 
     def race(self, array, off, m, loc: int, kind: str) -> None:
-        lanes = self.active(m)
-        e = self.full(off)[lanes]
-        t = self._info("gtid")[lanes]
-        ep = self.epoch[self._info("blk")[lanes]]
-        wep = self.wepoch[self._info("wslot")[lanes]]
         shadow = array.shadow
-        if kind == "read":
-            found = shadow.read(e, t, ep, wep, loc)
-        elif kind == "atomic-read":
-            found = shadow.read(e, t, ep, wep, loc, atomic=True)
+        if m is None:
+            e = self.full(off)
+            t = self._info("gtid")
+            blk = self._info("blk")
         else:
-            found = shadow.write(e, t, ep, wep, loc, atomic=(kind == "atomic"))
+            lanes = np.flatnonzero(m)
+            e = self.full(off)[lanes]
+            t = self._info("gtid")[lanes]
+            blk = self._info("blk")[lanes]
+        ep = None if shadow.row is not None else self.epoch[blk]
+        if kind == "read":
+            found = shadow.read(e, t, self.sync_version, ep, loc)
+        elif kind == "atomic-read":
+            found = shadow.read(e, t, self.sync_version, ep, loc, atomic=True)
+        else:
+            found = shadow.write(e, t, self.sync_version, ep, loc, atomic=(kind == "atomic"))
         if found is not None:
             self.launch.report_race(array, found)
 
@@ -534,8 +539,10 @@ class Chunk:
         """``sync_threads()``: every live thread of a block that runs it must be here."""
         if m is False:
             return
+        self.sync_version += 1
         if m is None:
             self.epoch += 1
+            self._forget_shared(None)
             return
         blk = self._info("blk")
         here = np.bincount(blk[m], minlength=self.B)
@@ -557,16 +564,19 @@ class Chunk:
                 "not synchronise); make every thread of the block reach the same "
                 "sync_threads()")
         self.epoch[here > 0] += 1
+        self._forget_shared(here > 0)
+
+    def _forget_shared(self, blocks) -> None:
+        for sa in self.shared:
+            if sa.shadow is not None:
+                sa.shadow.forget(blocks)
 
     def sync_warp(self, m, mask, loc: int) -> None:
         """``sync_warp(mask)``: the live lanes named in ``mask`` must all be here."""
         if m is False:
             return
         warp.check_members(self, "sync_warp()", m, mask, loc)
-        slots = self._info("wslot") if m is None else self._info("wslot")[m]
-        hit = np.zeros(self.B * self.W, bool)
-        hit[slots] = True
-        self.wepoch[hit] += 1
+        self.sync_version += 1
 
     # ---- warp intrinsics ----
 

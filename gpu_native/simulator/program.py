@@ -151,7 +151,7 @@ class Launch:
             dims = (self.shared_mem_bytes // info.itemsize,)
         sa = SharedArray(name, info, dims, nblocks)
         if self.races:
-            sa.shadow = Shadow(nblocks * sa.size, self.T)
+            sa.shadow = Shadow(nblocks * sa.size, self.T, sa.size)
         return sa
 
     def thread_coords(self, gtid: int) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
