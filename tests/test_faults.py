@@ -581,10 +581,11 @@ LOST_CONTEXT_CHILD = textwrap.dedent('''\
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("where", ["default", "stream"])
-def test_illegal_address_is_a_clearly_reported_lost_context(where):
+def test_illegal_address_is_a_clearly_reported_lost_context(where, tmp_path):
     start = time.perf_counter()
     out = subprocess.run([sys.executable, "-c", LOST_CONTEXT_CHILD % TESTS, where],
-                         capture_output=True, text=True, timeout=180)
+                         env=child_env(tmp_path / "cache"), capture_output=True, text=True,
+                         timeout=180)
     text = out.stdout + out.stderr
     assert "LOST True CUDA_ERROR_ILLEGAL_ADDRESS" in out.stdout, text
     message = next(line for line in out.stdout.splitlines() if line.startswith("MESSAGE"))

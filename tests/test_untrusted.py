@@ -675,7 +675,8 @@ BEYOND_ALLOCATION = (
 
 def run_gpu_argument_case(case: str, tmp_path, arg_kernels_dir: str) -> str:
     out = subprocess.run([sys.executable, "-c", GPU_ARGUMENT_CHILD, os.path.dirname(__file__),
-                          arg_kernels_dir, case], capture_output=True, text=True, timeout=180)
+                          arg_kernels_dir, case], env=env_for(tmp_path / "cache"),
+                         capture_output=True, text=True, timeout=180)
     return out.stdout + out.stderr
 
 

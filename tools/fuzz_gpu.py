@@ -28,7 +28,7 @@ from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TESTS = os.path.join(ROOT, "tests")
-CHUNK = 8
+CHUNK = 4
 
 
 def _paths() -> None:
@@ -102,11 +102,11 @@ def main(argv=None) -> int:
                         help="also generate the patterns of bugs already reported")
     parser.add_argument("--straight-every", type=int, default=4,
                         help="every Nth seed is a straight-line elementwise kernel (0: none)")
-    parser.add_argument("--max-statements", type=int, default=8)
+    parser.add_argument("--max-statements", type=int, default=6)
     parser.add_argument("--max-depth", type=int, default=4)
     parser.add_argument("--jobs", type=int, default=max(1, min(14, (os.cpu_count() or 2) - 2)))
-    parser.add_argument("--time-limit", type=float, default=540.0,
-                        help="seconds; no new cases start after it (default 540)")
+    parser.add_argument("--time-limit", type=float, default=480.0,
+                        help="seconds; no new cases start after it (default 480)")
     parser.add_argument("--json", default="fuzz_gpu_summary.json", help="summary file")
     parser.add_argument("--replay", type=int, help="run one seed in this process and print it")
     args = parser.parse_args(argv)

@@ -166,13 +166,14 @@ def threaded(threads: int, per_thread: int, n: int = 1 << 14) -> dict:
             launch = add_into.launch(gn.GridDim1D(grid), gn.BlockDim1D(block), 0, stream)
             x = gn.to_device(np.full(n, t * 100_000, np.float32))
             y = gn.empty(n)
-            barrier.wait()
+            barrier.wait(timeout=120)  # all threads launch at once
             for _ in range(per_thread // 2):
                 launch(x, ones, y)  # ping-pong: each pair adds 2
                 launch(y, ones, x)
             stream.synchronize()
             results[t] = x.to_host()
         except BaseException as exc:  # reported below
+            barrier.abort()  # never leave the other threads waiting for this one
             failures.append(f"thread {t}: {type(exc).__name__}: {exc}")
 
     pool = [threading.Thread(target=worker, args=(t,)) for t in range(threads)]
