@@ -93,6 +93,7 @@ from .runtime.arrays import zeros as zeros
 from .runtime.decorators import gpu_device as gpu_device
 from .runtime.decorators import gpu_kernel as gpu_kernel
 from .runtime.devices import Device as Device
+from .runtime.graphs import Graph as Graph
 from .runtime.kernel import Kernel as Kernel
 from .runtime.peer import copy as copy
 from .runtime.streams import DEFAULT_STREAM as DEFAULT_STREAM
@@ -114,8 +115,8 @@ __all__ = [
     "BlockLayout2D", "BlockLayout3D", "CUDASlice", "CUDASlice2D", "CUDASlice3D", "CUDASliceMut",
     "CUDASliceMut2D", "CUDASliceMut3D", "CompileError", "ContextLostError", "CudaError", "Device",
     "DeviceArray", "DeviceRaceError", "Event", "FlatLayout1D", "FlatLayout2D", "FlatLayout3D",
-    "GpuNativeError", "GridDim1D", "GridDim2D", "GridDim3D", "Kernel", "Kernel1D", "Kernel2D",
-    "Kernel3D", "KernelAssertionError", "KernelError", "KernelIndexError",
+    "GpuNativeError", "Graph", "GridDim1D", "GridDim2D", "GridDim3D", "Kernel", "Kernel1D",
+    "Kernel2D", "Kernel3D", "KernelAssertionError", "KernelError", "KernelIndexError",
     "KernelZeroDivisionError", "LaunchError", "MemoryOrder", "MissingArtifactError", "Stream",
     "TranspileError", "UniqueId", "all_sync", "any_sync", "backend", "ballot", "bf16", "block_dim",
     "block_idx", "bool_", "copy", "empty", "f16", "f32", "f64", "gpu_device", "gpu_kernel", "grid_dim",

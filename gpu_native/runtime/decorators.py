@@ -9,7 +9,6 @@ function came from — and builds the same kernel object.
 
 from __future__ import annotations
 
-import hashlib
 import linecache
 import os
 import threading
@@ -150,6 +149,8 @@ def _hints_from_globals(source: str, globals_: dict) -> dict:
 
 
 def _rewrite(source: str, filename: str, module_name: str, hints: dict):
+    import hashlib
+
     from ..rewrite import rewrite_module
 
     digest = hashlib.sha256(source.encode()).hexdigest()
