@@ -166,12 +166,11 @@ def run(kernel, *args, n: int = 32):
 
 RANGE_BUG = ("range() with a counter next to its type's limit wraps: the constant-bounds loop "
              "counts in the loop variable's own type (i32) and a 64-bit counter can overflow too "
-             "(emit/cuda.py CudaEmitter.emit_ForRange, simulator/codegen.py "
-             "FunctionEmitter.emit_ForRange); Python's range never wraps")
+             "(emit/cuda.py CudaEmitter.emit_ForRange; the simulator counts the trip count "
+             "exactly, ops.range_count); Python's range never wraps")
 
 
 def test_constant_range_next_to_the_i32_limit(kr, backend, request):
-    xfail_on(request, "sim", RANGE_BUG)
     # On the GPU the overflow is undefined behaviour in C++: the answer depends on the optimiser.
     xfail_on(request, "cuda", RANGE_BUG, strict=False)
     o = gn.zeros(32, gn.i32)
@@ -181,7 +180,6 @@ def test_constant_range_next_to_the_i32_limit(kr, backend, request):
 
 
 def test_i64_range_next_to_the_i64_limit(kr, backend, request):
-    xfail_on(request, "sim", RANGE_BUG)
     xfail_on(request, "cuda", RANGE_BUG, strict=False)
     hi = (1 << 63) - 1
     o = gn.zeros(32, gn.i32)
@@ -269,13 +267,7 @@ def test_negating_a_negative_float_constant_runs(kr, backend, request):
 
 # ---- the simulator's special functions ---------------------------------------------------------------
 
-SPECIAL_BUG = ("simulator/ops.py _via_python (erf, erfc, lgamma, gamma): np.frompyfunc returns a "
-               "Python float for a lane-uniform (0-d) argument, and .astype() fails with "
-               "AttributeError")
-
-
 def test_special_functions_of_a_lane_uniform_value(kr, backend, request):
-    xfail_on(request, "sim", SPECIAL_BUG)
     o = gn.zeros(32, gn.f64)
     run(kr.special_functions_of_a_uniform_value, o)
     want = math.erf(0.5) + math.lgamma(3.0) + math.erfc(0.25)

@@ -106,6 +106,61 @@ def atomics_mix(v: CUDASlice[f32], k: CUDASlice[i32], fsum: CUDASliceMut[f32],
         cas.atomic_ref(0).compare_exchange(i32(i), i32(i) + 1)
 
 @gpu_kernel(Kernel1D)
+def atomics_half(h: CUDASliceMut[f16], b: CUDASliceMut[bf16], f: CUDASliceMut[f32]):
+    i = FlatLayout1D.uid()
+    h.atomic_ref(0).fetch_add(f16(0.1))
+    b.atomic_ref(0).fetch_add(bf16(0.1))
+    f.atomic_ref(0).compare_exchange(-0.0, 5.0)
+    f.atomic_ref(1).compare_exchange(math.nan, 6.0)
+
+@gpu_kernel(Kernel1D)
+def fetch_old(k: CUDASliceMut[i32], old: CUDASliceMut[i32]):
+    i = FlatLayout1D.uid()
+    old[i] = k.atomic_ref(i % 3).fetch_sub(2)
+
+@gpu_kernel(Kernel1D)
+def early_exit_then_shuffle(x: CUDASlice[i32], out: CUDASliceMut[i32]):
+    i = FlatLayout1D.uid()
+    if thread_idx.x >= 40:
+        return
+    v = x[i]
+    v += shfl_xor(v, 1, 8)
+    out[i] = v + 1000 * lane_id()
+
+@gpu_device
+def stage_and_flip(s: CUDASliceMut[f32], t: i64, v: f32) -> f32:
+    # The checker treats array parameters as global memory (it cannot know `s` is shared), so
+    # the block-unique store and the read across the barrier need unsafe().
+    with unsafe():
+        s[t] = v
+    sync_threads()
+    with unsafe():
+        w = s[31 - t]
+    return w
+
+@gpu_kernel(Kernel1D)
+def device_shared(x: CUDASlice[f32], out: CUDASliceMut[f32]):
+    s = shared_array(f32, 32)
+    t = BlockLayout1D.uid()
+    i = FlatLayout1D.uid()
+    out[i] = stage_and_flip(s, t, x[i]) * 2.0
+
+@gpu_kernel(Kernel1D)
+def range_limits(lo: i64, out: CUDASliceMut[i64], special: CUDASliceMut[f64]):
+    i = FlatLayout1D.uid()
+    a = 0
+    for j in range(2147483640, 2147483647, 5):
+        a += 1
+    b = 0
+    for j in range(-2147483641, -2147483648, -3):
+        b += 1
+    c = i64(0)
+    for jj in range(lo, lo + 14, 7):  # lo + 14 == 2**63 - 1: the next value would wrap
+        c += jj - lo
+    out[i] = i64(a) + 10 * i64(b) + 100 * c
+    special[i] = math.erf(f64(0.5)) + math.lgamma(f64(3.0)) + math.fma(f64(0.1), f64(10.0), -1.0)
+
+@gpu_kernel(Kernel1D)
 def scan(x: CUDASlice[i32], out: CUDASliceMut[i32]):
     buf = shared_array(i32, (2, BLOCK))
     t = BlockLayout1D.uid()
@@ -349,6 +404,61 @@ def test_atomic_operations_sequential_in_thread_order(k):
     assert xch[0] in kk
     # compare_exchange(i, i + 1) succeeds for threads 0, 1, 2, ... in turn: all 200 succeed.
     assert cas[0] == n
+
+
+def test_half_atomics_round_every_step_and_float_cas_compares_bits(k):
+    h, b = np.zeros(1, np.float16), np.zeros(1, np.uint16)
+    f = np.array([0.0, np.nan], np.float32)
+    f[1] = np.frombuffer(np.uint32(0x7FC00000).tobytes(), np.float32)[0]
+    launch(k["atomics_half"], 1, 100, h, b, f)
+    expect = np.float16(0)
+    for _ in range(100):
+        expect = np.float16(expect + np.float16(0.1))
+    assert h[0] == expect  # each atomicAdd rounds to half; the exact sum would be 10.0
+    expect_b = np.float32(0)
+    for _ in range(100):
+        expect_b = _from_bf16(_bf16(expect_b + _from_bf16(_bf16(0.1))))
+    assert _from_bf16(b)[0] == expect_b
+    # compare_exchange compares bit patterns: -0.0 is not +0.0, the same NaN matches itself.
+    assert f[0] == 0.0 and f[1] == 6.0
+
+
+def test_atomic_old_values_with_duplicate_indices_follow_thread_order(k):
+    counters = np.array([100, 200, 300], np.int32)
+    old = poisoned(9, np.int32)
+    launch(k["fetch_old"], 1, 9, counters, old)
+    np.testing.assert_array_equal(counters, [94, 194, 294])
+    np.testing.assert_array_equal(old, [100, 200, 300, 98, 198, 298, 96, 196, 296])
+
+
+def test_lanes_dropped_at_the_top_level_keep_their_warp_positions(k):
+    x = np.arange(128, dtype=np.int32)
+    out = poisoned(128, np.int32)
+    errors = launch(k["early_exit_then_shuffle"], 2, 64, x, out)
+    assert errors.races == [] and errors.fails == []
+    t = np.arange(128) % 64
+    live = t < 40
+    expect = x + (x ^ 1) + 1000 * (t % 32)
+    np.testing.assert_array_equal(out[live], expect[live])
+    assert (out[~live] == np.iinfo(np.int32).max).all()
+
+
+def test_device_function_with_shared_array_and_barrier(k):
+    x = np.arange(64, dtype=np.float32)
+    out = poisoned(64, np.float32)
+    errors = launch(k["device_shared"], 2, 32, x, out)
+    assert errors.races == [] and errors.fails == []
+    np.testing.assert_array_equal(out, 2 * np.concatenate([x[31::-1], x[:31:-1]]))
+
+
+def test_range_never_wraps_and_uniform_special_functions(k):
+    import math
+
+    out, special = poisoned(4, np.int64), poisoned(4, np.float64)
+    launch(k["range_limits"], 1, 4, np.int64(2**63 - 15), out, special)
+    np.testing.assert_array_equal(out, 2 + 10 * 3 + 100 * 7)
+    exact_fma = 5.551115123125783e-17  # 0.1 * 10 - 1 with one rounding
+    np.testing.assert_array_equal(special, math.erf(0.5) + math.lgamma(3.0) + exact_fma)
 
 
 def test_block_prefix_scan(k):

@@ -306,7 +306,7 @@ class TestRaces:
     def test_plain_read_of_atomically_updated_shared_element(self, k):
         out = poisoned(64, np.int32)
         errors = launch(k["atomic_then_read"], 1, 64, out, np.bool_(False))
-        assert len(errors.races) == 1 and "reads it" in errors.races[0]
+        assert len(errors.races) == 1 and "updated it atomically" in errors.races[0]
         errors = launch(k["atomic_then_read"], 1, 64, out, np.bool_(True))
         assert errors.races == []
         np.testing.assert_array_equal(out, 64)

@@ -68,7 +68,14 @@ It cannot reveal:
 * reads of uninitialised shared or local memory (it holds NaN, or 0xCD bytes for integers, in
   the simulator; unspecified data on the GPU);
 * the GPU's approximate math (``fastmath``, ``rsqrt``, ``sin``/``exp`` ulp differences): the
-  simulator uses NumPy's correctly rounded or near-correct functions.
+  simulator uses NumPy's correctly rounded or near-correct functions (on an H200, within 3 ulps
+  of CUDA's for every function tried);
+* multiply-add contraction: NVRTC's default ``--fmad=true`` fuses some ``a * b + c`` into one FMA
+  (which ones depends on the compiler), while the simulator rounds the product and the sum as
+  Python does; results then differ in the last bits (everything else agreed bit for bit with an
+  H200 in ``tests/test_simulator_gpu.py``, and so does this with ``--fmad=false``);
+* ``sync_warp()`` ordering is approximate: any warp barrier in the chunk is taken to order the
+  accesses of threads of one warp.
 
 Set ``GPU_NATIVE_SIM_RACES=0`` to turn the shadow memory off (faster, and nothing is reported).
 """

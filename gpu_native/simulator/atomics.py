@@ -56,12 +56,12 @@ def _step(op: str, info, is_float: bool, dtype: np.dtype):
     raise AssertionError(op)  # pragma: no cover
 
 
-def _fold(op: str, info, is_float: bool, cur, vals: list[np.ndarray]):
-    """All old values and the final value of one element updated by ``len(vals[0])`` lanes in
-    order, or None when the operation has no exact vectorised fold."""
+def _fold(op: str, info, is_float: bool, cur, vals: list[np.ndarray], count: int):
+    """All old values and the final value of one element updated by ``count`` lanes in order,
+    or None when the operation has no exact vectorised fold."""
     v = vals[0] if vals else None
     if op == "load":
-        return np.full(len(v) if v is not None else 0, cur), cur
+        return np.full(count, cur), cur
     if op in ("exchange", "store"):
         seq = np.concatenate([[cur], v])
         return seq[:-1], seq[-1]
@@ -103,7 +103,7 @@ def _sequential(read, write, step, fold, e: np.ndarray, vals: list[np.ndarray], 
             elem = e[members[:1]]
             cur = read(elem)[0]
             gv = [v[members] for v in vals]
-            folded = fold(cur, gv)
+            folded = fold(cur, gv, len(members))
             if folded is None:
                 olds = np.zeros(len(members), dtype)
                 for n in range(len(members)):
@@ -154,8 +154,8 @@ def apply(chunk, op: str, array, off, operands, m):
             write(e, vals[0])
         return array.vzero
     step = _step(op, info, info.is_float, dtype)
-    def fold(cur, gv):
-        return (_fold(op, info, info.is_float, cur, gv))
+    def fold(cur, gv, count):
+        return _fold(op, info, info.is_float, cur, gv, count)
     old = _sequential(read, write, step, fold, e, vals, dtype)
     if m is None:
         return old

@@ -97,7 +97,8 @@ class ProgramBuilder:
             "_gn_fpow": ops.fpow_const, "_gn_bfpow": _bfpow,
             "_gn_ifloordiv": ops.floordiv_int, "_gn_imod": ops.mod_int,
             "_gn_ffloordiv": ops.floordiv_py, "_gn_fmod": ops.fmod_py,
-            "_gn_not": np.logical_not,
+            "_gn_not": np.logical_not, "_gn_range_count": ops.range_count,
+            "_gn_range_value": ops.range_value,
         }
         self.named: dict = {}
         self.locations: list[str] = []
@@ -169,7 +170,7 @@ def _bfpow(x, n: int):
         return x
     if n == 2:
         return _bf(np.asarray(x) * np.asarray(x))
-    out = ops.f64_to_bf16(np.power(np.asarray(x, np.float64), float(n)))
+    out = ops.round_bf16(np.power(np.asarray(x, np.float32), np.float32(n)))
     return out[()] if out.ndim == 0 else out
 
 
@@ -363,30 +364,22 @@ class FunctionEmitter:
         self.loop(s.span, lambda: self.expr(s.cond, "_gn_m"), lambda: None, s.body)
 
     def emit_ForRange(self, s: ir.ForRange) -> None:
-        vt = s.var.ty
-        assert isinstance(vt, ir.ScalarType)
-        constant = all(isinstance(x, ir.Const) for x in (s.start, s.stop, s.step))
-        ct = vt if constant or vt.info.bits == 64 else ir.I64
-
-        def conv(code: str) -> str:
-            return code if ct == vt else f"{self.prog.cast(vt, ct)}({code})"
-
+        # The trip count is computed exactly up front and the variable derived from the
+        # iteration number, so a range next to its type's limit never wraps (Python's range).
         sp = s.span
-        stop, step, i = self.tmp("stop"), self.tmp("step"), self.tmp("i")
-        self.line(f"{stop} = {conv(self.expr(s.stop, '_gn_m'))}", sp)
-        self.line(f"{step} = {conv(self.expr(s.step, '_gn_m'))}", sp)
-        self.line(f"{i} = {conv(self.expr(s.start, '_gn_m'))}", sp)
-        if s.step_sign > 0:
-            cond = f"({i} < {stop})"
-        elif s.step_sign < 0:
-            cond = f"({i} > {stop})"
-        else:
-            cond = f"_gn_where({step} > 0, {i} < {stop}, {i} > {stop})"
-        back = i if ct == vt else f"{self.prog.cast(ct, vt)}({i})"
+        stop, step, start = self.tmp("stop"), self.tmp("step"), self.tmp("start")
+        count, k = self.tmp("n"), self.tmp("i")
+        self.line(f"{stop} = {self.expr(s.stop, '_gn_m')}", sp)
+        self.line(f"{step} = {self.expr(s.step, '_gn_m')}", sp)
+        self.line(f"{start} = {self.expr(s.start, '_gn_m')}", sp)
+        self.line(f"{count} = _gn_range_count({start}, {stop}, {step})", sp)
+        self.line(f"{k} = np.uint64(0)", sp)
         var = self.name(s.var)
-        self.loop(sp, lambda: cond,
-                  lambda: self.line(f"{var} = _gn_where(_gn_m, {back}, {var})", sp), s.body,
-                  lambda: self.line(f"{i} = {i} + {step}", sp))
+        self.loop(sp, lambda: f"({k} < {count})",
+                  lambda: self.line(
+                      f"{var} = _gn_where(_gn_m, _gn_range_value({start}, {step}, {k}), {var})",
+                      sp), s.body,
+                  lambda: self.line(f"{k} = {k} + np.uint64(1)", sp))
 
     def emit_GridStride(self, s: ir.GridStride) -> None:
         sp = s.span

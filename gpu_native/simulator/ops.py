@@ -241,6 +241,38 @@ def ipow(base, n: int):
     return out[()] if out.ndim == 0 else out
 
 
+def range_count(start, stop, step):
+    """``len(range(start, stop, step))`` per lane, exactly (as uint64; a zero step gives 0).
+
+    The loop then runs an iteration counter up to this count, so no loop variable ever wraps
+    near the limit of its type, as Python's range never does."""
+    start, stop, step = np.asarray(start), np.asarray(stop), np.asarray(step)
+    if start.dtype.kind == "u":
+        s, e, st = start.astype(U64), stop.astype(U64), step.astype(U64)
+        up = np.ones(np.broadcast(s, e, st).shape, bool)
+        pos = st > 0
+    else:
+        s, e, st = start.astype(I64), stop.astype(I64), step.astype(I64)
+        pos = st > 0
+        up = pos
+    su, eu, stu = s.astype(U64), e.astype(U64), st.astype(U64)
+    span = np.where(up, eu - su, su - eu)
+    stride = np.where(up, stu, np.uint64(0) - stu)
+    nonempty = np.where(up, s < e, s > e) & (st != 0)
+    safe = np.where(stride == 0, np.uint64(1), stride)
+    count = np.where(nonempty, (span - np.uint64(1)) // safe + np.uint64(1), np.uint64(0))
+    return count[()] if count.ndim == 0 else count
+
+
+def range_value(start, step, k):
+    """``start + k * step`` (the k-th value of a range), computed modulo 2**64: exact whenever
+    the value lies in range, which it does for ``k < range_count(...)``."""
+    start = np.asarray(start)
+    out = (start.astype(U64) + np.asarray(k, U64) * np.asarray(step).astype(U64)).astype(
+        start.dtype)
+    return out[()] if out.ndim == 0 else out
+
+
 def iabs(a):
     return np.abs(a)  # wraps INT_MIN to itself, like gn_iabs
 
@@ -279,8 +311,9 @@ def fpow_const(x, n: int):
     elif n == 2:
         out = x * x
     elif x.dtype == F16:
-        # pow(__half, double) computes in double and rounds once to half.
-        out = np.power(x.astype(F64), float(n)).astype(F16)
+        # powf in float32, rounded once to half (the emitter's pow(__half, 3.0) does not compile
+        # today; promoting to f32 like `//` is the natural fix).
+        out = np.power(x.astype(F32), np.float32(n)).astype(F16)
     else:
         out = np.power(x, x.dtype.type(n))
     return out[()] if out.ndim == 0 else out
@@ -311,7 +344,8 @@ def _via_python(fn: Callable, special: Callable | None = None) -> Callable:
 
     def apply(x):
         x = np.asarray(x)
-        out = ufunc(x.astype(F64)).astype(F64).astype(x.dtype)
+        # frompyfunc returns a bare Python float for a 0-d argument: wrap it back.
+        out = np.asarray(ufunc(x.astype(F64)), dtype=object).astype(F64).astype(x.dtype)
         return out[()] if out.ndim == 0 else out
 
     return apply
@@ -333,33 +367,32 @@ def _lgamma_special(v: float) -> float:
 
 def _fma(a, b, c):
     a, b, c = np.broadcast_arrays(np.asarray(a), np.asarray(b), np.asarray(c))
+    scalar = a.ndim == 0
+    a, b, c = np.atleast_1d(a, b, c)
     dt = a.dtype
-    if dt == F32:
+    if dt in (F32, F16):
         # a*b is exact in float64; s = a*b + c is rounded once there.  Rounding s "to odd"
-        # (using the exact error of the addition) makes the final float32 rounding correct.
+        # (with the exact error of the addition) makes the final rounding correct.
         p = a.astype(F64) * b.astype(F64)
         cc = c.astype(F64)
         s = p + cc
         bb = s - p
         err = (p - (s - bb)) + (cc - bb)
-        bits = s.view(np.uint64).copy() if s.ndim else np.array([s]).view(np.uint64)
-        even = (bits & np.uint64(1)) == 0
+        even = (s.view(np.uint64) & np.uint64(1)) == 0
         toward = np.nextafter(s, np.where(err > 0, np.inf, -np.inf))
-        s = np.where((err != 0) & np.isfinite(s) & even.reshape(s.shape), toward, s)
-        out = s.astype(F32)
-        return out[()] if out.ndim == 0 else out
+        out = np.where((err != 0) & np.isfinite(s) & even, toward, s).astype(dt)
+    else:
+        def exact(x: float, y: float, z: float) -> float:
+            if not all(math.isfinite(v) for v in (x, y, z)):
+                return x * y + z
+            r = Fraction(x) * Fraction(y) + Fraction(z)
+            try:
+                return float(r)
+            except OverflowError:
+                return math.copysign(math.inf, r)
 
-    def exact(x: float, y: float, z: float) -> float:
-        if not all(math.isfinite(v) for v in (x, y, z)):
-            return x * y + z
-        r = Fraction(x) * Fraction(y) + Fraction(z)
-        try:
-            return float(r)
-        except OverflowError:
-            return math.copysign(math.inf, r)
-
-    out = np.frompyfunc(exact, 3, 1)(a, b, c).astype(dt)
-    return out[()] if out.ndim == 0 else out
+        out = np.asarray(np.frompyfunc(exact, 3, 1)(a, b, c), dtype=object).astype(dt)
+    return out[0] if scalar else out
 
 
 def _ufunc(fn: Callable) -> Callable:

@@ -185,6 +185,8 @@ class Launch:
         here, there = where(c.loc), where(c.other_loc)
         action = {
             "read-after-write": (f"{me} reads it at {here} after {other} wrote it at {there}"),
+            "read-after-atomic": (f"{me} reads it at {here} after {other} updated it atomically "
+                                  f"at {there}"),
             "write-after-read": (f"{me} writes it at {here} after {other} read it at {there}"),
             "write-after-write": (f"{me} writes it at {here} and {other} wrote it at {there}"),
             "atomic-vs-plain": (f"{me} updates it atomically at {here} and {other} wrote it "

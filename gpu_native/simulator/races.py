@@ -35,8 +35,8 @@ I64 = np.int64
 
 @dataclass
 class Conflict:
-    """One detected race: ``kind`` is "read-after-write", "write-after-write",
-    "write-after-read" or "atomic-vs-plain"."""
+    """One detected race: ``kind`` is "read-after-write", "read-after-atomic",
+    "write-after-write", "write-after-read" or "atomic-vs-plain"."""
 
     kind: str
     element: int  # flat element offset into the shadowed storage
@@ -95,6 +95,8 @@ class Shadow:
         k = j[int(np.argmax(bad))]
         if atomic or (self.w_atomic[e[k]] and kind == "write-after-write"):
             kind = "atomic-vs-plain"
+        elif self.w_atomic[e[k]]:
+            kind = "read-after-atomic"
         return Conflict(kind, int(e[k]), int(t[k]), int(other[k]), loc, int(self.w_loc[e[k]]))
 
     # ---- the read log --------------------------------------------------------------------------
