@@ -9,10 +9,11 @@ imports NumPy), and the transpiler only once a module that defines kernels is fo
 
 :class:`KernelFinder` sits just before ``PathFinder`` on ``sys.meta_path`` and asks it (and, when it
 finds nothing, the finders after it, such as the one of a setuptools editable install) for the
-spec.  A ``.py`` module outside the standard library whose bytes contain ``gpu_kernel`` or
-``gpu_device`` gets a :class:`KernelModuleLoader`; every other spec is returned as found, so
-``PathFinder`` is not asked twice.  The loader's heavy half lives in
-:mod:`gpu_native.importhook.loader`.
+spec.  A ``.py`` module outside the standard library whose bytes name ``gpu_kernel`` or
+``gpu_device``, and ``gpu_native``, gets a :class:`KernelModuleLoader`; every other spec is returned
+as found, so ``PathFinder`` is not asked twice.  Files found to define no kernels are remembered
+by path, mtime and size in a small per-environment file, so later processes pay one ``stat`` for
+them instead of a read.  The loader's heavy half lives in :mod:`gpu_native.importhook.loader`.
 """
 
 from __future__ import annotations
