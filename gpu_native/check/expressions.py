@@ -301,6 +301,11 @@ class ExpressionChecker:
                 raise self.error("an integer raised to a negative power is a float in Python; "
                                  "cast the base to a float type first", span)
             ty = P.arithmetic_type(base)
+            if ty.info.name in ("f16", "bf16") and right.value not in (0, 1, 2):
+                # CUDA has no half-precision pow: compute in f32 and round once, like the
+                # simulator (a product of 0-2 factors stays in half precision).
+                pow32 = self.power(self.coerce(left, ir.F32, "base", explicit=True), right, span)
+                return ir.Cast(span, ty, pow32)
             return ir.BinOp(span, ty, "**", self.coerce(left, ty, "base", explicit=True),
                             ir.Const(right.span, ir.I32, right.value))
         ty = self.common_type(left, right, span)

@@ -262,8 +262,10 @@ class CudaEmitter:
         vt = s.var.ty
         assert isinstance(vt, ir.ScalarType)
         constant = all(isinstance(x, ir.Const) for x in (s.start, s.stop, s.step))
-        # A wider counter cannot overflow past `stop` (Python's range never wraps).
-        if constant or vt.info.bits == 64:
+        # The counter must not overflow on its last step past `stop` (Python's range never
+        # wraps): the variable's own type when the constant bounds leave room, else 64 bits.
+        fits = constant and vt.info.min <= s.stop.value + s.step.value <= vt.info.max  # type: ignore[attr-defined]
+        if fits or vt.info.bits == 64:
             ct = vt.info.c_name
         else:
             ct = "gn_i64"
