@@ -152,6 +152,17 @@ def cache_root() -> str:
     return platformdirs.user_cache_dir("gpu_native")
 
 
+def _private_dirs(directory: str) -> None:
+    """Create ``directory`` and its missing parents for the user only (0o700)."""
+    if not directory or os.path.isdir(directory):
+        return
+    _private_dirs(os.path.dirname(directory))
+    try:
+        os.mkdir(directory, 0o700)
+    except FileExistsError:
+        pass
+
+
 class _NoKernels:
     """Source files known to define no kernels, by path, with the (mtime, size) they had when they
     were searched: a known file costs one ``stat`` instead of a read.  Kept per Python
@@ -207,9 +218,10 @@ class _NoKernels:
                 current = {path: stamp for path, stamp in current.items() if os.path.exists(path)}
             if len(current) > _NEGATIVE_CAP:
                 current = dict(self.added)
-            os.makedirs(os.path.dirname(self.file), exist_ok=True)
+            _private_dirs(os.path.dirname(self.file))
             tmp = f"{self.file}.{os.getpid()}.tmp"
-            with open(tmp, "wb") as f:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with open(fd, "wb") as f:
                 f.write(marshal.dumps(current))
             os.replace(tmp, self.file)
             self.added = {}

@@ -210,11 +210,6 @@ def _limit_memory() -> None:  # pragma: no cover - runs in the child
     resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "frontend/parse.py _static_value folds every module-level constant with unbounded integers: "
-    "40 lines of `A{k} = A{k-1} * A{k-1}` make expand/precompile/the import hook compute a "
-    "2**(256 * 2**40) integer (minutes, then MemoryError).  Kernel constants must fit 64 bits: "
-    "give up (not constant) once an intermediate exceeds, say, 128 bits"))
 def test_constant_folding_of_hostile_source_is_bounded(tmp_path, isolated_cache):
     (tmp_path / "bomb.py").write_text("\n".join(CONSTANT_BOMB_LINES))
     try:
@@ -368,11 +363,6 @@ def test_kernel_cache_is_private_whatever_the_umask(requests, isolated_cache):
         assert mode == want, (name, oct(mode), found)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "the import hook's caches under <cache root>/modules are created with os.makedirs and "
-    "open() defaults (0o755 directories, 0o644 files): importhook/pycache.py write() and "
-    "_gpu_native_startup.py _NoKernels.save(); the cache root itself is created 0o755 when "
-    "the hook writes first.  Use store.make_private_dirs and 0o600 files"))
 def test_import_hook_cache_is_private(tmp_path, isolated_cache):
     (tmp_path / "private_mod.py").write_text(KERNELS)
     (tmp_path / "plain_mod.py").write_text("X = 1\n")
@@ -572,30 +562,17 @@ def test_interop_accepts_device_memory_and_refuses_host_memory():
         foreign(FakeDLPack(host, device=(1, 0)), backend)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "runtime/interop.py _from_cai treats a null data pointer as device 0 whatever the shape: a "
-    "fake __cuda_array_interface__ with data=(0, False) and 1024 elements is launched (the "
-    "kernel then dereferences address 0: illegal address, lost context).  Only an empty array "
-    "may have a null pointer"))
 def test_interop_refuses_a_null_pointer_with_elements():
     with pytest.raises((TypeError, ValueError)):
         foreign(FakeCAI(0, shape=(1024,)), StubCuda())
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "runtime/interop.py _from_cai (and _from_dlpack) accept negative dimensions: an extent of -1 "
-    "becomes 0xFFFF...FFFF in the unsigned bounds check (prelude gn_chk), so every index passes "
-    "and the kernel reads and writes memory anywhere beyond the pointer"))
 def test_interop_refuses_negative_dimensions():
     backend = StubCuda([(DEVICE_BASE, DEVICE_BASE + (1 << 20))])
     with pytest.raises(ValueError):
         foreign(FakeCAI(DEVICE_BASE, shape=(-1,)), backend)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "runtime/interop.py _from_dlpack trusts __dlpack_device__() and never checks the tensor it "
-    "gets: neither DLTensor.device nor backend.pointer_device(data).  An object that claims "
-    "(kDLCUDA, 0) but returns the capsule of a host NumPy array is launched on host memory"))
 def test_interop_refuses_a_dlpack_capsule_of_host_memory_behind_a_cuda_claim():
     host = np.zeros(16, np.float32)
     with pytest.raises(TypeError):
@@ -664,13 +641,8 @@ HOLES = {
     "negative shape": test_interop_refuses_negative_dimensions,
     "fake DLPack object with a host tensor":
         test_interop_refuses_a_dlpack_capsule_of_host_memory_behind_a_cuda_claim,
-    "shape beyond the allocation": None,
+    "shape beyond the allocation": None,  # refused: interop checks cuMemGetAddressRange
 }
-BEYOND_ALLOCATION = (
-    "runtime/interop.py _from_cai checks only that the first byte is device memory: a fake "
-    "interface claiming 2**28 elements over a 64-element allocation is launched with that "
-    "extent, so bounds checks allow reads and writes far past the allocation "
-    "(cuMemGetAddressRange gives the allocation's end)")
 
 
 def run_gpu_argument_case(case: str, tmp_path, arg_kernels_dir: str) -> str:
@@ -700,10 +672,11 @@ def test_host_memory_arguments_are_refused_before_launch_on_the_gpu(case, tmp_pa
 @pytest.mark.parametrize("case", sorted(HOLES))
 def test_hostile_interfaces_are_refused_before_launch_on_the_gpu(case, tmp_path,
                                                                  arg_kernels_dir, request):
-    reason = HOLES[case].__name__ if HOLES[case] else BEYOND_ALLOCATION
-    if HOLES[case] is not None:
-        reason = next(m.kwargs["reason"] for m in HOLES[case].pytestmark if m.name == "xfail")
-    request.applymarker(pytest.mark.xfail(strict=True, reason=reason))
+    # Holes still open are strict xfails (their unit test carries the reason); fixed ones pass.
+    marks = getattr(HOLES[case], "pytestmark", [])
+    reason = next((m.kwargs["reason"] for m in marks if m.name == "xfail"), None)
+    if reason is not None:
+        request.applymarker(pytest.mark.xfail(strict=True, reason=reason))
     text = run_gpu_argument_case(case, tmp_path, arg_kernels_dir)
     assert "input: REFUSED" in text and "output: REFUSED" in text, text
     assert "output untouched: True" in text, text

@@ -84,9 +84,29 @@ assert float(c[3].get()) == 4.0
 '''
 
 
+BREAKDOWN = '''\
+import time
+t = [time.perf_counter()]
+import numpy as np; t.append(time.perf_counter())
+import gpu_native as gn; t.append(time.perf_counter())
+import mykernels; t.append(time.perf_counter())
+from gpu_native.runtime import driver; driver.init(); t.append(time.perf_counter())
+driver.make_current(0); t.append(time.perf_counter())
+a = gn.to_device(np.arange(1000, dtype=np.float32)); b = gn.to_device(np.ones(1000, np.float32))
+c = gn.empty(1000, gn.f32); t.append(time.perf_counter())
+mykernels.add(a, b, c); t.append(time.perf_counter())
+c.to_host(); t.append(time.perf_counter())
+names = ["import numpy", "import gpu_native", "import mykernels", "cuInit", "primary context",
+         "allocate and copy in", "first launch (load, launch)", "to_host"]
+print(" ".join(f"{n}={1000 * (t[i + 1] - t[i]):.1f}ms" for i, n in enumerate(names)))
+'''
+
+
 def wall(code: str, env: dict, cwd: str) -> float:
+    path = Path(cwd) / f"_bench_{abs(hash(code))}.py"
+    path.write_text(code)  # a file, not -c: Triton needs its kernels in a file
     t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-c", code], env=env, cwd=cwd, capture_output=True,
+    proc = subprocess.run([sys.executable, str(path)], env=env, cwd=cwd, capture_output=True,
                           text=True, timeout=600)
     elapsed = time.perf_counter() - t0
     if proc.returncode != 0:
@@ -126,6 +146,9 @@ def main(argv=None) -> int:
 
     results["gpu_native seed, cold"] = median_of(SEED_MAIN, env, cold_state)
     results["gpu_native seed, warm"] = median_of(SEED_MAIN, env)
+    phases = subprocess.run([sys.executable, "-c", BREAKDOWN], env=env, cwd=str(work),
+                            capture_output=True, text=True, timeout=300)
+    print("warm process, phase by phase:", phases.stdout.strip() or phases.stderr[-500:])
 
     peers = {
         "Numba-CUDA, cold": (NUMBA_MAIN, {"NUMBA_CACHE_DIR": str(work / "numba")},

@@ -398,7 +398,8 @@ class CudaEmitter:
             parts.append(code)
         offset = parts[0]
         for axis in range(1, len(parts)):
-            offset = f"{offset} * {self.extent(ref, axis)} + {parts[axis]}"
+            inner = f"({offset})" if axis > 1 else offset  # ((i * n1 + j) * n2 + k)
+            offset = f"{inner} * {self.extent(ref, axis)} + {parts[axis]}"
         return f"{cname(ref.var)}[{offset}]"
 
     def emit_Const(self, e: ir.Const) -> str:

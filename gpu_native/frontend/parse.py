@@ -635,6 +635,10 @@ def _static_value(node: cst.BaseExpression, env: dict[str, object]) -> object:
         b = _static_value(node.right, env)
         if isinstance(a, (_NotConstant, tuple)) or isinstance(b, (_NotConstant, tuple)):
             return _NOT_CONSTANT
+        # Kernel constants fit 64 bits: refuse to fold huge integers (hostile source could
+        # otherwise make the transpiler compute numbers with billions of digits).
+        if any(isinstance(v, int) and v.bit_length() > 128 for v in (a, b)):
+            return _NOT_CONSTANT
         op = _BINOPS[type(node.operator)]
         try:
             if op == "**" and isinstance(b, int) and abs(b) > 256:

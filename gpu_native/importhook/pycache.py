@@ -149,15 +149,30 @@ def read(cache_file: str) -> tuple[object, object] | None:
     return entry
 
 
+def _makedirs(directory: str, mode: int) -> None:
+    """Create ``directory`` and its missing parents, each with ``mode``."""
+    if not directory or os.path.isdir(directory):
+        return
+    _makedirs(os.path.dirname(directory), mode)
+    try:
+        os.mkdir(directory, mode)
+    except FileExistsError:
+        pass
+
+
 def write(cache_file: str, key: dict, code) -> bool:
     """Store an entry atomically (temporary name, then ``os.replace``); False if it cannot be."""
     payload = marshal.dumps((key, code))
     data = MAGIC_NUMBER + _TAG + hashlib.blake2b(payload, digest_size=16).digest() + payload
     directory = os.path.dirname(cache_file)
     tmp = f"{cache_file}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
+    # Beside the module (__pycache__) the entry is as readable as CPython's own pycs; in the
+    # gpu_native cache directory it is private to the user, like every other cache file.
+    private = os.path.basename(directory) != "__pycache__"
     try:
-        os.makedirs(directory, exist_ok=True)
-        with open(tmp, "wb") as f:
+        _makedirs(directory, 0o700 if private else 0o777)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600 if private else 0o644)
+        with open(fd, "wb") as f:
             f.write(data)
         os.replace(tmp, cache_file)
     except OSError:

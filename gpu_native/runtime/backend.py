@@ -251,6 +251,13 @@ class CudaBackend(Backend):
         attr = drv.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
         D.check(drv.cuFuncSetAttribute(fn, attr, nbytes), "raising the dynamic shared memory limit")
 
+    def allocation_range(self, ptr: int) -> tuple[int, int] | None:
+        """The (base, size) of the device allocation holding ``ptr``, or None."""
+        res = self.drv.cuMemGetAddressRange(ptr)
+        if res[0] != self.success:
+            return None
+        return int(res[1]), int(res[2])
+
     def pointer_device(self, ptr: int) -> int | None:
         """The device ordinal owning a device pointer, or None if it is not device memory."""
         drv = self.drv

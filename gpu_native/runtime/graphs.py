@@ -104,7 +104,7 @@ class Graph:
     def synchronize(self) -> None:
         """Wait for the device, then raise any error a replayed kernel reported."""
         B.select().device_sync()
-        handle, slot = self.stream._resolve(self.stream.device)
+        _, slot = self.stream._resolve(self.stream.device)
         raise_pending(slot)
         raise_pending(None)
 

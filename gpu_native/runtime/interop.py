@@ -167,6 +167,34 @@ def from_foreign(obj, what: str = "the array", wait_stream=None) -> DeviceArray:
     return _from_dlpack(obj, what, backend)
 
 
+def _check_memory(backend, ptr: int, shape: tuple[int, ...], itemsize: int, what: str) -> int:
+    """Check a foreign array's claim about its memory; return the device that owns it.
+
+    The claim must name device memory, wholly inside one allocation, with a sane shape: the
+    kernel's bounds checks guard exactly this extent, so a false one would let it touch memory
+    anywhere."""
+    if any(n < 0 for n in shape):
+        raise ValueError(f"{what} has a negative dimension in its shape {shape}")
+    nbytes = (int(np.prod(shape)) if shape else 1) * itemsize
+    if not ptr:
+        if nbytes:
+            raise TypeError(f"{what} has a null data pointer but {nbytes} bytes of elements")
+        return 0
+    device = backend.pointer_device(ptr)
+    if device is None:
+        raise TypeError(f"{what} is not in device memory")
+    allocation_range = getattr(backend, "allocation_range", None)
+    if allocation_range is not None and nbytes:
+        found = allocation_range(ptr)
+        if found is None:
+            raise TypeError(f"{what} does not point into a device allocation")
+        base, size = found
+        if ptr + nbytes > base + size:
+            raise ValueError(f"{what} claims {nbytes} bytes at {ptr:#x}, past the end of its "
+                             f"device allocation ({base + size - ptr} bytes remain)")
+    return device
+
+
 def _from_cai(obj, cai: dict, what: str, backend, wait_stream) -> DeviceArray:
     shape = tuple(int(s) for s in cai["shape"])
     dtype = np.dtype(cai["typestr"])
@@ -179,9 +207,7 @@ def _from_cai(obj, cai: dict, what: str, backend, wait_stream) -> DeviceArray:
         raise ValueError(f"{what} has {len(shape)} dimensions; kernels take 1 to 3")
     ptr, readonly = cai["data"]
     ptr = int(ptr or 0)
-    device = backend.pointer_device(ptr) if ptr else 0
-    if device is None:
-        raise TypeError(f"{what} is not in device memory")
+    device = _check_memory(backend, ptr, shape, dtype.itemsize, what)
     producer = cai.get("stream")
     if producer not in (None, 0) and wait_stream is not None:
         drv = backend.drv
@@ -194,7 +220,7 @@ def _from_cai(obj, cai: dict, what: str, backend, wait_stream) -> DeviceArray:
 
 
 def _from_dlpack(obj, what: str, backend) -> DeviceArray:
-    device_type, device_id = obj.__dlpack_device__()
+    device_type, _ = obj.__dlpack_device__()
     if device_type != _KDL_CUDA:
         raise TypeError(f"{what} is not in CUDA device memory (DLPack device type "
                         f"{device_type}); copy it with gn.to_device()")
@@ -222,4 +248,8 @@ def _from_dlpack(obj, what: str, backend) -> DeviceArray:
     if not _contiguous(shape, strides, info.itemsize):
         raise ValueError(f"{what} is not C-contiguous; pass a contiguous array")
     ptr = (t.data or 0) + t.byte_offset
-    return DeviceArray(backend, device_id, ptr, shape, info, owner, owner)
+    if t.device.device_type != _KDL_CUDA:
+        raise TypeError(f"{what} said it is in CUDA memory, but its DLPack tensor is not "
+                        f"(device type {t.device.device_type})")
+    device = _check_memory(backend, ptr, shape, info.itemsize, what)
+    return DeviceArray(backend, device, ptr, shape, info, owner, owner)

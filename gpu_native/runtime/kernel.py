@@ -29,11 +29,12 @@ from .records import register_kernel
 from .streams import DEFAULT_STREAM, as_stream
 
 SPEC_SCHEMA = 1
-# Kernels that depend only on their uid run on UID_BLOCKS_PER_SM blocks of UID_THREADS threads per
-# multiprocessor at most (GPU_NATIVE_UID_REMAP=0 launches them exactly as written instead).
+# Kernels that depend only on their uid run in blocks of UID_THREADS threads, each thread taking
+# one uid (or one chunk of four); UID_BLOCKS_PER_SM > 0 caps the grid so that threads loop
+# instead.  GPU_NATIVE_UID_REMAP=0 launches such kernels exactly as written.
 UID_REMAP = os.environ.get("GPU_NATIVE_UID_REMAP", "1") != "0"
 UID_THREADS = 256
-UID_BLOCKS_PER_SM = int(os.environ.get("GPU_NATIVE_UID_BLOCKS_PER_SM", "8"))
+UID_BLOCKS_PER_SM = int(os.environ.get("GPU_NATIVE_UID_BLOCKS_PER_SM", "0"))
 _thread_caches: list[dict] = []  # every thread's launcher cache (cleared on a backend change)
 _cache_lock = threading.Lock()
 
@@ -296,7 +297,10 @@ class _Config:
             total = grid[0] * block[0]
             units = (total + 3) // 4 if "uid_vector4" in variant.traits else total
             sms = self.backend.properties(self.device)["multiprocessors"]
-            blocks = max(1, min(-(-units // UID_THREADS), sms * UID_BLOCKS_PER_SM))
+            blocks = -(-units // UID_THREADS)
+            if UID_BLOCKS_PER_SM:
+                blocks = min(blocks, sms * UID_BLOCKS_PER_SM)
+            blocks = max(1, min(blocks, 2**31 - 1))
             trailing += (("q", total), ("I4x", block[0]))
             grid, block = (blocks, 1, 1), (UID_THREADS, 1, 1)
         else:
