@@ -157,8 +157,16 @@ template <typename T> __device__ __forceinline__ T gn_sq(T a) { return a * a; }
 /* Python's min/max: min(a, b) is b only when b < a (so NaN handling follows the argument order). */
 template <typename T> __device__ __forceinline__ T gn_min(T a, T b) { return (b < a) ? b : a; }
 template <typename T> __device__ __forceinline__ T gn_max(T a, T b) { return (b > a) ? b : a; }
+/* abs with wraparound: abs(INT_MIN) is INT_MIN.  Written in PTX so that the optimiser cannot
+   assume the result is non-negative (it would then drop the floor-division correction). */
 template <typename T> __device__ __forceinline__ T gn_iabs(T a) {
     return (a < (T)0) ? (T)(0 - (gn_u64)a) : a;
+}
+template <> __device__ __forceinline__ int gn_iabs<int>(int a) {
+    int r; asm("abs.s32 %0, %1;" : "=r"(r) : "r"(a)); return r;
+}
+template <> __device__ __forceinline__ long long gn_iabs<long long>(long long a) {
+    long long r; asm("abs.s64 %0, %1;" : "=l"(r) : "l"(a)); return r;
 }
 
 /* Float to integer: truncate toward zero, saturate at the type's range, NaN gives 0. */
@@ -458,8 +466,16 @@ template <typename T> __device__ __forceinline__ T gn_sq(T a) { return a * a; }
 /* Python's min/max: min(a, b) is b only when b < a (so NaN handling follows the argument order). */
 template <typename T> __device__ __forceinline__ T gn_min(T a, T b) { return (b < a) ? b : a; }
 template <typename T> __device__ __forceinline__ T gn_max(T a, T b) { return (b > a) ? b : a; }
+/* abs with wraparound: abs(INT_MIN) is INT_MIN.  Written in PTX so that the optimiser cannot
+   assume the result is non-negative (it would then drop the floor-division correction). */
 template <typename T> __device__ __forceinline__ T gn_iabs(T a) {
     return (a < (T)0) ? (T)(0 - (gn_u64)a) : a;
+}
+template <> __device__ __forceinline__ int gn_iabs<int>(int a) {
+    int r; asm("abs.s32 %0, %1;" : "=r"(r) : "r"(a)); return r;
+}
+template <> __device__ __forceinline__ long long gn_iabs<long long>(long long a) {
+    long long r; asm("abs.s64 %0, %1;" : "=l"(r) : "l"(a)); return r;
 }
 
 /* Float to integer: truncate toward zero, saturate at the type's range, NaN gives 0. */
