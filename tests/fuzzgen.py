@@ -815,9 +815,9 @@ class Generator:
         if kind == "unary":
             op = d.choice(["-", "~"] if t in INTS else ["-"])
             operand = self.expr(t, depth - 1, scope)
-            if t in FLOATS and isinstance(operand, Cast) and isinstance(operand.operand, Lit) \
-                    and math.copysign(1.0, operand.operand.value) < 0:
-                # `-f32(-1.5)` is emitted as `--1.5f`, which NVRTC refuses (reported).
+            if t in FLOATS and is_constant(operand):
+                # `-f32(-1.5)` (and `-(f32(-2) ** 1)`...) is emitted as `--1.5f`, which NVRTC
+                # refuses (reported).
                 if not self.c.known_bugs:
                     return operand
                 self.known.add("unary-minus-negative-constant")
@@ -895,6 +895,17 @@ class Generator:
         t = d.choice(FLOATS)
         return Math(d.choice(PREDICATES), [self.expr(t, max(depth - 1, 0), self.locals)], "bool",
                     t)
+
+
+def is_constant(e: Expr) -> bool:
+    """No variable, load or thread index inside: the checker may fold it to one constant."""
+    if isinstance(e, (Var, Load, Special)):
+        return False
+    for value in vars(e).values():
+        items = value if isinstance(value, list) else [value]
+        if any(isinstance(x, Expr) and not is_constant(x) for x in items):
+            return False
+    return True
 
 
 # ---- printing ----------------------------------------------------------------------------------

@@ -36,7 +36,7 @@ CI_CONFIG = Config(max_statements=5, max_depth=3)
 SEEDED_CASES = int(os.environ.get("GN_FUZZ_CASES", "160"))
 HYPOTHESIS_CASES = int(os.environ.get("GN_FUZZ_HYPOTHESIS_CASES", "40"))
 NVRTC_CASES = int(os.environ.get("GN_FUZZ_NVRTC_CASES", "20"))
-GPU_CASES = int(os.environ.get("GN_FUZZ_GPU_CASES", "60"))
+GPU_CASES = int(os.environ.get("GN_FUZZ_GPU_CASES", "40"))
 FIRST_SEED = 1_000_000  # the tool starts at 0: CI and the GPU run cover different kernels
 
 
@@ -173,11 +173,11 @@ def test_generated_kernels_compile_with_nvrtc(workspace):
 @pytest.mark.gpu
 def test_gpu_matches_the_simulator_and_the_reference(workspace, cuda_backend):
     fuzz(workspace, range(FIRST_SEED, FIRST_SEED + GPU_CASES), ("cuda", "sim"),
-         config=Config())
+         config=Config(max_statements=6))
 
 
 @pytest.mark.gpu
 def test_gpu_straight_line_kernels(workspace, cuda_backend):
-    config = Config(straight=True)
+    config = Config(max_statements=6, straight=True)
     fuzz(workspace, range(FIRST_SEED, FIRST_SEED + GPU_CASES // 2), ("cuda", "sim"),
          config=config)
