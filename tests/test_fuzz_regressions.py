@@ -164,15 +164,14 @@ def run(kernel, *args, n: int = 32):
 
 # ---- range() never wraps -------------------------------------------------------------------------
 
-RANGE_BUG = ("range() with a counter next to its type's limit wraps: the constant-bounds loop "
-             "counts in the loop variable's own type (i32) and a 64-bit counter can overflow too "
-             "(emit/cuda.py CudaEmitter.emit_ForRange; the simulator counts the trip count "
-             "exactly, ops.range_count); Python's range never wraps")
+RANGE_BUG = ("range() with a 64-bit counter next to its type's limit: emit/cuda.py "
+             "CudaEmitter.emit_ForRange counts i64 ranges in a 64-bit counter whose last "
+             "`i += step` overflows past `stop` (signed overflow: undefined behaviour in C++, so "
+             "the result depends on the optimiser); Python's range never wraps.  Compare "
+             "`i > stop - step` (or count the trip count) before adding")
 
 
-def test_constant_range_next_to_the_i32_limit(kr, backend, request):
-    # On the GPU the overflow is undefined behaviour in C++: the answer depends on the optimiser.
-    xfail_on(request, "cuda", RANGE_BUG, strict=False)
+def test_constant_range_next_to_the_i32_limit(kr, backend):
     o = gn.zeros(32, gn.i32)
     run(kr.range_near_limit, o)
     assert list(range(2147483640, 2147483647, 5)) == [2147483640, 2147483645]
@@ -180,7 +179,7 @@ def test_constant_range_next_to_the_i32_limit(kr, backend, request):
 
 
 def test_i64_range_next_to_the_i64_limit(kr, backend, request):
-    xfail_on(request, "cuda", RANGE_BUG, strict=False)
+    xfail_on(request, "cuda", RANGE_BUG, strict=False)  # undefined behaviour: may pass
     hi = (1 << 63) - 1
     o = gn.zeros(32, gn.i32)
     run(kr.range_near_limit_i64, hi - 7, hi, o)
@@ -303,17 +302,15 @@ def test_f32_floor_division_is_the_exact_floor(kr, backend, request):
 
 # ---- a failing uid stops only itself ---------------------------------------------------------------
 
-REMAP_BUG = ("emit/uid_stride.py: a uid-only kernel runs several logical uids per physical thread "
-             "on large launches, and gn_fail_at ends the physical thread (`exit`), so one failing "
-             "uid skips every later uid of that thread; the documented semantics (and the "
-             "simulator) stop only the failing thread.  Record the error and `goto __gn_next` "
-             "instead of exiting")
+REMAP_BUG = ("emit/uid_stride.py + prelude gn_fail_at: when a uid-only kernel's threads loop over "
+             "several logical uids (GPU_NATIVE_UID_BLOCKS_PER_SM > 0 caps the grid), gn_fail_at "
+             "ends the physical thread (`exit`), so one failing uid skips every later uid of that "
+             "thread; the documented semantics (and the simulator) stop only the failing thread.  "
+             "Record the error and `goto __gn_next` instead of exiting")
 
 
-@pytest.mark.gpu
-@pytest.mark.xfail(strict=True, reason=REMAP_BUG)
-def test_one_failing_uid_of_a_large_launch_leaves_the_others_done(kr, cuda_backend):
-    n = 1 << 22  # far more uids than the ~270k threads a uid-only kernel runs on
+def launch_with_one_failing_uid(kr):
+    n = 1 << 22  # far more uids than a capped grid has threads
     a_h = np.arange(n, dtype=np.int32)
     b_h = np.full(n, 3, np.int32)
     b_h[5] = 0
@@ -329,3 +326,27 @@ def test_one_failing_uid_of_a_large_launch_leaves_the_others_done(kr, cuda_backe
     done[5] = False
     missing = np.flatnonzero(got[done] != want[done])
     assert missing.size == 0, f"{missing.size} uids never ran, e.g. {missing[:5]}"
+
+
+@pytest.fixture
+def uid_grid_cap(monkeypatch):
+    """Run uid-only kernels on a capped grid (threads loop over uids), as
+    GPU_NATIVE_UID_BLOCKS_PER_SM=8 does."""
+    from gpu_native.runtime import kernel
+
+    monkeypatch.setattr(kernel, "UID_BLOCKS_PER_SM", 8)
+    kernel.forget_launchers()
+    yield
+    kernel.forget_launchers()
+
+
+@pytest.mark.gpu
+def test_one_failing_uid_of_a_large_launch_leaves_the_others_done(kr, cuda_backend):
+    launch_with_one_failing_uid(kr)
+
+
+@pytest.mark.gpu
+@pytest.mark.xfail(strict=True, reason=REMAP_BUG)
+def test_one_failing_uid_on_a_capped_uid_grid_leaves_the_others_done(kr, cuda_backend,
+                                                                     uid_grid_cap):
+    launch_with_one_failing_uid(kr)
