@@ -7,8 +7,8 @@ holding its *launcher factory*:
 
     @gpu_kernel(Kernel1D, _spec={...})               # the spec: parameters, CUDA source, sites
     def add_kernel(__gn):
-        DA, (sig_a, sig_b, sig_c), pack, buf, args, launch, config, ok, failed, slow = ...
-        return lambda a, b, c: (... launch(*config, (pack(buf, 0, a._gn_ptr, ...), args)[1], 0)
+        DA, (sig_a, sig_b, sig_c), pack, buf, args, launch, (fn, gx, ...), ok, failed, slow = ...
+        return lambda a, b, c: (... launch(fn, gx, ..., (pack(buf, 0, a._gn_ptr, ...), args)[1], 0)
                                 ... if a.__class__ is DA and a._gn_rsig is sig_a and ...
                                 else slow(a, b, c))
 
@@ -93,11 +93,13 @@ def launcher_lines(name: str, params: list[LauncherParam], generic: bool) -> tup
             if other is not w:
                 tests.append(f"{w.name}._gn_base is not {other.name}._gn_base")
     sigs = ", ".join(sig_names) + ("," if len(sig_names) == 1 else "")
-    setup = f"DA, ({sigs}), pack, buf, args, launch, config, ok, failed, slow = __gn.fast_path()"
+    setup = (f"DA, ({sigs}), pack, buf, args, launch, (fn, gx, gy, gz, bx, by, bz, smem, stream), "
+             "ok, failed, slow = __gn.fast_path()")
     condition = " and ".join(tests) if tests else "True"
     packed = f"(pack(buf, 0, {', '.join(values)}), args)[1]" if values else "args"
     # Pack the arguments into this thread's buffer, launch, and raise if the driver refused.
-    body = (f"return lambda {names}: (((err := launch(*config, {packed}, 0)[0]) is ok or "
+    body = (f"return lambda {names}: (((err := launch(fn, gx, gy, gz, bx, by, bz, smem, stream, "
+            f"{packed}, 0)[0]) is ok or "
             f"failed(err)) and None) if {condition} else slow({names})")
     return f"def {name}(__gn):", setup, body
 
