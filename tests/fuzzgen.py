@@ -873,7 +873,10 @@ class Generator:
                               self.locals)]
             for _ in range(count - 1):
                 if d.chance(0.2) and not isinstance(operands[-1], Lit):
-                    operands.append(self.literal(operands[-1].ty, nonneg=operands[-1].ty == "u32"))
+                    # In a chain the literal also meets the next operand: a float literal must
+                    # then suit f32 as well as f64.
+                    t = "f32" if operands[-1].ty in FLOATS else operands[-1].ty
+                    operands.append(self.literal(t, nonneg=operands[-1].ty == "u32"))
                 else:
                     operands.append(self.expr(d.choice(TYPES), max(depth - 1, 0), self.locals))
             optys = []
