@@ -85,6 +85,18 @@ def floor_divide(a: CUDASlice[i32], b: CUDASlice[i32], q: CUDASliceMut[i32]):
 
 
 @gpu_kernel(Kernel1D)
+def divide_by_abs(a: CUDASlice[i32], b: CUDASlice[i32], q: CUDASliceMut[i32],
+                  r: CUDASliceMut[i32], a64: CUDASlice[i64], b64: CUDASlice[i64],
+                  q64: CUDASliceMut[i64]):
+    i = FlatLayout1D.uid()
+    d = abs(b[i])
+    q[i] = a[i] // (d if d != 0 else 1)
+    r[i] = a[i] % (d if d != 0 else 1)
+    d64 = abs(b64[i])
+    q64[i] = a64[i] // (d64 if d64 != 0 else 1)
+
+
+@gpu_kernel(Kernel1D)
 def float_floor_divide(a: CUDASlice[f32], b: CUDASlice[f32], q: CUDASliceMut[f32]):
     i = FlatLayout1D.uid()
     q[i] = a[i] // b[i]
@@ -272,6 +284,37 @@ def test_special_functions_of_a_lane_uniform_value(kr, backend, request):
     run(kr.special_functions_of_a_uniform_value, o)
     want = math.erf(0.5) + math.lgamma(3.0) + math.erfc(0.25)
     np.testing.assert_allclose(o.to_host(), want, rtol=1e-14)
+
+
+# ---- abs(INT_MIN) wraps, and a division by it keeps Python's floor correction ----------------------
+# Found on the GPU by tools/fuzz_gpu.py (seeds 530, 542): the optimiser took abs() to be
+# non-negative and dropped the correction of floor division (fixed in the prelude's gn_iabs).
+
+
+def test_division_by_abs_of_the_most_negative_integer(kr, backend):
+    i32_min, i64_min = -(1 << 31), -(1 << 63)
+    a_h = np.array([5, -5, 0, 7, i32_min, -1, 1, 2**31 - 1] * 4, np.int32)
+    b_h = np.array([i32_min, i32_min, i32_min, -7, i32_min, 3, -3, i32_min] * 4, np.int32)
+    a64_h = a_h.astype(np.int64) * 3
+    b64_h = np.where(b_h == i32_min, i64_min, b_h.astype(np.int64))
+    q, r, q64 = gn.zeros(32, gn.i32), gn.zeros(32, gn.i32), gn.zeros(32, gn.i64)
+    run(kr.divide_by_abs, gn.to_device(a_h), gn.to_device(b_h), q, r, gn.to_device(a64_h),
+        gn.to_device(b64_h), q64)
+
+    def wrap(v, bits):
+        v &= (1 << bits) - 1
+        return v - (1 << bits) if v >= 1 << (bits - 1) else v
+
+    def d(b, bits):
+        return wrap(abs(int(b)), bits) or 1  # abs(INT_MIN) wraps to INT_MIN
+
+    want_q = [wrap(int(a) // d(b, 32), 32) for a, b in zip(a_h, b_h)]
+    want_r = [wrap(int(a) % d(b, 32), 32) for a, b in zip(a_h, b_h)]
+    want_q64 = [wrap(int(a) // d(b, 64), 64) for a, b in zip(a64_h, b64_h)]
+    assert want_q[:2] == [-1, 0] and want_r[0] == i32_min + 5
+    np.testing.assert_array_equal(q.to_host(), want_q)
+    np.testing.assert_array_equal(r.to_host(), want_r)
+    np.testing.assert_array_equal(q64.to_host(), want_q64)
 
 
 # ---- f32 floor division: "math.floor(a / b) done exactly" ------------------------------------------
