@@ -15,7 +15,7 @@ On a GPU (``pytest -m gpu``): the GPU against the simulator and the reference.  
 
 Known bugs the fuzzer found are excluded from the random kernels here (``Config.known_bugs``) and
 pinned by tests/test_fuzz_regressions.py instead.  ``GN_FUZZ_CASES`` scales the seeded runs
-(100 by default, plus 25 straight-line and 25 Hypothesis kernels: about 90 s on two cores).
+(120 by default, plus 30 straight-line and 25 Hypothesis kernels: about 100 s).
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from fuzzgen_reference import float_to_int, int_to_float, py_divmod, wrap
 from hypothesis import HealthCheck, given, settings
 
 CI_CONFIG = Config(max_statements=5, max_depth=3)
-SEEDED_CASES = int(os.environ.get("GN_FUZZ_CASES", "100"))
+SEEDED_CASES = int(os.environ.get("GN_FUZZ_CASES", "120"))
 HYPOTHESIS_CASES = int(os.environ.get("GN_FUZZ_HYPOTHESIS_CASES", "25"))
 GPU_CASES = int(os.environ.get("GN_FUZZ_GPU_CASES", "40"))
 FIRST_SEED = 1_000_000  # the tool starts at 0: CI and the GPU run cover different kernels
