@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import subprocess
 import sys
 
@@ -50,7 +51,10 @@ def torchrun(nproc: int, tmp_path, **env: str) -> subprocess.CompletedProcess:
 
 def rank_lines(out: subprocess.CompletedProcess) -> list[str]:
     assert out.returncode == 0, out.stdout + out.stderr
-    return sorted(line for line in out.stdout.splitlines() if line.startswith("rank "))
+    # torchrun merges the ranks' output streams, and one rank's line can land in the middle of
+    # another's: split at every "rank N/M:" rather than at newlines.
+    parts = re.split(r"(?=rank \d+/\d+: )", out.stdout)
+    return sorted(p.strip() for p in parts if p.startswith("rank "))
 
 
 @needs_torch
