@@ -206,23 +206,23 @@ LITERAL_BUG = ("emit/cuda.py const_code writes repr() of the Python float with a
                "(e.g. repr(float(np.float32(v))) or a hex float, inf as __int_as_float)")
 
 
-@pytest.mark.xfail(strict=True, reason=LITERAL_BUG)
 def test_f32_literal_at_a_float32_tie_is_rounded_like_python(kr):
     ok, log, ptx = nvrtc_compile(kr.f32_midpoint_literal)
     assert ok, log
     documented = f32_bits(MIDPOINT)  # ties to even: 1.0
     assert documented == 0x3F800000
-    assert f32_immediates(ptx) == {documented}, sorted(hex(b) for b in f32_immediates(ptx))
+    # The literal is emitted as the float32 value (1.0f), so NVRTC may fold the product away:
+    # no immediate at all, or exactly the documented one.
+    assert " * 1.0f)" in kr.f32_midpoint_literal.cuda_source
+    assert f32_immediates(ptx) <= {documented}, sorted(hex(b) for b in f32_immediates(ptx))
 
 
-@pytest.mark.xfail(strict=True, reason=LITERAL_BUG)
 def test_f32_literal_beyond_the_float32_range_compiles_to_inf(kr):
     ok, log, _ptx = nvrtc_compile(kr.f32_literal_out_of_range)
     assert ok, log
 
 
 def test_float_literals_on_each_backend(kr, backend, request):
-    xfail_on(request, "cuda", LITERAL_BUG)
     a = gn.to_device(np.ones(32, np.float32))
     o = gn.zeros(32, gn.f32)
     run(kr.f32_midpoint_literal, a, o)
@@ -235,20 +235,19 @@ HALF_BUG = ("emit/cuda.py const_code builds an f16 constant as __float2half_rn(<
             "two roundings (f64 → f32 → f16); use __double2half(<f64 literal>) or the f16 bits")
 
 
-@pytest.mark.xfail(strict=True, reason=HALF_BUG)
 def test_f16_literal_is_rounded_once(kr):
     ok, log, ptx = nvrtc_compile(kr.f16_literal)
     assert ok, log
     documented = np.float16(HALF_LITERAL)
     assert documented == np.float16(1.0009765625)
     # The f32 immediate that cvt.rn.f16.f32 converts must round to the documented f16.
+    assert f"__double2half({HALF_LITERAL!r})" in kr.f16_literal.cuda_source  # one rounding
     halves = {np.float32(np.uint32(b).view(np.float32)).astype(np.float16)
               for b in f32_immediates(ptx)}
-    assert halves == {documented}, halves
+    assert halves <= {documented}, halves
 
 
 def test_f16_literal_on_each_backend(kr, backend, request):
-    xfail_on(request, "cuda", HALF_BUG)
     a = gn.to_device(np.ones(32, np.float16))
     o = gn.zeros(32, gn.f16)
     run(kr.f16_literal, a, o)
@@ -263,14 +262,12 @@ UNARY_BUG = ("emit/cuda.py CudaEmitter.emit_UnaryOp writes float negation as f'(
              "write f'(-({x}))'")
 
 
-@pytest.mark.xfail(strict=True, reason=UNARY_BUG)
 def test_negating_a_negative_float_constant_compiles(kr):
     ok, log, _ptx = nvrtc_compile(kr.negated_negative_constant)
     assert ok, log
 
 
 def test_negating_a_negative_float_constant_runs(kr, backend, request):
-    xfail_on(request, "cuda", UNARY_BUG)
     a_h = np.arange(32, dtype=np.float32)
     o = gn.zeros(32, gn.f32)
     run(kr.negated_negative_constant, gn.to_device(a_h), o)

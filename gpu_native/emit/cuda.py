@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from .. import abi, ir
 from .._version import __version__
 from .prelude import HALF_INCLUDES, PRELUDE
@@ -77,9 +79,14 @@ def const_code(value, ty: ir.ScalarType) -> str:
         return f"(({info.c_name}){v})"
     f = float(value)
     if info.name in ("f16", "bf16"):
-        conv = "__float2half_rn" if info.name == "f16" else "__float2bfloat16_rn"
-        return f"{conv}({const_code(f, ir.F32)})"
+        # One rounding, from the double, as f16(x) does on the host.
+        conv = "__double2half" if info.name == "f16" else "__double2bfloat16"
+        return f"{conv}({const_code(f, ir.F64)})"
     single = info.name == "f32"
+    if single:
+        # The float32 value itself, so NVRTC does not round a decimal a second time (and a
+        # literal beyond the float32 range becomes inf, as f32(x) does on the host).
+        f = float(np.float32(f))
     if math.isnan(f):
         return "__int_as_float(0x7fffffff)" if single else "__longlong_as_double(0x7ff8000000000000LL)"
     if math.isinf(f):
@@ -459,7 +466,7 @@ class CudaEmitter:
         if ty.info.is_int:
             ut = _UNSIGNED.get(ct, ct)
             return f"(({ct})(({ut})0 - ({ut})({x})))"
-        return f"(-{x})"
+        return f"(-({x}))"
 
     def emit_Compare(self, e: ir.Compare) -> str:
         return f"({self.expr(e.left)} {e.op} {self.expr(e.right)})"
