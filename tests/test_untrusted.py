@@ -379,13 +379,6 @@ def test_import_hook_cache_is_private(tmp_path, isolated_cache):
     assert not wrong, wrong
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "cache/store.py and cache/lookup.py trust a cache directory that already exists, whatever its "
-    "mode and owner (make_private_dirs only sets the mode of directories it creates): with "
-    "GPU_NATIVE_CACHE_DIR on shared storage, another user who can write kernels/ plants an entry "
-    "with a matching SHA-256 sidecar and their cubin runs in this process.  Refuse (one warning, "
-    "in-memory cache) a directory that is group/world-writable or not owned by the user; the "
-    "import hook's modules/ directory needs the same check (importhook/pycache.py)"))
 def test_a_world_writable_cache_directory_is_not_trusted(requests, isolated_cache):
     from gpu_native.cache import artifact_id, user_store
     from gpu_native.cache.locations import nvrtc_records_dir

@@ -153,6 +153,28 @@ def _warn_unwritable(store: ArtifactStore, exc: OSError) -> None:
           "writable directory to keep them.")
 
 
+def _trusted(store: ArtifactStore) -> bool:
+    """Can this process trust what is in the user cache?  Not if someone else owns the directory
+    or can write into it: they could plant an entry whose hash matches.  Such a cache is not read
+    or written (one warning; compiled kernels stay in memory)."""
+    if store.directory in _degraded:
+        return False
+    try:
+        st = os.stat(store.directory)
+    except OSError:
+        return True  # not created yet: it will be created private
+    getuid = getattr(os, "getuid", None)
+    foreign = getuid is not None and st.st_uid != getuid()
+    if foreign or st.st_mode & 0o022:
+        _degraded.add(store.directory)
+        who = "is owned by another user" if foreign else "can be written by other users"
+        _warn(f"gpu_native: the kernel cache at {store.directory} {who}, so its entries cannot be "
+              "trusted; compiled kernels are kept in memory for this process only. Make it "
+              "private (chmod 700) or set GPU_NATIVE_CACHE_DIR.")
+        return False
+    return True
+
+
 def _artifact(entry: StoredEntry, request: BuildRequest, origin: str) -> Artifact:
     return Artifact(entry.image, entry.meta["kind"], request.arch, entry.key, origin)
 
@@ -229,12 +251,14 @@ def _find_or_build(request: BuildRequest) -> Artifact:
     store = user_store()
     version = nvrtc_probe.version_for_keys(locations.nvrtc_records_dir())
     key = cache_key(identity, version)
-    try:
-        entry = store.get(key)
-    except CorruptEntryError as exc:
-        _warn_corrupt(request, exc, "recompiling it")
-        store.remove(key)
-        entry = None
+    entry = None
+    if _trusted(store):
+        try:
+            entry = store.get(key)
+        except CorruptEntryError as exc:
+            _warn_corrupt(request, exc, "recompiling it")
+            store.remove(key)
+            entry = None
     if entry is not None:
         return _artifact(entry, request, "cache")
 

@@ -289,6 +289,12 @@ class CudaEmitter:
             cond = f"{i} {'<' if s.step_sign > 0 else '>'} {stop}"
             sv = s.step.value  # type: ignore[attr-defined]
             incr = f"++{i}" if sv == 1 else f"--{i}" if sv == -1 else f"{i} += {step_code}"
+            if not fits and vt.info.bits == 64:
+                # A 64-bit counter has no wider type: end the loop instead of stepping past a
+                # `stop` near the type's limit (signed overflow).
+                past = ">" if s.step_sign > 0 else "<"
+                incr = (f"{i} = ({i} {past} {stop} - {step_code}) ? {stop} : "
+                        f"({ct})({i} + {step_code})")
         self.line(f"for ({ct} {i} = {self.expr(s.start)}; {cond}; {incr}) {{")
         self.indent += 1
         self.line(f"{cname(s.var)} = ({vt.info.c_name}){i};")

@@ -282,7 +282,7 @@ extern "C" __global__ void gn_sgemm_kernel(
 #line 36 "sgemm.py"
     {
         const long long __gn_stop0 = n;
-        for (long long __gn_i0 = 0LL; __gn_i0 < __gn_stop0; __gn_i0 += 32LL) {
+        for (long long __gn_i0 = 0LL; __gn_i0 < __gn_stop0; __gn_i0 = (__gn_i0 > __gn_stop0 - 32LL) ? __gn_stop0 : (long long)(__gn_i0 + 32LL)) {
             t = (long long)__gn_i0;
 #line 37 "sgemm.py"
             if (((((long long)(row)) < __gn_a_n0) && (((long long)((unsigned long long)(t) + (unsigned long long)(((long long)(tx))))) < n))) {
