@@ -292,9 +292,6 @@ class FunctionChecker(StatementChecker, ExpressionChecker):
 
     # ---- notes collected while checking -----------------------------------------------------
 
-    def note_var_use(self, var: ir.Var) -> None:
-        pass
-
     def note_special(self, name: str, axis: int, span: SourceSpan) -> None:
         self.traits["uid_only"] = False
         if name in ("warp", "lane_id"):
@@ -345,9 +342,6 @@ class FunctionChecker(StatementChecker, ExpressionChecker):
                     "the writes could race", span,
                     "write each element through one unique index, or use `with unsafe():`")
         self.note_tail(base, indices)
-
-    def note_atomic(self, base: ir.ArrayRef, span: SourceSpan) -> None:
-        pass
 
     def merge_callee(self, callee: FunctionChecker, function: ir.DeviceFunction) -> None:
         for name in ("uses_barriers", "uses_warp", "uses_print", "uses_shared"):

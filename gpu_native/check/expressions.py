@@ -184,7 +184,6 @@ class ExpressionChecker:
                 return ir.ArrayRef(e.span, var.ty, var)
             if isinstance(var.ty, ir.UidType):
                 return UidValue(e.span, var.ty, var.ty.scope, var.ty.ndim)
-            self.note_var_use(var)
             return ir.Local(e.span, var.ty, var)
         if e.id in self.pending_locals:
             raise self.error(f"local variable '{e.id}' is used before it is assigned", e.span)
@@ -787,7 +786,6 @@ class ExpressionChecker:
         if op == "store" and order in ("acquire", "acq_rel"):
             raise self.error(f"an atomic store cannot have {order} order", e.span)
         checks = self.bounds_checks(base, handle.indices, e.span)
-        self.note_atomic(base, e.span)
         result_ty = ir.VOID if op == "store" else ty
         return ir.Atomic(e.span, result_ty, op, base, handle.indices, checks, operands, order)
 

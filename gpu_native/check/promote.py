@@ -139,7 +139,3 @@ __all__ = [
     "promote",
     "promote_with_literal",
 ]
-
-# Float types that arithmetic on CUDA computes in float32 (no native operators in our emitter).
-HALF_TYPES = ("f16", "bf16")
-F32_ = F32

@@ -16,7 +16,7 @@ inside every such array; the other chunks take the checked scalar path.
 from __future__ import annotations
 
 from .. import ir
-from .cuda import CudaEmitter, cname, ctype, extent_name
+from .cuda import CudaEmitter, cname, extent_name
 
 _LANES = "xyzw"
 _VECTOR_TYPES = {"f32": "float4", "i32": "int4", "u32": "uint4"}
@@ -211,4 +211,4 @@ def emit_uid_stride(kernel: ir.Kernel, display_file: str) -> str:
     return UidStrideEmitter(kernel, display_file).function()
 
 
-__all__ = ["ctype", "emit_uid_stride", "uid_variables", "vector_plan"]
+__all__ = ["emit_uid_stride", "uid_variables", "vector_plan"]
