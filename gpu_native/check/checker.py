@@ -9,7 +9,7 @@ from .. import ir
 from ..errors import SourceSpan
 from ..frontend import syntax as S
 from .expressions import ExpressionChecker, WeakConst, _const_value
-from .safety import key
+from .safety import key, split_offset, stable_facts
 from .scope import Resolver
 from .statements import StatementChecker, count_assignments
 
@@ -73,6 +73,10 @@ class FunctionChecker(StatementChecker, ExpressionChecker):
         self.loop_assigned: set[str] = set()
         self.defs: dict[int, ir.Expr] = {}
         self.facts: frozenset = frozenset()
+        # Facts from bounds checks of the statement being checked: they hold once the statement
+        # has run (a failing check ends the thread), not inside it, where C++ may evaluate the
+        # operands in any order.  `commit_checks` moves them into `facts` at sequence points.
+        self.pending: set = set()
         self.assigned: set[str] = set()
         self.depth = 0
         self.loop_depth = 0
@@ -168,8 +172,28 @@ class FunctionChecker(StatementChecker, ExpressionChecker):
     # ---- proofs ---------------------------------------------------------------------------
 
     def bounds_checks(self, base: ir.ArrayRef, indices, span: SourceSpan):
-        return tuple(None if self.index_proven(base, axis, idx) else self.new_site(
-            "index", span, base.var.name, axis, base.ty.ndim) for axis, idx in enumerate(indices))
+        checks = []
+        for axis, idx in enumerate(indices):
+            if self.index_proven(base, axis, idx):
+                checks.append(None)
+                continue
+            checks.append(self.new_site("index", span, base.var.name, axis, base.ty.ndim))
+            k = self.key(idx)
+            self.pending.add(("ge0", k))
+            self.pending.add(("lt", k, self.bound_key(base, axis, idx)))
+        return tuple(checks)
+
+    def commit_checks(self) -> None:
+        """Make the facts of the checks run so far hold for what follows (a sequence point)."""
+        if self.pending:
+            self.facts = self.facts | stable_facts(self.pending)
+            self.pending = set()
+
+    def bound_key(self, base: ir.ArrayRef, axis: int, idx: ir.Expr):
+        shape = base.ty.shape
+        if shape is not None and shape[0] >= 0:
+            return ("c", shape[axis])
+        return self.key(ir.Shape(idx.span, ir.I64, base, axis))
 
     def index_proven(self, base: ir.ArrayRef, axis: int, idx: ir.Expr) -> bool:
         shape = base.ty.shape
@@ -182,12 +206,10 @@ class FunctionChecker(StatementChecker, ExpressionChecker):
                     return True
                 raise self.error(f"index {c} is out of bounds for axis {axis} of "
                                  f"'{base.var.name}' with size {n}", idx.span)
-            bound_key = ("c", n)
-        else:
-            if isinstance(c, int) and c < 0:
-                raise self.error(f"negative index {c}: kernels do not wrap negative indices",
-                                 idx.span, "index from the start, e.g. a[len(a) - 1]")
-            bound_key = self.key(ir.Shape(idx.span, ir.I64, base, axis))
+        elif isinstance(c, int) and c < 0:
+            raise self.error(f"negative index {c}: kernels do not wrap negative indices",
+                             idx.span, "index from the start, e.g. a[len(a) - 1]")
+        bound_key = self.bound_key(base, axis, idx)
         if not self.ctx.options.bounds_check:
             return True
         if not self.is_nonneg(idx):
@@ -218,11 +240,130 @@ class FunctionChecker(StatementChecker, ExpressionChecker):
                 cv = _const_value(side)
                 if isinstance(cv, int) and 0 <= cv < bound_key[1]:
                     return True
+        split = split_offset(e)
+        if split is not None:
+            base, c = split
+            if c < 0:
+                # a - m with a >= m cannot wrap, and stays below whatever bounds a.
+                return self.at_least(base, -c) and self.below(base, bound_key, static)
+            if static:
+                return c < bound_key[1] and self.below(base, ("c", bound_key[1] - c), static)
+            if isinstance(e.ty, ir.ScalarType) and e.ty.info.bits == 64:
+                # a + c < n from a < n - c, or (c == 1) from a < n and a != n - 1.  64-bit
+                # only: a narrower sum could wrap before it reaches a 64-bit extent.
+                less = ("op", "-", bound_key, ("c", c))
+                k = self.key(base)
+                if ("lt", k, less) in self.facts:
+                    return True
+                if c == 1 and ("ne", k, less) in self.facts and self.below(
+                        base, bound_key, static):
+                    return True
         if isinstance(e, ir.Local):
             d = self.single_def(e.var)
             if d is not None:
                 return self.below(d, bound_key, static)
         return False
+
+    def no_wrap(self, e: ir.BinOp) -> bool:
+        """Does ``e`` (a ``+`` or ``*`` of nonnegative integers) stay within its type?"""
+        bound = self.upper(e)
+        return bound is not None and isinstance(e.ty, ir.ScalarType) and bound <= e.ty.info.max
+
+    def upper(self, e: ir.Expr, depth: int = 0) -> int | None:
+        """An upper bound of the nonnegative integer ``e`` as a mathematical integer (before any
+        wrap), from what the hardware and the facts limit it to; ``None`` when unknown."""
+        if depth > 32:
+            return None
+        ty = e.ty
+        type_max = ty.info.max if isinstance(ty, ir.ScalarType) and ty.info.is_int else None
+        if isinstance(e, ir.Const):
+            return e.value if isinstance(e.value, int) else None
+        if isinstance(e, ir.Special):
+            return _SPECIAL_MAX[e.name][e.axis]
+        if isinstance(e, ir.LaneId):
+            return 31
+        if isinstance(e, ir.UidComponent):
+            if e.scope == "block":
+                return _SPECIAL_MAX["thread_idx"][e.axis]
+            return (_SPECIAL_MAX["grid_dim"][e.axis] * _SPECIAL_MAX["block_dim"][e.axis]) - 1
+        if isinstance(e, ir.Shape):
+            return _MAX_EXTENT
+        best = None
+        k = self.key(e)
+        for f in self.facts:
+            if f[0] != "lt" or f[1] != k:
+                continue
+            if f[2][0] == "c" and isinstance(f[2][1], int):
+                bound = f[2][1] - 1
+            elif f[2][0] == "shape":
+                bound = _MAX_EXTENT - 1
+            else:
+                continue
+            best = bound if best is None else min(best, bound)
+        computed = None
+        if isinstance(e, ir.Local):
+            d = self.single_def(e.var)
+            computed = self.upper(d, depth + 1) if d is not None else type_max
+        elif isinstance(e, ir.Cast):
+            computed = self.upper(e.value, depth + 1) if self.is_widening(e) else type_max
+        elif isinstance(e, ir.BinOp):
+            left = self.upper(e.left, depth + 1)
+            right = self.upper(e.right, depth + 1)
+            rc = _const_value(e.right)
+            if e.op == "+" and left is not None and right is not None:
+                computed = left + right
+            elif e.op == "*" and left is not None and right is not None:
+                computed = left * right
+            elif e.op in ("//", ">>") and left is not None:
+                computed = left
+            elif e.op == "%" and isinstance(rc, int) and rc > 0:
+                computed = rc - 1
+            elif e.op == "&":
+                known = [b for b in (left, right) if b is not None]
+                computed = min(known) if known else type_max
+            else:
+                computed = type_max
+        elif isinstance(e, ir.MathCall) and e.name in ("min", "max"):
+            bounds = [self.upper(a, depth + 1) for a in e.args]
+            known = [b for b in bounds if b is not None]
+            if e.name == "min":
+                computed = min(known) if known else type_max
+            else:
+                computed = max(bounds) if known and len(known) == len(bounds) else type_max
+        else:
+            computed = type_max
+        if best is None:
+            return computed
+        return best if computed is None else min(best, computed)
+
+    def at_least(self, e: ir.Expr, m: int) -> bool:
+        """Is the integer ``e >= m`` proven (``m >= 1``)?"""
+        c = _const_value(e)
+        if isinstance(c, int):
+            return c >= m
+        k = self.key(e)
+        for f in self.facts:
+            # ("lt", k0, e): e > k0, so e >= k0 + 1.
+            if f[0] == "lt" and f[2] == k and f[1][0] == "c" and isinstance(f[1][1], int) \
+                    and f[1][1] >= m - 1:
+                return True
+        if m == 1 and ("ne", k, ("c", 0)) in self.facts and self.is_nonneg(e):
+            return True
+        inner = e
+        while isinstance(inner, ir.Cast) and self.is_widening(inner):
+            inner = inner.value
+        if isinstance(inner, ir.Local):
+            d = self.single_def(inner.var)
+            if d is not None:
+                return self.at_least(d, m)
+        return False
+
+    @staticmethod
+    def is_widening(e: ir.Cast) -> bool:
+        src, dst = e.value.ty, e.ty
+        return (isinstance(src, ir.ScalarType) and isinstance(dst, ir.ScalarType)
+                and src.info.is_int and dst.info.is_int and dst.info.bits >= src.info.bits
+                and (src.info.kind == dst.info.kind or dst.info.bits > src.info.bits))
 
     def is_nonneg(self, e: ir.Expr) -> bool:
         ty = e.ty
@@ -242,13 +383,21 @@ class FunctionChecker(StatementChecker, ExpressionChecker):
         if isinstance(e, ir.Cast):
             src = e.value.ty
             if isinstance(src, ir.ScalarType) and src.info.is_int and e.ty.info.is_int:
-                if src.info.kind == "uint" and e.ty.info.bits > src.info.bits:
-                    return True
+                if src.info.kind == "uint":
+                    return e.ty.info.bits > src.info.bits  # u32 -> i32 can turn negative
                 if e.ty.info.bits >= src.info.bits:
                     return self.is_nonneg(e.value)
             return False
         if isinstance(e, ir.BinOp):
-            if e.op in ("+", "*", "//", ">>"):
+            split = split_offset(e)
+            if split is not None and split[1] < 0:
+                return self.at_least(split[0], -split[1])
+            if e.op in ("+", "*"):
+                # Signed arithmetic wraps: the sum or product of nonnegative values is only
+                # nonnegative when it provably stays below the type's maximum.
+                return (self.is_nonneg(e.left) and self.is_nonneg(e.right)
+                        and self.no_wrap(e))
+            if e.op in ("//", ">>"):
                 return self.is_nonneg(e.left) and self.is_nonneg(e.right)
             if e.op == "%":
                 return self.is_nonneg(e.right)
@@ -412,6 +561,17 @@ class FunctionChecker(StatementChecker, ExpressionChecker):
             return body
         extents = tuple(self.tail.values())
         return (ir.TailExit(self.fn.span, extents), *body)
+
+
+# What the hardware allows: blockDim (1024, 1024, 64), gridDim (2**31 - 1, 65535, 65535).
+_SPECIAL_MAX = {
+    "thread_idx": (1023, 1023, 63),
+    "block_dim": (1024, 1024, 64),
+    "block_idx": ((1 << 31) - 2, 65534, 65534),
+    "grid_dim": ((1 << 31) - 1, 65535, 65535),
+}
+# No array extent reaches 2**48: that is the GPU's whole virtual address space in bytes.
+_MAX_EXTENT = 1 << 48
 
 
 def _fits_unsigned(e: ir.Expr, n: int) -> bool:

@@ -344,6 +344,7 @@ class ExpressionChecker:
     def visit_BoolOp(self: FunctionChecker, e: S.BoolOp, condition: bool = False) -> ir.Expr:
         values: list[ir.Expr] = []
         saved = self.facts
+        first_checks = None
         for i, v in enumerate(e.values):
             item = self.expr(v, condition=condition)
             if not condition and not (isinstance(item, ir.Const) and item.ty == ir.BOOL) and (
@@ -354,10 +355,12 @@ class ExpressionChecker:
                     "compare explicitly, e.g. `(x != 0) and (y > 1)`")
             item = self.to_bool(item, f"an operand of `{e.op}`")
             values.append(item)
+            if first_checks is None:
+                first_checks = set(self.pending)  # only the first operand always runs
             # Later operands run only where earlier ones allowed it (short-circuit).
             if i + 1 < len(e.values):
                 self.facts = self.facts | self.facts_from(item, e.op == "and")
-        self.facts = saved
+        self.facts, self.pending = saved, first_checks
         return ir.BoolOp(e.span, ir.BOOL, e.op, tuple(values))
 
     def visit_Compare(self: FunctionChecker, e: S.Compare) -> ir.Expr:
@@ -388,12 +391,12 @@ class ExpressionChecker:
 
     def visit_IfExp(self: FunctionChecker, e: S.IfExp) -> ir.Expr:
         cond = self.to_bool(self.expr(e.test, condition=True))
-        saved = self.facts
+        saved, checks = self.facts, set(self.pending)
         self.facts = saved | self.facts_from(cond, True)
         then = self.expr(e.body)
         self.facts = saved | self.facts_from(cond, False)
         orelse = self.expr(e.orelse)
-        self.facts = saved
+        self.facts, self.pending = saved, checks
         if isinstance(then, WeakConst) and isinstance(orelse, WeakConst):
             then, orelse = self.materialize(then), self.materialize(orelse)
             if then.ty != orelse.ty:

@@ -6,9 +6,12 @@
   its axis; a block uid covers ``tid``; ``block_idx`` covers ``bid``.  Adding a launch-uniform
   value, multiplying by a nonzero constant, and widening casts keep uniqueness; ``u * K + j`` with
   ``0 <= j < K`` proven does too.
-* **Facts** are what dominating conditions prove: ``("lt", i, n)`` for ``i < n``, ``("ge0", i)``
-  for ``i >= 0`` and ``("pin", coord)`` when a condition such as ``thread_idx.x == 0`` leaves one
-  thread along that coordinate.  Bounds checks are dropped where facts prove the index in range.
+* **Facts** are what dominating conditions and bounds checks prove: ``("lt", i, n)`` for
+  ``i < n``, ``("ge0", i)`` for ``i >= 0``, ``("ne", i, j)`` for ``i != j``, and ``("pin", coord)``
+  when a condition such as ``thread_idx.x == 0`` leaves one thread along that coordinate.  A check
+  that passed is a fact for the rest of the thread, since a failing one ends it.  Bounds checks
+  are dropped where facts prove the index in range, e.g. ``a[i + 1]`` after ``a[i]`` where
+  ``i != len(a) - 1``, and ``a[i - 1]`` where ``i != 0``.
 """
 
 from __future__ import annotations
@@ -84,6 +87,42 @@ def fact_vars(f: Fact) -> set[int]:
     return out
 
 
+def split_offset(e: ir.Expr) -> tuple[ir.Expr, int] | None:
+    """``(a, c)`` when the integer ``e`` is ``a + c`` or ``a - c`` with ``c`` a nonzero constant."""
+    if not (isinstance(e, ir.BinOp) and e.op in ("+", "-")):
+        return None
+    if not (isinstance(e.ty, ir.ScalarType) and e.ty.info.is_int):
+        return None
+    info = e.ty.info
+
+    def constant(side: ir.Expr) -> int | None:
+        side = _strip_cast(side)
+        if isinstance(side, ir.Const) and isinstance(side.value, int) and side.value != 0 \
+                and info.min <= side.value <= info.max:
+            return side.value
+        return None
+
+    c = constant(e.right)
+    if c is not None:
+        return e.left, c if e.op == "+" else -c
+    c = constant(e.left) if e.op == "+" else None
+    return (e.right, c) if c is not None else None
+
+
+def _mentions_load(k) -> bool:
+    if isinstance(k, tuple):
+        if k and k[0] in ("load", "opaque"):
+            return True
+        return any(_mentions_load(part) for part in k)
+    return False
+
+
+def stable_facts(facts: Iterable[Fact]) -> set[Fact]:
+    """The facts that stay true while nothing is reassigned: not those about a value loaded from
+    memory, which another thread (or this one) may change before the next load."""
+    return {f for f in facts if not _mentions_load(f[1:])}
+
+
 def kill(facts: frozenset, var_ids: Iterable[int]) -> frozenset:
     """Drop every fact that mentions one of ``var_ids`` (they are being reassigned)."""
     ids = set(var_ids)
@@ -121,7 +160,7 @@ def cond_facts(cond: ir.Expr, truth: bool, classify: Callable[[ir.Expr], Unique 
         return set()
     if isinstance(cond, ir.Compare):
         op = cond.op if truth else _NEGATE[cond.op]
-        return _compare_facts(op, cond.left, cond.right, classify, uniform, key)
+        return stable_facts(_compare_facts(op, cond.left, cond.right, classify, uniform, key))
     return set()
 
 
@@ -142,11 +181,16 @@ def _compare_facts(op: str, left: ir.Expr, right: ir.Expr, classify, uniform, ke
         if isinstance(r, ir.BinOp) and r.op == "-" and _is_const(r.right, 1):
             out.add(("lt", key(left), key(r.left)))
         c = _strip_cast(left)
-        if isinstance(c, ir.Const) and isinstance(c.value, int) and c.value >= 0:
-            out.add(("ge0", key(right)))
+        if isinstance(c, ir.Const) and isinstance(c.value, int):
+            out.add(("lt", ("c", c.value - 1), key(right)))
+            if c.value >= 0:
+                out.add(("ge0", key(right)))
         rc = _strip_cast(right)
         if isinstance(rc, ir.Const) and isinstance(rc.value, int):
             out.add(("lt", key(left), ("c", rc.value + 1)))
+    elif op == "!=":
+        out.add(("ne", key(left), key(right)))
+        out.add(("ne", key(right), key(left)))
     elif op == "==":
         for a, b in ((left, right), (right, left)):
             u = classify(a)

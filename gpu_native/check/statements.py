@@ -9,7 +9,7 @@ from .. import ir
 from ..frontend import syntax as S
 from . import promote as P
 from .expressions import LAYOUTS, UidValue, WeakConst
-from .safety import cond_facts, kill, pinned, required_coords
+from .safety import cond_facts, kill, pinned, required_coords, stable_facts
 
 if TYPE_CHECKING:
     from .checker import FunctionChecker
@@ -32,9 +32,10 @@ class StatementChecker:
                 # Unreachable code is still checked (its errors are real), but not emitted.
                 saved = (self.facts, set(self.assigned))
                 self.statement(s)
-                self.facts, self.assigned = saved[0], saved[1]
+                self.facts, self.assigned, self.pending = saved[0], saved[1], set()
                 continue
             result, exits = self.statement(s)
+            self.commit_checks()
             out.extend(result)
         return tuple(out), exits
 
@@ -229,6 +230,7 @@ class StatementChecker:
                              target.span)
         assert isinstance(var.ty, ir.ScalarType)
         converted = self.coerce(value, var.ty, f"assignment to '{name}'")
+        self.commit_checks()
         self.facts = kill(self.facts, {id(var)})
         self.assigned.add(name)
         if self.assign_counts.get(name, 0) == 1 and not var.is_param:
@@ -332,6 +334,7 @@ class StatementChecker:
         if var is None:
             var = self.new_var(name, self.scalar_of(value), target.span)
         converted = self.coerce(value, var.ty, f"assignment to '{name}'")
+        self.commit_checks()
         self.facts = kill(self.facts, {id(var)})
         self.assigned.add(name)
         if self.assign_counts.get(name, 0) == 1 and not var.is_param:
@@ -397,6 +400,7 @@ class StatementChecker:
 
     def visit_If(self: FunctionChecker, s: S.If):
         cond = self.to_bool(self.expr(s.test, condition=True))
+        self.commit_checks()
         before_facts, before_assigned = self.facts, set(self.assigned)
         self.depth += 1
         self.facts = before_facts | self.facts_from(cond, True)
@@ -439,8 +443,10 @@ class StatementChecker:
         entry = kill(self.facts, self.loop_assigned_ids(s.body))
         self.facts = entry
         cond = self.to_bool(self.expr(s.test, condition=True))
-        body, broke = self.loop_body(s.body, entry, self.facts_from(cond, True))
-        self.facts = entry if broke else entry | self.facts_from(cond, False)
+        # The condition (and its checks) ran before every iteration and before a normal exit.
+        checked, self.pending = stable_facts(self.pending), set()
+        body, broke = self.loop_body(s.body, entry, self.facts_from(cond, True) | checked)
+        self.facts = entry if broke else entry | self.facts_from(cond, False) | checked
         infinite = isinstance(cond, ir.Const) and cond.value is True and not broke
         return [ir.While(s.span, cond, body)], infinite
 
@@ -493,6 +499,7 @@ class StatementChecker:
                 raise self.error("range() step must not be zero", step.span)
             step_sign = 1 if step.value > 0 else -1
         var = self.loop_var(s.target, ty)
+        self.commit_checks()
         entry = kill(self.facts, self.loop_assigned_ids(s.body) | {id(var)})
         # `for j in range(tid, n, K)` with 0 <= tid < K: threads visit disjoint values.
         start_unique = self.classify_unique(start)
@@ -532,6 +539,7 @@ class StatementChecker:
         var = self.loop_var(s.target, ir.I64)
         self.grid_stride_vars.add(id(var))
         self.note_uid("grid", it.span)
+        self.commit_checks()
         entry = kill(self.facts, self.loop_assigned_ids(s.body) | {id(var)})
         local = ir.Local(var.span, var.ty, var)
         extra = {("lt", self.key(local), self.key(stop)), ("ge0", self.key(local))}

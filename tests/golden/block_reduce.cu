@@ -293,7 +293,7 @@ extern "C" __global__ void gn_block_sum_kernel(
 #line 44 "block_reduce.py"
     if ((tid < 32)) {
 #line 45 "block_reduce.py"
-        v = (cache[tid] + cache[gn_chk(__gn_err, ((int)((unsigned int)(tid) + (unsigned int)(32))), 256, 2u)]);
+        v = (cache[tid] + cache[((int)((unsigned int)(tid) + (unsigned int)(32)))]);
 #line 46 "block_reduce.py"
         offset = 16;
 #line 47 "block_reduce.py"
@@ -306,7 +306,7 @@ extern "C" __global__ void gn_block_sum_kernel(
 #line 50 "block_reduce.py"
         if ((tid == 0)) {
 #line 51 "block_reduce.py"
-            partial[gn_chk(__gn_err, (gn_i64)((int)blockIdx.x), __gn_partial_n0, 3u)] = v;
+            partial[gn_chk(__gn_err, (gn_i64)((int)blockIdx.x), __gn_partial_n0, 2u)] = v;
         }
     }
 }

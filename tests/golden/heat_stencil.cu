@@ -277,9 +277,9 @@ extern "C" __global__ void gn_heat_step(
 #line 27 "heat_stencil.py"
         center = src[gn_chk(__gn_err, y, __gn_src_n0, 4u) * __gn_src_n1 + gn_chk(__gn_err, x, __gn_src_n1, 5u)];
 #line 28 "heat_stencil.py"
-        around = (((src[gn_chk(__gn_err, ((long long)((unsigned long long)(y) - (unsigned long long)(1LL))), __gn_src_n0, 6u) * __gn_src_n1 + gn_chk(__gn_err, x, __gn_src_n1, 7u)] + src[gn_chk(__gn_err, ((long long)((unsigned long long)(y) + (unsigned long long)(1LL))), __gn_src_n0, 8u) * __gn_src_n1 + gn_chk(__gn_err, x, __gn_src_n1, 9u)]) + src[gn_chk(__gn_err, y, __gn_src_n0, 10u) * __gn_src_n1 + gn_chk(__gn_err, ((long long)((unsigned long long)(x) - (unsigned long long)(1LL))), __gn_src_n1, 11u)]) + src[gn_chk(__gn_err, y, __gn_src_n0, 12u) * __gn_src_n1 + gn_chk(__gn_err, ((long long)((unsigned long long)(x) + (unsigned long long)(1LL))), __gn_src_n1, 13u)]);
+        around = (((src[((long long)((unsigned long long)(y) - (unsigned long long)(1LL))) * __gn_src_n1 + x] + src[((long long)((unsigned long long)(y) + (unsigned long long)(1LL))) * __gn_src_n1 + x]) + src[y * __gn_src_n1 + ((long long)((unsigned long long)(x) - (unsigned long long)(1LL)))]) + src[y * __gn_src_n1 + ((long long)((unsigned long long)(x) + (unsigned long long)(1LL)))]);
 #line 29 "heat_stencil.py"
-        dst[gn_chk(__gn_err, y, __gn_dst_n0, 14u) * __gn_dst_n1 + gn_chk(__gn_err, x, __gn_dst_n1, 15u)] = (center + (alpha * (around - (4.0f * center))));
+        dst[gn_chk(__gn_err, y, __gn_dst_n0, 6u) * __gn_dst_n1 + gn_chk(__gn_err, x, __gn_dst_n1, 7u)] = (center + (alpha * (around - (4.0f * center))));
     }
 }
 

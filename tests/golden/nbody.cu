@@ -275,9 +275,9 @@ extern "C" __global__ void gn_accelerations_kernel(
 #line 25 "nbody.py"
     xi = bodies[gn_chk(__gn_err, i, __gn_bodies_n0, 0u) * __gn_bodies_n1 + gn_chk(__gn_err, 0LL, __gn_bodies_n1, 1u)];
 #line 26 "nbody.py"
-    yi = bodies[gn_chk(__gn_err, i, __gn_bodies_n0, 2u) * __gn_bodies_n1 + gn_chk(__gn_err, 1LL, __gn_bodies_n1, 3u)];
+    yi = bodies[i * __gn_bodies_n1 + gn_chk(__gn_err, 1LL, __gn_bodies_n1, 2u)];
 #line 27 "nbody.py"
-    zi = bodies[gn_chk(__gn_err, i, __gn_bodies_n0, 4u) * __gn_bodies_n1 + gn_chk(__gn_err, 2LL, __gn_bodies_n1, 5u)];
+    zi = bodies[i * __gn_bodies_n1 + gn_chk(__gn_err, 2LL, __gn_bodies_n1, 3u)];
 #line 28 "nbody.py"
     ax = 0.0f;
 #line 29 "nbody.py"
@@ -292,15 +292,15 @@ extern "C" __global__ void gn_accelerations_kernel(
         for (long long __gn_i0 = 0LL; __gn_i0 < __gn_stop0; __gn_i0 = (__gn_i0 > __gn_stop0 - 1LL) ? __gn_stop0 : (long long)(__gn_i0 + 1LL)) {
             j = (long long)__gn_i0;
 #line 33 "nbody.py"
-            dx = (bodies[j * __gn_bodies_n1 + gn_chk(__gn_err, 0LL, __gn_bodies_n1, 6u)] - xi);
+            dx = (bodies[j * __gn_bodies_n1 + 0LL] - xi);
 #line 34 "nbody.py"
-            dy = (bodies[j * __gn_bodies_n1 + gn_chk(__gn_err, 1LL, __gn_bodies_n1, 7u)] - yi);
+            dy = (bodies[j * __gn_bodies_n1 + 1LL] - yi);
 #line 35 "nbody.py"
-            dz = (bodies[j * __gn_bodies_n1 + gn_chk(__gn_err, 2LL, __gn_bodies_n1, 8u)] - zi);
+            dz = (bodies[j * __gn_bodies_n1 + 2LL] - zi);
 #line 36 "nbody.py"
             inv = (1.0f / sqrtf(((((dx * dx) + (dy * dy)) + (dz * dz)) + eps2)));
 #line 37 "nbody.py"
-            s = (((bodies[j * __gn_bodies_n1 + gn_chk(__gn_err, 3LL, __gn_bodies_n1, 9u)] * inv) * inv) * inv);
+            s = (((bodies[j * __gn_bodies_n1 + gn_chk(__gn_err, 3LL, __gn_bodies_n1, 4u)] * inv) * inv) * inv);
 #line 38 "nbody.py"
             ax = (ax + (dx * s));
 #line 39 "nbody.py"
@@ -310,11 +310,11 @@ extern "C" __global__ void gn_accelerations_kernel(
         }
     }
 #line 41 "nbody.py"
-    acc[gn_chk(__gn_err, i, __gn_acc_n0, 10u) * __gn_acc_n1 + gn_chk(__gn_err, 0LL, __gn_acc_n1, 11u)] = ax;
+    acc[gn_chk(__gn_err, i, __gn_acc_n0, 5u) * __gn_acc_n1 + gn_chk(__gn_err, 0LL, __gn_acc_n1, 6u)] = ax;
 #line 42 "nbody.py"
-    acc[gn_chk(__gn_err, i, __gn_acc_n0, 12u) * __gn_acc_n1 + gn_chk(__gn_err, 1LL, __gn_acc_n1, 13u)] = ay;
+    acc[i * __gn_acc_n1 + gn_chk(__gn_err, 1LL, __gn_acc_n1, 7u)] = ay;
 #line 43 "nbody.py"
-    acc[gn_chk(__gn_err, i, __gn_acc_n0, 14u) * __gn_acc_n1 + gn_chk(__gn_err, 2LL, __gn_acc_n1, 15u)] = az;
+    acc[i * __gn_acc_n1 + gn_chk(__gn_err, 2LL, __gn_acc_n1, 8u)] = az;
 }
 
 // The same kernel over its logical uids 0..__gn_total-1, several per thread (it depends on nothing but its uid).
@@ -353,9 +353,9 @@ extern "C" __global__ void gn_accelerations_kernel_uids(
 #line 25 "nbody.py"
         xi = bodies[gn_chk_at(__gn_err, i, __gn_bodies_n0, 0u, __gn_uid, __gn_block) * __gn_bodies_n1 + gn_chk_at(__gn_err, 0LL, __gn_bodies_n1, 1u, __gn_uid, __gn_block)];
 #line 26 "nbody.py"
-        yi = bodies[gn_chk_at(__gn_err, i, __gn_bodies_n0, 2u, __gn_uid, __gn_block) * __gn_bodies_n1 + gn_chk_at(__gn_err, 1LL, __gn_bodies_n1, 3u, __gn_uid, __gn_block)];
+        yi = bodies[i * __gn_bodies_n1 + gn_chk_at(__gn_err, 1LL, __gn_bodies_n1, 2u, __gn_uid, __gn_block)];
 #line 27 "nbody.py"
-        zi = bodies[gn_chk_at(__gn_err, i, __gn_bodies_n0, 4u, __gn_uid, __gn_block) * __gn_bodies_n1 + gn_chk_at(__gn_err, 2LL, __gn_bodies_n1, 5u, __gn_uid, __gn_block)];
+        zi = bodies[i * __gn_bodies_n1 + gn_chk_at(__gn_err, 2LL, __gn_bodies_n1, 3u, __gn_uid, __gn_block)];
 #line 28 "nbody.py"
         ax = 0.0f;
 #line 29 "nbody.py"
@@ -370,15 +370,15 @@ extern "C" __global__ void gn_accelerations_kernel_uids(
             for (long long __gn_i0 = 0LL; __gn_i0 < __gn_stop0; __gn_i0 = (__gn_i0 > __gn_stop0 - 1LL) ? __gn_stop0 : (long long)(__gn_i0 + 1LL)) {
                 j = (long long)__gn_i0;
 #line 33 "nbody.py"
-                dx = (bodies[j * __gn_bodies_n1 + gn_chk_at(__gn_err, 0LL, __gn_bodies_n1, 6u, __gn_uid, __gn_block)] - xi);
+                dx = (bodies[j * __gn_bodies_n1 + 0LL] - xi);
 #line 34 "nbody.py"
-                dy = (bodies[j * __gn_bodies_n1 + gn_chk_at(__gn_err, 1LL, __gn_bodies_n1, 7u, __gn_uid, __gn_block)] - yi);
+                dy = (bodies[j * __gn_bodies_n1 + 1LL] - yi);
 #line 35 "nbody.py"
-                dz = (bodies[j * __gn_bodies_n1 + gn_chk_at(__gn_err, 2LL, __gn_bodies_n1, 8u, __gn_uid, __gn_block)] - zi);
+                dz = (bodies[j * __gn_bodies_n1 + 2LL] - zi);
 #line 36 "nbody.py"
                 inv = (1.0f / sqrtf(((((dx * dx) + (dy * dy)) + (dz * dz)) + eps2)));
 #line 37 "nbody.py"
-                s = (((bodies[j * __gn_bodies_n1 + gn_chk_at(__gn_err, 3LL, __gn_bodies_n1, 9u, __gn_uid, __gn_block)] * inv) * inv) * inv);
+                s = (((bodies[j * __gn_bodies_n1 + gn_chk_at(__gn_err, 3LL, __gn_bodies_n1, 4u, __gn_uid, __gn_block)] * inv) * inv) * inv);
 #line 38 "nbody.py"
                 ax = (ax + (dx * s));
 #line 39 "nbody.py"
@@ -388,11 +388,11 @@ extern "C" __global__ void gn_accelerations_kernel_uids(
             }
         }
 #line 41 "nbody.py"
-        acc[gn_chk_at(__gn_err, i, __gn_acc_n0, 10u, __gn_uid, __gn_block) * __gn_acc_n1 + gn_chk_at(__gn_err, 0LL, __gn_acc_n1, 11u, __gn_uid, __gn_block)] = ax;
+        acc[gn_chk_at(__gn_err, i, __gn_acc_n0, 5u, __gn_uid, __gn_block) * __gn_acc_n1 + gn_chk_at(__gn_err, 0LL, __gn_acc_n1, 6u, __gn_uid, __gn_block)] = ax;
 #line 42 "nbody.py"
-        acc[gn_chk_at(__gn_err, i, __gn_acc_n0, 12u, __gn_uid, __gn_block) * __gn_acc_n1 + gn_chk_at(__gn_err, 1LL, __gn_acc_n1, 13u, __gn_uid, __gn_block)] = ay;
+        acc[i * __gn_acc_n1 + gn_chk_at(__gn_err, 1LL, __gn_acc_n1, 7u, __gn_uid, __gn_block)] = ay;
 #line 43 "nbody.py"
-        acc[gn_chk_at(__gn_err, i, __gn_acc_n0, 14u, __gn_uid, __gn_block) * __gn_acc_n1 + gn_chk_at(__gn_err, 2LL, __gn_acc_n1, 15u, __gn_uid, __gn_block)] = az;
+        acc[i * __gn_acc_n1 + gn_chk_at(__gn_err, 2LL, __gn_acc_n1, 8u, __gn_uid, __gn_block)] = az;
         __gn_next:;
     }
 }

@@ -295,7 +295,7 @@ extern "C" __global__ void gn_sgemm_kernel(
 #line 41 "sgemm.py"
             if (((((long long)((unsigned long long)(t) + (unsigned long long)(((long long)(ty))))) < __gn_b_n0) && (((long long)(col)) < __gn_b_n1))) {
 #line 42 "sgemm.py"
-                tile_b[ty * 32 + tx] = b[((long long)((unsigned long long)(t) + (unsigned long long)(((long long)(ty))))) * __gn_b_n1 + (gn_i64)col];
+                tile_b[ty * 32 + tx] = b[((long long)((unsigned long long)(t) + (unsigned long long)(((long long)(ty))))) * __gn_b_n1 + gn_chk(__gn_err, (gn_i64)col, __gn_b_n1, 1u)];
             } else {
 #line 44 "sgemm.py"
                 tile_b[ty * 32 + tx] = 0.0f;
@@ -318,7 +318,7 @@ extern "C" __global__ void gn_sgemm_kernel(
 #line 49 "sgemm.py"
     if (((((long long)(row)) < __gn_c_n0) && (((long long)(col)) < __gn_c_n1))) {
 #line 50 "sgemm.py"
-        c[(gn_i64)row * __gn_c_n1 + (gn_i64)col] = acc;
+        c[(gn_i64)row * __gn_c_n1 + gn_chk(__gn_err, (gn_i64)col, __gn_c_n1, 2u)] = acc;
     }
 }
 

@@ -272,7 +272,7 @@ extern "C" __global__ void gn_transpose_kernel(
 #line 33 "transpose.py"
     if (((((long long)(y)) < __gn_src_n0) && (((long long)(x)) < __gn_src_n1))) {
 #line 34 "transpose.py"
-        tile[ty * 33 + tx] = src[(gn_i64)y * __gn_src_n1 + (gn_i64)x];
+        tile[ty * 33 + tx] = src[(gn_i64)y * __gn_src_n1 + gn_chk(__gn_err, (gn_i64)x, __gn_src_n1, 1u)];
     }
 #line 35 "transpose.py"
     __syncthreads();
@@ -283,7 +283,7 @@ extern "C" __global__ void gn_transpose_kernel(
 #line 38 "transpose.py"
     if (((((long long)(out_y)) < __gn_dst_n0) && (((long long)(out_x)) < __gn_dst_n1))) {
 #line 39 "transpose.py"
-        dst[(gn_i64)out_y * __gn_dst_n1 + (gn_i64)out_x] = tile[tx * 33 + ty];
+        dst[gn_chk(__gn_err, (gn_i64)out_y, __gn_dst_n0, 2u) * __gn_dst_n1 + (gn_i64)out_x] = tile[tx * 33 + ty];
     }
 }
 

@@ -1,0 +1,199 @@
+"""Which bounds checks the transpiler drops, and (as important) which it must keep.
+
+A check is dropped only where the facts prove the index in range: dominating conditions, and
+checks that already passed in an earlier statement (a failing check ends the thread).  Each case
+lists the (line, array, axis) of every check that must remain; the line is counted from the
+``def`` line of the kernel (1 = the first body line).
+"""
+
+from __future__ import annotations
+
+import textwrap
+
+import numpy as np
+import pytest
+
+import gpu_native as gn
+from gpu_native.rewrite import transpile_module
+
+HEADER = """\
+from gpu_native import *
+from gpu_native import (gpu_kernel, Kernel1D, Kernel2D, CUDASlice, CUDASliceMut, CUDASlice2D,
+                        CUDASliceMut2D, FlatLayout1D, FlatLayout2D, f32, i32, u32, i64,
+                        block_idx, block_dim, thread_idx)
+"""
+
+
+def remaining_checks(body: str) -> set[tuple[int, str, int]]:
+    source = HEADER + textwrap.dedent(body)
+    module = transpile_module(source, "proofs.py", "proofs")
+    (kernel,) = module.kernels
+    def_line = kernel.line
+    return {(site[1] - def_line, site[4], site[5]) for site in kernel.variants[0].sites
+            if site[0] == "index"}
+
+
+STENCIL = """
+@gpu_kernel(Kernel2D)
+def k(src: CUDASlice2D[f32], dst: CUDASliceMut2D[f32]):
+    x, y = FlatLayout2D.uid()
+    h = src.shape[0]
+    w = src.shape[1]
+    if x == 0 or y == 0 or x == w - 1 or y == h - 1:
+        dst[y, x] = src[y, x]
+    else:
+        c = src[y, x]
+        around = src[y - 1, x] + src[y + 1, x] + src[y, x - 1] + src[y, x + 1]
+        dst[y, x] = c + around
+"""
+
+
+def test_stencil_neighbours_are_proven_by_the_centre_check_and_the_border_test():
+    assert remaining_checks(STENCIL) == {
+        (6, "src", 0), (6, "src", 1), (6, "dst", 0), (6, "dst", 1),   # border copy
+        (8, "src", 0), (8, "src", 1),                                 # centre: checked once
+        (10, "dst", 0), (10, "dst", 1),                               # dst's extent is its own
+    }
+
+
+def test_checks_in_one_statement_do_not_prove_each_other():
+    # C++ may evaluate a[i - 1] before the check of a[i]: only the next statement may rely on it.
+    assert remaining_checks("""
+@gpu_kernel(Kernel1D)
+def k(a: CUDASlice[f32], out: CUDASliceMut[f32]):
+    i = FlatLayout1D.uid()
+    if i != 0:
+        v = a[i] + a[i - 1]
+        w = a[i - 1]
+        out[i] = v + w
+""") == {(4, "a", 0), (6, "out", 0)}
+
+
+def test_checks_under_short_circuits_and_conditional_expressions_prove_nothing_later():
+    assert remaining_checks("""
+@gpu_kernel(Kernel1D)
+def k(a: CUDASliceMut[f32], flag: i32):
+    i = FlatLayout1D.uid()
+    if flag > 0 and a[i] > 0.0:
+        pass
+    v = a[i] if flag > 1 else 0.0
+    a[i] = v
+""") == {(3, "a", 0), (5, "a", 0), (6, "a", 0)}
+
+
+def test_a_check_in_the_first_operand_of_and_does_prove_later_statements():
+    assert remaining_checks("""
+@gpu_kernel(Kernel1D)
+def k(a: CUDASliceMut[f32], flag: i32):
+    i = FlatLayout1D.uid()
+    if a[i] > 0.0 and flag > 0:
+        pass
+    a[i] = 1.0
+""") == {(3, "a", 0)}
+
+
+def test_reassignment_forgets_what_a_check_proved():
+    assert remaining_checks("""
+@gpu_kernel(Kernel1D)
+def k(a: CUDASlice[f32], out: CUDASliceMut[f32], step: i64):
+    i = FlatLayout1D.uid()
+    j = i
+    v = a[j]
+    j = j + step
+    out[i] = v + a[j]
+""") == {(4, "a", 0), (6, "out", 0), (6, "a", 0)}
+
+
+def test_values_loaded_from_memory_are_never_facts():
+    # Another thread may change idx[0] between the test and the store.
+    assert remaining_checks("""
+@gpu_kernel(Kernel1D)
+def k(a: CUDASlice[f32], idx: CUDASlice[i64], out: CUDASliceMut[f32]):
+    i = FlatLayout1D.uid()
+    if idx[i] >= 0 and idx[i] < len(a):
+        out[i] = a[idx[i]]
+""") >= {(4, "a", 0)}
+
+
+def test_signed_32_bit_index_arithmetic_that_can_wrap_keeps_its_check():
+    # block_idx.x * block_dim.x + thread_idx.x can exceed 2**31 - 1 and wrap negative; the test
+    # `x < len(a)` then passes for a negative x, so the check must stay.
+    assert remaining_checks("""
+@gpu_kernel(Kernel1D)
+def k(a: CUDASlice[f32], out: CUDASliceMut[f32]):
+    i = FlatLayout1D.uid()
+    x = block_idx.x * block_dim.x + thread_idx.x
+    if x < len(a):
+        out[i] = a[x]
+""") == {(5, "out", 0), (5, "a", 0)}
+    # The same in 64 bits cannot wrap: proven.
+    assert remaining_checks("""
+@gpu_kernel(Kernel1D)
+def k(a: CUDASlice[f32], out: CUDASliceMut[f32]):
+    i = FlatLayout1D.uid()
+    x = i64(block_idx.x) * i64(block_dim.x) + i64(thread_idx.x)
+    if x < len(a):
+        out[i] = a[x]
+""") == {(5, "out", 0)}
+
+
+def test_u32_to_i32_cast_can_turn_negative():
+    assert remaining_checks("""
+@gpu_kernel(Kernel1D)
+def k(a: CUDASlice[f32], out: CUDASliceMut[f32], u: u32):
+    i = FlatLayout1D.uid()
+    j = i32(u)
+    if j < len(a):
+        out[i] = a[j]
+""") == {(5, "out", 0), (5, "a", 0)}
+
+
+def test_plus_one_needs_the_not_last_fact_and_minus_one_the_not_zero_fact():
+    assert remaining_checks("""
+@gpu_kernel(Kernel1D)
+def k(a: CUDASliceMut[f32], b: CUDASliceMut[f32]):
+    i = FlatLayout1D.uid()
+    v = a[i]
+    b[i] = a[i + 1] + a[i - 1] + v
+""") == {(3, "a", 0), (4, "b", 0), (4, "a", 0)}
+
+
+def test_the_loop_condition_check_holds_in_the_body():
+    assert remaining_checks("""
+@gpu_kernel(Kernel1D)
+def k(a: CUDASliceMut[i32]):
+    i = FlatLayout1D.uid()
+    while a[i] > 0:
+        a[i] = a[i] - 1
+""") == {(3, "a", 0)}
+
+
+# ---- the checks that remain still catch what they must (simulator and GPU) -----------------
+
+@pytest.fixture
+def stencil(kernel_module):
+    return kernel_module(HEADER + textwrap.dedent(STENCIL))
+
+
+def _reference(u):
+    out = u.copy()
+    around = u[:-2, 1:-1] + u[2:, 1:-1] + u[1:-1, :-2] + u[1:-1, 2:]
+    out[1:-1, 1:-1] = u[1:-1, 1:-1] + around
+    return out
+
+
+@pytest.mark.parametrize("backend", ["sim", pytest.param("cuda", marks=pytest.mark.gpu)],
+                         indirect=True)
+def test_stencil_with_dropped_checks_is_right_and_a_short_output_is_caught(stencil, backend):
+    rng = np.random.default_rng()
+    h, w = 37, 53
+    u = rng.standard_normal((h, w)).astype(np.float32)
+    dst = gn.to_device(np.full((h, w), np.nan, np.float32))
+    grid, block = gn.GridDim2D((w + 15) // 16, (h + 15) // 16), gn.BlockDim2D(16, 16)
+    stencil.k.launch(grid, block)(gn.to_device(u), dst)
+    np.testing.assert_allclose(dst.to_host(), _reference(u.astype(np.float64)), rtol=1e-5,
+                               atol=1e-5)
+    short = gn.to_device(np.zeros((h - 1, w), np.float32))
+    with pytest.raises(gn.KernelIndexError, match="dst"):
+        stencil.k.launch(grid, block)(gn.to_device(u), short)
+        gn.synchronize()
