@@ -390,6 +390,7 @@ class Return(Stmt):
 class Assert(Stmt):
     cond: Expr
     site: int
+    at_launch: bool = False  # depends only on the launch shape: the launcher checks it instead
 
 
 @dataclass(frozen=True)
@@ -494,6 +495,10 @@ class Kernel:
     span: SourceSpan
     device_functions: tuple[DeviceFunction, ...] = ()  # every one reached, callees first
     specialization: tuple[tuple[str, str], ...] = ()  # (TypeVar name, scalar name) pairs
+    # What the launcher checks against the grid and block before the first launch with them
+    # (see gpu_native.runtime.launch_checks): hoisted asserts, and the launch-shaped integer
+    # expressions that the bounds proofs assume do not wrap.
+    launch_checks: tuple = ()
     extra: dict = field(default_factory=dict)
 
 

@@ -34,6 +34,7 @@ class KernelVariant:
     cuda: str
     sites: tuple[tuple, ...]
     traits: tuple[str, ...]
+    launch_checks: tuple = ()
 
 
 @dataclass(frozen=True)
@@ -66,7 +67,7 @@ class KernelBuild:
             "options": self.options,
             "variants": tuple({
                 "types": v.types, "symbol": v.symbol, "id": v.kernel_id, "cuda": v.cuda,
-                "sites": v.sites, "traits": v.traits,
+                "sites": v.sites, "traits": v.traits, "launch_checks": v.launch_checks,
             } for v in self.variants),
         }
 
@@ -162,7 +163,7 @@ def transpile_module(source: str, path: str, module_name: str | None = None,
             variants.append(KernelVariant(
                 types=k.specialization, symbol=k.symbol,
                 kernel_id=abi.kernel_id(k.module, k.symbol), cuda=emit_kernel(k, shown),
-                sites=_sites(k), traits=_traits(k)))
+                sites=_sites(k), traits=_traits(k), launch_checks=k.launch_checks))
         options = {"bounds_check": ck.options.bounds_check, "fastmath": ck.options.fastmath,
                    "max_registers": ck.options.max_registers}
         kernels.append(KernelBuild(

@@ -115,26 +115,44 @@ def k(a: CUDASlice[f32], idx: CUDASlice[i64], out: CUDASliceMut[f32]):
 """) >= {(4, "a", 0)}
 
 
-def test_signed_32_bit_index_arithmetic_that_can_wrap_keeps_its_check():
-    # block_idx.x * block_dim.x + thread_idx.x can exceed 2**31 - 1 and wrap negative; the test
-    # `x < len(a)` then passes for a negative x, so the check must stay.
+def test_signed_32_bit_arithmetic_that_can_wrap_keeps_its_check_or_becomes_a_launch_check():
+    # A product of a parameter can wrap negative, and `x < len(a)` then lets it through: the
+    # check stays.
     assert remaining_checks("""
+@gpu_kernel(Kernel1D)
+def k(a: CUDASlice[f32], out: CUDASliceMut[f32], m: i32):
+    i = FlatLayout1D.uid()
+    x = m * 1000 + thread_idx.x
+    if x < len(a):
+        out[i] = a[x]
+""") == {(5, "out", 0), (5, "a", 0)}
+    # Built from launch indices alone, it is proven for the launches the launcher allows, and
+    # the kernel records the expression for the launcher to check against each grid.
+    source = HEADER + textwrap.dedent("""
 @gpu_kernel(Kernel1D)
 def k(a: CUDASlice[f32], out: CUDASliceMut[f32]):
     i = FlatLayout1D.uid()
     x = block_idx.x * block_dim.x + thread_idx.x
     if x < len(a):
         out[i] = a[x]
-""") == {(5, "out", 0), (5, "a", 0)}
-    # The same in 64 bits cannot wrap: proven.
-    assert remaining_checks("""
+""")
+    (kernel,) = transpile_module(source, "proofs.py", "proofs").kernels
+    variant = kernel.variants[0]
+    assert {s[4] for s in variant.sites if s[0] == "index"} == {"out"}
+    fits = [c for c in variant.launch_checks if c[0] == "fits"]
+    assert fits and all(c[2] == 2**31 - 1 and c[3] == "i32" for c in fits)
+    # The same in 64 bits cannot wrap: proven with no launch check.
+    source = HEADER + textwrap.dedent("""
 @gpu_kernel(Kernel1D)
 def k(a: CUDASlice[f32], out: CUDASliceMut[f32]):
     i = FlatLayout1D.uid()
     x = i64(block_idx.x) * i64(block_dim.x) + i64(thread_idx.x)
     if x < len(a):
         out[i] = a[x]
-""") == {(5, "out", 0)}
+""")
+    (kernel,) = transpile_module(source, "proofs.py", "proofs").kernels
+    assert {s[4] for s in kernel.variants[0].sites if s[0] == "index"} == {"out"}
+    assert kernel.variants[0].launch_checks == ()
 
 
 def test_u32_to_i32_cast_can_turn_negative():

@@ -33,6 +33,7 @@ class KernelContext:
     devices: dict = field(default_factory=dict)  # (path, name, binding) -> DeviceFunction
     device_checkers: dict = field(default_factory=dict)
     stack: list = field(default_factory=list)
+    launch_checks: list = field(default_factory=list)
 
 
 @dataclass
@@ -265,9 +266,60 @@ class FunctionChecker(StatementChecker, ExpressionChecker):
         return False
 
     def no_wrap(self, e: ir.BinOp) -> bool:
-        """Does ``e`` (a ``+`` or ``*`` of nonnegative integers) stay within its type?"""
+        """Does ``e`` (a ``+`` or ``*`` of nonnegative integers) stay within its type?
+
+        When only the hardware's largest grid could make it wrap, and it is built from launch
+        indices alone (``block_idx.x * 32 + thread_idx.x`` in i32), the answer is yes *for the
+        launches the launcher lets through*: the expression is recorded as a launch check, and a
+        launch whose grid would make it wrap is refused before it runs."""
+        if not isinstance(e.ty, ir.ScalarType):
+            return False
         bound = self.upper(e)
-        return bound is not None and isinstance(e.ty, ir.ScalarType) and bound <= e.ty.info.max
+        if bound is not None and bound <= e.ty.info.max:
+            return True
+        tree = self.launch_tree(e, ("thread_idx", "block_idx", "block_dim", "grid_dim"),
+                                arithmetic=("+", "*"))
+        if tree is None:
+            return False
+        span = e.span
+        self.add_launch_check(("fits", tree, e.ty.info.max, str(e.ty), span.line, span.col,
+                               span.end_col))
+        return True
+
+    def add_launch_check(self, check: tuple) -> None:
+        checks = self.ctx.kernel.launch_checks
+        if check not in checks:
+            checks.append(check)
+
+    def launch_tree(self, e: ir.Expr, specials: tuple[str, ...],
+                    arithmetic: tuple[str, ...]) -> tuple | None:
+        """``e`` as a plain tuple the launcher can evaluate from the grid and block alone, or
+        ``None`` when it depends on anything else."""
+        if isinstance(e, ir.Const) and isinstance(e.value, (bool, int)):
+            return ("c", int(e.value))
+        if isinstance(e, ir.Special) and e.name in specials:
+            return ("sp", e.name, e.axis)
+        if isinstance(e, ir.Cast) and isinstance(e.value.ty, ir.ScalarType) and \
+                e.value.ty.info.is_int and self.is_widening(e):
+            return self.launch_tree(e.value, specials, arithmetic)
+        if isinstance(e, ir.Local):
+            d = self.single_def(e.var)
+            return self.launch_tree(d, specials, arithmetic) if d is not None else None
+        if isinstance(e, (ir.BinOp, ir.Compare)) and e.op in arithmetic:
+            left = self.launch_tree(e.left, specials, arithmetic)
+            right = self.launch_tree(e.right, specials, arithmetic)
+            if left is None or right is None:
+                return None
+            # Arithmetic carries its type, so the launcher wraps as the device would.
+            return (e.op, left, right, str(e.ty)) if isinstance(e, ir.BinOp) else (
+                e.op, left, right)
+        if isinstance(e, ir.BoolOp) and e.op in arithmetic:
+            parts = tuple(self.launch_tree(v, specials, arithmetic) for v in e.values)
+            return None if any(p is None for p in parts) else (e.op, parts)
+        if isinstance(e, ir.UnaryOp) and e.op == "not" and "not" in arithmetic:
+            inner = self.launch_tree(e.operand, specials, arithmetic)
+            return None if inner is None else ("not", inner)
+        return None
 
     def upper(self, e: ir.Expr, depth: int = 0) -> int | None:
         """An upper bound of the nonnegative integer ``e`` as a mathematical integer (before any

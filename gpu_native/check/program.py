@@ -192,6 +192,7 @@ class Program:
                 span=fn.span,
                 device_functions=tuple(_ordered_callees(checker.callees)),
                 specialization=tuple((tv, binding[tv].name) for tv in typevars),
+                launch_checks=tuple(ctx.launch_checks),
             )
             kernel.traits = ir.KernelTraits(
                 # Device functions report errors with physical coordinates: keep them out.

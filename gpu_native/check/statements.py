@@ -20,6 +20,9 @@ _UNIQUE_HINT = (
 )
 
 
+_LAUNCH_OPS = ("+", "-", "*", "//", "%", "==", "!=", "<", "<=", ">", ">=", "and", "or", "not")
+
+
 class StatementChecker:
     """Mixin of :class:`~.checker.FunctionChecker`: the statement half."""
 
@@ -85,7 +88,14 @@ class StatementChecker:
             message = s.msg.value
         site = self.new_site("assert", s.span, message=message)
         self.facts = self.facts | self.facts_from(cond, True)
-        return [ir.Assert(s.span, cond, site)], False
+        # `assert block_dim.x == TILE` is the same for every thread of a launch: the launcher
+        # checks it once per launch shape, and the kernel does not spend instructions on it.
+        tree = None
+        if self.is_kernel and self.depth == 0:
+            tree = self.launch_tree(cond, ("block_dim", "grid_dim"), _LAUNCH_OPS)
+        if tree is not None:
+            self.add_launch_check(("assert", site, tree))
+        return [ir.Assert(s.span, cond, site, at_launch=tree is not None)], False
 
     def visit_ExprStmt(self: FunctionChecker, s: S.ExprStmt):
         value = s.value

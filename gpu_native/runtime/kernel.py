@@ -25,6 +25,7 @@ from . import backend as B
 from .arrays import DeviceArray, signature
 from .devices import _tls, bind_thread
 from .launch import ArgumentBuffer, make_submit, slot_formats
+from .launch_checks import check_launch
 from .records import register_kernel
 from .streams import DEFAULT_STREAM, as_stream
 
@@ -288,6 +289,10 @@ class _Config:
 
     def launcher(self, variant: Variant):
         k = self.kernel
+        checks = variant.raw.get("launch_checks")
+        if checks:
+            check_launch(k.__name__, k.spec_file, variant.kernel_id, checks, self.grid,
+                         self.block)
         trailing: tuple[tuple[str, int], ...] = (("Q", self.slot.device_ptr),)
         grid, block = self.grid, self.block
         if "uid_only" in variant.traits and self.backend.name == "cuda" and UID_REMAP:

@@ -113,6 +113,17 @@ def raise_pending(slot: Slot | None) -> None:
                                               if len(races) > 1 else ""))
 
 
+def launch_assertion(kernel_id: int, site: int, threads: int) -> KernelError:
+    """The error of an assert the launcher checked for every thread at once (it depends only on
+    the launch shape): the same exception the device would have raised."""
+    exc = _build({"kernel": kernel_id, "site": site, "block": (0, 0, 0), "thread": (0, 0, 0),
+                  "count": threads, "index": 0, "length": 0})
+    exc.args = (exc.args[0].rsplit("\n", 1)[0]
+                + "\n  (checked at launch: it depends only on the grid and block, so every "
+                  "thread would fail it)",)
+    return exc
+
+
 def _build(rec) -> KernelError:
     kernel_id = int(rec["kernel"])
     name, file, sites = _kernels.get(kernel_id, ("<unknown kernel>", "<unknown>", ()))

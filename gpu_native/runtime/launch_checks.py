@@ -1,0 +1,123 @@
+"""Checks a kernel asks the launcher to make once per launch shape, instead of every thread.
+
+The transpiler records two kinds (in each variant's ``launch_checks``):
+
+* ``("assert", site, tree)``: an ``assert`` whose condition depends only on ``block_dim`` and
+  ``grid_dim`` (``assert block_dim.x == TILE``).  It is evaluated here, exactly, and raises the
+  same :class:`~gpu_native.errors.KernelAssertionError` the device would have.
+* ``("fits", tree, limit, type, line, col, end_col)``: a sum or product of launch indices that a
+  bounds proof assumes does not wrap (``block_idx.x * 32 + thread_idx.x`` in i32).  Its largest
+  value over the launch must stay within ``limit``; a grid that would make it wrap is refused
+  with a :class:`~gpu_native.errors.LaunchError` naming the expression, before anything runs.
+
+Trees are plain tuples: ``("c", value)``, ``("sp", name, axis)``, ``(op, left, right[, type])``,
+``("and" | "or", parts)``, ``("not", tree)``.
+"""
+
+from __future__ import annotations
+
+import linecache
+
+from ..errors import LaunchError, SourceSpan, format_caret
+
+__all__ = ["check_launch"]
+
+_BITS = {"i8": (8, True), "i16": (16, True), "i32": (32, True), "i64": (64, True),
+         "u8": (8, False), "u16": (16, False), "u32": (32, False), "u64": (64, False),
+         "bool": (1, False)}
+
+
+def _wrap(value: int, ty: str) -> int:
+    bits, signed = _BITS.get(ty, (64, True))
+    value &= (1 << bits) - 1
+    if signed and value >> (bits - 1):
+        value -= 1 << bits
+    return value
+
+
+def _floordiv(a: int, b: int, ty: str) -> int:
+    if b == 0:
+        raise ZeroDivisionError
+    return _wrap(a // b, ty)
+
+
+def _value(tree, special) -> int:
+    """Evaluate ``tree`` with ``special(name, axis)`` giving the launch indices."""
+    op = tree[0]
+    if op == "c":
+        return tree[1]
+    if op == "sp":
+        return special(tree[1], tree[2])
+    if op == "and":
+        return int(all(_value(t, special) for t in tree[1]))
+    if op == "or":
+        return int(any(_value(t, special) for t in tree[1]))
+    if op == "not":
+        return int(not _value(tree[1], special))
+    a, b = _value(tree[1], special), _value(tree[2], special)
+    if len(tree) == 4:
+        ty = tree[3]
+        if op == "+":
+            return _wrap(a + b, ty)
+        if op == "-":
+            return _wrap(a - b, ty)
+        if op == "*":
+            return _wrap(a * b, ty)
+        if op == "//":
+            return _floordiv(a, b, ty)
+        if op == "%":
+            return _wrap(a - b * _floordiv(a, b, ty), ty)
+    return int({"==": a == b, "!=": a != b, "<": a < b, "<=": a <= b, ">": a > b,
+                ">=": a >= b}[op])
+
+
+def _largest(tree, grid, block) -> int:
+    """The largest value of a ``+``/``*`` tree of nonnegative launch indices, computed without
+    wrapping (every operand is nonnegative, so the largest inputs give the largest value)."""
+    op = tree[0]
+    if op == "c":
+        return tree[1]
+    if op == "sp":
+        name, axis = tree[1], tree[2]
+        return {"thread_idx": block[axis] - 1, "block_idx": grid[axis] - 1,
+                "block_dim": block[axis], "grid_dim": grid[axis]}[name]
+    a, b = _largest(tree[1], grid, block), _largest(tree[2], grid, block)
+    return a + b if op == "+" else a * b
+
+
+def _span(file: str, line: int, col: int, end_col: int) -> SourceSpan:
+    return SourceSpan(file, line, col, end_col, linecache.getline(file, line))
+
+
+def check_launch(kernel_name: str, file: str, kernel_id: int, checks, grid, block) -> None:
+    """Raise if the launch shape ``grid``/``block`` (3-tuples) fails one of ``checks``."""
+    from .records import launch_assertion
+
+    def special(name: str, axis: int) -> int:
+        return {"block_dim": block, "grid_dim": grid}[name][axis]
+
+    for check in checks:
+        if check[0] == "assert":
+            _, site, tree = check
+            try:
+                ok = _value(tree, special)
+            except ZeroDivisionError:
+                ok = False
+            if not ok:
+                threads = grid[0] * grid[1] * grid[2] * block[0] * block[1] * block[2]
+                raise launch_assertion(kernel_id, site, threads)
+        elif check[0] == "fits":
+            _, tree, limit, ty, line, col, end_col = check
+            largest = _largest(tree, grid, block)
+            if largest > limit:
+                span = _span(file, line, col, end_col)
+                lines = [f"{kernel_name}: this launch (grid {tuple(grid)}, block {tuple(block)}) "
+                         f"makes `{span.source_line[col:end_col].strip() or '...'}` reach "
+                         f"{largest:,}, past the {ty} maximum {limit:,}: the index would wrap",
+                         f'  File "{file}", line {line}, in {kernel_name}']
+                caret = format_caret(span)
+                if caret:
+                    lines.append(caret)
+                lines.append("  compute it in i64, e.g. i64(block_idx.x) * ..., or launch a "
+                             "smaller grid")
+                raise LaunchError("\n".join(lines))

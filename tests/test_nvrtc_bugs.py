@@ -1,0 +1,79 @@
+"""Device compiler bugs we work around, each pinned by a kernel that hits it.
+
+NVRTC 13.0 (sm_90) fuses ``min(min(-a, b), c)`` on 32-bit integers into one ``VIMNMX3``
+instruction and drops the negation of ``-a`` (found by tools/fuzz_gpu.py on an H200, seeds 1951
+and 2552).  The generated code therefore selects integer minima and maxima with an explicit PTX
+``setp``/``selp`` pair, which the fusion does not recognise.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import gpu_native as gn
+from gpu_native.cache import BuildRequest
+from gpu_native.compiler.nvrtc import compile_request
+
+SOURCE = """
+from gpu_native import gpu_kernel, Kernel1D, CUDASlice, CUDASliceMut, FlatLayout1D, i32, u32, i16
+
+@gpu_kernel(Kernel1D)
+def minmax3(a: CUDASlice[i32], b: CUDASlice[i32], lo: CUDASliceMut[i32], hi: CUDASliceMut[i32],
+            ulo: CUDASliceMut[u32], slo: CUDASliceMut[i16]):
+    i = FlatLayout1D.uid()
+    lo[i] = -min(-a[i], b[i], a[i] * 5)
+    hi[i] = -max(-a[i], b[i], a[i] * 5)
+    ulo[i] = min(u32(0) - u32(a[i]), u32(b[i]), u32(a[i]) * u32(5))
+    slo[i] = min(i16(a[i]), i16(b[i]))
+"""
+
+
+def _wrap(x, bits, signed=True):
+    x = np.asarray(x, dtype=object) % (1 << bits)
+    if signed:
+        x = np.where(x >= (1 << (bits - 1)), x - (1 << bits), x)
+    return x
+
+
+def _reference(a, b):
+    a = a.astype(object)
+    b = b.astype(object)
+    na, a5 = _wrap(-a, 32), _wrap(a * 5, 32)
+    lo = _wrap(-np.minimum(np.minimum(na, b), a5), 32)
+    hi = _wrap(-np.maximum(np.maximum(na, b), a5), 32)
+    ua, ub = _wrap(a, 32, False), _wrap(b, 32, False)
+    ulo = np.minimum(np.minimum(_wrap(-ua, 32, False), ub), _wrap(ua * 5, 32, False))
+    slo = np.minimum(_wrap(a, 16), _wrap(b, 16))
+    return lo, hi, ulo, slo
+
+
+@pytest.fixture
+def kernels(kernel_module):
+    return kernel_module(SOURCE)
+
+
+def test_integer_min_and_max_are_selected_in_ptx_and_compile_cleanly(kernels):
+    variant = kernels.minmax3.variants[()]
+    assert 'GN_SELECT_MINMAX(int, int, "lt.s32", gn_min)' in variant.cuda
+    image = compile_request(BuildRequest(source=variant.cuda, symbol=variant.symbol,
+                                         arch="sm_90", label=variant.symbol))
+    assert image.log.strip("\x00").strip() == ""
+    assert image.image[:4] == b"\x7fELF"
+
+
+@pytest.mark.parametrize("backend", ["sim", pytest.param("cuda", marks=pytest.mark.gpu)],
+                         indirect=True)
+def test_three_way_min_and_max_with_a_negated_operand(kernels, backend):
+    rng = np.random.default_rng()
+    n = 4096
+    a = rng.integers(-2**31, 2**31, n, dtype=np.int64).astype(np.int32)
+    b = rng.integers(-2**31, 2**31, n, dtype=np.int64).astype(np.int32)
+    a[:4] = [-1, 7, -1977636835, 0]
+    b[:4] = [-7, 14, 1331583615, 0]
+    outs = [gn.to_device(np.full(n, fill, dt)) for fill, dt in
+            ((12345, np.int32), (12345, np.int32), (12345, np.uint32), (123, np.int16))]
+    kernels.minmax3.launch(gn.GridDim1D(n // 128), gn.BlockDim1D(128))(
+        gn.to_device(a), gn.to_device(b), *outs)
+    for got, want, name in zip(outs, _reference(a, b), ("lo", "hi", "ulo", "slo")):
+        np.testing.assert_array_equal(got.to_host().astype(object), want, err_msg=name)
