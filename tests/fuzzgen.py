@@ -815,6 +815,10 @@ class Generator:
                 if self.straight:
                     right = Lit(d.choice([1, 2, 3, 7, 16]) * (1 if t == "u32" else
                                                               d.choice([1, -1])))
+                    if left.ty != t:
+                        # A literal adopts the typed side's type: `u32 // 1` is u32, so make
+                        # the left side the type this expression promises (fuzz seed 4516).
+                        left = Cast(t, left, t)
                 else:
                     right = self.nonzero(right)
             return Bin(op, left, right, t, t)

@@ -74,10 +74,13 @@ class Workspace:
 
 
 def launch(module, kernel: fuzzgen.Kernel, inputs: dict[str, np.ndarray], backend: str):
-    """Run the kernel on one backend: (outputs, device error or None)."""
+    """Run the kernel on one backend: (outputs, device error or None).  ``host`` runs the
+    generated CUDA C++ compiled for the CPU (see host_cuda)."""
     import gpu_native as gn
     from gpu_native.runtime.backend import use
 
+    if backend == "host":
+        return _launch_host(module, kernel, inputs)
     initial = fuzzgen.initial_outputs(kernel)
     with use(backend):
         args = []
@@ -94,6 +97,27 @@ def launch(module, kernel: fuzzgen.Kernel, inputs: dict[str, np.ndarray], backen
             error = f"{type(exc).__name__}: {exc}"
         outputs = {name: arr.to_host()
                    for arr, (name, _t, writable) in zip(args, kernel.arrays()) if writable}
+    return outputs, error
+
+
+def _launch_host(module, kernel: fuzzgen.Kernel, inputs: dict[str, np.ndarray]):
+    import host_cuda
+
+    initial = fuzzgen.initial_outputs(kernel)
+    arrays = [np.ascontiguousarray(initial[name] if writable else inputs[name]).copy()
+              for name, _t, writable in kernel.arrays()]
+    (variant,) = getattr(module, kernel.name).variants.values()
+    _exited, record, undefined = host_cuda.launch(variant.cuda, variant.symbol, arrays,
+                                                  kernel.grid, kernel.block)
+    if undefined:
+        return {}, "undefined behaviour in the generated C++: " + "; ".join(undefined[:3])
+    error = None
+    state, site = np.frombuffer(record[:8], np.uint32)
+    if state == 2:
+        kind = variant.sites[site][0] if site < len(variant.sites) else "?"
+        error = "zerodiv" if kind == "zerodiv" else f"host: {kind} error at site {site}"
+    outputs = {name: arr for arr, (name, _t, writable) in zip(arrays, kernel.arrays())
+               if writable}
     return outputs, error
 
 

@@ -543,6 +543,10 @@ class Lane:
             args = [V(a.v, a.e + a.p) if a.p else a for a in args]
         if fn in EXACT_MATH:
             r = ft(MATH64[fn](*[ft(a.v) for a in args]))
+            if fn == "copysign" and math.isnan(float(args[1].v)):
+                # The sign bit of a NaN that arithmetic produced is not portable (x86 gives
+                # -nan for 0/0, CUDA +nan): nothing to compare (fuzz seed 4039).
+                return V(r, INF)
             if all(a.known for a in args):
                 return V(r)
             x = args[0]

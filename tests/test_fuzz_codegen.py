@@ -25,8 +25,10 @@ import os
 import random
 import time
 from fractions import Fraction
+from pathlib import Path
 
 import fuzzgen
+import host_cuda
 import numpy as np
 import pytest
 from fuzzgen import Config, kernel_cases, random_kernel
@@ -38,6 +40,7 @@ CI_CONFIG = Config(max_statements=5, max_depth=3)
 SEEDED_CASES = int(os.environ.get("GN_FUZZ_CASES", "120"))
 HYPOTHESIS_CASES = int(os.environ.get("GN_FUZZ_HYPOTHESIS_CASES", "25"))
 GPU_CASES = int(os.environ.get("GN_FUZZ_GPU_CASES", "40"))
+ROOT = Path(__file__).resolve().parent.parent
 FIRST_SEED = 1_000_000  # the tool starts at 0: CI and the GPU run cover different kernels
 
 
@@ -178,6 +181,41 @@ def test_straight_line_kernels_on_the_simulator(workspace):
 @given(kernel=kernel_cases(CI_CONFIG))
 def test_hypothesis_kernels_on_the_simulator(workspace, kernel):
     result = run_case(kernel, workspace, backends=("sim",), nvrtc=NVRTC)
+    assert result.ok, result.report()
+
+
+# ---- the generated CUDA C++ itself, compiled for the CPU (no GPU needed) -------------------------
+
+HOST_CASES = int(os.environ.get("GN_FUZZ_HOST_CASES", "30"))
+needs_cxx = pytest.mark.skipif(host_cuda.compiler() is None, reason="needs a host C++ compiler")
+
+
+@needs_cxx
+def test_generated_cuda_compiled_for_the_host_matches_the_reference(workspace):
+    """The emitter's output, built with the host compiler and UBSan, against the reference: a
+    wrong emitter shows up here without a GPU (and a GPU-only mismatch is then the device
+    compiler's)."""
+    fuzz(workspace, range(FIRST_SEED + 5000, FIRST_SEED + 5000 + HOST_CASES), ("host",),
+         config=Config(max_statements=6))
+    fuzz(workspace, range(FIRST_SEED + 6000, FIRST_SEED + 6000 + HOST_CASES // 3), ("host",),
+         config=Config(max_statements=6, straight=True))
+
+
+@needs_cxx
+@pytest.mark.parametrize("seed", [4516, 4039, 2678, 568])
+def test_fuzz_seeds_whose_reference_was_wrong(workspace, seed):
+    """Seeds the H200 run flagged where the GPU was right: the generator typed ``u32 // 1`` as
+    i64 (4516, 2678) and the reference trusted the sign of a NaN in copysign (4039, 568)."""
+    import argparse
+    import sys
+
+    sys.path.insert(0, str(ROOT / "tools"))
+    import fuzz_gpu
+
+    args = argparse.Namespace(known_bugs=False, straight_every=4, max_statements=6,
+                              max_depth=4)
+    kernel = random_kernel(seed, fuzz_gpu.config_for(seed, args))
+    result = run_case(kernel, workspace, backends=("host", "sim"))
     assert result.ok, result.report()
 
 
