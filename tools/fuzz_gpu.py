@@ -95,7 +95,8 @@ def main(argv=None) -> int:
     parser.add_argument("--cases", type=int, default=3000)
     parser.add_argument("--start", type=int, default=0, help="first seed")
     parser.add_argument("--backends", default="cuda,sim",
-                        help="comma-separated: cuda, sim (default cuda,sim)")
+                        help="comma-separated: cuda, sim, host (the generated C++ built by the host "
+                             "compiler; default cuda,sim)")
     parser.add_argument("--nvrtc", action="store_true",
                         help="also compile each kernel with NVRTC for sm_90 (no GPU needed)")
     parser.add_argument("--known-bugs", action="store_true",
