@@ -1,9 +1,12 @@
 """Device compiler bugs we work around, each pinned by a kernel that hits it.
 
-NVRTC 13.0 (sm_90) fuses ``min(min(-a, b), c)`` on 32-bit integers into one ``VIMNMX3``
-instruction and drops the negation of ``-a`` (found by tools/fuzz_gpu.py on an H200, seeds 1951
-and 2552).  The generated code therefore selects integer minima and maxima with an explicit PTX
-``setp``/``selp`` pair, which the fusion does not recognise.
+* NVRTC 13.0 (sm_90) fuses ``min(min(-a, b), c)`` on 32-bit integers into one ``VIMNMX3``
+  instruction and drops the negation of ``-a`` (found by tools/fuzz_gpu.py on an H200, seeds 1951
+  and 2552).  The generated code therefore selects integer minima and maxima with an explicit PTX
+  ``setp``/``selp`` pair, which the fusion does not recognise.
+* Both NVVM and ptxas treat an integer abs (even PTX ``abs.s32``) as non-negative, so
+  ``min(0, abs(INT_MIN))`` became 0 and ``abs(INT_MIN) // 3`` lost its floor correction (seeds
+  530, 3080, 3404).  abs is spelled as a PTX negate-and-select instead.
 """
 
 from __future__ import annotations
@@ -48,9 +51,45 @@ def _reference(a, b):
     return lo, hi, ulo, slo
 
 
+ABS_SOURCE = """
+from gpu_native import (gpu_kernel, Kernel1D, CUDASlice, CUDASliceMut2D, FlatLayout1D, i32,
+                        i64)
+
+@gpu_kernel(Kernel1D)
+def abs_uses(a: CUDASlice[i32], b: CUDASlice[i64], o: CUDASliceMut2D[i32],
+             p: CUDASliceMut2D[i64]):
+    i = FlatLayout1D.uid()
+    o[i, 0] = min(0, abs(a[i]))
+    o[i, 1] = max(abs(a[i]), 3)
+    o[i, 2] = abs(a[i]) // 3
+    p[i, 0] = min(0, abs(b[i]))
+    p[i, 1] = max(abs(b[i]), 3)
+    p[i, 2] = abs(b[i]) // 3
+"""
+
+
 @pytest.fixture
 def kernels(kernel_module):
     return kernel_module(SOURCE)
+
+
+@pytest.mark.parametrize("backend", ["sim", pytest.param("cuda", marks=pytest.mark.gpu)],
+                         indirect=True)
+def test_abs_of_the_most_negative_integer_wraps_everywhere_it_is_used(kernel_module, backend):
+    k = kernel_module(ABS_SOURCE)
+    a = np.array([-2**31, -5, 0, 7, 2**31 - 1, -2**31 + 1, 12, -12], np.int32)
+    b = np.array([-2**63, -5, 0, 7, 2**63 - 1, -2**63 + 1, 12, -12], np.int64)
+    o = gn.to_device(np.full((len(a), 3), 99, np.int32))
+    p = gn.to_device(np.full((len(b), 3), 99, np.int64))
+    k.abs_uses.launch(gn.GridDim1D(1), gn.BlockDim1D(len(a)))(gn.to_device(a), gn.to_device(b),
+                                                              o, p)
+    for got, values, bits in ((o.to_host(), a, 32), (p.to_host(), b, 64)):
+        want = []
+        for x in values:
+            y = abs(int(x)) % (1 << bits)  # abs wraps: abs(INT_MIN) == INT_MIN
+            y = y - (1 << bits) if y >> (bits - 1) else y
+            want += [min(0, y), max(y, 3), y // 3]
+        assert [int(v) for v in got.ravel()] == want
 
 
 def test_integer_min_and_max_are_selected_in_ptx_and_compile_cleanly(kernels):

@@ -192,16 +192,23 @@ template <> __device__ __forceinline__ double gn_min<double>(double a, double b)
 template <> __device__ __forceinline__ double gn_max<double>(double a, double b) {
     double r; asm("{ .reg .pred p; setp.gt.f64 p, %2, %1; selp.f64 %0, %2, %1, p; }"
                   : "=d"(r) : "d"(a), "d"(b)); return r; }
-/* abs with wraparound: abs(INT_MIN) is INT_MIN.  Written in PTX so that the optimiser cannot
-   assume the result is non-negative (it would then drop the floor-division correction). */
+/* abs with wraparound: abs(INT_MIN) is INT_MIN.  Spelled as a PTX negate-and-select: both the
+   C++ optimiser and ptxas (NVRTC 13.0) treat an abs, even PTX abs.s32, as non-negative, and then
+   fold min(0, abs(x)) to 0 or drop a floor-division correction (fuzz seeds 530, 3080, 3404). */
 template <typename T> __device__ __forceinline__ T gn_iabs(T a) {
     return (a < (T)0) ? (T)(0 - (gn_u64)a) : a;
 }
 template <> __device__ __forceinline__ int gn_iabs<int>(int a) {
-    int r; asm("abs.s32 %0, %1;" : "=r"(r) : "r"(a)); return r;
+    int r;
+    asm("{ .reg .pred p; .reg .s32 n; setp.lt.s32 p, %1, 0; neg.s32 n, %1; selp.b32 %0, n, %1, p; }"
+        : "=r"(r) : "r"(a));
+    return r;
 }
 template <> __device__ __forceinline__ long long gn_iabs<long long>(long long a) {
-    long long r; asm("abs.s64 %0, %1;" : "=l"(r) : "l"(a)); return r;
+    long long r;
+    asm("{ .reg .pred p; .reg .s64 n; setp.lt.s64 p, %1, 0; neg.s64 n, %1; selp.b64 %0, n, %1, p; }"
+        : "=l"(r) : "l"(a));
+    return r;
 }
 
 /* Float to integer: truncate toward zero, saturate at the type's range, NaN gives 0. */
