@@ -6,7 +6,9 @@ For each kernel the suite runs, on the same inputs and the same GPU: gpu_native'
 configuration (CuPy ``RawKernel``, NVRTC with the same options), Numba-CUDA (in its own process),
 Triton where it applies, and the library call a user would otherwise make (PyTorch / cuBLAS).
 Every variant's output is checked before it is timed; times are medians of CUDA-event timings
-after a warm-up; inputs are several times larger than the 60 MB L2 and random.
+after a warm-up; inputs are several times larger than the 60 MB L2 and random.  The run ends
+with the launch-overhead table (tools/bench_launch.py) and, unless ``--quick`` or ``--only``, the
+time to first result in fresh processes (tools/bench_startup.py).
 
     python tools/bench_suite.py --out DIR [--quick] [--numba-pythonpath PATH] [--docs]
 
@@ -513,6 +515,33 @@ def chart(rows: list[Row], path: Path) -> None:
     fig.savefig(path, dpi=110)
 
 
+def startup_table(numba_pythonpath: str | None) -> tuple[str, dict]:
+    """Run tools/bench_startup.py (it needs fresh processes) and format its figures."""
+    with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as f:
+        path = f.name
+    cmd = [sys.executable, str(ROOT / "tools" / "bench_startup.py"), "--repeat", "3", "--json",
+           path]
+    if numba_pythonpath:
+        cmd += ["--numba-pythonpath", numba_pythonpath]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+    try:
+        data = json.loads(Path(path).read_text())
+    except (OSError, ValueError):
+        return f"not measured: {proc.stderr[-400:]}", {}
+    results = data["results_s"]
+    start, numpy_t = results["interpreter start"], results["import numpy"]
+    lines = ["| process | wall (s) | above interpreter start | above `import numpy` |",
+             "|---|---:|---:|---:|"]
+    for name, t in results.items():
+        lines.append(f"| {name} | {t:.3f} | {t - start:.3f} | {t - numpy_t:.3f} |")
+    for name, note in data.get("notes", {}).items():
+        lines.append(f"\n{name}: {note}")
+    phases = [line for line in proc.stdout.splitlines() if line.startswith("warm process")]
+    if phases:
+        lines.append("\n" + phases[0])
+    return "\n".join(lines), data
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="bench-out")
@@ -541,12 +570,19 @@ def main(argv=None) -> int:
 
     launch = bench_launch.measure(bursts=200)
     extra["Launch overhead (host time per launch)"] = bench_launch.table(launch)
+    startup = None
+    if not args.quick and not args.only:
+        print("startup:", flush=True)
+        startup = startup_table(args.numba_pythonpath)
+        extra["Time to first result (fresh processes, tools/bench_startup.py)"] = startup[0]
     meta = {"device": gn.Device(0).name, "date": datetime.date.today().isoformat(),
             "command": "python tools/bench_suite.py" + (" --quick" if args.quick else "")}
     (out / "bench.json").write_text(json.dumps({"meta": meta, "rows": [asdict(r) for r in
                                                                         suite.rows],
                                                 "ratios": ratios(suite.rows),
-                                                "launch": launch}, indent=2))
+                                                "launch": launch,
+                                                "startup": startup[1] if startup else None},
+                                               indent=2))
     md = markdown(suite.rows, meta, extra)
     (out / "bench.md").write_text(md)
     try:

@@ -379,9 +379,11 @@ class CudaEmitter:
         for ref, axes in s.extents:
             outside = [f"{self.uid(axis)} >= {extent_name(ref.var, dim)}"
                        for dim, axis in enumerate(axes) if axis is not None]
-            arrays.append(outside[0] if len(outside) == 1 else "(" + " || ".join(outside) + ")")
+            outside = [f"({o})" for o in outside]
+            arrays.append(outside[0] if len(outside) == 1 else "(" + " | ".join(outside) + ")")
         self.line("// grid tail: this thread's uid lies past every array it indexes")
-        self.line(f"if ({' && '.join(arrays)}) {self.exit_code};")
+        # `&` and `|`, not `&&` and `||`: a few compares and one branch, no divergent regions.
+        self.line(f"if ({' & '.join(arrays)}) {self.exit_code};")
 
     exit_code = "return"
 
@@ -404,6 +406,13 @@ class CudaEmitter:
 
     def element(self, ref: ir.ArrayRef, indices, checks) -> str:
         static = ref.ty.shape is not None and ref.ty.shape[0] >= 0
+        if not static and len(indices) == 2 and None not in checks:
+            # One branch for both axes: half the branches of the 2-D stencils and tiles.
+            i, j = (self.expr(idx) if idx.ty == ir.I64 else f"(gn_i64){self.expr(idx)}"
+                    for idx in indices)
+            fn = self.check_fn.replace("gn_chk", "gn_at2")
+            return (f"{cname(ref.var)}[{fn}(__gn_err, {i}, {self.extent(ref, 0)}, {checks[0]}u, "
+                    f"{j}, {self.extent(ref, 1)}, {checks[1]}u{self.origin})]")
         parts = []
         for axis, (idx, site) in enumerate(zip(indices, checks)):
             code = self.expr(idx)

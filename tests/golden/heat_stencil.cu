@@ -60,6 +60,26 @@ __device__ __forceinline__ gn_i64 gn_chk_at(gn_error_record* rec, gn_i64 i, gn_i
     return i;
 }
 
+/* Both indices of a 2-D access under one branch (the offset is returned); a failure reports the
+   first axis out of range, as two separate checks would. */
+__device__ __forceinline__ gn_i64 gn_at2(gn_error_record* rec, gn_i64 i, gn_i64 n0,
+                                         unsigned int s0, gn_i64 j, gn_i64 n1, unsigned int s1) {
+    if (__builtin_expect(((gn_u64)i >= (gn_u64)n0) | ((gn_u64)j >= (gn_u64)n1), 0)) {
+        if ((gn_u64)i >= (gn_u64)n0) gn_fail(rec, s0, i, n0);
+        gn_fail(rec, s1, j, n1);
+    }
+    return i * n1 + j;
+}
+__device__ __forceinline__ gn_i64 gn_at2_at(gn_error_record* rec, gn_i64 i, gn_i64 n0,
+                                            unsigned int s0, gn_i64 j, gn_i64 n1,
+                                            unsigned int s1, gn_i64 uid, unsigned int bdim) {
+    if (__builtin_expect(((gn_u64)i >= (gn_u64)n0) | ((gn_u64)j >= (gn_u64)n1), 0)) {
+        if ((gn_u64)i >= (gn_u64)n0) gn_fail_at(rec, s0, i, n0, uid, bdim);
+        gn_fail_at(rec, s1, j, n1, uid, bdim);
+    }
+    return i * n1 + j;
+}
+
 __device__ __forceinline__ void gn_assert(gn_error_record* rec, bool ok, unsigned int site) {
     if (__builtin_expect(!ok, 0)) gn_fail(rec, site, 0, 0);
 }
@@ -303,7 +323,7 @@ extern "C" __global__ void gn_heat_step(
     float around{};
 #line 20 "heat_stencil.py"
     // grid tail: this thread's uid lies past every array it indexes
-    if ((((gn_i64)blockIdx.y * blockDim.y + threadIdx.y) >= __gn_src_n0 || ((gn_i64)blockIdx.x * blockDim.x + threadIdx.x) >= __gn_src_n1) && (((gn_i64)blockIdx.y * blockDim.y + threadIdx.y) >= __gn_dst_n0 || ((gn_i64)blockIdx.x * blockDim.x + threadIdx.x) >= __gn_dst_n1)) return;
+    if (((((gn_i64)blockIdx.y * blockDim.y + threadIdx.y) >= __gn_src_n0) | (((gn_i64)blockIdx.x * blockDim.x + threadIdx.x) >= __gn_src_n1)) & ((((gn_i64)blockIdx.y * blockDim.y + threadIdx.y) >= __gn_dst_n0) | (((gn_i64)blockIdx.x * blockDim.x + threadIdx.x) >= __gn_dst_n1))) return;
 #line 21 "heat_stencil.py"
     x = ((gn_i64)blockIdx.x * blockDim.x + threadIdx.x);
     y = ((gn_i64)blockIdx.y * blockDim.y + threadIdx.y);
@@ -314,14 +334,14 @@ extern "C" __global__ void gn_heat_step(
 #line 24 "heat_stencil.py"
     if (((x == 0LL) || (y == 0LL) || (x == ((long long)((unsigned long long)(w) - (unsigned long long)(1LL)))) || (y == ((long long)((unsigned long long)(h) - (unsigned long long)(1LL)))))) {
 #line 25 "heat_stencil.py"
-        dst[gn_chk(__gn_err, y, __gn_dst_n0, 2u) * __gn_dst_n1 + gn_chk(__gn_err, x, __gn_dst_n1, 3u)] = src[gn_chk(__gn_err, y, __gn_src_n0, 0u) * __gn_src_n1 + gn_chk(__gn_err, x, __gn_src_n1, 1u)];
+        dst[gn_at2(__gn_err, y, __gn_dst_n0, 2u, x, __gn_dst_n1, 3u)] = src[gn_at2(__gn_err, y, __gn_src_n0, 0u, x, __gn_src_n1, 1u)];
     } else {
 #line 27 "heat_stencil.py"
-        center = src[gn_chk(__gn_err, y, __gn_src_n0, 4u) * __gn_src_n1 + gn_chk(__gn_err, x, __gn_src_n1, 5u)];
+        center = src[gn_at2(__gn_err, y, __gn_src_n0, 4u, x, __gn_src_n1, 5u)];
 #line 28 "heat_stencil.py"
         around = (((src[((long long)((unsigned long long)(y) - (unsigned long long)(1LL))) * __gn_src_n1 + x] + src[((long long)((unsigned long long)(y) + (unsigned long long)(1LL))) * __gn_src_n1 + x]) + src[y * __gn_src_n1 + ((long long)((unsigned long long)(x) - (unsigned long long)(1LL)))]) + src[y * __gn_src_n1 + ((long long)((unsigned long long)(x) + (unsigned long long)(1LL)))]);
 #line 29 "heat_stencil.py"
-        dst[gn_chk(__gn_err, y, __gn_dst_n0, 6u) * __gn_dst_n1 + gn_chk(__gn_err, x, __gn_dst_n1, 7u)] = (center + (alpha * (around - (4.0f * center))));
+        dst[gn_at2(__gn_err, y, __gn_dst_n0, 6u, x, __gn_dst_n1, 7u)] = (center + (alpha * (around - (4.0f * center))));
     }
 }
 

@@ -60,6 +60,26 @@ __device__ __forceinline__ gn_i64 gn_chk_at(gn_error_record* rec, gn_i64 i, gn_i
     return i;
 }
 
+/* Both indices of a 2-D access under one branch (the offset is returned); a failure reports the
+   first axis out of range, as two separate checks would. */
+__device__ __forceinline__ gn_i64 gn_at2(gn_error_record* rec, gn_i64 i, gn_i64 n0,
+                                         unsigned int s0, gn_i64 j, gn_i64 n1, unsigned int s1) {
+    if (__builtin_expect(((gn_u64)i >= (gn_u64)n0) | ((gn_u64)j >= (gn_u64)n1), 0)) {
+        if ((gn_u64)i >= (gn_u64)n0) gn_fail(rec, s0, i, n0);
+        gn_fail(rec, s1, j, n1);
+    }
+    return i * n1 + j;
+}
+__device__ __forceinline__ gn_i64 gn_at2_at(gn_error_record* rec, gn_i64 i, gn_i64 n0,
+                                            unsigned int s0, gn_i64 j, gn_i64 n1,
+                                            unsigned int s1, gn_i64 uid, unsigned int bdim) {
+    if (__builtin_expect(((gn_u64)i >= (gn_u64)n0) | ((gn_u64)j >= (gn_u64)n1), 0)) {
+        if ((gn_u64)i >= (gn_u64)n0) gn_fail_at(rec, s0, i, n0, uid, bdim);
+        gn_fail_at(rec, s1, j, n1, uid, bdim);
+    }
+    return i * n1 + j;
+}
+
 __device__ __forceinline__ void gn_assert(gn_error_record* rec, bool ok, unsigned int site) {
     if (__builtin_expect(!ok, 0)) gn_fail(rec, site, 0, 0);
 }
@@ -307,7 +327,7 @@ extern "C" __global__ void gn_mandelbrot_kernel(
     float __gn_t1{};
 #line 25 "mandelbrot.py"
     // grid tail: this thread's uid lies past every array it indexes
-    if ((((gn_i64)blockIdx.y * blockDim.y + threadIdx.y) >= __gn_image_n0 || ((gn_i64)blockIdx.x * blockDim.x + threadIdx.x) >= __gn_image_n1)) return;
+    if (((((gn_i64)blockIdx.y * blockDim.y + threadIdx.y) >= __gn_image_n0) | (((gn_i64)blockIdx.x * blockDim.x + threadIdx.x) >= __gn_image_n1))) return;
 #line 27 "mandelbrot.py"
     px = ((gn_i64)blockIdx.x * blockDim.x + threadIdx.x);
     py = ((gn_i64)blockIdx.y * blockDim.y + threadIdx.y);
@@ -332,6 +352,6 @@ extern "C" __global__ void gn_mandelbrot_kernel(
         n = ((int)((unsigned int)(n) + (unsigned int)(1)));
     }
 #line 36 "mandelbrot.py"
-    image[gn_chk(__gn_err, py, __gn_image_n0, 1u) * __gn_image_n1 + gn_chk(__gn_err, px, __gn_image_n1, 2u)] = ((unsigned char)(gn_floordiv_chk<int>(__gn_err, ((int)((unsigned int)(255) * (unsigned int)(n))), max_iter, 0u)));
+    image[gn_at2(__gn_err, py, __gn_image_n0, 1u, px, __gn_image_n1, 2u)] = ((unsigned char)(gn_floordiv_chk<int>(__gn_err, ((int)((unsigned int)(255) * (unsigned int)(n))), max_iter, 0u)));
 }
 

@@ -60,6 +60,26 @@ __device__ __forceinline__ gn_i64 gn_chk_at(gn_error_record* rec, gn_i64 i, gn_i
     return i;
 }
 
+/* Both indices of a 2-D access under one branch (the offset is returned); a failure reports the
+   first axis out of range, as two separate checks would. */
+__device__ __forceinline__ gn_i64 gn_at2(gn_error_record* rec, gn_i64 i, gn_i64 n0,
+                                         unsigned int s0, gn_i64 j, gn_i64 n1, unsigned int s1) {
+    if (__builtin_expect(((gn_u64)i >= (gn_u64)n0) | ((gn_u64)j >= (gn_u64)n1), 0)) {
+        if ((gn_u64)i >= (gn_u64)n0) gn_fail(rec, s0, i, n0);
+        gn_fail(rec, s1, j, n1);
+    }
+    return i * n1 + j;
+}
+__device__ __forceinline__ gn_i64 gn_at2_at(gn_error_record* rec, gn_i64 i, gn_i64 n0,
+                                            unsigned int s0, gn_i64 j, gn_i64 n1,
+                                            unsigned int s1, gn_i64 uid, unsigned int bdim) {
+    if (__builtin_expect(((gn_u64)i >= (gn_u64)n0) | ((gn_u64)j >= (gn_u64)n1), 0)) {
+        if ((gn_u64)i >= (gn_u64)n0) gn_fail_at(rec, s0, i, n0, uid, bdim);
+        gn_fail_at(rec, s1, j, n1, uid, bdim);
+    }
+    return i * n1 + j;
+}
+
 __device__ __forceinline__ void gn_assert(gn_error_record* rec, bool ok, unsigned int site) {
     if (__builtin_expect(!ok, 0)) gn_fail(rec, site, 0, 0);
 }
@@ -311,11 +331,11 @@ extern "C" __global__ void gn_accelerations_kernel(
     float s{};
 #line 23 "nbody.py"
     // grid tail: this thread's uid lies past every array it indexes
-    if (((gn_i64)blockIdx.x * blockDim.x + threadIdx.x) >= __gn_bodies_n0 && ((gn_i64)blockIdx.x * blockDim.x + threadIdx.x) >= __gn_acc_n0) return;
+    if ((((gn_i64)blockIdx.x * blockDim.x + threadIdx.x) >= __gn_bodies_n0) & (((gn_i64)blockIdx.x * blockDim.x + threadIdx.x) >= __gn_acc_n0)) return;
 #line 24 "nbody.py"
     i = ((gn_i64)blockIdx.x * blockDim.x + threadIdx.x);
 #line 25 "nbody.py"
-    xi = bodies[gn_chk(__gn_err, i, __gn_bodies_n0, 0u) * __gn_bodies_n1 + gn_chk(__gn_err, 0LL, __gn_bodies_n1, 1u)];
+    xi = bodies[gn_at2(__gn_err, i, __gn_bodies_n0, 0u, 0LL, __gn_bodies_n1, 1u)];
 #line 26 "nbody.py"
     yi = bodies[i * __gn_bodies_n1 + gn_chk(__gn_err, 1LL, __gn_bodies_n1, 2u)];
 #line 27 "nbody.py"
@@ -352,7 +372,7 @@ extern "C" __global__ void gn_accelerations_kernel(
         }
     }
 #line 41 "nbody.py"
-    acc[gn_chk(__gn_err, i, __gn_acc_n0, 5u) * __gn_acc_n1 + gn_chk(__gn_err, 0LL, __gn_acc_n1, 6u)] = ax;
+    acc[gn_at2(__gn_err, i, __gn_acc_n0, 5u, 0LL, __gn_acc_n1, 6u)] = ax;
 #line 42 "nbody.py"
     acc[i * __gn_acc_n1 + gn_chk(__gn_err, 1LL, __gn_acc_n1, 7u)] = ay;
 #line 43 "nbody.py"
@@ -389,11 +409,11 @@ extern "C" __global__ void gn_accelerations_kernel_uids(
     for (gn_i64 __gn_uid = (gn_i64)blockIdx.x * blockDim.x + threadIdx.x; __gn_uid < __gn_total; __gn_uid += (gn_i64)gridDim.x * blockDim.x) {
 #line 23 "nbody.py"
         // grid tail: this thread's uid lies past every array it indexes
-        if (__gn_uid >= __gn_bodies_n0 && __gn_uid >= __gn_acc_n0) goto __gn_next;
+        if ((__gn_uid >= __gn_bodies_n0) & (__gn_uid >= __gn_acc_n0)) goto __gn_next;
 #line 24 "nbody.py"
         i = __gn_uid;
 #line 25 "nbody.py"
-        xi = bodies[gn_chk_at(__gn_err, i, __gn_bodies_n0, 0u, __gn_uid, __gn_block) * __gn_bodies_n1 + gn_chk_at(__gn_err, 0LL, __gn_bodies_n1, 1u, __gn_uid, __gn_block)];
+        xi = bodies[gn_at2_at(__gn_err, i, __gn_bodies_n0, 0u, 0LL, __gn_bodies_n1, 1u, __gn_uid, __gn_block)];
 #line 26 "nbody.py"
         yi = bodies[i * __gn_bodies_n1 + gn_chk_at(__gn_err, 1LL, __gn_bodies_n1, 2u, __gn_uid, __gn_block)];
 #line 27 "nbody.py"
@@ -430,7 +450,7 @@ extern "C" __global__ void gn_accelerations_kernel_uids(
             }
         }
 #line 41 "nbody.py"
-        acc[gn_chk_at(__gn_err, i, __gn_acc_n0, 5u, __gn_uid, __gn_block) * __gn_acc_n1 + gn_chk_at(__gn_err, 0LL, __gn_acc_n1, 6u, __gn_uid, __gn_block)] = ax;
+        acc[gn_at2_at(__gn_err, i, __gn_acc_n0, 5u, 0LL, __gn_acc_n1, 6u, __gn_uid, __gn_block)] = ax;
 #line 42 "nbody.py"
         acc[i * __gn_acc_n1 + gn_chk_at(__gn_err, 1LL, __gn_acc_n1, 7u, __gn_uid, __gn_block)] = ay;
 #line 43 "nbody.py"

@@ -60,6 +60,26 @@ __device__ __forceinline__ gn_i64 gn_chk_at(gn_error_record* rec, gn_i64 i, gn_i
     return i;
 }
 
+/* Both indices of a 2-D access under one branch (the offset is returned); a failure reports the
+   first axis out of range, as two separate checks would. */
+__device__ __forceinline__ gn_i64 gn_at2(gn_error_record* rec, gn_i64 i, gn_i64 n0,
+                                         unsigned int s0, gn_i64 j, gn_i64 n1, unsigned int s1) {
+    if (__builtin_expect(((gn_u64)i >= (gn_u64)n0) | ((gn_u64)j >= (gn_u64)n1), 0)) {
+        if ((gn_u64)i >= (gn_u64)n0) gn_fail(rec, s0, i, n0);
+        gn_fail(rec, s1, j, n1);
+    }
+    return i * n1 + j;
+}
+__device__ __forceinline__ gn_i64 gn_at2_at(gn_error_record* rec, gn_i64 i, gn_i64 n0,
+                                            unsigned int s0, gn_i64 j, gn_i64 n1,
+                                            unsigned int s1, gn_i64 uid, unsigned int bdim) {
+    if (__builtin_expect(((gn_u64)i >= (gn_u64)n0) | ((gn_u64)j >= (gn_u64)n1), 0)) {
+        if ((gn_u64)i >= (gn_u64)n0) gn_fail_at(rec, s0, i, n0, uid, bdim);
+        gn_fail_at(rec, s1, j, n1, uid, bdim);
+    }
+    return i * n1 + j;
+}
+
 __device__ __forceinline__ void gn_assert(gn_error_record* rec, bool ok, unsigned int site) {
     if (__builtin_expect(!ok, 0)) gn_fail(rec, site, 0, 0);
 }
@@ -380,7 +400,7 @@ extern "C" __global__ void gn_softmax_kernel(
         for (long long __gn_i2 = ((long long)(tid)); __gn_i2 < __gn_stop2; __gn_i2 = (__gn_i2 > __gn_stop2 - 256LL) ? __gn_stop2 : (long long)(__gn_i2 + 256LL)) {
             j = (long long)__gn_i2;
 #line 62 "softmax.py"
-            y[gn_chk(__gn_err, (gn_i64)row, __gn_y_n0, 6u) * __gn_y_n1 + gn_chk(__gn_err, j, __gn_y_n1, 7u)] = (expf((x[gn_chk(__gn_err, (gn_i64)row, __gn_x_n0, 5u) * __gn_x_n1 + j] - m)) / total);
+            y[gn_at2(__gn_err, (gn_i64)row, __gn_y_n0, 6u, j, __gn_y_n1, 7u)] = (expf((x[gn_chk(__gn_err, (gn_i64)row, __gn_x_n0, 5u) * __gn_x_n1 + j] - m)) / total);
         }
     }
 }
