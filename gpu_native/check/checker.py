@@ -299,8 +299,7 @@ class FunctionChecker(StatementChecker, ExpressionChecker):
             return ("c", int(e.value))
         if isinstance(e, ir.Special) and e.name in specials:
             return ("sp", e.name, e.axis)
-        if isinstance(e, ir.Cast) and isinstance(e.value.ty, ir.ScalarType) and \
-                e.value.ty.info.is_int and self.is_widening(e):
+        if isinstance(e, ir.Cast) and self.is_widening(e):
             return self.launch_tree(e.value, specials, arithmetic)
         if isinstance(e, ir.Local):
             d = self.single_def(e.var)

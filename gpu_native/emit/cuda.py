@@ -406,18 +406,19 @@ class CudaEmitter:
 
     def element(self, ref: ir.ArrayRef, indices, checks) -> str:
         static = ref.ty.shape is not None and ref.ty.shape[0] >= 0
+        def index(idx: ir.Expr) -> str:
+            code = self.expr(idx)
+            return code if static or idx.ty == ir.I64 else f"(gn_i64){code}"
+
         if not static and len(indices) == 2 and None not in checks:
             # One branch for both axes: half the branches of the 2-D stencils and tiles.
-            i, j = (self.expr(idx) if idx.ty == ir.I64 else f"(gn_i64){self.expr(idx)}"
-                    for idx in indices)
+            i, j = (index(idx) for idx in indices)
             fn = self.check_fn.replace("gn_chk", "gn_at2")
             return (f"{cname(ref.var)}[{fn}(__gn_err, {i}, {self.extent(ref, 0)}, {checks[0]}u, "
                     f"{j}, {self.extent(ref, 1)}, {checks[1]}u{self.origin})]")
         parts = []
         for axis, (idx, site) in enumerate(zip(indices, checks)):
-            code = self.expr(idx)
-            if not static and idx.ty != ir.I64:
-                code = f"(gn_i64){code}"
+            code = index(idx)
             if site is not None:
                 code = f"{self.check_fn}(__gn_err, {code}, {self.extent(ref, axis)}, {site}u{self.origin})"
             parts.append(code)

@@ -19,6 +19,7 @@ from __future__ import annotations
 import linecache
 
 from ..errors import LaunchError, SourceSpan, format_caret
+from .records import launch_assertion
 
 __all__ = ["check_launch"]
 
@@ -91,8 +92,6 @@ def _span(file: str, line: int, col: int, end_col: int) -> SourceSpan:
 
 def check_launch(kernel_name: str, file: str, kernel_id: int, checks, grid, block) -> None:
     """Raise if the launch shape ``grid``/``block`` (3-tuples) fails one of ``checks``."""
-    from .records import launch_assertion
-
     def special(name: str, axis: int) -> int:
         return {"block_dim": block, "grid_dim": grid}[name][axis]
 

@@ -116,15 +116,13 @@ def raise_pending(slot: Slot | None) -> None:
 def launch_assertion(kernel_id: int, site: int, threads: int) -> KernelError:
     """The error of an assert the launcher checked for every thread at once (it depends only on
     the launch shape): the same exception the device would have raised."""
-    exc = _build({"kernel": kernel_id, "site": site, "block": (0, 0, 0), "thread": (0, 0, 0),
-                  "count": threads, "index": 0, "length": 0})
-    exc.args = (exc.args[0].rsplit("\n", 1)[0]
-                + "\n  (checked at launch: it depends only on the grid and block, so every "
-                  "thread would fail it)",)
-    return exc
+    return _build({"kernel": kernel_id, "site": site, "block": (0, 0, 0), "thread": (0, 0, 0),
+                   "count": threads, "index": 0, "length": 0},
+                  where="  (checked at launch: it depends only on the grid and block, so every "
+                        "thread would fail it)")
 
 
-def _build(rec) -> KernelError:
+def _build(rec, where: str | None = None) -> KernelError:
     kernel_id = int(rec["kernel"])
     name, file, sites = _kernels.get(kernel_id, ("<unknown kernel>", "<unknown>", ()))
     site_id = int(rec["site"])
@@ -158,7 +156,7 @@ def _build(rec) -> KernelError:
         if caret:
             lines.append(caret)
     others = f"; {count} threads failed" if count > 1 else ""
-    lines.append(f"  (first failing thread: block {block}, thread {thread}{others})")
+    lines.append(where or f"  (first failing thread: block {block}, thread {thread}{others})")
     exc = cls("\n".join(lines))
     exc._set_origin(name, span, block, thread)
     exc.index = index if kind == "index" else None  # type: ignore[attr-defined]
