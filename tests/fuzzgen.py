@@ -768,7 +768,10 @@ class Generator:
         constant = e.operand if isinstance(e, Cast) and isinstance(e.operand, Lit) else e
         if isinstance(constant, Lit):
             # A constant zero divisor is a compile error, not a run-time one.
-            return e if constant.value != 0 else Lit(3)
+            if constant.value != 0:
+                return e
+            # Keep the cast: a bare `3` would adopt the other operand's type (fuzz seed 12743).
+            return Cast(e.fn, Lit(3), e.ty) if isinstance(e, Cast) else Lit(3)
         r = d.integer(0, 9)
         if r < 5:
             return Select(Compare(["!="], [e, Lit(0)], [e.ty]), e, Lit(d.choice([1, 3, 7])), e.ty)

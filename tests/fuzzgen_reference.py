@@ -204,11 +204,18 @@ def _erf(x: float) -> float:
     return math.erf(x) if not math.isnan(x) else math.nan
 
 
+def _c_pow(x, y):
+    """C's pow. NumPy's ``x ** 0.5`` is ``sqrt(x)``: NaN for -inf, -0.0 for -0.0 (fuzz seed 12265)."""
+    if y == 0.5 and (x == -math.inf or x == 0):
+        return type(x)(math.inf if x < 0 else 0.0)
+    return np.power(x, y)
+
+
 MATH64 = {
     "sqrt": np.sqrt, "floor": np.floor, "ceil": np.ceil, "trunc": np.trunc, "fabs": np.fabs,
     "copysign": np.copysign, "fmod": np.fmod, "exp": np.exp, "log": np.log, "sin": np.sin,
     "cos": np.cos, "tanh": np.tanh, "atan": np.arctan, "atan2": np.arctan2, "hypot": np.hypot,
-    "pow": np.power, "expm1": np.expm1, "log1p": np.log1p, "log2": np.log2, "exp2": np.exp2,
+    "pow": _c_pow, "expm1": np.expm1, "log1p": np.log1p, "log2": np.log2, "exp2": np.exp2,
     "cbrt": np.cbrt, "erf": lambda x: np.float64(_erf(float(x))),
 }
 

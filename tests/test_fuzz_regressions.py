@@ -100,6 +100,18 @@ def divide_by_abs(a: CUDASlice[i32], b: CUDASlice[i32], q: CUDASliceMut[i32],
 def float_floor_divide(a: CUDASlice[f32], b: CUDASlice[f32], q: CUDASliceMut[f32]):
     i = FlatLayout1D.uid()
     q[i] = a[i] // b[i]
+
+
+@gpu_kernel(Kernel1D)
+def power_zero_of_a_remainder(a: CUDASlice[i32], b: CUDASlice[i32], o: CUDASliceMut[f32]):
+    i = FlatLayout1D.uid()
+    o[i] = f32(a[i] % b[i]) ** 0
+
+
+@gpu_kernel(Kernel1D)
+def square_root_by_pow(a: CUDASlice[f64], o: CUDASliceMut[f64]):
+    i = FlatLayout1D.uid()
+    o[i] = math.pow(a[i], f64(0.5))
 '''
 
 # Python's float 1 + 2**-24 lies exactly halfway between two float32 values; ties to even gives 1.0.
@@ -331,6 +343,44 @@ def test_f32_floor_division_is_cpythons_algorithm_in_float32(kr, backend):
     q = gn.zeros(len(a_h), gn.f32)
     run(kr.float_floor_divide, gn.to_device(a_h), gn.to_device(b_h), q, n=len(a_h))
     np.testing.assert_array_equal(q.to_host(), want)
+
+
+# ---- `x ** 0` still evaluates x --------------------------------------------------------------------
+# Found by tools/fuzz_gpu.py on the H200 and by the host C++ backend (seed 11141): the emitter wrote
+# a float `x ** 0` as the constant 1, dropping x and with it the zero-divisor check inside it.
+
+
+def test_power_zero_still_raises_for_a_zero_divisor_in_its_base(kr, backend):
+    a_h = np.arange(32, dtype=np.int32) - 7
+    b_h = np.full(32, 3, np.int32)
+    b_h[5] = 0
+    o = gn.zeros(32, gn.f32)
+    kr.power_zero_of_a_remainder.launch(gn.GridDim1D(1), gn.BlockDim1D(32))(
+        gn.to_device(a_h), gn.to_device(b_h), o)
+    with pytest.raises(gn.KernelZeroDivisionError, match="by zero"):
+        gn.synchronize()
+    got = o.to_host()
+    assert np.all(np.delete(got, 5) == 1.0)
+
+
+def test_power_zero_keeps_its_base_in_the_generated_cuda(kr):
+    source = cuda_source(kr.power_zero_of_a_remainder)
+    assert "gn_mod_chk" in source and "(void)" in source
+
+
+# ---- pow(x, 0.5) is C's pow, not sqrt ---------------------------------------------------------------
+# Found on the H200 (seed 12265): NumPy computes x ** 0.5 as sqrt(x), so the simulator (and the
+# fuzzer's reference) gave NaN for pow(-inf, 0.5) and -0.0 for pow(-0.0, 0.5), where the GPU, C and
+# math.pow give +inf and +0.0.
+
+
+def test_pow_one_half_of_minus_infinity_and_minus_zero(kr, backend):
+    a_h = np.array([-np.inf, -0.0, 0.0, np.inf, 4.0, -4.0, 2.25, np.nan] * 4, np.float64)
+    o = gn.zeros(32, gn.f64)
+    run(kr.square_root_by_pow, gn.to_device(a_h), o)
+    got = o.to_host()
+    np.testing.assert_array_equal(got[:7], [np.inf, 0.0, 0.0, np.inf, 2.0, np.nan, 1.5])
+    assert not np.signbit(got[1]) and np.isnan(got[7])
 
 
 # ---- a failing uid stops only itself ---------------------------------------------------------------

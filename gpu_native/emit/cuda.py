@@ -459,7 +459,8 @@ class CudaEmitter:
             if info.is_int:
                 return f"gn_ipow<{ct}>({lhs}, {n})"
             if n == 0:
-                return const_code(1.0, ty)
+                # The base still runs: its checks (a zero divisor, an index) must fire.
+                return f"((void)({lhs}), {const_code(1.0, ty)})"
             if n == 1:
                 return lhs
             if n == 2:

@@ -411,12 +411,23 @@ def _rsqrt(x):
     return out[()] if out.ndim == 0 else out
 
 
+def c_pow(x, y):
+    """C's ``pow``: NumPy computes ``x ** 0.5`` as ``sqrt(x)``, which gives NaN for -inf and
+    -0.0 for -0.0 where C (and the GPU, and ``math.pow``) give +inf and +0.0."""
+    x, y = np.asarray(x), np.asarray(y)
+    out = np.power(x, y)
+    fix = (y == 0.5) & ((x == -np.inf) | (x == 0))
+    if np.any(fix):
+        out = np.where(fix, np.where(x == 0, 0, np.inf).astype(out.dtype), out)
+    return out[()] if out.ndim == 0 else out
+
+
 _MATH: dict[str, Callable] = {
     "sqrt": np.sqrt, "exp": np.exp, "exp2": np.exp2, "expm1": np.expm1, "log": np.log,
     "log2": np.log2, "log10": np.log10, "log1p": np.log1p, "sin": np.sin, "cos": np.cos,
     "tan": np.tan, "asin": np.arcsin, "acos": np.arccos, "atan": np.arctan,
     "atan2": np.arctan2, "sinh": np.sinh, "cosh": np.cosh, "tanh": np.tanh,
-    "asinh": np.arcsinh, "acosh": np.arccosh, "atanh": np.arctanh, "pow": np.power,
+    "asinh": np.arcsinh, "acosh": np.arccosh, "atanh": np.arctanh, "pow": c_pow,
     "fabs": np.abs, "floor": np.floor, "ceil": np.ceil, "trunc": np.trunc, "fmod": np.fmod,
     "hypot": np.hypot, "copysign": np.copysign, "cbrt": np.cbrt, "rint": np.rint,
     "isnan": np.isnan, "isinf": np.isinf, "isfinite": np.isfinite,
