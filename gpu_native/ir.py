@@ -12,7 +12,7 @@ operations; see ``docs/language.md`` for the language it encodes.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 
 from .errors import SourceSpan
 from .lang.types import SCALARS, ScalarInfo
@@ -152,13 +152,16 @@ class BinOp(Expr):
 
     ``op`` is one of ``+ - * / // % ** << >> & | ^``.  ``//`` and ``%`` follow Python (floor)
     semantics; ``zero_check`` is the site that reports an integer division by zero, or ``None``
-    when the divisor is a nonzero constant or floats are divided.
+    when the divisor is a nonzero constant or floats are divided.  ``no_wrap`` says the bounds
+    proofs showed that an integer ``+ - *`` stays within its type (for the launches the launcher
+    lets through), so the emitter may write it as plain signed arithmetic.
     """
 
     op: str
     left: Expr
     right: Expr
     zero_check: int | None = None
+    no_wrap: bool = False
 
 
 @dataclass(frozen=True)
@@ -352,6 +355,8 @@ class ForRange(Stmt):
     """``for var in range(start, stop, step)``: bounds evaluated once, ``var`` typed like them.
 
     ``step_sign`` is +1 or -1 when the step is a constant, else 0 (decided at run time).
+    ``counter_fits``: ``stop + step`` provably stays within the variable's type, so the counter
+    can step past ``stop`` without overflowing.
     """
 
     var: Var
@@ -360,6 +365,7 @@ class ForRange(Stmt):
     step: Expr
     step_sign: int
     body: tuple[Stmt, ...]
+    counter_fits: bool = False
 
 
 @dataclass(frozen=True)
@@ -516,6 +522,30 @@ def walk(node):
         for value in vars(item).values():
             if isinstance(value, (Expr, Stmt, tuple, list)):
                 stack.append(value)
+
+
+def mark_no_wrap(body, proven: dict[int, BinOp]):
+    """``body`` with ``no_wrap=True`` on the BinOps in ``proven`` (by id; the dict keeps them
+    alive so no id is reused), rebuilding only the nodes above them."""
+
+    def visit(item):
+        if isinstance(item, tuple):
+            new = tuple(visit(x) for x in item)
+            return item if all(a is b for a, b in zip(new, item)) else new
+        if not isinstance(item, (Expr, Stmt)):
+            return item
+        changes = {}
+        for f in fields(item):
+            value = getattr(item, f.name)
+            if isinstance(value, (Expr, Stmt, tuple)):
+                new = visit(value)
+                if new is not value:
+                    changes[f.name] = new
+        if isinstance(item, BinOp) and proven.get(id(item)) is item:
+            changes["no_wrap"] = True
+        return replace(item, **changes) if changes else item
+
+    return visit(body)
 
 
 def variables_read(body) -> set[int]:

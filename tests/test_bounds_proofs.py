@@ -215,3 +215,63 @@ def test_stencil_with_dropped_checks_is_right_and_a_short_output_is_caught(stenc
     with pytest.raises(gn.KernelIndexError, match="dst"):
         stencil.k.launch(grid, block)(gn.to_device(u), short)
         gn.synchronize()
+
+
+# ---- what the proofs let the emitter write as plain signed arithmetic ----------------------------
+
+def generated_cuda(body: str) -> str:
+    source = HEADER + textwrap.dedent(body)
+    (kernel,) = transpile_module(source, "proofs.py", "proofs").kernels
+    cuda = kernel.variants[0].cuda
+    return cuda[cuda.index('extern "C" __global__'):]
+
+
+def test_arithmetic_proven_not_to_wrap_is_plain_signed_arithmetic_only_where_proven():
+    # `j = p + 1` runs for every thread, also where p is huge: it keeps the wrapping form even
+    # though `a[p + 1]` under the guard below (where p < 100) is proven and written signed.
+    cuda = generated_cuda("""
+@gpu_kernel(Kernel1D)
+def k(a: CUDASlice[f32], out: CUDASliceMut[f32], m: i32):
+    i = FlatLayout1D.uid()
+    p = i32(thread_idx.x) * m
+    j = p + 1
+    if p >= 0 and p < 100:
+        out[i] = a[j] + a[p + 1]
+""")
+    assert "j = ((int)((unsigned int)(p) + (unsigned int)(1)));" in cuda
+    assert "(gn_i64)((int)(p + 1))" in cuda
+    # Launch-index arithmetic: proven for the launches the launcher allows (a launch check).
+    cuda = generated_cuda("""
+@gpu_kernel(Kernel1D)
+def k(a: CUDASlice[f32], out: CUDASliceMut[f32]):
+    i = FlatLayout1D.uid()
+    x = block_idx.x * 32 + thread_idx.x
+    if x < len(a):
+        out[i] = a[x]
+""")
+    assert "x = ((int)(((int)(((int)blockIdx.x) * 32)) + ((int)threadIdx.x)));" in cuda
+
+
+def test_a_range_counter_steps_plainly_when_its_stop_leaves_room():
+    cuda = generated_cuda("""
+@gpu_kernel(Kernel1D)
+def k(a: CUDASlice[f32], out: CUDASliceMut[f32], m: i64, m32: i32):
+    i = FlatLayout1D.uid()
+    acc = f32(0)
+    for t in range(0, len(a), 32):
+        acc += a[t]
+    for s in range(0, m, 32):
+        acc += 1.0
+    for r in range(0, m32, 4):
+        acc += 2.0
+    for q in range(len(a) - 1, -1, -1):
+        acc += 3.0
+    out[i] = acc
+""")
+    # An array extent is below 2**48: the counter may step past it.
+    assert "__gn_i0 += 32LL" in cuda
+    # A parameter can be 2**63 - 1: the counter must stop at it instead of overflowing ...
+    assert "__gn_i1 = (__gn_i1 > __gn_stop1 - 32LL) ? __gn_stop1" in cuda
+    # ... and an i32 one gets a 64-bit counter.
+    assert "for (gn_i64 __gn_i2 = " in cuda
+    assert "--__gn_i3" in cuda

@@ -97,6 +97,10 @@ class FunctionChecker(StatementChecker, ExpressionChecker):
         self.callees: list[ir.DeviceFunction] = []
         self.ret_type: ir.Type = ir.VOID
         self.pending_locals: set[str] = set()
+        # Integer BinOps the proofs showed never wrap (by id; the values keep them alive), and
+        # the BinOps inside the values of single-assignment locals (see `prove_no_wrap`).
+        self.no_wrap_ops: dict[int, ir.BinOp] = {}
+        self.def_nodes: set[int] = set()
 
     # ---- declarations ---------------------------------------------------------------------
 
@@ -272,6 +276,12 @@ class FunctionChecker(StatementChecker, ExpressionChecker):
         indices alone (``block_idx.x * 32 + thread_idx.x`` in i32), the answer is yes *for the
         launches the launcher lets through*: the expression is recorded as a launch check, and a
         launch whose grid would make it wrap is refused before it runs."""
+        if not self.fits(e):
+            return False
+        self.prove_no_wrap(e, self.fits)
+        return True
+
+    def fits(self, e: ir.BinOp) -> bool:
         if not isinstance(e.ty, ir.ScalarType):
             return False
         bound = self.upper(e)
@@ -285,6 +295,25 @@ class FunctionChecker(StatementChecker, ExpressionChecker):
         self.add_launch_check(("fits", tree, e.ty.info.max, str(e.ty), span.line, span.col,
                                span.end_col))
         return True
+
+    def prove_no_wrap(self, e: ir.BinOp, proof) -> None:
+        """Mark ``e`` to be emitted as plain signed arithmetic, ``proof(e)`` having just held.
+
+        A proof holds where it is made: the facts are those of the current statement.  ``e`` is
+        evaluated there, unless it was reached through the value of a single-assignment local
+        (``j = i + 1`` earlier, ``a[j]`` here under ``if i < n - 1``): that value was computed
+        on every path, so it is marked only if the proof also holds with no facts at all."""
+        if id(e) in self.no_wrap_ops:
+            return
+        if id(e) in self.def_nodes:
+            saved = self.facts
+            self.facts = frozenset()
+            try:
+                if not proof(e):
+                    return
+            finally:
+                self.facts = saved
+        self.no_wrap_ops[id(e)] = e
 
     def add_launch_check(self, check: tuple) -> None:
         checks = self.ctx.kernel.launch_checks
@@ -442,7 +471,11 @@ class FunctionChecker(StatementChecker, ExpressionChecker):
         if isinstance(e, ir.BinOp):
             split = split_offset(e)
             if split is not None and split[1] < 0:
-                return self.at_least(split[0], -split[1])
+                if self.at_least(split[0], -split[1]):
+                    # a - c with a >= c: no wrap
+                    self.prove_no_wrap(e, lambda e: self.at_least(split[0], -split[1]))
+                    return True
+                return False
             if e.op in ("+", "*"):
                 # Signed arithmetic wraps: the sum or product of nonnegative values is only
                 # nonnegative when it provably stays below the type's maximum.
@@ -604,6 +637,8 @@ class FunctionChecker(StatementChecker, ExpressionChecker):
                     f"'{var.name}' is read here at another index than it is written at "
                     f"({prev[1]}): another thread may be writing that element", span,
                     "read from a separate input array, or use `with unsafe():`")
+        if self.no_wrap_ops:
+            body = ir.mark_no_wrap(body, self.no_wrap_ops)
         return body
 
     def kernel_tail(self, body: tuple[ir.Stmt, ...]) -> tuple[ir.Stmt, ...]:

@@ -245,6 +245,7 @@ class StatementChecker:
         self.assigned.add(name)
         if self.assign_counts.get(name, 0) == 1 and not var.is_param:
             self.defs[id(var)] = converted
+            self.def_nodes.update(id(n) for n in ir.walk(converted) if isinstance(n, ir.BinOp))
         self.vars[name] = var
         return [ir.Assign(span, var, converted)]
 
@@ -349,6 +350,7 @@ class StatementChecker:
         self.assigned.add(name)
         if self.assign_counts.get(name, 0) == 1 and not var.is_param:
             self.defs[id(var)] = converted
+            self.def_nodes.update(id(n) for n in ir.walk(converted) if isinstance(n, ir.BinOp))
         self.vars[name] = var
         return [ir.Assign(span, var, converted)]
 
@@ -527,7 +529,8 @@ class StatementChecker:
         body, _ = self.loop_body(s.body, entry, extra)
         self.assigned = before
         self.facts = entry
-        stmt = ir.ForRange(s.span, var, start, stop, step, step_sign, body)
+        stmt = ir.ForRange(s.span, var, start, stop, step, step_sign, body,
+                           counter_fits=self.counter_fits(stop, step, ty))
         if step_sign == 0:
             site = self.new_site("assert", it.span, message="range() arg 3 must not be zero")
             zero = ir.Const(it.span, ty, 0)
@@ -559,6 +562,24 @@ class StatementChecker:
         self.assigned = before
         self.facts = entry
         return [ir.GridStride(s.span, var, stop, body)], False
+
+    def counter_fits(self: FunctionChecker, stop: ir.Expr, step: ir.Expr,
+                     ty: ir.ScalarType) -> bool:
+        """Can a range() counter step past ``stop`` without leaving ``ty``?  The step must be
+        a constant; then either ``stop`` is one too, or ``stop >= 0`` and: going down the counter
+        ends at ``stop + 1 + step`` at the least (in range), going up at ``stop - 1 + step`` at
+        the most, which the upper bound of ``stop`` must leave room for (an array extent is
+        below 2**48)."""
+        if not (isinstance(step, ir.Const) and isinstance(step.value, int)):
+            return False
+        if isinstance(stop, ir.Const) and isinstance(stop.value, int):
+            return ty.info.min <= stop.value + step.value <= ty.info.max
+        if not self.is_nonneg(stop):
+            return False
+        if step.value < 0:
+            return True
+        bound = self.upper(stop)
+        return bound is not None and bound - 1 + step.value <= ty.info.max
 
     def loop_var(self: FunctionChecker, target: S.Name, ty: ir.ScalarType) -> ir.Var:
         var = self.vars.get(target.id) or self.vars_params.get(target.id)

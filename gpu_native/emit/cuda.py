@@ -271,7 +271,8 @@ class CudaEmitter:
         constant = all(isinstance(x, ir.Const) for x in (s.start, s.stop, s.step))
         # The counter must not overflow on its last step past `stop` (Python's range never
         # wraps): the variable's own type when the constant bounds leave room, else 64 bits.
-        fits = constant and vt.info.min <= s.stop.value + s.step.value <= vt.info.max  # type: ignore[attr-defined]
+        fits = s.counter_fits or (
+            constant and vt.info.min <= s.stop.value + s.step.value <= vt.info.max)  # type: ignore[attr-defined]
         if fits or vt.info.bits == 64:
             ct = vt.info.c_name
         else:
@@ -442,6 +443,10 @@ class CudaEmitter:
         op = e.op
         ct = info.c_name
         if op in ("+", "-", "*") and info.kind == "int":
+            if e.no_wrap:
+                # Proven not to wrap: plain signed arithmetic lets the compiler widen and fold
+                # it into 64-bit address arithmetic.
+                return f"(({ct})({lhs} {op} {rhs}))"
             ut = _UNSIGNED[ct]
             return f"(({ct})(({ut})({lhs}) {op} ({ut})({rhs})))"
         if op in ("+", "-", "*", "/"):

@@ -355,7 +355,7 @@ extern "C" __global__ void gn_block_sum_kernel(
 #line 44 "block_reduce.py"
     if ((tid < 32)) {
 #line 45 "block_reduce.py"
-        v = (cache[tid] + cache[((int)((unsigned int)(tid) + (unsigned int)(32)))]);
+        v = (cache[tid] + cache[((int)(tid + 32))]);
 #line 46 "block_reduce.py"
         offset = 16;
 #line 47 "block_reduce.py"

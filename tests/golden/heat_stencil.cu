@@ -339,7 +339,7 @@ extern "C" __global__ void gn_heat_step(
 #line 27 "heat_stencil.py"
         center = src[gn_at2(__gn_err, y, __gn_src_n0, 4u, x, __gn_src_n1, 5u)];
 #line 28 "heat_stencil.py"
-        around = (((src[((long long)((unsigned long long)(y) - (unsigned long long)(1LL))) * __gn_src_n1 + x] + src[((long long)((unsigned long long)(y) + (unsigned long long)(1LL))) * __gn_src_n1 + x]) + src[y * __gn_src_n1 + ((long long)((unsigned long long)(x) - (unsigned long long)(1LL)))]) + src[y * __gn_src_n1 + ((long long)((unsigned long long)(x) + (unsigned long long)(1LL)))]);
+        around = (((src[((long long)(y - 1LL)) * __gn_src_n1 + x] + src[((long long)(y + 1LL)) * __gn_src_n1 + x]) + src[y * __gn_src_n1 + ((long long)(x - 1LL))]) + src[y * __gn_src_n1 + ((long long)(x + 1LL))]);
 #line 29 "heat_stencil.py"
         dst[gn_at2(__gn_err, y, __gn_dst_n0, 6u, x, __gn_dst_n1, 7u)] = (center + (alpha * (around - (4.0f * center))));
     }

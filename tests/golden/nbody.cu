@@ -351,7 +351,7 @@ extern "C" __global__ void gn_accelerations_kernel(
 #line 32 "nbody.py"
     {
         const long long __gn_stop0 = __gn_bodies_n0;
-        for (long long __gn_i0 = 0LL; __gn_i0 < __gn_stop0; __gn_i0 = (__gn_i0 > __gn_stop0 - 1LL) ? __gn_stop0 : (long long)(__gn_i0 + 1LL)) {
+        for (long long __gn_i0 = 0LL; __gn_i0 < __gn_stop0; ++__gn_i0) {
             j = (long long)__gn_i0;
 #line 33 "nbody.py"
             dx = (bodies[j * __gn_bodies_n1 + 0LL] - xi);
@@ -429,7 +429,7 @@ extern "C" __global__ void gn_accelerations_kernel_uids(
 #line 32 "nbody.py"
         {
             const long long __gn_stop0 = __gn_bodies_n0;
-            for (long long __gn_i0 = 0LL; __gn_i0 < __gn_stop0; __gn_i0 = (__gn_i0 > __gn_stop0 - 1LL) ? __gn_stop0 : (long long)(__gn_i0 + 1LL)) {
+            for (long long __gn_i0 = 0LL; __gn_i0 < __gn_stop0; ++__gn_i0) {
                 j = (long long)__gn_i0;
 #line 33 "nbody.py"
                 dx = (bodies[j * __gn_bodies_n1 + 0LL] - xi);

@@ -695,7 +695,7 @@ extern "C" __global__ void gn_add_offsets_kernel(
 #line 58 "prefix_scan.py"
     if (((block > 0) && (gid < __gn_out_n0))) {
 #line 59 "prefix_scan.py"
-        out[gid] = ((int)((unsigned int)(out[gid]) + (unsigned int)(scanned_sums[gn_chk(__gn_err, (gn_i64)((int)((unsigned int)(block) - (unsigned int)(1))), __gn_scanned_sums_n0, 0u)])));
+        out[gid] = ((int)((unsigned int)(out[gid]) + (unsigned int)(scanned_sums[gn_chk(__gn_err, (gn_i64)((int)(block - 1)), __gn_scanned_sums_n0, 0u)])));
     }
 }
 

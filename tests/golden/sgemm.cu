@@ -334,9 +334,9 @@ extern "C" __global__ void gn_sgemm_kernel(
 #line 31 "sgemm.py"
     ty = ((int)threadIdx.y);
 #line 32 "sgemm.py"
-    row = ((int)((unsigned int)(((int)((unsigned int)(((int)blockIdx.y)) * (unsigned int)(32)))) + (unsigned int)(ty)));
+    row = ((int)(((int)(((int)blockIdx.y) * 32)) + ty));
 #line 33 "sgemm.py"
-    col = ((int)((unsigned int)(((int)((unsigned int)(((int)blockIdx.x)) * (unsigned int)(32)))) + (unsigned int)(tx)));
+    col = ((int)(((int)(((int)blockIdx.x) * 32)) + tx));
 #line 34 "sgemm.py"
     n = __gn_a_n1;
 #line 35 "sgemm.py"
@@ -344,12 +344,12 @@ extern "C" __global__ void gn_sgemm_kernel(
 #line 36 "sgemm.py"
     {
         const long long __gn_stop0 = n;
-        for (long long __gn_i0 = 0LL; __gn_i0 < __gn_stop0; __gn_i0 = (__gn_i0 > __gn_stop0 - 32LL) ? __gn_stop0 : (long long)(__gn_i0 + 32LL)) {
+        for (long long __gn_i0 = 0LL; __gn_i0 < __gn_stop0; __gn_i0 += 32LL) {
             t = (long long)__gn_i0;
 #line 37 "sgemm.py"
             if (((((long long)(row)) < __gn_a_n0) && (((long long)((unsigned long long)(t) + (unsigned long long)(((long long)(tx))))) < n))) {
 #line 38 "sgemm.py"
-                tile_a[ty * 32 + tx] = a[(gn_i64)row * __gn_a_n1 + ((long long)((unsigned long long)(t) + (unsigned long long)(((long long)(tx)))))];
+                tile_a[ty * 32 + tx] = a[(gn_i64)row * __gn_a_n1 + ((long long)(t + ((long long)(tx))))];
             } else {
 #line 40 "sgemm.py"
                 tile_a[ty * 32 + tx] = 0.0f;
@@ -357,7 +357,7 @@ extern "C" __global__ void gn_sgemm_kernel(
 #line 41 "sgemm.py"
             if (((((long long)((unsigned long long)(t) + (unsigned long long)(((long long)(ty))))) < __gn_b_n0) && (((long long)(col)) < __gn_b_n1))) {
 #line 42 "sgemm.py"
-                tile_b[ty * 32 + tx] = b[((long long)((unsigned long long)(t) + (unsigned long long)(((long long)(ty))))) * __gn_b_n1 + (gn_i64)col];
+                tile_b[ty * 32 + tx] = b[((long long)(t + ((long long)(ty)))) * __gn_b_n1 + (gn_i64)col];
             } else {
 #line 44 "sgemm.py"
                 tile_b[ty * 32 + tx] = 0.0f;

@@ -335,7 +335,7 @@ extern "C" __global__ void gn_softmax_kernel(
 #line 36 "softmax.py"
     {
         const long long __gn_stop0 = cols;
-        for (long long __gn_i0 = ((long long)(tid)); __gn_i0 < __gn_stop0; __gn_i0 = (__gn_i0 > __gn_stop0 - 256LL) ? __gn_stop0 : (long long)(__gn_i0 + 256LL)) {
+        for (long long __gn_i0 = ((long long)(tid)); __gn_i0 < __gn_stop0; __gn_i0 += 256LL) {
             j = (long long)__gn_i0;
 #line 37 "softmax.py"
             m = gn_max<float>(m, x[gn_chk(__gn_err, (gn_i64)row, __gn_x_n0, 1u) * __gn_x_n1 + j]);
@@ -368,7 +368,7 @@ extern "C" __global__ void gn_softmax_kernel(
 #line 50 "softmax.py"
     {
         const long long __gn_stop1 = cols;
-        for (long long __gn_i1 = ((long long)(tid)); __gn_i1 < __gn_stop1; __gn_i1 = (__gn_i1 > __gn_stop1 - 256LL) ? __gn_stop1 : (long long)(__gn_i1 + 256LL)) {
+        for (long long __gn_i1 = ((long long)(tid)); __gn_i1 < __gn_stop1; __gn_i1 += 256LL) {
             j = (long long)__gn_i1;
 #line 51 "softmax.py"
             total = (total + expf((x[gn_chk(__gn_err, (gn_i64)row, __gn_x_n0, 3u) * __gn_x_n1 + j] - m)));
@@ -397,7 +397,7 @@ extern "C" __global__ void gn_softmax_kernel(
 #line 61 "softmax.py"
     {
         const long long __gn_stop2 = cols;
-        for (long long __gn_i2 = ((long long)(tid)); __gn_i2 < __gn_stop2; __gn_i2 = (__gn_i2 > __gn_stop2 - 256LL) ? __gn_stop2 : (long long)(__gn_i2 + 256LL)) {
+        for (long long __gn_i2 = ((long long)(tid)); __gn_i2 < __gn_stop2; __gn_i2 += 256LL) {
             j = (long long)__gn_i2;
 #line 62 "softmax.py"
             y[gn_at2(__gn_err, (gn_i64)row, __gn_y_n0, 6u, j, __gn_y_n1, 7u)] = (expf((x[gn_chk(__gn_err, (gn_i64)row, __gn_x_n0, 5u) * __gn_x_n1 + j] - m)) / total);

@@ -328,9 +328,9 @@ extern "C" __global__ void gn_transpose_kernel(
 #line 30 "transpose.py"
     ty = ((int)threadIdx.y);
 #line 31 "transpose.py"
-    x = ((int)((unsigned int)(((int)((unsigned int)(((int)blockIdx.x)) * (unsigned int)(32)))) + (unsigned int)(tx)));
+    x = ((int)(((int)(((int)blockIdx.x) * 32)) + tx));
 #line 32 "transpose.py"
-    y = ((int)((unsigned int)(((int)((unsigned int)(((int)blockIdx.y)) * (unsigned int)(32)))) + (unsigned int)(ty)));
+    y = ((int)(((int)(((int)blockIdx.y) * 32)) + ty));
 #line 33 "transpose.py"
     if (((((long long)(y)) < __gn_src_n0) && (((long long)(x)) < __gn_src_n1))) {
 #line 34 "transpose.py"
@@ -339,9 +339,9 @@ extern "C" __global__ void gn_transpose_kernel(
 #line 35 "transpose.py"
     __syncthreads();
 #line 36 "transpose.py"
-    out_x = ((int)((unsigned int)(((int)((unsigned int)(((int)blockIdx.y)) * (unsigned int)(32)))) + (unsigned int)(tx)));
+    out_x = ((int)(((int)(((int)blockIdx.y) * 32)) + tx));
 #line 37 "transpose.py"
-    out_y = ((int)((unsigned int)(((int)((unsigned int)(((int)blockIdx.x)) * (unsigned int)(32)))) + (unsigned int)(ty)));
+    out_y = ((int)(((int)(((int)blockIdx.x) * 32)) + ty));
 #line 38 "transpose.py"
     if (((((long long)(out_y)) < __gn_dst_n0) && (((long long)(out_x)) < __gn_dst_n1))) {
 #line 39 "transpose.py"
