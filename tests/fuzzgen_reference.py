@@ -514,7 +514,9 @@ class Lane:
             return x
         if e.ty in INTS:
             return V(wrap(abs(x.v), e.ty), x.e)
-        return V(abs(x.v), x.e)
+        # abs(x * x) + c may still be contracted to fma(x, x, c): the compiler knows x * x >= 0
+        # and drops the abs (fuzz seed 8730).
+        return V(abs(x.v), x.e, x.p)
 
     def e_Round(self, e: Round) -> V:
         x = self.eval(e.operand)

@@ -69,8 +69,6 @@ _ASM_REPLACEMENTS = [
 # PTX-only specialisations: the generic templates above them have the same meaning.
 _ASM_BLOCKS = [
     (r"#define GN_SELECT_MINMAX\(", r"#undef GN_SELECT_MINMAX\n"),
-    (r"template <> __device__ __forceinline__ float gn_min<float>",
-     r"/\* abs with wraparound"),
     (r"template <> __device__ __forceinline__ int gn_iabs<int>", r"\n\n"),
 ]
 

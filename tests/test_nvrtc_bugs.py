@@ -7,9 +7,15 @@
 * Both NVVM and ptxas treat an integer abs (even PTX ``abs.s32``) as non-negative, so
   ``min(0, abs(INT_MIN))`` became 0 and ``abs(INT_MIN) // 3`` lost its floor correction (seeds
   530, 3080, 3404).  abs is spelled as a PTX negate-and-select instead.
+* ptxas takes ``fabs(x)``, ``x*x`` and ``exp2(x)`` to be non-negative although they may be NaN, and
+  folds ``max(-5.0, fabs(x))`` to ``fabs(x)`` and ``min(exp2(x), -3.0)`` to -3.0 (seeds 443,
+  9984, 10215, 14661; right with ``--ptxas-options=-O0``).  Float min and max compare the bit
+  patterns as integers instead.
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 import pytest
@@ -66,6 +72,87 @@ def abs_uses(a: CUDASlice[i32], b: CUDASlice[i64], o: CUDASliceMut2D[i32],
     p[i, 1] = max(abs(b[i]), 3)
     p[i, 2] = abs(b[i]) // 3
 """
+
+
+FLOAT_SOURCE = """
+import math
+from gpu_native import gpu_kernel, Kernel1D, CUDASlice, CUDASliceMut2D, FlatLayout1D, f32, f64
+
+@gpu_kernel(Kernel1D)
+def float_minmax(a: CUDASlice[f32], b: CUDASlice[f32], o: CUDASliceMut2D[f32],
+                 d: CUDASliceMut2D[f64]):
+    i = FlatLayout1D.uid()
+    o[i, 0] = min(a[i], b[i])
+    o[i, 1] = max(a[i], b[i])
+    o[i, 2] = min(abs(a[i]), f32(-3.0))
+    o[i, 3] = max(f32(-5.0), abs(a[i]))
+    o[i, 4] = max(f32(-36.0), a[i] * a[i])
+    o[i, 5] = min(math.exp2(a[i]), f32(-3.0))
+    d[i, 0] = min(f64(a[i]), f64(b[i]))
+    d[i, 1] = max(f64(a[i]), f64(b[i]))
+    d[i, 2] = max(f64(-5.0), abs(f64(a[i])))
+"""
+SPECIAL = [math.nan, -math.nan, math.inf, -math.inf, 0.0, -0.0, 1.5, -1.5, 3.0, -3.0, 1e-45,
+           -1e-45, 3.4e38, -3.4e38]
+
+
+def _float_cases():
+    a = np.array([x for x in SPECIAL for _ in SPECIAL], np.float32)
+    b = np.array([y for _ in SPECIAL for y in SPECIAL], np.float32)
+    return a, b
+
+
+def _float_reference(a, b):
+    """Python's min/max (the first argument unless the other compares strictly less/greater)."""
+    def pymin(x, y):
+        return y if y < x else x
+
+    def pymax(x, y):
+        return y if y > x else x
+
+    f32 = np.float32
+    o = [[pymin(x, y), pymax(x, y), pymin(abs(x), f32(-3.0)), pymax(f32(-5.0), abs(x)),
+          pymax(f32(-36.0), x * x), pymin(np.exp2(x), f32(-3.0))] for x, y in zip(a, b)]
+    d = [[pymin(float(x), float(y)), pymax(float(x), float(y)), pymax(-5.0, abs(float(x)))]
+         for x, y in zip(a, b)]
+    return np.array(o, np.float32), np.array(d, np.float64)
+
+
+def _same(got, want):
+    """Equal as bit patterns, any NaN matching any NaN (the sign of a NaN is not portable)."""
+    nan = np.isnan(want)
+    return np.array_equal(np.isnan(got), nan) and np.array_equal(
+        got[~nan].view(np.uint8), want[~nan].view(np.uint8))
+
+
+@pytest.mark.parametrize("where", ["sim", "host", pytest.param("cuda", marks=pytest.mark.gpu)])
+def test_float_min_and_max_keep_nan_and_argument_order(kernel_module, where):
+    import host_cuda
+
+    from gpu_native.runtime.backend import use
+
+    if where == "host" and host_cuda.compiler() is None:
+        pytest.skip("needs a host C++ compiler")
+    k = kernel_module(FLOAT_SOURCE).float_minmax
+    a, b = _float_cases()
+    n = len(a)
+    want_o, want_d = _float_reference(a, b)
+    if where == "host":
+        (variant,) = k.variants.values()
+        o, d = np.full((n, 6), 7.0, np.float32), np.full((n, 3), 7.0, np.float64)
+        _exited, _record, undefined = host_cuda.launch(variant.cuda, variant.symbol,
+                                                       [a, b, o, d], 1, n)
+        assert not undefined
+    else:
+        with use(where):
+            go, gd = gn.to_device(np.full((n, 6), 7.0, np.float32)), gn.to_device(
+                np.full((n, 3), 7.0, np.float64))
+            k.launch(gn.GridDim1D(1), gn.BlockDim1D(n))(gn.to_device(a), gn.to_device(b), go, gd)
+            o, d = go.to_host(), gd.to_host()
+    for col in range(6):
+        assert _same(o[:, col], want_o[:, col]), (col, a[o[:, col] != want_o[:, col]])
+    for col in range(3):
+        assert _same(d[:, col], want_d[:, col]), col
 
 
 @pytest.fixture

@@ -198,20 +198,38 @@ GN_SELECT_MINMAX(signed char, int, "gt.s32", gn_max)
 GN_SELECT_MINMAX(unsigned char, unsigned int, "lt.u32", gn_min)
 GN_SELECT_MINMAX(unsigned char, unsigned int, "gt.u32", gn_max)
 #undef GN_SELECT_MINMAX
-/* Floats too: the optimiser may otherwise turn the select into fmin/fmax, which do not keep the
-   argument order for -0.0/+0.0 that Python's min/max keep (fuzz seed 1403 on NVRTC 13.0). */
+/* Floats compare on their bit patterns.  As a float select the optimiser may turn min/max into
+   fmin/fmax, which do not keep the argument order for -0.0/+0.0 (fuzz seed 1403), and ptxas
+   (NVRTC 13.0, sm_90) takes fabs(x), x*x and exp2(x) to be >= 0 although they may be NaN: it
+   folds max(-5.0, fabs(x)) to fabs(x) and min(exp2(x), -3.0) to -3.0 (fuzz seeds 443, 9984,
+   10215, 14661).  Integer operations on the bits carry none of those assumptions.
+   gn_ieee_lt(b, a) is IEEE b < a: false when either is NaN or both are zeros. */
+__device__ __forceinline__ bool gn_ieee_lt(float b, float a) {
+    const unsigned int ua = (unsigned int)__float_as_int(a), ub = (unsigned int)__float_as_int(b);
+    const unsigned int ma = ua & 0x7fffffffu, mb = ub & 0x7fffffffu;
+    const bool unordered = (ma > 0x7f800000u) | (mb > 0x7f800000u) | ((ma | mb) == 0u);
+    /* Negative values: flip the magnitude bits so that signed integer order is float order. */
+    const int ka = (int)(ua ^ ((unsigned int)((int)ua >> 31) >> 1));
+    const int kb = (int)(ub ^ ((unsigned int)((int)ub >> 31) >> 1));
+    return !unordered & (kb < ka);
+}
+__device__ __forceinline__ bool gn_ieee_lt(double b, double a) {
+    const gn_u64 ua = (gn_u64)__double_as_longlong(a), ub = (gn_u64)__double_as_longlong(b);
+    const gn_u64 ma = ua & 0x7fffffffffffffffull, mb = ub & 0x7fffffffffffffffull;
+    const bool unordered = (ma > 0x7ff0000000000000ull) | (mb > 0x7ff0000000000000ull) |
+                           ((ma | mb) == 0ull);
+    const gn_i64 ka = (gn_i64)(ua ^ ((gn_u64)((gn_i64)ua >> 63) >> 1));
+    const gn_i64 kb = (gn_i64)(ub ^ ((gn_u64)((gn_i64)ub >> 63) >> 1));
+    return !unordered & (kb < ka);
+}
 template <> __device__ __forceinline__ float gn_min<float>(float a, float b) {
-    float r; asm("{ .reg .pred p; setp.lt.f32 p, %2, %1; selp.f32 %0, %2, %1, p; }"
-                 : "=f"(r) : "f"(a), "f"(b)); return r; }
+    return gn_ieee_lt(b, a) ? b : a; }
 template <> __device__ __forceinline__ float gn_max<float>(float a, float b) {
-    float r; asm("{ .reg .pred p; setp.gt.f32 p, %2, %1; selp.f32 %0, %2, %1, p; }"
-                 : "=f"(r) : "f"(a), "f"(b)); return r; }
+    return gn_ieee_lt(a, b) ? b : a; }
 template <> __device__ __forceinline__ double gn_min<double>(double a, double b) {
-    double r; asm("{ .reg .pred p; setp.lt.f64 p, %2, %1; selp.f64 %0, %2, %1, p; }"
-                  : "=d"(r) : "d"(a), "d"(b)); return r; }
+    return gn_ieee_lt(b, a) ? b : a; }
 template <> __device__ __forceinline__ double gn_max<double>(double a, double b) {
-    double r; asm("{ .reg .pred p; setp.gt.f64 p, %2, %1; selp.f64 %0, %2, %1, p; }"
-                  : "=d"(r) : "d"(a), "d"(b)); return r; }
+    return gn_ieee_lt(a, b) ? b : a; }
 /* abs with wraparound: abs(INT_MIN) is INT_MIN.  Spelled as a PTX negate-and-select: both the
    C++ optimiser and ptxas (NVRTC 13.0) treat an abs, even PTX abs.s32, as non-negative, and then
    fold min(0, abs(x)) to 0 or drop a floor-division correction (fuzz seeds 530, 3080, 3404). */
