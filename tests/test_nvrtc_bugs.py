@@ -10,7 +10,14 @@
 * ptxas takes ``fabs(x)``, ``x*x`` and ``exp2(x)`` to be non-negative although they may be NaN, and
   folds ``max(-5.0, fabs(x))`` to ``fabs(x)`` and ``min(exp2(x), -3.0)`` to -3.0 (seeds 443,
   9984, 10215, 14661; right with ``--ptxas-options=-O0``).  Float min and max compare the bit
-  patterns as integers instead.
+  patterns as integers instead.  For the same reason ``fabs(x) > -1.0`` was folded to true for a
+  NaN (seed 2638): a float ``x > c`` or ``x >= c`` against a constant ``c <= 0`` also tests
+  that ``x`` is not NaN on its bits.
+
+Open, not worked around (each reproduced on the H200; the fuzzer's findings that remain):
+``(b ** 2) / 8 + c`` reassociated so that an infinity becomes 2**125 (seed 2508, ptxas);
+``1 % (m if m != 0 else 1)`` with ``m = max(x, 0)`` reports a division by zero (seed 3534, ptxas);
+seeds 12273, 15723, 18127 are right with ``-G`` only (NVVM) and are not yet reduced.
 """
 
 from __future__ import annotations
@@ -88,9 +95,13 @@ def float_minmax(a: CUDASlice[f32], b: CUDASlice[f32], o: CUDASliceMut2D[f32],
     o[i, 3] = max(f32(-5.0), abs(a[i]))
     o[i, 4] = max(f32(-36.0), a[i] * a[i])
     o[i, 5] = min(math.exp2(a[i]), f32(-3.0))
+    o[i, 6] = f32(1.0) if abs(a[i]) > f32(-1.0) else f32(0.0)
+    o[i, 7] = f32(1.0) if a[i] * a[i] >= f32(0.0) else f32(0.0)
+    o[i, 8] = f32(1.0) if f32(-3.0) < math.exp2(a[i]) else f32(0.0)
     d[i, 0] = min(f64(a[i]), f64(b[i]))
     d[i, 1] = max(f64(a[i]), f64(b[i]))
     d[i, 2] = max(f64(-5.0), abs(f64(a[i])))
+    d[i, 3] = 1.0 if abs(f64(a[i])) >= -0.0 else 0.0
 """
 SPECIAL = [math.nan, -math.nan, math.inf, -math.inf, 0.0, -0.0, 1.5, -1.5, 3.0, -3.0, 1e-45,
            -1e-45, 3.4e38, -3.4e38]
@@ -112,9 +123,10 @@ def _float_reference(a, b):
 
     f32 = np.float32
     o = [[pymin(x, y), pymax(x, y), pymin(abs(x), f32(-3.0)), pymax(f32(-5.0), abs(x)),
-          pymax(f32(-36.0), x * x), pymin(np.exp2(x), f32(-3.0))] for x, y in zip(a, b)]
-    d = [[pymin(float(x), float(y)), pymax(float(x), float(y)), pymax(-5.0, abs(float(x)))]
-         for x, y in zip(a, b)]
+          pymax(f32(-36.0), x * x), pymin(np.exp2(x), f32(-3.0)), float(abs(x) > -1.0),
+          float(x * x >= 0.0), float(np.exp2(x) > -3.0)] for x, y in zip(a, b)]
+    d = [[pymin(float(x), float(y)), pymax(float(x), float(y)), pymax(-5.0, abs(float(x))),
+          float(abs(float(x)) >= -0.0)] for x, y in zip(a, b)]
     return np.array(o, np.float32), np.array(d, np.float64)
 
 
@@ -126,7 +138,7 @@ def _same(got, want):
 
 
 @pytest.mark.parametrize("where", ["sim", "host", pytest.param("cuda", marks=pytest.mark.gpu)])
-def test_float_min_and_max_keep_nan_and_argument_order(kernel_module, where):
+def test_float_min_max_and_compares_keep_nan_and_argument_order(kernel_module, where):
     import host_cuda
 
     from gpu_native.runtime.backend import use
@@ -139,19 +151,19 @@ def test_float_min_and_max_keep_nan_and_argument_order(kernel_module, where):
     want_o, want_d = _float_reference(a, b)
     if where == "host":
         (variant,) = k.variants.values()
-        o, d = np.full((n, 6), 7.0, np.float32), np.full((n, 3), 7.0, np.float64)
+        o, d = np.full((n, 9), 7.0, np.float32), np.full((n, 4), 7.0, np.float64)
         _exited, _record, undefined = host_cuda.launch(variant.cuda, variant.symbol,
                                                        [a, b, o, d], 1, n)
         assert not undefined
     else:
         with use(where):
-            go, gd = gn.to_device(np.full((n, 6), 7.0, np.float32)), gn.to_device(
-                np.full((n, 3), 7.0, np.float64))
+            go, gd = gn.to_device(np.full((n, 9), 7.0, np.float32)), gn.to_device(
+                np.full((n, 4), 7.0, np.float64))
             k.launch(gn.GridDim1D(1), gn.BlockDim1D(n))(gn.to_device(a), gn.to_device(b), go, gd)
             o, d = go.to_host(), gd.to_host()
-    for col in range(6):
+    for col in range(9):
         assert _same(o[:, col], want_o[:, col]), (col, a[o[:, col] != want_o[:, col]])
-    for col in range(3):
+    for col in range(4):
         assert _same(d[:, col], want_d[:, col]), col
 
 

@@ -2,7 +2,8 @@
 
 Each measurement is the wall time of a fresh ``python`` process (median of several), from exec to
 exit, running: nothing (interpreter start), ``import numpy``, and "add two 1000-element vectors
-on the GPU and read the result back" with gpu_native (cold: empty artifact cache and no rewritten
+on the GPU and read the result back" with raw ``cuda.bindings`` and a cubin already on disk (the
+floor that CUDA itself sets: driver start, context, module load, process teardown), with gpu_native (cold: empty artifact cache and no rewritten
 bytecode; warm: both populated), Numba-CUDA, Triton and CuPy (each cold, with an empty cache of
 its own).
 
@@ -84,6 +85,65 @@ assert float(c[3].get()) == 4.0
 '''
 
 
+# The floor under any Python tool: the same work with nothing but cuda.bindings and a cubin that is
+# already on disk (no transpiler, no compiler, no argument checks).  Its own phases are printed.
+RAW_MAIN = '''\
+import time
+t = [time.perf_counter()]
+import numpy as np
+from cuda.bindings import driver as cu
+t.append(time.perf_counter())
+def ok(r):
+    assert int(r[0]) == 0, r
+    return r[1] if len(r) == 2 else None
+ok(cu.cuInit(0)); dev = ok(cu.cuDeviceGet(0)); t.append(time.perf_counter())
+ctx = ok(cu.cuDevicePrimaryCtxRetain(dev)); ok(cu.cuCtxSetCurrent(ctx)); t.append(time.perf_counter())
+mod = ok(cu.cuModuleLoadData(open("raw_add.cubin", "rb").read()))
+fn = ok(cu.cuModuleGetFunction(mod, b"add"))
+n = 1000
+a, b, c = (ok(cu.cuMemAlloc(4 * n)) for _ in range(3))
+ha, hb = np.arange(n, dtype=np.float32), np.ones(n, np.float32)
+ok(cu.cuMemcpyHtoD(a, ha.ctypes.data, 4 * n)); ok(cu.cuMemcpyHtoD(b, hb.ctypes.data, 4 * n))
+t.append(time.perf_counter())
+args = (np.array([int(a)], np.uint64), np.array([int(b)], np.uint64), np.array([int(c)], np.uint64),
+        np.array([n], np.int32))
+ptrs = np.array([x.ctypes.data for x in args], np.uint64)
+ok(cu.cuLaunchKernel(fn, 8, 1, 1, 128, 1, 1, 0, 0, ptrs.ctypes.data, 0))
+hc = np.empty(n, np.float32)
+ok(cu.cuMemcpyDtoH(hc.ctypes.data, c, 4 * n))
+assert hc[3] == 4.0
+t.append(time.perf_counter())
+names = ["import numpy and cuda.bindings", "cuInit", "primary context", "load cubin, allocate, copy in",
+         "launch and copy out"]
+print(" ".join(f"{n}={1000 * (t[i + 1] - t[i]):.1f}ms" for i, n in enumerate(names)))
+'''
+
+RAW_SOURCE = (b'extern "C" __global__ void add(const float* a, const float* b, float* c, int n) {'
+              b" int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) c[i] = a[i] + b[i]; }")
+
+
+def write_raw_cubin(path: Path) -> None:
+    """Compile the floor's kernel with NVRTC for this GPU (outside any timed process)."""
+    from cuda.bindings import driver as cu
+    from cuda.bindings import nvrtc
+
+    cu.cuInit(0)
+    _, dev = cu.cuDeviceGet(0)
+    _, major = cu.cuDeviceGetAttribute(
+        cu.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev)
+    _, minor = cu.cuDeviceGetAttribute(
+        cu.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev)
+    _, prog = nvrtc.nvrtcCreateProgram(RAW_SOURCE, b"add.cu", 0, [], [])
+    opts = [f"--gpu-architecture=sm_{major}{minor}".encode()]
+    (err,) = nvrtc.nvrtcCompileProgram(prog, len(opts), opts)
+    if int(err) != 0:
+        raise RuntimeError(f"NVRTC failed on the floor kernel: {err}")
+    _, size = nvrtc.nvrtcGetCUBINSize(prog)
+    cubin = b" " * size
+    nvrtc.nvrtcGetCUBIN(prog, cubin)
+    path.write_bytes(cubin)
+
+
 BREAKDOWN = '''\
 import time
 t = [time.perf_counter()]
@@ -146,6 +206,11 @@ def main(argv=None) -> int:
 
     results["gpu_native seed, cold"] = median_of(SEED_MAIN, env, cold_state)
     results["gpu_native seed, warm"] = median_of(SEED_MAIN, env)
+    write_raw_cubin(work / "raw_add.cubin")
+    results["floor: raw cuda.bindings, cubin on disk"] = median_of(RAW_MAIN, base_env)
+    raw_phases = subprocess.run([sys.executable, "-c", RAW_MAIN], env=base_env, cwd=str(work),
+                                capture_output=True, text=True, timeout=300)
+    print("floor process, phase by phase:", raw_phases.stdout.strip() or raw_phases.stderr[-500:])
     phases = subprocess.run([sys.executable, "-c", BREAKDOWN], env=env, cwd=str(work),
                             capture_output=True, text=True, timeout=300)
     print("warm process, phase by phase:", phases.stdout.strip() or phases.stderr[-500:])
@@ -178,8 +243,11 @@ def main(argv=None) -> int:
         print(f"  {name}: {note}")
     cold = results["gpu_native seed, cold"] - start
     warm = results["gpu_native seed, warm"] - numpy_t
+    floor = results["floor: raw cuda.bindings, cubin on disk"] - numpy_t
     print(f"\ncold above interpreter start: {cold:.3f} s (goal <= 0.5 s); "
-          f"warm above `import numpy`: {warm * 1000:.0f} ms (goal <= 50 ms)")
+          f"warm above `import numpy`: {warm * 1000:.0f} ms (goal <= 50 ms); "
+          f"the raw-driver floor is {floor * 1000:.0f} ms above `import numpy`, so gpu_native's own "
+          f"warm cost is {(warm - floor) * 1000:.0f} ms")
     if args.json:
         Path(args.json).write_text(json.dumps({"results_s": results, "notes": notes}, indent=2))
     shutil.rmtree(work, ignore_errors=True)

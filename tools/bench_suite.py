@@ -536,9 +536,9 @@ def startup_table(numba_pythonpath: str | None) -> tuple[str, dict]:
         lines.append(f"| {name} | {t:.3f} | {t - start:.3f} | {t - numpy_t:.3f} |")
     for name, note in data.get("notes", {}).items():
         lines.append(f"\n{name}: {note}")
-    phases = [line for line in proc.stdout.splitlines() if line.startswith("warm process")]
-    if phases:
-        lines.append("\n" + phases[0])
+    for line in proc.stdout.splitlines():
+        if line.startswith(("warm process", "floor process", "cold above")):
+            lines.append("\n" + line)
     return "\n".join(lines), data
 
 

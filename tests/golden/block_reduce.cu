@@ -230,6 +230,16 @@ template <> __device__ __forceinline__ double gn_min<double>(double a, double b)
     return gn_ieee_lt(b, a) ? b : a; }
 template <> __device__ __forceinline__ double gn_max<double>(double a, double b) {
     return gn_ieee_lt(a, b) ? b : a; }
+/* x > c and x >= c against a constant c <= 0, for the same ptxas assumption: the compare may be
+   folded to true, so the NaN test is made on the bits (fuzz seed 2638). */
+__device__ __forceinline__ bool gn_not_nan(float x) {
+    return ((unsigned int)__float_as_int(x) & 0x7fffffffu) <= 0x7f800000u; }
+__device__ __forceinline__ bool gn_not_nan(double x) {
+    return ((gn_u64)__double_as_longlong(x) & 0x7fffffffffffffffull) <= 0x7ff0000000000000ull; }
+template <typename T> __device__ __forceinline__ bool gn_gt_ord(T x, T c) {
+    return (x > c) & gn_not_nan(x); }
+template <typename T> __device__ __forceinline__ bool gn_ge_ord(T x, T c) {
+    return (x >= c) & gn_not_nan(x); }
 /* abs with wraparound: abs(INT_MIN) is INT_MIN.  Spelled as a PTX negate-and-select: both the
    C++ optimiser and ptxas (NVRTC 13.0) treat an abs, even PTX abs.s32, as non-negative, and then
    fold min(0, abs(x)) to 0 or drop a floor-division correction (fuzz seeds 530, 3080, 3404). */
