@@ -83,7 +83,8 @@ def abs_uses(a: CUDASlice[i32], b: CUDASlice[i64], o: CUDASliceMut2D[i32],
 
 FLOAT_SOURCE = """
 import math
-from gpu_native import gpu_kernel, Kernel1D, CUDASlice, CUDASliceMut2D, FlatLayout1D, f32, f64
+from gpu_native import (gpu_kernel, Kernel1D, CUDASlice, CUDASliceMut2D, FlatLayout1D, f32, f64,
+                        i32)
 
 @gpu_kernel(Kernel1D)
 def float_minmax(a: CUDASlice[f32], b: CUDASlice[f32], o: CUDASliceMut2D[f32],
@@ -98,6 +99,7 @@ def float_minmax(a: CUDASlice[f32], b: CUDASlice[f32], o: CUDASliceMut2D[f32],
     o[i, 6] = f32(1.0) if abs(a[i]) > f32(-1.0) else f32(0.0)
     o[i, 7] = f32(1.0) if a[i] * a[i] >= f32(0.0) else f32(0.0)
     o[i, 8] = f32(1.0) if f32(-3.0) < math.exp2(a[i]) else f32(0.0)
+    o[i, 9] = f32(1.0) if abs(a[i]) > abs(i32(-5)) * f32(-1.0) else f32(0.0)
     d[i, 0] = min(f64(a[i]), f64(b[i]))
     d[i, 1] = max(f64(a[i]), f64(b[i]))
     d[i, 2] = max(f64(-5.0), abs(f64(a[i])))
@@ -124,7 +126,8 @@ def _float_reference(a, b):
     f32 = np.float32
     o = [[pymin(x, y), pymax(x, y), pymin(abs(x), f32(-3.0)), pymax(f32(-5.0), abs(x)),
           pymax(f32(-36.0), x * x), pymin(np.exp2(x), f32(-3.0)), float(abs(x) > -1.0),
-          float(x * x >= 0.0), float(np.exp2(x) > -3.0)] for x, y in zip(a, b)]
+          float(x * x >= 0.0), float(np.exp2(x) > -3.0),
+          float(abs(x) > -5.0)] for x, y in zip(a, b)]
     d = [[pymin(float(x), float(y)), pymax(float(x), float(y)), pymax(-5.0, abs(float(x))),
           float(abs(float(x)) >= -0.0)] for x, y in zip(a, b)]
     return np.array(o, np.float32), np.array(d, np.float64)
@@ -151,17 +154,17 @@ def test_float_min_max_and_compares_keep_nan_and_argument_order(kernel_module, w
     want_o, want_d = _float_reference(a, b)
     if where == "host":
         (variant,) = k.variants.values()
-        o, d = np.full((n, 9), 7.0, np.float32), np.full((n, 4), 7.0, np.float64)
+        o, d = np.full((n, 10), 7.0, np.float32), np.full((n, 4), 7.0, np.float64)
         _exited, _record, undefined = host_cuda.launch(variant.cuda, variant.symbol,
                                                        [a, b, o, d], 1, n)
         assert not undefined
     else:
         with use(where):
-            go, gd = gn.to_device(np.full((n, 9), 7.0, np.float32)), gn.to_device(
+            go, gd = gn.to_device(np.full((n, 10), 7.0, np.float32)), gn.to_device(
                 np.full((n, 4), 7.0, np.float64))
             k.launch(gn.GridDim1D(1), gn.BlockDim1D(n))(gn.to_device(a), gn.to_device(b), go, gd)
             o, d = go.to_host(), gd.to_host()
-    for col in range(9):
+    for col in range(10):
         assert _same(o[:, col], want_o[:, col]), (col, a[o[:, col] != want_o[:, col]])
     for col in range(4):
         assert _same(d[:, col], want_d[:, col]), col

@@ -9,6 +9,7 @@ __restrict__`` when read-only, which keeps loads on the read-only data path); se
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -26,9 +27,21 @@ _UNSIGNED = {"int": "unsigned int", "long long": "unsigned long long"}
 
 
 def _nonpositive(e: ir.Expr) -> bool:
-    """A float constant <= 0 (-0.0 included)."""
-    return (isinstance(e, ir.Const) and isinstance(e.value, (int, float))
-            and not isinstance(e.value, bool) and e.value <= 0)
+    """A constant that may be <= 0 (-0.0 included): a literal <= 0, or any expression of literals
+    alone (``abs(-5) * -1.0``), which the device compiler folds but we do not evaluate."""
+    if isinstance(e, ir.Const):
+        return not isinstance(e.value, bool) and e.value <= 0
+    return _constant(e)
+
+
+def _constant(e: ir.Expr) -> bool:
+    if isinstance(e, ir.Const):
+        return True
+    if not isinstance(e, (ir.BinOp, ir.UnaryOp, ir.Cast, ir.MathCall)):
+        return False
+    children = [getattr(e, f.name) for f in dataclasses.fields(e)]
+    flat = [c for x in children for c in (x if isinstance(x, tuple) else (x,))]
+    return all(_constant(c) for c in flat if isinstance(c, ir.Expr))
 
 _MATH_F32 = {
     "sqrt": "sqrtf", "exp": "expf", "exp2": "exp2f", "expm1": "expm1f", "log": "logf",
