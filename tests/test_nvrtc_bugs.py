@@ -218,3 +218,56 @@ def test_three_way_min_and_max_with_a_negated_operand(kernels, backend):
         gn.to_device(a), gn.to_device(b), *outs)
     for got, want, name in zip(outs, _reference(a, b), ("lo", "hi", "ulo", "slo")):
         np.testing.assert_array_equal(got.to_host().astype(object), want, err_msg=name)
+
+
+OPEN_SOURCE = """
+from gpu_native import (gpu_kernel, Kernel1D, CUDASlice, CUDASliceMut, FlatLayout1D, f32, f64,
+                        i32)
+
+@gpu_kernel(Kernel1D)
+def mod_by_max(a: CUDASlice[i32], o: CUDASliceMut[i32]):
+    i = FlatLayout1D.uid()
+    o[i] = 1 % (max(a[i], 0, 0) if (max(a[i], 0, 0) != 0) else 1)
+
+@gpu_kernel(Kernel1D)
+def square_over_eight(b: CUDASlice[f32], o: CUDASliceMut[f64]):
+    i = FlatLayout1D.uid()
+    o[i] = -(((b[i] ** 2) / f32(8)) + f64(43.007294))
+"""
+
+
+
+def _open(reason):
+    """On the simulator the reference holds; on the GPU the open compiler bug shows."""
+    return pytest.mark.parametrize("where", ["sim", pytest.param(
+        "cuda", marks=[pytest.mark.gpu, pytest.mark.xfail(reason=reason, strict=False)])])
+
+
+@_open("ptxas (NVRTC 13.0, sm_90), fuzz seed 3534: the divisor `m if m != 0 else 1` with "
+       "m = max(x, 0, 0) is taken to be zero; not worked around")
+def test_open_modulo_by_a_guarded_max(kernel_module, where):
+    from gpu_native.runtime.backend import use
+
+    k = kernel_module(OPEN_SOURCE).mod_by_max
+    a = np.array([-5, 0, 1, 2, 3, 7, -2**31, 2**31 - 1] * 8, np.int32)
+    with use(where):
+        o = gn.to_device(np.full(len(a), 99, np.int32))
+        k.launch(gn.GridDim1D(1), gn.BlockDim1D(len(a)))(gn.to_device(a), o)
+        got = o.to_host().tolist()
+    assert got == [1 % (x if x > 0 else 1) for x in a.tolist()]
+
+
+@_open("ptxas (NVRTC 13.0, sm_90), fuzz seed 2508: b**2 / 8 in float32 is reassociated, so "
+       "b = 2**64 gives 2**125 instead of inf; not worked around")
+def test_open_float32_square_over_eight_overflows(kernel_module, where):
+    from gpu_native.runtime.backend import use
+
+    k = kernel_module(OPEN_SOURCE).square_over_eight
+    b = np.array([2.0**64, -2.0**64, 1.5, 3e38, 1e19, 2.0**63] * 8, np.float32)
+    with use(where):
+        o = gn.to_device(np.full(len(b), 7.0, np.float64))
+        k.launch(gn.GridDim1D(1), gn.BlockDim1D(len(b)))(gn.to_device(b), o)
+        got = o.to_host()
+    with np.errstate(over="ignore"):
+        want = -((b ** 2) / np.float32(8)).astype(np.float64) - 43.007294
+    np.testing.assert_array_equal(got, want)
