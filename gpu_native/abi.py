@@ -52,3 +52,10 @@ def kernel_id(module: str, symbol: str) -> int:
         h ^= byte
         h = (h * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
     return h
+
+# ---- the 32-bit index entry point ---------------------------------------------------------------
+# A kernel may also have ``<symbol>_i32`` (see gpu_native.emit.index32), computing its indices in
+# 32 bits.  The launcher runs it only when every array argument has at most this many elements
+# and grid * block stays within it along every axis; otherwise the main entry point.
+INDEX32_SUFFIX = "_i32"
+INDEX32_MAX_ELEMENTS = (1 << 31) - 1

@@ -18,6 +18,7 @@ from .check.program import CheckedKernel, Program
 from .check.scope import ModuleLocator
 from .emit.cuda import emit_kernel
 from .emit.host import LauncherParam, kernel_block
+from .emit.index32 import wants_index32
 from .emit.uid_stride import vector_plan
 from .frontend.parse import ModuleScan, has_gpu_decorators, scan_module
 
@@ -117,6 +118,8 @@ def _traits(kernel: ir.Kernel) -> tuple[str, ...]:
                   if getattr(t, name))
     if t.uid_only and vector_plan(kernel) is not None:
         names += ("uid_vector4",)
+    if wants_index32(kernel):
+        names += ("index32",)
     return names
 
 

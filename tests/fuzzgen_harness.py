@@ -79,8 +79,8 @@ def launch(module, kernel: fuzzgen.Kernel, inputs: dict[str, np.ndarray], backen
     import gpu_native as gn
     from gpu_native.runtime.backend import use
 
-    if backend == "host":
-        return _launch_host(module, kernel, inputs)
+    if backend in ("host", "host32"):
+        return _launch_host(module, kernel, inputs, index32=backend == "host32")
     initial = fuzzgen.initial_outputs(kernel)
     with use(backend):
         args = []
@@ -100,15 +100,28 @@ def launch(module, kernel: fuzzgen.Kernel, inputs: dict[str, np.ndarray], backen
     return outputs, error
 
 
-def _launch_host(module, kernel: fuzzgen.Kernel, inputs: dict[str, np.ndarray]):
+def _launch_host(module, kernel: fuzzgen.Kernel, inputs: dict[str, np.ndarray],
+                 index32: bool = False):
     import host_cuda
 
     initial = fuzzgen.initial_outputs(kernel)
     arrays = [np.ascontiguousarray(initial[name] if writable else inputs[name]).copy()
               for name, _t, writable in kernel.arrays()]
-    (variant,) = getattr(module, kernel.name).variants.values()
-    _exited, record, undefined = host_cuda.launch(variant.cuda, variant.symbol, arrays,
-                                                  kernel.grid, kernel.block)
+    fn = getattr(module, kernel.name)
+    (variant,) = fn.variants.values()
+    cuda, symbol = variant.cuda, variant.symbol
+    if index32:
+        # The 32-bit index entry point (gpu_native.emit.index32), emitted here too for the
+        # kernels the launcher runs over their logical uids instead.
+        from gpu_native import abi
+        from gpu_native.emit.index32 import emit_index32
+        from gpu_native.runtime.sim_backend import _ir_kernel
+
+        symbol += abi.INDEX32_SUFFIX
+        if f" {symbol}(" not in cuda:
+            cuda += emit_index32(_ir_kernel(fn, variant), "fuzz.py")
+    _exited, record, undefined = host_cuda.launch(cuda, symbol, arrays, kernel.grid,
+                                                  kernel.block)
     if undefined:
         return {}, "undefined behaviour in the generated C++: " + "; ".join(undefined[:3])
     error = None

@@ -238,6 +238,14 @@ def test_generated_cuda_compiled_for_the_host_matches_the_reference(workspace):
 
 
 @needs_cxx
+def test_the_32_bit_index_entry_point_compiled_for_the_host_matches_the_reference(workspace):
+    """``<symbol>_i32`` (gpu_native.emit.index32) on the same kinds of kernels: UBSan reports a
+    32-bit overflow the range analysis let through as undefined behaviour."""
+    fuzz(workspace, range(FIRST_SEED + 7000, FIRST_SEED + 7000 + HOST_CASES), ("host32",),
+         config=Config(max_statements=6))
+
+
+@needs_cxx
 @pytest.mark.parametrize("seed", [4516, 4039, 2678, 568, 12743, 12265, 11141])
 def test_fuzz_seeds_flagged_on_the_h200(workspace, seed):
     """Seeds the H200 runs flagged.  The GPU was right where the generator typed ``u32 // 1`` as

@@ -199,6 +199,21 @@ class Suite:
 
     # ---- block reduction ------------------------------------------------------------------------
 
+    def index64(self, bench: str, run, work, unit: str, check, iters=None) -> None:
+        """The same launch through the kernel's main, 64-bit index entry point (what
+        GPU_NATIVE_INDEX32=0 runs): how much the 32-bit index entry point gains."""
+        from gpu_native.runtime import kernel as K
+
+        K.INDEX32 = False
+        K.forget_launchers()
+        try:
+            ms = timed(run) if iters is None else timed(run, iters=iters, reps=2)
+        finally:
+            K.INDEX32 = True
+            K.forget_launchers()
+        self.add(bench, "gpu_native, 64-bit indices (GPU_NATIVE_INDEX32=0)", ms, work, unit,
+                 check())
+
     def block_reduce(self):
         import block_reduce as ex
 
@@ -220,6 +235,9 @@ class Suite:
         ms = timed(lambda: launch(gx, gpart))
         self.add(bench, "gpu_native (examples/block_reduce)", ms, work, "TB/s",
                  ok_sum(float(partial.double().sum())))
+        grid1, block1 = gn.GridDim1D(blocks), gn.BlockDim1D(ex.THREADS)
+        self.index64(bench, lambda: ex.block_sum_kernel.launch(grid1, block1)(gx, gpart), work,
+                     "TB/s", lambda: ok_sum(float(partial.double().sum())))
         un = unchecked("block_reduce")
         launch_un = un.block_sum_kernel.launch(gn.GridDim1D(blocks), gn.BlockDim1D(un.THREADS))
         ms = timed(lambda: launch_un(gx, gpart))
@@ -289,6 +307,7 @@ class Suite:
         ga, gb, gc = gn.to_device(a), gn.to_device(b), gn.to_device(c)
         ms = timed(lambda: ex.sgemm(ga, gb, gc), iters=10, reps=2)
         self.add(bench, "gpu_native (examples/sgemm, 32x32 tiles)", ms, work, "TFLOP/s", check())
+        self.index64(bench, lambda: ex.sgemm(ga, gb, gc), work, "TFLOP/s", check, iters=10)
         un = unchecked("sgemm")
         ms = timed(lambda: un.sgemm(ga, gb, gc), iters=10, reps=2)
         self.add(bench, "gpu_native, bounds_check=False", ms, work, "TFLOP/s", check())
@@ -336,6 +355,7 @@ class Suite:
         gsrc, gdst = gn.to_device(src), gn.to_device(dst)
         ms = timed(lambda: ex.transpose(gsrc, gdst))
         self.add(bench, "gpu_native (examples/transpose)", ms, work, "TB/s", check())
+        self.index64(bench, lambda: ex.transpose(gsrc, gdst), work, "TB/s", check)
         un = unchecked("transpose")
         ms = timed(lambda: un.transpose(gsrc, gdst))
         self.add(bench, "gpu_native, bounds_check=False", ms, work, "TB/s", check())
@@ -381,6 +401,8 @@ class Suite:
         launch = ex.heat_step.launch(grid, block)
         ms = timed(lambda: launch(gu, gout, alpha))
         self.add(bench, "gpu_native (examples/heat_stencil)", ms, work, "TB/s", check())
+        self.index64(bench, lambda: ex.heat_step.launch(grid, block)(gu, gout, alpha), work,
+                     "TB/s", check)
         un = unchecked("heat_stencil")
         launch_un = un.heat_step.launch(grid, block)
         ms = timed(lambda: launch_un(gu, gout, alpha))

@@ -171,6 +171,10 @@ class CudaEmitter:
         for fn in k.device_functions:
             out.append(self.device_function(fn))
         out.append(self.kernel_function())
+        from .index32 import emit_index32, wants_index32
+
+        if wants_index32(k):
+            out.append(emit_index32(k, self.file))
         if k.traits.uid_only:
             from .uid_stride import emit_uid_stride
 
@@ -209,9 +213,13 @@ class CudaEmitter:
         for var in locals_:
             # A loop variable nobody reads (`for _ in range(n)`) would draw a warning.
             unused = "" if id(var) in read else "[[maybe_unused]] "
-            self.line(f"{unused}{ctype(var.ty)} {cname(var)}{{}};")
+            self.line(f"{unused}{self.var_ctype(var)} {cname(var)}{{}};")
 
-    def kernel_function(self) -> str:
+    def var_ctype(self, var: ir.Var) -> str:
+        """The C++ type a local is declared with."""
+        return ctype(var.ty)
+
+    def kernel_function(self, symbol: str | None = None) -> str:
         k = self.kernel
         params = self.params(k.params, kernel=True)
         params.append("gn_error_record* __restrict__ __gn_err")
@@ -220,7 +228,8 @@ class CudaEmitter:
         self.last_line = -1
         self.declarations(k.locals, k.local_arrays, k.shared, k.body)
         self.block(k.body)
-        sig = f'extern "C" __global__ void {k.symbol}(\n    ' + ",\n    ".join(params) + ")"
+        sig = (f'extern "C" __global__ void {symbol or k.symbol}(\n    '
+               + ",\n    ".join(params) + ")")
         return sig + "\n{\n" + "\n".join(self.lines) + "\n}\n"
 
     def device_function(self, fn: ir.DeviceFunction) -> str:
@@ -296,11 +305,16 @@ class CudaEmitter:
             ct = vt.info.c_name
         else:
             ct = "gn_i64"
+        codes = self.loop32(s)
+        if codes is not None:
+            ct, fits = "int", True
+        else:
+            codes = (self.expr(s.start), self.expr(s.stop), self.expr(s.step))
+        start_code, stop_code, step_code = codes
         i, stop, step = f"__gn_i{n}", f"__gn_stop{n}", f"__gn_step{n}"
         self.line("{")
         self.indent += 1
-        self.line(f"const {ct} {stop} = {self.expr(s.stop)};")
-        step_code = self.expr(s.step)
+        self.line(f"const {ct} {stop} = {stop_code};")
         if s.step_sign == 0:
             self.line(f"const {ct} {step} = {step_code};")
             cond = f"({step} > 0 ? {i} < {stop} : {i} > {stop})"
@@ -315,14 +329,19 @@ class CudaEmitter:
                 past = ">" if s.step_sign > 0 else "<"
                 incr = (f"{i} = ({i} {past} {stop} - {step_code}) ? {stop} : "
                         f"({ct})({i} + {step_code})")
-        self.line(f"for ({ct} {i} = {self.expr(s.start)}; {cond}; {incr}) {{")
+        self.line(f"for ({ct} {i} = {start_code}; {cond}; {incr}) {{")
         self.indent += 1
-        self.line(f"{cname(s.var)} = ({vt.info.c_name}){i};")
+        self.line(f"{cname(s.var)} = ({self.var_ctype(s.var)}){i};")
         self.indent -= 1
         self.nested(s.body)
         self.line("}")
         self.indent -= 1
         self.line("}")
+
+    def loop32(self, s: ir.ForRange) -> tuple[str, str, str] | None:
+        """``int`` code for a loop's start, stop and step, where the counter may be 32-bit (see
+        gpu_native.emit.index32); the main entry point has none."""
+        return None
 
     def emit_GridStride(self, s: ir.GridStride) -> None:
         n = self.counter

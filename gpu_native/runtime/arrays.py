@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import abi
 from ..lang.halfprec import bf16_bits_to_f32, f32_to_bf16_bits
 from ..lang.types import ScalarInfo, scalar_info
 from . import backend as B
@@ -29,24 +30,28 @@ _signatures: dict[tuple, Signature] = {}
 
 
 class Signature:
-    """An interned token for (backend, device, scalar type, ndim).
+    """An interned token for (backend, device, scalar type, ndim, wide).
 
     A launcher's fast path accepts an array with one identity test: ``a._gn_rsig is sig`` for a
     read-only parameter, ``a._gn_wsig is sig`` for a writable one (``_gn_wsig`` is None on a
-    read-only view).  Everything an argument check needs is in the token.
+    read-only view).  Everything an argument check needs is in the token.  ``wide`` marks an array
+    of more than ``abi.INDEX32_MAX_ELEMENTS`` elements: fast paths only take the others, so a
+    kernel's 32-bit index entry point never sees one (the checked path runs the main one).
     """
 
-    __slots__ = ("backend", "device", "dtype", "ndim")
+    __slots__ = ("backend", "device", "dtype", "ndim", "wide")
 
-    def __init__(self, backend: str, device: int, dtype: str, ndim: int):
+    def __init__(self, backend: str, device: int, dtype: str, ndim: int, wide: bool = False):
         self.backend, self.device, self.dtype, self.ndim = backend, device, dtype, ndim
+        self.wide = wide
 
     def __repr__(self) -> str:
-        return f"<signature {self.dtype}[{self.ndim}D] on {self.backend}:{self.device}>"
+        wide = ", wide" if self.wide else ""
+        return f"<signature {self.dtype}[{self.ndim}D{wide}] on {self.backend}:{self.device}>"
 
 
-def signature(backend: str, device: int, dtype: str, ndim: int) -> Signature:
-    key = (backend, device, dtype, ndim)
+def signature(backend: str, device: int, dtype: str, ndim: int, wide: bool = False) -> Signature:
+    key = (backend, device, dtype, ndim, wide)
     sig = _signatures.get(key)
     if sig is None:
         with _sig_lock:
@@ -93,7 +98,8 @@ class DeviceArray:
         self._gn_base = base
         n = self.shape + (1, 1)
         self._gn_n0, self._gn_n1, self._gn_n2 = n[0], n[1], n[2]
-        sig = signature(backend.name, device, info.name, len(self.shape))
+        sig = signature(backend.name, device, info.name, len(self.shape),
+                        math.prod(self.shape) > abi.INDEX32_MAX_ELEMENTS)
         self._gn_rsig = sig
         self._gn_wsig = sig if writable else None
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .. import abi
 from ..errors import GpuNativeError, LaunchError
 from ..lang.layouts import BlockDim1D, BlockDim2D, BlockDim3D, GridDim1D, GridDim2D, GridDim3D
 from ..lang.types import SCALARS
@@ -36,6 +37,9 @@ SPEC_SCHEMA = 1
 UID_REMAP = os.environ.get("GPU_NATIVE_UID_REMAP", "1") != "0"
 UID_THREADS = 256
 UID_BLOCKS_PER_SM = int(os.environ.get("GPU_NATIVE_UID_BLOCKS_PER_SM", "0"))
+# Kernels with a 32-bit index entry point run it when the grid and the arrays are small enough
+# (see gpu_native.abi); GPU_NATIVE_INDEX32=0 always runs the main, 64-bit one.
+INDEX32 = os.environ.get("GPU_NATIVE_INDEX32", "1") != "0"
 _thread_caches: list[dict] = []  # every thread's launcher cache (cleared on a backend change)
 _cache_lock = threading.Lock()
 
@@ -309,9 +313,15 @@ class _Config:
             trailing += (("q", total), ("I4x", block[0]))
             grid, block = (blocks, 1, 1), (UID_THREADS, 1, 1)
         else:
-            fn = k._function(variant, self.backend, self.device)
+            symbol = None
+            if ("index32" in variant.traits and self.backend.name == "cuda" and INDEX32
+                    and all(g * b <= abi.INDEX32_MAX_ELEMENTS for g, b in zip(grid, block))):
+                # Arrays of more elements take the checked path, which runs the main entry.
+                symbol = variant.symbol + abi.INDEX32_SUFFIX
+            fn = k._function(variant, self.backend, self.device, symbol)
             self.check_function(fn, variant)
-        context = LaunchContext(self, variant, fn, grid, block, trailing)
+            index32 = symbol is not None
+        context = LaunchContext(self, variant, fn, grid, block, trailing, index32)
         launcher = k._factory(context)
         launcher.__qualname__ = k.__name__
         launcher.__name__ = k.__name__
@@ -417,7 +427,8 @@ class LaunchContext:
     """What a launcher factory receives: ``fast_path()`` gives it the pieces of its fast path,
     and :meth:`slow` checks every argument one by one (and explains what is wrong)."""
 
-    def __init__(self, config: _Config, variant: Variant, fn, grid, block, trailing):
+    def __init__(self, config: _Config, variant: Variant, fn, grid, block, trailing,
+                 index32: bool = False):
         self.config = config
         self.kernel = config.kernel
         self.variant = variant
@@ -427,8 +438,13 @@ class LaunchContext:
         formats = slot_formats(self.kernel.params, self.types)
         self.pack_into = struct.Struct("<" + "".join(formats)).pack_into
         self.buffer = ArgumentBuffer(len(formats), trailing)
+        self.formats, self.trailing = formats, trailing
         self.submit = make_submit(config.backend, fn, grid, block, config.shared_mem_bytes,
                                   config.handle, trailing, formats, variant.label)
+        # `fn` is the 32-bit index entry point: a call with an array of more than
+        # abi.INDEX32_MAX_ELEMENTS elements submits through the main one instead.
+        self.index32 = index32
+        self.wide_submit = None
         backend = config.backend
         self.signatures = tuple(
             signature(backend.name, config.device, self.types.get(p.dtype, p.dtype), p.ndim)
@@ -471,9 +487,20 @@ class LaunchContext:
             else:
                 values.append(self.scalar_argument(p, dtype, arg))
         self.check_overlap(arrays)
-        self.submit(*values)
+        submit = self.submit
+        if self.index32 and any(arr._gn_rsig.wide for _, arr in arrays):
+            submit = self.wide_submit or self.make_wide_submit()
+        submit(*values)
         if foreign:
             self.hold(foreign)
+
+    def make_wide_submit(self):
+        c = self.config
+        fn = self.kernel._function(self.variant, c.backend, c.device)
+        c.check_function(fn, self.variant)
+        self.wide_submit = make_submit(c.backend, fn, self.grid, self.block, c.shared_mem_bytes,
+                                       c.handle, self.trailing, self.formats, self.variant.label)
+        return self.wide_submit
 
     def where(self, p: Param) -> str:
         return f"argument '{p.name}' of {self.kernel.__name__}"

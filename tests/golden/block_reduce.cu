@@ -79,6 +79,21 @@ __device__ __forceinline__ gn_i64 gn_at2_at(gn_error_record* rec, gn_i64 i, gn_i
     }
     return i * n1 + j;
 }
+/* The same in 32 bits, for the _i32 entry points (arrays below 2**31 elements, see
+   gpu_native.emit.index32); a failure reports the same index and extent. */
+__device__ __forceinline__ int gn_chk32(gn_error_record* rec, int i, int n, unsigned int site) {
+    if (__builtin_expect((unsigned int)i >= (unsigned int)n, 0)) gn_fail(rec, site, i, n);
+    return i;
+}
+__device__ __forceinline__ int gn_at2_32(gn_error_record* rec, int i, int n0, unsigned int s0,
+                                         int j, int n1, unsigned int s1) {
+    if (__builtin_expect(((unsigned int)i >= (unsigned int)n0) |
+                         ((unsigned int)j >= (unsigned int)n1), 0)) {
+        if ((unsigned int)i >= (unsigned int)n0) gn_fail(rec, s0, i, n0);
+        gn_fail(rec, s1, j, n1);
+    }
+    return i * n1 + j;
+}
 
 __device__ __forceinline__ void gn_assert(gn_error_record* rec, bool ok, unsigned int site) {
     if (__builtin_expect(!ok, 0)) gn_fail(rec, site, 0, 0);
@@ -397,6 +412,75 @@ extern "C" __global__ void gn_block_sum_kernel(
         if ((tid == 0)) {
 #line 51 "block_reduce.py"
             partial[gn_chk(__gn_err, (gn_i64)((int)blockIdx.x), __gn_partial_n0, 2u)] = v;
+        }
+    }
+}
+
+// The same kernel with 32-bit index arithmetic, where it gives the same values: the launcher runs it when every array has fewer than 2**31 elements and the grid fewer than 2**31 threads along each axis.
+extern "C" __global__ void gn_block_sum_kernel_i32(
+    const float* __restrict__ x,
+    gn_i64 __gn_x_n0,
+    float* __restrict__ partial,
+    gn_i64 __gn_partial_n0,
+    gn_error_record* __restrict__ __gn_err)
+{
+    __shared__ __align__(16) float cache[256];
+    int tid{};
+    float total{};
+    int i{};
+    int s{};
+    float v{};
+    int offset{};
+#line 30 "block_reduce.py"
+    // assert checked by the launcher (it depends only on the launch shape)
+#line 32 "block_reduce.py"
+    tid = ((int)threadIdx.x);
+#line 33 "block_reduce.py"
+    total = 0.0f;
+#line 34 "block_reduce.py"
+    {
+        const unsigned int __gn_stop0 = (unsigned int)((int)__gn_x_n0);
+        for (unsigned int __gn_i0 = blockIdx.x * blockDim.x + threadIdx.x; __gn_i0 < __gn_stop0; __gn_i0 += gridDim.x * blockDim.x) {
+            i = (int)__gn_i0;
+#line 35 "block_reduce.py"
+            total = (total + x[i]);
+        }
+    }
+#line 36 "block_reduce.py"
+    cache[tid] = total;
+#line 37 "block_reduce.py"
+    __syncthreads();
+#line 38 "block_reduce.py"
+    s = 128;
+#line 39 "block_reduce.py"
+    while ((s > 32)) {
+#line 40 "block_reduce.py"
+        if ((tid < s)) {
+#line 41 "block_reduce.py"
+            cache[tid] = (cache[tid] + cache[gn_chk32(__gn_err, ((int)((unsigned int)(tid) + (unsigned int)(s))), 256, 1u)]);
+        }
+#line 42 "block_reduce.py"
+        __syncthreads();
+#line 43 "block_reduce.py"
+        s = gn_floordiv<int>(s, 2);
+    }
+#line 44 "block_reduce.py"
+    if ((tid < 32)) {
+#line 45 "block_reduce.py"
+        v = (cache[tid] + cache[((int)(tid + 32))]);
+#line 46 "block_reduce.py"
+        offset = 16;
+#line 47 "block_reduce.py"
+        while ((offset > 0)) {
+#line 48 "block_reduce.py"
+            v = (v + __shfl_down_sync(4294967295u, v, offset, 32));
+#line 49 "block_reduce.py"
+            offset = gn_floordiv<int>(offset, 2);
+        }
+#line 50 "block_reduce.py"
+        if ((tid == 0)) {
+#line 51 "block_reduce.py"
+            partial[gn_chk32(__gn_err, ((int)blockIdx.x), ((int)__gn_partial_n0), 2u)] = v;
         }
     }
 }

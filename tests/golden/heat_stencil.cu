@@ -79,6 +79,21 @@ __device__ __forceinline__ gn_i64 gn_at2_at(gn_error_record* rec, gn_i64 i, gn_i
     }
     return i * n1 + j;
 }
+/* The same in 32 bits, for the _i32 entry points (arrays below 2**31 elements, see
+   gpu_native.emit.index32); a failure reports the same index and extent. */
+__device__ __forceinline__ int gn_chk32(gn_error_record* rec, int i, int n, unsigned int site) {
+    if (__builtin_expect((unsigned int)i >= (unsigned int)n, 0)) gn_fail(rec, site, i, n);
+    return i;
+}
+__device__ __forceinline__ int gn_at2_32(gn_error_record* rec, int i, int n0, unsigned int s0,
+                                         int j, int n1, unsigned int s1) {
+    if (__builtin_expect(((unsigned int)i >= (unsigned int)n0) |
+                         ((unsigned int)j >= (unsigned int)n1), 0)) {
+        if ((unsigned int)i >= (unsigned int)n0) gn_fail(rec, s0, i, n0);
+        gn_fail(rec, s1, j, n1);
+    }
+    return i * n1 + j;
+}
 
 __device__ __forceinline__ void gn_assert(gn_error_record* rec, bool ok, unsigned int site) {
     if (__builtin_expect(!ok, 0)) gn_fail(rec, site, 0, 0);
@@ -370,6 +385,47 @@ extern "C" __global__ void gn_heat_step(
         around = (((src[((long long)(y - 1LL)) * __gn_src_n1 + x] + src[((long long)(y + 1LL)) * __gn_src_n1 + x]) + src[y * __gn_src_n1 + ((long long)(x - 1LL))]) + src[y * __gn_src_n1 + ((long long)(x + 1LL))]);
 #line 29 "heat_stencil.py"
         dst[gn_at2(__gn_err, y, __gn_dst_n0, 6u, x, __gn_dst_n1, 7u)] = (center + (alpha * (around - (4.0f * center))));
+    }
+}
+
+// The same kernel with 32-bit index arithmetic, where it gives the same values: the launcher runs it when every array has fewer than 2**31 elements and the grid fewer than 2**31 threads along each axis.
+extern "C" __global__ void gn_heat_step_i32(
+    const float* __restrict__ src,
+    gn_i64 __gn_src_n0,
+    gn_i64 __gn_src_n1,
+    float* __restrict__ dst,
+    gn_i64 __gn_dst_n0,
+    gn_i64 __gn_dst_n1,
+    float alpha,
+    gn_error_record* __restrict__ __gn_err)
+{
+    int x{};
+    int y{};
+    int h{};
+    int w{};
+    float center{};
+    float around{};
+#line 20 "heat_stencil.py"
+    // grid tail: this thread's uid lies past every array it indexes
+    if (((((int)(blockIdx.y * blockDim.y + threadIdx.y)) >= ((int)__gn_src_n0)) | (((int)(blockIdx.x * blockDim.x + threadIdx.x)) >= ((int)__gn_src_n1))) & ((((int)(blockIdx.y * blockDim.y + threadIdx.y)) >= ((int)__gn_dst_n0)) | (((int)(blockIdx.x * blockDim.x + threadIdx.x)) >= ((int)__gn_dst_n1)))) return;
+#line 21 "heat_stencil.py"
+    x = ((int)(blockIdx.x * blockDim.x + threadIdx.x));
+    y = ((int)(blockIdx.y * blockDim.y + threadIdx.y));
+#line 22 "heat_stencil.py"
+    h = ((int)__gn_src_n0);
+#line 23 "heat_stencil.py"
+    w = ((int)__gn_src_n1);
+#line 24 "heat_stencil.py"
+    if (((x == 0) || (y == 0) || (x == (w - 1)) || (y == (h - 1)))) {
+#line 25 "heat_stencil.py"
+        dst[gn_at2_32(__gn_err, y, ((int)__gn_dst_n0), 2u, x, ((int)__gn_dst_n1), 3u)] = src[gn_at2_32(__gn_err, y, ((int)__gn_src_n0), 0u, x, ((int)__gn_src_n1), 1u)];
+    } else {
+#line 27 "heat_stencil.py"
+        center = src[gn_at2_32(__gn_err, y, ((int)__gn_src_n0), 4u, x, ((int)__gn_src_n1), 5u)];
+#line 28 "heat_stencil.py"
+        around = (((src[(y - 1) * ((int)__gn_src_n1) + x] + src[(y + 1) * ((int)__gn_src_n1) + x]) + src[y * ((int)__gn_src_n1) + (x - 1)]) + src[y * ((int)__gn_src_n1) + (x + 1)]);
+#line 29 "heat_stencil.py"
+        dst[gn_at2_32(__gn_err, y, ((int)__gn_dst_n0), 6u, x, ((int)__gn_dst_n1), 7u)] = (center + (alpha * (around - (4.0f * center))));
     }
 }
 

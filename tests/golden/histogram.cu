@@ -79,6 +79,21 @@ __device__ __forceinline__ gn_i64 gn_at2_at(gn_error_record* rec, gn_i64 i, gn_i
     }
     return i * n1 + j;
 }
+/* The same in 32 bits, for the _i32 entry points (arrays below 2**31 elements, see
+   gpu_native.emit.index32); a failure reports the same index and extent. */
+__device__ __forceinline__ int gn_chk32(gn_error_record* rec, int i, int n, unsigned int site) {
+    if (__builtin_expect((unsigned int)i >= (unsigned int)n, 0)) gn_fail(rec, site, i, n);
+    return i;
+}
+__device__ __forceinline__ int gn_at2_32(gn_error_record* rec, int i, int n0, unsigned int s0,
+                                         int j, int n1, unsigned int s1) {
+    if (__builtin_expect(((unsigned int)i >= (unsigned int)n0) |
+                         ((unsigned int)j >= (unsigned int)n1), 0)) {
+        if ((unsigned int)i >= (unsigned int)n0) gn_fail(rec, s0, i, n0);
+        gn_fail(rec, s1, j, n1);
+    }
+    return i * n1 + j;
+}
 
 __device__ __forceinline__ void gn_assert(gn_error_record* rec, bool ok, unsigned int site) {
     if (__builtin_expect(!ok, 0)) gn_fail(rec, site, 0, 0);
@@ -364,5 +379,39 @@ extern "C" __global__ void gn_histogram_kernel(
     __syncthreads();
 #line 37 "histogram.py"
     atomicAdd(&hist[gn_chk(__gn_err, (gn_i64)tid, __gn_hist_n0, 1u)], local[tid]);
+}
+
+// The same kernel with 32-bit index arithmetic, where it gives the same values: the launcher runs it when every array has fewer than 2**31 elements and the grid fewer than 2**31 threads along each axis.
+extern "C" __global__ void gn_histogram_kernel_i32(
+    const unsigned char* __restrict__ data,
+    gn_i64 __gn_data_n0,
+    unsigned int* __restrict__ hist,
+    gn_i64 __gn_hist_n0,
+    gn_error_record* __restrict__ __gn_err)
+{
+    __shared__ __align__(16) unsigned int local[256];
+    int tid{};
+    int i{};
+#line 29 "histogram.py"
+    // assert checked by the launcher (it depends only on the launch shape)
+#line 31 "histogram.py"
+    tid = ((int)threadIdx.x);
+#line 32 "histogram.py"
+    local[tid] = 0u;
+#line 33 "histogram.py"
+    __syncthreads();
+#line 34 "histogram.py"
+    {
+        const unsigned int __gn_stop0 = (unsigned int)((int)__gn_data_n0);
+        for (unsigned int __gn_i0 = blockIdx.x * blockDim.x + threadIdx.x; __gn_i0 < __gn_stop0; __gn_i0 += gridDim.x * blockDim.x) {
+            i = (int)__gn_i0;
+#line 35 "histogram.py"
+            atomicAdd(&local[((int)(data[i]))], 1u);
+        }
+    }
+#line 36 "histogram.py"
+    __syncthreads();
+#line 37 "histogram.py"
+    atomicAdd(&hist[gn_chk32(__gn_err, tid, ((int)__gn_hist_n0), 1u)], local[tid]);
 }
 

@@ -79,6 +79,21 @@ __device__ __forceinline__ gn_i64 gn_at2_at(gn_error_record* rec, gn_i64 i, gn_i
     }
     return i * n1 + j;
 }
+/* The same in 32 bits, for the _i32 entry points (arrays below 2**31 elements, see
+   gpu_native.emit.index32); a failure reports the same index and extent. */
+__device__ __forceinline__ int gn_chk32(gn_error_record* rec, int i, int n, unsigned int site) {
+    if (__builtin_expect((unsigned int)i >= (unsigned int)n, 0)) gn_fail(rec, site, i, n);
+    return i;
+}
+__device__ __forceinline__ int gn_at2_32(gn_error_record* rec, int i, int n0, unsigned int s0,
+                                         int j, int n1, unsigned int s1) {
+    if (__builtin_expect(((unsigned int)i >= (unsigned int)n0) |
+                         ((unsigned int)j >= (unsigned int)n1), 0)) {
+        if ((unsigned int)i >= (unsigned int)n0) gn_fail(rec, s0, i, n0);
+        gn_fail(rec, s1, j, n1);
+    }
+    return i * n1 + j;
+}
 
 __device__ __forceinline__ void gn_assert(gn_error_record* rec, bool ok, unsigned int site) {
     if (__builtin_expect(!ok, 0)) gn_fail(rec, site, 0, 0);
@@ -409,6 +424,86 @@ extern "C" __global__ void gn_sgemm_kernel(
     if (((((long long)(row)) < __gn_c_n0) && (((long long)(col)) < __gn_c_n1))) {
 #line 50 "sgemm.py"
         c[(gn_i64)row * __gn_c_n1 + (gn_i64)col] = acc;
+    }
+}
+
+// The same kernel with 32-bit index arithmetic, where it gives the same values: the launcher runs it when every array has fewer than 2**31 elements and the grid fewer than 2**31 threads along each axis.
+extern "C" __global__ void gn_sgemm_kernel_i32(
+    const float* __restrict__ a,
+    gn_i64 __gn_a_n0,
+    gn_i64 __gn_a_n1,
+    const float* __restrict__ b,
+    gn_i64 __gn_b_n0,
+    gn_i64 __gn_b_n1,
+    float* __restrict__ c,
+    gn_i64 __gn_c_n0,
+    gn_i64 __gn_c_n1,
+    gn_error_record* __restrict__ __gn_err)
+{
+    __shared__ __align__(16) float tile_a[1024];
+    __shared__ __align__(16) float tile_b[1024];
+    int tx{};
+    int ty{};
+    int row{};
+    int col{};
+    int n{};
+    float acc{};
+    int t{};
+    int k{};
+#line 27 "sgemm.py"
+    // assert checked by the launcher (it depends only on the launch shape)
+#line 30 "sgemm.py"
+    tx = ((int)threadIdx.x);
+#line 31 "sgemm.py"
+    ty = ((int)threadIdx.y);
+#line 32 "sgemm.py"
+    row = ((int)(((int)(((int)blockIdx.y) * 32)) + ty));
+#line 33 "sgemm.py"
+    col = ((int)(((int)(((int)blockIdx.x) * 32)) + tx));
+#line 34 "sgemm.py"
+    n = ((int)__gn_a_n1);
+#line 35 "sgemm.py"
+    acc = 0.0f;
+#line 36 "sgemm.py"
+    {
+        const long long __gn_stop0 = ((gn_i64)n);
+        for (long long __gn_i0 = 0LL; __gn_i0 < __gn_stop0; __gn_i0 += 32LL) {
+            t = (int)__gn_i0;
+#line 37 "sgemm.py"
+            if (((row < ((int)__gn_a_n0)) && (((long long)((unsigned long long)(((gn_i64)t)) + (unsigned long long)(((long long)(tx))))) < ((gn_i64)n)))) {
+#line 38 "sgemm.py"
+                tile_a[ty * 32 + tx] = a[(gn_i64)row * __gn_a_n1 + ((long long)(((gn_i64)t) + ((long long)(tx))))];
+            } else {
+#line 40 "sgemm.py"
+                tile_a[ty * 32 + tx] = 0.0f;
+            }
+#line 41 "sgemm.py"
+            if (((((long long)((unsigned long long)(((gn_i64)t)) + (unsigned long long)(((long long)(ty))))) < __gn_b_n0) && (col < ((int)__gn_b_n1)))) {
+#line 42 "sgemm.py"
+                tile_b[ty * 32 + tx] = b[((long long)(((gn_i64)t) + ((long long)(ty)))) * __gn_b_n1 + (gn_i64)col];
+            } else {
+#line 44 "sgemm.py"
+                tile_b[ty * 32 + tx] = 0.0f;
+            }
+#line 45 "sgemm.py"
+            __syncthreads();
+#line 46 "sgemm.py"
+            {
+                const int __gn_stop1 = 32;
+                for (int __gn_i1 = 0; __gn_i1 < __gn_stop1; ++__gn_i1) {
+                    k = (int)__gn_i1;
+#line 47 "sgemm.py"
+                    acc = (acc + (tile_a[ty * 32 + k] * tile_b[k * 32 + tx]));
+                }
+            }
+#line 48 "sgemm.py"
+            __syncthreads();
+        }
+    }
+#line 49 "sgemm.py"
+    if (((row < ((int)__gn_c_n0)) && (col < ((int)__gn_c_n1)))) {
+#line 50 "sgemm.py"
+        c[row * ((int)__gn_c_n1) + col] = acc;
     }
 }
 

@@ -79,6 +79,21 @@ __device__ __forceinline__ gn_i64 gn_at2_at(gn_error_record* rec, gn_i64 i, gn_i
     }
     return i * n1 + j;
 }
+/* The same in 32 bits, for the _i32 entry points (arrays below 2**31 elements, see
+   gpu_native.emit.index32); a failure reports the same index and extent. */
+__device__ __forceinline__ int gn_chk32(gn_error_record* rec, int i, int n, unsigned int site) {
+    if (__builtin_expect((unsigned int)i >= (unsigned int)n, 0)) gn_fail(rec, site, i, n);
+    return i;
+}
+__device__ __forceinline__ int gn_at2_32(gn_error_record* rec, int i, int n0, unsigned int s0,
+                                         int j, int n1, unsigned int s1) {
+    if (__builtin_expect(((unsigned int)i >= (unsigned int)n0) |
+                         ((unsigned int)j >= (unsigned int)n1), 0)) {
+        if ((unsigned int)i >= (unsigned int)n0) gn_fail(rec, s0, i, n0);
+        gn_fail(rec, s1, j, n1);
+    }
+    return i * n1 + j;
+}
 
 __device__ __forceinline__ void gn_assert(gn_error_record* rec, bool ok, unsigned int site) {
     if (__builtin_expect(!ok, 0)) gn_fail(rec, site, 0, 0);
@@ -429,6 +444,107 @@ extern "C" __global__ void gn_softmax_kernel(
             j = (long long)__gn_i2;
 #line 62 "softmax.py"
             y[gn_at2(__gn_err, (gn_i64)row, __gn_y_n0, 6u, j, __gn_y_n1, 7u)] = (expf((x[gn_chk(__gn_err, (gn_i64)row, __gn_x_n0, 5u) * __gn_x_n1 + j] - m)) / total);
+        }
+    }
+}
+
+// The same kernel with 32-bit index arithmetic, where it gives the same values: the launcher runs it when every array has fewer than 2**31 elements and the grid fewer than 2**31 threads along each axis.
+extern "C" __global__ void gn_softmax_kernel_i32(
+    const float* __restrict__ x,
+    gn_i64 __gn_x_n0,
+    gn_i64 __gn_x_n1,
+    float* __restrict__ y,
+    gn_i64 __gn_y_n0,
+    gn_i64 __gn_y_n1,
+    gn_error_record* __restrict__ __gn_err)
+{
+    __shared__ __align__(16) float scratch[256];
+    int row{};
+    int tid{};
+    int cols{};
+    float m{};
+    int j{};
+    int s{};
+    float total{};
+#line 29 "softmax.py"
+    // assert checked by the launcher (it depends only on the launch shape)
+#line 31 "softmax.py"
+    row = ((int)blockIdx.x);
+#line 32 "softmax.py"
+    tid = ((int)threadIdx.x);
+#line 33 "softmax.py"
+    cols = ((int)__gn_x_n1);
+#line 35 "softmax.py"
+    m = __int_as_float(0xff800000);
+#line 36 "softmax.py"
+    {
+        const long long __gn_stop0 = ((gn_i64)cols);
+        for (long long __gn_i0 = ((long long)(tid)); __gn_i0 < __gn_stop0; __gn_i0 += 256LL) {
+            j = (int)__gn_i0;
+#line 37 "softmax.py"
+            m = gn_max<float>(m, x[gn_chk32(__gn_err, row, ((int)__gn_x_n0), 1u) * ((int)__gn_x_n1) + j]);
+        }
+    }
+#line 38 "softmax.py"
+    scratch[tid] = m;
+#line 39 "softmax.py"
+    __syncthreads();
+#line 40 "softmax.py"
+    s = 128;
+#line 41 "softmax.py"
+    while ((s > 0)) {
+#line 42 "softmax.py"
+        if ((tid < s)) {
+#line 43 "softmax.py"
+            scratch[tid] = gn_max<float>(scratch[tid], scratch[gn_chk32(__gn_err, ((int)((unsigned int)(tid) + (unsigned int)(s))), 256, 2u)]);
+        }
+#line 44 "softmax.py"
+        __syncthreads();
+#line 45 "softmax.py"
+        s = gn_floordiv<int>(s, 2);
+    }
+#line 46 "softmax.py"
+    m = scratch[0];
+#line 47 "softmax.py"
+    __syncthreads();
+#line 49 "softmax.py"
+    total = 0.0f;
+#line 50 "softmax.py"
+    {
+        const long long __gn_stop1 = ((gn_i64)cols);
+        for (long long __gn_i1 = ((long long)(tid)); __gn_i1 < __gn_stop1; __gn_i1 += 256LL) {
+            j = (int)__gn_i1;
+#line 51 "softmax.py"
+            total = (total + expf((x[gn_chk32(__gn_err, row, ((int)__gn_x_n0), 3u) * ((int)__gn_x_n1) + j] - m)));
+        }
+    }
+#line 52 "softmax.py"
+    scratch[tid] = total;
+#line 53 "softmax.py"
+    __syncthreads();
+#line 54 "softmax.py"
+    s = 128;
+#line 55 "softmax.py"
+    while ((s > 0)) {
+#line 56 "softmax.py"
+        if ((tid < s)) {
+#line 57 "softmax.py"
+            scratch[tid] = (scratch[tid] + scratch[gn_chk32(__gn_err, ((int)((unsigned int)(tid) + (unsigned int)(s))), 256, 4u)]);
+        }
+#line 58 "softmax.py"
+        __syncthreads();
+#line 59 "softmax.py"
+        s = gn_floordiv<int>(s, 2);
+    }
+#line 60 "softmax.py"
+    total = scratch[0];
+#line 61 "softmax.py"
+    {
+        const long long __gn_stop2 = ((gn_i64)cols);
+        for (long long __gn_i2 = ((long long)(tid)); __gn_i2 < __gn_stop2; __gn_i2 += 256LL) {
+            j = (int)__gn_i2;
+#line 62 "softmax.py"
+            y[gn_at2_32(__gn_err, row, ((int)__gn_y_n0), 6u, j, ((int)__gn_y_n1), 7u)] = (expf((x[gn_chk32(__gn_err, row, ((int)__gn_x_n0), 5u) * ((int)__gn_x_n1) + j] - m)) / total);
         }
     }
 }

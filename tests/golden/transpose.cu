@@ -79,6 +79,21 @@ __device__ __forceinline__ gn_i64 gn_at2_at(gn_error_record* rec, gn_i64 i, gn_i
     }
     return i * n1 + j;
 }
+/* The same in 32 bits, for the _i32 entry points (arrays below 2**31 elements, see
+   gpu_native.emit.index32); a failure reports the same index and extent. */
+__device__ __forceinline__ int gn_chk32(gn_error_record* rec, int i, int n, unsigned int site) {
+    if (__builtin_expect((unsigned int)i >= (unsigned int)n, 0)) gn_fail(rec, site, i, n);
+    return i;
+}
+__device__ __forceinline__ int gn_at2_32(gn_error_record* rec, int i, int n0, unsigned int s0,
+                                         int j, int n1, unsigned int s1) {
+    if (__builtin_expect(((unsigned int)i >= (unsigned int)n0) |
+                         ((unsigned int)j >= (unsigned int)n1), 0)) {
+        if ((unsigned int)i >= (unsigned int)n0) gn_fail(rec, s0, i, n0);
+        gn_fail(rec, s1, j, n1);
+    }
+    return i * n1 + j;
+}
 
 __device__ __forceinline__ void gn_assert(gn_error_record* rec, bool ok, unsigned int site) {
     if (__builtin_expect(!ok, 0)) gn_fail(rec, site, 0, 0);
@@ -374,6 +389,51 @@ extern "C" __global__ void gn_transpose_kernel(
     if (((((long long)(out_y)) < __gn_dst_n0) && (((long long)(out_x)) < __gn_dst_n1))) {
 #line 39 "transpose.py"
         dst[(gn_i64)out_y * __gn_dst_n1 + (gn_i64)out_x] = tile[tx * 33 + ty];
+    }
+}
+
+// The same kernel with 32-bit index arithmetic, where it gives the same values: the launcher runs it when every array has fewer than 2**31 elements and the grid fewer than 2**31 threads along each axis.
+extern "C" __global__ void gn_transpose_kernel_i32(
+    const float* __restrict__ src,
+    gn_i64 __gn_src_n0,
+    gn_i64 __gn_src_n1,
+    float* __restrict__ dst,
+    gn_i64 __gn_dst_n0,
+    gn_i64 __gn_dst_n1,
+    gn_error_record* __restrict__ __gn_err)
+{
+    __shared__ __align__(16) float tile[1056];
+    int tx{};
+    int ty{};
+    int x{};
+    int y{};
+    int out_x{};
+    int out_y{};
+#line 27 "transpose.py"
+    // assert checked by the launcher (it depends only on the launch shape)
+#line 29 "transpose.py"
+    tx = ((int)threadIdx.x);
+#line 30 "transpose.py"
+    ty = ((int)threadIdx.y);
+#line 31 "transpose.py"
+    x = ((int)(((int)(((int)blockIdx.x) * 32)) + tx));
+#line 32 "transpose.py"
+    y = ((int)(((int)(((int)blockIdx.y) * 32)) + ty));
+#line 33 "transpose.py"
+    if (((y < ((int)__gn_src_n0)) && (x < ((int)__gn_src_n1)))) {
+#line 34 "transpose.py"
+        tile[ty * 33 + tx] = src[y * ((int)__gn_src_n1) + x];
+    }
+#line 35 "transpose.py"
+    __syncthreads();
+#line 36 "transpose.py"
+    out_x = ((int)(((int)(((int)blockIdx.y) * 32)) + tx));
+#line 37 "transpose.py"
+    out_y = ((int)(((int)(((int)blockIdx.x) * 32)) + ty));
+#line 38 "transpose.py"
+    if (((out_y < ((int)__gn_dst_n0)) && (out_x < ((int)__gn_dst_n1)))) {
+#line 39 "transpose.py"
+        dst[out_y * ((int)__gn_dst_n1) + out_x] = tile[tx * 33 + ty];
     }
 }
 
