@@ -311,3 +311,60 @@ def test_gpu_an_array_beyond_2_31_elements_runs_the_64_bit_entry_point(cuda_back
     rows = sorted({*range(8), *range(h - 8, h), *rng.integers(0, h, 48).tolist()})
     np.testing.assert_array_equal(host[rows], _stamp(rows, w, salt))
     assert int(host.max()) <= 250  # nothing left unwritten
+
+
+def test_the_launcher_picks_the_entry_point_by_kernel_grid_and_array_size(monkeypatch, kr):
+    """The cuda backend's choices, made with a stand-in that records what it loads (the
+    simulator under the name "cuda")."""
+    from gpu_native.runtime import backend as B
+    from gpu_native.runtime.arrays import DeviceArray
+    from gpu_native.runtime.sim_backend import SimBackend
+
+    class Recording(SimBackend):
+        name = "cuda"
+
+        def __init__(self):
+            super().__init__()
+            self.loaded, self.launched, self.symbol_of = [], [], {}
+
+        def load(self, kernel, variant, ordinal, symbol=None):
+            self.loaded.append(symbol)
+            fn = super().load(kernel, variant, ordinal, symbol)
+            self.symbol_of[id(fn)] = symbol
+            return fn
+
+        def launch(self, fn, *args):
+            self.launched.append(self.symbol_of[id(fn)])
+            return super().launch(fn, *args)
+
+    recording = Recording()
+    monkeypatch.setitem(B._instances, "cuda", recording)
+    from gpu_native.runtime import devices
+
+    monkeypatch.setattr(devices, "_initial_device", lambda backend: 0)  # asks the driver
+    (variant,) = kr.stamp_2d.variants.values()
+    main, narrow = None, variant.symbol + abi.INDEX32_SUFFIX  # None: the kernel's own symbol
+    with B.use("cuda"):
+        out = gn.empty((8, 40), gn.u8)
+        out.fill(255)
+        launch = kr.stamp_2d.launch(gn.GridDim2D(2, 1), gn.BlockDim2D(32, 8))
+        assert recording.loaded == [narrow]
+        launch(out, 3)
+        np.testing.assert_array_equal(out.to_host(), _stamp(range(8), 40, 3))
+        # More than 2**31 - 1 threads along x: the main entry point.
+        kr.stamp_2d.launch(gn.GridDim2D(1 << 23, 1), gn.BlockDim2D(256, 1))
+        assert recording.loaded == [narrow, main]
+        # A wide array takes the checked path, which submits through the main entry point (the
+        # simulator then refuses the view, which is larger than its allocation).
+        rows = gn.empty((8, 1 << 15), gn.u8)
+        wide = DeviceArray(rows._backend, rows.device, rows.ptr, (65537, 1 << 15), rows._info,
+                           rows, rows._gn_base)
+        with pytest.raises(gn.GpuNativeError, match="past its allocation"):
+            launch(wide, 4)
+        assert recording.launched == [narrow, main]
+        launch(out, 5)  # and the fast path still runs the 32-bit entry point
+        assert recording.launched == [narrow, main, narrow]
+        np.testing.assert_array_equal(out.to_host(), _stamp(range(8), 40, 5))
+        # The launcher of uid-only kernels runs them over their logical uids.
+        kr.add_kernel.launch(gn.GridDim1D(1), gn.BlockDim1D(32))
+        assert recording.loaded[-1] == kr.add_kernel.variants[()].symbol + "_uids"

@@ -299,6 +299,7 @@ class _Config:
                          self.block)
         trailing: tuple[tuple[str, int], ...] = (("Q", self.slot.device_ptr),)
         grid, block = self.grid, self.block
+        index32 = False
         if "uid_only" in variant.traits and self.backend.name == "cuda" and UID_REMAP:
             # The kernel depends on nothing but its uid: run the logical grid on a grid sized
             # for the device (see gpu_native.emit.uid_stride); every uid still runs once.
