@@ -55,6 +55,8 @@ def k(a: CUDASlice[i64], o: CUDASliceMut[i64]):
     s = i64(0)
     for j in range(i, n, 3):
         s += j
+    for r in range(n % 16):
+        s += r
     t = min(i, last) - max(i - 7, 0)
     w = i64(0)
     while w < 5:
@@ -68,11 +70,12 @@ def test_values_within_32_bits_are_narrowed_and_the_others_are_not():
     kernel, _ = checked(MIXED)
     types = var_types(kernel)
     # uid < 2**31 - 1 and extents < 2**31 in the _i32 entry point: these stay within 32 bits.
-    for name in ("i", "n", "last", "m", "j", "t"):
+    for name in ("i", "n", "last", "m", "r", "t"):
         assert types[name] == "int", name
     # A product or sum that may pass 2**31, a loaded value, a loop-carried sum, a while counter
-    # (its growth is widened to the type) keep 64 bits.
-    for name in ("big", "near", "loaded", "s", "w"):
+    # (its growth is widened to the type), and the variable of a loop whose counter may step past
+    # 2**31 - 1 (j: n - 1 + 3) keep 64 bits.
+    for name in ("big", "near", "loaded", "s", "w", "j"):
         assert types[name] == "long long", name
 
 

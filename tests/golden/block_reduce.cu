@@ -427,7 +427,7 @@ extern "C" __global__ void gn_block_sum_kernel_i32(
     __shared__ __align__(16) float cache[256];
     int tid{};
     float total{};
-    int i{};
+    long long i{};
     int s{};
     float v{};
     int offset{};
@@ -439,9 +439,9 @@ extern "C" __global__ void gn_block_sum_kernel_i32(
     total = 0.0f;
 #line 34 "block_reduce.py"
     {
-        const unsigned int __gn_stop0 = (unsigned int)((int)__gn_x_n0);
-        for (unsigned int __gn_i0 = blockIdx.x * blockDim.x + threadIdx.x; __gn_i0 < __gn_stop0; __gn_i0 += gridDim.x * blockDim.x) {
-            i = (int)__gn_i0;
+        const gn_i64 __gn_stop0 = __gn_x_n0;
+        for (gn_i64 __gn_i0 = ((gn_i64)((int)(blockIdx.x * blockDim.x + threadIdx.x))); __gn_i0 < __gn_stop0; __gn_i0 += (gn_i64)gridDim.x * blockDim.x) {
+            i = __gn_i0;
 #line 35 "block_reduce.py"
             total = (total + x[i]);
         }

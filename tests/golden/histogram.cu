@@ -391,7 +391,7 @@ extern "C" __global__ void gn_histogram_kernel_i32(
 {
     __shared__ __align__(16) unsigned int local[256];
     int tid{};
-    int i{};
+    long long i{};
 #line 29 "histogram.py"
     // assert checked by the launcher (it depends only on the launch shape)
 #line 31 "histogram.py"
@@ -402,9 +402,9 @@ extern "C" __global__ void gn_histogram_kernel_i32(
     __syncthreads();
 #line 34 "histogram.py"
     {
-        const unsigned int __gn_stop0 = (unsigned int)((int)__gn_data_n0);
-        for (unsigned int __gn_i0 = blockIdx.x * blockDim.x + threadIdx.x; __gn_i0 < __gn_stop0; __gn_i0 += gridDim.x * blockDim.x) {
-            i = (int)__gn_i0;
+        const gn_i64 __gn_stop0 = __gn_data_n0;
+        for (gn_i64 __gn_i0 = ((gn_i64)((int)(blockIdx.x * blockDim.x + threadIdx.x))); __gn_i0 < __gn_stop0; __gn_i0 += (gn_i64)gridDim.x * blockDim.x) {
+            i = __gn_i0;
 #line 35 "histogram.py"
             atomicAdd(&local[((int)(data[i]))], 1u);
         }

@@ -448,7 +448,7 @@ extern "C" __global__ void gn_sgemm_kernel_i32(
     int col{};
     int n{};
     float acc{};
-    int t{};
+    long long t{};
     int k{};
 #line 27 "sgemm.py"
     // assert checked by the launcher (it depends only on the launch shape)
@@ -468,19 +468,19 @@ extern "C" __global__ void gn_sgemm_kernel_i32(
     {
         const long long __gn_stop0 = ((gn_i64)n);
         for (long long __gn_i0 = 0LL; __gn_i0 < __gn_stop0; __gn_i0 += 32LL) {
-            t = (int)__gn_i0;
+            t = (long long)__gn_i0;
 #line 37 "sgemm.py"
-            if (((row < ((int)__gn_a_n0)) && (((long long)((unsigned long long)(((gn_i64)t)) + (unsigned long long)(((long long)(tx))))) < ((gn_i64)n)))) {
+            if (((row < ((int)__gn_a_n0)) && (((long long)((unsigned long long)(t) + (unsigned long long)(((long long)(tx))))) < ((gn_i64)n)))) {
 #line 38 "sgemm.py"
-                tile_a[ty * 32 + tx] = a[(gn_i64)row * __gn_a_n1 + ((long long)(((gn_i64)t) + ((long long)(tx))))];
+                tile_a[ty * 32 + tx] = a[(gn_i64)row * __gn_a_n1 + ((long long)(t + ((long long)(tx))))];
             } else {
 #line 40 "sgemm.py"
                 tile_a[ty * 32 + tx] = 0.0f;
             }
 #line 41 "sgemm.py"
-            if (((((long long)((unsigned long long)(((gn_i64)t)) + (unsigned long long)(((long long)(ty))))) < __gn_b_n0) && (col < ((int)__gn_b_n1)))) {
+            if (((((long long)((unsigned long long)(t) + (unsigned long long)(((long long)(ty))))) < __gn_b_n0) && (col < ((int)__gn_b_n1)))) {
 #line 42 "sgemm.py"
-                tile_b[ty * 32 + tx] = b[((long long)(((gn_i64)t) + ((long long)(ty)))) * __gn_b_n1 + (gn_i64)col];
+                tile_b[ty * 32 + tx] = b[((long long)(t + ((long long)(ty)))) * __gn_b_n1 + (gn_i64)col];
             } else {
 #line 44 "sgemm.py"
                 tile_b[ty * 32 + tx] = 0.0f;

@@ -463,7 +463,7 @@ extern "C" __global__ void gn_softmax_kernel_i32(
     int tid{};
     int cols{};
     float m{};
-    int j{};
+    long long j{};
     int s{};
     float total{};
 #line 29 "softmax.py"
@@ -480,9 +480,9 @@ extern "C" __global__ void gn_softmax_kernel_i32(
     {
         const long long __gn_stop0 = ((gn_i64)cols);
         for (long long __gn_i0 = ((long long)(tid)); __gn_i0 < __gn_stop0; __gn_i0 += 256LL) {
-            j = (int)__gn_i0;
+            j = (long long)__gn_i0;
 #line 37 "softmax.py"
-            m = gn_max<float>(m, x[gn_chk32(__gn_err, row, ((int)__gn_x_n0), 1u) * ((int)__gn_x_n1) + j]);
+            m = gn_max<float>(m, x[gn_chk(__gn_err, (gn_i64)row, __gn_x_n0, 1u) * __gn_x_n1 + j]);
         }
     }
 #line 38 "softmax.py"
@@ -513,9 +513,9 @@ extern "C" __global__ void gn_softmax_kernel_i32(
     {
         const long long __gn_stop1 = ((gn_i64)cols);
         for (long long __gn_i1 = ((long long)(tid)); __gn_i1 < __gn_stop1; __gn_i1 += 256LL) {
-            j = (int)__gn_i1;
+            j = (long long)__gn_i1;
 #line 51 "softmax.py"
-            total = (total + expf((x[gn_chk32(__gn_err, row, ((int)__gn_x_n0), 3u) * ((int)__gn_x_n1) + j] - m)));
+            total = (total + expf((x[gn_chk(__gn_err, (gn_i64)row, __gn_x_n0, 3u) * __gn_x_n1 + j] - m)));
         }
     }
 #line 52 "softmax.py"
@@ -542,9 +542,9 @@ extern "C" __global__ void gn_softmax_kernel_i32(
     {
         const long long __gn_stop2 = ((gn_i64)cols);
         for (long long __gn_i2 = ((long long)(tid)); __gn_i2 < __gn_stop2; __gn_i2 += 256LL) {
-            j = (int)__gn_i2;
+            j = (long long)__gn_i2;
 #line 62 "softmax.py"
-            y[gn_at2_32(__gn_err, row, ((int)__gn_y_n0), 6u, j, ((int)__gn_y_n1), 7u)] = (expf((x[gn_chk32(__gn_err, row, ((int)__gn_x_n0), 5u) * ((int)__gn_x_n1) + j] - m)) / total);
+            y[gn_at2(__gn_err, (gn_i64)row, __gn_y_n0, 6u, j, __gn_y_n1, 7u)] = (expf((x[gn_chk(__gn_err, (gn_i64)row, __gn_x_n0, 5u) * __gn_x_n1 + j] - m)) / total);
         }
     }
 }
