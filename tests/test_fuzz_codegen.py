@@ -246,10 +246,11 @@ def test_the_32_bit_index_entry_point_compiled_for_the_host_matches_the_referenc
 
 
 @needs_cxx
-@pytest.mark.parametrize("seed", [4516, 4039, 2678, 568, 12743, 12265, 11141])
+@pytest.mark.parametrize("seed", [4516, 4039, 2678, 568, 12743, 12265, 11141, 23063])
 def test_fuzz_seeds_flagged_on_the_h200(workspace, seed):
     """Seeds the H200 runs flagged.  The GPU was right where the generator typed ``u32 // 1`` as
-    i64 (4516, 2678) or dropped the cast of a zero divisor it replaced (12743), and where the
+    i64 (4516, 2678), dropped the cast of a zero divisor it replaced (12743) or left a divisor of
+    literals alone that folds to zero, a compile error (``abs(u32(0))``, 23063), and where the
     reference trusted the sign of a NaN in copysign (4039, 568) or NumPy's ``x ** 0.5`` (12265);
     the emitter was wrong in 11141 (a float ``x ** 0`` dropped x and its zero-divisor check)."""
     import argparse
