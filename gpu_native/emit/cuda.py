@@ -80,6 +80,15 @@ def extent_name(var: ir.Var, axis: int) -> str:
     return f"__gn_{var.name}_n{axis}"
 
 
+def row_major(parts: list[str], extents: list[str]) -> str:
+    """The offset of an element from its indices: ``(i * n1 + j) * n2 + k``."""
+    offset = parts[0]
+    for axis in range(1, len(parts)):
+        inner = f"({offset})" if axis > 1 else offset
+        offset = f"{inner} * {extents[axis]} + {parts[axis]}"
+    return offset
+
+
 def const_code(value, ty: ir.ScalarType) -> str:
     """A C++ literal for ``value`` of type ``ty``."""
     info = ty.info
@@ -416,15 +425,18 @@ class CudaEmitter:
     def emit_TailExit(self, s: ir.TailExit) -> None:
         arrays = []
         for ref, axes in s.extents:
-            outside = [f"{self.uid(axis)} >= {extent_name(ref.var, dim)}"
+            outside = [f"({self.outside_extent(axis, ref, dim)})"
                        for dim, axis in enumerate(axes) if axis is not None]
-            outside = [f"({o})" for o in outside]
             arrays.append(outside[0] if len(outside) == 1 else "(" + " | ".join(outside) + ")")
         self.line("// grid tail: this thread's uid lies past every array it indexes")
         # `&` and `|`, not `&&` and `||`: a few compares and one branch, no divergent regions.
         self.line(f"if ({' & '.join(arrays)}) {self.exit_code};")
 
     exit_code = "return"
+
+    def outside_extent(self, axis: int, ref: ir.ArrayRef, dim: int) -> str:
+        """The grid-tail test of one uid axis against one extent."""
+        return f"{self.uid(axis)} >= {extent_name(ref.var, dim)}"
 
     # ---- expressions -------------------------------------------------------------------------
 
@@ -461,11 +473,8 @@ class CudaEmitter:
             if site is not None:
                 code = f"{self.check_fn}(__gn_err, {code}, {self.extent(ref, axis)}, {site}u{self.origin})"
             parts.append(code)
-        offset = parts[0]
-        for axis in range(1, len(parts)):
-            inner = f"({offset})" if axis > 1 else offset  # ((i * n1 + j) * n2 + k)
-            offset = f"{inner} * {self.extent(ref, axis)} + {parts[axis]}"
-        return f"{cname(ref.var)}[{offset}]"
+        extents = [self.extent(ref, axis) for axis in range(len(parts))]
+        return f"{cname(ref.var)}[{row_major(parts, extents)}]"
 
     def emit_Const(self, e: ir.Const) -> str:
         return const_code(e.value, e.ty)  # type: ignore[arg-type]

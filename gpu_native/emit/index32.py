@@ -19,7 +19,7 @@ exactly the main entry point's behaviour, error reports included.
 from __future__ import annotations
 
 from .. import abi, ir
-from .cuda import _EXPR, _XYZ, CudaEmitter, cname, extent_name
+from .cuda import _EXPR, _XYZ, CudaEmitter, cname, extent_name, row_major
 
 I32_MIN, I32_MAX = -(1 << 31), (1 << 31) - 1
 # What the launcher guarantees before it runs ``_i32``: every array argument has at most
@@ -387,11 +387,7 @@ class Index32Emitter(CudaEmitter):
         parts = [code if site is None else f"gn_chk32(__gn_err, {code}, {n}, {site}u)"
                  for code, n, site in zip(codes, extents, checks)]
         # In bounds, the offset is below the array's size: below 2**31 here.
-        offset = parts[0]
-        for axis in range(1, len(parts)):
-            inner = f"({offset})" if axis > 1 else offset
-            offset = f"{inner} * {extents[axis]} + {parts[axis]}"
-        return f"{name}[{offset}]"
+        return f"{name}[{row_major(parts, extents)}]"
 
     # ---- statements ------------------------------------------------------------------------
 
@@ -409,14 +405,8 @@ class Index32Emitter(CudaEmitter):
         assert loop_counter_fits(s.step_sign, rng(s.start), rng(s.stop), rng(s.step))
         return self.expr32(s.start), self.expr32(s.stop), self.expr32(s.step)
 
-    def emit_TailExit(self, s: ir.TailExit) -> None:
-        arrays = []
-        for ref, axes in s.extents:
-            outside = [f"({self.uid32(axis)} >= {self.extent32(ref, dim)})"
-                       for dim, axis in enumerate(axes) if axis is not None]
-            arrays.append(outside[0] if len(outside) == 1 else "(" + " | ".join(outside) + ")")
-        self.line("// grid tail: this thread's uid lies past every array it indexes")
-        self.line(f"if ({' & '.join(arrays)}) return;")
+    def outside_extent(self, axis: int, ref: ir.ArrayRef, dim: int) -> str:
+        return f"{self.uid32(axis)} >= {self.extent32(ref, dim)}"
 
 
 def emit_index32(kernel: ir.Kernel, display_file: str) -> str:
