@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from .._version import __version__
 from ..errors import MissingArtifactError
-from . import locations, nvrtc_probe
+from . import locations, nvrtc_probe, prefetch
 from .keys import artifact_id, cache_key, compile_options, parse_arch
 from .locations import CacheWarning
 from .store import ArtifactStore, CorruptEntryError, StoredEntry
@@ -262,6 +262,7 @@ def _find_or_build(request: BuildRequest) -> Artifact:
     if entry is not None:
         return _artifact(entry, request, "cache")
 
+    prefetch.wait_warm()  # NVRTC is being loaded on another thread: let it finish
     from ..compiler import compile_request
 
     compiled = compile_request(request)

@@ -33,6 +33,7 @@ __all__ = [
     "nvrtc_options",
     "nvrtc_version",
     "supported_archs",
+    "warm_up",
 ]
 
 
@@ -162,6 +163,19 @@ def _image(program, kind: str) -> bytes:
     buffer = b" " * size
     _check(_nvrtc.nvrtcGetPTX(program, buffer), "nvrtcGetPTX")
     return buffer  # NUL-terminated, as cuModuleLoadData wants it
+
+
+def warm_up(source: bytes) -> None:
+    """Compile ``source`` once and throw the result away, so that NVRTC's one-time set-up is
+    done before the first kernel compile (see :mod:`gpu_native.cache.nvrtc_warmup`)."""
+    archs = supported_archs()
+    program = _check(_nvrtc.nvrtcCreateProgram(source, b"gn_warmup.cu", 0, [], []),
+                     "nvrtcCreateProgram")
+    try:
+        options = [f"--gpu-architecture=sm_{archs[-1]}".encode(), b"-lineinfo", b"-std=c++17"]
+        _nvrtc.nvrtcCompileProgram(program, len(options), options)
+    finally:
+        _nvrtc.nvrtcDestroyProgram(program)
 
 
 def compile_request(request: BuildRequest) -> CompiledImage:

@@ -60,6 +60,10 @@ def _cache_files(path: str, for_writing: bool):
 
 
 def _rewrite(fullname, path, data, source_sha, started):
+    from ..cache import prefetch
+
+    # The module's kernels will be compiled soon: load NVRTC while libcst loads and transpiles.
+    prefetch.start()
     from ..rewrite import rewrite_module
 
     source = decode_source(data)

@@ -85,6 +85,11 @@ class CudaBackend(Backend):
         return D.device_count()
 
     def set_thread_device(self, ordinal: int) -> None:
+        if ordinal not in self._pools_configured:
+            prefetch = sys.modules.get("gpu_native.cache.prefetch")  # imported by a cold start
+            if prefetch is not None:
+                # Kernels compile on another thread while the driver creates the context.
+                prefetch.device_ready(self.properties(ordinal)["arch"])
         D.make_current(ordinal)
         self._tls.ordinal = ordinal
         if ordinal not in self._pools_configured:

@@ -151,6 +151,9 @@ def _hints_from_globals(source: str, globals_: dict) -> dict:
 def _rewrite(source: str, filename: str, module_name: str, hints: dict):
     import hashlib
 
+    from ..cache import prefetch
+
+    prefetch.start()  # as the import hook does: NVRTC loads while the transpiler runs
     from ..rewrite import rewrite_module
 
     digest = hashlib.sha256(source.encode()).hexdigest()

@@ -13,6 +13,7 @@ import collections
 import math
 import os
 import struct
+import sys
 import threading
 from dataclasses import dataclass, field
 
@@ -131,6 +132,11 @@ class Kernel:
                               tuple(v["traits"]), label, v)
             self.variants[tuple(t for _, t in types)] = variant
             register_kernel(variant.kernel_id, self.__name__, self.spec_file, variant.sites)
+        # Only a process that transpiled (and so imported the prefetcher) compiles ahead; a warm
+        # start never imports it.
+        prefetch = sys.modules.get("gpu_native.cache.prefetch")
+        if prefetch is not None:
+            prefetch.note(spec, self.spec_file)
 
     # ---- user API ------------------------------------------------------------------------------
 
