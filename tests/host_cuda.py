@@ -65,6 +65,7 @@ _ASM_REPLACEMENTS = [
     (r'asm volatile\("exit;"\);', "gn_host_exit();"),
     (r'asm volatile\("mov\.u32 %0, %%laneid;" : "=r"\(lane\)\);', "lane = threadIdx.x % 32;"),
     (r'asm volatile\("mov\.u32 %0, %%dynamic_smem_size;" : "=r"\(bytes\)\);', "bytes = 0;"),
+    (r'asm\("cvt\.s64\.s32 %0, %1;" : "=l"\(r\) : "r"\(v\)\);', "r = (long long)v;"),
 ]
 # PTX-only specialisations: the generic templates above them have the same meaning.
 _ASM_BLOCKS = [

@@ -12,12 +12,18 @@
   9984, 10215, 14661; right with ``--ptxas-options=-O0``).  Float min and max compare the bit
   patterns as integers instead.  For the same reason ``fabs(x) > -1.0`` was folded to true for a
   NaN (seed 2638): a float ``x > c`` or ``x >= c`` against a constant ``c <= 0`` also tests
-  that ``x`` is not NaN on its bits.
+  that ``x`` is not NaN on its bits, and so does any ``>``/``>=`` whose left side is one of
+  those (``abs(v) >= n * 0``, where the constant appears only once NVVM folds ``n * 0``: seed
+  24530).
+* NVVM (NVRTC 13.0 on the H200, and 13.5 here) rewrote ``(long long)(int)((unsigned)x - C)`` as
+  ``(long long)x - C`` in a ``_uids`` loop, dropping the 32-bit wrap (seeds 12127, 12273 and
+  18127, all right with ``-G`` only; the PTX shows ``add.s64`` where ``add.s32`` belongs).  A cast
+  to 64 bits of 32-bit arithmetic that may wrap sign-extends through a PTX ``cvt``
+  (``gn_sext32``).
 
 Open, not worked around (each reproduced on the H200; the fuzzer's findings that remain):
 ``(b ** 2) / 8 + c`` reassociated so that an infinity becomes 2**125 (seed 2508, ptxas);
-``1 % (m if m != 0 else 1)`` with ``m = max(x, 0)`` reports a division by zero (seed 3534, ptxas);
-seeds 12273, 15723, 18127 are right with ``-G`` only (NVVM) and are not yet reduced.
+``1 % (m if m != 0 else 1)`` with ``m = max(x, 0)`` reports a division by zero (seed 3534, ptxas).
 """
 
 from __future__ import annotations
@@ -235,6 +241,142 @@ def square_over_eight(b: CUDASlice[f32], o: CUDASliceMut[f64]):
     o[i] = -(((b[i] ** 2) / f32(8)) + f64(43.007294))
 """
 
+
+
+# Fuzz seed 12127, as the reducer left it: NVVM turned the sign extension of the wrapped 32-bit
+# subtraction into a 64-bit subtraction in the `_uids` entry point, so the divisor lost its wrap.
+SEXT_SOURCE = """
+import math
+from gpu_native import (CUDASlice2D, CUDASliceMut2D, FlatLayout1D, Kernel1D, f32, f64, gpu_kernel,
+                        i32, i64, u32)
+
+@gpu_kernel(Kernel1D)
+def wrapped_divisor(in_f32: CUDASlice2D[f32], in_f64: CUDASlice2D[f64], in_i32: CUDASlice2D[i32],
+                    in_i64: CUDASlice2D[i64], in_u32: CUDASlice2D[u32],
+                    out_f32: CUDASliceMut2D[f32], out_i64: CUDASliceMut2D[i64],
+                    out_u32: CUDASliceMut2D[u32]):
+    i = FlatLayout1D.uid()
+    out_f32[i, 1] = (round((in_f64[i, 0] if (math.isnan(in_f32[i, 2]) or bool(in_i64[i, 0]) or
+                                          ((-1) != 1)) else (-71.4)))
+                     % (in_u32[i, 2] ^ (in_i32[i, 1] - 1971618052)))
+    out_i64[i, 1] = i64(max(in_f64[i, 0], (in_i32[i, 2] if (in_i32[i, 1] != in_u32[i, 0])
+                                           else in_f32[i, 1])))
+    out_u32[i, 1] = in_u32[i, 2]
+"""
+
+
+def _wrapped_divisor_case(n=256, seed=12127):
+    rng = np.random.default_rng(seed)
+    f32a = rng.normal(0, 100, (n, 3)).astype(np.float32)
+    f64a = rng.uniform(-1e17, 1e17, (n, 3))
+    i32a = rng.integers(-2**31, 2**31, (n, 3), dtype=np.int64).astype(np.int32)
+    i64a = rng.integers(-2**62, 2**62, (n, 3), dtype=np.int64)
+    u32a = rng.integers(0, 2**32, (n, 3), dtype=np.uint64).astype(np.uint32)
+    # The row the H200 got wrong (-2.4159188e9 for 21898670).
+    f64a[1, 0], i32a[1, 1], u32a[1, 2] = 8.166229320052274e+17, -1073071357, 28
+    want_f32, want_i64 = [], []
+    for r in range(n):
+        d = (int(i32a[r, 1]) - 1971618052) % 2**32
+        d = int(u32a[r, 2]) ^ (d - 2**32 if d >= 2**31 else d)
+        if d == 0:
+            u32a[r, 2] ^= 1
+            d ^= 1
+        want_f32.append(np.float32(round(float(f64a[r, 0])) % d))
+        other = (np.float32(i32a[r, 2]) if int(i32a[r, 1]) != int(u32a[r, 0]) else f32a[r, 1])
+        want_i64.append(int(max(float(f64a[r, 0]), float(other))))
+    return (f32a, f64a, i32a, i64a, u32a), np.array(want_f32, np.float32), want_i64
+
+
+def test_a_wrapped_32_bit_result_is_sign_extended_after_the_wrap_in_ptx(kernel_module):
+    """What NVRTC makes of it, checked here without a GPU: every entry point keeps the
+    subtraction in 32 bits (NVRTC 13.5 emitted `add.s64 ..., -1971618052` in `_uids`)."""
+    from cuda.bindings import nvrtc
+
+    variant = next(iter(kernel_module(SEXT_SOURCE).wrapped_divisor.variants.values()))
+    assert "gn_sext32(" in variant.cuda.split("extern \"C\" __global__", 1)[1]
+    _err, program = nvrtc.nvrtcCreateProgram(variant.cuda.encode(), b"k.cu", 0, [], [])
+    options = [b"--gpu-architecture=compute_90", b"-std=c++17"]
+    assert nvrtc.nvrtcCompileProgram(program, len(options), options)[0] == \
+        nvrtc.nvrtcResult.NVRTC_SUCCESS
+    size = nvrtc.nvrtcGetPTXSize(program)[1]
+    ptx = b" " * size
+    nvrtc.nvrtcGetPTX(program, ptx)
+    nvrtc.nvrtcDestroyProgram(program)
+    entries = ptx.decode(errors="replace").split(".entry ")[1:]
+    assert len(entries) >= 2  # the kernel and its `_uids` entry point
+    for entry in entries:
+        uses = [line.split()[0] for line in entry.splitlines() if "1971618052" in line]
+        assert uses and all(op.endswith(".s32") for op in uses), (entry.split("(")[0], uses)
+
+
+@pytest.mark.parametrize("where", ["sim", "host", pytest.param("cuda", marks=pytest.mark.gpu)])
+def test_a_wrapped_32_bit_divisor_keeps_its_wrap(kernel_module, where):
+    import host_cuda
+
+    from gpu_native.runtime.backend import use
+
+    if where == "host" and host_cuda.compiler() is None:
+        pytest.skip("needs a host C++ compiler")
+    k = kernel_module(SEXT_SOURCE).wrapped_divisor
+    inputs, want_f32, want_i64 = _wrapped_divisor_case()
+    n = len(want_f32)
+    outs = [np.full((n, 2), 7, np.float32), np.full((n, 2), 7, np.int64),
+            np.full((n, 2), 7, np.uint32)]
+    if where == "host":
+        (variant,) = k.variants.values()
+        _exited, _record, undefined = host_cuda.launch(variant.cuda, variant.symbol,
+                                                       [*inputs, *outs], 1, n)
+        assert not undefined
+    else:
+        with use(where):
+            dev = [gn.to_device(o) for o in outs]
+            k.launch(gn.GridDim1D(2), gn.BlockDim1D(n // 2))(
+                *[gn.to_device(a) for a in inputs], *dev)
+            outs = [d.to_host() for d in dev]
+    assert np.array_equal(outs[0][:, 1], want_f32), np.flatnonzero(outs[0][:, 1] != want_f32)
+    assert outs[1][:, 1].tolist() == want_i64
+    assert np.array_equal(outs[2][:, 1], inputs[4][:, 2])
+
+
+COMPARE_SOURCE = """
+import math
+from gpu_native import gpu_kernel, Kernel1D, CUDASlice, CUDASliceMut2D, FlatLayout1D, f32, i32
+
+@gpu_kernel(Kernel1D)
+def folded_compares(a: CUDASlice[f32], n: CUDASlice[i32], o: CUDASliceMut2D[i32]):
+    i = FlatLayout1D.uid()
+    o[i, 0] = 1 if abs(a[i]) >= n[i] * 0 else 6
+    o[i, 1] = 1 if a[i] * a[i] > n[i] * 0 - 1 else 6
+    o[i, 2] = 1 if n[i] * 0 <= math.exp2(a[i]) else 6
+"""
+
+
+@pytest.mark.parametrize("where", ["sim", "host", pytest.param("cuda", marks=pytest.mark.gpu)])
+def test_a_compare_whose_constant_appears_only_after_folding_keeps_nan(kernel_module, where):
+    """Fuzz seed 24530: `abs(v) >= n * 0` was true for a NaN `v` on the H200 (NVVM folds `n * 0`
+    to 0, then ptxas takes fabs to be non-negative)."""
+    import host_cuda
+
+    from gpu_native.runtime.backend import use
+
+    if where == "host" and host_cuda.compiler() is None:
+        pytest.skip("needs a host C++ compiler")
+    k = kernel_module(COMPARE_SOURCE).folded_compares
+    a = np.array([x for x in SPECIAL for _ in range(4)], np.float32)
+    n = np.array([0, 5, -7, 2**31 - 1] * len(SPECIAL), np.int32)
+    want = np.array([[6 if math.isnan(x) else 1] * 3 for x in a.tolist()], np.int32)
+    o = np.full((len(a), 3), 99, np.int32)
+    if where == "host":
+        (variant,) = k.variants.values()
+        _exited, _record, undefined = host_cuda.launch(variant.cuda, variant.symbol, [a, n, o], 1,
+                                                       len(a))
+        assert not undefined
+    else:
+        with use(where):
+            go = gn.to_device(o)
+            k.launch(gn.GridDim1D(1), gn.BlockDim1D(len(a)))(gn.to_device(a), gn.to_device(n), go)
+            o = go.to_host()
+    assert np.array_equal(o, want), a[(o != want).any(axis=1)]
 
 
 def _open(reason):

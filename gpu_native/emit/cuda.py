@@ -43,6 +43,40 @@ def _constant(e: ir.Expr) -> bool:
     flat = [c for x in children for c in (x if isinstance(x, tuple) else (x,))]
     return all(_constant(c) for c in flat if isinstance(c, ir.Expr))
 
+# Float functions whose result ptxas may take to be >= 0 although it can be NaN.
+_TAKEN_NONNEGATIVE = frozenset({"abs", "fabs", "exp", "exp2", "sqrt", "hypot", "cosh"})
+
+
+def _taken_nonnegative(e: ir.Expr) -> bool:
+    """``fabs(x)``, ``x * x``, ``exp2(x)`` and the like: >= 0 unless NaN."""
+    if isinstance(e, ir.MathCall):
+        return e.name in _TAKEN_NONNEGATIVE
+    if isinstance(e, ir.BinOp):
+        if e.op == "**":
+            return isinstance(e.right, ir.Const) and e.right.value % 2 == 0
+        return e.op == "*" and _same_value(e.left, e.right)
+    return False
+
+
+def _same_value(a: object, b: object) -> bool:
+    """The same expression, wherever it was written (spans and check sites aside)."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, tuple):
+        return len(a) == len(b) and all(_same_value(x, y) for x, y in zip(a, b))  # type: ignore
+    if not dataclasses.is_dataclass(a) or isinstance(a, type):
+        return a == b
+    return all(_same_value(getattr(a, f.name), getattr(b, f.name))
+               for f in dataclasses.fields(a) if f.name not in ("span", "checks"))
+
+
+def _may_wrap(e: ir.Expr) -> bool:
+    """Integer arithmetic whose result may have wrapped (not proven in range)."""
+    if isinstance(e, ir.BinOp):
+        return e.op in ("+", "-", "*", "<<") and not e.no_wrap
+    return isinstance(e, ir.UnaryOp) and e.op == "-"
+
+
 _MATH_F32 = {
     "sqrt": "sqrtf", "exp": "expf", "exp2": "exp2f", "expm1": "expm1f", "log": "logf",
     "log2": "log2f", "log10": "log10f", "log1p": "log1pf", "sin": "sinf", "cos": "cosf",
@@ -547,9 +581,12 @@ class CudaEmitter:
             # x > c and x >= c for a constant c <= 0 are false for a NaN x; ptxas folds them to
             # true where it takes x to be non-negative (fabs, x*x, exp2: fuzz seed 2638).  The
             # NaN test on the bits is out of its reach.
-            if e.op in (">", ">=") and _nonpositive(e.right):
+            # The constant may also appear only after NVVM folds (`abs(x) >= n * 0`, fuzz seed
+            # 24530), so a left side ptxas takes to be non-negative gets the test whatever the
+            # right side is.
+            if e.op in (">", ">=") and (_nonpositive(e.right) or _taken_nonnegative(e.left)):
                 return f"gn_{'gt' if e.op == '>' else 'ge'}_ord({left}, {right})"
-            if e.op in ("<", "<=") and _nonpositive(e.left):
+            if e.op in ("<", "<=") and (_nonpositive(e.left) or _taken_nonnegative(e.right)):
                 return f"gn_{'gt' if e.op == '<' else 'ge'}_ord({right}, {left})"
         return f"({left} {e.op} {right})"
 
@@ -561,7 +598,14 @@ class CudaEmitter:
         return f"({self.expr(e.cond)} ? {self.expr(e.then)} : {self.expr(e.orelse)})"
 
     def emit_Cast(self, e: ir.Cast) -> str:
-        return convert(self.expr(e.value), e.value.ty, e.ty)  # type: ignore[arg-type]
+        src, dst = e.value.ty, e.ty
+        code = self.expr(e.value)
+        if (isinstance(src, ir.ScalarType) and isinstance(dst, ir.ScalarType)
+                and src.info.is_signed and src.info.bits <= 32 and dst.info.is_int
+                and dst.info.bits == 64 and _may_wrap(e.value)):
+            # NVVM may widen the wrapped 32-bit arithmetic instead (see gn_sext32).
+            return convert(f"gn_sext32({code})", ir.I64, dst)
+        return convert(code, src, dst)  # type: ignore[arg-type]
 
     def emit_ArrayRef(self, e: ir.ArrayRef) -> str:
         return cname(e.var)

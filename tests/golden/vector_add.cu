@@ -274,6 +274,15 @@ template <> __device__ __forceinline__ long long gn_iabs<long long>(long long a)
     return r;
 }
 
+/* Sign extension of a 32-bit result that may have wrapped.  NVVM (NVRTC 13.0 and 13.5) rewrote
+   (long long)(int)((unsigned)x - C) as (long long)x - C in a uid loop, as if the 32-bit
+   subtraction could not wrap (fuzz seed 12127); a PTX cvt keeps the extension after the wrap. */
+__device__ __forceinline__ long long gn_sext32(int v) {
+    long long r;
+    asm("cvt.s64.s32 %0, %1;" : "=l"(r) : "r"(v));
+    return r;
+}
+
 /* Float to integer: truncate toward zero, saturate at the type's range, NaN gives 0. */
 template <typename T> __device__ __forceinline__ T gn_f2i(double x, double lo, double hi) {
     if (x != x) return (T)0;
