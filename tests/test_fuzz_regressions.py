@@ -385,13 +385,6 @@ def test_pow_one_half_of_minus_infinity_and_minus_zero(kr, backend):
 
 # ---- a failing uid stops only itself ---------------------------------------------------------------
 
-REMAP_BUG = ("emit/uid_stride.py + prelude gn_fail_at: when a uid-only kernel's threads loop over "
-             "several logical uids (GPU_NATIVE_UID_BLOCKS_PER_SM > 0 caps the grid), gn_fail_at "
-             "ends the physical thread (`exit`), so one failing uid skips every later uid of that "
-             "thread; the documented semantics (and the simulator) stop only the failing thread.  "
-             "Record the error and `goto __gn_next` instead of exiting")
-
-
 def launch_with_one_failing_uid(kr):
     n = 1 << 22  # far more uids than a capped grid has threads
     a_h = np.arange(n, dtype=np.int32)
@@ -429,7 +422,61 @@ def test_one_failing_uid_of_a_large_launch_leaves_the_others_done(kr, cuda_backe
 
 
 @pytest.mark.gpu
-@pytest.mark.xfail(strict=True, reason=REMAP_BUG)
 def test_one_failing_uid_on_a_capped_uid_grid_leaves_the_others_done(kr, cuda_backend,
                                                                      uid_grid_cap):
+    # A failing uid ends its physical thread (gn_fail_at exits), so the cap applies only to
+    # kernels that cannot fail; this one divides, and runs one uid per thread.
     launch_with_one_failing_uid(kr)
+
+
+CAP_SOURCE = """
+from gpu_native import gpu_kernel, Kernel1D, CUDASlice, CUDASliceMut, FlatLayout1D, i32
+
+@gpu_kernel(Kernel1D)
+def divides(a: CUDASlice[i32], b: CUDASlice[i32], q: CUDASliceMut[i32]):
+    i = FlatLayout1D.uid()
+    q[i] = a[i] // b[i]
+
+@gpu_kernel(Kernel1D, bounds_check=False)
+def copies(a: CUDASlice[i32], q: CUDASliceMut[i32]):
+    i = FlatLayout1D.uid()
+    if i < len(q):
+        q[i] = a[i]
+"""
+
+
+def test_the_uid_grid_cap_applies_only_to_kernels_that_cannot_fail(kernel_module, monkeypatch,
+                                                                    uid_grid_cap):
+    """With a stand-in "cuda" backend (the simulator, one multiprocessor): the grid of a kernel
+    with a failure site stays one uid (or chunk) per thread; one without is capped at 8 blocks."""
+    from gpu_native.runtime import backend as B
+    from gpu_native.runtime import devices
+    from gpu_native.runtime.sim_backend import SimBackend
+
+    class Recording(SimBackend):
+        name = "cuda"
+
+        def __init__(self):
+            super().__init__()
+            self.grids = []
+
+        def launch(self, fn, gx, *rest):
+            self.grids.append(gx)
+            return super().launch(fn, gx, *rest)
+
+    recording = Recording()
+    monkeypatch.setitem(B._instances, "cuda", recording)
+    monkeypatch.setattr(devices, "_initial_device", lambda backend: 0)  # asks the driver
+    k = kernel_module(CAP_SOURCE)
+    assert k.divides.variants[()].sites and not k.copies.variants[()].sites
+    n = 1 << 16
+    a = np.arange(n, dtype=np.int32)
+    with B.use("cuda"):
+        q = gn.empty(n, gn.i32)
+        k.divides.launch(gn.GridDim1D(n // 256), gn.BlockDim1D(256))(
+            gn.to_device(a), gn.to_device(np.full(n, 3, np.int32)), q)
+        np.testing.assert_array_equal(q.to_host(), a // 3)
+        # (The simulator runs the grid it is given, not the _uids loop: only the grid is checked.)
+        k.copies.launch(gn.GridDim1D(n // 256), gn.BlockDim1D(256))(gn.to_device(a), q)
+    assert recording.grids[0] >= n // 256 // 4  # one uid or one chunk of four per thread
+    assert recording.grids[1] == 8

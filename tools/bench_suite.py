@@ -141,12 +141,6 @@ class Suite:
         self.add(bench, "gpu_native (seed: 128 threads, 1 uid/thread)", ms, work, "TB/s", check())
         from gpu_native.runtime import kernel as K
 
-        K.UID_BLOCKS_PER_SM = 8
-        K.forget_launchers()
-        ms = timed(lambda: ex.add(ga, gb, gc))
-        self.add(bench, "gpu_native, remapped grid capped at 8 blocks/SM", ms, work, "TB/s",
-                 check())
-        K.UID_BLOCKS_PER_SM = 0
         K.UID_REMAP = False
         K.forget_launchers()
         ms = timed(lambda: ex.add(ga, gb, gc))

@@ -34,7 +34,8 @@ from .streams import DEFAULT_STREAM, as_stream
 SPEC_SCHEMA = 1
 # Kernels that depend only on their uid run in blocks of UID_THREADS threads, each thread taking
 # one uid (or one chunk of four); UID_BLOCKS_PER_SM > 0 caps the grid so that threads loop
-# instead.  GPU_NATIVE_UID_REMAP=0 launches such kernels exactly as written.
+# instead, for kernels that cannot fail (a failing uid ends its physical thread, which would skip
+# the thread's later uids).  GPU_NATIVE_UID_REMAP=0 launches such kernels exactly as written.
 UID_REMAP = os.environ.get("GPU_NATIVE_UID_REMAP", "1") != "0"
 UID_THREADS = 256
 UID_BLOCKS_PER_SM = int(os.environ.get("GPU_NATIVE_UID_BLOCKS_PER_SM", "0"))
@@ -314,7 +315,7 @@ class _Config:
             units = (total + 3) // 4 if "uid_vector4" in variant.traits else total
             sms = self.backend.properties(self.device)["multiprocessors"]
             blocks = -(-units // UID_THREADS)
-            if UID_BLOCKS_PER_SM:
+            if UID_BLOCKS_PER_SM and not variant.sites:
                 blocks = min(blocks, sms * UID_BLOCKS_PER_SM)
             blocks = max(1, min(blocks, 2**31 - 1))
             trailing += (("q", total), ("I4x", block[0]))
