@@ -36,7 +36,9 @@ SLOTS_PER_BLOCK = 256
 
 _lock = threading.Lock()
 _kernels: dict[int, tuple[str, str, tuple]] = {}  # kernel id -> (name, file, sites)
-_pools: dict[tuple[str, int], _Pool] = {}
+# By backend object, not name: the memory belongs to that instance (a test's stand-in "cuda"
+# backend is not the real one).
+_pools: dict[tuple[object, int], _Pool] = {}
 _races: dict[int, list[str]] = {}  # record device address -> race messages (simulator only)
 
 
@@ -76,10 +78,10 @@ class Slot:
 
 def new_slot(backend, ordinal: int) -> Slot:
     with _lock:
-        pool = _pools.get((backend.name, ordinal))
+        pool = _pools.get((backend, ordinal))
         if pool is None or not pool.free:
             pool = _Pool(backend, ordinal)
-            _pools[(backend.name, ordinal)] = pool
+            _pools[(backend, ordinal)] = pool
             _all_pools.append(pool)
         index = pool.free.pop()
         pool.used.add(index)
