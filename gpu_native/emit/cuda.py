@@ -70,8 +70,12 @@ def _same_value(a: object, b: object) -> bool:
                for f in dataclasses.fields(a) if f.name not in ("span", "checks"))
 
 
-def _may_wrap(e: ir.Expr) -> bool:
-    """Integer arithmetic whose result may have wrapped (not proven in range)."""
+def _sext_may_widen(e: ir.Expr) -> bool:
+    """Signed 32-bit (or narrower) arithmetic whose result may have wrapped (not proven in
+    range): its sign extension to 64 bits must stay after the wrap (see gn_sext32)."""
+    ty = e.ty
+    if not (isinstance(ty, ir.ScalarType) and ty.info.is_signed and ty.info.bits <= 32):
+        return False
     if isinstance(e, ir.BinOp):
         return e.op in ("+", "-", "*", "<<") and not e.no_wrap
     return isinstance(e, ir.UnaryOp) and e.op == "-"
@@ -600,9 +604,8 @@ class CudaEmitter:
     def emit_Cast(self, e: ir.Cast) -> str:
         src, dst = e.value.ty, e.ty
         code = self.expr(e.value)
-        if (isinstance(src, ir.ScalarType) and isinstance(dst, ir.ScalarType)
-                and src.info.is_signed and src.info.bits <= 32 and dst.info.is_int
-                and dst.info.bits == 64 and _may_wrap(e.value)):
+        if isinstance(dst, ir.ScalarType) and dst.info.is_int and dst.info.bits == 64 \
+                and _sext_may_widen(e.value):
             # NVVM may widen the wrapped 32-bit arithmetic instead (see gn_sext32).
             return convert(f"gn_sext32({code})", ir.I64, dst)
         return convert(code, src, dst)  # type: ignore[arg-type]
