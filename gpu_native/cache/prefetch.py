@@ -19,8 +19,8 @@ Two things are therefore moved off the critical path, each onto a daemon thread:
 Nothing starts when NVRTC must not load (``GPU_NATIVE_REQUIRE_PRECOMPILED=1``), when kernels run on
 the simulator (``GPU_NATIVE_BACKEND=sim``, or on Linux no NVIDIA device node), when
 ``GPU_NATIVE_PREFETCH=0``, or when NVRTC is already loaded; ``GPU_NATIVE_PREFETCH=1`` starts it
-even where no device node is seen (or NVRTC is loaded).  The threads never call into the driver themselves: a
-``cuInit`` the user did not ask for would break CUDA in a child made by ``fork``.  Before a fork
+even where no device node is seen (or NVRTC is loaded).  The threads never call into the driver
+themselves: a ``cuInit`` the user did not ask for would break CUDA in a child made by ``fork``.  Before a fork
 and at interpreter exit, no further compile starts and the one in flight is waited for, so a child
 never inherits a half-done import and NVRTC's globals are never torn down under a compile.
 Failures are dropped: the compile the launch itself makes reports them with its own message.

@@ -167,7 +167,7 @@ def _image(program, kind: str) -> bytes:
 
 def warm_up(source: bytes) -> None:
     """Compile ``source`` once and throw the result away, so that NVRTC's one-time set-up is
-    done before the first kernel compile (see :mod:`gpu_native.cache.nvrtc_warmup`)."""
+    done before the first kernel compile (see :mod:`gpu_native.cache.prefetch`)."""
     archs = supported_archs()
     program = _check(_nvrtc.nvrtcCreateProgram(source, b"gn_warmup.cu", 0, [], []),
                      "nvrtcCreateProgram")
