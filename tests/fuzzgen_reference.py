@@ -22,7 +22,10 @@ an error bound ``e``: 0 when every backend must produce exactly this value (IEEE
 * **contraction**: NVRTC fuses ``a*b + c`` into one ``fma`` (``-fmad=true`` is its default), so a
   value computed by a multiply carries its rounding error as a *fusion potential* ``p`` that an
   addition consuming it adds to its bound (conservatively also through variables, ``f32→f64``
-  casts, negation, conditional expressions and ``min``/``max``);
+  casts, negation, conditional expressions and ``min``/``max``).  ptxas also folds an ``f32``
+  product scaled by ``±2**k`` (``1 <= |k| <= 3``) into one rounding (``FMUL.D8``); the generated
+  code prevents that for a literal factor, not for one held in a variable (``docs/language.md``),
+  so a product scaled so, whose value or result overflows or is subnormal, is unknown;
 * **library math** (``exp``, ``sin``, ``pow``...) is accurate to a few ulps on the GPU and in NumPy,
   not correctly rounded: :data:`MATH_ULPS` ulps of the result.
 
@@ -77,6 +80,9 @@ from fuzzgen import (
 INF = math.inf
 EPS = {"f32": 2.0 ** -23, "f64": 2.0 ** -52}
 FMAX = {"f32": float(np.finfo(np.float32).max), "f64": float(np.finfo(np.float64).max)}
+# The smallest normal, and half the smallest subnormal: the most a rounding there can move.
+FMIN = {"f32": 2.0 ** -126, "f64": 2.0 ** -1022}
+HALF_TINY = {"f32": 2.0 ** -150, "f64": 2.0 ** -1075}
 # GPU (CUDA math library) plus reference error, in ulps of the result, for inexact functions.
 MATH_ULPS = {"f32": 10.0, "f64": 8.0}
 EXACT_MATH = frozenset({"sqrt", "floor", "ceil", "trunc", "fabs", "copysign", "fmod"})
@@ -163,6 +169,15 @@ def ulp(x, t: str) -> float:
     if not math.isfinite(x):
         return INF
     return float(np.spacing(NUMPY[t](x))) if x < FMAX[t] else float(np.spacing(NUMPY[t](FMAX[t])))
+
+
+def _scales_a_product(x: V, c: V) -> bool:
+    """``x`` came from a multiply (it has a fusion potential) and ``c`` is ``±2**k``,
+    ``1 <= |k| <= 3``: ptxas may fold the two into one ``FMUL`` with a scale."""
+    if not (x.p and c.known):
+        return False
+    f = abs(float(c.v))
+    return f in (0.125, 0.25, 0.5, 2.0, 4.0, 8.0)
 
 
 def bounded(r, e: float, t: str, p: float = 0.0) -> V:
@@ -362,9 +377,16 @@ class Lane:
             if a.e or b.e:
                 e += ulp(r, t)
             return bounded(r, e if e == e else INF, t)
+        if op in ("*", "/") and t == "f32" and (
+                _scales_a_product(a, b) or (op == "*" and _scales_a_product(b, a))):
+            r = a.v * b.v if op == "*" else a.v / b.v
+            if not all(math.isfinite(float(v)) and abs(float(v)) >= FMIN[t]
+                       for v in [x.v for x in (a, b) if x.p] + [r]):
+                return V(r, INF)
         if op == "*":
             r = a.v * b.v
-            p = abs(float(r)) * EPS[t] / 2 if math.isfinite(float(r)) else INF
+            # A rounding in the subnormal range moves the value by up to HALF_TINY.
+            p = max(abs(float(r)) * EPS[t] / 2, HALF_TINY[t]) if math.isfinite(float(r)) else INF
             if a.known and b.known:
                 return V(r, 0.0, p)
             e = abs(float(a.v)) * b.e + abs(float(b.v)) * a.e + a.e * b.e + ulp(r, t)

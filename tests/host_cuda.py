@@ -55,6 +55,7 @@ static inline float __int_as_float(int v) { float f; std::memcpy(&f, &v, 4); ret
 static inline int __float_as_int(float v) { int i; std::memcpy(&i, &v, 4); return i; }
 static inline double __longlong_as_double(long long v) { double f; std::memcpy(&f, &v, 8); return f; }
 static inline long long __double_as_longlong(double v) { long long i; std::memcpy(&i, &v, 8); return i; }
+static inline float __fmaf_rn(float a, float b, float c) { return std::fma(a, b, c); }
 static inline float rsqrtf(float x) { return 1.0f / std::sqrt(x); }
 static inline double rsqrt(double x) { return 1.0 / std::sqrt(x); }
 static inline float rcbrtf(float x) { return 1.0f / std::cbrt(x); }

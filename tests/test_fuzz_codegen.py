@@ -247,14 +247,15 @@ def test_the_32_bit_index_entry_point_compiled_for_the_host_matches_the_referenc
 
 @needs_cxx
 @pytest.mark.parametrize("seed", [4516, 4039, 2678, 568, 12743, 12265, 11141, 23063, 12127, 12273,
-                                  18127, 24530])
+                                  18127, 24530, 2508, 3534])
 def test_fuzz_seeds_flagged_on_the_h200(workspace, seed):
     """Seeds the H200 runs flagged.  The GPU was right where the generator typed ``u32 // 1`` as
     i64 (4516, 2678), dropped the cast of a zero divisor it replaced (12743) or left a divisor of
     literals alone that folds to zero, a compile error (``abs(u32(0))``, 23063), and where the
     reference trusted the sign of a NaN in copysign (4039, 568) or NumPy's ``x ** 0.5`` (12265);
     the emitter was wrong in 11141 (a float ``x ** 0`` dropped x and its zero-divisor check).
-    12127, 12273, 18127 and 24530 were device compiler bugs (the GPU test below replays them)."""
+    12127, 12273, 18127, 24530, 2508 and 3534 were device compiler bugs (the GPU test below
+    replays them)."""
     import argparse
     import sys
 
@@ -272,11 +273,12 @@ def test_fuzz_seeds_flagged_on_the_h200(workspace, seed):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("seed", [12127, 12273, 18127, 24530])
+@pytest.mark.parametrize("seed", [12127, 12273, 18127, 24530, 2508, 3534])
 def test_gpu_seeds_the_device_compiler_got_wrong(workspace, cuda_backend, seed):
     """Seeds the H200 got wrong and the simulator and host build got right: a 32-bit wrap NVVM
-    dropped in the `_uids` loop (12127, 12273, 18127) and a NaN compare ptxas folded once NVVM
-    had folded its constant (24530); see tests/test_nvrtc_bugs.py."""
+    dropped in the `_uids` loop (12127, 12273, 18127), a NaN compare ptxas folded once NVVM
+    had folded its constant (24530), a product and its scale by 1/8 rounded once (2508) and a
+    VIMNMX predicate read the wrong way round (3534); see tests/test_nvrtc_bugs.py."""
     import argparse
     import sys
 

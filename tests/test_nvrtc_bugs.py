@@ -2,8 +2,10 @@
 
 * NVRTC 13.0 (sm_90) fuses ``min(min(-a, b), c)`` on 32-bit integers into one ``VIMNMX3``
   instruction and drops the negation of ``-a`` (found by tools/fuzz_gpu.py on an H200, seeds 1951
-  and 2552).  The generated code therefore selects integer minima and maxima with an explicit PTX
-  ``setp``/``selp`` pair, which the fusion does not recognise.
+  and 2552), and tests ``m != 0`` for ``m = max(max(x, 0), 0)`` on the predicate output of a
+  ``VIMNMX.RELU`` the wrong way round, so ``1 % (m if m != 0 else 1)`` divided by zero (seed
+  3534).  Even an explicit PTX ``setp``/``selp`` pair became a ``VIMNMX``, so integer minima and
+  maxima are a PTX ``set`` mask and bit operations, which ptxas does not recognise.
 * Both NVVM and ptxas treat an integer abs (even PTX ``abs.s32``) as non-negative, so
   ``min(0, abs(INT_MIN))`` became 0 and ``abs(INT_MIN) // 3`` lost its floor correction (seeds
   530, 3080, 3404).  abs is spelled as a PTX negate-and-select instead.
@@ -20,10 +22,10 @@
   18127, all right with ``-G`` only; the PTX shows ``add.s64`` where ``add.s32`` belongs).  A cast
   to 64 bits of 32-bit arithmetic that may wrap sign-extends through a PTX ``cvt``
   (``gn_sext32``).
-
-Open, not worked around (each reproduced on the H200; the fuzzer's findings that remain):
-``(b ** 2) / 8 + c`` reassociated so that an infinity becomes 2**125 (seed 2508, ptxas);
-``1 % (m if m != 0 else 1)`` with ``m = max(x, 0)`` reports a division by zero (seed 3534, ptxas).
+* ptxas (NVRTC 13.0 and 13.5) folds a plain ``f32`` multiply by ``±2**k`` (``1 <= |k| <= 3``)
+  into the multiply that produced its operand, as one ``FMUL.D8`` (or ``.M4``...) with a single
+  rounding: ``b ** 2 / 8`` was ``2**125`` for ``b = 2**64``, not inf (seed 2508).  A literal
+  scale is applied as an ``fma.rn`` of ``-0.0`` (``gn_fscale``), which it does not fold.
 """
 
 from __future__ import annotations
@@ -202,7 +204,7 @@ def test_abs_of_the_most_negative_integer_wraps_everywhere_it_is_used(kernel_mod
 
 def test_integer_min_and_max_are_selected_in_ptx_and_compile_cleanly(kernels):
     variant = kernels.minmax3.variants[()]
-    assert 'GN_SELECT_MINMAX(int, int, "lt.s32", gn_min)' in variant.cuda
+    assert 'GN_SELECT_MINMAX(int, int, "lt.u32.s32", gn_min)' in variant.cuda
     image = compile_request(BuildRequest(source=variant.cuda, symbol=variant.symbol,
                                          arch="sm_90", label=variant.symbol))
     assert image.log.strip("\x00").strip() == ""
@@ -226,21 +228,154 @@ def test_three_way_min_and_max_with_a_negated_operand(kernels, backend):
         np.testing.assert_array_equal(got.to_host().astype(object), want, err_msg=name)
 
 
-OPEN_SOURCE = """
-from gpu_native import (gpu_kernel, Kernel1D, CUDASlice, CUDASliceMut, FlatLayout1D, f32, f64,
-                        i32)
+SELECT_SOURCE = """
+from gpu_native import (gpu_kernel, Kernel1D, CUDASlice, CUDASliceMut2D, FlatLayout1D, f32, f64,
+                        i32, u32)
 
 @gpu_kernel(Kernel1D)
-def mod_by_max(a: CUDASlice[i32], o: CUDASliceMut[i32]):
+def mod_by_max(a: CUDASlice[i32], o: CUDASliceMut2D[i32], u: CUDASliceMut2D[u32]):
     i = FlatLayout1D.uid()
-    o[i] = 1 % (max(a[i], 0, 0) if (max(a[i], 0, 0) != 0) else 1)
+    o[i, 0] = 1 % (max(a[i], 0, 0) if (max(a[i], 0, 0) != 0) else 1)
+    o[i, 1] = 7 % (min(a[i], 0, 0) if (min(a[i], 0, 0) != 0) else 5)
+    u[i, 0] = u32(9) % (max(u32(a[i]), u32(0), u32(0)) if max(u32(a[i]), u32(0)) != u32(0)
+                        else u32(4))
+"""
+
+# Fuzz seed 2508 and the other scales ptxas folds into a multiply (FMUL.D8 .. FMUL.M8).
+SCALE_SOURCE = """
+from gpu_native import (gpu_kernel, Kernel1D, CUDASlice, CUDASliceMut, CUDASliceMut2D,
+                        FlatLayout1D, f32, f64)
 
 @gpu_kernel(Kernel1D)
 def square_over_eight(b: CUDASlice[f32], o: CUDASliceMut[f64]):
     i = FlatLayout1D.uid()
     o[i] = -(((b[i] ** 2) / f32(8)) + f64(43.007294))
-"""
 
+@gpu_kernel(Kernel1D)
+def scaled_products(a: CUDASlice[f32], b: CUDASlice[f32], o: CUDASliceMut2D[f32]):
+    i = FlatLayout1D.uid()
+    p = a[i] * b[i]
+    o[i, 0] = p / f32(8)
+    o[i, 1] = (a[i] * b[i]) * f32(4)
+    o[i, 2] = f32(0.5) * (a[i] * b[i])
+    o[i, 3] = (a[i] * b[i]) / f32(-2)
+    o[i, 4] = (a[i] * b[i]) * f32(0.125)
+    o[i, 5] = (a[i] * b[i]) * -8
+    o[i, 6] = p / 4
+    o[i, 7] = -p * f32(2)
+"""
+SCALES = [(1, 8), (4, 1), (0.5, 1), (1, -2), (0.125, 1), (-8, 1), (1, 4), (-2, 1)]
+
+
+def _ptx(variant) -> str:
+    """The PTX NVRTC makes of a variant (compute_90), for checks that need no GPU."""
+    from cuda.bindings import nvrtc
+
+    _err, program = nvrtc.nvrtcCreateProgram(variant.cuda.encode(), b"k.cu", 0, [], [])
+    options = [b"--gpu-architecture=compute_90", b"-std=c++17"]
+    assert nvrtc.nvrtcCompileProgram(program, len(options), options)[0] == \
+        nvrtc.nvrtcResult.NVRTC_SUCCESS
+    size = nvrtc.nvrtcGetPTXSize(program)[1]
+    ptx = b" " * size
+    nvrtc.nvrtcGetPTX(program, ptx)
+    nvrtc.nvrtcDestroyProgram(program)
+    return ptx.decode(errors="replace")
+
+
+def _run(k, where, inputs, outs, grid=1):
+    """Launch ``k`` on the simulator, the host C++ build of its CUDA, or the GPU; the outputs."""
+    import host_cuda
+
+    from gpu_native.runtime.backend import use
+
+    if where == "host":
+        if host_cuda.compiler() is None:
+            pytest.skip("needs a host C++ compiler")
+        (variant,) = k.variants.values()
+        _exited, _record, undefined = host_cuda.launch(variant.cuda, variant.symbol,
+                                                       [*inputs, *outs], grid, len(outs[0]) // grid)
+        assert not undefined
+        return outs
+    with use(where):
+        dev = [gn.to_device(o) for o in outs]
+        k.launch(gn.GridDim1D(grid), gn.BlockDim1D(len(outs[0]) // grid))(
+            *[gn.to_device(a) for a in inputs], *dev)
+        return [d.to_host() for d in dev]
+
+
+WHERE = pytest.mark.parametrize(
+    "where", ["sim", "host", pytest.param("cuda", marks=pytest.mark.gpu)])
+
+
+def test_integer_min_and_max_never_reach_ptxas_as_a_min_or_max(kernel_module):
+    """No PTX min or max for ptxas to fuse: a set mask and bit operations (the SASS of this
+    kernel has no VIMNMX with NVRTC 13.0 or 13.5)."""
+    for variant in kernel_module(SELECT_SOURCE).mod_by_max.variants.values():
+        ptx = _ptx(variant)
+        body = ptx.split(".entry ", 1)[1]
+        assert "set.gt.u32.s32" in body and "set.lt.u32.s32" in body and "set.gt.u32.u32" in body
+        assert not any(op in body for op in ("max.s32", "min.s32", "max.u32", "min.u32"))
+
+
+@WHERE
+def test_a_divisor_guarded_by_a_comparison_of_a_max_with_zero(kernel_module, where):
+    """Fuzz seed 3534: ptxas (NVRTC 13.0) tested m != 0 for m = max(max(x, 0), 0) on the predicate
+    of a VIMNMX.RELU the wrong way round, and reported a division by zero."""
+    k = kernel_module(SELECT_SOURCE).mod_by_max
+    a = np.array([-5, 0, 1, 2, 3, 7, -2**31, 2**31 - 1] * 8, np.int32)
+    o, u = _run(k, where, [a], [np.full((len(a), 2), 99, np.int32),
+                                np.full((len(a), 2), 99, np.uint32)])
+    xs = a.tolist()
+    assert o[:, 0].tolist() == [1 % (x if x > 0 else 1) for x in xs]
+    assert o[:, 1].tolist() == [7 % (x if x < 0 else 5) for x in xs]
+    assert u[:, 0].tolist() == [9 % (x % 2**32 if x else 4) for x in xs]
+
+
+def test_a_power_of_two_scale_is_a_separate_rounding_in_ptx(kernel_module):
+    """The scale is an `fma.rn` of -0.0, which ptxas does not fold into the product's multiply
+    (it did for a plain `mul.f32` by 0.125: FMUL.D8)."""
+    scales = {"0f3E000000", "0f3E800000", "0f3F000000", "0fBF000000", "0f40000000", "0f40800000",
+              "0fC1000000"}
+    mod = kernel_module(SCALE_SOURCE)
+    for variant in [*mod.square_over_eight.variants.values(),
+                    *mod.scaled_products.variants.values()]:
+        for entry in _ptx(variant).split(".entry ")[1:]:
+            lines = [line.replace(",", " ").replace(";", " ").split()
+                     for line in entry.splitlines()]
+            held = {w[1] for w in lines if w[:1] == ["mov.f32"] and w[2] in scales}
+            uses = [w[0] for w in lines if w and w[0] in ("mul.f32", "mul.rn.f32", "fma.rn.f32")
+                    and set(w[2:]) & (scales | held)]
+            assert uses and set(uses) == {"fma.rn.f32"}, uses
+
+
+@WHERE
+def test_float32_square_over_eight_overflows_to_infinity(kernel_module, where):
+    """Fuzz seed 2508: b**2 / 8 with b = 2**64 was 2**125 on the GPU (one FMUL.D8), not inf."""
+    k = kernel_module(SCALE_SOURCE).square_over_eight
+    b = np.array([2.0**64, -2.0**64, 1.5, 3e38, 1e19, 2.0**63] * 8, np.float32)
+    (got,) = _run(k, where, [b], [np.full(len(b), 7.0, np.float64)])
+    with np.errstate(over="ignore"):
+        want = -((b ** 2) / np.float32(8)).astype(np.float64) - 43.007294
+    np.testing.assert_array_equal(got, want)
+
+
+@WHERE
+def test_power_of_two_scales_of_a_product_round_twice(kernel_module, where):
+    """Each product is rounded (to inf, or in the subnormal range) before it is scaled."""
+    k = kernel_module(SCALE_SOURCE).scaled_products
+    rng = np.random.default_rng()
+    base = np.array([2.0**64, 2.0**63 * 1.5, -2.0**64, 2.0**-70, 1.0 + 2.0**-20, 3.0, -2.5e-38,
+                     1e-30, 0.0, -0.0, np.inf, np.nan], np.float32)
+    a = np.concatenate([base.repeat(len(base)), rng.standard_normal(64).astype(np.float32)])
+    b = np.concatenate([np.tile(base, len(base)),
+                        (rng.standard_normal(64) * 1e-19).astype(np.float32)])
+    a = np.concatenate([a, np.full(256 - len(a), 1.5, np.float32)])
+    b = np.concatenate([b, np.full(256 - len(b), 2.0**-148, np.float32)])
+    (got,) = _run(k, where, [a, b], [np.full((len(a), 8), 7.0, np.float32)], grid=2)
+    with np.errstate(all="ignore"):
+        p = a * b
+        want = np.stack([p * np.float32(m) / np.float32(d) for m, d in SCALES], axis=1)
+    assert _same(got, want), np.argwhere(~((got == want) | (np.isnan(got) & np.isnan(want))))[:8]
 
 
 # Fuzz seed 12127, as the reducer left it: NVVM turned the sign extension of the wrapped 32-bit
@@ -378,38 +513,3 @@ def test_a_compare_whose_constant_appears_only_after_folding_keeps_nan(kernel_mo
             o = go.to_host()
     assert np.array_equal(o, want), a[(o != want).any(axis=1)]
 
-
-def _open(reason):
-    """On the simulator the reference holds; on the GPU the open compiler bug shows."""
-    return pytest.mark.parametrize("where", ["sim", pytest.param(
-        "cuda", marks=[pytest.mark.gpu, pytest.mark.xfail(reason=reason, strict=False)])])
-
-
-@_open("ptxas (NVRTC 13.0, sm_90), fuzz seed 3534: the divisor `m if m != 0 else 1` with "
-       "m = max(x, 0, 0) is taken to be zero; not worked around")
-def test_open_modulo_by_a_guarded_max(kernel_module, where):
-    from gpu_native.runtime.backend import use
-
-    k = kernel_module(OPEN_SOURCE).mod_by_max
-    a = np.array([-5, 0, 1, 2, 3, 7, -2**31, 2**31 - 1] * 8, np.int32)
-    with use(where):
-        o = gn.to_device(np.full(len(a), 99, np.int32))
-        k.launch(gn.GridDim1D(1), gn.BlockDim1D(len(a)))(gn.to_device(a), o)
-        got = o.to_host().tolist()
-    assert got == [1 % (x if x > 0 else 1) for x in a.tolist()]
-
-
-@_open("ptxas (NVRTC 13.0, sm_90), fuzz seed 2508: b**2 / 8 in float32 is reassociated, so "
-       "b = 2**64 gives 2**125 instead of inf; not worked around")
-def test_open_float32_square_over_eight_overflows(kernel_module, where):
-    from gpu_native.runtime.backend import use
-
-    k = kernel_module(OPEN_SOURCE).square_over_eight
-    b = np.array([2.0**64, -2.0**64, 1.5, 3e38, 1e19, 2.0**63] * 8, np.float32)
-    with use(where):
-        o = gn.to_device(np.full(len(b), 7.0, np.float64))
-        k.launch(gn.GridDim1D(1), gn.BlockDim1D(len(b)))(gn.to_device(b), o)
-        got = o.to_host()
-    with np.errstate(over="ignore"):
-        want = -((b ** 2) / np.float32(8)).astype(np.float64) - 43.007294
-    np.testing.assert_array_equal(got, want)

@@ -81,6 +81,29 @@ def _sext_may_widen(e: ir.Expr) -> bool:
     return isinstance(e, ir.UnaryOp) and e.op == "-"
 
 
+def _scale_by_power_of_two(e: ir.BinOp) -> tuple[str, float] | None:
+    """For ``x * c``, ``c * x`` or ``x / c`` in f32 with a literal ``c = ±2**k``, 1 <= |k| <= 3:
+    which operand ``x`` is (``"left"`` or ``"right"``) and the factor (``1 / c`` for a division,
+    which is exact).  See gn_fscale in the prelude."""
+    def factor(c: ir.Expr) -> float | None:
+        if not isinstance(c, ir.Const) or isinstance(c.value, bool) or not c.value:
+            return None
+        mantissa, exponent = math.frexp(abs(float(c.value)))
+        return float(c.value) if mantissa == 0.5 and 1 <= abs(exponent - 1) <= 3 else None
+
+    if e.op == "/":
+        f = factor(e.right)
+        return None if f is None else ("left", 1.0 / f)
+    if e.op == "*":
+        f = factor(e.right)
+        if f is not None:
+            return "left", f
+        f = factor(e.left)
+        if f is not None:
+            return "right", f
+    return None
+
+
 _MATH_F32 = {
     "sqrt": "sqrtf", "exp": "expf", "exp2": "exp2f", "expm1": "expm1f", "log": "logf",
     "log2": "log2f", "log10": "log10f", "log1p": "log1pf", "sin": "sinf", "cos": "cosf",
@@ -534,6 +557,12 @@ class CudaEmitter:
                 return f"(({ct})({lhs} {op} {rhs}))"
             ut = _UNSIGNED[ct]
             return f"(({ct})(({ut})({lhs}) {op} ({ut})({rhs})))"
+        if op in ("*", "/") and info.name == "f32":
+            scaled = _scale_by_power_of_two(e)
+            if scaled is not None:
+                # ptxas would fold the scale into the multiply that produced x (see gn_fscale).
+                x = lhs if scaled[0] == "left" else rhs
+                return f"gn_fscale({x}, {const_code(scaled[1], ty)})"
         if op in ("+", "-", "*", "/"):
             return f"({lhs} {op} {rhs})"
         if op in ("//", "%"):

@@ -189,29 +189,37 @@ template <typename T> __device__ __forceinline__ T gn_ipow(T base, int e) {
 
 template <typename T> __device__ __forceinline__ T gn_sq(T a) { return a * a; }
 
+/* x * c for a constant c = +-2**k, 1 <= |k| <= 3, as a fused multiply-add of -0.0 (the same
+   IEEE result, -0.0 and NaN included).  ptxas (NVRTC 13.0 and 13.5, sm_90) folds a plain f32
+   multiply by such a c into the multiply that produced x, as one FMUL.D8 or .M4 with a single
+   rounding: (b * b) / 8 became finite where b * b overflows to inf (fuzz seed 2508). */
+__device__ __forceinline__ float gn_fscale(float x, float c) { return __fmaf_rn(x, c, -0.0f); }
+
 /* Python's min/max: min(a, b) is b only when b < a (so NaN handling follows the argument order). */
 template <typename T> __device__ __forceinline__ T gn_min(T a, T b) { return (b < a) ? b : a; }
 template <typename T> __device__ __forceinline__ T gn_max(T a, T b) { return (b > a) ? b : a; }
-/* 32-bit (and narrower) integers select in PTX: NVRTC 13.0 fuses min(min(-a, b), c) into one
-   sm_90 VIMNMX3 and drops the negation (tests/test_nvrtc_bugs.py).  A setp/selp pair is not
-   recognised as a min, so the operands reach the hardware as written. */
+/* 32-bit (and narrower) integers select through a PTX `set` mask, min(a, b) = a ^ ((a ^ b) & m)
+   with m all ones when b < a.  ptxas (NVRTC 13.0, sm_90) miscompiles the VIMNMX instructions it
+   forms from chained minima and maxima: it fused min(min(-a, b), c) into one VIMNMX3 and dropped
+   the negation (fuzz seeds 1951, 2552), and for m = max(max(x, 0), 0) it read m != 0 from the
+   predicate output of a VIMNMX.RELU the wrong way round (fuzz seed 3534).  Even a setp/selp pair
+   became a VIMNMX; a mask is not recognised as a min or max (tests/test_nvrtc_bugs.py). */
 #define GN_SELECT_MINMAX(T, R, CMP, NAME)                                                   \
     template <> __device__ __forceinline__ T NAME<T>(T a, T b) {                             \
-        R r; asm("{ .reg .pred p; setp." CMP " p, %2, %1; selp.b32 %0, %2, %1, p; }"        \
-                 : "=r"(r) : "r"((R)a), "r"((R)b));                                          \
-        return (T)r; }
-GN_SELECT_MINMAX(int, int, "lt.s32", gn_min)
-GN_SELECT_MINMAX(int, int, "gt.s32", gn_max)
-GN_SELECT_MINMAX(unsigned int, unsigned int, "lt.u32", gn_min)
-GN_SELECT_MINMAX(unsigned int, unsigned int, "gt.u32", gn_max)
-GN_SELECT_MINMAX(short, int, "lt.s32", gn_min)
-GN_SELECT_MINMAX(short, int, "gt.s32", gn_max)
-GN_SELECT_MINMAX(unsigned short, unsigned int, "lt.u32", gn_min)
-GN_SELECT_MINMAX(unsigned short, unsigned int, "gt.u32", gn_max)
-GN_SELECT_MINMAX(signed char, int, "lt.s32", gn_min)
-GN_SELECT_MINMAX(signed char, int, "gt.s32", gn_max)
-GN_SELECT_MINMAX(unsigned char, unsigned int, "lt.u32", gn_min)
-GN_SELECT_MINMAX(unsigned char, unsigned int, "gt.u32", gn_max)
+        R m; asm("set." CMP " %0, %2, %1;" : "=r"(m) : "r"((R)a), "r"((R)b));                \
+        return (T)((R)a ^ (((R)a ^ (R)b) & m)); }
+GN_SELECT_MINMAX(int, int, "lt.u32.s32", gn_min)
+GN_SELECT_MINMAX(int, int, "gt.u32.s32", gn_max)
+GN_SELECT_MINMAX(unsigned int, unsigned int, "lt.u32.u32", gn_min)
+GN_SELECT_MINMAX(unsigned int, unsigned int, "gt.u32.u32", gn_max)
+GN_SELECT_MINMAX(short, int, "lt.u32.s32", gn_min)
+GN_SELECT_MINMAX(short, int, "gt.u32.s32", gn_max)
+GN_SELECT_MINMAX(unsigned short, unsigned int, "lt.u32.u32", gn_min)
+GN_SELECT_MINMAX(unsigned short, unsigned int, "gt.u32.u32", gn_max)
+GN_SELECT_MINMAX(signed char, int, "lt.u32.s32", gn_min)
+GN_SELECT_MINMAX(signed char, int, "gt.u32.s32", gn_max)
+GN_SELECT_MINMAX(unsigned char, unsigned int, "lt.u32.u32", gn_min)
+GN_SELECT_MINMAX(unsigned char, unsigned int, "gt.u32.u32", gn_max)
 #undef GN_SELECT_MINMAX
 /* Floats compare on their bit patterns.  As a float select the optimiser may turn min/max into
    fmin/fmax, which do not keep the argument order for -0.0/+0.0 (fuzz seed 1403), and ptxas
