@@ -348,6 +348,35 @@ def test_a_power_of_two_scale_is_a_separate_rounding_in_ptx(kernel_module):
             assert uses and set(uses) == {"fma.rn.f32"}, uses
 
 
+SCALE_WHERE_SOURCE = """
+from gpu_native import (gpu_kernel, gpu_device, Kernel1D, CUDASlice, CUDASliceMut2D,
+                        FlatLayout1D, f32)
+
+@gpu_device
+def eighth(x: f32) -> f32:
+    return x / f32(8)
+
+@gpu_kernel(Kernel1D)
+def scale_sites(a: CUDASlice[f32], o: CUDASliceMut2D[f32]):
+    i = FlatLayout1D.uid()
+    v = a[i]
+    w = v * v if v > f32(0) else v
+    o[i, 0] = a[i] * f32(4) + v / f32(2) - f32(0.25) * v
+    o[i, 1] = -w / f32(8)
+    o[i, 2] = eighth(v)
+"""
+
+
+def test_a_scale_is_kept_apart_only_where_its_operand_may_be_a_product(kernel_module):
+    """A load (directly or through a variable) cannot be folded into: the plain multiply stays
+    contractible (heat_stencil's `around - 4 * center`).  A variable that may hold a product and
+    a device function's parameter get the separate rounding."""
+    cuda = next(iter(kernel_module(SCALE_WHERE_SOURCE).scale_sites.variants.values())).cuda
+    assert "= (((a[i] * 4.0f) + (v / 2.0f)) - (0.25f * v));" in cuda
+    assert "= gn_fscale((-(w)), 0.125f);" in cuda
+    assert "return gn_fscale(x, 0.125f);" in cuda
+
+
 @WHERE
 def test_float32_square_over_eight_overflows_to_infinity(kernel_module, where):
     """Fuzz seed 2508: b**2 / 8 with b = 2**64 was 2**125 on the GPU (one FMUL.D8), not inf."""

@@ -104,6 +104,38 @@ def _scale_by_power_of_two(e: ir.BinOp) -> tuple[str, float] | None:
     return None
 
 
+def _product_locals(bodies) -> set[int]:
+    """The ids of the variables that may hold the result of a multiply (see _may_be_product)."""
+    assigns = [(id(n.var), n.value) for body in bodies for n in ir.walk(body)
+               if isinstance(n, ir.Assign)]
+    found: set[int] = set()
+    while True:
+        more = {var for var, value in assigns if var not in found
+                and _may_be_product(value, found)}
+        if not more:
+            return found
+        found |= more
+
+
+def _may_be_product(e: ir.Expr, product_locals: set[int]) -> bool:
+    """Whether ``e`` may reach ptxas as the result of a plain FMUL, through negation, abs,
+    a select or a variable: what it folds a power-of-two scale into (see gn_fscale)."""
+    if isinstance(e, ir.BinOp):
+        return e.op in ("*", "**")
+    if isinstance(e, ir.UnaryOp):
+        return e.op == "-" and _may_be_product(e.operand, product_locals)
+    if isinstance(e, ir.Cast):
+        return e.ty == e.value.ty and _may_be_product(e.value, product_locals)
+    if isinstance(e, ir.Select):
+        return any(_may_be_product(x, product_locals) for x in (e.then, e.orelse))
+    if isinstance(e, ir.MathCall):
+        return e.name in ("abs", "fabs", "min", "max") and any(
+            _may_be_product(x, product_locals) for x in e.args)
+    if isinstance(e, ir.Local):
+        return id(e.var) in product_locals
+    return isinstance(e, ir.Call)
+
+
 _MATH_F32 = {
     "sqrt": "sqrtf", "exp": "expf", "exp2": "exp2f", "expm1": "expm1f", "log": "logf",
     "log2": "log2f", "log10": "log10f", "log1p": "log1pf", "sin": "sinf", "cos": "cosf",
@@ -226,6 +258,10 @@ class CudaEmitter:
         self.indent = 1
         self.counter = 0
         self.last_line = -1
+        # Device-function parameters may be passed anything: count them as products.
+        self.product_locals = _product_locals(
+            [kernel.body, *(fn.body for fn in kernel.device_functions)]) | {
+            id(p) for fn in kernel.device_functions for p in fn.params}
 
     # ---- whole translation unit ----------------------------------------------------------
 
@@ -559,7 +595,8 @@ class CudaEmitter:
             return f"(({ct})(({ut})({lhs}) {op} ({ut})({rhs})))"
         if op in ("*", "/") and info.name == "f32":
             scaled = _scale_by_power_of_two(e)
-            if scaled is not None:
+            operand = None if scaled is None else getattr(e, scaled[0])
+            if operand is not None and _may_be_product(operand, self.product_locals):
                 # ptxas would fold the scale into the multiply that produced x (see gn_fscale).
                 x = lhs if scaled[0] == "left" else rhs
                 return f"gn_fscale({x}, {const_code(scaled[1], ty)})"

@@ -401,7 +401,7 @@ extern "C" __global__ void gn_heat_step(
 #line 28 "heat_stencil.py"
         around = (((src[((long long)(y - 1LL)) * __gn_src_n1 + x] + src[((long long)(y + 1LL)) * __gn_src_n1 + x]) + src[y * __gn_src_n1 + ((long long)(x - 1LL))]) + src[y * __gn_src_n1 + ((long long)(x + 1LL))]);
 #line 29 "heat_stencil.py"
-        dst[gn_at2(__gn_err, y, __gn_dst_n0, 6u, x, __gn_dst_n1, 7u)] = (center + (alpha * (around - gn_fscale(center, 4.0f))));
+        dst[gn_at2(__gn_err, y, __gn_dst_n0, 6u, x, __gn_dst_n1, 7u)] = (center + (alpha * (around - (4.0f * center))));
     }
 }
 
@@ -442,7 +442,7 @@ extern "C" __global__ void gn_heat_step_i32(
 #line 28 "heat_stencil.py"
         around = (((src[(y - 1) * ((int)__gn_src_n1) + x] + src[(y + 1) * ((int)__gn_src_n1) + x]) + src[y * ((int)__gn_src_n1) + (x - 1)]) + src[y * ((int)__gn_src_n1) + (x + 1)]);
 #line 29 "heat_stencil.py"
-        dst[gn_at2_32(__gn_err, y, ((int)__gn_dst_n0), 6u, x, ((int)__gn_dst_n1), 7u)] = (center + (alpha * (around - gn_fscale(center, 4.0f))));
+        dst[gn_at2_32(__gn_err, y, ((int)__gn_dst_n0), 6u, x, ((int)__gn_dst_n1), 7u)] = (center + (alpha * (around - (4.0f * center))));
     }
 }
 

@@ -405,7 +405,7 @@ extern "C" __global__ void gn_mandelbrot_kernel(
     while (((n < max_iter) && (((zr * zr) + (zi * zi)) <= 4.0f))) {
 #line 34 "mandelbrot.py"
         __gn_t0 = (((zr * zr) - (zi * zi)) + cr);
-        __gn_t1 = ((gn_fscale(zr, 2.0f) * zi) + ci);
+        __gn_t1 = (((2.0f * zr) * zi) + ci);
         zr = __gn_t0;
         zi = __gn_t1;
 #line 35 "mandelbrot.py"
@@ -456,7 +456,7 @@ extern "C" __global__ void gn_mandelbrot_kernel_i32(
     while (((n < max_iter) && (((zr * zr) + (zi * zi)) <= 4.0f))) {
 #line 34 "mandelbrot.py"
         __gn_t0 = (((zr * zr) - (zi * zi)) + cr);
-        __gn_t1 = ((gn_fscale(zr, 2.0f) * zi) + ci);
+        __gn_t1 = (((2.0f * zr) * zi) + ci);
         zr = __gn_t0;
         zi = __gn_t1;
 #line 35 "mandelbrot.py"
