@@ -6,7 +6,10 @@ process's teardown), running: nothing (interpreter start), ``import numpy``, and
 on the GPU and read the result back" with raw ``cuda.bindings`` and a cubin already on disk (the
 floor that CUDA itself sets: driver start, context, module load, process teardown), with gpu_native (cold: empty artifact cache and no rewritten
 bytecode; warm: both populated; and cold with compiling ahead turned off, GPU_NATIVE_PREFETCH=0),
-Numba-CUDA, Triton and CuPy (each cold, with an empty cache of its own).
+Numba-CUDA, Triton and CuPy (each cold, with an empty cache of its own).  Before a row is measured,
+its program runs once and the bytecode of the library modules it imported is compiled where it is
+missing (an environment with PYTHONDONTWRITEBYTECODE set never writes it): start-up is measured as
+an installed environment has it, without compiling Python source in every process.
 
     python tools/bench_startup.py [--repeat 5] [--numba-pythonpath PATH] [--json out.json]
 """
@@ -179,6 +182,26 @@ names = ["import numpy", "import gpu_native", "import mykernels (libcst, transpi
 print(" ".join(f"{n}={1000 * (t[i + 1] - t[i]):.1f}ms" for i, n in enumerate(names)))
 '''
 
+# Appended to a program run once before its measurements: compiles the bytecode of every module it
+# imported that has none (outside the work directory, whose modules are the measured artifacts).
+# Where PYTHONDONTWRITEBYTECODE is set, Python never writes .pyc files, and every process would
+# compile each library's source again: no installed environment runs like that.
+BYTECODE_STAMP = """
+import importlib.util as _u, os as _os, py_compile as _pc, sys as _sys
+_n = 0
+for _m in list(_sys.modules.values()):
+    _f = getattr(_m, "__file__", None) or ""
+    if _f.endswith(".py") and not _f.startswith({work!r}):
+        _c = _u.cache_from_source(_f)
+        if not _os.path.exists(_c):
+            try:
+                _pc.compile(_f, cfile=_c, doraise=True)
+                _n += 1
+            except Exception:
+                pass
+print("BYTECODE_COMPILED", _n)
+"""
+
 # Appended to every measured program: when its result has been checked (wall clock, as the parent's).
 RESULT_STAMP = "\nimport time as _stamp\nprint('FIRST_RESULT_AT', _stamp.time())\n"
 
@@ -199,6 +222,17 @@ def wall(code: str, env: dict, cwd: str) -> tuple[float, float]:
     return elapsed, float(stamps[-1]) - started
 
 
+def compile_bytecode(code: str, env: dict, cwd: str) -> int:
+    """Run ``code`` once and compile the bytecode its imports lack; how many modules that was."""
+    path = Path(cwd) / "_bench_bytecode.py"
+    path.write_text(code + BYTECODE_STAMP.format(work=os.path.join(str(cwd), "")))
+    proc = subprocess.run([sys.executable, str(path)], env=env, cwd=cwd, capture_output=True,
+                          text=True, timeout=600)
+    counts = [int(line.split()[1]) for line in proc.stdout.splitlines()
+              if line.startswith("BYTECODE_COMPILED ")]
+    return counts[-1] if counts else 0
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5)
@@ -210,7 +244,13 @@ def main(argv=None) -> int:
     results: dict[str, float] = {}
     first: dict[str, float] = {}  # time to first result, by the same names
 
+    compiled = 0
+
     def measure(name: str, code: str, env: dict, fresh=None) -> None:
+        nonlocal compiled
+        if fresh is not None:
+            fresh()
+        compiled += compile_bytecode(code, env, str(work))
         samples, firsts = [], []
         for _ in range(args.repeat):
             if fresh is not None:
@@ -287,9 +327,13 @@ def main(argv=None) -> int:
           f"(goal <= 0.5 s); warm above `import numpy`: {warm * 1000:.0f} ms (goal <= 50 ms); "
           f"the raw-driver floor is {floor * 1000:.0f} ms above `import numpy`, so gpu_native's own "
           f"warm cost is {(warm - floor) * 1000:.0f} ms")
+    print(f"bytecode: {compiled} imported modules had no .pyc and were compiled once before the "
+          f"measurements (PYTHONDONTWRITEBYTECODE="
+          f"{os.environ.get('PYTHONDONTWRITEBYTECODE', 'unset')}), as an installation would have")
     if args.json:
         Path(args.json).write_text(json.dumps({"results_s": results, "first_result_s": first,
-                                                "notes": notes}, indent=2))
+                                                "notes": notes, "bytecode_compiled": compiled},
+                                               indent=2))
     shutil.rmtree(work, ignore_errors=True)
     return 0
 

@@ -555,7 +555,8 @@ def startup_table(numba_pythonpath: str | None) -> tuple[str, dict]:
     for name, note in data.get("notes", {}).items():
         lines.append(f"\n{name}: {note}")
     for line in proc.stdout.splitlines():
-        if line.startswith(("warm process", "floor process", "cold process", "cold above")):
+        if line.startswith(("warm process", "floor process", "cold process", "cold above",
+                            "bytecode:")):
             lines.append("\n" + line)
     return "\n".join(lines), data
 
