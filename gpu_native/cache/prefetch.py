@@ -1,29 +1,35 @@
-"""Compile ahead on a cold start: NVRTC loads while the transpiler runs, kernels compile while the
-driver makes its context.
+"""Compile ahead on a cold start: NVRTC loads once the transpiler is done, and kernels compile
+while the driver makes its context.
 
 On a cold start (the import hook rewrites a module instead of reading its cached rewrite, or a
 decorator transpiles a function) the module's kernels are about to be compiled.  The steps before
 the first launch are mostly serial Python holding the GIL (importing libcst, transpiling) and
-driver calls that release it (creating the primary context, ~0.1 s); NVRTC's calls release it too.
-Two things are therefore moved off the critical path, each onto a daemon thread:
+driver calls that release it (starting the driver and creating the primary context, ~0.15 s);
+NVRTC's compiles release it too.  Loading NVRTC is itself Python holding the GIL (importing
+``cuda.bindings.nvrtc`` and ``cuda.pathfinder``), so it must not run beside the transpiler, which
+it would only slow down: it starts once the transpiler has finished.
 
-1. :func:`start`, called before the transpiler is imported, loads NVRTC (``cuda.pathfinder``
-   finds and dlopens a 140 MB library) and compiles a tiny kernel so that NVRTC's one-time set-up
-   is done.  A compile on any thread calls :func:`wait_warm` first.
-2. Kernels created after :func:`start` are noted (:func:`note`, at most :data:`MAX_VARIANTS`
-   variants a process); when the CUDA backend first binds a device it calls :func:`device_ready`
-   with that device's arch *before* it creates the context, and the noted variants are built
-   through :func:`~gpu_native.cache.find_or_build` while it does.  The first launch then finds the
-   artifact in memory, or waits on the lookup's lock for the compile in flight.
+1. :func:`start`, called before a cold transpile, turns compiling ahead on for this process.
+2. Kernels created from then on are noted (:func:`note`, at most :data:`MAX_VARIANTS` variants a
+   process).  The first note starts one daemon worker thread, which loads NVRTC while the rest of
+   the module and the user's code run up to the first device use.
+3. When the CUDA backend first binds a device it calls :func:`device_ready` with that device's
+   arch *before* it starts the driver and creates the context; the worker builds the noted
+   variants through :func:`~gpu_native.cache.find_or_build` meanwhile.  The first launch then
+   finds the artifact in memory, or waits on the lookup's lock for the compile in flight.  When
+   NVRTC is loaded before any device is bound, the worker also compiles a tiny kernel, so that
+   NVRTC's one-time set-up is done by then.  A compile on another thread waits for the loading
+   (:func:`wait_warm`).
 
 Nothing starts when NVRTC must not load (``GPU_NATIVE_REQUIRE_PRECOMPILED=1``), when kernels run on
 the simulator (``GPU_NATIVE_BACKEND=sim``, or on Linux no NVIDIA device node), when
 ``GPU_NATIVE_PREFETCH=0``, or when NVRTC is already loaded; ``GPU_NATIVE_PREFETCH=1`` starts it
-even where no device node is seen (or NVRTC is loaded).  The threads never call into the driver
-themselves: a ``cuInit`` the user did not ask for would break CUDA in a child made by ``fork``.  Before a fork
-and at interpreter exit, no further compile starts and the one in flight is waited for, so a child
-never inherits a half-done import and NVRTC's globals are never torn down under a compile.
-Failures are dropped: the compile the launch itself makes reports them with its own message.
+even where no device node is seen (or NVRTC is loaded).  The worker never calls into the driver
+itself: a ``cuInit`` the user did not ask for would break CUDA in a child made by ``fork``.  Before
+a fork and at interpreter exit, the worker finishes the compile in flight and stops (a new one
+starts after a fork if more kernels are noted), so a child never inherits a half-done import and
+NVRTC's globals are never torn down under a compile.  Failures are dropped: the compile the launch
+itself makes reports them with its own message.
 """
 
 from __future__ import annotations
@@ -48,10 +54,14 @@ _TRUE = frozenset({"1", "true", "yes", "on"})
 _WARM_SOURCE = b'extern "C" __global__ void gn_warmup(float* p) { p[threadIdx.x] = 1.0f; }'
 
 _lock = threading.Lock()
-_warm_thread: threading.Thread | None = None
-_build_threads: list[threading.Thread] = []
-_noted: list[tuple[dict, dict, str | None]] = []
+_changed = threading.Condition(_lock)  # a note, an arch or a stop: the worker looks again
+_active = False  # start() was called and compiling ahead is wanted here
+_worker: threading.Thread | None = None
+_loaded = threading.Event()  # the worker has loaded NVRTC (or given up on it)
+_pending: list[tuple[dict, dict, str | None]] = []  # noted, not built yet
 _noted_count = 0
+_arch: str | None = None  # the arch of the device bound last
+_building = False
 _stopping = False
 
 
@@ -71,88 +81,119 @@ def _wanted() -> bool:
     return True
 
 
-def _warm_up() -> None:
-    try:
-        from ..compiler import nvrtc
-
-        nvrtc.warm_up(_WARM_SOURCE)
-    except Exception:  # the real compile reports any problem with NVRTC itself
-        pass
-
-
 def start() -> bool:
-    """Begin loading NVRTC on a daemon thread (once per process), and note kernels from now on.
+    """Turn compiling ahead on for this process (once): kernels created from now on are noted.
 
     Returns whether compiling ahead is active in this process.
     """
-    global _warm_thread
-    if _warm_thread is not None:
-        return True
-    with _lock:
-        if _warm_thread is None and not _stopping and _wanted():
-            thread = threading.Thread(target=_warm_up, name="gpu_native-nvrtc-warmup",
-                                      daemon=True)
-            thread.start()
-            _warm_thread = thread
-    return _warm_thread is not None
+    global _active
+    if not _active:
+        with _lock:
+            _active = _active or (not _stopping and _wanted())
+    return _active
 
 
 def wait_warm() -> None:
-    """Block until the NVRTC warm-up has finished (at once when none was started)."""
-    thread = _warm_thread
-    if thread is not None and thread is not threading.current_thread():
-        thread.join()
+    """Block until the worker has loaded NVRTC (at once when there is no worker, or on it)."""
+    worker = _worker
+    if worker is not None and worker is not threading.current_thread():
+        _loaded.wait()
 
 
 def note(spec: dict, module_file: str | None) -> None:
-    """Remember the variants of a kernel just created, to build when a device is bound."""
+    """Remember the variants of a kernel just created, to build when a device is bound; the
+    first one starts the worker, which loads NVRTC."""
     global _noted_count
-    if _warm_thread is None or _stopping:
+    if not _active or _stopping:
         return
     with _lock:
         for variant in spec.get("variants", ()):
             if _noted_count >= MAX_VARIANTS:
-                return
-            _noted.append((spec, variant, module_file))
+                break
+            _pending.append((spec, variant, module_file))
             _noted_count += 1
+        _wake()
 
 
 def device_ready(arch: str) -> None:
-    """Build the noted variants for ``arch`` on a daemon thread (the CUDA backend calls this
-    when it first binds a device, before creating the context)."""
+    """Build the noted variants for ``arch`` (the CUDA backend calls this when it first binds a
+    device, before it starts the driver and creates the context)."""
+    global _arch
     with _lock:
-        if not _noted or _stopping:
-            return
-        noted = list(_noted)
-        _noted.clear()
-        thread = threading.Thread(target=_build, args=(noted, arch),
-                                  name="gpu_native-prefetch", daemon=True)
-        thread.start()
-        _build_threads.append(thread)
+        _arch = arch
+        _wake()
 
 
-def _build(noted: list, arch: str) -> None:
+def _wake() -> None:
+    """Start the worker if there is work and none (the first note, or after a fork); tell it to
+    look again.  Called with the lock held."""
+    global _worker
+    if _pending and _worker is None and not _stopping:
+        _loaded.clear()
+        _worker = threading.Thread(target=_work, name="gpu_native-prefetch", daemon=True)
+        _worker.start()
+    _changed.notify_all()
+
+
+def _load() -> None:
+    try:
+        from ..compiler import nvrtc
+
+        nvrtc.nvrtc_version()  # finds and loads the library
+        if _arch is None:  # no device yet: time to spare for NVRTC's one-time set-up
+            nvrtc.warm_up(_WARM_SOURCE)
+    except Exception:  # the real compile reports any problem with NVRTC itself
+        pass
+    finally:
+        _loaded.set()
+
+
+def _work() -> None:
+    global _building
+    _load()
     from . import lookup
 
-    wait_warm()
-    for spec, variant, module_file in noted:
-        if _stopping:
-            return
-        try:
-            lookup.find_or_build(lookup.BuildRequest.for_variant(spec, variant, arch,
-                                                                 module_file))
-        except Exception:  # the launch compiles it again and reports the error itself
-            pass
+    while True:
+        with _changed:
+            _building = False
+            _changed.notify_all()
+            while not _stopping and not (_arch and _pending):
+                _changed.wait()
+            if _stopping:
+                return
+            batch, arch = list(_pending), _arch
+            _pending.clear()
+            _building = True
+        for spec, variant, module_file in batch:
+            if _stopping:
+                break
+            try:
+                lookup.find_or_build(lookup.BuildRequest.for_variant(spec, variant, arch,
+                                                                     module_file))
+            except Exception:  # the launch compiles it again and reports the error itself
+                pass
+
+
+def _wait_built() -> None:
+    """Block until every variant noted so far for a known arch is built (tests, benchmarks)."""
+    with _changed:
+        while _worker is not None and _worker.is_alive() and (
+                _building or (_arch and _pending) or not _loaded.is_set()):
+            _changed.wait(0.05)
 
 
 def _stop() -> None:
-    """No compile starts after this; wait for those in flight (before a fork, at exit)."""
-    global _stopping
-    _stopping = True
-    current = threading.current_thread()
-    for thread in [_warm_thread, *_build_threads]:
-        if thread is not None and thread is not current:
-            thread.join()
+    """The worker finishes the compile in flight and ends (before a fork, at exit)."""
+    global _stopping, _worker
+    with _lock:
+        _stopping = True
+        worker = _worker
+        _changed.notify_all()
+    if worker is not None and worker is not threading.current_thread():
+        worker.join()
+        with _lock:
+            if _worker is worker:
+                _worker = None
 
 
 def _after_fork_in_parent() -> None:

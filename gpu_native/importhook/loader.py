@@ -62,7 +62,8 @@ def _cache_files(path: str, for_writing: bool):
 def _rewrite(fullname, path, data, source_sha, started):
     from ..cache import prefetch
 
-    # The module's kernels will be compiled soon: load NVRTC while libcst loads and transpiles.
+    # The module's kernels will be compiled soon: note them as they are created, to compile
+    # while the driver creates its context.
     prefetch.start()
     from ..rewrite import rewrite_module
 

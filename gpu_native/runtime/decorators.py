@@ -153,7 +153,7 @@ def _rewrite(source: str, filename: str, module_name: str, hints: dict):
 
     from ..cache import prefetch
 
-    prefetch.start()  # as the import hook does: NVRTC loads while the transpiler runs
+    prefetch.start()  # as the import hook does: the kernels are compiled ahead
     from ..rewrite import rewrite_module
 
     digest = hashlib.sha256(source.encode()).hexdigest()
