@@ -350,7 +350,7 @@ def test_a_power_of_two_scale_is_a_separate_rounding_in_ptx(kernel_module):
 
 SCALE_WHERE_SOURCE = """
 from gpu_native import (gpu_kernel, gpu_device, Kernel1D, CUDASlice, CUDASliceMut2D,
-                        FlatLayout1D, f32)
+                        FlatLayout1D, f32, local_array)
 
 @gpu_device
 def eighth(x: f32) -> f32:
@@ -364,17 +364,22 @@ def scale_sites(a: CUDASlice[f32], o: CUDASliceMut2D[f32]):
     o[i, 0] = a[i] * f32(4) + v / f32(2) - f32(0.25) * v
     o[i, 1] = -w / f32(8)
     o[i, 2] = eighth(v)
+    t = local_array(f32, 1)
+    t[0] = v * v
+    o[i, 3] = t[0] * f32(0.5)
 """
 
 
 def test_a_scale_is_kept_apart_only_where_its_operand_may_be_a_product(kernel_module):
     """A load (directly or through a variable) cannot be folded into: the plain multiply stays
     contractible (heat_stencil's `around - 4 * center`).  A variable that may hold a product and
-    a device function's parameter get the separate rounding."""
+    a device function's parameter and an element of a per-thread array (kept in registers) get
+    the separate rounding."""
     cuda = next(iter(kernel_module(SCALE_WHERE_SOURCE).scale_sites.variants.values())).cuda
     assert "= (((a[i] * 4.0f) + (v / 2.0f)) - (0.25f * v));" in cuda
     assert "= gn_fscale((-(w)), 0.125f);" in cuda
     assert "return gn_fscale(x, 0.125f);" in cuda
+    assert "= gn_fscale(t[0LL], 0.5f);" in cuda
 
 
 @WHERE

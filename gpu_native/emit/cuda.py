@@ -133,6 +133,9 @@ def _may_be_product(e: ir.Expr, product_locals: set[int]) -> bool:
             _may_be_product(x, product_locals) for x in e.args)
     if isinstance(e, ir.Local):
         return id(e.var) in product_locals
+    if isinstance(e, ir.Load):
+        # A per-thread array indexed by constants lives in registers: it may hold a product.
+        return e.array.var.ty.space == "local"  # type: ignore[union-attr]
     return isinstance(e, ir.Call)
 
 
