@@ -1,6 +1,6 @@
 """The typed kernel IR: what the checker produces and every backend consumes.
 
-Every node is a frozen dataclass carrying its :class:`~gpu_native.errors.SourceSpan`; every
+Every node is a frozen record (:func:`~gpu_native.nodes.node`) carrying its :class:`~gpu_native.errors.SourceSpan`; every
 expression carries its type.  The checker has already applied the promotion rules (operands of a
 ``BinOp`` have the result type, implicit conversions are explicit ``Cast`` nodes), resolved every
 name, decided which bounds checks remain (``check`` fields hold a site id, or ``None`` where the
@@ -12,22 +12,21 @@ operations; see ``docs/language.md`` for the language it encodes.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields, replace
-
 from .errors import SourceSpan
 from .lang.types import SCALARS, ScalarInfo
+from .nodes import Factory, fields, node, replace
 
 # ============================================================================================
 # Types
 
 
-@dataclass(frozen=True)
+@node
 class Type:
     def __str__(self) -> str:  # pragma: no cover - overridden
         return type(self).__name__
 
 
-@dataclass(frozen=True)
+@node
 class ScalarType(Type):
     info: ScalarInfo
 
@@ -39,13 +38,13 @@ class ScalarType(Type):
         return self.info.name
 
 
-@dataclass(frozen=True)
+@node
 class VoidType(Type):
     def __str__(self) -> str:
         return "None"
 
 
-@dataclass(frozen=True)
+@node
 class ArrayType(Type):
     """An array: a global parameter (``space="global"``), shared or per-thread local memory.
 
@@ -66,7 +65,7 @@ class ArrayType(Type):
         return f"{self.space}_array({self.elem}, {self.shape})"
 
 
-@dataclass(frozen=True)
+@node
 class UidType(Type):
     """A multi-dimensional unique id (``FlatLayout2D.uid()``): components ``.x .y .z``."""
 
@@ -96,7 +95,7 @@ F64 = scalar("f64")
 # Variables and error sites
 
 
-@dataclass(frozen=True, eq=False)
+@node(eq=False)
 class Var:
     """A local variable or parameter.  Identity matters: two ``Var`` objects are two variables."""
 
@@ -109,7 +108,7 @@ class Var:
         return f"Var({self.name}: {self.ty})"
 
 
-@dataclass(frozen=True)
+@node
 class Site:
     """A place where a running kernel can report an error, numbered per kernel.
 
@@ -130,23 +129,23 @@ class Site:
 # Expressions
 
 
-@dataclass(frozen=True)
+@node
 class Expr:
     span: SourceSpan
     ty: Type
 
 
-@dataclass(frozen=True)
+@node
 class Const(Expr):
     value: int | float | bool
 
 
-@dataclass(frozen=True)
+@node
 class Local(Expr):
     var: Var
 
 
-@dataclass(frozen=True)
+@node
 class BinOp(Expr):
     """Arithmetic with both operands already of type ``ty`` (shifts: right operand any int).
 
@@ -164,13 +163,13 @@ class BinOp(Expr):
     no_wrap: bool = False
 
 
-@dataclass(frozen=True)
+@node
 class UnaryOp(Expr):
     op: str  # "-", "~", "not"
     operand: Expr
 
 
-@dataclass(frozen=True)
+@node
 class Compare(Expr):
     """One comparison; ``left`` and ``right`` have a common type.  ``ty`` is bool."""
 
@@ -179,7 +178,7 @@ class Compare(Expr):
     right: Expr
 
 
-@dataclass(frozen=True)
+@node
 class BoolOp(Expr):
     """Short-circuit ``and`` / ``or`` over bool operands."""
 
@@ -187,7 +186,7 @@ class BoolOp(Expr):
     values: tuple[Expr, ...]
 
 
-@dataclass(frozen=True)
+@node
 class Select(Expr):
     """``a if cond else b``: only the chosen side is evaluated."""
 
@@ -196,21 +195,21 @@ class Select(Expr):
     orelse: Expr
 
 
-@dataclass(frozen=True)
+@node
 class Cast(Expr):
     """Conversion to ``ty``.  Float to int truncates toward zero and saturates; NaN gives 0."""
 
     value: Expr
 
 
-@dataclass(frozen=True)
+@node
 class ArrayRef(Expr):
     """An array value: a parameter or a shared / local array (``ty`` is an ``ArrayType``)."""
 
     var: Var
 
 
-@dataclass(frozen=True)
+@node
 class Load(Expr):
     """``array[indices]``.  ``checks[k]`` is the bounds-check site for axis k, or None if proven."""
 
@@ -219,7 +218,7 @@ class Load(Expr):
     checks: tuple[int | None, ...]
 
 
-@dataclass(frozen=True)
+@node
 class Shape(Expr):
     """``len(a)`` (axis 0) or ``a.shape[axis]``; type i64."""
 
@@ -227,7 +226,7 @@ class Shape(Expr):
     axis: int
 
 
-@dataclass(frozen=True)
+@node
 class Special(Expr):
     """A CUDA built-in index: ``name`` in thread_idx / block_idx / block_dim / grid_dim; type i32."""
 
@@ -235,12 +234,12 @@ class Special(Expr):
     axis: int  # 0, 1, 2 for .x .y .z
 
 
-@dataclass(frozen=True)
+@node
 class LaneId(Expr):
     """``lane_id()``: the lane of this thread in its warp (i32)."""
 
 
-@dataclass(frozen=True)
+@node
 class UidComponent(Expr):
     """Component ``axis`` of this thread's unique id; type i64.
 
@@ -252,7 +251,7 @@ class UidComponent(Expr):
     axis: int
 
 
-@dataclass(frozen=True)
+@node
 class MathCall(Expr):
     """A math-library function (``math.sqrt``, ``abs``, ``min``, ...) on operands of type ``ty``.
 
@@ -264,7 +263,7 @@ class MathCall(Expr):
     args: tuple[Expr, ...]
 
 
-@dataclass(frozen=True)
+@node
 class Call(Expr):
     """Call of a device function (one specialisation) with converted arguments."""
 
@@ -272,7 +271,7 @@ class Call(Expr):
     args: tuple[Expr, ...]
 
 
-@dataclass(frozen=True)
+@node
 class WarpOp(Expr):
     """Warp intrinsic: ``op`` in shfl_down / shfl_up / shfl_xor / shfl_idx (``args`` = value, lane
     arg, width), ballot (u32), all_sync / any_sync (bool).  ``mask`` is the participating lanes."""
@@ -282,7 +281,7 @@ class WarpOp(Expr):
     mask: Expr
 
 
-@dataclass(frozen=True)
+@node
 class Atomic(Expr):
     """An atomic operation on one element; the result is the old value (or the loaded value).
 
@@ -303,12 +302,12 @@ class Atomic(Expr):
 # Statements
 
 
-@dataclass(frozen=True)
+@node
 class Stmt:
     span: SourceSpan
 
 
-@dataclass(frozen=True)
+@node
 class Assign(Stmt):
     """``var = value`` (value already converted to ``var.ty``)."""
 
@@ -316,7 +315,7 @@ class Assign(Stmt):
     value: Expr
 
 
-@dataclass(frozen=True)
+@node
 class Store(Stmt):
     """``array[indices] = value``.
 
@@ -332,25 +331,25 @@ class Store(Stmt):
     unique: str = "uid"
 
 
-@dataclass(frozen=True)
+@node
 class ExprStmt(Stmt):
     value: Expr
 
 
-@dataclass(frozen=True)
+@node
 class If(Stmt):
     cond: Expr
     then: tuple[Stmt, ...]
     orelse: tuple[Stmt, ...]
 
 
-@dataclass(frozen=True)
+@node
 class While(Stmt):
     cond: Expr
     body: tuple[Stmt, ...]
 
 
-@dataclass(frozen=True)
+@node
 class ForRange(Stmt):
     """``for var in range(start, stop, step)``: bounds evaluated once, ``var`` typed like them.
 
@@ -368,7 +367,7 @@ class ForRange(Stmt):
     counter_fits: bool = False
 
 
-@dataclass(frozen=True)
+@node
 class GridStride(Stmt):
     """``for var in FlatLayout1D.grid_stride(n)``: each value in range(n) visited by one thread."""
 
@@ -377,29 +376,29 @@ class GridStride(Stmt):
     body: tuple[Stmt, ...]
 
 
-@dataclass(frozen=True)
+@node
 class Break(Stmt):
     pass
 
 
-@dataclass(frozen=True)
+@node
 class Continue(Stmt):
     pass
 
 
-@dataclass(frozen=True)
+@node
 class Return(Stmt):
     value: Expr | None
 
 
-@dataclass(frozen=True)
+@node
 class Assert(Stmt):
     cond: Expr
     site: int
     at_launch: bool = False  # depends only on the launch shape: the launcher checks it instead
 
 
-@dataclass(frozen=True)
+@node
 class Barrier(Stmt):
     """``sync_threads()`` (``scope="block"``) or ``sync_warp(mask)`` (``scope="warp"``)."""
 
@@ -407,14 +406,14 @@ class Barrier(Stmt):
     mask: Expr | None = None
 
 
-@dataclass(frozen=True)
+@node
 class Print(Stmt):
     """Device ``print``: ``items`` are string literals and scalar expressions, space separated."""
 
     items: tuple[str | Expr, ...]
 
 
-@dataclass(frozen=True)
+@node
 class TailExit(Stmt):
     """The grid-tail rule: return at once when this thread's uid lies outside every array indexed
     with the bare uid.  ``extents`` pairs each such array with, for each of its dimensions, the uid
@@ -427,18 +426,18 @@ class TailExit(Stmt):
 # Functions
 
 
-@dataclass(frozen=True, eq=False)
+@node(eq=False)
 class SharedDecl:
     var: Var  # ty is ArrayType(space="shared"); shape (-1,) for the dynamic shared array
     dynamic: bool = False
 
 
-@dataclass(frozen=True, eq=False)
+@node(eq=False)
 class LocalArrayDecl:
     var: Var
 
 
-@dataclass(eq=False)
+@node(eq=False, frozen=False)
 class DeviceFunction:
     """One specialisation of a ``@gpu_device`` function."""
 
@@ -457,14 +456,14 @@ class DeviceFunction:
         return f"DeviceFunction({self.module}.{self.name} -> {self.symbol})"
 
 
-@dataclass(frozen=True)
+@node
 class KernelOptions:
     bounds_check: bool = True
     fastmath: bool = False
     max_registers: int | None = None
 
 
-@dataclass(frozen=True)
+@node
 class KernelTraits:
     """Facts about a kernel that the launcher and code generator use.
 
@@ -482,7 +481,7 @@ class KernelTraits:
     uses_print: bool = False
 
 
-@dataclass(eq=False)
+@node(eq=False, frozen=False)
 class Kernel:
     """One specialisation of a ``@gpu_kernel`` function, ready for a backend."""
 
@@ -505,7 +504,7 @@ class Kernel:
     # (see gpu_native.runtime.launch_checks): hoisted asserts, and the launch-shaped integer
     # expressions that the bounds proofs assume do not wrap.
     launch_checks: tuple = ()
-    extra: dict = field(default_factory=dict)
+    extra: dict = Factory(dict)
 
 
 def walk(node):
@@ -535,12 +534,12 @@ def mark_no_wrap(body, proven: dict[int, BinOp]):
         if not isinstance(item, (Expr, Stmt)):
             return item
         changes = {}
-        for f in fields(item):
-            value = getattr(item, f.name)
+        for name in fields(item):
+            value = getattr(item, name)
             if isinstance(value, (Expr, Stmt, tuple)):
                 new = visit(value)
                 if new is not value:
-                    changes[f.name] = new
+                    changes[name] = new
         if isinstance(item, BinOp) and proven.get(id(item)) is item:
             changes["no_wrap"] = True
         return replace(item, **changes) if changes else item

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, field
 
 from . import abi, ir
 from ._version import __version__
@@ -21,11 +20,12 @@ from .emit.host import LauncherParam, kernel_block
 from .emit.index32 import wants_index32
 from .emit.uid_stride import vector_plan
 from .frontend.parse import ModuleScan, has_gpu_decorators, scan_module
+from .nodes import node
 
 SPEC_SCHEMA = 1
 
 
-@dataclass(frozen=True)
+@node
 class KernelVariant:
     """One specialisation of a kernel: its CUDA translation unit and error-site table."""
 
@@ -38,7 +38,7 @@ class KernelVariant:
     launch_checks: tuple = ()
 
 
-@dataclass(frozen=True)
+@node
 class KernelBuild:
     """Everything the runtime needs about one ``@gpu_kernel`` function."""
 
@@ -73,15 +73,15 @@ class KernelBuild:
         }
 
 
-@dataclass
+@node(frozen=False)
 class TranspiledModule:
     scan: ModuleScan
     kernels: list[KernelBuild]
     checked: list[CheckedKernel]
-    dependencies: tuple[str, ...] = field(default=())
+    dependencies: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
+@node
 class RewriteResult:
     """The rewritten module source, its kernels, and the other files it was derived from."""
 

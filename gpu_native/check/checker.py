@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from .. import ir
 from ..errors import SourceSpan
 from ..frontend import syntax as S
+from ..nodes import Factory, node
 from .expressions import ExpressionChecker, WeakConst, _const_value
 from .safety import key, split_offset, stable_facts
 from .scope import Resolver
@@ -22,21 +22,21 @@ _TRAIT_DEFAULTS = {
 }
 
 
-@dataclass
+@node(frozen=False)
 class KernelContext:
     """What every function checked for one kernel specialisation shares."""
 
     program: Program
     ndim: int
     options: ir.KernelOptions
-    sites: list[ir.Site] = field(default_factory=list)
-    devices: dict = field(default_factory=dict)  # (path, name, binding) -> DeviceFunction
-    device_checkers: dict = field(default_factory=dict)
-    stack: list = field(default_factory=list)
-    launch_checks: list = field(default_factory=list)
+    sites: list[ir.Site] = Factory(list)
+    devices: dict = Factory(dict)  # (path, name, binding) -> DeviceFunction
+    device_checkers: dict = Factory(dict)
+    stack: list = Factory(list)
+    launch_checks: list = Factory(list)
 
 
-@dataclass
+@node(frozen=False)
 class FunctionContext:
     """The per-function view the mixins use as ``self.ctx``."""
 

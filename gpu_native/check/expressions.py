@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from .. import ir
 from ..errors import SourceSpan, TranspileError
 from ..frontend import syntax as S
+from ..nodes import node
 from . import promote as P
 from .safety import Unique, grid_coords
 
@@ -17,12 +17,12 @@ if TYPE_CHECKING:
     from .checker import FunctionChecker
 
 
-@dataclass(frozen=True)
+@node
 class WeakConst(ir.Const):
     """A literal that has not met a typed operand yet (see :mod:`.promote`).  Never leaves the checker."""
 
 
-@dataclass(frozen=True)
+@node
 class UidValue(ir.Expr):
     """``FlatLayout2D.uid()`` and friends before a component is taken.  Never leaves the checker."""
 
@@ -30,7 +30,7 @@ class UidValue(ir.Expr):
     ndim: int
 
 
-@dataclass(frozen=True)
+@node
 class AtomicHandle(ir.Expr):
     """``x.atomic_ref(i)`` before its method is called.  Never leaves the checker."""
 

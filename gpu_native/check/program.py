@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import itertools
 import re
-from dataclasses import dataclass
 
 from .. import ir
 from ..errors import SourceSpan, TranspileError
 from ..frontend import syntax as S
 from ..frontend.parse import ModuleScan
+from ..nodes import node
 from .checker import FunctionChecker, FunctionContext, KernelContext, uses_half
 from .safety import pinned, required_coords
 from .scope import ModuleLocator, Resolver
@@ -19,7 +19,7 @@ MAX_SPECIALIZATIONS = 64
 KERNEL_OPTIONS = ("bounds_check", "fastmath", "max_registers", "specializations")
 
 
-@dataclass
+@node(frozen=False)
 class CheckedKernel:
     """A ``@gpu_kernel`` function and its checked specialisations (one unless generic)."""
 

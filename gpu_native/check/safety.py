@@ -17,9 +17,9 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 
 from .. import ir
+from ..nodes import node
 
 Fact = tuple
 Key = tuple
@@ -208,7 +208,7 @@ def _compare_facts(op: str, left: ir.Expr, right: ir.Expr, classify, uniform, ke
     return out
 
 
-@dataclass(frozen=True)
+@node
 class Unique:
     """An index that is injective in the thread coordinates ``coords``; ``scale`` is its stride."""
 

@@ -11,11 +11,11 @@ from __future__ import annotations
 import math
 import os
 import sys
-from dataclasses import dataclass
 
 from ..errors import SourceSpan, TranspileError
 from ..frontend import syntax as S
 from ..frontend.parse import PACKAGE, ModuleScan, scan_module
+from ..nodes import node
 
 # Every public name of gpu_native that means something inside a kernel.
 GN_NAMES = frozenset({
@@ -39,7 +39,7 @@ MATH_CONSTANTS = {"pi": math.pi, "e": math.e, "tau": math.tau, "inf": math.inf, 
 BUILTINS = frozenset({"len", "range", "min", "max", "abs", "int", "float", "bool", "print", "round"})
 
 
-@dataclass(frozen=True)
+@node
 class Sym:
     """A resolved name.
 

@@ -9,13 +9,13 @@ __restrict__`` when read-only, which keeps loads on the read-only data path); se
 
 from __future__ import annotations
 
-import dataclasses
 import math
 
 import numpy as np
 
 from .. import abi, ir
 from .._version import __version__
+from ..nodes import fields, is_node
 from .prelude import HALF_INCLUDES, PRELUDE
 
 CPP_KEYWORDS = frozenset(["alignas", "alignof", "and", "and_eq", "asm", "auto", "bitand", "bitor", "bool", "break", "case", "catch", "char", "char16_t", "char32_t", "class", "compl", "const", "constexpr", "const_cast", "continue", "decltype", "default", "delete", "do", "double", "dynamic_cast", "else", "enum", "explicit", "export", "extern", "false", "float", "for", "friend", "goto", "if", "inline", "int", "long", "mutable", "namespace", "new", "noexcept", "not", "not_eq", "nullptr", "operator", "or", "or_eq", "private", "protected", "public", "register", "reinterpret_cast", "return", "short", "signed", "sizeof", "static", "static_assert", "static_cast", "struct", "switch", "template", "this", "thread_local", "throw", "true", "try", "typedef", "typeid", "typename", "union", "unsigned", "using", "virtual", "void", "volatile", "wchar_t", "while", "xor", "xor_eq", "threadIdx", "blockIdx", "blockDim", "gridDim", "warpSize", "printf", "min", "max", "abs", "signbit", "isnan", "isinf", "isfinite", "main", "assert"])
@@ -39,7 +39,7 @@ def _constant(e: ir.Expr) -> bool:
         return True
     if not isinstance(e, (ir.BinOp, ir.UnaryOp, ir.Cast, ir.MathCall)):
         return False
-    children = [getattr(e, f.name) for f in dataclasses.fields(e)]
+    children = [getattr(e, name) for name in fields(e)]
     flat = [c for x in children for c in (x if isinstance(x, tuple) else (x,))]
     return all(_constant(c) for c in flat if isinstance(c, ir.Expr))
 
@@ -64,10 +64,10 @@ def _same_value(a: object, b: object) -> bool:
         return False
     if isinstance(a, tuple):
         return len(a) == len(b) and all(_same_value(x, y) for x, y in zip(a, b))  # type: ignore
-    if not dataclasses.is_dataclass(a) or isinstance(a, type):
+    if not is_node(a):
         return a == b
-    return all(_same_value(getattr(a, f.name), getattr(b, f.name))
-               for f in dataclasses.fields(a) if f.name not in ("span", "checks"))
+    return all(_same_value(getattr(a, name), getattr(b, name))
+               for name in fields(a) if name not in ("span", "checks"))
 
 
 def _sext_may_widen(e: ir.Expr) -> bool:

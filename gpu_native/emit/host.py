@@ -23,12 +23,11 @@ Every other line of the module is left byte-for-byte as the user wrote it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from ..frontend import syntax as S
+from ..nodes import node
 
 
-@dataclass(frozen=True)
+@node
 class LauncherParam:
     """A kernel parameter as the launcher sees it."""
 

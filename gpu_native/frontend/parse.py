@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from ..errors import SourceSpan, TranspileError
+from ..nodes import Factory, node
 from . import syntax as S
 
 # Names under which gpu_native exports the decorators.
@@ -79,7 +79,7 @@ _UNSUPPORTED_STMT: dict[type, str] = {
 }
 
 
-@dataclass(frozen=True)
+@node
 class ImportedName:
     """A module-level name bound by an import: ``module`` and, for ``from`` imports, ``attr``."""
 
@@ -88,7 +88,7 @@ class ImportedName:
     span: SourceSpan
 
 
-@dataclass
+@node(frozen=False)
 class ModuleScan:
     """What the transpiler knows about one module, found without executing it."""
 
@@ -96,14 +96,14 @@ class ModuleScan:
     module_name: str
     source: str
     lines: list[str]
-    imports: dict[str, ImportedName] = field(default_factory=dict)
-    constants: dict[str, object] = field(default_factory=dict)
-    constant_spans: dict[str, SourceSpan] = field(default_factory=dict)
-    typevars: dict[str, tuple[str, ...]] = field(default_factory=dict)
-    functions: list[S.FunctionDef] = field(default_factory=list)
-    host_names: dict[str, str] = field(default_factory=dict)  # name -> "function" / "class" / ...
-    reassigned: set[str] = field(default_factory=set)
-    hinted: set[str] = field(default_factory=set)  # seeded from outside; the source may redefine
+    imports: dict[str, ImportedName] = Factory(dict)
+    constants: dict[str, object] = Factory(dict)
+    constant_spans: dict[str, SourceSpan] = Factory(dict)
+    typevars: dict[str, tuple[str, ...]] = Factory(dict)
+    functions: list[S.FunctionDef] = Factory(list)
+    host_names: dict[str, str] = Factory(dict)  # name -> "function" / "class" / ...
+    reassigned: set[str] = Factory(set)
+    hinted: set[str] = Factory(set)  # seeded from outside; the source may redefine
 
     def function(self, name: str) -> S.FunctionDef | None:
         for fn in self.functions:

@@ -1,6 +1,6 @@
 """The syntax tree of kernel and device-function bodies, as parsed from libcst.
 
-This is the untyped half of the kernel IR: small frozen dataclasses, each carrying the
+This is the untyped half of the kernel IR: small frozen records (:func:`~gpu_native.nodes.node`), each carrying the
 :class:`~gpu_native.errors.SourceSpan` it came from.  The checker turns it into the typed IR in
 :mod:`gpu_native.ir`.  Anything libcst can parse but the kernel language does not support never
 reaches this tree: the front end refuses it with a ``TranspileError``.
@@ -8,93 +8,92 @@ reaches this tree: the front end refuses it with a ``TranspileError``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from ..errors import SourceSpan
+from ..nodes import node
 
 # --------------------------------------------------------------------------------------------
 # Expressions
 
 
-@dataclass(frozen=True)
+@node
 class Expr:
     span: SourceSpan
 
 
-@dataclass(frozen=True)
+@node
 class Name(Expr):
     id: str
 
 
-@dataclass(frozen=True)
+@node
 class Num(Expr):
     value: int | float | bool
 
 
-@dataclass(frozen=True)
+@node
 class Str(Expr):
     value: str
 
 
-@dataclass(frozen=True)
+@node
 class BinOp(Expr):
     op: str  # "+", "-", "*", "/", "//", "%", "**", "<<", ">>", "&", "|", "^"
     left: Expr
     right: Expr
 
 
-@dataclass(frozen=True)
+@node
 class UnaryOp(Expr):
     op: str  # "-", "+", "~", "not"
     operand: Expr
 
 
-@dataclass(frozen=True)
+@node
 class BoolOp(Expr):
     op: str  # "and", "or"
     values: tuple[Expr, ...]
 
 
-@dataclass(frozen=True)
+@node
 class Compare(Expr):
     ops: tuple[str, ...]  # "<", "<=", ">", ">=", "==", "!=", "is", "is not"
     operands: tuple[Expr, ...]  # len(ops) + 1
 
 
-@dataclass(frozen=True)
+@node
 class IfExp(Expr):
     test: Expr
     body: Expr
     orelse: Expr
 
 
-@dataclass(frozen=True)
+@node
 class Keyword:
     name: str
     value: Expr
     span: SourceSpan
 
 
-@dataclass(frozen=True)
+@node
 class Call(Expr):
     func: Expr
     args: tuple[Expr, ...]
     keywords: tuple[Keyword, ...] = ()
 
 
-@dataclass(frozen=True)
+@node
 class Attribute(Expr):
     value: Expr
     attr: str
 
 
-@dataclass(frozen=True)
+@node
 class Subscript(Expr):
     value: Expr
     index: tuple[Expr, ...]
 
 
-@dataclass(frozen=True)
+@node
 class Tuple(Expr):
     elts: tuple[Expr, ...]
 
@@ -103,84 +102,84 @@ class Tuple(Expr):
 # Statements
 
 
-@dataclass(frozen=True)
+@node
 class Stmt:
     span: SourceSpan
 
 
-@dataclass(frozen=True)
+@node
 class Assign(Stmt):
     targets: tuple[Expr, ...]  # Name, Subscript or Tuple of Names; chained `a = b = v` gives two
     value: Expr
 
 
-@dataclass(frozen=True)
+@node
 class AnnAssign(Stmt):
     target: Expr
     annotation: Expr
     value: Expr | None
 
 
-@dataclass(frozen=True)
+@node
 class AugAssign(Stmt):
     target: Expr
     op: str
     value: Expr
 
 
-@dataclass(frozen=True)
+@node
 class If(Stmt):
     test: Expr
     body: tuple[Stmt, ...]
     orelse: tuple[Stmt, ...]
 
 
-@dataclass(frozen=True)
+@node
 class While(Stmt):
     test: Expr
     body: tuple[Stmt, ...]
 
 
-@dataclass(frozen=True)
+@node
 class For(Stmt):
     target: Expr
     iter: Expr
     body: tuple[Stmt, ...]
 
 
-@dataclass(frozen=True)
+@node
 class Break(Stmt):
     pass
 
 
-@dataclass(frozen=True)
+@node
 class Continue(Stmt):
     pass
 
 
-@dataclass(frozen=True)
+@node
 class Return(Stmt):
     value: Expr | None
 
 
-@dataclass(frozen=True)
+@node
 class ExprStmt(Stmt):
     value: Expr
 
 
-@dataclass(frozen=True)
+@node
 class Assert(Stmt):
     test: Expr
     msg: Expr | None
 
 
-@dataclass(frozen=True)
+@node
 class With(Stmt):
     items: tuple[Expr, ...]
     body: tuple[Stmt, ...]
 
 
-@dataclass(frozen=True)
+@node
 class Pass(Stmt):
     pass
 
@@ -189,14 +188,14 @@ class Pass(Stmt):
 # Functions
 
 
-@dataclass(frozen=True)
+@node
 class Param:
     name: str
     annotation: Expr | None
     span: SourceSpan
 
 
-@dataclass(frozen=True)
+@node
 class FunctionDef:
     """A ``@gpu_kernel`` or ``@gpu_device`` function as written."""
 
@@ -211,4 +210,4 @@ class FunctionDef:
     last_line: int  # last line of the body
     decorator_line: int  # line of the gpu_native decorator
     docstring: str | None = None
-    other_decorators: tuple[Expr, ...] = field(default=())
+    other_decorators: tuple[Expr, ...] = ()

@@ -19,12 +19,12 @@ import ast
 import os
 import re
 from collections.abc import Callable
-from dataclasses import fields
 
 import numpy as np
 
 from .. import ir
 from ..errors import SourceSpan
+from ..nodes import fields
 from . import machine, ops
 
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z_0-9]*$")
@@ -34,8 +34,8 @@ _SPECIAL = {"thread_idx": "_gn.tid({a})", "block_idx": "_gn.bid({a})",
 
 def children(node):
     """The expressions and statements directly inside an IR node (not a callee's body)."""
-    for f in fields(node):
-        v = getattr(node, f.name)
+    for name in fields(node):
+        v = getattr(node, name)
         if isinstance(v, (ir.Expr, ir.Stmt)):
             yield v
         elif isinstance(v, tuple):
