@@ -9,7 +9,7 @@ synchronisation point and subclass the built-in exception a Python programmer wo
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from .nodes import node
 
 __all__ = [
     "CompileError",
@@ -29,7 +29,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
+@node
 class SourceSpan:
     """A place in a user's Python file: 1-based line, 0-based column, as Python's ``ast`` counts."""
 

@@ -1,23 +1,27 @@
-"""Immutable record classes for the syntax tree and the IR, made without generated code.
+"""Immutable record classes (the syntax tree, the IR, cache and runtime records), made without
+generated code.
 
 ``@node`` gives a class what ``@dataclass(frozen=True)`` gives it (an ``__init__`` over the
 annotated fields, bases' fields first, with defaults; ``__repr__``; value ``__eq__`` and
 ``__hash__``; assignment refused) and :func:`fields` / :func:`replace` stand in for the
 ``dataclasses`` functions.  The difference is cost: ``dataclasses`` compiles five or six functions
-from source for every class, which for the ~130 node classes was 65 ms of a cold start on the
-H200 (Python 3.12), a tenth of the time to the first result; here every class shares the same
+from source for every class, which for the ~130 syntax and IR classes was 68 ms of a cold start on
+the H200 (Python 3.12), a tenth of the time to the first result; here every class shares the same
 few functions, which read the field names from the class.
 """
 
 from __future__ import annotations
 
-from dataclasses import FrozenInstanceError
 from inspect import get_annotations
 from typing import dataclass_transform
 
-__all__ = ["fields", "is_node", "node", "replace"]
+__all__ = ["Factory", "FrozenNodeError", "fields", "is_node", "node", "replace"]
 
 _MISSING = object()
+
+
+class FrozenNodeError(AttributeError):
+    """Assignment to a field of a frozen node (``dataclasses.FrozenInstanceError``'s role)."""
 
 
 class Factory:
@@ -82,11 +86,11 @@ def _hash(self) -> int:
 
 
 def _refuse_set(self, name, value):
-    raise FrozenInstanceError(f"cannot assign to field {name!r}")
+    raise FrozenNodeError(f"cannot assign to field {name!r}")
 
 
 def _refuse_del(self, name):
-    raise FrozenInstanceError(f"cannot delete field {name!r}")
+    raise FrozenNodeError(f"cannot delete field {name!r}")
 
 
 @dataclass_transform(frozen_default=True, field_specifiers=(Factory,))

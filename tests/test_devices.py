@@ -9,7 +9,6 @@ space, as if every pair were peers), so all of the multi-device bookkeeping is e
 
 from __future__ import annotations
 
-import dataclasses
 import pickle
 import threading
 
@@ -17,6 +16,7 @@ import numpy as np
 import pytest
 
 import gpu_native as gn
+from gpu_native.nodes import replace
 from gpu_native.runtime import backend as B
 from gpu_native.runtime import devices, peer, records
 from gpu_native.runtime.arrays import DeviceArray
@@ -295,7 +295,7 @@ class TestOneGpu:
         monkeypatch.setattr(cache, "find_or_build", spy)
         (variant,) = kr.add_kernel.variants.values()
         backend = B.select()
-        fresh = [dataclasses.replace(variant, modules={}, functions={}) for _ in range(2)]
+        fresh = [replace(variant, modules={}, functions={}) for _ in range(2)]
         for v in fresh:  # what the first launch on another device of the same arch does
             assert backend.load(kr.add_kernel, v, 0) is not None
         # Other tests clear the memory layer or point the cache elsewhere, so the first load

@@ -14,15 +14,14 @@ Steps 1–4 never import NVRTC, libcst or :mod:`gpu_native.compiler`.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import threading
 import time
 import warnings
-from dataclasses import dataclass
 
 from .._version import __version__
 from ..errors import MissingArtifactError
+from ..nodes import node, replace
 from . import locations, nvrtc_probe, prefetch
 from .keys import artifact_id, cache_key, compile_options, parse_arch
 from .locations import CacheWarning
@@ -40,7 +39,7 @@ def kernel_label(module: str, name: str, types: tuple[tuple[str, str], ...] = ()
     return base
 
 
-@dataclass(frozen=True)
+@node
 class BuildRequest:
     """One kernel translation unit to build for one GPU architecture.
 
@@ -76,7 +75,7 @@ class BuildRequest:
             module=spec.get("module", ""), module_file=module_file)
 
 
-@dataclass(frozen=True)
+@node
 class Artifact:
     """A compiled kernel image ready for ``cuModuleLoadData``.
 
@@ -230,7 +229,7 @@ def find_or_build(request: BuildRequest) -> Artifact:
         if hit is not None:
             return hit
         artifact = _find_or_build(request)
-        _memory[memo] = dataclasses.replace(artifact, origin="memory")
+        _memory[memo] = replace(artifact, origin="memory")
         return artifact
 
 

@@ -25,8 +25,8 @@ import hashlib
 import json
 import os
 import time
-from dataclasses import dataclass
 
+from ..nodes import node
 from .keys import SCHEMA_VERSION, is_valid_key
 
 KINDS = ("cubin", "ptx")
@@ -49,7 +49,7 @@ class CorruptEntryError(Exception):
         super().__init__(f"{path}: {reason}")
 
 
-@dataclass(frozen=True)
+@node
 class StoredEntry:
     """An entry read back from a store, already verified against its sidecar."""
 
@@ -58,7 +58,7 @@ class StoredEntry:
     meta: dict
 
 
-@dataclass(frozen=True)
+@node
 class EntryInfo:
     """An entry found by :meth:`ArtifactStore.scan` (without reading it)."""
 

@@ -13,13 +13,13 @@ Importing this module loads NVRTC; the runtime imports it only to compile.
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from cuda.bindings import nvrtc as _nvrtc
 
 from ..cache.keys import parse_arch
 from ..errors import CompileError
+from ..nodes import node
 
 if TYPE_CHECKING:
     from ..cache import BuildRequest
@@ -37,7 +37,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
+@node
 class CompiledImage:
     """What NVRTC produced for one :class:`~gpu_native.cache.BuildRequest`.
 

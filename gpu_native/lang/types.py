@@ -8,10 +8,11 @@ metadata the transpiler and runtime need lives in :data:`SCALARS`, keyed by name
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 import numpy as np
+
+from ..nodes import node
 
 __all__ = [
     "SCALARS",
@@ -39,7 +40,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
+@node
 class ScalarInfo:
     """What the transpiler and runtime know about one scalar type."""
 

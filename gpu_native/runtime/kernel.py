@@ -15,7 +15,6 @@ import os
 import struct
 import sys
 import threading
-from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -23,6 +22,7 @@ from .. import abi
 from ..errors import GpuNativeError, LaunchError
 from ..lang.layouts import BlockDim1D, BlockDim2D, BlockDim3D, GridDim1D, GridDim2D, GridDim3D
 from ..lang.types import SCALARS
+from ..nodes import Factory, node
 from . import backend as B
 from .arrays import DeviceArray, signature
 from .devices import _tls, bind_thread
@@ -64,7 +64,7 @@ _DIM_TYPES = {GridDim1D: 1, BlockDim1D: 1, GridDim2D: 2, BlockDim2D: 2, GridDim3
               BlockDim3D: 3}
 
 
-@dataclass(frozen=True)
+@node
 class Param:
     name: str
     dtype: str  # scalar name, or a TypeVar name in generic kernels
@@ -78,7 +78,7 @@ class Param:
         return f"CUDASlice{'Mut' if self.mutable else ''}{dims}[{dtype}]"
 
 
-@dataclass(eq=False)
+@node(eq=False, frozen=False)
 class Variant:
     """One specialisation of a kernel."""
 
@@ -90,8 +90,8 @@ class Variant:
     traits: tuple[str, ...]
     label: str
     raw: dict  # the variant as the spec spells it (build requests are made from it)
-    modules: dict = field(default_factory=dict)  # device ordinal -> loaded CUmodule
-    functions: dict = field(default_factory=dict)
+    modules: dict = Factory(dict)  # device ordinal -> loaded CUmodule
+    functions: dict = Factory(dict)
 
     @property
     def type_map(self) -> dict[str, str]:
