@@ -556,7 +556,7 @@ def startup_table(numba_pythonpath: str | None) -> tuple[str, dict]:
         lines.append(f"\n{name}: {note}")
     for line in proc.stdout.splitlines():
         if line.startswith(("warm process", "floor process", "cold process", "cold above",
-                            "bytecode:")):
+                            "with no process", "bytecode:")):
             lines.append("\n" + line)
     return "\n".join(lines), data
 
@@ -569,6 +569,12 @@ def main(argv=None) -> int:
     parser.add_argument("--only", help="comma-separated benchmarks to run")
     parser.add_argument("--docs", action="store_true", help="also write docs/benchmarks.md")
     args = parser.parse_args(argv)
+    startup = None
+    if not args.quick and not args.only:
+        # First, while this process has not started the driver: tools/bench_startup.py measures
+        # some rows with no process holding the GPU.
+        print("startup:", flush=True)
+        startup = startup_table(args.numba_pythonpath)
     if gn.backend() != "cuda":
         print("bench_suite needs a CUDA GPU", file=sys.stderr)
         return 2
@@ -589,10 +595,7 @@ def main(argv=None) -> int:
 
     launch = bench_launch.measure(bursts=200)
     extra["Launch overhead (host time per launch)"] = bench_launch.table(launch)
-    startup = None
-    if not args.quick and not args.only:
-        print("startup:", flush=True)
-        startup = startup_table(args.numba_pythonpath)
+    if startup is not None:
         extra["Time to first result (fresh processes, tools/bench_startup.py)"] = startup[0]
     meta = {"device": gn.Device(0).name, "date": datetime.date.today().isoformat(),
             "command": "python tools/bench_suite.py" + (" --quick" if args.quick else "")}
