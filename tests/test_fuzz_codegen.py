@@ -33,7 +33,7 @@ import numpy as np
 import pytest
 from fuzzgen import Config, kernel_cases, random_kernel
 from fuzzgen_harness import Workspace, run_case
-from fuzzgen_reference import float_to_int, int_to_float, py_divmod, wrap
+from fuzzgen_reference import HALF_TINY, evaluate, float_to_int, int_to_float, py_divmod, wrap
 from hypothesis import HealthCheck, given, settings
 
 CI_CONFIG = Config(max_statements=5, max_depth=3)
@@ -142,6 +142,17 @@ class TestReference:
         assert fuzzgen.with_literal("i32", fuzzgen.Lit(2.5)) == "f64"
         assert wrap(2**31, "i32") == -2**31 and wrap(-1, "u32") == 2**32 - 1
 
+    def test_an_underflowing_f64_product_may_fuse(self):
+        """Seed 45065 on the H200: ``0.0 + 5e-324 * -1.7e-10`` is +0.0 rounded twice but -0.0 as
+        one fma, so the sign of the zero it multiplies next is open.  The reference took the
+        product for unfusable: its fusion potential, half the smallest subnormal, was 0.0 as a
+        double."""
+        assert all(bound > 0.0 for bound in HALF_TINY.values())
+        kernel = random_kernel(45065, _flagged_config(45065))
+        expected = evaluate(kernel, fuzzgen.random_inputs(kernel))
+        product = expected.outputs["out_f64"][8, 1]
+        assert product.v == 0.0 and not product.known
+
     def test_generation_is_deterministic(self):
         a = fuzzgen.kernel_source(random_kernel(12345))
         assert a == fuzzgen.kernel_source(random_kernel(12345))
@@ -245,17 +256,8 @@ def test_the_32_bit_index_entry_point_compiled_for_the_host_matches_the_referenc
          config=Config(max_statements=6))
 
 
-@needs_cxx
-@pytest.mark.parametrize("seed", [4516, 4039, 2678, 568, 12743, 12265, 11141, 23063, 12127, 12273,
-                                  18127, 24530, 2508, 3534])
-def test_fuzz_seeds_flagged_on_the_h200(workspace, seed):
-    """Seeds the H200 runs flagged.  The GPU was right where the generator typed ``u32 // 1`` as
-    i64 (4516, 2678), dropped the cast of a zero divisor it replaced (12743) or left a divisor of
-    literals alone that folds to zero, a compile error (``abs(u32(0))``, 23063), and where the
-    reference trusted the sign of a NaN in copysign (4039, 568) or NumPy's ``x ** 0.5`` (12265);
-    the emitter was wrong in 11141 (a float ``x ** 0`` dropped x and its zero-divisor check).
-    12127, 12273, 18127, 24530, 2508 and 3534 were device compiler bugs (the GPU test below
-    replays them)."""
+def _flagged_config(seed: int) -> Config:
+    """The generator settings tools/fuzz_gpu.py ran ``seed`` with."""
     import argparse
     import sys
 
@@ -264,7 +266,21 @@ def test_fuzz_seeds_flagged_on_the_h200(workspace, seed):
 
     args = argparse.Namespace(known_bugs=False, straight_every=4, max_statements=6,
                               max_depth=4)
-    kernel = random_kernel(seed, fuzz_gpu.config_for(seed, args))
+    return fuzz_gpu.config_for(seed, args)
+
+
+@needs_cxx
+@pytest.mark.parametrize("seed", [4516, 4039, 2678, 568, 12743, 12265, 11141, 23063, 12127, 12273,
+                                  18127, 24530, 2508, 3534, 45065])
+def test_fuzz_seeds_flagged_on_the_h200(workspace, seed):
+    """Seeds the H200 runs flagged.  The GPU was right where the generator typed ``u32 // 1`` as
+    i64 (4516, 2678), dropped the cast of a zero divisor it replaced (12743) or left a divisor of
+    literals alone that folds to zero, a compile error (``abs(u32(0))``, 23063), and where the
+    reference trusted the sign of a NaN in copysign (4039, 568), NumPy's ``x ** 0.5`` (12265) or
+    the sign of a zero from an f64 product that fma may round differently (45065); the emitter
+    was wrong in 11141 (a float ``x ** 0`` dropped x and its zero-divisor check).  12127, 12273,
+    18127, 24530, 2508 and 3534 were device compiler bugs (the GPU test below replays them)."""
+    kernel = random_kernel(seed, _flagged_config(seed))
     result = run_case(kernel, workspace, backends=("host", "sim"))
     assert result.ok, result.report()
 
@@ -273,21 +289,14 @@ def test_fuzz_seeds_flagged_on_the_h200(workspace, seed):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("seed", [12127, 12273, 18127, 24530, 2508, 3534])
-def test_gpu_seeds_the_device_compiler_got_wrong(workspace, cuda_backend, seed):
+@pytest.mark.parametrize("seed", [12127, 12273, 18127, 24530, 2508, 3534, 45065])
+def test_gpu_replays_the_seeds_the_h200_flagged(workspace, cuda_backend, seed):
     """Seeds the H200 got wrong and the simulator and host build got right: a 32-bit wrap NVVM
     dropped in the `_uids` loop (12127, 12273, 18127), a NaN compare ptxas folded once NVVM
     had folded its constant (24530), a product and its scale by 1/8 rounded once (2508) and a
-    VIMNMX predicate read the wrong way round (3534); see tests/test_nvrtc_bugs.py."""
-    import argparse
-    import sys
-
-    sys.path.insert(0, str(ROOT / "tools"))
-    import fuzz_gpu
-
-    args = argparse.Namespace(known_bugs=False, straight_every=4, max_statements=6,
-                              max_depth=4)
-    kernel = random_kernel(seed, fuzz_gpu.config_for(seed, args))
+    VIMNMX predicate read the wrong way round (3534); see tests/test_nvrtc_bugs.py.  In 45065
+    the GPU was right (an fma's -0.0) and the reference wrong."""
+    kernel = random_kernel(seed, _flagged_config(seed))
     result = run_case(kernel, workspace, backends=("cuda", "sim"))
     assert result.ok, result.report()
 
