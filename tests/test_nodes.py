@@ -115,3 +115,15 @@ def test_ir_nodes_are_nodes_and_keep_their_semantics():
     assert ir.ScalarType(ir.I32.info) == ir.I32 and hash(ir.VOID) == hash(ir.VoidType())
     v = ir.Var("x", ir.I32, span)
     assert v != ir.Var("x", ir.I32, span) and repr(v) == "Var(x: i32)"
+
+
+def test_nodes_survive_pickle_and_copy():
+    import copy
+    import pickle
+
+    span = SourceSpan("k.py", 3, 4, 6, "x = y")
+    for value in (span, ir.Const(span, ir.F32, 1.5), Pair(1, (2, 3))):
+        for clone in (pickle.loads(pickle.dumps(value)), copy.copy(value), copy.deepcopy(value)):
+            assert clone == value and type(clone) is type(value)
+    bag = Bag([1])
+    assert copy.deepcopy(bag).items == [1] and copy.deepcopy(bag).items is not bag.items
