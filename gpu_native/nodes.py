@@ -93,7 +93,7 @@ def _refuse_del(self, name):
     raise FrozenNodeError(f"cannot delete field {name!r}")
 
 
-@dataclass_transform(frozen_default=True, field_specifiers=(Factory,))
+@dataclass_transform(frozen_default=True)
 def node(cls=None, /, *, eq: bool = True, frozen: bool = True):
     """Make ``cls`` a record of its annotated fields (see the module docstring).
 
