@@ -9,11 +9,11 @@ gpu_native (cold: empty artifact cache and no rewritten bytecode; warm: both pop
 with compiling ahead turned off, GPU_NATIVE_PREFETCH=0), Numba-CUDA, Triton and CuPy (each cold,
 with an empty cache of its own).
 
-Those rows run while this process has the driver started, so every process finds the GPU
-initialised, as on a machine with a persistence daemon or any other CUDA process running.  Where
-nothing holds the GPU, a process that starts the driver also waits for the GPU itself to start
-(~0.1 s on the H200): the floor and gpu_native's cold and warm rows are also measured that way,
-first, before this process touches the driver (marked "no process holding the GPU").
+Those rows run while this process has the driver started, as when any other CUDA process is
+running: every measured process then starts the driver quickly.  Where no process holds the GPU,
+each one's ``cuInit`` costs ~0.1 s more on the H200 (even with persistence mode on there):
+the floor and gpu_native's cold and warm rows are also measured that way, first, before this
+process touches the driver (marked "no process holding the GPU").
 
 Before a row is measured, its program runs once and the bytecode of the library modules it
 imported is compiled where it is missing (an environment with PYTHONDONTWRITEBYTECODE set never
@@ -247,9 +247,8 @@ def compile_bytecode(code: str, env: dict, cwd: str) -> int:
 
 def hold_gpu() -> None:
     """Start the driver in this (parent) process and keep it: from now on every measured process
-    finds the GPU initialised, as it is where a persistence daemon runs or another process has it
-    open (``bench_suite.py``'s own process, for one).  Without that, each process that starts the
-    driver also waits for the GPU itself to start, which costs more than everything else here."""
+    starts the driver as it does while another CUDA process runs (``bench_suite.py``'s own, for
+    one).  Without that, each one's ``cuInit`` costs ~0.1 s more on the H200."""
     from cuda.bindings import driver as cu
 
     cu.cuInit(0)
@@ -307,8 +306,7 @@ def main(argv=None) -> int:
     subprocess.run([sys.executable, __file__, "--write-cubin", str(work / "raw_add.cubin")],
                    check=True, timeout=300)
     # First with no process of ours holding the GPU (the benchmark's parent must not have started
-    # the driver): what a user sees where nothing else has the GPU open and no persistence daemon
-    # runs.  On a machine where one does, these rows equal the ones below.
+    # the driver): what a user sees where nothing else has the GPU open.
     measure(f"floor{NOT_HELD}", RAW_MAIN, base_env)
     unheld_phases = phases(RAW_MAIN, base_env)
     measure(f"gpu_native seed, cold{NOT_HELD}", SEED_MAIN, env, cold_state)
