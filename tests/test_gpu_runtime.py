@@ -407,3 +407,67 @@ def test_graph_capture_and_replay_keeps_its_arguments_alive(kr, rng):
     graph.synchronize()
     assert graph.launches == 2
     np.testing.assert_allclose(out.to_host(), 3.0 * a_h.astype(np.float64), rtol=1e-6, atol=1e-6)
+
+
+def test_memory_allocated_before_the_pool_is_ready_is_freed_after_its_work(tmp_path):
+    # A new process allocates with cuMemAlloc until the stream-ordered pool has made its first
+    # reservation (on another thread); such memory is freed through an event, once the work
+    # queued before its free has finished.  The pool thread is held back here so that every
+    # allocation takes that path, then let go.
+    script = textwrap.dedent("""
+        import gc, sys, threading, time
+        sys.path.insert(0, %r)
+        import numpy as np
+        import gpu_native as gn
+        from gpu_native.runtime import backend as B
+
+        gate = threading.Event()
+        reserve = B.CudaBackend._reserve_pool
+        B.CudaBackend._reserve_pool = lambda self, ordinal: (gate.wait(), reserve(self, ordinal))
+        import kernels_runtime as kr
+
+        rng = np.random.default_rng()
+        n = 1 << 20
+        a_h = rng.standard_normal(n, dtype=np.float32)
+        keep = gn.empty(n)
+        keep.fill(np.nan)
+        be = B.select()
+        assert keep.ptr in be._unpooled, "the first array should not wait for the pool"
+        pending = 0
+        for _ in range(20):
+            a = gn.to_device(a_h)
+            c = gn.empty(n)
+            c.fill(np.nan)
+            kr.busy_add.launch(gn.GridDim1D(n // 256), gn.BlockDim1D(256))(a, c, 2000)
+            del a, c  # the kernel is still running: their memory must outlive it
+            gc.collect()
+            pending = max(pending, len(be._deferred))
+            junk = gn.to_device(np.full(n, 5.0, np.float32))  # may take freed memory
+            del junk
+        a = gn.to_device(a_h)
+        kr.busy_add.launch(gn.GridDim1D(n // 256), gn.BlockDim1D(256))(a, keep, 10)
+        ref = a_h.astype(np.float64)
+        for _ in range(10):
+            ref = ref * 0.999 + 0.001
+        np.testing.assert_allclose(keep.to_host(), ref, rtol=1e-5, atol=1e-5)
+        del a
+        gn.synchronize()
+        be._free_deferred()
+        print("PENDING", pending, "LEFT", len(be._deferred), "UNPOOLED", len(be._unpooled))
+        gate.set()
+        deadline = time.monotonic() + 10
+        while 0 not in be._pools_ready and time.monotonic() < deadline:
+            time.sleep(0.01)
+        b = gn.empty(16)
+        print("POOLED", 0 in be._pools_ready and b.ptr not in be._unpooled)
+    """) % str(__import__("pathlib").Path(__file__).parent)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stdout + out.stderr
+    found = re.search(r"PENDING (\d+) LEFT (\d+) UNPOOLED (\d+)", out.stdout)
+    assert found, out.stdout + out.stderr
+    pending, left, unpooled = map(int, found.groups())
+    assert pending >= 1  # frees did wait for the kernels that used the memory
+    assert left == 0  # and happened once they had finished
+    assert unpooled == 1  # only `keep` is still allocated
+    assert "POOLED True" in out.stdout

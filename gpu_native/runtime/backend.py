@@ -73,6 +73,10 @@ class CudaBackend(Backend):
         self._tls = threading.local()
         self._streams0: dict[int, object] = {}
         self._pools_configured: set[int] = set()
+        self._pools_ready: set[int] = set()  # the pool's first reservation is made
+        self._pool_lock = threading.Lock()
+        self._unpooled: dict[int, int] = {}  # pointer from cuMemAlloc -> its device
+        self._deferred: list[tuple[object, int, int]] = []  # (event, pointer, device) to free
         self._nonblocking: dict[int, int] = {}  # non-blocking stream handle -> its device
         self._free_lock = threading.Lock()
 
@@ -98,6 +102,10 @@ class CudaBackend(Backend):
     def _configure_pool(self, ordinal: int) -> None:
         # Keep freed memory in the stream-ordered pool instead of returning it to the OS at every
         # synchronisation: allocation in a loop then costs no driver round trip.
+        with self._pool_lock:
+            if ordinal in self._pools_configured:
+                return
+            self._pools_configured.add(ordinal)
         drv = self.drv
         try:
             pool = D.check(drv.cuDeviceGetDefaultMemPool(D.device_handle(ordinal)))
@@ -106,7 +114,24 @@ class CudaBackend(Backend):
                 pool, drv.CUmemPool_attribute.CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, threshold))
         except (CudaError, AttributeError, TypeError):  # pragma: no cover - old drivers
             pass
-        self._pools_configured.add(ordinal)
+        # The pool's first allocation makes its first reservation, which takes 7-10 ms on an
+        # H200 (a cuMemAlloc takes 0.1 ms): a new process would wait for it before its first
+        # array.  A thread makes it instead, while the allocations made meanwhile come from
+        # cuMemAlloc (see alloc).  Not a daemon: the interpreter waits for it at exit rather
+        # than tear the driver down under its call.
+        threading.Thread(target=self._reserve_pool, args=(ordinal,),
+                         name="gpu_native-pool").start()
+
+    def _reserve_pool(self, ordinal: int) -> None:
+        drv = self.drv
+        try:
+            D.make_current(ordinal)
+            stream = self.default_stream(ordinal)
+            ptr = D.check(drv.cuMemAllocAsync(1, stream))
+            D.check(drv.cuMemFreeAsync(ptr, stream))
+        except Exception:  # no pool (an old driver, a lost context): cuMemAlloc serves on
+            return
+        self._pools_ready.add(ordinal)
 
     def properties(self, ordinal: int) -> dict:
         return D.device_properties(ordinal)
@@ -114,9 +139,28 @@ class CudaBackend(Backend):
     # ---- memory ----------------------------------------------------------------------------
 
     def alloc(self, nbytes: int, ordinal: int) -> int:
-        ptr = D.check(self.drv.cuMemAllocAsync(max(nbytes, 1), self.default_stream(ordinal)),
-                      f"allocating {nbytes} bytes")
-        return int(ptr)
+        if ordinal in self._pools_ready:
+            return int(D.check(self.drv.cuMemAllocAsync(max(nbytes, 1),
+                                                        self.default_stream(ordinal)),
+                               f"allocating {nbytes} bytes"))
+        return self._alloc_unpooled(nbytes, ordinal)
+
+    def _alloc_unpooled(self, nbytes: int, ordinal: int) -> int:
+        # Until the pool's first reservation is made (see _configure_pool).  Such memory is
+        # freed once the work queued before its free has finished (see free).
+        if ordinal not in self._pools_configured:
+            self._configure_pool(ordinal)
+        if self._deferred:
+            self._free_deferred()
+        drv = self.drv
+        result = drv.cuMemAlloc(max(nbytes, 1))
+        if result[0] != self.success:  # the pool reports the error (or succeeds) instead
+            return int(D.check(drv.cuMemAllocAsync(max(nbytes, 1), self.default_stream(ordinal)),
+                               f"allocating {nbytes} bytes"))
+        ptr = int(result[1])
+        with self._free_lock:
+            self._unpooled[ptr] = ordinal
+        return ptr
 
     def note_stream(self, handle: object, nonblocking: bool, ordinal: int = 0) -> None:
         """Remember a non-blocking stream: frees must wait for its work (see :meth:`free`)."""
@@ -145,10 +189,38 @@ class CudaBackend(Backend):
                     D.check(drv.cuEventRecord(event, drv.CUstream(value)))
                     D.check(drv.cuStreamWaitEvent(legacy, event, 0))
                     D.check(drv.cuEventDestroy(event))
-            D.check(drv.cuMemFreeAsync(ptr, legacy), "freeing device memory")
+                unpooled = self._unpooled.pop(ptr, None) is not None
+                if unpooled:
+                    # cuMemFree does not wait for queued work: an event marks where the legacy
+                    # stream has passed every use, and the memory is freed once it has.
+                    event = D.check(drv.cuEventCreate(
+                        drv.CUevent_flags.CU_EVENT_DISABLE_TIMING))
+                    D.check(drv.cuEventRecord(event, legacy))
+                    self._deferred.append((event, ptr, ordinal))
+            if not unpooled:
+                D.check(drv.cuMemFreeAsync(ptr, legacy), "freeing device memory")
+            if self._deferred:
+                self._free_deferred(ordinal)
         finally:
             if switch:
                 drv.cuCtxPopCurrent()
+
+    def _free_deferred(self, ordinal: int | None = None) -> None:
+        """Free the cuMemAlloc memory whose event has passed (of ``ordinal``, whose context is
+        current; by default the calling thread's device)."""
+        if ordinal is None:
+            ordinal = getattr(self._tls, "ordinal", None)
+        drv = self.drv
+        with self._free_lock:
+            waiting = []
+            for entry in self._deferred:
+                event, ptr, device = entry
+                if device == ordinal and drv.cuEventQuery(event)[0] == self.success:
+                    drv.cuMemFree(ptr)
+                    drv.cuEventDestroy(event)
+                else:
+                    waiting.append(entry)
+            self._deferred = waiting
 
     def copy_htod(self, ptr: int, host: np.ndarray) -> None:
         if host.nbytes:
