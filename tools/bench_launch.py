@@ -1,10 +1,12 @@
 """Host time per kernel launch, gpu_native against the peers, measured side by side.
 
 Method (issue 4): a 1-thread kernel taking three float32 arrays and one int32; bursts of 100
-launches timed with a host clock (no synchronisation inside a burst, the stream drained between
-bursts); the median of the bursts, in microseconds per launch.  Peers: raw
-``cuda.bindings.cuLaunchKernel`` with a prepacked argument array (the floor for any Python
-launcher), CuPy ``RawKernel``, ``cuda.core.launch`` and ``torch.add``.
+launches timed with a host clock (no synchronisation inside a burst, the device drained between
+bursts).  The launchers take turns, one burst each per round, so that a drift in the host's speed
+reaches all of them alike; each row is the median of its bursts, in microseconds per launch, and
+its ratio to raw is the median of the per-round ratios.  Peers: raw ``cuda.bindings.cuLaunchKernel``
+with a prepacked argument array, on the same entry point gpu_native launches (the floor for any
+Python launcher), CuPy ``RawKernel``, ``cuda.core.launch`` and ``torch.add``.
 
     python tools/bench_launch.py [--bursts 300] [--json out.json]
 """
@@ -25,6 +27,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import gpu_native as gn
 
+RAW = "raw cuda.bindings cuLaunchKernel"
+
 CUDA_SOURCE = r"""
 extern "C" __global__ void tiny(const float* a, const float* b, float* c, int n) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -34,6 +38,7 @@ extern "C" __global__ void tiny(const float* a, const float* b, float* c, int n)
 
 
 def per_launch(fn, sync, bursts: int, per_burst: int = 100) -> float:
+    """Median host microseconds per call of ``fn`` over ``bursts`` bursts of ``per_burst``."""
     for _ in range(3 * per_burst):  # warm up: module loads, caches, allocator
         fn()
     sync()
@@ -48,6 +53,32 @@ def per_launch(fn, sync, bursts: int, per_burst: int = 100) -> float:
     return statistics.median(samples) * 1e6
 
 
+def interleaved(launchers: dict, sync, bursts: int, per_burst: int = 100) -> dict[str, list]:
+    """Per-launch host microseconds of each launcher, one burst of each per round.
+
+    The launchers take turns (the order rotates every round), so a drift in the host's speed
+    over the run (frequency, other tenants) reaches all of them alike, and a ratio taken within
+    a round compares launches made moments apart.  ``sync`` drains the whole device before each
+    burst.  Returns each launcher's list of per-round samples.
+    """
+    names = list(launchers)
+    for fn in launchers.values():
+        for _ in range(3 * per_burst):  # warm up: module loads, caches, allocator
+            fn()
+    samples: dict[str, list] = {name: [] for name in names}
+    for r in range(bursts):
+        k = r % len(names)
+        for name in names[k:] + names[:k]:
+            fn = launchers[name]
+            sync()
+            t0 = time.perf_counter()
+            for _ in range(per_burst):
+                fn()
+            samples[name].append((time.perf_counter() - t0) / per_burst * 1e6)
+    sync()
+    return samples
+
+
 def measure(bursts: int = 300) -> dict:
     """Host microseconds per launch for gpu_native and each peer, plus graph replay cost."""
     import _bench_kernels as bk
@@ -58,12 +89,11 @@ def measure(bursts: int = 300) -> dict:
 
     drv = D.driver()
     dev = gn.Device(0)
-    results: dict[str, float] = {}
+    launchers: dict[str, object] = {}
     notes: dict[str, str] = {}
     x = gn.to_device(np.ones(1, np.float32))
     y = gn.to_device(np.ones(1, np.float32))
     z = gn.empty(1, gn.f32)
-    sync = gn.DEFAULT_STREAM.synchronize
     g, b = gn.GridDim1D(1), gn.BlockDim1D(1)
 
     def ours():
@@ -74,28 +104,33 @@ def measure(bursts: int = 300) -> dict:
     def ours_reused():
         launcher(x, y, z, 1)
 
-    results["gpu_native: k.launch(...)(args)"] = per_launch(ours, sync, bursts)
-    results["gpu_native: reused launcher"] = per_launch(ours_reused, sync, bursts)
+    launchers["gpu_native: k.launch(...)(args)"] = ours
+    launchers["gpu_native: reused launcher"] = ours_reused
 
-    # Raw cuda.bindings: the same generated kernel, its arguments packed once, outside the loop.
+    # Raw cuda.bindings: the entry point gpu_native launches for this kernel, its arguments
+    # packed once, outside the loop.
     variant = next(iter(bk.tiny.variants.values()))
+    symbol = variant.symbol + ("_uids" if "uid_only" in variant.traits else "")
     art = find_or_build(BuildRequest(source=variant.cuda, symbol=variant.symbol, arch=dev.arch,
                                      label="raw"))
     module = D.check(drv.cuModuleLoadData(art.image))
-    fn = D.check(drv.cuModuleGetFunction(module, variant.symbol.encode()))
+    fn = D.check(drv.cuModuleGetFunction(module, symbol.encode()))
     _, slot = gn.DEFAULT_STREAM._resolve(0)
     values = [ctypes.c_uint64(x.ptr), ctypes.c_int64(1), ctypes.c_uint64(y.ptr),
               ctypes.c_int64(1), ctypes.c_uint64(z.ptr), ctypes.c_int64(1), ctypes.c_int32(1),
               ctypes.c_uint64(slot.device_ptr)]
+    if symbol != variant.symbol:
+        values += [ctypes.c_int64(1), ctypes.c_uint32(1)]  # the logical uid count, block size
     pointers = (ctypes.c_void_p * len(values))(*[ctypes.addressof(v) for v in values])
     addr = ctypes.addressof(pointers)
     stream = B.select().default_stream(0)
     launch = drv.cuLaunchKernel
+    grid_x = 1
 
     def raw():
-        launch(fn, 1, 1, 1, 1, 1, 1, 0, stream, addr, 0)
+        launch(fn, grid_x, 1, 1, 256, 1, 1, 0, stream, addr, 0)
 
-    results["raw cuda.bindings cuLaunchKernel"] = per_launch(raw, sync, bursts)
+    launchers[RAW] = raw
 
     try:
         import cupy as cp
@@ -107,7 +142,7 @@ def measure(bursts: int = 300) -> dict:
         def cupy_raw():
             kern((1,), (1,), (ca, cb, cc, n1))
 
-        results["CuPy RawKernel"] = per_launch(cupy_raw, cp.cuda.Device().synchronize, bursts)
+        launchers["CuPy RawKernel"] = cupy_raw
     except Exception as exc:  # pragma: no cover - depends on the machine
         notes["CuPy RawKernel"] = f"not measured: {exc!r}"
 
@@ -128,7 +163,7 @@ def measure(bursts: int = 300) -> dict:
         def core():
             core_launch(cstream, config, ck, *buffers, n1)
 
-        results["cuda.core launch"] = per_launch(core, cstream.sync, bursts)
+        launchers["cuda.core launch"] = core
     except Exception as exc:  # pragma: no cover
         notes["cuda.core launch"] = f"not measured: {exc!r}"
 
@@ -140,9 +175,16 @@ def measure(bursts: int = 300) -> dict:
         def torch_add():
             torch.add(ta, tb, out=tc)
 
-        results["torch.add"] = per_launch(torch_add, torch.cuda.synchronize, bursts)
+        launchers["torch.add"] = torch_add
     except Exception as exc:  # pragma: no cover
         notes["torch.add"] = f"not measured: {exc!r}"
+
+    # Every library here shares the device's primary context: one context synchronise drains
+    # the work of all of them.
+    samples = interleaved(launchers, dev.synchronize, bursts)
+    results = {name: statistics.median(s) for name, s in samples.items()}
+    ratios = {name: statistics.median(t / r for t, r in zip(s, samples[RAW]))
+              for name, s in samples.items()}
 
     # CUDA graph: 100 launches captured once; device time per replayed kernel.
     with gn.Graph() as graph:
@@ -159,19 +201,20 @@ def measure(bursts: int = 300) -> dict:
         end.record()
         end.synchronize()
         times.append(start.elapsed_time(end) * 1000 / 100)
-    replay_host = per_launch(graph.replay, sync, max(20, bursts // 10), per_burst=10) / 100
-    return {"device": dev.name, "results_us": results, "notes": notes,
+    replay_host = per_launch(graph.replay, dev.synchronize, max(20, bursts // 10),
+                             per_burst=10) / 100
+    return {"device": dev.name, "results_us": results, "ratios_vs_raw": ratios, "notes": notes,
             "graph_device_us_per_kernel": statistics.median(times),
             "graph_host_us_per_kernel": replay_host}
 
 
 def table(data: dict) -> str:
     """The launch results as a Markdown table."""
-    results = data["results_us"]
-    raw_us = results["raw cuda.bindings cuLaunchKernel"]
-    lines = ["| launcher | host µs per launch | vs raw cuda.bindings |", "|---|---:|---:|"]
+    results, ratios = data["results_us"], data["ratios_vs_raw"]
+    lines = ["| launcher | host µs per launch | vs raw cuda.bindings (median of per-round "
+             "ratios) |", "|---|---:|---:|"]
     for name, us in results.items():
-        lines.append(f"| {name} | {us:.2f} | {us / raw_us:.2f}x |")
+        lines.append(f"| {name} | {us:.2f} | {ratios[name]:.2f}x |")
     lines.append(f"\nCUDA graph of 100 launches, replayed: {data['graph_device_us_per_kernel']:.2f} "
                  f"µs of device time and {data['graph_host_us_per_kernel']:.3f} µs of host time "
                  "per kernel.")
@@ -189,7 +232,7 @@ def main(argv=None) -> int:
         print("bench_launch needs a CUDA GPU", file=sys.stderr)
         return 2
     data = measure(args.bursts)
-    print(f"\nHost time per launch on {data['device']} (median of {args.bursts} bursts of 100)")
+    print(f"\nHost time per launch on {data['device']} (median of {args.bursts} rounds of one burst of 100 each)")
     print(table(data))
     if args.json:
         Path(args.json).write_text(json.dumps(data, indent=2))
