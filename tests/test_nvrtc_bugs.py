@@ -16,7 +16,9 @@
   NaN (seed 2638): a float ``x > c`` or ``x >= c`` against a constant ``c <= 0`` also tests
   that ``x`` is not NaN on its bits, and so does any ``>``/``>=`` whose left side is one of
   those (``abs(v) >= n * 0``, where the constant appears only once NVVM folds ``n * 0``: seed
-  24530).
+  24530).  The mirror image, ``2e18 > -v`` for ``v = fabs(x)``, was true for a NaN too (seed
+  47326): ``x < c`` or ``x <= c`` against a constant ``c >= 0``, or with a negated ``fabs``
+  (...) on the left, tests ``x`` the same way.
 * NVVM (NVRTC 13.0 on the H200, and 13.5 here) rewrote ``(long long)(int)((unsigned)x - C)`` as
   ``(long long)x - C`` in a ``_uids`` loop, dropping the 32-bit wrap (seeds 12127, 12273 and
   18127, all right with ``-G`` only; the PTX shows ``add.s64`` where ``add.s32`` belongs).  A cast
@@ -517,13 +519,18 @@ def folded_compares(a: CUDASlice[f32], n: CUDASlice[i32], o: CUDASliceMut2D[i32]
     o[i, 0] = 1 if abs(a[i]) >= n[i] * 0 else 6
     o[i, 1] = 1 if a[i] * a[i] > n[i] * 0 - 1 else 6
     o[i, 2] = 1 if n[i] * 0 <= math.exp2(a[i]) else 6
+    v: f32 = abs(a[i])
+    o[i, 3] = 1 if 2081809256878079953 > -v else 6
+    o[i, 4] = 1 if -abs(a[i]) <= n[i] * 0 else 6
+    o[i, 5] = 1 if -(a[i] * a[i]) < f32(0.5) else 6
 """
 
 
 @pytest.mark.parametrize("where", ["sim", "host", pytest.param("cuda", marks=pytest.mark.gpu)])
 def test_a_compare_whose_constant_appears_only_after_folding_keeps_nan(kernel_module, where):
     """Fuzz seed 24530: `abs(v) >= n * 0` was true for a NaN `v` on the H200 (NVVM folds `n * 0`
-    to 0, then ptxas takes fabs to be non-negative)."""
+    to 0, then ptxas takes fabs to be non-negative); fuzz seed 47326, the mirror image:
+    `2081809256878079953 > -v` for `v = abs(x)` was true for a NaN `x`."""
     import host_cuda
 
     from gpu_native.runtime.backend import use
@@ -533,8 +540,8 @@ def test_a_compare_whose_constant_appears_only_after_folding_keeps_nan(kernel_mo
     k = kernel_module(COMPARE_SOURCE).folded_compares
     a = np.array([x for x in SPECIAL for _ in range(4)], np.float32)
     n = np.array([0, 5, -7, 2**31 - 1] * len(SPECIAL), np.int32)
-    want = np.array([[6 if math.isnan(x) else 1] * 3 for x in a.tolist()], np.int32)
-    o = np.full((len(a), 3), 99, np.int32)
+    want = np.array([[6 if math.isnan(x) else 1] * 6 for x in a.tolist()], np.int32)
+    o = np.full((len(a), 6), 99, np.int32)
     if where == "host":
         (variant,) = k.variants.values()
         _exited, _record, undefined = host_cuda.launch(variant.cuda, variant.symbol, [a, n, o], 1,

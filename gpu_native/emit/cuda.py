@@ -34,6 +34,13 @@ def _nonpositive(e: ir.Expr) -> bool:
     return _constant(e)
 
 
+def _nonnegative(e: ir.Expr) -> bool:
+    """A constant that may be >= 0: a literal >= 0, or any expression of literals alone."""
+    if isinstance(e, ir.Const):
+        return not isinstance(e.value, bool) and e.value >= 0
+    return _constant(e)
+
+
 def _constant(e: ir.Expr) -> bool:
     if isinstance(e, ir.Const):
         return True
@@ -56,6 +63,11 @@ def _taken_nonnegative(e: ir.Expr) -> bool:
             return isinstance(e.right, ir.Const) and e.right.value % 2 == 0
         return e.op == "*" and _same_value(e.left, e.right)
     return False
+
+
+def _taken_nonpositive(e: ir.Expr) -> bool:
+    """The negation of an expression ptxas takes to be >= 0 (``-fabs(x)``)."""
+    return isinstance(e, ir.UnaryOp) and e.op == "-" and _taken_nonnegative(e.operand)
 
 
 def _same_value(a: object, b: object) -> bool:
@@ -661,6 +673,13 @@ class CudaEmitter:
                 return f"gn_{'gt' if e.op == '>' else 'ge'}_ord({left}, {right})"
             if e.op in ("<", "<=") and (_nonpositive(e.left) or _taken_nonnegative(e.right)):
                 return f"gn_{'gt' if e.op == '<' else 'ge'}_ord({right}, {left})"
+            # The mirror image: x < c and x <= c for a constant c >= 0, which ptxas folds to
+            # true where it takes x to be <= 0 (`2e18 > -v` for v = fabs(y): fuzz seed 47326,
+            # where v was a variable, so any x gets the test).
+            if e.op in ("<", "<=") and (_nonnegative(e.right) or _taken_nonpositive(e.left)):
+                return f"gn_{'lt' if e.op == '<' else 'le'}_ord({left}, {right})"
+            if e.op in (">", ">=") and (_nonnegative(e.left) or _taken_nonpositive(e.right)):
+                return f"gn_{'lt' if e.op == '>' else 'le'}_ord({right}, {left})"
         return f"({left} {e.op} {right})"
 
     def emit_BoolOp(self, e: ir.BoolOp) -> str:

@@ -254,7 +254,9 @@ template <> __device__ __forceinline__ double gn_min<double>(double a, double b)
 template <> __device__ __forceinline__ double gn_max<double>(double a, double b) {
     return gn_ieee_lt(a, b) ? b : a; }
 /* x > c and x >= c against a constant c <= 0, for the same ptxas assumption: the compare may be
-   folded to true, so the NaN test is made on the bits (fuzz seed 2638). */
+   folded to true, so the NaN test is made on the bits (fuzz seed 2638).  Likewise x < c and
+   x <= c against a constant c >= 0, for an x it takes to be <= 0: 2e18f > -v with v = fabs(y)
+   was true for a NaN y (fuzz seed 47326). */
 __device__ __forceinline__ bool gn_not_nan(float x) {
     return ((unsigned int)__float_as_int(x) & 0x7fffffffu) <= 0x7f800000u; }
 __device__ __forceinline__ bool gn_not_nan(double x) {
@@ -263,6 +265,10 @@ template <typename T> __device__ __forceinline__ bool gn_gt_ord(T x, T c) {
     return (x > c) & gn_not_nan(x); }
 template <typename T> __device__ __forceinline__ bool gn_ge_ord(T x, T c) {
     return (x >= c) & gn_not_nan(x); }
+template <typename T> __device__ __forceinline__ bool gn_lt_ord(T x, T c) {
+    return (x < c) & gn_not_nan(x); }
+template <typename T> __device__ __forceinline__ bool gn_le_ord(T x, T c) {
+    return (x <= c) & gn_not_nan(x); }
 /* abs with wraparound: abs(INT_MIN) is INT_MIN.  Spelled as a PTX negate-and-select: both the
    C++ optimiser and ptxas (NVRTC 13.0) treat an abs, even PTX abs.s32, as non-negative, and then
    fold min(0, abs(x)) to 0 or drop a floor-division correction (fuzz seeds 530, 3080, 3404). */
