@@ -72,6 +72,7 @@ _ASM_REPLACEMENTS = [
 _ASM_BLOCKS = [
     (r"#define GN_SELECT_MINMAX\(", r"#undef GN_SELECT_MINMAX\n"),
     (r"template <> __device__ __forceinline__ int gn_iabs<int>", r"\n\n"),
+    (r"__device__ __forceinline__ int gn_asr32", r"#undef GN_SHR_SIGNED\n"),
 ]
 
 

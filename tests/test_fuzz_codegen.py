@@ -271,7 +271,7 @@ def _flagged_config(seed: int) -> Config:
 
 @needs_cxx
 @pytest.mark.parametrize("seed", [4516, 4039, 2678, 568, 12743, 12265, 11141, 23063, 12127, 12273,
-                                  18127, 24530, 2508, 3534, 45065, 47326])
+                                  18127, 24530, 2508, 3534, 45065, 47326, 48495])
 def test_fuzz_seeds_flagged_on_the_h200(workspace, seed):
     """Seeds the H200 runs flagged.  The GPU was right where the generator typed ``u32 // 1`` as
     i64 (4516, 2678), dropped the cast of a zero divisor it replaced (12743) or left a divisor of
@@ -279,8 +279,8 @@ def test_fuzz_seeds_flagged_on_the_h200(workspace, seed):
     reference trusted the sign of a NaN in copysign (4039, 568), NumPy's ``x ** 0.5`` (12265) or
     the sign of a zero from an f64 product that fma may round differently (45065); the emitter
     was wrong in 11141 (a float ``x ** 0`` dropped x and its zero-divisor check).  12127, 12273,
-    18127, 24530, 2508, 3534 and 47326 were device compiler bugs (the GPU test below replays
-    them)."""
+    18127, 24530, 2508, 3534, 47326 and 48495 were device compiler bugs (the GPU test below
+    replays them)."""
     kernel = random_kernel(seed, _flagged_config(seed))
     result = run_case(kernel, workspace, backends=("host", "sim"))
     assert result.ok, result.report()
@@ -290,13 +290,15 @@ def test_fuzz_seeds_flagged_on_the_h200(workspace, seed):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("seed", [12127, 12273, 18127, 24530, 2508, 3534, 45065, 47326])
+@pytest.mark.parametrize("seed", [12127, 12273, 18127, 24530, 2508, 3534, 45065, 47326,
+                                  48495])
 def test_gpu_replays_the_seeds_the_h200_flagged(workspace, cuda_backend, seed):
     """Seeds the H200 got wrong and the simulator and host build got right: a 32-bit wrap NVVM
     dropped in the `_uids` loop (12127, 12273, 18127), a NaN compare ptxas folded once NVVM
     had folded its constant (24530) and its mirror image (`2e18 > -v` for `v = abs(x)`, 47326),
-    a product and its scale by 1/8 rounded once (2508) and a VIMNMX predicate read the wrong way
-    round (3534); see tests/test_nvrtc_bugs.py.  In 45065
+    a product and its scale by 1/8 rounded once (2508), a VIMNMX predicate read the wrong way
+    round (3534) and an arithmetic shift of `x | C` taken to be non-negative (48495); see
+    tests/test_nvrtc_bugs.py.  In 45065
     the GPU was right (an fma's -0.0) and the reference wrong."""
     kernel = random_kernel(seed, _flagged_config(seed))
     result = run_case(kernel, workspace, backends=("cuda", "sim"))

@@ -24,6 +24,11 @@
   18127, all right with ``-G`` only; the PTX shows ``add.s64`` where ``add.s32`` belongs).  A cast
   to 64 bits of 32-bit arithmetic that may wrap sign-extends through a PTX ``cvt``
   (``gn_sext32``).
+* ptxas (NVRTC 13.0) takes the arithmetic right shift of ``x | C``, for a constant ``C`` with
+  the sign bit set, to be non-negative: ``abs((x | C) >> 2)`` became ``(x | C) >> 2`` and
+  ``min(b, (x | C) >> 2)`` became ``b`` for ``b`` in {0, 1} (seed 48495; the PTX was right, and
+  the SASS lost the compare).  Signed 32-bit and narrower right shifts are a PTX ``bfe.s32``
+  (a sign-extending bit-field extract, the same value), which ptxas reads correctly.
 * ptxas (NVRTC 13.0 and 13.5) folds a plain ``f32`` multiply by ``±2**k`` (``1 <= |k| <= 3``)
   into the multiply that produced its operand, as one ``FMUL.D8`` (or ``.M4``...) with a single
   rounding: ``b ** 2 / 8`` was ``2**125`` for ``b = 2**64``, not inf (seed 2508).  A literal
@@ -554,3 +559,43 @@ def test_a_compare_whose_constant_appears_only_after_folding_keeps_nan(kernel_mo
             o = go.to_host()
     assert np.array_equal(o, want), a[(o != want).any(axis=1)]
 
+
+
+SHIFT_SOURCE = """
+from gpu_native import gpu_kernel, Kernel1D, CUDASlice, CUDASliceMut2D, FlatLayout1D, i32, i16, u32
+
+@gpu_kernel(Kernel1D)
+def shifted_negatives(a: CUDASlice[i32], u: CUDASlice[u32], o: CUDASliceMut2D[i32]):
+    i = FlatLayout1D.uid()
+    b = i32(u[i] < 3)
+    o[i, 0] = min(min(b, 1), (a[i] | (-552652785)) >> 2)
+    o[i, 1] = abs((a[i] | (-552652785)) >> 2)
+    o[i, 2] = max(b, (a[i] | (-2147483647 - 1)) >> 3)
+    o[i, 3] = abs((a[i] | (-2147483647 - 1)) >> 1)
+    o[i, 4] = i32(i16(a[i] | (-32768)) >> i16(2))
+"""
+
+
+def test_signed_right_shifts_reach_ptxas_as_a_bit_field_extract(kernel_module):
+    """No PTX shr.s32 for ptxas to misjudge the sign of (seed 48495)."""
+    (variant,) = kernel_module(SHIFT_SOURCE).shifted_negatives.variants.values()
+    for entry in _ptx(variant).split(".entry ")[1:]:
+        assert "bfe.s32" in entry
+        assert "shr.s32" not in entry
+
+
+@WHERE
+def test_a_right_shift_of_a_value_with_its_sign_bit_set_stays_negative(kernel_module, where):
+    """Fuzz seed 48495: min(b, (x | C) >> 2) was b on the H200 for b in {0, 1} and a negative C,
+    and abs((x | C) >> 2) was (x | C) >> 2: ptxas took the shift to be non-negative."""
+    k = kernel_module(SHIFT_SOURCE).shifted_negatives
+    a = np.array([0, 1, -1, 255, -29, 2**31 - 1, -2**31, 12345678] * 4, np.int32)
+    u = np.array([0, 1, 2, 3, 31, 2**32 - 1, 7, 2] * 4, np.uint32)
+    (o,) = _run(k, where, [a, u], [np.full((len(a), 5), 99, np.int32)])
+    want = []
+    for x, y in zip(a.tolist(), u.tolist()):
+        b = int(y < 3)
+        c16 = ((x | -32768) + 2**15) % 2**16 - 2**15
+        want.append([min(b, (x | -552652785) >> 2), abs((x | -552652785) >> 2),
+                     max(b, (x | -2**31) >> 3), abs((x | -2**31) >> 1), c16 >> 2])
+    assert o.tolist() == want
