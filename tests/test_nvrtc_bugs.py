@@ -516,7 +516,8 @@ def test_a_wrapped_32_bit_divisor_keeps_its_wrap(kernel_module, where):
 
 COMPARE_SOURCE = """
 import math
-from gpu_native import gpu_kernel, Kernel1D, CUDASlice, CUDASliceMut2D, FlatLayout1D, f32, i32
+from gpu_native import (gpu_kernel, Kernel1D, CUDASlice, CUDASliceMut, CUDASliceMut2D,
+                        FlatLayout1D, f32, i32, i64)
 
 @gpu_kernel(Kernel1D)
 def folded_compares(a: CUDASlice[f32], n: CUDASlice[i32], o: CUDASliceMut2D[i32]):
@@ -528,14 +529,25 @@ def folded_compares(a: CUDASlice[f32], n: CUDASlice[i32], o: CUDASliceMut2D[i32]
     o[i, 3] = 1 if 2081809256878079953 > -v else 6
     o[i, 4] = 1 if -abs(a[i]) <= n[i] * 0 else 6
     o[i, 5] = 1 if -(a[i] * a[i]) < f32(0.5) else 6
+
+
+@gpu_kernel(Kernel1D)
+def guarded_branch(a: CUDASlice[f32], n: CUDASlice[i64], o: CUDASliceMut[f32]):
+    i = FlatLayout1D.uid()
+    v: f32 = abs(f32(-16.6) - a[i])
+    r: f32 = f32(1.0)
+    if (n[i] < 2081809256878079953) and (2081809256878079953 > -v):
+        r = f32(2.0)
+    o[i] = r
 """
 
 
 @pytest.mark.parametrize("where", ["sim", "host", pytest.param("cuda", marks=pytest.mark.gpu)])
 def test_a_compare_whose_constant_appears_only_after_folding_keeps_nan(kernel_module, where):
     """Fuzz seed 24530: `abs(v) >= n * 0` was true for a NaN `v` on the H200 (NVVM folds `n * 0`
-    to 0, then ptxas takes fabs to be non-negative); fuzz seed 47326, the mirror image:
-    `2081809256878079953 > -v` for `v = abs(x)` was true for a NaN `x`."""
+    to 0, then ptxas takes fabs to be non-negative).  Columns 3-5 are the mirror image, which the
+    emitter guards since fuzz seed 47326 (see the next test: in a select, as here, the H200 kept
+    the compare even without the guard; in a branch it did not)."""
     import host_cuda
 
     from gpu_native.runtime.backend import use
@@ -558,6 +570,19 @@ def test_a_compare_whose_constant_appears_only_after_folding_keeps_nan(kernel_mo
             k.launch(gn.GridDim1D(1), gn.BlockDim1D(len(a)))(gn.to_device(a), gn.to_device(n), go)
             o = go.to_host()
     assert np.array_equal(o, want), a[(o != want).any(axis=1)]
+
+
+@WHERE
+def test_a_branch_on_a_compare_with_a_negated_abs_keeps_nan(kernel_module, where):
+    """Fuzz seed 47326: `if (n < C) and (C > -v)` for `v = abs(x)` and a constant `C > 0` took
+    the branch for a NaN `x` on the H200: the SASS kept only `n < C` (NVRTC 13.0)."""
+    k = kernel_module(COMPARE_SOURCE).guarded_branch
+    a = np.array([x for x in SPECIAL for _ in range(2)], np.float32)
+    n = np.array([5, 2**63 - 1] * len(SPECIAL), np.int64)
+    (o,) = _run(k, where, [a, n], [np.full(len(a), 99.0, np.float32)])
+    want = [2.0 if m < 2081809256878079953 and not math.isnan(x) else 1.0
+            for x, m in zip(a.tolist(), n.tolist())]
+    assert o.tolist() == want, a[o != np.array(want, np.float32)]
 
 
 
