@@ -8,7 +8,7 @@ holding its *launcher factory*:
     @gpu_kernel(Kernel1D, _spec={...})               # the spec: parameters, CUDA source, sites
     def add_kernel(__gn):
         DA, (sig_a, sig_b, sig_c), pack, buf, args, launch, (fn, gx, ...), ok, failed, slow = ...
-        return lambda a, b, c: (... launch(fn, gx, ..., (pack(buf, 0, a._gn_ptr, ...), args)[1], 0)
+        return lambda a, b, c: (... launch(fn, gx, ..., (pack(buf, 0, a._gn_args, ...) or args), 0)
                                 ... if a.__class__ is DA and a._gn_rsig is sig_a and ...
                                 else slow(a, b, c))
 
@@ -16,8 +16,9 @@ The runtime calls the factory once per launch configuration and thread; the retu
 what ``kernel.launch(grid, block, shared_mem_bytes, stream)`` hands back.  Its fast path checks
 each argument with one identity test against a *signature* object that encodes dtype, ndim,
 device, contiguity and writability, packs the values into the thread's argument buffer with one
-``struct.pack_into`` and calls ``cuLaunchKernel``; anything else falls back to ``slow``, which
-checks every argument one by one and raises ``TypeError``/``ValueError`` naming the parameter.
+``struct.pack_into`` (an array as the bytes of its address and extents, packed once when the array
+was made) and calls ``cuLaunchKernel``; anything else falls back to ``slow``, which checks every
+argument one by one and raises ``TypeError``/``ValueError`` naming the parameter.
 Every other line of the module is left byte-for-byte as the user wrote it.
 """
 
@@ -79,8 +80,7 @@ def launcher_lines(name: str, params: list[LauncherParam], generic: bool) -> tup
         if p.kind == "array":
             attr = "_gn_wsig" if p.mutable else "_gn_rsig"
             tests.append(f"{p.name}.__class__ is DA and {p.name}.{attr} is sig_{p.name}")
-            values.append(f"{p.name}._gn_ptr")
-            values.extend(f"{p.name}._gn_n{axis}" for axis in range(p.ndim))
+            values.append(f"{p.name}._gn_args")
         else:
             tests.append(_scalar_test(p, generic))
             values.append(p.name)
@@ -95,7 +95,8 @@ def launcher_lines(name: str, params: list[LauncherParam], generic: bool) -> tup
     setup = (f"DA, ({sigs}), pack, buf, args, launch, (fn, gx, gy, gz, bx, by, bz, smem, stream), "
              "ok, failed, slow = __gn.fast_path()")
     condition = " and ".join(tests) if tests else "True"
-    packed = f"(pack(buf, 0, {', '.join(values)}), args)[1]" if values else "args"
+    # pack_into returns None: `pack(...) or args` is the buffer's address, after the packing.
+    packed = f"(pack(buf, 0, {', '.join(values)}) or args)" if values else "args"
     # Pack the arguments into this thread's buffer, launch, and raise if the driver refused.
     body = (f"return lambda {names}: (((err := launch(fn, gx, gy, gz, bx, by, bz, smem, stream, "
             f"{packed}, 0)[0]) is ok or "

@@ -13,6 +13,7 @@ launch that uses it is safe.
 from __future__ import annotations
 
 import math
+import struct
 import threading
 from typing import Any
 
@@ -27,6 +28,11 @@ from .records import raise_pending
 
 _sig_lock = threading.Lock()
 _signatures: dict[tuple, Signature] = {}
+
+
+# The packed parameters of a 1-, 2- and 3-D array (see DeviceArray._gn_args).
+_ARGS = {ndim: struct.Struct("<" + abi.POINTER_FORMAT + abi.EXTENT_FORMAT * ndim)
+         for ndim in (1, 2, 3)}
 
 
 class Signature:
@@ -81,8 +87,8 @@ class DeviceArray:
     """An array in device memory.  Create one with :func:`to_device`, :func:`empty` or
     :func:`zeros`; pass it to kernels; read it back with :meth:`to_host`."""
 
-    __slots__ = ("__weakref__", "_backend", "_gn_base", "_gn_n0", "_gn_n1", "_gn_n2",
-                 "_gn_ptr", "_gn_rsig", "_gn_wsig", "_info", "_owner", "device", "dtype", "shape")
+    __slots__ = ("__weakref__", "_backend", "_gn_args", "_gn_base", "_gn_ptr", "_gn_rsig",
+                 "_gn_wsig", "_info", "_owner", "device", "dtype", "shape")
 
     def __init__(self, backend, device: int, ptr: int, shape: tuple[int, ...], info: ScalarInfo,
                  owner: Any, base: Any, writable: bool = True):
@@ -96,8 +102,9 @@ class DeviceArray:
         self.dtype = info.dtype
         self._owner = owner
         self._gn_base = base
-        n = self.shape + (1, 1)
-        self._gn_n0, self._gn_n1, self._gn_n2 = n[0], n[1], n[2]
+        # The kernel parameters this array passes (its address, then its extents), packed once:
+        # a launcher's fast path copies them into its argument buffer as they are.
+        self._gn_args = _ARGS[len(self.shape)].pack(ptr, *self.shape)
         sig = signature(backend.name, device, info.name, len(self.shape),
                         math.prod(self.shape) > abi.INDEX32_MAX_ELEMENTS)
         self._gn_rsig = sig

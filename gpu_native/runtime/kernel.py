@@ -26,7 +26,7 @@ from ..nodes import Factory, node
 from . import backend as B
 from .arrays import DeviceArray, signature
 from .devices import _tls, bind_thread
-from .launch import ArgumentBuffer, make_submit, slot_formats
+from .launch import ArgumentBuffer, fast_formats, make_submit, slot_formats
 from .launch_checks import check_launch
 from .records import register_kernel
 from .streams import DEFAULT_STREAM, as_stream
@@ -444,7 +444,8 @@ class LaunchContext:
         self.fn = fn
         self.grid, self.block = grid, block
         formats = slot_formats(self.kernel.params, self.types)
-        self.pack_into = struct.Struct("<" + "".join(formats)).pack_into
+        self.pack_into = struct.Struct(
+            "<" + "".join(fast_formats(self.kernel.params, self.types))).pack_into
         self.buffer = ArgumentBuffer(len(formats), trailing)
         self.formats, self.trailing = formats, trailing
         self.submit = make_submit(config.backend, fn, grid, block, config.shared_mem_bytes,

@@ -1,0 +1,61 @@
+"""The launcher's fast path: an array passes the parameters it packed when it was made (its
+address and extents), so views, reshapes and read-only views must each carry their own."""
+
+from __future__ import annotations
+
+import struct
+
+import numpy as np
+
+import gpu_native as gn
+
+SOURCE = """
+from gpu_native import (gpu_kernel, Kernel1D, Kernel2D, CUDASlice, CUDASliceMut, CUDASlice2D,
+                        CUDASliceMut2D, FlatLayout1D, FlatLayout2D, f32, i32)
+
+@gpu_kernel(Kernel1D)
+def affine(x: CUDASlice[f32], out: CUDASliceMut[f32], k: i32):
+    i = FlatLayout1D.uid()
+    if i < len(out):
+        out[i] = x[i] * 2.0 + f32(k)
+
+@gpu_kernel(Kernel2D)
+def shifted_copy(src: CUDASlice2D[f32], dst: CUDASliceMut2D[f32]):
+    x, y = FlatLayout2D.uid()
+    if y < dst.shape[0] and x < dst.shape[1]:
+        dst[y, x] = src[y, x] + 1.0
+"""
+
+
+def test_an_array_packs_its_address_and_extents_once(backend):
+    base = gn.to_device(np.arange(60, dtype=np.float32).reshape(6, 10))
+    for arr in (base, base[2:5], base[3], base.reshape(60), base.reshape(60)[7:19],
+                base.reshape(3, 4, 5), base.readonly()):
+        assert arr._gn_args == struct.pack("<Q" + "q" * arr.ndim, arr.ptr, *arr.shape)
+
+
+def test_views_launch_through_the_fast_path_with_their_own_parameters(kernel_module, backend):
+    k = kernel_module(SOURCE)
+    rng = np.random.default_rng()
+    host = rng.standard_normal(100, dtype=np.float32)
+    whole = gn.to_device(host)
+    out = gn.empty(100, gn.f32)
+    launcher = k.affine.launch(gn.GridDim1D(1), gn.BlockDim1D(64))
+    for start, stop, scale in ((0, 64, 3), (10, 40, -2), (36, 100, 7), (99, 100, 1)):
+        out.fill(np.nan)
+        launcher(whole[start:stop], out[start:stop], scale)
+        got = out.to_host()
+        want = host[start:stop].astype(np.float64) * 2.0 + scale
+        np.testing.assert_allclose(got[start:stop], want, rtol=1e-6)
+        assert np.isnan(np.delete(got, np.arange(start, stop))).all()
+
+    grid = rng.standard_normal((6, 10), dtype=np.float32)
+    src = gn.to_device(grid)
+    dst = gn.empty((6, 10), gn.f32)
+    copy = k.shifted_copy.launch(gn.GridDim2D(2, 1), gn.BlockDim2D(8, 8))
+    for rows in (slice(0, 6), slice(1, 4), slice(5, 6)):
+        dst.fill(np.nan)
+        copy(src[rows], dst[rows])
+        got = dst.to_host()
+        np.testing.assert_allclose(got[rows], grid[rows].astype(np.float64) + 1.0, rtol=1e-6)
+        assert np.isnan(np.delete(got, np.arange(6)[rows], axis=0)).all()
