@@ -29,15 +29,17 @@ _UNSIGNED = {"int": "unsigned int", "long long": "unsigned long long"}
 def _nonpositive(e: ir.Expr) -> bool:
     """A constant that may be <= 0 (-0.0 included): a literal <= 0, or any expression of literals
     alone (``abs(-5) * -1.0``), which the device compiler folds but we do not evaluate."""
-    if isinstance(e, ir.Const):
-        return not isinstance(e.value, bool) and e.value <= 0
-    return _constant(e)
+    return _constant_may_be(e, lambda v: v <= 0)
 
 
 def _nonnegative(e: ir.Expr) -> bool:
     """A constant that may be >= 0: a literal >= 0, or any expression of literals alone."""
+    return _constant_may_be(e, lambda v: v >= 0)
+
+
+def _constant_may_be(e: ir.Expr, sign) -> bool:
     if isinstance(e, ir.Const):
-        return not isinstance(e.value, bool) and e.value >= 0
+        return not isinstance(e.value, bool) and sign(e.value)
     return _constant(e)
 
 
