@@ -145,18 +145,20 @@ def build(cuda: str, symbol: str, sanitize: bool = True) -> ctypes.CDLL:
     cxx = compiler()
     if cxx is None:
         raise RuntimeError("no host C++ compiler")
-    directory = tempfile.mkdtemp(prefix="gn-host-")
-    src = os.path.join(directory, "k.cpp")
-    lib = os.path.join(directory, "k.so")
-    with open(src, "w") as f:
-        f.write(_driver(host_source(cuda), symbol))
     flags = ["-std=c++17", "-O2", "-shared", "-fPIC", "-w"]
     if sanitize:
         flags += ["-fsanitize=undefined", "-fno-sanitize=vptr"]
-    proc = subprocess.run([cxx, *flags, src, "-o", lib], capture_output=True, text=True)
-    if proc.returncode:
-        raise RuntimeError(f"host_cuda: {cxx} failed:\n{proc.stderr[-3000:]}")
-    _BUILT[key] = ctypes.CDLL(lib)
+    # The library stays mapped once loaded, so its directory can go at once (a fuzz run builds
+    # thousands).
+    with tempfile.TemporaryDirectory(prefix="gn-host-") as directory:
+        src = os.path.join(directory, "k.cpp")
+        lib = os.path.join(directory, "k.so")
+        with open(src, "w") as f:
+            f.write(_driver(host_source(cuda), symbol))
+        proc = subprocess.run([cxx, *flags, src, "-o", lib], capture_output=True, text=True)
+        if proc.returncode:
+            raise RuntimeError(f"host_cuda: {cxx} failed:\n{proc.stderr[-3000:]}")
+        _BUILT[key] = ctypes.CDLL(lib)
     return _BUILT[key]
 
 
