@@ -56,6 +56,8 @@ def kernel_id(module: str, symbol: str) -> int:
 # ---- the 32-bit index entry point ---------------------------------------------------------------
 # A kernel may also have ``<symbol>_i32`` (see gpu_native.emit.index32), computing its indices in
 # 32 bits.  The launcher runs it only when every array argument has at most this many elements
-# and grid * block stays within it along every axis; otherwise the main entry point.
+# and grid * block stays within it along every axis; otherwise the main entry point.  The bound
+# sits 2**20 below 2**31 so that a loop up to an extent in steps of up to 2**20 (a tile loop,
+# ``range(0, n, TILE)``) never counts past 2**31 - 1, and so counts in 32 bits as well.
 INDEX32_SUFFIX = "_i32"
-INDEX32_MAX_ELEMENTS = (1 << 31) - 1
+INDEX32_MAX_ELEMENTS = (1 << 31) - (1 << 20)

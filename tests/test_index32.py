@@ -22,7 +22,7 @@ from gpu_native.rewrite import transpile_module
 
 HEADER = """\
 from gpu_native import (gpu_kernel, Kernel1D, Kernel2D, CUDASlice, CUDASliceMut, CUDASlice2D,
-                        CUDASliceMut2D, FlatLayout1D, FlatLayout2D, f32, i32, u32, i64,
+                        CUDASliceMut2D, FlatLayout1D, FlatLayout2D, f32, i32, u32, i64, u8,
                         block_idx, block_dim, thread_idx, local_array, unsafe)
 """
 
@@ -55,6 +55,8 @@ def k(a: CUDASlice[i64], o: CUDASliceMut[i64]):
     s = i64(0)
     for j in range(i, n, 3):
         s += j
+    for q in range(i, n, 4194304):
+        s += q
     for r in range(n % 16):
         s += r
     t = min(i, last) - max(i - 7, 0)
@@ -69,13 +71,14 @@ def k(a: CUDASlice[i64], o: CUDASliceMut[i64]):
 def test_values_within_32_bits_are_narrowed_and_the_others_are_not():
     kernel, _ = checked(MIXED)
     types = var_types(kernel)
-    # uid < 2**31 - 1 and extents < 2**31 in the _i32 entry point: these stay within 32 bits.
-    for name in ("i", "n", "last", "m", "r", "t"):
+    # uids and extents are at most 2**31 - 2**20 in the _i32 entry point: these stay within 32
+    # bits, and so does a loop up to an extent in steps of 3 (j: its counter ends below n + 3).
+    for name in ("i", "n", "last", "m", "r", "t", "j"):
         assert types[name] == "int", name
     # A product or sum that may pass 2**31, a loaded value, a loop-carried sum, a while counter
     # (its growth is widened to the type), and the variable of a loop whose counter may step past
-    # 2**31 - 1 (j: n - 1 + 3) keep 64 bits.
-    for name in ("big", "near", "loaded", "s", "w", "j"):
+    # 2**31 - 1 (q: n - 1 + 2**22) keep 64 bits.
+    for name in ("big", "near", "loaded", "s", "w", "q"):
         assert types[name] == "long long", name
 
 
@@ -199,6 +202,37 @@ def test_loops_and_bit_operations_match_the_main_entry_point():
     np.testing.assert_array_equal(out32[1], expect)
 
 
+TILE_LOOP = """
+@gpu_kernel(Kernel1D)
+def k(a: CUDASlice[u8], o: CUDASliceMut[i64]):
+    p = block_idx.x * block_dim.x + thread_idx.x
+    acc = i64(0)
+    for t in range(0, len(a), 1048576):
+        acc += t
+    if p < len(o):
+        with unsafe():
+            o[p] = acc
+"""
+
+
+@needs_cxx
+def test_a_loop_up_to_the_largest_extent_counts_in_32_bits_without_overflow():
+    # The largest array the _i32 entry point is run for; its elements are never read, so one
+    # byte repeated by a zero stride stands for it.
+    n = abi.INDEX32_MAX_ELEMENTS
+    a = np.lib.stride_tricks.as_strided(np.zeros(1, np.uint8), shape=(n,), strides=(0,))
+    kernel, variant = checked(TILE_LOOP)
+    code = emit_index32(kernel, "f.py")
+    # Steps of up to 2**20 to an extent: the counter's last step ends at most at 2**31 - 1.
+    assert "for (int __gn_i0 = 0; __gn_i0 < __gn_stop0; __gn_i0 += 1048576)" in code
+    expect = sum(range(0, n, 1 << 20))
+    for symbol in (kernel.symbol, kernel.symbol + abi.INDEX32_SUFFIX):
+        o = np.full(3, -1, np.int64)
+        exited, _record, undefined = host_cuda.launch(variant.cuda, symbol, [a, o], 1, 3)
+        assert not undefined and exited == 0, (symbol, undefined[:3])  # UBSan: no overflow
+        np.testing.assert_array_equal(o, expect)
+
+
 @needs_cxx
 def test_an_index_error_is_reported_the_same_way():
     # 37 threads over 30 elements: the tail threads fail their bounds check on `o`.
@@ -240,7 +274,7 @@ def test_local_arrays_index_in_32_bits():
 # ---- the launcher's side ------------------------------------------------------------------------
 
 
-def test_only_arrays_of_at_most_2_31_minus_1_elements_get_the_fast_path_signature():
+def test_only_arrays_within_the_32_bit_index_bound_get_the_fast_path_signature():
     from gpu_native.runtime.arrays import DeviceArray
 
     small = gn.empty((8,), gn.u8)
@@ -354,7 +388,7 @@ def test_the_launcher_picks_the_entry_point_by_kernel_grid_and_array_size(monkey
         assert recording.loaded == [narrow]
         launch(out, 3)
         np.testing.assert_array_equal(out.to_host(), _stamp(range(8), 40, 3))
-        # More than 2**31 - 1 threads along x: the main entry point.
+        # More threads along x than abi.INDEX32_MAX_ELEMENTS: the main entry point.
         kr.stamp_2d.launch(gn.GridDim2D(1 << 23, 1), gn.BlockDim2D(256, 1))
         assert recording.loaded == [narrow, main]
         # A wide array takes the checked path, which submits through the main entry point (the

@@ -4,8 +4,10 @@ Indices, extents and uids are 64-bit in the language, and the main entry point c
 On the GPU that costs: a 64-bit compare or multiply is two to four instructions where a 32-bit one
 is one, and a memory-bound kernel such as a stencil spends its issue slots on index arithmetic.
 Yet almost every launch has arrays of fewer than 2**31 elements and a grid of fewer than 2**31
-threads along each axis.  Under those two conditions (the launcher checks both and otherwise runs
-the main entry point) much of a kernel's integer work provably stays within 32 bits.
+threads along each axis.  Under those two conditions, with a margin (``abi.INDEX32_MAX_ELEMENTS``,
+2**31 - 2**20: the launcher checks both and otherwise runs the main entry point), much of a
+kernel's integer work provably stays within 32 bits; the margin lets a loop up to an extent count
+in 32 bits too, in steps of up to 2**20.
 
 :class:`IndexRanges` bounds every integer variable and expression of the kernel by interval
 arithmetic (a local's range is the union over all its assignments; anything that may wrap is
@@ -26,7 +28,7 @@ I32_MIN, I32_MAX = -(1 << 31), (1 << 31) - 1
 # INDEX32_MAX_ELEMENTS elements, and grid * block stays within it along every axis.
 INDEX32_MAX_ELEMENTS = abi.INDEX32_MAX_ELEMENTS
 assert INDEX32_MAX_ELEMENTS <= I32_MAX
-_UID_MAX = I32_MAX - 1
+_UID_MAX = INDEX32_MAX_ELEMENTS - 1  # grid * block is at most INDEX32_MAX_ELEMENTS along an axis
 _SPECIAL_MAX = {
     "thread_idx": (1023, 1023, 63),
     "block_idx": ((1 << 31) - 2, 65534, 65534),
@@ -274,8 +276,8 @@ class Index32Emitter(CudaEmitter):
 
     def function(self) -> str:
         note = ("// The same kernel with 32-bit index arithmetic, where it gives the same values: "
-                "the launcher runs it when every array has fewer than 2**31 elements and the grid "
-                "fewer than 2**31 threads along each axis.\n")
+                "the launcher runs it when no array has more than 2**31 - 2**20 elements and the "
+                "grid no more threads along any axis.\n")
         return note + self.kernel_function(self.kernel.symbol + abi.INDEX32_SUFFIX)
 
     def fits(self, e: ir.Expr) -> bool:

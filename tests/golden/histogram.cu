@@ -421,7 +421,7 @@ extern "C" __global__ void gn_histogram_kernel(
     atomicAdd(&hist[gn_chk(__gn_err, (gn_i64)tid, __gn_hist_n0, 1u)], local[tid]);
 }
 
-// The same kernel with 32-bit index arithmetic, where it gives the same values: the launcher runs it when every array has fewer than 2**31 elements and the grid fewer than 2**31 threads along each axis.
+// The same kernel with 32-bit index arithmetic, where it gives the same values: the launcher runs it when no array has more than 2**31 - 2**20 elements and the grid no more threads along any axis.
 extern "C" __global__ void gn_histogram_kernel_i32(
     const unsigned char* __restrict__ data,
     gn_i64 __gn_data_n0,

@@ -438,7 +438,7 @@ extern "C" __global__ void gn_mandelbrot_kernel(
     image[gn_at2(__gn_err, py, __gn_image_n0, 1u, px, __gn_image_n1, 2u)] = ((unsigned char)(gn_floordiv_chk<int>(__gn_err, ((int)((unsigned int)(255) * (unsigned int)(n))), max_iter, 0u)));
 }
 
-// The same kernel with 32-bit index arithmetic, where it gives the same values: the launcher runs it when every array has fewer than 2**31 elements and the grid fewer than 2**31 threads along each axis.
+// The same kernel with 32-bit index arithmetic, where it gives the same values: the launcher runs it when no array has more than 2**31 - 2**20 elements and the grid no more threads along any axis.
 extern "C" __global__ void gn_mandelbrot_kernel_i32(
     unsigned char* __restrict__ image,
     gn_i64 __gn_image_n0,

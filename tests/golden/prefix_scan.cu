@@ -452,7 +452,7 @@ extern "C" __global__ void gn_block_scan_kernel(
     }
 }
 
-// The same kernel with 32-bit index arithmetic, where it gives the same values: the launcher runs it when every array has fewer than 2**31 elements and the grid fewer than 2**31 threads along each axis.
+// The same kernel with 32-bit index arithmetic, where it gives the same values: the launcher runs it when no array has more than 2**31 - 2**20 elements and the grid no more threads along any axis.
 extern "C" __global__ void gn_block_scan_kernel_i32(
     const int* __restrict__ x,
     gn_i64 __gn_x_n0,
@@ -930,7 +930,7 @@ extern "C" __global__ void gn_add_offsets_kernel(
     }
 }
 
-// The same kernel with 32-bit index arithmetic, where it gives the same values: the launcher runs it when every array has fewer than 2**31 elements and the grid fewer than 2**31 threads along each axis.
+// The same kernel with 32-bit index arithmetic, where it gives the same values: the launcher runs it when no array has more than 2**31 - 2**20 elements and the grid no more threads along any axis.
 extern "C" __global__ void gn_add_offsets_kernel_i32(
     int* __restrict__ out,
     gn_i64 __gn_out_n0,

@@ -467,7 +467,7 @@ extern "C" __global__ void gn_sgemm_kernel(
     }
 }
 
-// The same kernel with 32-bit index arithmetic, where it gives the same values: the launcher runs it when every array has fewer than 2**31 elements and the grid fewer than 2**31 threads along each axis.
+// The same kernel with 32-bit index arithmetic, where it gives the same values: the launcher runs it when no array has more than 2**31 - 2**20 elements and the grid no more threads along any axis.
 extern "C" __global__ void gn_sgemm_kernel_i32(
     const float* __restrict__ a,
     gn_i64 __gn_a_n0,
@@ -488,7 +488,7 @@ extern "C" __global__ void gn_sgemm_kernel_i32(
     int col{};
     int n{};
     float acc{};
-    long long t{};
+    int t{};
     int k{};
 #line 27 "sgemm.py"
     // assert checked by the launcher (it depends only on the launch shape)
@@ -506,21 +506,21 @@ extern "C" __global__ void gn_sgemm_kernel_i32(
     acc = 0.0f;
 #line 36 "sgemm.py"
     {
-        const long long __gn_stop0 = ((gn_i64)n);
-        for (long long __gn_i0 = 0LL; __gn_i0 < __gn_stop0; __gn_i0 += 32LL) {
-            t = (long long)__gn_i0;
+        const int __gn_stop0 = n;
+        for (int __gn_i0 = 0; __gn_i0 < __gn_stop0; __gn_i0 += 32) {
+            t = (int)__gn_i0;
 #line 37 "sgemm.py"
-            if (((row < ((int)__gn_a_n0)) && (((long long)((unsigned long long)(t) + (unsigned long long)(((long long)(tx))))) < ((gn_i64)n)))) {
+            if (((row < ((int)__gn_a_n0)) && ((t + tx) < n))) {
 #line 38 "sgemm.py"
-                tile_a[ty * 32 + tx] = a[(gn_i64)row * __gn_a_n1 + ((long long)(t + ((long long)(tx))))];
+                tile_a[ty * 32 + tx] = a[row * ((int)__gn_a_n1) + (t + tx)];
             } else {
 #line 40 "sgemm.py"
                 tile_a[ty * 32 + tx] = 0.0f;
             }
 #line 41 "sgemm.py"
-            if (((((long long)((unsigned long long)(t) + (unsigned long long)(((long long)(ty))))) < __gn_b_n0) && (col < ((int)__gn_b_n1)))) {
+            if ((((t + ty) < ((int)__gn_b_n0)) && (col < ((int)__gn_b_n1)))) {
 #line 42 "sgemm.py"
-                tile_b[ty * 32 + tx] = b[((long long)(t + ((long long)(ty)))) * __gn_b_n1 + (gn_i64)col];
+                tile_b[ty * 32 + tx] = b[(t + ty) * ((int)__gn_b_n1) + col];
             } else {
 #line 44 "sgemm.py"
                 tile_b[ty * 32 + tx] = 0.0f;

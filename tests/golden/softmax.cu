@@ -488,7 +488,7 @@ extern "C" __global__ void gn_softmax_kernel(
     }
 }
 
-// The same kernel with 32-bit index arithmetic, where it gives the same values: the launcher runs it when every array has fewer than 2**31 elements and the grid fewer than 2**31 threads along each axis.
+// The same kernel with 32-bit index arithmetic, where it gives the same values: the launcher runs it when no array has more than 2**31 - 2**20 elements and the grid no more threads along any axis.
 extern "C" __global__ void gn_softmax_kernel_i32(
     const float* __restrict__ x,
     gn_i64 __gn_x_n0,
@@ -503,7 +503,7 @@ extern "C" __global__ void gn_softmax_kernel_i32(
     int tid{};
     int cols{};
     float m{};
-    long long j{};
+    int j{};
     int s{};
     float total{};
 #line 29 "softmax.py"
@@ -518,11 +518,11 @@ extern "C" __global__ void gn_softmax_kernel_i32(
     m = __int_as_float(0xff800000);
 #line 36 "softmax.py"
     {
-        const long long __gn_stop0 = ((gn_i64)cols);
-        for (long long __gn_i0 = ((long long)(tid)); __gn_i0 < __gn_stop0; __gn_i0 += 256LL) {
-            j = (long long)__gn_i0;
+        const int __gn_stop0 = cols;
+        for (int __gn_i0 = tid; __gn_i0 < __gn_stop0; __gn_i0 += 256) {
+            j = (int)__gn_i0;
 #line 37 "softmax.py"
-            m = gn_max<float>(m, x[gn_chk(__gn_err, (gn_i64)row, __gn_x_n0, 1u) * __gn_x_n1 + j]);
+            m = gn_max<float>(m, x[gn_chk32(__gn_err, row, ((int)__gn_x_n0), 1u) * ((int)__gn_x_n1) + j]);
         }
     }
 #line 38 "softmax.py"
@@ -551,11 +551,11 @@ extern "C" __global__ void gn_softmax_kernel_i32(
     total = 0.0f;
 #line 50 "softmax.py"
     {
-        const long long __gn_stop1 = ((gn_i64)cols);
-        for (long long __gn_i1 = ((long long)(tid)); __gn_i1 < __gn_stop1; __gn_i1 += 256LL) {
-            j = (long long)__gn_i1;
+        const int __gn_stop1 = cols;
+        for (int __gn_i1 = tid; __gn_i1 < __gn_stop1; __gn_i1 += 256) {
+            j = (int)__gn_i1;
 #line 51 "softmax.py"
-            total = (total + expf((x[gn_chk(__gn_err, (gn_i64)row, __gn_x_n0, 3u) * __gn_x_n1 + j] - m)));
+            total = (total + expf((x[gn_chk32(__gn_err, row, ((int)__gn_x_n0), 3u) * ((int)__gn_x_n1) + j] - m)));
         }
     }
 #line 52 "softmax.py"
@@ -580,11 +580,11 @@ extern "C" __global__ void gn_softmax_kernel_i32(
     total = scratch[0];
 #line 61 "softmax.py"
     {
-        const long long __gn_stop2 = ((gn_i64)cols);
-        for (long long __gn_i2 = ((long long)(tid)); __gn_i2 < __gn_stop2; __gn_i2 += 256LL) {
-            j = (long long)__gn_i2;
+        const int __gn_stop2 = cols;
+        for (int __gn_i2 = tid; __gn_i2 < __gn_stop2; __gn_i2 += 256) {
+            j = (int)__gn_i2;
 #line 62 "softmax.py"
-            y[gn_at2(__gn_err, (gn_i64)row, __gn_y_n0, 6u, j, __gn_y_n1, 7u)] = (expf((x[gn_chk(__gn_err, (gn_i64)row, __gn_x_n0, 5u) * __gn_x_n1 + j] - m)) / total);
+            y[gn_at2_32(__gn_err, row, ((int)__gn_y_n0), 6u, j, ((int)__gn_y_n1), 7u)] = (expf((x[gn_chk32(__gn_err, row, ((int)__gn_x_n0), 5u) * ((int)__gn_x_n1) + j] - m)) / total);
         }
     }
 }
