@@ -1,13 +1,17 @@
 """Time to first result in a new process: the seed example, cold and warm, against the peers.
 
-Each measurement is a fresh ``python`` process (median of several): its wall time from exec to
-exit, and its time to first result (from exec to the moment the result has been checked, so
+Each measurement is a fresh ``python`` process: its wall time from exec to exit, and its time to first result (from exec to the moment the result has been checked, so
 without the process's teardown), running: nothing (interpreter start), ``import numpy``, and "add
 two 1000-element vectors on the GPU and read the result back" with raw ``cuda.bindings`` and a
 cubin already on disk (the floor that CUDA itself sets: driver start, context, module load), with
 gpu_native (cold: empty artifact cache and no rewritten bytecode; warm: both populated; and cold
 with compiling ahead turned off, GPU_NATIVE_PREFETCH=0), Numba-CUDA, Triton and CuPy (each cold,
 with an empty cache of its own).
+
+The rows take turns: each round runs every row once, in an order that rotates from round to round,
+so that a drift in the machine's speed reaches every row alike.  A row's figure above the
+interpreter's or ``import numpy``'s, and gpu_native's warm start against the floor, is the median
+over rounds of the difference within each round; a wall time alone is the median over rounds.
 
 Those rows run while this process has the driver started, as when any other CUDA process is
 running: every measured process then starts the driver quickly.  Where no process holds the GPU,
@@ -254,9 +258,57 @@ def hold_gpu() -> None:
     cu.cuInit(0)
 
 
+class Row:
+    """One measured program: its code, environment, and what makes each run of it cold."""
+
+    def __init__(self, name: str, code: str, env: dict, fresh=None):
+        self.name, self.code, self.env, self.fresh = name, code, env, fresh
+        self.walls: list[float] = []
+        self.firsts: list[float] = []  # time to first result, one per round
+
+
+def run_rounds(rows: list[Row], repeat: int, cwd: str) -> int:
+    """Run every row once per round, the order rotating each round, ``repeat`` rounds.
+
+    Taking turns, rather than running one row ``repeat`` times and then the next, lets a drift in
+    the machine's speed reach every row alike, and gives differences between two rows within one
+    round (see :func:`paired`).  Returns how many modules had their bytecode compiled first.
+    """
+    compiled = 0
+    for row in rows:
+        if row.fresh is not None:
+            row.fresh()
+        compiled += compile_bytecode(row.code, row.env, cwd)
+    for r in range(repeat):
+        k = r % len(rows)
+        for row in rows[k:] + rows[:k]:
+            if row.fresh is not None:
+                row.fresh()
+            elapsed, to_result = wall(row.code, row.env, cwd)
+            row.walls.append(elapsed)
+            row.firsts.append(to_result)
+    return compiled
+
+
+def paired(a: list[float], b: list[float]) -> float:
+    """The median over rounds of ``a - b``: one row above another, each round compared in itself."""
+    return statistics.median(x - y for x, y in zip(a, b))
+
+
+def table_rows(rows: list[Row], start: Row, numpy_row: Row) -> list[dict]:
+    """Each row's median wall time, and its wall time and time to first result above the
+    interpreter's and ``import numpy``'s in the same rounds."""
+    return [{"process": row.name, "wall_s": statistics.median(row.walls),
+             "above_interpreter_s": paired(row.walls, start.walls),
+             "above_numpy_s": paired(row.walls, numpy_row.walls),
+             "first_result_above_interpreter_s": paired(row.firsts, start.firsts),
+             "first_result_above_numpy_s": paired(row.firsts, numpy_row.firsts)}
+            for row in rows]
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--repeat", type=int, default=5, help="rounds (processes per row)")
     parser.add_argument("--numba-pythonpath")
     parser.add_argument("--json")
     parser.add_argument("--write-cubin", help=argparse.SUPPRESS)
@@ -266,34 +318,6 @@ def main(argv=None) -> int:
         return 0
     base_env = dict(os.environ)
     work = Path(tempfile.mkdtemp(prefix="gn_startup_"))
-    results: dict[str, float] = {}
-    first: dict[str, float] = {}  # time to first result, by the same names
-
-    compiled = 0
-
-    def measure(name: str, code: str, env: dict, fresh=None) -> None:
-        nonlocal compiled
-        if fresh is not None:
-            fresh()
-        compiled += compile_bytecode(code, env, str(work))
-        samples, firsts = [], []
-        for _ in range(args.repeat):
-            if fresh is not None:
-                fresh()
-            elapsed, to_result = wall(code, env, str(work))
-            samples.append(elapsed)
-            firsts.append(to_result)
-        results[name] = statistics.median(samples)
-        first[name] = statistics.median(firsts)
-
-    def phases(code: str, env: dict) -> str:
-        proc = subprocess.run([sys.executable, "-c", code], env=env, cwd=str(work),
-                              capture_output=True, text=True, timeout=300)
-        return proc.stdout.strip() or proc.stderr[-500:]
-
-    measure("interpreter start", "pass", base_env)
-    measure("import numpy", "import numpy", base_env)
-
     (work / "mykernels.py").write_text(SEED_MODULE)
     cache = work / "cache"
     env = dict(base_env, GPU_NATIVE_CACHE_DIR=str(cache),
@@ -303,28 +327,27 @@ def main(argv=None) -> int:
         shutil.rmtree(cache, ignore_errors=True)
         shutil.rmtree(work / "__pycache__", ignore_errors=True)
 
+    def phases(code: str, env: dict) -> str:
+        proc = subprocess.run([sys.executable, "-c", code], env=env, cwd=str(work),
+                              capture_output=True, text=True, timeout=300)
+        return proc.stdout.strip() or proc.stderr[-500:]
+
     subprocess.run([sys.executable, __file__, "--write-cubin", str(work / "raw_add.cubin")],
                    check=True, timeout=300)
-    # First with no process of ours holding the GPU (the benchmark's parent must not have started
-    # the driver): what a user sees where nothing else has the GPU open.
-    measure(f"floor{NOT_HELD}", RAW_MAIN, base_env)
-    unheld_phases = phases(RAW_MAIN, base_env)
-    measure(f"gpu_native seed, cold{NOT_HELD}", SEED_MAIN, env, cold_state)
-    measure(f"gpu_native seed, warm{NOT_HELD}", SEED_MAIN, env)
-    hold_gpu()
+    floor_name = "floor: raw cuda.bindings, cubin on disk"
+    cold_name, warm_name = "gpu_native seed, cold", "gpu_native seed, warm"
 
-    measure("gpu_native seed, cold", SEED_MAIN, env, cold_state)
-    measure("gpu_native seed, cold, GPU_NATIVE_PREFETCH=0", SEED_MAIN,
-            dict(env, GPU_NATIVE_PREFETCH="0"), cold_state)
-    cold_state()
-    cold_phases = phases(COLD_BREAKDOWN, env)
-    measure("gpu_native seed, warm", SEED_MAIN, env)
-    measure("floor: raw cuda.bindings, cubin on disk", RAW_MAIN, base_env)
-    print("floor process, phase by phase:", phases(RAW_MAIN, base_env))
-    print("floor process, phase by phase, no process holding the GPU:", unheld_phases)
-    print("warm process, phase by phase:", phases(BREAKDOWN, env))
-    print("cold process, phase by phase (compile ahead on; its threads overlap these phases):",
-          cold_phases)
+    # First with no process of ours holding the GPU (the benchmark's parent must not have started
+    # the driver): what a user sees where nothing else has the GPU open.  Each set of rounds has
+    # its own interpreter and numpy rows, so that every difference is taken within a round.
+    unheld = [Row("interpreter start", "pass", base_env),
+              Row("import numpy", "import numpy", base_env),
+              Row(f"floor{NOT_HELD}", RAW_MAIN, base_env),
+              Row(f"{cold_name}{NOT_HELD}", SEED_MAIN, env, cold_state),
+              Row(f"{warm_name}{NOT_HELD}", SEED_MAIN, env)]
+    compiled = run_rounds(unheld, args.repeat, str(work))
+    unheld_phases = phases(RAW_MAIN, base_env)
+    hold_gpu()
 
     peers = {
         "Numba-CUDA, cold": (NUMBA_MAIN, {"NUMBA_CACHE_DIR": str(work / "numba")},
@@ -332,6 +355,13 @@ def main(argv=None) -> int:
         "Triton, cold": (TRITON_MAIN, {"TRITON_CACHE_DIR": str(work / "triton")}, None),
         "CuPy RawKernel, cold": (CUPY_MAIN, {"CUPY_CACHE_DIR": str(work / "cupy")}, None),
     }
+    held = [Row("interpreter start", "pass", base_env),
+            Row("import numpy", "import numpy", base_env),
+            Row(cold_name, SEED_MAIN, env, cold_state),
+            Row(f"{cold_name}, GPU_NATIVE_PREFETCH=0", SEED_MAIN,
+                dict(env, GPU_NATIVE_PREFETCH="0"), cold_state),
+            Row(warm_name, SEED_MAIN, env),
+            Row(floor_name, RAW_MAIN, base_env)]
     notes = {}
     for name, (code, extra, pythonpath) in peers.items():
         peer_env = dict(base_env, **extra)
@@ -342,41 +372,64 @@ def main(argv=None) -> int:
         def fresh(directory=directory):
             shutil.rmtree(directory, ignore_errors=True)
 
-        try:
-            measure(name, code, peer_env, fresh)
+        try:  # a peer that does not run here is left out of the rounds, with a note
+            fresh()
+            wall(code, peer_env, str(work))
         except Exception as exc:
             notes[name] = f"not measured: {str(exc).strip().splitlines()[-1][:200]}"
-    start, numpy_t = results["interpreter start"], results["import numpy"]
-    print(f"\n{'process':76s} {'wall (s)':>9s} {'above interpreter':>18s} {'above numpy':>12s} "
+            continue
+        held.append(Row(name, code, peer_env, fresh))
+    compiled += run_rounds(held, args.repeat, str(work))
+    cold_state()
+    cold_phases = phases(COLD_BREAKDOWN, env)
+    print("floor process, phase by phase:", phases(RAW_MAIN, base_env))
+    print("floor process, phase by phase, no process holding the GPU:", unheld_phases)
+    print("warm process, phase by phase:", phases(BREAKDOWN, env))
+    print("cold process, phase by phase (compile ahead on; its threads overlap these phases):",
+          cold_phases)
+
+    rows = (table_rows(held, held[0], held[1]) + table_rows(unheld[2:], unheld[0], unheld[1]))
+    print(f"\n{'process':62s} {'wall (s)':>9s} {'above interpreter':>18s} {'above numpy':>12s} "
           f"{'first result above interpreter':>31s}")
-    for name, t in results.items():
-        print(f"{name:76s} {t:9.3f} {t - start:18.3f} {t - numpy_t:12.3f} "
-              f"{first[name] - first['interpreter start']:31.3f}")
+    for r in rows:
+        print(f"{r['process']:62s} {r['wall_s']:9.3f} {r['above_interpreter_s']:18.3f} "
+              f"{r['above_numpy_s']:12.3f} {r['first_result_above_interpreter_s']:31.3f}")
     for name, note in notes.items():
         print(f"  {name}: {note}")
-    cold = results["gpu_native seed, cold"] - start
-    cold_first = first["gpu_native seed, cold"] - first["interpreter start"]
-    floor_name = "floor: raw cuda.bindings, cubin on disk"
-    warm = first["gpu_native seed, warm"] - first["import numpy"]
-    floor = first[floor_name] - first["import numpy"]
-    warm_wall = results["gpu_native seed, warm"] - numpy_t
-    floor_wall = results[floor_name] - numpy_t
-    print(f"\ncold above interpreter start: {cold:.3f} s process, {cold_first:.3f} s to first result "
-          f"(goal <= 0.5 s); warm, to first result above `import numpy`'s: {warm * 1000:.0f} ms "
-          f"(goal <= 50 ms), where the raw-driver floor takes {floor * 1000:.0f} ms, so gpu_native's "
-          f"own warm cost is {(warm - floor) * 1000:.0f} ms (process wall: {warm_wall * 1000:.0f} "
-          f"against {floor_wall * 1000:.0f} ms)")
-    unheld = first[f"gpu_native seed, cold{NOT_HELD}"] - first["interpreter start"]
-    unheld_floor = first[f"floor{NOT_HELD}"] - first["interpreter start"]
-    print(f"with no process holding the GPU: cold {unheld:.3f} s to first result, the floor "
-          f"{unheld_floor:.3f} s (the GPU's own start-up is in both)")
+    by_name = {row.name: row for row in held + unheld}
+    cold, warm, floor = by_name[cold_name], by_name[warm_name], by_name[floor_name]
+    start, numpy_row = held[0], held[1]
+    summary = {
+        "cold_first_result_above_interpreter_s": paired(cold.firsts, start.firsts),
+        "cold_wall_above_interpreter_s": paired(cold.walls, start.walls),
+        "warm_first_result_above_numpy_s": paired(warm.firsts, numpy_row.firsts),
+        "floor_first_result_above_numpy_s": paired(floor.firsts, numpy_row.firsts),
+        "warm_minus_floor_first_result_s": paired(warm.firsts, floor.firsts),
+        "warm_minus_floor_wall_s": paired(warm.walls, floor.walls),
+    }
+    print(f"\ncold above interpreter start: {summary['cold_wall_above_interpreter_s']:.3f} s "
+          f"process, {summary['cold_first_result_above_interpreter_s']:.3f} s to first result "
+          f"(goal <= 0.5 s); warm, to first result above `import numpy`'s: "
+          f"{summary['warm_first_result_above_numpy_s'] * 1000:.0f} ms (goal <= 50 ms), where "
+          f"the raw-driver floor takes {summary['floor_first_result_above_numpy_s'] * 1000:.0f} "
+          f"ms; warm minus floor, round by round: "
+          f"{summary['warm_minus_floor_first_result_s'] * 1000:.0f} ms to first result, "
+          f"{summary['warm_minus_floor_wall_s'] * 1000:.0f} ms process wall "
+          f"(median of {args.repeat} rounds)")
+    un = {row.name: row for row in unheld}
+    print(f"with no process holding the GPU: cold "
+          f"{paired(un[cold_name + NOT_HELD].firsts, unheld[0].firsts):.3f} s to first result, "
+          f"the floor {paired(un['floor' + NOT_HELD].firsts, unheld[0].firsts):.3f} s (the "
+          f"GPU's own start-up is in both)")
     print(f"bytecode: {compiled} imported modules had no .pyc and were compiled once before the "
           f"measurements (PYTHONDONTWRITEBYTECODE="
           f"{os.environ.get('PYTHONDONTWRITEBYTECODE', 'unset')}), as an installation would have")
     if args.json:
-        Path(args.json).write_text(json.dumps({"results_s": results, "first_result_s": first,
-                                                "notes": notes, "bytecode_compiled": compiled},
-                                               indent=2))
+        samples = {row.name: {"wall_s": row.walls, "first_result_s": row.firsts}
+                   for row in held + unheld[2:]}
+        Path(args.json).write_text(json.dumps(
+            {"rows": rows, "summary": summary, "samples": samples, "rounds": args.repeat,
+             "notes": notes, "bytecode_compiled": compiled}, indent=2))
     shutil.rmtree(work, ignore_errors=True)
     return 0
 

@@ -544,14 +544,12 @@ def startup_table(numba_pythonpath: str | None) -> tuple[str, dict]:
         data = json.loads(Path(path).read_text())
     except (OSError, ValueError):
         return f"not measured: {proc.stderr[-400:]}", {}
-    results, first = data["results_s"], data["first_result_s"]
-    start, numpy_t = results["interpreter start"], results["import numpy"]
     lines = ["| process | wall (s) | above interpreter start | above `import numpy` | "
              "first result, above interpreter start |",
              "|---|---:|---:|---:|---:|"]
-    for name, t in results.items():
-        lines.append(f"| {name} | {t:.3f} | {t - start:.3f} | {t - numpy_t:.3f} | "
-                     f"{first[name] - first['interpreter start']:.3f} |")
+    for r in data["rows"]:
+        lines.append(f"| {r['process']} | {r['wall_s']:.3f} | {r['above_interpreter_s']:.3f} | "
+                     f"{r['above_numpy_s']:.3f} | {r['first_result_above_interpreter_s']:.3f} |")
     for name, note in data.get("notes", {}).items():
         lines.append(f"\n{name}: {note}")
     for line in proc.stdout.splitlines():
