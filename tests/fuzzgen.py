@@ -98,7 +98,7 @@ class Expr:
 
 def _literals_only(e) -> bool:
     """Is ``e`` built from literals alone (no variable, load or launch index)?"""
-    if isinstance(e, (Var, Load, Special)):
+    if isinstance(e, (Var, Load, Index, Shape, Special)):
         return False
     if isinstance(e, Expr):
         return all(_literals_only(v) for v in vars(e).values())
@@ -128,6 +128,27 @@ class Load(Expr):
     array: str
     slot: int
     ty: str
+
+
+@dataclass
+class Index(Expr):
+    """An input element at a computed index, which may lie outside the array:
+    ``a_f32[i + 1]`` (1-D layout) or ``in_f32[i - 2, 1]`` (2-D layout, along the first axis).
+    The index is an integer expression of the uid, never a bare variable, so that it is not a
+    bare-uid access (docs/language.md, "The grid tail")."""
+
+    slot: int
+    index: Expr
+    ty: str
+
+
+@dataclass
+class Shape(Expr):
+    """The first extent of an input array, ``len(a)`` or ``a.shape[0]``: the launch's ``n``."""
+
+    array: str
+    spelling: str  # "len" or "shape"
+    ty: str = "i64"
 
 
 @dataclass
@@ -482,6 +503,10 @@ class Config:
     specials: bool = True  # thread_idx & co. (disables the uid-only entry point)
     math: bool = True
     known_bugs: bool = False  # also generate the patterns of bugs still open (OPEN_BUGS)
+    # Loads at computed indices (Index), some out of bounds: the bounds checks, and the proofs
+    # that drop them, against the reference.  Off by default, so that a seed gives the kernel it
+    # gave before this option existed.
+    indexing: bool = False
 
 
 class Generator:
@@ -506,6 +531,9 @@ class Generator:
         self.n_in = 2 if layout == "1d" else 3
         self.n_out = 1 if layout == "1d" else 2
         self.use_specials = c.specials and not straight and d.chance(0.25)
+        # Half the indexing kernels guard every computed index (no lane fails; the proofs and
+        # the loads under their guards are compared value by value); the others may fail.
+        self.index_safe = c.indexing and d.chance(0.5)
         # Locals: declared up front so that every later statement may read them.
         self.locals: list[Var] = [Var("i", "i64")]
         body: list[Stmt] = []
@@ -694,15 +722,84 @@ class Generator:
             options += ["var", "var", "var"]
         if t == "i32" and self.use_specials:
             options.append("special")
+        if self.c.indexing and t in self.types:
+            options.append("index")
         kind = d.choice(options)
         if kind == "var":
             return d.choice(vars_)
         if kind == "load":
             return Load("", d.integer(0, self.n_in - 1), t)
+        if kind == "index":
+            return self.indexed_load(t)
         if kind == "special":
             return Special(d.choice(["thread_idx", "block_idx", "block_dim", "grid_dim"]))
         return Cast(t, self.literal(t), t)
 
+
+    def shape(self) -> Shape:
+        d = self.d
+        array = self.input_name_of(d.choice(self.types), d.integer(0, self.n_in - 1))
+        return Shape(array, d.choice(["len", "shape"]))
+
+    def input_name_of(self, t: str, slot: int) -> str:
+        return f"in_{t}" if self.layout == "2d" else f"{'ab'[slot]}_{t}"
+
+    def index_expr(self) -> Expr:
+        """An integer index near the arrays' extent: in range for most uids, out of range for
+        some (negative, past the end, or wrapped), in the forms the bounds proofs reason about."""
+        d = self.d
+        i = Var("i", "i64")
+        k = d.integer(1, 3)
+        loops = [v for v in self.locals if v.name.startswith("j")]
+        form = d.integer(0, 11)
+        if form == 0:
+            return Bin("+", i, Lit(k), "i64", "i64")
+        if form == 1:
+            return Bin("-", i, Lit(k), "i64", "i64")
+        if form == 2:  # 32-bit arithmetic
+            op = d.choice(["+", "-"])
+            return Bin(op, Cast("i32", i, "i32"), Lit(k), "i32", "i32")
+        if form == 3:  # wraps to 2**32 - k below k
+            return Bin("-", Cast("u32", i, "u32"), Lit(k), "u32", "u32")
+        if form == 4:
+            op, c = d.choice([("*", 2), ("//", 2), (">>", 1), ("*", 3), ("//", 3)])
+            return Bin(op, i, Lit(c), "i64", "i64")
+        if form == 5:  # mirrored: in range for every uid below n
+            last = Bin("-", self.shape(), Lit(1), "i64", "i64")
+            return Bin("-", last, Bin("+", i, Lit(k - 1), "i64", "i64"), "i64", "i64")
+        if form == 6 and loops:  # a loop counter (small, possibly negative), alone or plus i
+            j = d.choice(loops)
+            if d.chance(0.5):
+                return Bin("+", j, Lit(0), j.ty, j.ty) if j.ty == "i64" else Cast("i64", j, "i64")
+            return Bin("+", i, j, "i64", "i64")
+        if form == 7:  # Python's % keeps it in 0..n-1 (the shape is positive)
+            t = d.choice(INTS)
+            base = self.expr(t, 1, self.locals)
+            return Bin("%", Cast("i64", base, "i64"), self.shape(), "i64", "i64")
+        if form == 8:  # clamped into range
+            lo = Bin("-", i, Lit(k), "i64", "i64")
+            last = Bin("-", self.shape(), Lit(1), "i64", "i64")
+            return MinMax("min", [MinMax("max", [lo, Lit(0)], "i64"), last], "i64")
+        if form == 9:  # from the data: any value, mostly far out of range
+            t = d.choice(INTS)
+            return Bin("+", Cast("i64", self.expr(t, 1, self.locals), "i64"), Lit(0), "i64",
+                       "i64")
+        return Bin(d.choice(["+", "-"]), i, Lit(k), "i64", "i64")
+
+    def indexed_load(self, t: str) -> Expr:
+        """``a[idx]``, or ``a[idx] if 0 <= idx < len(a) else c``: a guard the proofs may use,
+        and sometimes ``a[idx + 1]`` under that guard, which it does not prove in range."""
+        d = self.d
+        slot = d.integer(0, self.n_in - 1)
+        idx = self.index_expr()
+        if not self.index_safe and d.chance(0.6):
+            return Index(slot, idx, t)
+        inner = idx
+        if not self.index_safe and d.chance(0.4):
+            inner = Bin(d.choice(["+", "-"]), idx, Lit(1), idx.ty, idx.ty)
+        shape = Shape(self.input_name_of(t, slot), d.choice(["len", "shape"]))
+        guard = Compare(["<=", "<"], [Lit(0), idx, shape], [idx.ty, promote(idx.ty, "i64")])
+        return Select(guard, Index(slot, inner, t), Cast(t, self.literal(t), t), t)
 
     def literal(self, t: str, nonneg: bool = False) -> Lit:
         """A literal that adopts type ``t`` (integer literals fit ``t``)."""
@@ -936,7 +1033,7 @@ class Generator:
 
 def is_constant(e: Expr) -> bool:
     """No variable, load or thread index inside: the checker may fold it to one constant."""
-    if isinstance(e, (Var, Load, Special)):
+    if isinstance(e, (Var, Load, Index, Shape, Special)):
         return False
     for value in vars(e).values():
         items = value if isinstance(value, list) else [value]
@@ -976,6 +1073,14 @@ class Printer:
         if self.k.layout == "2d":
             return f"in_{e.ty}[i, {e.slot}]"
         return f"{self.k.input_name(e.ty, e.slot)}[i]"
+
+    def p_Index(self, e: Index) -> str:
+        if self.k.layout == "2d":
+            return f"in_{e.ty}[{self.expr(e.index)}, {e.slot}]"
+        return f"{self.k.input_name(e.ty, e.slot)}[{self.expr(e.index)}]"
+
+    def p_Shape(self, e: Shape) -> str:
+        return f"len({e.array})" if e.spelling == "len" else f"{e.array}.shape[0]"
 
     def p_Special(self, e: Special) -> str:
         return f"{e.name}.x"

@@ -93,6 +93,14 @@ def launch(module, kernel: fuzzgen.Kernel, inputs: dict[str, np.ndarray], backen
             gn.synchronize()
         except gn.KernelZeroDivisionError:
             error = "zerodiv"
+        except gn.KernelIndexError as exc:
+            # A check the transpiler dropped as proven shows up on the simulator as an error
+            # without an index (it checks every access): reported as an unexpected error.
+            if getattr(exc, "index", None) is None:
+                error = f"{type(exc).__name__}: {exc}"
+            else:
+                error = ("index", exc.block[0] * kernel.block + exc.thread[0], exc.index,
+                         exc.length)
         except gn.GpuNativeError as exc:
             error = f"{type(exc).__name__}: {exc}"
         outputs = {name: arr.to_host()
@@ -125,10 +133,19 @@ def _launch_host(module, kernel: fuzzgen.Kernel, inputs: dict[str, np.ndarray],
     if undefined:
         return {}, "undefined behaviour in the generated C++: " + "; ".join(undefined[:3])
     error = None
+    # The error record (gn_error_record): state, site, kernel id, index, length, block, thread.
     state, site = np.frombuffer(record[:8], np.uint32)
+    index, length = np.frombuffer(record[16:32], np.int64)
+    block, thread = np.frombuffer(record[32:56], np.uint32).reshape(2, 3)
     if state == 2:
         kind = variant.sites[site][0] if site < len(variant.sites) else "?"
-        error = "zerodiv" if kind == "zerodiv" else f"host: {kind} error at site {site}"
+        if kind == "zerodiv":
+            error = "zerodiv"
+        elif kind == "index":
+            error = ("index", int(block[0]) * kernel.block + int(thread[0]), int(index),
+                     int(length))
+        else:
+            error = f"host: {kind} error at site {site}"
     outputs = {name: arr for arr, (name, _t, writable) in zip(arrays, kernel.arrays())
                if writable}
     return outputs, error

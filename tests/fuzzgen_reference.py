@@ -58,6 +58,7 @@ from fuzzgen import (
     Decl,
     For,
     If,
+    Index,
     Kernel,
     Lit,
     Load,
@@ -67,6 +68,7 @@ from fuzzgen import (
     Return,
     Round,
     Select,
+    Shape,
     Special,
     Store,
     Unary,
@@ -114,6 +116,18 @@ class Poison(Exception):
 
 class LaneError(Exception):
     """The lane stops with a device error (integer division by zero)."""
+
+
+class LaneFailure(Exception):
+    """The lane stops at a statement with failing checks: any of them may be the one reported.
+
+    C++ leaves the order of an expression's operands unspecified, so of the checks that fail in
+    one statement the device may report any; a lane that fails records them all: the
+    out-of-range ``indices``, and ``zerodiv`` when a divisor is zero."""
+
+    def __init__(self, indices: set[int], zerodiv: bool):
+        super().__init__(indices, zerodiv)
+        self.indices, self.zerodiv = indices, zerodiv
 
 
 class BreakLoop(Exception):
@@ -245,9 +259,11 @@ class Expected:
     """What the reference says a launch produces."""
 
     outputs: dict[str, np.ndarray]  # object arrays of V (or None: not compared)
-    poisoned: np.ndarray  # per element: the lane's outputs are not compared
+    poisoned: np.ndarray  # per lane: its outputs (and errors) are not compared
     error: str  # "none", "zerodiv" (some lane divides by zero) or "maybe"
     notes: list[str] = field(default_factory=list)
+    # Lanes that index out of range: uid -> (the indices it may report, may it report zerodiv)
+    index_errors: dict[int, tuple[set[int], bool]] = field(default_factory=dict)
 
 
 class Lane:
@@ -260,6 +276,16 @@ class Lane:
         self.types = types  # every local's declared type
         self.env: dict[str, V] = {"i": V(uid)}
         self.stores: dict[tuple[str, int], V] = {}
+        # Kernels with computed indices finish a statement after a failing check (see
+        # LaneFailure), collecting every failure; the others stop at the first.
+        self.collect = False
+        self.bad_indices: set[int] = set()
+        self.bad_divisor = False
+
+    def settle(self) -> None:
+        """End of a statement's expressions: stop the lane if a check failed in them."""
+        if self.bad_indices or self.bad_divisor:
+            raise LaneFailure(set(self.bad_indices), self.bad_divisor)
 
     # ---- conversions ----
 
@@ -328,6 +354,20 @@ class Lane:
         value = arr[self.uid, e.slot] if self.k.layout == "2d" else arr[self.uid]
         return V(int(value) if e.ty in INTS else NUMPY[e.ty](value))
 
+    def e_Index(self, e: Index) -> V:
+        idx = self.operand(e.index, e.index.ty)
+        if not idx.known:
+            raise Poison("an index is unknown")
+        if not 0 <= idx.v < self.k.n:  # every array's first extent is n
+            self.bad_indices.add(idx.v)
+            return V(0 if e.ty in INTS else NUMPY[e.ty](0))
+        arr = self.inputs[self.k.input_name(e.ty, e.slot)]
+        value = arr[idx.v, e.slot] if self.k.layout == "2d" else arr[idx.v]
+        return V(int(value) if e.ty in INTS else NUMPY[e.ty](value))
+
+    def e_Shape(self, e: Shape) -> V:
+        return V(self.k.n)
+
     def e_Special(self, e: Special) -> V:
         k = self.k
         return V({"thread_idx": self.uid % k.block, "block_idx": self.uid // k.block,
@@ -354,7 +394,10 @@ class Lane:
             if not b.known:
                 raise Poison("a divisor is unknown")
             if b.v == 0:
-                raise LaneError("zerodiv")
+                if not self.collect:
+                    raise LaneError("zerodiv")
+                self.bad_divisor = True
+                return V(0)
             if not a.known:
                 return V(0, INF)
             return V(wrap(a.v // b.v if e.op == "//" else a.v % b.v, t))
@@ -629,10 +672,14 @@ class Lane:
             getattr(self, "s_" + type(s).__name__)(s)
 
     def s_Decl(self, s: Decl) -> None:
-        self.env[s.name] = self.operand(s.value, s.ty)
+        value = self.operand(s.value, s.ty)
+        self.settle()
+        self.env[s.name] = value
 
     def s_Assign(self, s: Assign) -> None:
-        self.env[s.name] = self.operand(s.value, self.types[s.name])
+        value = self.operand(s.value, self.types[s.name])
+        self.settle()
+        self.env[s.name] = value
 
     def s_AugAssign(self, s: AugAssign) -> None:
         target = Var(s.name, s.target_ty)
@@ -641,13 +688,19 @@ class Lane:
         else:
             ty = with_literal(s.target_ty, s.value) if isinstance(s.value, Lit) else s.ty
             e = Bin(s.op, target, s.value, ty, ty)
-        self.env[s.name] = self.convert(self.eval(e), e.ty, s.target_ty)
+        value = self.convert(self.eval(e), e.ty, s.target_ty)
+        self.settle()
+        self.env[s.name] = value
 
     def s_Store(self, s: Store) -> None:
-        self.stores[(s.array, s.slot)] = self.operand(s.value, s.ty)
+        value = self.operand(s.value, s.ty)
+        self.settle()
+        self.stores[(s.array, s.slot)] = value
 
     def condition(self, e) -> bool:
-        c = self.truth(self.eval(e), e.ty)
+        value = self.eval(e)
+        self.settle()
+        c = self.truth(value, e.ty)
         if not c.known:
             raise Poison("a branch condition is unknown")
         return bool(c.v)
@@ -667,6 +720,7 @@ class Lane:
 
     def s_For(self, s: For) -> None:
         values = [self.operand(a, s.ty) for a in s.args]
+        self.settle()
         if not all(v.known for v in values):
             raise Poison("a range() bound is unknown")
         for j in range(*[v.v for v in values]):  # Python's range: it never wraps
@@ -677,6 +731,7 @@ class Lane:
     def s_While(self, s: While) -> None:
         while True:
             bound = self.operand(s.bound, "i32")
+            self.settle()
             if not bound.known:
                 raise Poison("a while bound is unknown")
             if not self.env[s.counter].v < bound.v:
@@ -707,21 +762,34 @@ def evaluate(kernel: Kernel, inputs: dict[str, np.ndarray]) -> Expected:
         flat = outputs[name].reshape(-1)
         for k, v in enumerate(arr.reshape(-1)):
             flat[k] = V(int(v) if t in INTS else NUMPY[t](v))
-    poisoned = np.zeros(kernel.n, dtype=bool)
+    # The grid tail (docs/language.md): a kernel that indexes an array with its bare uid (every
+    # Load and Store) skips the threads past n; one that does not runs them all.
+    lanes = kernel.n if _contains(kernel.body, (Load, Store)) else kernel.grid * kernel.block
+    collect = _contains(kernel.body, (Index,))
+    poisoned = np.zeros(lanes, dtype=bool)
     errors = set()
+    index_errors: dict[int, tuple[set[int], bool]] = {}
     types = {"i": "i64"}
     _collect_types(kernel.body, types)
     with np.errstate(all="ignore"):
-        for uid in range(kernel.n):
+        for uid in range(lanes):
             lane = Lane(kernel, inputs, uid, types)
+            lane.collect = collect
             try:
                 lane.run(kernel.body)
             except ReturnLane:
                 pass
             except LaneError:
                 errors.add("zerodiv")
+            except LaneFailure as failure:
+                if failure.indices:
+                    index_errors[uid] = (failure.indices, failure.zerodiv)
+                else:
+                    errors.add("zerodiv")
             except Poison:
                 poisoned[uid] = True
+                continue
+            if uid >= kernel.n:
                 continue
             for (array, slot), value in lane.stores.items():
                 if kernel.layout == "2d":
@@ -731,7 +799,18 @@ def evaluate(kernel: Kernel, inputs: dict[str, np.ndarray]) -> Expected:
     error = "zerodiv" if errors else "none"
     if poisoned.any() and error == "none":
         error = "maybe"  # a poisoned lane might divide by zero
-    return Expected(outputs, poisoned, error)
+    return Expected(outputs, poisoned, error, index_errors=index_errors)
+
+
+def _contains(node, kinds) -> bool:
+    """Is there a node of one of ``kinds`` anywhere in ``node`` (a statement list or tree)?"""
+    if isinstance(node, kinds):
+        return True
+    if isinstance(node, (list, tuple)):
+        return any(_contains(x, kinds) for x in node)
+    if hasattr(node, "__dataclass_fields__"):
+        return any(_contains(getattr(node, f), kinds) for f in node.__dataclass_fields__)
+    return False
 
 
 def _collect_types(stmts, types: dict[str, str]) -> None:
@@ -769,16 +848,37 @@ def _same_float(got: float, want: V) -> bool:
 
 def compare(kernel: Kernel, expected: Expected, got: dict[str, np.ndarray],
             got_error: str | None, label: str) -> Verdict:
-    """Compare one backend's outputs (and device error, ``"zerodiv"`` or None) with the reference."""
+    """Compare one backend's outputs and device error with the reference.
+
+    ``got_error`` is None, ``"zerodiv"``, ``("index", uid, index, length)`` for a
+    KernelIndexError, or the text of any other error.  After an index error no output is
+    compared: a thread stops at its failing check, and under the launcher's uid remapping that
+    thread may have had other uids still to run."""
     verdict = Verdict()
+    failing = expected.index_errors
+    if isinstance(got_error, tuple) and got_error[0] == "index":
+        _, uid, index, length = got_error
+        poisoned = 0 <= uid < len(expected.poisoned) and expected.poisoned[uid]
+        allowed = failing.get(uid, (set(), False))[0]
+        if not poisoned and (index not in allowed or length != kernel.n):
+            verdict.mismatches.append(
+                f"{label}: KernelIndexError for uid {uid}, index {index} of length {length}, "
+                f"but the reference says {_index_story(failing, kernel.n)}")
+        return verdict
     if got_error not in (None, "zerodiv"):
         verdict.mismatches.append(f"{label}: unexpected device error {got_error}")
         return verdict
+    if failing and got_error is None:
+        verdict.mismatches.append(f"{label}: no KernelIndexError was raised, but "
+                                  f"{_index_story(failing, kernel.n)}")
     if expected.error == "zerodiv" and got_error is None:
         verdict.mismatches.append(f"{label}: a lane divides by zero but no "
                                   "KernelZeroDivisionError was raised")
-    if expected.error == "none" and got_error is not None:
+    if (expected.error == "none" and got_error is not None
+            and not any(zerodiv for _, zerodiv in failing.values())):
         verdict.mismatches.append(f"{label}: KernelZeroDivisionError, but no lane divides by zero")
+    if failing:
+        return verdict
     for name, t, writable in kernel.arrays():
         if not writable:
             continue
@@ -806,6 +906,14 @@ def compare(kernel: Kernel, expected: Expected, got: dict[str, np.ndarray],
                     f"{label}: {name}{list(index)} is {g!r}, the reference says {shown} "
                     f"({t}, uid {uid})")
     return verdict
+
+
+def _index_story(failing: dict[int, tuple[set[int], bool]], n: int) -> str:
+    if not failing:
+        return "every index is in range"
+    shown = ", ".join(f"uid {uid}: {sorted(indices)[:3]}" for uid, (indices, _z) in
+                      sorted(failing.items())[:4])
+    return f"{len(failing)} lanes index out of range (length {n}; {shown})"
 
 
 __all__ = ["Expected", "Verdict", "compare", "evaluate", "float_to_int", "int_to_float",

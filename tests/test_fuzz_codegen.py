@@ -20,6 +20,7 @@ pinned by tests/test_fuzz_regressions.py instead.  ``GN_FUZZ_CASES`` scales the 
 
 from __future__ import annotations
 
+import itertools
 import math
 import os
 import random
@@ -174,8 +175,8 @@ class TestReference:
                     yield from nodes(getattr(x, f.name))
 
         checked = 0
-        for seed in range(400):
-            kernel = random_kernel(seed)
+        for seed, indexing in itertools.product(range(400), (False, True)):
+            kernel = random_kernel(seed, Config(indexing=indexing))
             for node in nodes(kernel.body):
                 if not isinstance(node, fuzzgen.Bin) or node.op == "/":
                     continue
@@ -192,7 +193,7 @@ class TestReference:
                     want = fuzzgen.promote(left, right)
                 assert node.opty == want, (seed, fuzzgen.Printer(kernel).expr(node))
                 checked += 1
-        assert checked > 1000
+        assert checked > 2000
 
     def test_bug_patterns_are_generated(self):
         """Patterns of fixed bugs are regression coverage; those of open bugs only when asked."""
@@ -223,6 +224,29 @@ def test_straight_line_kernels_on_the_simulator(workspace):
          config=config)
 
 
+INDEXING = Config(max_statements=5, max_depth=3, indexing=True)
+
+
+def test_indexing_kernels_on_the_simulator(workspace):
+    """Loads at computed indices (``a[i + 1]``, ``a[u32(i) - 2]``, ``a[x % len(a)]``, guarded or
+    not): the simulator checks every access, even those the transpiler proved in range, so a wrong
+    proof is an error here.  About half the kernels have lanes that index out of range and must
+    raise KernelIndexError with one of those lanes' indices."""
+    seeds = range(FIRST_SEED + 8000, FIRST_SEED + 8000 + SEEDED_CASES // 2)
+    fuzz(workspace, seeds, ("sim",), nvrtc=NVRTC, config=INDEXING)
+    failing = sum(bool(evaluate(k, fuzzgen.random_inputs(k)).index_errors)
+                  for k in (random_kernel(seed, INDEXING) for seed in seeds))
+    assert 0.2 * len(seeds) < failing < 0.8 * len(seeds), failing  # both kinds are exercised
+
+
+def test_the_generated_source_of_indexing_kernels_indexes_at_computed_positions():
+    text = "".join(fuzzgen.kernel_source(random_kernel(seed, INDEXING)) for seed in range(40))
+    for form in ("[(i + ", "[(i - ", "[(u32(i) - ", "len(", ".shape[0]", "(0 <= "):
+        assert form in text, form
+    plain = "".join(fuzzgen.kernel_source(random_kernel(seed)) for seed in range(40))
+    assert "len(" not in plain and ".shape[0]" not in plain  # off unless asked for
+
+
 @settings(max_examples=HYPOTHESIS_CASES, derandomize=True, deadline=None, database=None,
           suppress_health_check=list(HealthCheck))
 @given(kernel=kernel_cases(CI_CONFIG))
@@ -246,6 +270,16 @@ def test_generated_cuda_compiled_for_the_host_matches_the_reference(workspace):
          config=Config(max_statements=6))
     fuzz(workspace, range(FIRST_SEED + 6000, FIRST_SEED + 6000 + HOST_CASES // 3), ("host",),
          config=Config(max_statements=6, straight=True))
+
+
+@needs_cxx
+def test_indexing_kernels_compiled_for_the_host_raise_where_the_reference_does(workspace):
+    """A bounds check the transpiler dropped wrongly reads past the array here and raises
+    nothing, where the reference expects a KernelIndexError: both entry points."""
+    fuzz(workspace, range(FIRST_SEED + 9000, FIRST_SEED + 9000 + HOST_CASES), ("host",),
+         config=INDEXING)
+    fuzz(workspace, range(FIRST_SEED + 9500, FIRST_SEED + 9500 + HOST_CASES), ("host32",),
+         config=INDEXING)
 
 
 @needs_cxx
@@ -309,6 +343,12 @@ def test_gpu_replays_the_seeds_the_h200_flagged(workspace, cuda_backend, seed):
 def test_gpu_matches_the_simulator_and_the_reference(workspace, cuda_backend):
     fuzz(workspace, range(FIRST_SEED, FIRST_SEED + GPU_CASES), ("cuda", "sim"),
          config=Config(max_statements=6))
+
+
+@pytest.mark.gpu
+def test_gpu_indexing_kernels(workspace, cuda_backend):
+    fuzz(workspace, range(FIRST_SEED + 8000, FIRST_SEED + 8000 + GPU_CASES), ("cuda", "sim"),
+         config=Config(max_statements=6, indexing=True))
 
 
 @pytest.mark.gpu

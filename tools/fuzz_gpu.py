@@ -6,7 +6,11 @@ GPU and on the simulator and compared with the reference of docs/language.md.
     python3 tools/fuzz_gpu.py --cases 200 --backends sim --nvrtc   # no GPU: simulator + NVRTC
 
 The kernels come from tests/fuzzgen.py (seed ``k`` always gives the same kernel, launch and
-inputs), the reference from tests/fuzzgen_reference.py.  Cases run in worker processes (one CUDA
+inputs), the reference from tests/fuzzgen_reference.py.  Every fourth seed is a straight-line
+elementwise kernel (``--straight-every``); of the others, every third also loads at computed
+indices, some out of range (``--indexing-every``): those must raise ``KernelIndexError`` for one
+of the failing lanes' indices, and a bounds check dropped by a wrong proof shows up as a read
+past the array that raises nothing.  Cases run in worker processes (one CUDA
 context each) so that NVRTC compiles in parallel; ``--time-limit`` stops submitting new cases in
 time to write the summary.  Every failing case is written out with its source, so it can be
 replayed with ``--replay SEED``.
@@ -42,8 +46,14 @@ def config_for(seed: int, args):
 
     # Every fourth kernel is straight-line elementwise code: the 16-byte vector path.
     straight = True if args.straight_every and seed % args.straight_every == 0 else None
+    # Every third (of the others) also loads at computed indices, some out of range: the bounds
+    # checks and their proofs.  Seeds of runs made before this option replay with
+    # --indexing-every 0.
+    every = getattr(args, "indexing_every", 0)
+    indexing = bool(every) and seed % every == 1 % every and straight is None
     return fuzzgen.Config(known_bugs=args.known_bugs, straight=straight,
-                          max_statements=args.max_statements, max_depth=args.max_depth)
+                          max_statements=args.max_statements, max_depth=args.max_depth,
+                          indexing=indexing)
 
 
 def run_chunk(seeds: list[int], args, workdir: str) -> list[dict]:
@@ -103,6 +113,8 @@ def main(argv=None) -> int:
                         help="also generate the patterns of bugs already reported")
     parser.add_argument("--straight-every", type=int, default=4,
                         help="every Nth seed is a straight-line elementwise kernel (0: none)")
+    parser.add_argument("--indexing-every", type=int, default=3,
+                        help="seeds s with s %% N == 1 %% N load at computed indices (0: none, 1: all)")
     parser.add_argument("--max-statements", type=int, default=6)
     parser.add_argument("--max-depth", type=int, default=4)
     parser.add_argument("--jobs", type=int, default=max(1, min(14, (os.cpu_count() or 2) - 2)))
