@@ -67,6 +67,8 @@ _ASM_REPLACEMENTS = [
     (r'asm volatile\("mov\.u32 %0, %%laneid;" : "=r"\(lane\)\);', "lane = threadIdx.x % 32;"),
     (r'asm volatile\("mov\.u32 %0, %%dynamic_smem_size;" : "=r"\(bytes\)\);', "bytes = 0;"),
     (r'asm\("cvt\.s64\.s32 %0, %1;" : "=l"\(r\) : "r"\(v\)\);', "r = (long long)v;"),
+    (r'asm\("div\.rn\.f(32|64) %0, %1, %2;" : "=[fd]"\(r\) : "[fd]"\(x\), "[fd]"\(y\)\);',
+     "r = x / y;"),
 ]
 # PTX-only specialisations: the generic templates above them have the same meaning.
 _ASM_BLOCKS = [

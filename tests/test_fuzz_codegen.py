@@ -298,14 +298,16 @@ def _flagged_config(seed: int) -> Config:
     sys.path.insert(0, str(ROOT / "tools"))
     import fuzz_gpu
 
+    # Seeds of the run that loaded at computed indices in every non-straight kernel.
+    indexing_every = 1 if seed in (70643,) else 0
     args = argparse.Namespace(known_bugs=False, straight_every=4, max_statements=6,
-                              max_depth=4)
+                              max_depth=4, indexing_every=indexing_every)
     return fuzz_gpu.config_for(seed, args)
 
 
 @needs_cxx
 @pytest.mark.parametrize("seed", [4516, 4039, 2678, 568, 12743, 12265, 11141, 23063, 12127, 12273,
-                                  18127, 24530, 2508, 3534, 45065, 47326, 48495])
+                                  18127, 24530, 2508, 3534, 45065, 47326, 48495, 70643])
 def test_fuzz_seeds_flagged_on_the_h200(workspace, seed):
     """Seeds the H200 runs flagged.  The GPU was right where the generator typed ``u32 // 1`` as
     i64 (4516, 2678), dropped the cast of a zero divisor it replaced (12743) or left a divisor of
@@ -313,8 +315,8 @@ def test_fuzz_seeds_flagged_on_the_h200(workspace, seed):
     reference trusted the sign of a NaN in copysign (4039, 568), NumPy's ``x ** 0.5`` (12265) or
     the sign of a zero from an f64 product that fma may round differently (45065); the emitter
     was wrong in 11141 (a float ``x ** 0`` dropped x and its zero-divisor check).  12127, 12273,
-    18127, 24530, 2508, 3534, 47326 and 48495 were device compiler bugs (the GPU test below
-    replays them)."""
+    18127, 24530, 2508, 3534, 47326, 48495 and 70643 were device compiler bugs (the GPU test
+    below replays them)."""
     kernel = random_kernel(seed, _flagged_config(seed))
     result = run_case(kernel, workspace, backends=("host", "sim"))
     assert result.ok, result.report()
@@ -325,14 +327,14 @@ def test_fuzz_seeds_flagged_on_the_h200(workspace, seed):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("seed", [12127, 12273, 18127, 24530, 2508, 3534, 45065, 47326,
-                                  48495])
+                                  48495, 70643])
 def test_gpu_replays_the_seeds_the_h200_flagged(workspace, cuda_backend, seed):
     """Seeds the H200 got wrong and the simulator and host build got right: a 32-bit wrap NVVM
     dropped in the `_uids` loop (12127, 12273, 18127), a NaN compare ptxas folded once NVVM
     had folded its constant (24530) and its mirror image (`2e18 > -v` for `v = abs(x)`, 47326),
     a product and its scale by 1/8 rounded once (2508), a VIMNMX predicate read the wrong way
-    round (3534) and an arithmetic shift of `x | C` taken to be non-negative (48495); see
-    tests/test_nvrtc_bugs.py.  In 45065
+    round (3534), an arithmetic shift of `x | C` taken to be non-negative (48495) and a
+    quotient by -0.0 taken to be non-negative (70643); see tests/test_nvrtc_bugs.py.  In 45065
     the GPU was right (an fma's -0.0) and the reference wrong."""
     kernel = random_kernel(seed, _flagged_config(seed))
     result = run_case(kernel, workspace, backends=("cuda", "sim"))

@@ -33,6 +33,12 @@
   into the multiply that produced its operand, as one ``FMUL.D8`` (or ``.M4``...) with a single
   rounding: ``b ** 2 / 8`` was ``2**125`` for ``b = 2**64``, not inf (seed 2508).  A literal
   scale is applied as an ``fma.rn`` of ``-0.0`` (``gn_fscale``), which it does not fold.
+* NVVM (NVRTC 13.0 and 13.5) takes a float quotient to be non-negative when neither operand can
+  be less than zero, overlooking a divisor of ``-0.0``: ``f32(u) / -0.0 < 0`` (``u`` a ``u32``)
+  became false although the quotient is ``-inf``, and Python's ``a % q`` took the wrong sign
+  (seed 70643, the first run that loaded at computed indices; the PTX shows the compare gone).
+  Division by anything but a non-zero constant is a PTX ``div.rn`` in inline assembly
+  (``gn_fdiv``), the instruction NVVM emits for it anyway, whose result it cannot reason about.
 """
 
 from __future__ import annotations
@@ -624,3 +630,73 @@ def test_a_right_shift_of_a_value_with_its_sign_bit_set_stays_negative(kernel_mo
         want.append([min(b, (x | -552652785) >> 2), abs((x | -552652785) >> 2),
                      max(b, (x | -2**31) >> 3), abs((x | -2**31) >> 1), c16 >> 2])
     assert o.tolist() == want
+
+
+QUOTIENT_SOURCE = """
+import math
+from gpu_native import (gpu_kernel, Kernel1D, CUDASlice, CUDASliceMut2D, FlatLayout1D, f32, f64,
+                        i32, u32)
+
+@gpu_kernel(Kernel1D)
+def negative_quotients(u: CUDASlice[u32], a: CUDASlice[f32], s: CUDASlice[f32],
+                       o: CUDASliceMut2D[f32], d: CUDASliceMut2D[f64]):
+    i = FlatLayout1D.uid()
+    q = f32(u[i]) / f32(-0.0)
+    o[i, 0] = a[i] % q
+    o[i, 1] = f32(1.0) if q < f32(0.0) else f32(0.0)
+    o[i, 2] = a[i] // q
+    r = f32(1.0) / math.sqrt(s[i])
+    o[i, 3] = f32(1.0) if r < f32(0.0) else f32(0.0)
+    p = f64(u[i]) / -0.0
+    d[i, 0] = f64(a[i]) % p
+    d[i, 1] = 1.0 if p < 0.0 else 0.0
+
+
+@gpu_kernel(Kernel1D)
+def quotient_sign(u: CUDASlice[u32], s: CUDASlice[f32], o: CUDASliceMut2D[i32]):
+    i = FlatLayout1D.uid()
+    o[i, 0] = 1 if f32(u[i]) / f32(-0.0) < f32(0.0) else 0
+    o[i, 1] = 1 if f32(1.0) / math.sqrt(s[i]) < f32(0.0) else 0
+"""
+
+
+def test_a_quotient_that_may_be_negative_keeps_its_sign_tests_in_ptx(kernel_module):
+    """NVVM (13.0 and 13.5) takes x / y to be non-negative when neither operand can be less than
+    zero, and folds the compare below to false although y = -0.0 makes the quotient -inf (seed
+    70643).  Division by anything but a non-zero constant is an opaque PTX div.rn (gn_fdiv), and
+    the float compare of each quotient survives: without it the kernel stores a constant."""
+    m = kernel_module(QUOTIENT_SOURCE)
+    (variant,) = m.quotient_sign.variants.values()
+    body = variant.cuda.split('extern "C" __global__', 1)[1]
+    assert body.count("gn_fdiv(") >= 2
+    entries = _ptx(variant).split(".entry ")[1:]
+    assert len(entries) >= 2  # the kernel and its `_uids` entry point
+    for entry in entries:
+        compares = [line for line in entry.splitlines() if "setp." in line and ".f32" in line]
+        assert len(compares) >= 2, entry.split("(")[0]
+    # A non-zero constant divisor stays a plain division (x / 2 can become x * 0.5).
+    plain = kernel_module(QUOTIENT_SOURCE.replace("f32(-0.0)", "f32(3.0)")).quotient_sign
+    assert "gn_fdiv(f32" not in next(iter(plain.variants.values())).cuda
+
+
+@WHERE
+def test_python_modulo_and_compares_of_a_quotient_by_negative_zero(kernel_module, where):
+    """Fuzz seed 70643: a % (f32(u) / -0.0) was a for positive a on the H200 (Python gives -inf,
+    the divisor's sign) and -inf for negative a (Python gives a)."""
+    k = kernel_module(QUOTIENT_SOURCE).negative_quotients
+    a = np.array([3.0, 7.0, -8.5, -1.5, 0.0, -0.0, np.inf, -np.inf, np.nan, 2.5e-39] * 4,
+                 np.float32)
+    u = np.array([1, 2**32 - 1, 0, 5] * 10, np.uint32)
+    s = np.array([-0.0, 0.0, 4.0, -1.0, np.inf] * 8, np.float32)
+    o, d = _run(k, where, [u, a, s], [np.full((len(a), 4), 7, np.float32),
+                                      np.full((len(a), 2), 7, np.float64)])
+    want_o, want_d = [], []
+    with np.errstate(all="ignore"):
+        for x, y, z in zip(a.tolist(), u.tolist(), s.tolist()):
+            q = -math.inf if y else math.nan  # f32(u) / -0.0
+            r = float(np.float32(1.0) / np.sqrt(np.float32(z)))
+            want_o.append([x % q if not math.isnan(q) else math.nan, float(q < 0),
+                           x // q if not math.isnan(q) else math.nan, float(r < 0)])
+            want_d.append([x % q if not math.isnan(q) else math.nan, float(q < 0)])
+    assert _same(o, np.array(want_o, np.float32)), (o, want_o)
+    assert _same(d, np.array(want_d, np.float64)), (d, want_d)

@@ -617,6 +617,10 @@ class CudaEmitter:
                 # ptxas would fold the scale into the multiply that produced x (see gn_fscale).
                 x = lhs if scaled[0] == "left" else rhs
                 return f"gn_fscale({x}, {const_code(scaled[1], ty)})"
+        if op == "/" and info.name in ("f32", "f64") and not (
+                isinstance(e.right, ir.Const) and e.right.value):
+            # A divisor that may be -0.0: see gn_fdiv in the prelude.
+            return f"gn_fdiv({lhs}, {rhs})"
         if op in ("+", "-", "*", "/"):
             return f"({lhs} {op} {rhs})"
         if op in ("//", "%"):

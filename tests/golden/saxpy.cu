@@ -212,6 +212,20 @@ template <typename T> __device__ __forceinline__ T gn_sq(T a) { return a * a; }
    rounding: (b * b) / 8 became finite where b * b overflows to inf (fuzz seed 2508). */
 __device__ __forceinline__ float gn_fscale(float x, float c) { return __fmaf_rn(x, c, -0.0f); }
 
+/* x / y, where y is not a non-zero constant.  NVVM (NVRTC 13.0) takes a quotient to be
+   non-negative when neither operand can be less than zero, overlooking y = -0.0: it folded
+   (float)u / -0.0f < 0.0f to false although the quotient is -inf, and Python's x % q took the
+   wrong sign (fuzz seed 70643).  As the PTX div.rn it emits for x / y anyway, the quotient is
+   opaque to that reasoning.  Fast math (div.approx) keeps the plain division. */
+#if __USE_FAST_MATH__
+__device__ __forceinline__ float gn_fdiv(float x, float y) { return x / y; }
+#else
+__device__ __forceinline__ float gn_fdiv(float x, float y) {
+    float r; asm("div.rn.f32 %0, %1, %2;" : "=f"(r) : "f"(x), "f"(y)); return r; }
+#endif
+__device__ __forceinline__ double gn_fdiv(double x, double y) {
+    double r; asm("div.rn.f64 %0, %1, %2;" : "=d"(r) : "d"(x), "d"(y)); return r; }
+
 /* Python's min/max: min(a, b) is b only when b < a (so NaN handling follows the argument order). */
 template <typename T> __device__ __forceinline__ T gn_min(T a, T b) { return (b < a) ? b : a; }
 template <typename T> __device__ __forceinline__ T gn_max(T a, T b) { return (b > a) ? b : a; }
