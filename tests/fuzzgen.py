@@ -310,6 +310,22 @@ class Store(Stmt):
     value: Expr
 
 
+def input_name(layout: str, t: str, slot: int) -> str:
+    """The input array of element type ``t`` and slot ``slot`` (see Kernel.layout)."""
+    return f"in_{t}" if layout == "2d" else f"{'ab'[slot]}_{t}"
+
+
+def walk(node):
+    """Every node of a statement list or tree, depth first."""
+    if isinstance(node, list):
+        for x in node:
+            yield from walk(x)
+    elif isinstance(node, (Expr, Stmt)):
+        yield node
+        for f in node.__dataclass_fields__:
+            yield from walk(getattr(node, f))
+
+
 @dataclass
 class Kernel:
     """One generated kernel and the launch it is fuzzed with."""
@@ -342,7 +358,7 @@ class Kernel:
         return out
 
     def input_name(self, t: str, slot: int) -> str:
-        return f"in_{t}" if self.layout == "2d" else f"{'ab'[slot]}_{t}"
+        return input_name(self.layout, t, slot)
 
     def output_name(self, t: str) -> str:
         return f"out_{t}" if self.layout == "2d" else f"o_{t}"
@@ -735,14 +751,10 @@ class Generator:
             return Special(d.choice(["thread_idx", "block_idx", "block_dim", "grid_dim"]))
         return Cast(t, self.literal(t), t)
 
-
     def shape(self) -> Shape:
         d = self.d
-        array = self.input_name_of(d.choice(self.types), d.integer(0, self.n_in - 1))
+        array = input_name(self.layout, d.choice(self.types), d.integer(0, self.n_in - 1))
         return Shape(array, d.choice(["len", "shape"]))
-
-    def input_name_of(self, t: str, slot: int) -> str:
-        return f"in_{t}" if self.layout == "2d" else f"{'ab'[slot]}_{t}"
 
     def index_expr(self) -> Expr:
         """An integer index near the arrays' extent: in range for most uids, out of range for
@@ -797,7 +809,7 @@ class Generator:
         inner = idx
         if not self.index_safe and d.chance(0.4):
             inner = Bin(d.choice(["+", "-"]), idx, Lit(1), idx.ty, idx.ty)
-        shape = Shape(self.input_name_of(t, slot), d.choice(["len", "shape"]))
+        shape = Shape(input_name(self.layout, t, slot), d.choice(["len", "shape"]))
         guard = Compare(["<=", "<"], [Lit(0), idx, shape], [idx.ty, promote(idx.ty, "i64")])
         return Select(guard, Index(slot, inner, t), Cast(t, self.literal(t), t), t)
 

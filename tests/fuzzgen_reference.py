@@ -76,6 +76,7 @@ from fuzzgen import (
     While,
     initial_outputs,
     promote,
+    walk,
     with_literal,
 )
 
@@ -351,8 +352,13 @@ class Lane:
 
     def e_Load(self, e: Load) -> V:
         arr = self.inputs[self.k.input_name(e.ty, e.slot)]
-        value = arr[self.uid, e.slot] if self.k.layout == "2d" else arr[self.uid]
-        return V(int(value) if e.ty in INTS else NUMPY[e.ty](value))
+        return self.element(arr[self.uid, e.slot] if self.k.layout == "2d" else arr[self.uid],
+                            e.ty)
+
+    @staticmethod
+    def element(value, t: str) -> V:
+        """An array element as a reference value of type ``t``."""
+        return V(int(value) if t in INTS else NUMPY[t](value))
 
     def e_Index(self, e: Index) -> V:
         idx = self.operand(e.index, e.index.ty)
@@ -362,8 +368,7 @@ class Lane:
             self.bad_indices.add(idx.v)
             return V(0 if e.ty in INTS else NUMPY[e.ty](0))
         arr = self.inputs[self.k.input_name(e.ty, e.slot)]
-        value = arr[idx.v, e.slot] if self.k.layout == "2d" else arr[idx.v]
-        return V(int(value) if e.ty in INTS else NUMPY[e.ty](value))
+        return self.element(arr[idx.v, e.slot] if self.k.layout == "2d" else arr[idx.v], e.ty)
 
     def e_Shape(self, e: Shape) -> V:
         return V(self.k.n)
@@ -804,13 +809,7 @@ def evaluate(kernel: Kernel, inputs: dict[str, np.ndarray]) -> Expected:
 
 def _contains(node, kinds) -> bool:
     """Is there a node of one of ``kinds`` anywhere in ``node`` (a statement list or tree)?"""
-    if isinstance(node, kinds):
-        return True
-    if isinstance(node, (list, tuple)):
-        return any(_contains(x, kinds) for x in node)
-    if hasattr(node, "__dataclass_fields__"):
-        return any(_contains(getattr(node, f), kinds) for f in node.__dataclass_fields__)
-    return False
+    return any(isinstance(x, kinds) for x in walk(node))
 
 
 def _collect_types(stmts, types: dict[str, str]) -> None:

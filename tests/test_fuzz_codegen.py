@@ -163,21 +163,10 @@ class TestReference:
         """The generator's claimed operand type of each operator is what the documented rules give
         its operands (seed 12743: a replaced zero divisor lost its cast, so `i32 // 3` was
         claimed to be i64 and the reference computed it without wrapping)."""
-        import dataclasses
-
-        def nodes(x):
-            if isinstance(x, list):
-                for y in x:
-                    yield from nodes(y)
-            elif dataclasses.is_dataclass(x):
-                yield x
-                for f in dataclasses.fields(x):
-                    yield from nodes(getattr(x, f.name))
-
         checked = 0
         for seed, indexing in itertools.product(range(400), (False, True)):
             kernel = random_kernel(seed, Config(indexing=indexing))
-            for node in nodes(kernel.body):
+            for node in fuzzgen.walk(kernel.body):
                 if not isinstance(node, fuzzgen.Bin) or node.op == "/":
                     continue
                 left, right = node.left.ty, node.right.ty

@@ -1,9 +1,10 @@
 """Time to first result in a new process: the seed example, cold and warm, against the peers.
 
-Each measurement is a fresh ``python`` process: its wall time from exec to exit, and its time to first result (from exec to the moment the result has been checked, so
-without the process's teardown), running: nothing (interpreter start), ``import numpy``, and "add
-two 1000-element vectors on the GPU and read the result back" with raw ``cuda.bindings`` and a
-cubin already on disk (the floor that CUDA itself sets: driver start, context, module load), with
+Each measurement is a fresh ``python`` process: its wall time from exec to exit, and its time
+to first result (from exec to the moment the result has been checked, so without the process's
+teardown), running: nothing (interpreter start), ``import numpy``, and "add two 1000-element
+vectors on the GPU and read the result back" with raw ``cuda.bindings`` and a cubin already on disk
+(the floor that CUDA itself sets: driver start, context, module load), with
 gpu_native (cold: empty artifact cache and no rewritten bytecode; warm: both populated; and cold
 with compiling ahead turned off, GPU_NATIVE_PREFETCH=0), Numba-CUDA, Triton and CuPy (each cold,
 with an empty cache of its own).
