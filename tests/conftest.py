@@ -18,6 +18,23 @@ ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
 
 
+def pytest_configure(config):
+    """Give the whole run a cache directory of its own, so that no test reads or writes the
+    user's real cache (kernels, rewritten modules, NVRTC records); subprocesses inherit it."""
+    import shutil
+    import tempfile
+
+    directory = tempfile.mkdtemp(prefix="gpu_native-tests-")
+    os.environ["GPU_NATIVE_CACHE_DIR"] = directory
+    try:  # the startup hook's record of modules with no kernels moves there too
+        import _gpu_native_startup as startup
+    except ImportError:
+        pass
+    else:
+        startup._no_kernels.file = startup._negative_cache_file()
+    config.add_cleanup(lambda: shutil.rmtree(directory, ignore_errors=True))
+
+
 @functools.cache
 def gpu_available() -> bool:
     if os.environ.get("GPU_NATIVE_BACKEND", "").lower() == "sim":
