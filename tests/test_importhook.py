@@ -705,3 +705,48 @@ class TestWhereNoHookRuns:
         namespace: dict = {"__name__": "mykernels"}
         exec(compile(expanded, "/nonexistent/frozen_app/mykernels.py", "exec"), namespace)
         assert isinstance(namespace["add_kernel"], Kernel)
+
+
+RELOADED = textwrap.dedent('''\
+    from gpu_native import gpu_kernel, Kernel1D, CUDASlice, CUDASliceMut, FlatLayout1D, UniqueId, f32
+
+
+    @gpu_kernel(Kernel1D)
+    def combine(a: CUDASlice[f32], b: CUDASlice[f32], c: CUDASliceMut[f32]):
+        idx: UniqueId = FlatLayout1D.uid()
+        c[idx] = a[idx] + b[idx]
+''')
+
+
+class TestReloadWithoutHook:
+    def test_reload_picks_up_an_edited_kernel(self, tmp_path, work):
+        """With the hook off the decorator transpiles from the file: after an edit, a reload must
+        read the file again, not linecache's copy of the first version."""
+        (work / "reloaded.py").write_text(RELOADED)
+        rep = report_of(run_python('''
+            import importlib, os, numpy as np, gpu_native as gn
+            import reloaded
+
+            def run():
+                a = gn.to_device(np.full(4, 5.0, np.float32))
+                b = gn.to_device(np.full(4, 2.0, np.float32))
+                c = gn.empty(4, gn.f32)
+                reloaded.combine.launch(gn.GridDim1D(1), gn.BlockDim1D(4), 0,
+                                        gn.DEFAULT_STREAM)(a, b, c)
+                return c.to_host().tolist()
+
+            before = run()
+            path = reloaded.__file__
+            with open(path) as f:
+                text = f.read()
+            with open(path, "w") as f:
+                f.write(text.replace("a[idx] + b[idx]", "a[idx] - b[idx]"))
+            # As an editor saving a while later would (pycs and linecache compare mtimes).
+            st = os.stat(path)
+            os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 5_000_000_000))
+            importlib.reload(reloaded)
+            report(before=before, after=run(), loader=type(reloaded.__spec__.loader).__name__)
+        ''', work, hook_env(tmp_path, GPU_NATIVE_DISABLE_HOOK="1")))
+        assert rep["loader"] == "SourceFileLoader" and rep["status"]["installed"] is False
+        assert rep["before"] == [7.0] * 4
+        assert rep["after"] == [3.0] * 4

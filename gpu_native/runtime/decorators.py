@@ -64,6 +64,9 @@ def _kernel_from_source(fn: Callable[..., Any]) -> Kernel:
         raise TypeError("@gpu_kernel decorates a plain function")
     filename = code.co_filename
     globals_ = getattr(fn, "__globals__", {})
+    # The file as it is now: after an edit and importlib.reload(), linecache would still serve
+    # the text it read the first time (entries without a file, e.g. notebook cells, are kept).
+    linecache.checkcache(filename)
     lines = linecache.getlines(filename, globals_)
     if not lines:
         raise TranspileError(
