@@ -14,6 +14,12 @@ spec.  A ``.py`` module outside the standard library whose bytes name ``gpu_kern
 as found, so ``PathFinder`` is not asked twice.  Files found to define no kernels are remembered
 by path, mtime and size in a small per-environment file, so later processes pay one ``stat`` for
 them instead of a read.  The loader's heavy half lives in :mod:`gpu_native.importhook.loader`.
+
+Both caches live in ``<cache root>/modules/``, which another user may be able to write to (a
+shared or world-writable ``GPU_NATIVE_CACHE_DIR``).  Anything read from there decides what code
+runs, so it is used only when the directory and the file belong to this user and nobody else can
+write them (:func:`untrusted_reason`, the rule the kernel cache applies to its own directory);
+otherwise it is ignored with one :class:`CacheWarning`, left where it is, and not written to.
 """
 
 from __future__ import annotations
@@ -23,8 +29,8 @@ import os
 import sys
 from importlib.machinery import PathFinder, SourceFileLoader
 
-__all__ = ["KernelFinder", "KernelModuleLoader", "install", "is_disabled", "may_define_kernels",
-           "status", "uninstall"]
+__all__ = ["CacheWarning", "KernelFinder", "KernelModuleLoader", "install", "is_disabled",
+           "may_define_kernels", "status", "uninstall"]
 
 # The bytes that mark a module as possibly defining kernels: gpu_native.frontend.parse's
 # has_gpu_decorators test, and the package name, since the transpiler only takes decorators
@@ -45,6 +51,70 @@ _site_markers = tuple(_stdlib + name + os.sep for name in ("site-packages", "dis
 
 # What status() reports; written by install() and by gpu_native.importhook.loader.
 _state: dict = {"installed_by": None, "modules": {}}
+# Cache files and directories already warned about as untrusted: one warning each per process.
+_warned: set = set()
+# Code files whose frames a warning skips to reach the user's import.
+_IMPORTLIB = "<frozen importlib"
+_INTERNAL = (_IMPORTLIB, __file__,
+             os.path.join(os.path.dirname(os.path.abspath(__file__)), "gpu_native") + os.sep)
+
+
+class CacheWarning(UserWarning):
+    """A gpu_native cache (compiled kernels, rewritten modules) could not be used as intended:
+    a corrupt entry, an unwritable directory, or one that another user could have written to.
+
+    Defined here, where interpreter startup can raise it without importing ``gpu_native``; it is
+    ``gpu_native.cache.CacheWarning``.
+    """
+
+
+def untrusted_reason(st: os.stat_result) -> str | None:
+    """Why a cache file or directory with this ``stat`` cannot be trusted, or None if it can.
+
+    Trusted means owned by the user running this process and writable by nobody else: any other
+    owner, or the group and other users if they may write, could plant an entry whose checksum
+    matches (the checksum only detects damage).  Where there are no user ids (Windows) the POSIX
+    mode bits mean nothing either, and nothing is refused.
+    """
+    getuid = getattr(os, "getuid", None)
+    if getuid is None:
+        return None
+    if st.st_uid != getuid():
+        return "is owned by another user"
+    if st.st_mode & 0o022:
+        return "can be written by other users"
+    return None
+
+
+def warn_once(path: str, message: str) -> None:
+    """One :class:`CacheWarning` per ``path`` and process (a cache that cannot be trusted)."""
+    if path in _warned:
+        return
+    _warned.add(path)
+    import warnings  # rare: only once something untrusted is found
+
+    # Attributed to the import statement that led here, past our frames and the import
+    # system's (which warnings.warn skips without counting them).
+    level, frame = 1, sys._getframe(0)
+    while frame is not None and frame.f_code.co_filename.startswith(_INTERNAL):
+        if not frame.f_code.co_filename.startswith(_IMPORTLIB):
+            level += 1
+        frame = frame.f_back
+    warnings.warn(message, CacheWarning, stacklevel=level)
+
+
+CACHE_DIRECTORY = "the import hook's cache directory"
+
+
+def untrusted_cache_message(what: str, path: str, reason: str, consequence: str = "") -> str:
+    """The warning about a file of ``<cache root>/modules/``, or that directory (``what`` is
+    :data:`CACHE_DIRECTORY`), when it is not private to the user."""
+    if what == CACHE_DIRECTORY:  # one warning for both caches kept there
+        consequence = ("the import hook neither reads nor writes its caches there, so modules are "
+                       "searched for kernels and rewritten on every import.")
+    return (f"gpu_native: {what} {path} {reason}, so its contents cannot be trusted and are "
+            f"ignored; {consequence} Make the directory private (chmod 700, its files 600) or set "
+            "GPU_NATIVE_CACHE_DIR to a private directory.")
 
 
 def is_disabled() -> bool:
@@ -178,7 +248,17 @@ class _NoKernels:
         try:
             self.file = _negative_cache_file()
             with open(self.file, "rb") as f:
-                loaded = marshal.loads(f.read())
+                # Whoever can write this file decides which modules the hook skips: only a file of
+                # this user's, in a directory of theirs, is believed (one fstat, one stat).
+                reason = _untrusted_record(self.file, os.fstat(f.fileno()))
+                if reason is not None:
+                    self.file = None  # nor is it written back
+                    warn_once(reason[1], untrusted_cache_message(
+                        reason[0], reason[1], reason[2],
+                        "every module is searched for kernels as if it had never been seen."))
+                    loaded = None
+                else:
+                    loaded = marshal.loads(f.read())
             if isinstance(loaded, dict):
                 entries = loaded
         except Exception:  # missing, unreadable or damaged: start empty
@@ -202,15 +282,23 @@ class _NoKernels:
             self.entries[path] = stamp
 
     def save(self) -> None:
-        """Merge this run's additions into the file (atomically; errors are ignored)."""
+        """Merge this run's additions into the file (atomically; errors are ignored).  Nothing is
+        written into a directory, or over a file, that :func:`untrusted_reason` refuses."""
         if not self.added or self.file is None:
             return
         try:
             try:
                 with open(self.file, "rb") as f:
+                    if _untrusted_record(self.file, os.fstat(f.fileno())) is not None:
+                        return
                     current = marshal.loads(f.read())
                 if not isinstance(current, dict):
                     current = {}
+            except FileNotFoundError:
+                current = {}
+                directory = os.path.dirname(self.file)
+                if os.path.isdir(directory) and untrusted_reason(os.stat(directory)) is not None:
+                    return
             except Exception:
                 current = {}
             current.update(self.added)
@@ -227,6 +315,19 @@ class _NoKernels:
             self.added = {}
         except Exception:
             pass
+
+
+def _untrusted_record(path: str, st: os.stat_result) -> tuple[str, str, str] | None:
+    """``(what, where, why)`` when the no-kernels file ``path`` (whose ``fstat`` is ``st``) or its
+    directory is not private to this user; None when both are."""
+    reason = untrusted_reason(st)
+    if reason is not None:
+        return "the import hook's record of modules without kernels", path, reason
+    directory = os.path.dirname(path)
+    reason = untrusted_reason(os.stat(directory))
+    if reason is not None:
+        return CACHE_DIRECTORY, directory, reason
+    return None
 
 
 def _negative_cache_file() -> str:

@@ -707,6 +707,132 @@ class TestWhereNoHookRuns:
         assert isinstance(namespace["add_kernel"], Kernel)
 
 
+# A host assert, a docstring and __debug__: what -O and -OO take out of the compiled module.
+OPTIMIZED = MYKERNELS + textwrap.dedent('''
+    DEBUG = __debug__  # a constant of the compiled code
+
+
+    def checked():
+        """Documented."""
+        assert False, "host assert"
+        return "assert removed"
+''')
+REPORT_OPTIMIZED = '''
+    import mykernels
+    try:
+        outcome = mykernels.checked()
+    except AssertionError:
+        outcome = "assert ran"
+    report(outcome=outcome, debug=mykernels.DEBUG, doc=mykernels.checked.__doc__)
+'''
+
+
+class TestOptimizationLevel:
+    """``python -O`` compiles without asserts (and -OO without docstrings): its cached rewrite
+    is keyed and named by the level, as CPython's ``opt-1``/``opt-2`` pycs are."""
+
+    @pytest.mark.parametrize("flag", ["-O", "-OO"])
+    @pytest.mark.parametrize("where", ["pycache", "user-cache"])
+    def test_optimized_and_normal_runs_never_share_a_rewrite(self, tmp_path, work, flag, where):
+        (work / "mykernels.py").write_text(OPTIMIZED)
+        extra = {"PYTHONDONTWRITEBYTECODE": "1"} if where == "user-cache" else {}
+        env = hook_env(tmp_path, **extra)
+        normal = {"outcome": "assert ran", "debug": True, "doc": "Documented."}
+        optimized = {"outcome": "assert removed", "debug": False,
+                     "doc": None if flag == "-OO" else "Documented."}
+        runs = [((flag,), optimized, "miss"), ((), normal, "miss"), ((flag,), optimized, "hit"),
+                ((), normal, "hit")]
+        files = {}
+        for args, expected, outcome in runs:
+            rep = report_of(run_python(REPORT_OPTIMIZED, work, env, args=args))
+            assert {k: rep[k] for k in expected} == expected, (args, rep)
+            module = rep["status"]["modules"]["mykernels"]
+            assert module["cache"] == outcome, (args, module)
+            files.setdefault(args, set()).add(os.path.basename(module["cache_file"]))
+        # Named as CPython names its pycs: ``.opt-1`` for -O, ``.opt-2`` for -OO.
+        assert [len(names) for names in files.values()] == [1, 1]
+        assert f".opt-{len(flag) - 1}." in next(iter(files[(flag,)]))
+        assert ".opt-" not in next(iter(files[()]))
+
+    def test_the_key_names_the_optimization_level(self, tmp_path):
+        path = str(tmp_path / "m.py")
+        sha = pycache.source_digest(b"x = 1\n")
+        key = pycache.make_key("m", path, sha, ())
+        assert key["optimize"] == sys.flags.optimize
+        assert not pycache.is_current({**key, "optimize": sys.flags.optimize + 1}, "m", path, sha)
+
+
+class TestEntryMode:
+    """A rewrite beside the source is as readable as the source (CPython's ``_calc_mode``)."""
+
+    @pytest.mark.parametrize("mode", [0o600, 0o640, 0o644, 0o444])
+    @pytest.mark.parametrize("route", ["rewritten", "moved-from-user-cache"])
+    def test_entry_copies_the_sources_permission_bits(self, tmp_path, work, mode, route):
+        source = work / "mykernels.py"
+        source.chmod(mode)
+        code = "import os; os.umask(0o022); import mykernels; report()"
+        env = hook_env(tmp_path)
+        if route == "moved-from-user-cache":
+            first = report_of(run_python(code, work, hook_env(tmp_path,
+                                                              PYTHONDONTWRITEBYTECODE="1")))
+            assert first["status"]["modules"]["mykernels"]["cache_file"].startswith(
+                str(tmp_path / "gn_cache"))
+        rep = report_of(run_python(code, work, env))
+        entry = Path(rep["status"]["modules"]["mykernels"]["cache_file"])
+        assert entry.parent == work / "__pycache__"
+        assert oct(entry.stat().st_mode & 0o777) == oct((mode | 0o200) & 0o666)
+        rep = report_of(run_python(code, work, env))
+        assert rep["status"]["modules"]["mykernels"]["cache"] == "hit"
+
+
+HELPERS_PLUS = HELPERS.replace("return x * FACTOR", "return x * FACTOR + 100.0")
+
+
+class TestDependencyResolution:
+    """A cached rewrite holds the device functions it read; when the same import finds another
+    file (``sys.path`` changed), it is rewritten with the one Python now imports."""
+
+    CODE = '''
+        import numpy as np, gpu_native as gn, uses_helpers, helpers
+        a = gn.to_device(np.ones(4, np.float32))
+        c = gn.empty(4, gn.f32)
+        uses_helpers.scaled.launch(gn.GridDim1D(1), gn.BlockDim1D(4), 0, gn.DEFAULT_STREAM)(a, c)
+        report(out=c.to_host().tolist(), helpers=helpers.__file__,
+               cuda=uses_helpers.scaled.variants[()].cuda)
+    '''
+
+    def test_a_dependency_found_in_another_directory_invalidates_the_entry(self, tmp_path,
+                                                                            work):
+        (work / "uses_helpers.py").write_text(USES_HELPERS)
+        first_dir, second_dir = tmp_path / "first", tmp_path / "second"
+        for directory, text in ((first_dir, HELPERS), (second_dir, HELPERS_PLUS)):
+            directory.mkdir()
+            (directory / "helpers.py").write_text(text)
+
+        def run(*dirs):
+            env = hook_env(tmp_path)
+            env["PYTHONPATH"] = os.pathsep.join([env["PYTHONPATH"], *map(str, dirs)])
+            return report_of(run_python(self.CODE, work, env))
+
+        for dirs, out, outcome in (((first_dir, second_dir), 2.0, "miss"),
+                                   ((first_dir, second_dir), 2.0, "hit"),
+                                   ((second_dir, first_dir), 102.0, "miss"),
+                                   ((second_dir, first_dir), 102.0, "hit"),
+                                   ((first_dir, second_dir), 2.0, "miss")):
+            rep = run(*dirs)
+            assert rep["helpers"] == str(dirs[0] / "helpers.py")
+            assert rep["status"]["modules"]["uses_helpers"]["cache"] == outcome, dirs
+            assert rep["out"] == [out] * 4, (dirs, rep["out"])
+
+    def test_a_name_that_resolved_to_nothing_is_checked_too(self, tmp_path):
+        path = str(tmp_path / "m.py")
+        sha = pycache.source_digest(b"x = 1\n")
+        key = pycache.make_key("m", path, sha, (), (("no_such_module_xyz", path, None),))
+        assert pycache.is_current(key, "m", path, sha)
+        (tmp_path / "no_such_module_xyz.py").write_text("A = 1\n")
+        assert not pycache.is_current(key, "m", path, sha)
+
+
 RELOADED = textwrap.dedent('''\
     from gpu_native import gpu_kernel, Kernel1D, CUDASlice, CUDASliceMut, FlatLayout1D, UniqueId, f32
 

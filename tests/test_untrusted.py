@@ -7,6 +7,10 @@
 * Cache and precompiled entries are verified before they reach the driver: a tampered, swapped or
   symlinked cubin is detected and never returned.  A key cannot name a path outside the cache.
   Cache directories are private (0o700) and files 0o600, whatever the umask.
+* The import hook's rewritten modules and its record of modules without kernels are taken only
+  from a cache directory and file of the user's own that nobody else can write (a planted entry,
+  checksum recomputed, never runs and hides nothing), and beside the source only from a
+  ``__pycache__`` no more people can write than can write the source.
 * Nothing is unpickled: no pickle anywhere in gpu_native, and pickle payloads planted in every
   cache file are never triggered.
 * A kernel argument can never make the launcher read or write host memory: NumPy arrays, raw
@@ -393,6 +397,164 @@ def test_a_world_writable_cache_directory_is_not_trusted(requests, isolated_cach
     store.write(key, planted, "cubin", {})  # what an attacker can do: the hash matches
     got, _messages = caught_cache_warnings(lambda: find_or_build(requests[0]))
     assert got.image != planted
+
+
+# ---- the import hook's caches: nothing is run from where someone else could write ---------------------
+
+FOREIGN_UID = 12345  # any user but the one running the tests
+
+# Imports the module, runs a kernel on the simulator and prints what the tests look at.
+HOOK_CHILD = textwrap.dedent('''\
+    import json, numpy as np
+    import gpu_native as gn, hooked
+    import _gpu_native_startup as startup
+    a = gn.to_device(np.arange(8, dtype=np.float32))
+    c = gn.empty(8, gn.f32)
+    hooked.twice.launch(gn.GridDim1D(1), gn.BlockDim1D(8), 0, gn.DEFAULT_STREAM)(a, c)
+    print("CHILD " + json.dumps({
+        "loader": type(hooked.__spec__.loader).__name__,
+        "module": startup.status()["modules"].get("hooked"),
+        "doubled": c.to_host().tolist() == [2.0 * i for i in range(8)],
+    }))
+    ''')
+
+
+def needs_chown(owner: str) -> None:
+    if owner != "foreign":
+        return
+    if not hasattr(os, "chown") or os.getuid() != 0:
+        pytest.skip("giving a file to another user needs root")
+
+
+def run_hooked(project: Path, cache: Path, **env: str) -> tuple[dict, str]:
+    env.setdefault("PYTHONDONTWRITEBYTECODE", "")  # empty: __pycache__ is written
+    out = subprocess.run([sys.executable, "-W", "always::UserWarning", "-c", HOOK_CHILD],
+                         cwd=project, env=env_for(cache, GPU_NATIVE_BACKEND="sim",
+                                                  PYTHONPATH=f"{REPO}{os.pathsep}{project}",
+                                                  **env),
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    line = next(line for line in out.stdout.splitlines() if line.startswith("CHILD "))
+    return json.loads(line[len("CHILD "):]), out.stderr
+
+
+def make_untrusted(path: Path, how: str) -> None:
+    """Make a file or directory writable by others (``mode``) or someone else's (``foreign``)."""
+    if how == "foreign":
+        os.chown(path, FOREIGN_UID, -1)
+    else:
+        path.chmod(int(how, 8))
+
+
+@pytest.fixture
+def hooked_project(tmp_path) -> Path:
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "hooked.py").write_text(KERNELS)
+    return project
+
+
+def plant_entry(entry: Path) -> bytes:
+    """Replace a rewritten-module entry by code that leaves a marker file behind, with a key
+    that still matches and the checksum recomputed: what anyone who can write there can do."""
+    import hashlib
+    import importlib.util
+    import marshal
+
+    from gpu_native.importhook import pycache
+
+    key, code = pycache.read(str(entry))
+    # The module still works (its kernels transpiled by their decorators), so only the marker
+    # tells that the planted code ran; on the first line, so that every line keeps its number.
+    planted = compile(marker_code("planted-entry") + "; " + KERNELS, code.co_filename, "exec")
+    payload = marshal.dumps((key, planted))
+    mode = stat.S_IMODE(entry.stat().st_mode)
+    entry.write_bytes(importlib.util.MAGIC_NUMBER + b"GNpy" +
+                      hashlib.blake2b(payload, digest_size=16).digest() + payload)
+    entry.chmod(mode)
+    assert pycache.read(str(entry))[1] == planted  # well-formed: a hook that trusted it runs it
+    return entry.read_bytes()
+
+
+class TestImportHookCacheTrust:
+    """The rewritten-module cache and the no-kernels record decide what code runs: they are
+    believed only where the user alone could have written them (the kernel cache's rule)."""
+
+    @pytest.mark.parametrize("target,how", [
+        ("directory", "0o777"), ("directory", "0o770"), ("directory", "foreign"),
+        ("file", "0o666"), ("file", "0o620"), ("file", "foreign"),
+    ])
+    def test_a_planted_entry_in_the_user_cache_is_never_run(self, hooked_project, isolated_cache,
+                                                            target, how):
+        needs_chown(how)
+        first, _ = run_hooked(hooked_project, isolated_cache, PYTHONDONTWRITEBYTECODE="1")
+        entry = Path(first["module"]["cache_file"])
+        assert entry.parent == isolated_cache / "modules"
+        planted = plant_entry(entry)
+        make_untrusted(entry.parent if target == "directory" else entry, how)
+
+        child, stderr = run_hooked(hooked_project, isolated_cache, PYTHONDONTWRITEBYTECODE="1")
+        assert executed(hooked_project) == []
+        assert child["loader"] == "KernelModuleLoader" and child["doubled"]
+        assert child["module"]["cache"] == "miss"
+        assert child["module"]["cache_file"] is None  # nor written there
+        assert entry.read_bytes() == planted  # left where it is
+        assert stderr.count("cannot be trusted") == 1, stderr
+        assert "CacheWarning" in stderr and str(entry if target == "file" else entry.parent) in stderr
+
+    @pytest.mark.parametrize("target", ["file", "directory"])
+    def test_a_planted_entry_beside_the_source_writable_by_more_users_is_never_run(
+            self, hooked_project, isolated_cache, target):
+        first, _ = run_hooked(hooked_project, isolated_cache)
+        entry = Path(first["module"]["cache_file"])
+        assert entry.parent == hooked_project / "__pycache__"
+        planted = plant_entry(entry)
+        make_untrusted(entry if target == "file" else entry.parent, "0o666" if target == "file"
+                       else "0o777")
+
+        child, stderr = run_hooked(hooked_project, isolated_cache)
+        assert executed(hooked_project) == []
+        assert child["loader"] == "KernelModuleLoader" and child["doubled"]
+        assert child["module"]["cache"] == "miss"
+        # Cached in gpu_native's own directory instead, and the planted entry left alone.
+        assert Path(child["module"]["cache_file"]).parent == isolated_cache / "modules"
+        assert entry.read_bytes() == planted
+        assert stderr.count("cannot be trusted") == 1, stderr
+        again, stderr = run_hooked(hooked_project, isolated_cache)
+        assert again["module"]["cache"] == "hit" and executed(hooked_project) == []
+
+    @pytest.mark.parametrize("target,how", [
+        ("private", None), ("directory", "0o777"), ("directory", "foreign"), ("file", "0o620"),
+        ("file", "foreign"),
+    ])
+    def test_a_planted_no_kernels_record_hides_nothing(self, hooked_project, isolated_cache,
+                                                       target, how):
+        import marshal
+
+        import _gpu_native_startup as startup
+
+        needs_chown(how)
+        source = hooked_project / "hooked.py"
+        st = source.stat()
+        record = Path(startup._negative_cache_file())
+        assert record.parent == isolated_cache / "modules"
+        record.parent.mkdir(mode=0o700, parents=True)
+        record.write_bytes(marshal.dumps({str(source): (st.st_mtime_ns, st.st_size)}))
+        record.chmod(0o600)
+        planted = record.read_bytes()
+        if target != "private":
+            make_untrusted(record if target == "file" else record.parent, how)
+
+        child, stderr = run_hooked(hooked_project, isolated_cache)
+        assert child["doubled"]
+        if target == "private":  # the control: a record of the user's own is believed
+            assert child["loader"] == "SourceFileLoader"
+            assert "cannot be trusted" not in stderr
+            return
+        assert child["loader"] == "KernelModuleLoader"
+        assert child["module"]["cache"] == "miss"
+        assert record.read_bytes() == planted  # neither believed nor written over
+        assert stderr.count("cannot be trusted") == 1, stderr
 
 
 # ---- nothing is unpickled ----------------------------------------------------------------------------

@@ -25,6 +25,10 @@ import os
 import re
 import warnings
 
+# One warning class for every cache of gpu_native (compiled kernels, rewritten modules), defined
+# where interpreter startup can raise it without importing gpu_native.
+from _gpu_native_startup import CacheWarning as CacheWarning
+
 SHIPPED_DIRNAME = "__gpu_native__"
 KERNELS_DIRNAME = "kernels"
 NVRTC_RECORDS_DIRNAME = "nvrtc"
@@ -32,10 +36,6 @@ DEFAULT_MAX_BYTES = 1 << 30
 
 _TRUE = frozenset({"1", "true", "yes", "on"})
 _shipped_dirs: dict[str, tuple[str, ...]] = {}
-
-
-class CacheWarning(UserWarning):
-    """The kernel cache could not be used as intended (corrupt entry, unwritable directory)."""
 
 
 def cache_root() -> str:

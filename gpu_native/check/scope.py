@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import math
 import os
-import sys
 
 from ..errors import SourceSpan, TranspileError
 from ..frontend import syntax as S
 from ..frontend.parse import PACKAGE, ModuleScan, scan_module
 from ..nodes import node
+from .locate import find_module_file
 
 # Every public name of gpu_native that means something inside a kernel.
 GN_NAMES = frozenset({
@@ -60,31 +60,18 @@ class ModuleLocator:
     def __init__(self, extra_roots: tuple[str, ...] = ()):
         self.extra_roots = extra_roots
         self._scans: dict[str, ModuleScan | None] = {}
+        self._asked: dict[str, tuple[str, str | None, str | None]] = {}
         self._added: set[str] = set()
 
     def find_path(self, module: str, near: str | None = None) -> str | None:
-        parts = module.split(".")
-        roots: list[str] = []
-        if near:
-            # The directory holding the top-level package of `near` comes first.
-            d = os.path.dirname(os.path.abspath(near))
-            while os.path.exists(os.path.join(d, "__init__.py")):
-                d = os.path.dirname(d)
-            roots.append(d)
-            roots.append(os.path.dirname(os.path.abspath(near)))
-        roots.extend(self.extra_roots)
-        roots.extend(p or os.getcwd() for p in sys.path)
-        for root in roots:
-            base = os.path.join(root, *parts)
-            for candidate in (base + ".py", os.path.join(base, "__init__.py")):
-                if os.path.isfile(candidate):
-                    return candidate
-        return None
+        """The source file of ``module`` (see :func:`.locate.find_module_file`), or None."""
+        return find_module_file(module, near, self.extra_roots)
 
     def scan(self, module: str, near: str | None = None) -> ModuleScan | None:
         key = f"{module}@{near and os.path.dirname(os.path.abspath(near))}"
         if key not in self._scans:
             path = self.find_path(module, near)
+            self._asked[key] = (module, near, path)
             if path is None:
                 self._scans[key] = None
             else:
@@ -97,6 +84,12 @@ class ModuleLocator:
         """Files of other modules read so far (a rewrite depends on them)."""
         return [scan.path for key, scan in self._scans.items()
                 if scan is not None and key not in self._added]
+
+    def resolutions(self) -> tuple[tuple[str, str | None, str | None], ...]:
+        """How every module name looked up so far resolved: ``(module, near, path)``, where
+        ``path`` is what :func:`.locate.find_module_file` returned (None: not found).  A rewrite
+        depends on these too: the same name may find another file once ``sys.path`` changes."""
+        return tuple(asked for key, asked in self._asked.items() if key not in self._added)
 
     def add(self, scan: ModuleScan) -> None:
         key = f"{scan.module_name}@{os.path.dirname(os.path.abspath(scan.path))}"

@@ -29,8 +29,15 @@ def rewritten_code(loader, fullname: str):
     path = loader.path
     data = loader.get_data(path)
     source_sha = pycache.source_digest(data)
-    for i, cache_file in enumerate(_cache_files(path, for_writing=False)):
-        entry = pycache.read(cache_file)
+    source = (path, os.stat(path))
+    refused: set[str] = set()
+    for i, (cache_file, beside) in enumerate(_cache_files(path, for_writing=False)):
+        try:
+            entry = pycache.read(cache_file, source if beside else None)
+        except pycache.UntrustedEntry as exc:
+            _warn_untrusted(fullname, exc, beside)
+            refused.add(cache_file)  # not run, not replaced: the hook rewrites the module
+            continue
         if entry is not None and pycache.is_current(entry[0], fullname, path, source_sha):
             code = entry[1]
             _fix_co_filename(code, path)
@@ -38,57 +45,83 @@ def rewritten_code(loader, fullname: str):
                 # Found in the user cache, but __pycache__ may be writable now: move it there,
                 # where the next import looks first.
                 primary = pycache.pycache_path(path)
-                if primary and pycache.write(primary, entry[0], code):
+                if primary and primary not in refused and pycache.write(
+                        primary, entry[0], code, pycache.source_file_mode(source[1])):
                     cache_file = primary
             _record(fullname, path, "hit", cache_file, entry[0].get("kernels", ()), started)
             return code
-    return _rewrite(fullname, path, data, source_sha, started)
+    return _rewrite(fullname, source, data, source_sha, started, refused)
 
 
 def _cache_files(path: str, for_writing: bool):
-    """Where the entry of ``path`` may be: beside the source, then in gpu_native's cache
-    directory (found lazily: only a miss beside the source needs it)."""
+    """Where the entry of ``path`` may be, each with whether it is beside the source: beside
+    it, then in gpu_native's cache directory (found lazily: only a miss beside the source needs
+    it)."""
     primary = pycache.pycache_path(path)
     if primary and not (for_writing and sys.dont_write_bytecode):
-        yield primary
+        yield primary, True
     try:
         fallback = pycache.user_cache_path(path)
     except Exception:  # no usable user cache directory: the hook works uncached
         return
     if fallback != primary:
-        yield fallback
+        yield fallback, False
 
 
-def _rewrite(fullname, path, data, source_sha, started):
+def _warn_untrusted(fullname: str, exc: pycache.UntrustedEntry, beside: bool) -> None:
+    if beside:
+        message = (f"gpu_native: {exc.what} {exc.path} {exc.reason}, so it cannot be trusted and "
+                   f"is ignored; {fullname} is rewritten on import instead, and not cached "
+                   "there. Remove the write permission it does not need (chmod go-w), or delete "
+                   "it.")
+    else:
+        message = _startup.untrusted_cache_message(
+            exc.what, exc.path, exc.reason,
+            f"{fullname} is rewritten on import instead, and not cached there.")
+    _startup.warn_once(exc.path, message)
+
+
+def _rewrite(fullname, source, data, source_sha, started, refused):
     from ..cache import prefetch
 
+    path = source[0]
     # The module's kernels will be compiled soon: note them as they are created, to compile
     # while the driver creates its context.
     prefetch.start()
+    from ..check.scope import ModuleLocator
     from ..rewrite import rewrite_module
 
-    source = decode_source(data)
+    text = decode_source(data)
+    locator = ModuleLocator()
     try:
-        result = rewrite_module(source, path, fullname)
+        result = rewrite_module(text, path, fullname, locator)
     except GpuNativeError as exc:
         error: BaseException = exc
     else:
         error = None
     if error is not None:
         _record(fullname, path, "error", None, (), started)
-        syntax = _syntax_error(source, path)
+        syntax = _syntax_error(text, path)
         if syntax is None and _unparsable_by_libcst(error):
             # Python reads syntax libcst does not: import the module as Python would.  A kernel
             # in it then fails in its decorator, which names its line; host code just works.
-            return compile(source, path, "exec", dont_inherit=True)
+            return compile(text, path, "exec", dont_inherit=True)
         # A file Python cannot parse raises Python's own SyntaxError, as a plain import would.
-        return _raising_code(syntax or error, source, path)
+        return _raising_code(syntax or error, text, path)
     code = compile(result.source, path, "exec", dont_inherit=True)
     deps = tuple((dep, pycache.file_digest(dep) or "") for dep in result.dependencies)
-    key = pycache.make_key(fullname, path, source_sha, deps)
+    names = tuple((module, near, None if found is None else os.path.abspath(found))
+                  for module, near, found in locator.resolutions())
+    key = pycache.make_key(fullname, path, source_sha, deps, names)
     key["kernels"] = tuple(k.name for k in result.kernels)
-    cache_file = next((f for f in _cache_files(path, for_writing=True)
-                       if pycache.write(f, key, code)), None)
+    cache_file = None
+    for candidate, beside in _cache_files(path, for_writing=True):
+        if candidate in refused:  # found untrusted when read: neither run nor written over
+            continue
+        if pycache.write(candidate, key, code,
+                         pycache.source_file_mode(source[1]) if beside else None):
+            cache_file = candidate
+            break
     _record(fullname, path, "miss", cache_file, key["kernels"], started)
     return code
 
