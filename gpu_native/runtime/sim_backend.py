@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import bisect
 import ctypes
-import hashlib
-import linecache
 import struct
 import threading
 import time
@@ -103,51 +101,42 @@ class _SimErrors:
 
 
 class SimFunction:
-    """A kernel specialisation loaded into the simulator (compiled to NumPy code on first use)."""
+    """A kernel specialisation loaded into the simulator (compiled to NumPy code on first use).
+
+    It runs the IR the rewrite embedded in the kernel's spec (the variant's ``"ir"`` bytes, see
+    :mod:`gpu_native.ircodec`): exactly the kernel that was imported, whatever happened to its
+    source file since, and with no transpiler in the process.
+    """
 
     def __init__(self, kernel, variant) -> None:
         self.kernel = kernel
         self.variant = variant
         formats = slot_formats(kernel.params, variant.type_map)
         self.formats = [*formats, "Q"]
+        self._ir = None
         self._program = None
+
+    @property
+    def ir(self):
+        """The kernel's checked IR (decoded on first use)."""
+        if self._ir is None:
+            from ..ircodec import decode_kernel
+
+            data = self.variant.raw.get("ir")
+            if not data:
+                raise GpuNativeError(
+                    f"{self.variant.label} was rewritten without the IR the simulator runs (by "
+                    "an older gpu_native); delete the module's __pycache__ and import it again")
+            self._ir = decode_kernel(data, self.variant.label)
+        return self._ir
 
     @property
     def program(self):
         if self._program is None:
             from ..simulator import compile_kernel
 
-            self._program = compile_kernel(_ir_kernel(self.kernel, self.variant))
+            self._program = compile_kernel(self.ir)
         return self._program
-
-
-_transpiled: dict[tuple[str, str], object] = {}
-_transpile_lock = threading.Lock()
-
-
-def _ir_kernel(kernel, variant):
-    """Recover a kernel specialisation's typed IR from its source (the simulator runs the IR)."""
-    from ..rewrite import transpile_module
-
-    lines = linecache.getlines(kernel.spec_file)
-    if not lines:
-        raise GpuNativeError(f"the simulator needs the source of {kernel.__name__} "
-                             f"({kernel.spec_file}), which cannot be found")
-    source = "".join(lines)
-    key = (kernel.spec_file, hashlib.sha256(source.encode()).hexdigest())
-    with _transpile_lock:
-        mod = _transpiled.get(key)
-        if mod is None:
-            mod = _transpiled[key] = transpile_module(source, kernel.spec_file, kernel.__module__,
-                                                      hints=kernel._hints)
-    for ck in mod.checked:  # type: ignore[attr-defined]
-        if ck.fn.name != kernel.__name__:
-            continue
-        for k in ck.specializations:
-            if k.symbol == variant.symbol:
-                return k
-    raise GpuNativeError(f"the source of {kernel.__name__} changed since it was imported; "
-                         "re-import the module")
 
 
 class SimBackend(Backend):

@@ -1,7 +1,9 @@
 """The CPU simulator: the backend that runs kernels where there is no GPU.
 
 It takes the same checked kernel IR the CUDA emitter takes and computes what the generated CUDA
-computes, for every thread of every block, vectorised across threads with NumPy.
+computes, for every thread of every block, vectorised across threads with NumPy.  The simulator
+backend (:mod:`gpu_native.runtime.sim_backend`) gets that IR from the imported module itself: the
+rewrite embeds it, encoded by :mod:`gpu_native.ircodec`, in each kernel variant's spec.
 
 Use
 ---
