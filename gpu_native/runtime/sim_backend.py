@@ -16,7 +16,7 @@ import time
 
 import numpy as np
 
-from ..errors import GpuNativeError
+from ..errors import GpuNativeError, LaunchError
 from ..lang.types import SCALARS
 from . import records
 from .backend import Backend
@@ -115,6 +115,10 @@ class SimFunction:
         self.formats = [*formats, "Q"]
         self._ir = None
         self._program = None
+        self._static_shared: int | None = None
+        # As for a CUDA function: dynamic shared memory beyond what fits beside the static
+        # arrays in 48 KiB needs the opt-in attribute (SimBackend.allow_dynamic_shared).
+        self.max_dynamic_shared: int | None = None
 
     @property
     def ir(self):
@@ -129,6 +133,15 @@ class SimFunction:
                     "an older gpu_native); delete the module's __pycache__ and import it again")
             self._ir = decode_kernel(data, self.variant.label)
         return self._ir
+
+    @property
+    def static_shared_bytes(self) -> int:
+        """The static shared memory of one block, as ptxas lays it out."""
+        if self._static_shared is None:
+            from ..ir import static_shared_bytes
+
+            self._static_shared = static_shared_bytes(self.ir.shared)
+        return self._static_shared
 
     @property
     def program(self):
@@ -250,7 +263,32 @@ class SimBackend(Backend):
     def load(self, kernel, variant, ordinal: int, symbol: str | None = None) -> object:
         return SimFunction(kernel, variant)
 
+    def function_attribute(self, fn: SimFunction, name: str) -> int:
+        """What ``cuFuncGetAttribute`` reports for a loaded kernel (for the launch checks of
+        ``gpu_native.runtime.kernel``, which then hold on both backends alike)."""
+        if name == "MAX_THREADS_PER_BLOCK":
+            return self._properties["max_threads_per_block"]
+        if name == "SHARED_SIZE_BYTES":
+            return fn.static_shared_bytes
+        raise ValueError(f"the simulator has no function attribute {name}")
+
+    def allow_dynamic_shared(self, fn: SimFunction, nbytes: int) -> None:
+        """``cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)``: the opt-in to more than 48 KiB."""
+        if fn.static_shared_bytes + nbytes > self._properties["max_shared_per_block_optin"]:
+            raise LaunchError(f"{fn.variant.label}: cannot allow {nbytes} bytes of dynamic "
+                              "shared memory beside its static shared memory (the device's "
+                              "opt-in limit)")
+        fn.max_dynamic_shared = nbytes
+
     def launch(self, fn: SimFunction, gx, gy, gz, bx, by, bz, shmem, stream, params, extra):
+        limit = fn.max_dynamic_shared
+        if limit is None:
+            limit = self._properties["max_shared_per_block"] - fn.static_shared_bytes
+        if shmem > limit:
+            # cuLaunchKernel refuses this launch (CUDA_ERROR_INVALID_VALUE): the launcher's
+            # checks (kernel._Config.check_function) should have opted in or refused it.
+            raise LaunchError(f"{fn.variant.label}: {shmem} bytes of dynamic shared memory "
+                              f"exceed the {limit} its function allows")
         count = len(fn.formats)
         pointers = (ctypes.c_void_p * count).from_address(params)
         values = [struct.unpack("<" + fmt, ctypes.string_at(pointers[i], 8))[0]
