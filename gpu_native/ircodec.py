@@ -157,7 +157,7 @@ def _record(rec, objs: list):
     name = rec[0]
     values = [_value(v, objs) for v in rec[1:]]
     if name == _SCALAR_INFO:
-        if len(values) != 1 or values[0] not in SCALARS:
+        if len(values) != 1 or type(values[0]) is not str or values[0] not in SCALARS:
             raise _Malformed(f"unknown scalar type {values[:1]!r:.40}")
         return SCALARS[values[0]]
     if name == _DICT:

@@ -158,11 +158,14 @@ class TestMalformed:
         (_pack([("SourceSpan", "f.py", 1)]), "has 2 fields, not 5"),
         (_pack([("SourceSpan", "f.py", 1, 0, None, "")]), "not a Kernel"),
         (_pack([("ScalarInfo", "f128")]), "unknown scalar type"),
+        (_pack([("dict", "k", ()), ("KernelOptions", [0], False, None), ("ScalarInfo", [1])]),
+         "unknown scalar type"),
         (_pack([("SourceSpan", "f.py", 1, 0, None, compile("1", "x", "eval"))]),
          "a field holds code"),
         (_pack([]), "holds no records"),
     ], ids=["not-zlib", "not-bytes", "code-object", "forward-reference", "unknown-class",
-            "arity", "not-a-kernel", "unknown-scalar", "code-in-a-field", "empty"])
+            "arity", "not-a-kernel", "unknown-scalar", "unhashable-scalar", "code-in-a-field",
+            "empty"])
     def test_bad_bytes_are_a_clear_error(self, data, message):
         with pytest.raises(GpuNativeError, match="cannot read the IR of k") as info:
             ircodec.decode_kernel(data, "k")
