@@ -437,6 +437,28 @@ class LocalArrayDecl:
     var: Var
 
 
+# CUDA allows at most 48 KiB of *static* shared memory per block on every architecture; more
+# needs the dynamic shared array and the opt-in function attribute (which the launcher sets).
+STATIC_SHARED_LIMIT = 48 * 1024
+SHARED_ALIGN = 16  # every shared array is declared __align__(16) (gpu_native.emit.cuda)
+
+
+def static_shared_bytes(shared) -> int:
+    """The bytes of static shared memory that the :class:`SharedDecl` entries of ``shared``
+    occupy, laid out in order, each aligned to :data:`SHARED_ALIGN` as the CUDA emitter declares
+    them (the dynamic shared array takes none)."""
+    total = 0
+    for decl in shared:
+        if decl.dynamic:
+            continue
+        ty = decl.var.ty
+        size = ty.elem.info.itemsize
+        for n in ty.shape:
+            size *= n
+        total = -(-total // SHARED_ALIGN) * SHARED_ALIGN + size
+    return total
+
+
 @node(eq=False, frozen=False)
 class DeviceFunction:
     """One specialisation of a ``@gpu_device`` function."""

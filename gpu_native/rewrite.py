@@ -20,6 +20,7 @@ from .emit.host import LauncherParam, kernel_block
 from .emit.index32 import wants_index32
 from .emit.uid_stride import vector_plan
 from .frontend.parse import ModuleScan, has_gpu_decorators, scan_module
+from .ircodec import encode_kernel
 from .nodes import node
 
 SPEC_SCHEMA = 1
@@ -27,7 +28,8 @@ SPEC_SCHEMA = 1
 
 @node
 class KernelVariant:
-    """One specialisation of a kernel: its CUDA translation unit and error-site table."""
+    """One specialisation of a kernel: its CUDA translation unit, error-site table, and the
+    encoded IR the simulator runs (:mod:`gpu_native.ircodec`; never part of a cache key)."""
 
     types: tuple[tuple[str, str], ...]  # (TypeVar, scalar type) pairs; () for plain kernels
     symbol: str
@@ -36,6 +38,7 @@ class KernelVariant:
     sites: tuple[tuple, ...]
     traits: tuple[str, ...]
     launch_checks: tuple = ()
+    ir: bytes = b""
 
 
 @node
@@ -69,6 +72,7 @@ class KernelBuild:
             "variants": tuple({
                 "types": v.types, "symbol": v.symbol, "id": v.kernel_id, "cuda": v.cuda,
                 "sites": v.sites, "traits": v.traits, "launch_checks": v.launch_checks,
+                "ir": v.ir,
             } for v in self.variants),
         }
 
@@ -166,7 +170,8 @@ def transpile_module(source: str, path: str, module_name: str | None = None,
             variants.append(KernelVariant(
                 types=k.specialization, symbol=k.symbol,
                 kernel_id=abi.kernel_id(k.module, k.symbol), cuda=emit_kernel(k, shown),
-                sites=_sites(k), traits=_traits(k), launch_checks=k.launch_checks))
+                sites=_sites(k), traits=_traits(k), launch_checks=k.launch_checks,
+                ir=encode_kernel(k)))
         options = {"bounds_check": ck.options.bounds_check, "fastmath": ck.options.fastmath,
                    "max_registers": ck.options.max_registers}
         kernels.append(KernelBuild(

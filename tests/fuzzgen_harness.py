@@ -123,11 +123,11 @@ def _launch_host(module, kernel: fuzzgen.Kernel, inputs: dict[str, np.ndarray],
         # kernels the launcher runs over their logical uids instead.
         from gpu_native import abi
         from gpu_native.emit.index32 import emit_index32
-        from gpu_native.runtime.sim_backend import _ir_kernel
+        from gpu_native.ircodec import decode_kernel
 
         symbol += abi.INDEX32_SUFFIX
         if f" {symbol}(" not in cuda:
-            cuda += emit_index32(_ir_kernel(fn, variant), "fuzz.py")
+            cuda += emit_index32(decode_kernel(variant.raw["ir"]), "fuzz.py")
     _exited, record, undefined = host_cuda.launch(cuda, symbol, arrays, kernel.grid,
                                                   kernel.block)
     if undefined:

@@ -122,6 +122,40 @@ def reverse_dynamic(x: CUDASlice[f32], out: CUDASliceMut[f32]):
     out[i] = tile[n - 1 - t]
 
 
+@gpu_kernel(Kernel1D)
+def reverse_dynamic_wide(x: CUDASlice[f32], out: CUDASliceMut[f32]):
+    """Reverse 16 rows of blockDim.x values each through the dynamic shared array: launched with
+    16 * 1024 floats (64 KiB, more than static shared memory may hold)."""
+    tile = shared_array(f32, 0)
+    t = BlockLayout1D.uid()
+    n = block_dim.x
+    base = block_idx.x * n * 16
+    for r in range(16):
+        with unsafe():
+            tile[t + r * n] = x[base + r * n + t]
+    sync_threads()
+    for r in range(16):
+        with unsafe():
+            out[base + r * n + t] = tile[(15 - r) * n + n - 1 - t]
+
+
+@gpu_kernel(Kernel1D)
+def static_48k(x: CUDASlice[f32], out: CUDASliceMut[f32]):
+    """Exactly 48 KiB of static shared memory (the most CUDA allows), plus the dynamic array."""
+    big = shared_array(f32, 12288 - 4)
+    small = shared_array(i32, 4)
+    extra = shared_array(f32, 0)
+    t = BlockLayout1D.uid()
+    i = FlatLayout1D.uid()
+    big[t] = x[i]
+    if t < 4:
+        small[t] = i32(t)
+    if t < len(extra):
+        extra[t] = 1.0
+    sync_threads()
+    out[i] = big[block_dim.x - 1 - t] + f32(small[t % 4])
+
+
 @gpu_kernel(Kernel2D)
 def transpose_tiles(src: CUDASlice2D[f32], dst: CUDASliceMut2D[f32]):
     tile = shared_array(f32, (WIDTH, WIDTH + 1))

@@ -7,7 +7,8 @@ import textwrap
 import pytest
 
 from gpu_native.cache import BuildRequest
-from gpu_native.errors import CompileError
+from gpu_native.errors import CompileError, TranspileError
+from gpu_native.nodes import replace
 from gpu_native.rewrite import transpile_module
 
 nvrtc = pytest.importorskip("gpu_native.compiler.nvrtc")
@@ -132,6 +133,44 @@ class TestCompile:
         assert "mykernels.add_kernel" in str(info.value)
         assert "sm_90" in str(info.value)
 
+    @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+    def test_static_shared_memory_up_to_the_48_kib_the_transpiler_allows(self, arch):
+        # The transpiler's limit and layout (gpu_native.ir.static_shared_bytes: each array
+        # aligned to 16 bytes) are ptxas's: exactly 48 KiB compiles; 16 bytes more, or 4 bytes
+        # more after an array whose end is not aligned, do not, and the transpiler refuses both.
+        template = textwrap.dedent("""\
+            from gpu_native import (gpu_kernel, Kernel1D, CUDASliceMut, BlockLayout1D,
+                                    FlatLayout1D, f32, i32, shared_array, sync_threads)
+
+            @gpu_kernel(Kernel1D)
+            def full(out: CUDASliceMut[f32]):
+                big = shared_array(f32, BIG)
+                small = shared_array(i32, SMALL)
+                t = BlockLayout1D.uid()
+                i = FlatLayout1D.uid()
+                big[t] = 1.0
+                if t < SMALL:
+                    small[t] = 7
+                sync_threads()
+                out[i] = big[BIG - 1 - t] + f32(small[t % SMALL])
+            """)
+
+        def request(big: int, small: int) -> BuildRequest:
+            source = template.replace("BIG", str(big)).replace("SMALL", str(small))
+            spec = transpile_module(source, "full.py", "full").kernels[0].spec()
+            return BuildRequest.for_variant(spec, spec["variants"][0], arch)
+
+        fits = request(12284, 4)
+        result = nvrtc.compile_request(fits)
+        assert result.kind == "cubin" and result.log == ""
+        for (big, small), ptxas in (((12284, 8), "0xc010"), ((12287, 1), "0xc004")):
+            with pytest.raises(TranspileError, match=f"to {int(ptxas, 16)} bytes"):
+                request(big, small)
+            over = replace(fits, source=fits.source.replace("[12284];", f"[{big}];").replace(
+                "[4];", f"[{small}];"))
+            with pytest.raises(CompileError, match=rf"too much shared data \({ptxas} bytes, "
+                               r"0xc000 max\)"):
+                nvrtc.compile_request(over)
 
 class TestArchitectures:
     def test_version_and_supported_archs(self):

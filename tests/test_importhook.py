@@ -104,7 +104,10 @@ REPORT = textwrap.dedent('''\
     def report(**extra):
         import _gpu_native_startup as _s
         status = _s.status()
-        out = {"status": status, "libcst": "libcst" in _sys.modules, **extra}
+        out = {"status": status, "libcst": "libcst" in _sys.modules,
+               "transpiler": sorted(m for m in _sys.modules if m.startswith((
+                   "gpu_native.frontend", "gpu_native.check", "gpu_native.emit",
+                   "gpu_native.rewrite"))), **extra}
         print("REPORT " + _json.dumps(out, default=repr))
 ''')
 
@@ -176,8 +179,8 @@ LAUNCH = '''
     launched = bool((_c.to_host() == _np.arange(1000) + 1).all())
 '''
 
-# Imports mykernels and reports what the tests look at; the launch (on the simulator, whose
-# first launch transpiles from source and so loads libcst) comes after the libcst check.
+# Imports mykernels and reports what the tests look at (libcst_after_import: before any launch;
+# libcst: at the end, after the launch when there is one).
 IMPORT_MYKERNELS = '''
     import sys
     before = "gpu_native" in sys.modules
@@ -215,6 +218,8 @@ class TestRewriteOnImport:
 
         launched = report_of(run_python(import_mykernels(launch=True), work, env))
         assert launched["libcst_after_import"] is False and launched["launched"] is True
+        # The simulator runs the IR the rewritten module carries: no transpiler at all.
+        assert launched["libcst"] is False and launched["transpiler"] == []
 
     def test_import_gpu_native_installs_the_hook(self, tmp_path, work):
         # -S: no .pth file runs, even where gpu_native is pip-installed (site-packages are put

@@ -73,6 +73,54 @@ def test_dynamic_shared_memory(backend, kl, rng):
     np.testing.assert_array_equal(out.to_host(), x.reshape(4, 96)[:, ::-1].reshape(-1))
 
 
+def test_dynamic_shared_memory_over_48_kib(backend, kl, rng):
+    # 64 KiB: more than a block may have without the opt-in, which the launcher makes (on the
+    # simulator as on the GPU).
+    x = rng.standard_normal(2 * 16 * 1024, dtype=np.float32)
+    out = filled(len(x), gn.f32, np.nan)
+    launch(kl.reverse_dynamic_wide, gn.GridDim1D(2), gn.BlockDim1D(1024), 16 * 1024 * 4)(
+        gn.to_device(x), out)
+    np.testing.assert_array_equal(out.to_host(), x.reshape(2, -1)[:, ::-1].reshape(-1))
+    if backend == "sim":
+        fn = next(iter(kl.reverse_dynamic_wide.variants.values())).functions["sim", 0, None]
+        assert fn.max_dynamic_shared == 16 * 1024 * 4  # opted in, as cuFuncSetAttribute
+
+
+def test_the_simulator_refuses_dynamic_shared_memory_past_48_kib_without_the_opt_in(
+        kl, rng, monkeypatch):
+    # As cuLaunchKernel does: the launcher's opt-in is not a formality on the simulator either.
+    from gpu_native.runtime.backend import use
+    from gpu_native.runtime.sim_backend import SimBackend
+
+    monkeypatch.setattr(SimBackend, "allow_dynamic_shared", lambda self, fn, nbytes: None)
+    with use("sim"):
+        x = gn.to_device(rng.standard_normal(96, dtype=np.float32))
+        out = filled(96, gn.f32, np.nan)
+        launcher = launch(kl.reverse_dynamic, gn.GridDim1D(1), gn.BlockDim1D(96), 48 * 1024 + 4)
+        with pytest.raises(gn.LaunchError, match="49156 bytes of dynamic shared memory exceed "
+                           "the 49152 its function allows"):
+            launcher(x, out)
+
+
+def _optin_limit() -> int:
+    from gpu_native.runtime import backend as B
+
+    return B.select().properties(0)["max_shared_per_block_optin"]
+
+
+def test_static_plus_dynamic_shared_memory_is_checked_against_the_device(backend, kl, rng):
+    x = rng.standard_normal(256, dtype=np.float32)
+    out = filled(len(x), gn.f32, np.nan)
+    room = _optin_limit() - 48 * 1024  # static_48k has exactly 48 KiB of static shared memory
+    with pytest.raises(gn.LaunchError, match=f"static_48k needs 49152 bytes of static plus "
+                       f"{room + 16} of dynamic shared memory, more than the device's "
+                       f"{_optin_limit()}"):
+        launch(kl.static_48k, gn.GridDim1D(2), gn.BlockDim1D(128), room + 16)
+    launch(kl.static_48k, gn.GridDim1D(2), gn.BlockDim1D(128), room)(gn.to_device(x), out)
+    expected = x.reshape(2, 128)[:, ::-1].reshape(-1) + np.tile(np.arange(4), 64)
+    np.testing.assert_array_equal(out.to_host(), expected.astype(np.float32))
+
+
 def test_two_dimensional_shared_tile(backend, kl, rng):
     src = rng.standard_normal((24, 16), dtype=np.float32)
     dst = filled((16, 24), gn.f32, np.nan)

@@ -109,6 +109,26 @@ def divergent_barrier(out: CUDASliceMut[i32]):
     out[FlatLayout1D.uid()] = 1
 
 @gpu_kernel(Kernel1D)
+def warp_exchange(x: CUDASlice[f32], out: CUDASliceMut[f32], limit: i32, fence: bool_):
+    s = shared_array(f32, 64)
+    t = BlockLayout1D.uid()
+    i = FlatLayout1D.uid()
+    if t < limit:
+        s[t] = x[i]
+        if fence:
+            sync_warp(0x0000FFFF)
+        out[i] = s[t ^ 1]
+
+@gpu_kernel(Kernel1D)
+def exchange_in_branch(x: CUDASlice[f32], out: CUDASliceMut[f32]):
+    s = shared_array(f32, 64)
+    t = BlockLayout1D.uid()
+    i = FlatLayout1D.uid()
+    if t < 48:
+        s[t] = x[i]
+        out[i] = s[47 - t]
+
+@gpu_kernel(Kernel1D)
 def partial_warp_shuffle(x: CUDASlice[i32], out: CUDASliceMut[i32]):
     i = FlatLayout1D.uid()
     v = x[i]
@@ -222,6 +242,17 @@ def test_print_formats_like_printf(k, capsys):
     ]
 
 
+def at(k, kernel: str, *lines: str) -> list[str]:
+    """``simkernels.py:N`` for each of ``lines``, the first such line after ``def kernel(``."""
+    source = k.path.read_text().splitlines()
+    start = next(n for n, text in enumerate(source) if text.startswith(f"def {kernel}("))
+    out = []
+    for line in lines:
+        number = next(n for n in range(start, len(source)) if source[n].strip() == line) + 1
+        out.append(f"{k.path.name}:{number}")
+    return out
+
+
 class TestRaces:
     def test_unsafe_store_two_threads_one_element(self, k):
         out = poisoned(8, np.int32)
@@ -263,6 +294,54 @@ class TestRaces:
         assert msg.startswith("data race on shared array s[63] of block (0, 0, 0)")
         assert "thread (0, 0, 0) reads it" in msg and "thread (63, 0, 0) wrote it" in msg
         assert "sync_threads()" in msg
+
+    def test_missing_barrier_between_warps_asks_for_sync_threads(self, k):
+        x = np.arange(128, dtype=np.float32)
+        errors = launch(k["missing_barrier"], 2, 64, x, poisoned(128, np.float32))
+        read, write = at(k, "missing_barrier", "out[i] = s[63 - t]", "s[t] = x[i]")
+        assert errors.races[0].endswith(
+            f"thread (0, 0, 0) reads it at {read} after thread (63, 0, 0) wrote it at {write}; "
+            "no sync_threads() lies between the two accesses, so on the GPU the result depends "
+            "on timing; add sync_threads() between them")
+
+    def test_missing_barrier_between_warps_in_divergent_code(self, k):
+        x = np.arange(64, dtype=np.float32)
+        errors = launch(k["exchange_in_branch"], 1, 64, x, poisoned(64, np.float32))
+        read, write = at(k, "exchange_in_branch", "out[i] = s[47 - t]", "s[t] = x[i]")
+        assert errors.races == [
+            "data race on shared array s[47] of block (0, 0, 0): thread (0, 0, 0) reads it at "
+            f"{read} after thread (47, 0, 0) wrote it at {write}; no "
+            "sync_threads() lies between the two accesses, so on the GPU the result depends on "
+            "timing; add sync_threads() between them where every thread of the block reaches "
+            "it: this access is in divergent code, so end the branch before the barrier and "
+            "open another after it"]
+
+    def test_missing_barrier_within_a_warp_in_divergent_code_asks_for_sync_warp(self, k):
+        # Lanes 0..15 of warp 0 exchange through shared memory inside `if t < 16:`, where
+        # sync_threads() is not allowed: the barrier they need is sync_warp with their mask.
+        x = np.arange(64, dtype=np.float32)
+        errors = launch(k["warp_exchange"], 1, 64, x, poisoned(64, np.float32), np.int32(16),
+                        np.bool_(False))
+        read, write = at(k, "warp_exchange", "out[i] = s[t ^ 1]", "s[t] = x[i]")
+        assert errors.races == [
+            "data race on shared array s[1] of block (0, 0, 0): thread (0, 0, 0) reads it at "
+            f"{read} after thread (1, 0, 0) wrote it at {write}; no "
+            "sync_warp() lies between the two accesses, and the threads of a warp do not run "
+            "in lockstep on the GPU, so the result depends on timing; add sync_warp(0x0000ffff) "
+            "between them, whose mask names the lanes of this warp that run it (sync_threads() "
+            "cannot be used in divergent code)"]
+        # The whole of warp 0 in the branch: the default mask is the right one.
+        errors = launch(k["warp_exchange"], 1, 64, x, poisoned(64, np.float32), np.int32(32),
+                        np.bool_(False))
+        assert errors.races[0].endswith(
+            "add sync_warp() between them (sync_threads() cannot be used in divergent code)")
+
+    def test_the_suggested_sync_warp_makes_the_exchange_race_free(self, k):
+        x = np.arange(64, dtype=np.float32)
+        out = poisoned(64, np.float32)
+        errors = launch(k["warp_exchange"], 1, 64, x, out, np.int32(16), np.bool_(True))
+        assert errors.races == [] and errors.fails == []
+        np.testing.assert_array_equal(out[:16], x[:16].reshape(8, 2)[:, ::-1].reshape(-1))
 
     def test_barrier_makes_the_same_kernel_race_free(self, k):
         x = np.arange(128, dtype=np.float32)

@@ -91,6 +91,12 @@ def k(a: CUDASlice[f32], out: CUDASliceMut[i32]):
 def k(a: CUDASliceMut[f32]):
     a[0] = 1.0  # <-
 """, "not provably unique"),
+    "static shared memory over 48 KiB": ("""
+@gpu_kernel(Kernel1D)
+def k(a: CUDASliceMut[f32]):
+    s = shared_array(f32, 8192)
+    t = shared_array(f64, (64, 33))  # <-
+""", "to 49664 bytes (with the 1 shared array declared before it), more than the 49152 bytes"),
     "store into read-only": ("""
 @gpu_kernel(Kernel1D)
 def k(a: CUDASlice[f32]):
@@ -402,3 +408,28 @@ def test_expand_prints_the_error_without_a_traceback(tmp_path, capsys):
     assert "not provably unique" in err
     assert "Traceback" not in err
     assert "hint:" in err
+
+
+def test_static_shared_memory_past_48_kib_points_to_the_dynamic_form(tmp_path):
+    # 64 KiB of static shared memory: ptxas would refuse the generated code, and the simulator
+    # would run it; the transpiler refuses it for both.
+    source = HEADER + textwrap.dedent("""
+        @gpu_kernel(Kernel1D)
+        def k(a: CUDASliceMut[f32]):
+            s = shared_array(f32, 16384)
+            i = FlatLayout1D.uid()
+            a[i] = s[0]
+        """)
+    path = tmp_path / "big_shared.py"
+    with pytest.raises(TranspileError) as info:
+        rewrite_module(source, str(path), "big_shared")
+    line = source.splitlines().index("    s = shared_array(f32, 16384)") + 1
+    assert str(info.value) == (
+        f"{path}:{line}:9: error: shared array 's' (f32 x 16384, 65536 bytes) brings the "
+        "kernel's static shared memory to 65536 bytes, more than the 49152 bytes (48 KiB) CUDA "
+        "allows per block\n"
+        "        s = shared_array(f32, 16384)\n"
+        "            ^^^^^^^^^^^^^^^^^^^^^^^^\n"
+        "hint: large buffers go in the dynamic shared array, `s = shared_array(f32, 0)`, sized "
+        "at launch by shared_mem_bytes (up to the device's opt-in limit, 227 KiB on an H100 or "
+        "H200); a kernel has one")

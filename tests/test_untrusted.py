@@ -565,8 +565,11 @@ UNPICKLING = re.compile(
     r"\bUnpickler\b|\bshelve\.open\b|yaml\.(unsafe_)?load\b|allow_pickle\s*=\s*True|"
     r"\bmarshal\.loads?\(")
 # marshal is how CPython caches code (.pyc): the import hook's caches of rewritten modules (a
-# checked-hash pyc beside CPython's own) and of files without kernels (a dict of stamps).
-MARSHAL_ALLOWED = {"gpu_native/importhook/pycache.py", "_gpu_native_startup.py"}
+# checked-hash pyc beside CPython's own) and of files without kernels (a dict of stamps).  The
+# IR codec reads the bytes literal of a rewritten module (plain data only; whatever else marshal
+# could make is refused, see tests/test_sim_ir.py::TestMalformed).
+MARSHAL_ALLOWED = {"gpu_native/importhook/pycache.py", "_gpu_native_startup.py",
+                   "gpu_native/ircodec.py"}
 
 
 def test_no_unpickling_anywhere_in_gpu_native():

@@ -274,6 +274,8 @@ class StatementChecker:
             ty = ir.ArrayType(elem, len(shape), True, "shared", (-1,) if dynamic else shape)
             var = self.new_var(name, ty, call.span, register=False)
             self.shared.append(ir.SharedDecl(var, dynamic))
+            if not dynamic:
+                self.check_static_shared(name, call)
             self.traits["uses_shared"] = True
             self.traits["uses_dynamic_shared"] = self.traits["uses_dynamic_shared"] or dynamic
             self.traits["uid_only"] = False
@@ -282,6 +284,28 @@ class StatementChecker:
             var = self.new_var(name, ty, call.span, register=False)
             self.local_arrays.append(ir.LocalArrayDecl(var))
         self.assigned.add(name)
+
+    def check_static_shared(self: FunctionChecker, name: str, call: S.Call) -> None:
+        """The static shared arrays declared so far must fit CUDA's 48 KiB; checked here, at the
+        array that passes the limit, so both backends refuse the kernel alike (ptxas would fail
+        on generated code, and the simulator would run it)."""
+        total = ir.static_shared_bytes(self.shared)
+        limit = ir.STATIC_SHARED_LIMIT
+        if total <= limit:
+            return
+        ty = self.shared[-1].var.ty
+        size = ir.static_shared_bytes(self.shared[-1:])
+        others = len([d for d in self.shared if not d.dynamic]) - 1
+        before = (f" (with the {others} shared array{'s' if others > 1 else ''} declared before "
+                  "it)" if others else "")
+        dims = ty.shape[0] if len(ty.shape) == 1 else tuple(ty.shape)
+        raise self.error(
+            f"shared array '{name}' ({ty.elem} x {dims}, {size} bytes) brings the kernel's "
+            f"static shared memory to {total} bytes{before}, more than the {limit} bytes "
+            "(48 KiB) CUDA allows per block", call.span,
+            f"large buffers go in the dynamic shared array, `{name} = shared_array({ty.elem}, 0)`,"
+            " sized at launch by shared_mem_bytes (up to the device's opt-in limit, 227 KiB on "
+            "an H100 or H200); a kernel has one")
 
     def static_shape(self: FunctionChecker, e: S.Expr, which: str) -> tuple[int, ...]:
         if isinstance(e, S.Tuple):

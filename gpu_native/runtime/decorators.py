@@ -97,9 +97,7 @@ def _kernel_from_source(fn: Callable[..., Any]) -> Kernel:
     padded = "\n" * (first - 1) + _dedent_block(block)
     namespace: dict[str, Any] = {}
     exec(compile(padded, filename, "exec"), globals_, namespace)
-    kernel = namespace[fn.__name__]
-    kernel._hints = hints
-    return kernel
+    return namespace[fn.__name__]
 
 
 def _block_end(lines: list[str], first: int) -> int:

@@ -105,7 +105,7 @@ class Kernel:
     the launcher and the CUDA C++ this object was built from.
     """
 
-    def __init__(self, spec: dict, factory, hints: dict | None = None):
+    def __init__(self, spec: dict, factory):
         if not isinstance(spec, dict) or spec.get("schema") != SPEC_SCHEMA:
             raise GpuNativeError(
                 f"kernel {getattr(factory, '__name__', '?')} was rewritten by an incompatible "
@@ -122,7 +122,6 @@ class Kernel:
         self.params = tuple(Param(*p) for p in spec["params"])
         self.typevars: tuple[str, ...] = tuple(spec["typevars"])
         self._factory = factory
-        self._hints = hints or {}
         self.variants: dict[tuple[str, ...], Variant] = {}
         for v in spec["variants"]:
             types = tuple(tuple(t) for t in v["types"])

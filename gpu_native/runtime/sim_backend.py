@@ -10,15 +10,13 @@ from __future__ import annotations
 
 import bisect
 import ctypes
-import hashlib
-import linecache
 import struct
 import threading
 import time
 
 import numpy as np
 
-from ..errors import GpuNativeError
+from ..errors import GpuNativeError, LaunchError
 from ..lang.types import SCALARS
 from . import records
 from .backend import Backend
@@ -103,51 +101,55 @@ class _SimErrors:
 
 
 class SimFunction:
-    """A kernel specialisation loaded into the simulator (compiled to NumPy code on first use)."""
+    """A kernel specialisation loaded into the simulator (compiled to NumPy code on first use).
+
+    It runs the IR the rewrite embedded in the kernel's spec (the variant's ``"ir"`` bytes, see
+    :mod:`gpu_native.ircodec`): exactly the kernel that was imported, whatever happened to its
+    source file since, and with no transpiler in the process.
+    """
 
     def __init__(self, kernel, variant) -> None:
         self.kernel = kernel
         self.variant = variant
         formats = slot_formats(kernel.params, variant.type_map)
         self.formats = [*formats, "Q"]
+        self._ir = None
         self._program = None
+        self._static_shared: int | None = None
+        # As for a CUDA function: dynamic shared memory beyond what fits beside the static
+        # arrays in 48 KiB needs the opt-in attribute (SimBackend.allow_dynamic_shared).
+        self.max_dynamic_shared: int | None = None
+
+    @property
+    def ir(self):
+        """The kernel's checked IR (decoded on first use)."""
+        if self._ir is None:
+            from ..ircodec import decode_kernel
+
+            data = self.variant.raw.get("ir")
+            if not data:
+                raise GpuNativeError(
+                    f"{self.variant.label} was rewritten without the IR the simulator runs (by "
+                    "an older gpu_native); delete the module's __pycache__ and import it again")
+            self._ir = decode_kernel(data, self.variant.label)
+        return self._ir
+
+    @property
+    def static_shared_bytes(self) -> int:
+        """The static shared memory of one block, as ptxas lays it out."""
+        if self._static_shared is None:
+            from ..ir import static_shared_bytes
+
+            self._static_shared = static_shared_bytes(self.ir.shared)
+        return self._static_shared
 
     @property
     def program(self):
         if self._program is None:
             from ..simulator import compile_kernel
 
-            self._program = compile_kernel(_ir_kernel(self.kernel, self.variant))
+            self._program = compile_kernel(self.ir)
         return self._program
-
-
-_transpiled: dict[tuple[str, str], object] = {}
-_transpile_lock = threading.Lock()
-
-
-def _ir_kernel(kernel, variant):
-    """Recover a kernel specialisation's typed IR from its source (the simulator runs the IR)."""
-    from ..rewrite import transpile_module
-
-    lines = linecache.getlines(kernel.spec_file)
-    if not lines:
-        raise GpuNativeError(f"the simulator needs the source of {kernel.__name__} "
-                             f"({kernel.spec_file}), which cannot be found")
-    source = "".join(lines)
-    key = (kernel.spec_file, hashlib.sha256(source.encode()).hexdigest())
-    with _transpile_lock:
-        mod = _transpiled.get(key)
-        if mod is None:
-            mod = _transpiled[key] = transpile_module(source, kernel.spec_file, kernel.__module__,
-                                                      hints=kernel._hints)
-    for ck in mod.checked:  # type: ignore[attr-defined]
-        if ck.fn.name != kernel.__name__:
-            continue
-        for k in ck.specializations:
-            if k.symbol == variant.symbol:
-                return k
-    raise GpuNativeError(f"the source of {kernel.__name__} changed since it was imported; "
-                         "re-import the module")
 
 
 class SimBackend(Backend):
@@ -261,7 +263,32 @@ class SimBackend(Backend):
     def load(self, kernel, variant, ordinal: int, symbol: str | None = None) -> object:
         return SimFunction(kernel, variant)
 
+    def function_attribute(self, fn: SimFunction, name: str) -> int:
+        """What ``cuFuncGetAttribute`` reports for a loaded kernel (for the launch checks of
+        ``gpu_native.runtime.kernel``, which then hold on both backends alike)."""
+        if name == "MAX_THREADS_PER_BLOCK":
+            return self._properties["max_threads_per_block"]
+        if name == "SHARED_SIZE_BYTES":
+            return fn.static_shared_bytes
+        raise ValueError(f"the simulator has no function attribute {name}")
+
+    def allow_dynamic_shared(self, fn: SimFunction, nbytes: int) -> None:
+        """``cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)``: the opt-in to more than 48 KiB."""
+        if fn.static_shared_bytes + nbytes > self._properties["max_shared_per_block_optin"]:
+            raise LaunchError(f"{fn.variant.label}: cannot allow {nbytes} bytes of dynamic "
+                              "shared memory beside its static shared memory (the device's "
+                              "opt-in limit)")
+        fn.max_dynamic_shared = nbytes
+
     def launch(self, fn: SimFunction, gx, gy, gz, bx, by, bz, shmem, stream, params, extra):
+        limit = fn.max_dynamic_shared
+        if limit is None:
+            limit = self._properties["max_shared_per_block"] - fn.static_shared_bytes
+        if shmem > limit:
+            # cuLaunchKernel refuses this launch (CUDA_ERROR_INVALID_VALUE): the launcher's
+            # checks (kernel._Config.check_function) should have opted in or refused it.
+            raise LaunchError(f"{fn.variant.label}: {shmem} bytes of dynamic shared memory "
+                              f"exceed the {limit} its function allows")
         count = len(fn.formats)
         pointers = (ctypes.c_void_p * count).from_address(params)
         values = [struct.unpack("<" + fmt, ctypes.string_at(pointers[i], 8))[0]

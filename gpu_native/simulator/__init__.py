@@ -1,7 +1,9 @@
 """The CPU simulator: the backend that runs kernels where there is no GPU.
 
 It takes the same checked kernel IR the CUDA emitter takes and computes what the generated CUDA
-computes, for every thread of every block, vectorised across threads with NumPy.
+computes, for every thread of every block, vectorised across threads with NumPy.  The simulator
+backend (:mod:`gpu_native.runtime.sim_backend`) gets that IR from the imported module itself: the
+rewrite embeds it, encoded by :mod:`gpu_native.ircodec`, in each kernel variant's spec.
 
 Use
 ---
@@ -49,7 +51,10 @@ writes plainly) and reports through ``errors.race``:
   both threads and both source lines;
 * a read of a shared element that another thread of the block wrote since the last
   ``sync_threads()`` (a missing barrier), and a write of an element another thread read since the
-  last barrier (write-after-read: the missing *second* barrier of a tiled loop);
+  last barrier (write-after-read: the missing *second* barrier of a tiled loop); the report
+  names the barrier to add: ``sync_threads()``, or, for two threads of one warp in divergent code
+  (where not every thread of the block can reach ``sync_threads()``), ``sync_warp()`` with the
+  mask of the lanes that run it;
 * a plain access racing with another thread's atomic on the same element;
 * ``sync_threads()`` reached by some live threads of a block but not others (divergent barrier);
 * warp intrinsics whose ``mask`` names live threads that do not execute them, a caller missing

@@ -533,7 +533,23 @@ class Chunk:
         else:
             found = shadow.write(e, t, self.sync_version, ep, loc, atomic=(kind == "atomic"))
         if found is not None:
-            self.launch.report_race(array, found)
+            self.launch.report_race(array, found, self._divergence(m, found.thread))
+
+    def _divergence(self, m, gtid: int) -> tuple[int, int] | None:
+        """For an access under mask ``m`` by global thread ``gtid``: ``None`` when every live
+        thread of its block runs it, else (divergent code, where ``sync_threads()`` cannot be
+        called) the lanes of its warp that run it and the live lanes of that warp, as bit masks."""
+        if m is None:
+            return None
+        lane = int(np.argmax(self._info("gtid") == gtid))
+        blk = self._info("blk")
+        alive = np.ones(self.L, bool) if self.gone is None else ~self.gone
+        if not (alive & ~m & (blk == blk[lane])).any():
+            return None
+        warp = self._info("wslot") == self._info("wslot")[lane]
+        bits = np.left_shift(np.int64(1), self._info("laneid").astype(I64))
+        return (int(np.bitwise_or.reduce(bits[warp & m], initial=0)),
+                int(np.bitwise_or.reduce(bits[warp & alive], initial=0)))
 
     def barrier(self, m, loc: int) -> None:
         """``sync_threads()``: every live thread of a block that runs it must be here."""

@@ -168,7 +168,9 @@ class Launch:
         self.reported.add(key)
         self.errors.race(message)
 
-    def report_race(self, array, c: Conflict) -> None:
+    def report_race(self, array, c: Conflict, divergence: tuple[int, int] | None = None) -> None:
+        """Report a conflict; ``divergence`` is what :meth:`Chunk._divergence` found of the later
+        access (``None``: every live thread of the block ran it), which decides the advice."""
         key = ("race", array.name, c.kind, c.loc, c.other_loc)
         if key in self.reported:
             return
@@ -199,9 +201,34 @@ class Launch:
             why = ("nothing orders the two writes, so the result depends on timing on the "
                    "GPU; give each element one writer or use an atomic")
         else:
-            why = ("no sync_threads() lies between the two accesses, so on the GPU the result "
-                   "depends on timing; add sync_threads() between them")
+            why = self._barrier_advice(c, divergence)
         self.report(key, f"data race on {what}: {action}; {why}")
+
+    def _barrier_advice(self, c: Conflict, divergence: tuple[int, int] | None) -> str:
+        """Which barrier orders two accesses of one block: ``sync_threads()``, unless the later
+        access is in divergent code (where not every thread of the block can reach one), and
+        then ``sync_warp()`` for two threads of one warp."""
+        why = ("no sync_threads() lies between the two accesses, so on the GPU the result "
+               "depends on timing; add sync_threads() between them")
+        if divergence is None:
+            return why
+        T = self.T
+        warp, other = divmod(c.thread % T, 32), divmod(c.other % T, 32)
+        if warp[0] != other[0]:
+            return (why + " where every thread of the block reaches it: this access is in "
+                    "divergent code, so end the branch before the barrier and open another after "
+                    "it")
+        running, live = divergence
+        if not running >> other[1] & 1:
+            return ("no barrier lies between the two accesses, so on the GPU the result depends "
+                    "on timing; add one between them where both threads run, outside this "
+                    "divergent branch (sync_warp() where the whole warp reaches it, "
+                    "sync_threads() where the whole block does)")
+        call = "sync_warp()" if running == live else f"sync_warp({running:#010x})"
+        named = "" if running == live else ", whose mask names the lanes of this warp that run it"
+        return ("no sync_warp() lies between the two accesses, and the threads of a warp do not "
+                "run in lockstep on the GPU, so the result depends on timing; add "
+                f"{call} between them{named} (sync_threads() cannot be used in divergent code)")
 
 
 _CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
