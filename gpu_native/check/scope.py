@@ -14,8 +14,8 @@ import os
 from ..errors import SourceSpan, TranspileError
 from ..frontend import syntax as S
 from ..frontend.parse import PACKAGE, ModuleScan, scan_module
+from ..locate import find_module_file
 from ..nodes import node
-from .locate import find_module_file
 
 # Every public name of gpu_native that means something inside a kernel.
 GN_NAMES = frozenset({

@@ -18,7 +18,7 @@ optimisation level (``-O`` removes host ``assert`` statements from the code), th
 of every other module whose device functions or constants the rewrite read, and how each module
 name it looked up resolved to a file (or to none).  An entry is used only when all of them still
 match and each name still resolves to the same file (by the transpiler's own rule,
-:func:`gpu_native.check.locate.find_module_file`: a few ``stat`` calls), since after a
+:func:`gpu_native.locate.find_module_file`: a few ``stat`` calls), since after a
 ``sys.path`` change ``from helpers import scale`` may find another ``helpers.py``.  It is written
 to a temporary name and moved into place with ``os.replace``, so a reader never sees half a file,
 and a damaged one is simply rewritten.
@@ -55,13 +55,13 @@ from importlib.util import MAGIC_NUMBER, cache_from_source
 import _gpu_native_startup as _startup
 
 from .._version import __version__
-from ..check.locate import find_module_file
+from ..locate import find_module_file
 
 FORMAT = 2
 _TAG = b"GNpy"
 _HEADER = len(MAGIC_NUMBER) + len(_TAG) + 16
 # The parts of gpu_native whose code decides what a rewrite looks like.
-_TRANSPILER = ("rewrite.py", "abi.py", "ir.py", "ircodec.py", "errors.py", "_version.py",
+_TRANSPILER = ("rewrite.py", "abi.py", "ir.py", "ircodec.py", "locate.py", "errors.py", "_version.py",
                "frontend", "check", "emit", "lang")
 
 _fingerprint: str | None = None

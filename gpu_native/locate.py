@@ -1,5 +1,5 @@
 """Where the source of a module another module names is found: the rule of the transpiler's
-``ModuleLocator`` (:mod:`.scope`), kept free of libcst so that the import hook can check, on a
+``ModuleLocator`` (:mod:`gpu_native.check.scope`), kept free of libcst so that the import hook can check, on a
 warm import, that a cached rewrite's dependencies still resolve to the files it read.
 """
 
