@@ -24,6 +24,13 @@ def _read(path: str) -> str:
 
 def cmd_expand(args: argparse.Namespace) -> int:
     """Print the module as the import hook rewrites it, or the generated CUDA C++."""
+    if args.prelude:
+        from .headers import header_text
+
+        sys.stdout.write(header_text())
+        return 0
+    if args.file is None:
+        raise SystemExit("gpu-native expand: give a FILE, or --prelude to print the prelude header")
     from .rewrite import rewrite_module, transpile_module
 
     source = _read(args.file)
@@ -57,8 +64,10 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("expand", help="print the rewritten module (or its CUDA C++)")
-    p.add_argument("file", help="a Python file that defines kernels")
+    p.add_argument("file", nargs="?", help="a Python file that defines kernels")
     p.add_argument("--cuda", action="store_true", help="print the generated CUDA C++ instead")
+    p.add_argument("--prelude", action="store_true",
+                   help='print the header every kernel includes ("gpu_native/prelude.cuh") instead')
     p.add_argument("--kernel", metavar="NAME", help="only this kernel (with --cuda)")
     p.add_argument("--module", metavar="NAME", help="the file's module name (default: guessed "
                    "from the package layout)")

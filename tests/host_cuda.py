@@ -6,8 +6,9 @@ device compiler is (the host build agrees).  It also builds with UBSan, so undef
 the generated code (which a device compiler may exploit) is reported.
 
 Only what the fuzzer generates is supported: 1-D launches, no shared memory, barriers, warp
-operations or atomics beyond the error record.  The few PTX ``asm`` helpers of the prelude are
-replaced by their portable meaning.
+operations or atomics beyond the error record.  The prelude header a translation unit includes
+(``gpu_native/prelude.cuh``) is pasted in place of its ``#include``, and its few PTX ``asm``
+helpers are replaced by their portable meaning.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ import subprocess
 import tempfile
 
 import numpy as np
+
+from gpu_native import headers
 
 SHIM = r"""
 #include <cmath>
@@ -78,9 +81,18 @@ _ASM_BLOCKS = [
 ]
 
 
+def _include_shipped_headers(cuda: str) -> str:
+    """``cuda`` with each ``#include`` of a header gpu_native ships replaced by its text (which
+    the PTX rewrites below then apply to, as they would to the translation unit itself)."""
+    def paste(m: re.Match) -> str:
+        return headers.header_text(m.group(1)) if m.group(1) in headers.SHIPPED else m.group(0)
+
+    return re.sub(r'^#include "([^"]+)"[ \t]*$', paste, cuda, flags=re.M)
+
+
 def host_source(cuda: str) -> str:
     """``cuda`` (one generated translation unit) rewritten to compile as host C++."""
-    text = cuda
+    text = _include_shipped_headers(cuda)
     for start, end in _ASM_BLOCKS:
         m = re.search(start, text)
         if m is None:

@@ -14,7 +14,7 @@ import warnings
 import pytest
 
 import gpu_native
-from gpu_native import cli
+from gpu_native import cli, headers
 from gpu_native.cache import (
     ArtifactStore,
     BuildRequest,
@@ -120,6 +120,17 @@ def entry_files(directory) -> list[str]:
     return sorted(os.listdir(directory)) if os.path.isdir(directory) else []
 
 
+def edited_prelude(root) -> str:
+    """An include directory holding the prelude with one comment changed."""
+    directory = root / "include"
+    (directory / "gpu_native").mkdir(parents=True)
+    text = headers.header_text()
+    edited = text.replace("Report an error and end this thread.", "Report an error; end the thread.")
+    assert edited != text
+    (directory / "gpu_native" / "prelude.cuh").write_text(edited)
+    return str(directory)
+
+
 def cache_warnings(caught) -> list[str]:
     return [str(w.message) for w in caught if issubclass(w.category, CacheWarning)]
 
@@ -146,6 +157,21 @@ class TestKeys:
         assert before.keys() == after.keys()
         for label in before:
             assert artifact_id(before[label]) == artifact_id(after[label]), label
+
+    def test_editing_the_prelude_header_changes_every_key(self, kernel_requests, tmp_path,
+                                                          monkeypatch):
+        # The sources only name the prelude, so the key must hash the header's text itself.
+        for request in kernel_requests.values():
+            assert f'#include "{headers.PRELUDE}"' in request.source
+            assert "struct gn_error_record" not in request.source
+        before = {label: artifact_id(r) for label, r in kernel_requests.items()}
+        monkeypatch.setattr(headers, "INCLUDE_DIR", edited_prelude(tmp_path))
+        after = {label: artifact_id(r) for label, r in kernel_requests.items()}
+        assert before.keys() == after.keys() and len(before) >= 3
+        for label in before:
+            assert after[label] != before[label], label
+        monkeypatch.undo()
+        assert {label: artifact_id(r) for label, r in kernel_requests.items()} == before
 
     def test_key_covers_arch_options_and_nvrtc_version(self, kernel_requests):
         request = kernel_requests["pkg.kern.scaled"]
@@ -176,6 +202,17 @@ class TestKeys:
 
 
 class TestLookup:
+    def test_an_edited_prelude_header_is_compiled_again(self, kernel_requests, tmp_path,
+                                                        monkeypatch, isolated_cache):
+        request = kernel_requests["pkg.kern.scaled"]
+        first = find_or_build(request)
+        clear_memory_cache()
+        assert find_or_build(request).origin == "cache"
+        monkeypatch.setattr(headers, "INCLUDE_DIR", edited_prelude(tmp_path))
+        clear_memory_cache()
+        edited = find_or_build(request)
+        assert edited.origin == "compiled" and edited.key != first.key
+
     def test_compile_then_memory_then_disk(self, kernel_requests, isolated_cache):
         request = kernel_requests["pkg.kern.scaled"]
         first = find_or_build(request)

@@ -145,12 +145,14 @@ def nvrtc_compile(kernel, target: str = "compute_90") -> tuple[bool, str, str]:
     """(compiled, log, PTX) of a kernel's generated CUDA, straight from NVRTC."""
     nvrtc = pytest.importorskip("cuda.bindings.nvrtc")
     (variant,) = kernel.variants.values()
+    from gpu_native.compiler.nvrtc import create_program
+
     options = [f"--gpu-architecture={target}".encode(), b"-std=c++17"]
     if "uses_half" in variant.traits:
         from gpu_native.compiler.nvrtc import half_include_dir
 
         options.append(f"-I{half_include_dir()}".encode())
-    _err, program = nvrtc.nvrtcCreateProgram(variant.cuda.encode(), b"k.cu", 0, [], [])
+    program = create_program(variant.cuda.encode(), b"k.cu")
     try:
         (result,) = nvrtc.nvrtcCompileProgram(program, len(options), options)
         _, size = nvrtc.nvrtcGetProgramLogSize(program)

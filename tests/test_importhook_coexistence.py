@@ -349,6 +349,13 @@ class TestInstalledPth:
             assert rep["launched"] is True and rep["libcst_after_import"] is (outcome == "miss")
             home = source if editable else site_packages(python)
             assert all(f.startswith(str(home)) for f in files), files
+        # The CUDA prelude every kernel includes is installed with the package.
+        header = subprocess.run([str(python), "-c", "from gpu_native import headers; "
+                                 "headers.header_text(); print(headers.header_path())"],
+                                cwd=work, env=env, capture_output=True, text=True)
+        assert header.returncode == 0, header.stderr
+        assert header.stdout.strip() == str(home / "gpu_native" / "include" / "gpu_native" /
+                                            "prelude.cuh")
         # Opting out works for the installed .pth too.
         off = subprocess.run([str(python), "-c", "import _gpu_native_startup as s; "
                               "print(s.status()['installed'])"], cwd=work,

@@ -49,8 +49,9 @@ import numpy as np
 import pytest
 
 import gpu_native as gn
+from gpu_native import headers
 from gpu_native.cache import BuildRequest
-from gpu_native.compiler.nvrtc import compile_request
+from gpu_native.compiler.nvrtc import compile_request, create_program
 
 SOURCE = """
 from gpu_native import gpu_kernel, Kernel1D, CUDASlice, CUDASliceMut, FlatLayout1D, i32, u32, i16
@@ -217,7 +218,8 @@ def test_abs_of_the_most_negative_integer_wraps_everywhere_it_is_used(kernel_mod
 
 def test_integer_min_and_max_are_selected_in_ptx_and_compile_cleanly(kernels):
     variant = kernels.minmax3.variants[()]
-    assert 'GN_SELECT_MINMAX(int, int, "lt.u32.s32", gn_min)' in variant.cuda
+    assert '#include "gpu_native/prelude.cuh"' in variant.cuda
+    assert 'GN_SELECT_MINMAX(int, int, "lt.u32.s32", gn_min)' in headers.header_text()
     image = compile_request(BuildRequest(source=variant.cuda, symbol=variant.symbol,
                                          arch="sm_90", label=variant.symbol))
     assert image.log.strip("\x00").strip() == ""
@@ -284,7 +286,7 @@ def _ptx(variant) -> str:
     """The PTX NVRTC makes of a variant (compute_90), for checks that need no GPU."""
     from cuda.bindings import nvrtc
 
-    _err, program = nvrtc.nvrtcCreateProgram(variant.cuda.encode(), b"k.cu", 0, [], [])
+    program = create_program(variant.cuda.encode(), b"k.cu")
     options = [b"--gpu-architecture=compute_90", b"-std=c++17"]
     assert nvrtc.nvrtcCompileProgram(program, len(options), options)[0] == \
         nvrtc.nvrtcResult.NVRTC_SUCCESS
@@ -476,7 +478,7 @@ def test_a_wrapped_32_bit_result_is_sign_extended_after_the_wrap_in_ptx(kernel_m
 
     variant = next(iter(kernel_module(SEXT_SOURCE).wrapped_divisor.variants.values()))
     assert "gn_sext32(" in variant.cuda.split("extern \"C\" __global__", 1)[1]
-    _err, program = nvrtc.nvrtcCreateProgram(variant.cuda.encode(), b"k.cu", 0, [], [])
+    program = create_program(variant.cuda.encode(), b"k.cu")
     options = [b"--gpu-architecture=compute_90", b"-std=c++17"]
     assert nvrtc.nvrtcCompileProgram(program, len(options), options)[0] == \
         nvrtc.nvrtcResult.NVRTC_SUCCESS

@@ -5,9 +5,10 @@ that can name a file and nothing else.  There are two of them:
 
 * the *artifact id* hashes everything that decides what NVRTC is asked to do: the generated CUDA
   source (which already contains every ``@gpu_device`` function the kernel reaches, from any
-  module), the kernel symbol, the arch, the compile options, gpu_native's version and
-  :data:`SCHEMA_VERSION`.  Precompiled directories are indexed by it, because a deployment must
-  find its artifacts without loading NVRTC to ask for its version;
+  module), the text of the headers it includes (``gpu_native/prelude.cuh``, by content hash: see
+  :mod:`gpu_native.headers`), the kernel symbol, the arch, the compile options, gpu_native's
+  version and :data:`SCHEMA_VERSION`.  Precompiled directories are indexed by it, because a
+  deployment must find its artifacts without loading NVRTC to ask for its version;
 * the *cache key* hashes the artifact id together with the NVRTC version, so that upgrading NVRTC
   recompiles everything in the per-user cache.
 
@@ -22,6 +23,7 @@ import json
 from typing import TYPE_CHECKING
 
 from .._version import __version__
+from ..headers import headers_digest
 
 if TYPE_CHECKING:
     from . import BuildRequest
@@ -76,6 +78,8 @@ def artifact_id(request: BuildRequest) -> str:
         "symbol": request.symbol,
         "options": compile_options(request),
         "source": source_hash,
+        # The source only names the prelude (`#include`); its text is hashed here.
+        "headers": headers_digest(),
     })
 
 

@@ -7,6 +7,22 @@ supports, which that GPU's driver can JIT.  Every compile has ``-lineinfo``, and
 source carries ``#line`` directives, so NVRTC's messages, compute-sanitizer and cuda-gdb name the
 user's Python lines.
 
+Generated code includes ``gpu_native/prelude.cuh`` by name.  NVRTC is handed that header in
+memory, under its include name (:func:`create_program`), rather than told an ``-I`` directory of
+the installed package:
+
+* the text compiled is the text the cache key hashed (:mod:`gpu_native.headers` reads it once for
+  both), so an artifact can never be filed under a header other than the one it was built with,
+  even if the file changes while a process runs;
+* a cubin does not depend on where gpu_native is installed.  ``-lineinfo`` writes the file of every
+  line into the cubin's line table: through ``-I`` that would be the absolute path of
+  ``site-packages/gpu_native/include/gpu_native/prelude.cuh`` on the machine that built it; in
+  memory it is ``gpu_native/prelude.cuh``, which NVRTC resolves against the working directory,
+  as it does the program's own name and the ``#line`` file names;
+* NVRTC's messages name ``gpu_native/prelude.cuh(LINE)``, the name in the ``#include`` line (the
+  file itself: ``gpu-native expand --prelude``), while the generated code's own lines still name
+  the user's Python file; and no directory is searched at compile time.
+
 Importing this module loads NVRTC; the runtime imports it only to compile.
 """
 
@@ -17,6 +33,7 @@ from typing import TYPE_CHECKING
 
 from cuda.bindings import nvrtc as _nvrtc
 
+from .. import headers
 from ..cache.keys import parse_arch
 from ..errors import CompileError
 from ..nodes import node
@@ -28,6 +45,7 @@ __all__ = [
     "CompiledImage",
     "choose_target",
     "compile_request",
+    "create_program",
     "half_include_dir",
     "library_path",
     "nvrtc_options",
@@ -165,6 +183,16 @@ def _image(program, kind: str) -> bytes:
     return buffer  # NUL-terminated, as cuModuleLoadData wants it
 
 
+def create_program(source: bytes, name: bytes):
+    """An NVRTC program (``nvrtcProgram``) for ``source``, named ``name``, that can
+    ``#include`` every header gpu_native ships (:data:`gpu_native.headers.SHIPPED`) by its include
+    name.  The caller compiles it and destroys it with ``nvrtcDestroyProgram``."""
+    names = [n.encode("utf-8") for n in headers.SHIPPED]
+    texts = [headers.header_text(n).encode("utf-8") for n in headers.SHIPPED]
+    return _check(_nvrtc.nvrtcCreateProgram(source, name, len(names), texts, names),
+                  "nvrtcCreateProgram")
+
+
 def warm_up(source: bytes) -> None:
     """Compile ``source`` once and throw the result away, so that NVRTC's one-time set-up is
     done before the first kernel compile (see :mod:`gpu_native.cache.prefetch`)."""
@@ -187,8 +215,7 @@ def compile_request(request: BuildRequest) -> CompiledImage:
     target, kind = choose_target(request.arch)
     options = nvrtc_options(request, target)
     name = f"{request.symbol or 'kernel'}.cu".encode()
-    program = _check(_nvrtc.nvrtcCreateProgram(request.source.encode("utf-8"), name, 0, [], []),
-                     "nvrtcCreateProgram")
+    program = create_program(request.source.encode("utf-8"), name)
     try:
         encoded = [o.encode("utf-8") for o in options]
         err, = _nvrtc.nvrtcCompileProgram(program, len(encoded), encoded)

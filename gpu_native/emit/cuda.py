@@ -16,7 +16,7 @@ import numpy as np
 from .. import abi, ir
 from .._version import __version__
 from ..nodes import fields, is_node
-from .prelude import HALF_INCLUDES, PRELUDE
+from .prelude import HALF_INCLUDES, PRELUDE_INCLUDE
 
 CPP_KEYWORDS = frozenset(["alignas", "alignof", "and", "and_eq", "asm", "auto", "bitand", "bitor", "bool", "break", "case", "catch", "char", "char16_t", "char32_t", "class", "compl", "const", "constexpr", "const_cast", "continue", "decltype", "default", "delete", "do", "double", "dynamic_cast", "else", "enum", "explicit", "export", "extern", "false", "float", "for", "friend", "goto", "if", "inline", "int", "long", "mutable", "namespace", "new", "noexcept", "not", "not_eq", "nullptr", "operator", "or", "or_eq", "private", "protected", "public", "register", "reinterpret_cast", "return", "short", "signed", "sizeof", "static", "static_assert", "static_cast", "struct", "switch", "template", "this", "thread_local", "throw", "true", "try", "typedef", "typeid", "typename", "union", "unsigned", "using", "virtual", "void", "volatile", "wchar_t", "while", "xor", "xor_eq", "threadIdx", "blockIdx", "blockDim", "gridDim", "warpSize", "printf", "min", "max", "abs", "signbit", "isnan", "isinf", "isfinite", "main", "assert"])
 
@@ -290,7 +290,7 @@ class CudaEmitter:
         ]
         if k.traits.uses_half:
             out.append(HALF_INCLUDES.rstrip("\n"))
-        out.append(PRELUDE.strip("\n"))
+        out.append(PRELUDE_INCLUDE)
         for fn in k.device_functions:
             out.append(self.device_function(fn))
         out.append(self.kernel_function())

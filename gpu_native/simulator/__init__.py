@@ -26,7 +26,8 @@ of a chunk execute each statement together ("lockstep"); ``if``/``while``/``for`
 masks, a failed check or a ``return`` removes the thread from the mask, and ``sync_threads()`` is
 a point every live thread of the block reaches at the same time.  Integer arithmetic wraps at the
 type's width, ``f32`` stays ``f32``, ``f16`` rounds once per operation and ``bf16`` computes in
-``f32`` and rounds to nearest even, exactly as the prelude of the CUDA emitter defines them.
+``f32`` and rounds to nearest even, exactly as the generated CUDA and the prelude header it
+includes (``gpu_native/include/gpu_native/prelude.cuh``) define them.
 Atomics take effect one thread after another in thread order.
 
 Debugging

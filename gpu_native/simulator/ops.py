@@ -1,6 +1,7 @@
 """Per-lane arithmetic with the GPU's semantics, on NumPy vectors of lanes.
 
-Each function mirrors one helper of the CUDA prelude (:mod:`gpu_native.emit.prelude`) or one
+Each function mirrors one helper of the CUDA prelude (the header
+``gpu_native/include/gpu_native/prelude.cuh``, which ``gpu-native expand --prelude`` prints) or one
 conversion of :func:`gpu_native.emit.cuda.convert`, so the simulator computes what the generated
 CUDA computes: fixed-width wrapping integers, Python floor division and modulo, clamped shifts,
 saturating float-to-int casts, one rounding per ``f16`` operation, ``bf16`` computed in ``f32``

@@ -1,0 +1,425 @@
+/* gpu_native/prelude.cuh: the helpers every generated kernel translation unit includes.
+
+   They give the kernel language its defined semantics where C++ leaves them undefined or differs
+   from Python: wrapping signed arithmetic, Python's floor division and modulo, clamped shifts,
+   saturating float-to-int conversion, NaN-propagating min/max in Python's argument order, and the
+   device error record (its layout is gpu_native/abi.py's ERROR_RECORD_FORMAT).  Several helpers
+   are spelled in PTX to keep a device compiler from miscompiling them; each names the fuzz seed
+   that found the bug, and tests/test_nvrtc_bugs.py pins it.
+
+   The including translation unit defines GN_KERNEL_ID (the kernel's id in the error record)
+   first.  NVRTC is given this file as an in-memory header under its include name (see
+   gpu_native/compiler/nvrtc.py), and its SHA-256 enters every cache key
+   (gpu_native/cache/keys.py): editing it recompiles every kernel.  The CPU simulator
+   (gpu_native/simulator/ops.py) mirrors these helpers; keep the two in step. */
+#ifndef GPU_NATIVE_PRELUDE_CUH
+#define GPU_NATIVE_PRELUDE_CUH
+
+#ifndef GN_KERNEL_ID
+#error "define GN_KERNEL_ID (the kernel id of gpu_native/abi.py) before including gpu_native/prelude.cuh"
+#endif
+
+typedef unsigned long long gn_u64;
+typedef long long gn_i64;
+
+struct gn_error_record {
+    unsigned int state;
+    unsigned int site;
+    gn_u64 kernel;
+    gn_i64 index;
+    gn_i64 length;
+    unsigned int block[3];
+    unsigned int thread[3];
+    unsigned int count;
+    unsigned int reserved;
+};
+
+/* Record the first error of a launch into the host-mapped record.  No trap: the CUDA context
+   stays usable and the host raises at the next synchronisation. */
+__device__ __noinline__ void gn_record(gn_error_record* rec, unsigned int site, gn_i64 index,
+                                       gn_i64 length, uint3 block, uint3 thread) {
+    atomicAdd_system(&rec->count, 1u);
+    if (atomicCAS_system(&rec->state, 0u, 1u) == 0u) {
+        rec->site = site;
+        rec->kernel = GN_KERNEL_ID;
+        rec->index = index;
+        rec->length = length;
+        rec->block[0] = block.x; rec->block[1] = block.y; rec->block[2] = block.z;
+        rec->thread[0] = thread.x; rec->thread[1] = thread.y; rec->thread[2] = thread.z;
+        __threadfence_system();
+        atomicExch_system(&rec->state, 2u);
+    }
+}
+
+/* Report an error and end this thread. */
+__device__ __forceinline__ void gn_fail(gn_error_record* rec, unsigned int site, gn_i64 index,
+                                        gn_i64 length) {
+    gn_record(rec, site, index, length, blockIdx, threadIdx);
+    asm volatile("exit;");
+}
+
+/* The same for a kernel that runs its logical grid on fewer threads: report the logical block and
+   thread of `uid`, as the user launched it. */
+__device__ __forceinline__ void gn_fail_at(gn_error_record* rec, unsigned int site, gn_i64 index,
+                                           gn_i64 length, gn_i64 uid, unsigned int bdim) {
+    gn_record(rec, site, index, length, make_uint3((unsigned int)(uid / bdim), 0u, 0u),
+              make_uint3((unsigned int)(uid % bdim), 0u, 0u));
+    asm volatile("exit;");
+}
+
+/* Bounds check: one unsigned comparison covers negative indices too. */
+__device__ __forceinline__ gn_i64 gn_chk(gn_error_record* rec, gn_i64 i, gn_i64 n,
+                                         unsigned int site) {
+    if (__builtin_expect((gn_u64)i >= (gn_u64)n, 0)) gn_fail(rec, site, i, n);
+    return i;
+}
+__device__ __forceinline__ gn_i64 gn_chk_at(gn_error_record* rec, gn_i64 i, gn_i64 n,
+                                            unsigned int site, gn_i64 uid, unsigned int bdim) {
+    if (__builtin_expect((gn_u64)i >= (gn_u64)n, 0)) gn_fail_at(rec, site, i, n, uid, bdim);
+    return i;
+}
+
+/* Both indices of a 2-D access under one branch (the offset is returned); a failure reports the
+   first axis out of range, as two separate checks would. */
+__device__ __forceinline__ gn_i64 gn_at2(gn_error_record* rec, gn_i64 i, gn_i64 n0,
+                                         unsigned int s0, gn_i64 j, gn_i64 n1, unsigned int s1) {
+    if (__builtin_expect(((gn_u64)i >= (gn_u64)n0) | ((gn_u64)j >= (gn_u64)n1), 0)) {
+        if ((gn_u64)i >= (gn_u64)n0) gn_fail(rec, s0, i, n0);
+        gn_fail(rec, s1, j, n1);
+    }
+    return i * n1 + j;
+}
+__device__ __forceinline__ gn_i64 gn_at2_at(gn_error_record* rec, gn_i64 i, gn_i64 n0,
+                                            unsigned int s0, gn_i64 j, gn_i64 n1,
+                                            unsigned int s1, gn_i64 uid, unsigned int bdim) {
+    if (__builtin_expect(((gn_u64)i >= (gn_u64)n0) | ((gn_u64)j >= (gn_u64)n1), 0)) {
+        if ((gn_u64)i >= (gn_u64)n0) gn_fail_at(rec, s0, i, n0, uid, bdim);
+        gn_fail_at(rec, s1, j, n1, uid, bdim);
+    }
+    return i * n1 + j;
+}
+/* The same in 32 bits, for the _i32 entry points (arrays below 2**31 elements, see
+   gpu_native.emit.index32); a failure reports the same index and extent. */
+__device__ __forceinline__ int gn_chk32(gn_error_record* rec, int i, int n, unsigned int site) {
+    if (__builtin_expect((unsigned int)i >= (unsigned int)n, 0)) gn_fail(rec, site, i, n);
+    return i;
+}
+__device__ __forceinline__ int gn_at2_32(gn_error_record* rec, int i, int n0, unsigned int s0,
+                                         int j, int n1, unsigned int s1) {
+    if (__builtin_expect(((unsigned int)i >= (unsigned int)n0) |
+                         ((unsigned int)j >= (unsigned int)n1), 0)) {
+        if ((unsigned int)i >= (unsigned int)n0) gn_fail(rec, s0, i, n0);
+        gn_fail(rec, s1, j, n1);
+    }
+    return i * n1 + j;
+}
+
+__device__ __forceinline__ void gn_assert(gn_error_record* rec, bool ok, unsigned int site) {
+    if (__builtin_expect(!ok, 0)) gn_fail(rec, site, 0, 0);
+}
+__device__ __forceinline__ void gn_assert_at(gn_error_record* rec, bool ok, unsigned int site,
+                                             gn_i64 uid, unsigned int bdim) {
+    if (__builtin_expect(!ok, 0)) gn_fail_at(rec, site, 0, 0, uid, bdim);
+}
+
+/* Python floor division and modulo for integers (wrapping, INT_MIN // -1 == INT_MIN). */
+template <typename T> __device__ __forceinline__ T gn_floordiv(T a, T b) {
+    if ((T)-1 > (T)0) return a / b;
+    if (b == (T)-1) return (T)(0 - (gn_u64)a);
+    T q = a / b;
+    if ((a % b != 0) && ((a < 0) != (b < 0))) q -= 1;
+    return q;
+}
+template <typename T> __device__ __forceinline__ T gn_mod(T a, T b) {
+    if ((T)-1 > (T)0) return a % b;
+    if (b == (T)-1) return 0;
+    T r = a % b;
+    if (r != 0 && ((r < 0) != (b < 0))) r += b;
+    return r;
+}
+template <typename T> __device__ __forceinline__ T gn_floordiv_chk(
+        gn_error_record* rec, T a, T b, unsigned int site) {
+    if (__builtin_expect(b == 0, 0)) gn_fail(rec, site, (gn_i64)a, 0);
+    return gn_floordiv(a, b);
+}
+template <typename T> __device__ __forceinline__ T gn_mod_chk(
+        gn_error_record* rec, T a, T b, unsigned int site) {
+    if (__builtin_expect(b == 0, 0)) gn_fail(rec, site, (gn_i64)a, 0);
+    return gn_mod(a, b);
+}
+template <typename T> __device__ __forceinline__ T gn_floordiv_chk_at(
+        gn_error_record* rec, T a, T b, unsigned int site, gn_i64 uid, unsigned int bdim) {
+    if (__builtin_expect(b == 0, 0)) gn_fail_at(rec, site, (gn_i64)a, 0, uid, bdim);
+    return gn_floordiv(a, b);
+}
+template <typename T> __device__ __forceinline__ T gn_mod_chk_at(
+        gn_error_record* rec, T a, T b, unsigned int site, gn_i64 uid, unsigned int bdim) {
+    if (__builtin_expect(b == 0, 0)) gn_fail_at(rec, site, (gn_i64)a, 0, uid, bdim);
+    return gn_mod(a, b);
+}
+
+/* Python float modulo and floor division (the result of % has the divisor's sign). */
+__device__ __forceinline__ float gn_fmod_py(float a, float b) {
+    float m = fmodf(a, b);
+    if (m != 0.0f) { if ((b < 0.0f) != (m < 0.0f)) m += b; }
+    else m = copysignf(0.0f, b);
+    return m;
+}
+__device__ __forceinline__ double gn_fmod_py(double a, double b) {
+    double m = fmod(a, b);
+    if (m != 0.0) { if ((b < 0.0) != (m < 0.0)) m += b; }
+    else m = copysign(0.0, b);
+    return m;
+}
+__device__ __forceinline__ float gn_ffloordiv_py(float a, float b) {
+    float m = fmodf(a, b);
+    float d = (a - m) / b;
+    if (m != 0.0f) { if ((b < 0.0f) != (m < 0.0f)) d -= 1.0f; }
+    if (d != 0.0f) { float f = floorf(d); if (d - f > 0.5f) f += 1.0f; return f; }
+    return copysignf(0.0f, a / b);
+}
+__device__ __forceinline__ double gn_ffloordiv_py(double a, double b) {
+    double m = fmod(a, b);
+    double d = (a - m) / b;
+    if (m != 0.0) { if ((b < 0.0) != (m < 0.0)) d -= 1.0; }
+    if (d != 0.0) { double f = floor(d); if (d - f > 0.5) f += 1.0; return f; }
+    return copysign(0.0, a / b);
+}
+
+/* Shifts by a count outside 0..bits-1 give 0 (left) or the sign fill (right), as if the value
+   were shifted one bit at a time. */
+template <typename T> __device__ __forceinline__ T gn_shl(T a, gn_i64 n) {
+    const int bits = sizeof(T) * 8;
+    if (n < 0 || n >= bits) return (T)0;
+    return (T)((gn_u64)a << n);
+}
+template <typename T> __device__ __forceinline__ T gn_shr(T a, gn_i64 n) {
+    const int bits = sizeof(T) * 8;
+    if (n < 0 || n >= bits) return (a < (T)0) ? (T)-1 : (T)0;
+    return a >> n;
+}
+/* Signed 32-bit (and narrower) right shifts are a PTX bfe.s32, the same value.  ptxas (NVRTC
+   13.0, sm_90) takes the arithmetic shift of x | C, for a C with the sign bit set, to be
+   non-negative: abs((x | C) >> 2) became (x | C) >> 2, and min(b, (x | C) >> 2) became b for a
+   b in {0, 1} (fuzz seed 48495).  It does not make that assumption of a bit-field extract. */
+__device__ __forceinline__ int gn_asr32(int a, int n) {
+    int r;
+    asm("bfe.s32 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(n), "r"(32 - n));
+    return r;
+}
+#define GN_SHR_SIGNED(T, BITS)                                                              \
+    template <> __device__ __forceinline__ T gn_shr<T>(T a, gn_i64 n) {                      \
+        if (n < 0 || n >= BITS) return (a < (T)0) ? (T)-1 : (T)0;                           \
+        return (T)gn_asr32((int)a, (int)n); }
+GN_SHR_SIGNED(int, 32)
+GN_SHR_SIGNED(short, 16)
+GN_SHR_SIGNED(signed char, 8)
+#undef GN_SHR_SIGNED
+
+/* Integer power with a constant non-negative exponent (wrapping). */
+template <typename T> __device__ __forceinline__ T gn_ipow(T base, int e) {
+    gn_u64 result = 1, b = (gn_u64)base;
+    while (e > 0) { if (e & 1) result *= b; b *= b; e >>= 1; }
+    return (T)result;
+}
+
+template <typename T> __device__ __forceinline__ T gn_sq(T a) { return a * a; }
+
+/* x * c for a constant c = +-2**k, 1 <= |k| <= 3, as a fused multiply-add of -0.0 (the same
+   IEEE result, -0.0 and NaN included).  ptxas (NVRTC 13.0 and 13.5, sm_90) folds a plain f32
+   multiply by such a c into the multiply that produced x, as one FMUL.D8 or .M4 with a single
+   rounding: (b * b) / 8 became finite where b * b overflows to inf (fuzz seed 2508). */
+__device__ __forceinline__ float gn_fscale(float x, float c) { return __fmaf_rn(x, c, -0.0f); }
+
+/* x / y, where y is not a non-zero constant.  NVVM (NVRTC 13.0) takes a quotient to be
+   non-negative when neither operand can be less than zero, overlooking y = -0.0: it folded
+   (float)u / -0.0f < 0.0f to false although the quotient is -inf, and Python's x % q took the
+   wrong sign (fuzz seed 70643).  As the PTX div.rn it emits for x / y anyway, the quotient is
+   opaque to that reasoning.  Fast math (div.approx) keeps the plain division. */
+#if __USE_FAST_MATH__
+__device__ __forceinline__ float gn_fdiv(float x, float y) { return x / y; }
+#else
+__device__ __forceinline__ float gn_fdiv(float x, float y) {
+    float r; asm("div.rn.f32 %0, %1, %2;" : "=f"(r) : "f"(x), "f"(y)); return r; }
+#endif
+__device__ __forceinline__ double gn_fdiv(double x, double y) {
+    double r; asm("div.rn.f64 %0, %1, %2;" : "=d"(r) : "d"(x), "d"(y)); return r; }
+
+/* Python's min/max: min(a, b) is b only when b < a (so NaN handling follows the argument order). */
+template <typename T> __device__ __forceinline__ T gn_min(T a, T b) { return (b < a) ? b : a; }
+template <typename T> __device__ __forceinline__ T gn_max(T a, T b) { return (b > a) ? b : a; }
+/* 32-bit (and narrower) integers select through a PTX `set` mask, min(a, b) = a ^ ((a ^ b) & m)
+   with m all ones when b < a.  ptxas (NVRTC 13.0, sm_90) miscompiles the VIMNMX instructions it
+   forms from chained minima and maxima: it fused min(min(-a, b), c) into one VIMNMX3 and dropped
+   the negation (fuzz seeds 1951, 2552), and for m = max(max(x, 0), 0) it read m != 0 from the
+   predicate output of a VIMNMX.RELU the wrong way round (fuzz seed 3534).  Even a setp/selp pair
+   became a VIMNMX; a mask is not recognised as a min or max (tests/test_nvrtc_bugs.py). */
+#define GN_SELECT_MINMAX(T, R, CMP, NAME)                                                   \
+    template <> __device__ __forceinline__ T NAME<T>(T a, T b) {                             \
+        R m; asm("set." CMP " %0, %2, %1;" : "=r"(m) : "r"((R)a), "r"((R)b));                \
+        return (T)((R)a ^ (((R)a ^ (R)b) & m)); }
+GN_SELECT_MINMAX(int, int, "lt.u32.s32", gn_min)
+GN_SELECT_MINMAX(int, int, "gt.u32.s32", gn_max)
+GN_SELECT_MINMAX(unsigned int, unsigned int, "lt.u32.u32", gn_min)
+GN_SELECT_MINMAX(unsigned int, unsigned int, "gt.u32.u32", gn_max)
+GN_SELECT_MINMAX(short, int, "lt.u32.s32", gn_min)
+GN_SELECT_MINMAX(short, int, "gt.u32.s32", gn_max)
+GN_SELECT_MINMAX(unsigned short, unsigned int, "lt.u32.u32", gn_min)
+GN_SELECT_MINMAX(unsigned short, unsigned int, "gt.u32.u32", gn_max)
+GN_SELECT_MINMAX(signed char, int, "lt.u32.s32", gn_min)
+GN_SELECT_MINMAX(signed char, int, "gt.u32.s32", gn_max)
+GN_SELECT_MINMAX(unsigned char, unsigned int, "lt.u32.u32", gn_min)
+GN_SELECT_MINMAX(unsigned char, unsigned int, "gt.u32.u32", gn_max)
+#undef GN_SELECT_MINMAX
+/* Floats compare on their bit patterns.  As a float select the optimiser may turn min/max into
+   fmin/fmax, which do not keep the argument order for -0.0/+0.0 (fuzz seed 1403), and ptxas
+   (NVRTC 13.0, sm_90) takes fabs(x), x*x and exp2(x) to be >= 0 although they may be NaN: it
+   folds max(-5.0, fabs(x)) to fabs(x) and min(exp2(x), -3.0) to -3.0 (fuzz seeds 443, 9984,
+   10215, 14661).  Integer operations on the bits carry none of those assumptions.
+   gn_ieee_lt(b, a) is IEEE b < a: false when either is NaN or both are zeros. */
+__device__ __forceinline__ bool gn_ieee_lt(float b, float a) {
+    const unsigned int ua = (unsigned int)__float_as_int(a), ub = (unsigned int)__float_as_int(b);
+    const unsigned int ma = ua & 0x7fffffffu, mb = ub & 0x7fffffffu;
+    const bool unordered = (ma > 0x7f800000u) | (mb > 0x7f800000u) | ((ma | mb) == 0u);
+    /* Negative values: flip the magnitude bits so that signed integer order is float order. */
+    const int ka = (int)(ua ^ ((unsigned int)((int)ua >> 31) >> 1));
+    const int kb = (int)(ub ^ ((unsigned int)((int)ub >> 31) >> 1));
+    return !unordered & (kb < ka);
+}
+__device__ __forceinline__ bool gn_ieee_lt(double b, double a) {
+    const gn_u64 ua = (gn_u64)__double_as_longlong(a), ub = (gn_u64)__double_as_longlong(b);
+    const gn_u64 ma = ua & 0x7fffffffffffffffull, mb = ub & 0x7fffffffffffffffull;
+    const bool unordered = (ma > 0x7ff0000000000000ull) | (mb > 0x7ff0000000000000ull) |
+                           ((ma | mb) == 0ull);
+    const gn_i64 ka = (gn_i64)(ua ^ ((gn_u64)((gn_i64)ua >> 63) >> 1));
+    const gn_i64 kb = (gn_i64)(ub ^ ((gn_u64)((gn_i64)ub >> 63) >> 1));
+    return !unordered & (kb < ka);
+}
+template <> __device__ __forceinline__ float gn_min<float>(float a, float b) {
+    return gn_ieee_lt(b, a) ? b : a; }
+template <> __device__ __forceinline__ float gn_max<float>(float a, float b) {
+    return gn_ieee_lt(a, b) ? b : a; }
+template <> __device__ __forceinline__ double gn_min<double>(double a, double b) {
+    return gn_ieee_lt(b, a) ? b : a; }
+template <> __device__ __forceinline__ double gn_max<double>(double a, double b) {
+    return gn_ieee_lt(a, b) ? b : a; }
+/* x > c and x >= c against a constant c <= 0, for the same ptxas assumption: the compare may be
+   folded to true, so the NaN test is made on the bits (fuzz seed 2638).  Likewise x < c and
+   x <= c against a constant c >= 0, for an x it takes to be <= 0: 2e18f > -v with v = fabs(y)
+   was true for a NaN y (fuzz seed 47326). */
+__device__ __forceinline__ bool gn_not_nan(float x) {
+    return ((unsigned int)__float_as_int(x) & 0x7fffffffu) <= 0x7f800000u; }
+__device__ __forceinline__ bool gn_not_nan(double x) {
+    return ((gn_u64)__double_as_longlong(x) & 0x7fffffffffffffffull) <= 0x7ff0000000000000ull; }
+template <typename T> __device__ __forceinline__ bool gn_gt_ord(T x, T c) {
+    return (x > c) & gn_not_nan(x); }
+template <typename T> __device__ __forceinline__ bool gn_ge_ord(T x, T c) {
+    return (x >= c) & gn_not_nan(x); }
+template <typename T> __device__ __forceinline__ bool gn_lt_ord(T x, T c) {
+    return (x < c) & gn_not_nan(x); }
+template <typename T> __device__ __forceinline__ bool gn_le_ord(T x, T c) {
+    return (x <= c) & gn_not_nan(x); }
+/* abs with wraparound: abs(INT_MIN) is INT_MIN.  Spelled as a PTX negate-and-select: both the
+   C++ optimiser and ptxas (NVRTC 13.0) treat an abs, even PTX abs.s32, as non-negative, and then
+   fold min(0, abs(x)) to 0 or drop a floor-division correction (fuzz seeds 530, 3080, 3404). */
+template <typename T> __device__ __forceinline__ T gn_iabs(T a) {
+    return (a < (T)0) ? (T)(0 - (gn_u64)a) : a;
+}
+template <> __device__ __forceinline__ int gn_iabs<int>(int a) {
+    int r;
+    asm("{ .reg .pred p; .reg .s32 n; setp.lt.s32 p, %1, 0; neg.s32 n, %1; selp.b32 %0, n, %1, p; }"
+        : "=r"(r) : "r"(a));
+    return r;
+}
+template <> __device__ __forceinline__ long long gn_iabs<long long>(long long a) {
+    long long r;
+    asm("{ .reg .pred p; .reg .s64 n; setp.lt.s64 p, %1, 0; neg.s64 n, %1; selp.b64 %0, n, %1, p; }"
+        : "=l"(r) : "l"(a));
+    return r;
+}
+
+/* Sign extension of a 32-bit result that may have wrapped.  NVVM (NVRTC 13.0 and 13.5) rewrote
+   (long long)(int)((unsigned)x - C) as (long long)x - C in a uid loop, as if the 32-bit
+   subtraction could not wrap (fuzz seed 12127); a PTX cvt keeps the extension after the wrap. */
+__device__ __forceinline__ long long gn_sext32(int v) {
+    long long r;
+    asm("cvt.s64.s32 %0, %1;" : "=l"(r) : "r"(v));
+    return r;
+}
+
+/* Float to integer: truncate toward zero, saturate at the type's range, NaN gives 0. */
+template <typename T> __device__ __forceinline__ T gn_f2i(double x, double lo, double hi) {
+    if (x != x) return (T)0;
+    if (x <= lo) return (T)lo;
+    if (x >= hi) return (T)hi;
+    return (T)trunc(x);
+}
+__device__ __forceinline__ gn_i64 gn_f2i64(double x) {
+    if (x != x) return 0;
+    if (x <= -9223372036854775808.0) return (gn_i64)0x8000000000000000ull;
+    if (x >= 9223372036854775808.0) return 0x7fffffffffffffffll;
+    return (gn_i64)x;
+}
+__device__ __forceinline__ gn_u64 gn_f2u64(double x) {
+    if (x != x || x <= 0.0) return 0;
+    if (x >= 18446744073709551616.0) return 0xffffffffffffffffull;
+    return (gn_u64)x;
+}
+
+__device__ __forceinline__ int gn_lane_id() {
+    unsigned int lane;
+    asm volatile("mov.u32 %0, %%laneid;" : "=r"(lane));
+    return (int)lane;
+}
+__device__ __forceinline__ unsigned int gn_dynamic_smem_bytes() {
+    unsigned int bytes;
+    asm volatile("mov.u32 %0, %%dynamic_smem_size;" : "=r"(bytes));
+    return bytes;
+}
+
+/* Atomic min/max on floats through compare-and-swap (no native instruction). */
+__device__ __forceinline__ float gn_atomic_min(float* p, float v) {
+    int* ip = (int*)p; int old = *ip, assumed;
+    do { assumed = old; if (!(v < __int_as_float(assumed))) break;
+         old = atomicCAS(ip, assumed, __float_as_int(v)); } while (old != assumed);
+    return __int_as_float(old);
+}
+__device__ __forceinline__ float gn_atomic_max(float* p, float v) {
+    int* ip = (int*)p; int old = *ip, assumed;
+    do { assumed = old; if (!(v > __int_as_float(assumed))) break;
+         old = atomicCAS(ip, assumed, __float_as_int(v)); } while (old != assumed);
+    return __int_as_float(old);
+}
+__device__ __forceinline__ double gn_atomic_min(double* p, double v) {
+    gn_u64* ip = (gn_u64*)p; gn_u64 old = *ip, assumed;
+    do { assumed = old; if (!(v < __longlong_as_double(assumed))) break;
+         old = atomicCAS(ip, assumed, (gn_u64)__double_as_longlong(v)); } while (old != assumed);
+    return __longlong_as_double(old);
+}
+__device__ __forceinline__ double gn_atomic_max(double* p, double v) {
+    gn_u64* ip = (gn_u64*)p; gn_u64 old = *ip, assumed;
+    do { assumed = old; if (!(v > __longlong_as_double(assumed))) break;
+         old = atomicCAS(ip, assumed, (gn_u64)__double_as_longlong(v)); } while (old != assumed);
+    return __longlong_as_double(old);
+}
+__device__ __forceinline__ float gn_atomic_cas(float* p, float expected, float desired) {
+    return __int_as_float(atomicCAS((int*)p, __float_as_int(expected), __float_as_int(desired)));
+}
+__device__ __forceinline__ double gn_atomic_cas(double* p, double expected, double desired) {
+    return __longlong_as_double(atomicCAS((gn_u64*)p, (gn_u64)__double_as_longlong(expected),
+                                          (gn_u64)__double_as_longlong(desired)));
+}
+template <typename T> __device__ __forceinline__ T gn_atomic_cas(T* p, T expected, T desired) {
+    return atomicCAS(p, expected, desired);
+}
+__device__ __forceinline__ gn_i64 gn_atomic_cas(gn_i64* p, gn_i64 expected, gn_i64 desired) {
+    return (gn_i64)atomicCAS((gn_u64*)p, (gn_u64)expected, (gn_u64)desired);
+}
+template <typename T> __device__ __forceinline__ T gn_atomic_load(T* p) {
+    return *(volatile T*)p;
+}
+template <typename T> __device__ __forceinline__ void gn_atomic_store(T* p, T v) {
+    *(volatile T*)p = v;
+}
+
+#endif /* GPU_NATIVE_PRELUDE_CUH */
