@@ -22,7 +22,7 @@ import warnings
 from .._version import __version__
 from ..errors import MissingArtifactError
 from ..nodes import node, replace
-from . import locations, nvrtc_probe, prefetch
+from . import housekeeping, locations, nvrtc_probe, prefetch
 from .keys import artifact_id, cache_key, compile_options, parse_arch
 from .locations import CacheWarning
 from .store import ArtifactStore, CorruptEntryError, StoredEntry
@@ -277,5 +277,5 @@ def _find_or_build(request: BuildRequest) -> Artifact:
         except OSError as exc:
             _warn_unwritable(store, exc)
         else:
-            store.evict(keep=key)
+            housekeeping.evict(store, housekeeping.modules_cache(), keep=key)
     return Artifact(compiled.image, compiled.kind, request.arch, key, "compiled")

@@ -79,10 +79,11 @@ def _nvrtc(facts: dict) -> list[tuple[str, str]]:
 
 
 def _cache() -> list[tuple[str, str]]:
-    from ..cache import locations, user_store
+    from ..cache import housekeeping, locations, user_store
     from .cache import describe
 
-    lines = [(f"cache {label}", value) for label, value in describe(user_store())]
+    lines = [(f"cache {label}", value)
+             for label, value in describe(user_store(), housekeeping.modules_cache())]
     dirs = locations.env_precompiled_dirs()
     if dirs:
         for d in dirs:
