@@ -4,17 +4,21 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
+import time
+from pathlib import Path
 
 import pytest
 
 import gpu_native
 from gpu_native import cli
-from gpu_native.cache import SHIPPED_DIRNAME, clear_memory_cache
-from gpu_native.compiler.precompile import find_modules, parse_archs, plan
-from gpu_native.errors import GpuNativeError
+from gpu_native.cache import SHIPPED_DIRNAME, artifact_id, clear_memory_cache
+from gpu_native.compiler import precompile as precompile_module
+from gpu_native.compiler.precompile import find_modules, parse_archs, plan, precompile
+from gpu_native.errors import CompileError, GpuNativeError
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(gpu_native.__file__)))
 
@@ -219,6 +223,153 @@ class TestPrecompile:
         assert parse_archs(["sm_80,sm_90", "sm_90", " sm_100a "]) == ("sm_80", "sm_90", "sm_100a")
         with pytest.raises(GpuNativeError, match="no GPU architecture"):
             parse_archs([","])
+
+
+def listing(directory: Path) -> dict[str, bytes]:
+    """Every file under ``directory`` with its bytes (what a failed build must not change)."""
+    return {str(p.relative_to(directory)): p.read_bytes()
+            for p in sorted(directory.rglob("*")) if p.is_file()}
+
+
+def leftovers(parent: Path) -> list[str]:
+    """Staging directories a build left beside its output."""
+    return sorted(p.name for p in parent.iterdir() if ".staging-" in p.name)
+
+
+# A kernel that transpiles but that ptxas refuses: more static shared memory than any GPU has.
+TOO_MUCH_SHARED = textwrap.dedent('''\
+    from gpu_native import (gpu_kernel, Kernel1D, CUDASlice, CUDASliceMut, FlatLayout1D,
+                            BlockLayout1D, shared_array, sync_threads, f32)
+
+
+    @gpu_kernel(Kernel1D)
+    def too_much_shared(a: CUDASlice[f32], c: CUDASliceMut[f32]):
+        buf = shared_array(f32, 100000)
+        t = BlockLayout1D.uid()
+        buf[t] = a[FlatLayout1D.uid()]
+        sync_threads()
+        c[FlatLayout1D.uid()] = buf[t]
+    ''')
+
+
+def many_kernels(names) -> str:
+    """A module with one trivial kernel per name."""
+    head = ("from gpu_native import gpu_kernel, Kernel1D, CUDASlice, CUDASliceMut, "
+            "FlatLayout1D, f32\n")
+    body = "".join(textwrap.dedent(f'''
+
+
+        @gpu_kernel(Kernel1D)
+        def {name}(a: CUDASlice[f32], c: CUDASliceMut[f32]):
+            c[FlatLayout1D.uid()] = a[FlatLayout1D.uid()]
+        ''') for name in names)
+    return head + body
+
+
+def fake_compile(request):
+    """Stands in for ``precompile._compile`` in the worker processes (pickled by name, so it must
+    live at module level).  Kernel ``bad`` fails at once; ``slow`` waits until the parent has
+    shown progress (or 20 s) and says which; every other one takes 0.3 s and leaves a marker."""
+    from gpu_native.compiler.nvrtc import CompiledImage
+
+    markers = Path(os.environ["GN_TEST_MARKERS"])
+    name = request.label.rsplit(".", 1)[-1]
+    if name == "bad":
+        return CompileError(f"NVRTC could not compile kernel {request.label}", "ptxas error")
+    if name == "slow":
+        deadline = time.monotonic() + 20
+        while not (markers / "progress-shown").exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        on_time = (markers / "progress-shown").exists()
+        image = b"\x7fELF shown while I ran" if on_time else b"\x7fELF shown after I finished"
+        return CompiledImage(image, "cubin", request.arch, "", ())
+    time.sleep(0.3)
+    (markers / request.label).write_text("compiled")
+    return CompiledImage(b"\x7fELF", "cubin", request.arch, "", ())
+
+
+class TestOutputDirectory:
+    def test_a_manifest_json_of_something_else_is_refused_and_nothing_written(
+            self, built, tmp_path, capsys):
+        shutil.copytree(built / "deploypkg", tmp_path / "deploypkg")
+        out = tmp_path / "site"
+        out.mkdir()
+        (out / "manifest.json").write_text('{"name": "my-web-app", "version": 3}\n')
+        (out / "index.html").write_text("<html></html>\n")
+        before = listing(out)
+        assert cli.main(["precompile", "deploypkg", "--arch", "sm_90", "--out", "site"]) == 1
+        err = capsys.readouterr().err
+        assert str(out / "manifest.json") in err and "not written by gpu-native precompile" in err
+        assert "Traceback" not in err
+        assert listing(out) == before
+        assert leftovers(tmp_path) == []
+        # An ordinary JSON file that is not a manifest at all is refused the same way.
+        (out / "manifest.json").write_text("[1, 2, 3]\n")
+        assert cli.main(["precompile", "deploypkg", "--arch", "sm_90", "--out", "site"]) == 1
+        assert "not written by gpu-native precompile" in capsys.readouterr().err
+
+    @pytest.mark.parametrize("existing", [True, False], ids=["existing-out", "new-out"])
+    def test_a_kernel_that_fails_leaves_out_as_it_was_and_names_its_line(
+            self, built, tmp_path, capsys, existing):
+        shutil.copytree(built / "deploypkg", tmp_path / "deploypkg")
+        (tmp_path / "deploypkg" / "bad.py").write_text(TOO_MUCH_SHARED)
+        out = tmp_path / "deploy" / "kernels"
+        if existing:
+            shutil.copytree(built / "out", out)
+        before = listing(out) if existing else None
+        assert cli.main(["precompile", "deploypkg", "--arch", "sm_80,sm_90", "--out",
+                         "deploy/kernels", "-j", "2"]) == 1
+        if existing:
+            assert listing(out) == before
+        else:
+            assert not (tmp_path / "deploy").exists()  # not even the parent it made
+        assert leftovers(out.parent if existing else tmp_path) == []
+        err = capsys.readouterr().err
+        line = TOO_MUCH_SHARED.splitlines().index("@gpu_kernel(Kernel1D)") + 1
+        where = os.path.join("deploypkg", "bad.py")
+        assert f"{where}:{line}: kernel deploypkg.bad.too_much_shared could not be compiled" in err
+        assert "too much shared data" in err and "Traceback" not in err
+
+    def test_the_first_error_stops_the_build(self, tmp_path, monkeypatch):
+        names = ["bad", *(f"k{i}" for i in range(15))]
+        (tmp_path / "manyk.py").write_text(many_kernels(names))
+        markers = tmp_path / "markers"
+        markers.mkdir()
+        monkeypatch.setenv("GN_TEST_MARKERS", str(markers))
+        monkeypatch.setattr(precompile_module, "_compile", fake_compile)
+        started = time.monotonic()
+        with pytest.raises(CompileError) as info:
+            precompile(["manyk.py"], ["sm_90"], str(tmp_path / "out"), jobs=2)
+        elapsed = time.monotonic() - started
+        time.sleep(1.5)  # what was already handed to a worker finishes; nothing else starts
+        compiled = sorted(p.name for p in markers.iterdir())
+        assert len(compiled) <= 5, (compiled, elapsed)  # of 15 that would compile
+        assert not (tmp_path / "out").exists() and leftovers(tmp_path) == []
+        assert str(info.value).startswith("manyk.py:")
+        assert "kernel manyk.bad could not be compiled for sm_90" in str(info.value)
+        assert "precompile stopped at this first error" in str(info.value)
+
+    def test_progress_is_shown_as_each_job_finishes(self, tmp_path, monkeypatch):
+        names = ["slow", *(f"k{i}" for i in range(5))]
+        (tmp_path / "manyk.py").write_text(many_kernels(names))
+        markers = tmp_path / "markers"
+        markers.mkdir()
+        monkeypatch.setenv("GN_TEST_MARKERS", str(markers))
+        monkeypatch.setattr(precompile_module, "_compile", fake_compile)
+        shown = []
+
+        def progress(done, total, job):
+            shown.append((done, total, job.request.label))
+            (markers / "progress-shown").touch()
+
+        precompile(["manyk.py"], ["sm_90"], str(tmp_path / "out"), jobs=2, progress=progress)
+        assert [d for d, _, _ in shown] == [1, 2, 3, 4, 5, 6]
+        # The slow job finished only once progress had been shown for another: while it ran.
+        assert shown[0][2] != "manyk.slow"
+        (slow,) = [j.request for j in plan(find_modules(["manyk.py"]), ["sm_90"])
+                   if j.name == "slow"]
+        image = (tmp_path / "out" / f"{artifact_id(slow)}.cubin").read_bytes()
+        assert image == b"\x7fELF shown while I ran"
 
 
 class TestDeployment:

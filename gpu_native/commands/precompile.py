@@ -1,7 +1,9 @@
 """``gpu-native precompile PKG_OR_PATH... --arch sm_80,sm_90 --out DIR [-j N]``.
 
 Builds every kernel of the given packages, modules or files for every arch, with no GPU, into
-``DIR`` (artifacts and ``manifest.json``).  At run time ``GPU_NATIVE_PRECOMPILED=DIR`` — or
+``DIR`` (artifacts and ``manifest.json``).  Nothing reaches
+``DIR`` unless every kernel compiled: the first error stops the build and names the kernel's
+file:line.  At run time ``GPU_NATIVE_PRECOMPILED=DIR`` — or
 ``DIR`` = ``mypkg/__gpu_native__`` shipped inside the package — makes them found before the user
 cache; add ``GPU_NATIVE_REQUIRE_PRECOMPILED=1`` to forbid compiling on the target machine.
 """
