@@ -374,7 +374,7 @@ class TestUnwritableCache:
         os.chmod(isolated_cache / "nvrtc", 0o500)
         if hasattr(os, "geteuid") and os.geteuid() == 0:
             # Root writes through permissions; fail writes the way a read-only directory does.
-            def refuse(path, data):
+            def refuse(path, data, mode=0o600):
                 raise PermissionError(13, "Permission denied", path)
 
             monkeypatch.setattr(store_module, "write_file_atomic", refuse)

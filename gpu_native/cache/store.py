@@ -62,6 +62,16 @@ class CorruptEntryError(Exception):
         super().__init__(f"{path}: {reason}")
 
 
+class UnreadableEntryError(Exception):
+    """An entry exists but this process may not read it (its file or directory belongs to another
+    account and is private to it, say); ``reason`` is the system's word for why."""
+
+    def __init__(self, path: str, reason: str):
+        self.path = path
+        self.reason = reason
+        super().__init__(f"{path}: {reason}")
+
+
 @node
 class StoredEntry:
     """An entry read back from a store, already verified against its sidecar."""
@@ -145,13 +155,14 @@ def make_private_dirs(path: str) -> None:
         os.mkdir(path, 0o700)
 
 
-def write_file_atomic(path: str, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a temporary file in the same directory, readable by the
-    user only, so that no reader ever sees a partial file."""
+def write_file_atomic(path: str, data: bytes, mode: int = 0o600) -> None:
+    """Write ``data`` to ``path`` through a temporary file in the same directory, so that no
+    reader ever sees a partial file.  ``mode`` is filtered by the umask: the default makes the
+    file readable by the user only; 0o666 makes it what the user's umask says."""
     directory, name = os.path.split(path)
     temp = os.path.join(directory, f".{name}.{os.getpid()}.{os.urandom(4).hex()}{TEMP_SUFFIX}")
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
-    fd = os.open(temp, flags, 0o600)
+    fd = os.open(temp, flags, mode)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
@@ -181,18 +192,24 @@ class ArtifactStore:
     Parameters
     ----------
     directory
-        Where the entries live; created (mode 0o700) on the first write.
+        Where the entries live; created on the first write.
     max_bytes
         Size cap for :meth:`evict`; least-recently-used entries are evicted past it.  ``None``
         means no cap (precompiled directories).
     read_only
         Never write, touch or evict (precompiled directories shipped with a package).
+    private
+        Create the directory 0o700 and files 0o600 whatever the umask (the per-user cache, whose
+        entries are trusted only while nobody else can write them).  ``False`` follows the umask
+        (``gpu-native precompile --out``: a deployment that other accounts must read).
     """
 
-    def __init__(self, directory: str, *, max_bytes: int | None = None, read_only: bool = False):
+    def __init__(self, directory: str, *, max_bytes: int | None = None, read_only: bool = False,
+                 private: bool = True):
         self.directory = directory
         self.max_bytes = max_bytes
         self.read_only = read_only
+        self.private = private
 
     def __repr__(self) -> str:
         return f"ArtifactStore({self.directory!r})"
@@ -217,7 +234,8 @@ class ArtifactStore:
     def get(self, key: str) -> StoredEntry | None:
         """The verified entry for ``key``, or ``None`` when there is none.
 
-        Raises :class:`CorruptEntryError` when the entry exists but does not verify.
+        Raises :class:`CorruptEntryError` when the entry exists but does not verify, and
+        :class:`UnreadableEntryError` when it exists but this process may not read it.
         """
         try:
             return self._read(key)
@@ -232,6 +250,8 @@ class ArtifactStore:
                 raw = f.read(_MAX_SIDECAR_BYTES + 1)
         except (FileNotFoundError, NotADirectoryError):
             return None
+        except OSError as exc:
+            raise UnreadableEntryError(meta_path, exc.strerror or type(exc).__name__) from None
         if len(raw) > _MAX_SIDECAR_BYTES:
             raise CorruptEntryError(meta_path, "the sidecar is too large")
         try:
@@ -246,6 +266,8 @@ class ArtifactStore:
         except FileNotFoundError:
             # Evicted (or never completed) between the two reads: a plain miss.
             return None
+        except OSError as exc:
+            raise UnreadableEntryError(image_path, exc.strerror or type(exc).__name__) from None
         if len(image) != meta["size"]:
             raise CorruptEntryError(
                 image_path, f"the image has {len(image)} bytes, its sidecar says {meta['size']} "
@@ -272,10 +294,14 @@ class ArtifactStore:
         sidecar.update(schema=SCHEMA_VERSION, key=key, kind=kind, sha256=image_sha256(image),
                        size=len(image))
         image_path = self.image_path(key, kind)
-        make_private_dirs(self.directory)
-        write_file_atomic(image_path, image)
+        if self.private:
+            make_private_dirs(self.directory)
+        else:
+            os.makedirs(self.directory, exist_ok=True)
+        mode = 0o600 if self.private else 0o666
+        write_file_atomic(image_path, image, mode)
         text = json.dumps(sidecar, indent=1, sort_keys=True) + "\n"
-        write_file_atomic(self.sidecar_path(key), text.encode("utf-8"))
+        write_file_atomic(self.sidecar_path(key), text.encode("utf-8"), mode)
         # An entry of the other kind under the same key would never be read; drop it.
         for other in KINDS:
             if other != kind:
@@ -421,6 +447,32 @@ class ArtifactStore:
         except OSError:
             return []
         return [n for n in names if not self.is_own_file(n)]
+
+    def unreadable(self, limit: int = 5) -> list[tuple[str, str]]:
+        """``(path, reason)`` for up to ``limit`` entry files (or the directory itself) that this
+        process may not read: what ``gpu-native doctor`` reports."""
+        try:
+            names = sorted(os.listdir(self.directory))
+        except FileNotFoundError:
+            return []
+        except OSError as exc:
+            return [(self.directory, exc.strerror or type(exc).__name__)]
+        found = []
+        for name in names:
+            key, _, suffix = name.partition(".")
+            if not is_valid_key(key) or suffix not in ("json", *KINDS):
+                continue
+            path = os.path.join(self.directory, name)
+            try:
+                with open(path, "rb"):
+                    pass
+            except FileNotFoundError:
+                continue
+            except OSError as exc:
+                found.append((path, exc.strerror or type(exc).__name__))
+                if len(found) >= limit:
+                    break
+        return found
 
     def probe_writable(self) -> tuple[bool, str]:
         """Whether a file can be created in the directory now (creating it if needed), and why not."""

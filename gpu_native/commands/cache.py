@@ -64,6 +64,8 @@ def describe(store, modules) -> list[tuple[str, str]]:
         ("size", f"{format_bytes(kernels.size + rewritten.size)} of a "
                  f"{format_bytes(store.max_bytes)} cap"),
     ]
+    for path, reason in store.unreadable():
+        lines.append(("unreadable", f"{path} ({reason}): recompiled when it is needed"))
     return lines
 
 

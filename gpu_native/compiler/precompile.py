@@ -8,7 +8,9 @@ and ship it inside the package.
 A build is all or nothing: it is compiled into a staging directory beside the output directory and
 moved into it only when every job succeeded; the first compile error stops it (naming the kernel's
 file:line) and leaves the output directory as it was.  A ``manifest.json`` there that this command
-did not write is refused before anything is built.
+did not write is refused before anything is built.  The output gets the modes the umask gives,
+not the per-user cache's private 0o700/0o600, since a deployment is often built by one account
+(a Docker build, a CI job) and run by another.
 
 Nothing here imports or executes the user's modules: they are found on ``sys.path`` by file name,
 picked by a byte search for ``gpu_kernel``, and transpiled from their source.
@@ -22,6 +24,7 @@ import json
 import multiprocessing
 import os
 import shutil
+import stat
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -72,6 +75,8 @@ class PrecompileReport:
     ptx_fallbacks: list[tuple[str, str]] = field(default_factory=list)  # (arch, PTX target)
     warnings: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    # Files of out_dir that other accounts cannot read though the umask would let them.
+    private_files: list[str] = field(default_factory=list)
 
     def ptx_summary(self) -> list[tuple[str, str, int]]:
         """(arch, PTX target, how many artifacts) for each arch built as PTX."""
@@ -319,8 +324,8 @@ def _mergeable(manifest: dict | None) -> dict | None:
 
 
 def _make_staging(out_dir: str) -> tuple[str, list[str]]:
-    """A new empty directory beside ``out_dir`` (so that it can be renamed onto it), and the
-    parent directories created for it (all private to the user, 0o700)."""
+    """A new empty directory beside ``out_dir`` (so that it can be renamed onto it), created with
+    the umask's mode, and the parent directories created for it."""
     parent = os.path.dirname(out_dir)
     created = []
     missing = parent
@@ -329,12 +334,12 @@ def _make_staging(out_dir: str) -> tuple[str, list[str]]:
         missing = os.path.dirname(missing)
     try:
         for directory in reversed(created):
-            os.mkdir(directory, 0o700)
+            os.mkdir(directory)
         while True:
             staging = os.path.join(parent, f".{os.path.basename(out_dir)}.staging-"
                                            f"{os.getpid()}-{os.urandom(4).hex()}")
             try:
-                os.mkdir(staging, 0o700)
+                os.mkdir(staging)  # 0o777 less the umask: what the deployment will have
                 return staging, created
             except FileExistsError:
                 continue
@@ -352,17 +357,19 @@ def _discard(staging: str | None, created: list[str]) -> None:
             os.rmdir(directory)
 
 
-def _commit(staging: str, out_dir: str) -> None:
-    """Move a finished build into ``out_dir``.
+def _commit(staging: str, out_dir: str) -> list[str]:
+    """Move a finished build into ``out_dir``; returns the files there that other accounts cannot
+    read although this umask would let them (left private by an earlier build).
 
     A new ``out_dir`` appears at once (one rename).  Into an existing one the files move one by
     one, each with an atomic ``os.replace``: images, then sidecars, then the manifest, so that a
     reader never finds a sidecar without its image, and the manifest lists only what is there.
     Files already in ``out_dir`` stay (artifacts of other archs, which the manifest still lists).
     """
+    shared = stat.S_IMODE(os.stat(staging).st_mode)
     try:
         os.rename(staging, out_dir)
-        return
+        return []
     except OSError:
         if not os.path.isdir(out_dir):
             raise
@@ -370,6 +377,16 @@ def _commit(staging: str, out_dir: str) -> None:
     for name in names:
         _move_into(os.path.join(staging, name), os.path.join(out_dir, name))
     os.rmdir(staging)
+    # The bits for group and others that this umask grants (read, and search for directories).
+    wanted = shared & 0o055
+    private = []
+    for path in [out_dir, *(os.path.join(out_dir, n) for n in sorted(os.listdir(out_dir)))]:
+        with contextlib.suppress(OSError):
+            st = os.stat(path)
+            need = wanted if stat.S_ISDIR(st.st_mode) else wanted & 0o044
+            if need & ~st.st_mode:
+                private.append(path)
+    return private
 
 
 def _move_into(source: str, target: str) -> None:
@@ -383,7 +400,7 @@ def _move_into(source: str, target: str) -> None:
             raise
     with open(source, "rb") as f:
         data = f.read()
-    write_file_atomic(target, data)
+    write_file_atomic(target, data, 0o666)
     os.unlink(source)
 
 
@@ -397,7 +414,8 @@ def precompile(targets: Sequence[str], archs: Sequence[str], out_dir: str, *,
     directory beside ``out_dir`` and moves into it only when every kernel compiled: the first
     error stops the build and leaves ``out_dir`` as it was.  A manifest already in ``out_dir``
     from the same gpu_native version is merged: kernels built now replace their old entries,
-    others stay.
+    others stay.  Files and directories get the modes the umask gives (other accounts may have
+    to read a deployment), unlike the per-user cache, which is private.
 
     Raises
     ------
@@ -423,11 +441,11 @@ def precompile(targets: Sequence[str], archs: Sequence[str], out_dir: str, *,
     report.modules = len(modules)
     staging, created = _make_staging(out)
     try:
-        kernels = _build(work, ArtifactStore(staging), report, jobs, progress)
+        kernels = _build(work, ArtifactStore(staging, private=False), report, jobs, progress)
         report.kernels = len(kernels)
         _write_manifest(report, staging, _mergeable(_existing_manifest(out)), kernels)
         try:
-            _commit(staging, out)
+            report.private_files = _commit(staging, out)
         except OSError as exc:
             raise GpuNativeError(f"cannot move the build into {out}: {exc.strerror}") from None
     except BaseException:
@@ -501,4 +519,4 @@ def _write_manifest(report: PrecompileReport, directory: str, old: dict | None,
                                                            json.dumps(e["types"]))),
     }
     text = json.dumps(manifest, indent=2, ensure_ascii=False) + "\n"
-    write_file_atomic(os.path.join(directory, MANIFEST), text.encode("utf-8"))
+    write_file_atomic(os.path.join(directory, MANIFEST), text.encode("utf-8"), 0o666)
