@@ -10,6 +10,7 @@ import sys
 import textwrap
 import time
 import warnings
+from pathlib import Path
 
 import pytest
 
@@ -29,6 +30,7 @@ from gpu_native.cache import (
 )
 from gpu_native.cache import store as store_module
 from gpu_native.cache.store import CorruptEntryError
+from gpu_native.commands.cache import format_bytes
 from gpu_native.rewrite import transpile_module
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(gpu_native.__file__)))
@@ -114,6 +116,57 @@ def isolated_cache(tmp_path, monkeypatch):
 def kernel_requests(tmp_path_factory) -> dict[str, BuildRequest]:
     root = tmp_path_factory.mktemp("src")
     return requests_for(write_package(root))
+
+
+def write_rewritten_module(source_path: str, size: int) -> Path:
+    """An entry of the import hook's ``modules/`` folder, written by the hook's own code."""
+    from gpu_native.importhook import pycache
+
+    code = compile(f"DATA = {bytes(size)!r}", source_path, "exec")
+    entry = pycache.user_cache_path(source_path)
+    assert pycache.write(entry, {"module": "test"}, code)
+    return Path(entry)
+
+
+def import_kernel_module(root, cache) -> None:
+    """Import ``pkg.kern`` through the hook in a new process whose ``__pycache__`` is off, so that
+    the rewrite goes to ``<cache>/modules`` (with the record of modules without kernels)."""
+    root.mkdir(exist_ok=True)
+    write_package(root)
+    subprocess.run([sys.executable, "-c", "import gpu_native, pkg.kern"], cwd=root, check=True,
+                   env=subprocess_env(GPU_NATIVE_CACHE_DIR=str(cache), GPU_NATIVE_PREFETCH="0",
+                                      PYTHONDONTWRITEBYTECODE="1",
+                                      PYTHONPATH=os.pathsep.join([REPO, str(root)])),
+                   capture_output=True, timeout=120)
+
+
+def our_module_files(directory) -> list[str]:
+    """Files of ``directory`` that start like the import hook's entries or its no-kernels record."""
+    found = []
+    for path in sorted(Path(directory).iterdir()):
+        head = path.read_bytes()[:8]
+        if head[4:8] == b"GNpy" or (path.suffix == ".marshal" and head[:1] in (b"{", b"\xfb")):
+            found.append(path.name)
+    return found
+
+
+# Files that `cache clear` must leave alone: GPU_NATIVE_CACHE_DIR may be a directory with other
+# things in it ($HOME, say).  Some are named exactly like ours but are not ours inside.
+FOREIGN_FILES = {
+    "kernels/notes.txt": b"my notes\n",
+    f"kernels/{'c' * 64}.json": b'{"name": "a JSON file of another tool"}\n',
+    f"kernels/{'d' * 64}.cubin": b"not a cubin\n",
+    f"kernels/{'d' * 64}.ptx": b"not PTX either\n",
+    "kernels/download.tmp": b"a partial download\n",
+    f"kernels/.{'e' * 64}.cubin.123.0123abcd.tmp": b"named like our temporary file\n",
+    "nvrtc/settings.json": b'{"theme": "dark"}\n',
+    f"nvrtc/{'f' * 64}.json": b'{"schema": 1, "fingerprint": "not hashed to this name"}\n',
+    "nvrtc/upload.tmp": b"a partial upload\n",
+    "modules/tool.cpython-311.pyc": b"\xa7\r\r\n" + bytes(12) + b"a pyc of another tool",
+    f"modules/tool-{'0' * 20}.cpython-311.gpu_native-0.1.0.pyc": b"\xa7\r\r\nXXXX not ours",
+    "modules/no-kernels.cpython-311.0123456789abcdef.marshal": b"[not a dict]",
+    "modules/build.tmp": b"scratch\n",
+}
 
 
 def entry_files(directory) -> list[str]:
@@ -358,7 +411,7 @@ class TestUnwritableCache:
         os.chmod(isolated_cache / "nvrtc", 0o500)
         if hasattr(os, "geteuid") and os.geteuid() == 0:
             # Root writes through permissions; fail writes the way a read-only directory does.
-            def refuse(path, data):
+            def refuse(path, data, mode=0o600):
                 raise PermissionError(13, "Permission denied", path)
 
             monkeypatch.setattr(store_module, "write_file_atomic", refuse)
@@ -390,11 +443,15 @@ class TestEviction:
     def test_stale_temp_files_are_swept(self, tmp_path):
         store = ArtifactStore(str(tmp_path / "s"), max_bytes=1)
         store.write("a" * 64, b"x", "cubin", {})
-        stale = tmp_path / "s" / ".left-by-a-crash.tmp"
-        stale.write_bytes(b"partial")
-        os.utime(stale, (0, 0))
+        stale = tmp_path / "s" / f".{'b' * 64}.cubin.4242.0123abcd.tmp"
+        stale.write_bytes(b"\x7fELF\x02\x01")  # a crash halfway through writing an image
+        foreign = tmp_path / "s" / ".left-by-someone-else.tmp"
+        foreign.write_bytes(b"partial")
+        for path in (stale, foreign):
+            os.utime(path, (0, 0))
         store.evict()
-        assert store.temp_files() == []
+        assert foreign.read_bytes() == b"partial"
+        assert not stale.exists() and store.temp_files() == []
 
     def test_size_cap_from_environment(self, monkeypatch):
         monkeypatch.setenv("GPU_NATIVE_CACHE_MAX_BYTES", "64M")
@@ -404,6 +461,47 @@ class TestEviction:
         monkeypatch.setenv("GPU_NATIVE_CACHE_MAX_BYTES", "lots")
         with pytest.warns(CacheWarning, match="GPU_NATIVE_CACHE_MAX_BYTES"):
             assert locations.max_cache_bytes() == locations.DEFAULT_MAX_BYTES
+
+    def test_the_cap_covers_rewritten_modules_too(self, kernel_requests, isolated_cache,
+                                                  monkeypatch):
+        first = find_or_build(kernel_requests["pkg.kern.scaled"])
+        second = find_or_build(kernel_requests["pkg.kern.copy"])
+        kernels = sum(e.size for e in user_store().scan())
+        user_store().remove(second.key)  # to be compiled again, past the cap
+        modules = isolated_cache / "modules"
+        rewritten = [write_rewritten_module(f"/project/mod{i}.py", 40_000) for i in range(3)]
+        foreign = modules / f"tool-{'0' * 20}.cpython-311.gpu_native-9.pyc"
+        foreign.write_bytes(b"someone else's file, named like ours" + bytes(40_000))
+        now = time.time()
+        for age, path in zip((4000, 3000, 2000, 1000), [foreign, *rewritten]):
+            os.utime(path, (now - age, now - age))
+        # Room for both kernels and one rewritten module (and a half).
+        monkeypatch.setenv("GPU_NATIVE_CACHE_MAX_BYTES", str(kernels + 60_000))
+        clear_memory_cache()
+        assert find_or_build(kernel_requests["pkg.kern.copy"]).origin == "compiled"
+        assert sorted(e.key for e in user_store().scan()) == sorted([first.key, second.key])
+        assert [p.exists() for p in rewritten] == [False, False, True]  # oldest first
+        assert foreign.exists()
+
+    def test_rewritten_module_names_agree_with_the_import_hook(self, isolated_cache):
+        """The cache spells out the hook's names and headers (the runtime may not import the
+        hook's side): files the hook writes must be recognised as ours, and only those."""
+        import _gpu_native_startup as startup
+        from gpu_native.cache.housekeeping import ModuleCache
+
+        modules = ModuleCache(str(isolated_cache / "modules"))
+        entry = write_rewritten_module("/project/agree.py", 10)
+        record = startup._NoKernels()
+        record.file = startup._negative_cache_file()
+        record.add("/project/plain.py", (1, 2))
+        record.save()
+        names = sorted(os.listdir(modules.directory))
+        assert names == sorted([entry.name, os.path.basename(record.file)])
+        assert all(modules.is_own_file(n) for n in names)
+        assert [e.name for e in modules.scan()] == [entry.name]
+        for name in names:  # the same names with other contents are not ours
+            (isolated_cache / "modules" / name).write_bytes(b"\xa7\r\r\nsomething else")
+            assert not modules.is_own_file(name)
 
     def test_lookup_evicts_past_the_cap(self, kernel_requests, monkeypatch):
         find_or_build(kernel_requests["pkg.kern.scaled"])
@@ -461,6 +559,44 @@ class TestCommands:
         assert "removed 1 compiled kernel" in capsys.readouterr().out
         assert user_store().scan() == []
         assert entry_files(isolated_cache / "nvrtc") == []
+
+    def test_cache_clear_removes_only_what_gpu_native_wrote(self, kernel_requests, tmp_path,
+                                                             isolated_cache, capsys):
+        find_or_build(kernel_requests["pkg.kern.copy"])
+        import_kernel_module(tmp_path / "src", isolated_cache)
+        assert our_module_files(isolated_cache / "modules")  # a rewrite and the record
+        assert entry_files(isolated_cache / "nvrtc")
+        for name, data in FOREIGN_FILES.items():
+            (isolated_cache / name).write_bytes(data)
+        precious = tmp_path / "precious.cubin"
+        precious.write_bytes(b"\x7fELF not yours")
+        link = isolated_cache / "kernels" / f"{'a' * 64}.cubin"
+        link.symlink_to(precious)
+        assert cli.main(["cache", "clear"]) == 0
+        out = capsys.readouterr().out
+        left = {name: (isolated_cache / name).read_bytes() for name in FOREIGN_FILES
+                if (isolated_cache / name).exists()}
+        assert left == FOREIGN_FILES
+        assert link.is_symlink() and precious.read_bytes() == b"\x7fELF not yours"
+        assert {e.key for e in user_store().scan()} == {"c" * 64, "d" * 64}  # the foreign ones
+        assert our_module_files(isolated_cache / "modules") == []
+        assert sorted(entry_files(isolated_cache / "nvrtc")) == sorted(
+            n.split("/")[1] for n in FOREIGN_FILES if n.startswith("nvrtc/"))
+        assert "removed 1 compiled kernel" in out and "2 rewritten modules" in out, out
+        assert f"kept {len(FOREIGN_FILES) + 1} files that gpu_native did not write" in out, out
+
+    def test_cache_info_counts_rewritten_modules(self, tmp_path, isolated_cache, capsys):
+        import_kernel_module(tmp_path / "src", isolated_cache)
+        rewrites = [p for p in (isolated_cache / "modules").iterdir() if p.suffix == ".pyc"]
+        assert rewrites  # pkg.kern, and pkg.helpers for its device function
+        size = sum(p.stat().st_size for p in rewrites)
+        assert cli.main(["cache", "info"]) == 0
+        out = capsys.readouterr().out
+        line = next(x for x in out.splitlines() if x.startswith("modules"))
+        assert line.split()[1] == str(len(rewrites)), line
+        assert str(isolated_cache / "modules") in line
+        total = next(x for x in out.splitlines() if x.startswith("size"))
+        assert format_bytes(size) in total and "cap" in total, total
 
     def test_doctor_without_a_gpu(self, capsys):
         assert cli.main(["doctor"]) == 0

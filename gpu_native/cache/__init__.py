@@ -6,8 +6,9 @@ This is the runtime side.  Importing it loads neither NVRTC, nor libcst, nor
 warm start or a precompiled deployment never pays for them.
 
 See :mod:`.lookup` for the search order, :mod:`.locations` for the environment variables and the
-``__gpu_native__`` directory a package can ship, :mod:`.store` for the on-disk format and
-:mod:`.keys` for what the keys hash.
+``__gpu_native__`` directory a package can ship, :mod:`.store` for the on-disk format,
+:mod:`.keys` for what the keys hash, and :mod:`.housekeeping` for the per-user cache as a whole
+(its size cap, ``gpu-native cache info`` and ``clear``).
 """
 
 from __future__ import annotations

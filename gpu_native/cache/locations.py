@@ -4,8 +4,9 @@
 ``GPU_NATIVE_CACHE_DIR``           root of the per-user cache (default:
                                    ``platformdirs.user_cache_dir("gpu_native")``); kernels live in
                                    its ``kernels/`` folder
-``GPU_NATIVE_CACHE_MAX_BYTES``     size cap of ``kernels/`` (bytes, or with a K/M/G suffix;
-                                   default 1G); least-recently-used entries are evicted past it
+``GPU_NATIVE_CACHE_MAX_BYTES``     size cap of ``kernels/`` and the import hook's ``modules/``
+                                   together (bytes, or with a K/M/G suffix; default 1G);
+                                   least-recently-used entries are evicted past it
 ``GPU_NATIVE_PRECOMPILED``         precompiled directories (``gpu-native precompile --out``),
                                    separated by ``os.pathsep``, searched before the user cache
 ``GPU_NATIVE_REQUIRE_PRECOMPILED`` ``1``: never compile; a kernel missing from the precompiled
@@ -56,6 +57,15 @@ def kernels_dir() -> str:
 def nvrtc_records_dir() -> str:
     """The folder that remembers which NVRTC version a library file is (see :mod:`.nvrtc_probe`)."""
     return os.path.join(cache_root(), NVRTC_RECORDS_DIRNAME)
+
+
+# The import hook's folder (gpu_native.importhook.pycache.user_cache_path names its entries).
+MODULES_DIRNAME = "modules"
+
+
+def modules_dir() -> str:
+    """The folder of the per-user cache that holds the import hook's rewritten modules."""
+    return os.path.join(cache_root(), MODULES_DIRNAME)
 
 
 def parse_size(text: str) -> int:

@@ -10,6 +10,11 @@ Search order (first hit wins):
 5. compile with NVRTC and store in the per-user cache.
 
 Steps 1–4 never import NVRTC, libcst or :mod:`gpu_native.compiler`.
+
+An entry this process may not read (a deployment copied with another account's private modes, a
+file left in the cache by ``sudo``) is passed over like a corrupt one: a :class:`CacheWarning`
+naming the file, then the next place; with ``GPU_NATIVE_REQUIRE_PRECOMPILED=1`` the
+:class:`MissingArtifactError` names the unreadable file.  ``gpu-native doctor`` lists them.
 """
 
 from __future__ import annotations
@@ -22,10 +27,10 @@ import warnings
 from .._version import __version__
 from ..errors import MissingArtifactError
 from ..nodes import node, replace
-from . import locations, nvrtc_probe, prefetch
+from . import housekeeping, locations, nvrtc_probe, prefetch
 from .keys import artifact_id, cache_key, compile_options, parse_arch
 from .locations import CacheWarning
-from .store import ArtifactStore, CorruptEntryError, StoredEntry
+from .store import ArtifactStore, CorruptEntryError, StoredEntry, UnreadableEntryError
 
 __all__ = ["Artifact", "BuildRequest", "clear_memory_cache", "find_or_build", "kernel_label",
            "user_store"]
@@ -97,6 +102,8 @@ _locks_guard = threading.Lock()
 _stores: dict[str, ArtifactStore] = {}
 _shipped: dict[str, ArtifactStore] = {}
 _degraded: set[str] = set()
+# Directories already warned about for an unreadable entry: one warning each per process.
+_unreadable_warned: set[str] = set()
 
 
 def _memory_key(request: BuildRequest) -> tuple:
@@ -112,6 +119,7 @@ def clear_memory_cache() -> None:
         _stores.clear()
         _shipped.clear()
         _degraded.clear()
+        _unreadable_warned.clear()
     nvrtc_probe.forget()
 
 
@@ -140,6 +148,18 @@ def _warn_corrupt(request: BuildRequest, exc: CorruptEntryError, action: str) ->
     label = request.label or request.symbol
     _warn(f"gpu_native: the cached {request.arch} artifact of kernel {label} is corrupt "
           f"({exc.reason}: {exc.path}); {action}")
+
+
+def _warn_unreadable(request: BuildRequest, exc: UnreadableEntryError, what: str,
+                     action: str) -> None:
+    directory = os.path.dirname(exc.path)
+    if directory in _unreadable_warned:
+        return
+    _unreadable_warned.add(directory)
+    label = request.label or request.symbol
+    _warn(f"gpu_native: cannot read the {what} {request.arch} artifact of kernel {label}: "
+          f"{exc.path} ({exc.reason}); {action}. Other files in {directory} may be unreadable "
+          "too, and are not warned about again: `gpu-native doctor` lists them.")
 
 
 def _warn_unwritable(store: ArtifactStore, exc: OSError) -> None:
@@ -178,10 +198,20 @@ def _artifact(entry: StoredEntry, request: BuildRequest, origin: str) -> Artifac
     return Artifact(entry.image, entry.meta["kind"], request.arch, entry.key, origin)
 
 
-def _missing(request: BuildRequest, searched: tuple[str, ...]) -> MissingArtifactError:
+def _missing(request: BuildRequest, searched: tuple[str, ...],
+             unreadable: list[UnreadableEntryError]) -> MissingArtifactError:
     import shlex
 
     label = request.label or request.symbol
+    if unreadable:
+        exc = unreadable[0]
+        directory = shlex.quote(os.path.dirname(exc.path))
+        return MissingArtifactError(
+            f"the precompiled {request.arch} artifact of kernel {label} cannot be read: "
+            f"{exc.path} ({exc.reason}), and GPU_NATIVE_REQUIRE_PRECOMPILED=1 forbids compiling "
+            f"it here. Make the directory readable by this account (chmod -R a+rX {directory}), "
+            "or rebuild it with gpu-native precompile under a umask such as 022; "
+            "`gpu-native doctor` lists every file there that this account cannot read.")
     if request.module and request.module != "__main__":
         target = request.module
     elif request.module_file:
@@ -236,16 +266,23 @@ def find_or_build(request: BuildRequest) -> Artifact:
 def _find_or_build(request: BuildRequest) -> Artifact:
     identity = artifact_id(request)
     searched = locations.precompiled_dirs(request.module_file)
+    required = locations.require_precompiled()
+    unreadable: list[UnreadableEntryError] = []
     for directory in searched:
         try:
             entry = _precompiled_store(directory).get(identity)
         except CorruptEntryError as exc:
             _warn_corrupt(request, exc, "ignoring it")
             continue
+        except UnreadableEntryError as exc:
+            unreadable.append(exc)
+            continue
         if entry is not None:
             return _artifact(entry, request, "precompiled")
-    if locations.require_precompiled():
-        raise _missing(request, searched)
+    if required:
+        raise _missing(request, searched, unreadable)
+    for exc in unreadable:
+        _warn_unreadable(request, exc, "precompiled", "compiling it instead")
 
     store = user_store()
     version = nvrtc_probe.version_for_keys(locations.nvrtc_records_dir())
@@ -257,6 +294,10 @@ def _find_or_build(request: BuildRequest) -> Artifact:
         except CorruptEntryError as exc:
             _warn_corrupt(request, exc, "recompiling it")
             store.remove(key)
+            entry = None
+        except UnreadableEntryError as exc:
+            # Compiled anew, the entry is replaced by one of ours (the directory is ours).
+            _warn_unreadable(request, exc, "cached", "recompiling it")
             entry = None
     if entry is not None:
         return _artifact(entry, request, "cache")
@@ -277,5 +318,5 @@ def _find_or_build(request: BuildRequest) -> Artifact:
         except OSError as exc:
             _warn_unwritable(store, exc)
         else:
-            store.evict(keep=key)
+            housekeeping.evict(store, housekeeping.modules_cache(), keep=key)
     return Artifact(compiled.image, compiled.kind, request.arch, key, "compiled")

@@ -24,13 +24,23 @@ import json
 import os
 import sys
 
-from .store import make_private_dirs, write_file_atomic
+from .keys import is_valid_key
+from .store import (
+    make_private_dirs,
+    read_head,
+    starts_like,
+    temp_target,
+    unlink_if,
+    write_file_atomic,
+)
 
 _LINUX_DIRS = ("nvidia/cu13/lib", "nvidia/cuda_nvrtc/lib")
 _LINUX_NAMES = ("libnvrtc.so.13", "libnvrtc.so.12")
 _WINDOWS_DIRS = ("nvidia/cu13/bin/x86_64", "nvidia/cu13/bin", "nvidia/cuda_nvrtc/bin")
 _WINDOWS_PATTERN = "nvrtc64_1[0-9]*_0.dll"
 _RECORD_SCHEMA = 1
+# How a record's JSON starts (json.dumps keeps the order _write_record gives its keys).
+_RECORD_START = b'{"schema": '
 
 _version: str | None = None
 
@@ -132,18 +142,51 @@ def forget() -> None:
     _version = None
 
 
+def is_own_record(records_dir: str, name: str) -> bool:
+    """Whether ``name`` in ``records_dir`` is a record this module wrote (or its temporary file):
+    named by the SHA-256 of the fingerprint it holds, in the format :func:`_write_record` uses."""
+    target = temp_target(name)
+    stem = (target or name).removesuffix(".json")
+    if (target or name) == stem or not is_valid_key(stem):
+        return False
+    path = os.path.join(records_dir, name)
+    if target is not None:  # may have been cut short by a crash
+        head = read_head(path, len(_RECORD_START))
+        return head is not None and starts_like(head, _RECORD_START)
+    raw = read_head(path, 4097)
+    if raw is None or len(raw) > 4096:
+        return False
+    try:
+        record = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        return False
+    fp = record.get("fingerprint") if isinstance(record, dict) else None
+    return (isinstance(fp, str) and isinstance(record.get("schema"), int)
+            and hashlib.sha256(fp.encode("utf-8")).hexdigest() == stem)
+
+
 def clear_records(records_dir: str) -> int:
-    """Delete every version record (``gpu-native cache clear``); returns how many."""
-    removed = 0
+    """Delete every version record of ours (``gpu-native cache clear``); returns how many.
+
+    Other files in the directory stay: ``GPU_NATIVE_CACHE_DIR`` may point at a directory whose
+    ``nvrtc/`` holds someone else's files.
+    """
     try:
         names = os.listdir(records_dir)
     except OSError:
         return 0
+    removed = 0
     for name in names:
-        if name.endswith((".json", ".tmp")):
-            try:
-                os.unlink(os.path.join(records_dir, name))
-            except OSError:
-                continue
+        if unlink_if(os.path.join(records_dir, name),
+                     lambda _p, n=name: is_own_record(records_dir, n)) and not temp_target(name):
             removed += 1
     return removed
+
+
+def foreign_records(records_dir: str) -> list[str]:
+    """Names of the files in ``records_dir`` that are not records of ours."""
+    try:
+        names = sorted(os.listdir(records_dir))
+    except OSError:
+        return []
+    return [n for n in names if not is_own_record(records_dir, n)]

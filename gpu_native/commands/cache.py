@@ -1,4 +1,6 @@
-"""``gpu-native cache info`` and ``gpu-native cache clear``: the per-user kernel cache."""
+"""``gpu-native cache info`` and ``gpu-native cache clear``: the per-user cache (compiled kernels,
+the import hook's rewritten modules, NVRTC version records; see
+:mod:`gpu_native.cache.housekeeping`)."""
 
 from __future__ import annotations
 
@@ -7,12 +9,16 @@ import os
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("cache", help="show or clear the per-user cache of compiled kernels",
-                       description="The per-user cache of compiled kernels (set "
-                       "GPU_NATIVE_CACHE_DIR to move it, GPU_NATIVE_CACHE_MAX_BYTES to cap it).")
+    p = sub.add_parser("cache", help="show or clear the per-user cache of compiled kernels and "
+                       "rewritten modules",
+                       description="The per-user cache of compiled kernels and of the import "
+                       "hook's rewritten modules (set GPU_NATIVE_CACHE_DIR to move it, "
+                       "GPU_NATIVE_CACHE_MAX_BYTES to cap it).")
     actions = p.add_subparsers(dest="cache_action", metavar="{info,clear}", required=True)
-    actions.add_parser("info", help="location, number of entries and total size")
-    actions.add_parser("clear", help="delete every compiled kernel in the cache")
+    actions.add_parser("info", help="location, compiled kernels and rewritten modules, and their "
+                       "size against the cap")
+    actions.add_parser("clear", help="delete every compiled kernel and rewritten module in the "
+                       "cache (files gpu_native did not write are left alone)")
     p.set_defaults(func=run)
 
 
@@ -26,10 +32,19 @@ def format_bytes(size: int) -> str:
     raise AssertionError("unreachable")
 
 
-def describe(store) -> list[tuple[str, str]]:
-    """(label, value) lines describing the user cache; shared with ``gpu-native doctor``."""
-    entries = store.scan()
-    total = sum(e.size for e in entries)
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}{'s' * (count != 1)}"
+
+
+def describe(store, modules) -> list[tuple[str, str]]:
+    """(label, value) lines describing the user cache; shared with ``gpu-native doctor``.
+
+    ``store`` is the kernels' :class:`~gpu_native.cache.ArtifactStore`, ``modules`` the import
+    hook's :class:`~gpu_native.cache.housekeeping.ModuleCache`.
+    """
+    from ..cache.housekeeping import usage
+
+    kernels, rewritten = usage(store, modules)
     if os.path.isdir(store.directory):
         writable, why = store.probe_writable()
         state = "writable" if writable else f"NOT writable ({why}): kernels are cached in memory"
@@ -40,29 +55,39 @@ def describe(store) -> list[tuple[str, str]]:
             parent = os.path.dirname(parent)
         if not os.access(parent, os.W_OK):
             state += f" (and {parent} is not writable: kernels would be cached in memory)"
-    return [
-        ("location", store.directory),
+    lines = [
+        ("location", os.path.dirname(store.directory)),
         ("state", state),
-        ("entries", f"{len(entries)} ({format_bytes(total)} of a {format_bytes(store.max_bytes)} "
-                    "cap)"),
+        ("kernels", f"{kernels.entries} ({format_bytes(kernels.size)}) in {store.directory}"),
+        ("modules", f"{rewritten.entries} ({format_bytes(rewritten.size)}) in "
+                    f"{modules.directory} (rewritten modules, where __pycache__ is not used)"),
+        ("size", f"{format_bytes(kernels.size + rewritten.size)} of a "
+                 f"{format_bytes(store.max_bytes)} cap"),
     ]
+    for path, reason in store.unreadable():
+        lines.append(("unreadable", f"{path} ({reason}): recompiled when it is needed"))
+    return lines
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..cache import user_store
+    from ..cache import housekeeping, user_store
+    from ..cache.locations import nvrtc_records_dir
 
     store = user_store()
+    modules = housekeeping.modules_cache()
     if args.cache_action == "clear":
-        count, size = store.clear()
-        from ..cache.locations import nvrtc_records_dir
-        from ..cache.nvrtc_probe import clear_records
-
         # The NVRTC version records are cheap to rebuild; clearing them too leaves a clean slate.
-        clear_records(nvrtc_records_dir())
-        print(f"removed {count} compiled kernel{'s' * (count != 1)} ({format_bytes(size)}) "
-              f"from {store.directory}")
+        cleared = housekeeping.clear(store, modules, nvrtc_records_dir())
+        print(f"removed {_plural(cleared.kernels.entries, 'compiled kernel')} "
+              f"({format_bytes(cleared.kernels.size)}) from {store.directory} and "
+              f"{_plural(cleared.modules.entries, 'rewritten module')} "
+              f"({format_bytes(cleared.modules.size)}) from {modules.directory}")
+        if cleared.kept:
+            shown = ", ".join(cleared.kept[:3]) + (", ..." if len(cleared.kept) > 3 else "")
+            print(f"kept {_plural(len(cleared.kept), 'file')} that gpu_native did not write: "
+                  f"{shown}")
         return 0
-    width = 9
-    for label, value in describe(store):
+    width = 10
+    for label, value in describe(store, modules):
         print(f"{label:<{width}} {value}")
     return 0

@@ -1,7 +1,7 @@
 """``gpu-native doctor``: what gpu_native sees on this machine.
 
-Driver and GPUs (if any), NVRTC, the kernel cache, precompiled directories, the import hook, and
-the backend ``auto`` picks.  Each check is independent and reports its own failure in one line: a
+Driver and GPUs (if any), NVRTC, the kernel cache, precompiled directories (and every file in them
+this account cannot read), the import hook, and the backend ``auto`` picks.  Each check is independent and reports its own failure in one line: a
 machine with no driver, no NVRTC or an unwritable cache gets a report, not a traceback.
 """
 
@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import stat
 import sys
 from collections.abc import Callable
 
@@ -78,17 +79,47 @@ def _nvrtc(facts: dict) -> list[tuple[str, str]]:
     return lines
 
 
+def _precompiled(directory: str) -> list[tuple[str, str]]:
+    """The state of one precompiled directory, and every reason this account cannot use it."""
+    from ..cache import ArtifactStore
+
+    manifest = os.path.join(directory, "manifest.json")
+    try:
+        is_dir = stat.S_ISDIR(os.stat(directory).st_mode)
+    except FileNotFoundError:
+        is_dir = False
+    except OSError as exc:  # a parent this account may not enter
+        return [("precompiled", f"{directory} (cannot be reached: {exc.strerror})")]
+    if not is_dir:
+        return [("precompiled", f"{directory} (missing)")]
+    try:
+        with open(manifest, "rb"):
+            state = "found"
+    except FileNotFoundError:
+        state = "no manifest.json"
+    except OSError as exc:
+        state = f"manifest.json cannot be read: {exc.strerror}"
+    lines = [("precompiled", f"{directory} ({state})")]
+    unreadable = ArtifactStore(directory, read_only=True).unreadable()
+    for path, reason in unreadable:
+        lines.append(("unreadable", f"{path} ({reason})"))
+    if unreadable:
+        lines.append(("", "kernels whose files cannot be read are compiled instead (with "
+                      "GPU_NATIVE_REQUIRE_PRECOMPILED=1: an error); make them readable by this "
+                      f"account: chmod -R a+rX {directory}"))
+    return lines
+
+
 def _cache() -> list[tuple[str, str]]:
-    from ..cache import locations, user_store
+    from ..cache import housekeeping, locations, user_store
     from .cache import describe
 
-    lines = [(f"cache {label}", value) for label, value in describe(user_store())]
+    lines = [(f"cache {label}", value)
+             for label, value in describe(user_store(), housekeeping.modules_cache())]
     dirs = locations.env_precompiled_dirs()
     if dirs:
         for d in dirs:
-            state = "found" if os.path.isfile(os.path.join(d, "manifest.json")) else (
-                "no manifest.json" if os.path.isdir(d) else "missing")
-            lines.append(("precompiled", f"{d} ({state})"))
+            lines.extend(_precompiled(d))
     else:
         lines.append(("precompiled", "GPU_NATIVE_PRECOMPILED not set (and "
                       f"{locations.SHIPPED_DIRNAME}/ beside kernel modules is searched)"))

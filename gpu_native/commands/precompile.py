@@ -1,7 +1,9 @@
 """``gpu-native precompile PKG_OR_PATH... --arch sm_80,sm_90 --out DIR [-j N]``.
 
 Builds every kernel of the given packages, modules or files for every arch, with no GPU, into
-``DIR`` (artifacts and ``manifest.json``).  At run time ``GPU_NATIVE_PRECOMPILED=DIR`` — or
+``DIR`` (artifacts and ``manifest.json``, with the modes your umask gives).  Nothing reaches
+``DIR`` unless every kernel compiled: the first error stops the build and names the kernel's
+file:line.  At run time ``GPU_NATIVE_PRECOMPILED=DIR`` — or
 ``DIR`` = ``mypkg/__gpu_native__`` shipped inside the package — makes them found before the user
 cache; add ``GPU_NATIVE_REQUIRE_PRECOMPILED=1`` to forbid compiling on the target machine.
 """
@@ -77,6 +79,14 @@ def run(args: argparse.Namespace) -> int:
         progress.finish()
     for text in report.warnings:
         print(f"gpu-native: NVRTC warnings for {text}", file=sys.stderr)
+    if report.private_files:
+        import shlex
+
+        first, more = report.private_files[0], len(report.private_files) - 1
+        print(f"gpu-native: note: other accounts cannot read {first}"
+              f"{f' (and {more} more there)' if more else ''}, though your umask would let them "
+              "(left private by an earlier build); if another account runs this deployment: "
+              f"chmod -R a+rX {shlex.quote(report.out_dir)}", file=sys.stderr)
     if not args.quiet:
         for arch, target, count in report.ptx_summary():
             print(f"gpu-native: note: {arch} is newer than NVRTC {report.nvrtc} knows, so its "

@@ -5,19 +5,30 @@ does not depend on the NVRTC version, so a deployment finds its artifacts withou
 ``manifest.json``.  Point ``GPU_NATIVE_PRECOMPILED`` at it, or write it to ``mypkg/__gpu_native__``
 and ship it inside the package.
 
+A build is all or nothing: it is compiled into a staging directory beside the output directory and
+moved into it only when every job succeeded; the first compile error stops it (naming the kernel's
+file:line) and leaves the output directory as it was.  A ``manifest.json`` there that this command
+did not write is refused before anything is built.  The output gets the modes the umask gives,
+not the per-user cache's private 0o700/0o600, since a deployment is often built by one account
+(a Docker build, a CI job) and run by another.
+
 Nothing here imports or executes the user's modules: they are found on ``sys.path`` by file name,
 picked by a byte search for ``gpu_kernel``, and transpiled from their source.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
 import multiprocessing
 import os
+import shutil
+import stat
 import sys
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import FIRST_EXCEPTION, ProcessPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
 
 from .._version import __version__
@@ -64,6 +75,8 @@ class PrecompileReport:
     ptx_fallbacks: list[tuple[str, str]] = field(default_factory=list)  # (arch, PTX target)
     warnings: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    # Files of out_dir that other accounts cannot read though the umask would let them.
+    private_files: list[str] = field(default_factory=list)
 
     def ptx_summary(self) -> list[tuple[str, str, int]]:
         """(arch, PTX target, how many artifacts) for each arch built as PTX."""
@@ -205,58 +218,190 @@ def _compile(request: BuildRequest) -> CompiledImage | CompileError:
         return exc
 
 
+def _shown_path(path: str) -> str:
+    """``path`` relative to the current directory when it lies inside it (as a user typed it)."""
+    try:
+        relative = os.path.relpath(path)
+    except ValueError:  # another drive (Windows)
+        return path
+    return path if relative.startswith(os.pardir) else relative
+
+
+def _failed(job: Job, exc: CompileError, done: int, total: int) -> CompileError:
+    """The error for the first job that failed: where the kernel is, how far the build got."""
+    request = job.request
+    where = f"{_shown_path(request.module_file)}:{job.line}" if request.module_file else "<source>"
+    error = CompileError(
+        f"{where}: kernel {request.label or request.symbol} could not be compiled for "
+        f"{request.arch}; precompile stopped at this first error ({done} of {total} "
+        f"compilations had finished) and wrote nothing.\n{exc}")
+    error.log = exc.log
+    return error
+
+
 def _results(jobs: Sequence[Job], workers: int,
              progress: Callable[[int, int, Job], None] | None):
-    """Yield (job, CompiledImage) as compilations finish, in parallel processes when it pays."""
+    """Yield (job, CompiledImage) as compilations finish, in parallel processes when it pays.
+
+    The first compile error stops the build: it is raised at once (as :func:`_failed` words it)
+    and the jobs not yet started are cancelled.
+    """
     total = len(jobs)
     if workers <= 1 or total <= 1:
         for done, job in enumerate(jobs, 1):
             result = _compile(job.request)
             if isinstance(result, CompileError):
-                raise result
+                raise _failed(job, result, done - 1, total)
             if progress:
                 progress(done, total, job)
             yield job, result
         return
     # spawn, not fork: forking a process that may have threads (or NVRTC loaded) is unsafe.
     context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=min(workers, total), mp_context=context) as pool:
+    pool = ProcessPoolExecutor(max_workers=min(workers, total), mp_context=context)
+    try:
         pending = {pool.submit(_compile, job.request): job for job in jobs}
         done_count = 0
-        try:
-            while pending:
-                finished, _ = wait(pending, return_when=FIRST_EXCEPTION)
-                for future in finished:
-                    job = pending.pop(future)
-                    result = future.result()
-                    if isinstance(result, CompileError):
-                        raise result
-                    done_count += 1
-                    if progress:
-                        progress(done_count, total, job)
-                    yield job, result
-        except BaseException:
-            for future in pending:
-                future.cancel()
-            raise
+        while pending:
+            # Each job as it finishes: progress moves, and an error is seen while others wait.
+            finished, _ = wait(pending, return_when=FIRST_COMPLETED)
+            for future in finished:
+                job = pending.pop(future)
+                result = future.result()
+                if isinstance(result, CompileError):
+                    raise _failed(job, result, done_count, total)
+                done_count += 1
+                if progress:
+                    progress(done_count, total, job)
+                yield job, result
+    except BaseException:
+        # Queued jobs are cancelled; the compiles already running (one per worker) are not
+        # waited for here.
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown(wait=True)
 
 
-def _load_manifest(path: str) -> dict | None:
+# ---- the output directory -------------------------------------------------------------------
+
+
+def _existing_manifest(out_dir: str) -> dict | None:
+    """The manifest already in ``out_dir``, or None when there is none.
+
+    Raises :class:`GpuNativeError` when ``out_dir`` is not a directory, or holds a
+    ``manifest.json`` that ``gpu-native precompile`` did not write: that file is someone else's,
+    and ``--out`` must not overwrite it.
+    """
+    if os.path.lexists(out_dir) and not os.path.isdir(out_dir):
+        raise GpuNativeError(f"--out {out_dir} exists and is not a directory")
+    path = os.path.join(out_dir, MANIFEST)
     try:
-        with open(path, encoding="utf-8") as f:
-            manifest = json.load(f)
-    except (OSError, ValueError):
+        with open(path, "rb") as f:
+            raw = f.read()
+    except (FileNotFoundError, NotADirectoryError):
         return None
-    if (isinstance(manifest, dict) and manifest.get("format") == MANIFEST_FORMAT
-            and manifest.get("schema") == SCHEMA_VERSION
+    except OSError as exc:
+        raise GpuNativeError(f"cannot read {path}: {exc.strerror}") from None
+    try:
+        manifest = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        manifest = None
+    if not isinstance(manifest, dict) or manifest.get("format") != MANIFEST_FORMAT:
+        raise GpuNativeError(
+            f"{path} was not written by gpu-native precompile (it has no \"format\": "
+            f"\"{MANIFEST_FORMAT}\"), so --out {out_dir} is not a directory of precompiled "
+            "kernels; refusing to overwrite it. Choose another --out directory.")
+    return manifest
+
+
+def _mergeable(manifest: dict | None) -> dict | None:
+    """``manifest`` when its kernels can be kept beside the new ones (same schema and version)."""
+    if (manifest is not None and manifest.get("schema") == SCHEMA_VERSION
             and manifest.get("gpu_native") == __version__
             and isinstance(manifest.get("kernels"), list)):
         return manifest
     return None
 
 
-def _kernel_id(entry: dict) -> tuple:
-    return entry.get("module"), entry.get("name"), json.dumps(entry.get("types"))
+def _make_staging(out_dir: str) -> tuple[str, list[str]]:
+    """A new empty directory beside ``out_dir`` (so that it can be renamed onto it), created with
+    the umask's mode, and the parent directories created for it."""
+    parent = os.path.dirname(out_dir)
+    created = []
+    missing = parent
+    while missing and not os.path.isdir(missing):
+        created.append(missing)
+        missing = os.path.dirname(missing)
+    try:
+        for directory in reversed(created):
+            os.mkdir(directory)
+        while True:
+            staging = os.path.join(parent, f".{os.path.basename(out_dir)}.staging-"
+                                           f"{os.getpid()}-{os.urandom(4).hex()}")
+            try:
+                os.mkdir(staging)  # 0o777 less the umask: what the deployment will have
+                return staging, created
+            except FileExistsError:
+                continue
+    except OSError as exc:
+        _discard(None, created)
+        raise GpuNativeError(f"cannot write to {parent}: {exc.strerror}") from None
+
+
+def _discard(staging: str | None, created: list[str]) -> None:
+    """Undo :func:`_make_staging` after a failed build."""
+    if staging is not None:
+        shutil.rmtree(staging, ignore_errors=True)
+    for directory in created:  # innermost first
+        with contextlib.suppress(OSError):
+            os.rmdir(directory)
+
+
+def _commit(staging: str, out_dir: str) -> list[str]:
+    """Move a finished build into ``out_dir``; returns the files there that other accounts cannot
+    read although this umask would let them (left private by an earlier build).
+
+    A new ``out_dir`` appears at once (one rename).  Into an existing one the files move one by
+    one, each with an atomic ``os.replace``: images, then sidecars, then the manifest, so that a
+    reader never finds a sidecar without its image, and the manifest lists only what is there.
+    Files already in ``out_dir`` stay (artifacts of other archs, which the manifest still lists).
+    """
+    shared = stat.S_IMODE(os.stat(staging).st_mode)
+    try:
+        os.rename(staging, out_dir)
+        return []
+    except OSError:
+        if not os.path.isdir(out_dir):
+            raise
+    names = sorted(os.listdir(staging), key=lambda n: (n == MANIFEST, n.endswith(".json"), n))
+    for name in names:
+        _move_into(os.path.join(staging, name), os.path.join(out_dir, name))
+    os.rmdir(staging)
+    # The bits for group and others that this umask grants (read, and search for directories).
+    wanted = shared & 0o055
+    private = []
+    for path in [out_dir, *(os.path.join(out_dir, n) for n in sorted(os.listdir(out_dir)))]:
+        with contextlib.suppress(OSError):
+            st = os.stat(path)
+            need = wanted if stat.S_ISDIR(st.st_mode) else wanted & 0o044
+            if need & ~st.st_mode:
+                private.append(path)
+    return private
+
+
+def _move_into(source: str, target: str) -> None:
+    """``os.replace``, or where ``target`` is on another file system (``out_dir`` is a mount
+    point, say) a copy to a temporary name there and an ``os.replace`` of that."""
+    try:
+        os.replace(source, target)
+        return
+    except OSError as exc:
+        if exc.errno != errno.EXDEV:
+            raise
+    with open(source, "rb") as f:
+        data = f.read()
+    write_file_atomic(target, data, 0o666)
+    os.unlink(source)
 
 
 def precompile(targets: Sequence[str], archs: Sequence[str], out_dir: str, *,
@@ -265,21 +410,54 @@ def precompile(targets: Sequence[str], archs: Sequence[str], out_dir: str, *,
     """Build every kernel (and every specialisation a generic kernel declares) found in
     ``targets`` for every arch in ``archs``, into ``out_dir`` with a ``manifest.json``.
 
-    Needs no GPU.  Compiles in ``jobs`` processes (default: one per CPU).  A manifest already in
-    ``out_dir`` from the same gpu_native version is merged: kernels built now replace their old
-    entries, others stay.
+    Needs no GPU.  Compiles in ``jobs`` processes (default: one per CPU).  The build goes into a
+    directory beside ``out_dir`` and moves into it only when every kernel compiled: the first
+    error stops the build and leaves ``out_dir`` as it was.  A manifest already in ``out_dir``
+    from the same gpu_native version is merged: kernels built now replace their old entries,
+    others stay.  Files and directories get the modes the umask gives (other accounts may have
+    to read a deployment), unlike the per-user cache, which is private.
+
+    Raises
+    ------
+    GpuNativeError
+        Bad arguments, no kernels, an ``out_dir`` that holds a ``manifest.json`` of something
+        else (nothing is compiled or written then), or an unwritable ``out_dir``.
+    CompileError
+        A kernel did not compile; the message starts with its file:line.
     """
     started = time.perf_counter()
     archs = parse_archs(archs)
+    out = os.path.abspath(out_dir)
+    if os.path.islink(out):  # build beside the directory it names, on its file system
+        out = os.path.realpath(out)
+    _existing_manifest(out)
     major, minor = nvrtc_version()
-    report = PrecompileReport(os.path.abspath(out_dir), archs, f"{major}.{minor}")
+    report = PrecompileReport(out, archs, f"{major}.{minor}")
     modules = find_modules(targets)
     if not modules:
         raise GpuNativeError("no kernels found in " + ", ".join(targets)
                              + " (no module there mentions gpu_kernel)")
     work = plan(modules, archs)
     report.modules = len(modules)
-    store = ArtifactStore(report.out_dir)
+    staging, created = _make_staging(out)
+    try:
+        kernels = _build(work, ArtifactStore(staging, private=False), report, jobs, progress)
+        report.kernels = len(kernels)
+        _write_manifest(report, staging, _mergeable(_existing_manifest(out)), kernels)
+        try:
+            report.private_files = _commit(staging, out)
+        except OSError as exc:
+            raise GpuNativeError(f"cannot move the build into {out}: {exc.strerror}") from None
+    except BaseException:
+        _discard(staging, created)
+        raise
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def _build(work: Sequence[Job], store: ArtifactStore, report: PrecompileReport,
+           jobs: int | None, progress: Callable[[int, int, Job], None] | None) -> list[dict]:
+    """Compile every job into ``store``; the manifest entries of the kernels built."""
     kernels: dict[tuple, dict] = {}
     workers = jobs if jobs is not None else (os.cpu_count() or 1)
     for job, compiled in _results(work, workers, progress):
@@ -294,7 +472,7 @@ def precompile(targets: Sequence[str], archs: Sequence[str], out_dir: str, *,
         try:
             store.write(identity, compiled.image, compiled.kind, meta)
         except OSError as exc:
-            raise GpuNativeError(f"cannot write to {report.out_dir}: {exc.strerror}") from None
+            raise GpuNativeError(f"cannot write beside {report.out_dir}: {exc.strerror}") from None
         report.artifacts += 1
         if compiled.kind == "ptx":
             report.ptx_fallbacks.append((request.arch, compiled.target))
@@ -309,15 +487,15 @@ def precompile(targets: Sequence[str], archs: Sequence[str], out_dir: str, *,
         entry["artifacts"][request.arch] = {"id": identity, "kind": compiled.kind,
                                             "target": compiled.target,
                                             "size": len(compiled.image)}
-    report.kernels = len(kernels)
-    _write_manifest(report, list(kernels.values()))
-    report.seconds = time.perf_counter() - started
-    return report
+    return list(kernels.values())
 
 
-def _write_manifest(report: PrecompileReport, built: list[dict]) -> None:
-    path = os.path.join(report.out_dir, MANIFEST)
-    old = _load_manifest(path)
+def _kernel_id(entry: dict) -> tuple:
+    return entry.get("module"), entry.get("name"), json.dumps(entry.get("types"))
+
+
+def _write_manifest(report: PrecompileReport, directory: str, old: dict | None,
+                    built: list[dict]) -> None:
     merged: dict[tuple, dict] = {}
     archs = list(report.archs)
     if old is not None:
@@ -341,4 +519,4 @@ def _write_manifest(report: PrecompileReport, built: list[dict]) -> None:
                                                            json.dumps(e["types"]))),
     }
     text = json.dumps(manifest, indent=2, ensure_ascii=False) + "\n"
-    write_file_atomic(path, text.encode("utf-8"))
+    write_file_atomic(os.path.join(directory, MANIFEST), text.encode("utf-8"), 0o666)
