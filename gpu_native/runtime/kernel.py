@@ -31,7 +31,9 @@ from .launch_checks import check_launch
 from .records import register_kernel
 from .streams import DEFAULT_STREAM, as_stream
 
-SPEC_SCHEMA = 1
+# The spec's layout and the launcher factory's protocol with the runtime (LaunchContext.fast_path);
+# 2: the factory takes its classes from fast_path and names everything with a reserved prefix.
+SPEC_SCHEMA = 2
 # Kernels that depend only on their uid run in blocks of UID_THREADS threads, each thread taking
 # one uid (or one chunk of four); UID_BLOCKS_PER_SM > 0 caps the grid so that threads loop
 # instead, for kernels that cannot fail (a failing uid ends its physical thread, which would skip
@@ -462,14 +464,15 @@ class LaunchContext:
 
     def fast_path(self):
         """The pieces of a generated launcher's fast path, in the order it unpacks them:
-        ``(DeviceArray, signatures, pack_into, buffer, buffer address, launch, launch
-        configuration, success code, failed(err), slow(*args))``."""
+        ``((DeviceArray, int, float, bool), signatures, pack_into, buffer, buffer address,
+        launch, launch configuration, success code, failed(err), slow(*args))``.  The classes
+        come from here, not from the user's module, where ``int`` may mean something else."""
         c = self.config
         backend = c.backend
         launch_config = (self.fn, *self.grid, *self.block, c.shared_mem_bytes, c.handle)
-        return (DeviceArray, self.signatures, self.pack_into, self.buffer.data,
-                self.buffer.address, backend.launch, launch_config, backend.success,
-                self.failed, self.slow)
+        return ((DeviceArray, int, float, bool), self.signatures, self.pack_into,
+                self.buffer.data, self.buffer.address, backend.launch, launch_config,
+                backend.success, self.failed, self.slow)
 
     def failed(self, err):
         if err != self.config.backend.success:
