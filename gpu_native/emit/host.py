@@ -29,6 +29,7 @@ Every other line of the module is left byte-for-byte as the user wrote it.
 
 from __future__ import annotations
 
+from .. import abi
 from ..frontend import syntax as S
 from ..nodes import node
 
@@ -74,15 +75,20 @@ def reserved_prefix(names) -> str:
 def _scalar_test(p: LauncherParam, generic: bool, r: str) -> str:
     """The fast-path test of a scalar argument (anything else takes the checked slow path)."""
     name = p.name
-    if generic or (p.dtype not in _INT_RANGES and p.dtype not in ("f16", "bf16", "f32", "f64",
-                                                                  "bool_")):
-        return "False"
-    if p.dtype in _INT_RANGES:
+    if p.dtype in _INT_RANGES and not generic:
         lo, hi = _INT_RANGES[p.dtype]
         return f"{name}.__class__ is {r}int and {lo} <= {name} <= {hi}"
-    if p.dtype == "bool_":
+    if p.dtype == "bool_" and not generic:
         return f"{name}.__class__ is {r}bool"
-    return f"{name}.__class__ is {r}float"
+    if p.dtype == "f64" and not generic:
+        return f"{name}.__class__ is {r}float"
+    if p.dtype in abi.FLOAT_OVERFLOW and not generic:
+        # Values that would round to infinity (and inf and nan themselves) take the slow path,
+        # which refuses the first and passes the others.
+        limit = abi.FLOAT_OVERFLOW[p.dtype]
+        return f"{name}.__class__ is {r}float and -{limit!r} < {name} < {limit!r}"
+    # bf16 is passed as its bits (converted on the slow path), TypeVars as their specialisation.
+    return "False"
 
 
 def launcher_lines(name: str, params: list[LauncherParam], generic: bool) -> tuple[str, str, str]:
@@ -117,7 +123,7 @@ def launcher_lines(name: str, params: list[LauncherParam], generic: bool) -> tup
                                               "stream"))
     setup = (f"({r}DA, {r}int, {r}float, {r}bool), ({sigs}), {r}pack, {r}buf, {r}address, "
              f"{r}launch, ({config}), {r}ok, {r}failed, {r}slow = {r}context.fast_path()")
-    condition = " and ".join(tests) if tests else "True"
+    condition = "False" if "False" in tests else " and ".join(tests) or "True"
     # pack_into returns None: `pack(...) or address` is the buffer's address, after the packing.
     packed = (f"({r}pack({r}buf, 0, {', '.join(values)}) or {r}address)" if values
               else f"{r}address")

@@ -572,14 +572,7 @@ class LaunchContext:
                             f"{type(arg).__name__} {arg!r}")
         if isinstance(arg, (int, float, np.integer, np.floating)) and not isinstance(
                 arg, (bool, np.bool_)):
-            value = float(arg)
-            if dtype == "bf16":
-                from ..lang.halfprec import f32_to_bf16_bits
-
-                return int(f32_to_bf16_bits(np.float32(value)))
-            if dtype == "f16" and math.isfinite(value) and abs(value) > 65504.0:
-                raise ValueError(f"{where} is {value}, out of range for f16")
-            return value
+            return _float_argument(where, dtype, arg)
         raise TypeError(f"{where} must be a number ({dtype}), not {type(arg).__name__}")
 
     def check_overlap(self, arrays: list[tuple[Param, DeviceArray]]) -> None:
@@ -606,6 +599,31 @@ class LaunchContext:
         while q and backend.event_query(q[0][0]):
             done, _ = q.popleft()
             backend.event_destroy(done)
+
+
+def _float_argument(where: str, dtype: str, arg) -> float | int:
+    """A float parameter's value as its slot takes it (bf16: its bits).  A finite value that
+    would round to infinity in ``dtype`` is refused; inf and nan pass as they are."""
+    try:
+        value = float(arg)
+    except OverflowError:  # an int beyond even f64's range
+        value = None
+    if value is not None and math.isfinite(value):
+        limit = abi.FLOAT_OVERFLOW.get("f32" if dtype == "bf16" else dtype, math.inf)
+        if not -limit < value < limit:
+            value = None
+    bits = None
+    if value is not None and dtype == "bf16":
+        from ..lang.halfprec import f32_to_bf16_bits
+
+        bits = int(f32_to_bf16_bits(np.float32(value)))
+        if bits & 0x7FFF == 0x7F80 and math.isfinite(value):  # rounded up to infinity
+            value = None
+    if value is None:
+        top = abi.FLOAT_MAX[dtype]
+        raise ValueError(f"{where} is {arg}, out of range for {dtype} (finite values "
+                         f"{-top:.8g}..{top:.8g}, or inf or nan)")
+    return value if bits is None else bits
 
 
 def _find_kernel(module: str, qualname: str):
