@@ -99,3 +99,35 @@ class TestFloatScalarRange:
         fast = 0 if dtype == "bf16" else len(IN_RANGE[dtype]) + 1
         assert launch_paths["fast"] == [True] * fast
         assert launch_paths["slow"] == len(IN_RANGE[dtype]) + 4 - fast
+
+
+class TestDeviceArrayViews:
+    def test_reshape_refuses_negative_dimensions(self, backend):
+        a = gn.to_device(np.arange(6, dtype=np.float32))
+        for shape in ((-2, -3), (3, -2), (-6,), (-1, -1), (-1, 4), (7, -1), (2.0, 3)):
+            error = TypeError if 2.0 in shape else ValueError
+            with pytest.raises(error, match=r"reshape"):
+                a.reshape(*shape)
+        for shape in ((0, -1), (3, 0, -1)):  # -1 beside a 0 could be anything (as in NumPy)
+            with pytest.raises(ValueError, match="reshape"):
+                gn.empty((0, 3)).reshape(*shape)
+        assert a.reshape(-1, 3).shape == (2, 3)
+        assert a.reshape((3, -1)).shape == (3, 2)
+        assert a.reshape(np.int64(6)).shape == (6,)
+        assert gn.empty((0, 3)).reshape(3, 0, 5).shape == (3, 0, 5)
+
+    @pytest.mark.parametrize("write", ["copy_from_host", "fill"])
+    def test_a_read_only_view_refuses_writes(self, backend, write):
+        host = np.arange(8, dtype=np.float32)
+        a = gn.to_device(host)
+        view = a.readonly()
+        with pytest.raises(TypeError, match="read-only view"):
+            if write == "fill":
+                view.fill(1.0)
+            else:
+                view.copy_from_host(np.zeros(8, np.float32))
+        with pytest.raises(TypeError, match="read-only view"):
+            getattr(view[2:4], write)(*([0.0] if write == "fill" else [np.zeros(2, np.float32)]))
+        np.testing.assert_array_equal(a.to_host(), host)
+        a.fill(3.0)  # the array itself stays writable
+        np.testing.assert_array_equal(view.to_host(), np.full(8, 3.0, np.float32))
