@@ -208,6 +208,23 @@ class TestCppNames:
             if c != name:
                 assert c.endswith("_") and c.startswith("py"), c
 
+    def test_names_derived_from_variables_are_unique(self):
+        """Extents (__gn_<c>_n<axis>) and vectors (__gnv_<c>) of distinct names never meet
+        each other or a fixed or numbered name of the emitter."""
+        from gpu_native.emit.cuda import extent_name, vector_name
+
+        names = set(NAMES) | {n for pair in PAIRS for n in pair} | {"v_x", "x", "err", "i0"}
+        variables = [ir.Var(n, ir.F32, None) for n in sorted(names)]
+        variables.append(ir.Var(f"{ir.TEMP_PREFIX}t0", ir.F32, None))
+        derived = [extent_name(v, axis) for v in variables for axis in range(3)]
+        derived += [vector_name(v) for v in variables]
+        derived += [c_identifier(v.name) for v in variables]
+        assert len(set(derived)) == len(derived)
+        fixed = {"__gn_err", "__gn_total", "__gn_block", "__gn_n", "__gn_aligned",
+                 "__gn_chunks", "__gn_chunk", "__gn_base", "__gn_uid", "__gn_next",
+                 "__gn_dyn_smem", "__gn_old", "__gn_i0", "__gn_stop0", "__gn_step0"}
+        assert not fixed & set(derived)
+
     def test_temporaries_of_the_checker_have_names_of_their_own(self):
         assert c_identifier(f"{ir.TEMP_PREFIX}t3") == "__gn_t3"
         assert c_identifier("__gn_t3") != "__gn_t3"
