@@ -2,7 +2,7 @@
 
 A kernel's names reach three generated languages: the host launcher (Python), the CUDA C++ and
 the simulator's Python.  Each keeps its own names apart from the user's by construction (see
-``gpu_native.emit.host.reserved_prefix``, ``gpu_native.emit.cuda.c_identifier`` and
+``gpu_native.emit.host.reserved_prefix``, ``gpu_native.emit.cnames.c_identifier`` and
 ``gpu_native.simulator.codegen.FunctionEmitter.name``); these tests use every name those
 generators write, and the names C++ and CUDA give a meaning of their own, as a kernel's names.
 """
@@ -18,7 +18,7 @@ import gpu_native as gn
 from gpu_native import ir
 from gpu_native.cache import BuildRequest
 from gpu_native.compiler.nvrtc import compile_request
-from gpu_native.emit.cuda import c_identifier
+from gpu_native.emit.cnames import c_identifier
 from gpu_native.emit.prelude import PRELUDE
 from gpu_native.rewrite import rewrite_module, transpile_module
 
@@ -192,7 +192,7 @@ def test_names_whose_generated_names_could_meet(first, second, kernel_module, ba
 
 
 class TestCppNames:
-    """The mapping from Python names to C++ names (gpu_native.emit.cuda.c_identifier)."""
+    """The mapping from Python names to C++ names (gpu_native.emit.cnames.c_identifier)."""
 
     def test_plain_names_are_kept(self):
         for name in ("idx", "a", "acc", "tile", "tile_a", "out_x", "x0", "eps2", "Tile", "gn"):
@@ -211,7 +211,7 @@ class TestCppNames:
     def test_names_derived_from_variables_are_unique(self):
         """Extents (__gn_<c>_n<axis>) and vectors (__gnv_<c>) of distinct names never meet
         each other or a fixed or numbered name of the emitter."""
-        from gpu_native.emit.cuda import extent_name, vector_name
+        from gpu_native.emit.cnames import extent_name, vector_name
 
         names = set(NAMES) | {n for pair in PAIRS for n in pair} | {"v_x", "x", "err", "i0"}
         variables = [ir.Var(n, ir.F32, None) for n in sorted(names)]

@@ -9,41 +9,24 @@ __restrict__`` when read-only, which keeps loads on the read-only data path); se
 
 from __future__ import annotations
 
-import functools
 import math
-import re
 
 import numpy as np
 
 from .. import abi, ir
 from .._version import __version__
-from ..lang.types import SCALARS
 from ..nodes import fields, is_node
+from .cnames import (
+    ATOMIC_FUNCTIONS,
+    MATH_F32,
+    MATH_F64,
+    PREDICATES,
+    SPECIAL_NAMES,
+    cname,
+    extent_name,
+)
 from .prelude import HALF_INCLUDES, PRELUDE
 
-# C++20's keywords and alternative tokens: never a variable's name.
-CPP_KEYWORDS = frozenset([
-    "alignas", "alignof", "and", "and_eq", "asm", "auto", "bitand", "bitor", "bool", "break",
-    "case", "catch", "char", "char8_t", "char16_t", "char32_t", "class", "compl", "concept",
-    "const", "consteval", "constexpr", "constinit", "const_cast", "continue", "co_await",
-    "co_return", "co_yield", "decltype", "default", "delete", "do", "double", "dynamic_cast",
-    "else", "enum", "explicit", "export", "extern", "false", "float", "for", "friend", "goto",
-    "if", "inline", "int", "long", "mutable", "namespace", "new", "noexcept", "not", "not_eq",
-    "nullptr", "operator", "or", "or_eq", "private", "protected", "public", "register",
-    "reinterpret_cast", "requires", "return", "short", "signed", "sizeof", "static",
-    "static_assert", "static_cast", "struct", "switch", "template", "this", "thread_local",
-    "throw", "true", "try", "typedef", "typeid", "typename", "union", "unsigned", "using",
-    "virtual", "void", "volatile", "wchar_t", "while", "xor", "xor_eq"])
-# CUDA's and the C library's names that are visible in every kernel, or that a header may define
-# as a macro: a variable of the same name would hide them, or be replaced by the macro.
-CUDA_NAMES = frozenset([
-    "threadIdx", "blockIdx", "blockDim", "gridDim", "warpSize", "dim3", "half", "half2",
-    "nv_bfloat16", "nv_bfloat162", "printf", "malloc", "free", "memcpy", "memset", "assert",
-    "min", "max", "abs", "signbit", "isnan", "isinf", "isfinite", "main", "clock", "clock64",
-    "uint", "ushort", "ulong", "uchar", "size_t", "ptrdiff_t", "nullptr_t", "offsetof"])
-
-_SPECIAL_NAMES = {"thread_idx": "threadIdx", "block_idx": "blockIdx", "block_dim": "blockDim",
-                  "grid_dim": "gridDim"}
 _XYZ = "xyz"
 _UNSIGNED = {"int": "unsigned int", "long long": "unsigned long long"}
 
@@ -175,85 +158,12 @@ def _may_be_product(e: ir.Expr, product_locals: set[int]) -> bool:
     return isinstance(e, ir.Call)
 
 
-_MATH_F32 = {
-    "sqrt": "sqrtf", "exp": "expf", "exp2": "exp2f", "expm1": "expm1f", "log": "logf",
-    "log2": "log2f", "log10": "log10f", "log1p": "log1pf", "sin": "sinf", "cos": "cosf",
-    "tan": "tanf", "asin": "asinf", "acos": "acosf", "atan": "atanf", "atan2": "atan2f",
-    "sinh": "sinhf", "cosh": "coshf", "tanh": "tanhf", "asinh": "asinhf", "acosh": "acoshf",
-    "atanh": "atanhf", "pow": "powf", "fabs": "fabsf", "floor": "floorf", "ceil": "ceilf",
-    "trunc": "truncf", "fmod": "fmodf", "hypot": "hypotf", "erf": "erff", "erfc": "erfcf",
-    "copysign": "copysignf", "lgamma": "lgammaf", "gamma": "tgammaf", "cbrt": "cbrtf",
-    "fma": "fmaf", "rint": "rintf", "abs": "fabsf", "rsqrt": "rsqrtf",
-}
-_MATH_F64 = {k: (v[:-1] if k not in ("gamma",) else "tgamma") for k, v in _MATH_F32.items()}
-_MATH_F64.update({"abs": "fabs", "fabs": "fabs", "rsqrt": "rsqrt"})
-_PREDICATES = {"isnan": "isnan", "isinf": "isinf", "isfinite": "isfinite"}
-
-
-# The CUDA atomics a kernel body calls, by operation (float min/max go through the prelude).
-_ATOMIC_FUNCTIONS = {"add": "atomicAdd", "sub": "atomicAdd", "min": "atomicMin",
-                     "max": "atomicMax", "and": "atomicAnd", "or": "atomicOr", "xor": "atomicXor",
-                     "exchange": "atomicExch"}
-_VECTOR_TYPE = re.compile(r"(make_)?(u?(char|short|int|long|longlong)|float|double)[1-4]"
-                          r"(_16a|_32a)?")
-
-# ---- the C++ names of Python names ------------------------------------------------------------
-#
-# A kernel's variables live in C++ beside the language's keywords, CUDA's builtins, macros, the
-# prelude's names (all gn_* and GN_*) and the emitter's own (gn_* functions, __gn* variables, and
-# the library functions it calls: the tables above).  A *plain* name is used as it is: ASCII,
-# starting with a letter, not ending with "_", with a lower-case letter (ALL_CAPS names are left
-# to macros), not starting with gn_ in any case, and none of those names.  Every other name maps
-# to py_<name>_ (pyu_<code points in hex>_ when it is not ASCII, which NVRTC does not take).  A
-# plain name never ends with "_" and a mapped one always does, so the two sets cannot meet, and
-# the mapping is injective; nothing of CUDA's or the emitter's has the form py_..._.
-#
-# Names the emitter derives from a variable's C++ name c: its extents __gn_<c>_n<axis> (the only
-# __gn_ names ending in _n and a digit) and its 16-byte vector __gnv_<c> (the only names starting
-# with __gnv).  Its other names are fixed (__gn_err, __gn_uid ...) or numbered: the loop counters
-# __gn_i3, __gn_stop3, __gn_step3 and the checker's temporaries $t3 as __gn_t3.
-
-_EMITTED_NAMES = frozenset([
-    *_MATH_F32.values(), *_MATH_F64.values(), *_PREDICATES.values(), *_SPECIAL_NAMES.values(),
-    *_ATOMIC_FUNCTIONS.values(), *(w for s in SCALARS.values() for w in s.c_name.split())])
-_RESERVED_NAMES = CPP_KEYWORDS | CUDA_NAMES | _EMITTED_NAMES
-
-
-@functools.lru_cache(maxsize=4096)
-def c_identifier(name: str) -> str:
-    """The C++ name of the Python name ``name`` (see above): ``name`` itself when plain."""
-    if name.startswith(ir.TEMP_PREFIX):  # the checker's temporary $t<N>
-        return "__gn_" + name[len(ir.TEMP_PREFIX):]
-    if (name.isascii() and name[0].isalpha() and not name.endswith("_")
-            and not name.isupper() and name.lower()[:3] != "gn_"
-            and name not in _RESERVED_NAMES and not _VECTOR_TYPE.fullmatch(name)):
-        return name
-    if name.isascii():
-        return f"py_{name}_"
-    return "pyu_" + "_".join(f"{ord(c):x}" for c in name) + "_"
-
-
-def cname(var: ir.Var) -> str:
-    """The C++ name of a variable (see :func:`c_identifier`)."""
-    return c_identifier(var.name)
-
-
 def ctype(ty: ir.Type) -> str:
     if isinstance(ty, ir.ScalarType):
         return ty.info.c_name
     if isinstance(ty, ir.VoidType):
         return "void"
     raise TypeError(f"no C type for {ty}")  # pragma: no cover
-
-
-def extent_name(var: ir.Var, axis: int) -> str:
-    """The C++ name of an array's extent along ``axis``."""
-    return f"__gn_{cname(var)}_n{axis}"
-
-
-def vector_name(var: ir.Var) -> str:
-    """The C++ name of the 16-byte vector a vectorised kernel moves an array's elements in."""
-    return f"__gnv_{cname(var)}"
 
 
 def row_major(parts: list[str], extents: list[str]) -> str:
@@ -708,7 +618,7 @@ class CudaEmitter:
                 return lhs
             if n == 2:
                 return f"gn_sq<{ct}>({lhs})"
-            pow_fn = (_MATH_F32 if info.name == "f32" else _MATH_F64)["pow"]
+            pow_fn = (MATH_F32 if info.name == "f32" else MATH_F64)["pow"]
             return f"{pow_fn}({lhs}, {float(n)}{'f' if info.name == 'f32' else ''})"
         if op in ("<<", ">>"):
             return f"gn_{'shl' if op == '<<' else 'shr'}<{ct}>({lhs}, (gn_i64)({rhs}))"
@@ -781,7 +691,7 @@ class CudaEmitter:
         return self.extent(e.array, e.axis)
 
     def emit_Special(self, e: ir.Special) -> str:
-        return f"((int){_SPECIAL_NAMES[e.name]}.{_XYZ[e.axis]})"
+        return f"((int){SPECIAL_NAMES[e.name]}.{_XYZ[e.axis]})"
 
     def emit_LaneId(self, e: ir.LaneId) -> str:
         return "gn_lane_id()"
@@ -805,9 +715,9 @@ class CudaEmitter:
                 return f"__habs({args[0]})"
             if ty.info.name == "bf16":
                 return f"__habs({args[0]})"
-        if name in _PREDICATES:
-            return f"((bool){_PREDICATES[name]}({args[0]}))"
-        table = _MATH_F32 if ty.info.name == "f32" else _MATH_F64
+        if name in PREDICATES:
+            return f"((bool){PREDICATES[name]}({args[0]}))"
+        table = MATH_F32 if ty.info.name == "f32" else MATH_F64
         return f"{table[name]}({', '.join(args)})"
 
     def emit_Call(self, e: ir.Call) -> str:
@@ -841,7 +751,7 @@ class CudaEmitter:
         ops = [self.expr(o) for o in e.operands]
         shared = e.array.ty.space == "shared"
         fence = "__threadfence_block()" if shared else "__threadfence()"
-        fn = _ATOMIC_FUNCTIONS.get(e.op)
+        fn = ATOMIC_FUNCTIONS.get(e.op)
         if e.op == "sub":
             if elem.info.is_float:
                 call = f"{fn}({ptr}, -({ops[0]}))"

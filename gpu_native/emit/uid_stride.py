@@ -16,7 +16,8 @@ inside every such array; the other chunks take the checked scalar path.
 from __future__ import annotations
 
 from .. import ir
-from .cuda import CudaEmitter, cname, extent_name, vector_name
+from .cnames import cname, extent_name, vector_name
+from .cuda import CudaEmitter
 
 _LANES = "xyzw"
 _VECTOR_TYPES = {"f32": "float4", "i32": "int4", "u32": "uint4"}
