@@ -33,12 +33,14 @@ LAUNCHER_NAMES = ["DA", "sig_x", "pack", "buf", "args", "launch", "fn", "gx", "g
 CUDA_NAMES = ["NULL", "INT_MAX", "N", "float4", "int4", "uint3", "new", "this", "delete",
               "threadIdx", "blockDim", "warpSize", "half", "printf", "min", "max", "abs",
               "sqrtf", "sqrt", "fminf", "powf", "atomicAdd", "gn_chk", "gn_i64", "GN_KERNEL_ID",
-              "__gn_err", "__gn_uid", "__gn_total", "__gn_base", "__gn_i0", "__gn_t0",
-              "__gn_x_n0", "__gnv_x", "__device_", "__CUDA_ARCH_", "_", "_x", "a__b", "int_",
-              "py_int_", "pyu_3b1_", "α", "数据"]
+              "gn_u64", "gn_min", "gn_error_record", "floorf", "blockIdx", "gridDim",
+              "__gn_err", "__gn_uid", "__gn_total", "__gn_base", "__gn_block", "__gn_n",
+              "__gn_next", "__gn_chunk", "__gn_aligned", "__gn_i0", "__gn_stop0", "__gn_old",
+              "__gn_t0", "__gn_x_n0", "__gnv_x", "__device_", "__CUDA_ARCH_", "_", "_x", "a__b",
+              "int_", "py_int_", "pyu_3b1_", "α", "数据"]
 # The simulator's module, chunk, mask and helpers, its temporaries and its escaped names.
-SIMULATOR_NAMES = ["np", "_gn", "_gn_m", "_gn_where", "_gn_u64", "_gn_K0", "_gn_t1", "_gn_r",
-                   "_gn_fn", "_gnu_np", "_gnu__gn_m", "_gnc_t0"]
+SIMULATOR_NAMES = ["np", "_gn", "_gn_m", "_gn_where", "_gn_u64", "_gn_i64", "_gn_K0", "_gn_DEV0",
+                   "_gn_t1", "_gn_r", "_gn_fn", "_gnu_np", "_gnu__gn_m", "_gnc_t0"]
 NAMES = sorted(set(LAUNCHER_NAMES + CUDA_NAMES + SIMULATOR_NAMES))
 
 # One module per name: the name as a read-only array (a kernel that depends only on its uid, so
@@ -261,6 +263,34 @@ class TestCppNames:
                             assert c_identifier(ident) != ident, (path.name, ident)
         # The scan saw the emitter's names (not just nothing).
         assert {"__gn_err", "gn_chk", "threadIdx", "float4", "atomicAdd", "sqrtf"} <= seen
+
+
+def test_the_simulators_own_names_all_start_with_gn():
+    """In the simulator's Python for every example and test kernel, a name that does not start
+    with _gn is a variable of the kernel's (so the generated code's own names cannot meet one)."""
+    import ast
+    from pathlib import Path
+
+    from gpu_native.simulator.codegen import build
+
+    root = Path(__file__).resolve().parent.parent
+    files = [*(root / "examples").glob("*.py"), root / "tests" / "kernels_language.py"]
+    for path in files:
+        source = path.read_text()
+        if "gpu_kernel" not in source:
+            continue
+        for checked in transpile_module(source, str(path), path.stem).checked:
+            for kernel in checked.specializations:
+                users = {v.name for v in _variables(kernel)}
+                prog, _ = build(kernel)
+                for text in prog.sources:
+                    tree = ast.parse(text)
+                    names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+                    names |= {a.arg for n in ast.walk(tree) if isinstance(n, ast.arguments)
+                              for a in n.args}
+                    assert {n for n in names if not n.startswith("_gn")} <= users, path.name
+                assert all(name.startswith("_gn") for name in prog.ns
+                           if name != "__builtins__"), path.name
 
 
 def _variables(kernel: ir.Kernel):
