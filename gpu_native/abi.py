@@ -40,6 +40,14 @@ SLOT_FORMATS = {
     "bool_": "?7x", "i8": "b7x", "i16": "h6x", "i32": "i4x", "i64": "q", "u8": "B7x",
     "u16": "H6x", "u32": "I4x", "u64": "Q", "f16": "e6x", "bf16": "H6x", "f32": "f4x", "f64": "d",
 }
+# A float parameter is rounded to its type (to nearest, ties to even) when it is packed; a finite
+# value of at least FLOAT_OVERFLOW's magnitude would round to infinity, so the launcher refuses it
+# (ValueError), while inf and nan themselves are representable and pass as they are.  bf16 is
+# rounded to f32 first and then to its 16 bits (its slot holds the bits).  FLOAT_MAX is each
+# type's largest finite value, for messages.
+FLOAT_OVERFLOW = {"f16": 65520.0, "f32": 2.0**128 - 2.0**103}
+FLOAT_MAX = {"f16": 65504.0, "bf16": 2.0**128 - 2.0**120, "f32": 2.0**128 - 2.0**104,
+             "f64": 1.7976931348623157e308}
 POINTER_FORMAT = "Q"
 EXTENT_FORMAT = "q"
 SLOT_SIZE = 8

@@ -94,6 +94,10 @@ F64 = scalar("f64")
 # ============================================================================================
 # Variables and error sites
 
+# The checker names its own temporaries ``$t0``, ``$t1``, ...: no Python name starts with "$", so
+# they can never meet a user's variable; each emitter maps them into its own reserved names.
+TEMP_PREFIX = "$"
+
 
 @node(eq=False)
 class Var:

@@ -75,6 +75,43 @@ def cuda_backend():
 
 
 @pytest.fixture
+def launch_paths(monkeypatch):
+    """Which way each launch of a generated launcher went: ``fast`` gets one entry per call of
+    ``launch`` from its fast path (True when it passed the launch configuration and the argument
+    buffer the launcher was given), ``failed`` and ``slow`` count the calls of those.  Only
+    launchers made while the fixture is active are recorded."""
+    from gpu_native.runtime.kernel import LaunchContext
+
+    record = {"fast": [], "failed": 0, "slow": 0}
+    fast_path = LaunchContext.fast_path
+
+    def recording(self):
+        pieces = list(fast_path(self))
+        address, launch, config, failed, slow = pieces[4], pieces[5], pieces[6], pieces[8], \
+            pieces[9]
+
+        def launch_(*args):
+            n = len(config)
+            record["fast"].append(all(a is b for a, b in zip(args[:n], config))
+                                  and args[n] == address)
+            return launch(*args)
+
+        def failed_(err):
+            record["failed"] += 1
+            return failed(err)
+
+        def slow_(*args):
+            record["slow"] += 1
+            return slow(*args)
+
+        pieces[5], pieces[8], pieces[9] = launch_, failed_, slow_
+        return tuple(pieces)
+
+    monkeypatch.setattr(LaunchContext, "fast_path", recording)
+    return record
+
+
+@pytest.fixture
 def kernel_module(tmp_path, monkeypatch):
     """Write a module to a temporary package directory and import it (through the hook when it is
     installed, else through the decorator fallback).  Returns ``load(source, name=...)``."""

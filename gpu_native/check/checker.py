@@ -591,8 +591,6 @@ class FunctionChecker(StatementChecker, ExpressionChecker):
                 example = "CUDASlice[f32]" if self.is_kernel else "f32"
                 raise self.error(f"parameter '{p.name}' needs a type annotation, e.g. "
                                  f"`{p.name}: {example}`", p.span)
-            if p.name.startswith("__gn"):
-                raise self.error("names starting with __gn are reserved for gpu_native", p.span)
             ty = self.annotation(p.annotation, allow_unique=not self.is_kernel, allow_array=True)
             unique = ty == "unique"
             if unique:

@@ -198,8 +198,6 @@ class StatementChecker:
     def assign_name(self: FunctionChecker, target: S.Name, value_syntax: S.Expr, span,
                     annotation) -> list[ir.Stmt]:
         name = target.id
-        if name.startswith("__gn"):
-            raise self.error("names starting with __gn are reserved for gpu_native", target.span)
         decl = self.array_declaration(value_syntax)
         if decl is not None:
             self.declare_array(name, decl, value_syntax, span)  # type: ignore[arg-type]
@@ -342,7 +340,7 @@ class StatementChecker:
             for i, v in enumerate(value_syntax.elts):
                 value = self.materialize(self.expr(v))
                 ty = self.scalar_of(value, "an unpacked value")
-                temp = self.new_var(f"__gn_t{self.temp_counter}", ty, v.span)
+                temp = self.new_var(f"{ir.TEMP_PREFIX}t{self.temp_counter}", ty, v.span)
                 self.temp_counter += 1
                 out.append(ir.Assign(v.span, temp, value))
                 temps.append((target.elts[i], temp))

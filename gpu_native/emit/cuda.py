@@ -16,12 +16,17 @@ import numpy as np
 from .. import abi, ir
 from .._version import __version__
 from ..nodes import fields, is_node
+from .cnames import (
+    ATOMIC_FUNCTIONS,
+    MATH_F32,
+    MATH_F64,
+    PREDICATES,
+    SPECIAL_NAMES,
+    cname,
+    extent_name,
+)
 from .prelude import HALF_INCLUDES, PRELUDE_INCLUDE
 
-CPP_KEYWORDS = frozenset(["alignas", "alignof", "and", "and_eq", "asm", "auto", "bitand", "bitor", "bool", "break", "case", "catch", "char", "char16_t", "char32_t", "class", "compl", "const", "constexpr", "const_cast", "continue", "decltype", "default", "delete", "do", "double", "dynamic_cast", "else", "enum", "explicit", "export", "extern", "false", "float", "for", "friend", "goto", "if", "inline", "int", "long", "mutable", "namespace", "new", "noexcept", "not", "not_eq", "nullptr", "operator", "or", "or_eq", "private", "protected", "public", "register", "reinterpret_cast", "return", "short", "signed", "sizeof", "static", "static_assert", "static_cast", "struct", "switch", "template", "this", "thread_local", "throw", "true", "try", "typedef", "typeid", "typename", "union", "unsigned", "using", "virtual", "void", "volatile", "wchar_t", "while", "xor", "xor_eq", "threadIdx", "blockIdx", "blockDim", "gridDim", "warpSize", "printf", "min", "max", "abs", "signbit", "isnan", "isinf", "isfinite", "main", "assert"])
-
-_SPECIAL_NAMES = {"thread_idx": "threadIdx", "block_idx": "blockIdx", "block_dim": "blockDim",
-                  "grid_dim": "gridDim"}
 _XYZ = "xyz"
 _UNSIGNED = {"int": "unsigned int", "long long": "unsigned long long"}
 
@@ -153,41 +158,12 @@ def _may_be_product(e: ir.Expr, product_locals: set[int]) -> bool:
     return isinstance(e, ir.Call)
 
 
-_MATH_F32 = {
-    "sqrt": "sqrtf", "exp": "expf", "exp2": "exp2f", "expm1": "expm1f", "log": "logf",
-    "log2": "log2f", "log10": "log10f", "log1p": "log1pf", "sin": "sinf", "cos": "cosf",
-    "tan": "tanf", "asin": "asinf", "acos": "acosf", "atan": "atanf", "atan2": "atan2f",
-    "sinh": "sinhf", "cosh": "coshf", "tanh": "tanhf", "asinh": "asinhf", "acosh": "acoshf",
-    "atanh": "atanhf", "pow": "powf", "fabs": "fabsf", "floor": "floorf", "ceil": "ceilf",
-    "trunc": "truncf", "fmod": "fmodf", "hypot": "hypotf", "erf": "erff", "erfc": "erfcf",
-    "copysign": "copysignf", "lgamma": "lgammaf", "gamma": "tgammaf", "cbrt": "cbrtf",
-    "fma": "fmaf", "rint": "rintf", "abs": "fabsf", "rsqrt": "rsqrtf",
-}
-_MATH_F64 = {k: (v[:-1] if k not in ("gamma",) else "tgamma") for k, v in _MATH_F32.items()}
-_MATH_F64.update({"abs": "fabs", "fabs": "fabs", "rsqrt": "rsqrt"})
-_PREDICATES = {"isnan": "isnan", "isinf": "isinf", "isfinite": "isfinite"}
-
-
-def cname(var: ir.Var) -> str:
-    """The C++ name of a variable: the Python name unless it would clash."""
-    name = var.name
-    if name.startswith("__gn"):
-        return name
-    if name in CPP_KEYWORDS or name.startswith(("gn_", "__")):
-        return name + "_"
-    return name
-
-
 def ctype(ty: ir.Type) -> str:
     if isinstance(ty, ir.ScalarType):
         return ty.info.c_name
     if isinstance(ty, ir.VoidType):
         return "void"
     raise TypeError(f"no C type for {ty}")  # pragma: no cover
-
-
-def extent_name(var: ir.Var, axis: int) -> str:
-    return f"__gn_{var.name}_n{axis}"
 
 
 def row_major(parts: list[str], extents: list[str]) -> str:
@@ -642,7 +618,8 @@ class CudaEmitter:
                 return lhs
             if n == 2:
                 return f"gn_sq<{ct}>({lhs})"
-            return f"{'powf' if info.name == 'f32' else 'pow'}({lhs}, {float(n)}{'f' if info.name == 'f32' else ''})"
+            pow_fn = (MATH_F32 if info.name == "f32" else MATH_F64)["pow"]
+            return f"{pow_fn}({lhs}, {float(n)}{'f' if info.name == 'f32' else ''})"
         if op in ("<<", ">>"):
             return f"gn_{'shl' if op == '<<' else 'shr'}<{ct}>({lhs}, (gn_i64)({rhs}))"
         if op in ("&", "|", "^"):
@@ -714,7 +691,7 @@ class CudaEmitter:
         return self.extent(e.array, e.axis)
 
     def emit_Special(self, e: ir.Special) -> str:
-        return f"((int){_SPECIAL_NAMES[e.name]}.{_XYZ[e.axis]})"
+        return f"((int){SPECIAL_NAMES[e.name]}.{_XYZ[e.axis]})"
 
     def emit_LaneId(self, e: ir.LaneId) -> str:
         return "gn_lane_id()"
@@ -738,9 +715,9 @@ class CudaEmitter:
                 return f"__habs({args[0]})"
             if ty.info.name == "bf16":
                 return f"__habs({args[0]})"
-        if name in _PREDICATES:
-            return f"((bool){_PREDICATES[name]}({args[0]}))"
-        table = _MATH_F32 if ty.info.name == "f32" else _MATH_F64
+        if name in PREDICATES:
+            return f"((bool){PREDICATES[name]}({args[0]}))"
+        table = MATH_F32 if ty.info.name == "f32" else MATH_F64
         return f"{table[name]}({', '.join(args)})"
 
     def emit_Call(self, e: ir.Call) -> str:
@@ -774,22 +751,19 @@ class CudaEmitter:
         ops = [self.expr(o) for o in e.operands]
         shared = e.array.ty.space == "shared"
         fence = "__threadfence_block()" if shared else "__threadfence()"
-        if e.op == "add":
-            call = f"atomicAdd({_atomic_ptr(ptr, elem)}, {_atomic_val(ops[0], elem)})"
-        elif e.op == "sub":
+        fn = ATOMIC_FUNCTIONS.get(e.op)
+        if e.op == "sub":
             if elem.info.is_float:
-                call = f"atomicAdd({ptr}, -({ops[0]}))"
+                call = f"{fn}({ptr}, -({ops[0]}))"
             else:
-                call = f"atomicAdd({_atomic_ptr(ptr, elem)}, {_atomic_val('(0 - ' + ops[0] + ')', elem)})"
+                call = f"{fn}({_atomic_ptr(ptr, elem)}, {_atomic_val('(0 - ' + ops[0] + ')', elem)})"
         elif e.op in ("min", "max"):
             if elem.info.is_float:
                 call = f"gn_atomic_{e.op}({ptr}, {ops[0]})"
             else:
-                call = f"atomic{e.op.capitalize()}({ptr}, {ops[0]})"
-        elif e.op in ("and", "or", "xor"):
-            call = f"atomic{e.op.capitalize()}({_atomic_ptr(ptr, elem)}, {_atomic_val(ops[0], elem)})"
-        elif e.op == "exchange":
-            call = f"atomicExch({_atomic_ptr(ptr, elem)}, {_atomic_val(ops[0], elem)})"
+                call = f"{fn}({ptr}, {ops[0]})"
+        elif e.op in ("add", "and", "or", "xor", "exchange"):
+            call = f"{fn}({_atomic_ptr(ptr, elem)}, {_atomic_val(ops[0], elem)})"
         elif e.op == "cas":
             call = f"gn_atomic_cas({ptr}, {ops[0]}, {ops[1]})"
         elif e.op == "load":

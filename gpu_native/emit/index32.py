@@ -21,7 +21,8 @@ exactly the main entry point's behaviour, error reports included.
 from __future__ import annotations
 
 from .. import abi, ir
-from .cuda import _EXPR, _XYZ, CudaEmitter, cname, extent_name, row_major
+from .cnames import cname, extent_name
+from .cuda import _EXPR, _XYZ, CudaEmitter, row_major
 
 I32_MIN, I32_MAX = -(1 << 31), (1 << 31) - 1
 # What the launcher guarantees before it runs ``_i32``: every array argument has at most

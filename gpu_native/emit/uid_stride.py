@@ -16,7 +16,8 @@ inside every such array; the other chunks take the checked scalar path.
 from __future__ import annotations
 
 from .. import ir
-from .cuda import CudaEmitter, cname, extent_name
+from .cnames import cname, extent_name, vector_name
+from .cuda import CudaEmitter
 
 _LANES = "xyzw"
 _VECTOR_TYPES = {"f32": "float4", "i32": "int4", "u32": "uint4"}
@@ -160,7 +161,7 @@ class UidStrideEmitter(CudaEmitter):
     def vector_loop(self, read: list[ir.Var], written: list[ir.Var]) -> None:
         arrays = {id(v): v for v in [*read, *written]}
         for v in arrays.values():
-            self.vectors[id(v)] = f"__gn_v_{v.name}"
+            self.vectors[id(v)] = vector_name(v)
         limit = " ".join(f"__gn_n = {extent_name(v, 0)} < __gn_n ? {extent_name(v, 0)} : __gn_n;"
                          for v in arrays.values())
         aligned = " | ".join(f"(gn_u64){cname(v)}" for v in arrays.values())

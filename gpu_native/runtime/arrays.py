@@ -13,6 +13,7 @@ launch that uses it is safe.
 from __future__ import annotations
 
 import math
+import operator
 import struct
 import threading
 from typing import Any
@@ -187,12 +188,23 @@ class DeviceArray:
         return self._view(i, (1,)).to_host()[0]
 
     def reshape(self, *shape: int) -> DeviceArray:
-        """A view with another shape (same number of elements, row-major)."""
+        """A view with another shape (same number of elements, row-major); one dimension may
+        be -1, meaning whatever the others leave."""
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
             shape = tuple(shape[0])
-        shape = tuple(int(s) for s in shape)
+        try:
+            shape = tuple(operator.index(s) for s in shape)
+        except TypeError:
+            raise TypeError(f"reshape takes integer dimensions, not {shape!r}") from None
+        if any(s < -1 for s in shape):
+            raise ValueError(f"cannot reshape into {shape}: dimensions must not be negative "
+                             "(only one may be -1, for the one inferred)")
+        if shape.count(-1) > 1:
+            raise ValueError(f"cannot reshape into {shape}: only one dimension may be -1")
         if -1 in shape:
             known = math.prod(s for s in shape if s != -1)
+            if known == 0 or self.size % known:
+                raise ValueError(f"cannot reshape an array of {self.size} elements into {shape}")
             shape = tuple(self.size // known if s == -1 else s for s in shape)
         if math.prod(shape) != self.size:
             raise ValueError(f"cannot reshape an array of {self.size} elements into {shape}")
@@ -222,8 +234,16 @@ class DeviceArray:
             return bf16_bits_to_f32(out).reshape(self.shape)
         return out
 
+    def _check_writable(self, what: str) -> None:
+        if not self.is_writable:
+            raise TypeError(f"cannot {what} a read-only view (made with readonly()); write to "
+                            "the array it was made from")
+
     def copy_from_host(self, host) -> None:
-        """Overwrite this array with the contents of a host array of the same shape."""
+        """Overwrite this array with the contents of a host array of the same shape.
+
+        Raises ``TypeError`` for a read-only view."""
+        self._check_writable("copy into")
         if self.device != current_device():
             with on_device(self.device):
                 return self.copy_from_host(host)
@@ -233,7 +253,8 @@ class DeviceArray:
         self._backend.copy_htod(self._gn_ptr, data)
 
     def fill(self, value) -> None:
-        """Set every element to ``value``."""
+        """Set every element to ``value``.  Raises ``TypeError`` for a read-only view."""
+        self._check_writable("fill")
         self.copy_from_host(np.full(self.shape, value, dtype=np.float32 if
                                     self._info.name == "bf16" else self.dtype))
 

@@ -31,7 +31,9 @@ from .launch_checks import check_launch
 from .records import register_kernel
 from .streams import DEFAULT_STREAM, as_stream
 
-SPEC_SCHEMA = 1
+# The spec's layout and the launcher factory's protocol with the runtime (LaunchContext.fast_path);
+# 2: the factory takes its classes from fast_path and names everything with a reserved prefix.
+SPEC_SCHEMA = 2
 # Kernels that depend only on their uid run in blocks of UID_THREADS threads, each thread taking
 # one uid (or one chunk of four); UID_BLOCKS_PER_SM > 0 caps the grid so that threads loop
 # instead, for kernels that cannot fail (a failing uid ends its physical thread, which would skip
@@ -461,14 +463,15 @@ class LaunchContext:
 
     def fast_path(self):
         """The pieces of a generated launcher's fast path, in the order it unpacks them:
-        ``(DeviceArray, signatures, pack_into, buffer, buffer address, launch, launch
-        configuration, success code, failed(err), slow(*args))``."""
+        ``((DeviceArray, int, float, bool), signatures, pack_into, buffer, buffer address,
+        launch, launch configuration, success code, failed(err), slow(*args))``.  The classes
+        come from here, not from the user's module, where ``int`` may mean something else."""
         c = self.config
         backend = c.backend
         launch_config = (self.fn, *self.grid, *self.block, c.shared_mem_bytes, c.handle)
-        return (DeviceArray, self.signatures, self.pack_into, self.buffer.data,
-                self.buffer.address, backend.launch, launch_config, backend.success,
-                self.failed, self.slow)
+        return ((DeviceArray, int, float, bool), self.signatures, self.pack_into,
+                self.buffer.data, self.buffer.address, backend.launch, launch_config,
+                backend.success, self.failed, self.slow)
 
     def failed(self, err):
         if err != self.config.backend.success:
@@ -568,14 +571,7 @@ class LaunchContext:
                             f"{type(arg).__name__} {arg!r}")
         if isinstance(arg, (int, float, np.integer, np.floating)) and not isinstance(
                 arg, (bool, np.bool_)):
-            value = float(arg)
-            if dtype == "bf16":
-                from ..lang.halfprec import f32_to_bf16_bits
-
-                return int(f32_to_bf16_bits(np.float32(value)))
-            if dtype == "f16" and math.isfinite(value) and abs(value) > 65504.0:
-                raise ValueError(f"{where} is {value}, out of range for f16")
-            return value
+            return _float_argument(where, dtype, arg)
         raise TypeError(f"{where} must be a number ({dtype}), not {type(arg).__name__}")
 
     def check_overlap(self, arrays: list[tuple[Param, DeviceArray]]) -> None:
@@ -602,6 +598,31 @@ class LaunchContext:
         while q and backend.event_query(q[0][0]):
             done, _ = q.popleft()
             backend.event_destroy(done)
+
+
+def _float_argument(where: str, dtype: str, arg) -> float | int:
+    """A float parameter's value as its slot takes it (bf16: its bits).  A finite value that
+    would round to infinity in ``dtype`` is refused; inf and nan pass as they are."""
+    try:
+        value = float(arg)
+    except OverflowError:  # an int beyond even f64's range
+        value = None
+    if value is not None and math.isfinite(value):
+        limit = abi.FLOAT_OVERFLOW.get("f32" if dtype == "bf16" else dtype, math.inf)
+        if not -limit < value < limit:
+            value = None
+    bits = None
+    if value is not None and dtype == "bf16":
+        from ..lang.halfprec import f32_to_bf16_bits
+
+        bits = int(f32_to_bf16_bits(np.float32(value)))
+        if bits & 0x7FFF == 0x7F80 and math.isfinite(value):  # rounded up to infinity
+            value = None
+    if value is None:
+        top = abi.FLOAT_MAX[dtype]
+        raise ValueError(f"{where} is {arg}, out of range for {dtype} (finite values "
+                         f"{-top:.8g}..{top:.8g}, or inf or nan)")
+    return value if bits is None else bits
 
 
 def _find_kernel(module: str, qualname: str):

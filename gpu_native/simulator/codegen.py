@@ -2,7 +2,8 @@
 
 Every local variable of the kernel becomes a Python local of the same name holding a NumPy scalar
 or lane vector; ``_gn_m`` is the mask of executing lanes (see :mod:`.machine`); ``_gn`` is the
-chunk.  Control flow becomes mask arithmetic: both sides of an ``if`` run under complementary
+chunk.  The generated code's own names all start with ``_gn`` (see :meth:`FunctionEmitter.name`
+for how a kernel's names are kept apart from them).  Control flow becomes mask arithmetic: both sides of an ``if`` run under complementary
 masks, loops run while any lane is still in them, ``break``/``continue``/``return`` move lanes out
 of the mask.  Short-circuit ``and``/``or`` and conditional expressions evaluate their later
 operands only on the lanes that need them when those operands can fail or have effects.
@@ -91,8 +92,8 @@ class ProgramBuilder:
     def __init__(self, kernel: ir.Kernel):
         self.kernel = kernel
         self.ns: dict = {
-            "np": np, "_gn_where": machine.where, "_gn_and": machine.m_and,
-            "_gn_andnot": machine.m_andnot, "_gn_or": machine.m_or,
+            "_gn_u64": np.uint64, "_gn_i64": np.int64, "_gn_where": machine.where,
+            "_gn_and": machine.m_and, "_gn_andnot": machine.m_andnot, "_gn_or": machine.m_or,
             "_gn_bf": _bf, "_gn_shl": ops.shl, "_gn_shr": ops.shr, "_gn_ipow": ops.ipow,
             "_gn_fpow": ops.fpow_const, "_gn_bfpow": _bfpow,
             "_gn_ifloordiv": ops.floordiv_int, "_gn_imod": ops.mod_int,
@@ -201,9 +202,17 @@ class FunctionEmitter:
         return f"_gn_{prefix}{self.counter}"
 
     def name(self, var: ir.Var) -> str:
+        """The Python name of a variable.  Every name the generated code and its namespace
+        introduce is ``_gn`` or starts with ``_gn_``; a kernel's names that start with ``_gn``
+        become ``_gnu_<name>`` and the checker's temporaries ``$t<N>`` become ``_gnc_t<N>``, so
+        no kernel name can meet one of them."""
         n = self.names.get(id(var))
         if n is None:
-            base = var.name if not var.name.startswith("_gn") else "_gn_u" + var.name
+            base = var.name
+            if base.startswith(ir.TEMP_PREFIX):
+                base = "_gnc_" + base[len(ir.TEMP_PREFIX):]
+            elif base.startswith("_gn"):
+                base = "_gnu_" + base
             n, k = base, 1
             while n in self.used:
                 k += 1
@@ -373,19 +382,19 @@ class FunctionEmitter:
         self.line(f"{step} = {self.expr(s.step, '_gn_m')}", sp)
         self.line(f"{start} = {self.expr(s.start, '_gn_m')}", sp)
         self.line(f"{count} = _gn_range_count({start}, {stop}, {step})", sp)
-        self.line(f"{k} = np.uint64(0)", sp)
+        self.line(f"{k} = _gn_u64(0)", sp)
         var = self.name(s.var)
         self.loop(sp, lambda: f"({k} < {count})",
                   lambda: self.line(
                       f"{var} = _gn_where(_gn_m, _gn_range_value({start}, {step}, {k}), {var})",
                       sp), s.body,
-                  lambda: self.line(f"{k} = {k} + np.uint64(1)", sp))
+                  lambda: self.line(f"{k} = {k} + _gn_u64(1)", sp))
 
     def emit_GridStride(self, s: ir.GridStride) -> None:
         sp = s.span
         stop, stride, i = self.tmp("stop"), self.tmp("step"), self.tmp("i")
         self.line(f"{stop} = {self.expr(s.stop, '_gn_m')}", sp)
-        self.line(f"{stride} = np.int64(_gn.gdim[0]) * np.int64(_gn.bdim[0])", sp)
+        self.line(f"{stride} = _gn_i64(_gn.gdim[0]) * _gn_i64(_gn.bdim[0])", sp)
         self.line(f"{i} = _gn.uid(0)", sp)
         var = self.name(s.var)
         self.loop(sp, lambda: f"({i} < {stop})",

@@ -40,30 +40,30 @@ extern "C" __global__ void gn_add_kernel_uids(
     for (gn_i64 __gn_chunk = (gn_i64)blockIdx.x * blockDim.x + threadIdx.x; __gn_chunk < __gn_chunks; __gn_chunk += (gn_i64)gridDim.x * blockDim.x) {
         const gn_i64 __gn_base = __gn_chunk * 4;
         if (__gn_aligned && __gn_base + 4 <= __gn_n) {
-            float4 __gn_v_b = *reinterpret_cast<const float4*>(b + __gn_base);
-            float4 __gn_v_a = *reinterpret_cast<const float4*>(a + __gn_base);
-            float4 __gn_v_c;
+            float4 __gnv_b = *reinterpret_cast<const float4*>(b + __gn_base);
+            float4 __gnv_a = *reinterpret_cast<const float4*>(a + __gn_base);
+            float4 __gnv_c;
 #line 24 "vector_add.py"
 #line 25 "vector_add.py"
             idx = (__gn_base + 0);
 #line 26 "vector_add.py"
-            __gn_v_c.x = (__gn_v_a.x + __gn_v_b.x);
+            __gnv_c.x = (__gnv_a.x + __gnv_b.x);
 #line 24 "vector_add.py"
 #line 25 "vector_add.py"
             idx = (__gn_base + 1);
 #line 26 "vector_add.py"
-            __gn_v_c.y = (__gn_v_a.y + __gn_v_b.y);
+            __gnv_c.y = (__gnv_a.y + __gnv_b.y);
 #line 24 "vector_add.py"
 #line 25 "vector_add.py"
             idx = (__gn_base + 2);
 #line 26 "vector_add.py"
-            __gn_v_c.z = (__gn_v_a.z + __gn_v_b.z);
+            __gnv_c.z = (__gnv_a.z + __gnv_b.z);
 #line 24 "vector_add.py"
 #line 25 "vector_add.py"
             idx = (__gn_base + 3);
 #line 26 "vector_add.py"
-            __gn_v_c.w = (__gn_v_a.w + __gn_v_b.w);
-            *reinterpret_cast<float4*>(c + __gn_base) = __gn_v_c;
+            __gnv_c.w = (__gnv_a.w + __gnv_b.w);
+            *reinterpret_cast<float4*>(c + __gn_base) = __gnv_c;
         } else {
             for (gn_i64 __gn_uid = __gn_base; __gn_uid < __gn_base + 4 && __gn_uid < __gn_total; ++__gn_uid) {
 #line 24 "vector_add.py"
