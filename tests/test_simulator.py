@@ -461,6 +461,24 @@ def test_range_never_wraps_and_uniform_special_functions(k):
     np.testing.assert_array_equal(special, math.erf(0.5) + math.lgamma(3.0) + exact_fma)
 
 
+def test_gamma_at_its_special_points_is_what_c_gives(tmp_path):
+    from test_simulator_support import build
+
+    kernels = build(tmp_path, """
+        @gpu_kernel(Kernel1D)
+        def gamma(x: CUDASlice[f64], out: CUDASliceMut[f64]):
+            i = FlatLayout1D.uid()
+            if i < len(x):
+                out[i] = math.gamma(x[i])
+        """)
+    x = np.array([-np.inf, np.inf, 0.0, -0.0, -3.0, 1e6, np.nan, 5.0])
+    out = poisoned(len(x), np.float64)
+    errors = launch(kernels["gamma"], 1, 32, x, out)
+    assert errors.fails == []
+    np.testing.assert_array_equal(out, [np.nan, np.inf, np.inf, -np.inf, np.nan, np.inf, np.nan,
+                                        24.0])
+
+
 def test_block_prefix_scan(k):
     r = rng(8)
     x = r.integers(-100, 100, 300).astype(np.int32)

@@ -353,11 +353,13 @@ def _via_python(fn: Callable, special: Callable | None = None) -> Callable:
 
 
 def _tgamma_special(v: float) -> float:
+    """C's ``tgamma`` where Python's raises: a pole at +-0, NaN at a negative integer and at
+    -inf (tested first: ``math.floor(-inf)`` raises), +inf on overflow."""
     if v == 0.0:
         return math.copysign(math.inf, v)
-    if v < 0 and v == math.floor(v):
-        return math.nan
     if v == -math.inf:
+        return math.nan
+    if v < 0 and v == math.floor(v):
         return math.nan
     return math.inf
 
