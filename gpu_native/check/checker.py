@@ -10,7 +10,7 @@ from ..frontend import syntax as S
 from ..nodes import Factory, node
 from .expressions import ExpressionChecker, WeakConst, _const_value
 from .safety import key, split_offset, stable_facts
-from .scope import Resolver
+from .scope import Resolver, registry_entry
 from .statements import StatementChecker, count_assignments
 
 if TYPE_CHECKING:
@@ -108,36 +108,37 @@ class FunctionChecker(StatementChecker, ExpressionChecker):
         """Evaluate a type annotation: a ScalarType, an ArrayType, or "unique" (UniqueId)."""
         if isinstance(e, S.Subscript):
             sym = self.ctx.resolver.dotted(e.value)
-            if sym is None or sym.kind != "gn" or not sym.name.startswith("CUDASlice"):
+            array = registry_entry(sym)
+            if array is None or array.form != "array type":
                 raise self.error("unsupported annotation; use CUDASlice[T], CUDASliceMut[T], "
                                  "their 2D/3D forms, or a scalar type", e.span)
             if not allow_array:
-                raise self.error(f"{sym.name}[...] is only valid as a parameter annotation",
+                raise self.error(f"{array.name}[...] is only valid as a parameter annotation",
                                  e.span)
             if len(e.index) != 1:
-                raise self.error(f"{sym.name}[T] takes one element type", e.span)
+                raise self.error(f"{array.name}[T] takes one element type", e.span)
             elem = self.annotation(e.index[0])
             if not isinstance(elem, ir.ScalarType):
                 raise self.error("the element type must be a scalar type such as f32",
                                  e.index[0].span)
-            name = sym.name
-            ndim = 3 if name.endswith("3D") else 2 if name.endswith("2D") else 1
-            return ir.ArrayType(elem, ndim, "Mut" in name)
+            ndim, mutable = array.value
+            return ir.ArrayType(elem, ndim, mutable)
         sym = self.ctx.resolver.dotted(e) if isinstance(e, (S.Name, S.Attribute)) else None
         if sym is None:
             raise self.error("unsupported annotation", e.span)
-        if sym.kind == "gn":
-            if sym.name in ir.SCALARS:
+        entry = registry_entry(sym)
+        if sym.kind == "gn" and entry is not None:
+            if entry.form == "type":
                 return ir.scalar(sym.name)
-            if sym.name == "UniqueId":
+            if entry.form == "index type":
                 if not allow_unique:
                     raise self.error("UniqueId is not a valid annotation here", e.span,
                                      "kernel parameters are arrays or scalars")
                 return "unique"
-            if sym.name.startswith("CUDASlice"):
+            if entry.form == "array type":
                 raise self.error(f"{sym.name} needs an element type: {sym.name}[f32]", e.span)
-        if sym.kind == "builtin" and sym.name in ("int", "float", "bool"):
-            return {"int": ir.I64, "float": ir.F64, "bool": ir.BOOL}[sym.name]
+        if sym.kind == "builtin" and entry is not None and entry.value is not None:
+            return ir.scalar(entry.value)  # int, float and bool as annotations
         if sym.kind == "typevar":
             bound = self.ctx.binding.get(sym.name)
             if bound is None:

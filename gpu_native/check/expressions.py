@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from .. import ir
 from ..errors import SourceSpan, TranspileError
 from ..frontend import syntax as S
+from ..lang import registry as R
 from ..nodes import node
 from . import promote as P
 from .safety import Unique, grid_coords
@@ -48,22 +49,10 @@ _CMP_FOLD: dict[str, Callable] = {
     "==": operator.eq, "!=": operator.ne,
 }
 
-# math functions whose result is bool, and those that keep an integer argument's type.
-_MATH_PREDICATES = frozenset({"isnan", "isinf", "isfinite"})
-_MATH_ARITY = {"atan2": 2, "pow": 2, "fmod": 2, "hypot": 2, "copysign": 2, "fma": 3}
-
-LAYOUTS = {
-    "FlatLayout1D": ("grid", 1), "FlatLayout2D": ("grid", 2), "FlatLayout3D": ("grid", 3),
-    "BlockLayout1D": ("block", 1), "BlockLayout2D": ("block", 2), "BlockLayout3D": ("block", 3),
-}
-SPECIALS = ("thread_idx", "block_idx", "block_dim", "grid_dim")
-AXES = {"x": 0, "y": 1, "z": 2}
-WARP_SHUFFLES = ("shfl_down", "shfl_up", "shfl_xor", "shfl_idx")
-ATOMIC_METHODS = {
-    "fetch_add": "add", "fetch_sub": "sub", "fetch_min": "min", "fetch_max": "max",
-    "fetch_and": "and", "fetch_or": "or", "fetch_xor": "xor", "exchange": "exchange",
-    "compare_exchange": "cas", "load": "load", "store": "store",
-}
+LAYOUTS = {e.name: e.value for e in R.by_form("layout")}  # name -> (scope, ndim)
+SPECIALS = tuple(e.name for e in R.by_form("dim3"))
+AXES = R.AXES
+ATOMIC_METHODS = {name: e.op for name, e in R.ATOMIC_METHODS.items()}
 
 
 class ExpressionChecker:
@@ -199,8 +188,9 @@ class ExpressionChecker:
                 return WeakConst(e.span, ir.I64, value)
             raise self.error(f"the constant '{sym.name}' is a tuple; index it or use it as a "
                              "shape", e.span)
-        if sym.kind == "gn" and sym.name == "FULL_MASK":
-            return ir.Const(e.span, ir.U32, 0xFFFFFFFF)
+        if sym.kind == "gn" and R.GPU_NATIVE[sym.name].form == "constant":
+            entry = R.GPU_NATIVE[sym.name]
+            return ir.Const(e.span, ir.scalar(entry.result), entry.value)
         if sym.kind == "undefined":
             raise self.error(f"name '{sym.name}' is not defined", e.span,
                              "kernels can use their parameters, locals, module constants, "
@@ -513,10 +503,10 @@ class ExpressionChecker:
         func = e.func
         # Methods: x.atomic_ref(i) and x.atomic_ref(i).fetch_add(v); Layout.uid(); grid_stride.
         if isinstance(func, S.Attribute):
-            if func.attr == "atomic_ref" and not self.is_module_path(func.value):
+            if func.attr == R.ATOMIC_REF.name and not self.is_module_path(func.value):
                 return self.call_atomic_ref(func, e)
             if func.attr in ATOMIC_METHODS and isinstance(func.value, S.Call) and isinstance(
-                    func.value.func, S.Attribute) and func.value.func.attr == "atomic_ref":
+                    func.value.func, S.Attribute) and func.value.func.attr == R.ATOMIC_REF.name:
                 handle = self.expr(func.value)
                 assert isinstance(handle, AtomicHandle)
                 return self.call_atomic(handle, ATOMIC_METHODS[func.attr], e)
@@ -559,13 +549,14 @@ class ExpressionChecker:
         if sym.kind == "gn":
             handler = self.gn_call_handlers().get(sym.name)
             if handler is None:
-                if sym.name in ("shared_array", "local_array"):
+                form = R.GPU_NATIVE[sym.name].form
+                if form == "allocation":
                     raise self.error(f"{sym.name}() can only be assigned to a local variable, "
                                      "e.g. `tile = shared_array(f32, (16, 16))`", e.span)
-                if sym.name in ("sync_threads", "sync_warp"):
+                if form == "statement":
                     raise self.error(f"{sym.name}() is a statement, not a value", e.span)
-                if sym.name == "unsafe":
-                    raise self.error("unsafe() is used as `with unsafe():`", e.span)
+                if form == "context":
+                    raise self.error(f"{sym.name}() is used as `with {sym.name}():`", e.span)
                 raise self.error(f"gpu_native.{sym.name} cannot be called in a kernel", e.span)
             return handler(self, sym.name, e)
         if sym.kind == "math":
@@ -674,7 +665,11 @@ class ExpressionChecker:
         return result
 
     def call_math(self: FunctionChecker, name: str, e: S.Call) -> ir.Expr:
-        arity = _MATH_ARITY.get(name, 1)
+        """A math function, typed by its registry entry: its ``float`` operands are promoted
+        together (integers compute in ``f64``, half types in ``f32``); the result is that float
+        type, or ``bool``."""
+        entry = R.MATH[name]
+        arity = len(entry.params)
         if len(e.args) != arity or e.keywords:
             raise self.error(f"math.{name}() takes {arity} argument{'s' if arity > 1 else ''}",
                              e.span)
@@ -689,18 +684,19 @@ class ExpressionChecker:
         if ty.info.bits < 32:
             ty = ir.F32
         args = tuple(self.coerce(v, ty, f"math.{name}()", explicit=True) for v in values)
-        result_ty = ir.BOOL if name in _MATH_PREDICATES else ty
-        return ir.MathCall(e.span, result_ty, name, args)
+        result_ty = ir.BOOL if entry.result == "bool" else ty
+        return ir.MathCall(e.span, result_ty, entry.ir_name, args)
 
     def call_layout(self: FunctionChecker, layout: str, method: str, e: S.Call) -> ir.Expr:
         scope, ndim = LAYOUTS[layout]
-        if method == "grid_stride":
-            raise self.error("grid_stride() is used as `for i in FlatLayout1D.grid_stride(n):`",
+        entry = R.LAYOUT_METHODS.get(method)
+        if entry is not None and entry.form == "loop":
+            raise self.error(f"{method}() is used as `for i in FlatLayout1D.{method}(n):`",
                              e.span)
-        if method != "uid":
+        if entry is None:
             raise self.error(f"{layout}.{method}() does not exist; use {layout}.uid()", e.span)
         if e.args or e.keywords:
-            raise self.error(f"{layout}.uid() takes no arguments", e.span)
+            raise self.error(f"{layout}.{method}() takes no arguments", e.span)
         self.require_layout(layout, ndim, e.span)
         self.note_uid(scope, e.span)
         if ndim == 1:
@@ -716,19 +712,19 @@ class ExpressionChecker:
 
     def call_lane_id(self: FunctionChecker, name: str, e: S.Call) -> ir.Expr:
         if e.args or e.keywords:
-            raise self.error("lane_id() takes no arguments", e.span)
-        self.note_special("lane_id", 0, e.span)
+            raise self.error(f"{name}() takes no arguments", e.span)
+        self.note_special(name, 0, e.span)
         return ir.LaneId(e.span, ir.I32)
 
     def mask_arg(self: FunctionChecker, got: dict, span: SourceSpan) -> ir.Expr:
         if "mask" not in got:
-            return ir.Const(span, ir.U32, 0xFFFFFFFF)
+            return ir.Const(span, ir.U32, R.FULL_MASK)
         return self.coerce(self.expr(got["mask"]), ir.U32, "mask")
 
     def call_shuffle(self: FunctionChecker, name: str, e: S.Call) -> ir.Expr:
-        lane_arg = {"shfl_down": "delta", "shfl_up": "delta", "shfl_xor": "lane_mask",
-                    "shfl_idx": "src_lane"}[name]
-        got = self.args(e, ("value", lane_arg, "width", "mask"), 2, f"{name}()")
+        entry = R.GPU_NATIVE[name]
+        lane_arg = entry.params[1].name  # (value, lane, width, mask)
+        got = self.args(e, entry.param_names, entry.required, f"{name}()")
         value = self.materialize(self.expr(got["value"]))
         ty = self.scalar_of(value, f"{name}()'s value")
         if ty == ir.BOOL:
@@ -740,10 +736,11 @@ class ExpressionChecker:
         return ir.WarpOp(e.span, ty, name, (value, lane, width), self.mask_arg(got, e.span))
 
     def call_vote(self: FunctionChecker, name: str, e: S.Call) -> ir.Expr:
-        got = self.args(e, ("predicate", "mask"), 1, f"{name}()")
+        entry = R.GPU_NATIVE[name]
+        got = self.args(e, entry.param_names, entry.required, f"{name}()")
         pred = self.to_bool(self.expr(got["predicate"]), f"{name}()'s predicate")
         self.note_special("warp", 0, e.span)
-        ty = ir.U32 if name == "ballot" else ir.BOOL
+        ty = ir.BOOL if entry.result == "bool" else ir.scalar(entry.result)
         return ir.WarpOp(e.span, ty, name, (pred,), self.mask_arg(got, e.span))
 
     # ---- atomics ------------------------------------------------------------------------------
@@ -767,13 +764,13 @@ class ExpressionChecker:
         if base.ty.space == "local":
             raise self.error("atomics on per-thread local arrays are pointless; use plain "
                              "assignment", e.span)
-        allowed = _ATOMIC_TYPES.get(op, ())
+        entry = R.ATOMIC_OPS[op]
+        allowed = entry.value  # the element types it accepts
         if ty.name not in allowed:
             raise self.error(f"{what} is not available for {ty} arrays (supported: "
                              f"{', '.join(allowed)})", e.span)
-        names = {"cas": ("expected", "desired", "order"), "load": ("order",),
-                 "store": ("value", "order")}.get(op, ("value", "order"))
-        nreq = len(names) - 1
+        names = entry.param_names  # the operands, then order
+        nreq = entry.required
         got = self.args(e, names, nreq, f".{e.func.attr}()")  # type: ignore[union-attr]
         operands = tuple(self.coerce(self.expr(got[n]), ty, f"{what} operand")
                          for n in names[:nreq])
@@ -944,19 +941,7 @@ def _float_to_int(value: float, info) -> int:
     return int(max(info.min, min(info.max, int(value))))
 
 
-_ORDERS = ("relaxed", "acquire", "release", "acq_rel", "seq_cst")
-_INT_ATOMIC = ("i32", "u32", "i64", "u64")
-_ATOMIC_TYPES = {
-    "add": (*_INT_ATOMIC, "f32", "f64", "f16", "bf16"),
-    "sub": (*_INT_ATOMIC, "f32", "f64"),
-    "min": (*_INT_ATOMIC, "f32", "f64"),
-    "max": (*_INT_ATOMIC, "f32", "f64"),
-    "and": _INT_ATOMIC, "or": _INT_ATOMIC, "xor": _INT_ATOMIC,
-    "exchange": (*_INT_ATOMIC, "f32", "f64"),
-    "cas": (*_INT_ATOMIC, "f32", "f64"),
-    "load": (*_INT_ATOMIC, "f32", "f64"),
-    "store": (*_INT_ATOMIC, "f32", "f64"),
-}
+_ORDERS = tuple(order.value for order in R.MemoryOrder)
 
 _EXPR_HANDLERS: dict[type, Callable] = {
     S.Num: ExpressionChecker.visit_Num,
@@ -973,24 +958,10 @@ _EXPR_HANDLERS: dict[type, Callable] = {
     S.Tuple: ExpressionChecker.visit_Tuple,
 }
 
+# The handlers of calls, named by the registry (the scalar types are casts).
 _GN_CALLS: dict[str, Callable] = {
-    **{name: ExpressionChecker.call_cast for name in (
-        "f16", "bf16", "f32", "f64", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64",
-        "bool_")},
-    "lane_id": ExpressionChecker.call_lane_id,
-    **{name: ExpressionChecker.call_shuffle for name in WARP_SHUFFLES},
-    "ballot": ExpressionChecker.call_vote,
-    "all_sync": ExpressionChecker.call_vote,
-    "any_sync": ExpressionChecker.call_vote,
-}
+    e.name: getattr(ExpressionChecker, e.check) for e in R.GPU_NATIVE.values()
+    if e.form in ("call", "type") and e.check}
 
 _BUILTIN_CALLS: dict[str, Callable] = {
-    "int": ExpressionChecker.call_int,
-    "float": ExpressionChecker.call_float,
-    "bool": ExpressionChecker.call_bool,
-    "round": ExpressionChecker.call_round,
-    "len": ExpressionChecker.call_len,
-    "abs": ExpressionChecker.call_abs,
-    "min": ExpressionChecker.call_minmax,
-    "max": ExpressionChecker.call_minmax,
-}
+    e.name: getattr(ExpressionChecker, e.check) for e in R.BUILTINS.values() if e.form == "call"}

@@ -13,7 +13,7 @@ from ..frontend.parse import ModuleScan
 from ..nodes import node
 from .checker import FunctionChecker, FunctionContext, KernelContext, uses_half
 from .safety import pinned, required_coords
-from .scope import ModuleLocator, Resolver
+from .scope import ModuleLocator, Resolver, registry_entry
 
 MAX_SPECIALIZATIONS = 64
 KERNEL_OPTIONS = ("bounds_check", "fastmath", "max_registers", "specializations")
@@ -55,14 +55,14 @@ class Program:
                                  getattr(dec, "span", fn.span),
                                  "write @gpu_kernel(Kernel1D) (or Kernel2D, Kernel3D)")
         kind = self.resolver.dotted(dec.args[0])
-        if kind is None or kind.kind != "gn" or kind.name not in ("Kernel1D", "Kernel2D",
-                                                                   "Kernel3D"):
+        entry = registry_entry(kind)
+        if entry is None or entry.form != "kernel kind":
             raise TranspileError("gpu_kernel's first argument must be Kernel1D, Kernel2D or "
                                  "Kernel3D", dec.args[0].span)
         if len(dec.args) > 1:
             raise TranspileError("gpu_kernel takes one positional argument; options are "
                                  "keywords, e.g. bounds_check=False", dec.args[1].span)
-        ndim = int(kind.name[-2])
+        ndim = entry.value
         values: dict[str, object] = {}
         specs = None
         for kw in dec.keywords:

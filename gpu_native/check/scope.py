@@ -8,35 +8,20 @@ other module is found on ``sys.path`` and parsed, never imported.
 
 from __future__ import annotations
 
-import math
 import os
 
 from ..errors import SourceSpan, TranspileError
 from ..frontend import syntax as S
 from ..frontend.parse import PACKAGE, ModuleScan, scan_module
+from ..lang import registry as R
 from ..locate import find_module_file
 from ..nodes import node
 
-# Every public name of gpu_native that means something inside a kernel.
-GN_NAMES = frozenset({
-    "f16", "bf16", "f32", "f64", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "bool_",
-    "CUDASlice", "CUDASliceMut", "CUDASlice2D", "CUDASliceMut2D", "CUDASlice3D", "CUDASliceMut3D",
-    "UniqueId", "FlatLayout1D", "FlatLayout2D", "FlatLayout3D", "BlockLayout1D", "BlockLayout2D",
-    "BlockLayout3D", "thread_idx", "block_idx", "block_dim", "grid_dim", "shared_array",
-    "local_array", "sync_threads", "sync_warp", "shfl_down", "shfl_up", "shfl_xor", "shfl_idx",
-    "ballot", "all_sync", "any_sync", "lane_id", "unsafe", "MemoryOrder", "FULL_MASK",
-    "Kernel1D", "Kernel2D", "Kernel3D", "gpu_kernel", "gpu_device",
-})
-
-MATH_FUNCTIONS = frozenset({
-    "sqrt", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sin", "cos", "tan", "asin",
-    "acos", "atan", "atan2", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "pow", "fabs",
-    "floor", "ceil", "trunc", "fmod", "hypot", "erf", "erfc", "copysign", "isnan", "isinf",
-    "isfinite", "lgamma", "gamma", "cbrt", "rsqrt", "fma",
-})
-MATH_CONSTANTS = {"pi": math.pi, "e": math.e, "tau": math.tau, "inf": math.inf, "nan": math.nan}
-
-BUILTINS = frozenset({"len", "range", "min", "max", "abs", "int", "float", "bool", "print", "round"})
+# The names kernels can use, from the language's registry.
+GN_NAMES = frozenset(R.GPU_NATIVE)
+MATH_FUNCTIONS = frozenset(name for name, e in R.MATH.items() if e.form == "call")
+MATH_CONSTANTS = {name: e.value for name, e in R.MATH.items() if e.form == "constant"}
+BUILTINS = frozenset(R.BUILTINS)
 
 
 @node
@@ -52,6 +37,17 @@ class Sym:
     kind: str
     name: str
     value: object = None
+
+
+_NAMESPACES = {"gn": R.GPU_NATIVE, "math": R.MATH, "builtin": R.BUILTINS}
+
+
+def registry_entry(sym: Sym | None) -> R.Entry | None:
+    """The language registry's entry of a resolved gpu_native, math or builtin name."""
+    if sym is None:
+        return None
+    table = _NAMESPACES.get(sym.kind)
+    return None if table is None else table.get(sym.name)
 
 
 class ModuleLocator:
@@ -177,7 +173,7 @@ class Resolver:
             return self._imported(base.name, attr, span) if base.name != PACKAGE else (
                 Sym("gn", attr) if attr in GN_NAMES
                 else Sym("host", attr, f"gpu_native.{attr} is a host-side API"))
-        if base.kind == "gn" and base.name == "MemoryOrder":
+        if base.kind == "gn" and R.GPU_NATIVE[base.name].form == "enum":
             return Sym("order", attr.lower())
         return Sym("host", attr, f"'{base.name}.{attr}' is not available in kernels")
 

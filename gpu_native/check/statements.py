@@ -7,9 +7,11 @@ from typing import TYPE_CHECKING
 
 from .. import ir
 from ..frontend import syntax as S
+from ..lang import registry as R
 from . import promote as P
 from .expressions import LAYOUTS, UidValue, WeakConst
 from .safety import cond_facts, kill, pinned, required_coords, stable_facts
+from .scope import registry_entry as _registered
 
 if TYPE_CHECKING:
     from .checker import FunctionChecker
@@ -20,6 +22,8 @@ _UNIQUE_HINT = (
 )
 
 
+# The layout methods a `for` loop iterates (FlatLayout1D.grid_stride).
+_LOOP_METHODS = frozenset(e.name for e in R.LAYOUT_METHODS.values() if e.form == "loop")
 _LAUNCH_OPS = ("+", "-", "*", "//", "%", "==", "!=", "<", "<=", ">", ">=", "and", "or", "not")
 
 
@@ -105,10 +109,9 @@ class StatementChecker:
             sym = None
             if isinstance(value.func, (S.Name, S.Attribute)) and not self.is_local_root(value.func):
                 sym = self.ctx.resolver.dotted(value.func)
-            if sym is not None and sym.kind == "gn" and sym.name in ("sync_threads", "sync_warp"):
-                return [self.barrier(sym.name, value)], False
-            if sym is not None and sym.kind == "builtin" and sym.name == "print":
-                return [self.print_stmt(value)], False
+            entry = _registered(sym)
+            if entry is not None and entry.form == "statement":
+                return [getattr(self, entry.check)(entry.name, value)], False
         expr = self.expr(value)
         if isinstance(expr, WeakConst):
             return [], False
@@ -116,18 +119,19 @@ class StatementChecker:
         return [ir.ExprStmt(s.span, expr)], False
 
     def barrier(self: FunctionChecker, name: str, call: S.Call) -> ir.Stmt:
-        if name == "sync_threads":
+        entry = R.GPU_NATIVE[name]
+        if entry.value == "block":
             if call.args or call.keywords:
-                raise self.error("sync_threads() takes no arguments", call.span)
+                raise self.error(f"{name}() takes no arguments", call.span)
             self.traits["uses_barriers"] = True
             self.traits["uid_only"] = False
             return ir.Barrier(call.span, "block")
-        got = self.args(call, ("mask",), 0, "sync_warp()")
+        got = self.args(call, entry.param_names, entry.required, f"{name}()")
         self.traits["uses_warp"] = True
         self.traits["uid_only"] = False
         return ir.Barrier(call.span, "warp", self.mask_arg(got, call.span))
 
-    def print_stmt(self: FunctionChecker, call: S.Call) -> ir.Stmt:
+    def print_stmt(self: FunctionChecker, name: str, call: S.Call) -> ir.Stmt:
         if call.keywords:
             raise self.error("print() in kernels takes no keyword arguments", call.span)
         items: list[str | ir.Expr] = []
@@ -191,8 +195,9 @@ class StatementChecker:
         if self.is_local_root(value.func):
             return None
         sym = self.ctx.resolver.dotted(value.func)
-        if sym is not None and sym.kind == "gn" and sym.name in ("shared_array", "local_array"):
-            return sym.name
+        entry = _registered(sym)
+        if entry is not None and entry.form == "allocation":
+            return entry.name
         return None
 
     def assign_name(self: FunctionChecker, target: S.Name, value_syntax: S.Expr, span,
@@ -491,7 +496,7 @@ class StatementChecker:
         if not isinstance(it, S.Call):
             raise self.error("kernels loop over range(...) or FlatLayout1D.grid_stride(n)",
                              it.span)
-        if isinstance(it.func, S.Attribute) and it.func.attr == "grid_stride":
+        if isinstance(it.func, S.Attribute) and it.func.attr in _LOOP_METHODS:
             sym = self.ctx.resolver.dotted(it.func.value) if not self.is_local_root(
                 it.func.value) else None
             if sym is not None and sym.kind == "gn" and sym.name in LAYOUTS:
@@ -499,7 +504,8 @@ class StatementChecker:
         sym = None
         if isinstance(it.func, S.Name) and it.func.id not in self.vars:
             sym = self.ctx.resolver.name(it.func.id, it.func.span)
-        if sym is None or sym.kind != "builtin" or sym.name != "range":
+        entry = _registered(sym)
+        if entry is None or entry.namespace != "builtins" or entry.form != "loop":
             raise self.error("kernels loop over range(...) or FlatLayout1D.grid_stride(n)",
                              it.span)
         return self.for_range(s, it)
@@ -618,7 +624,8 @@ class StatementChecker:
         call = s.items[0]
         sym = self.ctx.resolver.dotted(call.func) if isinstance(
             call.func, (S.Name, S.Attribute)) and not self.is_local_root(call.func) else None
-        if sym is None or sym.kind != "gn" or sym.name != "unsafe":
+        entry = _registered(sym)
+        if entry is None or entry.form != "context":
             raise self.error("the only context manager in kernels is `with unsafe():`", s.span)
         self.unsafe_depth += 1
         body, exits = self.block(s.body)

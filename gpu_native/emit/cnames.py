@@ -3,10 +3,10 @@ each Python name.
 
 A kernel's variables live in C++ beside the language's keywords, CUDA's builtins, macros, the
 prelude's names (all ``gn_*`` and ``GN_*``) and the emitter's own (``gn_*`` functions, ``__gn*``
-variables, and the library functions it calls: the tables below).  :func:`c_identifier` keeps a
-*plain* name as it is: ASCII, starting with a letter, not ending with ``_``, with a lower-case
-letter (ALL_CAPS names are left to macros), not starting with ``gn_`` in any case, and none of
-those names.  Every other name maps to ``py_<name>_`` (``pyu_<code points in hex>_`` when it is not
+variables, and the library functions it calls: the CUDA spellings in
+:mod:`gpu_native.lang.registry`).  :func:`c_identifier` keeps a *plain* name as it is: ASCII,
+starting with a letter, not ending with ``_``, with a lower-case letter (ALL_CAPS names are left
+to macros), not starting with ``gn_`` in any case, and none of those names.  Every other name maps to ``py_<name>_`` (``pyu_<code points in hex>_`` when it is not
 ASCII, which NVRTC does not take).  A plain name never ends with ``_`` and a mapped one always
 does, so the two sets cannot meet and the mapping is injective; nothing of CUDA's or the
 emitter's has the form ``py_..._``.
@@ -24,6 +24,7 @@ import functools
 import re
 
 from .. import ir
+from ..lang import registry
 from ..lang.types import SCALARS
 
 # C++20's keywords and alternative tokens: never a variable's name.
@@ -47,34 +48,13 @@ CUDA_NAMES = frozenset([
     "min", "max", "abs", "signbit", "isnan", "isinf", "isfinite", "main", "clock", "clock64",
     "uint", "ushort", "ulong", "uchar", "size_t", "ptrdiff_t", "nullptr_t", "offsetof"])
 
-SPECIAL_NAMES = {"thread_idx": "threadIdx", "block_idx": "blockIdx", "block_dim": "blockDim",
-                  "grid_dim": "gridDim"}
-
-MATH_F32 = {
-    "sqrt": "sqrtf", "exp": "expf", "exp2": "exp2f", "expm1": "expm1f", "log": "logf",
-    "log2": "log2f", "log10": "log10f", "log1p": "log1pf", "sin": "sinf", "cos": "cosf",
-    "tan": "tanf", "asin": "asinf", "acos": "acosf", "atan": "atanf", "atan2": "atan2f",
-    "sinh": "sinhf", "cosh": "coshf", "tanh": "tanhf", "asinh": "asinhf", "acosh": "acoshf",
-    "atanh": "atanhf", "pow": "powf", "fabs": "fabsf", "floor": "floorf", "ceil": "ceilf",
-    "trunc": "truncf", "fmod": "fmodf", "hypot": "hypotf", "erf": "erff", "erfc": "erfcf",
-    "copysign": "copysignf", "lgamma": "lgammaf", "gamma": "tgammaf", "cbrt": "cbrtf",
-    "fma": "fmaf", "rint": "rintf", "abs": "fabsf", "rsqrt": "rsqrtf",
-}
-MATH_F64 = {k: (v[:-1] if k not in ("gamma",) else "tgamma") for k, v in MATH_F32.items()}
-MATH_F64.update({"abs": "fabs", "fabs": "fabs", "rsqrt": "rsqrt"})
-PREDICATES = {"isnan": "isnan", "isinf": "isinf", "isfinite": "isfinite"}
-
-# The CUDA atomics a kernel body calls, by operation (float min/max go through the prelude).
-ATOMIC_FUNCTIONS = {"add": "atomicAdd", "sub": "atomicAdd", "min": "atomicMin",
-                     "max": "atomicMax", "and": "atomicAnd", "or": "atomicOr", "xor": "atomicXor",
-                     "exchange": "atomicExch"}
 _VECTOR_TYPE = re.compile(r"(make_)?(u?(char|short|int|long|longlong)|float|double)[1-4]"
                           r"(_16a|_32a)?")
 
-# Everything above is called or named in kernel bodies: a variable must not hide it.
+# What kernel bodies call or name (the language registry's CUDA spellings: the math library,
+# atomics, warp intrinsics, threadIdx ...) and the scalar types: a variable must not hide them.
 _EMITTED_NAMES = frozenset([
-    *MATH_F32.values(), *MATH_F64.values(), *PREDICATES.values(), *SPECIAL_NAMES.values(),
-    *ATOMIC_FUNCTIONS.values(), *(w for s in SCALARS.values() for w in s.c_name.split())])
+    *registry.emitted_names(), *(w for s in SCALARS.values() for w in s.c_name.split())])
 _RESERVED_NAMES = CPP_KEYWORDS | CUDA_NAMES | _EMITTED_NAMES
 
 

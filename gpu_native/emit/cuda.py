@@ -15,19 +15,14 @@ import numpy as np
 
 from .. import abi, ir
 from .._version import __version__
+from ..lang import registry as R
 from ..nodes import fields, is_node
-from .cnames import (
-    ATOMIC_FUNCTIONS,
-    MATH_F32,
-    MATH_F64,
-    PREDICATES,
-    SPECIAL_NAMES,
-    cname,
-    extent_name,
-)
+from .cnames import cname, extent_name
 from .prelude import HALF_INCLUDES, PRELUDE_INCLUDE
 
 _XYZ = "xyz"
+# The barriers by scope ("block", "warp"), as the IR's Barrier names them.
+_BARRIERS = {e.value: e for e in R.by_form("statement")}
 _UNSIGNED = {"int": "unsigned int", "long long": "unsigned long long"}
 
 
@@ -480,10 +475,11 @@ class CudaEmitter:
     assert_fn = "gn_assert"
 
     def emit_Barrier(self, s: ir.Barrier) -> None:
+        fn = _BARRIERS[s.scope].cuda
         if s.scope == "block":
-            self.line("__syncthreads();")
+            self.line(f"{fn}();")
         else:
-            self.line(f"__syncwarp({self.expr(s.mask) if s.mask is not None else '0xffffffffu'});")
+            self.line(f"{fn}({self.expr(s.mask) if s.mask is not None else '0xffffffffu'});")
 
     def emit_Print(self, s: ir.Print) -> None:
         fmt: list[str] = []
@@ -618,7 +614,7 @@ class CudaEmitter:
                 return lhs
             if n == 2:
                 return f"gn_sq<{ct}>({lhs})"
-            pow_fn = (MATH_F32 if info.name == "f32" else MATH_F64)["pow"]
+            pow_fn = R.spelling(R.MATH_OPS["pow"].cuda, info)
             return f"{pow_fn}({lhs}, {float(n)}{'f' if info.name == 'f32' else ''})"
         if op in ("<<", ">>"):
             return f"gn_{'shl' if op == '<<' else 'shr'}<{ct}>({lhs}, (gn_i64)({rhs}))"
@@ -691,10 +687,10 @@ class CudaEmitter:
         return self.extent(e.array, e.axis)
 
     def emit_Special(self, e: ir.Special) -> str:
-        return f"((int){SPECIAL_NAMES[e.name]}.{_XYZ[e.axis]})"
+        return f"((int){R.GPU_NATIVE[e.name].cuda}.{_XYZ[e.axis]})"
 
     def emit_LaneId(self, e: ir.LaneId) -> str:
-        return "gn_lane_id()"
+        return f"{R.GPU_NATIVE['lane_id'].cuda}()"
 
     def emit_UidComponent(self, e: ir.UidComponent) -> str:
         if e.scope == "grid":
@@ -705,20 +701,10 @@ class CudaEmitter:
         args = [self.expr(a) for a in e.args]
         ty = e.args[0].ty
         assert isinstance(ty, ir.ScalarType)
-        name = e.name
-        if name in ("min", "max"):
-            return f"gn_{name}<{ty.info.c_name}>({args[0]}, {args[1]})"
-        if name == "abs":
-            if ty.info.is_int:
-                return f"gn_iabs<{ty.info.c_name}>({args[0]})"
-            if ty.info.name == "f16":
-                return f"__habs({args[0]})"
-            if ty.info.name == "bf16":
-                return f"__habs({args[0]})"
-        if name in PREDICATES:
-            return f"((bool){PREDICATES[name]}({args[0]}))"
-        table = MATH_F32 if ty.info.name == "f32" else MATH_F64
-        return f"{table[name]}({', '.join(args)})"
+        fn = R.spelling(R.MATH_OPS[e.name].cuda, ty.info).format(T=ty.info.c_name)
+        code = f"{fn}({', '.join(args)})"
+        # CUDA's isnan and friends return int (or a bool of their own in some headers).
+        return f"((bool){code})" if e.ty == ir.BOOL else code
 
     def emit_Call(self, e: ir.Call) -> str:
         args = ["__gn_err"]
@@ -733,15 +719,8 @@ class CudaEmitter:
 
     def emit_WarpOp(self, e: ir.WarpOp) -> str:
         mask = self.expr(e.mask)
-        if e.op.startswith("shfl"):
-            value, lane, width = (self.expr(a) for a in e.args)
-            fn = {"shfl_down": "__shfl_down_sync", "shfl_up": "__shfl_up_sync",
-                  "shfl_xor": "__shfl_xor_sync", "shfl_idx": "__shfl_sync"}[e.op]
-            return f"{fn}({mask}, {value}, {lane}, {width})"
-        pred = self.expr(e.args[0])
-        if e.op == "ballot":
-            return f"__ballot_sync({mask}, {pred})"
-        return f"((bool)__{e.op.split('_')[0]}_sync({mask}, {pred}))"
+        code = f"{R.GPU_NATIVE[e.op].cuda}({', '.join([mask, *(self.expr(a) for a in e.args)])})"
+        return f"((bool){code})" if e.ty == ir.BOOL else code
 
     def emit_Atomic(self, e: ir.Atomic) -> str:
         target = self.element(e.array, e.indices, e.checks)
@@ -751,27 +730,17 @@ class CudaEmitter:
         ops = [self.expr(o) for o in e.operands]
         shared = e.array.ty.space == "shared"
         fence = "__threadfence_block()" if shared else "__threadfence()"
-        fn = ATOMIC_FUNCTIONS.get(e.op)
+        fn = R.spelling(R.ATOMIC_OPS[e.op].cuda, elem.info)
         if e.op == "sub":
             if elem.info.is_float:
                 call = f"{fn}({ptr}, -({ops[0]}))"
             else:
                 call = f"{fn}({_atomic_ptr(ptr, elem)}, {_atomic_val('(0 - ' + ops[0] + ')', elem)})"
-        elif e.op in ("min", "max"):
-            if elem.info.is_float:
-                call = f"gn_atomic_{e.op}({ptr}, {ops[0]})"
-            else:
-                call = f"{fn}({ptr}, {ops[0]})"
         elif e.op in ("add", "and", "or", "xor", "exchange"):
+            # CUDA has these for unsigned long long, not for long long.
             call = f"{fn}({_atomic_ptr(ptr, elem)}, {_atomic_val(ops[0], elem)})"
-        elif e.op == "cas":
-            call = f"gn_atomic_cas({ptr}, {ops[0]}, {ops[1]})"
-        elif e.op == "load":
-            call = f"gn_atomic_load({ptr})"
-        elif e.op == "store":
-            call = f"gn_atomic_store({ptr}, {ops[0]})"
-        else:  # pragma: no cover
-            raise AssertionError(e.op)
+        else:  # min, max, cas, load, store: the operands as they are
+            call = f"{fn}({', '.join([ptr, *ops])})"
         if e.op in ("add", "sub", "and", "or", "xor", "exchange") and elem.info.name in ("i64",):
             call = f"(({ct}){call})"
         order = e.order

@@ -1,16 +1,21 @@
 """Device intrinsics: shared and local arrays, barriers, warp operations, ``unsafe``.
 
-Each is compiled when used in a kernel; calling one on the host raises ``RuntimeError``.
+Each is compiled when used in a kernel; calling one on the host raises ``RuntimeError``.  The
+functions here give editors and type checkers their signatures; their docstrings come from
+:mod:`.registry`, which declares the kernel language (tests/test_registry.py checks that each
+signature matches its entry there).
 """
 
 from __future__ import annotations
 
-import enum
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from .layouts import _device_only
+from .registry import FULL_MASK as FULL_MASK
+from .registry import GPU_NATIVE
+from .registry import MemoryOrder as MemoryOrder
 
 __all__ = [
     "FULL_MASK",
@@ -31,89 +36,79 @@ __all__ = [
 ]
 
 T = TypeVar("T")
-
-FULL_MASK = 0xFFFFFFFF
-
-
-class MemoryOrder(enum.Enum):
-    """Memory order of an atomic operation (``order=`` keyword); the default is ``RELAXED``."""
-
-    RELAXED = "relaxed"
-    ACQUIRE = "acquire"
-    RELEASE = "release"
-    ACQ_REL = "acq_rel"
-    SEQ_CST = "seq_cst"
+F = TypeVar("F", bound=Callable[..., Any])
 
 
+def _intrinsic(fn: F) -> F:
+    """Give a host stub its registry entry's documentation."""
+    entry = GPU_NATIVE[fn.__name__]
+    doc = entry.doc[0].upper() + entry.doc[1:] + "."
+    fn.__doc__ = doc + (f"\n\n{entry.more}" if entry.more else "")
+    return fn
+
+
+@_intrinsic
 def shared_array(dtype: type[T], shape: Any) -> Any:
-    """Allocate block shared memory: ``shared_array(f32, (16, 16))``.
-
-    ``shape`` is a compile-time constant.  ``shared_array(f32, 0)`` declares the dynamic shared
-    array, sized by the launch's ``shared_mem_bytes``.
-    """
     _device_only("shared_array()")
 
 
+@_intrinsic
 def local_array(dtype: type[T], shape: Any) -> Any:
-    """Allocate a per-thread array of compile-time constant shape."""
     _device_only("local_array()")
 
 
+@_intrinsic
 def sync_threads() -> None:
-    """Barrier for all threads of the block (``__syncthreads()``)."""
     _device_only("sync_threads()")
 
 
+@_intrinsic
 def sync_warp(mask: int = FULL_MASK) -> None:
-    """Barrier for the threads of the warp named in ``mask`` (``__syncwarp(mask)``)."""
     _device_only("sync_warp()")
 
 
+@_intrinsic
 def shfl_down(value: T, delta: int, width: int = 32, mask: int = FULL_MASK) -> T:
-    """Read ``value`` from the lane ``delta`` above this one (``__shfl_down_sync``)."""
     _device_only("shfl_down()")
 
 
+@_intrinsic
 def shfl_up(value: T, delta: int, width: int = 32, mask: int = FULL_MASK) -> T:
-    """Read ``value`` from the lane ``delta`` below this one (``__shfl_up_sync``)."""
     _device_only("shfl_up()")
 
 
+@_intrinsic
 def shfl_xor(value: T, lane_mask: int, width: int = 32, mask: int = FULL_MASK) -> T:
-    """Read ``value`` from lane ``lane_id() ^ lane_mask`` (``__shfl_xor_sync``)."""
     _device_only("shfl_xor()")
 
 
+@_intrinsic
 def shfl_idx(value: T, src_lane: int, width: int = 32, mask: int = FULL_MASK) -> T:
-    """Read ``value`` from lane ``src_lane`` (``__shfl_sync``)."""
     _device_only("shfl_idx()")
 
 
+@_intrinsic
 def ballot(predicate: bool, mask: int = FULL_MASK) -> int:
-    """A ``u32`` whose bit ``k`` is set when lane ``k``'s predicate is true."""
     _device_only("ballot()")
 
 
+@_intrinsic
 def all_sync(predicate: bool, mask: int = FULL_MASK) -> bool:
-    """True when the predicate holds in every lane of ``mask``."""
     _device_only("all_sync()")
 
 
+@_intrinsic
 def any_sync(predicate: bool, mask: int = FULL_MASK) -> bool:
-    """True when the predicate holds in any lane of ``mask``."""
     _device_only("any_sync()")
 
 
+@_intrinsic
 def lane_id() -> int:
-    """This thread's lane in its warp, 0..31."""
     _device_only("lane_id()")
 
 
 @contextmanager
+@_intrinsic
 def unsafe() -> Iterator[None]:
-    """``with unsafe():`` allows stores through indices the compiler cannot prove unique.
-
-    Races inside an ``unsafe`` block are the programmer's responsibility; bounds are still checked.
-    """
     _device_only("unsafe()")
     yield

@@ -25,12 +25,13 @@ import numpy as np
 
 from .. import ir
 from ..errors import SourceSpan
+from ..lang import registry
 from ..nodes import fields
 from . import machine, ops
 
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z_0-9]*$")
-_SPECIAL = {"thread_idx": "_gn.tid({a})", "block_idx": "_gn.bid({a})",
-            "block_dim": "_gn.bdim[{a}]", "grid_dim": "_gn.gdim[{a}]"}
+# The barriers by scope ("block", "warp"), as the IR's Barrier names them.
+_BARRIERS = {e.value: e for e in registry.by_form("statement")}
 
 
 def children(node):
@@ -427,11 +428,12 @@ class FunctionEmitter:
 
     def emit_Barrier(self, s: ir.Barrier) -> None:
         loc = self.prog.location(s.span)
+        op = _BARRIERS[s.scope].sim
         if s.scope == "block":
-            self.line(f"_gn.barrier(_gn_m, {loc})", s.span)
+            self.line(f"_gn.{op}(_gn_m, {loc})", s.span)
         else:
             mask = self.expr(s.mask, "_gn_m") if s.mask is not None else "0xFFFFFFFF"
-            self.line(f"_gn.sync_warp(_gn_m, {mask}, {loc})", s.span)
+            self.line(f"_gn.{op}(_gn_m, {mask}, {loc})", s.span)
 
     def emit_Print(self, s: ir.Print) -> None:
         kinds, items = [], []
@@ -557,10 +559,12 @@ class FunctionEmitter:
         return f"{self.array(e.array)}.shape[{e.axis}]"
 
     def emit_Special(self, e: ir.Special, m: str) -> str:
-        return _SPECIAL[e.name].format(a=e.axis)
+        template = registry.GPU_NATIVE[e.name].sim  # e.g. "_gn.tid({a})"
+        assert isinstance(template, str)
+        return template.format(a=e.axis)
 
     def emit_LaneId(self, e: ir.LaneId, m: str) -> str:
-        return "_gn.lane_id()"
+        return f"_gn.{registry.GPU_NATIVE['lane_id'].sim}()"
 
     def emit_UidComponent(self, e: ir.UidComponent, m: str) -> str:
         return f"_gn.{'uid' if e.scope == 'grid' else 'tuid'}({e.axis})"
@@ -589,10 +593,8 @@ class FunctionEmitter:
         mask = self.expr(e.mask, m)
         loc = self.prog.location(e.span)
         t = self.tmp()
-        if e.op.startswith("shfl"):
-            self.line(f"{t} = _gn.shfl({e.op!r}, {m}, {', '.join(args)}, {mask}, {loc})", e.span)
-        else:
-            self.line(f"{t} = _gn.vote({e.op!r}, {m}, {args[0]}, {mask}, {loc})", e.span)
+        op = registry.GPU_NATIVE[e.op].sim  # the machine's shfl or vote
+        self.line(f"{t} = _gn.{op}({e.op!r}, {m}, {', '.join(args)}, {mask}, {loc})", e.span)
         return t
 
     def emit_Atomic(self, e: ir.Atomic, m: str) -> str:
@@ -603,7 +605,8 @@ class FunctionEmitter:
                   f"{e.checks!r}, {m}, {loc})", e.span)
         operands = [self.expr(o, m) for o in e.operands]
         t = self.tmp()
-        self.line(f"{t} = _gn.atomic({e.op!r}, {self.array(e.array)}, {off}, "
+        op = registry.ATOMIC_OPS[e.op].sim  # the machine's atomic
+        self.line(f"{t} = _gn.{op}({e.op!r}, {self.array(e.array)}, {off}, "
                   f"({''.join(o + ', ' for o in operands)}), {m}, {loc})", e.span)
         return t
 

@@ -20,6 +20,7 @@ from fractions import Fraction
 
 import numpy as np
 
+from ..lang import registry
 from ..lang.types import ScalarInfo
 
 F16 = np.dtype(np.float16)
@@ -368,7 +369,8 @@ def _lgamma_special(v: float) -> float:
     return math.inf
 
 
-def _fma(a, b, c):
+def fma(a, b, c):
+    """``fma(a, b, c)``: ``a * b + c`` rounded once."""
     a, b, c = np.broadcast_arrays(np.asarray(a), np.asarray(b), np.asarray(c))
     scalar = a.ndim == 0
     a, b, c = np.atleast_1d(a, b, c)
@@ -408,7 +410,8 @@ def _ufunc(fn: Callable) -> Callable:
     return apply
 
 
-def _rsqrt(x):
+def rsqrt(x):
+    """``1 / sqrt(x)``, in the operand's precision."""
     x = np.asarray(x)
     out = x.dtype.type(1) / np.sqrt(x)
     return out[()] if out.ndim == 0 else out
@@ -425,41 +428,19 @@ def c_pow(x, y):
     return out[()] if out.ndim == 0 else out
 
 
-_MATH: dict[str, Callable] = {
-    "sqrt": np.sqrt, "exp": np.exp, "exp2": np.exp2, "expm1": np.expm1, "log": np.log,
-    "log2": np.log2, "log10": np.log10, "log1p": np.log1p, "sin": np.sin, "cos": np.cos,
-    "tan": np.tan, "asin": np.arcsin, "acos": np.arccos, "atan": np.arctan,
-    "atan2": np.arctan2, "sinh": np.sinh, "cosh": np.cosh, "tanh": np.tanh,
-    "asinh": np.arcsinh, "acosh": np.arccosh, "atanh": np.arctanh, "pow": c_pow,
-    "fabs": np.abs, "floor": np.floor, "ceil": np.ceil, "trunc": np.trunc, "fmod": np.fmod,
-    "hypot": np.hypot, "copysign": np.copysign, "cbrt": np.cbrt, "rint": np.rint,
-    "isnan": np.isnan, "isinf": np.isinf, "isfinite": np.isfinite,
-}
+erf = _via_python(math.erf)
+erfc = _via_python(math.erfc)
+lgamma = _via_python(math.lgamma, _lgamma_special)
+tgamma = _via_python(math.gamma, _tgamma_special)
 
 
 def math_function(name: str, info: ScalarInfo) -> Callable:
-    """The lane function for ``MathCall(name)`` on operands of type ``info``."""
-    if name == "min":
-        return pymin
-    if name == "max":
-        return pymax
-    if name == "abs":
-        if info.is_int:
-            return _ufunc(iabs)
-        return _ufunc(np.abs)
-    if name == "rsqrt":
-        return _rsqrt
-    if name == "fma":
-        return _fma
-    if name == "erf":
-        return _via_python(math.erf)
-    if name == "erfc":
-        return _via_python(math.erfc)
-    if name == "lgamma":
-        return _via_python(math.lgamma, _lgamma_special)
-    if name == "gamma":
-        return _via_python(math.gamma, _tgamma_special)
-    fn = _MATH.get(name)
-    if fn is None:
-        raise NotImplementedError(f"math.{name} is not supported by the simulator")
+    """The lane function for ``MathCall(name)`` on operands of type ``info``: the registry's
+    NumPy function, or the function of this module it names."""
+    try:
+        fn = registry.spelling(registry.MATH_OPS[name].sim, info)
+    except KeyError:
+        raise NotImplementedError(f"math.{name} is not supported by the simulator") from None
+    if isinstance(fn, str):
+        fn = globals()[fn]
     return _ufunc(fn)

@@ -1,0 +1,475 @@
+"""The kernel language, declared once: every name a kernel body can use.
+
+Each name is one :class:`Entry`: where it lives (its namespace: ``gpu_native``, ``math``, the
+builtins, the methods of ``x.atomic_ref(i)`` ...), how a kernel uses it (its *form*: a call, a
+statement, a type ...), how the checker types it (declaratively for the math library: the
+parameters' types and a result rule; otherwise the name of the checker's handler), how the CUDA
+emitter spells it, what the simulator runs for it, one line of documentation and the version it
+appeared in.  Every consumer reads this table instead of listing names of its own: the checker
+(``check/scope.py``, ``check/expressions.py``), the CUDA emitter (``emit/cuda.py``, and
+``emit/cnames.py`` for the names a variable must not hide), the simulator
+(``simulator/ops.py``, ``simulator/codegen.py``), the host stubs (``lang/intrinsics.py``) and the
+reference tables in ``docs/language.md``, which ``python -m gpu_native.lang.reference`` prints
+(``--write FILE`` rewrites them between their marker comments; see :mod:`.reference`).
+
+Adding a math function is one :func:`_math` line here.  A construct with a typing rule of its own
+names a handler method of the checker (``check``); the handler reads its parameters from here.
+
+This module is shared by the transpiler, the simulator and the docs: it imports none of them,
+and nothing of the runtime.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+import re
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+import numpy as np
+
+from ..nodes import node
+from .types import SCALARS, ScalarInfo
+
+__all__ = [
+    "ATOMIC_METHODS",
+    "ATOMIC_OPS",
+    "ATOMIC_REF",
+    "AXES",
+    "BUILTINS",
+    "ENTRIES",
+    "FULL_MASK",
+    "GPU_NATIVE",
+    "LAYOUT_METHODS",
+    "MATH",
+    "MATH_OPS",
+    "Entry",
+    "MemoryOrder",
+    "Param",
+    "emitted_names",
+    "spelling",
+]
+
+FULL_MASK = 0xFFFFFFFF
+
+
+class MemoryOrder(enum.Enum):
+    """Memory order of an atomic operation (``order=`` keyword); the default is ``RELAXED``."""
+
+    RELAXED = "relaxed"
+    ACQUIRE = "acquire"
+    RELEASE = "release"
+    ACQ_REL = "acq_rel"
+    SEQ_CST = "seq_cst"
+
+
+# A spelling or a simulator implementation that depends on the operand type: keys are a scalar
+# type's name (``"f32"``), ``"int"`` (any integer type) or ``"*"`` (any other type).  A CUDA
+# spelling may be a template: ``{T}`` stands for the operand's C++ type.
+PerType = str | Callable | Mapping[str, Any] | None
+
+# How a kernel uses a name (what `Entry.form` may be).
+FORMS = {
+    "call": "called in an expression",
+    "statement": "called as a statement of its own",
+    "allocation": "assigned to a local variable",
+    "context": "used as `with ...():`",
+    "loop": "iterated by a `for` loop",
+    "method": "called as a method",
+    "type": "a scalar type: annotation, cast and host dtype tag",
+    "array type": "an array parameter annotation, `T[elem]`",
+    "index type": "an annotation for unique ids",
+    "layout": "a thread layout (`.uid()`)",
+    "dim3": "a launch coordinate with `.x .y .z`",
+    "attribute": "an attribute",
+    "constant": "a compile-time constant",
+    "enum": "an enumeration whose members are constants",
+    "kernel kind": "the argument of `@gpu_kernel(...)`",
+    "decorator": "a decorator of kernel or device functions",
+}
+
+
+@node
+class Param:
+    """One parameter of a callable entry.
+
+    ``type`` is what the parameter takes, as the docs and the host stubs write it; for a math
+    function it is also the typing rule (``float``: the float operands, promoted together,
+    integers computing in ``f64`` and half types in ``f32``).  ``default`` is the default's source
+    text, or None when the argument is required.
+    """
+
+    name: str
+    type: str = "float"
+    default: str | None = None
+
+
+@node
+class Entry:
+    """One name of the kernel language.
+
+    Attributes
+    ----------
+    name : str
+        The Python name (``"sqrt"``, ``"shfl_down"``, ``"fetch_add"``).
+    namespace : str
+        Where a kernel finds it: ``gpu_native``, ``math``, ``builtins``, ``atomic_ref`` (methods of
+        ``x.atomic_ref(i)``), ``layout`` (methods of the layouts), ``array`` (methods of arrays),
+        ``dim3`` (attributes of ``thread_idx`` and friends and of unique ids), ``MemoryOrder``.
+    form : str
+        How a kernel uses it: one of :data:`FORMS`.
+    doc : str
+        One line for the reference table and the host stub's docstring.
+    params : tuple of Param
+        The parameters of a callable, in order.
+    result : str
+        The result's type, or its rule: ``float`` (the float type the operands compute in),
+        ``bool``, a scalar type name, ``T`` (the value's type).
+    check : str
+        The checker's handler (a method of ``FunctionChecker``) for a construct with a typing rule
+        of its own; ``call_math`` types math functions from ``params`` and ``result``.
+    cuda : str, mapping or None
+        The CUDA spelling (a function name, per operand type where it differs: see ``PerType``).
+    sim : callable, str, mapping or None
+        The simulator's implementation: a NumPy function, or the name of a function of
+        ``gpu_native.simulator.ops`` or of a method of the simulator's machine (per operand type
+        where it differs).
+    op : str
+        The IR's name for it where that differs from ``name`` (``round`` is ``MathCall("rint")``,
+        ``fetch_add`` is ``Atomic("add")``).
+    value : object
+        Data of the construct: a constant's value, a layout's ``(scope, ndim)``, an array type's
+        ``(ndim, mutable)``, a barrier's scope, the element types an atomic accepts ...
+    since : str
+        The gpu_native version it appeared in.
+    more : str
+        Further documentation for the host stub (after ``doc``).
+    """
+
+    name: str
+    namespace: str
+    form: str
+    doc: str
+    params: tuple[Param, ...] = ()
+    result: str = ""
+    check: str = ""
+    cuda: PerType = None
+    sim: PerType = None
+    op: str = ""
+    value: Any = None
+    since: str = "0.1.0"
+    more: str = ""
+
+    @property
+    def ir_name(self) -> str:
+        """The name the IR gives it (``op``, or the Python name)."""
+        return self.op or self.name
+
+    @property
+    def param_names(self) -> tuple[str, ...]:
+        return tuple(p.name for p in self.params)
+
+    @property
+    def required(self) -> int:
+        """How many leading parameters have no default."""
+        return sum(1 for p in self.params if p.default is None)
+
+    def signature(self) -> str:
+        """``name(a, b=1) -> result``, as the reference table shows it."""
+        args = ", ".join(p.name if p.default is None else f"{p.name}={p.default}"
+                         for p in self.params)
+        return f"{self.name}({args})"
+
+
+def spelling(table: PerType, info: ScalarInfo) -> Any:
+    """The entry of a per-type ``table`` (a CUDA spelling or a simulator implementation) for
+    operands of type ``info``; KeyError when it has none."""
+    if not isinstance(table, Mapping):
+        if table is None:
+            raise KeyError(info.name)
+        return table
+    for key in (info.name, "int" if info.is_int else "", "*"):
+        if key in table:
+            return table[key]
+    raise KeyError(info.name)
+
+
+ENTRIES: list[Entry] = []
+
+
+def _add(entry: Entry) -> Entry:
+    if entry.form not in FORMS:  # pragma: no cover - a typo in the table below
+        raise ValueError(f"{entry.name}: unknown form {entry.form!r}")
+    ENTRIES.append(entry)
+    return entry
+
+
+def _params(spec: str) -> tuple[Param, ...]:
+    """``"x y:int mask:int=FULL_MASK"`` → Params (type ``float`` unless given)."""
+    out = []
+    for item in spec.split():
+        item, _, default = item.partition("=")
+        name, _, ty = item.partition(":")
+        out.append(Param(name, ty or "float", default or None))
+    return tuple(out)
+
+
+def _libm(name: str) -> dict[str, str]:
+    """The C math library's pair: ``sqrtf`` for ``f32``, ``sqrt`` for ``f64``."""
+    return {"f32": name + "f", "f64": name}
+
+
+def _math(name: str, doc: str, sim: PerType, params: str = "x", *, result: str = "float",
+          cuda: PerType = None, since: str = "0.1.0") -> None:
+    _add(Entry(name, "math", "call", doc, _params(params), result, "call_math",
+               cuda if cuda is not None else _libm(name), sim, since=since))
+
+
+# ---- gpu_native: types ------------------------------------------------------------------------
+
+_KIND_DOC = {"int": "signed integer", "uint": "unsigned integer", "float": "floating point"}
+for _info in SCALARS.values():
+    _add(Entry(_info.name, "gpu_native", "type",
+               "boolean" if _info.kind == "bool" else f"{_info.bits}-bit {_KIND_DOC[_info.kind]}"
+               + (" (bfloat16)" if _info.name == "bf16" else ""),
+               _params("x:scalar"), _info.name, "call_cast", _info.c_name))
+for _ndim in (1, 2, 3):
+    _suffix = "" if _ndim == 1 else f"{_ndim}D"
+    _add(Entry(f"CUDASlice{_suffix}", "gpu_native", "array type",
+               f"read-only {_ndim}-D device array parameter (row-major)", value=(_ndim, False)))
+    _add(Entry(f"CUDASliceMut{_suffix}", "gpu_native", "array type",
+               f"writable {_ndim}-D device array parameter (row-major)", value=(_ndim, True)))
+_add(Entry("UniqueId", "gpu_native", "index type",
+           "a thread's unique id: what `FlatLayout*.uid()` and `BlockLayout*.uid()` return"))
+
+# ---- gpu_native: kernels, layouts, launch coordinates -----------------------------------------
+
+for _ndim in (1, 2, 3):
+    _add(Entry(f"Kernel{_ndim}D", "gpu_native", "kernel kind",
+               f"a kernel launched over a {_ndim}-D grid of {_ndim}-D blocks", value=_ndim))
+_add(Entry("gpu_kernel", "gpu_native", "decorator",
+           "marks a kernel: `@gpu_kernel(Kernel1D, bounds_check=True, fastmath=False)`"))
+_add(Entry("gpu_device", "gpu_native", "decorator",
+           "marks a device function, callable from kernels and other device functions"))
+for _ndim in (1, 2, 3):
+    _add(Entry(f"FlatLayout{_ndim}D", "gpu_native", "layout",
+               f"the {_ndim}-D grid as one flat range of thread ids (grid-unique)",
+               value=("grid", _ndim)))
+for _ndim in (1, 2, 3):
+    _add(Entry(f"BlockLayout{_ndim}D", "gpu_native", "layout",
+               f"the thread's {_ndim}-D index in its block (block-unique)",
+               value=("block", _ndim)))
+_add(Entry("uid", "layout", "method", "this thread's unique id in the layout (`i64`; "
+           "`.x .y .z` in 2-D and 3-D)", result="UniqueId"))
+_add(Entry("grid_stride", "layout", "loop", "`for i in FlatLayout1D.grid_stride(n):` visits "
+           "every i in range(n) once, with a grid-stride loop", _params("n:int"), "i64"))
+for _name, _cuda, _sim, _doc in (
+        ("thread_idx", "threadIdx", "_gn.tid({a})", "the thread's index in its block"),
+        ("block_idx", "blockIdx", "_gn.bid({a})", "the block's index in the grid"),
+        ("block_dim", "blockDim", "_gn.bdim[{a}]", "the block's size"),
+        ("grid_dim", "gridDim", "_gn.gdim[{a}]", "the grid's size in blocks")):
+    _add(Entry(_name, "gpu_native", "dim3", _doc + " (`.x .y .z`, `i32`)", result="i32",
+               cuda=_cuda, sim=_sim))
+for _axis, _attr in enumerate("xyz"):
+    _add(Entry(_attr, "dim3", "attribute", f"axis {_axis} of a launch coordinate or unique id",
+               value=_axis))
+
+# ---- gpu_native: memory, barriers, warps ------------------------------------------------------
+
+_add(Entry("shared_array", "gpu_native", "allocation", "block shared memory of constant shape",
+           _params("dtype:type shape:shape"),
+           more="``shape`` is a compile-time constant.  ``shared_array(f32, 0)`` declares the "
+                "dynamic shared array, sized by the launch's ``shared_mem_bytes``."))
+_add(Entry("local_array", "gpu_native", "allocation", "a per-thread array of constant shape",
+           _params("dtype:type shape:shape")))
+_add(Entry("sync_threads", "gpu_native", "statement",
+           "barrier for all threads of the block", check="barrier", cuda="__syncthreads",
+           sim="barrier", value="block"))
+_add(Entry("sync_warp", "gpu_native", "statement",
+           "barrier for the threads of the warp named in `mask`", _params("mask:int=FULL_MASK"),
+           check="barrier", cuda="__syncwarp", sim="sync_warp", value="warp"))
+for _name, _lane, _cuda, _doc in (
+        ("shfl_down", "delta", "__shfl_down_sync", "`value` from the lane `delta` above this one"),
+        ("shfl_up", "delta", "__shfl_up_sync", "`value` from the lane `delta` below this one"),
+        ("shfl_xor", "lane_mask", "__shfl_xor_sync", "`value` from lane `lane_id() ^ lane_mask`"),
+        ("shfl_idx", "src_lane", "__shfl_sync", "`value` from lane `src_lane`")):
+    _add(Entry(_name, "gpu_native", "call", _doc,
+               _params(f"value:T {_lane}:int width:int=32 mask:int=FULL_MASK"), "T",
+               "call_shuffle", _cuda, "shfl"))
+_add(Entry("ballot", "gpu_native", "call",
+           "a `u32` whose bit k is set when lane k's predicate is true",
+           _params("predicate:bool mask:int=FULL_MASK"), "u32", "call_vote", "__ballot_sync",
+           "vote"))
+_add(Entry("all_sync", "gpu_native", "call", "true when the predicate holds in every lane of "
+           "`mask`", _params("predicate:bool mask:int=FULL_MASK"), "bool", "call_vote",
+           "__all_sync", "vote"))
+_add(Entry("any_sync", "gpu_native", "call", "true when the predicate holds in any lane of "
+           "`mask`", _params("predicate:bool mask:int=FULL_MASK"), "bool", "call_vote",
+           "__any_sync", "vote"))
+_add(Entry("lane_id", "gpu_native", "call", "this thread's lane in its warp, 0..31",
+           result="i32", check="call_lane_id", cuda="gn_lane_id", sim="lane_id"))
+_add(Entry("FULL_MASK", "gpu_native", "constant", "the mask of all 32 lanes of a warp",
+           result="u32", value=FULL_MASK))
+_add(Entry("unsafe", "gpu_native", "context",
+           "`with unsafe():` allows stores through indices the compiler cannot prove unique",
+           more="Races inside an ``unsafe`` block are the programmer's responsibility; bounds "
+                "are still checked."))
+
+# ---- atomics: methods of x.atomic_ref(i) ------------------------------------------------------
+
+_INT_ATOMIC = ("i32", "u32", "i64", "u64")
+_NUMBER_ATOMIC = (*_INT_ATOMIC, "f32", "f64")  # the element types of most atomics
+_add(Entry("MemoryOrder", "gpu_native", "enum", "memory order of an atomic (`order=`): "
+           + ", ".join(m.name for m in MemoryOrder) + "; the default is RELAXED",
+           value=MemoryOrder))
+ATOMIC_REF = _add(Entry("atomic_ref", "array", "method", "the element `x[i]` as a target of "
+                        "atomics (writable global or shared arrays)", _params("*indices:int"),
+                        "atomic reference"))
+_atomic_fn: PerType
+for _name, _op, _atomic_fn, _types, _doc in (
+        ("fetch_add", "add", "atomicAdd", (*_NUMBER_ATOMIC, "f16", "bf16"), "add `value`"),
+        ("fetch_sub", "sub", "atomicAdd", _NUMBER_ATOMIC, "subtract `value`"),
+        ("fetch_min", "min", {"*": "atomicMin", "f32": "gn_atomic_min", "f64": "gn_atomic_min"},
+         _NUMBER_ATOMIC, "store the minimum of the element and `value`"),
+        ("fetch_max", "max", {"*": "atomicMax", "f32": "gn_atomic_max", "f64": "gn_atomic_max"},
+         _NUMBER_ATOMIC, "store the maximum of the element and `value`"),
+        ("fetch_and", "and", "atomicAnd", _INT_ATOMIC, "bitwise and with `value`"),
+        ("fetch_or", "or", "atomicOr", _INT_ATOMIC, "bitwise or with `value`"),
+        ("fetch_xor", "xor", "atomicXor", _INT_ATOMIC, "bitwise xor with `value`"),
+        ("exchange", "exchange", "atomicExch", _NUMBER_ATOMIC, "store `value`")):
+    _add(Entry(_name, "atomic_ref", "method", _doc + "; return the old value",
+               _params("value:T order:MemoryOrder=MemoryOrder.RELAXED"), "T", "call_atomic",
+               _atomic_fn, "atomic", _op, _types))
+_add(Entry("compare_exchange", "atomic_ref", "method",
+           "store `desired` where the element equals `expected` (bitwise for floats); return the "
+           "old value", _params("expected:T desired:T order:MemoryOrder=MemoryOrder.RELAXED"),
+           "T", "call_atomic", "gn_atomic_cas", "atomic", "cas", _NUMBER_ATOMIC))
+_add(Entry("load", "atomic_ref", "method", "read the element atomically",
+           _params("order:MemoryOrder=MemoryOrder.RELAXED"), "T", "call_atomic",
+           "gn_atomic_load", "atomic", "load", _NUMBER_ATOMIC))
+_add(Entry("store", "atomic_ref", "method", "write `value` atomically",
+           _params("value:T order:MemoryOrder=MemoryOrder.RELAXED"), "None", "call_atomic",
+           "gn_atomic_store", "atomic", "store", _NUMBER_ATOMIC))
+
+# ---- the math module --------------------------------------------------------------------------
+
+_math("sqrt", "square root", np.sqrt)
+_math("rsqrt", "1 / sqrt(x) (CUDA's `rsqrt`; not in Python's math)", "rsqrt")
+_math("cbrt", "cube root", np.cbrt)
+_math("exp", "e ** x", np.exp)
+_math("exp2", "2 ** x", np.exp2)
+_math("expm1", "e ** x - 1, accurate near 0", np.expm1)
+_math("log", "natural logarithm (one argument)", np.log)
+_math("log2", "base-2 logarithm", np.log2)
+_math("log10", "base-10 logarithm", np.log10)
+_math("log1p", "log(1 + x), accurate near 0", np.log1p)
+_math("pow", "x ** y", "c_pow", "x y")
+_math("sin", "sine", np.sin)
+_math("cos", "cosine", np.cos)
+_math("tan", "tangent", np.tan)
+_math("asin", "arc sine", np.arcsin)
+_math("acos", "arc cosine", np.arccos)
+_math("atan", "arc tangent", np.arctan)
+_math("atan2", "arc tangent of y / x, in the quadrant of (x, y)", np.arctan2, "y x")
+_math("sinh", "hyperbolic sine", np.sinh)
+_math("cosh", "hyperbolic cosine", np.cosh)
+_math("tanh", "hyperbolic tangent", np.tanh)
+_math("asinh", "inverse hyperbolic sine", np.arcsinh)
+_math("acosh", "inverse hyperbolic cosine", np.arccosh)
+_math("atanh", "inverse hyperbolic tangent", np.arctanh)
+_math("hypot", "sqrt(x * x + y * y) without overflow", np.hypot, "x y")
+_math("fabs", "absolute value, as a float", np.abs)
+_math("floor", "largest integer <= x, as a float", np.floor)
+_math("ceil", "smallest integer >= x, as a float", np.ceil)
+_math("trunc", "x rounded toward zero, as a float", np.trunc)
+_math("fmod", "C's remainder: the result has the sign of x", np.fmod, "x y")
+_math("copysign", "x with the sign of y", np.copysign, "x y")
+_math("fma", "x * y + z with one rounding", "fma", "x y z")
+_math("erf", "error function", "erf")
+_math("erfc", "complementary error function", "erfc")
+_math("lgamma", "log of the absolute value of the gamma function", "lgamma")
+_math("gamma", "gamma function", "tgamma", cuda=_libm("tgamma"))
+_predicate: Callable
+for _name, _predicate, _doc in (("isnan", np.isnan, "x is a NaN"),
+                                ("isinf", np.isinf, "x is infinite"),
+                                ("isfinite", np.isfinite, "x is neither infinite nor a NaN")):
+    _math(_name, _doc, _predicate, result="bool", cuda=_name)
+for _name, _value in (("pi", "π"), ("e", "e"), ("tau", "2π"), ("inf", "infinity"),
+                      ("nan", "not a number")):
+    _add(Entry(_name, "math", "constant", f"{_value}, folded in at compile time",
+               value=getattr(math, _name)))
+
+# ---- builtins ---------------------------------------------------------------------------------
+
+_add(Entry("len", "builtins", "call", "the extent of an array's first axis (`i64`)",
+           _params("a:array"), "i64", "call_len"))
+_add(Entry("range", "builtins", "loop", "`for i in range(stop)`, `range(start, stop)`, "
+           "`range(start, stop, step)`: i has the arguments' promoted type",
+           _params("*args:int")))
+_add(Entry("min", "builtins", "call", "the smallest argument; `min(a, b)` is `b` only when "
+           "`b < a` (NaN follows the order)", _params("a:scalar b:scalar *more:scalar"),
+           "T", "call_minmax", "gn_min<{T}>", "pymin"))
+_add(Entry("max", "builtins", "call", "the largest argument; `max(a, b)` is `b` only when "
+           "`b > a`", _params("a:scalar b:scalar *more:scalar"), "T", "call_minmax",
+           "gn_max<{T}>", "pymax"))
+_add(Entry("abs", "builtins", "call", "absolute value (integers wrap: `abs(INT_MIN)`)",
+           _params("x:scalar"), "T", "call_abs",
+           {"int": "gn_iabs<{T}>", "f16": "__habs", "bf16": "__habs", **_libm("fabs")},
+           {"int": "iabs", "*": np.abs}))
+_add(Entry("round", "builtins", "call", "round half to even, as an `i64` (one argument)",
+           _params("x:scalar"), "i64", "call_round", _libm("rint"), np.rint, "rint"))
+_add(Entry("int", "builtins", "call", "conversion to `i64` (truncates, saturates; NaN gives 0); "
+           "as an annotation, `i64`", _params("x:scalar"), "i64", "call_int", value="i64"))
+_add(Entry("float", "builtins", "call", "conversion to `f64`; as an annotation, `f64`",
+           _params("x:scalar"), "f64", "call_float", value="f64"))
+_add(Entry("bool", "builtins", "call", "truth value (`x != 0`); as an annotation, `bool_`",
+           _params("x:scalar"), "bool", "call_bool", value="bool_"))
+_add(Entry("print", "builtins", "statement", "device printf: floats like C's `%g`, bools as "
+           "True/False", _params("*items"), "None", "print_stmt"))
+
+
+# ---- lookups ----------------------------------------------------------------------------------
+
+def _index(namespace: str) -> dict[str, Entry]:
+    return {e.name: e for e in ENTRIES if e.namespace == namespace}
+
+
+GPU_NATIVE: dict[str, Entry] = _index("gpu_native")
+"""The kernel-language names of the ``gpu_native`` package."""
+MATH: dict[str, Entry] = _index("math")
+"""The names of the ``math`` module kernels can use (functions and constants)."""
+BUILTINS: dict[str, Entry] = _index("builtins")
+"""The builtins kernels can use."""
+ATOMIC_METHODS: dict[str, Entry] = _index("atomic_ref")
+"""The methods of ``x.atomic_ref(i)``, by Python name."""
+ATOMIC_OPS: dict[str, Entry] = {e.op: e for e in ATOMIC_METHODS.values()}
+"""The same, by the IR's operation name (``ir.Atomic.op``)."""
+MATH_OPS: dict[str, Entry] = {
+    e.ir_name: e for e in ENTRIES
+    if e.namespace in ("math", "builtins") and e.form == "call" and e.cuda is not None}
+"""The operations ``ir.MathCall`` names: the math functions, and ``abs``, ``min``, ``max`` and
+``round`` (as ``rint``)."""
+AXES: dict[str, int] = {e.name: e.value for e in _index("dim3").values()}
+"""``.x .y .z`` → axis."""
+LAYOUT_METHODS: dict[str, Entry] = _index("layout")
+"""The methods of the layouts (``FlatLayout1D.uid()``)."""
+
+
+def emitted_names() -> frozenset[str]:
+    """Every identifier the CUDA emitter writes for an entry (a kernel variable must not hide
+    one): function names, with a template's arguments left out."""
+    names = set()
+    for entry in ENTRIES:
+        table = entry.cuda
+        spellings = table.values() if isinstance(table, Mapping) else (table,)
+        for text in spellings:
+            if isinstance(text, str):
+                names.add(re.match(r"[A-Za-z_]\w*", text).group())  # type: ignore[union-attr]
+    return frozenset(names)
+
+
+def by_form(form: str, namespace: str = "gpu_native") -> Iterator[Entry]:
+    """The entries of ``namespace`` used in one way."""
+    return (e for e in ENTRIES if e.namespace == namespace and e.form == form)
+
