@@ -666,8 +666,8 @@ class ExpressionChecker:
 
     def call_math(self: FunctionChecker, name: str, e: S.Call) -> ir.Expr:
         """A math function, typed by its registry entry: its ``float`` operands are promoted
-        together (integers compute in ``f64``, half types in ``f32``); the result is that float
-        type, or ``bool``."""
+        together (integers compute in ``f64``, half types in ``f32``) and its ``int`` operands
+        are ``i32``s; the result is that float type, or ``bool``."""
         entry = R.MATH[name]
         arity = len(entry.params)
         if len(e.args) != arity or e.keywords:
@@ -675,17 +675,37 @@ class ExpressionChecker:
                              e.span)
         values = [self.expr(a) for a in e.args]
         ty: ir.ScalarType | None = None
-        for v in values:
-            if not isinstance(v, WeakConst):
+        for param, v in zip(entry.params, values):
+            if param.type == "float" and not isinstance(v, WeakConst):
                 t = self.scalar_of(v, f"math.{name}()'s argument")
                 ty = t if ty is None else P.promote(ty, t)
         if ty is None or ty.info.is_int or ty.info.kind == "bool":
             ty = ir.F64 if ty is None or ty.info.is_int or ty.info.kind == "bool" else ty
         if ty.info.bits < 32:
             ty = ir.F32
-        args = tuple(self.coerce(v, ty, f"math.{name}()", explicit=True) for v in values)
+        args = []
+        for param, v in zip(entry.params, values):
+            if param.type == "int":
+                args.append(self.int32_operand(v, f"math.{name}()'s {param.name}"))
+            else:
+                args.append(self.coerce(v, ty, f"math.{name}()", explicit=True))
         result_ty = ir.BOOL if entry.result == "bool" else ty
-        return ir.MathCall(e.span, result_ty, entry.ir_name, args)
+        return ir.MathCall(e.span, result_ty, entry.ir_name, tuple(args))
+
+    def int32_operand(self: FunctionChecker, v: ir.Expr, what: str) -> ir.Expr:
+        """An integer operand that the C function takes as an ``int``: a literal that fits, or
+        a value of an integer type that ``i32`` holds (a wider one would be cut silently)."""
+        if isinstance(v, WeakConst):
+            if not isinstance(v.value, int):
+                raise self.error(f"{what} must be an integer, not {v.value!r}", v.span)
+            return self.coerce(v, ir.I32, what)
+        ty = self.scalar_of(v, what)
+        if not ty.info.is_int:
+            raise self.error(f"{what} must be an integer, not {ty}", v.span)
+        if P.arithmetic_type(ty) != ir.I32:
+            raise self.error(f"{what} must be an integer that i32 holds, not {ty}", v.span,
+                             "convert it with i32(...)")
+        return self.coerce(v, ir.I32, what, explicit=True)
 
     def call_layout(self: FunctionChecker, layout: str, method: str, e: S.Call) -> ir.Expr:
         scope, ndim = LAYOUTS[layout]

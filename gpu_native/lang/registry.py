@@ -96,8 +96,10 @@ class Param:
 
     ``type`` is what the parameter takes, as the docs and the host stubs write it; for a math
     function it is also the typing rule (``float``: the float operands, promoted together,
-    integers computing in ``f64`` and half types in ``f32``).  ``default`` is the default's source
-    text, or None when the argument is required.
+    integers computing in ``f64`` and half types in ``f32``; ``int``: an integer that ``i32``
+    holds, passed as C's ``int``, such as an exponent).  ``default`` is the default's source
+    text, or None when the argument is required.  The CUDA spelling and the simulator function
+    of a math function are chosen by its first operand's type.
     """
 
     name: str
