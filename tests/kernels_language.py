@@ -338,6 +338,15 @@ def math_functions(x: CUDASlice[f32], out: CUDASliceMut2D[f32]):
     out[i, 15] = f32(math.pi) if ENABLED else 0.0
 
 
+@gpu_kernel(Kernel1D)
+def ldexp_both(x: CUDASlice[f32], y: CUDASlice[f64], k: CUDASlice[i32], out32: CUDASliceMut[f32],
+               out64: CUDASliceMut[f64], out_half: CUDASliceMut[f32]):
+    i = FlatLayout1D.uid()
+    out32[i] = math.ldexp(x[i], k[i])
+    out64[i] = math.ldexp(y[i], k[i] * 20)
+    out_half[i] = math.ldexp(f16(x[i]), -3)  # a half computes in f32
+
+
 # ---- integer semantics ---------------------------------------------------------------------------
 
 @gpu_kernel(Kernel1D)

@@ -299,6 +299,26 @@ def test_math_library(backend, kl, rng):
     np.testing.assert_allclose(out.to_host(), expected, rtol=2e-6, atol=2e-6)
 
 
+def test_ldexp(backend, kl, rng):
+    n = 256
+    x = rng.uniform(-4, 4, n).astype(np.float32)
+    y = rng.uniform(-4, 4, n)
+    k = rng.integers(-40, 41, n).astype(np.int32)
+    special = [0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, 3.0, 1.5, 1.25]
+    x[:9] = y[:9] = special
+    k[5:9] = [200, -200, 127, -126]  # f32: inf, 0 and the ends of the normal range
+    out32, out64, out_half = (filled(n, dt, np.nan) for dt in (gn.f32, gn.f64, gn.f32))
+    launch(kl.ldexp_both, gn.GridDim1D(2), gn.BlockDim1D(128))(
+        gn.to_device(x), gn.to_device(y), gn.to_device(k), out32, out64, out_half)
+    # The exact result in float64, rounded once to the kernel's type.
+    x64, k64 = x.astype(np.float64), k.astype(np.int64)
+    with np.errstate(over="ignore"):
+        np.testing.assert_array_equal(out32.to_host(), np.ldexp(x64, k64).astype(np.float32))
+        np.testing.assert_array_equal(out64.to_host(), np.ldexp(y, k64 * 20))
+    half = x.astype(np.float16).astype(np.float64)
+    np.testing.assert_array_equal(out_half.to_host(), (half / 8).astype(np.float32))
+
+
 def test_integer_semantics_follow_python(backend, kl, rng):
     n = 512
     a = rng.integers(-(2**31), 2**31 - 1, n, dtype=np.int64).astype(np.int32)

@@ -358,6 +358,24 @@ def k(a: CUDASliceMut[f32]):
     s = shared_array(f32, (32,))
     s[3] = 1.0  # <-
 """, "two threads of the block could write the same element"),
+    "float exponent of ldexp": ("""
+@gpu_kernel(Kernel1D)
+def k(a: CUDASliceMut[f32]):
+    i = FlatLayout1D.uid()
+    a[i] = math.ldexp(a[i], a[i])  # <-
+""", "math.ldexp()'s i must be an integer, not f32"),
+    "exponent of ldexp wider than i32": ("""
+@gpu_kernel(Kernel1D)
+def k(a: CUDASliceMut[f32]):
+    i = FlatLayout1D.uid()
+    a[i] = math.ldexp(a[i], i)  # <-
+""", "math.ldexp()'s i must be an integer that i32 holds, not i64"),
+    "literal exponent of ldexp out of range": ("""
+@gpu_kernel(Kernel1D)
+def k(a: CUDASliceMut[f32]):
+    i = FlatLayout1D.uid()
+    a[i] = math.ldexp(a[i], 2**40)  # <-
+""", "math.ldexp()'s i: the literal 1099511627776 does not fit in i32"),
     "module attribute that is not a kernel name": ("""
 @gpu_kernel(Kernel1D)
 def k(a: CUDASliceMut[f32]):
