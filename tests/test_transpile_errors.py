@@ -402,3 +402,24 @@ def test_expand_prints_the_error_without_a_traceback(tmp_path, capsys):
     assert "not provably unique" in err
     assert "Traceback" not in err
     assert "hint:" in err
+
+
+def test_a_form_feed_line_does_not_shift_the_rewrite(tmp_path):
+    # Python numbers lines at \n only; str.splitlines also splits at \f, which shifted every
+    # rewritten line after a page break by one.
+    source = HEADER.replace("def host_helper", "\f\ndef host_helper") + textwrap.dedent("""
+        @gpu_kernel(Kernel1D)
+        def k(a: CUDASliceMut[f32]):
+            i = FlatLayout1D.uid()
+            a[i] = 1.0
+
+
+        def after():
+            return "after"
+        """)
+    result = rewrite_module(source, str(tmp_path / "paged.py"), "paged")
+    old, new = source.split("\n"), result.source.split("\n")
+    assert len(new) == len(old)
+    start = next(n for n, text in enumerate(old) if text.startswith("@gpu_kernel"))
+    assert new[start].startswith("@gpu_kernel(Kernel1D, _spec=")
+    assert new[:start] == old[:start] and new[-4:] == old[-4:]

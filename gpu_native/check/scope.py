@@ -15,6 +15,7 @@ import sys
 from ..errors import SourceSpan, TranspileError
 from ..frontend import syntax as S
 from ..frontend.parse import PACKAGE, ModuleScan, scan_module
+from ..frontend.source import read_source
 from ..nodes import node
 
 # Every public name of gpu_native that means something inside a kernel.
@@ -88,9 +89,7 @@ class ModuleLocator:
             if path is None:
                 self._scans[key] = None
             else:
-                with open(path, encoding="utf-8") as f:
-                    source = f.read()
-                self._scans[key] = scan_module(source, path, module)
+                self._scans[key] = scan_module(read_source(path), path, module)
         return self._scans[key]
 
     def used_paths(self) -> list[str]:

@@ -67,7 +67,19 @@ def _rewrite(fullname, path, data, source_sha, started):
     prefetch.start()
     from ..rewrite import rewrite_module
 
-    source = decode_source(data)
+    try:
+        source = decode_source(data)
+    except (SyntaxError, UnicodeDecodeError, LookupError):
+        source = None
+    if source is None:
+        # Undecodable (no or a wrong coding cookie): Python's own compile of the bytes gives
+        # Python's own SyntaxError, raised from the user's line as a plain import would.
+        try:
+            return compile(data, path, "exec", dont_inherit=True)
+        except SyntaxError as exc:
+            undecodable = exc
+        _record(fullname, path, "error", None, (), started)
+        return _raising_code(undecodable, data.decode("utf-8", "replace"), path)
     try:
         result = rewrite_module(source, path, fullname)
     except GpuNativeError as exc:
@@ -99,14 +111,12 @@ def _unparsable_by_libcst(error: BaseException) -> bool:
     return isinstance(error.__context__, libcst.ParserSyntaxError)
 
 
-def _syntax_error(source: str, path: str) -> SyntaxError | None:
-    import ast
+def _syntax_error(source: str, path: str) -> BaseException | None:
+    """What CPython's parser raises for the module (a located SyntaxError even for a NUL
+    byte, which CPython itself reports without a line), or None."""
+    from ..frontend.source import python_error
 
-    try:
-        compile(source, path, "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
-    except SyntaxError as exc:
-        return exc
-    return None
+    return python_error(source, path)
 
 
 def _raising_code(exc: BaseException, source: str, path: str):
