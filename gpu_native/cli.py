@@ -14,14 +14,6 @@ from ._version import __version__
 from .errors import GpuNativeError, TranspileError
 
 
-def _read(path: str) -> str:
-    try:
-        with open(path, encoding="utf-8") as f:
-            return f.read()
-    except OSError as exc:
-        raise SystemExit(f"gpu-native: cannot read {path}: {exc.strerror}") from None
-
-
 def cmd_expand(args: argparse.Namespace) -> int:
     """Print the module as the import hook rewrites it, or the generated CUDA C++."""
     if args.prelude:
@@ -31,9 +23,11 @@ def cmd_expand(args: argparse.Namespace) -> int:
         return 0
     if args.file is None:
         raise SystemExit("gpu-native expand: give a FILE, or --prelude to print the prelude header")
+    from .frontend.source import read_source
     from .rewrite import rewrite_module, transpile_module
 
-    source = _read(args.file)
+    # Decoded as `import` decodes it (coding cookie, BOM); a FIFO or a device is refused.
+    source = read_source(args.file)
     module_name = args.module
     if args.cuda:
         mod = transpile_module(source, args.file, module_name)

@@ -20,6 +20,7 @@ from .emit.host import LauncherParam, kernel_block
 from .emit.index32 import wants_index32
 from .emit.uid_stride import vector_plan
 from .frontend.parse import ModuleScan, has_gpu_decorators, scan_module
+from .frontend.source import source_lines, too_deep
 from .ircodec import encode_kernel
 from .nodes import node
 
@@ -169,11 +170,16 @@ def transpile_module(source: str, path: str, module_name: str | None = None,
     for ck in checked:
         variants = []
         for k in ck.specializations:
+            try:
+                cuda = emit_kernel(k, shown)
+                encoded = encode_kernel(k)
+            except RecursionError:  # the front end bounds depth; a backstop, never a traceback
+                raise too_deep(f"kernel '{ck.fn.name}'", ck.fn.span) from None
             variants.append(KernelVariant(
                 types=k.specialization, symbol=k.symbol,
-                kernel_id=abi.kernel_id(k.module, k.symbol), cuda=emit_kernel(k, shown),
+                kernel_id=abi.kernel_id(k.module, k.symbol), cuda=cuda,
                 sites=_sites(k), traits=_traits(k), launch_checks=k.launch_checks,
-                ir=encode_kernel(k)))
+                ir=encoded))
         options = {"bounds_check": ck.options.bounds_check, "fastmath": ck.options.fastmath,
                    "max_registers": ck.options.max_registers}
         kernels.append(KernelBuild(
@@ -195,7 +201,7 @@ def rewrite_module(source: str, path: str, module_name: str | None = None,
     mod = transpile_module(source, path, module_name, locator, hints)
     if not mod.kernels:
         return RewriteResult(source, (), mod.dependencies)
-    lines = source.splitlines(keepends=True)
+    lines = source_lines(source)  # numbered as Python numbers them (not at form feeds)
     ending = "\n"
     for ck, build in sorted(zip(mod.checked, mod.kernels), key=lambda kb: -kb[0].fn.first_line):
         fn = ck.fn

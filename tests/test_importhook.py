@@ -256,6 +256,28 @@ class TestRewriteOnImport:
         # Code objects compare their bytecode, constants, names and line tables.
         assert rep["same"] is True
 
+    def test_a_star_import_of_gpu_native_works_like_explicit_imports(self, tmp_path, work):
+        star = MYKERNELS.replace(MYKERNELS[:MYKERNELS.index("\n\n")], "from gpu_native import *")
+        assert star.startswith("from gpu_native import *\n\n@gpu_kernel")
+        (work / "mykernels.py").write_text(star)
+        env = hook_env(tmp_path)
+        expanded = subprocess.run([sys.executable, "-m", "gpu_native.cli", "expand",
+                                   "mykernels.py"], cwd=work, env=env, capture_output=True,
+                                  text=True, check=True).stdout
+        assert "@gpu_kernel(Kernel1D, _spec=" in expanded
+        code = IMPORT_MYKERNELS + LAUNCH + '''
+    from gpu_native.runtime import decorators
+    report(launched=launched, from_source=len(decorators._rewrites))
+'''
+        cold = report_of(run_python(code, work, env))
+        assert cold["status"]["modules"]["mykernels"]["cache"] == "miss"
+        assert cold["status"]["modules"]["mykernels"]["kernels"] == ["add_kernel"]
+        assert cold["launched"] is True
+        assert cold["from_source"] == 0  # the decorator got its spec: no transpile from source
+        warm = report_of(run_python(code, work, env))
+        assert warm["status"]["modules"]["mykernels"]["cache"] == "hit"
+        assert warm["launched"] is True and warm["from_source"] == 0
+
     def test_package_modules_and_init_are_rewritten(self, tmp_path, work):
         pkg = work / "kpkg"
         (pkg / "sub").mkdir(parents=True)

@@ -220,6 +220,24 @@ class TestPrecompile:
         assert message in err and "Traceback" not in err
         assert len(err.strip().splitlines()) == 1
 
+    def test_a_star_import_of_gpu_native_is_precompiled_like_explicit_imports(self, tmp_path,
+                                                                              capsys):
+        (tmp_path / "star.py").write_text(SUBKERNELS.replace(
+            "from gpu_native import gpu_kernel, Kernel1D, CUDASlice, CUDASliceMut, FlatLayout1D, "
+            "UniqueId\nfrom gpu_native import i32", "from gpu_native import *"))
+        assert "import *" in (tmp_path / "star.py").read_text()
+        assert cli.main(["precompile", "star.py", "--arch", "sm_90", "--out", "out", "-q"]) == 0
+        manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+        assert [k["label"] for k in manifest["kernels"]] == ["star.negate"]
+
+    def test_modules_that_define_no_kernel_are_one_clear_line(self, tmp_path, capsys):
+        (tmp_path / "notes.py").write_text("# gpu_kernel is mentioned, nothing is defined\n")
+        assert cli.main(["precompile", "notes.py", "--arch", "sm_90", "--out", "out"]) == 1
+        err = capsys.readouterr().err
+        assert "no kernels found in notes.py: notes.py mentions gpu_kernel but defines no " \
+            "@gpu_kernel function" in err, err
+        assert len(err.strip().splitlines()) == 1 and not (tmp_path / "out").exists()
+
     def test_parse_archs(self):
         assert parse_archs(["sm_80,sm_90", "sm_90", " sm_100a "]) == ("sm_80", "sm_90", "sm_100a")
         with pytest.raises(GpuNativeError, match="no GPU architecture"):

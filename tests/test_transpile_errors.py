@@ -451,3 +451,24 @@ def test_static_shared_memory_past_48_kib_points_to_the_dynamic_form(tmp_path):
         "hint: large buffers go in the dynamic shared array, `s = shared_array(f32, 0)`, sized "
         "at launch by shared_mem_bytes (up to the device's opt-in limit, 227 KiB on an H100 or "
         "H200); a kernel has one")
+
+
+def test_a_form_feed_line_does_not_shift_the_rewrite(tmp_path):
+    # Python numbers lines at \n only; str.splitlines also splits at \f, which shifted every
+    # rewritten line after a page break by one.
+    source = HEADER.replace("def host_helper", "\f\ndef host_helper") + textwrap.dedent("""
+        @gpu_kernel(Kernel1D)
+        def k(a: CUDASliceMut[f32]):
+            i = FlatLayout1D.uid()
+            a[i] = 1.0
+
+
+        def after():
+            return "after"
+        """)
+    result = rewrite_module(source, str(tmp_path / "paged.py"), "paged")
+    old, new = source.split("\n"), result.source.split("\n")
+    assert len(new) == len(old)
+    start = next(n for n, text in enumerate(old) if text.startswith("@gpu_kernel"))
+    assert new[start].startswith("@gpu_kernel(Kernel1D, _spec=")
+    assert new[:start] == old[:start] and new[-4:] == old[-4:]

@@ -3,6 +3,7 @@ functions they reach (in this module or another)."""
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import re
 
@@ -10,6 +11,7 @@ from .. import ir
 from ..errors import SourceSpan, TranspileError
 from ..frontend import syntax as S
 from ..frontend.parse import ModuleScan
+from ..frontend.source import too_deep
 from ..nodes import node
 from .checker import FunctionChecker, FunctionContext, KernelContext, uses_half
 from .safety import pinned, required_coords
@@ -44,7 +46,12 @@ class Program:
         self.resolver = Resolver(scan, self.locator)
 
     def check(self) -> list[CheckedKernel]:
-        return [self.check_kernel(fn) for fn in self.scan.functions if fn.kind == "kernel"]
+        kernels = []
+        for fn in self.scan.functions:
+            if fn.kind == "kernel":
+                with _no_recursion_error(fn):
+                    kernels.append(self.check_kernel(fn))
+        return kernels
 
     # ---- kernels ------------------------------------------------------------------------------
 
@@ -301,6 +308,16 @@ class Program:
                                      f"argument but {ty} here", arg.span)
             binding[tv] = ty
         return binding
+
+
+@contextlib.contextmanager
+def _no_recursion_error(fn: S.FunctionDef):
+    """Report a RecursionError in checking ``fn`` as a TranspileError at ``fn``: the front end
+    bounds each function's depth, but device functions calling each other nest the checker."""
+    try:
+        yield
+    except RecursionError:
+        raise too_deep(f"{fn.kind} function '{fn.name}'", fn.span) from None
 
 
 def _ordered_callees(direct: list[ir.DeviceFunction]) -> list[ir.DeviceFunction]:

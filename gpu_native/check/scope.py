@@ -13,6 +13,7 @@ import os
 from ..errors import SourceSpan, TranspileError
 from ..frontend import syntax as S
 from ..frontend.parse import PACKAGE, ModuleScan, scan_module
+from ..frontend.source import read_source
 from ..lang import registry as R
 from ..locate import find_module_file
 from ..nodes import node
@@ -71,9 +72,7 @@ class ModuleLocator:
             if path is None:
                 self._scans[key] = None
             else:
-                with open(path, encoding="utf-8") as f:
-                    source = f.read()
-                self._scans[key] = scan_module(source, path, module)
+                self._scans[key] = scan_module(read_source(path), path, module)
         return self._scans[key]
 
     def used_paths(self) -> list[str]:

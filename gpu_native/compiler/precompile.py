@@ -154,9 +154,13 @@ def find_modules(targets: Sequence[str]) -> list[SourceModule]:
     hook's).
     """
     from ..frontend.parse import module_name_for_path
+    from ..frontend.source import read_source_bytes
 
     candidates: list[SourceModule] = []
     for target in targets:
+        if os.path.exists(target) and not (os.path.isfile(target) or os.path.isdir(target)):
+            raise GpuNativeError(f"{target}: not a regular file (give Python files, "
+                                 "directories or dotted module names)")
         if os.path.isfile(target):
             candidates.append(SourceModule(os.path.abspath(target),
                                            module_name_for_path(target)))
@@ -172,12 +176,8 @@ def find_modules(targets: Sequence[str]) -> list[SourceModule]:
         if module.path in seen:
             continue
         seen.add(module.path)
-        try:
-            with open(module.path, "rb") as f:
-                if b"gpu_kernel" not in f.read():
-                    continue
-        except OSError as exc:
-            raise GpuNativeError(f"cannot read {module.path}: {exc.strerror}") from None
+        if b"gpu_kernel" not in read_source_bytes(module.path):  # refuses FIFOs and devices
+            continue
         modules.append(module)
     return modules
 
@@ -191,12 +191,12 @@ def display_file(module: str, path: str) -> str:
 
 def plan(modules: Sequence[SourceModule], archs: Sequence[str]) -> list[Job]:
     """Transpile ``modules`` and list one job per kernel specialisation and arch."""
+    from ..frontend.source import read_source
     from ..rewrite import transpile_module
 
     jobs = []
     for module in modules:
-        with open(module.path, encoding="utf-8") as f:
-            source = f.read()
+        source = read_source(module.path)  # decoded as `import` decodes it (coding cookie)
         transpiled = transpile_module(source, module.path, module.name)
         for kernel in transpiled.kernels:
             spec = kernel.spec()
@@ -438,6 +438,12 @@ def precompile(targets: Sequence[str], archs: Sequence[str], out_dir: str, *,
         raise GpuNativeError("no kernels found in " + ", ".join(targets)
                              + " (no module there mentions gpu_kernel)")
     work = plan(modules, archs)
+    if not work:
+        one = len(modules) == 1
+        names = ", ".join(os.path.relpath(m.path) for m in modules[:3])
+        raise GpuNativeError(f"no kernels found in {', '.join(targets)}: {names}"
+                             f"{' ...' if len(modules) > 3 else ''} mention{'s' * one} "
+                             f"gpu_kernel but define{'s' * one} no @gpu_kernel function")
     report.modules = len(modules)
     staging, created = _make_staging(out)
     try:

@@ -91,8 +91,20 @@ def _rewrite(fullname, source, data, source_sha, started, refused):
     from ..check.scope import ModuleLocator
     from ..rewrite import rewrite_module
 
-    text = decode_source(data)
     locator = ModuleLocator()
+    try:
+        text = decode_source(data)
+    except (SyntaxError, UnicodeDecodeError, LookupError):
+        text = None
+    if text is None:
+        # Undecodable (no or a wrong coding cookie): Python's own compile of the bytes gives
+        # Python's own SyntaxError, raised from the user's line as a plain import would.
+        try:
+            return compile(data, path, "exec", dont_inherit=True)
+        except SyntaxError as exc:
+            undecodable = exc
+        _record(fullname, path, "error", None, (), started)
+        return _raising_code(undecodable, data.decode("utf-8", "replace"), path)
     try:
         result = rewrite_module(text, path, fullname, locator)
     except GpuNativeError as exc:
@@ -132,14 +144,12 @@ def _unparsable_by_libcst(error: BaseException) -> bool:
     return isinstance(error.__context__, libcst.ParserSyntaxError)
 
 
-def _syntax_error(source: str, path: str) -> SyntaxError | None:
-    import ast
+def _syntax_error(source: str, path: str) -> BaseException | None:
+    """What CPython's parser raises for the module (a located SyntaxError even for a NUL
+    byte, which CPython itself reports without a line), or None."""
+    from ..frontend.source import python_error
 
-    try:
-        compile(source, path, "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
-    except SyntaxError as exc:
-        return exc
-    return None
+    return python_error(source, path)
 
 
 def _raising_code(exc: BaseException, source: str, path: str):

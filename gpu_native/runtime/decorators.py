@@ -82,13 +82,14 @@ def _kernel_from_source(fn: Callable[..., Any]) -> Kernel:
         module_name = os.path.splitext(os.path.basename(filename))[0]
     hints = _hints_from_globals(source, globals_)
     result = _rewrite(source, filename, module_name, hints)
+    from ..frontend.source import source_lines
     from ..rewrite import find_kernel
 
     build = find_kernel(result, fn.__name__, code.co_firstlineno)
     if build is None:
         raise TranspileError(f"could not find kernel '{fn.__name__}' in {filename}", None,
                              "decorate module-level or nested functions with @gpu_kernel(...)")
-    new_lines = result.source.splitlines(keepends=True)
+    new_lines = source_lines(result.source)
     first = build.line
     last = _block_end(new_lines, first)
     block = "".join(new_lines[first - 1:last])
