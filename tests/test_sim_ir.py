@@ -218,7 +218,8 @@ _TRANSPILER = ("gpu_native.frontend", "gpu_native.check", "gpu_native.emit", "gp
                "libcst")
 # The decorator's fallback transpiles kernels defined where no import hook ran (a script, a
 # notebook cell): the one place in the runtime that imports the transpiler, by design.
-_ALLOWED = {("decorators.py", "gpu_native.rewrite")}
+_ALLOWED = {("decorators.py", "gpu_native.rewrite"), ("decorators.py", "gpu_native.frontend.source"),
+            ("decorators.py", "gpu_native.frontend.source.source_lines")}
 
 
 def _imports(path: Path):
