@@ -60,7 +60,7 @@ def test_seed_example_expands_to_a_readable_launcher():
     host, cuda = _expand("vector_add.py")
     assert "def add_kernel(_gn_context):" in host
     assert "return lambda a, b, c: " in host
-    assert "a.__class__ is _gn_DA and a._gn_rsig is _gn_sig_a" in host
+    assert "a.__class__ is _gn_DA and a.launch_sig is _gn_sig_a" in host
     assert 'extern "C" __global__ void gn_add_kernel(' in cuda
     assert "const float* __restrict__ a" in cuda
     assert '#line 26 "vector_add.py"' in cuda  # c[idx] = a[idx] + b[idx]

@@ -249,8 +249,7 @@ def requests() -> list[BuildRequest]:
     module = transpile_module(KERNELS, "untrusted_kernels.py", "untrusted_kernels")
     out = []
     for kernel in module.kernels:
-        spec = kernel.spec()
-        out.extend(BuildRequest.for_variant(spec, v, "sm_90") for v in spec["variants"])
+        out.extend(BuildRequest.for_variant(kernel, v, "sm_90") for v in kernel.variants)
     return out
 
 
