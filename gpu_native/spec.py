@@ -266,26 +266,32 @@ def _optional_int(value, what: str) -> int | None:
     return None if value is None else _check(value, int, what)
 
 
+_COMPARE_OPS = frozenset(("==", "!=", "<", "<=", ">", ">="))
+_ARITHMETIC_OPS = frozenset(("+", "-", "*", "//", "%"))
+
+
 def _tree(value) -> tuple:
-    node_ = _tuple(value, "a launch-check tree")
-    op = node_[0] if node_ else None
+    if type(value) is not tuple or not value:
+        raise TypeError("a launch-check tree is not a tuple")
+    op = value[0]
+    n = len(value)
     if op == "c":
-        _check(node_[1], int, "a tree constant")
+        ok = n == 2 and type(value[1]) is int
     elif op == "sp":
-        _check(node_[1], str, "a launch index")
-        _check(node_[2], int, "a launch axis")
+        ok = n == 3 and type(value[1]) is str and type(value[2]) is int
     elif op in ("and", "or"):
-        for part in _tuple(node_[1], "a boolean tree"):
+        ok = n == 2 and type(value[1]) is tuple
+        for part in value[1] if ok else ():
             _tree(part)
     elif op == "not":
-        _tree(node_[1])
-    elif isinstance(op, str) and len(node_) in (3, 4):
-        _tree(node_[1])
-        _tree(node_[2])
-        if len(node_) == 4:
-            _check(node_[3], str, "a tree type")
+        ok = n == 2 and _tree(value[1]) is not None
+    elif op in _COMPARE_OPS or op in _ARITHMETIC_OPS:
+        ok = (n == 3 or (n == 4 and type(value[3]) is str and op in _ARITHMETIC_OPS)) and (
+            _tree(value[1]) is not None and _tree(value[2]) is not None)
     else:
-        raise ValueError(f"unknown launch-check node {op!r}")
+        ok = False
+    if not ok:
+        raise ValueError(f"unknown launch-check node {value!r:.60}")
     return value
 
 
