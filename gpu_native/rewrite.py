@@ -2,8 +2,10 @@
 
 The import hook, the ``gpu_kernel`` decorator's fallback (for ``__main__`` scripts and notebook
 cells), ``gpu-native expand`` and ``gpu-native precompile`` all call :func:`rewrite_module` or
-:func:`transpile_module`, so what ``expand`` shows is exactly what gets imported.  Nothing here
-executes the user's module.
+:func:`transpile_module`, so what ``expand --exact`` shows is exactly what gets imported (and
+``expand``'s readable form is the same code, laid out; see :mod:`gpu_native.expand`).  Each kernel
+becomes a :class:`~gpu_native.spec.KernelSpec`, embedded in the rewritten module as its literal.
+Nothing here executes the user's module.
 """
 
 from __future__ import annotations
