@@ -74,8 +74,7 @@ class Expansion:
             if kernel is None:
                 out += lines[cursor - 1:fn.first_line - 1]
             indent = re.match(r"[ \t]*", lines[fn.first_line - 1]).group(0)  # type: ignore
-            out += [indent + text if text else indent.rstrip() + "#"
-                    for text in _summary(spec, fn.last_line)]
+            out += [indent + text for text in _summary(spec, fn.last_line)]
             out += _tagged(self._kernel_lines(ck, spec, indent))
             cursor = fn.last_line + 1
             if kernel is not None:

@@ -5,6 +5,7 @@ and the command line's choices.  The examples' output is pinned by tests/test_ex
 
 from __future__ import annotations
 
+import ast
 import re
 import textwrap
 
@@ -134,6 +135,65 @@ class TestSummary:
         assert "def unchecked(_gn_context):" in text
         assert "def rules(" not in text and "def put(" not in text
         assert "options: bounds_check=False" in text
+
+
+SHAPES = textwrap.dedent('''\
+    from gpu_native import gpu_kernel, Kernel1D, CUDASliceMut, FlatLayout1D, f32
+
+
+    @gpu_kernel(Kernel1D)
+    def two(o: CUDASliceMut[f32]): o[FlatLayout1D.uid()] = 1.0
+
+
+    @gpu_kernel(Kernel1D)
+    def three(o: CUDASliceMut[f32]):
+        o[FlatLayout1D.uid()] = 2.0
+
+
+    def make():
+        @gpu_kernel(Kernel1D)
+        def nested(o: CUDASliceMut[f32]):
+            i = FlatLayout1D.uid()
+
+            o[i] = 3.0
+        return nested
+    ''')
+
+
+def test_short_and_nested_kernels_read_as_the_imported_code():
+    """Kernels of two and three lines get their launcher on fewer lines of the imported module,
+    and a nested kernel is indented: the readable form is still the same code, and each tag
+    names the line that holds it."""
+    from gpu_native.rewrite import rewrite_module
+
+    readable = Expansion.of(SHAPES, "shapes.py", "shapes").readable()
+    exact = rewrite_module(SHAPES, "shapes.py", "shapes").source
+
+    class WithoutSpec(ast.NodeTransformer):
+        def visit_keyword(self, node):
+            if node.arg == "_spec":
+                node.value = ast.Constant(...)
+            return node
+
+    assert ast.dump(WithoutSpec().visit(ast.parse(readable))) == \
+        ast.dump(WithoutSpec().visit(ast.parse(exact)))
+    tags = {}
+    for line in readable.splitlines():
+        match = re.match(r"^(.*?)\s+# L(\d+)$", line)
+        if match:
+            tags.setdefault(int(match.group(2)), []).append(match.group(1).strip())
+    lines = exact.splitlines()
+    assert sorted(tags) == [4, 5, 8, 9, 10, 14, 15, 16, 17]
+    assert tags[5][0] == "def two(_gn_context):" and "return lambda o: (" in tags[5]
+    assert lines[4].startswith("def two(_gn_context): _gn_fast = ")
+    assert tags[10][0] == "_gn_fast = _gn_context.fast_path()" and "return lambda o: (" in tags[10]
+    assert "    def nested(_gn_context):  # L15" in readable
+    assert "    # gpu_native: kernel nested, lines 14-18 of shapes.py, became the launcher factory" \
+        in readable
+    for number, codes in tags.items():
+        for code in codes:
+            for word in re.findall(r"\w+", code):
+                assert word in lines[number - 1], (code, number)
 
 
 class TestCommandLine:
