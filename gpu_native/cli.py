@@ -15,7 +15,8 @@ from .errors import GpuNativeError, TranspileError
 
 
 def cmd_expand(args: argparse.Namespace) -> int:
-    """Print the module as the import hook rewrites it, or the generated CUDA C++."""
+    """Print the module as the import hook rewrites it (for reading, or ``--exact``), its CUDA
+    C++ (``--cuda``), or the proofs behind it (``--proofs``)."""
     if args.prelude:
         from .headers import header_text
 
@@ -24,28 +25,32 @@ def cmd_expand(args: argparse.Namespace) -> int:
     if args.file is None:
         raise SystemExit("gpu-native expand: give a FILE, or --prelude to print the prelude header")
     from .frontend.source import read_source
-    from .rewrite import rewrite_module, transpile_module
 
     # Decoded as `import` decodes it (coding cookie, BOM); a FIFO or a device is refused.
     source = read_source(args.file)
     module_name = args.module
-    if args.cuda:
-        mod = transpile_module(source, args.file, module_name)
-        shown = 0
-        for kernel in mod.kernels:
-            if args.kernel and kernel.name != args.kernel:
-                continue
-            for variant in kernel.variants:
-                sys.stdout.write(variant.cuda)
-                shown += 1
-        if args.kernel and not shown:
-            names = ", ".join(k.name for k in mod.kernels) or "none"
-            print(f"gpu-native: no kernel named {args.kernel!r} in {args.file} (kernels: {names})",
-                  file=sys.stderr)
-            return 2
+    if args.exact:
+        if args.kernel:
+            raise SystemExit("gpu-native expand: --exact prints the whole module; --kernel "
+                             "goes with the other forms")
+        from .rewrite import rewrite_module
+
+        sys.stdout.write(rewrite_module(source, args.file, module_name).source)
         return 0
-    result = rewrite_module(source, args.file, module_name)
-    sys.stdout.write(result.source)
+    from .expand import Expansion
+
+    expansion = Expansion.of(source, args.file, module_name)
+    if args.kernel and args.kernel not in expansion.kernel_names:
+        names = ", ".join(expansion.kernel_names) or "none"
+        print(f"gpu-native: no kernel named {args.kernel!r} in {args.file} (kernels: {names})",
+              file=sys.stderr)
+        return 2
+    if args.cuda:
+        sys.stdout.write(expansion.cuda(args.kernel))
+    elif args.proofs:
+        sys.stdout.write(expansion.proofs(args.kernel))
+    else:
+        sys.stdout.write(expansion.readable(args.kernel))
     return 0
 
 
@@ -57,12 +62,24 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"gpu_native {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    p = sub.add_parser("expand", help="print the rewritten module (or its CUDA C++)")
+    p = sub.add_parser(
+        "expand", help="print the rewritten module for reading (or exactly, or its CUDA C++)",
+        description="Print what the import hook makes of FILE: by default the rewritten module "
+        "laid out for reading (each kernel's spec summarised, its launcher spelled out, every "
+        "generated line tagged with its line number in the imported module).")
     p.add_argument("file", nargs="?", help="a Python file that defines kernels")
-    p.add_argument("--cuda", action="store_true", help="print the generated CUDA C++ instead")
-    p.add_argument("--prelude", action="store_true",
-                   help='print the header every kernel includes ("gpu_native/prelude.cuh") instead')
-    p.add_argument("--kernel", metavar="NAME", help="only this kernel (with --cuda)")
+    form = p.add_mutually_exclusive_group()
+    form.add_argument("--exact", action="store_true",
+                      help="print the module exactly as the import hook compiles it (every line "
+                      "on its own line number, each kernel's spec in full)")
+    form.add_argument("--cuda", action="store_true",
+                      help="print the generated CUDA C++, each #line with its Python line")
+    form.add_argument("--proofs", action="store_true",
+                      help="print the bounds checks left in each kernel and how each write was "
+                      "shown to be race-free")
+    form.add_argument("--prelude", action="store_true",
+                      help='print the header every kernel includes ("gpu_native/prelude.cuh")')
+    p.add_argument("--kernel", metavar="NAME", help="only this kernel")
     p.add_argument("--module", metavar="NAME", help="the file's module name (default: guessed "
                    "from the package layout)")
     p.set_defaults(func=cmd_expand)

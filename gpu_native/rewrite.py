@@ -2,8 +2,10 @@
 
 The import hook, the ``gpu_kernel`` decorator's fallback (for ``__main__`` scripts and notebook
 cells), ``gpu-native expand`` and ``gpu-native precompile`` all call :func:`rewrite_module` or
-:func:`transpile_module`, so what ``expand`` shows is exactly what gets imported.  Nothing here
-executes the user's module.
+:func:`transpile_module`, so what ``expand --exact`` shows is exactly what gets imported (and
+``expand``'s readable form is the same code, laid out; see :mod:`gpu_native.expand`).  Each kernel
+becomes a :class:`~gpu_native.spec.KernelSpec`, embedded in the rewritten module as its literal.
+Nothing here executes the user's module.
 """
 
 from __future__ import annotations
@@ -12,78 +14,32 @@ import os
 import re
 
 from . import abi, ir
-from ._version import __version__
 from .check.program import CheckedKernel, Program
 from .check.scope import ModuleLocator
 from .emit.cuda import emit_kernel
-from .emit.host import LauncherParam, kernel_block
+from .emit.host import kernel_block
 from .emit.index32 import wants_index32
 from .emit.uid_stride import vector_plan
 from .frontend.parse import ModuleScan, has_gpu_decorators, scan_module
 from .frontend.source import source_lines, too_deep
 from .ircodec import encode_kernel
 from .nodes import node
-
-# The spec's layout and the launcher factory's protocol with the runtime (LaunchContext.fast_path);
-# 2: the factory takes its classes from fast_path and names everything with a reserved prefix.
-SPEC_SCHEMA = 2
-
-
-@node
-class KernelVariant:
-    """One specialisation of a kernel: its CUDA translation unit, error-site table, and the
-    encoded IR the simulator runs (:mod:`gpu_native.ircodec`; never part of a cache key)."""
-
-    types: tuple[tuple[str, str], ...]  # (TypeVar, scalar type) pairs; () for plain kernels
-    symbol: str
-    kernel_id: int
-    cuda: str
-    sites: tuple[tuple, ...]
-    traits: tuple[str, ...]
-    launch_checks: tuple = ()
-    ir: bytes = b""
-
-
-@node
-class KernelBuild:
-    """Everything the runtime needs about one ``@gpu_kernel`` function."""
-
-    name: str
-    module: str
-    file: str
-    line: int
-    ndim: int
-    params: tuple[LauncherParam, ...]
-    typevars: tuple[str, ...]
-    options: dict
-    variants: tuple[KernelVariant, ...]
-
-    def spec(self) -> dict:
-        """The literal embedded in the rewritten module (see ``gpu_native.runtime.kernel``)."""
-        return {
-            "schema": SPEC_SCHEMA,
-            "version": __version__,
-            "module": self.module,
-            "name": self.name,
-            "file": self.file,
-            "line": self.line,
-            "ndim": self.ndim,
-            "params": tuple((p.name, p.dtype, p.ndim, p.mutable) if p.kind == "array"
-                            else (p.name, p.dtype, 0, False) for p in self.params),
-            "typevars": self.typevars,
-            "options": self.options,
-            "variants": tuple({
-                "types": v.types, "symbol": v.symbol, "id": v.kernel_id, "cuda": v.cuda,
-                "sites": v.sites, "traits": v.traits, "launch_checks": v.launch_checks,
-                "ir": v.ir,
-            } for v in self.variants),
-        }
+from .spec import (
+    IndexFits,
+    KernelOptions,
+    KernelSpec,
+    LaunchAssert,
+    Param,
+    Site,
+    Trait,
+    VariantSpec,
+)
 
 
 @node(frozen=False)
 class TranspiledModule:
     scan: ModuleScan
-    kernels: list[KernelBuild]
+    kernels: list[KernelSpec]
     checked: list[CheckedKernel]
     dependencies: tuple[str, ...] = ()
 
@@ -93,7 +49,7 @@ class RewriteResult:
     """The rewritten module source, its kernels, and the other files it was derived from."""
 
     source: str
-    kernels: tuple[KernelBuild, ...]
+    kernels: tuple[KernelSpec, ...]
     dependencies: tuple[str, ...]
 
     @property
@@ -113,24 +69,39 @@ def display_file(module_name: str, path: str) -> str:
     return "/".join(parts[:-1] + [base])
 
 
-def _sites(kernel: ir.Kernel) -> tuple[tuple, ...]:
-    return tuple((s.kind, s.span.line, s.span.col, s.span.end_col, s.array, s.axis, s.ndim,
-                  s.message) for s in kernel.sites)
+def _sites(kernel: ir.Kernel) -> tuple[Site, ...]:
+    return tuple(Site(s.kind, s.span.line, s.span.col, s.span.end_col, s.array, s.axis, s.ndim,
+                      s.message) for s in kernel.sites)
 
 
-def _traits(kernel: ir.Kernel) -> tuple[str, ...]:
+def _traits(kernel: ir.Kernel) -> Trait:
     t = kernel.traits
-    names = tuple(name for name in ("uid_only", "uses_barriers", "uses_shared",
-                                    "uses_dynamic_shared", "uses_warp", "uses_half", "uses_print")
-                  if getattr(t, name))
+    traits = Trait(0)
+    for flag in (Trait.UID_ONLY, Trait.USES_BARRIERS, Trait.USES_SHARED,
+                 Trait.USES_DYNAMIC_SHARED, Trait.USES_WARP, Trait.USES_HALF, Trait.USES_PRINT):
+        if getattr(t, flag.name.lower()):
+            traits |= flag
     if t.uid_only and vector_plan(kernel) is not None:
-        names += ("uid_vector4",)
+        traits |= Trait.UID_VECTOR4
     if wants_index32(kernel):
-        names += ("index32",)
-    return names
+        traits |= Trait.INDEX32
+    return traits
 
 
-def _launcher_params(checked: CheckedKernel) -> tuple[LauncherParam, ...]:
+def _launch_checks(kernel: ir.Kernel) -> tuple:
+    """The checker's launch checks (tagged tuples, see ``add_launch_check``) as records."""
+    out = []
+    for check in kernel.launch_checks:
+        if check[0] == "assert":
+            _, site, tree = check
+            out.append(LaunchAssert(tree, site))
+        else:
+            _, tree, limit, ty, line, col, end_col = check
+            out.append(IndexFits(tree, limit, ty, line, col, end_col))
+    return tuple(out)
+
+
+def _launcher_params(checked: CheckedKernel) -> tuple[Param, ...]:
     out = []
     first = checked.specializations[0]
     typevar_of: dict[str, str] = {}
@@ -146,11 +117,11 @@ def _launcher_params(checked: CheckedKernel) -> tuple[LauncherParam, ...]:
     for var in first.params:
         ty = var.ty
         if isinstance(ty, ir.ArrayType):
-            out.append(LauncherParam(var.name, "array", typevar_of.get(var.name, ty.elem.name),
-                                     ty.ndim, ty.mutable))
+            out.append(Param(var.name, typevar_of.get(var.name, ty.elem.name), ty.ndim,
+                             ty.mutable))
         else:
             assert isinstance(ty, ir.ScalarType)
-            out.append(LauncherParam(var.name, "scalar", typevar_of.get(var.name, ty.name)))
+            out.append(Param(var.name, typevar_of.get(var.name, ty.name)))
     return tuple(out)
 
 
@@ -175,14 +146,14 @@ def transpile_module(source: str, path: str, module_name: str | None = None,
                 encoded = encode_kernel(k)
             except RecursionError:  # the front end bounds depth; a backstop, never a traceback
                 raise too_deep(f"kernel '{ck.fn.name}'", ck.fn.span) from None
-            variants.append(KernelVariant(
+            variants.append(VariantSpec(
                 types=k.specialization, symbol=k.symbol,
                 kernel_id=abi.kernel_id(k.module, k.symbol), cuda=cuda,
-                sites=_sites(k), traits=_traits(k), launch_checks=k.launch_checks,
+                sites=_sites(k), traits=_traits(k), launch_checks=_launch_checks(k),
                 ir=encoded))
-        options = {"bounds_check": ck.options.bounds_check, "fastmath": ck.options.fastmath,
-                   "max_registers": ck.options.max_registers}
-        kernels.append(KernelBuild(
+        options = KernelOptions(ck.options.bounds_check, ck.options.fastmath,
+                                ck.options.max_registers)
+        kernels.append(KernelSpec(
             name=ck.fn.name, module=scan.module_name, file=path, line=ck.fn.first_line,
             ndim=ck.ndim,
             params=_launcher_params(ck), typevars=ck.typevars, options=options,
@@ -208,15 +179,15 @@ def rewrite_module(source: str, path: str, module_name: str | None = None,
         first, last = fn.first_line, fn.last_line
         original = lines[first - 1]
         indent = re.match(r"[ \t]*", original).group(0)  # type: ignore[union-attr]
-        generic = bool(build.typevars)
-        block = kernel_block(fn, indent, repr(build.spec()), list(build.params), generic)
+        block = kernel_block(fn, indent, repr(build.to_literal()), build.params,
+                             bool(build.typevars))
         trailing = lines[last - 1][len(lines[last - 1].rstrip("\r\n")):] or ending
         new = [text + ending for text in block[:-1]] + [block[-1] + trailing]
         lines[first - 1:last] = new
     return RewriteResult("".join(lines), tuple(mod.kernels), mod.dependencies)
 
 
-def find_kernel(result: RewriteResult, name: str, line: int | None = None) -> KernelBuild | None:
+def find_kernel(result: RewriteResult, name: str, line: int | None = None) -> KernelSpec | None:
     """The kernel called ``name`` (defined at ``line``, when several share a name)."""
     matches = [k for k in result.kernels if k.name == name]
     if line is not None:
@@ -226,8 +197,6 @@ def find_kernel(result: RewriteResult, name: str, line: int | None = None) -> Ke
 
 
 __all__ = [
-    "KernelBuild",
-    "KernelVariant",
     "RewriteResult",
     "TranspiledModule",
     "display_file",

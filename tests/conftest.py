@@ -80,20 +80,22 @@ def launch_paths(monkeypatch):
     ``launch`` from its fast path (True when it passed the launch configuration and the argument
     buffer the launcher was given), ``failed`` and ``slow`` count the calls of those.  Only
     launchers made while the fixture is active are recorded."""
+    from gpu_native.nodes import replace
     from gpu_native.runtime.kernel import LaunchContext
 
     record = {"fast": [], "failed": 0, "slow": 0}
     fast_path = LaunchContext.fast_path
 
     def recording(self):
-        pieces = list(fast_path(self))
-        address, launch, config, failed, slow = pieces[4], pieces[5], pieces[6], pieces[8], \
-            pieces[9]
+        pieces = fast_path(self)
+        launch, failed, slow = pieces.launch, pieces.failed, pieces.slow
+        config = (pieces.function, *pieces.grid, *pieces.block, pieces.shared_mem_bytes,
+                  pieces.stream)
 
         def launch_(*args):
             n = len(config)
             record["fast"].append(all(a is b for a, b in zip(args[:n], config))
-                                  and args[n] == address)
+                                  and args[n] == pieces.address)
             return launch(*args)
 
         def failed_(err):
@@ -104,8 +106,7 @@ def launch_paths(monkeypatch):
             record["slow"] += 1
             return slow(*args)
 
-        pieces[5], pieces[8], pieces[9] = launch_, failed_, slow_
-        return tuple(pieces)
+        return replace(pieces, launch=launch_, failed=failed_, slow=slow_)
 
     monkeypatch.setattr(LaunchContext, "fast_path", recording)
     return record

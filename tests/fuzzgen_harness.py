@@ -127,7 +127,7 @@ def _launch_host(module, kernel: fuzzgen.Kernel, inputs: dict[str, np.ndarray],
 
         symbol += abi.INDEX32_SUFFIX
         if f" {symbol}(" not in cuda:
-            cuda += emit_index32(decode_kernel(variant.raw["ir"]), "fuzz.py")
+            cuda += emit_index32(decode_kernel(variant.spec.ir), "fuzz.py")
     _exited, record, undefined = host_cuda.launch(cuda, symbol, arrays, kernel.grid,
                                                   kernel.block)
     if undefined:
@@ -138,7 +138,7 @@ def _launch_host(module, kernel: fuzzgen.Kernel, inputs: dict[str, np.ndarray],
     index, length = np.frombuffer(record[16:32], np.int64)
     block, thread = np.frombuffer(record[32:56], np.uint32).reshape(2, 3)
     if state == 2:
-        kind = variant.sites[site][0] if site < len(variant.sites) else "?"
+        kind = variant.sites[site].kind if site < len(variant.sites) else "?"
         if kind == "zerodiv":
             error = "zerodiv"
         elif kind == "index":

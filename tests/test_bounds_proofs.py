@@ -15,6 +15,7 @@ import pytest
 
 import gpu_native as gn
 from gpu_native.rewrite import transpile_module
+from gpu_native.spec import IndexFits
 
 HEADER = """\
 from gpu_native import *
@@ -29,8 +30,8 @@ def remaining_checks(body: str) -> set[tuple[int, str, int]]:
     module = transpile_module(source, "proofs.py", "proofs")
     (kernel,) = module.kernels
     def_line = kernel.line
-    return {(site[1] - def_line, site[4], site[5]) for site in kernel.variants[0].sites
-            if site[0] == "index"}
+    return {(site.line - def_line, site.array, site.axis) for site in kernel.variants[0].sites
+            if site.kind == "index"}
 
 
 STENCIL = """
@@ -138,9 +139,9 @@ def k(a: CUDASlice[f32], out: CUDASliceMut[f32]):
 """)
     (kernel,) = transpile_module(source, "proofs.py", "proofs").kernels
     variant = kernel.variants[0]
-    assert {s[4] for s in variant.sites if s[0] == "index"} == {"out"}
-    fits = [c for c in variant.launch_checks if c[0] == "fits"]
-    assert fits and all(c[2] == 2**31 - 1 and c[3] == "i32" for c in fits)
+    assert {s.array for s in variant.sites if s.kind == "index"} == {"out"}
+    fits = [c for c in variant.launch_checks if isinstance(c, IndexFits)]
+    assert fits and all(c.limit == 2**31 - 1 and c.type == "i32" for c in fits)
     # The same in 64 bits cannot wrap: proven with no launch check.
     source = HEADER + textwrap.dedent("""
 @gpu_kernel(Kernel1D)
@@ -151,7 +152,7 @@ def k(a: CUDASlice[f32], out: CUDASliceMut[f32]):
         out[i] = a[x]
 """)
     (kernel,) = transpile_module(source, "proofs.py", "proofs").kernels
-    assert {s[4] for s in kernel.variants[0].sites if s[0] == "index"} == {"out"}
+    assert {s.array for s in kernel.variants[0].sites if s.kind == "index"} == {"out"}
     assert kernel.variants[0].launch_checks == ()
 
 

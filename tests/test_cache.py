@@ -85,9 +85,8 @@ def requests_for(path: str, arch: str = "sm_90") -> dict[str, BuildRequest]:
         module = transpile_module(f.read(), path, "pkg.kern")
     out = {}
     for kernel in module.kernels:
-        spec = kernel.spec()
-        for variant in spec["variants"]:
-            request = BuildRequest.for_variant(spec, variant, arch, path)
+        for variant in kernel.variants:
+            request = BuildRequest.for_variant(kernel, variant, arch, path)
             out[request.label] = request
     return out
 

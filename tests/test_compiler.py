@@ -73,9 +73,8 @@ def _requests(tmp_path, arch: str) -> list[BuildRequest]:
                        (pkg / "various.py", "pkg.various")):
         module = transpile_module(path.read_text(), str(path), name)
         for kernel in module.kernels:
-            spec = kernel.spec()
-            requests += [BuildRequest.for_variant(spec, v, arch, str(path))
-                         for v in spec["variants"]]
+            requests += [BuildRequest.for_variant(kernel, v, arch, str(path))
+                         for v in kernel.variants]
     return requests
 
 
@@ -84,8 +83,8 @@ def add_request(tmp_path_factory) -> BuildRequest:
     directory = tmp_path_factory.mktemp("add")
     (directory / "mykernels.py").write_text(MYKERNELS)
     module = transpile_module(MYKERNELS, str(directory / "mykernels.py"), "mykernels")
-    spec = module.kernels[0].spec()
-    return BuildRequest.for_variant(spec, spec["variants"][0], "sm_90")
+    spec = module.kernels[0]
+    return BuildRequest.for_variant(spec, spec.variants[0], "sm_90")
 
 
 class TestCompile:
@@ -157,8 +156,8 @@ class TestCompile:
 
         def request(big: int, small: int) -> BuildRequest:
             source = template.replace("BIG", str(big)).replace("SMALL", str(small))
-            spec = transpile_module(source, "full.py", "full").kernels[0].spec()
-            return BuildRequest.for_variant(spec, spec["variants"][0], arch)
+            spec = transpile_module(source, "full.py", "full").kernels[0]
+            return BuildRequest.for_variant(spec, spec.variants[0], arch)
 
         fits = request(12284, 4)
         result = nvrtc.compile_request(fits)

@@ -271,7 +271,7 @@ class TestOneGpu:
         # One GPU cannot hold memory of device 1; an array that says it lives there (wrapping
         # real device-0 memory) exercises the same check without touching the hardware.
         a = gn.to_device(host(256, 1))
-        fake = DeviceArray(a._backend, 1, a.ptr, a.shape, a._info, a, a._gn_base)
+        fake = DeviceArray(a._backend, 1, a.ptr, a.shape, a._info, a, a.launch_base)
         b, c = gn.to_device(host(256, 2)), gn.zeros(256)
         with pytest.raises(ValueError, match="argument 'a' of add_kernel lives on device 1, "
                                              "but the launch is on device 0"):

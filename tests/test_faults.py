@@ -108,9 +108,8 @@ def requests_of(source: str, name: str) -> list[BuildRequest]:
     module = transpile_module(source, f"{name}.py", name)
     out = []
     for kernel in module.kernels:
-        spec = kernel.spec()
-        for variant in spec["variants"]:
-            out.append(BuildRequest.for_variant(spec, variant, "sm_90"))
+        for variant in kernel.variants:
+            out.append(BuildRequest.for_variant(kernel, variant, "sm_90"))
     return out
 
 

@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 import gpu_native as gn
+from gpu_native.spec import Trait
 
 KERNELS = '''\
 import math
@@ -148,7 +149,7 @@ def nvrtc_compile(kernel, target: str = "compute_90") -> tuple[bool, str, str]:
     from gpu_native.compiler.nvrtc import create_program
 
     options = [f"--gpu-architecture={target}".encode(), b"-std=c++17"]
-    if "uses_half" in variant.traits:
+    if Trait.USES_HALF in variant.traits:
         from gpu_native.compiler.nvrtc import half_include_dir
 
         options.append(f"-I{half_include_dir()}".encode())

@@ -22,6 +22,7 @@ from gpu_native.emit.cnames import c_identifier
 from gpu_native.emit.prelude import PRELUDE_INCLUDE
 from gpu_native.headers import header_text
 from gpu_native.rewrite import rewrite_module, transpile_module
+from gpu_native.spec import Trait
 
 # Names the generated launcher used for its own values before they were prefixed, its prefix and
 # names made with it, and the classes its fast path compares with.
@@ -146,7 +147,7 @@ def test_name_compiles_with_nvrtc(name):
         for variant in kernel.variants:
             image = compile_request(BuildRequest(
                 source=variant.cuda, symbol=variant.symbol, arch="sm_90", fastmath=False,
-                max_registers=None, uses_half="uses_half" in variant.traits,
+                max_registers=None, uses_half=Trait.USES_HALF in variant.traits,
                 label=variant.symbol))
             assert image.kind == "cubin"
             assert image.log.strip("\x00").strip() == ""

@@ -243,7 +243,8 @@ class TestRewriteOnImport:
         env = hook_env(tmp_path)
         path = work / "mykernels.py"
         expanded = subprocess.run(
-            [sys.executable, "-m", "gpu_native.cli", "expand", str(path), "--module", "mykernels"],
+            [sys.executable, "-m", "gpu_native.cli", "expand", "--exact", str(path), "--module",
+             "mykernels"],
             cwd=work, env=env, capture_output=True, text=True, check=True).stdout
         assert "_spec=" in expanded
         (tmp_path / "expanded.py").write_text(expanded)
@@ -726,7 +727,7 @@ class TestWhereNoHookRuns:
         from gpu_native.runtime.kernel import Kernel
 
         expanded = subprocess.run(
-            [sys.executable, "-m", "gpu_native.cli", "expand", str(work / "mykernels.py"),
+            [sys.executable, "-m", "gpu_native.cli", "expand", "--exact", str(work / "mykernels.py"),
              "--module", "mykernels"], cwd=work, env=hook_env(tmp_path), capture_output=True,
             text=True, check=True).stdout
         namespace: dict = {"__name__": "mykernels"}

@@ -19,6 +19,7 @@ import gpu_native as gn
 from gpu_native import abi, ir
 from gpu_native.emit.index32 import Index32Emitter, IndexRanges, emit_index32, wants_index32
 from gpu_native.rewrite import transpile_module
+from gpu_native.spec import Trait
 
 HEADER = """\
 from gpu_native import (gpu_kernel, Kernel1D, Kernel2D, CUDASlice, CUDASliceMut, CUDASlice2D,
@@ -96,9 +97,9 @@ def test_ranges_are_sound_bounds():
 def test_the_entry_point_is_emitted_for_kernels_the_launcher_runs_it_for():
     kernel, variant = checked(MIXED)
     assert kernel.traits.uid_only and not wants_index32(kernel)  # run over its logical uids
-    assert "index32" not in variant.traits
+    assert Trait.INDEX32 not in variant.traits
     stencil, variant = checked(STENCIL_2D)
-    assert wants_index32(stencil) and "index32" in variant.traits
+    assert wants_index32(stencil) and Trait.INDEX32 in variant.traits
     assert f"void {stencil.symbol}{abi.INDEX32_SUFFIX}(" in variant.cuda
 
 
@@ -281,15 +282,15 @@ def test_only_arrays_within_the_32_bit_index_bound_get_the_fast_path_signature()
 
     def view(shape):  # metadata only: nothing is read through it
         return DeviceArray(small._backend, small.device, small.ptr, shape, small._info, small,
-                           small._gn_base)
+                           small.launch_base)
 
-    assert not small._gn_rsig.wide
+    assert not small.launch_sig.wide
     at_limit = view((abi.INDEX32_MAX_ELEMENTS,))
-    assert at_limit._gn_rsig is small._gn_rsig
+    assert at_limit.launch_sig is small.launch_sig
     for shape in ((abi.INDEX32_MAX_ELEMENTS + 1,), (1 << 16, 1 << 15), (3, 1 << 30, 1)):
         wide = view(shape)
-        assert wide._gn_rsig.wide and wide._gn_rsig is not small._gn_rsig, shape
-        assert wide._gn_wsig is wide._gn_rsig
+        assert wide.launch_sig.wide and wide.launch_sig is not small.launch_sig, shape
+        assert wide.launch_sig_mut is wide.launch_sig
 
 
 # ---- on the GPU ----------------------------------------------------------------------------------
@@ -341,7 +342,7 @@ def test_gpu_an_array_beyond_2_31_elements_runs_the_64_bit_entry_point(cuda_back
     h, w = 65537, 32768
     salt = int(rng.integers(0, 1 << 40))
     out = gn.empty((h, w), gn.u8)
-    assert out._gn_rsig.wide
+    assert out.launch_sig.wide
     out.fill(255)
     kr.stamp_2d.launch(gn.GridDim2D(w // 256, (h + 3) // 4), gn.BlockDim2D(256, 4))(out, salt)
     host = out.to_host()
@@ -395,7 +396,7 @@ def test_the_launcher_picks_the_entry_point_by_kernel_grid_and_array_size(monkey
         # simulator then refuses the view, which is larger than its allocation).
         rows = gn.empty((8, 1 << 15), gn.u8)
         wide = DeviceArray(rows._backend, rows.device, rows.ptr, (65537, 1 << 15), rows._info,
-                           rows, rows._gn_base)
+                           rows, rows.launch_base)
         with pytest.raises(gn.GpuNativeError, match="past its allocation"):
             launch(wide, 4)
         assert recording.launched == [narrow, main]

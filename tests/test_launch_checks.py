@@ -7,6 +7,7 @@ import pytest
 
 import gpu_native as gn
 from gpu_native.runtime.launch_checks import _value, check_launch
+from gpu_native.spec import LaunchAssert
 
 SOURCE = """
 from gpu_native import (gpu_kernel, Kernel1D, Kernel2D, CUDASlice, CUDASliceMut, CUDASlice2D,
@@ -45,7 +46,7 @@ def test_a_launch_shape_assert_is_checked_by_the_launcher_not_the_kernel(kernels
     variant = kernels.tiled_copy.variants[()]
     assert "gn_assert(__gn_err" not in variant.cuda.split('extern "C"')[1]
     assert "assert checked by the launcher" in variant.cuda
-    assert variant.raw["launch_checks"][0][0] == "assert"
+    assert isinstance(variant.launch_checks[0], LaunchAssert)
 
 
 @pytest.mark.parametrize("backend", ["sim", pytest.param("cuda", marks=pytest.mark.gpu)],
@@ -79,7 +80,7 @@ def test_a_grid_that_would_wrap_32_bit_index_arithmetic_is_refused(kernels, back
     with pytest.raises(gn.LaunchError, match=r"block_idx\.x \* 64.*past the i32 maximum"):
         kernels.narrow.launch(gn.GridDim1D(2**25 + 1), gn.BlockDim1D(64))(a, out)
     variant = kernels.narrow.variants[()]
-    checks = variant.raw["launch_checks"]
+    checks = variant.launch_checks
     check_launch("narrow", "narrow.py", variant.kernel_id, checks, (2**25, 1, 1), (64, 1, 1))
     with pytest.raises(gn.LaunchError):
         check_launch("narrow", "narrow.py", variant.kernel_id, checks, (2**25 + 1, 1, 1),

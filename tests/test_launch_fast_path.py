@@ -3,6 +3,7 @@ address and extents), so views, reshapes and read-only views must each carry the
 
 from __future__ import annotations
 
+import dis
 import struct
 
 import numpy as np
@@ -31,7 +32,7 @@ def test_an_array_packs_its_address_and_extents_once(backend):
     base = gn.to_device(np.arange(60, dtype=np.float32).reshape(6, 10))
     for arr in (base, base[2:5], base[3], base.reshape(60), base.reshape(60)[7:19],
                 base.reshape(3, 4, 5), base.readonly()):
-        assert arr._gn_args == struct.pack("<Q" + "q" * arr.ndim, arr.ptr, *arr.shape)
+        assert arr.launch_args == struct.pack("<Q" + "q" * arr.ndim, arr.ptr, *arr.shape)
 
 
 def test_views_launch_through_the_fast_path_with_their_own_parameters(kernel_module, backend):
@@ -59,3 +60,21 @@ def test_views_launch_through_the_fast_path_with_their_own_parameters(kernel_mod
         got = dst.to_host()
         np.testing.assert_allclose(got[rows], grid[rows].astype(np.float64) + 1.0, rtol=1e-6)
         assert np.isnan(np.delete(got, np.arange(6)[rows], axis=0)).all()
+
+
+def test_the_launcher_reads_only_the_launch_protocol_and_its_closure(kernel_module, backend):
+    """The generated launcher touches an array only through its documented launch attributes,
+    and everything else through closure variables bound once per configuration: one attribute
+    load per array and role (class, signature, packed arguments), two per overlap test, one per
+    scalar (its class), and no global, builtin or module lookup."""
+    k = kernel_module(SOURCE)
+    launcher = k.affine.launch(gn.GridDim1D(1), gn.BlockDim1D(64))
+    code = launcher.__code__
+    ops = list(dis.get_instructions(code))
+    attrs = [i.argval for i in ops if i.opname == "LOAD_ATTR"]
+    assert sorted(set(attrs)) == ["__class__", "launch_args", "launch_base", "launch_sig",
+                                  "launch_sig_mut"]
+    # x, out (arrays) and k (i32): 3 classes, 2 signatures, 2 packed, out vs x's base.
+    assert len(attrs) == 3 + 2 + 2 + 2
+    assert not [i for i in ops if i.opname in ("LOAD_GLOBAL", "LOAD_NAME", "LOAD_METHOD")]
+    assert code.co_freevars and all(n.startswith("_gn_") for n in code.co_freevars)

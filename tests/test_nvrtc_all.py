@@ -11,6 +11,7 @@ import pytest
 from gpu_native.cache import BuildRequest
 from gpu_native.compiler.nvrtc import compile_request
 from gpu_native.rewrite import transpile_module
+from gpu_native.spec import Trait
 
 ROOT = Path(__file__).resolve().parent.parent
 FILES = sorted([*(ROOT / "examples").glob("*.py"), ROOT / "tests" / "kernels_runtime.py",
@@ -32,9 +33,9 @@ def _variants():
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
 def test_compiles_cleanly(kernel, variant, arch):
     request = BuildRequest(source=variant.cuda, symbol=variant.symbol, arch=arch,
-                           fastmath=bool(kernel.options["fastmath"]),
-                           max_registers=kernel.options["max_registers"],
-                           uses_half="uses_half" in variant.traits, label=variant.symbol)
+                           fastmath=kernel.options.fastmath,
+                           max_registers=kernel.options.max_registers,
+                           uses_half=Trait.USES_HALF in variant.traits, label=variant.symbol)
     image = compile_request(request)
     assert image.kind == "cubin"
     assert image.log.strip("\x00").strip() == ""

@@ -19,6 +19,7 @@ import pytest
 
 from gpu_native.cache import prefetch
 from gpu_native.runtime import backend as B
+from gpu_native.spec import KernelOptions, KernelSpec, VariantSpec
 
 KERNELS = textwrap.dedent('''\
     from gpu_native import gpu_kernel, Kernel1D, CUDASlice, CUDASliceMut, FlatLayout1D, f32
@@ -52,7 +53,7 @@ PROBE = textwrap.dedent('''\
     from gpu_native.cache import BuildRequest, find_or_build
     k = mykernels.add_kernel
     v = next(iter(k.variants.values()))
-    art = find_or_build(BuildRequest.for_variant(k.spec, v.raw, "sm_90", k.spec_file))
+    art = find_or_build(BuildRequest.for_variant(k.spec, v.spec, "sm_90", k.spec_file))
     report["origin"] = art.origin
     report["nvrtc_loaded"] = "gpu_native.compiler.nvrtc" in sys.modules
     report["libcst_loaded"] = "libcst" in sys.modules
@@ -125,7 +126,8 @@ def test_at_most_max_variants_are_noted(monkeypatch):
     monkeypatch.setattr(prefetch, "_worker", object())  # as if running: none is started here
     monkeypatch.setattr(prefetch, "_pending", [])
     monkeypatch.setattr(prefetch, "_noted_count", 0)
-    spec = {"variants": [{"symbol": f"k{i}"} for i in range(prefetch.MAX_VARIANTS + 3)]}
+    variants = tuple(VariantSpec((), f"k{i}", i, "") for i in range(prefetch.MAX_VARIANTS + 3))
+    spec = KernelSpec("k", "m", "m.py", 1, 1, (), (), KernelOptions(), variants)
     prefetch.note(spec, None)
     prefetch.note(spec, None)
     assert len(prefetch._pending) == prefetch.MAX_VARIANTS
@@ -188,7 +190,7 @@ def test_a_fork_waits_for_the_worker_and_the_parent_carries_on(tmp_path, work):
         k = mykernels.add_kernel
         from gpu_native.cache import BuildRequest, find_or_build
         v = next(iter(k.variants.values()))
-        art = find_or_build(BuildRequest.for_variant(k.spec, v.raw, "sm_90", k.spec_file))
+        art = find_or_build(BuildRequest.for_variant(k.spec, v.spec, "sm_90", k.spec_file))
         assert art.origin == "memory", art.origin
         print("ok")
     ''')

@@ -15,6 +15,7 @@ from gpu_native import cli, headers
 from gpu_native.cache import BuildRequest
 from gpu_native.errors import CompileError, GpuNativeError
 from gpu_native.rewrite import transpile_module
+from gpu_native.spec import Trait
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -56,7 +57,7 @@ class TestGeneratedSource:
             assert lines[1].startswith("#define GN_KERNEL_ID 0x")
             assert lines.count(INCLUDE) == 1
             # The half headers, when used, still come first; the prelude's text is not pasted in.
-            expected = 4 if "uses_half" in variant.traits else 2
+            expected = 4 if Trait.USES_HALF in variant.traits else 2
             assert lines.index(INCLUDE) == expected, kernel.name
             assert "struct gn_error_record" not in variant.cuda
 
@@ -94,7 +95,7 @@ class TestNvrtc:
     def _request(self, variants, name: str) -> BuildRequest:
         kernel, variant = variants[name]
         return BuildRequest(variant.cuda, variant.symbol, "sm_90", label=kernel.name,
-                            uses_half="uses_half" in variant.traits)
+                            uses_half=Trait.USES_HALF in variant.traits)
 
     def test_kernels_compile_with_the_header_and_no_include_directory_of_ours(self, variants):
         for name in ("floors", "halves"):

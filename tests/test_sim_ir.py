@@ -22,7 +22,7 @@ from gpu_native.cache import BuildRequest
 from gpu_native.cache.keys import artifact_id
 from gpu_native.errors import GpuNativeError
 from gpu_native.lang.types import ScalarInfo
-from gpu_native.nodes import fields, is_node
+from gpu_native.nodes import fields, is_node, replace
 from gpu_native.rewrite import rewrite_module, transpile_module
 from gpu_native.runtime.backend import use
 from gpu_native.runtime.kernel import Kernel
@@ -112,7 +112,7 @@ class TestRoundTrip:
                 big[i] = u64(18446744073709551615)
             """))
         (variant,) = mod.consts.variants.values()
-        decoded = ircodec.decode_kernel(variant.raw["ir"])
+        decoded = ircodec.decode_kernel(variant.spec.ir)
         values = [n.value for n in ir.walk(decoded.body) if isinstance(n, ir.Const)]
         assert any(isinstance(v, float) and v == 0 and math.copysign(1, v) < 0 for v in values)
         assert any(isinstance(v, float) and math.isnan(v) for v in values)
@@ -185,9 +185,8 @@ class TestMalformed:
 
     def test_a_spec_without_the_ir_is_a_clear_error_on_the_simulator(self, kernel_module):
         mod = kernel_module(SCALE)
-        spec = dict(mod.scale.spec)
-        spec["variants"] = tuple({k: v for k, v in variant.items() if k != "ir"}
-                                 for variant in spec["variants"])
+        spec = mod.scale.spec
+        spec = replace(spec, variants=tuple(replace(v, ir=b"") for v in spec.variants))
         kernel = Kernel(spec, mod.scale._factory)
         with use("sim"):
             a = gn.to_device(np.ones(4, np.float32))
@@ -202,13 +201,11 @@ class TestCacheKey:
             source = path.read_text()
             if "gpu_kernel" not in source:
                 continue
-            for build in transpile_module(source, str(path), path.stem).kernels:
-                spec = build.spec()
-                for variant in spec["variants"]:
-                    assert variant["ir"]
+            for spec in transpile_module(source, str(path), path.stem).kernels:
+                for variant in spec.variants:
+                    assert variant.ir
                     request = BuildRequest.for_variant(spec, variant, "sm_90")
-                    for other in ({**variant, "ir": b"other"},
-                                  {k: v for k, v in variant.items() if k != "ir"}):
+                    for other in (replace(variant, ir=b"other"), replace(variant, ir=b"")):
                         again = BuildRequest.for_variant(spec, other, "sm_90")
                         assert again == request
                         assert artifact_id(again) == artifact_id(request)

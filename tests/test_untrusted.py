@@ -143,7 +143,9 @@ def hostile(tmp_path) -> Path:
     ["expand", "hostile/kern.py"],
     ["expand", "hostile/kern.py", "--cuda"],
     ["expand", "hostile/kern.py", "--kernel", "scaled"],
-], ids=["expand", "expand-cuda", "expand-kernel"])
+    ["expand", "hostile/kern.py", "--proofs"],
+    ["expand", "hostile/kern.py", "--exact"],
+], ids=["expand", "expand-cuda", "expand-kernel", "expand-proofs", "expand-exact"])
 def test_expand_never_executes_the_module_or_its_imports(hostile, isolated_cache, args):
     out = cli(args, hostile, isolated_cache)
     assert out.returncode == 0, out.stderr
@@ -249,8 +251,7 @@ def requests() -> list[BuildRequest]:
     module = transpile_module(KERNELS, "untrusted_kernels.py", "untrusted_kernels")
     out = []
     for kernel in module.kernels:
-        spec = kernel.spec()
-        out.extend(BuildRequest.for_variant(spec, v, "sm_90") for v in spec["variants"])
+        out.extend(BuildRequest.for_variant(kernel, v, "sm_90") for v in kernel.variants)
     return out
 
 

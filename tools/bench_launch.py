@@ -26,6 +26,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import gpu_native as gn
+from gpu_native.spec import Trait
 
 RAW = "raw cuda.bindings cuLaunchKernel"
 
@@ -110,7 +111,7 @@ def measure(bursts: int = 300) -> dict:
     # Raw cuda.bindings: the entry point gpu_native launches for this kernel, its arguments
     # packed once, outside the loop.
     variant = next(iter(bk.tiny.variants.values()))
-    symbol = variant.symbol + ("_uids" if "uid_only" in variant.traits else "")
+    symbol = variant.symbol + ("_uids" if Trait.UID_ONLY in variant.traits else "")
     art = find_or_build(BuildRequest(source=variant.cuda, symbol=variant.symbol, arch=dev.arch,
                                      label="raw"))
     module = D.check(drv.cuModuleLoadData(art.image))

@@ -27,6 +27,7 @@ import warnings
 from .._version import __version__
 from ..errors import MissingArtifactError
 from ..nodes import node, replace
+from ..spec import KernelSpec, Trait, VariantSpec
 from . import housekeeping, locations, nvrtc_probe, prefetch
 from .keys import artifact_id, cache_key, compile_options, parse_arch
 from .locations import CacheWarning
@@ -64,20 +65,18 @@ class BuildRequest:
     module_file: str | None = None
 
     @classmethod
-    def for_variant(cls, spec: dict, variant: dict, arch: str,
+    def for_variant(cls, spec: KernelSpec, variant: VariantSpec, arch: str,
                     module_file: str | None = None) -> BuildRequest:
-        """The request for one variant of a kernel spec (``KernelBuild.spec()``, the literal the
-        rewritten module embeds).  ``gpu-native precompile`` builds its requests this way, so the
-        runtime should too: then both compute the same keys."""
-        options = spec.get("options", {})
+        """The request for one variant of a kernel spec (the :class:`~gpu_native.spec.KernelSpec`
+        the rewritten module embeds).  ``gpu-native precompile`` builds its requests this way, so
+        the runtime does too: then both compute the same keys."""
+        options = spec.options
         return cls(
-            source=variant["cuda"], symbol=variant["symbol"], arch=arch,
-            fastmath=bool(options.get("fastmath", False)),
-            max_registers=options.get("max_registers"),
-            uses_half="uses_half" in variant.get("traits", ()),
-            label=kernel_label(spec.get("module", ""), spec.get("name", variant["symbol"]),
-                               tuple(tuple(t) for t in variant.get("types", ()))),
-            module=spec.get("module", ""), module_file=module_file)
+            source=variant.cuda, symbol=variant.symbol, arch=arch,
+            fastmath=bool(options.fastmath), max_registers=options.max_registers,
+            uses_half=Trait.USES_HALF in variant.traits,
+            label=kernel_label(spec.module, spec.name, variant.types),
+            module=spec.module, module_file=module_file)
 
 
 @node

@@ -38,8 +38,12 @@ import atexit
 import os
 import sys
 import threading
+from typing import TYPE_CHECKING
 
 from .locations import require_precompiled
+
+if TYPE_CHECKING:
+    from ..spec import KernelSpec
 
 __all__ = ["MAX_VARIANTS", "device_ready", "note", "start", "wait_warm"]
 
@@ -100,14 +104,14 @@ def wait_warm() -> None:
         _loaded.wait()
 
 
-def note(spec: dict, module_file: str | None) -> None:
+def note(spec: KernelSpec, module_file: str | None) -> None:
     """Remember the variants of a kernel just created, to build when a device is bound; the
     first one starts the worker, which loads NVRTC."""
     global _noted_count
     if not _active or _stopping:
         return
     with _lock:
-        for variant in spec.get("variants", ()):
+        for variant in spec.variants:
             if _noted_count >= MAX_VARIANTS:
                 break
             _pending.append((spec, variant, module_file))

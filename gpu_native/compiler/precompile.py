@@ -199,11 +199,10 @@ def plan(modules: Sequence[SourceModule], archs: Sequence[str]) -> list[Job]:
         source = read_source(module.path)  # decoded as `import` decodes it (coding cookie)
         transpiled = transpile_module(source, module.path, module.name)
         for kernel in transpiled.kernels:
-            spec = kernel.spec()
-            for variant in spec["variants"]:
+            for variant in kernel.variants:
                 for arch in archs:
-                    request = BuildRequest.for_variant(spec, variant, arch, module.path)
-                    jobs.append(Job(request, kernel.name, tuple(variant["types"]), kernel.line))
+                    request = BuildRequest.for_variant(kernel, variant, arch, module.path)
+                    jobs.append(Job(request, kernel.name, variant.types, kernel.line))
     return jobs
 
 

@@ -31,7 +31,7 @@ _sig_lock = threading.Lock()
 _signatures: dict[tuple, Signature] = {}
 
 
-# The packed parameters of a 1-, 2- and 3-D array (see DeviceArray._gn_args).
+# The packed parameters of a 1-, 2- and 3-D array (see DeviceArray.launch_args).
 _ARGS = {ndim: struct.Struct("<" + abi.POINTER_FORMAT + abi.EXTENT_FORMAT * ndim)
          for ndim in (1, 2, 3)}
 
@@ -39,9 +39,9 @@ _ARGS = {ndim: struct.Struct("<" + abi.POINTER_FORMAT + abi.EXTENT_FORMAT * ndim
 class Signature:
     """An interned token for (backend, device, scalar type, ndim, wide).
 
-    A launcher's fast path accepts an array with one identity test: ``a._gn_rsig is sig`` for a
-    read-only parameter, ``a._gn_wsig is sig`` for a writable one (``_gn_wsig`` is None on a
-    read-only view).  Everything an argument check needs is in the token.  ``wide`` marks an array
+    A launcher's fast path accepts an array with one identity test: ``a.launch_sig is sig`` for
+    a read-only parameter, ``a.launch_sig_mut is sig`` for a writable one (``launch_sig_mut`` is
+    None on a read-only view).  Everything an argument check needs is in the token.  ``wide`` marks an array
     of more than ``abi.INDEX32_MAX_ELEMENTS`` elements: fast paths only take the others, so a
     kernel's 32-bit index entry point never sees one (the checked path runs the main one).
     """
@@ -86,10 +86,29 @@ class Allocation:
 
 class DeviceArray:
     """An array in device memory.  Create one with :func:`to_device`, :func:`empty` or
-    :func:`zeros`; pass it to kernels; read it back with :meth:`to_host`."""
+    :func:`zeros`; pass it to kernels; read it back with :meth:`to_host`.
 
-    __slots__ = ("__weakref__", "_backend", "_gn_args", "_gn_base", "_gn_ptr", "_gn_rsig",
-                 "_gn_wsig", "_info", "_owner", "device", "dtype", "shape")
+    Launch protocol
+    ---------------
+    The launchers the rewrite generates (``gpu-native expand`` shows them) read four attributes
+    of an array, fixed when the array (or view) is made; they are not to be assigned:
+
+    ``launch_args``
+        The kernel parameters the array passes, packed: its device address (``u64``), then one
+        ``i64`` extent per dimension (see :mod:`gpu_native.abi`).
+    ``launch_sig``
+        An interned :class:`Signature` of (backend, device, element type, ndim, wide): a
+        launcher accepts the array for a read-only parameter with one identity test.
+    ``launch_sig_mut``
+        The same signature when the array is writable, None on a read-only view: the test for a
+        ``CUDASliceMut`` parameter.
+    ``launch_base``
+        The allocation the memory belongs to: arrays of different bases cannot overlap, which
+        is all a launcher's fast path checks (the checked path compares addresses).
+    """
+
+    __slots__ = ("__weakref__", "_backend", "_gn_ptr", "_info", "_owner", "device", "dtype",
+                 "launch_args", "launch_base", "launch_sig", "launch_sig_mut", "shape")
 
     def __init__(self, backend, device: int, ptr: int, shape: tuple[int, ...], info: ScalarInfo,
                  owner: Any, base: Any, writable: bool = True):
@@ -102,14 +121,14 @@ class DeviceArray:
         self._info = info
         self.dtype = info.dtype
         self._owner = owner
-        self._gn_base = base
+        self.launch_base = base
         # The kernel parameters this array passes (its address, then its extents), packed once:
         # a launcher's fast path copies them into its argument buffer as they are.
-        self._gn_args = _ARGS[len(self.shape)].pack(ptr, *self.shape)
+        self.launch_args = _ARGS[len(self.shape)].pack(ptr, *self.shape)
         sig = signature(backend.name, device, info.name, len(self.shape),
                         math.prod(self.shape) > abi.INDEX32_MAX_ELEMENTS)
-        self._gn_rsig = sig
-        self._gn_wsig = sig if writable else None
+        self.launch_sig = sig
+        self.launch_sig_mut = sig if writable else None
 
     # ---- properties -----------------------------------------------------------------------
 
@@ -135,7 +154,7 @@ class DeviceArray:
     @property
     def is_writable(self) -> bool:
         """False for a view made with :meth:`readonly` (it cannot bind to ``CUDASliceMut``)."""
-        return self._gn_wsig is not None
+        return self.launch_sig_mut is not None
 
     @property
     def ptr(self) -> int:
@@ -156,7 +175,7 @@ class DeviceArray:
               ) -> DeviceArray:
         return DeviceArray(self._backend, self.device,
                            self._gn_ptr + offset_elems * self._info.itemsize, shape, self._info,
-                           self._owner, self._gn_base,
+                           self._owner, self.launch_base,
                            self.is_writable if writable is None else writable)
 
     def __getitem__(self, key):

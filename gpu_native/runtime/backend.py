@@ -311,7 +311,7 @@ class CudaBackend(Backend):
                            f"finding {symbol}")
 
         arch = D.device_properties(ordinal)["arch"]
-        artifact = find_or_build(BuildRequest.for_variant(kernel.spec, variant.raw, arch,
+        artifact = find_or_build(BuildRequest.for_variant(kernel.spec, variant.spec, arch,
                                                           kernel.spec_file))
         drv = self.drv
         module = D.check(drv.cuModuleLoadData(artifact.image), f"loading {variant.label}")

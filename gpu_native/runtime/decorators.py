@@ -29,7 +29,7 @@ _rewrite_lock = threading.Lock()
 
 def gpu_kernel(kind: type, *, bounds_check: bool = True, fastmath: bool = False,
                max_registers: int | None = None, specializations: Any = None,
-               _spec: dict | None = None) -> Callable[[Callable[..., Any]], Kernel]:
+               _spec: tuple | None = None) -> Callable[[Callable[..., Any]], Kernel]:
     """Mark a function as a GPU kernel: ``@gpu_kernel(Kernel1D)``.
 
     Parameters

@@ -1,10 +1,11 @@
 """Kernel objects: what a ``@gpu_kernel`` name is bound to at run time.
 
-A :class:`Kernel` is built from the *spec* the transpiler embedded in the rewritten module and
-the module's *launcher factory*.  ``kernel.launch(grid, block, shared_mem_bytes, stream)`` checks
-the launch shape against the kernel and the device, loads (and if needed compiles) the kernel for
-the current device, and returns the launcher for that configuration, cached: a repeated launch
-costs one dictionary lookup before the launcher's own argument checks.
+A :class:`Kernel` is built from the *spec* the transpiler embedded in the rewritten module (a
+:class:`~gpu_native.spec.KernelSpec`) and the module's *launcher factory*.
+``kernel.launch(grid, block, shared_mem_bytes, stream)`` checks the launch shape against the
+kernel and the device, loads (and if needed compiles) the kernel for the current device, and
+returns the launcher for that configuration, cached: a repeated launch costs one dictionary
+lookup before the launcher's own argument checks.
 """
 
 from __future__ import annotations
@@ -19,10 +20,11 @@ import threading
 import numpy as np
 
 from .. import abi
-from ..errors import GpuNativeError, LaunchError
+from ..errors import LaunchError
 from ..lang.layouts import BlockDim1D, BlockDim2D, BlockDim3D, GridDim1D, GridDim2D, GridDim3D
 from ..lang.types import SCALARS
 from ..nodes import Factory, node
+from ..spec import KernelSpec, LaunchCheck, Param, Site, Trait, VariantSpec
 from . import backend as B
 from .arrays import DeviceArray, signature
 from .devices import _tls, bind_thread
@@ -31,9 +33,6 @@ from .launch_checks import check_launch
 from .records import register_kernel
 from .streams import DEFAULT_STREAM, as_stream
 
-# The spec's layout and the launcher factory's protocol with the runtime (LaunchContext.fast_path);
-# 2: the factory takes its classes from fast_path and names everything with a reserved prefix.
-SPEC_SCHEMA = 2
 # Kernels that depend only on their uid run in blocks of UID_THREADS threads, each thread taking
 # one uid (or one chunk of four); UID_BLOCKS_PER_SM > 0 caps the grid so that threads loop
 # instead, for kernels that cannot fail (a failing uid ends its physical thread, which would skip
@@ -66,38 +65,46 @@ _DIM_TYPES = {GridDim1D: 1, BlockDim1D: 1, GridDim2D: 2, BlockDim2D: 2, GridDim3
               BlockDim3D: 3}
 
 
-@node
-class Param:
-    name: str
-    dtype: str  # scalar name, or a TypeVar name in generic kernels
-    ndim: int  # 0 for scalars
-    mutable: bool
-
-    def annotation(self, dtype: str) -> str:
-        if not self.ndim:
-            return dtype
-        dims = "" if self.ndim == 1 else f"{self.ndim}D"
-        return f"CUDASlice{'Mut' if self.mutable else ''}{dims}[{dtype}]"
-
-
 @node(eq=False, frozen=False)
 class Variant:
-    """One specialisation of a kernel."""
+    """One specialisation of a kernel: its spec, and what this process loaded of it."""
 
-    types: tuple[tuple[str, str], ...]
-    symbol: str
-    kernel_id: int
-    cuda: str
-    sites: tuple
-    traits: tuple[str, ...]
+    spec: VariantSpec
     label: str
-    raw: dict  # the variant as the spec spells it (build requests are made from it)
     modules: dict = Factory(dict)  # device ordinal -> loaded CUmodule
     functions: dict = Factory(dict)
 
     @property
+    def types(self) -> tuple[tuple[str, str], ...]:
+        return self.spec.types
+
+    @property
     def type_map(self) -> dict[str, str]:
-        return dict(self.types)
+        return dict(self.spec.types)
+
+    @property
+    def symbol(self) -> str:
+        return self.spec.symbol
+
+    @property
+    def kernel_id(self) -> int:
+        return self.spec.kernel_id
+
+    @property
+    def cuda(self) -> str:
+        return self.spec.cuda
+
+    @property
+    def sites(self) -> tuple[Site, ...]:
+        return self.spec.sites
+
+    @property
+    def traits(self) -> Trait:
+        return self.spec.traits
+
+    @property
+    def launch_checks(self) -> tuple[LaunchCheck, ...]:
+        return self.spec.launch_checks
 
 
 class Kernel:
@@ -107,33 +114,33 @@ class Kernel:
     the launcher and the CUDA C++ this object was built from.
     """
 
-    def __init__(self, spec: dict, factory):
-        if not isinstance(spec, dict) or spec.get("schema") != SPEC_SCHEMA:
-            raise GpuNativeError(
-                f"kernel {getattr(factory, '__name__', '?')} was rewritten by an incompatible "
-                "gpu_native version; delete the module's __pycache__ and import it again")
-        self.__name__ = spec["name"]
-        self.__qualname__ = getattr(factory, "__qualname__", spec["name"])
-        self.__module__ = spec["module"]
+    def __init__(self, spec: KernelSpec | tuple, factory):
+        if not isinstance(spec, KernelSpec):
+            where = f"kernel {getattr(factory, '__qualname__', '?')}"
+            module = getattr(factory, "__module__", None)
+            if module:
+                where += f" of module {module}"
+            spec = KernelSpec.from_literal(spec, where)
+        self.__name__ = spec.name
+        self.__qualname__ = getattr(factory, "__qualname__", spec.name)
+        self.__module__ = spec.module
         self.__doc__ = getattr(factory, "__doc__", None)
         self.spec = spec
-        self.spec_file: str = spec["file"]
-        self.spec_line: int = spec["line"]
-        self.ndim: int = spec["ndim"]
-        self.options: dict = dict(spec["options"])
-        self.params = tuple(Param(*p) for p in spec["params"])
-        self.typevars: tuple[str, ...] = tuple(spec["typevars"])
+        self.spec_file: str = spec.file
+        self.spec_line: int = spec.line
+        self.ndim: int = spec.ndim
+        self.options = spec.options
+        self.params: tuple[Param, ...] = spec.params
+        self.typevars: tuple[str, ...] = spec.typevars
         self._factory = factory
         self.variants: dict[tuple[str, ...], Variant] = {}
-        for v in spec["variants"]:
-            types = tuple(tuple(t) for t in v["types"])
+        for v in spec.variants:
             label = f"{self.__module__}.{self.__name__}"
-            if types:
-                label += "[" + ", ".join(t for _, t in types) + "]"
-            variant = Variant(types, v["symbol"], v["id"], v["cuda"], tuple(v["sites"]),
-                              tuple(v["traits"]), label, v)
-            self.variants[tuple(t for _, t in types)] = variant
-            register_kernel(variant.kernel_id, self.__name__, self.spec_file, variant.sites)
+            if v.types:
+                label += "[" + ", ".join(t for _, t in v.types) + "]"
+            variant = Variant(v, label)
+            self.variants[tuple(t for _, t in v.types)] = variant
+            register_kernel(v.kernel_id, self.__name__, self.spec_file, v.sites)
         # Only a process that transpiled (and so imported the prefetcher) compiles ahead; a warm
         # start never imports it.
         prefetch = sys.modules.get("gpu_native.cache.prefetch")
@@ -173,7 +180,7 @@ class Kernel:
                 return []
             device = getattr(_tls, "device", None)
             arch = backend.properties(bind_thread() if device is None else device)["arch"]
-        return [find_or_build(BuildRequest.for_variant(self.spec, v.raw, arch, self.spec_file))
+        return [find_or_build(BuildRequest.for_variant(self.spec, v.spec, arch, self.spec_file))
                 for v in self.variants.values()]
 
     @property
@@ -301,19 +308,20 @@ class _Config:
 
     def launcher(self, variant: Variant):
         k = self.kernel
-        checks = variant.raw.get("launch_checks")
+        checks = variant.launch_checks
         if checks:
             check_launch(k.__name__, k.spec_file, variant.kernel_id, checks, self.grid,
                          self.block)
         trailing: tuple[tuple[str, int], ...] = (("Q", self.slot.device_ptr),)
         grid, block = self.grid, self.block
         index32 = False
-        if "uid_only" in variant.traits and self.backend.name == "cuda" and UID_REMAP:
+        traits = variant.traits
+        if Trait.UID_ONLY in traits and self.backend.name == "cuda" and UID_REMAP:
             # The kernel depends on nothing but its uid: run the logical grid on a grid sized
             # for the device (see gpu_native.emit.uid_stride); every uid still runs once.
             fn = k._function(variant, self.backend, self.device, variant.symbol + "_uids")
             total = grid[0] * block[0]
-            units = (total + 3) // 4 if "uid_vector4" in variant.traits else total
+            units = (total + 3) // 4 if Trait.UID_VECTOR4 in traits else total
             sms = self.backend.properties(self.device)["multiprocessors"]
             blocks = -(-units // UID_THREADS)
             if UID_BLOCKS_PER_SM and not variant.sites:
@@ -323,7 +331,7 @@ class _Config:
             grid, block = (blocks, 1, 1), (UID_THREADS, 1, 1)
         else:
             symbol = None
-            if ("index32" in variant.traits and self.backend.name == "cuda" and INDEX32
+            if (Trait.INDEX32 in traits and self.backend.name == "cuda" and INDEX32
                     and all(g * b <= abi.INDEX32_MAX_ELEMENTS for g, b in zip(grid, block))):
                 # Arrays of more elements take the checked path, which runs the main entry.
                 symbol = variant.symbol + abi.INDEX32_SUFFIX
@@ -432,8 +440,42 @@ def _dtype_name_of(arg, array: bool) -> str | None:
     return None
 
 
+@node
+class FastPath:
+    """The pieces of a generated launcher's fast path, by name: a factory binds the ones it uses
+    to closure variables once per launch configuration (see gpu_native.emit.host).
+
+    ``DeviceArray``, ``int``, ``float`` and ``bool`` are the classes the argument tests compare
+    with (from here, not from the user's module, where ``int`` may mean something else);
+    ``signatures`` maps each array parameter's name to the signature its arguments must carry
+    (``DeviceArray.launch_sig``); ``pack(buffer, 0, *values)`` packs the arguments into
+    ``buffer``, whose ``void*`` array is at ``address``; ``launch(function, *grid, *block,
+    shared_mem_bytes, stream, address, 0)`` is the backend's ``cuLaunchKernel``, returning a
+    tuple whose first item is ``success`` when it launched; ``failed(err)`` raises the
+    backend's error; ``slow(*args)`` checks every argument, explains, converts and launches.
+    """
+
+    DeviceArray: type
+    int: type
+    float: type
+    bool: type
+    signatures: dict
+    pack: object
+    buffer: object
+    address: int
+    launch: object
+    function: object
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    shared_mem_bytes: int
+    stream: object
+    success: object
+    failed: object
+    slow: object
+
+
 class LaunchContext:
-    """What a launcher factory receives: ``fast_path()`` gives it the pieces of its fast path,
+    """What a launcher factory receives: :meth:`fast_path` gives it the pieces of its fast path,
     and :meth:`slow` checks every argument one by one (and explains what is wrong)."""
 
     def __init__(self, config: _Config, variant: Variant, fn, grid, block, trailing,
@@ -456,22 +498,20 @@ class LaunchContext:
         self.index32 = index32
         self.wide_submit = None
         backend = config.backend
-        self.signatures = tuple(
-            signature(backend.name, config.device, self.types.get(p.dtype, p.dtype), p.ndim)
-            for p in self.kernel.params if p.ndim)
+        self.signatures = {
+            p.name: signature(backend.name, config.device, self.types.get(p.dtype, p.dtype),
+                              p.ndim)
+            for p in self.kernel.params if p.ndim}
         self.keepalive: collections.deque = collections.deque()
 
-    def fast_path(self):
-        """The pieces of a generated launcher's fast path, in the order it unpacks them:
-        ``((DeviceArray, int, float, bool), signatures, pack_into, buffer, buffer address,
-        launch, launch configuration, success code, failed(err), slow(*args))``.  The classes
-        come from here, not from the user's module, where ``int`` may mean something else."""
+    def fast_path(self) -> FastPath:
+        """The pieces of a generated launcher's fast path (see :class:`FastPath`)."""
         c = self.config
         backend = c.backend
-        launch_config = (self.fn, *self.grid, *self.block, c.shared_mem_bytes, c.handle)
-        return ((DeviceArray, int, float, bool), self.signatures, self.pack_into,
-                self.buffer.data, self.buffer.address, backend.launch, launch_config,
-                backend.success, self.failed, self.slow)
+        return FastPath(DeviceArray, int, float, bool, self.signatures, self.pack_into,
+                        self.buffer.data, self.buffer.address, backend.launch, self.fn,
+                        self.grid, self.block, c.shared_mem_bytes, c.handle, backend.success,
+                        self.failed, self.slow)
 
     def failed(self, err):
         if err != self.config.backend.success:
@@ -499,7 +539,7 @@ class LaunchContext:
                 values.append(self.scalar_argument(p, dtype, arg))
         self.check_overlap(arrays)
         submit = self.submit
-        if self.index32 and any(arr._gn_rsig.wide for _, arr in arrays):
+        if self.index32 and any(arr.launch_sig.wide for _, arr in arrays):
             submit = self.wide_submit or self.make_wide_submit()
         submit(*values)
         if foreign:

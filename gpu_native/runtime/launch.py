@@ -30,7 +30,7 @@ def slot_formats(params, types: dict[str, str]) -> list[str]:
 
 def fast_formats(params, types: dict[str, str]) -> list[str]:
     """The struct format of each parameter as a launcher's fast path packs it: an array as the
-    bytes of its ``_gn_args`` (address and extents, one slot each), a scalar as its slot."""
+    bytes of its ``launch_args`` (address and extents, one slot each), a scalar as its slot."""
     return [f"{abi.SLOT_SIZE * (1 + p.ndim)}s" if p.ndim
             else abi.SLOT_FORMATS[types.get(p.dtype, p.dtype)] for p in params]
 

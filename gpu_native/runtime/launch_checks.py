@@ -1,17 +1,19 @@
 """Checks a kernel asks the launcher to make once per launch shape, instead of every thread.
 
-The transpiler records two kinds (in each variant's ``launch_checks``):
+The transpiler records two kinds (in each variant's ``launch_checks``, see
+:mod:`gpu_native.spec`):
 
-* ``("assert", site, tree)``: an ``assert`` whose condition depends only on ``block_dim`` and
-  ``grid_dim`` (``assert block_dim.x == TILE``).  It is evaluated here, exactly, and raises the
-  same :class:`~gpu_native.errors.KernelAssertionError` the device would have.
-* ``("fits", tree, limit, type, line, col, end_col)``: a sum or product of launch indices that a
-  bounds proof assumes does not wrap (``block_idx.x * 32 + thread_idx.x`` in i32).  Its largest
-  value over the launch must stay within ``limit``; a grid that would make it wrap is refused
-  with a :class:`~gpu_native.errors.LaunchError` naming the expression, before anything runs.
+* :class:`~gpu_native.spec.LaunchAssert`: an ``assert`` whose condition depends only on
+  ``block_dim`` and ``grid_dim`` (``assert block_dim.x == TILE``).  It is evaluated here,
+  exactly, and raises the same :class:`~gpu_native.errors.KernelAssertionError` the device would
+  have.
+* :class:`~gpu_native.spec.IndexFits`: a sum or product of launch indices that a bounds proof
+  assumes does not wrap (``block_idx.x * 32 + thread_idx.x`` in i32).  Its largest value over
+  the launch must stay within ``limit``; a grid that would make it wrap is refused with a
+  :class:`~gpu_native.errors.LaunchError` naming the expression, before anything runs.
 
-Trees are plain tuples: ``("c", value)``, ``("sp", name, axis)``, ``(op, left, right[, type])``,
-``("and" | "or", parts)``, ``("not", tree)``.
+Their trees are plain tuples: ``("c", value)``, ``("sp", name, axis)``, ``(op, left, right[,
+type])``, ``("and" | "or", parts)``, ``("not", tree)``.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from __future__ import annotations
 import linecache
 
 from ..errors import LaunchError, SourceSpan, format_caret
+from ..spec import IndexFits, LaunchAssert, LaunchCheck
 from .records import launch_assertion
 
 __all__ = ["check_launch"]
@@ -90,28 +93,28 @@ def _span(file: str, line: int, col: int, end_col: int) -> SourceSpan:
     return SourceSpan(file, line, col, end_col, linecache.getline(file, line))
 
 
-def check_launch(kernel_name: str, file: str, kernel_id: int, checks, grid, block) -> None:
+def check_launch(kernel_name: str, file: str, kernel_id: int, checks: tuple[LaunchCheck, ...],
+                 grid, block) -> None:
     """Raise if the launch shape ``grid``/``block`` (3-tuples) fails one of ``checks``."""
     def special(name: str, axis: int) -> int:
         return {"block_dim": block, "grid_dim": grid}[name][axis]
 
     for check in checks:
-        if check[0] == "assert":
-            _, site, tree = check
+        if isinstance(check, LaunchAssert):
             try:
-                ok = _value(tree, special)
+                ok = _value(check.tree, special)
             except ZeroDivisionError:
                 ok = False
             if not ok:
                 threads = grid[0] * grid[1] * grid[2] * block[0] * block[1] * block[2]
-                raise launch_assertion(kernel_id, site, threads)
-        elif check[0] == "fits":
-            _, tree, limit, ty, line, col, end_col = check
-            largest = _largest(tree, grid, block)
+                raise launch_assertion(kernel_id, check.site, threads)
+        elif isinstance(check, IndexFits):
+            limit, ty, line, col = check.limit, check.type, check.line, check.col
+            largest = _largest(check.tree, grid, block)
             if largest > limit:
-                span = _span(file, line, col, end_col)
+                span = _span(file, line, col, check.end_col)
                 lines = [f"{kernel_name}: this launch (grid {tuple(grid)}, block {tuple(block)}) "
-                         f"makes `{span.source_line[col:end_col].strip() or '...'}` reach "
+                         f"makes `{span.source_line[col:check.end_col].strip() or '...'}` reach "
                          f"{largest:,}, past the {ty} maximum {limit:,}: the index would wrap",
                          f'  File "{file}", line {line}, in {kernel_name}']
                 caret = format_caret(span)

@@ -25,6 +25,7 @@ from ..errors import (
     SourceSpan,
     format_caret,
 )
+from ..spec import Site
 
 RECORD_DTYPE = np.dtype([
     ("state", "<u4"), ("site", "<u4"), ("kernel", "<u8"), ("index", "<i8"), ("length", "<i8"),
@@ -35,14 +36,14 @@ assert RECORD_DTYPE.itemsize == abi.ERROR_RECORD_SIZE
 SLOTS_PER_BLOCK = 256
 
 _lock = threading.Lock()
-_kernels: dict[int, tuple[str, str, tuple]] = {}  # kernel id -> (name, file, sites)
+_kernels: dict[int, tuple[str, str, tuple[Site, ...]]] = {}  # kernel id -> (name, file, sites)
 # By backend object, not name: the memory belongs to that instance (a test's stand-in "cuda"
 # backend is not the real one).
 _pools: dict[tuple[object, int], _Pool] = {}
 _races: dict[int, list[str]] = {}  # record device address -> race messages (simulator only)
 
 
-def register_kernel(kernel_id: int, name: str, file: str, sites: tuple) -> None:
+def register_kernel(kernel_id: int, name: str, file: str, sites: tuple[Site, ...]) -> None:
     """Remember a kernel's site table so its device errors can be explained."""
     _kernels[kernel_id] = (name, file, sites)
 
@@ -132,9 +133,11 @@ def _build(rec, where: str | None = None) -> KernelError:
     thread = tuple(int(v) for v in rec["thread"])
     count = int(rec["count"])
     if site_id < len(sites):
-        kind, line, col, end_col, array, axis, ndim, message = sites[site_id]
+        site = sites[site_id]
+        kind, line, array, axis, ndim, message = (site.kind, site.line, site.array, site.axis,
+                                                  site.ndim, site.message)
         text = linecache.getline(file, line) if line else ""
-        span = SourceSpan(file, line, col, end_col, text)
+        span = SourceSpan(file, line, site.col, site.end_col, text)
     else:  # pragma: no cover - a record from a kernel this process does not know
         kind, array, axis, ndim, message, span = "index", "?", 0, 1, "", None
     index, length = int(rec["index"]), int(rec["length"])

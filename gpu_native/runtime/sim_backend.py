@@ -103,7 +103,7 @@ class _SimErrors:
 class SimFunction:
     """A kernel specialisation loaded into the simulator (compiled to NumPy code on first use).
 
-    It runs the IR the rewrite embedded in the kernel's spec (the variant's ``"ir"`` bytes, see
+    It runs the IR the rewrite embedded in the kernel's spec (``VariantSpec.ir``, see
     :mod:`gpu_native.ircodec`): exactly the kernel that was imported, whatever happened to its
     source file since, and with no transpiler in the process.
     """
@@ -126,7 +126,7 @@ class SimFunction:
         if self._ir is None:
             from ..ircodec import decode_kernel
 
-            data = self.variant.raw.get("ir")
+            data = self.variant.spec.ir
             if not data:
                 raise GpuNativeError(
                     f"{self.variant.label} was rewritten without the IR the simulator runs (by "

@@ -15,55 +15,55 @@ extern "C" __global__ void gn_block_sum_kernel(
     int s{};
     float v{};
     int offset{};
-#line 30 "block_reduce.py"
+#line 30 "block_reduce.py"  // block_reduce.py:30  assert block_dim.x == THREADS, "launch block_sum_kernel with THREADS threads per block"
     // assert checked by the launcher (it depends only on the launch shape)
-#line 32 "block_reduce.py"
+#line 32 "block_reduce.py"  // block_reduce.py:32  tid = thread_idx.x
     tid = ((int)threadIdx.x);
-#line 33 "block_reduce.py"
+#line 33 "block_reduce.py"  // block_reduce.py:33  total = f32(0.0)
     total = 0.0f;
-#line 34 "block_reduce.py"
+#line 34 "block_reduce.py"  // block_reduce.py:34  for i in FlatLayout1D.grid_stride(len(x)):
     {
         const gn_i64 __gn_stop0 = __gn_x_n0;
         for (gn_i64 __gn_i0 = ((gn_i64)blockIdx.x * blockDim.x + threadIdx.x); __gn_i0 < __gn_stop0; __gn_i0 += (gn_i64)gridDim.x * blockDim.x) {
             i = __gn_i0;
-#line 35 "block_reduce.py"
+#line 35 "block_reduce.py"  // block_reduce.py:35  total += x[i]
             total = (total + x[i]);
         }
     }
-#line 36 "block_reduce.py"
+#line 36 "block_reduce.py"  // block_reduce.py:36  cache[tid] = total
     cache[tid] = total;
-#line 37 "block_reduce.py"
+#line 37 "block_reduce.py"  // block_reduce.py:37  sync_threads()
     __syncthreads();
-#line 38 "block_reduce.py"
+#line 38 "block_reduce.py"  // block_reduce.py:38  s = THREADS // 2
     s = 128;
-#line 39 "block_reduce.py"
+#line 39 "block_reduce.py"  // block_reduce.py:39  while s > 32:
     while ((s > 32)) {
-#line 40 "block_reduce.py"
+#line 40 "block_reduce.py"  // block_reduce.py:40  if tid < s:
         if ((tid < s)) {
-#line 41 "block_reduce.py"
+#line 41 "block_reduce.py"  // block_reduce.py:41  cache[tid] += cache[tid + s]
             cache[tid] = (cache[tid] + cache[gn_chk(__gn_err, ((int)((unsigned int)(tid) + (unsigned int)(s))), 256, 1u)]);
         }
-#line 42 "block_reduce.py"
+#line 42 "block_reduce.py"  // block_reduce.py:42  sync_threads()
         __syncthreads();
-#line 43 "block_reduce.py"
+#line 43 "block_reduce.py"  // block_reduce.py:43  s //= 2
         s = gn_floordiv<int>(s, 2);
     }
-#line 44 "block_reduce.py"
+#line 44 "block_reduce.py"  // block_reduce.py:44  if tid < 32:
     if ((tid < 32)) {
-#line 45 "block_reduce.py"
+#line 45 "block_reduce.py"  // block_reduce.py:45  v = cache[tid] + cache[tid + 32]
         v = (cache[tid] + cache[((int)(tid + 32))]);
-#line 46 "block_reduce.py"
+#line 46 "block_reduce.py"  // block_reduce.py:46  offset = 16
         offset = 16;
-#line 47 "block_reduce.py"
+#line 47 "block_reduce.py"  // block_reduce.py:47  while offset > 0:
         while ((offset > 0)) {
-#line 48 "block_reduce.py"
+#line 48 "block_reduce.py"  // block_reduce.py:48  v += shfl_down(v, offset)
             v = (v + __shfl_down_sync(4294967295u, v, offset, 32));
-#line 49 "block_reduce.py"
+#line 49 "block_reduce.py"  // block_reduce.py:49  offset //= 2
             offset = gn_floordiv<int>(offset, 2);
         }
-#line 50 "block_reduce.py"
+#line 50 "block_reduce.py"  // block_reduce.py:50  if tid == 0:
         if ((tid == 0)) {
-#line 51 "block_reduce.py"
+#line 51 "block_reduce.py"  // block_reduce.py:51  partial[block_idx.x] = v
             partial[gn_chk(__gn_err, (gn_i64)((int)blockIdx.x), __gn_partial_n0, 2u)] = v;
         }
     }
@@ -84,55 +84,55 @@ extern "C" __global__ void gn_block_sum_kernel_i32(
     int s{};
     float v{};
     int offset{};
-#line 30 "block_reduce.py"
+#line 30 "block_reduce.py"  // block_reduce.py:30  assert block_dim.x == THREADS, "launch block_sum_kernel with THREADS threads per block"
     // assert checked by the launcher (it depends only on the launch shape)
-#line 32 "block_reduce.py"
+#line 32 "block_reduce.py"  // block_reduce.py:32  tid = thread_idx.x
     tid = ((int)threadIdx.x);
-#line 33 "block_reduce.py"
+#line 33 "block_reduce.py"  // block_reduce.py:33  total = f32(0.0)
     total = 0.0f;
-#line 34 "block_reduce.py"
+#line 34 "block_reduce.py"  // block_reduce.py:34  for i in FlatLayout1D.grid_stride(len(x)):
     {
         const gn_i64 __gn_stop0 = __gn_x_n0;
         for (gn_i64 __gn_i0 = ((gn_i64)((int)(blockIdx.x * blockDim.x + threadIdx.x))); __gn_i0 < __gn_stop0; __gn_i0 += (gn_i64)gridDim.x * blockDim.x) {
             i = __gn_i0;
-#line 35 "block_reduce.py"
+#line 35 "block_reduce.py"  // block_reduce.py:35  total += x[i]
             total = (total + x[i]);
         }
     }
-#line 36 "block_reduce.py"
+#line 36 "block_reduce.py"  // block_reduce.py:36  cache[tid] = total
     cache[tid] = total;
-#line 37 "block_reduce.py"
+#line 37 "block_reduce.py"  // block_reduce.py:37  sync_threads()
     __syncthreads();
-#line 38 "block_reduce.py"
+#line 38 "block_reduce.py"  // block_reduce.py:38  s = THREADS // 2
     s = 128;
-#line 39 "block_reduce.py"
+#line 39 "block_reduce.py"  // block_reduce.py:39  while s > 32:
     while ((s > 32)) {
-#line 40 "block_reduce.py"
+#line 40 "block_reduce.py"  // block_reduce.py:40  if tid < s:
         if ((tid < s)) {
-#line 41 "block_reduce.py"
+#line 41 "block_reduce.py"  // block_reduce.py:41  cache[tid] += cache[tid + s]
             cache[tid] = (cache[tid] + cache[gn_chk32(__gn_err, ((int)((unsigned int)(tid) + (unsigned int)(s))), 256, 1u)]);
         }
-#line 42 "block_reduce.py"
+#line 42 "block_reduce.py"  // block_reduce.py:42  sync_threads()
         __syncthreads();
-#line 43 "block_reduce.py"
+#line 43 "block_reduce.py"  // block_reduce.py:43  s //= 2
         s = gn_floordiv<int>(s, 2);
     }
-#line 44 "block_reduce.py"
+#line 44 "block_reduce.py"  // block_reduce.py:44  if tid < 32:
     if ((tid < 32)) {
-#line 45 "block_reduce.py"
+#line 45 "block_reduce.py"  // block_reduce.py:45  v = cache[tid] + cache[tid + 32]
         v = (cache[tid] + cache[((int)(tid + 32))]);
-#line 46 "block_reduce.py"
+#line 46 "block_reduce.py"  // block_reduce.py:46  offset = 16
         offset = 16;
-#line 47 "block_reduce.py"
+#line 47 "block_reduce.py"  // block_reduce.py:47  while offset > 0:
         while ((offset > 0)) {
-#line 48 "block_reduce.py"
+#line 48 "block_reduce.py"  // block_reduce.py:48  v += shfl_down(v, offset)
             v = (v + __shfl_down_sync(4294967295u, v, offset, 32));
-#line 49 "block_reduce.py"
+#line 49 "block_reduce.py"  // block_reduce.py:49  offset //= 2
             offset = gn_floordiv<int>(offset, 2);
         }
-#line 50 "block_reduce.py"
+#line 50 "block_reduce.py"  // block_reduce.py:50  if tid == 0:
         if ((tid == 0)) {
-#line 51 "block_reduce.py"
+#line 51 "block_reduce.py"  // block_reduce.py:51  partial[block_idx.x] = v
             partial[gn_chk32(__gn_err, ((int)blockIdx.x), ((int)__gn_partial_n0), 2u)] = v;
         }
     }

@@ -9,12 +9,12 @@ extern "C" __global__ void gn_histogram_kernel(
     gn_error_record* __restrict__ __gn_err)
 {
     long long i{};
-#line 44 "distributed_torchrun.py"
+#line 44 "distributed_torchrun.py"  // distributed_torchrun.py:44  for i in FlatLayout1D.grid_stride(len(samples)):
     {
         const gn_i64 __gn_stop0 = __gn_samples_n0;
         for (gn_i64 __gn_i0 = ((gn_i64)blockIdx.x * blockDim.x + threadIdx.x); __gn_i0 < __gn_stop0; __gn_i0 += (gn_i64)gridDim.x * blockDim.x) {
             i = __gn_i0;
-#line 45 "distributed_torchrun.py"
+#line 45 "distributed_torchrun.py"  // distributed_torchrun.py:45  hist.atomic_ref(samples[i]).fetch_add(1)
             atomicAdd(&hist[gn_chk(__gn_err, (gn_i64)samples[i], __gn_hist_n0, 0u)], 1);
         }
     }
@@ -32,12 +32,12 @@ extern "C" __global__ void gn_histogram_kernel_uids(
 {
     long long i{};
     for (gn_i64 __gn_uid = (gn_i64)blockIdx.x * blockDim.x + threadIdx.x; __gn_uid < __gn_total; __gn_uid += (gn_i64)gridDim.x * blockDim.x) {
-#line 44 "distributed_torchrun.py"
+#line 44 "distributed_torchrun.py"  // distributed_torchrun.py:44  for i in FlatLayout1D.grid_stride(len(samples)):
         {
             const gn_i64 __gn_stop0 = __gn_samples_n0;
             for (gn_i64 __gn_i0 = __gn_uid; __gn_i0 < __gn_stop0; __gn_i0 += __gn_total) {
                 i = __gn_i0;
-#line 45 "distributed_torchrun.py"
+#line 45 "distributed_torchrun.py"  // distributed_torchrun.py:45  hist.atomic_ref(samples[i]).fetch_add(1)
                 atomicAdd(&hist[gn_chk_at(__gn_err, (gn_i64)samples[i], __gn_hist_n0, 0u, __gn_uid, __gn_block)], 1);
             }
         }

@@ -11,26 +11,26 @@ extern "C" __global__ void gn_histogram_kernel(
     __shared__ __align__(16) unsigned int local[256];
     int tid{};
     long long i{};
-#line 29 "histogram.py"
+#line 29 "histogram.py"  // histogram.py:29  assert block_dim.x == BINS, "launch histogram_kernel with BINS threads per block"
     // assert checked by the launcher (it depends only on the launch shape)
-#line 31 "histogram.py"
+#line 31 "histogram.py"  // histogram.py:31  tid = thread_idx.x
     tid = ((int)threadIdx.x);
-#line 32 "histogram.py"
+#line 32 "histogram.py"  // histogram.py:32  local[tid] = 0
     local[tid] = 0u;
-#line 33 "histogram.py"
+#line 33 "histogram.py"  // histogram.py:33  sync_threads()
     __syncthreads();
-#line 34 "histogram.py"
+#line 34 "histogram.py"  // histogram.py:34  for i in FlatLayout1D.grid_stride(len(data)):
     {
         const gn_i64 __gn_stop0 = __gn_data_n0;
         for (gn_i64 __gn_i0 = ((gn_i64)blockIdx.x * blockDim.x + threadIdx.x); __gn_i0 < __gn_stop0; __gn_i0 += (gn_i64)gridDim.x * blockDim.x) {
             i = __gn_i0;
-#line 35 "histogram.py"
+#line 35 "histogram.py"  // histogram.py:35  local.atomic_ref(data[i]).fetch_add(1)
             atomicAdd(&local[data[i]], 1u);
         }
     }
-#line 36 "histogram.py"
+#line 36 "histogram.py"  // histogram.py:36  sync_threads()
     __syncthreads();
-#line 37 "histogram.py"
+#line 37 "histogram.py"  // histogram.py:37  hist.atomic_ref(tid).fetch_add(local[tid])
     atomicAdd(&hist[gn_chk(__gn_err, (gn_i64)tid, __gn_hist_n0, 1u)], local[tid]);
 }
 
@@ -45,26 +45,26 @@ extern "C" __global__ void gn_histogram_kernel_i32(
     __shared__ __align__(16) unsigned int local[256];
     int tid{};
     long long i{};
-#line 29 "histogram.py"
+#line 29 "histogram.py"  // histogram.py:29  assert block_dim.x == BINS, "launch histogram_kernel with BINS threads per block"
     // assert checked by the launcher (it depends only on the launch shape)
-#line 31 "histogram.py"
+#line 31 "histogram.py"  // histogram.py:31  tid = thread_idx.x
     tid = ((int)threadIdx.x);
-#line 32 "histogram.py"
+#line 32 "histogram.py"  // histogram.py:32  local[tid] = 0
     local[tid] = 0u;
-#line 33 "histogram.py"
+#line 33 "histogram.py"  // histogram.py:33  sync_threads()
     __syncthreads();
-#line 34 "histogram.py"
+#line 34 "histogram.py"  // histogram.py:34  for i in FlatLayout1D.grid_stride(len(data)):
     {
         const gn_i64 __gn_stop0 = __gn_data_n0;
         for (gn_i64 __gn_i0 = ((gn_i64)((int)(blockIdx.x * blockDim.x + threadIdx.x))); __gn_i0 < __gn_stop0; __gn_i0 += (gn_i64)gridDim.x * blockDim.x) {
             i = __gn_i0;
-#line 35 "histogram.py"
+#line 35 "histogram.py"  // histogram.py:35  local.atomic_ref(data[i]).fetch_add(1)
             atomicAdd(&local[((int)(data[i]))], 1u);
         }
     }
-#line 36 "histogram.py"
+#line 36 "histogram.py"  // histogram.py:36  sync_threads()
     __syncthreads();
-#line 37 "histogram.py"
+#line 37 "histogram.py"  // histogram.py:37  hist.atomic_ref(tid).fetch_add(local[tid])
     atomicAdd(&hist[gn_chk32(__gn_err, tid, ((int)__gn_hist_n0), 1u)], local[tid]);
 }
 

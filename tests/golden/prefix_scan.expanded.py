@@ -25,38 +25,104 @@ from gpu_native import (
 BLOCK = 256
 
 
-@gpu_kernel(Kernel1D, _spec={'schema': 2, 'version': '0.1.0', 'module': 'prefix_scan', 'name': 'block_scan_kernel', 'file': 'examples/prefix_scan.py', 'line': 28, 'ndim': 1, 'params': (('x', 'i32', 1, False), ('out', 'i32', 1, True), ('block_sums', 'i32', 1, True)), 'typevars': (), 'options': {'bounds_check': True, 'fastmath': False, 'max_registers': None}, 'variants': ({'types': (), 'symbol': 'gn_block_scan_kernel', 'id': 2577247701153776912, 'cuda': '// gpu_native 0.1.0: kernel block_scan_kernel of prefix_scan (generated; do not edit)\n#define GN_KERNEL_ID 0x23c439211d768510ull\n#include "gpu_native/prelude.cuh"\nextern "C" __global__ void gn_block_scan_kernel(\n    const int* __restrict__ x,\n    gn_i64 __gn_x_n0,\n    int* __restrict__ out,\n    gn_i64 __gn_out_n0,\n    int* __restrict__ block_sums,\n    gn_i64 __gn_block_sums_n0,\n    gn_error_record* __restrict__ __gn_err)\n{\n    __shared__ __align__(16) int temp[256];\n    int tid{};\n    long long gid{};\n    int value{};\n    int offset{};\n    int addend{};\n#line 30 "prefix_scan.py"\n    // assert checked by the launcher (it depends only on the launch shape)\n#line 32 "prefix_scan.py"\n    tid = ((int)threadIdx.x);\n#line 33 "prefix_scan.py"\n    gid = ((gn_i64)blockIdx.x * blockDim.x + threadIdx.x);\n#line 34 "prefix_scan.py"\n    value = 0;\n#line 35 "prefix_scan.py"\n    if ((gid < __gn_x_n0)) {\n#line 36 "prefix_scan.py"\n        value = x[gid];\n    }\n#line 37 "prefix_scan.py"\n    temp[tid] = value;\n#line 38 "prefix_scan.py"\n    __syncthreads();\n#line 39 "prefix_scan.py"\n    offset = 1;\n#line 40 "prefix_scan.py"\n    while ((offset < 256)) {\n#line 41 "prefix_scan.py"\n        addend = 0;\n#line 42 "prefix_scan.py"\n        if ((tid >= offset)) {\n#line 43 "prefix_scan.py"\n            addend = temp[gn_chk(__gn_err, ((int)((unsigned int)(tid) - (unsigned int)(offset))), 256, 1u)];\n        }\n#line 44 "prefix_scan.py"\n        __syncthreads();\n#line 45 "prefix_scan.py"\n        temp[tid] = ((int)((unsigned int)(temp[tid]) + (unsigned int)(addend)));\n#line 46 "prefix_scan.py"\n        __syncthreads();\n#line 47 "prefix_scan.py"\n        offset = ((int)((unsigned int)(offset) * (unsigned int)(2)));\n    }\n#line 48 "prefix_scan.py"\n    if ((gid < __gn_out_n0)) {\n#line 49 "prefix_scan.py"\n        out[gid] = temp[tid];\n    }\n#line 50 "prefix_scan.py"\n    if ((tid == 255)) {\n#line 51 "prefix_scan.py"\n        block_sums[gn_chk(__gn_err, (gn_i64)((int)blockIdx.x), __gn_block_sums_n0, 2u)] = temp[tid];\n    }\n}\n\n// The same kernel with 32-bit index arithmetic, where it gives the same values: the launcher runs it when no array has more than 2**31 - 2**20 elements and the grid no more threads along any axis.\nextern "C" __global__ void gn_block_scan_kernel_i32(\n    const int* __restrict__ x,\n    gn_i64 __gn_x_n0,\n    int* __restrict__ out,\n    gn_i64 __gn_out_n0,\n    int* __restrict__ block_sums,\n    gn_i64 __gn_block_sums_n0,\n    gn_error_record* __restrict__ __gn_err)\n{\n    __shared__ __align__(16) int temp[256];\n    int tid{};\n    int gid{};\n    int value{};\n    int offset{};\n    int addend{};\n#line 30 "prefix_scan.py"\n    // assert checked by the launcher (it depends only on the launch shape)\n#line 32 "prefix_scan.py"\n    tid = ((int)threadIdx.x);\n#line 33 "prefix_scan.py"\n    gid = ((int)(blockIdx.x * blockDim.x + threadIdx.x));\n#line 34 "prefix_scan.py"\n    value = 0;\n#line 35 "prefix_scan.py"\n    if ((gid < ((int)__gn_x_n0))) {\n#line 36 "prefix_scan.py"\n        value = x[gid];\n    }\n#line 37 "prefix_scan.py"\n    temp[tid] = value;\n#line 38 "prefix_scan.py"\n    __syncthreads();\n#line 39 "prefix_scan.py"\n    offset = 1;\n#line 40 "prefix_scan.py"\n    while ((offset < 256)) {\n#line 41 "prefix_scan.py"\n        addend = 0;\n#line 42 "prefix_scan.py"\n        if ((tid >= offset)) {\n#line 43 "prefix_scan.py"\n            addend = temp[gn_chk32(__gn_err, ((int)((unsigned int)(tid) - (unsigned int)(offset))), 256, 1u)];\n        }\n#line 44 "prefix_scan.py"\n        __syncthreads();\n#line 45 "prefix_scan.py"\n        temp[tid] = ((int)((unsigned int)(temp[tid]) + (unsigned int)(addend)));\n#line 46 "prefix_scan.py"\n        __syncthreads();\n#line 47 "prefix_scan.py"\n        offset = ((int)((unsigned int)(offset) * (unsigned int)(2)));\n    }\n#line 48 "prefix_scan.py"\n    if ((gid < ((int)__gn_out_n0))) {\n#line 49 "prefix_scan.py"\n        out[gid] = temp[tid];\n    }\n#line 50 "prefix_scan.py"\n    if ((tid == 255)) {\n#line 51 "prefix_scan.py"\n        block_sums[gn_chk32(__gn_err, ((int)blockIdx.x), ((int)__gn_block_sums_n0), 2u)] = temp[tid];\n    }\n}\n\n', 'sites': (('assert', 30, 4, 88, '', 0, 1, 'launch block_scan_kernel with BLOCK threads per block'), ('index', 43, 21, 39, 'temp', 0, 1, ''), ('index', 51, 8, 31, 'block_sums', 0, 1, '')), 'traits': ('uses_barriers', 'uses_shared', 'index32'), 'launch_checks': (('assert', 0, ('==', ('sp', 'block_dim', 0), ('c', 256))),), 'ir': b'x\xda\xcd[\xf7\x7f\xd3F\x14O\x02\x013\x12 @\x98\x05\x11Hbg\x91\x05mSL\x9b\x84\xa6\x05BhI\x18mJ\x83b\xc9\xc9\x15G6\xb2\x05N\xf7\xde{\xef\xbd\xf7^\x9f\xfeo\xadN\xa7{\xa7\x93\xcf\xb6|\x16\xfd\xe0\x1f\xe4\'\x9fN\xef{\xef\xde\xbc;G\x97\xd4\xd4\xd4\xa0Z\xfbb\xad\xb5/\x83\x83\xbd\xfbTMM\xf6&f\xd5YM\xeb\x8d\xfec\xff\x18u\x9a\x97\xda\x17\r%r\xd1e\xf8n\xa5}\x99L[fB\x9f\xcc\xa8\x86\xb5\xc9\xbe\xd5\xf3\xeaB&\xa5g\xf7fL=\x89\xf23\xd9\x84j\xf4d\x16\xd1U\x98\x03\xee\x8d6\xe2\x9e\xe7\xf0{\xf4\xa42\x9bJ\'\xce;\x0f\xcd\x9c\xd7MCOE\xf3C\xca\xe8\xc9C\xc3\x93)\x94\xd0\xa7\xd1@\xff\xd9.%m\xe5<?\x1e\xb3r\xee\xefngk!+h\x8e\rE#\x98\xd3j\xfbr\xd4y\xf5\x94\xa9\xa2\\vljj\xcc\xfeD1\x16\xab\x01\x1a\x8fgr(md\xa7\xc6&*\x1e\xda\x00\x1e\x15\xe6\x85v\xe2\x9e\x9d\xf6Eq?\x0c\xe14!\x91\x96\xef\xc9\x9fU\xe2JN_\xc8L\xe7\x90v\x96\xa0\xc4h&QNGu\xf8\xae\x1e\xbf\xcc\xd0\xf4\xfct-\x15\x9b\x03\x88\xbd\x0e\xd5\xc0\x8ca\xaab\xcc\x9dt&P;\xee\xd9\xee\xc1\x8c?\xaa\xa6\xe9\x86\xe6\x81\xa9t+\xe9d2\xab\xe7\xfcxk\x05x\x97\xd1\'p\xefj\x91\xee\x00\xc59\x83{\x9eq\x91\xaa\xd9\xacn\xe6\\\x01kh\xa1\'\xaf\xc4\xe3\xca\xc8\xf8\xf1\xd1\xa3]JKJ\xb5\x8c\xc4|\xa1v)\x97Pn\x9e<\xa5\xe4\xe6M]\xd5\xb2JF7\xc9\x83-\xbe\xa1a\xb8\x16\x86Kx\x91\xb1E\xe8@<\xe3\xdag_\xa48V,\x0c\x05\x84\xb1\x1c\xf7lv\x85\x81\'(\xee\xbe\x9e\xa8X\xb4\x0e\xde\x9cPS\xaay\xd8H\xa6-\xc7\xca\x07\xfa\xfdmS\x8b\x19\x9d\x0cn\x15\x9e <\x99\xce\xa3\xa7T\xd3\xf9\xb6\xdfN\x9a\xb1)\x11\nw\x1e\x933\x14\xacj\xa8C\xc6P\x96RU\x1bO\xdb\xb8\t\x90F\x80\xc4\xc05\xc8\xa8\xd9N:~\xd4\x86{\xb6Q\xc9\xda\xdcm\x10\xd9y\xd5\xd4\xb5\x19\xd54\xd5\xc5\xa8-\xc2.%JT-\x16#\x9cV\xd8\x97a\xdc\xca\x84\xb9\x9a\xea\xc7\x94\xa3D\xe4\x15\x8e\x17E5\xb5~9Sk!]\xd7\xc1X\xd6\xca\x0b\xba\x05\x06#%\xe8\x08\x1d\xd1\t=I\xb0\xac\x07T\x0c_\x93\x8c\xac\x19\xbcN\x19x\xe0^\xc6\xd3\xaa\xab\x99\x1b\x05j\xb0\x81\x06-r\xbb\x86\xdeJ:x<z\xc7\x19U\x8c\xd7\x99hl\xaf\x93\x19=\x81\xa8\xe6n\xe2 ;\n\x04o@R\x9e\xd2\t\xb1\xc3\xf8r\xf4\x7f\x0b\xb1\x01\x95\x7f.\x95\x9eUS\x13\xbc\xce\xf3\x11\x8d\xf4\xdb\nR\xd9\x82;W\x11\x8b\x9bB\xd4\xfc\xed\x80\x8a\xe1\xdb&\xad\xf9\x11i\xcd_N=\xe0d.m\xba\x92\xde\x01\x88\xae\xe2\x15~3\xbdur\n\xf2[3\x95\xbf\x85\xb4\x8a\xc1\xf7S\x87\xeb\xe8\xae\xb5\xd9\x05\x8f\x92$\xfe\xb8\xd1\xd7\xce\x14\xfa\x86\x98\xaf\x1e\xb5\x93*7t*\x9c\xc6\xa3\x7fe\x04\xd8Oc\x9f\x13\x82\x02b\xf0\xc4\x8b\x96b\xf1B\x14/q\xdf\xd9t:5S<b\xee\xa9n\x10\xe5\x05\xb9\x8c:\x8f\xd1\xf4BF\xa5\x93\xde\x06\xe0[q;\x86\x17\x8f\x93\x1fvC\xd3.ilXr\x13\xa5q\xd5S\xbe\x87]\x1b\x89\x02\xdfv^\x0fqd\x8dJ9\xb4>\xaa\xc6\x8e\xb1Y\xdb=\xd6b\xfb\xab\xe99\xdb$\xca&\x08\x1da%\x08}\x10\x046\x05\x07S\xe8J\xba\xc2\n\xa2\x0c\xcf\xf6@x\x04Q\xb3G \x9bn~\xf2:\xe5\xa3\xe6.>W\xa5\x19\x95\rlH9i\xa0\x0b\x96~\x18g\xadc)57\xae.\xda\x98\xfb\x0e\xf5`\xb7\x14+\x9e\xbb\xee\x1f,n\x89}\xc2\xdcu\x8e\xe6\xae\xfd0\xa4^\xa9\x94\xaa\x0f\xfc\xd6\x1ai]\x1c\x04\x0c\x0c\xcd\x80t\xa4\x8fQu\xba\xf2#=\xfe\xc6Rr:\\\rc\xdf/\x15\xe2\xfb \x86\xae\xaa\xc6\x10\xaf\x05\x18\x0c\xd05\xd2\x86\x18\tn\x88\xa2 ~\x1d@\x18\xe2\xedo\x1f\xd8\x1f\xb9\xdf[M\x00\xef\xa5n\xc7\xc9\x8d\xa1z\xb4\xfd\xbb\rR9\xa0\xa4t#jC\x8e\r\x15\x93Y<,\x99\xf5R7LV\x83J \xa9\x07i\xcd\xabT\xe5\xae\x17\xd8\xd1AZ\x92\xcbaa)E9\xa9\xf8lz8,\x9bf0\xca\x89D\x9c\x12\x8c\xf2)\x01\xa6\x0e\x90\xfb\x11h\xb9A\x1a\x18\xc9\x08\xca\xcd\x937\x1f\xb8\x11\xb8\x1e\xe2U\xfa\x80t>\xb0\x97\x06K\'\xeeY\xeb\xbd\x96\xe6,N)\x1dq\xa5_\x98{\xde\xc4\xe7\x9eu2\xec\xdb!\xa09\x8a\xd2\xe8\xb2wY\xc7\x95>\xde\xe9\xe1\xd7\x936\x7f\x8c=,\x15\x81\xf6\x82\x9fi\x0c4z\x8f\x92\x1e\x15\x04\xfa#\xd23\x10);\x03\x11\x8aa\x04\x19\xc7\xdd5\x8dc|\xbd\x8b\xa9\x0er?\x0e-7c-s\x97f1\xb4\xe1l\x16\xcd\x19\xfe\xfeG\x80\x9a\x90\x19C\x0f\x8c\xa1\xd9kh\xf8\x93]4\x123\xee*\x9d\x9d\x87,\xa5\x866\xa2\x9a&\xd2M\xc2\xf4\x16:8\'bV\x9e\x17\xc5\xf8yl\xf2\xf0\x87e\xd7\xdeBU"m\xfeY<!\xa5J\xdd\xb0\xfa\xeb$\xd6\xdb<\x10 N)\x9dq\x17\x8fP\xa5\xa6\x04*5)3\x1d\xdd\x10\n\xd6\xcab9\x15V\x8e\xdf\rS\xb3:0\x96\xc2(y&\xac\x14\x9f\xc1Y\x17\x04\x8e \xc3\xbf] \x99\xdbxw|Z>\xc3g\xf8\x02\xa9\x91\xc8+\xdcQ\xe8\x15:\xc9\xfd4\xb4\x9c\xf4x\x85\xa03_\xe9\xd4\x88\x922\x86m\x86\x17\xd9\x9d\xbe\xa4\xecl5IYW\x95\xeeH\xad\xd2\x1du\xd2\xa5\x19\xb2V\\\xc9N\x90hF\x12a\x85\x9aN\xba\xdc\xe6T;U\xe3\xd2\xc3\xf2\x11\x0cW\x9b\xd4\xce\x99\xcf\x00\xe6\n\r\xa0\x9b\xdc\'\xa1E#\x06 \xbf\xc7\xb7EJ\x82\x85\xe6\x83Jz6\xde\xf5,\x13\x08\xfc.\xde\x8e\xe6a\x85\xb2Vz&VK\xeda\n3\x8c\x14\x17\xc8\x08u^\x06X\x07\xe4\xa9x\xf1\xca\xda\xe2\x01\xe6\xae\xa5\x1d\x8c\xbbP\xc4E\x85\x11\x96\x11u\xc0\xaeV\xa3\x1c\x92LXf\xc3\x90\x04\x90\x89\xb8\xc21\x0b\x17=\x0f\xba\x8b\x9e\x17\xa0)-\r.\xe2\x948\xa5\x81\x15T99`\x9c\xe5u{A\xba\xca\x89A\x95\xdeT"?\x14\x159\x17\xf9"G\x9e{$\x10w\xbf\xfd\xe4\x05\xf6sI\x06C\x14\x9669]\xb94\x8fR:\xad3\x0e\x90\xc5h\xf1N\xc3\xdd>A\xd4\xca\x82X\tyi@\x10\x1e\xd3\xb97,#fH\x02\x88Cl:\xf7\x17]\x1c\xb8\x0fZ\xee\x91\xc6\xb6\x94\xb3\x9c2\x12:\x8d\x9b\t\xc7\x07\x81\xf7\x03\x947\xb9]\x04\xca\x02j\x16\xa8s@\xdd\n\xd4q\xe9\x82\xbe\x01\xbc\xa3\xa0\xa0\x17)\xd7\xc3\xbcr\xd5V\xb7\x94P\x92\xb3\xdf\xc2\x1e\x15\xd4\xc0\x8f\xc8\xf0o\x03\xfe\x9c\x95\x07J8\x1f\xaf2\xe1l\x01\xde+\xe8\x11,\xcc\xfb\xa2\x9a\xb2\xf4\xc2\xd2\x17\xdf8M~SzR\xaa\xf2m\xa5\x06MV\xd96z\x8ey\x90r%N\x80\x08-\xfai\x81E?%#\xfeV:z\x92\xf4U\x86\xe2\xd9\xb0Br+LD$\x00\x8a\xc2l\xf0\xf9\xb0\xea\xdcV\xfel`q \xa2*\xedE\xe0\xfd\x02\x1f\x81\x9f\xf3Ui\xcfTS\xa5\xed\x81\x94n\xa3\xbfJ\xa3\x8a\x9bw\x96\xfa\x85S\xf6r\xa8\x1b?\xcd\xb0\tyel\xfc\x8c\x15\xdf\xf8\xc1\xcd\xee\xa1\xc0\xd7`\xe4\xafJm\xfb\xec\x01\xcb]\x17d\x06\n\xd5\xf5\r\x00\xc0\xa0\xbc.3\t\x0cIs\x19$\x82\xb2\xe8-\x81\xf5\xbe\xc9+\xee+\xf2+2{\x8a/&\x88\x84\xe4\x8f/\xefpn\x8dPo\xcb\x88h7\x9f\xc3n\x10\xed\x1b\xe4\x8b\xef3\xbd\x17\xd6T\xed\x86\x08\xbf\xbe$\x0e\xd1.\xd3\x07\x02\xa3}_:\xaf\xde\xcd\xef2\x95\x96\x88\xcf}|\x14\x96\xfb` J\x8bC\x9cD~R4\x89\xfc\x18Z>\x94\x86E\x92\xc8\xd23\xe4\xad\xbc>\x03\x9e\x9f\xf2\xe6\xf3\xaet\xe5\xd5\x02n\xadA\x9c\x99\x88\xd2\xc1/B(\xbaXJT\x8a\xb1\xdfZ\xbf\x12X\xeb\x972\xecw\xd1-a\xfe\xeck\x80\x93\x1a\xf5\xf4\x84\xfdI\xa4a]I\x1b\xba\xe1\xca\xe5\x1bNi\x1d/8g"MN@\xec,I\xa5\x08\x85\x92\xfb\x8e3#B}+\x83K\x81\xd2\xac\xb9\xccyl\xf1!\xd0\x1f\xf8\xd5?\xfc&\xd6KNT\xec\x88x9HB\xd1\xfc\xc4\xe5\x94\x84\xfaQ\xfa\xdc\xfeV\xf8W\xc4e=\xb7/\xb2\xcb_BX\x03\xd8\x01\x8bV\xcd\x97}\x0cb\x05\xf9\xad\xd8)a\x9b\xad\x9c~\xb01]\xfey\x11\xc7\x91?\x8a\x1f^\xfc\x1d\x9a~\x85\xe3\\\xae\x86r\xff\xc0 \xd4\x9f\xd4\xe1NE\x97\x80\x14\x9cc\xf6\x87\xf4D\x8a\x15$c\xd1&\xfa"\xf2g\x1fk\x1d;z\xcc\x06ca\xa9x\xa4\xe5\x04\xa39c\xa6\xe0AR\xf3/\xe1R\x13v\x18\xc6s<\xb8^`L\x03\x02\xaf}\x84\xdfBe\xb1\xeco\x88e\xab\xe0\xb7\xbf\x80\xfa\x19\xa8\xef\x81\xfa\x1a\xa8\xcf\x81z\t\xa8\'\x80z\x0c\xa8\x87\x80\x1a\x03*\xc6\x0fp\x05P\xcb\x81bcc\xcf\xb1\x83\xc6\xb5\x00\xbc\x86\x8e\x88\xcc\x11\xfb?\rQ\xdf%L\x05\x18\x9d\xcd\x884\xbd\x8ef\x1d\t\xc7\x9a\t#\xdc\xf2\x1f\x03\xfd\xcd\xf0'},)})
-def block_scan_kernel(_gn_context):
-    (_gn_DA, _gn_int, _gn_float, _gn_bool), (_gn_sig_x, _gn_sig_out, _gn_sig_block_sums), _gn_pack, _gn_buf, _gn_address, _gn_launch, (_gn_fn, _gn_gx, _gn_gy, _gn_gz, _gn_bx, _gn_by, _gn_bz, _gn_smem, _gn_stream), _gn_ok, _gn_failed, _gn_slow = _gn_context.fast_path()
-    return lambda x, out, block_sums: (((_gn_err := _gn_launch(_gn_fn, _gn_gx, _gn_gy, _gn_gz, _gn_bx, _gn_by, _gn_bz, _gn_smem, _gn_stream, (_gn_pack(_gn_buf, 0, x._gn_args, out._gn_args, block_sums._gn_args) or _gn_address), 0)[0]) is _gn_ok or _gn_failed(_gn_err)) and None) if x.__class__ is _gn_DA and x._gn_rsig is _gn_sig_x and out.__class__ is _gn_DA and out._gn_wsig is _gn_sig_out and block_sums.__class__ is _gn_DA and block_sums._gn_wsig is _gn_sig_block_sums and out._gn_base is not x._gn_base and out._gn_base is not block_sums._gn_base and block_sums._gn_base is not x._gn_base and block_sums._gn_base is not out._gn_base else _gn_slow(x, out, block_sums)
+# gpu_native: kernel block_scan_kernel, lines 28-51 of examples/prefix_scan.py, became
+# the launcher factory below (`gpu-native expand --exact` prints the module as imported,
+# with the full spec).
+#   Kernel1D block_scan_kernel(x: CUDASlice[i32], out: CUDASliceMut[i32], block_sums:
+#       CUDASliceMut[i32])
+#   options: bounds_check=True, fastmath=False, max_registers=None
+#   variant gn_block_scan_kernel (kernel id 0x23c439211d768510)
+#     traits: index32, uses_barriers, uses_shared
+#     error sites: 1 assert, 2 bounds checks (`expand --proofs` lists them)
+#     launch check: assert block_dim.x == 256 (line 30), once per launch shape
+#     CUDA C++: 4,073 characters (`expand --cuda`); simulator IR: 2,343 bytes
+@gpu_kernel(Kernel1D, _spec=...)  # L28
+def block_scan_kernel(_gn_context):  # L29
+    _gn_fast = _gn_context.fast_path()                      # L30
+    _gn_DA = _gn_fast.DeviceArray                           # L30
+    _gn_sig_x = _gn_fast.signatures['x']                    # L30
+    _gn_sig_out = _gn_fast.signatures['out']                # L30
+    _gn_sig_block_sums = _gn_fast.signatures['block_sums']  # L30
+    _gn_pack = _gn_fast.pack                                # L30
+    _gn_buf = _gn_fast.buffer                               # L30
+    _gn_address = _gn_fast.address                          # L30
+    _gn_launch = _gn_fast.launch                            # L30
+    _gn_fn = _gn_fast.function                              # L30
+    _gn_gx, _gn_gy, _gn_gz = _gn_fast.grid                  # L30
+    _gn_bx, _gn_by, _gn_bz = _gn_fast.block                 # L30
+    _gn_smem = _gn_fast.shared_mem_bytes                    # L30
+    _gn_stream = _gn_fast.stream                            # L30
+    _gn_ok = _gn_fast.success                               # L30
+    _gn_failed = _gn_fast.failed                            # L30
+    _gn_slow = _gn_fast.slow                                # L30
+    return lambda x, out, block_sums: (                                                   # L31
+        # launch: pack the arguments into the buffer, call the driver, raise if it refused
+        ((_gn_err := _gn_launch(                                                          # L31
+            _gn_fn, _gn_gx, _gn_gy, _gn_gz, _gn_bx, _gn_by, _gn_bz, _gn_smem, _gn_stream,  # L31
+            (_gn_pack(                                                                    # L31
+                _gn_buf, 0, x.launch_args, out.launch_args, block_sums.launch_args,       # L31
+            ) or _gn_address),                                                            # L31
+            0,                                                                            # L31
+        )[0]) is _gn_ok or _gn_failed(_gn_err)) and None                                  # L31
+        # ... when every argument is exactly what the kernel was compiled for
+        if x.__class__ is _gn_DA and x.launch_sig is _gn_sig_x                            # L31
+        and out.__class__ is _gn_DA and out.launch_sig_mut is _gn_sig_out                 # L31
+        and block_sums.__class__ is _gn_DA                                                # L31
+        and block_sums.launch_sig_mut is _gn_sig_block_sums                               # L31
+        and out.launch_base is not x.launch_base                                          # L31
+        and out.launch_base is not block_sums.launch_base                                 # L31
+        and block_sums.launch_base is not x.launch_base                                   # L31
+        and block_sums.launch_base is not out.launch_base                                 # L31
+        # anything else: check each argument, say what is wrong, convert, launch
+        else _gn_slow(x, out, block_sums)                                                 # L31
+    )                                                                                     # L31
 
 
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-@gpu_kernel(Kernel1D, _spec={'schema': 2, 'version': '0.1.0', 'module': 'prefix_scan', 'name': 'add_offsets_kernel', 'file': 'examples/prefix_scan.py', 'line': 54, 'ndim': 1, 'params': (('out', 'i32', 1, True), ('scanned_sums', 'i32', 1, False)), 'typevars': (), 'options': {'bounds_check': True, 'fastmath': False, 'max_registers': None}, 'variants': ({'types': (), 'symbol': 'gn_add_offsets_kernel', 'id': 8750351574066251271, 'cuda': '// gpu_native 0.1.0: kernel add_offsets_kernel of prefix_scan (generated; do not edit)\n#define GN_KERNEL_ID 0x796f7e652fffc607ull\n#include "gpu_native/prelude.cuh"\nextern "C" __global__ void gn_add_offsets_kernel(\n    int* __restrict__ out,\n    gn_i64 __gn_out_n0,\n    const int* __restrict__ scanned_sums,\n    gn_i64 __gn_scanned_sums_n0,\n    gn_error_record* __restrict__ __gn_err)\n{\n    long long gid{};\n    int block{};\n#line 55 "prefix_scan.py"\n    // grid tail: this thread\'s uid lies past every array it indexes\n    if ((((gn_i64)blockIdx.x * blockDim.x + threadIdx.x) >= __gn_out_n0)) return;\n#line 56 "prefix_scan.py"\n    gid = ((gn_i64)blockIdx.x * blockDim.x + threadIdx.x);\n#line 57 "prefix_scan.py"\n    block = ((int)blockIdx.x);\n#line 58 "prefix_scan.py"\n    if (((block > 0) && (gid < __gn_out_n0))) {\n#line 59 "prefix_scan.py"\n        out[gid] = ((int)((unsigned int)(out[gid]) + (unsigned int)(scanned_sums[gn_chk(__gn_err, (gn_i64)((int)(block - 1)), __gn_scanned_sums_n0, 0u)])));\n    }\n}\n\n// The same kernel with 32-bit index arithmetic, where it gives the same values: the launcher runs it when no array has more than 2**31 - 2**20 elements and the grid no more threads along any axis.\nextern "C" __global__ void gn_add_offsets_kernel_i32(\n    int* __restrict__ out,\n    gn_i64 __gn_out_n0,\n    const int* __restrict__ scanned_sums,\n    gn_i64 __gn_scanned_sums_n0,\n    gn_error_record* __restrict__ __gn_err)\n{\n    int gid{};\n    int block{};\n#line 55 "prefix_scan.py"\n    // grid tail: this thread\'s uid lies past every array it indexes\n    if ((((int)(blockIdx.x * blockDim.x + threadIdx.x)) >= ((int)__gn_out_n0))) return;\n#line 56 "prefix_scan.py"\n    gid = ((int)(blockIdx.x * blockDim.x + threadIdx.x));\n#line 57 "prefix_scan.py"\n    block = ((int)blockIdx.x);\n#line 58 "prefix_scan.py"\n    if (((block > 0) && (gid < ((int)__gn_out_n0)))) {\n#line 59 "prefix_scan.py"\n        out[gid] = ((int)((unsigned int)(out[gid]) + (unsigned int)(scanned_sums[gn_chk32(__gn_err, ((int)(block - 1)), ((int)__gn_scanned_sums_n0), 0u)])));\n    }\n}\n\n', 'sites': (('index', 59, 20, 43, 'scanned_sums', 0, 1, ''),), 'traits': ('index32',), 'launch_checks': (), 'ir': b'x\xda\xc5X\xe9S\x131\x14/R\xa4JUT\x04o\x17\x0f\\(\x94\x02U\xb4\x1c\xcaag\x18\xa1\xce\xd8\xe2\x17\x86\xe9\x84nZ3,\xbb\xeb\x1e3\xe5\xbf7/i\xd2\xa6\xb4\xa3\x9b\xd6\xb1\x1f\xb2\xef5\x9b\xe4\xf7\x8e\xdfK\xb2\xe6h"\x91 #\xb4\x89&i\x93\xcf\xe7\xde!\x0b\xd5s\xb53tfY9\xb3H\xff4Yw\x926\x16\xa9\x85\xe6u\xd0n\xd2\xa6\xecF~\r\x97=\xe4D3T\xc5Mt\xe1\xd98X\xf6|\\\'\xcdjPCN\xd6\xbb$\xeb\xb0\x02\x8c&\xd30\xf2\x08\xe6\xc1u\x03YV\xd5\xad\xd7\x03\x1c\x06\xd5s\xec;\xd86\xdd(,\x18{\xc7\xfb;e\x9b\xd4\xf0Q\x14\x9e\x90\xb5\xd5\xd3E\x03fr\xb0U\r\xa2\x8b\xa0\xe3\x05\xd6;_0S0m\x9a6_\xd94\x15\x1f\x910(\xf2\x9f\t\x0bG\xb7d\xe77/$\xae\x13T\x8a\xa5\xd8vl\x80\tS\xd0d`$4F\xebG\x81\x9f4\x88ujd\xb6\x14\xb0\'g\xb6[;7\x96\x8c\x95S\x8e\x12\xd0\x94I\x88I\x02\xb41\x98\xcc\xb1p\xf3dD\xf8\x88\xd9\xd19\x05{\x93\x07\x08$\xf3\x9aD]C6\xf2\x0f\x9c\xba\x1b\xb1\x18\xae\xadv\xf7U.=\xccg\x06S\xf5\xec\x9d\x87fA\xc7\xde\xa4\xb0p\x8f\xfa;\xe48\xc0\x07\\\x1a\x17V\xc5\x86\xf5Q\xa6\xd3\r\x189\xd3\x82\xc5W\xde\xe2\xcf*\xb1\x9a\xd9\xa6\t\xab3\xe7\xfc@>\x83\xc2:\xdb\x00\xb8\x04k\x17\xf5\xbc3\x0b\xcd\xdc@\xde9ti\xac8\x90\xb4\xe2\x1d.MhGnV;r)\x81m\x978\xdf<\x8e\xe3\xb6\x82-\x02i\x89\xeb\xb7d\x0f\xc4\xa3T\xd1\xab\x0f\xcb\xd0l\xfc\x9b\xfa\xc0\x00\x01\xb8\x1d\xdfG\x97mV\xc8\x1c,F\xf0J\xc3v\xcf\x90]R\xb3\xa6\x9b\x8e|\xe4]i3\x14\xcd\xca\x00\xa5\xc4\xd0N\x9e\x940\xe8;\xaes,\xf7%\xaa6\xbe{2\x7f\x92,\xd9\x90\xd5\xae5\xdd\xb96%j=W\xef\x08\x95\x95\xa0\xd86~\x90<e\x193\xd7\xb2\x91\xdaV0\x8e\x1d\xf2+\xc2\x07\x16\xe5k\xd1F\xe1!\xba\xa4f\xaf\xecg#b\x99\xf3\xfdK\xdc\xfb|\xff\x12\x07P\xd4\xd0\xc1\x93\xae\xc6\xbb\x1fJ\xb3\xa6\xf5\xe9\x9e\x16n\x19\n\xdd\x1fKHmp\x8ft<\xbd.\xecgS\xfe\x0f\x02U\xfa\x13\x08\x9e\xe0!6\xe0\x994\xf4\xa9>oR\xa2.\x0e\x8b7/$\xaa6\xbe\xe7\xdau7%\xcaBlx=h:\xdb\x83\xa6\x86J\xd3\'B-\r\x8073\xac}\xe2\xd5\xd5}"\xc3\xf5\x97\xb2\xe7\x01\x80-\xc6\xe3D\xdc\xd0\x8d\x8b\xc9\xcb\xa1\xeb\xe3nls\xaa\x0b\xdfH\x17r\xfd\xb5H`\xa8Gq\x9dZ\x10\xb8\x98\xc5\xd1\xeb\x96SI\xbduD\xd96r\x06r,(\x84\xc6\xa6ac\x07XII\xd6\xc7BsX\xc9Y\x10\xc9\xc2\xfc\xf0\xf7\xb8\xc6\xa4\'\x7f"A\xfc\x85\x1ea\x9a\xd7\xde)\n")\xd8l1=\xd6\x95@\x8b\xfd\x12\xa8\xd7\xa6\xc2\x8e\x84\xaekW\xfbo+\xd9\xc1\x0c\x8a\xe7j\xb6\xce8;2_xH\xa4mN\x1a\xb2,(\xb5\xc9\xf5%\xd9\x93\xd1\x86yG\x96\xab\xf8~\xef8\xd9\xaf\xaa\'{\xfd<\x18\x17\x1b\xed`y\x90\x1f\xd6Y\xba\rjr\x08\xb1|\x7f5\x96\xdb\\\x7f\'{\xd6\x06\x83\xa9\xc1nXl\x97\xf2@\x14\xf1\x0f*J\xa8\x84t,#\t\xff{]J+\xda`!j\xa5\x98@\x01\xc1A\xab0\x16$\x86\x8fj5\x7f\x0bjB\xfbj\x99\x16\xa7\xa9?_-\xc1\xdfe\x0f\xd7\x88\xc8\xbaMu\xf7\xbb!\xae\x9c0\x88$\x06\xbb\xed\xfe\x11RR\x84r\'\x08H\xc3\xe18\xb6\x95\xec\xe7\xd2\x96\xf6q~J\xdewc\x1c\xe7\xc7\xc4g\x8dcb\x01\x19\\\x07;\xad\xaa\xf1Y\xa9\xd6\xec\xec\xd3\xf0\x895\xe8\x85#.\xc2\x9e\x9e\xdbU\xf6\x0f.\xed\x00\xaeQ\xb1QW\x10\xb1\xbf4I\xcb\x96\x11\x91\x85\x1d<1\xd4+\xd4=\xb1\x0e\xff\x16\x15\x81~\xf5\x94\x1eA\xa4:l\x8b`\'i8\xd5\xabo\x92\xae\xe5\x9e\xab\xd7\xbek=,\x98\x90\xe4H\x88c\x15\xef\xd8\x97\xd2\x9e\x94>IiC\xa5\xd8\x98\x94F\xa5\xd4^mD]#!;@\xfa\rZ\xc6f\x99'},)})
-def add_offsets_kernel(_gn_context):
-    (_gn_DA, _gn_int, _gn_float, _gn_bool), (_gn_sig_out, _gn_sig_scanned_sums), _gn_pack, _gn_buf, _gn_address, _gn_launch, (_gn_fn, _gn_gx, _gn_gy, _gn_gz, _gn_bx, _gn_by, _gn_bz, _gn_smem, _gn_stream), _gn_ok, _gn_failed, _gn_slow = _gn_context.fast_path()
-    return lambda out, scanned_sums: (((_gn_err := _gn_launch(_gn_fn, _gn_gx, _gn_gy, _gn_gz, _gn_bx, _gn_by, _gn_bz, _gn_smem, _gn_stream, (_gn_pack(_gn_buf, 0, out._gn_args, scanned_sums._gn_args) or _gn_address), 0)[0]) is _gn_ok or _gn_failed(_gn_err)) and None) if out.__class__ is _gn_DA and out._gn_wsig is _gn_sig_out and scanned_sums.__class__ is _gn_DA and scanned_sums._gn_rsig is _gn_sig_scanned_sums and out._gn_base is not scanned_sums._gn_base else _gn_slow(out, scanned_sums)
-
-
+# gpu_native: kernel add_offsets_kernel, lines 54-59 of examples/prefix_scan.py, became
+# the launcher factory below (`gpu-native expand --exact` prints the module as imported,
+# with the full spec).
+#   Kernel1D add_offsets_kernel(out: CUDASliceMut[i32], scanned_sums: CUDASlice[i32])
+#   options: bounds_check=True, fastmath=False, max_registers=None
+#   variant gn_add_offsets_kernel (kernel id 0x796f7e652fffc607)
+#     traits: index32
+#     error sites: 1 bounds check (`expand --proofs` lists them)
+#     launch checks: none
+#     CUDA C++: 2,063 characters (`expand --cuda`); simulator IR: 1,067 bytes
+@gpu_kernel(Kernel1D, _spec=...)  # L54
+def add_offsets_kernel(_gn_context):  # L55
+    _gn_fast = _gn_context.fast_path()                          # L56
+    _gn_DA = _gn_fast.DeviceArray                               # L56
+    _gn_sig_out = _gn_fast.signatures['out']                    # L56
+    _gn_sig_scanned_sums = _gn_fast.signatures['scanned_sums']  # L56
+    _gn_pack = _gn_fast.pack                                    # L56
+    _gn_buf = _gn_fast.buffer                                   # L56
+    _gn_address = _gn_fast.address                              # L56
+    _gn_launch = _gn_fast.launch                                # L56
+    _gn_fn = _gn_fast.function                                  # L56
+    _gn_gx, _gn_gy, _gn_gz = _gn_fast.grid                      # L56
+    _gn_bx, _gn_by, _gn_bz = _gn_fast.block                     # L56
+    _gn_smem = _gn_fast.shared_mem_bytes                        # L56
+    _gn_stream = _gn_fast.stream                                # L56
+    _gn_ok = _gn_fast.success                                   # L56
+    _gn_failed = _gn_fast.failed                                # L56
+    _gn_slow = _gn_fast.slow                                    # L56
+    return lambda out, scanned_sums: (                                                    # L57
+        # launch: pack the arguments into the buffer, call the driver, raise if it refused
+        ((_gn_err := _gn_launch(                                                          # L57
+            _gn_fn, _gn_gx, _gn_gy, _gn_gz, _gn_bx, _gn_by, _gn_bz, _gn_smem, _gn_stream,  # L57
+            (_gn_pack(                                                                    # L57
+                _gn_buf, 0, out.launch_args, scanned_sums.launch_args,                    # L57
+            ) or _gn_address),                                                            # L57
+            0,                                                                            # L57
+        )[0]) is _gn_ok or _gn_failed(_gn_err)) and None                                  # L57
+        # ... when every argument is exactly what the kernel was compiled for
+        if out.__class__ is _gn_DA and out.launch_sig_mut is _gn_sig_out                  # L57
+        and scanned_sums.__class__ is _gn_DA                                              # L57
+        and scanned_sums.launch_sig is _gn_sig_scanned_sums                               # L57
+        and out.launch_base is not scanned_sums.launch_base                               # L57
+        # anything else: check each argument, say what is wrong, convert, launch
+        else _gn_slow(out, scanned_sums)                                                  # L57
+    )                                                                                     # L57
 
 
 def inclusive_scan(x):

@@ -17,30 +17,30 @@ extern "C" __global__ void gn_transpose_kernel(
     int y{};
     int out_x{};
     int out_y{};
-#line 27 "transpose.py"
+#line 27 "transpose.py"  // transpose.py:27  assert block_dim.x == TILE and block_dim.y == TILE, "launch with TILE x TILE threads"
     // assert checked by the launcher (it depends only on the launch shape)
-#line 29 "transpose.py"
+#line 29 "transpose.py"  // transpose.py:29  tx = thread_idx.x
     tx = ((int)threadIdx.x);
-#line 30 "transpose.py"
+#line 30 "transpose.py"  // transpose.py:30  ty = thread_idx.y
     ty = ((int)threadIdx.y);
-#line 31 "transpose.py"
+#line 31 "transpose.py"  // transpose.py:31  x = block_idx.x * TILE + tx
     x = ((int)(((int)(((int)blockIdx.x) * 32)) + tx));
-#line 32 "transpose.py"
+#line 32 "transpose.py"  // transpose.py:32  y = block_idx.y * TILE + ty
     y = ((int)(((int)(((int)blockIdx.y) * 32)) + ty));
-#line 33 "transpose.py"
+#line 33 "transpose.py"  // transpose.py:33  if y < src.shape[0] and x < src.shape[1]:
     if (((((long long)(y)) < __gn_src_n0) && (((long long)(x)) < __gn_src_n1))) {
-#line 34 "transpose.py"
+#line 34 "transpose.py"  // transpose.py:34  tile[ty, tx] = src[y, x]
         tile[ty * 33 + tx] = src[(gn_i64)y * __gn_src_n1 + (gn_i64)x];
     }
-#line 35 "transpose.py"
+#line 35 "transpose.py"  // transpose.py:35  sync_threads()
     __syncthreads();
-#line 36 "transpose.py"
+#line 36 "transpose.py"  // transpose.py:36  out_x = block_idx.y * TILE + tx
     out_x = ((int)(((int)(((int)blockIdx.y) * 32)) + tx));
-#line 37 "transpose.py"
+#line 37 "transpose.py"  // transpose.py:37  out_y = block_idx.x * TILE + ty
     out_y = ((int)(((int)(((int)blockIdx.x) * 32)) + ty));
-#line 38 "transpose.py"
+#line 38 "transpose.py"  // transpose.py:38  if out_y < dst.shape[0] and out_x < dst.shape[1]:
     if (((((long long)(out_y)) < __gn_dst_n0) && (((long long)(out_x)) < __gn_dst_n1))) {
-#line 39 "transpose.py"
+#line 39 "transpose.py"  // transpose.py:39  dst[out_y, out_x] = tile[tx, ty]
         dst[(gn_i64)out_y * __gn_dst_n1 + (gn_i64)out_x] = tile[tx * 33 + ty];
     }
 }
@@ -62,30 +62,30 @@ extern "C" __global__ void gn_transpose_kernel_i32(
     int y{};
     int out_x{};
     int out_y{};
-#line 27 "transpose.py"
+#line 27 "transpose.py"  // transpose.py:27  assert block_dim.x == TILE and block_dim.y == TILE, "launch with TILE x TILE threads"
     // assert checked by the launcher (it depends only on the launch shape)
-#line 29 "transpose.py"
+#line 29 "transpose.py"  // transpose.py:29  tx = thread_idx.x
     tx = ((int)threadIdx.x);
-#line 30 "transpose.py"
+#line 30 "transpose.py"  // transpose.py:30  ty = thread_idx.y
     ty = ((int)threadIdx.y);
-#line 31 "transpose.py"
+#line 31 "transpose.py"  // transpose.py:31  x = block_idx.x * TILE + tx
     x = ((int)(((int)(((int)blockIdx.x) * 32)) + tx));
-#line 32 "transpose.py"
+#line 32 "transpose.py"  // transpose.py:32  y = block_idx.y * TILE + ty
     y = ((int)(((int)(((int)blockIdx.y) * 32)) + ty));
-#line 33 "transpose.py"
+#line 33 "transpose.py"  // transpose.py:33  if y < src.shape[0] and x < src.shape[1]:
     if (((y < ((int)__gn_src_n0)) && (x < ((int)__gn_src_n1)))) {
-#line 34 "transpose.py"
+#line 34 "transpose.py"  // transpose.py:34  tile[ty, tx] = src[y, x]
         tile[ty * 33 + tx] = src[y * ((int)__gn_src_n1) + x];
     }
-#line 35 "transpose.py"
+#line 35 "transpose.py"  // transpose.py:35  sync_threads()
     __syncthreads();
-#line 36 "transpose.py"
+#line 36 "transpose.py"  // transpose.py:36  out_x = block_idx.y * TILE + tx
     out_x = ((int)(((int)(((int)blockIdx.y) * 32)) + tx));
-#line 37 "transpose.py"
+#line 37 "transpose.py"  // transpose.py:37  out_y = block_idx.x * TILE + ty
     out_y = ((int)(((int)(((int)blockIdx.x) * 32)) + ty));
-#line 38 "transpose.py"
+#line 38 "transpose.py"  // transpose.py:38  if out_y < dst.shape[0] and out_x < dst.shape[1]:
     if (((out_y < ((int)__gn_dst_n0)) && (out_x < ((int)__gn_dst_n1)))) {
-#line 39 "transpose.py"
+#line 39 "transpose.py"  // transpose.py:39  dst[out_y, out_x] = tile[tx, ty]
         dst[out_y * ((int)__gn_dst_n1) + out_x] = tile[tx * 33 + ty];
     }
 }

@@ -11,12 +11,12 @@ extern "C" __global__ void gn_add_kernel(
     gn_error_record* __restrict__ __gn_err)
 {
     long long idx{};
-#line 24 "vector_add.py"
+#line 24 "vector_add.py"  // vector_add.py:24  def add_kernel(a: CUDASlice[f32], b: CUDASlice[f32], c: CUDASliceMut[f32]):
     // grid tail: this thread's uid lies past every array it indexes
     if ((((gn_i64)blockIdx.x * blockDim.x + threadIdx.x) >= __gn_a_n0) & (((gn_i64)blockIdx.x * blockDim.x + threadIdx.x) >= __gn_b_n0) & (((gn_i64)blockIdx.x * blockDim.x + threadIdx.x) >= __gn_c_n0)) return;
-#line 25 "vector_add.py"
+#line 25 "vector_add.py"  // vector_add.py:25  idx: UniqueId = FlatLayout1D.uid()
     idx = ((gn_i64)blockIdx.x * blockDim.x + threadIdx.x);
-#line 26 "vector_add.py"
+#line 26 "vector_add.py"  // vector_add.py:26  c[idx] = a[idx] + b[idx]
     c[gn_chk(__gn_err, idx, __gn_c_n0, 2u)] = (a[gn_chk(__gn_err, idx, __gn_a_n0, 0u)] + b[gn_chk(__gn_err, idx, __gn_b_n0, 1u)]);
 }
 
@@ -43,35 +43,35 @@ extern "C" __global__ void gn_add_kernel_uids(
             float4 __gnv_b = *reinterpret_cast<const float4*>(b + __gn_base);
             float4 __gnv_a = *reinterpret_cast<const float4*>(a + __gn_base);
             float4 __gnv_c;
-#line 24 "vector_add.py"
-#line 25 "vector_add.py"
+#line 24 "vector_add.py"  // vector_add.py:24  def add_kernel(a: CUDASlice[f32], b: CUDASlice[f32], c: CUDASliceMut[f32]):
+#line 25 "vector_add.py"  // vector_add.py:25  idx: UniqueId = FlatLayout1D.uid()
             idx = (__gn_base + 0);
-#line 26 "vector_add.py"
+#line 26 "vector_add.py"  // vector_add.py:26  c[idx] = a[idx] + b[idx]
             __gnv_c.x = (__gnv_a.x + __gnv_b.x);
-#line 24 "vector_add.py"
-#line 25 "vector_add.py"
+#line 24 "vector_add.py"  // vector_add.py:24  def add_kernel(a: CUDASlice[f32], b: CUDASlice[f32], c: CUDASliceMut[f32]):
+#line 25 "vector_add.py"  // vector_add.py:25  idx: UniqueId = FlatLayout1D.uid()
             idx = (__gn_base + 1);
-#line 26 "vector_add.py"
+#line 26 "vector_add.py"  // vector_add.py:26  c[idx] = a[idx] + b[idx]
             __gnv_c.y = (__gnv_a.y + __gnv_b.y);
-#line 24 "vector_add.py"
-#line 25 "vector_add.py"
+#line 24 "vector_add.py"  // vector_add.py:24  def add_kernel(a: CUDASlice[f32], b: CUDASlice[f32], c: CUDASliceMut[f32]):
+#line 25 "vector_add.py"  // vector_add.py:25  idx: UniqueId = FlatLayout1D.uid()
             idx = (__gn_base + 2);
-#line 26 "vector_add.py"
+#line 26 "vector_add.py"  // vector_add.py:26  c[idx] = a[idx] + b[idx]
             __gnv_c.z = (__gnv_a.z + __gnv_b.z);
-#line 24 "vector_add.py"
-#line 25 "vector_add.py"
+#line 24 "vector_add.py"  // vector_add.py:24  def add_kernel(a: CUDASlice[f32], b: CUDASlice[f32], c: CUDASliceMut[f32]):
+#line 25 "vector_add.py"  // vector_add.py:25  idx: UniqueId = FlatLayout1D.uid()
             idx = (__gn_base + 3);
-#line 26 "vector_add.py"
+#line 26 "vector_add.py"  // vector_add.py:26  c[idx] = a[idx] + b[idx]
             __gnv_c.w = (__gnv_a.w + __gnv_b.w);
             *reinterpret_cast<float4*>(c + __gn_base) = __gnv_c;
         } else {
             for (gn_i64 __gn_uid = __gn_base; __gn_uid < __gn_base + 4 && __gn_uid < __gn_total; ++__gn_uid) {
-#line 24 "vector_add.py"
+#line 24 "vector_add.py"  // vector_add.py:24  def add_kernel(a: CUDASlice[f32], b: CUDASlice[f32], c: CUDASliceMut[f32]):
                 // grid tail: this thread's uid lies past every array it indexes
                 if ((__gn_uid >= __gn_a_n0) & (__gn_uid >= __gn_b_n0) & (__gn_uid >= __gn_c_n0)) goto __gn_next;
-#line 25 "vector_add.py"
+#line 25 "vector_add.py"  // vector_add.py:25  idx: UniqueId = FlatLayout1D.uid()
                 idx = __gn_uid;
-#line 26 "vector_add.py"
+#line 26 "vector_add.py"  // vector_add.py:26  c[idx] = a[idx] + b[idx]
                 c[gn_chk_at(__gn_err, idx, __gn_c_n0, 2u, __gn_uid, __gn_block)] = (a[gn_chk_at(__gn_err, idx, __gn_a_n0, 0u, __gn_uid, __gn_block)] + b[gn_chk_at(__gn_err, idx, __gn_b_n0, 1u, __gn_uid, __gn_block)]);
                 __gn_next:;
             }

@@ -1,0 +1,374 @@
+"""The records the transpiler hands the runtime: one :class:`KernelSpec` per ``@gpu_kernel``.
+
+The rewrite embeds each kernel's spec in the rewritten module as a plain-data literal
+(``@gpu_kernel(Kernel1D, _spec=(...))``); the decorator turns it back into a :class:`KernelSpec`
+with :meth:`KernelSpec.from_literal`.  Both sides import this module, which imports nothing of the
+transpiler (like :mod:`gpu_native.abi`), so the runtime, the caches and ``gpu-native precompile``
+all read the same typed fields.
+
+The literal is nested tuples of ``str``, ``int``, ``bool``, ``None`` and ``bytes`` only: the
+compiler folds it into one constant of the module's code object (so a warm import neither
+builds it nor evaluates anything), and reading it back runs no code from the module.  Its layout
+is :meth:`to_literal`'s, and :data:`SCHEMA` numbers it: a module rewritten by a gpu_native whose
+layout differs (a stale ``__pycache__``, a copied rewritten module) gets a clear error telling
+the user to import it again, never a ``KeyError`` or an ``IndexError`` from the runtime.
+"""
+
+from __future__ import annotations
+
+import enum
+import functools
+import operator
+
+from ._version import __version__
+from .errors import GpuNativeError
+from .nodes import fields, node
+
+__all__ = [
+    "SCHEMA",
+    "IndexFits",
+    "KernelOptions",
+    "KernelSpec",
+    "LaunchAssert",
+    "LaunchCheck",
+    "Param",
+    "Site",
+    "Trait",
+    "VariantSpec",
+    "tree_text",
+]
+
+# The layout of the spec literal and the protocol of the launcher factory with the runtime
+# (``LaunchContext.fast_path``): 3, typed records, a FastPath record and the arrays' launch
+# attributes (2: a dict literal, a positional tuple from fast_path).
+SCHEMA = 3
+# The first element of every spec literal: anything else is not a spec (a foreign ``_spec=``).
+_TAG = "gpu_native.KernelSpec"
+
+
+class Trait(enum.Flag):
+    """Facts about one kernel specialisation that the launcher and the compiler use."""
+
+    #: Depends on nothing but its 1-D grid uid: the launcher may run its logical grid on a grid
+    #: sized for the device (the ``_uids`` entry point).
+    UID_ONLY = enum.auto()
+    #: The ``_uids`` entry point takes four uids per thread (16-byte accesses).
+    UID_VECTOR4 = enum.auto()
+    #: Has a ``_i32`` entry point computing its indices in 32 bits (see gpu_native.abi).
+    INDEX32 = enum.auto()
+    USES_BARRIERS = enum.auto()
+    USES_SHARED = enum.auto()
+    USES_DYNAMIC_SHARED = enum.auto()
+    USES_WARP = enum.auto()
+    #: Includes the CUDA half-precision headers (a compile option: part of the cache key).
+    USES_HALF = enum.auto()
+    USES_PRINT = enum.auto()
+
+    @classmethod
+    def from_names(cls, names: tuple[str, ...]) -> Trait:
+        """The flags named by ``names`` (lower case, as :meth:`names` spells them)."""
+        return _traits_named(cls, names)
+
+    def names(self) -> tuple[str, ...]:
+        """The names of the flags set, lower case, in declaration order."""
+        return tuple(t.name.lower() for t in type(self) if t in self)
+
+
+@functools.lru_cache(maxsize=256)
+def _traits_named(cls, names: tuple[str, ...]) -> Trait:
+    # Kernels share a few combinations; enum.Flag's `|` costs a microsecond each.
+    return functools.reduce(operator.or_, (cls[n.upper()] for n in names), cls(0))
+
+
+@node
+class Param:
+    """A kernel parameter as the launcher sees it: an array (``ndim`` > 0) or a scalar."""
+
+    name: str
+    dtype: str  # a scalar type name, or a TypeVar name in generic kernels
+    ndim: int = 0  # 0 for scalars
+    mutable: bool = False
+
+    @property
+    def is_array(self) -> bool:
+        return self.ndim > 0
+
+    def annotation(self, dtype: str | None = None) -> str:
+        """The parameter's annotation, with ``dtype`` for its element type (default its own)."""
+        dtype = dtype or self.dtype
+        if not self.ndim:
+            return dtype
+        dims = "" if self.ndim == 1 else f"{self.ndim}D"
+        return f"CUDASlice{'Mut' if self.mutable else ''}{dims}[{dtype}]"
+
+
+@node
+class Site:
+    """A place where a running kernel can report an error; its id is its index in the table.
+
+    ``kind`` is ``"index"`` (a bounds check), ``"assert"`` or ``"zerodiv"``; ``array``,
+    ``axis`` and ``ndim`` describe what an index check guards; ``message`` is an assert's.
+    """
+
+    kind: str
+    line: int
+    col: int
+    end_col: int | None
+    array: str = ""
+    axis: int = 0
+    ndim: int = 1
+    message: str = ""
+
+
+@node
+class LaunchCheck:
+    """A check the launcher makes once per launch shape instead of in every thread (see
+    :mod:`gpu_native.runtime.launch_checks`).  ``tree`` is an expression over the launch:
+    ``("c", value)``, ``("sp", name, axis)`` (``thread_idx`` ... ``grid_dim``), ``(op, left,
+    right[, type])`` (arithmetic carries the type it wraps in), ``("and" | "or", parts)``,
+    ``("not", tree)``."""
+
+    tree: tuple
+
+
+@node
+class LaunchAssert(LaunchCheck):
+    """An ``assert`` that depends only on ``block_dim`` and ``grid_dim``; ``site`` is its error
+    site (the launcher raises the same ``KernelAssertionError`` the device would)."""
+
+    site: int
+
+
+@node
+class IndexFits(LaunchCheck):
+    """A sum or product of launch indices that a bounds proof assumes does not wrap: its largest
+    value over the launch must stay within ``limit`` (the maximum of ``type``)."""
+
+    limit: int
+    type: str
+    line: int
+    col: int
+    end_col: int | None
+
+
+@node
+class KernelOptions:
+    """The ``@gpu_kernel`` options that change the generated code or its compilation."""
+
+    bounds_check: bool = True
+    fastmath: bool = False
+    max_registers: int | None = None
+
+
+@node
+class VariantSpec:
+    """One specialisation of a kernel: its CUDA translation unit, its error sites, its traits and
+    launch checks, and the encoded IR the simulator runs (:mod:`gpu_native.ircodec`; never part
+    of a cache key)."""
+
+    types: tuple[tuple[str, str], ...]  # (TypeVar, scalar type) pairs; () for plain kernels
+    symbol: str
+    kernel_id: int
+    cuda: str
+    sites: tuple[Site, ...] = ()
+    traits: Trait = Trait(0)
+    launch_checks: tuple[LaunchCheck, ...] = ()
+    ir: bytes = b""
+
+
+@node
+class KernelSpec:
+    """Everything the runtime needs about one ``@gpu_kernel`` function."""
+
+    name: str
+    module: str
+    file: str
+    line: int
+    ndim: int
+    params: tuple[Param, ...]
+    typevars: tuple[str, ...]
+    options: KernelOptions
+    variants: tuple[VariantSpec, ...]
+
+    def to_literal(self) -> tuple:
+        """The plain-data literal the rewritten module embeds (see the module docstring)."""
+        return (_TAG, SCHEMA, __version__, self.name, self.module, self.file, self.line,
+                self.ndim, tuple(_fields(p) for p in self.params), self.typevars,
+                _fields(self.options), tuple(_variant_literal(v) for v in self.variants))
+
+    @classmethod
+    def from_literal(cls, literal, where: str = "a kernel") -> KernelSpec:
+        """Read a literal made by :meth:`to_literal`, checking its layout as it goes.
+
+        A literal of another schema, or anything that is not one, raises
+        :class:`~gpu_native.errors.GpuNativeError` naming ``where`` and what to do.
+        """
+        if type(literal) is not tuple or len(literal) != 12 or literal[0] != _TAG:
+            old = literal.get("schema") if isinstance(literal, dict) else None
+            if isinstance(old, int):
+                raise _stale(where, old, literal.get("version"))
+            raise GpuNativeError(
+                f"{where} was given a _spec that is not a gpu_native kernel spec; _spec= is "
+                "written by gpu_native's rewrite, not by hand")
+        if literal[1] != SCHEMA:
+            raise _stale(where, literal[1], literal[2])
+        try:
+            return _read_kernel(literal)
+        except (TypeError, ValueError, KeyError) as exc:
+            raise GpuNativeError(
+                f"{where} carries a malformed kernel spec ({exc}); delete the module's "
+                "__pycache__ and import it again") from None
+
+
+def _stale(where: str, schema, version) -> GpuNativeError:
+    made = f"gpu_native {version}" if isinstance(version, str) else "another gpu_native"
+    return GpuNativeError(
+        f"{where} was rewritten by {made} (kernel spec schema {schema}), which this gpu_native "
+        f"{__version__} (schema {SCHEMA}) cannot read; delete the module's __pycache__ (and "
+        "any copy of the rewritten module) and import it again")
+
+
+def _fields(record) -> tuple:
+    return tuple(getattr(record, name) for name in fields(record))
+
+
+def _variant_literal(v: VariantSpec) -> tuple:
+    checks = tuple(("assert", c.tree, c.site) if isinstance(c, LaunchAssert)
+                   else ("fits", *_fields(c)) for c in v.launch_checks)
+    return (v.types, v.symbol, v.kernel_id, v.cuda, tuple(_fields(s) for s in v.sites),
+            v.traits.names(), checks, v.ir)
+
+
+# ---- reading a literal back ------------------------------------------------------------------
+# Each reader checks the types it relies on and raises TypeError/ValueError otherwise;
+# from_literal turns those into one clear error.
+
+
+def _check(value, kinds, what: str):
+    if not isinstance(value, kinds) or (kinds is int and isinstance(value, bool)):
+        raise TypeError(f"{what} is {type(value).__name__}")
+    return value
+
+
+def _tuple(value, what: str, length: int | None = None) -> tuple:
+    if type(value) is not tuple or (length is not None and len(value) != length):
+        raise TypeError(f"{what} is not a tuple" + (f" of {length}" if length else ""))
+    return value
+
+
+def _strings(value, what: str) -> tuple[str, ...]:
+    for item in _tuple(value, what):
+        _check(item, str, what)
+    return value
+
+
+def _optional_int(value, what: str) -> int | None:
+    return None if value is None else _check(value, int, what)
+
+
+_COMPARE_OPS = frozenset(("==", "!=", "<", "<=", ">", ">="))
+_ARITHMETIC_OPS = frozenset(("+", "-", "*", "//", "%"))
+
+
+def _tree(value) -> tuple:
+    if type(value) is not tuple or not value:
+        raise TypeError("a launch-check tree is not a tuple")
+    op = value[0]
+    n = len(value)
+    if op == "c":
+        ok = n == 2 and type(value[1]) is int
+    elif op == "sp":
+        ok = n == 3 and type(value[1]) is str and type(value[2]) is int
+    elif op in ("and", "or"):
+        ok = n == 2 and type(value[1]) is tuple
+        for part in value[1] if ok else ():
+            _tree(part)
+    elif op == "not":
+        ok = n == 2 and _tree(value[1]) is not None
+    elif op in _COMPARE_OPS or op in _ARITHMETIC_OPS:
+        ok = (n == 3 or (n == 4 and type(value[3]) is str and op in _ARITHMETIC_OPS)) and (
+            _tree(value[1]) is not None and _tree(value[2]) is not None)
+    else:
+        ok = False
+    if not ok:
+        raise ValueError(f"unknown launch-check node {value!r:.60}")
+    return value
+
+
+def _read_check(value) -> LaunchCheck:
+    value = _tuple(value, "a launch check")
+    if value[:1] == ("assert",) and len(value) == 3:
+        return LaunchAssert(_tree(value[1]), _check(value[2], int, "an assert site"))
+    if value[:1] == ("fits",) and len(value) == 7:
+        _, tree, limit, ty, line, col, end_col = value
+        return IndexFits(_tree(tree), _check(limit, int, "a limit"), _check(ty, str, "a type"),
+                         _check(line, int, "a line"), _check(col, int, "a column"),
+                         _optional_int(end_col, "a column"))
+    raise ValueError(f"unknown launch check {value[:1]!r}")
+
+
+# The types a site's and a parameter's fields may have, checked at once (a module has many sites).
+_SITE_TYPES = {(str, int, int, end, str, int, int, str) for end in (int, type(None))}
+_PARAM_TYPES = (str, str, int, bool)
+
+
+def _read_site(value) -> Site:
+    if type(value) is not tuple or tuple(map(type, value)) not in _SITE_TYPES:
+        raise TypeError(f"a site is {value!r:.80}")
+    return Site(*value)
+
+
+def _read_variant(value) -> VariantSpec:
+    types, symbol, kernel_id, cuda, sites, traits, checks, ir = _tuple(value, "a variant", 8)
+    for pair in _tuple(types, "the variant's types"):
+        _strings(_tuple(pair, "a specialisation", 2), "a specialisation")
+    return VariantSpec(
+        types, _check(symbol, str, "a symbol"), _check(kernel_id, int, "a kernel id"),
+        _check(cuda, str, "the CUDA source"),
+        tuple(_read_site(s) for s in _tuple(sites, "the sites")),
+        Trait.from_names(_strings(traits, "the traits")),
+        tuple(_read_check(c) for c in _tuple(checks, "the launch checks")),
+        _check(ir, bytes, "the IR"))
+
+
+def _read_param(value) -> Param:
+    if type(value) is not tuple or tuple(map(type, value)) != _PARAM_TYPES:
+        raise TypeError(f"a parameter is {value!r:.80}")
+    return Param(*value)
+
+
+def _read_kernel(literal: tuple) -> KernelSpec:
+    (_, _, _, name, module, file, line, ndim, params, typevars, options, variants) = literal
+    bounds_check, fastmath, max_registers = _tuple(options, "the options", 3)
+    return KernelSpec(
+        _check(name, str, "the name"), _check(module, str, "the module"),
+        _check(file, str, "the file"), _check(line, int, "the line"),
+        _check(ndim, int, "ndim"), tuple(_read_param(p) for p in _tuple(params, "the params")),
+        _strings(typevars, "the TypeVars"),
+        KernelOptions(_check(bounds_check, bool, "bounds_check"),
+                      _check(fastmath, bool, "fastmath"),
+                      _optional_int(max_registers, "max_registers")),
+        tuple(_read_variant(v) for v in _tuple(variants, "the variants")))
+
+
+# ---- text ------------------------------------------------------------------------------------
+
+_PRECEDENCE = {"or": 1, "and": 2, "not": 3, "==": 4, "!=": 4, "<": 4, "<=": 4, ">": 4, ">=": 4,
+               "+": 5, "-": 5, "*": 6, "//": 6, "%": 6}
+
+
+def tree_text(tree: tuple, outer: int = 0) -> str:
+    """A launch-check tree as the Python expression it came from (``block_dim.x == 8``)."""
+    op = tree[0]
+    if op == "c":
+        return repr(tree[1])
+    if op == "sp":
+        return f"{tree[1]}.{'xyz'[tree[2]]}"
+    prec = _PRECEDENCE.get(op, 0)
+    if op in ("and", "or"):
+        text = f" {op} ".join(tree_text(t, prec + 1) for t in tree[1])
+    elif op == "not":
+        text = f"not {tree_text(tree[1], prec)}"
+    else:
+        text = f"{tree_text(tree[1], prec)} {op} {tree_text(tree[2], prec + 1)}"
+    return f"({text})" if prec < outer else text
