@@ -9,9 +9,9 @@ threads along each axis.  Under those two conditions, with a margin (``abi.INDEX
 kernel's integer work provably stays within 32 bits; the margin lets a loop up to an extent count
 in 32 bits too, in steps of up to 2**20.
 
-:class:`IndexRanges` bounds every integer variable and expression of the kernel by interval
-arithmetic (a local's range is the union over all its assignments; anything that may wrap is
-widened to its type's range), and :class:`Index32Emitter` emits an ``i64`` variable as ``int``,
+:class:`IndexRanges` bounds every integer variable and expression of the kernel by the interval
+arithmetic of :mod:`gpu_native.analysis.ranges` under these launch limits (a local's range is the
+union over all its assignments; anything that may wrap is widened to its type's range), and :class:`Index32Emitter` emits an ``i64`` variable as ``int``,
 and an ``i64`` expression in ``int`` arithmetic, only where those bounds show the value is the
 same.  Array offsets are computed in ``int`` when every index fits: an index in bounds (checked,
 or proven by the checker) gives an offset below the array's size, below 2**31.  The result is
@@ -21,36 +21,22 @@ exactly the main entry point's behaviour, error reports included.
 from __future__ import annotations
 
 from .. import abi, ir
+from ..analysis.ranges import Interval, LaunchLimits, ValueRanges, type_interval
 from .cnames import cname, extent_name
 from .cuda import _EXPR, _XYZ, CudaEmitter, row_major
 
 I32_MIN, I32_MAX = -(1 << 31), (1 << 31) - 1
+I32 = Interval(I32_MIN, I32_MAX)
 # What the launcher guarantees before it runs ``_i32``: every array argument has at most
 # INDEX32_MAX_ELEMENTS elements, and grid * block stays within it along every axis.
 INDEX32_MAX_ELEMENTS = abi.INDEX32_MAX_ELEMENTS
 assert INDEX32_MAX_ELEMENTS <= I32_MAX
-_UID_MAX = INDEX32_MAX_ELEMENTS - 1  # grid * block is at most INDEX32_MAX_ELEMENTS along an axis
-_SPECIAL_MAX = {
-    "thread_idx": (1023, 1023, 63),
-    "block_idx": ((1 << 31) - 2, 65534, 65534),
-    "block_dim": (1024, 1024, 64),
-    "grid_dim": ((1 << 31) - 1, 65535, 65535),
-}
-
-Range = tuple[int, int]
+INDEX32_LIMITS = LaunchLimits(grid_uid=(INDEX32_MAX_ELEMENTS - 1,) * 3,
+                              extent=INDEX32_MAX_ELEMENTS)
 
 
-def type_range(ty: ir.Type) -> Range | None:
-    """The values of an integer or bool type; ``None`` for anything else."""
-    if not isinstance(ty, ir.ScalarType) or ty.info.kind not in ("int", "uint", "bool"):
-        return None
-    if ty.info.kind == "bool":
-        return (0, 1)
-    return (int(ty.info.min), int(ty.info.max))
-
-
-def _fits32(r: Range | None) -> bool:
-    return r is not None and r[0] >= I32_MIN and r[1] <= I32_MAX
+def _fits32(r: Interval | None) -> bool:
+    return r is not None and r.within(I32)
 
 
 def _events(stmts, out: list) -> None:
@@ -65,13 +51,15 @@ def _events(stmts, out: list) -> None:
             _events(s.body, out)
 
 
-class IndexRanges:
+class IndexRanges(ValueRanges):
     """Sound bounds on the integer values of one kernel body, as the main entry point computes
-    them, for launches the 32-bit entry point is run for."""
+    them, for launches the 32-bit entry point is run for (:data:`INDEX32_LIMITS`): a local's
+    range is the union over all its assignments, solved over the whole body."""
 
     def __init__(self, kernel: ir.Kernel):
-        self.vars: dict[int, Range] = {}
-        self.memo: dict[int, Range | None] | None = None
+        super().__init__(INDEX32_LIMITS)
+        self.vars: dict[int, Interval] = {}
+        self.memo = None
         events: list = []
         _events(kernel.body, events)
         self._solve(events)
@@ -90,7 +78,7 @@ class IndexRanges:
                 old = self.var_range(var)
                 if old is None:
                     continue
-                new = (min(old[0], r[0]), max(old[1], r[1]))
+                new = old.union(r)
                 if new != old:
                     self.vars[id(var)] = new
                     changed.add(id(var))
@@ -99,13 +87,13 @@ class IndexRanges:
             if round_ >= 4:
                 for s in events:
                     if id(s.var) in changed:
-                        self.vars[id(s.var)] = type_range(s.var.ty)  # type: ignore[assignment]
+                        self.vars[id(s.var)] = type_interval(s.var.ty)  # type: ignore[assignment]
         raise AssertionError("index ranges did not settle")  # pragma: no cover
 
-    def assigned_range(self, s) -> Range | None:
+    def assigned_range(self, s) -> Interval | None:
         """The values statement ``s`` may store into its variable (``None``: none, or not an
         integer)."""
-        full = type_range(s.var.ty)
+        full = type_interval(s.var.ty)
         if full is None:
             return None
         if isinstance(s, ir.Assign):
@@ -122,129 +110,23 @@ class IndexRanges:
             return full
         assert start is not None and stop is not None
         if s.step_sign > 0:  # start <= var < stop
-            return (start[0], stop[1] - 1) if start[0] <= stop[1] - 1 else None
+            return Interval(start.lo, stop.hi - 1) if start.lo <= stop.hi - 1 else None
         if s.step_sign < 0:  # stop < var <= start
-            return (stop[0] + 1, start[1]) if stop[0] + 1 <= start[1] else None
-        return (min(start[0], stop[0] + 1), max(start[1], stop[1] - 1))
+            return Interval(stop.lo + 1, start.hi) if stop.lo + 1 <= start.hi else None
+        return Interval(min(start.lo, stop.lo + 1), max(start.hi, stop.hi - 1))
 
-    def var_range(self, var: ir.Var) -> Range | None:
-        full = type_range(var.ty)
+    def var_range(self, var: ir.Var) -> Interval | None:
+        full = type_interval(var.ty)
         if full is None or var.is_param:
             return full
-        return self.vars.get(id(var), (0, 0))  # locals start as zero (`T x{};`)
+        return self.vars.get(id(var), Interval(0, 0))  # locals start as zero (`T x{};`)
 
-    def range(self, e: ir.Expr) -> Range | None:
-        """Bounds of the integer (or bool) ``e``; ``None`` when it is not one."""
-        memo = self.memo
-        if memo is not None and id(e) in memo:
-            return memo[id(e)]
-        full = type_range(e.ty)
-        r = None if full is None else self._raw(e, full)
-        if r is not None and full is not None and (r[0] < full[0] or r[1] > full[1]):
-            r = full  # it may wrap: any value of the type
-        if memo is not None:
-            memo[id(e)] = r
-        return r
-
-    def _raw(self, e: ir.Expr, full: Range) -> Range:
-        if isinstance(e, ir.Const):
-            v = int(e.value)
-            return (v, v)
-        if isinstance(e, ir.Local):
-            return self.var_range(e.var) or full
-        if isinstance(e, ir.UidComponent):
-            if e.scope == "grid":
-                return (0, _UID_MAX)
-            return (0, _SPECIAL_MAX["thread_idx"][e.axis])
-        if isinstance(e, ir.Special):
-            low = 1 if e.name in ("block_dim", "grid_dim") else 0
-            return (low, _SPECIAL_MAX[e.name][e.axis])
-        if isinstance(e, ir.LaneId):
-            return (0, 31)
-        if isinstance(e, ir.Shape):
-            shape = e.array.ty.shape  # type: ignore[attr-defined]
-            if shape is not None and shape[0] >= 0:
-                return (shape[e.axis], shape[e.axis])
-            return (0, INDEX32_MAX_ELEMENTS)
-        if isinstance(e, ir.Cast):
-            inner = self.range(e.value)
-            if inner is None or not (full[0] <= inner[0] and inner[1] <= full[1]):
-                return full  # from a float (saturating), or a narrowing integer cast
-            return inner
-        if isinstance(e, ir.BinOp):
-            return self._binop(e, full)
-        if isinstance(e, ir.UnaryOp):
-            x = self.range(e.operand)
-            if x is None or e.op == "not":
-                return (0, 1) if e.op == "not" else full
-            if e.op == "-":
-                return (-x[1], -x[0])
-            return (-x[1] - 1, -x[0] - 1)  # ~x == -x - 1
-        if isinstance(e, ir.Select):
-            a, b = self.range(e.then), self.range(e.orelse)
-            if a is None or b is None:
-                return full
-            return (min(a[0], b[0]), max(a[1], b[1]))
-        if isinstance(e, ir.MathCall) and e.name in ("min", "max", "abs"):
-            args = [self.range(a) for a in e.args]
-            if any(a is None for a in args):
-                return full
-            if e.name == "min":
-                return (min(a[0] for a in args), min(a[1] for a in args))  # type: ignore[index]
-            if e.name == "max":
-                return (max(a[0] for a in args), max(a[1] for a in args))  # type: ignore[index]
-            lo, hi = args[0]  # type: ignore[misc]
-            if lo >= 0:
-                return (lo, hi)
-            if hi <= 0:
-                return (-hi, -lo)
-            return (0, max(-lo, hi))
-        return full
-
-    def _binop(self, e: ir.BinOp, full: Range) -> Range:
-        a, b = self.range(e.left), self.range(e.right)
-        if a is None or b is None:
-            return full
-        op = e.op
-        if op == "+":
-            return (a[0] + b[0], a[1] + b[1])
-        if op == "-":
-            return (a[0] - b[1], a[1] - b[0])
-        if op == "*":
-            p = [x * y for x in a for y in b]
-            return (min(p), max(p))
-        if op == "//":
-            if b[0] > 0 or b[1] < 0:
-                q = [x // y for x in a for y in b]
-                return (min(q), max(q))
-            m = max(abs(a[0]), abs(a[1]))  # |x // y| <= |x| for any nonzero integer y
-            return (-m, m)
-        if op == "%":  # the result has the divisor's sign and is smaller in magnitude
-            if b[0] > 0:
-                return (0, min(b[1] - 1, a[1])) if a[0] >= 0 else (0, b[1] - 1)
-            if b[1] < 0:
-                return (b[0] + 1, 0)
-            m = max(abs(b[0]), abs(b[1]))
-            return (-(m - 1), m - 1) if m > 0 else (0, 0)
-        if op == "&":
-            if a[0] >= 0 and b[0] >= 0:
-                return (0, min(a[1], b[1]))
-            if a[0] >= 0:
-                return (0, a[1])
-            if b[0] >= 0:
-                return (0, b[1])
-            return full
-        if op in ("|", "^"):
-            if a[0] >= 0 and b[0] >= 0:
-                return (0, (1 << max(a[1], b[1]).bit_length()) - 1)
-            return full
-        if op == ">>":  # a count outside 0..bits-1 gives the sign fill, 0 or -1
-            return (min(a[0], 0), max(a[1], 0))
-        return full
+    def variable(self, var: ir.Var) -> Interval | None:
+        return self.var_range(var)
 
 
-def loop_counter_fits(step_sign: int, start: Range | None, stop: Range | None,
-                      step: Range | None) -> bool:
+def loop_counter_fits(step_sign: int, start: Interval | None, stop: Interval | None,
+                      step: Interval | None) -> bool:
     """Can a ``range`` loop count in ``int``: bounds and step within 32 bits, and the counter's
     one step past ``stop`` too?"""
     if not (_fits32(start) and _fits32(stop) and _fits32(step)):
@@ -417,5 +299,5 @@ def emit_index32(kernel: ir.Kernel, display_file: str) -> str:
     return Index32Emitter(kernel, display_file).function()
 
 
-__all__ = ["Index32Emitter", "IndexRanges", "emit_index32", "loop_counter_fits",
-           "type_range", "wants_index32"]
+__all__ = ["INDEX32_LIMITS", "Index32Emitter", "IndexRanges", "emit_index32",
+           "loop_counter_fits", "wants_index32"]
