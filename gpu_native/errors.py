@@ -17,6 +17,7 @@ __all__ = [
     "CudaError",
     "DeviceRaceError",
     "GpuNativeError",
+    "InternalError",
     "KernelAssertionError",
     "KernelError",
     "KernelIndexError",
@@ -90,6 +91,21 @@ class TranspileError(GpuNativeError):
         if self.hint:
             parts.append(f"hint: {self.hint}")
         return "\n".join(parts)
+
+
+class InternalError(GpuNativeError):
+    """A defect in gpu_native itself, not in the user's code.
+
+    The message names the stage that failed (``stage``: a checker pass, say) and the function it
+    was working on; the exception that stage raised is the ``__cause__``.
+    """
+
+    def __init__(self, message: str, stage: str = ""):
+        super().__init__(message)
+        self.stage = stage
+
+    def __reduce__(self):
+        return (type(self), (self.args[0], self.stage))
 
 
 class CompileError(GpuNativeError):

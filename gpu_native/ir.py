@@ -15,6 +15,7 @@ from __future__ import annotations
 from .errors import SourceSpan
 from .lang.types import SCALARS, ScalarInfo
 from .nodes import Factory, fields, node, replace
+from .spec import LaunchCheck
 
 # ============================================================================================
 # Types
@@ -528,8 +529,9 @@ class Kernel:
     specialization: tuple[tuple[str, str], ...] = ()  # (TypeVar name, scalar name) pairs
     # What the launcher checks against the grid and block before the first launch with them
     # (see gpu_native.runtime.launch_checks): hoisted asserts, and the launch-shaped integer
-    # expressions that the bounds proofs assume do not wrap.
-    launch_checks: tuple = ()
+    # expressions that the bounds proofs assume do not wrap; the checker makes them as the
+    # records the runtime reads (gpu_native.spec.LaunchAssert and IndexFits).
+    launch_checks: tuple[LaunchCheck, ...] = ()
     extra: dict = Factory(dict)
 
 

@@ -36,6 +36,7 @@ import zlib
 from . import ir
 from .errors import GpuNativeError, SourceSpan
 from .lang.types import SCALARS, ScalarInfo
+from .spec import IndexFits, LaunchAssert
 
 __all__ = ["FORMAT", "SCHEMA", "decode_kernel", "encode_kernel"]
 
@@ -60,6 +61,30 @@ SCHEMA = hashlib.blake2b(
 _PLAIN = (type(None), bool, int, float, str, bytes)
 
 
+# A kernel's launch checks (gpu_native.spec records) travel inline, as the plain tuples of the
+# layout they had before they were records: ``("assert", site, tree)`` and ``("fits", tree,
+# limit, type, line, col, end_col)``.  So the bytes, which ``gpu-native expand`` reports and
+# rewritten modules embed, did not change with them.
+def _check_plain(check) -> tuple:
+    if type(check) is LaunchAssert:
+        return ("assert", check.site, check.tree)
+    return ("fits", check.tree, check.limit, check.type, check.line, check.col, check.end_col)
+
+
+def _check_record(value) -> LaunchAssert | IndexFits:
+    if type(value) is tuple and len(value) == 3 and value[0] == "assert" and \
+            type(value[1]) is int and type(value[2]) is tuple:
+        return LaunchAssert(value[2], value[1])
+    if type(value) is tuple and len(value) == 7 and value[0] == "fits" and \
+            type(value[1]) is tuple:
+        return IndexFits(*value[1:])
+    raise _Malformed(f"a launch check is {value!r:.60}")
+
+
+_INLINE = {LaunchAssert: _check_plain, IndexFits: _check_plain}
+_INLINE_FIELDS = {"Kernel": "launch_checks"}
+
+
 # ---- encoding (at rewrite time) -------------------------------------------------------------
 
 
@@ -70,7 +95,7 @@ def _nodes_in(value, out: list) -> None:
         v = stack.pop()
         if type(v) is tuple:
             stack.extend(v)
-        elif type(v) not in _PLAIN:
+        elif type(v) not in _PLAIN and type(v) not in _INLINE:
             out.append(v)
 
 
@@ -85,6 +110,9 @@ class _Encoder:
             return value
         if t is tuple:
             return tuple(self.plain(v) for v in value)
+        inline = _INLINE.get(t)
+        if inline is not None:
+            return inline(value)
         return [self.index[id(value)]]
 
     def parts(self, obj) -> tuple[str, tuple]:
@@ -173,6 +201,12 @@ def _record(rec, objs: list):
     names = _FIELDS[name]
     if len(values) != len(names):
         raise _Malformed(f"a {name} record has {len(values)} fields, not {len(names)}")
+    inline = _INLINE_FIELDS.get(name)
+    if inline is not None:
+        i = names.index(inline)
+        if type(values[i]) is not tuple:
+            raise _Malformed(f"a {name}'s {inline} is {type(values[i]).__name__}")
+        values[i] = tuple(_check_record(v) for v in values[i])
     obj = object.__new__(cls)
     obj.__dict__.update(zip(names, values))  # as nodes.replace does: frozen nodes too
     return obj

@@ -24,16 +24,7 @@ from .frontend.parse import ModuleScan, has_gpu_decorators, scan_module
 from .frontend.source import source_lines, too_deep
 from .ircodec import encode_kernel
 from .nodes import node
-from .spec import (
-    IndexFits,
-    KernelOptions,
-    KernelSpec,
-    LaunchAssert,
-    Param,
-    Site,
-    Trait,
-    VariantSpec,
-)
+from .spec import KernelOptions, KernelSpec, Param, Site, Trait, VariantSpec
 
 
 @node(frozen=False)
@@ -88,19 +79,6 @@ def _traits(kernel: ir.Kernel) -> Trait:
     return traits
 
 
-def _launch_checks(kernel: ir.Kernel) -> tuple:
-    """The checker's launch checks (tagged tuples, see ``add_launch_check``) as records."""
-    out = []
-    for check in kernel.launch_checks:
-        if check[0] == "assert":
-            _, site, tree = check
-            out.append(LaunchAssert(tree, site))
-        else:
-            _, tree, limit, ty, line, col, end_col = check
-            out.append(IndexFits(tree, limit, ty, line, col, end_col))
-    return tuple(out)
-
-
 def _launcher_params(checked: CheckedKernel) -> tuple[Param, ...]:
     out = []
     first = checked.specializations[0]
@@ -149,7 +127,7 @@ def transpile_module(source: str, path: str, module_name: str | None = None,
             variants.append(VariantSpec(
                 types=k.specialization, symbol=k.symbol,
                 kernel_id=abi.kernel_id(k.module, k.symbol), cuda=cuda,
-                sites=_sites(k), traits=_traits(k), launch_checks=_launch_checks(k),
+                sites=_sites(k), traits=_traits(k), launch_checks=k.launch_checks,
                 ir=encoded))
         options = KernelOptions(ck.options.bounds_check, ck.options.fastmath,
                                 ck.options.max_registers)

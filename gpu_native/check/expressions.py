@@ -1,4 +1,5 @@
-"""Type checking of kernel expressions: syntax tree → typed IR (one ``visit_X`` per construct)."""
+"""The type pass over expressions: syntax tree → typed IR, one ``visit_X`` per construct (calls
+are in :mod:`.calls`; the dispatch tables in :mod:`.checker`)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,6 @@ from ..frontend import syntax as S
 from ..lang import registry as R
 from ..nodes import node
 from . import promote as P
-from .safety import Unique, grid_coords
 
 if TYPE_CHECKING:
     from .checker import FunctionChecker
@@ -56,7 +56,7 @@ ATOMIC_METHODS = {name: e.op for name, e in R.ATOMIC_METHODS.items()}
 
 
 class ExpressionChecker:
-    """Mixin of :class:`~.checker.FunctionChecker`: the expression half."""
+    """Mixin of :class:`~.checker.FunctionChecker`: operators, names, attributes, subscripts."""
 
     # ---- helpers shared with statements ------------------------------------------------------
 
@@ -146,13 +146,6 @@ class ExpressionChecker:
 
     # ---- dispatch ------------------------------------------------------------------------------
 
-    def expr(self: FunctionChecker, e: S.Expr, condition: bool = False) -> ir.Expr:
-        handler = _EXPR_HANDLERS.get(type(e))
-        if handler is None:  # pragma: no cover - the front end refuses other syntax
-            raise self.error(f"unsupported expression {type(e).__name__}", e.span)
-        if handler is ExpressionChecker.visit_BoolOp:
-            return handler(self, e, condition)
-        return handler(self, e)
 
     def visit_Num(self: FunctionChecker, e: S.Num) -> ir.Expr:
         if isinstance(e.value, bool):
@@ -174,7 +167,7 @@ class ExpressionChecker:
             if isinstance(var.ty, ir.UidType):
                 return UidValue(e.span, var.ty, var.ty.scope, var.ty.ndim)
             return ir.Local(e.span, var.ty, var)
-        if e.id in self.pending_locals:
+        if e.id in self.decl.pending_locals:
             raise self.error(f"local variable '{e.id}' is used before it is assigned", e.span)
         sym = self.ctx.resolver.name(e.id, e.span)
         return self.from_symbol(sym, e)
@@ -242,7 +235,8 @@ class ExpressionChecker:
                 if rhs.value == 0:
                     raise self.error(f"integer {op} by zero", span)
             else:
-                zero_check = self.new_site("zerodiv", span, message=f"integer {op} by zero")
+                zero_check = self.ctx.kernel.new_site("zerodiv", span,
+                                                      message=f"integer {op} by zero")
         return ir.BinOp(span, ty, op, lhs, rhs, zero_check)
 
     def fold(self: FunctionChecker, op: str, a, b, span: SourceSpan) -> ir.Expr:
@@ -333,7 +327,7 @@ class ExpressionChecker:
 
     def visit_BoolOp(self: FunctionChecker, e: S.BoolOp, condition: bool = False) -> ir.Expr:
         values: list[ir.Expr] = []
-        saved = self.facts
+        saved = self.bounds.facts
         first_checks = None
         for i, v in enumerate(e.values):
             item = self.expr(v, condition=condition)
@@ -346,11 +340,11 @@ class ExpressionChecker:
             item = self.to_bool(item, f"an operand of `{e.op}`")
             values.append(item)
             if first_checks is None:
-                first_checks = set(self.pending)  # only the first operand always runs
+                first_checks = set(self.bounds.pending)  # only the first operand always runs
             # Later operands run only where earlier ones allowed it (short-circuit).
             if i + 1 < len(e.values):
-                self.facts = self.facts | self.facts_from(item, e.op == "and")
-        self.facts, self.pending = saved, first_checks
+                self.bounds.assume(item, e.op == "and")
+        self.bounds.facts, self.bounds.pending = saved, first_checks
         return ir.BoolOp(e.span, ir.BOOL, e.op, tuple(values))
 
     def visit_Compare(self: FunctionChecker, e: S.Compare) -> ir.Expr:
@@ -381,12 +375,13 @@ class ExpressionChecker:
 
     def visit_IfExp(self: FunctionChecker, e: S.IfExp) -> ir.Expr:
         cond = self.to_bool(self.expr(e.test, condition=True))
-        saved, checks = self.facts, set(self.pending)
-        self.facts = saved | self.facts_from(cond, True)
+        bounds = self.bounds
+        saved, checks = bounds.facts, set(bounds.pending)
+        bounds.facts = saved | bounds.facts_from(cond, True)
         then = self.expr(e.body)
-        self.facts = saved | self.facts_from(cond, False)
+        bounds.facts = saved | bounds.facts_from(cond, False)
         orelse = self.expr(e.orelse)
-        self.facts, self.pending = saved, checks
+        bounds.facts, bounds.pending = saved, checks
         if isinstance(then, WeakConst) and isinstance(orelse, WeakConst):
             then, orelse = self.materialize(then), self.materialize(orelse)
             if then.ty != orelse.ty:
@@ -411,7 +406,7 @@ class ExpressionChecker:
         sym = self.ctx.resolver.dotted(e.value) if not self.is_local_root(e.value) else None
         if sym is not None and sym.kind == "gn" and sym.name in SPECIALS:
             axis = self.axis_of(e.attr, e.span)
-            self.note_special(sym.name, axis, e.span)
+            self.traits.note_special(sym.name)
             return ir.Special(e.span, ir.I32, sym.name, axis)
         if sym is not None and sym.kind in ("module", "gn"):
             inner = self.ctx.resolver.attribute(sym, e.attr, e.span)
@@ -461,8 +456,9 @@ class ExpressionChecker:
         if not isinstance(base, ir.ArrayRef):
             raise self.error(f"only arrays can be indexed, not {base.ty}", e.value.span)
         indices = self.indices(base, e.index, e.span)
-        checks = self.bounds_checks(base, indices, e.span)
-        self.note_load(base, indices, e.span)
+        checks = self.bounds.checks(base, indices, e.span)
+        self.unique.note_load(base, indices, e.span, self.unsafe_depth > 0)
+        self.tail.note(base, indices)
         return ir.Load(e.span, base.ty.elem, base, indices, checks)
 
     def shape_of(self: FunctionChecker, base: ir.ArrayRef, axis: int, span: SourceSpan
@@ -497,333 +493,6 @@ class ExpressionChecker:
             return value.value
         raise self.error(f"{what} must be a constant integer", e.span)
 
-    # ---- calls ------------------------------------------------------------------------------
-
-    def visit_Call(self: FunctionChecker, e: S.Call) -> ir.Expr:
-        func = e.func
-        # Methods: x.atomic_ref(i) and x.atomic_ref(i).fetch_add(v); Layout.uid(); grid_stride.
-        if isinstance(func, S.Attribute):
-            if func.attr == R.ATOMIC_REF.name and not self.is_module_path(func.value):
-                return self.call_atomic_ref(func, e)
-            if func.attr in ATOMIC_METHODS and isinstance(func.value, S.Call) and isinstance(
-                    func.value.func, S.Attribute) and func.value.func.attr == R.ATOMIC_REF.name:
-                handle = self.expr(func.value)
-                assert isinstance(handle, AtomicHandle)
-                return self.call_atomic(handle, ATOMIC_METHODS[func.attr], e)
-            sym = self.ctx.resolver.dotted(func.value) if not self.is_local_root(
-                func.value) else None
-            if sym is not None and sym.kind == "gn" and sym.name in LAYOUTS:
-                return self.call_layout(sym.name, func.attr, e)
-        if isinstance(func, (S.Name, S.Attribute)) and not (
-                isinstance(func, S.Name) and func.id in self.vars) and not self.is_local_root(func):
-            sym = self.ctx.resolver.dotted(func)
-            if sym is not None:
-                return self.call_symbol(sym, e)
-        raise self.error("only gpu_native intrinsics, math functions and @gpu_device functions "
-                         "can be called in kernels", e.func.span)
-
-    def is_module_path(self: FunctionChecker, e: S.Expr) -> bool:
-        if self.is_local_root(e):
-            return False
-        sym = self.ctx.resolver.dotted(e)
-        return sym is not None and sym.kind in ("module", "gn")
-
-    def args(self: FunctionChecker, e: S.Call, names: tuple[str, ...], required: int,
-             what: str) -> dict[str, S.Expr]:
-        if len(e.args) > len(names):
-            raise self.error(f"{what} takes at most {len(names)} argument"
-                             f"{'s' if len(names) != 1 else ''} ({len(e.args)} given)", e.span)
-        got: dict[str, S.Expr] = dict(zip(names, e.args))
-        for kw in e.keywords:
-            if kw.name not in names:
-                raise self.error(f"{what} has no parameter '{kw.name}'", kw.span)
-            if kw.name in got:
-                raise self.error(f"{what} got '{kw.name}' twice", kw.span)
-            got[kw.name] = kw.value
-        missing = [n for n in names[:required] if n not in got]
-        if missing:
-            raise self.error(f"{what} is missing argument '{missing[0]}'", e.span)
-        return got
-
-    def call_symbol(self: FunctionChecker, sym, e: S.Call) -> ir.Expr:
-        if sym.kind == "gn":
-            handler = self.gn_call_handlers().get(sym.name)
-            if handler is None:
-                form = R.GPU_NATIVE[sym.name].form
-                if form == "allocation":
-                    raise self.error(f"{sym.name}() can only be assigned to a local variable, "
-                                     "e.g. `tile = shared_array(f32, (16, 16))`", e.span)
-                if form == "statement":
-                    raise self.error(f"{sym.name}() is a statement, not a value", e.span)
-                if form == "context":
-                    raise self.error(f"{sym.name}() is used as `with {sym.name}():`", e.span)
-                raise self.error(f"gpu_native.{sym.name} cannot be called in a kernel", e.span)
-            return handler(self, sym.name, e)
-        if sym.kind == "math":
-            return self.call_math(sym.name, e)
-        if sym.kind == "builtin":
-            handler = _BUILTIN_CALLS.get(sym.name)
-            if handler is None:
-                raise self.error(f"{sym.name}() is not supported here", e.span)
-            return handler(self, e)
-        if sym.kind == "device":
-            return self.call_device(sym, e)
-        return self.from_symbol(sym, e.func)
-
-    def gn_call_handlers(self) -> dict[str, Callable]:
-        return _GN_CALLS
-
-    def call_cast(self: FunctionChecker, name: str, e: S.Call) -> ir.Expr:
-        if len(e.args) != 1 or e.keywords:
-            raise self.error(f"{name}(x) takes exactly one argument", e.span)
-        target = ir.scalar(name)
-        value = self.expr(e.args[0])
-        if isinstance(value, WeakConst):
-            v = value.value
-            info = target.info
-            if info.is_int and isinstance(v, int) and not info.min <= v <= info.max:
-                raise self.error(f"{v} does not fit in {name} ({info.min}..{info.max})", e.span)
-        if target == ir.BOOL:
-            return self.to_bool(value, f"{name}()")
-        return self.coerce(value, target, f"{name}()", explicit=True)
-
-    def call_int(self: FunctionChecker, e: S.Call) -> ir.Expr:
-        if len(e.args) != 1 or e.keywords:
-            raise self.error("int(x) takes exactly one argument", e.span)
-        value = self.expr(e.args[0])
-        if isinstance(value, WeakConst):
-            return WeakConst(e.span, ir.I64, int(value.value))
-        return self.coerce(value, ir.I64, "int()", explicit=True)
-
-    def call_float(self: FunctionChecker, e: S.Call) -> ir.Expr:
-        if len(e.args) != 1 or e.keywords:
-            raise self.error("float(x) takes exactly one argument", e.span)
-        value = self.expr(e.args[0])
-        if isinstance(value, WeakConst):
-            return WeakConst(e.span, ir.F64, float(value.value))
-        return self.coerce(value, ir.F64, "float()", explicit=True)
-
-    def call_bool(self: FunctionChecker, e: S.Call) -> ir.Expr:
-        if len(e.args) != 1 or e.keywords:
-            raise self.error("bool(x) takes exactly one argument", e.span)
-        return self.to_bool(self.expr(e.args[0]), "bool()")
-
-    def call_round(self: FunctionChecker, e: S.Call) -> ir.Expr:
-        if len(e.args) != 1 or e.keywords:
-            raise self.error("round(x) takes one argument in kernels (no ndigits)", e.span)
-        value = self.materialize(self.expr(e.args[0]))
-        ty = self.scalar_of(value, "round()'s argument")
-        if ty.info.is_int:
-            return self.coerce(value, ir.I64, "round()", explicit=True)
-        if ty.info.bits < 32:
-            value, ty = self.coerce(value, ir.F32, "round()", explicit=True), ir.F32
-        return ir.Cast(e.span, ir.I64, ir.MathCall(e.span, ty, "rint", (value,)))
-
-    def call_len(self: FunctionChecker, e: S.Call) -> ir.Expr:
-        if len(e.args) != 1 or e.keywords:
-            raise self.error("len(a) takes exactly one argument", e.span)
-        base = self.expr(e.args[0])
-        if not isinstance(base, ir.ArrayRef):
-            raise self.error(f"len() needs an array, not {base.ty}", e.args[0].span)
-        return self.shape_of(base, 0, e.span)
-
-    def call_abs(self: FunctionChecker, e: S.Call) -> ir.Expr:
-        if len(e.args) != 1 or e.keywords:
-            raise self.error("abs(x) takes exactly one argument", e.span)
-        value = self.expr(e.args[0])
-        if isinstance(value, WeakConst):
-            return WeakConst(e.span, ir.I64, abs(value.value))
-        ty = P.arithmetic_type(self.scalar_of(value, "abs()'s argument"))
-        value = self.coerce(value, ty, "abs()", explicit=True)
-        if ty.info.kind == "uint":
-            return value
-        return ir.MathCall(e.span, ty, "abs", (value,))
-
-    def call_minmax(self: FunctionChecker, e: S.Call) -> ir.Expr:
-        name = e.func.id if isinstance(e.func, S.Name) else "min"
-        if len(e.args) < 2 or e.keywords:
-            raise self.error(f"{name}() in kernels takes two or more scalar arguments", e.span)
-        values = [self.expr(a) for a in e.args]
-        if all(isinstance(v, WeakConst) for v in values):
-            return WeakConst(e.span, ir.I64, (min if name == "min" else max)(
-                v.value for v in values))
-        ty: ir.ScalarType | None = None
-        for v in values:
-            if isinstance(v, WeakConst):
-                continue
-            t = P.arithmetic_type(self.scalar_of(v, f"{name}()'s argument"))
-            ty = t if ty is None else self.common_type(
-                ir.Const(v.span, ty, 0), ir.Const(v.span, t, 0), e.span)
-        assert ty is not None
-        for v in values:
-            if isinstance(v, WeakConst):
-                ty = P.promote_with_literal(ty, v.value)
-        args = tuple(self.coerce(v, ty, f"{name}()", explicit=True) for v in values)
-        result = args[0]
-        for a in args[1:]:
-            result = ir.MathCall(e.span, ty, name, (result, a))
-        return result
-
-    def call_math(self: FunctionChecker, name: str, e: S.Call) -> ir.Expr:
-        """A math function, typed by its registry entry: its ``float`` operands are promoted
-        together (integers compute in ``f64``, half types in ``f32``) and its ``int`` operands
-        are ``i32``s; the result is that float type, or ``bool``."""
-        entry = R.MATH[name]
-        arity = len(entry.params)
-        if len(e.args) != arity or e.keywords:
-            raise self.error(f"math.{name}() takes {arity} argument{'s' if arity > 1 else ''}",
-                             e.span)
-        values = [self.expr(a) for a in e.args]
-        ty: ir.ScalarType | None = None
-        for param, v in zip(entry.params, values):
-            if param.type == "float" and not isinstance(v, WeakConst):
-                t = self.scalar_of(v, f"math.{name}()'s argument")
-                ty = t if ty is None else P.promote(ty, t)
-        if ty is None or ty.info.is_int or ty.info.kind == "bool":
-            ty = ir.F64 if ty is None or ty.info.is_int or ty.info.kind == "bool" else ty
-        if ty.info.bits < 32:
-            ty = ir.F32
-        args = []
-        for param, v in zip(entry.params, values):
-            if param.type == "int":
-                args.append(self.int32_operand(v, f"math.{name}()'s {param.name}"))
-            else:
-                args.append(self.coerce(v, ty, f"math.{name}()", explicit=True))
-        result_ty = ir.BOOL if entry.result == "bool" else ty
-        return ir.MathCall(e.span, result_ty, entry.ir_name, tuple(args))
-
-    def int32_operand(self: FunctionChecker, v: ir.Expr, what: str) -> ir.Expr:
-        """An integer operand that the C function takes as an ``int``: a literal that fits, or
-        a value of an integer type that ``i32`` holds (a wider one would be cut silently)."""
-        if isinstance(v, WeakConst):
-            if not isinstance(v.value, int):
-                raise self.error(f"{what} must be an integer, not {v.value!r}", v.span)
-            return self.coerce(v, ir.I32, what)
-        ty = self.scalar_of(v, what)
-        if not ty.info.is_int:
-            raise self.error(f"{what} must be an integer, not {ty}", v.span)
-        if P.arithmetic_type(ty) != ir.I32:
-            raise self.error(f"{what} must be an integer that i32 holds, not {ty}", v.span,
-                             "convert it with i32(...)")
-        return self.coerce(v, ir.I32, what, explicit=True)
-
-    def call_layout(self: FunctionChecker, layout: str, method: str, e: S.Call) -> ir.Expr:
-        scope, ndim = LAYOUTS[layout]
-        entry = R.LAYOUT_METHODS.get(method)
-        if entry is not None and entry.form == "loop":
-            raise self.error(f"{method}() is used as `for i in FlatLayout1D.{method}(n):`",
-                             e.span)
-        if entry is None:
-            raise self.error(f"{layout}.{method}() does not exist; use {layout}.uid()", e.span)
-        if e.args or e.keywords:
-            raise self.error(f"{layout}.{method}() takes no arguments", e.span)
-        self.require_layout(layout, ndim, e.span)
-        self.note_uid(scope, e.span)
-        if ndim == 1:
-            return ir.UidComponent(e.span, ir.I64, scope, 0)
-        return UidValue(e.span, ir.UidType(ndim, scope), scope, ndim)
-
-    def require_layout(self: FunctionChecker, layout: str, ndim: int, span: SourceSpan) -> None:
-        kernel_ndim = self.ctx.ndim
-        if ndim != kernel_ndim:
-            raise self.error(
-                f"{layout} is a {ndim}-D layout but this is a Kernel{kernel_ndim}D kernel", span,
-                f"use {layout[:-2]}{kernel_ndim}D, or declare the kernel @gpu_kernel(Kernel{ndim}D)")
-
-    def call_lane_id(self: FunctionChecker, name: str, e: S.Call) -> ir.Expr:
-        if e.args or e.keywords:
-            raise self.error(f"{name}() takes no arguments", e.span)
-        self.note_special(name, 0, e.span)
-        return ir.LaneId(e.span, ir.I32)
-
-    def mask_arg(self: FunctionChecker, got: dict, span: SourceSpan) -> ir.Expr:
-        if "mask" not in got:
-            return ir.Const(span, ir.U32, R.FULL_MASK)
-        return self.coerce(self.expr(got["mask"]), ir.U32, "mask")
-
-    def call_shuffle(self: FunctionChecker, name: str, e: S.Call) -> ir.Expr:
-        entry = R.GPU_NATIVE[name]
-        lane_arg = entry.params[1].name  # (value, lane, width, mask)
-        got = self.args(e, entry.param_names, entry.required, f"{name}()")
-        value = self.materialize(self.expr(got["value"]))
-        ty = self.scalar_of(value, f"{name}()'s value")
-        if ty == ir.BOOL:
-            raise self.error(f"{name}() moves numbers; use ballot() for bools", value.span)
-        lane = self.coerce(self.expr(got[lane_arg]), ir.I32, f"{name}()'s {lane_arg}")
-        width = self.coerce(self.expr(got["width"]), ir.I32, "width") if "width" in got else \
-            ir.Const(e.span, ir.I32, 32)
-        self.note_special("warp", 0, e.span)
-        return ir.WarpOp(e.span, ty, name, (value, lane, width), self.mask_arg(got, e.span))
-
-    def call_vote(self: FunctionChecker, name: str, e: S.Call) -> ir.Expr:
-        entry = R.GPU_NATIVE[name]
-        got = self.args(e, entry.param_names, entry.required, f"{name}()")
-        pred = self.to_bool(self.expr(got["predicate"]), f"{name}()'s predicate")
-        self.note_special("warp", 0, e.span)
-        ty = ir.BOOL if entry.result == "bool" else ir.scalar(entry.result)
-        return ir.WarpOp(e.span, ty, name, (pred,), self.mask_arg(got, e.span))
-
-    # ---- atomics ------------------------------------------------------------------------------
-
-    def call_atomic_ref(self: FunctionChecker, func: S.Attribute, e: S.Call) -> ir.Expr:
-        base = self.expr(func.value)
-        if not isinstance(base, ir.ArrayRef):
-            raise self.error("atomic_ref() is a method of arrays", func.span)
-        if e.keywords:
-            raise self.error("atomic_ref() takes only the index", e.span)
-        indices = self.indices(base, e.args, e.span)
-        return AtomicHandle(e.span, base.ty.elem, base, indices)
-
-    def call_atomic(self: FunctionChecker, handle: AtomicHandle, op: str, e: S.Call) -> ir.Expr:
-        base = handle.array
-        ty = base.ty.elem
-        what = f"atomic {op}"
-        if not base.ty.mutable:
-            raise self.error(f"{base.var.name} is read-only (CUDASlice); atomics need a writable "
-                             "array (CUDASliceMut or shared memory)", e.span)
-        if base.ty.space == "local":
-            raise self.error("atomics on per-thread local arrays are pointless; use plain "
-                             "assignment", e.span)
-        entry = R.ATOMIC_OPS[op]
-        allowed = entry.value  # the element types it accepts
-        if ty.name not in allowed:
-            raise self.error(f"{what} is not available for {ty} arrays (supported: "
-                             f"{', '.join(allowed)})", e.span)
-        names = entry.param_names  # the operands, then order
-        nreq = entry.required
-        got = self.args(e, names, nreq, f".{e.func.attr}()")  # type: ignore[union-attr]
-        operands = tuple(self.coerce(self.expr(got[n]), ty, f"{what} operand")
-                         for n in names[:nreq])
-        order = "relaxed"
-        if "order" in got:
-            sym = self.ctx.resolver.dotted(got["order"])
-            if sym is None or sym.kind != "order" or sym.name not in _ORDERS:
-                raise self.error("order= must be a MemoryOrder member, e.g. "
-                                 "MemoryOrder.ACQ_REL", got["order"].span)
-            order = sym.name
-        if op == "load" and order in ("release", "acq_rel"):
-            raise self.error(f"an atomic load cannot have {order} order", e.span)
-        if op == "store" and order in ("acquire", "acq_rel"):
-            raise self.error(f"an atomic store cannot have {order} order", e.span)
-        checks = self.bounds_checks(base, handle.indices, e.span)
-        result_ty = ir.VOID if op == "store" else ty
-        return ir.Atomic(e.span, result_ty, op, base, handle.indices, checks, operands, order)
-
-    # ---- device functions ---------------------------------------------------------------------
-
-    def call_device(self: FunctionChecker, sym, e: S.Call) -> ir.Expr:
-        scan, fndef = sym.value
-        if e.keywords:
-            raise self.error("@gpu_device functions take positional arguments only", e.span)
-        if len(e.args) != len(fndef.params):
-            raise self.error(
-                f"{fndef.name}() takes {len(fndef.params)} argument"
-                f"{'s' if len(fndef.params) != 1 else ''} but {len(e.args)} "
-                f"{'were' if len(e.args) != 1 else 'was'} given", e.span,
-                f"its signature is at {fndef.span}")
-        args = [self.expr(a) for a in e.args]
-        return self.ctx.program.call_device(self, scan, fndef, args, e.span)
-
     def has_effects(self: FunctionChecker, e: ir.Expr) -> bool:
         if isinstance(e, (ir.Call, ir.Atomic, ir.WarpOp)):
             return True
@@ -835,112 +504,11 @@ class ExpressionChecker:
                 return True
         return False
 
-    def classify_unique(self: FunctionChecker, e: ir.Expr) -> Unique | None:
-        """Which thread coordinates ``e`` is injective in (see :mod:`.safety`)."""
-        if isinstance(e, ir.UidComponent):
-            if e.scope == "grid":
-                return Unique(grid_coords(e.axis))
-            return Unique(frozenset({f"tid{e.axis}"}))
-        if isinstance(e, ir.Special):
-            if e.name == "thread_idx":
-                return Unique(frozenset({f"tid{e.axis}"}))
-            if e.name == "block_idx":
-                return Unique(frozenset({f"bid{e.axis}"}))
-            return None
-        if isinstance(e, ir.Local):
-            if id(e.var) in self.unique_params:
-                return Unique(frozenset({f"param:{e.var.name}"}))
-            if id(e.var) in self.grid_stride_vars:
-                return Unique(grid_coords(0))
-            if id(e.var) in self.range_unique_vars:
-                return Unique(self.range_unique_vars[id(e.var)])
-            d = self.single_def(e.var)
-            return self.classify_unique(d) if d is not None else None
-        if isinstance(e, ir.Cast):
-            src = e.value.ty
-            if isinstance(src, ir.ScalarType) and src.info.is_int and e.ty.info.is_int and \
-                    e.ty.info.bits >= src.info.bits:
-                return self.classify_unique(e.value)
-            return None
-        if isinstance(e, ir.BinOp):
-            left, right = e.left, e.right
-            if e.op == "+":
-                grid = _blockwise_uid(left, right) or _blockwise_uid(right, left)
-                if grid is not None:
-                    return Unique(grid_coords(grid))
-                for a, b in ((left, right), (right, left)):
-                    u = self.classify_unique(a)
-                    if u is None:
-                        continue
-                    if self.is_uniform(b):
-                        return u
-                    if u.scale > 1 and self.in_range(b, u.scale):
-                        # u*K + j with 0 <= j < K: the blocks of K are disjoint across u, and j
-                        # (a thread index, or a per-thread loop counter) never leaves its block.
-                        inner = self.classify_unique(b)
-                        return Unique(u.coords | (inner.coords if inner else frozenset()))
-                return None
-            if e.op == "-":
-                u = self.classify_unique(left)
-                if u is not None and self.is_uniform(right):
-                    return u
-                return None
-            if e.op == "*":
-                for a, b in ((left, right), (right, left)):
-                    u = self.classify_unique(a)
-                    bc = _const_value(b)
-                    if u is not None and isinstance(bc, int) and bc != 0:
-                        return Unique(u.coords, u.scale * abs(bc))
-                return None
-        return None
-
-    def in_range(self: FunctionChecker, e: ir.Expr, bound: int) -> bool:
-        """Is ``0 <= e < bound`` proven (constant bound)?"""
-        c = _const_value(e)
-        if isinstance(c, int):
-            return 0 <= c < bound
-        k = self.key(e)
-        if not self.is_nonneg(e):
-            return False
-        for f in self.facts:
-            if f[0] == "lt" and f[1] == k and f[2][0] == "c" and isinstance(f[2][1], int) and \
-                    f[2][1] <= bound:
-                return True
-        inner = e
-        while isinstance(inner, ir.Cast):
-            inner = inner.value
-        if isinstance(inner, ir.Local):
-            d = self.single_def(inner.var)
-            if d is not None:
-                return self.in_range(d, bound)
-        return False
-
 
 def _const_value(e: ir.Expr):
     while isinstance(e, ir.Cast):
         e = e.value
     return e.value if isinstance(e, ir.Const) else None
-
-
-def _blockwise_uid(a: ir.Expr, b: ir.Expr) -> int | None:
-    """Recognise ``block_idx.a * block_dim.a + thread_idx.a``: the grid uid along ``a``."""
-    while isinstance(a, ir.Cast):
-        a = a.value
-    while isinstance(b, ir.Cast):
-        b = b.value
-    if not (isinstance(b, ir.Special) and b.name == "thread_idx"):
-        return None
-    if not (isinstance(a, ir.BinOp) and a.op == "*"):
-        return None
-    parts = []
-    for side in (a.left, a.right):
-        while isinstance(side, ir.Cast):
-            side = side.value
-        parts.append(side)
-    names = {(p.name, p.axis) for p in parts if isinstance(p, ir.Special)}
-    if names == {("block_idx", b.axis), ("block_dim", b.axis)}:
-        return b.axis
-    return None
 
 
 def _wrap_int(value: int, info) -> int:
@@ -959,29 +527,3 @@ def _float_to_int(value: float, info) -> int:
     if value in (float("inf"), float("-inf")):
         return int(info.max if value > 0 else info.min)
     return int(max(info.min, min(info.max, int(value))))
-
-
-_ORDERS = tuple(order.value for order in R.MemoryOrder)
-
-_EXPR_HANDLERS: dict[type, Callable] = {
-    S.Num: ExpressionChecker.visit_Num,
-    S.Str: ExpressionChecker.visit_Str,
-    S.Name: ExpressionChecker.visit_Name,
-    S.BinOp: ExpressionChecker.visit_BinOp,
-    S.UnaryOp: ExpressionChecker.visit_UnaryOp,
-    S.BoolOp: ExpressionChecker.visit_BoolOp,
-    S.Compare: ExpressionChecker.visit_Compare,
-    S.IfExp: ExpressionChecker.visit_IfExp,
-    S.Call: ExpressionChecker.visit_Call,
-    S.Attribute: ExpressionChecker.visit_Attribute,
-    S.Subscript: ExpressionChecker.visit_Subscript,
-    S.Tuple: ExpressionChecker.visit_Tuple,
-}
-
-# The handlers of calls, named by the registry (the scalar types are casts).
-_GN_CALLS: dict[str, Callable] = {
-    e.name: getattr(ExpressionChecker, e.check) for e in R.GPU_NATIVE.values()
-    if e.form in ("call", "type") and e.check}
-
-_BUILTIN_CALLS: dict[str, Callable] = {
-    e.name: getattr(ExpressionChecker, e.check) for e in R.BUILTINS.values() if e.form == "call"}

@@ -13,8 +13,9 @@ from ..frontend import syntax as S
 from ..frontend.parse import ModuleScan
 from ..frontend.source import too_deep
 from ..nodes import node
-from .checker import FunctionChecker, FunctionContext, KernelContext, uses_half
-from .safety import pinned, required_coords
+from .checker import FunctionChecker
+from .context import FunctionContext, KernelContext
+from .passes import check_function
 from .scope import ModuleLocator, Resolver, registry_entry
 
 MAX_SPECIALIZATIONS = 64
@@ -177,42 +178,28 @@ class Program:
         kernels = []
         for binding in self.bindings(fn, typevars, specs):
             ctx = KernelContext(self, ndim, options)
-            checker = FunctionChecker(FunctionContext(ctx, self.resolver, binding), fn)
-            checker.check_params()
-            body = checker.check_body()
-            body = checker.kernel_tail(body)
+            unit = check_function(FunctionContext(ctx, self.resolver, binding), fn)
+            checker, decl = unit.checker, unit.declarations
+            assert checker is not None and decl is not None and unit.traits is not None
             suffix = "".join(f"_{binding[tv].name}" for tv in typevars)
-            t = checker.traits
-            kernel = ir.Kernel(
+            kernels.append(ir.Kernel(
                 name=fn.name,
                 module=self.scan.module_name,
                 symbol=f"gn_{fn.name}{suffix}",
                 ndim=ndim,
-                params=tuple(checker.params),
+                params=decl.params,
                 locals=tuple(checker.locals),
                 shared=tuple(checker.shared),
                 local_arrays=tuple(checker.local_arrays),
-                body=body,
+                body=unit.body,
                 sites=tuple(ctx.sites),
                 options=options,
-                traits=ir.KernelTraits(),
+                traits=unit.traits,
                 span=fn.span,
-                device_functions=tuple(_ordered_callees(checker.callees)),
+                device_functions=unit.device_functions,
                 specialization=tuple((tv, binding[tv].name) for tv in typevars),
                 launch_checks=tuple(ctx.launch_checks),
-            )
-            kernel.traits = ir.KernelTraits(
-                # Device functions report errors with physical coordinates: keep them out.
-                uid_only=t["uid_only"] and ndim == 1 and not kernel.device_functions,
-                uses_barriers=t["uses_barriers"],
-                uses_shared=t["uses_shared"],
-                uses_dynamic_shared=t["uses_dynamic_shared"],
-                uses_warp=t["uses_warp"],
-                uses_half=uses_half(kernel) or any(uses_half(d) for d in
-                                                   kernel.device_functions),
-                uses_print=t["uses_print"],
-            )
-            kernels.append(kernel)
+            ))
         return CheckedKernel(fn, ndim, options, typevars, kernels)
 
     # ---- device functions ---------------------------------------------------------------------
@@ -230,21 +217,22 @@ class Program:
         function = kctx.devices.get(cache_key)
         if function is None:
             kctx.stack.append(cache_key)
-            callee = FunctionChecker(FunctionContext(kctx, resolver, binding), fndef)
-            callee.check_params()
-            body = callee.check_body()
+            unit = check_function(FunctionContext(kctx, resolver, binding), fndef)
             kctx.stack.pop()
+            checked, decl = unit.checker, unit.declarations
+            assert checked is not None and decl is not None
             suffix = "".join(f"_{v.name}" for _, v in sorted(binding.items()))
             function = ir.DeviceFunction(
                 name=fndef.name, module=scan.module_name,
                 symbol=f"gn_dev_{_c_ident(scan.module_name)}_{fndef.name}{suffix}",
-                params=tuple(callee.params), ret=callee.ret_type, locals=tuple(callee.locals),
-                local_arrays=tuple(callee.local_arrays), body=body, span=fndef.span,
-                callees=tuple(callee.callees))
+                params=decl.params, ret=decl.ret_type, locals=tuple(checked.locals),
+                local_arrays=tuple(checked.local_arrays), body=unit.body, span=fndef.span,
+                callees=tuple(checked.callees))
             kctx.devices[cache_key] = function
-            kctx.device_checkers[cache_key] = callee
-        callee = kctx.device_checkers[cache_key]
-        caller.merge_callee(callee, function)
+            kctx.checked[cache_key] = unit
+        callee = kctx.checked[cache_key].checker
+        assert callee is not None
+        caller.merge_callee(callee.traits, function)
         converted = []
         for param, arg in zip(function.params, args):
             what = f"argument '{param.name}' of {fndef.name}()"
@@ -260,20 +248,8 @@ class Program:
                 converted.append(arg)
                 continue
             value = caller.coerce(arg, param.ty, what)  # type: ignore[arg-type]
-            spaces = callee.unique_param_uses.get(param.name)
-            if spaces:
-                u = caller.classify_unique(value)
-                coords = set(u.coords) if u is not None else set()
-                for space in spaces:
-                    need = required_coords(caller.ctx.ndim, space) - pinned(caller.facts)
-                    params = {c for c in coords if c.startswith("param:")}
-                    if not need <= coords and not (params and not caller.is_kernel):
-                        raise TranspileError(
-                            f"{what} is a UniqueId used to write memory, but this value is not "
-                            "provably unique", arg.span, "pass a unique id such as "
-                            "FlatLayout1D.uid()")
-                    for c in params:
-                        caller.unique_param_uses.setdefault(c[6:], set()).add(space)
+            caller.unique.check_argument(callee.unique.unique_param_uses, param, value, what,
+                                         arg.span)
             converted.append(value)
         return ir.Call(span, function.ret, function, tuple(converted))
 
@@ -318,21 +294,3 @@ def _no_recursion_error(fn: S.FunctionDef):
         yield
     except RecursionError:
         raise too_deep(f"{fn.kind} function '{fn.name}'", fn.span) from None
-
-
-def _ordered_callees(direct: list[ir.DeviceFunction]) -> list[ir.DeviceFunction]:
-    """Every device function reached, callees before callers (the order C++ needs)."""
-    out: list[ir.DeviceFunction] = []
-    seen: set[int] = set()
-
-    def visit(f: ir.DeviceFunction) -> None:
-        if id(f) in seen:
-            return
-        seen.add(id(f))
-        for c in f.callees:
-            visit(c)
-        out.append(f)
-
-    for f in direct:
-        visit(f)
-    return out

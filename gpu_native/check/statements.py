@@ -1,34 +1,28 @@
-"""Type and safety checking of kernel statements (one ``visit_X`` per statement kind)."""
+"""The type pass over simple statements and assignments: one ``visit_X`` per statement kind
+(control flow is in :mod:`.control`; the dispatch table in :mod:`.checker`)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from .. import ir
 from ..frontend import syntax as S
 from ..lang import registry as R
-from . import promote as P
-from .expressions import LAYOUTS, UidValue, WeakConst
-from .safety import cond_facts, kill, pinned, required_coords, stable_facts
+from ..spec import LaunchAssert
+from .expressions import UidValue, WeakConst
+from .launch import launch_tree
 from .scope import registry_entry as _registered
 
 if TYPE_CHECKING:
     from .checker import FunctionChecker
 
-_UNIQUE_HINT = (
-    "index with a unique id (idx = FlatLayout1D.uid(); c[idx] = ...), use c.atomic_ref(i) for "
-    "read-modify-write, or wrap the store in `with unsafe():` if you know it is race-free"
-)
-
-
-# The layout methods a `for` loop iterates (FlatLayout1D.grid_stride).
-_LOOP_METHODS = frozenset(e.name for e in R.LAYOUT_METHODS.values() if e.form == "loop")
+# What a launch-checked assert may use besides block_dim and grid_dim.
 _LAUNCH_OPS = ("+", "-", "*", "//", "%", "==", "!=", "<", "<=", ">", ">=", "and", "or", "not")
 
 
 class StatementChecker:
-    """Mixin of :class:`~.checker.FunctionChecker`: the statement half."""
+    """Mixin of :class:`~.checker.FunctionChecker`: blocks, simple statements, assignments and
+    stores."""
 
     def block(self: FunctionChecker, stmts: tuple[S.Stmt, ...]) -> tuple[tuple[ir.Stmt, ...], bool]:
         """Check a block; return its IR and whether control never falls off its end."""
@@ -37,18 +31,14 @@ class StatementChecker:
         for s in stmts:
             if exits:
                 # Unreachable code is still checked (its errors are real), but not emitted.
-                saved = (self.facts, set(self.assigned))
+                saved = (self.bounds.facts, set(self.assigned))
                 self.statement(s)
-                self.facts, self.assigned, self.pending = saved[0], saved[1], set()
+                self.bounds.facts, self.assigned, self.bounds.pending = saved[0], saved[1], set()
                 continue
             result, exits = self.statement(s)
-            self.commit_checks()
+            self.bounds.commit()
             out.extend(result)
         return tuple(out), exits
-
-    def statement(self: FunctionChecker, s: S.Stmt) -> tuple[list[ir.Stmt], bool]:
-        handler = _STMT_HANDLERS[type(s)]
-        return handler(self, s)
 
     # ---- simple statements --------------------------------------------------------------------
 
@@ -72,14 +62,15 @@ class StatementChecker:
                 raise self.error("kernels cannot return a value; write results into a "
                                  "CUDASliceMut parameter", s.value.span)
             return [ir.Return(s.span, None)], True
+        ret_type = self.decl.ret_type
         if s.value is None:
-            if self.ret_type != ir.VOID:
-                raise self.error(f"{self.fn.name} must return a {self.ret_type} value", s.span)
+            if ret_type != ir.VOID:
+                raise self.error(f"{self.fn.name} must return a {ret_type} value", s.span)
             return [ir.Return(s.span, None)], True
-        if self.ret_type == ir.VOID:
+        if ret_type == ir.VOID:
             raise self.error(f"{self.fn.name} has no return annotation, so it cannot return a "
                              "value", s.value.span, "annotate it, e.g. `-> f32`")
-        value = self.coerce(self.expr(s.value), self.ret_type, "the returned value")
+        value = self.coerce(self.expr(s.value), ret_type, "the returned value")
         return [ir.Return(s.span, value)], True
 
     def visit_Assert(self: FunctionChecker, s: S.Assert):
@@ -90,15 +81,16 @@ class StatementChecker:
                 raise self.error("an assert message in a kernel must be a string literal",
                                  s.msg.span)
             message = s.msg.value
-        site = self.new_site("assert", s.span, message=message)
-        self.facts = self.facts | self.facts_from(cond, True)
+        site = self.ctx.kernel.new_site("assert", s.span, message=message)
+        self.bounds.assume(cond, True)
         # `assert block_dim.x == TILE` is the same for every thread of a launch: the launcher
         # checks it once per launch shape, and the kernel does not spend instructions on it.
         tree = None
         if self.is_kernel and self.depth == 0:
-            tree = self.launch_tree(cond, ("block_dim", "grid_dim"), _LAUNCH_OPS)
+            tree = launch_tree(cond, ("block_dim", "grid_dim"), _LAUNCH_OPS,
+                               self.defs.single_def)
         if tree is not None:
-            self.add_launch_check(("assert", site, tree))
+            self.ctx.kernel.add_launch_check(LaunchAssert(tree, site))
         return [ir.Assert(s.span, cond, site, at_launch=tree is not None)], False
 
     def visit_ExprStmt(self: FunctionChecker, s: S.ExprStmt):
@@ -123,12 +115,10 @@ class StatementChecker:
         if entry.value == "block":
             if call.args or call.keywords:
                 raise self.error(f"{name}() takes no arguments", call.span)
-            self.traits["uses_barriers"] = True
-            self.traits["uid_only"] = False
+            self.traits.note_barrier("block")
             return ir.Barrier(call.span, "block")
         got = self.args(call, entry.param_names, entry.required, f"{name}()")
-        self.traits["uses_warp"] = True
-        self.traits["uid_only"] = False
+        self.traits.note_barrier("warp")
         return ir.Barrier(call.span, "warp", self.mask_arg(got, call.span))
 
     def print_stmt(self: FunctionChecker, name: str, call: S.Call) -> ir.Stmt:
@@ -142,7 +132,7 @@ class StatementChecker:
             value = self.materialize(self.expr(a))
             self.scalar_of(value, "a print() argument")
             items.append(value)
-        self.traits["uses_print"] = True
+        self.traits.note_print()
         return ir.Print(call.span, tuple(items))
 
     # ---- assignment ---------------------------------------------------------------------------
@@ -213,7 +203,7 @@ class StatementChecker:
                              "directly", value.span)
         var = self.vars.get(name)
         if isinstance(value, UidValue):
-            if var is not None or self.assign_counts.get(name, 0) != 1:
+            if var is not None or self.decl.assign_counts.get(name, 0) != 1:
                 raise self.error(f"'{name}' holds a unique id and must be assigned exactly once",
                                  target.span)
             if annotation not in (None, "unique"):
@@ -224,13 +214,13 @@ class StatementChecker:
             self.assigned.add(name)
             return []
         if annotation == "unique":
-            if self.classify_unique(self.materialize(value)) is None:
+            if self.unique.classify(self.materialize(value)) is None:
                 raise self.error(f"'{name}' is annotated UniqueId but its value is not a unique "
                                  "id", value.span, "use FlatLayout1D.uid() or BlockLayout1D.uid()")
             annotation = ir.I64
         if var is None:
-            if name in self.vars_params:
-                var = self.vars_params[name]
+            if name in self.decl.param_vars:
+                var = self.decl.param_vars[name]
             else:
                 ty = annotation if annotation is not None else self.scalar_of(
                     self.materialize(value), f"the value assigned to '{name}'")
@@ -243,17 +233,15 @@ class StatementChecker:
                              target.span)
         assert isinstance(var.ty, ir.ScalarType)
         converted = self.coerce(value, var.ty, f"assignment to '{name}'")
-        self.commit_checks()
-        self.facts = kill(self.facts, {id(var)})
+        self.bounds.commit()
+        self.bounds.kill({var})
         self.assigned.add(name)
-        if self.assign_counts.get(name, 0) == 1 and not var.is_param:
-            self.defs[id(var)] = converted
-            self.def_nodes.update(id(n) for n in ir.walk(converted) if isinstance(n, ir.BinOp))
+        self.defs.record(var, converted)
         self.vars[name] = var
         return [ir.Assign(span, var, converted)]
 
     def declare_array(self: FunctionChecker, name: str, which: str, call: S.Call, span) -> None:
-        if name in self.vars or self.assign_counts.get(name, 0) != 1:
+        if name in self.vars or self.decl.assign_counts.get(name, 0) != 1:
             raise self.error(f"'{name}' holds an array and must be assigned exactly once",
                              call.span)
         got = self.args(call, ("dtype", "shape"), 2, f"{which}()")
@@ -279,9 +267,7 @@ class StatementChecker:
             self.shared.append(ir.SharedDecl(var, dynamic))
             if not dynamic:
                 self.check_static_shared(name, call)
-            self.traits["uses_shared"] = True
-            self.traits["uses_dynamic_shared"] = self.traits["uses_dynamic_shared"] or dynamic
-            self.traits["uid_only"] = False
+            self.traits.note_shared(dynamic)
         else:
             ty = ir.ArrayType(elem, len(shape), True, "local", shape)
             var = self.new_var(name, ty, call.span, register=False)
@@ -368,16 +354,14 @@ class StatementChecker:
     def assign_name_value(self: FunctionChecker, target: S.Name, value: ir.Expr, span
                           ) -> list[ir.Stmt]:
         name = target.id
-        var = self.vars.get(name) or self.vars_params.get(name)
+        var = self.vars.get(name) or self.decl.param_vars.get(name)
         if var is None:
             var = self.new_var(name, self.scalar_of(value), target.span)
         converted = self.coerce(value, var.ty, f"assignment to '{name}'")
-        self.commit_checks()
-        self.facts = kill(self.facts, {id(var)})
+        self.bounds.commit()
+        self.bounds.kill({var})
         self.assigned.add(name)
-        if self.assign_counts.get(name, 0) == 1 and not var.is_param:
-            self.defs[id(var)] = converted
-            self.def_nodes.update(id(n) for n in ir.walk(converted) if isinstance(n, ir.BinOp))
+        self.defs.record(var, converted)
         self.vars[name] = var
         return [ir.Assign(span, var, converted)]
 
@@ -398,319 +382,8 @@ class StatementChecker:
                              "into a local first", target.span)
         value = self.coerce(self.expr(value_syntax), base.ty.elem,
                             f"the value stored into '{base.var.name}'")
-        unique, owners = self.store_uniqueness(base, indices, target.span)
-        checks = self.bounds_checks(base, indices, target.span)
-        self.note_store(base, indices, target.span, unique, owners)
+        unique, owners = self.unique.store(base, indices, target.span, self.unsafe_depth > 0)
+        checks = self.bounds.checks(base, indices, target.span)
+        self.unique.note_store(base, indices, target.span, unique, owners)
+        self.tail.note(base, indices)
         return ir.Store(span, base, indices, checks, value, unique)
-
-    def store_uniqueness(self: FunctionChecker, base: ir.ArrayRef, indices, span
-                         ) -> tuple[str, tuple[int, ...]]:
-        """How a store is race-free, and which index positions make it so (its *owner*
-        positions: a thread owns every element with those index values, whatever the rest)."""
-        if base.ty.space == "local":
-            return "uid", ()
-        if self.unsafe_depth:
-            return "unsafe", ()
-        required = required_coords(self.ctx.ndim, "global" if base.ty.space == "global"
-                                   else "shared") - pinned(self.facts)
-        covered: set[str] = set()
-        owners: list[int] = []
-        for position, idx in enumerate(indices):
-            u = self.classify_unique(idx)
-            if u is not None:
-                covered |= u.coords
-                owners.append(position)
-        param_coords = {c for c in covered if c.startswith("param:")}
-        if not required:
-            return "single", ()
-        if required <= covered:
-            return "uid", tuple(owners)
-        if param_coords and not self.is_kernel:
-            for c in param_coords:
-                self.unique_param_uses.setdefault(c[6:], set()).add(
-                    "global" if base.ty.space == "global" else "shared")
-            return "uid", tuple(owners)
-        what = "grid" if base.ty.space == "global" else "block"
-        raise self.error(
-            f"store into '{base.var.name}' through an index that is not provably unique: two "
-            f"threads of the {what} could write the same element", span, _UNIQUE_HINT)
-
-    # ---- control flow -------------------------------------------------------------------------
-
-    def visit_If(self: FunctionChecker, s: S.If):
-        cond = self.to_bool(self.expr(s.test, condition=True))
-        self.commit_checks()
-        before_facts, before_assigned = self.facts, set(self.assigned)
-        self.depth += 1
-        self.facts = before_facts | self.facts_from(cond, True)
-        then, then_exits = self.block(s.body)
-        then_facts, then_assigned = self.facts, self.assigned
-        self.facts, self.assigned = before_facts | self.facts_from(cond, False), set(
-            before_assigned)
-        orelse, else_exits = self.block(s.orelse)
-        else_facts, else_assigned = self.facts, self.assigned
-        self.depth -= 1
-        if then_exits and else_exits:
-            self.facts, self.assigned = before_facts, before_assigned
-        elif then_exits:
-            self.facts, self.assigned = else_facts, else_assigned
-        elif else_exits:
-            self.facts, self.assigned = then_facts, then_assigned
-        else:
-            self.facts = then_facts & else_facts
-            self.assigned = then_assigned & else_assigned
-        if isinstance(cond, ir.Const) and not self.has_effects(cond):
-            # `if DEBUG:` with a constant folds away (both branches were still checked).
-            return list(then if cond.value else orelse), (then_exits if cond.value else else_exits)
-        return [ir.If(s.span, cond, then, orelse)], then_exits and else_exits
-
-    def loop_body(self: FunctionChecker, body: tuple[S.Stmt, ...], entry_facts: frozenset,
-                  extra_facts: set) -> tuple[tuple[ir.Stmt, ...], bool]:
-        saved_assigned = set(self.assigned)
-        self.facts = entry_facts | extra_facts
-        self.depth += 1
-        self.loop_depth += 1
-        self.loop_broke.append(False)
-        stmts, _ = self.block(body)
-        broke = self.loop_broke.pop()
-        self.loop_depth -= 1
-        self.depth -= 1
-        self.assigned = saved_assigned
-        return stmts, broke
-
-    def visit_While(self: FunctionChecker, s: S.While):
-        entry = kill(self.facts, self.loop_assigned_ids(s.body))
-        self.facts = entry
-        cond = self.to_bool(self.expr(s.test, condition=True))
-        # The condition (and its checks) ran before every iteration and before a normal exit.
-        checked, self.pending = stable_facts(self.pending), set()
-        body, broke = self.loop_body(s.body, entry, self.facts_from(cond, True) | checked)
-        self.facts = entry if broke else entry | self.facts_from(cond, False) | checked
-        infinite = isinstance(cond, ir.Const) and cond.value is True and not broke
-        return [ir.While(s.span, cond, body)], infinite
-
-    def visit_For(self: FunctionChecker, s: S.For):
-        if not isinstance(s.target, S.Name):
-            raise self.error("the loop variable must be a single name", s.target.span)
-        it = s.iter
-        if not isinstance(it, S.Call):
-            raise self.error("kernels loop over range(...) or FlatLayout1D.grid_stride(n)",
-                             it.span)
-        if isinstance(it.func, S.Attribute) and it.func.attr in _LOOP_METHODS:
-            sym = self.ctx.resolver.dotted(it.func.value) if not self.is_local_root(
-                it.func.value) else None
-            if sym is not None and sym.kind == "gn" and sym.name in LAYOUTS:
-                return self.grid_stride(s, sym.name, it)
-        sym = None
-        if isinstance(it.func, S.Name) and it.func.id not in self.vars:
-            sym = self.ctx.resolver.name(it.func.id, it.func.span)
-        entry = _registered(sym)
-        if entry is None or entry.namespace != "builtins" or entry.form != "loop":
-            raise self.error("kernels loop over range(...) or FlatLayout1D.grid_stride(n)",
-                             it.span)
-        return self.for_range(s, it)
-
-    def for_range(self: FunctionChecker, s: S.For, it: S.Call):
-        if it.keywords or not 1 <= len(it.args) <= 3:
-            raise self.error("range() takes 1 to 3 positional arguments", it.span)
-        values = [self.expr(a) for a in it.args]
-        if len(values) == 1:
-            values = [WeakConst(it.span, ir.I64, 0), values[0]]
-        if len(values) == 2:
-            values.append(WeakConst(it.span, ir.I64, 1))
-        typed = [v for v in values if not isinstance(v, WeakConst)]
-        ty: ir.ScalarType | None = None
-        for v in typed:
-            t = P.arithmetic_type(self.scalar_of(v, "a range() argument"))
-            if not t.info.is_int:
-                raise self.error(f"range() arguments must be integers, not {t}", v.span)
-            ty = t if ty is None else P.promote(ty, t)
-        for v in values:
-            if isinstance(v, WeakConst):
-                if not isinstance(v.value, int):
-                    raise self.error("range() arguments must be integers", v.span)
-                lit = P.literal_type(v.value)
-                ty = lit if ty is None else P.promote_with_literal(ty, v.value)
-        assert ty is not None
-        start, stop, step = (self.coerce(v, ty, "range()", explicit=True) for v in values)
-        step_sign = 0
-        if isinstance(step, ir.Const):
-            if step.value == 0:
-                raise self.error("range() step must not be zero", step.span)
-            step_sign = 1 if step.value > 0 else -1
-        var = self.loop_var(s.target, ty)
-        self.commit_checks()
-        entry = kill(self.facts, self.loop_assigned_ids(s.body) | {id(var)})
-        # `for j in range(tid, n, K)` with 0 <= tid < K: threads visit disjoint values.
-        start_unique = self.classify_unique(start)
-        self.range_unique_vars.pop(id(var), None)
-        if (start_unique is not None and step_sign > 0 and isinstance(step.value, int)
-                and self.in_range(start, step.value) and var.name not in self.plain_assigned):
-            self.range_unique_vars[id(var)] = start_unique.coords
-        extra: set = set()
-        if step_sign > 0:
-            extra.add(("lt", self.key(ir.Local(var.span, var.ty, var)), self.key(stop)))
-            if self.is_nonneg(start):
-                extra.add(("ge0", self.key(ir.Local(var.span, var.ty, var))))
-        before = set(self.assigned)
-        self.assigned.add(var.name)
-        body, _ = self.loop_body(s.body, entry, extra)
-        self.assigned = before
-        self.facts = entry
-        stmt = ir.ForRange(s.span, var, start, stop, step, step_sign, body,
-                           counter_fits=self.counter_fits(stop, step, ty))
-        if step_sign == 0:
-            site = self.new_site("assert", it.span, message="range() arg 3 must not be zero")
-            zero = ir.Const(it.span, ty, 0)
-            return [ir.Assert(it.span, ir.Compare(it.span, ir.BOOL, "!=", step, zero), site),
-                    stmt], False
-        return [stmt], False
-
-    def grid_stride(self: FunctionChecker, s: S.For, layout: str, it: S.Call):
-        if layout != "FlatLayout1D":
-            raise self.error("grid_stride() is defined on FlatLayout1D", it.func.span)
-        self.require_layout("FlatLayout1D", 1, it.span)
-        if it.keywords or len(it.args) != 1:
-            raise self.error("grid_stride(n) takes one argument", it.span)
-        stop = self.expr(it.args[0])
-        stop = self.coerce(stop, ir.I64, "grid_stride(n)", explicit=not isinstance(
-            stop, WeakConst))
-        if not self.scalar_of(stop).info.is_int:
-            raise self.error("grid_stride(n) needs an integer", stop.span)
-        var = self.loop_var(s.target, ir.I64)
-        self.grid_stride_vars.add(id(var))
-        self.note_uid("grid", it.span)
-        self.commit_checks()
-        entry = kill(self.facts, self.loop_assigned_ids(s.body) | {id(var)})
-        local = ir.Local(var.span, var.ty, var)
-        extra = {("lt", self.key(local), self.key(stop)), ("ge0", self.key(local))}
-        before = set(self.assigned)
-        self.assigned.add(var.name)
-        body, _ = self.loop_body(s.body, entry, extra)
-        self.assigned = before
-        self.facts = entry
-        return [ir.GridStride(s.span, var, stop, body)], False
-
-    def counter_fits(self: FunctionChecker, stop: ir.Expr, step: ir.Expr,
-                     ty: ir.ScalarType) -> bool:
-        """Can a range() counter step past ``stop`` without leaving ``ty``?  The step must be
-        a constant; then either ``stop`` is one too, or ``stop >= 0`` and: going down the counter
-        ends at ``stop + 1 + step`` at the least (in range), going up at ``stop - 1 + step`` at
-        the most, which the upper bound of ``stop`` must leave room for (an array extent is
-        below 2**48)."""
-        if not (isinstance(step, ir.Const) and isinstance(step.value, int)):
-            return False
-        if isinstance(stop, ir.Const) and isinstance(stop.value, int):
-            return ty.info.min <= stop.value + step.value <= ty.info.max
-        if not self.is_nonneg(stop):
-            return False
-        if step.value < 0:
-            return True
-        bound = self.upper(stop)
-        return bound is not None and bound - 1 + step.value <= ty.info.max
-
-    def loop_var(self: FunctionChecker, target: S.Name, ty: ir.ScalarType) -> ir.Var:
-        var = self.vars.get(target.id) or self.vars_params.get(target.id)
-        if var is None:
-            return self.new_var(target.id, ty, target.span)
-        if var.ty != ty:
-            raise self.error(f"the loop variable '{target.id}' is {var.ty} but this range() "
-                             f"yields {ty}", target.span, "use a new name for this loop")
-        return var
-
-    def visit_With(self: FunctionChecker, s: S.With):
-        if len(s.items) != 1 or not isinstance(s.items[0], S.Call) or s.items[0].args:
-            raise self.error("the only context manager in kernels is `with unsafe():`", s.span)
-        call = s.items[0]
-        sym = self.ctx.resolver.dotted(call.func) if isinstance(
-            call.func, (S.Name, S.Attribute)) and not self.is_local_root(call.func) else None
-        entry = _registered(sym)
-        if entry is None or entry.form != "context":
-            raise self.error("the only context manager in kernels is `with unsafe():`", s.span)
-        self.unsafe_depth += 1
-        body, exits = self.block(s.body)
-        self.unsafe_depth -= 1
-        return list(body), exits
-
-    # ---- facts --------------------------------------------------------------------------------
-
-    def facts_from(self: FunctionChecker, cond: ir.Expr, truth: bool) -> set:
-        return cond_facts(cond, truth, self.classify_unique, self.is_uniform, self.key)
-
-    def loop_assigned_ids(self: FunctionChecker, body: tuple[S.Stmt, ...]) -> set[int]:
-        names = _assigned_names(body)
-        return {id(v) for n, v in {**self.vars_params, **self.vars}.items() if n in names}
-
-
-def _assigned_names(stmts) -> set[str]:
-    out: set[str] = set()
-    for s in stmts:
-        if isinstance(s, (S.Assign,)):
-            for t in s.targets:
-                out |= _target_names(t)
-        elif isinstance(s, (S.AnnAssign, S.AugAssign)):
-            out |= _target_names(s.target)
-        elif isinstance(s, S.For):
-            out |= _target_names(s.target)
-            out |= _assigned_names(s.body)
-        elif isinstance(s, (S.While, S.With)):
-            out |= _assigned_names(s.body)
-        elif isinstance(s, S.If):
-            out |= _assigned_names(s.body) | _assigned_names(s.orelse)
-    return out
-
-
-def _target_names(t: S.Expr) -> set[str]:
-    if isinstance(t, S.Name):
-        return {t.id}
-    if isinstance(t, S.Tuple):
-        out: set[str] = set()
-        for e in t.elts:
-            out |= _target_names(e)
-        return out
-    return set()
-
-
-def count_assignments(stmts, counts: dict[str, int], in_loop: set[str], depth: int = 0,
-                      loop: bool = False, plain: set[str] | None = None) -> None:
-    """Count assignments per local name (a loop target counts as assigned in a loop);
-    ``plain`` collects the names assigned other than as a ``for`` target."""
-    plain = plain if plain is not None else set()
-    for s in stmts:
-        if isinstance(s, (S.Assign, S.AnnAssign, S.AugAssign)):
-            targets = s.targets if isinstance(s, S.Assign) else (s.target,)
-            for t in targets:
-                for n in _target_names(t):
-                    counts[n] = counts.get(n, 0) + (2 if isinstance(s, S.AugAssign) else 1)
-                    plain.add(n)
-                    if loop:
-                        in_loop.add(n)
-        elif isinstance(s, S.For):
-            for n in _target_names(s.target):
-                counts[n] = counts.get(n, 0) + 2
-                in_loop.add(n)
-            count_assignments(s.body, counts, in_loop, depth + 1, True, plain)
-        elif isinstance(s, S.While):
-            count_assignments(s.body, counts, in_loop, depth + 1, True, plain)
-        elif isinstance(s, S.With):
-            count_assignments(s.body, counts, in_loop, depth, loop, plain)
-        elif isinstance(s, S.If):
-            count_assignments(s.body, counts, in_loop, depth + 1, loop, plain)
-            count_assignments(s.orelse, counts, in_loop, depth + 1, loop, plain)
-
-
-_STMT_HANDLERS: dict[type, Callable] = {
-    S.Pass: StatementChecker.visit_Pass,
-    S.Break: StatementChecker.visit_Break,
-    S.Continue: StatementChecker.visit_Continue,
-    S.Return: StatementChecker.visit_Return,
-    S.Assert: StatementChecker.visit_Assert,
-    S.ExprStmt: StatementChecker.visit_ExprStmt,
-    S.Assign: StatementChecker.visit_Assign,
-    S.AnnAssign: StatementChecker.visit_AnnAssign,
-    S.AugAssign: StatementChecker.visit_AugAssign,
-    S.If: StatementChecker.visit_If,
-    S.While: StatementChecker.visit_While,
-    S.For: StatementChecker.visit_For,
-    S.With: StatementChecker.visit_With,
-}

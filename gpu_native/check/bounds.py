@@ -1,0 +1,321 @@
+"""The bounds proofs: which array indices need a check at run time.
+
+Every index is checked unless the facts that hold where it is used prove it in range: a
+dominating ``if i < len(a)`` or ``assert``, a ``range(len(a))`` loop, an earlier check of the
+same thread (a failing check ends the thread), or what the launch and the types allow (see
+:mod:`gpu_native.analysis.ranges`).  The facts themselves are typed records
+(:mod:`.facts`); this module keeps the ones that hold at the statement being checked.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import TYPE_CHECKING
+
+from .. import ir
+from ..analysis.ranges import HARDWARE, UpperBounds, is_widening
+from ..errors import SourceSpan, TranspileError
+from .facts import (
+    ConstKey,
+    Fact,
+    Key,
+    Less,
+    NonNegative,
+    NotEqual,
+    OpKey,
+    cond_facts,
+    shows_at_least,
+    shows_below,
+    shows_within,
+    split_offset,
+    stable,
+    upper_bound,
+)
+from .facts import kill as kill_facts
+
+if TYPE_CHECKING:
+    from .context import Definitions, FunctionContext
+    from .nowrap import NoWrapProofs
+    from .unique import UniqueWrites
+
+
+class BoundsProofs:
+    """The bounds proofs of one function, made as the type pass reaches each index.
+
+    Reads: the type pass's :class:`~.context.Definitions` (keys, single assignments, the
+    variables of ``grid_stride`` loops), the kernel's options (``bounds_check``), the no-wrap
+    proofs (a sum of nonnegative values is nonnegative only if it does not wrap), and the
+    unique-write proofs (an equality with a unique index pins a thread coordinate).
+    Produces: the ``checks`` of every ``Load``, ``Store`` and ``Atomic`` (a site id, or
+    ``None`` where proven), the error sites of the checks that remain, and a TranspileError for
+    a constant index that is out of bounds or negative.
+
+    State (the type pass moves it along the control flow: :meth:`assume` at a condition,
+    :meth:`kill` at an assignment, and saving and restoring around branches and loops):
+
+    ``facts``
+        What holds at the statement being checked (a frozenset of :class:`~.facts.Fact`).
+    ``pending``
+        Facts from bounds checks of the statement being checked: they hold once the statement
+        has run (a failing check ends the thread), not inside it, where C++ may evaluate the
+        operands in any order.  :meth:`commit` moves them into ``facts`` at sequence points.
+    """
+
+    def __init__(self, ctx: FunctionContext, defs: Definitions):
+        self.ctx = ctx
+        self.defs = defs
+        self.facts: frozenset[Fact] = frozenset()
+        self.pending: set[Fact] = set()
+        self.no_wrap: NoWrapProofs  # wired by the type pass
+        self.unique: UniqueWrites
+        self.bounds = UpperBounds(HARDWARE, defs.single_def, self._known_upper)
+
+    # ---- moving the facts along ------------------------------------------------------------
+
+    def facts_from(self, cond: ir.Expr, truth: bool) -> set[Fact]:
+        """The facts that hold where ``cond`` evaluated to ``truth``."""
+        return cond_facts(cond, truth, self.unique.classify, self.unique.is_uniform,
+                          self.defs.key)
+
+    def assume(self, cond: ir.Expr, truth: bool) -> None:
+        """From here on, ``cond`` evaluated to ``truth``."""
+        self.facts = self.facts | self.facts_from(cond, truth)
+
+    def kill(self, variables) -> None:
+        """``variables`` are being assigned: forget what was known of them."""
+        self.facts = kill_facts(self.facts, variables)
+
+    def commit(self) -> None:
+        """Make the facts of the checks run so far hold for what follows (a sequence point)."""
+        if self.pending:
+            self.facts = self.facts | stable(self.pending)
+            self.pending = set()
+
+    @contextlib.contextmanager
+    def without_facts(self):
+        """Prove something that must hold wherever the value was computed, not only here."""
+        saved = self.facts
+        self.facts = frozenset()
+        try:
+            yield
+        finally:
+            self.facts = saved
+
+    # ---- index checks ----------------------------------------------------------------------
+
+    def checks(self, base: ir.ArrayRef, indices, span: SourceSpan) -> tuple[int | None, ...]:
+        """The check of each index of ``base[indices]``: an error site, or ``None`` if proven."""
+        checks: list[int | None] = []
+        for axis, idx in enumerate(indices):
+            if self.index_proven(base, axis, idx):
+                checks.append(None)
+                continue
+            checks.append(self.ctx.kernel.new_site("index", span, base.var.name, axis,
+                                                   base.ty.ndim))
+            k = self.defs.key(idx)
+            self.pending.add(NonNegative(k))
+            self.pending.add(Less(k, self.bound_key(base, axis, idx)))
+        return tuple(checks)
+
+    def bound_key(self, base: ir.ArrayRef, axis: int, idx: ir.Expr) -> Key:
+        shape = base.ty.shape
+        if shape is not None and shape[0] >= 0:
+            return ConstKey(shape[axis])
+        return self.defs.key(ir.Shape(idx.span, ir.I64, base, axis))
+
+    def index_proven(self, base: ir.ArrayRef, axis: int, idx: ir.Expr) -> bool:
+        shape = base.ty.shape
+        static = shape is not None and shape[0] >= 0
+        c = _const_value(idx)
+        if static:
+            n = shape[axis]
+            if isinstance(c, int):
+                if 0 <= c < n:
+                    return True
+                raise TranspileError(f"index {c} is out of bounds for axis {axis} of "
+                                     f"'{base.var.name}' with size {n}", idx.span)
+        elif isinstance(c, int) and c < 0:
+            raise TranspileError(f"negative index {c}: kernels do not wrap negative indices",
+                                 idx.span, "index from the start, e.g. a[len(a) - 1]")
+        bound_key = self.bound_key(base, axis, idx)
+        if not self.ctx.options.bounds_check:
+            return True
+        if not self.is_nonneg(idx):
+            return False
+        if static and _fits_unsigned(idx, bound_key.integer):  # type: ignore[arg-type]
+            return True
+        return self.below(idx, bound_key, static)
+
+    # ---- what the facts show ---------------------------------------------------------------
+
+    def below(self, idx: ir.Expr, bound_key: Key, static: bool) -> bool:
+        """Is ``idx < bound_key`` proven (``static``: the bound is a constant)?"""
+        k = self.defs.key(idx)
+        if shows_below(self.facts, k, bound_key, static):
+            return True
+        limit = bound_key.integer
+        e = idx
+        while isinstance(e, ir.Cast):
+            e = e.value
+        if isinstance(e, ir.BinOp) and e.op == "%" and self.defs.key(e.right) == bound_key:
+            return True
+        if isinstance(e, ir.BinOp) and e.op == "%" and static and isinstance(
+                _const_value(e.right), int) and 0 < _const_value(e.right) <= limit:
+            return True
+        if isinstance(e, ir.BinOp) and e.op == "&" and static:
+            for side in (e.left, e.right):
+                cv = _const_value(side)
+                if isinstance(cv, int) and 0 <= cv < limit:  # type: ignore[operator]
+                    return True
+        split = split_offset(e)
+        if split is not None:
+            base, c = split
+            if c < 0:
+                # a - m with a >= m cannot wrap, and stays below whatever bounds a.
+                return self.at_least(base, -c) and self.below(base, bound_key, static)
+            if static:
+                return c < limit and self.below(  # type: ignore[operator]
+                    base, ConstKey(limit - c), static)  # type: ignore[operator]
+            if isinstance(e.ty, ir.ScalarType) and e.ty.info.bits == 64:
+                # a + c < n from a < n - c, or (c == 1) from a < n and a != n - 1.  64-bit
+                # only: a narrower sum could wrap before it reaches a 64-bit extent.
+                less = OpKey("-", bound_key, ConstKey(c))
+                kb = self.defs.key(base)
+                if Less(kb, less) in self.facts:
+                    return True
+                if c == 1 and NotEqual(kb, less) in self.facts and self.below(
+                        base, bound_key, static):
+                    return True
+        if isinstance(e, ir.Local):
+            d = self.defs.single_def(e.var)
+            if d is not None:
+                return self.below(d, bound_key, static)
+        return False
+
+    def at_least(self, e: ir.Expr, m: int) -> bool:
+        """Is the integer ``e >= m`` proven (``m >= 1``)?"""
+        c = _const_value(e)
+        if isinstance(c, int):
+            return c >= m
+        k = self.defs.key(e)
+        if shows_at_least(self.facts, k, m):
+            return True
+        if m == 1 and NotEqual(k, ConstKey(0)) in self.facts and self.is_nonneg(e):
+            return True
+        inner = e
+        while isinstance(inner, ir.Cast) and is_widening(inner):
+            inner = inner.value
+        if isinstance(inner, ir.Local):
+            d = self.defs.single_def(inner.var)
+            if d is not None:
+                return self.at_least(d, m)
+        return False
+
+    def in_range(self, e: ir.Expr, bound: int) -> bool:
+        """Is ``0 <= e < bound`` proven (constant bound)?"""
+        c = _const_value(e)
+        if isinstance(c, int):
+            return 0 <= c < bound
+        k = self.defs.key(e)
+        if not self.is_nonneg(e):
+            return False
+        if shows_within(self.facts, k, bound):
+            return True
+        inner = e
+        while isinstance(inner, ir.Cast):
+            inner = inner.value
+        if isinstance(inner, ir.Local):
+            d = self.defs.single_def(inner.var)
+            if d is not None:
+                return self.in_range(d, bound)
+        return False
+
+    def is_nonneg(self, e: ir.Expr) -> bool:
+        """Is ``e >= 0`` proven?"""
+        ty = e.ty
+        if isinstance(ty, ir.ScalarType) and ty.info.kind in ("uint", "bool"):
+            return True
+        if isinstance(e, ir.Const):
+            return e.value >= 0
+        if isinstance(e, (ir.UidComponent, ir.Special, ir.LaneId, ir.Shape)):
+            return True
+        if NonNegative(self.defs.key(e)) in self.facts:
+            return True
+        if isinstance(e, ir.Local):
+            if id(e.var) in self.defs.grid_stride_vars:
+                return True
+            d = self.defs.single_def(e.var)
+            return d is not None and self.is_nonneg(d)
+        if isinstance(e, ir.Cast):
+            src = e.value.ty
+            if isinstance(src, ir.ScalarType) and src.info.is_int and e.ty.info.is_int:
+                if src.info.kind == "uint":
+                    return e.ty.info.bits > src.info.bits  # u32 -> i32 can turn negative
+                if e.ty.info.bits >= src.info.bits:
+                    return self.is_nonneg(e.value)
+            return False
+        if isinstance(e, ir.BinOp):
+            split = split_offset(e)
+            if split is not None and split[1] < 0:
+                if self.at_least(split[0], -split[1]):
+                    # a - c with a >= c: no wrap
+                    self.no_wrap.prove(e, lambda e: self.at_least(split[0], -split[1]))
+                    return True
+                return False
+            if e.op in ("+", "*"):
+                # Signed arithmetic wraps: the sum or product of nonnegative values is only
+                # nonnegative when it provably stays below the type's maximum.
+                return (self.is_nonneg(e.left) and self.is_nonneg(e.right)
+                        and self.no_wrap.holds(e))
+            if e.op in ("//", ">>"):
+                return self.is_nonneg(e.left) and self.is_nonneg(e.right)
+            if e.op == "%":
+                return self.is_nonneg(e.right)
+            if e.op == "&":
+                return self.is_nonneg(e.left) or self.is_nonneg(e.right)
+        if isinstance(e, ir.MathCall):
+            if e.name == "min":
+                return all(self.is_nonneg(a) for a in e.args)
+            if e.name == "max":
+                return any(self.is_nonneg(a) for a in e.args)
+        return False
+
+    def upper(self, e: ir.Expr) -> int | None:
+        """An upper bound of the nonnegative integer ``e`` as a mathematical integer (before any
+        wrap), from what the hardware and the facts limit it to; ``None`` when unknown."""
+        return self.bounds.upper(e)
+
+    def _known_upper(self, e: ir.Expr) -> int | None:
+        return upper_bound(self.facts, self.defs.key(e))
+
+    def counter_fits(self, stop: ir.Expr, step: ir.Expr, ty: ir.ScalarType) -> bool:
+        """Can a range() counter step past ``stop`` without leaving ``ty``?  The step must be
+        a constant; then either ``stop`` is one too, or ``stop >= 0`` and: going down the counter
+        ends at ``stop + 1 + step`` at the least (in range), going up at ``stop - 1 + step`` at
+        the most, which the upper bound of ``stop`` must leave room for (an array extent is
+        below 2**48)."""
+        if not (isinstance(step, ir.Const) and isinstance(step.value, int)):
+            return False
+        if isinstance(stop, ir.Const) and isinstance(stop.value, int):
+            return ty.info.min <= stop.value + step.value <= ty.info.max
+        if not self.is_nonneg(stop):
+            return False
+        if step.value < 0:
+            return True
+        bound = self.upper(stop)
+        return bound is not None and bound - 1 + step.value <= ty.info.max
+
+
+def _const_value(e: ir.Expr):
+    while isinstance(e, ir.Cast):
+        e = e.value
+    return e.value if isinstance(e, ir.Const) else None
+
+
+def _fits_unsigned(e: ir.Expr, n: int) -> bool:
+    """A value of a narrow unsigned type (a u8 pixel, say) is below 2**bits."""
+    while isinstance(e, ir.Cast) and isinstance(e.value.ty, ir.ScalarType) and \
+            e.value.ty.info.is_int and e.ty.info.bits >= e.value.ty.info.bits:
+        e = e.value
+    ty = e.ty
+    return isinstance(ty, ir.ScalarType) and ty.info.kind == "uint" and (1 << ty.info.bits) <= n

@@ -1,0 +1,359 @@
+"""The type pass over calls: casts, builtins, math functions, layouts, warp operations,
+atomics and device functions (each picked by its registry entry's ``check`` name)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from .. import ir
+from ..errors import SourceSpan
+from ..frontend import syntax as S
+from ..lang import registry as R
+from . import promote as P
+from .expressions import ATOMIC_METHODS, LAYOUTS, AtomicHandle, UidValue, WeakConst
+
+if TYPE_CHECKING:
+    from .checker import FunctionChecker
+
+
+class CallChecker:
+    """Mixin of :class:`~.checker.FunctionChecker`: every call in a kernel body."""
+
+    # ---- calls ------------------------------------------------------------------------------
+
+    def visit_Call(self: FunctionChecker, e: S.Call) -> ir.Expr:
+        func = e.func
+        # Methods: x.atomic_ref(i) and x.atomic_ref(i).fetch_add(v); Layout.uid(); grid_stride.
+        if isinstance(func, S.Attribute):
+            if func.attr == R.ATOMIC_REF.name and not self.is_module_path(func.value):
+                return self.call_atomic_ref(func, e)
+            if func.attr in ATOMIC_METHODS and isinstance(func.value, S.Call) and isinstance(
+                    func.value.func, S.Attribute) and func.value.func.attr == R.ATOMIC_REF.name:
+                handle = self.expr(func.value)
+                assert isinstance(handle, AtomicHandle)
+                return self.call_atomic(handle, ATOMIC_METHODS[func.attr], e)
+            sym = self.ctx.resolver.dotted(func.value) if not self.is_local_root(
+                func.value) else None
+            if sym is not None and sym.kind == "gn" and sym.name in LAYOUTS:
+                return self.call_layout(sym.name, func.attr, e)
+        if isinstance(func, (S.Name, S.Attribute)) and not (
+                isinstance(func, S.Name) and func.id in self.vars) and not self.is_local_root(func):
+            sym = self.ctx.resolver.dotted(func)
+            if sym is not None:
+                return self.call_symbol(sym, e)
+        raise self.error("only gpu_native intrinsics, math functions and @gpu_device functions "
+                         "can be called in kernels", e.func.span)
+
+    def is_module_path(self: FunctionChecker, e: S.Expr) -> bool:
+        if self.is_local_root(e):
+            return False
+        sym = self.ctx.resolver.dotted(e)
+        return sym is not None and sym.kind in ("module", "gn")
+
+    def args(self: FunctionChecker, e: S.Call, names: tuple[str, ...], required: int,
+             what: str) -> dict[str, S.Expr]:
+        if len(e.args) > len(names):
+            raise self.error(f"{what} takes at most {len(names)} argument"
+                             f"{'s' if len(names) != 1 else ''} ({len(e.args)} given)", e.span)
+        got: dict[str, S.Expr] = dict(zip(names, e.args))
+        for kw in e.keywords:
+            if kw.name not in names:
+                raise self.error(f"{what} has no parameter '{kw.name}'", kw.span)
+            if kw.name in got:
+                raise self.error(f"{what} got '{kw.name}' twice", kw.span)
+            got[kw.name] = kw.value
+        missing = [n for n in names[:required] if n not in got]
+        if missing:
+            raise self.error(f"{what} is missing argument '{missing[0]}'", e.span)
+        return got
+
+    def call_symbol(self: FunctionChecker, sym, e: S.Call) -> ir.Expr:
+        if sym.kind == "gn":
+            handler = self.gn_call_handlers().get(sym.name)
+            if handler is None:
+                form = R.GPU_NATIVE[sym.name].form
+                if form == "allocation":
+                    raise self.error(f"{sym.name}() can only be assigned to a local variable, "
+                                     "e.g. `tile = shared_array(f32, (16, 16))`", e.span)
+                if form == "statement":
+                    raise self.error(f"{sym.name}() is a statement, not a value", e.span)
+                if form == "context":
+                    raise self.error(f"{sym.name}() is used as `with {sym.name}():`", e.span)
+                raise self.error(f"gpu_native.{sym.name} cannot be called in a kernel", e.span)
+            return handler(self, sym.name, e)
+        if sym.kind == "math":
+            return self.call_math(sym.name, e)
+        if sym.kind == "builtin":
+            handler = _BUILTIN_CALLS.get(sym.name)
+            if handler is None:
+                raise self.error(f"{sym.name}() is not supported here", e.span)
+            return handler(self, e)
+        if sym.kind == "device":
+            return self.call_device(sym, e)
+        return self.from_symbol(sym, e.func)
+
+    def gn_call_handlers(self) -> dict[str, Callable]:
+        return _GN_CALLS
+
+    def call_cast(self: FunctionChecker, name: str, e: S.Call) -> ir.Expr:
+        if len(e.args) != 1 or e.keywords:
+            raise self.error(f"{name}(x) takes exactly one argument", e.span)
+        target = ir.scalar(name)
+        value = self.expr(e.args[0])
+        if isinstance(value, WeakConst):
+            v = value.value
+            info = target.info
+            if info.is_int and isinstance(v, int) and not info.min <= v <= info.max:
+                raise self.error(f"{v} does not fit in {name} ({info.min}..{info.max})", e.span)
+        if target == ir.BOOL:
+            return self.to_bool(value, f"{name}()")
+        return self.coerce(value, target, f"{name}()", explicit=True)
+
+    def call_int(self: FunctionChecker, e: S.Call) -> ir.Expr:
+        if len(e.args) != 1 or e.keywords:
+            raise self.error("int(x) takes exactly one argument", e.span)
+        value = self.expr(e.args[0])
+        if isinstance(value, WeakConst):
+            return WeakConst(e.span, ir.I64, int(value.value))
+        return self.coerce(value, ir.I64, "int()", explicit=True)
+
+    def call_float(self: FunctionChecker, e: S.Call) -> ir.Expr:
+        if len(e.args) != 1 or e.keywords:
+            raise self.error("float(x) takes exactly one argument", e.span)
+        value = self.expr(e.args[0])
+        if isinstance(value, WeakConst):
+            return WeakConst(e.span, ir.F64, float(value.value))
+        return self.coerce(value, ir.F64, "float()", explicit=True)
+
+    def call_bool(self: FunctionChecker, e: S.Call) -> ir.Expr:
+        if len(e.args) != 1 or e.keywords:
+            raise self.error("bool(x) takes exactly one argument", e.span)
+        return self.to_bool(self.expr(e.args[0]), "bool()")
+
+    def call_round(self: FunctionChecker, e: S.Call) -> ir.Expr:
+        if len(e.args) != 1 or e.keywords:
+            raise self.error("round(x) takes one argument in kernels (no ndigits)", e.span)
+        value = self.materialize(self.expr(e.args[0]))
+        ty = self.scalar_of(value, "round()'s argument")
+        if ty.info.is_int:
+            return self.coerce(value, ir.I64, "round()", explicit=True)
+        if ty.info.bits < 32:
+            value, ty = self.coerce(value, ir.F32, "round()", explicit=True), ir.F32
+        return ir.Cast(e.span, ir.I64, ir.MathCall(e.span, ty, "rint", (value,)))
+
+    def call_len(self: FunctionChecker, e: S.Call) -> ir.Expr:
+        if len(e.args) != 1 or e.keywords:
+            raise self.error("len(a) takes exactly one argument", e.span)
+        base = self.expr(e.args[0])
+        if not isinstance(base, ir.ArrayRef):
+            raise self.error(f"len() needs an array, not {base.ty}", e.args[0].span)
+        return self.shape_of(base, 0, e.span)
+
+    def call_abs(self: FunctionChecker, e: S.Call) -> ir.Expr:
+        if len(e.args) != 1 or e.keywords:
+            raise self.error("abs(x) takes exactly one argument", e.span)
+        value = self.expr(e.args[0])
+        if isinstance(value, WeakConst):
+            return WeakConst(e.span, ir.I64, abs(value.value))
+        ty = P.arithmetic_type(self.scalar_of(value, "abs()'s argument"))
+        value = self.coerce(value, ty, "abs()", explicit=True)
+        if ty.info.kind == "uint":
+            return value
+        return ir.MathCall(e.span, ty, "abs", (value,))
+
+    def call_minmax(self: FunctionChecker, e: S.Call) -> ir.Expr:
+        name = e.func.id if isinstance(e.func, S.Name) else "min"
+        if len(e.args) < 2 or e.keywords:
+            raise self.error(f"{name}() in kernels takes two or more scalar arguments", e.span)
+        values = [self.expr(a) for a in e.args]
+        if all(isinstance(v, WeakConst) for v in values):
+            return WeakConst(e.span, ir.I64, (min if name == "min" else max)(
+                v.value for v in values))
+        ty: ir.ScalarType | None = None
+        for v in values:
+            if isinstance(v, WeakConst):
+                continue
+            t = P.arithmetic_type(self.scalar_of(v, f"{name}()'s argument"))
+            ty = t if ty is None else self.common_type(
+                ir.Const(v.span, ty, 0), ir.Const(v.span, t, 0), e.span)
+        assert ty is not None
+        for v in values:
+            if isinstance(v, WeakConst):
+                ty = P.promote_with_literal(ty, v.value)
+        args = tuple(self.coerce(v, ty, f"{name}()", explicit=True) for v in values)
+        result = args[0]
+        for a in args[1:]:
+            result = ir.MathCall(e.span, ty, name, (result, a))
+        return result
+
+    def call_math(self: FunctionChecker, name: str, e: S.Call) -> ir.Expr:
+        """A math function, typed by its registry entry: its ``float`` operands are promoted
+        together (integers compute in ``f64``, half types in ``f32``) and its ``int`` operands
+        are ``i32``s; the result is that float type, or ``bool``."""
+        entry = R.MATH[name]
+        arity = len(entry.params)
+        if len(e.args) != arity or e.keywords:
+            raise self.error(f"math.{name}() takes {arity} argument{'s' if arity > 1 else ''}",
+                             e.span)
+        values = [self.expr(a) for a in e.args]
+        ty: ir.ScalarType | None = None
+        for param, v in zip(entry.params, values):
+            if param.type == "float" and not isinstance(v, WeakConst):
+                t = self.scalar_of(v, f"math.{name}()'s argument")
+                ty = t if ty is None else P.promote(ty, t)
+        if ty is None or ty.info.is_int or ty.info.kind == "bool":
+            ty = ir.F64 if ty is None or ty.info.is_int or ty.info.kind == "bool" else ty
+        if ty.info.bits < 32:
+            ty = ir.F32
+        args = []
+        for param, v in zip(entry.params, values):
+            if param.type == "int":
+                args.append(self.int32_operand(v, f"math.{name}()'s {param.name}"))
+            else:
+                args.append(self.coerce(v, ty, f"math.{name}()", explicit=True))
+        result_ty = ir.BOOL if entry.result == "bool" else ty
+        return ir.MathCall(e.span, result_ty, entry.ir_name, tuple(args))
+
+    def int32_operand(self: FunctionChecker, v: ir.Expr, what: str) -> ir.Expr:
+        """An integer operand that the C function takes as an ``int``: a literal that fits, or
+        a value of an integer type that ``i32`` holds (a wider one would be cut silently)."""
+        if isinstance(v, WeakConst):
+            if not isinstance(v.value, int):
+                raise self.error(f"{what} must be an integer, not {v.value!r}", v.span)
+            return self.coerce(v, ir.I32, what)
+        ty = self.scalar_of(v, what)
+        if not ty.info.is_int:
+            raise self.error(f"{what} must be an integer, not {ty}", v.span)
+        if P.arithmetic_type(ty) != ir.I32:
+            raise self.error(f"{what} must be an integer that i32 holds, not {ty}", v.span,
+                             "convert it with i32(...)")
+        return self.coerce(v, ir.I32, what, explicit=True)
+
+    def call_layout(self: FunctionChecker, layout: str, method: str, e: S.Call) -> ir.Expr:
+        scope, ndim = LAYOUTS[layout]
+        entry = R.LAYOUT_METHODS.get(method)
+        if entry is not None and entry.form == "loop":
+            raise self.error(f"{method}() is used as `for i in FlatLayout1D.{method}(n):`",
+                             e.span)
+        if entry is None:
+            raise self.error(f"{layout}.{method}() does not exist; use {layout}.uid()", e.span)
+        if e.args or e.keywords:
+            raise self.error(f"{layout}.{method}() takes no arguments", e.span)
+        self.require_layout(layout, ndim, e.span)
+        self.traits.note_uid(scope)
+        if ndim == 1:
+            return ir.UidComponent(e.span, ir.I64, scope, 0)
+        return UidValue(e.span, ir.UidType(ndim, scope), scope, ndim)
+
+    def require_layout(self: FunctionChecker, layout: str, ndim: int, span: SourceSpan) -> None:
+        kernel_ndim = self.ctx.ndim
+        if ndim != kernel_ndim:
+            raise self.error(
+                f"{layout} is a {ndim}-D layout but this is a Kernel{kernel_ndim}D kernel", span,
+                f"use {layout[:-2]}{kernel_ndim}D, or declare the kernel @gpu_kernel(Kernel{ndim}D)")
+
+    def call_lane_id(self: FunctionChecker, name: str, e: S.Call) -> ir.Expr:
+        if e.args or e.keywords:
+            raise self.error(f"{name}() takes no arguments", e.span)
+        self.traits.note_special(name)
+        return ir.LaneId(e.span, ir.I32)
+
+    def mask_arg(self: FunctionChecker, got: dict, span: SourceSpan) -> ir.Expr:
+        if "mask" not in got:
+            return ir.Const(span, ir.U32, R.FULL_MASK)
+        return self.coerce(self.expr(got["mask"]), ir.U32, "mask")
+
+    def call_shuffle(self: FunctionChecker, name: str, e: S.Call) -> ir.Expr:
+        entry = R.GPU_NATIVE[name]
+        lane_arg = entry.params[1].name  # (value, lane, width, mask)
+        got = self.args(e, entry.param_names, entry.required, f"{name}()")
+        value = self.materialize(self.expr(got["value"]))
+        ty = self.scalar_of(value, f"{name}()'s value")
+        if ty == ir.BOOL:
+            raise self.error(f"{name}() moves numbers; use ballot() for bools", value.span)
+        lane = self.coerce(self.expr(got[lane_arg]), ir.I32, f"{name}()'s {lane_arg}")
+        width = self.coerce(self.expr(got["width"]), ir.I32, "width") if "width" in got else \
+            ir.Const(e.span, ir.I32, 32)
+        self.traits.note_special("warp")
+        return ir.WarpOp(e.span, ty, name, (value, lane, width), self.mask_arg(got, e.span))
+
+    def call_vote(self: FunctionChecker, name: str, e: S.Call) -> ir.Expr:
+        entry = R.GPU_NATIVE[name]
+        got = self.args(e, entry.param_names, entry.required, f"{name}()")
+        pred = self.to_bool(self.expr(got["predicate"]), f"{name}()'s predicate")
+        self.traits.note_special("warp")
+        ty = ir.BOOL if entry.result == "bool" else ir.scalar(entry.result)
+        return ir.WarpOp(e.span, ty, name, (pred,), self.mask_arg(got, e.span))
+
+    # ---- atomics ------------------------------------------------------------------------------
+
+    def call_atomic_ref(self: FunctionChecker, func: S.Attribute, e: S.Call) -> ir.Expr:
+        base = self.expr(func.value)
+        if not isinstance(base, ir.ArrayRef):
+            raise self.error("atomic_ref() is a method of arrays", func.span)
+        if e.keywords:
+            raise self.error("atomic_ref() takes only the index", e.span)
+        indices = self.indices(base, e.args, e.span)
+        return AtomicHandle(e.span, base.ty.elem, base, indices)
+
+    def call_atomic(self: FunctionChecker, handle: AtomicHandle, op: str, e: S.Call) -> ir.Expr:
+        base = handle.array
+        ty = base.ty.elem
+        what = f"atomic {op}"
+        if not base.ty.mutable:
+            raise self.error(f"{base.var.name} is read-only (CUDASlice); atomics need a writable "
+                             "array (CUDASliceMut or shared memory)", e.span)
+        if base.ty.space == "local":
+            raise self.error("atomics on per-thread local arrays are pointless; use plain "
+                             "assignment", e.span)
+        entry = R.ATOMIC_OPS[op]
+        allowed = entry.value  # the element types it accepts
+        if ty.name not in allowed:
+            raise self.error(f"{what} is not available for {ty} arrays (supported: "
+                             f"{', '.join(allowed)})", e.span)
+        names = entry.param_names  # the operands, then order
+        nreq = entry.required
+        got = self.args(e, names, nreq, f".{e.func.attr}()")  # type: ignore[union-attr]
+        operands = tuple(self.coerce(self.expr(got[n]), ty, f"{what} operand")
+                         for n in names[:nreq])
+        order = "relaxed"
+        if "order" in got:
+            sym = self.ctx.resolver.dotted(got["order"])
+            if sym is None or sym.kind != "order" or sym.name not in _ORDERS:
+                raise self.error("order= must be a MemoryOrder member, e.g. "
+                                 "MemoryOrder.ACQ_REL", got["order"].span)
+            order = sym.name
+        if op == "load" and order in ("release", "acq_rel"):
+            raise self.error(f"an atomic load cannot have {order} order", e.span)
+        if op == "store" and order in ("acquire", "acq_rel"):
+            raise self.error(f"an atomic store cannot have {order} order", e.span)
+        checks = self.bounds.checks(base, handle.indices, e.span)
+        result_ty = ir.VOID if op == "store" else ty
+        return ir.Atomic(e.span, result_ty, op, base, handle.indices, checks, operands, order)
+
+    # ---- device functions ---------------------------------------------------------------------
+
+    def call_device(self: FunctionChecker, sym, e: S.Call) -> ir.Expr:
+        scan, fndef = sym.value
+        if e.keywords:
+            raise self.error("@gpu_device functions take positional arguments only", e.span)
+        if len(e.args) != len(fndef.params):
+            raise self.error(
+                f"{fndef.name}() takes {len(fndef.params)} argument"
+                f"{'s' if len(fndef.params) != 1 else ''} but {len(e.args)} "
+                f"{'were' if len(e.args) != 1 else 'was'} given", e.span,
+                f"its signature is at {fndef.span}")
+        args = [self.expr(a) for a in e.args]
+        return self.ctx.program.call_device(self, scan, fndef, args, e.span)
+
+
+_ORDERS = tuple(order.value for order in R.MemoryOrder)
+
+# The handlers of calls, named by the registry (the scalar types are casts).
+_GN_CALLS: dict[str, Callable] = {
+    e.name: getattr(CallChecker, e.check) for e in R.GPU_NATIVE.values()
+    if e.form in ("call", "type") and e.check}
+
+_BUILTIN_CALLS: dict[str, Callable] = {
+    e.name: getattr(CallChecker, e.check) for e in R.BUILTINS.values() if e.form == "call"}

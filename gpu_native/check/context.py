@@ -1,0 +1,111 @@
+"""What the passes over one function share with the rest of its kernel, and what they know of its
+locals."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .. import ir
+from ..errors import SourceSpan
+from ..nodes import Factory, node
+from ..spec import LaunchCheck
+from .facts import Key, key
+from .scope import Resolver
+
+if TYPE_CHECKING:
+    from .passes import CheckedFunction
+    from .program import Program
+
+
+@node(frozen=False)
+class KernelContext:
+    """What every function checked for one kernel specialisation shares.
+
+    ``sites``: the error sites, numbered in the order the type pass and the bounds proofs make
+    them.  ``launch_checks``: what the launcher checks once per launch shape (hoisted asserts
+    from the type pass, launch-shaped arithmetic from the no-wrap proofs), as the
+    :class:`gpu_native.spec.LaunchCheck` records the runtime reads.  ``devices`` and ``checked``:
+    each device function specialisation reached, and its passes' results, by
+    ``(path, name, binding)``; ``stack``: the calls being checked (recursion is refused).
+    """
+
+    program: Program
+    ndim: int
+    options: ir.KernelOptions
+    sites: list[ir.Site] = Factory(list)
+    devices: dict = Factory(dict)  # (path, name, binding) -> DeviceFunction
+    checked: dict[tuple, CheckedFunction] = Factory(dict)
+    stack: list = Factory(list)
+    launch_checks: list[LaunchCheck] = Factory(list)
+
+    def new_site(self, kind: str, span: SourceSpan, array: str = "", axis: int = 0,
+                 ndim: int = 1, message: str = "") -> int:
+        """A new error site; its id."""
+        site = ir.Site(len(self.sites), kind, span, array, axis, ndim, message)
+        self.sites.append(site)
+        return site.id
+
+    def add_launch_check(self, check: LaunchCheck) -> None:
+        if check not in self.launch_checks:
+            self.launch_checks.append(check)
+
+
+@node(frozen=False)
+class FunctionContext:
+    """The per-function view of the kernel being checked."""
+
+    kernel: KernelContext
+    resolver: Resolver
+    binding: dict[str, ir.ScalarType]
+
+    @property
+    def ndim(self) -> int:
+        return self.kernel.ndim
+
+    @property
+    def program(self) -> Program:
+        return self.kernel.program
+
+    @property
+    def options(self) -> ir.KernelOptions:
+        return self.kernel.options
+
+
+class Definitions:
+    """What the type pass has learnt about a function's locals, which the proofs look through.
+
+    Reads the resolve pass's ``assign_counts`` and ``unique_params``; the type pass writes the
+    rest as it goes:
+
+    ``values``
+        The value of each local assigned exactly once (by ``id`` of its :class:`~gpu_native.ir.Var`):
+        ``j = i + 1`` lets a proof about ``j`` use one about ``i``.
+    ``binops``
+        The ids of the BinOps inside those values (see
+        :meth:`gpu_native.check.nowrap.NoWrapProofs.prove`).
+    ``grid_stride_vars``
+        The ids of the variables of ``grid_stride`` loops (unique and nonnegative).
+    """
+
+    def __init__(self, assign_counts: dict[str, int], unique_params: set[int]):
+        self.assign_counts = assign_counts
+        self.unique_params = unique_params
+        self.values: dict[int, ir.Expr] = {}
+        self.binops: set[int] = set()
+        self.grid_stride_vars: set[int] = set()
+
+    def single_def(self, var: ir.Var) -> ir.Expr | None:
+        """The value of ``var`` if it is a local assigned exactly once (and assigned by now)."""
+        if var.is_param or self.assign_counts.get(var.name, 0) != 1:
+            return None
+        return self.values.get(id(var))
+
+    def key(self, e: ir.Expr) -> Key:
+        """The fact-matching key of ``e``, looking through locals assigned once."""
+        return key(e, self.single_def)
+
+    def record(self, var: ir.Var, value: ir.Expr) -> None:
+        """``var = value`` was checked: remember the value of a local assigned once."""
+        if self.assign_counts.get(var.name, 0) == 1 and not var.is_param:
+            self.values[id(var)] = value
+            self.binops.update(id(n) for n in ir.walk(value) if isinstance(n, ir.BinOp))

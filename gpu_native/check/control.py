@@ -1,0 +1,211 @@
+"""The type pass over control flow: ``if``, ``while``, ``for`` (``range`` and ``grid_stride``) and
+``with unsafe():``, moving the bounds proofs' facts along each path."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .. import ir
+from ..frontend import syntax as S
+from ..lang import registry as R
+from . import promote as P
+from .expressions import LAYOUTS, WeakConst
+from .facts import Less, NonNegative, kill, stable
+from .resolve import assigned_names
+from .scope import registry_entry as _registered
+
+if TYPE_CHECKING:
+    from .checker import FunctionChecker
+
+# The layout methods a `for` loop iterates (FlatLayout1D.grid_stride).
+_LOOP_METHODS = frozenset(e.name for e in R.LAYOUT_METHODS.values() if e.form == "loop")
+
+
+class ControlFlowChecker:
+    """Mixin of :class:`~.checker.FunctionChecker`: branches and loops."""
+
+    def visit_If(self: FunctionChecker, s: S.If):
+        cond = self.to_bool(self.expr(s.test, condition=True))
+        bounds = self.bounds
+        bounds.commit()
+        before_facts, before_assigned = bounds.facts, set(self.assigned)
+        self.depth += 1
+        bounds.facts = before_facts | bounds.facts_from(cond, True)
+        then, then_exits = self.block(s.body)
+        then_facts, then_assigned = bounds.facts, self.assigned
+        bounds.facts, self.assigned = before_facts | bounds.facts_from(cond, False), set(
+            before_assigned)
+        orelse, else_exits = self.block(s.orelse)
+        else_facts, else_assigned = bounds.facts, self.assigned
+        self.depth -= 1
+        if then_exits and else_exits:
+            bounds.facts, self.assigned = before_facts, before_assigned
+        elif then_exits:
+            bounds.facts, self.assigned = else_facts, else_assigned
+        elif else_exits:
+            bounds.facts, self.assigned = then_facts, then_assigned
+        else:
+            bounds.facts = then_facts & else_facts
+            self.assigned = then_assigned & else_assigned
+        if isinstance(cond, ir.Const) and not self.has_effects(cond):
+            # `if DEBUG:` with a constant folds away (both branches were still checked).
+            return list(then if cond.value else orelse), (then_exits if cond.value else else_exits)
+        return [ir.If(s.span, cond, then, orelse)], then_exits and else_exits
+
+    def loop_body(self: FunctionChecker, body: tuple[S.Stmt, ...], entry_facts: frozenset,
+                  extra_facts: set) -> tuple[tuple[ir.Stmt, ...], bool]:
+        saved_assigned = set(self.assigned)
+        self.bounds.facts = entry_facts | extra_facts
+        self.depth += 1
+        self.loop_depth += 1
+        self.loop_broke.append(False)
+        stmts, _ = self.block(body)
+        broke = self.loop_broke.pop()
+        self.loop_depth -= 1
+        self.depth -= 1
+        self.assigned = saved_assigned
+        return stmts, broke
+
+    def visit_While(self: FunctionChecker, s: S.While):
+        bounds = self.bounds
+        entry = kill(bounds.facts, self.loop_assigned_vars(s.body))
+        bounds.facts = entry
+        cond = self.to_bool(self.expr(s.test, condition=True))
+        # The condition (and its checks) ran before every iteration and before a normal exit.
+        checked, bounds.pending = stable(bounds.pending), set()
+        body, broke = self.loop_body(s.body, entry, bounds.facts_from(cond, True) | checked)
+        bounds.facts = entry if broke else entry | bounds.facts_from(cond, False) | checked
+        infinite = isinstance(cond, ir.Const) and cond.value is True and not broke
+        return [ir.While(s.span, cond, body)], infinite
+
+    def visit_For(self: FunctionChecker, s: S.For):
+        if not isinstance(s.target, S.Name):
+            raise self.error("the loop variable must be a single name", s.target.span)
+        it = s.iter
+        if not isinstance(it, S.Call):
+            raise self.error("kernels loop over range(...) or FlatLayout1D.grid_stride(n)",
+                             it.span)
+        if isinstance(it.func, S.Attribute) and it.func.attr in _LOOP_METHODS:
+            sym = self.ctx.resolver.dotted(it.func.value) if not self.is_local_root(
+                it.func.value) else None
+            if sym is not None and sym.kind == "gn" and sym.name in LAYOUTS:
+                return self.grid_stride(s, sym.name, it)
+        sym = None
+        if isinstance(it.func, S.Name) and it.func.id not in self.vars:
+            sym = self.ctx.resolver.name(it.func.id, it.func.span)
+        entry = _registered(sym)
+        if entry is None or entry.namespace != "builtins" or entry.form != "loop":
+            raise self.error("kernels loop over range(...) or FlatLayout1D.grid_stride(n)",
+                             it.span)
+        return self.for_range(s, it)
+
+    def for_range(self: FunctionChecker, s: S.For, it: S.Call):
+        if it.keywords or not 1 <= len(it.args) <= 3:
+            raise self.error("range() takes 1 to 3 positional arguments", it.span)
+        values = [self.expr(a) for a in it.args]
+        if len(values) == 1:
+            values = [WeakConst(it.span, ir.I64, 0), values[0]]
+        if len(values) == 2:
+            values.append(WeakConst(it.span, ir.I64, 1))
+        typed = [v for v in values if not isinstance(v, WeakConst)]
+        ty: ir.ScalarType | None = None
+        for v in typed:
+            t = P.arithmetic_type(self.scalar_of(v, "a range() argument"))
+            if not t.info.is_int:
+                raise self.error(f"range() arguments must be integers, not {t}", v.span)
+            ty = t if ty is None else P.promote(ty, t)
+        for v in values:
+            if isinstance(v, WeakConst):
+                if not isinstance(v.value, int):
+                    raise self.error("range() arguments must be integers", v.span)
+                lit = P.literal_type(v.value)
+                ty = lit if ty is None else P.promote_with_literal(ty, v.value)
+        assert ty is not None
+        start, stop, step = (self.coerce(v, ty, "range()", explicit=True) for v in values)
+        step_sign = 0
+        if isinstance(step, ir.Const):
+            if step.value == 0:
+                raise self.error("range() step must not be zero", step.span)
+            step_sign = 1 if step.value > 0 else -1
+        var = self.loop_var(s.target, ty)
+        bounds = self.bounds
+        bounds.commit()
+        entry = kill(bounds.facts, self.loop_assigned_vars(s.body) | {var})
+        # `for j in range(tid, n, K)` with 0 <= tid < K: threads visit disjoint values.
+        self.unique.note_range_loop(var, start, step, step_sign, self.decl.plain_assigned)
+        extra: set = set()
+        if step_sign > 0:
+            key = self.defs.key
+            extra.add(Less(key(ir.Local(var.span, var.ty, var)), key(stop)))
+            if bounds.is_nonneg(start):
+                extra.add(NonNegative(key(ir.Local(var.span, var.ty, var))))
+        before = set(self.assigned)
+        self.assigned.add(var.name)
+        body, _ = self.loop_body(s.body, entry, extra)
+        self.assigned = before
+        bounds.facts = entry
+        stmt = ir.ForRange(s.span, var, start, stop, step, step_sign, body,
+                           counter_fits=bounds.counter_fits(stop, step, ty))
+        if step_sign == 0:
+            site = self.ctx.kernel.new_site("assert", it.span,
+                                            message="range() arg 3 must not be zero")
+            zero = ir.Const(it.span, ty, 0)
+            return [ir.Assert(it.span, ir.Compare(it.span, ir.BOOL, "!=", step, zero), site),
+                    stmt], False
+        return [stmt], False
+
+    def grid_stride(self: FunctionChecker, s: S.For, layout: str, it: S.Call):
+        if layout != "FlatLayout1D":
+            raise self.error("grid_stride() is defined on FlatLayout1D", it.func.span)
+        self.require_layout("FlatLayout1D", 1, it.span)
+        if it.keywords or len(it.args) != 1:
+            raise self.error("grid_stride(n) takes one argument", it.span)
+        stop = self.expr(it.args[0])
+        stop = self.coerce(stop, ir.I64, "grid_stride(n)", explicit=not isinstance(
+            stop, WeakConst))
+        if not self.scalar_of(stop).info.is_int:
+            raise self.error("grid_stride(n) needs an integer", stop.span)
+        var = self.loop_var(s.target, ir.I64)
+        self.defs.grid_stride_vars.add(id(var))
+        self.traits.note_uid("grid")
+        bounds = self.bounds
+        bounds.commit()
+        entry = kill(bounds.facts, self.loop_assigned_vars(s.body) | {var})
+        local = ir.Local(var.span, var.ty, var)
+        key = self.defs.key
+        extra = {Less(key(local), key(stop)), NonNegative(key(local))}
+        before = set(self.assigned)
+        self.assigned.add(var.name)
+        body, _ = self.loop_body(s.body, entry, extra)
+        self.assigned = before
+        bounds.facts = entry
+        return [ir.GridStride(s.span, var, stop, body)], False
+
+    def loop_var(self: FunctionChecker, target: S.Name, ty: ir.ScalarType) -> ir.Var:
+        var = self.vars.get(target.id) or self.decl.param_vars.get(target.id)
+        if var is None:
+            return self.new_var(target.id, ty, target.span)
+        if var.ty != ty:
+            raise self.error(f"the loop variable '{target.id}' is {var.ty} but this range() "
+                             f"yields {ty}", target.span, "use a new name for this loop")
+        return var
+
+    def visit_With(self: FunctionChecker, s: S.With):
+        if len(s.items) != 1 or not isinstance(s.items[0], S.Call) or s.items[0].args:
+            raise self.error("the only context manager in kernels is `with unsafe():`", s.span)
+        call = s.items[0]
+        sym = self.ctx.resolver.dotted(call.func) if isinstance(
+            call.func, (S.Name, S.Attribute)) and not self.is_local_root(call.func) else None
+        entry = _registered(sym)
+        if entry is None or entry.form != "context":
+            raise self.error("the only context manager in kernels is `with unsafe():`", s.span)
+        self.unsafe_depth += 1
+        body, exits = self.block(s.body)
+        self.unsafe_depth -= 1
+        return list(body), exits
+
+
+    def loop_assigned_vars(self: FunctionChecker, body: tuple[S.Stmt, ...]) -> set[ir.Var]:
+        """The variables a loop body assigns (what is known of them ends at the loop)."""
+        names = assigned_names(body)
+        return {v for n, v in {**self.decl.param_vars, **self.vars}.items() if n in names}

@@ -1,0 +1,458 @@
+"""The facts the bounds and unique-write proofs reason with, and the keys that name values.
+
+* **Keys** name a value structurally (:func:`key`), so that two computations of it match: the
+  ``i`` of ``if i < n:`` and the ``i`` of ``a[i]``; widening integer casts are looked through,
+  and a local assigned once stands for its value.  A key that reads memory (:class:`LoadKey`) or
+  that nothing can match (:class:`OpaqueKey`) names a value that may change between two reads.
+* **Facts** are what dominating conditions and bounds checks prove: :class:`Less` for ``i < n``,
+  :class:`NonNegative` for ``i >= 0``, :class:`NotEqual` for ``i != j``, and :class:`Pinned` when
+  a condition such as ``thread_idx.x == 0`` leaves one thread along a thread coordinate.  A check
+  that passed is a fact for the rest of the thread, since a failing one ends it.  Bounds checks
+  are dropped where facts prove the index in range, e.g. ``a[i + 1]`` after ``a[i]`` where
+  ``i != len(a) - 1``, and ``a[i - 1]`` where ``i != 0``.  A set of facts is a plain
+  ``frozenset``; the queries below ask each fact what it shows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING
+
+from .. import ir
+from ..analysis.ranges import HARDWARE
+from ..nodes import node
+
+if TYPE_CHECKING:
+    from .unique import Unique
+
+__all__ = [
+    "CastKey", "ConstKey", "Fact", "Key", "LaneKey", "Less", "LoadKey", "MathKey", "NonNegative",
+    "NotEqual", "OpKey", "OpaqueKey", "Pinned", "ShapeKey", "SpecialKey", "UidKey", "UnaryKey",
+    "VarKey", "cond_facts", "key", "kill", "pinned", "shows_at_least", "shows_below",
+    "shows_within", "split_offset", "stable", "upper_bound",
+]
+
+
+# ---- keys ------------------------------------------------------------------------------------
+
+
+@node
+class Key:
+    """A value, named so that two computations of it compare equal (see :func:`key`)."""
+
+    def parts(self) -> tuple[Key, ...]:
+        """The keys this one is made of."""
+        return ()
+
+    def variables(self) -> Iterator[ir.Var]:
+        """The local variables and parameters the value depends on."""
+        for part in self.parts():
+            yield from part.variables()
+
+    def reads_memory(self) -> bool:
+        """Whether the value may differ between two evaluations that no assignment separates (a
+        value loaded from memory, which another thread may change, or an unmatched one)."""
+        return any(part.reads_memory() for part in self.parts())
+
+    @property
+    def integer(self) -> int | None:
+        """The value of an integer constant (``bool`` included); ``None`` for anything else."""
+        return None
+
+
+@node
+class ConstKey(Key):
+    """A literal."""
+
+    value: int | float | bool
+
+    @property
+    def integer(self) -> int | None:
+        return self.value if isinstance(self.value, int) else None
+
+
+@node
+class VarKey(Key):
+    """A local or parameter that is not a single assignment's value."""
+
+    var: ir.Var
+
+    def variables(self) -> Iterator[ir.Var]:
+        yield self.var
+
+
+@node
+class ShapeKey(Key):
+    """``a.shape[axis]`` (``len(a)`` for axis 0) of an array whose shape comes with the launch."""
+
+    array: ir.Var
+    axis: int
+
+
+@node
+class OpKey(Key):
+    """A binary operation."""
+
+    op: str
+    left: Key
+    right: Key
+
+    def parts(self) -> tuple[Key, ...]:
+        return (self.left, self.right)
+
+
+@node
+class UnaryKey(Key):
+    """A unary operation."""
+
+    op: str
+    operand: Key
+
+    def parts(self) -> tuple[Key, ...]:
+        return (self.operand,)
+
+
+@node
+class CastKey(Key):
+    """A cast that may change the value (narrowing, or to or from a float); ``type`` names the
+    target type."""
+
+    type: str
+    value: Key
+
+    def parts(self) -> tuple[Key, ...]:
+        return (self.value,)
+
+
+@node
+class UidKey(Key):
+    """A component of this thread's unique id."""
+
+    scope: str
+    axis: int
+
+
+@node
+class SpecialKey(Key):
+    """``thread_idx``, ``block_idx``, ``block_dim`` or ``grid_dim`` along ``axis``."""
+
+    name: str
+    axis: int
+
+
+@node
+class LaneKey(Key):
+    """``lane_id()``."""
+
+
+@node
+class LoadKey(Key):
+    """``array[indices]``: memory, never a stable value."""
+
+    array: ir.Var
+    indices: tuple[Key, ...]
+
+    def parts(self) -> tuple[Key, ...]:
+        return self.indices
+
+    def reads_memory(self) -> bool:
+        return True
+
+
+@node
+class MathKey(Key):
+    """A math-library call."""
+
+    name: str
+    args: tuple[Key, ...]
+
+    def parts(self) -> tuple[Key, ...]:
+        return self.args
+
+
+@node
+class OpaqueKey(Key):
+    """Any other expression, matched by identity only (``node`` is its ``id``)."""
+
+    node: int
+
+    def reads_memory(self) -> bool:
+        return True
+
+
+def key(e: ir.Expr, resolve: Callable[[ir.Var], ir.Expr | None] | None = None) -> Key:
+    """The key of ``e`` (widening integer casts stripped).
+
+    ``resolve`` maps a local assigned exactly once to its defining expression, so that
+    ``n = a.shape[1]; ... i < n`` proves ``a[_, i]`` in range.
+    """
+    if isinstance(e, ir.Cast):
+        src, dst = e.value.ty, e.ty
+        if (isinstance(src, ir.ScalarType) and isinstance(dst, ir.ScalarType)
+                and src.info.is_int and dst.info.is_int and dst.info.bits >= src.info.bits):
+            return key(e.value, resolve)
+        return CastKey(str(e.ty), key(e.value, resolve))
+    if isinstance(e, ir.Local):
+        if resolve is not None:
+            d = resolve(e.var)
+            if d is not None:
+                return key(d, resolve)
+        return VarKey(e.var)
+    if isinstance(e, ir.Const):
+        return ConstKey(e.value)
+    if isinstance(e, ir.Shape):
+        return ShapeKey(e.array.var, e.axis)
+    if isinstance(e, ir.BinOp):
+        return OpKey(e.op, key(e.left, resolve), key(e.right, resolve))
+    if isinstance(e, ir.UnaryOp):
+        return UnaryKey(e.op, key(e.operand, resolve))
+    if isinstance(e, ir.UidComponent):
+        return UidKey(e.scope, e.axis)
+    if isinstance(e, ir.Special):
+        return SpecialKey(e.name, e.axis)
+    if isinstance(e, ir.LaneId):
+        return LaneKey()
+    if isinstance(e, ir.Load):
+        return LoadKey(e.array.var, tuple(key(i, resolve) for i in e.indices))
+    if isinstance(e, ir.MathCall):
+        return MathKey(e.name, tuple(key(a, resolve) for a in e.args))
+    return OpaqueKey(id(e))
+
+
+# ---- facts -----------------------------------------------------------------------------------
+
+
+@node
+class Fact:
+    """Something true of the values where it is known (see the module docstring)."""
+
+    def keys(self) -> tuple[Key, ...]:
+        """The values the fact is about."""
+        return ()
+
+    def variables(self) -> set[ir.Var]:
+        """The variables it depends on: an assignment to one of them ends it."""
+        return {var for k in self.keys() for var in k.variables()}
+
+    def is_stable(self) -> bool:
+        """Whether it holds until one of its variables is assigned (not so for a fact about
+        a value read from memory)."""
+        return not any(k.reads_memory() for k in self.keys())
+
+
+@node
+class Less(Fact):
+    """``left < right``."""
+
+    left: Key
+    right: Key
+
+    def keys(self) -> tuple[Key, ...]:
+        return (self.left, self.right)
+
+    def shows_below(self, value: Key, bound: Key, static: bool) -> bool:
+        """Does this fact show ``value < bound``?  With ``static`` (``bound`` is a constant),
+        ``value`` below a smaller constant does too."""
+        if self.left != value:
+            return False
+        if self.right == bound:
+            return True
+        limit = self.right.integer
+        return static and limit is not None and limit <= bound.integer  # type: ignore[operator]
+
+    def shows_within(self, value: Key, bound: int) -> bool:
+        """Does this fact show ``value < c`` for a constant ``c <= bound``?"""
+        limit = self.right.integer
+        return self.left == value and limit is not None and limit <= bound
+
+    def upper_bound(self, value: Key) -> int | None:
+        """The largest ``value`` this fact allows, or ``None`` (not about ``value``, or not
+        below a constant or an extent)."""
+        if self.left != value:
+            return None
+        limit = self.right.integer
+        if limit is not None:
+            return limit - 1
+        if isinstance(self.right, ShapeKey):
+            return HARDWARE.extent - 1
+        return None
+
+    def shows_at_least(self, value: Key, m: int) -> bool:
+        """Does this fact show ``value >= m`` (``c < value`` with ``c >= m - 1``)?"""
+        low = self.left.integer
+        return self.right == value and low is not None and low >= m - 1
+
+
+@node
+class NonNegative(Fact):
+    """``value >= 0``."""
+
+    value: Key
+
+    def keys(self) -> tuple[Key, ...]:
+        return (self.value,)
+
+
+@node
+class NotEqual(Fact):
+    """``left != right``."""
+
+    left: Key
+    right: Key
+
+    def keys(self) -> tuple[Key, ...]:
+        return (self.left, self.right)
+
+
+@node
+class Pinned(Fact):
+    """Only one thread runs here along the thread coordinate ``coord`` (``"tid0"``, ...)."""
+
+    coord: str
+
+
+def shows_below(facts: Iterable[Fact], value: Key, bound: Key, static: bool) -> bool:
+    """Does one of ``facts`` show ``value < bound`` (see :meth:`Less.shows_below`)?"""
+    return any(isinstance(f, Less) and f.shows_below(value, bound, static) for f in facts)
+
+
+def shows_within(facts: Iterable[Fact], value: Key, bound: int) -> bool:
+    """Does one of ``facts`` show ``value`` below a constant ``<= bound``?"""
+    return any(isinstance(f, Less) and f.shows_within(value, bound) for f in facts)
+
+
+def shows_at_least(facts: Iterable[Fact], value: Key, m: int) -> bool:
+    """Does one of ``facts`` show ``value >= m``?"""
+    return any(isinstance(f, Less) and f.shows_at_least(value, m) for f in facts)
+
+
+def upper_bound(facts: Iterable[Fact], value: Key) -> int | None:
+    """The smallest upper bound of ``value`` the facts give, or ``None``."""
+    best = None
+    for f in facts:
+        if isinstance(f, Less):
+            bound = f.upper_bound(value)
+            if bound is not None:
+                best = bound if best is None else min(best, bound)
+    return best
+
+
+def pinned(facts: Iterable[Fact]) -> frozenset[str]:
+    """The thread coordinates along which only one thread runs here."""
+    return frozenset(f.coord for f in facts if isinstance(f, Pinned))
+
+
+def stable(facts: Iterable[Fact]) -> set[Fact]:
+    """The facts that stay true while nothing is reassigned (see :meth:`Fact.is_stable`)."""
+    return {f for f in facts if f.is_stable()}
+
+
+def kill(facts: frozenset, variables: Iterable[ir.Var]) -> frozenset:
+    """Drop every fact that depends on one of ``variables`` (they are being reassigned)."""
+    gone = set(variables)
+    if not gone:
+        return facts
+    return frozenset(f for f in facts if not (f.variables() & gone))
+
+
+def split_offset(e: ir.Expr) -> tuple[ir.Expr, int] | None:
+    """``(a, c)`` when the integer ``e`` is ``a + c`` or ``a - c`` with ``c`` a nonzero constant."""
+    if not (isinstance(e, ir.BinOp) and e.op in ("+", "-")):
+        return None
+    if not (isinstance(e.ty, ir.ScalarType) and e.ty.info.is_int):
+        return None
+    info = e.ty.info
+
+    def constant(side: ir.Expr) -> int | None:
+        side = _strip_cast(side)
+        if isinstance(side, ir.Const) and isinstance(side.value, int) and side.value != 0 \
+                and info.min <= side.value <= info.max:
+            return side.value
+        return None
+
+    c = constant(e.right)
+    if c is not None:
+        return e.left, c if e.op == "+" else -c
+    c = constant(e.left) if e.op == "+" else None
+    return (e.right, c) if c is not None else None
+
+
+# ---- the facts a condition proves ------------------------------------------------------------
+
+_NEGATE = {"<": ">=", "<=": ">", ">": "<=", ">=": "<", "==": "!=", "!=": "=="}
+
+
+def _strip_cast(e: ir.Expr) -> ir.Expr:
+    while isinstance(e, ir.Cast):
+        e = e.value
+    return e
+
+
+def _is_const(e: ir.Expr, value=None) -> bool:
+    e = _strip_cast(e)
+    return isinstance(e, ir.Const) and (value is None or e.value == value)
+
+
+def cond_facts(cond: ir.Expr, truth: bool, classify: Callable[[ir.Expr], Unique | None],
+               uniform: Callable[[ir.Expr], bool], key: Callable[[ir.Expr], Key] = key
+               ) -> set[Fact]:
+    """Facts that hold where ``cond`` evaluated to ``truth``.  ``classify`` tells which thread
+    coordinates an expression is unique in, ``uniform`` whether it is the same for every thread
+    (an equality of the two pins those coordinates)."""
+    if isinstance(cond, ir.UnaryOp) and cond.op == "not":
+        return cond_facts(cond.operand, not truth, classify, uniform, key)
+    if isinstance(cond, ir.BoolOp):
+        if (cond.op == "and") == truth:
+            out: set[Fact] = set()
+            for v in cond.values:
+                out |= cond_facts(v, truth, classify, uniform, key)
+            return out
+        return set()
+    if isinstance(cond, ir.Compare):
+        op = cond.op if truth else _NEGATE[cond.op]
+        return stable(_compare_facts(op, cond.left, cond.right, classify, uniform, key))
+    return set()
+
+
+def _compare_facts(op: str, left: ir.Expr, right: ir.Expr, classify, uniform, key) -> set[Fact]:
+    out: set[Fact] = set()
+    if op in (">", ">="):
+        op = "<" if op == ">" else "<="
+        left, right = right, left
+    if op == "<":
+        out.add(Less(key(left), key(right)))
+        if _is_const(left, -1):
+            out.add(NonNegative(key(right)))
+        c = _strip_cast(left)
+        if isinstance(c, ir.Const) and isinstance(c.value, int) and c.value >= -1:
+            out.add(NonNegative(key(right)))
+    elif op == "<=":
+        r = _strip_cast(right)
+        if isinstance(r, ir.BinOp) and r.op == "-" and _is_const(r.right, 1):
+            out.add(Less(key(left), key(r.left)))
+        c = _strip_cast(left)
+        if isinstance(c, ir.Const) and isinstance(c.value, int):
+            out.add(Less(ConstKey(c.value - 1), key(right)))
+            if c.value >= 0:
+                out.add(NonNegative(key(right)))
+        rc = _strip_cast(right)
+        if isinstance(rc, ir.Const) and isinstance(rc.value, int):
+            out.add(Less(key(left), ConstKey(rc.value + 1)))
+    elif op == "!=":
+        out.add(NotEqual(key(left), key(right)))
+        out.add(NotEqual(key(right), key(left)))
+    elif op == "==":
+        for a, b in ((left, right), (right, left)):
+            u = classify(a)
+            if u is not None and uniform(b):
+                for coord in u.coords:
+                    out.add(Pinned(coord))
+            # `block_dim.x == 32` bounds every thread index along x by 32.
+            sa, sb = _strip_cast(a), _strip_cast(b)
+            if isinstance(sa, ir.Special) and sa.name == "block_dim" and isinstance(
+                    sb, ir.Const) and isinstance(sb.value, int):
+                tid = ir.Special(sa.span, sa.ty, "thread_idx", sa.axis)
+                out.add(Less(key(tid), ConstKey(sb.value)))
+                out.add(Less(key(ir.UidComponent(sa.span, ir.I64, "block", sa.axis)),
+                             ConstKey(sb.value)))
+    return out

@@ -1,0 +1,178 @@
+"""The resolve pass: a function's signature, and the local names its body assigns.
+
+Names in kernel bodies are resolved by :mod:`.scope` (module constants, gpu_native's API, device
+functions, other modules); this pass applies it to the signature, before the body is typed.
+"""
+
+from __future__ import annotations
+
+from .. import ir
+from ..errors import TranspileError
+from ..frontend import syntax as S
+from ..nodes import node
+from .context import FunctionContext
+from .scope import registry_entry
+
+
+@node(eq=False)
+class Declarations:
+    """What the resolve pass produces for one function.
+
+    ``params`` in order, also by name in ``param_vars``; ``ret_type`` (``VOID`` for kernels);
+    ``assign_counts``: how often each name is assigned (a ``for`` target and an augmented
+    assignment count twice: the value changes); ``plain_assigned``: the names assigned other
+    than as a ``for`` target; ``unique_params``: the ids of the ``UniqueId`` parameters;
+    ``pending_locals``: the local names, which a use before their assignment must not resolve
+    to a module-level name.
+    """
+
+    params: tuple[ir.Var, ...]
+    param_vars: dict[str, ir.Var]
+    ret_type: ir.Type
+    assign_counts: dict[str, int]
+    plain_assigned: set[str]
+    unique_params: set[int]
+    pending_locals: set[str]
+
+
+def resolve(ctx: FunctionContext, fn: S.FunctionDef) -> Declarations:
+    """The resolve pass (see :class:`Declarations`): type the parameters and the return value,
+    and count the assignments of the body."""
+    is_kernel = fn.kind == "kernel"
+    params: list[ir.Var] = []
+    param_vars: dict[str, ir.Var] = {}
+    unique_params: set[int] = set()
+    for p in fn.params:
+        if p.annotation is None:
+            example = "CUDASlice[f32]" if is_kernel else "f32"
+            raise TranspileError(f"parameter '{p.name}' needs a type annotation, e.g. "
+                                 f"`{p.name}: {example}`", p.span)
+        ty = annotation(ctx, p.annotation, allow_unique=not is_kernel, allow_array=True)
+        unique = ty == "unique"
+        if unique:
+            ty = ir.I64
+        var = ir.Var(p.name, ty, p.span, True)
+        param_vars[p.name] = var
+        params.append(var)
+        if unique:
+            unique_params.add(id(var))
+    ret_type: ir.Type = ir.VOID
+    if fn.returns is not None:
+        if is_kernel:
+            ret = fn.returns
+            if not (isinstance(ret, S.Num) or (isinstance(ret, S.Name) and ret.id == "None")):
+                raise TranspileError("kernels return nothing; drop the return annotation",
+                                     ret.span)
+        else:
+            ret_type = annotation(ctx, fn.returns)
+            if not isinstance(ret_type, ir.ScalarType):
+                raise TranspileError("device functions return a scalar value", fn.returns.span)
+    counts: dict[str, int] = {}
+    plain: set[str] = set()
+    count_assignments(fn.body, counts, plain)
+    for name, var in param_vars.items():
+        if counts.get(name) and isinstance(var.ty, ir.ArrayType):
+            raise TranspileError(f"the array parameter '{name}' cannot be reassigned", var.span)
+    return Declarations(tuple(params), param_vars, ret_type, counts, plain, unique_params,
+                        set(counts) - set(param_vars))
+
+
+def annotation(ctx: FunctionContext, e: S.Expr, allow_unique: bool = False,
+               allow_array: bool = False):
+    """Evaluate a type annotation: a ScalarType, an ArrayType, or "unique" (UniqueId)."""
+    if isinstance(e, S.Subscript):
+        sym = ctx.resolver.dotted(e.value)
+        array = registry_entry(sym)
+        if array is None or array.form != "array type":
+            raise TranspileError("unsupported annotation; use CUDASlice[T], CUDASliceMut[T], "
+                                 "their 2D/3D forms, or a scalar type", e.span)
+        if not allow_array:
+            raise TranspileError(f"{array.name}[...] is only valid as a parameter annotation",
+                                 e.span)
+        if len(e.index) != 1:
+            raise TranspileError(f"{array.name}[T] takes one element type", e.span)
+        elem = annotation(ctx, e.index[0])
+        if not isinstance(elem, ir.ScalarType):
+            raise TranspileError("the element type must be a scalar type such as f32",
+                                 e.index[0].span)
+        ndim, mutable = array.value
+        return ir.ArrayType(elem, ndim, mutable)
+    sym = ctx.resolver.dotted(e) if isinstance(e, (S.Name, S.Attribute)) else None
+    if sym is None:
+        raise TranspileError("unsupported annotation", e.span)
+    entry = registry_entry(sym)
+    if sym.kind == "gn" and entry is not None:
+        if entry.form == "type":
+            return ir.scalar(sym.name)
+        if entry.form == "index type":
+            if not allow_unique:
+                raise TranspileError("UniqueId is not a valid annotation here", e.span,
+                                     "kernel parameters are arrays or scalars")
+            return "unique"
+        if entry.form == "array type":
+            raise TranspileError(f"{sym.name} needs an element type: {sym.name}[f32]", e.span)
+    if sym.kind == "builtin" and entry is not None and entry.value is not None:
+        return ir.scalar(entry.value)  # int, float and bool as annotations
+    if sym.kind == "typevar":
+        bound = ctx.binding.get(sym.name)
+        if bound is None:
+            raise TranspileError(f"the TypeVar '{sym.name}' is not bound here", e.span)
+        return bound
+    if sym.kind == "undefined":
+        raise TranspileError(f"name '{sym.name}' is not defined", e.span)
+    raise TranspileError(f"'{sym.name}' is not a kernel type", e.span,
+                         "use f32, i32, ..., CUDASlice[T], CUDASliceMut[T] or UniqueId")
+
+
+# ---- the names a body assigns ----------------------------------------------------------------
+
+
+def assigned_names(stmts) -> set[str]:
+    """The names assigned anywhere in ``stmts`` (nested bodies included)."""
+    out: set[str] = set()
+    for s in stmts:
+        if isinstance(s, (S.Assign,)):
+            for t in s.targets:
+                out |= _target_names(t)
+        elif isinstance(s, (S.AnnAssign, S.AugAssign)):
+            out |= _target_names(s.target)
+        elif isinstance(s, S.For):
+            out |= _target_names(s.target)
+            out |= assigned_names(s.body)
+        elif isinstance(s, (S.While, S.With)):
+            out |= assigned_names(s.body)
+        elif isinstance(s, S.If):
+            out |= assigned_names(s.body) | assigned_names(s.orelse)
+    return out
+
+
+def _target_names(t: S.Expr) -> set[str]:
+    if isinstance(t, S.Name):
+        return {t.id}
+    if isinstance(t, S.Tuple):
+        out: set[str] = set()
+        for e in t.elts:
+            out |= _target_names(e)
+        return out
+    return set()
+
+
+def count_assignments(stmts, counts: dict[str, int], plain: set[str]) -> None:
+    """Count assignments per local name (a loop target and an augmented assignment count as
+    two); ``plain`` collects the names assigned other than as a ``for`` target."""
+    for s in stmts:
+        if isinstance(s, (S.Assign, S.AnnAssign, S.AugAssign)):
+            targets = s.targets if isinstance(s, S.Assign) else (s.target,)
+            for t in targets:
+                for n in _target_names(t):
+                    counts[n] = counts.get(n, 0) + (2 if isinstance(s, S.AugAssign) else 1)
+                    plain.add(n)
+        elif isinstance(s, S.For):
+            for n in _target_names(s.target):
+                counts[n] = counts.get(n, 0) + 2
+            count_assignments(s.body, counts, plain)
+        elif isinstance(s, (S.While, S.With)):
+            count_assignments(s.body, counts, plain)
+        elif isinstance(s, S.If):
+            count_assignments(s.body, counts, plain)
+            count_assignments(s.orelse, counts, plain)

@@ -1,0 +1,310 @@
+"""The unique-write proofs: a plain store into a global (or shared) array must be race-free.
+
+An index expression is *unique* over a set of thread coordinates when two threads that differ in
+one of those coordinates can never produce the same value.  Coordinates are ``tid0..2`` (thread
+index in the block) and ``bid0..2`` (block index), and ``param:NAME`` for a device function's
+``UniqueId`` parameter (its callers prove it).  A grid uid covers both of its axis; a block uid
+covers ``tid``; ``block_idx`` covers ``bid``.  Adding a launch-uniform value, multiplying by a
+nonzero constant, and widening casts keep uniqueness; ``u * K + j`` with ``0 <= j < K`` proven
+does too.  A store is accepted when its indices cover every coordinate of the grid (global
+memory) or block (shared memory) that a dominating condition has not pinned (``if
+thread_idx.x == 0:``), or inside ``with unsafe():``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .. import ir
+from ..errors import SourceSpan, TranspileError
+from ..nodes import node
+from .facts import pinned
+
+if TYPE_CHECKING:
+    from .bounds import BoundsProofs
+    from .context import Definitions, FunctionContext
+    from .facts import Key
+
+_UNIQUE_HINT = (
+    "index with a unique id (idx = FlatLayout1D.uid(); c[idx] = ...), use c.atomic_ref(i) for "
+    "read-modify-write, or wrap the store in `with unsafe():` if you know it is race-free"
+)
+
+
+@node
+class Unique:
+    """An index that is injective in the thread coordinates ``coords``; ``scale`` is its stride."""
+
+    coords: frozenset[str]
+    scale: int = 1
+
+
+def grid_coords(axis: int) -> frozenset[str]:
+    return frozenset({f"tid{axis}", f"bid{axis}"})
+
+
+def required_coords(ndim: int, space: str) -> frozenset[str]:
+    """Coordinates a store must be unique in: every thread of the grid (global) or block (shared)."""
+    coords = {f"tid{a}" for a in range(ndim)}
+    if space == "global":
+        coords |= {f"bid{a}" for a in range(ndim)}
+    return frozenset(coords)
+
+
+class UniqueWrites:
+    """The unique-write proofs of one function, made as the type pass reaches each store.
+
+    Reads: the type pass's :class:`~.context.Definitions` (single assignments, the variables of
+    ``grid_stride`` loops, the ``UniqueId`` parameters), the facts that hold at each store
+    (:attr:`.bounds.BoundsProofs.facts`: pinned coordinates; ``0 <= j < K`` for ``u * K + j``).
+    Produces: how each store is race-free (``Store.unique``), and a TranspileError for a store,
+    or a read of an array the function writes, that could race.
+
+    State:
+
+    ``range_unique_vars``
+        Variables of ``for j in range(tid, n, K)`` loops with ``0 <= tid < K``: threads visit
+        disjoint values (by variable id, with the coordinates they are unique in).
+    ``store_keys``
+        Per written array (by variable id): the keys of its owner indices and where it was
+        first written; a second store must agree.
+    ``mutable_loads``
+        The reads of writable global arrays, checked against ``store_keys`` once the whole body
+        is known (:meth:`check_reads`).
+    ``unique_param_uses``
+        Per ``UniqueId`` parameter name: the memory spaces it is used to write, which every
+        caller's argument must then be unique in (:meth:`check_argument`).
+    """
+
+    def __init__(self, ctx: FunctionContext, defs: Definitions, is_kernel: bool):
+        self.ctx = ctx
+        self.defs = defs
+        self.is_kernel = is_kernel
+        self.bounds: BoundsProofs  # wired by the type pass
+        self.range_unique_vars: dict[int, frozenset] = {}
+        self.store_keys: dict[int, tuple] = {}
+        self.mutable_loads: list[tuple[ir.Var, tuple[Key, ...], SourceSpan, bool]] = []
+        self.unique_param_uses: dict[str, set[str]] = {}
+
+    # ---- what an index is unique in --------------------------------------------------------
+
+    def classify(self, e: ir.Expr) -> Unique | None:
+        """Which thread coordinates ``e`` is injective in (see the module docstring)."""
+        if isinstance(e, ir.UidComponent):
+            if e.scope == "grid":
+                return Unique(grid_coords(e.axis))
+            return Unique(frozenset({f"tid{e.axis}"}))
+        if isinstance(e, ir.Special):
+            if e.name == "thread_idx":
+                return Unique(frozenset({f"tid{e.axis}"}))
+            if e.name == "block_idx":
+                return Unique(frozenset({f"bid{e.axis}"}))
+            return None
+        if isinstance(e, ir.Local):
+            if id(e.var) in self.defs.unique_params:
+                return Unique(frozenset({f"param:{e.var.name}"}))
+            if id(e.var) in self.defs.grid_stride_vars:
+                return Unique(grid_coords(0))
+            if id(e.var) in self.range_unique_vars:
+                return Unique(self.range_unique_vars[id(e.var)])
+            d = self.defs.single_def(e.var)
+            return self.classify(d) if d is not None else None
+        if isinstance(e, ir.Cast):
+            src = e.value.ty
+            if isinstance(src, ir.ScalarType) and src.info.is_int and e.ty.info.is_int and \
+                    e.ty.info.bits >= src.info.bits:
+                return self.classify(e.value)
+            return None
+        if isinstance(e, ir.BinOp):
+            left, right = e.left, e.right
+            if e.op == "+":
+                grid = _blockwise_uid(left, right) or _blockwise_uid(right, left)
+                if grid is not None:
+                    return Unique(grid_coords(grid))
+                for a, b in ((left, right), (right, left)):
+                    u = self.classify(a)
+                    if u is None:
+                        continue
+                    if self.is_uniform(b):
+                        return u
+                    if u.scale > 1 and self.bounds.in_range(b, u.scale):
+                        # u*K + j with 0 <= j < K: the blocks of K are disjoint across u, and j
+                        # (a thread index, or a per-thread loop counter) never leaves its block.
+                        inner = self.classify(b)
+                        return Unique(u.coords | (inner.coords if inner else frozenset()))
+                return None
+            if e.op == "-":
+                u = self.classify(left)
+                if u is not None and self.is_uniform(right):
+                    return u
+                return None
+            if e.op == "*":
+                for a, b in ((left, right), (right, left)):
+                    u = self.classify(a)
+                    bc = _const_value(b)
+                    if u is not None and isinstance(bc, int) and bc != 0:
+                        return Unique(u.coords, u.scale * abs(bc))
+                return None
+        return None
+
+    def is_uniform(self, e: ir.Expr) -> bool:
+        """Is ``e`` the same for every thread of the launch, for the whole kernel?"""
+        if isinstance(e, ir.Const):
+            return True
+        if isinstance(e, ir.Local):
+            var = e.var
+            if var.is_param:
+                return self.defs.assign_counts.get(var.name, 0) == 0 and id(var) not in \
+                    self.defs.unique_params
+            d = self.defs.single_def(var)
+            return d is not None and self.is_uniform(d)
+        if isinstance(e, ir.Shape):
+            return e.array.ty.space == "global" or e.array.ty.shape is not None
+        if isinstance(e, ir.Special):
+            return e.name in ("block_dim", "grid_dim")
+        if isinstance(e, ir.Load):
+            return (e.array.ty.space == "global" and not e.array.ty.mutable
+                    and all(self.is_uniform(i) for i in e.indices))
+        if isinstance(e, (ir.BinOp, ir.UnaryOp, ir.Cast, ir.Compare, ir.Select, ir.MathCall,
+                          ir.BoolOp)):
+            for value in vars(e).values():
+                if isinstance(value, ir.Expr) and not self.is_uniform(value):
+                    return False
+                if isinstance(value, tuple) and not all(
+                        self.is_uniform(v) for v in value if isinstance(v, ir.Expr)):
+                    return False
+            return True
+        return False
+
+    def note_range_loop(self, var: ir.Var, start: ir.Expr, step: ir.Expr, step_sign: int,
+                        plain_assigned: set[str]) -> None:
+        """``for var in range(start, _, step)``: with ``0 <= start < step`` and ``start``
+        unique, threads visit disjoint values of ``var``."""
+        start_unique = self.classify(start)
+        self.range_unique_vars.pop(id(var), None)
+        if (start_unique is not None and step_sign > 0
+                and isinstance(step.value, int)  # type: ignore[attr-defined]
+                and self.bounds.in_range(start, step.value)  # type: ignore[attr-defined]
+                and var.name not in plain_assigned):
+            self.range_unique_vars[id(var)] = start_unique.coords
+
+    # ---- stores and reads ------------------------------------------------------------------
+
+    def store(self, base: ir.ArrayRef, indices, span: SourceSpan, unsafe: bool
+              ) -> tuple[str, tuple[int, ...]]:
+        """How a store is race-free (``Store.unique``), and which index positions make it so
+        (its *owner* positions: a thread owns every element with those index values, whatever
+        the rest).  ``unsafe``: inside ``with unsafe():``."""
+        if base.ty.space == "local":
+            return "uid", ()
+        if unsafe:
+            return "unsafe", ()
+        required = required_coords(self.ctx.ndim, "global" if base.ty.space == "global"
+                                   else "shared") - pinned(self.bounds.facts)
+        covered: set[str] = set()
+        owners: list[int] = []
+        for position, idx in enumerate(indices):
+            u = self.classify(idx)
+            if u is not None:
+                covered |= u.coords
+                owners.append(position)
+        param_coords = {c for c in covered if c.startswith("param:")}
+        if not required:
+            return "single", ()
+        if required <= covered:
+            return "uid", tuple(owners)
+        if param_coords and not self.is_kernel:
+            for c in param_coords:
+                self.unique_param_uses.setdefault(c[6:], set()).add(
+                    "global" if base.ty.space == "global" else "shared")
+            return "uid", tuple(owners)
+        what = "grid" if base.ty.space == "global" else "block"
+        raise TranspileError(
+            f"store into '{base.var.name}' through an index that is not provably unique: two "
+            f"threads of the {what} could write the same element", span, _UNIQUE_HINT)
+
+    def note_store(self, base: ir.ArrayRef, indices, span: SourceSpan, unique: str,
+                   owners: tuple[int, ...] = ()) -> None:
+        """A store was checked: every store of an array must go through the same owner indices."""
+        if unique == "uid" and base.ty.space != "local":
+            # Only the owner positions must agree: a thread may write any element of its own
+            # rows (acc[i, 0], acc[i, 1], ...), never through a different row index.
+            k = (owners, tuple(self.defs.key(indices[p]) for p in owners))
+            prev = self.store_keys.get(id(base.var))
+            if prev is None:
+                self.store_keys[id(base.var)] = (k, span)
+            elif prev[0] != k:
+                raise TranspileError(
+                    f"'{base.var.name}' is written through two different indices (here and at "
+                    f"{prev[1]}); one thread's second index can be another thread's first, so "
+                    "the writes could race", span,
+                    "write each element through one unique index, or use `with unsafe():`")
+
+    def note_load(self, base: ir.ArrayRef, indices, span: SourceSpan, unsafe: bool) -> None:
+        """A read: one of a writable global array is checked against its stores at the end."""
+        if base.ty.space == "global" and base.ty.mutable:
+            self.mutable_loads.append((base.var, tuple(self.defs.key(i) for i in indices), span,
+                                       unsafe))
+
+    def check_reads(self) -> None:
+        """Once the body is known: a thread may read a writable array only at the elements it
+        owns (where it writes), or another thread may be writing what it reads."""
+        for var, k, span, unsafe in self.mutable_loads:
+            prev = self.store_keys.get(id(var))
+            if prev is None or unsafe:
+                continue
+            owners, owned = prev[0]
+            if tuple(k[p] for p in owners) != owned:
+                raise TranspileError(
+                    f"'{var.name}' is read here at another index than it is written at "
+                    f"({prev[1]}): another thread may be writing that element", span,
+                    "read from a separate input array, or use `with unsafe():`")
+
+    def check_argument(self, callee_uses: dict[str, set[str]], param: ir.Var, value: ir.Expr,
+                       what: str, span: SourceSpan) -> None:
+        """A call passes ``value`` for the callee's parameter ``param``: where the callee writes
+        memory through it (a ``UniqueId`` parameter), the value must be unique in what that
+        memory needs, or be this device function's own ``UniqueId`` parameter.  ``span`` is the
+        argument's, for the error."""
+        spaces = callee_uses.get(param.name)
+        if not spaces:
+            return
+        u = self.classify(value)
+        coords = set(u.coords) if u is not None else set()
+        for space in spaces:
+            need = required_coords(self.ctx.ndim, space) - pinned(self.bounds.facts)
+            params = {c for c in coords if c.startswith("param:")}
+            if not need <= coords and not (params and not self.is_kernel):
+                raise TranspileError(
+                    f"{what} is a UniqueId used to write memory, but this value is not "
+                    "provably unique", span, "pass a unique id such as "
+                    "FlatLayout1D.uid()")
+            for c in params:
+                self.unique_param_uses.setdefault(c[6:], set()).add(space)
+
+
+def _const_value(e: ir.Expr):
+    while isinstance(e, ir.Cast):
+        e = e.value
+    return e.value if isinstance(e, ir.Const) else None
+
+
+def _blockwise_uid(a: ir.Expr, b: ir.Expr) -> int | None:
+    """Recognise ``block_idx.a * block_dim.a + thread_idx.a``: the grid uid along ``a``."""
+    while isinstance(a, ir.Cast):
+        a = a.value
+    while isinstance(b, ir.Cast):
+        b = b.value
+    if not (isinstance(b, ir.Special) and b.name == "thread_idx"):
+        return None
+    if not (isinstance(a, ir.BinOp) and a.op == "*"):
+        return None
+    parts = []
+    for side in (a.left, a.right):
+        while isinstance(side, ir.Cast):
+            side = side.value
+        parts.append(side)
+    names = {(p.name, p.axis) for p in parts if isinstance(p, ir.Special)}
+    if names == {("block_idx", b.axis), ("block_dim", b.axis)}:
+        return b.axis
+    return None
