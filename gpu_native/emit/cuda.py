@@ -18,6 +18,7 @@ from .._version import __version__
 from ..lang import registry as R
 from ..nodes import fields, is_node
 from .cnames import cname, extent_name
+from .entry_points import ENTRY_POINTS
 from .prelude import HALF_INCLUDES, PRELUDE_INCLUDE
 
 _XYZ = "xyz"
@@ -466,13 +467,12 @@ class CudaEmitter:
         if s.at_launch:
             self.line("// assert checked by the launcher (it depends only on the launch shape)")
             return
-        self.line(f"{self.assert_fn}(__gn_err, {self.expr(s.cond)}, {s.site}u{self.origin});")
+        helpers = self.helpers
+        self.line(f"{helpers.assert_}(__gn_err, {self.expr(s.cond)}, {s.site}u{helpers.origin});")
 
     # The hooks below are where a kernel that runs its logical grid on fewer threads differs
     # (see gpu_native.emit.uid_stride): checks report the logical uid, returns skip one uid.
-    origin = ""  # extra arguments of the *_at error helpers, naming the logical thread
-    check_fn = "gn_chk"
-    assert_fn = "gn_assert"
+    helpers = ENTRY_POINTS["main"]
 
     def emit_Barrier(self, s: ir.Barrier) -> None:
         fn = _BARRIERS[s.scope].cuda
@@ -547,17 +547,18 @@ class CudaEmitter:
             code = self.expr(idx)
             return code if static or idx.ty == ir.I64 else f"(gn_i64){code}"
 
+        helpers = self.helpers
         if not static and len(indices) == 2 and None not in checks:
             # One branch for both axes: half the branches of the 2-D stencils and tiles.
             i, j = (index(idx) for idx in indices)
-            fn = self.check_fn.replace("gn_chk", "gn_at2")
-            return (f"{cname(ref.var)}[{fn}(__gn_err, {i}, {self.extent(ref, 0)}, {checks[0]}u, "
-                    f"{j}, {self.extent(ref, 1)}, {checks[1]}u{self.origin})]")
+            return (f"{cname(ref.var)}[{helpers.check2}(__gn_err, {i}, {self.extent(ref, 0)}, "
+                    f"{checks[0]}u, {j}, {self.extent(ref, 1)}, {checks[1]}u{helpers.origin})]")
         parts = []
         for axis, (idx, site) in enumerate(zip(indices, checks)):
             code = index(idx)
             if site is not None:
-                code = f"{self.check_fn}(__gn_err, {code}, {self.extent(ref, axis)}, {site}u{self.origin})"
+                code = (f"{helpers.check}(__gn_err, {code}, {self.extent(ref, axis)}, "
+                        f"{site}u{helpers.origin})")
             parts.append(code)
         extents = [self.extent(ref, axis) for axis in range(len(parts))]
         return f"{cname(ref.var)}[{row_major(parts, extents)}]"
@@ -599,8 +600,9 @@ class CudaEmitter:
             if info.is_int:
                 fn = "gn_floordiv" if op == "//" else "gn_mod"
                 if e.zero_check is not None:
-                    suffix = "_chk_at" if self.origin else "_chk"
-                    return f"{fn}{suffix}<{ct}>(__gn_err, {lhs}, {rhs}, {e.zero_check}u{self.origin})"
+                    helpers = self.helpers
+                    return (f"{fn}{helpers.divide}<{ct}>(__gn_err, {lhs}, {rhs}, "
+                            f"{e.zero_check}u{helpers.origin})")
                 return f"{fn}<{ct}>({lhs}, {rhs})"
             return f"{'gn_ffloordiv_py' if op == '//' else 'gn_fmod_py'}({lhs}, {rhs})"
         if op == "**":

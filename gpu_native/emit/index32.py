@@ -24,6 +24,7 @@ from .. import abi, ir
 from ..analysis.ranges import Interval, LaunchLimits, ValueRanges, type_interval
 from .cnames import cname, extent_name
 from .cuda import _EXPR, _XYZ, CudaEmitter, row_major
+from .entry_points import ENTRY_POINTS
 
 I32_MIN, I32_MAX = -(1 << 31), (1 << 31) - 1
 I32 = Interval(I32_MIN, I32_MAX)
@@ -151,6 +152,8 @@ class Index32Emitter(CudaEmitter):
     Invariant: ``expr(e)`` is C++ of ``e``'s own type, as in the main entry point; ``expr32(e)``
     is ``int`` C++ for an ``e`` whose range fits in 32 bits."""
 
+    helpers = ENTRY_POINTS["i32"]
+
     def __init__(self, kernel: ir.Kernel, display_file: str):
         super().__init__(kernel, display_file)
         self.ranges = IndexRanges(kernel)
@@ -229,7 +232,9 @@ class Index32Emitter(CudaEmitter):
             if op in ("//", "%"):
                 fn = "gn_floordiv" if op == "//" else "gn_mod"
                 if e.zero_check is not None:
-                    return f"{fn}_chk<int>(__gn_err, {left}, {right}, {e.zero_check}u)"
+                    helpers = self.helpers
+                    return (f"{fn}{helpers.divide}<int>(__gn_err, {left}, {right}, "
+                            f"{e.zero_check}u{helpers.origin})")
                 return f"{fn}<int>({left}, {right})"
             return f"({left} {op} {right})"
         if isinstance(e, ir.UnaryOp):
@@ -266,10 +271,12 @@ class Index32Emitter(CudaEmitter):
         codes = [self.expr32(i) for i in indices]
         extents = [self.extent32(ref, axis) for axis in range(len(indices))]
         name = cname(ref.var)
+        helpers = self.helpers
         if not static and len(indices) == 2 and None not in checks:
-            return (f"{name}[gn_at2_32(__gn_err, {codes[0]}, {extents[0]}, {checks[0]}u, "
-                    f"{codes[1]}, {extents[1]}, {checks[1]}u)]")
-        parts = [code if site is None else f"gn_chk32(__gn_err, {code}, {n}, {site}u)"
+            return (f"{name}[{helpers.check2_32}(__gn_err, {codes[0]}, {extents[0]}, "
+                    f"{checks[0]}u, {codes[1]}, {extents[1]}, {checks[1]}u{helpers.origin})]")
+        parts = [code if site is None else
+                 f"{helpers.check32}(__gn_err, {code}, {n}, {site}u{helpers.origin})"
                  for code, n, site in zip(codes, extents, checks)]
         # In bounds, the offset is below the array's size: below 2**31 here.
         return f"{name}[{row_major(parts, extents)}]"

@@ -18,6 +18,7 @@ from __future__ import annotations
 from .. import ir
 from .cnames import cname, extent_name, vector_name
 from .cuda import CudaEmitter
+from .entry_points import ENTRY_POINTS
 
 _LANES = "xyzw"
 _VECTOR_TYPES = {"f32": "float4", "i32": "int4", "u32": "uint4"}
@@ -87,9 +88,7 @@ def _vector_access(ref: ir.ArrayRef, indices, uid_vars: set[int]) -> bool:
 class UidStrideEmitter(CudaEmitter):
     """Emits ``<symbol>_uids``: the kernel body inside a loop over logical uids."""
 
-    origin = ", __gn_uid, __gn_block"
-    check_fn = "gn_chk_at"
-    assert_fn = "gn_assert_at"
+    helpers = ENTRY_POINTS["uids"]
     exit_code = "goto __gn_next"
     thread_count = "__gn_total"
 
@@ -98,6 +97,8 @@ class UidStrideEmitter(CudaEmitter):
         self.lane: int | None = None
         self.uid_vars = uid_variables(kernel.body)
         self.vectors: dict[int, str] = {}
+        # Whether the uid body being emitted jumps to its end (`__gn_next`, the next uid).
+        self.jumps_to_next = False
 
     def uid(self, axis: int) -> str:
         if self.lane is not None:
@@ -105,6 +106,7 @@ class UidStrideEmitter(CudaEmitter):
         return "__gn_uid"
 
     def emit_Return(self, s: ir.Return) -> None:
+        self.jumps_to_next = True
         self.line("goto __gn_next;  // this uid is done")
 
     def emit_Load(self, e: ir.Load) -> str:
@@ -122,6 +124,7 @@ class UidStrideEmitter(CudaEmitter):
 
     def emit_TailExit(self, s: ir.TailExit) -> None:
         if self.lane is None:  # inside a full vector chunk every uid is in range
+            self.jumps_to_next = True
             super().emit_TailExit(s)
 
     def function(self) -> str:
@@ -153,9 +156,9 @@ class UidStrideEmitter(CudaEmitter):
 
     def uid_body(self) -> None:
         """One uid's body; early exits jump to the end of it (the next uid)."""
-        start = len(self.lines)
+        self.jumps_to_next = False
         self.block(self.kernel.body)
-        if any("goto __gn_next" in line for line in self.lines[start:]):
+        if self.jumps_to_next:
             self.line("__gn_next:;")
 
     def vector_loop(self, read: list[ir.Var], written: list[ir.Var]) -> None:
