@@ -210,7 +210,8 @@ class ValueRanges:
 
     def __init__(self, limits: LaunchLimits):
         self.limits = limits
-        self.memo: dict[int, Interval | None] | None = {}
+        # By id, with the expression itself: it stays alive, so its id is never reused.
+        self.memo: dict[int, tuple[ir.Expr, Interval | None]] | None = {}
 
     def variable(self, var: ir.Var) -> Interval | None:
         """The values ``var`` may hold (``None``: it is not an integer)."""
@@ -219,14 +220,16 @@ class ValueRanges:
     def range(self, e: ir.Expr) -> Interval | None:
         """Bounds of the integer (or bool) ``e``; ``None`` when it is not one."""
         memo = self.memo
-        if memo is not None and id(e) in memo:
-            return memo[id(e)]
+        if memo is not None:
+            hit = memo.get(id(e))
+            if hit is not None:
+                return hit[1]
         full = type_interval(e.ty)
         r = None if full is None else self._raw(e, full)
         if r is not None and full is not None and not r.within(full):
             r = full  # it may wrap: any value of the type
         if memo is not None:
-            memo[id(e)] = r
+            memo[id(e)] = (e, r)
         return r
 
     def _raw(self, e: ir.Expr, full: Interval) -> Interval:

@@ -1,0 +1,108 @@
+"""gpu_native.analysis.ranges: the interval rules, the launch limits, the two evaluators and the
+affine forms that the bounds proofs and the 32-bit entry point share."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from gpu_native import abi, ir
+from gpu_native.analysis.ranges import (
+    BINARY,
+    HARDWARE,
+    Affine,
+    Interval,
+    UpperBounds,
+    ValueRanges,
+    affine,
+    type_interval,
+)
+from gpu_native.emit.index32 import INDEX32_LIMITS
+from gpu_native.errors import SourceSpan
+
+SPAN = SourceSpan("f.py", 1, 0, 1)
+
+
+def const(v, ty=ir.I64):
+    return ir.Const(SPAN, ty, v)
+
+
+def local(name, ty=ir.I64):
+    return ir.Local(SPAN, ty, ir.Var(name, ty, SPAN))
+
+
+def binop(op, a, b, ty=ir.I64):
+    return ir.BinOp(SPAN, ty, op, a, b)
+
+
+@pytest.mark.parametrize("op", sorted(BINARY))
+def test_every_interval_rule_holds_for_every_pair_of_small_values(op):
+    intervals = [Interval(lo, hi) for lo in range(-5, 6) for hi in range(lo, 6)]
+    for a, b in itertools.product(intervals, repeat=2):
+        r = BINARY[op](a, b)
+        if r is None:
+            continue
+        for x in range(a.lo, a.hi + 1):
+            for y in range(b.lo, b.hi + 1):
+                if op in ("//", "%") and y == 0:
+                    continue
+                if op == ">>":
+                    value = x >> y if y >= 0 else (-1 if x < 0 else 0)
+                else:
+                    value = eval(f"x {op} y")
+                assert r.lo <= value <= r.hi, (op, a, b, x, y)
+
+
+def test_types_and_launch_indices_have_their_intervals():
+    assert type_interval(ir.I32) == (-(1 << 31), (1 << 31) - 1)
+    assert type_interval(ir.BOOL) == (0, 1) and type_interval(ir.F32) is None
+    assert HARDWARE.special("block_dim", 0) == (1, 1024)
+    assert HARDWARE.uid("grid", 1) == (0, 65535 * 1024 - 1)
+    assert HARDWARE.uid("block", 2) == (0, 63)
+
+
+def test_the_32_bit_entry_point_narrows_only_the_grid_and_the_extents():
+    assert INDEX32_LIMITS.grid_uid == (abi.INDEX32_MAX_ELEMENTS - 1,) * 3
+    assert INDEX32_LIMITS.extent == abi.INDEX32_MAX_ELEMENTS
+    for name in ("thread_idx", "block_idx", "block_dim", "grid_dim"):
+        assert getattr(INDEX32_LIMITS, name) == getattr(HARDWARE, name)
+
+
+def test_value_ranges_widen_what_may_wrap_to_the_type():
+    ranges = ValueRanges(HARDWARE)
+    tid = ir.Special(SPAN, ir.I32, "thread_idx", 0)
+    assert ranges.range(binop("+", tid, const(1, ir.I32), ir.I32)) == (1, 1024)
+    big = binop("*", ir.Special(SPAN, ir.I32, "block_idx", 0), const(1024, ir.I32), ir.I32)
+    assert ranges.range(big) == type_interval(ir.I32)
+    assert ranges.range(const(1.5, ir.F32)) is None
+
+
+def test_upper_bounds_take_the_facts_and_keep_their_coarse_rules():
+    i = local("i")
+    known = {id(i): 9}
+    bounds = UpperBounds(HARDWARE, lambda var: None, lambda e: known.get(id(e)))
+    assert bounds.upper(i) == 9
+    assert bounds.upper(binop("+", i, const(3))) == 12
+    assert bounds.upper(binop("%", local("x"), const(16))) == 15
+    # `//` keeps its dividend's bound: the rules decide which arithmetic is marked no-wrap.
+    assert bounds.upper(binop("//", i, const(4))) == 9
+    assert bounds.upper(local("n")) == ir.I64.info.max
+
+
+def test_affine_forms_add_scale_and_bound():
+    tid, j = Affine.of("tid"), Affine.of("j")
+    index = Affine(5).plus(tid).plus(j.scaled(32))
+    assert index.coefficient("j") == 32 and index.coefficient("tid") == 1
+    assert index.plus(tid.scaled(-1)) == Affine(5).plus(j.scaled(32))
+    box = {"tid": Interval(0, 31), "j": Interval(0, 3)}
+    assert index.interval(box.get) == (5, 5 + 31 + 96)
+    assert index.interval({"tid": Interval(0, 31)}.get) is None
+
+
+def test_affine_takes_an_index_apart_over_its_symbols():
+    base, tid, j = local("base"), ir.Special(SPAN, ir.I32, "thread_idx", 0), local("j")
+    e = binop("+", binop("+", base, ir.Cast(SPAN, ir.I64, tid)), binop("*", j, const(64)))
+    form = affine(binop("-", e, const(2)), symbol=lambda x: x.var.name if isinstance(
+        x, ir.Local) else "tid")
+    assert form == Affine(-2, frozenset({("base", 1), ("tid", 1), ("j", 64)}))
