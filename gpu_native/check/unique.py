@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .. import ir
+from ..analysis.ranges import constant_value
 from ..errors import SourceSpan, TranspileError
 from ..nodes import node
 from .facts import pinned
@@ -141,7 +142,7 @@ class UniqueWrites:
             if e.op == "*":
                 for a, b in ((left, right), (right, left)):
                     u = self.classify(a)
-                    bc = _const_value(b)
+                    bc = constant_value(b)
                     if u is not None and isinstance(bc, int) and bc != 0:
                         return Unique(u.coords, u.scale * abs(bc))
                 return None
@@ -281,12 +282,6 @@ class UniqueWrites:
                     "FlatLayout1D.uid()")
             for c in params:
                 self.unique_param_uses.setdefault(c[6:], set()).add(space)
-
-
-def _const_value(e: ir.Expr):
-    while isinstance(e, ir.Cast):
-        e = e.value
-    return e.value if isinstance(e, ir.Const) else None
 
 
 def _blockwise_uid(a: ir.Expr, b: ir.Expr) -> int | None:
