@@ -267,7 +267,7 @@ class TestRewriteOnImport:
                                   text=True, check=True).stdout
         assert "@gpu_kernel(Kernel1D, _spec=" in expanded
         code = IMPORT_MYKERNELS + LAUNCH + '''
-    from gpu_native.runtime import decorators
+    from gpu_native import decorators
     report(launched=launched, from_source=len(decorators._rewrites))
 '''
         cold = report_of(run_python(code, work, env))
@@ -301,7 +301,7 @@ class TestRewriteOnImport:
         (work / "other.py").write_text("from mylib import gpu_kernel  # someone else's\n")
         (work / "mylib.py").write_text("def gpu_kernel(kind):\n    return lambda f: f\n")
         rep = report_of(run_python('''
-            import json, plain, mentions, other, mykernels, gpu_native.runtime.decorators as d
+            import json, plain, mentions, other, mykernels, gpu_native.decorators as d
             report(plain=type(plain.__spec__.loader).__name__,
                    other=type(other.__spec__.loader).__name__,
                    json=type(json.__spec__.loader).__name__,
