@@ -107,7 +107,9 @@ REPORT = textwrap.dedent('''\
         out = {"status": status, "libcst": "libcst" in _sys.modules,
                "transpiler": sorted(m for m in _sys.modules if m.startswith((
                    "gpu_native.frontend", "gpu_native.check", "gpu_native.emit",
-                   "gpu_native.rewrite"))), **extra}
+                   "gpu_native.rewrite", "gpu_native.expand", "gpu_native.precompile"))),
+               "nvrtc": sorted(m for m in _sys.modules if m.startswith((
+                   "gpu_native.compiler", "cuda.bindings.nvrtc"))), **extra}
         print("REPORT " + _json.dumps(out, default=repr))
 ''')
 
@@ -218,8 +220,10 @@ class TestRewriteOnImport:
 
         launched = report_of(run_python(import_mykernels(launch=True), work, env))
         assert launched["libcst_after_import"] is False and launched["launched"] is True
-        # The simulator runs the IR the rewritten module carries: no transpiler at all.
+        # The simulator runs the IR the rewritten module carries: no transpiler at all, and no
+        # NVRTC (the layering that makes this so: docs/architecture.md, test_layering.py).
         assert launched["libcst"] is False and launched["transpiler"] == []
+        assert launched["nvrtc"] == [] and warm["nvrtc"] == []
 
     def test_import_gpu_native_installs_the_hook(self, tmp_path, work):
         # -S: no .pth file runs, even where gpu_native is pip-installed (site-packages are put
