@@ -23,6 +23,7 @@ from .emit.uid_stride import vector_plan
 from .frontend.parse import ModuleScan, has_gpu_decorators, scan_module
 from .frontend.source import source_lines, too_deep
 from .ircodec import encode_kernel
+from .locate import display_file
 from .nodes import node
 from .spec import (
     IndexFits,
@@ -55,18 +56,6 @@ class RewriteResult:
     @property
     def has_kernels(self) -> bool:
         return bool(self.kernels)
-
-
-def display_file(module_name: str, path: str) -> str:
-    """The file name written into ``#line`` directives: stable across machines, so a kernel
-    precompiled in one directory matches its artifact when installed in another."""
-    base = os.path.basename(path)
-    if module_name in ("", "__main__") or ("." not in module_name and base != "__init__.py"):
-        return base
-    parts = module_name.split(".")
-    if base == "__init__.py":
-        return "/".join(parts) + "/__init__.py"
-    return "/".join(parts[:-1] + [base])
 
 
 def _sites(kernel: ir.Kernel) -> tuple[Site, ...]:

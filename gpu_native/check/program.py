@@ -177,7 +177,7 @@ class Program:
         kernels = []
         for binding in self.bindings(fn, typevars, specs):
             ctx = KernelContext(self, ndim, options)
-            checker = FunctionChecker(FunctionContext(ctx, self.resolver, binding), fn)
+            checker = FunctionChecker(FunctionContext(ctx, self.resolver.within(fn), binding), fn)
             checker.check_params()
             body = checker.check_body()
             body = checker.kernel_tail(body)
@@ -230,7 +230,8 @@ class Program:
         function = kctx.devices.get(cache_key)
         if function is None:
             kctx.stack.append(cache_key)
-            callee = FunctionChecker(FunctionContext(kctx, resolver, binding), fndef)
+            callee = FunctionChecker(FunctionContext(kctx, resolver.within(fndef), binding),
+                                     fndef)
             callee.check_params()
             body = callee.check_body()
             kctx.stack.pop()
