@@ -155,7 +155,11 @@ def transpile_module(source: str, path: str, module_name: str | None = None,
 def rewrite_module(source: str, path: str, module_name: str | None = None,
                    locator: ModuleLocator | None = None, hints: dict | None = None
                    ) -> RewriteResult:
-    """Rewrite a module that defines kernels; every original line keeps its line number."""
+    """Rewrite a module that defines kernels; every original line keeps its line number.
+
+    A module of device functions only is checked (a ``TranspileError`` as for a kernel) and
+    returned unchanged: it has nothing to rewrite.
+    """
     if not has_gpu_decorators(source):
         return RewriteResult(source, (), ())
     mod = transpile_module(source, path, module_name, locator, hints)
