@@ -58,9 +58,25 @@ class RewriteResult:
         return bool(self.kernels)
 
 
-def _sites(kernel: ir.Kernel) -> tuple[Site, ...]:
+class _Files:
+    """A kernel's file table (:attr:`KernelSpec.files`): the files of other modules its sites
+    and launch checks are in, numbered from 1 in the order met (0 is the kernel's own)."""
+
+    def __init__(self, path: str):
+        self.path = path
+        self.others: list[str] = []
+
+    def index(self, file: str) -> int:
+        if file == self.path:
+            return 0
+        if file not in self.others:
+            self.others.append(file)
+        return self.others.index(file) + 1
+
+
+def _sites(kernel: ir.Kernel, files: _Files) -> tuple[Site, ...]:
     return tuple(Site(s.kind, s.span.line, s.span.col, s.span.end_col, s.array, s.axis, s.ndim,
-                      s.message) for s in kernel.sites)
+                      s.message, files.index(s.span.file)) for s in kernel.sites)
 
 
 def _traits(kernel: ir.Kernel) -> Trait:
@@ -77,17 +93,38 @@ def _traits(kernel: ir.Kernel) -> Trait:
     return traits
 
 
-def _launch_checks(kernel: ir.Kernel) -> tuple:
+def _launch_checks(kernel: ir.Kernel, files: _Files) -> tuple:
     """The checker's launch checks (tagged tuples, see ``add_launch_check``) as records."""
     out = []
+    elsewhere = None
     for check in kernel.launch_checks:
         if check[0] == "assert":
             _, site, tree = check
             out.append(LaunchAssert(tree, site))
         else:
             _, tree, limit, ty, line, col, end_col = check
-            out.append(IndexFits(tree, limit, ty, line, col, end_col))
+            if elsewhere is None:
+                elsewhere = _spans_elsewhere(kernel)
+            file = elsewhere.get((line, col, end_col), files.path)
+            out.append(IndexFits(tree, limit, ty, line, col, end_col, files.index(file)))
     return tuple(out)
+
+
+def _spans_elsewhere(kernel: ir.Kernel) -> dict[tuple, str]:
+    """The file of each ``(line, col, end_col)`` that only a device function of another module
+    has: the checker's no-wrap launch checks name a place, not its file."""
+    own = {(n.span.line, n.span.col, n.span.end_col) for n in ir.walk(kernel.body)}
+    for fn in kernel.device_functions:
+        if fn.span.file == kernel.span.file:
+            own.update((n.span.line, n.span.col, n.span.end_col) for n in ir.walk(fn.body))
+    out: dict[tuple, str] = {}
+    for fn in kernel.device_functions:
+        if fn.span.file != kernel.span.file:
+            for n in ir.walk(fn.body):
+                where = (n.span.line, n.span.col, n.span.end_col)
+                if where not in own:
+                    out.setdefault(where, fn.span.file)
+    return out
 
 
 def _launcher_params(checked: CheckedKernel) -> tuple[Param, ...]:
@@ -129,6 +166,7 @@ def transpile_module(source: str, path: str, module_name: str | None = None,
     kernels = []
     for ck in checked:
         variants = []
+        files = _Files(path)
         for k in ck.specializations:
             try:
                 cuda = emit_kernel(k, shown)
@@ -138,15 +176,15 @@ def transpile_module(source: str, path: str, module_name: str | None = None,
             variants.append(VariantSpec(
                 types=k.specialization, symbol=k.symbol,
                 kernel_id=abi.kernel_id(k.module, k.symbol), cuda=cuda,
-                sites=_sites(k), traits=_traits(k), launch_checks=_launch_checks(k),
-                ir=encoded))
+                sites=_sites(k, files), traits=_traits(k),
+                launch_checks=_launch_checks(k, files), ir=encoded))
         options = KernelOptions(ck.options.bounds_check, ck.options.fastmath,
                                 ck.options.max_registers)
         kernels.append(KernelSpec(
             name=ck.fn.name, module=scan.module_name, file=path, line=ck.fn.first_line,
             ndim=ck.ndim,
             params=_launcher_params(ck), typevars=ck.typevars, options=options,
-            variants=tuple(variants)))
+            variants=tuple(variants), files=tuple(files.others)))
     deps = tuple(sorted(p for p in locator.used_paths() if os.path.abspath(p) != os.path.abspath(
         path)))
     return TranspiledModule(scan, kernels, checked, deps)
