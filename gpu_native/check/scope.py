@@ -243,7 +243,7 @@ class Resolver:
 
 
 def _host_library(module: str) -> str | None:
-    """The host array library ``module`` belongs to (numpy, cupy, torch), or None."""
+    """The host library ``module`` belongs to (numpy, cupy, torch, jax, scipy), or None."""
     top = module.split(".")[0]
     return top if top in ("numpy", "cupy", "torch", "jax", "scipy") else None
 
