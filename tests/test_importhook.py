@@ -590,6 +590,29 @@ class TestErrors:
                          "During handling"):
             assert internal not in err, internal
 
+    def test_a_module_of_device_functions_only_is_checked_on_import(self, tmp_path, work):
+        # As a kernel's error fails its module's import, so does an error in a device function
+        # no kernel calls (it used to surface only once some kernel, anywhere, called it).
+        (work / "devonly.py").write_text(HELPERS + textwrap.dedent('''\
+
+
+            @gpu_device
+            def bad(x: f32) -> f32:
+                return x + undefined_name
+            '''))
+        proc = run_python("import devonly", work, hook_env(tmp_path), check=False)
+        assert proc.returncode == 1
+        path = work / "devonly.py"
+        assert f'File "{path}", line 13, in <module>\n    return x + undefined_name\n' \
+            in proc.stderr
+        assert f"gpu_native.errors.TranspileError: {path}:13:16: error: name 'undefined_name' " \
+            "is not defined" in proc.stderr
+        (work / "devonly.py").write_text(HELPERS)
+        rep = report_of(run_python("import devonly; report(scale=devonly.scale.__name__)", work,
+                                   hook_env(tmp_path)))
+        assert rep["scale"] == "scale"
+        assert rep["status"]["modules"]["devonly"]["cache"] == "miss"
+
     def test_a_syntax_error_is_pythons_own(self, tmp_path, work):
         (work / "broken.py").write_text("from gpu_native import gpu_kernel\n\ndef k(:\n    pass\n")
         proc = run_python("import broken", work, hook_env(tmp_path), check=False)

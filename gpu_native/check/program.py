@@ -1,5 +1,6 @@
 """Checks every kernel of a module, each specialisation of a generic kernel, and the device
-functions they reach (in this module or another)."""
+functions they reach (in this module or another); then the module's device functions no kernel
+reached (:mod:`.uncalled`)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from ..nodes import node
 from .checker import FunctionChecker, FunctionContext, KernelContext, uses_half
 from .safety import pinned, required_coords
 from .scope import ModuleLocator, Resolver, registry_entry
+from .uncalled import check_uncalled
 
 MAX_SPECIALIZATIONS = 64
 KERNEL_OPTIONS = ("bounds_check", "fastmath", "max_registers", "specializations")
@@ -44,6 +46,9 @@ class Program:
         self.locator = locator or ModuleLocator()
         self.locator.add(scan)
         self.resolver = Resolver(scan, self.locator)
+        # The device functions checked so far, by (path, name, binding): kernels check the ones
+        # they call; the rest are checked on their own.
+        self.checked_devices: set[tuple] = set()
 
     def check(self) -> list[CheckedKernel]:
         kernels = []
@@ -51,6 +56,10 @@ class Program:
             if fn.kind == "kernel":
                 with _no_recursion_error(fn):
                     kernels.append(self.check_kernel(fn))
+        for fn in self.scan.functions:
+            if fn.kind == "device":
+                with _no_recursion_error(fn):
+                    check_uncalled(self, fn, self.checked_devices)
         return kernels
 
     # ---- kernels ------------------------------------------------------------------------------
@@ -177,7 +186,7 @@ class Program:
         kernels = []
         for binding in self.bindings(fn, typevars, specs):
             ctx = KernelContext(self, ndim, options)
-            checker = FunctionChecker(FunctionContext(ctx, self.resolver, binding), fn)
+            checker = FunctionChecker(FunctionContext(ctx, self.resolver.within(fn), binding), fn)
             checker.check_params()
             body = checker.check_body()
             body = checker.kernel_tail(body)
@@ -213,6 +222,7 @@ class Program:
                 uses_print=t["uses_print"],
             )
             kernels.append(kernel)
+            self.checked_devices.update(ctx.devices)
         return CheckedKernel(fn, ndim, options, typevars, kernels)
 
     # ---- device functions ---------------------------------------------------------------------
@@ -230,7 +240,8 @@ class Program:
         function = kctx.devices.get(cache_key)
         if function is None:
             kctx.stack.append(cache_key)
-            callee = FunctionChecker(FunctionContext(kctx, resolver, binding), fndef)
+            callee = FunctionChecker(FunctionContext(kctx, resolver.within(fndef), binding),
+                                     fndef)
             callee.check_params()
             body = callee.check_body()
             kctx.stack.pop()
