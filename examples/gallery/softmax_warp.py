@@ -36,8 +36,10 @@ from gpu_native import (
 WARPS = 4                 # rows per block
 THREADS = 32 * WARPS
 
-# f32 exponentials (a few ulps each) of a row of up to a few hundred elements.
-TOLERANCE = ("abs", 1e-6)
+# Each probability (at most 1) is an f32 exponential (a few ulps) over a row sum of f32 terms,
+# 32 lane sums of cols / 32 terms each: at 3000 columns that sum is off by up to ~1e-6 relative
+# (8e-7 in a NumPy float32 model of the same order), so an absolute bound with room for that.
+TOLERANCE = ("abs", 3e-6)
 
 
 @gpu_kernel(Kernel1D)
