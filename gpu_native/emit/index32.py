@@ -99,7 +99,9 @@ class IndexRanges:
             if round_ >= 4:
                 for s in events:
                     if id(s.var) in changed:
-                        self.vars[id(s.var)] = type_range(s.var.ty)  # type: ignore[assignment]
+                        widest = type_range(s.var.ty)
+                        assert widest is not None  # only integer variables change
+                        self.vars[id(s.var)] = widest
         raise AssertionError("index ranges did not settle")  # pragma: no cover
 
     def assigned_range(self, s) -> Range | None:
@@ -162,7 +164,7 @@ class IndexRanges:
         if isinstance(e, ir.LaneId):
             return (0, 31)
         if isinstance(e, ir.Shape):
-            shape = e.array.ty.shape  # type: ignore[attr-defined]
+            shape = e.array.ty.shape
             if shape is not None and shape[0] >= 0:
                 return (shape[e.axis], shape[e.axis])
             return (0, INDEX32_MAX_ELEMENTS)
@@ -186,14 +188,14 @@ class IndexRanges:
                 return full
             return (min(a[0], b[0]), max(a[1], b[1]))
         if isinstance(e, ir.MathCall) and e.name in ("min", "max", "abs"):
-            args = [self.range(a) for a in e.args]
-            if any(a is None for a in args):
+            args = [r for r in (self.range(a) for a in e.args) if r is not None]
+            if len(args) != len(e.args):
                 return full
             if e.name == "min":
-                return (min(a[0] for a in args), min(a[1] for a in args))  # type: ignore[index]
+                return (min(a[0] for a in args), min(a[1] for a in args))
             if e.name == "max":
-                return (max(a[0] for a in args), max(a[1] for a in args))  # type: ignore[index]
-            lo, hi = args[0]  # type: ignore[misc]
+                return (max(a[0] for a in args), max(a[1] for a in args))
+            lo, hi = args[0]
             if lo >= 0:
                 return (lo, hi)
             if hi <= 0:
@@ -367,7 +369,7 @@ class Index32Emitter(CudaEmitter):
         return f"((int)(blockIdx.{a} * blockDim.{a} + threadIdx.{a}))"
 
     def extent32(self, ref: ir.ArrayRef, axis: int) -> str:
-        shape = ref.ty.shape  # type: ignore[attr-defined]
+        shape = ref.ty.shape
         if shape is not None and shape[0] >= 0:
             return str(shape[axis])
         return f"((int){extent_name(ref.var, axis)})"
@@ -380,7 +382,7 @@ class Index32Emitter(CudaEmitter):
     def element(self, ref: ir.ArrayRef, indices, checks) -> str:
         if not all(self.fits(i) for i in indices):
             return super().element(ref, indices, checks)
-        static = ref.ty.shape is not None and ref.ty.shape[0] >= 0  # type: ignore[attr-defined]
+        static = ref.ty.shape is not None and ref.ty.shape[0] >= 0
         codes = [self.expr32(i) for i in indices]
         extents = [self.extent32(ref, axis) for axis in range(len(indices))]
         name = cname(ref.var)
