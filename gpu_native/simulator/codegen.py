@@ -32,6 +32,9 @@ from . import machine, ops
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z_0-9]*$")
 # The barriers by scope ("block", "warp"), as the IR's Barrier names them.
 _BARRIERS = {e.value: e for e in registry.by_form("statement")}
+# The syntax nodes that carry a source position (their ``_attributes`` name ``lineno``; 3.12's
+# type parameters too, which the generated source never has).
+_LOCATED = (ast.stmt, ast.expr, ast.excepthandler, ast.arg, ast.keyword, ast.alias, ast.pattern)
 
 
 def children(node):
@@ -146,7 +149,7 @@ class ProgramBuilder:
         self.sources.append(source)
         tree = ast.parse(source)
         for node in ast.walk(tree):
-            if not hasattr(node, "lineno") or node.lineno is None:
+            if not isinstance(node, _LOCATED) or node.lineno is None:
                 continue
             span = spans[node.lineno - 1]
             col = span.col
