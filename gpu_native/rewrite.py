@@ -30,6 +30,7 @@ from .spec import (
     KernelOptions,
     KernelSpec,
     LaunchAssert,
+    LaunchCheck,
     Param,
     Site,
     Trait,
@@ -82,10 +83,10 @@ def _sites(kernel: ir.Kernel, files: _Files) -> tuple[Site, ...]:
 def _traits(kernel: ir.Kernel) -> Trait:
     t = kernel.traits
     traits = Trait(0)
-    for flag in (Trait.UID_ONLY, Trait.USES_BARRIERS, Trait.USES_SHARED,
-                 Trait.USES_DYNAMIC_SHARED, Trait.USES_WARP, Trait.USES_HALF, Trait.USES_PRINT):
-        if getattr(t, flag.name.lower()):
-            traits |= flag
+    for name in ("uid_only", "uses_barriers", "uses_shared", "uses_dynamic_shared", "uses_warp",
+                 "uses_half", "uses_print"):
+        if getattr(t, name):
+            traits |= Trait[name.upper()]
     if t.uid_only and vector_plan(kernel) is not None:
         traits |= Trait.UID_VECTOR4
     if wants_index32(kernel):
@@ -93,9 +94,9 @@ def _traits(kernel: ir.Kernel) -> Trait:
     return traits
 
 
-def _launch_checks(kernel: ir.Kernel, files: _Files) -> tuple:
+def _launch_checks(kernel: ir.Kernel, files: _Files) -> tuple[LaunchCheck, ...]:
     """The checker's launch checks (tagged tuples, see ``add_launch_check``) as records."""
-    out = []
+    out: list[LaunchCheck] = []
     elsewhere = None
     for check in kernel.launch_checks:
         if check[0] == "assert":
