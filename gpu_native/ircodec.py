@@ -36,6 +36,7 @@ import zlib
 from . import ir
 from .errors import GpuNativeError, SourceSpan
 from .lang.types import SCALARS, ScalarInfo
+from .nodes import fields
 
 __all__ = ["FORMAT", "SCHEMA", "decode_kernel", "encode_kernel"]
 
@@ -54,7 +55,7 @@ _CLASSES: dict[str, type] = {
 _CLASSES["SourceSpan"] = SourceSpan
 _SCALAR_INFO = "ScalarInfo"  # (name,): decodes to SCALARS[name]
 _DICT = "dict"  # (key, value, key, value, ...)
-_FIELDS: dict[str, tuple[str, ...]] = {name: cls.__node_fields__ for name, cls in _CLASSES.items()}
+_FIELDS: dict[str, tuple[str, ...]] = {name: fields(cls) for name, cls in _CLASSES.items()}
 SCHEMA = hashlib.blake2b(
     repr(sorted(_FIELDS.items())).encode(), digest_size=8).hexdigest()
 _PLAIN = (type(None), bool, int, float, str, bytes)
@@ -173,7 +174,7 @@ def _record(rec, objs: list):
     names = _FIELDS[name]
     if len(values) != len(names):
         raise _Malformed(f"a {name} record has {len(values)} fields, not {len(names)}")
-    obj = object.__new__(cls)
+    obj: object = object.__new__(cls)
     obj.__dict__.update(zip(names, values))  # as nodes.replace does: frozen nodes too
     return obj
 

@@ -11,7 +11,6 @@ Nothing here executes the user's module.
 from __future__ import annotations
 
 import os
-import re
 
 from . import abi, ir
 from .check.program import CheckedKernel, Program
@@ -210,7 +209,7 @@ def rewrite_module(source: str, path: str, module_name: str | None = None,
         fn = ck.fn
         first, last = fn.first_line, fn.last_line
         original = lines[first - 1]
-        indent = re.match(r"[ \t]*", original).group(0)  # type: ignore[union-attr]
+        indent = original[:len(original) - len(original.lstrip(" \t"))]
         block = kernel_block(fn, indent, repr(build.to_literal()), build.params,
                              bool(build.typevars))
         trailing = lines[last - 1][len(lines[last - 1].rstrip("\r\n")):] or ending
