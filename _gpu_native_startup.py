@@ -29,6 +29,12 @@ import os
 import sys
 from importlib.machinery import PathFinder, SourceFileLoader
 
+# Not typing.TYPE_CHECKING: importing typing would slow every interpreter's startup.  Type
+# checkers take any name TYPE_CHECKING to be true.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from types import FrameType
+
 __all__ = ["CacheWarning", "KernelFinder", "KernelModuleLoader", "install", "is_disabled",
            "may_define_kernels", "status", "uninstall"]
 
@@ -95,7 +101,8 @@ def warn_once(path: str, message: str) -> None:
 
     # Attributed to the import statement that led here, past our frames and the import
     # system's (which warnings.warn skips without counting them).
-    level, frame = 1, sys._getframe(0)
+    level = 1
+    frame: FrameType | None = sys._getframe(0)
     while frame is not None and frame.f_code.co_filename.startswith(_INTERNAL):
         if not frame.f_code.co_filename.startswith(_IMPORTLIB):
             level += 1
@@ -160,8 +167,8 @@ class KernelFinder:
         if spec.loader.__class__ is not SourceFileLoader or fullname.startswith(_OWN) or \
                 fullname == "gpu_native":
             return spec
-        origin = spec.origin
-        if origin.startswith(_stdlib) and not origin.startswith(_site_markers):
+        origin = spec.origin  # a SourceFileLoader's file; None would be some other loader
+        if origin is None or (origin.startswith(_stdlib) and not origin.startswith(_site_markers)):
             return spec
         try:
             st = os.stat(origin)

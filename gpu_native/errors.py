@@ -147,13 +147,19 @@ class KernelError(GpuNativeError):
     """Mixin for errors a kernel reported from the device.
 
     Attributes give the kernel name, the Python location of the failing check, and the block and
-    thread indices of the first thread that failed.
+    thread indices of the first thread that failed; ``count`` is how many threads failed, and for
+    an index error ``index``, ``length`` and ``array`` say what was out of bounds (None for the
+    other errors).
     """
 
     kernel: str
     span: SourceSpan | None
     block: tuple[int, int, int]
     thread: tuple[int, int, int]
+    count: int
+    index: int | None
+    length: int | None
+    array: str | None
 
     def _set_origin(self, kernel: str, span: SourceSpan | None, block, thread) -> None:
         self.kernel = kernel

@@ -73,7 +73,8 @@ class Expansion:
             fn = ck.fn
             if kernel is None:
                 out += lines[cursor - 1:fn.first_line - 1]
-            indent = re.match(r"[ \t]*", lines[fn.first_line - 1]).group(0)  # type: ignore
+            first = lines[fn.first_line - 1]
+            indent = first[:len(first) - len(first.lstrip(" \t"))]
             out += [indent + text for text in _summary(spec, fn.last_line)]
             out += _tagged(self._kernel_lines(ck, spec, indent))
             cursor = fn.last_line + 1

@@ -12,6 +12,8 @@ operations; see ``docs/language.md`` for the language it encodes.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from .errors import SourceSpan
 from .lang.types import SCALARS, ScalarInfo
 from .nodes import Factory, fields, node, replace
@@ -136,12 +138,15 @@ class Site:
 
 @node
 class Expr:
+    # A subclass whose values are always scalars (or arrays) says so by narrowing ``ty``: the
+    # field keeps its place, and backends may read ``e.ty.info`` (or ``.elem``) without a test.
     span: SourceSpan
     ty: Type
 
 
 @node
 class Const(Expr):
+    ty: ScalarType
     value: int | float | bool
 
 
@@ -161,6 +166,7 @@ class BinOp(Expr):
     lets through), so the emitter may write it as plain signed arithmetic.
     """
 
+    ty: ScalarType
     op: str
     left: Expr
     right: Expr
@@ -170,6 +176,7 @@ class BinOp(Expr):
 
 @node
 class UnaryOp(Expr):
+    ty: ScalarType
     op: str  # "-", "~", "not"
     operand: Expr
 
@@ -178,6 +185,7 @@ class UnaryOp(Expr):
 class Compare(Expr):
     """One comparison; ``left`` and ``right`` have a common type.  ``ty`` is bool."""
 
+    ty: ScalarType
     op: str  # "<", "<=", ">", ">=", "==", "!="
     left: Expr
     right: Expr
@@ -187,6 +195,7 @@ class Compare(Expr):
 class BoolOp(Expr):
     """Short-circuit ``and`` / ``or`` over bool operands."""
 
+    ty: ScalarType
     op: str
     values: tuple[Expr, ...]
 
@@ -204,13 +213,15 @@ class Select(Expr):
 class Cast(Expr):
     """Conversion to ``ty``.  Float to int truncates toward zero and saturates; NaN gives 0."""
 
+    ty: ScalarType
     value: Expr
 
 
 @node
 class ArrayRef(Expr):
-    """An array value: a parameter or a shared / local array (``ty`` is an ``ArrayType``)."""
+    """An array value: a parameter or a shared / local array (``ty`` is ``var.ty``)."""
 
+    ty: ArrayType
     var: Var
 
 
@@ -218,6 +229,7 @@ class ArrayRef(Expr):
 class Load(Expr):
     """``array[indices]``.  ``checks[k]`` is the bounds-check site for axis k, or None if proven."""
 
+    ty: ScalarType
     array: ArrayRef
     indices: tuple[Expr, ...]
     checks: tuple[int | None, ...]
@@ -227,6 +239,7 @@ class Load(Expr):
 class Shape(Expr):
     """``len(a)`` (axis 0) or ``a.shape[axis]``; type i64."""
 
+    ty: ScalarType
     array: ArrayRef
     axis: int
 
@@ -235,6 +248,7 @@ class Shape(Expr):
 class Special(Expr):
     """A CUDA built-in index: ``name`` in thread_idx / block_idx / block_dim / grid_dim; type i32."""
 
+    ty: ScalarType
     name: str
     axis: int  # 0, 1, 2 for .x .y .z
 
@@ -242,6 +256,8 @@ class Special(Expr):
 @node
 class LaneId(Expr):
     """``lane_id()``: the lane of this thread in its warp (i32)."""
+
+    ty: ScalarType
 
 
 @node
@@ -252,6 +268,7 @@ class UidComponent(Expr):
     ``scope="block"``: ``thread_idx`` along ``axis``.
     """
 
+    ty: ScalarType
     scope: str
     axis: int
 
@@ -264,6 +281,7 @@ class MathCall(Expr):
     ``floor``, ...); all arguments already have the function's operand type.
     """
 
+    ty: ScalarType
     name: str
     args: tuple[Expr, ...]
 
@@ -281,6 +299,7 @@ class WarpOp(Expr):
     """Warp intrinsic: ``op`` in shfl_down / shfl_up / shfl_xor / shfl_idx (``args`` = value, lane
     arg, width), ballot (u32), all_sync / any_sync (bool).  ``mask`` is the participating lanes."""
 
+    ty: ScalarType
     op: str
     args: tuple[Expr, ...]
     mask: Expr
@@ -431,14 +450,34 @@ class TailExit(Stmt):
 # Functions
 
 
+class _ArrayDecl:
+    """The array a declaration declares, typed (not a node: it adds no fields)."""
+
+    var: Var
+
+    @property
+    def ty(self) -> ArrayType:
+        """The array's type, ``var.ty``."""
+        ty = self.var.ty
+        assert isinstance(ty, ArrayType)  # the checker declares array variables only
+        return ty
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """The array's static shape (``(-1,)`` for the dynamic shared array)."""
+        shape = self.ty.shape
+        assert shape is not None  # only global arrays take their shape from the launch
+        return shape
+
+
 @node(eq=False)
-class SharedDecl:
+class SharedDecl(_ArrayDecl):
     var: Var  # ty is ArrayType(space="shared"); shape (-1,) for the dynamic shared array
     dynamic: bool = False
 
 
 @node(eq=False)
-class LocalArrayDecl:
+class LocalArrayDecl(_ArrayDecl):
     var: Var
 
 
@@ -448,7 +487,7 @@ STATIC_SHARED_LIMIT = 48 * 1024
 SHARED_ALIGN = 16  # every shared array is declared __align__(16) (gpu_native.emit.cuda)
 
 
-def static_shared_bytes(shared) -> int:
+def static_shared_bytes(shared: Iterable[SharedDecl]) -> int:
     """The bytes of static shared memory that the :class:`SharedDecl` entries of ``shared``
     occupy, laid out in order, each aligned to :data:`SHARED_ALIGN` as the CUDA emitter declares
     them (the dynamic shared array takes none)."""
@@ -456,9 +495,8 @@ def static_shared_bytes(shared) -> int:
     for decl in shared:
         if decl.dynamic:
             continue
-        ty = decl.var.ty
-        size = ty.elem.info.itemsize
-        for n in ty.shape:
+        size = decl.ty.elem.info.itemsize
+        for n in decl.shape:
             size *= n
         total = -(-total // SHARED_ALIGN) * SHARED_ALIGN + size
     return total
@@ -473,10 +511,10 @@ class DeviceFunction:
     symbol: str  # C++ name
     params: tuple[Var, ...]
     ret: Type
+    span: SourceSpan
     locals: tuple[Var, ...] = ()
     local_arrays: tuple[LocalArrayDecl, ...] = ()
     body: tuple[Stmt, ...] = ()
-    span: SourceSpan | None = None
     callees: tuple[DeviceFunction, ...] = ()
 
     def __repr__(self) -> str:

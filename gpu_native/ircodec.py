@@ -36,6 +36,7 @@ import zlib
 from . import ir
 from .errors import GpuNativeError, SourceSpan
 from .lang.types import SCALARS, ScalarInfo
+from .nodes import fields
 from .spec import IndexFits, LaunchAssert
 
 __all__ = ["FORMAT", "SCHEMA", "decode_kernel", "encode_kernel"]
@@ -55,7 +56,7 @@ _CLASSES: dict[str, type] = {
 _CLASSES["SourceSpan"] = SourceSpan
 _SCALAR_INFO = "ScalarInfo"  # (name,): decodes to SCALARS[name]
 _DICT = "dict"  # (key, value, key, value, ...)
-_FIELDS: dict[str, tuple[str, ...]] = {name: cls.__node_fields__ for name, cls in _CLASSES.items()}
+_FIELDS: dict[str, tuple[str, ...]] = {name: fields(cls) for name, cls in _CLASSES.items()}
 SCHEMA = hashlib.blake2b(
     repr(sorted(_FIELDS.items())).encode(), digest_size=8).hexdigest()
 _PLAIN = (type(None), bool, int, float, str, bytes)
@@ -207,7 +208,7 @@ def _record(rec, objs: list):
         if type(values[i]) is not tuple:
             raise _Malformed(f"a {name}'s {inline} is {type(values[i]).__name__}")
         values[i] = tuple(_check_record(v) for v in values[i])
-    obj = object.__new__(cls)
+    obj: object = object.__new__(cls)
     obj.__dict__.update(zip(names, values))  # as nodes.replace does: frozen nodes too
     return obj
 

@@ -12,8 +12,17 @@ few functions, which read the field names from the class.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from inspect import get_annotations
-from typing import dataclass_transform
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    # Type checkers bundle typing_extensions; Python 3.10's typing lacks dataclass_transform.
+    from typing_extensions import dataclass_transform
+else:
+    def dataclass_transform(**_options):
+        """Stands in for ``typing.dataclass_transform`` (3.11+): it only informs type checkers."""
+        return lambda decorator: decorator
 
 __all__ = ["Factory", "FrozenNodeError", "fields", "is_node", "node", "replace"]
 
@@ -24,13 +33,28 @@ class FrozenNodeError(AttributeError):
     """Assignment to a field of a frozen node (``dataclasses.FrozenInstanceError``'s role)."""
 
 
-class Factory:
+_T = TypeVar("_T")
+
+
+class _Factory:
     """A default made fresh for each instance (``field(default_factory=...)``)."""
 
     __slots__ = ("make",)
 
-    def __init__(self, make) -> None:
+    def __init__(self, make: Callable[[], object]) -> None:
         self.make = make
+
+
+if TYPE_CHECKING:
+    def Factory(make: Callable[[], _T], /) -> _T:
+        """A default made fresh for each instance (``field(default_factory=...)``).
+
+        To a type checker the default is a value of ``make``'s result type, the way
+        ``dataclasses.field(default_factory=...)`` is typed: every instance gets ``make()``.
+        """
+        ...
+else:
+    Factory = _Factory
 
 
 def _bind(cls, args: tuple, kwargs: dict) -> list:
@@ -54,7 +78,7 @@ def _bind(cls, args: tuple, kwargs: dict) -> list:
             value = defaults.get(name, _MISSING)
             if value is _MISSING:
                 raise TypeError(f"{cls.__name__}() missing required argument {name!r}")
-            if type(value) is Factory:
+            if type(value) is _Factory:
                 value = value.make()
         out.append(value)
     return out
@@ -63,8 +87,9 @@ def _bind(cls, args: tuple, kwargs: dict) -> list:
 def _init(self, *args, **kwargs) -> None:
     cls = type(self)
     if kwargs or len(args) != len(cls.__node_fields__):
-        args = _bind(cls, args, kwargs)
-    self.__dict__.update(zip(cls.__node_fields__, args))
+        self.__dict__.update(zip(cls.__node_fields__, _bind(cls, args, kwargs)))
+    else:
+        self.__dict__.update(zip(cls.__node_fields__, args))
 
 
 def _repr(self) -> str:
@@ -126,7 +151,7 @@ def node(cls=None, /, *, eq: bool = True, frozen: bool = True):
         cls.__node_fields__ = tuple(names)
         cls.__node_defaults__ = defaults
         own = cls.__dict__
-        methods = {"__init__": _init, "__repr__": _repr}
+        methods: dict[str, Callable[..., Any] | None] = {"__init__": _init, "__repr__": _repr}
         if eq:
             methods["__eq__"] = _eq
             methods["__hash__"] = _hash if frozen else None

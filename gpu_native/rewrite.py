@@ -11,7 +11,6 @@ Nothing here executes the user's module.
 from __future__ import annotations
 
 import os
-import re
 
 from . import abi, ir
 from .check.program import CheckedKernel, Program
@@ -82,10 +81,10 @@ def _sites(kernel: ir.Kernel, files: _Files) -> tuple[Site, ...]:
 def _traits(kernel: ir.Kernel) -> Trait:
     t = kernel.traits
     traits = Trait(0)
-    for flag in (Trait.UID_ONLY, Trait.USES_BARRIERS, Trait.USES_SHARED,
-                 Trait.USES_DYNAMIC_SHARED, Trait.USES_WARP, Trait.USES_HALF, Trait.USES_PRINT):
-        if getattr(t, flag.name.lower()):
-            traits |= flag
+    for name in ("uid_only", "uses_barriers", "uses_shared", "uses_dynamic_shared", "uses_warp",
+                 "uses_half", "uses_print"):
+        if getattr(t, name):
+            traits |= Trait[name.upper()]
     if t.uid_only and vector_plan(kernel) is not None:
         traits |= Trait.UID_VECTOR4
     if wants_index32(kernel):
@@ -207,7 +206,7 @@ def rewrite_module(source: str, path: str, module_name: str | None = None,
         fn = ck.fn
         first, last = fn.first_line, fn.last_line
         original = lines[first - 1]
-        indent = re.match(r"[ \t]*", original).group(0)  # type: ignore[union-attr]
+        indent = original[:len(original) - len(original.lstrip(" \t"))]
         block = kernel_block(fn, indent, repr(build.to_literal()), build.params,
                              bool(build.typevars))
         trailing = lines[last - 1][len(lines[last - 1].rstrip("\r\n")):] or ending

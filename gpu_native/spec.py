@@ -72,7 +72,8 @@ class Trait(enum.Flag):
 
     def names(self) -> tuple[str, ...]:
         """The names of the flags set, lower case, in declaration order."""
-        return tuple(t.name.lower() for t in type(self) if t in self)
+        # __members__ spells each name as a str (Flag.name is Optional: a combination has none).
+        return tuple(name.lower() for name, t in type(self).__members__.items() if t in self)
 
 
 @functools.lru_cache(maxsize=256)

@@ -127,3 +127,19 @@ def test_nodes_survive_pickle_and_copy():
             assert clone == value and type(clone) is type(value)
     bag = Bag([1])
     assert copy.deepcopy(bag).items == [1] and copy.deepcopy(bag).items is not bag.items
+
+
+def test_the_package_imports_without_typing_dataclass_transform():
+    # Python 3.10's typing has no dataclass_transform (3.11+): gpu_native must not need it at
+    # run time.  Removing it from this interpreter's typing stands in for a 3.10 interpreter.
+    import subprocess
+    import sys
+
+    probe = ("import typing\n"
+             "del typing.dataclass_transform\n"
+             "import gpu_native, gpu_native.ir, gpu_native.rewrite, gpu_native.runtime.kernel\n"
+             "print(gpu_native.ir.Const.__node_fields__)\n")
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "('span', 'ty', 'value')"

@@ -186,7 +186,7 @@ class LaunchLimits:
         if isinstance(e, ir.LaneId):
             return Interval(0, 31)
         if isinstance(e, ir.Shape):
-            shape = e.array.ty.shape  # type: ignore[attr-defined]
+            shape = e.array.ty.shape
             if shape is not None and shape[0] >= 0:
                 return Interval(shape[e.axis], shape[e.axis])
             return Interval(0, self.extent)
@@ -266,14 +266,15 @@ class ValueRanges:
                 return full
             return a.union(b)
         if isinstance(e, ir.MathCall) and e.name in ("min", "max", "abs"):
-            args = [self.range(a) for a in e.args]
-            if any(a is None for a in args):
+            maybe = [self.range(a) for a in e.args]
+            args = [a for a in maybe if a is not None]
+            if len(args) != len(maybe):
                 return full
             if e.name == "min":
-                return Interval(min(a.lo for a in args), min(a.hi for a in args))  # type: ignore[union-attr]
+                return Interval(min(a.lo for a in args), min(a.hi for a in args))
             if e.name == "max":
-                return Interval(max(a.lo for a in args), max(a.hi for a in args))  # type: ignore[union-attr]
-            lo, hi = args[0]  # type: ignore[misc]
+                return Interval(max(a.lo for a in args), max(a.hi for a in args))
+            lo, hi = args[0].lo, args[0].hi
             if lo >= 0:
                 return Interval(lo, hi)
             if hi <= 0:
@@ -304,11 +305,13 @@ class UpperBounds:
         if depth > self.MAX_DEPTH:
             return None
         ty = e.ty
-        type_max = ty.info.max if isinstance(ty, ir.ScalarType) and ty.info.is_int else None
+        type_max = int(ty.info.max) if isinstance(ty, ir.ScalarType) and ty.info.is_int else None
         if isinstance(e, ir.Const):
             return e.value if isinstance(e.value, int) else None
         if isinstance(e, (ir.Special, ir.LaneId, ir.UidComponent)):
-            return self.limits.leaf(e).hi  # type: ignore[union-attr]
+            leaf = self.limits.leaf(e)
+            assert leaf is not None  # every launch index, lane id and uid has an interval
+            return leaf.hi
         if isinstance(e, ir.Shape):
             return self.limits.extent
         best = self.known(e)
@@ -326,7 +329,7 @@ class UpperBounds:
             if e.name == "min":
                 computed = min(known) if known else type_max
             else:
-                computed = max(bounds) if known and len(known) == len(bounds) else type_max  # type: ignore[type-var]
+                computed = max(known) if known and len(known) == len(bounds) else type_max
         else:
             computed = type_max
         if best is None:

@@ -237,8 +237,8 @@ def _find_or_build(request: BuildRequest) -> Artifact:
             return _artifact(entry, request, "precompiled")
     if required:
         raise _missing(request, searched, unreadable)
-    for exc in unreadable:
-        _warn_unreadable(request, exc, "precompiled", "compiling it instead")
+    for unread in unreadable:
+        _warn_unreadable(request, unread, "precompiled", "compiling it instead")
 
     store = user_store()
     version = nvrtc_probe.version_for_keys(locations.nvrtc_records_dir())

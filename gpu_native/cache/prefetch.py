@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING
 from .locations import require_precompiled
 
 if TYPE_CHECKING:
-    from ..spec import KernelSpec
+    from ..spec import KernelSpec, VariantSpec
 
 __all__ = ["MAX_VARIANTS", "device_ready", "note", "start", "wait_warm"]
 
@@ -62,7 +62,7 @@ _changed = threading.Condition(_lock)  # a note, an arch or a stop: the worker l
 _active = False  # start() was called and compiling ahead is wanted here
 _worker: threading.Thread | None = None
 _loaded = threading.Event()  # the worker has loaded NVRTC (or given up on it)
-_pending: list[tuple[dict, dict, str | None]] = []  # noted, not built yet
+_pending: list[tuple[KernelSpec, VariantSpec, str | None]] = []  # noted, not built yet
 _noted_count = 0
 _arch: str | None = None  # the arch of the device bound last
 _building = False
@@ -167,6 +167,7 @@ def _work() -> None:
             if _stopping:
                 return
             batch, arch = list(_pending), _arch
+            assert arch is not None  # the wait above ends only with an arch (or stopping)
             _pending.clear()
             _building = True
         for spec, variant, module_file in batch:

@@ -78,8 +78,8 @@ def _same_value(a: object, b: object) -> bool:
     """The same expression, wherever it was written (spans and check sites aside)."""
     if type(a) is not type(b):
         return False
-    if isinstance(a, tuple):
-        return len(a) == len(b) and all(_same_value(x, y) for x, y in zip(a, b))  # type: ignore
+    if isinstance(a, tuple) and isinstance(b, tuple):  # both or neither: the types are one
+        return len(a) == len(b) and all(_same_value(x, y) for x, y in zip(a, b))
     if not is_node(a):
         return a == b
     return all(_same_value(getattr(a, name), getattr(b, name))
@@ -151,7 +151,7 @@ def _may_be_product(e: ir.Expr, product_locals: set[int]) -> bool:
         return id(e.var) in product_locals
     if isinstance(e, ir.Load):
         # A per-thread array indexed by constants lives in registers: it may hold a product.
-        return e.array.var.ty.space == "local"  # type: ignore[union-attr]
+        return e.array.ty.space == "local"
     return isinstance(e, ir.Call)
 
 
@@ -290,21 +290,23 @@ class CudaEmitter:
                 out.append(f"{ctype(p.ty)} {cname(p)}")
         return out
 
-    def declarations(self, locals_: tuple[ir.Var, ...], local_arrays, shared=(), body=()) -> None:
+    def declarations(self, locals_: tuple[ir.Var, ...],
+                     local_arrays: tuple[ir.LocalArrayDecl, ...],
+                     shared: tuple[ir.SharedDecl, ...] = (),
+                     body: tuple[ir.Stmt, ...] = ()) -> None:
         for decl in shared:
             var = decl.var
-            elem = ctype(var.ty.elem)
+            elem = ctype(decl.ty.elem)
             if decl.dynamic:
                 self.line("extern __shared__ __align__(16) unsigned char __gn_dyn_smem[];")
                 self.line(f"{elem}* {cname(var)} = reinterpret_cast<{elem}*>(__gn_dyn_smem);")
                 self.line(f"const gn_i64 {extent_name(var, 0)} = "
                           f"(gn_i64)(gn_dynamic_smem_bytes() / sizeof({elem}));")
             else:
-                size = math.prod(var.ty.shape)
+                size = math.prod(decl.shape)
                 self.line(f"__shared__ __align__(16) {elem} {cname(var)}[{size}];")
-        for decl in local_arrays:
-            var = decl.var
-            self.line(f"{ctype(var.ty.elem)} {cname(var)}[{math.prod(var.ty.shape)}];")
+        for local in local_arrays:
+            self.line(f"{ctype(local.ty.elem)} {cname(local.var)}[{math.prod(local.shape)}];")
         read = ir.variables_read(body)
         for var in locals_:
             # A loop variable nobody reads (`for _ in range(n)`) would draw a warning.
@@ -396,11 +398,12 @@ class CudaEmitter:
         self.counter += 1
         vt = s.var.ty
         assert isinstance(vt, ir.ScalarType)
-        constant = all(isinstance(x, ir.Const) for x in (s.start, s.stop, s.step))
         # The counter must not overflow on its last step past `stop` (Python's range never
         # wraps): the variable's own type when the constant bounds leave room, else 64 bits.
         fits = s.counter_fits or (
-            constant and vt.info.min <= s.stop.value + s.step.value <= vt.info.max)  # type: ignore[attr-defined]
+            isinstance(s.start, ir.Const) and isinstance(s.stop, ir.Const)
+            and isinstance(s.step, ir.Const)
+            and vt.info.min <= s.stop.value + s.step.value <= vt.info.max)
         if fits or vt.info.bits == 64:
             ct = vt.info.c_name
         else:
@@ -421,7 +424,8 @@ class CudaEmitter:
             incr = f"{i} += {step}"
         else:
             cond = f"{i} {'<' if s.step_sign > 0 else '>'} {stop}"
-            sv = s.step.value  # type: ignore[attr-defined]
+            assert isinstance(s.step, ir.Const)  # a step with a known sign is a literal
+            sv = s.step.value
             incr = f"++{i}" if sv == 1 else f"--{i}" if sv == -1 else f"{i} += {step_code}"
             if not fits and vt.info.bits == 64:
                 # A 64-bit counter has no wider type: end the loop instead of stepping past a
@@ -569,14 +573,13 @@ class CudaEmitter:
         return f"{cname(ref.var)}[{row_major(parts, extents)}]"
 
     def emit_Const(self, e: ir.Const) -> str:
-        return const_code(e.value, e.ty)  # type: ignore[arg-type]
+        return const_code(e.value, e.ty)
 
     def emit_Local(self, e: ir.Local) -> str:
         return cname(e.var)
 
     def emit_BinOp(self, e: ir.BinOp) -> str:
         ty = e.ty
-        assert isinstance(ty, ir.ScalarType)
         info = ty.info
         lhs, rhs = self.expr(e.left), self.expr(e.right)
         op = e.op
@@ -590,8 +593,8 @@ class CudaEmitter:
             return f"(({ct})(({ut})({lhs}) {op} ({ut})({rhs})))"
         if op in ("*", "/") and info.name == "f32":
             scaled = _scale_by_power_of_two(e)
-            operand = None if scaled is None else getattr(e, scaled[0])
-            if operand is not None and _may_be_product(operand, self.product_locals):
+            if scaled is not None and _may_be_product(getattr(e, scaled[0]),
+                                                      self.product_locals):
                 # ptxas would fold the scale into the multiply that produced x (see gn_fscale).
                 x = lhs if scaled[0] == "left" else rhs
                 return f"gn_fscale({x}, {const_code(scaled[1], ty)})"
@@ -611,7 +614,9 @@ class CudaEmitter:
                 return f"{fn}<{ct}>({lhs}, {rhs})"
             return f"{'gn_ffloordiv_py' if op == '//' else 'gn_fmod_py'}({lhs}, {rhs})"
         if op == "**":
-            n = e.right.value  # type: ignore[attr-defined]
+            exponent = e.right
+            assert isinstance(exponent, ir.Const)  # the checker keeps ** for a literal exponent
+            n = exponent.value
             if info.is_int:
                 return f"gn_ipow<{ct}>({lhs}, {n})"
             if n == 0:
@@ -636,7 +641,6 @@ class CudaEmitter:
         if e.op == "not":
             return f"(!{x})"
         ty = e.ty
-        assert isinstance(ty, ir.ScalarType)
         ct = ty.info.c_name
         if e.op == "~":
             return f"(({ct})~{x})"
@@ -677,12 +681,12 @@ class CudaEmitter:
 
     def emit_Cast(self, e: ir.Cast) -> str:
         src, dst = e.value.ty, e.ty
+        assert isinstance(src, ir.ScalarType)  # the checker converts scalars only
         code = self.expr(e.value)
-        if isinstance(dst, ir.ScalarType) and dst.info.is_int and dst.info.bits == 64 \
-                and _sext_may_widen(e.value):
+        if dst.info.is_int and dst.info.bits == 64 and _sext_may_widen(e.value):
             # NVVM may widen the wrapped 32-bit arithmetic instead (see gn_sext32).
             return convert(f"gn_sext32({code})", ir.I64, dst)
-        return convert(code, src, dst)  # type: ignore[arg-type]
+        return convert(code, src, dst)
 
     def emit_ArrayRef(self, e: ir.ArrayRef) -> str:
         return cname(e.var)

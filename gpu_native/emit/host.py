@@ -205,7 +205,8 @@ def _fill(items: list[str], first: str, rest: str, width: int) -> list[str]:
     than a line gets one of its own), the first starting with ``first``, the others with
     ``rest``; no line ends with the separator."""
     lines: list[str] = []
-    prefix, current = first, []
+    prefix = first
+    current: list[str] = []
     for item in items:
         if current and len(prefix + ", ".join([*current, item])) > width:
             lines.append(prefix + ", ".join(current))

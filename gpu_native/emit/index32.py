@@ -88,7 +88,9 @@ class IndexRanges(ValueRanges):
             if round_ >= 4:
                 for s in events:
                     if id(s.var) in changed:
-                        self.vars[id(s.var)] = type_interval(s.var.ty)  # type: ignore[assignment]
+                        widest = type_interval(s.var.ty)
+                        assert widest is not None  # only integer variables change
+                        self.vars[id(s.var)] = widest
         raise AssertionError("index ranges did not settle")  # pragma: no cover
 
     def assigned_range(self, s) -> Interval | None:
@@ -254,7 +256,7 @@ class Index32Emitter(CudaEmitter):
         return f"((int)(blockIdx.{a} * blockDim.{a} + threadIdx.{a}))"
 
     def extent32(self, ref: ir.ArrayRef, axis: int) -> str:
-        shape = ref.ty.shape  # type: ignore[attr-defined]
+        shape = ref.ty.shape
         if shape is not None and shape[0] >= 0:
             return str(shape[axis])
         return f"((int){extent_name(ref.var, axis)})"
@@ -267,7 +269,7 @@ class Index32Emitter(CudaEmitter):
     def element(self, ref: ir.ArrayRef, indices, checks) -> str:
         if not all(self.fits(i) for i in indices):
             return super().element(ref, indices, checks)
-        static = ref.ty.shape is not None and ref.ty.shape[0] >= 0  # type: ignore[attr-defined]
+        static = ref.ty.shape is not None and ref.ty.shape[0] >= 0
         codes = [self.expr32(i) for i in indices]
         extents = [self.extent32(ref, axis) for axis in range(len(indices))]
         name = cname(ref.var)

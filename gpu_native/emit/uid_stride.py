@@ -40,7 +40,7 @@ def uid_variables(body) -> set[int]:
 
 
 def _bare_uid(e: ir.Expr, uid_vars: set[int]) -> bool:
-    while isinstance(e, ir.Cast) and e.ty.info.is_int:  # type: ignore[union-attr]
+    while isinstance(e, ir.Cast) and e.ty.info.is_int:
         e = e.value
     if isinstance(e, ir.UidComponent):
         return e.scope == "grid" and e.axis == 0
@@ -77,6 +77,13 @@ def vector_plan(kernel: ir.Kernel) -> tuple[list[ir.Var], list[ir.Var]] | None:
     if not written:
         return None
     return list(read.values()), list(written.values())
+
+
+def _vector_type(v: ir.Var) -> str:
+    """The CUDA type of four elements of the array variable ``v`` (one of :func:`vector_plan`'s)."""
+    ty = v.ty
+    assert isinstance(ty, ir.ArrayType)  # vector_plan picks array variables only
+    return _VECTOR_TYPES[ty.elem.name]
 
 
 def _vector_access(ref: ir.ArrayRef, indices, uid_vars: set[int]) -> bool:
@@ -180,7 +187,7 @@ class UidStrideEmitter(CudaEmitter):
         self.line("if (__gn_aligned && __gn_base + 4 <= __gn_n) {")
         self.indent += 1
         for v in arrays.values():
-            vt = _VECTOR_TYPES[v.ty.elem.name]  # type: ignore[union-attr]
+            vt = _vector_type(v)
             if v in read:
                 self.line(f"{vt} {self.vectors[id(v)]} = *reinterpret_cast<const {vt}*>"
                           f"({cname(v)} + __gn_base);")
@@ -192,7 +199,7 @@ class UidStrideEmitter(CudaEmitter):
             self.block(self.kernel.body)
         self.lane = None
         for v in written:
-            vt = _VECTOR_TYPES[v.ty.elem.name]  # type: ignore[union-attr]
+            vt = _vector_type(v)
             self.line(f"*reinterpret_cast<{vt}*>({cname(v)} + __gn_base) = {self.vectors[id(v)]};")
         self.indent -= 1
         self.line("} else {")

@@ -230,6 +230,7 @@ class _Converter:
             for small in node.body:
                 out.extend(self.small_stmt(small))
             return tuple(out)
+        assert isinstance(node, cst.IndentedBlock)  # libcst's other suite
         for stmt in node.body:
             out.extend(self.stmt(stmt))
         return tuple(out)
@@ -341,9 +342,10 @@ def convert_function(fn: ast.FunctionDef | ast.AsyncFunctionDef, kind: str, deco
         shown = lines[line - 1] if 0 < line <= len(lines) else ""
         raise TranspileError(f"syntax error: {exc.message}",
                              SourceSpan(path, line, exc.raw_column, None, shown)) from None
-    node = module.body[0]
+    node: cst.CSTNode = module.body[0]
     if indented:
-        node = node.body.body[0]  # type: ignore[attr-defined]
+        assert isinstance(node, cst.If) and isinstance(node.body, cst.IndentedBlock), node
+        node = node.body.body[0]  # the function under the `if 1:` line
     assert isinstance(node, cst.FunctionDef), node
     try:
         positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
@@ -403,13 +405,15 @@ def _function(conv: _Converter, node: cst.FunctionDef, kind: str,
         dec_expr = conv.expr(dec.decorator)
     finally:
         conv.allow_lists = False
+    # The scan found this decorator to name gpu_kernel / gpu_device: a (dotted) name or a call.
+    assert isinstance(dec_expr, (S.Call, S.Name, S.Attribute)), dec_expr
     others = tuple(conv.expr(d.decorator) for d in node.decorators if d is not dec)
     fn = S.FunctionDef(
         name=node.name.value,
         params=tuple(params),
         returns=returns,
         body=body,
-        decorator=dec_expr,  # type: ignore[arg-type]
+        decorator=dec_expr,
         kind=kind,
         span=conv.span(node.name),
         first_line=first,

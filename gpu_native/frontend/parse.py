@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import ast
 import os
+import sys
 from collections.abc import Callable
+from typing import Any
 
 from ..errors import SourceSpan
 from ..nodes import Factory, node
@@ -29,12 +31,17 @@ PACKAGE = "gpu_native"
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 # Statements whose imports count even though they sit in a block (`if TYPE_CHECKING:`, `try:`).
-_GUARDS: tuple[type, ...] = (ast.If, ast.Try) + ((ast.TryStar,) if hasattr(ast, "TryStar") else ())
+if sys.version_info >= (3, 11):
+    _GUARDS = (ast.If, ast.Try, ast.TryStar)
+else:
+    _GUARDS = (ast.If, ast.Try)
 # What a nested kernel may sit in; expressions never hold one, so the search skips them.
 _BLOCKS = (ast.stmt, ast.excepthandler, ast.match_case)
 
-_UNOPS: dict[type, Callable[[object], object]] = {
-    ast.USub: lambda x: -x, ast.UAdd: lambda x: +x, ast.Invert: lambda x: ~x,  # type: ignore
+# The folds take whatever constants the source holds (Any): an operand the operator does not
+# support raises TypeError, which the caller turns into "not a constant".
+_UNOPS: dict[type, Callable[[Any], object]] = {
+    ast.USub: lambda x: -x, ast.UAdd: lambda x: +x, ast.Invert: lambda x: ~x,
     ast.Not: lambda x: not x,
 }
 _BINOPS: dict[type, str] = {
@@ -126,17 +133,17 @@ class _Scanner:
             self.top_level(stmt)
         # Kernels may also be defined inside functions, classes and blocks (a test defining its
         # kernel, say).  An explicit stack over statements, in source order.
-        stack = [stmt for stmt in reversed(module.body)
-                 if not (isinstance(stmt, _FUNCTIONS) and self._gn_decorator(stmt))]
-        stack = [child for stmt in stack for child in reversed(self._blocks(stmt))]
+        top = [stmt for stmt in reversed(module.body)
+               if not (isinstance(stmt, _FUNCTIONS) and self._gn_decorator(stmt))]
+        stack = [child for stmt in top for child in reversed(self._blocks(stmt))]
         while stack:
-            stmt = stack.pop()
-            if isinstance(stmt, _FUNCTIONS):
-                found = self._gn_decorator(stmt)
+            item = stack.pop()
+            if isinstance(item, _FUNCTIONS):
+                found = self._gn_decorator(item)
                 if found is not None:
-                    self.function(stmt, *found)
+                    self.function(item, *found)
                     continue
-            stack.extend(reversed(self._blocks(stmt)))
+            stack.extend(reversed(self._blocks(item)))
 
     @staticmethod
     def _blocks(stmt: ast.AST) -> list[ast.AST]:
@@ -367,7 +374,7 @@ def _binary(operator: ast.operator, a: object, b: object) -> object:
         return _NOT_CONSTANT
 
 
-_FOLD: dict[str, Callable[[object, object], object]] = {
+_FOLD: dict[str, Callable[[Any, Any], object]] = {  # Any: as _UNOPS
     "+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,
     "/": lambda a, b: a / b, "//": lambda a, b: a // b, "%": lambda a, b: a % b,
     "**": lambda a, b: a ** b, "<<": lambda a, b: a << b, ">>": lambda a, b: a >> b,

@@ -157,7 +157,7 @@ def parse_python(source: str, path: str) -> ast.Module:
                           (path, line, col + 1, text, line, col + 2))
         raise _syntax_transpile_error(exc, path, source) from exc
     try:
-        return compile(source, path, "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+        tree = compile(source, path, "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
     except SyntaxError as exc:
         raise _syntax_transpile_error(exc, path, source) from exc
     except (RecursionError, MemoryError) as exc:
@@ -166,6 +166,8 @@ def parse_python(source: str, path: str) -> ast.Module:
             f"the module nests too deeply for Python's parser ({type(exc).__name__}: {exc})",
             SourceSpan(path, 1), "split deeply nested expressions into several statements") \
             from exc
+    assert isinstance(tree, ast.Module)  # what compiling with PyCF_ONLY_AST in "exec" mode gives
+    return tree
 
 
 def _syntax_transpile_error(exc: SyntaxError, path: str, source: str) -> TranspileError:
@@ -269,9 +271,9 @@ def ast_span(node: ast.AST, path: str, lines: list[str]) -> SourceSpan:
     text = lines[line - 1] if 0 < line <= len(lines) else ""
     col = _char_col(text, getattr(node, "col_offset", 0))
     end_col = None
-    if getattr(node, "end_lineno", None) == line and getattr(node, "end_col_offset", None) \
-            is not None:
-        end_col = _char_col(text, node.end_col_offset)  # type: ignore[attr-defined]
+    end_byte_col = getattr(node, "end_col_offset", None)
+    if getattr(node, "end_lineno", None) == line and end_byte_col is not None:
+        end_col = _char_col(text, end_byte_col)
     return SourceSpan(path, line, col, end_col, text)
 
 

@@ -11,7 +11,9 @@ from __future__ import annotations
 import os
 import sys
 import time
-from _imp import _fix_co_filename
+
+# CPython's own helper of SourceLoader.get_code (3.0+), which typeshed leaves out as private.
+from _imp import _fix_co_filename  # type: ignore[attr-defined]
 from importlib.util import decode_source
 
 import _gpu_native_startup as _startup
@@ -38,17 +40,19 @@ def rewritten_code(loader, fullname: str):
             _warn_untrusted(fullname, exc, beside)
             refused.add(cache_file)  # not run, not replaced: the hook rewrites the module
             continue
-        if entry is not None and pycache.is_current(entry[0], fullname, path, source_sha):
-            code = entry[1]
+        if entry is None:
+            continue
+        key, code = entry
+        if pycache.is_current(key, fullname, path, source_sha):
             _fix_co_filename(code, path)
             if i and not sys.dont_write_bytecode:
                 # Found in the user cache, but __pycache__ may be writable now: move it there,
                 # where the next import looks first.
                 primary = pycache.pycache_path(path)
                 if primary and primary not in refused and pycache.write(
-                        primary, entry[0], code, pycache.source_file_mode(source[1])):
+                        primary, key, code, pycache.source_file_mode(source[1])):
                     cache_file = primary
-            _record(fullname, path, "hit", cache_file, entry[0].get("kernels", ()), started)
+            _record(fullname, path, "hit", cache_file, key.get("kernels", ()), started)
             return code
     return _rewrite(fullname, source, data, source_sha, started, refused)
 
@@ -108,7 +112,7 @@ def _rewrite(fullname, source, data, source_sha, started, refused):
     try:
         result = rewrite_module(text, path, fullname, locator)
     except GpuNativeError as exc:
-        error: BaseException = exc
+        error: BaseException | None = exc
     else:
         error = None
     if error is not None:

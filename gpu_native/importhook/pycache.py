@@ -51,6 +51,7 @@ import marshal
 import os
 import sys
 from importlib.util import MAGIC_NUMBER, cache_from_source
+from typing import TypeGuard
 
 import _gpu_native_startup as _startup
 
@@ -134,7 +135,7 @@ def resolved(module: str, near: str | None) -> str | None:
     return None if found is None else os.path.abspath(found)
 
 
-def is_current(key: object, fullname: str, path: str, source_sha: str) -> bool:
+def is_current(key: object, fullname: str, path: str, source_sha: str) -> TypeGuard[dict]:
     """Whether a stored key still describes the module and every file it was derived from."""
     if not isinstance(key, dict):
         return False

@@ -7,7 +7,7 @@ import numpy as np
 __all__ = ["bf16_bits_to_f32", "f32_to_bf16_bits", "round_bf16"]
 
 
-def f32_to_bf16_bits(x: np.ndarray | float) -> np.ndarray:
+def f32_to_bf16_bits(x: np.ndarray | np.floating | float) -> np.ndarray:
     """Round float32 values to bfloat16 (round to nearest even, NaN kept) and return the bits."""
     a = np.asarray(x, dtype=np.float32)
     bits = a.view(np.uint32).astype(np.uint64)

@@ -468,7 +468,9 @@ def emitted_names() -> frozenset[str]:
         spellings = table.values() if isinstance(table, Mapping) else (table,)
         for text in spellings:
             if isinstance(text, str):
-                names.add(re.match(r"[A-Za-z_]\w*", text).group())  # type: ignore[union-attr]
+                name = re.match(r"[A-Za-z_]\w*", text)
+                assert name is not None, f"{entry.name}: {text!r} does not start with a name"
+                names.add(name.group())
     return frozenset(names)
 
 

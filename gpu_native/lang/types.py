@@ -208,8 +208,9 @@ def scalar_info(tag: Any) -> ScalarInfo:
 
     Raises ``TypeError`` when ``tag`` names no supported scalar type.
     """
-    if isinstance(tag, type) and isinstance(getattr(tag, "info", None), ScalarInfo):
-        return tag.info
+    info = getattr(tag, "info", None) if isinstance(tag, type) else None
+    if isinstance(info, ScalarInfo):  # a scalar class (its metaclass gives it ``info``)
+        return info
     if isinstance(tag, ScalarInfo):
         return tag
     if isinstance(tag, str) and tag in SCALARS:

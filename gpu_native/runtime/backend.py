@@ -12,6 +12,9 @@ import contextlib
 import os
 import sys
 import threading
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from typing import SupportsInt
 
 import numpy as np
 
@@ -22,41 +25,68 @@ _selected: Backend | None = None
 _select_lock = threading.Lock()
 
 
-class Backend:
+class Backend(ABC):
     """What the runtime needs from a place that runs kernels (documented for both backends)."""
 
     name = "abstract"
     success: object = None
 
     # devices
+    @abstractmethod
     def device_count(self) -> int: ...
+    @abstractmethod
     def set_thread_device(self, ordinal: int) -> None: ...
+    @abstractmethod
     def properties(self, ordinal: int) -> dict: ...
     # memory (device pointers are ints)
+    @abstractmethod
     def alloc(self, nbytes: int, ordinal: int) -> int: ...
+    @abstractmethod
     def free(self, ptr: int, ordinal: int) -> None: ...
+    @abstractmethod
     def copy_htod(self, ptr: int, host: np.ndarray) -> None: ...
+    @abstractmethod
     def copy_dtoh(self, host: np.ndarray, ptr: int) -> None: ...
+    @abstractmethod
     def copy_dtod(self, dst: int, src: int, nbytes: int) -> None: ...
+    @abstractmethod
     def memset8(self, ptr: int, value: int, nbytes: int) -> None: ...
+    @abstractmethod
     def alloc_mapped(self, nbytes: int, ordinal: int) -> tuple[np.ndarray, int]: ...
-    # streams and events
-    def stream_create(self, ordinal: int) -> object: ...
+    # streams and events (a stream handle is a CUstream or, in the simulator, an int)
+    @abstractmethod
+    def stream_create(self, ordinal: int) -> SupportsInt: ...
+    @abstractmethod
     def stream_destroy(self, handle: object) -> None: ...
-    def default_stream(self, ordinal: int) -> object: ...
+    @abstractmethod
+    def default_stream(self, ordinal: int) -> SupportsInt: ...
+    @abstractmethod
     def stream_sync(self, handle: object) -> None: ...
-    def stream_value(self, handle: object) -> int: ...
+    @abstractmethod
+    def stream_value(self, handle: SupportsInt) -> int: ...
+    @abstractmethod
     def device_sync(self) -> None: ...
+    @abstractmethod
     def event_create(self) -> object: ...
+    @abstractmethod
     def event_record(self, event: object, stream: object) -> None: ...
+    @abstractmethod
     def event_sync(self, event: object) -> None: ...
+    @abstractmethod
     def event_query(self, event: object) -> bool: ...
+    @abstractmethod
     def event_elapsed_ms(self, start: object, end: object) -> float: ...
+    @abstractmethod
     def event_destroy(self, event: object) -> None: ...
+    @abstractmethod
     def stream_wait_event(self, stream: object, event: object) -> None: ...
     # kernels
+    @abstractmethod
     def load(self, kernel, variant, ordinal: int, symbol: str | None = None) -> object: ...
-    def launch(self, fn, gx, gy, gz, bx, by, bz, shmem, stream, params, extra): ...
+    # cuLaunchKernel(function, grid x y z, block x y z, dynamic shared bytes, stream, kernel
+    # parameters, extra): the CUDA backend binds the driver function itself.
+    launch: Callable[..., object]
+    @abstractmethod
     def error_for(self, err) -> Exception: ...
 
 
@@ -69,9 +99,9 @@ class CudaBackend(Backend):
         D.init()
         self.drv = D.driver()
         self.success = self.drv.CUresult.CUDA_SUCCESS
-        self.launch = self.drv.cuLaunchKernel  # type: ignore[assignment]
+        self.launch = self.drv.cuLaunchKernel
         self._tls = threading.local()
-        self._streams0: dict[int, object] = {}
+        self._streams0: dict[int, SupportsInt] = {}
         self._pools_configured: set[int] = set()
         self._pools_ready: set[int] = set()  # the pool's first reservation is made
         self._pool_lock = threading.Lock()
@@ -162,7 +192,7 @@ class CudaBackend(Backend):
             self._unpooled[ptr] = ordinal
         return ptr
 
-    def note_stream(self, handle: object, nonblocking: bool, ordinal: int = 0) -> None:
+    def note_stream(self, handle: SupportsInt, nonblocking: bool, ordinal: int = 0) -> None:
         """Remember a non-blocking stream: frees must wait for its work (see :meth:`free`)."""
         if nonblocking:
             self._nonblocking[int(handle)] = ordinal
@@ -252,19 +282,19 @@ class CudaBackend(Backend):
 
     # ---- streams and events ------------------------------------------------------------------
 
-    def stream_create(self, ordinal: int) -> object:
+    def stream_create(self, ordinal: int) -> SupportsInt:
         return D.check(self.drv.cuStreamCreate(0), "cuStreamCreate")
 
     def stream_destroy(self, handle: object) -> None:
         self.drv.cuStreamDestroy(handle)
 
-    def default_stream(self, ordinal: int) -> object:
+    def default_stream(self, ordinal: int) -> SupportsInt:
         s = self._streams0.get(ordinal)
         if s is None:
             s = self._streams0[ordinal] = self.drv.CUstream(0)
         return s
 
-    def stream_value(self, handle: object) -> int:
+    def stream_value(self, handle: SupportsInt) -> int:
         return int(handle)
 
     def stream_sync(self, handle: object) -> None:

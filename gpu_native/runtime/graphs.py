@@ -36,7 +36,7 @@ class CaptureStream(Stream):
         backend = B.select()
         handle = None
         if backend.name == "cuda":
-            drv = backend.drv
+            drv = D.driver()
             handle = D.check(drv.cuStreamCreate(drv.CUstream_flags.CU_STREAM_NON_BLOCKING))
         super().__init__(_handle=handle, name="graph capture")
         if handle is not None:
@@ -51,8 +51,8 @@ class Graph:
         self.stream = CaptureStream(self)
         self._captured: list = []  # (launcher, args): keeps arguments alive; the simulator replays
         self._capturing = False
-        self._graph = None
-        self._exec = None
+        self._graph: object = None  # the CUgraph and CUgraphExec, once captured
+        self._exec: object = None
         self.launches = 0
 
     def __enter__(self) -> Graph:
@@ -60,7 +60,7 @@ class Graph:
             raise GpuNativeError("this graph was captured already; create a new gn.Graph()")
         backend = B.select()
         if backend.name == "cuda":
-            drv = backend.drv
+            drv = D.driver()
             mode = drv.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_RELAXED
             D.check(drv.cuStreamBeginCapture(self.stream._handle, mode), "beginning a capture")
         self._capturing = True
@@ -71,7 +71,7 @@ class Graph:
         backend = B.select()
         if backend.name != "cuda":
             return
-        drv = backend.drv
+        drv = D.driver()
         graph = D.check(drv.cuStreamEndCapture(self.stream._handle), "ending the capture")
         if exc_type is not None:
             drv.cuGraphDestroy(graph)
@@ -99,7 +99,7 @@ class Graph:
             raise GpuNativeError("nothing was captured: launch on graph.stream inside "
                                  "`with graph:` first")
         handle, _ = as_stream(stream)._resolve(current_device())
-        D.check(backend.drv.cuGraphLaunch(self._exec, handle), "replaying the graph")
+        D.check(D.driver().cuGraphLaunch(self._exec, handle), "replaying the graph")
 
     def synchronize(self) -> None:
         """Wait for the device, then raise any error a replayed kernel reported."""
@@ -113,8 +113,8 @@ class Graph:
             backend = B.select()
             if backend.name == "cuda":
                 if self._exec is not None:
-                    backend.drv.cuGraphExecDestroy(self._exec)
+                    D.driver().cuGraphExecDestroy(self._exec)
                 if self._graph is not None:
-                    backend.drv.cuGraphDestroy(self._graph)
+                    D.driver().cuGraphDestroy(self._graph)
         except Exception:  # pragma: no cover - interpreter shutdown
             pass

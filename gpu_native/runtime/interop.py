@@ -74,6 +74,8 @@ def _dl_dtype(info) -> DLDataType:
 @_Deleter
 def _delete_export(managed):
     address = ctypes.cast(managed, ctypes.c_void_p).value
+    if address is None:  # NULL: not one of ours
+        return
     with _exports_lock:
         _exports.pop(address, None)
 

@@ -10,12 +10,15 @@ lookup before the launcher's own argument checks.
 
 from __future__ import annotations
 
+import builtins
 import collections
 import math
 import os
 import struct
 import sys
 import threading
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -215,6 +218,7 @@ class Kernel:
     # ---- configuration ---------------------------------------------------------------------------
 
     def _dims(self, value, what: str) -> tuple[int, int, int]:
+        dims: tuple[int, ...]  # three ints: a Dim type holds three, and a shorter tuple is padded
         ndim = _DIM_TYPES.get(type(value))
         if ndim is None:
             if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
@@ -235,7 +239,8 @@ class Kernel:
                 f"{ndim}-D {what} {value!r}; its unique ids would not be unique")
         if any(d < 1 for d in dims):
             raise LaunchError(f"{what} dimensions must be at least 1, got {value!r}")
-        return dims  # type: ignore[return-value]
+        x, y, z = dims
+        return x, y, z
 
     def _configure(self, grid, block, shared_mem_bytes, stream):
         device = getattr(_tls, "device", None)
@@ -304,7 +309,7 @@ class _Config:
         self.handle = handle
         self.slot = slot
         self.stream = stream
-        self.variant_launchers: dict[tuple[str, ...], object] = {}
+        self.variant_launchers: dict[tuple[str, ...], Callable[..., Any]] = {}
 
     def launcher(self, variant: Variant):
         k = self.kernel
@@ -459,15 +464,16 @@ class FastPath:
     int: type
     float: type
     bool: type
+    # Below, `int` would be the field above: the builtin is builtins.int.
     signatures: dict
     pack: object
     buffer: object
-    address: int
+    address: builtins.int
     launch: object
     function: object
-    grid: tuple[int, int, int]
-    block: tuple[int, int, int]
-    shared_mem_bytes: int
+    grid: tuple[builtins.int, builtins.int, builtins.int]
+    block: tuple[builtins.int, builtins.int, builtins.int]
+    shared_mem_bytes: builtins.int
     stream: object
     success: object
     failed: object
@@ -496,7 +502,7 @@ class LaunchContext:
         # `fn` is the 32-bit index entry point: a call with an array of more than
         # abi.INDEX32_MAX_ELEMENTS elements submits through the main one instead.
         self.index32 = index32
-        self.wide_submit = None
+        self.wide_submit: Callable[..., None] | None = None
         backend = config.backend
         self.signatures = {
             p.name: signature(backend.name, config.device, self.types.get(p.dtype, p.dtype),

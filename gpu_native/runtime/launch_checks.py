@@ -89,7 +89,7 @@ def _largest(tree, grid, block) -> int:
     return a + b if op == "+" else a * b
 
 
-def _span(file: str, line: int, col: int, end_col: int) -> SourceSpan:
+def _span(file: str, line: int, col: int, end_col: int | None) -> SourceSpan:
     return SourceSpan(file, line, col, end_col, linecache.getline(file, line))
 
 

@@ -171,8 +171,8 @@ def _build(rec, where: str | None = None) -> KernelError:
     lines.append(where or f"  (first failing thread: block {block}, thread {thread}{others})")
     exc = cls("\n".join(lines))
     exc._set_origin(name, span, block, thread)
-    exc.index = index if kind == "index" else None  # type: ignore[attr-defined]
-    exc.length = length if kind == "index" else None  # type: ignore[attr-defined]
-    exc.array = array if kind == "index" else None  # type: ignore[attr-defined]
-    exc.count = count  # type: ignore[attr-defined]
+    exc.index = index if kind == "index" else None
+    exc.length = length if kind == "index" else None
+    exc.array = array if kind == "index" else None
+    exc.count = count
     return exc

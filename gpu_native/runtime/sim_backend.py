@@ -13,6 +13,7 @@ import ctypes
 import struct
 import threading
 import time
+from typing import TYPE_CHECKING, Any, SupportsInt
 
 import numpy as np
 
@@ -21,6 +22,10 @@ from ..lang.types import SCALARS
 from . import records
 from .backend import Backend
 from .launch import slot_formats
+
+if TYPE_CHECKING:
+    from ..ir import Kernel
+    from ..simulator.program import SimProgram
 
 _BASE = 0x7E0000000000
 _ALIGN = 256
@@ -113,15 +118,15 @@ class SimFunction:
         self.variant = variant
         formats = slot_formats(kernel.params, variant.type_map)
         self.formats = [*formats, "Q"]
-        self._ir = None
-        self._program = None
+        self._ir: Kernel | None = None
+        self._program: SimProgram | None = None
         self._static_shared: int | None = None
         # As for a CUDA function: dynamic shared memory beyond what fits beside the static
         # arrays in 48 KiB needs the opt-in attribute (SimBackend.allow_dynamic_shared).
         self.max_dynamic_shared: int | None = None
 
     @property
-    def ir(self):
+    def ir(self) -> Kernel:
         """The kernel's checked IR (decoded on first use)."""
         if self._ir is None:
             from ..ircodec import decode_kernel
@@ -144,7 +149,7 @@ class SimFunction:
         return self._static_shared
 
     @property
-    def program(self):
+    def program(self) -> SimProgram:
         if self._program is None:
             from ..simulator import compile_kernel
 
@@ -162,7 +167,7 @@ class SimBackend(Backend):
         self.memory = SimMemory()
         self._streams = 0
         self._lock = threading.Lock()
-        self._properties = {
+        self._properties: dict[str, Any] = {
             "name": "gpu_native CPU simulator", "major": 9, "minor": 0, "arch": "sm_90",
             "multiprocessors": 1, "max_threads_per_block": 1024, "max_block": (1024, 1024, 64),
             "max_grid": (2**31 - 1, 65535, 65535), "max_shared_per_block": 48 * 1024,
@@ -218,7 +223,7 @@ class SimBackend(Backend):
         return view, ptr
 
     # streams and events: simulated launches run to completion when submitted
-    def stream_create(self, ordinal: int) -> object:
+    def stream_create(self, ordinal: int) -> SupportsInt:
         with self._lock:
             self._streams += 1
             return self._streams
@@ -226,11 +231,11 @@ class SimBackend(Backend):
     def stream_destroy(self, handle: object) -> None:
         pass
 
-    def default_stream(self, ordinal: int) -> object:
+    def default_stream(self, ordinal: int) -> SupportsInt:
         return 0
 
-    def stream_value(self, handle: object) -> int:
-        return int(handle)  # type: ignore[call-overload]
+    def stream_value(self, handle: SupportsInt) -> int:
+        return int(handle)
 
     def stream_sync(self, handle: object) -> None:
         pass
@@ -290,7 +295,7 @@ class SimBackend(Backend):
             raise LaunchError(f"{fn.variant.label}: {shmem} bytes of dynamic shared memory "
                               f"exceed the {limit} its function allows")
         count = len(fn.formats)
-        pointers = (ctypes.c_void_p * count).from_address(params)
+        pointers = (ctypes.c_size_t * count).from_address(params)  # void* params[count]
         values = [struct.unpack("<" + fmt, ctypes.string_at(pointers[i], 8))[0]
                   for i, fmt in enumerate(fn.formats)]
         types = fn.variant.type_map

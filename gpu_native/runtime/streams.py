@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import threading
 import weakref
+from typing import SupportsInt
 
 from ..errors import GpuNativeError
 from . import backend as B
+from . import driver as D
 from .devices import current_device
 from .records import Slot, new_slot, raise_pending
 
@@ -23,7 +25,7 @@ class Stream:
     __slots__ = ("__weakref__", "_device", "_handle", "_nonblocking", "_owned", "_slot",
                  "_slots", "name")
 
-    def __init__(self, *, _handle: object = None, _device: int | None = None,
+    def __init__(self, *, _handle: SupportsInt | None = None, _device: int | None = None,
                  _nonblocking: bool = False, name: str = ""):
         backend = B.select()
         self._device = current_device() if _device is None else _device
@@ -105,7 +107,7 @@ class _DefaultStream(Stream):
     def __init__(self) -> None:  # no backend work at import time
         self._device = -1
         self._owned = False
-        self._handle = None
+        self._handle = 0  # the legacy default stream's value; _resolve gives each device's own
         self._nonblocking = False
         self._slot = None
         self._slots = {}
@@ -175,8 +177,9 @@ def as_stream(obj) -> Stream:
             backend = B.select()
             if backend.name != "cuda":
                 raise TypeError("foreign CUDA streams cannot be used with the simulator backend")
-            handle = backend.drv.CUstream(value)
-            flags = B.select().drv.cuStreamGetFlags(handle)
+            drv = D.driver()
+            handle = drv.CUstream(value)
+            flags = drv.cuStreamGetFlags(handle)
             nonblocking = bool(int(flags[1]) & 1) if int(flags[0]) == 0 else True
             stream = Stream(_handle=handle, _nonblocking=nonblocking, name=f"foreign {value:#x}")
             _foreign[key] = stream

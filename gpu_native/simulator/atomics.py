@@ -59,9 +59,9 @@ def _step(op: str, info, is_float: bool, dtype: np.dtype):
 def _fold(op: str, info, is_float: bool, cur, vals: list[np.ndarray], count: int):
     """All old values and the final value of one element updated by ``count`` lanes in order,
     or None when the operation has no exact vectorised fold."""
-    v = vals[0] if vals else None
     if op == "load":
         return np.full(count, cur), cur
+    v = vals[0]  # every other operation has an operand
     if op in ("exchange", "store"):
         seq = np.concatenate([[cur], v])
         return seq[:-1], seq[-1]

@@ -32,6 +32,9 @@ from . import machine, ops
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z_0-9]*$")
 # The barriers by scope ("block", "warp"), as the IR's Barrier names them.
 _BARRIERS = {e.value: e for e in registry.by_form("statement")}
+# The syntax nodes that carry a source position (their ``_attributes`` name ``lineno``; 3.12's
+# type parameters too, which the generated source never has).
+_LOCATED = (ast.stmt, ast.expr, ast.excepthandler, ast.arg, ast.keyword, ast.alias, ast.pattern)
 
 
 def children(node):
@@ -146,7 +149,7 @@ class ProgramBuilder:
         self.sources.append(source)
         tree = ast.parse(source)
         for node in ast.walk(tree):
-            if not hasattr(node, "lineno") or node.lineno is None:
+            if not isinstance(node, _LOCATED) or node.lineno is None:
                 continue
             span = spans[node.lineno - 1]
             col = span.col
@@ -442,7 +445,9 @@ class FunctionEmitter:
                 kinds.append("s")
                 items.append(repr(item))
                 continue
-            info = item.ty.info  # type: ignore[union-attr]
+            ty = item.ty
+            assert isinstance(ty, ir.ScalarType)  # the checker prints strings and scalars only
+            info = ty.info
             kinds.append({"bool": "b", "int": "i", "uint": "u"}.get(info.kind, "f"))
             items.append(self.expr(item, "_gn_m"))
         self.line(f"_gn.print(_gn_m, {''.join(kinds)!r}{''.join(', ' + i for i in items)})",
@@ -458,13 +463,13 @@ class FunctionEmitter:
         return _EXPR[type(e)](self, e, m)
 
     def emit_Const(self, e: ir.Const, m: str) -> str:
-        return self.prog.const(e.value, e.ty)  # type: ignore[arg-type]
+        return self.prog.const(e.value, e.ty)
 
     def emit_Local(self, e: ir.Local, m: str) -> str:
         return self.name(e.var)
 
     def emit_BinOp(self, e: ir.BinOp, m: str) -> str:
-        info = e.ty.info  # type: ignore[union-attr]
+        info = e.ty.info
         left, right = self.expr(e.left, m), self.expr(e.right, m)
         op = e.op
         if e.zero_check is not None:
@@ -480,7 +485,9 @@ class FunctionEmitter:
                 fn = "_gn_ffloordiv" if op == "//" else "_gn_fmod"
             return f"{fn}({left}, {right})"
         if op == "**":
-            n = int(e.right.value)  # type: ignore[attr-defined]
+            exponent = e.right
+            assert isinstance(exponent, ir.Const)  # the checker keeps ** for a literal exponent
+            n = int(exponent.value)
             if info.is_int:
                 return f"_gn_ipow({left}, {n})"
             return f"{'_gn_bfpow' if info.name == 'bf16' else '_gn_fpow'}({left}, {n})"
@@ -541,7 +548,9 @@ class FunctionEmitter:
         return r
 
     def emit_Cast(self, e: ir.Cast, m: str) -> str:
-        fn = self.prog.cast(e.value.ty, e.ty)  # type: ignore[arg-type]
+        src = e.value.ty
+        assert isinstance(src, ir.ScalarType)  # the checker converts scalars only
+        fn = self.prog.cast(src, e.ty)
         return f"{fn}({self.expr(e.value, m)})"
 
     def emit_ArrayRef(self, e: ir.ArrayRef, m: str) -> str:
@@ -570,14 +579,17 @@ class FunctionEmitter:
         return f"_gn.{'uid' if e.scope == 'grid' else 'tuid'}({e.axis})"
 
     def emit_MathCall(self, e: ir.MathCall, m: str) -> str:
-        fn = self.prog.math(e.name, e.args[0].ty)  # type: ignore[arg-type]
+        ty = e.args[0].ty
+        assert isinstance(ty, ir.ScalarType)  # math functions take scalars only
+        fn = self.prog.math(e.name, ty)
         return f"{fn}({', '.join(self.expr(a, m) for a in e.args)})"
 
     def emit_Call(self, e: ir.Call, m: str) -> str:
         args = []
         for param, arg in zip(e.function.params, e.args):
             if isinstance(param.ty, ir.ArrayType):
-                args.append(self.array(arg))  # type: ignore[arg-type]
+                assert isinstance(arg, ir.ArrayRef)  # the checker passes arrays as themselves
+                args.append(self.array(arg))
             else:
                 args.append(self.expr(arg, m))
         d = self.tmp("d")

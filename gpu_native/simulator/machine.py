@@ -19,12 +19,13 @@ from __future__ import annotations
 
 import math
 import sys
+from typing import Any
 
 import numpy as np
 
 from ..errors import KernelIndexError
 from . import atomics, ops, warp
-from .races import Conflict
+from .races import Conflict, Shadow
 
 I64 = np.dtype(np.int64)
 U64 = np.dtype(np.uint64)
@@ -97,7 +98,8 @@ def _poison(dtype: np.dtype, info) -> object:
 
 class _Array:
     space = "global"
-    shadow = None
+    shadow: Shadow | None = None
+    dims: tuple[int, ...]  # set by each kind of array
 
     def _setup(self, name: str, info) -> None:
         self.name = name
@@ -609,12 +611,12 @@ class Chunk:
         if m is False:
             return
         lanes = self.active(m)
-        cols = []
+        cols: list[Any] = []  # per item: its string (kind "s") or its value in every lane
         for kind, item in zip(kinds, items):
             cols.append(item if kind == "s" else self.full(item))
         out = []
         for lane in lanes:
-            parts = []
+            parts: list[str] = []
             for kind, col in zip(kinds, cols):
                 if kind == "s":
                     parts.append(col)

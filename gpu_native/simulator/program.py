@@ -75,8 +75,8 @@ class SimProgram:
         self._builder, self._fn = codegen.build(kernel)
         self.source = "\n".join(self._builder.sources)
         self.locations = self._builder.locations
-        self.shared_specs = [(d.var.name, d.var.ty.elem.info, None if d.dynamic else
-                              tuple(d.var.ty.shape)) for d in kernel.shared]
+        self.shared_specs = [(d.var.name, d.ty.elem.info, None if d.dynamic else d.shape)
+                             for d in kernel.shared]
         uses = _accesses(kernel)
         self.shadowed = {k for k, p in enumerate(kernel.params)
                          if isinstance(p.ty, ir.ArrayType) and _needs_shadow(uses.get(id(p), set()))}
@@ -102,7 +102,8 @@ class SimProgram:
                     k in self.shadowed and launch.races) else None
                 values.append(GlobalArray(param.name, array, ty.elem.info, shadow))
             else:
-                values.append(_scalar_arg(arg, ty.info))  # type: ignore[union-attr]
+                assert isinstance(ty, ir.ScalarType)  # parameters are arrays and scalars
+                values.append(_scalar_arg(arg, ty.info))
         if len(values) != len(self.kernel.params):
             raise TypeError(f"{self.name}() takes {len(self.kernel.params)} arguments, "
                             f"{len(values)} given")

@@ -151,7 +151,7 @@ class Shadow:
         index = np.arange(len(E))
         rank = index - np.maximum.accumulate(np.where(first, index, 0))
         keep = rank < 2
-        self._replace(*(c[keep] for c in (E, Tt, LOC, VER)), rest[0][keep] if rest else None)
+        self._replace(E[keep], Tt[keep], LOC[keep], VER[keep], rest[0][keep] if rest else None)
 
     def _against_reads(self, e, t, ver, ep, loc) -> Conflict | None:
         E, Tt, LOC, VER, EP = self._merged()
@@ -224,8 +224,10 @@ class Shadow:
             self.batches = []
             self.dirty = False
             return
-        self.w_tid.reshape(-1, self.row)[rows] = -1
+        row = self.row
+        assert row is not None  # a barrier forgets by block only in shared arrays (rows)
+        self.w_tid.reshape(-1, row)[rows] = -1
         if self.nlog:
             E, Tt, LOC, VER, _ = self._merged()
-            keep = ~rows[E // self.row]
+            keep = ~rows[E // row]
             self._replace(E[keep], Tt[keep], LOC[keep], VER[keep], None)
