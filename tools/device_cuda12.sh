@@ -6,6 +6,7 @@
 #
 #   bash tools/device_cuda12.sh              # pytest -m gpu, then the NVRTC tests (not gpu)
 #   bash tools/device_cuda12.sh -x -k twice  # extra arguments go to both pytest runs
+#   STEPS=gpu bash tools/device_cuda12.sh    # only the first (STEPS=nvrtc: only the second)
 #
 # The CUDA 12 wheels are unpacked into a fresh venv without the system site-packages: then
 # cuda.pathfinder, which searches site-packages (and nvidia/cu13 first), sees only them.  A .pth
@@ -20,7 +21,7 @@ mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
 shopt -s nullglob
 cu12=(.whl/cu12/*.whl)
-base=(.whl/*.whl)
+base=(.whl/*.whl .whl/test/*.whl)
 if [ ${#cu12[@]} -eq 0 ]; then
   echo "no wheels in .whl/cu12: run tools/fetch_cuda12_wheels.sh here first, and carry .whl" >&2
   exit 2
@@ -79,11 +80,19 @@ PY
 [ "${PIPESTATUS[0]}" -eq 0 ] || exit 1
 
 status=0
-"$PY" -m pytest -m gpu -q -p no:cacheprovider -p pytest_cuda_versions -rfEs "$@" 2>&1 \
-  | tee "$OUT/gpu-tests-cuda12.log" | tail -40
-status=$((status | ${PIPESTATUS[0]}))
-"$PY" -m pytest -m "not gpu" -q -p no:cacheprovider -p pytest_cuda_versions -rfE "$@" \
-  tests/test_nvrtc_all.py tests/test_compiler.py tests/test_nvrtc_bugs.py tests/test_toolkit.py \
-  tests/test_cuda_versions.py 2>&1 | tee "$OUT/nvrtc-tests-cuda12.log" | tail -20
-status=$((status | ${PIPESTATUS[0]}))
+for step in ${STEPS:-gpu nvrtc}; do
+  case "$step" in
+    gpu)
+      "$PY" -m pytest -m gpu -q -p no:cacheprovider -p pytest_cuda_versions -rfEs "$@" 2>&1 \
+        | tee "$OUT/gpu-tests-cuda12.log" | tail -40
+      status=$((status | ${PIPESTATUS[0]})) ;;
+    nvrtc)
+      "$PY" -m pytest -m "not gpu" -q -p no:cacheprovider -p pytest_cuda_versions -rfE "$@" \
+        tests/test_nvrtc_all.py tests/test_compiler.py tests/test_nvrtc_bugs.py \
+        tests/test_toolkit.py tests/test_cuda_versions.py 2>&1 \
+        | tee "$OUT/nvrtc-tests-cuda12.log" | tail -20
+      status=$((status | ${PIPESTATUS[0]})) ;;
+    *) echo "unknown step: $step" >&2; exit 2 ;;
+  esac
+done
 exit $status
