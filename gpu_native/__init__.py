@@ -25,6 +25,7 @@ from .decorators import gpu_kernel as gpu_kernel
 from .errors import CompileError as CompileError
 from .errors import ContextLostError as ContextLostError
 from .errors import CudaError as CudaError
+from .errors import CudaVersionError as CudaVersionError
 from .errors import DeviceRaceError as DeviceRaceError
 from .errors import GpuNativeError as GpuNativeError
 from .errors import KernelAssertionError as KernelAssertionError
@@ -113,8 +114,9 @@ def backend() -> str:
 __all__ = [
     "DEFAULT_STREAM", "FULL_MASK", "BlockDim1D", "BlockDim2D", "BlockDim3D", "BlockLayout1D",
     "BlockLayout2D", "BlockLayout3D", "CUDASlice", "CUDASlice2D", "CUDASlice3D", "CUDASliceMut",
-    "CUDASliceMut2D", "CUDASliceMut3D", "CompileError", "ContextLostError", "CudaError", "Device",
-    "DeviceArray", "DeviceRaceError", "Event", "FlatLayout1D", "FlatLayout2D", "FlatLayout3D",
+    "CUDASliceMut2D", "CUDASliceMut3D", "CompileError", "ContextLostError", "CudaError",
+    "CudaVersionError", "Device", "DeviceArray", "DeviceRaceError", "Event", "FlatLayout1D",
+    "FlatLayout2D", "FlatLayout3D",
     "GpuNativeError", "Graph", "GridDim1D", "GridDim2D", "GridDim3D", "Kernel", "Kernel1D",
     "Kernel2D", "Kernel3D", "KernelAssertionError", "KernelError", "KernelIndexError",
     "KernelZeroDivisionError", "LaunchError", "MemoryOrder", "MissingArtifactError", "Stream",

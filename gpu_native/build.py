@@ -41,7 +41,10 @@ class BuildRequest:
 
     Only ``source``, ``symbol``, ``arch`` and the compile options enter the cache key; ``label``,
     ``module`` and ``module_file`` are for messages and for finding a directory of precompiled
-    artifacts shipped beside the module.
+    artifacts shipped beside the module.  ``driver_version`` is ``cuDriverGetVersion`` of the
+    process that will load the result (``12040`` for CUDA 12.4), or ``None`` when that is not known
+    (``gpu-native precompile`` builds for other machines): it decides which kinds of code are
+    loadable (:func:`gpu_native.toolkit.choose_target`), and is in no key.
     """
 
     source: str
@@ -53,10 +56,12 @@ class BuildRequest:
     label: str = ""
     module: str = ""
     module_file: str | None = None
+    driver_version: int | None = None
 
     @classmethod
     def for_variant(cls, spec: KernelSpec, variant: VariantSpec, arch: str,
-                    module_file: str | None = None) -> BuildRequest:
+                    module_file: str | None = None,
+                    driver_version: int | None = None) -> BuildRequest:
         """The request for one variant of a kernel spec (the :class:`~gpu_native.spec.KernelSpec`
         the rewritten module embeds).  ``gpu-native precompile`` builds its requests this way, so
         the runtime does too: then both compute the same keys."""
@@ -66,4 +71,4 @@ class BuildRequest:
             fastmath=bool(options.fastmath), max_registers=options.max_registers,
             uses_half=Trait.USES_HALF in variant.traits,
             label=kernel_label(spec.module, spec.name, variant.types),
-            module=spec.module, module_file=module_file)
+            module=spec.module, module_file=module_file, driver_version=driver_version)

@@ -15,6 +15,7 @@ __all__ = [
     "CompileError",
     "ContextLostError",
     "CudaError",
+    "CudaVersionError",
     "DeviceRaceError",
     "GpuNativeError",
     "InternalError",
@@ -115,6 +116,12 @@ class CompileError(GpuNativeError):
     def __init__(self, message: str, log: str = ""):
         self.log = log
         super().__init__(message if not log else f"{message}\n{log}")
+
+
+class CudaVersionError(CompileError):
+    """The installed NVIDIA driver cannot load what this NVRTC produces: a CUDA 13 NVRTC with a
+    driver older than R580 (CUDA 12), say.  The message names the NVRTC and driver versions and
+    the fix (``pip install 'gpu-native[cu12]'``, or a newer driver)."""
 
 
 class MissingArtifactError(GpuNativeError):

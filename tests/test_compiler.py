@@ -165,6 +165,8 @@ class TestCompile:
         for (big, small), ptxas in (((12284, 8), "0xc010"), ((12287, 1), "0xc004")):
             with pytest.raises(TranspileError, match=f"to {int(ptxas, 16)} bytes"):
                 request(big, small)
+            if nvrtc.nvrtc_version() < (12, 8):
+                continue  # ptxas checks the limit from CUDA 12.8 on (12.4 and 12.6 do not)
             over = replace(fits, source=fits.source.replace("[12284];", f"[{big}];").replace(
                 "[4];", f"[{small}];"))
             with pytest.raises(CompileError, match=rf"too much shared data \({ptxas} bytes, "

@@ -90,6 +90,40 @@ def test_a_cold_import_builds_its_kernels_ahead_and_the_launch_finds_them_in_mem
     assert len(entries) >= 2  # and stored for the next process
 
 
+def test_kernels_built_ahead_are_what_the_bound_devices_driver_loads(tmp_path, work):
+    """The driver's version goes to the worker with the arch: for a driver of an older CUDA major
+    than NVRTC it builds nothing (the launch then reports why), instead of a kernel the driver
+    cannot load."""
+    code = textwrap.dedent('''\
+        import json, sys
+        import mykernels
+        from gpu_native.compiler import nvrtc
+        p = sys.modules["gpu_native.cache.prefetch"]
+        older = (nvrtc.nvrtc_version()[0] - 1) * 1000 + 40
+        p.device_ready("sm_90", older)
+        p._wait_built()
+        from gpu_native.cache import BuildRequest, find_or_build, user_store
+        from gpu_native.errors import CudaVersionError
+        k = mykernels.add_kernel
+        v = next(iter(k.variants.values()))
+        try:
+            find_or_build(BuildRequest.for_variant(k.spec, v.spec, "sm_90", k.spec_file, older))
+            error = None
+        except CudaVersionError as exc:
+            error = str(exc)
+        print(json.dumps({"built": len(user_store().scan()), "error": error}))
+    ''')
+    import os
+
+    full = dict(os.environ, GPU_NATIVE_CACHE_DIR=str(tmp_path / "cache"), GPU_NATIVE_PREFETCH="1")
+    full["PYTHONPATH"] = os.pathsep.join([str(work), *sys.path[1:]])
+    proc = subprocess.run([sys.executable, "-W", "ignore", "-c", code], cwd=work, env=full,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert report["built"] == 0 and "the driver supports CUDA" in report["error"], report
+
+
 def test_a_warm_import_never_loads_the_prefetcher_nor_nvrtc(tmp_path, work):
     cache = tmp_path / "cache"
     run_probe(work, cache, GPU_NATIVE_PREFETCH="1")
@@ -214,6 +248,9 @@ def test_the_cuda_backend_hands_the_arch_over_before_it_creates_the_context(monk
                         raising=False)
     monkeypatch.setattr(backend, "properties", lambda ordinal: {"arch": "sm_90"}, raising=False)
     monkeypatch.setattr(B.D, "make_current", lambda ordinal: calls.append(("context", ordinal)))
-    monkeypatch.setattr(prefetch, "device_ready", lambda arch: calls.append(("ready", arch)))
+    monkeypatch.setattr(B.D, "driver_version", lambda: 12040)
+    monkeypatch.setattr(prefetch, "device_ready",
+                        lambda arch, driver: calls.append(("ready", arch, driver)))
     backend.set_thread_device(1)
-    assert calls == [("ready", "sm_90"), ("context", 1), "pool"]
+    # with the driver's version, so that what it compiles is what this driver loads
+    assert calls == [("ready", "sm_90", 12040), ("context", 1), "pool"]

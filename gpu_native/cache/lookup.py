@@ -11,6 +11,13 @@ Search order (first hit wins):
 
 Steps 1–4 never import NVRTC, libcst or :mod:`gpu_native.compiler`.
 
+An entry the driver cannot load is passed over (:func:`gpu_native.toolkit.unloadable_reason`,
+given the request's ``driver_version``): a precompiled one built by NVRTC 13 on a machine whose
+driver is CUDA 12 (a :class:`CacheWarning`, or with ``GPU_NATIVE_REQUIRE_PRECOMPILED=1`` a
+:class:`MissingArtifactError` that says why), a cached one that is PTX newer than the driver (a
+cache shared by machines with different drivers).  Compiling then either produces loadable code
+or raises :class:`~gpu_native.errors.CudaVersionError` naming the versions and the fix.
+
 An entry this process may not read (a deployment copied with another account's private modes, a
 file left in the cache by ``sudo``) is passed over like a corrupt one: a :class:`CacheWarning`
 naming the file, then the next place; with ``GPU_NATIVE_REQUIRE_PRECOMPILED=1`` the
@@ -23,7 +30,9 @@ import os
 import threading
 import time
 import warnings
+from collections.abc import Sequence
 
+from .. import toolkit
 from .._version import __version__
 from ..build import BuildRequest, parse_arch
 from ..errors import MissingArtifactError
@@ -60,6 +69,8 @@ _shipped: dict[str, ArtifactStore] = {}
 _degraded: set[str] = set()
 # Directories already warned about for an unreadable entry: one warning each per process.
 _unreadable_warned: set[str] = set()
+# Precompiled directories already warned about for an entry the driver cannot load.
+_unloadable_warned: set[str] = set()
 
 
 def _memory_key(request: BuildRequest) -> tuple:
@@ -76,6 +87,7 @@ def clear_memory_cache() -> None:
         _shipped.clear()
         _degraded.clear()
         _unreadable_warned.clear()
+        _unloadable_warned.clear()
     nvrtc_probe.forget()
 
 
@@ -150,15 +162,48 @@ def _trusted(store: ArtifactStore) -> bool:
     return True
 
 
+def _unloadable(entry: StoredEntry, driver: tuple[int, int] | None) -> str | None:
+    """Why the driver cannot load ``entry`` (from the NVRTC version its sidecar records), or
+    ``None``.  An entry that does not say which NVRTC built it is trusted (the key says it for the
+    user cache)."""
+    if driver is None:
+        return None
+    try:
+        built_by = toolkit.parse_version(entry.meta.get("nvrtc", ""))
+    except ValueError:
+        return None
+    return toolkit.unloadable_reason(entry.meta.get("kind", ""), built_by, driver)
+
+
+def _warn_unloadable(request: BuildRequest, directory: str, reason: str) -> None:
+    if directory in _unloadable_warned:
+        return
+    _unloadable_warned.add(directory)
+    label = request.label or request.symbol
+    _warn(f"gpu_native: the precompiled {request.arch} artifact of kernel {label} in {directory} "
+          f"cannot be loaded by this machine's driver: {reason}; compiling it instead. Rebuild "
+          f"{directory} with the CUDA major of the driver (see `gpu-native doctor`). Other "
+          "artifacts there are not warned about again.")
+
+
 def _artifact(entry: StoredEntry, request: BuildRequest, origin: str) -> Artifact:
     return Artifact(entry.image, entry.meta["kind"], request.arch, entry.key, origin)
 
 
 def _missing(request: BuildRequest, searched: tuple[str, ...],
-             unreadable: list[UnreadableEntryError]) -> MissingArtifactError:
+             unreadable: list[UnreadableEntryError],
+             unloadable: Sequence[tuple[str, str]] = ()) -> MissingArtifactError:
     import shlex
 
     label = request.label or request.symbol
+    if unloadable:
+        directory, reason = unloadable[0]
+        return MissingArtifactError(
+            f"the precompiled {request.arch} artifact of kernel {label} in {directory} cannot be "
+            f"loaded by this machine's driver: {reason}; and GPU_NATIVE_REQUIRE_PRECOMPILED=1 "
+            "forbids compiling it here. Rebuild the directory with gpu-native precompile using "
+            "an NVRTC of the driver's CUDA major (`gpu-native doctor` shows both), or upgrade "
+            "the driver.")
     if unreadable:
         exc = unreadable[0]
         directory = shlex.quote(os.path.dirname(exc.path))
@@ -223,7 +268,10 @@ def _find_or_build(request: BuildRequest) -> Artifact:
     identity = artifact_id(request)
     searched = locations.precompiled_dirs(request.module_file)
     required = locations.require_precompiled()
+    driver = (toolkit.version_from_driver(request.driver_version)
+              if request.driver_version is not None else None)
     unreadable: list[UnreadableEntryError] = []
+    unloadable: list[tuple[str, str]] = []
     for directory in searched:
         try:
             entry = _precompiled_store(directory).get(identity)
@@ -234,11 +282,16 @@ def _find_or_build(request: BuildRequest) -> Artifact:
             unreadable.append(exc)
             continue
         if entry is not None:
-            return _artifact(entry, request, "precompiled")
+            reason = _unloadable(entry, driver)
+            if reason is None:
+                return _artifact(entry, request, "precompiled")
+            unloadable.append((directory, reason))
     if required:
-        raise _missing(request, searched, unreadable)
+        raise _missing(request, searched, unreadable, unloadable)
     for unread in unreadable:
         _warn_unreadable(request, unread, "precompiled", "compiling it instead")
+    for directory, reason in unloadable:
+        _warn_unloadable(request, directory, reason)
 
     store = user_store()
     version = nvrtc_probe.version_for_keys(locations.nvrtc_records_dir())
@@ -255,19 +308,25 @@ def _find_or_build(request: BuildRequest) -> Artifact:
             # Compiled anew, the entry is replaced by one of ours (the directory is ours).
             _warn_unreadable(request, exc, "cached", "recompiling it")
             entry = None
-    if entry is not None:
+    if entry is not None and _unloadable(entry, driver) is None:
         return _artifact(entry, request, "cache")
 
     prefetch.wait_warm()  # NVRTC is being loaded on another thread: let it finish
     from ..compiler import compile_request
 
     compiled = compile_request(request)
+    if compiled.nvrtc and compiled.nvrtc != version:
+        # The record named another NVRTC than the one that compiled (one loaded into the process
+        # by another library first): file the kernel under the compiler it really came from.
+        version = compiled.nvrtc
+        nvrtc_probe.remember(version)
+        key = cache_key(identity, version)
     if store.directory not in _degraded:
         meta = {
             "artifact": identity, "symbol": request.symbol, "arch": request.arch,
             "target": compiled.target, "label": request.label, "module": request.module,
-            "nvrtc": version, "gpu_native": __version__, "options": compile_options(request),
-            "created": time.time(), "pid": os.getpid(),
+            "nvrtc": version, "bindings": toolkit.bindings_version(), "gpu_native": __version__,
+            "options": compile_options(request), "created": time.time(), "pid": os.getpid(),
         }
         try:
             store.write(key, compiled.image, compiled.kind, meta)

@@ -4,17 +4,21 @@ The user cache key includes the NVRTC version, but asking NVRTC costs ~150 ms (i
 ``cuda.bindings.nvrtc`` and ``cuda.pathfinder``, then dlopen'ing a 140 MB ``libnvrtc``) — three
 times the whole warm time-to-first-launch budget.  So the version is remembered per library file:
 
-1. find the NVRTC shared library the way ``cuda.pathfinder`` does for pip wheels (the
-   ``nvidia/cu13/lib`` or ``nvidia/cuda_nvrtc/lib`` folders on ``sys.path``) with a few
-   ``stat`` calls, and fingerprint it by (path, device, inode, size, mtime);
+1. find the NVRTC shared library the compiler will load (:mod:`gpu_native.compiler.nvrtc`: the
+   wheel of cuda-bindings' CUDA major, ``nvidia/cu13/lib`` or ``nvidia/cuda_nvrtc/lib`` on
+   ``sys.path``, else the newest) with a few ``stat`` calls, and fingerprint it by (path, device,
+   inode, size, mtime);
 2. look the fingerprint up in ``<cache root>/nvrtc/<sha256 of fingerprint>.json``;
 3. on a miss, load NVRTC, ask its version, and record it — but only when the library NVRTC was
    actually loaded from is the file fingerprinted, so a record never vouches for another file.
 
 Reinstalling or upgrading NVRTC gives a new inode, size or mtime and so a new fingerprint.  When no
-wheel library is found (a system CUDA toolkit), NVRTC is loaded to ask, every process.  A wrong
-answer here could only cost a stale hit of a cubin for the same arch from another NVRTC, which the
-driver loads just as well; it cannot produce a wrong kernel.
+wheel library is found (a system CUDA toolkit), NVRTC is loaded to ask, every process.  Should the
+answer still be wrong (another library loaded a different NVRTC into the process first), the kernel
+compiled is filed under the version of the NVRTC that really compiled it (see
+:func:`gpu_native.cache.lookup.find_or_build`), and that version is used from then on: a cubin
+from NVRTC 13 is never filed under NVRTC 12's key, where a process on a CUDA 12 driver would
+find it.
 """
 
 from __future__ import annotations
@@ -22,8 +26,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import sys
 
+from .. import toolkit
 from .keys import is_valid_key
 from .store import (
     make_private_dirs,
@@ -34,10 +38,6 @@ from .store import (
     write_file_atomic,
 )
 
-_LINUX_DIRS = ("nvidia/cu13/lib", "nvidia/cuda_nvrtc/lib")
-_LINUX_NAMES = ("libnvrtc.so.13", "libnvrtc.so.12")
-_WINDOWS_DIRS = ("nvidia/cu13/bin/x86_64", "nvidia/cu13/bin", "nvidia/cuda_nvrtc/bin")
-_WINDOWS_PATTERN = "nvrtc64_1[0-9]*_0.dll"
 _RECORD_SCHEMA = 1
 # How a record's JSON starts (json.dumps keeps the order _write_record gives its keys).
 _RECORD_START = b'{"schema": '
@@ -46,26 +46,18 @@ _version: str | None = None
 
 
 def locate_library() -> str | None:
-    """The NVRTC library a pip-installed toolkit provides, found with ``stat`` calls only."""
-    for entry in sys.path:
-        root = entry or os.getcwd()
-        nvidia = os.path.join(root, "nvidia")
-        if not os.path.isdir(nvidia):
-            continue
-        if sys.platform == "win32":
-            import glob
+    """The NVRTC library a pip-installed toolkit provides, found with ``stat`` calls only: the
+    one of cuda-bindings' CUDA major, which the compiler loads, else the newest."""
+    major = toolkit.bindings_major()
+    library = toolkit.nvrtc_library(major) if major is not None else None
+    return library or toolkit.any_nvrtc_library()
 
-            for sub in _WINDOWS_DIRS:
-                hits = sorted(glob.glob(os.path.join(root, *sub.split("/"), _WINDOWS_PATTERN)))
-                if hits:
-                    return os.path.abspath(hits[-1])
-            continue
-        for sub in _LINUX_DIRS:
-            for name in _LINUX_NAMES:
-                path = os.path.join(nvidia, sub[len("nvidia/"):], name)
-                if os.path.isfile(path):
-                    return os.path.abspath(path)
-    return None
+
+def remember(version: str) -> None:
+    """Use ``version`` for keys from now on: the NVRTC that really compiled a kernel (when it
+    differs from the recorded one, another library loaded another NVRTC into the process)."""
+    global _version
+    _version = version
 
 
 def fingerprint(path: str) -> str | None:

@@ -65,6 +65,7 @@ _loaded = threading.Event()  # the worker has loaded NVRTC (or given up on it)
 _pending: list[tuple[KernelSpec, VariantSpec, str | None]] = []  # noted, not built yet
 _noted_count = 0
 _arch: str | None = None  # the arch of the device bound last
+_driver_version: int | None = None  # cuDriverGetVersion, given with the arch
 _building = False
 _stopping = False
 
@@ -119,12 +120,13 @@ def note(spec: KernelSpec, module_file: str | None) -> None:
         _wake()
 
 
-def device_ready(arch: str) -> None:
-    """Build the noted variants for ``arch`` (the CUDA backend calls this when it first binds a
-    device, before it starts the driver and creates the context)."""
-    global _arch
+def device_ready(arch: str, driver_version: int | None = None) -> None:
+    """Build the noted variants for ``arch``, loadable by a driver of ``driver_version`` (the CUDA
+    backend calls this when it first binds a device, before it creates the context)."""
+    global _arch, _driver_version
     with _lock:
         _arch = arch
+        _driver_version = driver_version
         _wake()
 
 
@@ -166,7 +168,7 @@ def _work() -> None:
                 _changed.wait()
             if _stopping:
                 return
-            batch, arch = list(_pending), _arch
+            batch, arch, driver_version = list(_pending), _arch, _driver_version
             assert arch is not None  # the wait above ends only with an arch (or stopping)
             _pending.clear()
             _building = True
@@ -174,7 +176,8 @@ def _work() -> None:
             if _stopping:
                 break
             try:
-                lookup.find_or_build(BuildRequest.for_variant(spec, variant, arch, module_file))
+                lookup.find_or_build(BuildRequest.for_variant(spec, variant, arch, module_file,
+                                                              driver_version))
             except Exception:  # the launch compiles it again and reports the error itself
                 pass
 

@@ -356,6 +356,19 @@ class ArtifactStore:
             return meta
         return None
 
+    def nvrtc_versions(self, limit: int = 10_000) -> dict[str, int]:
+        """How many entries each NVRTC version built (``{"12.9": 3, "13.5": 40}``), from the
+        sidecars of at most ``limit`` entries; ``"unknown"`` counts sidecars that do not say."""
+        counts: dict[str, int] = {}
+        for info in self.scan()[:limit]:
+            meta = self._own_sidecar(info.key)
+            if meta is None:
+                continue
+            version = meta.get("nvrtc")
+            version = version if isinstance(version, str) and version else "unknown"
+            counts[version] = counts.get(version, 0) + 1
+        return counts
+
     def remove_own(self, key: str) -> bool:
         """Delete the files of an entry that are ours (sidecar first); whether any was deleted."""
         names = [key + suffix for suffix in (SIDECAR_SUFFIX, *("." + k for k in KINDS))]

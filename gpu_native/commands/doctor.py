@@ -1,8 +1,11 @@
 """``gpu-native doctor``: what gpu_native sees on this machine.
 
-Driver and GPUs (if any), NVRTC, the kernel cache, precompiled directories (and every file in them
-this account cannot read), the import hook, and the backend ``auto`` picks.  Each check is independent and reports its own failure in one line: a
-machine with no driver, no NVRTC or an unwritable cache gets a report, not a traceback.
+Driver and GPUs (if any), cuda-bindings and NVRTC with the CUDA major of each, whether the driver
+can load what this NVRTC builds for each GPU (and, when not, which extra to install), the kernel
+cache and precompiled directories with the NVRTC versions that built their kernels (and every
+file in them this account cannot read), the import hook, and the backend ``auto`` picks.  Each
+check is independent and reports its own failure in one line: a machine with no driver, no NVRTC
+or an unwritable cache gets a report, not a traceback.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def _driver() -> tuple[list[tuple[str, str]], dict]:
     """Lines about the CUDA driver and its devices, and facts for the later checks."""
-    facts: dict = {"driver": False, "devices": []}
+    facts: dict = {"driver": False, "devices": [], "driver_version": None}
     try:
         from cuda.bindings import driver
     except Exception as exc:
@@ -36,6 +39,7 @@ def _driver() -> tuple[list[tuple[str, str]], dict]:
         return [("driver", f"no usable CUDA driver (cuInit failed: {err.name})")], facts
     facts["driver"] = True
     err, version = driver.cuDriverGetVersion()
+    facts["driver_version"] = int(version)
     lines = [("driver", f"CUDA {version // 1000}.{version % 1000 // 10}")]
     err, count = driver.cuDeviceGetCount()
     if err != driver.CUresult.CUDA_SUCCESS or count == 0:
@@ -57,21 +61,63 @@ def _driver() -> tuple[list[tuple[str, str]], dict]:
     return lines, facts
 
 
+def _driver_cuda(facts: dict) -> tuple[int, int] | None:
+    from .. import toolkit
+
+    version = facts.get("driver_version")
+    return toolkit.version_from_driver(version) if version is not None else None
+
+
+def _bindings(facts: dict) -> list[tuple[str, str]]:
+    """cuda-bindings' version and CUDA major, and whether the driver is new enough for it."""
+    from .. import toolkit
+
+    version, major = toolkit.bindings_version(), toolkit.bindings_major()
+    if version is None:
+        return [("bindings", "cuda-bindings is not installed: pip install 'gpu-native[cu13]' "
+                 "(driver R580 or newer) or 'gpu-native[cu12]'")]
+    lines = [("bindings", f"cuda-bindings {version} (CUDA {major})")]
+    driver = _driver_cuda(facts)
+    if driver is not None and major is not None and major > driver[0]:
+        lines.append(("", f"cuda-bindings {major}.x needs driver {toolkit.MIN_DRIVER.get(major)} "
+                      f"or newer, and this driver supports CUDA {toolkit.version_text(driver)}: "
+                      f"pip install 'gpu-native[cu{driver[0]}]'"))
+    return lines
+
+
 def _nvrtc(facts: dict) -> list[tuple[str, str]]:
     try:
         from ..compiler import nvrtc
     except Exception as exc:
         return [("NVRTC", f"not available ({type(exc).__name__}: {exc}); kernels can only come "
                  "from precompiled directories")]
+    from .. import toolkit
+    from ..errors import CompileError
+
     major, minor = nvrtc.nvrtc_version()
     archs = nvrtc.supported_archs()
-    lines = [("NVRTC", f"{major}.{minor} ({nvrtc.library_path() or 'location unknown'}); "
+    lines = [("NVRTC", f"{major}.{minor} (CUDA {major}; "
+              f"{nvrtc.library_path() or 'location unknown'}); "
               f"compiles sm_{archs[0]} to sm_{archs[-1]}")]
+    bindings = toolkit.bindings_major()
+    if bindings is not None and bindings != major:
+        lines.append(("", f"NVRTC is not of cuda-bindings' CUDA major ({bindings}): install "
+                      f"the NVRTC of CUDA {bindings} with pip install 'gpu-native[cu{bindings}]'"))
     for arch in sorted(set(facts["devices"])):
-        target, kind = nvrtc.choose_target(arch)
+        try:
+            target, kind = nvrtc.choose_target(arch, facts.get("driver_version"))
+        except CompileError as exc:
+            lines.append(("", f"{arch}: no kernel can run: {exc}"))
+            continue
         if kind == "ptx":
             lines.append(("", f"{arch} is newer than this NVRTC: kernels will be PTX for "
-                          f"{target}; upgrade NVRTC (pip install -U 'cuda-toolkit[nvrtc]')"))
+                          f"{target}; upgrade NVRTC (pip install -U 'gpu-native[cu{major}]')"))
+        elif target != arch:
+            lines.append(("", f"{arch} is newer than this NVRTC: kernels will be cubin for "
+                          f"{target}, which runs on it; upgrade NVRTC "
+                          f"(pip install -U 'gpu-native[cu{major}]')"))
+        else:
+            lines.append(("", f"{arch}: kernels are cubin for {arch}, which this driver loads"))
     try:
         lines.append(("headers", f"cuda_fp16.h in {nvrtc.half_include_dir()}"))
     except Exception as exc:
@@ -79,7 +125,31 @@ def _nvrtc(facts: dict) -> list[tuple[str, str]]:
     return lines
 
 
-def _precompiled(directory: str) -> list[tuple[str, str]]:
+def _built_by(store, facts: dict) -> list[tuple[str, str]]:
+    """Which NVRTC versions built the kernels of ``store``, and which of them this driver
+    cannot load (they are passed over, and compiled again)."""
+    from .. import toolkit
+
+    counts = store.nvrtc_versions()
+    if not counts:
+        return []
+    text = ", ".join(f"{version} ({count})" for version, count in sorted(counts.items()))
+    lines = [("built by", f"NVRTC {text}")]
+    driver = _driver_cuda(facts)
+    if driver is None:
+        return lines
+    for version in sorted(counts):
+        try:
+            built = toolkit.parse_version(version)
+        except ValueError:
+            continue
+        if not toolkit.loadable_kinds(built, driver):
+            lines.append(("", f"kernels built by NVRTC {version} cannot load on this driver "
+                          f"(CUDA {toolkit.version_text(driver)}): they are passed over"))
+    return lines
+
+
+def _precompiled(directory: str, facts: dict) -> list[tuple[str, str]]:
     """The state of one precompiled directory, and every reason this account cannot use it."""
     from ..cache import ArtifactStore
 
@@ -100,7 +170,9 @@ def _precompiled(directory: str) -> list[tuple[str, str]]:
     except OSError as exc:
         state = f"manifest.json cannot be read: {exc.strerror}"
     lines = [("precompiled", f"{directory} ({state})")]
-    unreadable = ArtifactStore(directory, read_only=True).unreadable()
+    store = ArtifactStore(directory, read_only=True)
+    lines.extend(_built_by(store, facts))
+    unreadable = store.unreadable()
     for path, reason in unreadable:
         lines.append(("unreadable", f"{path} ({reason})"))
     if unreadable:
@@ -110,16 +182,19 @@ def _precompiled(directory: str) -> list[tuple[str, str]]:
     return lines
 
 
-def _cache() -> list[tuple[str, str]]:
+def _cache(facts: dict) -> list[tuple[str, str]]:
     from ..cache import housekeeping, locations, user_store
     from .cache import describe
 
+    store = user_store()
     lines = [(f"cache {label}", value)
-             for label, value in describe(user_store(), housekeeping.modules_cache())]
+             for label, value in describe(store, housekeeping.modules_cache())]
+    lines.extend((f"cache {label}" if label else "", value)
+                 for label, value in _built_by(store, facts))
     dirs = locations.env_precompiled_dirs()
     if dirs:
         for d in dirs:
-            lines.extend(_precompiled(d))
+            lines.extend(_precompiled(d, facts))
     else:
         lines.append(("precompiled", "GPU_NATIVE_PRECOMPILED not set (and "
                       f"{locations.SHIPPED_DIRNAME}/ beside kernel modules is searched)"))
@@ -170,14 +245,15 @@ def run(args: argparse.Namespace) -> int:
         ("gpu_native", f"{__version__} (Python {platform.python_version()}, "
          f"{platform.system()} {platform.machine()})"),
     ]
-    facts: dict = {"driver": False, "devices": []}
+    facts: dict = {"driver": False, "devices": [], "driver_version": None}
     try:
         driver_lines, facts = _driver()
         lines.extend(driver_lines)
     except Exception as exc:
         lines.append(("driver", f"check failed: {type(exc).__name__}: {exc}"))
+    _section(lines, "bindings", lambda: _bindings(facts))
     _section(lines, "NVRTC", lambda: _nvrtc(facts))
-    _section(lines, "cache", _cache)
+    _section(lines, "cache", lambda: _cache(facts))
     _section(lines, "import hook", _import_hook)
     _section(lines, "backend", lambda: _backend(facts))
     width = max(len(label) for label, _ in lines)

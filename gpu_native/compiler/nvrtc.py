@@ -23,20 +23,53 @@ the installed package:
   file itself: ``gpu-native expand --prelude``), while the generated code's own lines still name
   the user's Python file; and no directory is searched at compile time.
 
+Which NVRTC: the one of cuda-bindings' CUDA major, when a wheel of that major is installed
+(:func:`gpu_native.toolkit.nvrtc_library`), loaded here before ``cuda.bindings.nvrtc`` asks
+``cuda.pathfinder``, which then finds it already loaded; otherwise whichever ``cuda.pathfinder``
+finds.  What NVRTC then produces is chosen so the installed driver can load it
+(:func:`choose_target`, :func:`gpu_native.toolkit.choose_target`).
+
 Importing this module loads NVRTC; the runtime imports it only to compile.
 """
 
 from __future__ import annotations
 
+import ctypes
 import functools
+import os
+import sys
 from typing import TYPE_CHECKING
 
-from cuda.bindings import nvrtc as _nvrtc
-
-from .. import headers
-from ..build import parse_arch
+from .. import headers, toolkit
 from ..errors import CompileError
 from ..nodes import node
+
+
+def _load_nvrtc_of_bindings_major() -> str | None:
+    """Load the NVRTC wheel of cuda-bindings' CUDA major (the path), unless an NVRTC is loaded
+    already: ``cuda.pathfinder`` looks for ``nvidia/cu13`` first, so it would take a CUDA 13 NVRTC
+    left installed beside the ``gpu-native[cu12]`` wheels."""
+    major = toolkit.bindings_major()
+    path = toolkit.nvrtc_library(major) if major is not None else None
+    if path is None:
+        return None
+    if sys.platform.startswith("linux"):
+        for soname in ("libnvrtc.so.13", "libnvrtc.so.12"):
+            try:
+                ctypes.CDLL(soname, mode=os.RTLD_NOLOAD | os.RTLD_LAZY)
+            except OSError:
+                continue
+            return None  # another library loaded an NVRTC first: cuda.pathfinder will use it
+    try:
+        ctypes.CDLL(path)
+    except OSError:  # cuda.pathfinder then reports what it finds, or why it finds nothing
+        return None
+    return path
+
+
+_load_nvrtc_of_bindings_major()
+
+from cuda.bindings import nvrtc as _nvrtc  # noqa: E402  (after choosing which NVRTC it gets)
 
 if TYPE_CHECKING:
     from ..build import BuildRequest
@@ -62,7 +95,7 @@ class CompiledImage:
     ``image`` is the cubin, or for ``kind == "ptx"`` the NUL-terminated PTX text that
     ``cuModuleLoadData`` expects.  ``target`` is the arch it was built for (``"sm_90"``, or
     ``"compute_121"`` for PTX).  ``log`` is NVRTC's log: empty for generated code that compiles
-    cleanly.
+    cleanly.  ``nvrtc`` is the ``"major.minor"`` of the NVRTC that built it.
     """
 
     image: bytes
@@ -70,6 +103,7 @@ class CompiledImage:
     target: str
     log: str
     options: tuple[str, ...]
+    nvrtc: str = ""
 
 
 def _error_name(code) -> str:
@@ -115,18 +149,31 @@ def library_path() -> str | None:
 
 @functools.lru_cache(maxsize=1)
 def half_include_dir() -> str:
-    """The directory holding ``cuda_fp16.h`` (from the ``nvidia-cuda-runtime`` wheel)."""
-    directory = None
+    """The directory holding ``cuda_fp16.h``: the CUDA runtime wheel of NVRTC's CUDA major
+    (``nvidia-cuda-runtime-cu12`` for NVRTC 12, ``nvidia-cuda-runtime`` 13.x for NVRTC 13), else
+    what ``cuda.pathfinder`` finds (a conda or system toolkit) if it is of the same major."""
+    major = nvrtc_version()[0]
+    directory = toolkit.cudart_headers(major)
+    if directory is not None:
+        return directory
     try:
         from cuda.pathfinder import find_nvidia_header_directory
 
         directory = find_nvidia_header_directory("cudart")
     except Exception:
         directory = None
+    extra = "cu12" if major == 12 else "cu13"
     if not directory:
-        raise CompileError("a kernel uses f16/bf16, which needs cuda_fp16.h, but the CUDA runtime "
-                           "headers were not found; install them with "
-                           "`pip install 'cuda-toolkit[cudart]'` (the nvidia-cuda-runtime wheel)")
+        raise CompileError(
+            "a kernel uses f16/bf16, which needs cuda_fp16.h, but the CUDA runtime headers were "
+            f"not found; install the CUDA {major} ones with `pip install 'gpu-native[{extra}]'` "
+            f"(the nvidia-cuda-runtime wheel of CUDA {major}, as NVRTC is {_version_text()})")
+    found = toolkit.cudart_headers_major(directory)
+    if found is not None and found != major:
+        raise CompileError(
+            f"a kernel uses f16/bf16, which needs cuda_fp16.h, and the only CUDA runtime headers "
+            f"found ({directory}) are CUDA {found}'s, while NVRTC is {_version_text()}; install "
+            f"the CUDA {major} ones with `pip install 'gpu-native[{extra}]'`")
     return directory
 
 
@@ -135,19 +182,14 @@ def _version_text() -> str:
     return f"{major}.{minor}"
 
 
-def choose_target(arch: str) -> tuple[str, str]:
-    """(target, kind) for ``arch``: the arch itself as cubin, or PTX for the newest known arch when
-    ``arch`` is newer than this NVRTC.  Raises :class:`CompileError` for an arch NVRTC dropped."""
-    number, _suffix = parse_arch(arch)
-    archs = supported_archs()
-    if number > archs[-1]:
-        return f"compute_{archs[-1]}", "ptx"
-    if number not in archs:
-        known = ", ".join(f"sm_{a}" for a in archs)
-        older = " (use an older NVRTC for this GPU)" if number < archs[0] else ""
-        raise CompileError(f"NVRTC {_version_text()} cannot compile for {arch}{older}; "
-                           f"it supports {known}")
-    return arch, "cubin"
+def choose_target(arch: str, driver_version: int | None = None) -> tuple[str, str]:
+    """(target, kind) for ``arch`` with this NVRTC, loadable by a driver of ``driver_version``
+    (``cuDriverGetVersion``; ``None``: unknown): see :func:`gpu_native.toolkit.choose_target`.
+
+    Raises :class:`~gpu_native.errors.CudaVersionError` when the driver can load nothing this NVRTC
+    produces for ``arch``, :class:`CompileError` for an arch NVRTC dropped."""
+    driver = toolkit.version_from_driver(driver_version) if driver_version is not None else None
+    return toolkit.choose_target(arch, nvrtc_version(), supported_archs(), driver)
 
 
 def nvrtc_options(request: BuildRequest, target: str) -> list[str]:
@@ -212,7 +254,7 @@ def compile_request(request: BuildRequest) -> CompiledImage:
     Raises :class:`~gpu_native.errors.CompileError` holding NVRTC's log when the source does not
     compile; thanks to ``#line`` the log names the user's Python file and line.
     """
-    target, kind = choose_target(request.arch)
+    target, kind = choose_target(request.arch, request.driver_version)
     options = nvrtc_options(request, target)
     name = f"{request.symbol or 'kernel'}.cu".encode()
     program = create_program(request.source.encode("utf-8"), name)
@@ -229,4 +271,4 @@ def compile_request(request: BuildRequest) -> CompiledImage:
         image = _image(program, kind)
     finally:
         _nvrtc.nvrtcDestroyProgram(program)
-    return CompiledImage(image, kind, target, log, tuple(options))
+    return CompiledImage(image, kind, target, log, tuple(options), _version_text())

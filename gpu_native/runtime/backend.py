@@ -38,6 +38,9 @@ class Backend(ABC):
     def set_thread_device(self, ordinal: int) -> None: ...
     @abstractmethod
     def properties(self, ordinal: int) -> dict: ...
+    def driver_version(self) -> int | None:
+        """``cuDriverGetVersion``'s number (13000 for CUDA 13.0); ``None`` without a driver."""
+        return None
     # memory (device pointers are ints)
     @abstractmethod
     def alloc(self, nbytes: int, ordinal: int) -> int: ...
@@ -123,7 +126,7 @@ class CudaBackend(Backend):
             prefetch = sys.modules.get("gpu_native.cache.prefetch")  # imported by a cold start
             if prefetch is not None:
                 # Kernels compile on another thread while the driver creates the context.
-                prefetch.device_ready(self.properties(ordinal)["arch"])
+                prefetch.device_ready(self.properties(ordinal)["arch"], D.driver_version())
         D.make_current(ordinal)
         self._tls.ordinal = ordinal
         if ordinal not in self._pools_configured:
@@ -165,6 +168,10 @@ class CudaBackend(Backend):
 
     def properties(self, ordinal: int) -> dict:
         return D.device_properties(ordinal)
+
+    def driver_version(self) -> int:
+        """``cuDriverGetVersion`` (``12040`` for CUDA 12.4): what the code compiled must suit."""
+        return D.driver_version()
 
     # ---- memory ----------------------------------------------------------------------------
 
@@ -342,7 +349,7 @@ class CudaBackend(Backend):
 
         arch = D.device_properties(ordinal)["arch"]
         artifact = find_or_build(BuildRequest.for_variant(kernel.spec, variant.spec, arch,
-                                                          kernel.spec_file))
+                                                          kernel.spec_file, D.driver_version()))
         drv = self.drv
         module = D.check(drv.cuModuleLoadData(artifact.image), f"loading {variant.label}")
         variant.modules[ordinal] = module  # keep the module loaded while the kernel lives

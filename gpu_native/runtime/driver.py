@@ -186,6 +186,8 @@ def make_current(ordinal: int) -> None:
     check(driver().cuCtxSetCurrent(primary_context(ordinal)), "cuCtxSetCurrent")
 
 
+@cache
 def driver_version() -> int:
+    """``cuDriverGetVersion``: the CUDA version the driver supports (``12040`` for 12.4)."""
     init()
     return int(check(driver().cuDriverGetVersion()))

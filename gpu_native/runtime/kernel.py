@@ -174,16 +174,21 @@ class Kernel:
         """Compile every specialisation now (for ``arch``, default the current device's).
 
         Returns the artifacts; with no GPU and no ``arch``, compiles for nothing and returns [].
+        For the current device, the code is what its driver can load; for an ``arch`` named here,
+        what NVRTC produces for it (as ``gpu-native precompile`` does).
         """
         from ..cache import BuildRequest, find_or_build
 
+        driver_version = None
         if arch is None:
             backend = B.select()
             if backend.name != "cuda":
                 return []
             device = getattr(_tls, "device", None)
             arch = backend.properties(bind_thread() if device is None else device)["arch"]
-        return [find_or_build(BuildRequest.for_variant(self.spec, v.spec, arch, self.spec_file))
+            driver_version = backend.driver_version()
+        return [find_or_build(BuildRequest.for_variant(self.spec, v.spec, arch, self.spec_file,
+                                                       driver_version))
                 for v in self.variants.values()]
 
     @property

@@ -123,19 +123,27 @@ __device__ __forceinline__ void gn_assert_at(gn_error_record* rec, bool ok, unsi
 }
 
 /* Python floor division and modulo for integers (wrapping, INT_MIN // -1 == INT_MIN). */
+/* `if constexpr`: the signed branch is not instantiated for unsigned T, where NVRTC 12 warns
+   about `r < 0` ("pointless comparison of unsigned integer with zero"). */
 template <typename T> __device__ __forceinline__ T gn_floordiv(T a, T b) {
-    if ((T)-1 > (T)0) return a / b;
-    if (b == (T)-1) return (T)(0 - (gn_u64)a);
-    T q = a / b;
-    if ((a % b != 0) && ((a < 0) != (b < 0))) q -= 1;
-    return q;
+    if constexpr ((T)-1 > (T)0) {
+        return a / b;
+    } else {
+        if (b == (T)-1) return (T)(0 - (gn_u64)a);
+        T q = a / b;
+        if ((a % b != 0) && ((a < 0) != (b < 0))) q -= 1;
+        return q;
+    }
 }
 template <typename T> __device__ __forceinline__ T gn_mod(T a, T b) {
-    if ((T)-1 > (T)0) return a % b;
-    if (b == (T)-1) return 0;
-    T r = a % b;
-    if (r != 0 && ((r < 0) != (b < 0))) r += b;
-    return r;
+    if constexpr ((T)-1 > (T)0) {
+        return a % b;
+    } else {
+        if (b == (T)-1) return 0;
+        T r = a % b;
+        if (r != 0 && ((r < 0) != (b < 0))) r += b;
+        return r;
+    }
 }
 template <typename T> __device__ __forceinline__ T gn_floordiv_chk(
         gn_error_record* rec, T a, T b, unsigned int site) {
