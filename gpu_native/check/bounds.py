@@ -128,6 +128,7 @@ class BoundsProofs:
         static = shape is not None and shape[0] >= 0
         c = constant_value(idx)
         if static:
+            assert shape is not None
             n = shape[axis]
             if isinstance(c, int):
                 if 0 <= c < n:

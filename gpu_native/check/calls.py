@@ -164,9 +164,9 @@ class CallChecker(CheckerBase):
         if len(e.args) < 2 or e.keywords:
             raise self.error(f"{name}() in kernels takes two or more scalar arguments", e.span)
         values = [self.expr(a) for a in e.args]
-        if all(isinstance(v, WeakConst) for v in values):
-            return WeakConst(e.span, ir.I64, (min if name == "min" else max)(
-                v.value for v in values))
+        literals = [v.value for v in values if isinstance(v, WeakConst)]
+        if len(literals) == len(values):
+            return WeakConst(e.span, ir.I64, (min if name == "min" else max)(literals))
         ty: ir.ScalarType | None = None
         for v in values:
             if isinstance(v, WeakConst):
@@ -311,7 +311,8 @@ class CallChecker(CheckerBase):
                              f"{', '.join(allowed)})", e.span)
         names = entry.param_names  # the operands, then order
         nreq = entry.required
-        got = self.args(e, names, nreq, f".{e.func.attr}()")  # type: ignore[union-attr]
+        assert isinstance(e.func, S.Attribute)  # x.atomic_ref(i).op(...)
+        got = self.args(e, names, nreq, f".{e.func.attr}()")
         operands = tuple(self.coerce(self.expr(got[n]), ty, f"{what} operand")
                          for n in names[:nreq])
         order = "relaxed"

@@ -177,7 +177,8 @@ class ControlFlowChecker(CheckerBase):
         bounds.facts = entry
         return [ir.GridStride(s.span, var, stop, body)], False
 
-    def loop_var(self, target: S.Name, ty: ir.ScalarType) -> ir.Var:
+    def loop_var(self, target: S.Expr, ty: ir.ScalarType) -> ir.Var:
+        assert isinstance(target, S.Name)  # visit_For refuses other targets
         var = self.vars.get(target.id) or self.decl.param_vars.get(target.id)
         if var is None:
             return self.new_var(target.id, ty, target.span)

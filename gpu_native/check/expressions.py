@@ -134,9 +134,9 @@ class ExpressionChecker(CheckerBase):
         try:
             if aw and bw:
                 return None
-            if aw:
+            if isinstance(a, WeakConst):
                 return P.promote_with_literal(self.scalar_of(b), a.value)
-            if bw:
+            if isinstance(b, WeakConst):
                 return P.promote_with_literal(self.scalar_of(a), b.value)
             return P.promote(self.scalar_of(a), self.scalar_of(b))
         except P.PromotionError as exc:
@@ -289,8 +289,9 @@ class ExpressionChecker(CheckerBase):
                 return ir.Cast(span, ty, pow32)
             return ir.BinOp(span, ty, "**", self.coerce(left, ty, "base", explicit=True),
                             ir.Const(right.span, ir.I32, right.value))
-        ty = self.common_type(left, right, span)
-        assert ty is not None
+        common = self.common_type(left, right, span)
+        assert common is not None
+        ty = common
         if ty.info.is_int:
             raise self.error("`**` with an integer base needs a constant, non-negative integer "
                              "exponent", span, "use a float base: f64(x) ** y")
@@ -304,9 +305,9 @@ class ExpressionChecker(CheckerBase):
         if isinstance(operand, WeakConst):
             if e.op == "not":
                 return ir.Const(e.span, ir.BOOL, not operand.value)
+            folds: dict[str, Callable] = {"-": operator.neg, "+": operator.pos, "~": operator.invert}
             try:
-                value = {"-": operator.neg, "+": operator.pos, "~": operator.invert}[e.op](
-                    operand.value)
+                value = folds[e.op](operand.value)
             except TypeError:
                 raise self.error(f"operator {e.op} cannot be applied to {operand.value!r}",
                                  e.span) from None
@@ -342,6 +343,7 @@ class ExpressionChecker(CheckerBase):
             # Later operands run only where earlier ones allowed it (short-circuit).
             if i + 1 < len(e.values):
                 self.bounds.assume(item, e.op == "and")
+        assert first_checks is not None  # a BoolOp has two or more operands
         self.bounds.facts, self.bounds.pending = saved, first_checks
         return ir.BoolOp(e.span, ir.BOOL, e.op, tuple(values))
 
@@ -383,14 +385,15 @@ class ExpressionChecker(CheckerBase):
         if isinstance(then, WeakConst) and isinstance(orelse, WeakConst):
             then, orelse = self.materialize(then), self.materialize(orelse)
             if then.ty != orelse.ty:
-                ty = P.promote(then.ty, orelse.ty)
+                ty = P.promote(self.scalar_of(then), self.scalar_of(orelse))
                 then, orelse = self.coerce(then, ty, "if-expression"), self.coerce(
                     orelse, ty, "if-expression")
             return ir.Select(e.span, then.ty, cond, then, orelse)
         if all(not isinstance(s, WeakConst) and s.ty == ir.BOOL for s in (then, orelse)):
             return ir.Select(e.span, ir.BOOL, cond, then, orelse)
-        ty = self.common_type(then, orelse, e.span)
-        assert ty is not None
+        common = self.common_type(then, orelse, e.span)
+        assert common is not None
+        ty = common
         return ir.Select(e.span, ty, cond, self.coerce(then, ty, "if-expression", explicit=True),
                          self.coerce(orelse, ty, "if-expression", explicit=True))
 

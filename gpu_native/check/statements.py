@@ -66,6 +66,7 @@ class StatementChecker(CheckerBase):
         if ret_type == ir.VOID:
             raise self.error(f"{self.fn.name} has no return annotation, so it cannot return a "
                              "value", s.value.span, "annotate it, e.g. `-> f32`")
+        assert isinstance(ret_type, ir.ScalarType)  # the resolve pass allows nothing else
         value = self.coerce(self.expr(s.value), ret_type, "the returned value")
         return [ir.Return(s.span, value)], True
 
@@ -191,7 +192,8 @@ class StatementChecker(CheckerBase):
         name = target.id
         decl = self.array_declaration(value_syntax)
         if decl is not None:
-            self.declare_array(name, decl, value_syntax, span)  # type: ignore[arg-type]
+            assert isinstance(value_syntax, S.Call)  # array_declaration found a call
+            self.declare_array(name, decl, value_syntax, span)
             return []
         value = self.expr(value_syntax)
         if isinstance(value, ir.ArrayRef):
@@ -278,12 +280,12 @@ class StatementChecker(CheckerBase):
         limit = ir.STATIC_SHARED_LIMIT
         if total <= limit:
             return
-        ty = self.shared[-1].var.ty
+        ty, shape = self.shared[-1].ty, self.shared[-1].shape
         size = ir.static_shared_bytes(self.shared[-1:])
         others = len([d for d in self.shared if not d.dynamic]) - 1
         before = (f" (with the {others} shared array{'s' if others > 1 else ''} declared before "
                   "it)" if others else "")
-        dims = ty.shape[0] if len(ty.shape) == 1 else tuple(ty.shape)
+        dims = shape[0] if len(shape) == 1 else tuple(shape)
         raise self.error(
             f"shared array '{name}' ({ty.elem} x {dims}, {size} bytes) brings the kernel's "
             f"static shared memory to {total} bytes{before}, more than the {limit} bytes "
@@ -315,7 +317,8 @@ class StatementChecker(CheckerBase):
         return tuple(dims)
 
     def unpack(self, target: S.Tuple, value_syntax: S.Expr, span) -> list[ir.Stmt]:
-        if not all(isinstance(t, S.Name) for t in target.elts):
+        names = tuple(t for t in target.elts if isinstance(t, S.Name))
+        if len(names) != len(target.elts):
             raise self.error("only names can be unpacked into", target.span)
         if isinstance(value_syntax, S.Tuple):
             if len(value_syntax.elts) != len(target.elts):
@@ -330,7 +333,7 @@ class StatementChecker(CheckerBase):
                 temp = self.new_var(f"{ir.TEMP_PREFIX}t{self.temp_counter}", ty, v.span)
                 self.temp_counter += 1
                 out.append(ir.Assign(v.span, temp, value))
-                temps.append((target.elts[i], temp))
+                temps.append((names[i], temp))
             for name_syntax, temp in temps:
                 self.assigned.add(temp.name)
                 out += self.assign_name_value(name_syntax, ir.Local(temp.span, temp.ty, temp), span)
@@ -341,7 +344,7 @@ class StatementChecker(CheckerBase):
                 raise self.error(f"a {value.ndim}-D unique id unpacks into {value.ndim} names "
                                  "(x, y[, z])", span)
             out = []
-            for axis, name_syntax in enumerate(target.elts):
+            for axis, name_syntax in enumerate(names):
                 comp = ir.UidComponent(value.span, ir.I64, value.scope, axis)
                 out += self.assign_name_value(name_syntax, comp, span)
             return out
@@ -353,6 +356,8 @@ class StatementChecker(CheckerBase):
         var = self.vars.get(name) or self.decl.param_vars.get(name)
         if var is None:
             var = self.new_var(name, self.scalar_of(value), target.span)
+        # Arrays and unique ids are assigned once (resolve, declare_array, assign_name).
+        assert isinstance(var.ty, ir.ScalarType)
         converted = self.coerce(value, var.ty, f"assignment to '{name}'")
         self.bounds.commit()
         self.bounds.kill({var})
