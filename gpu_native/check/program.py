@@ -99,6 +99,7 @@ class Program:
                 if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
                     raise TranspileError(f"{kw.name} must be a positive integer", v.span)
             values[kw.name] = value
+        # Each value was checked above against its option, which mypy cannot follow by name.
         return ndim, ir.KernelOptions(**values), specs  # type: ignore[arg-type]
 
     def _const(self, e: S.Expr):
