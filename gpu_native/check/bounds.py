@@ -128,6 +128,7 @@ class BoundsProofs:
         static = shape is not None and shape[0] >= 0
         c = constant_value(idx)
         if static:
+            assert shape is not None
             n = shape[axis]
             if isinstance(c, int):
                 if 0 <= c < n:
@@ -142,7 +143,7 @@ class BoundsProofs:
             return True
         if not self.is_nonneg(idx):
             return False
-        if static and _fits_unsigned(idx, bound_key.integer):  # type: ignore[arg-type]
+        if static and _fits_unsigned(idx, n):
             return True
         return self.below(idx, bound_key, static)
 
@@ -163,9 +164,10 @@ class BoundsProofs:
                 constant_value(e.right), int) and 0 < constant_value(e.right) <= limit:
             return True
         if isinstance(e, ir.BinOp) and e.op == "&" and static:
+            assert limit is not None  # a static bound is an integer constant
             for side in (e.left, e.right):
                 cv = constant_value(side)
-                if isinstance(cv, int) and 0 <= cv < limit:  # type: ignore[operator]
+                if isinstance(cv, int) and 0 <= cv < limit:
                     return True
         split = split_offset(e)
         if split is not None:
@@ -174,8 +176,9 @@ class BoundsProofs:
                 # a - m with a >= m cannot wrap, and stays below whatever bounds a.
                 return self.at_least(base, -c) and self.below(base, bound_key, static)
             if static:
-                return c < limit and self.below(  # type: ignore[operator]
-                    base, ConstKey(limit - c), static)  # type: ignore[operator]
+                assert limit is not None
+                return c < limit and self.below(
+                    base, ConstKey(limit - c), static)
             if isinstance(e.ty, ir.ScalarType) and e.ty.info.bits == 64:
                 # a + c < n from a < n - c, or (c == 1) from a < n and a != n - 1.  64-bit
                 # only: a narrower sum could wrap before it reaches a 64-bit extent.

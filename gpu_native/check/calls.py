@@ -4,25 +4,22 @@ atomics and device functions (each picked by its registry entry's ``check`` name
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from .. import ir
 from ..errors import SourceSpan
 from ..frontend import syntax as S
 from ..lang import registry as R
 from . import promote as P
+from .checker_base import CheckerBase
 from .expressions import ATOMIC_METHODS, LAYOUTS, AtomicHandle, UidValue, WeakConst
 
-if TYPE_CHECKING:
-    from .checker import FunctionChecker
 
-
-class CallChecker:
+class CallChecker(CheckerBase):
     """Mixin of :class:`~.checker.FunctionChecker`: every call in a kernel body."""
 
     # ---- calls ------------------------------------------------------------------------------
 
-    def visit_Call(self: FunctionChecker, e: S.Call) -> ir.Expr:
+    def visit_Call(self, e: S.Call) -> ir.Expr:
         func = e.func
         # Methods: x.atomic_ref(i) and x.atomic_ref(i).fetch_add(v); Layout.uid(); grid_stride.
         if isinstance(func, S.Attribute):
@@ -45,13 +42,13 @@ class CallChecker:
         raise self.error("only gpu_native intrinsics, math functions and @gpu_device functions "
                          "can be called in kernels", e.func.span)
 
-    def is_module_path(self: FunctionChecker, e: S.Expr) -> bool:
+    def is_module_path(self, e: S.Expr) -> bool:
         if self.is_local_root(e):
             return False
         sym = self.ctx.resolver.dotted(e)
         return sym is not None and sym.kind in ("module", "gn")
 
-    def args(self: FunctionChecker, e: S.Call, names: tuple[str, ...], required: int,
+    def args(self, e: S.Call, names: tuple[str, ...], required: int,
              what: str) -> dict[str, S.Expr]:
         if len(e.args) > len(names):
             raise self.error(f"{what} takes at most {len(names)} argument"
@@ -68,7 +65,7 @@ class CallChecker:
             raise self.error(f"{what} is missing argument '{missing[0]}'", e.span)
         return got
 
-    def call_symbol(self: FunctionChecker, sym, e: S.Call) -> ir.Expr:
+    def call_symbol(self, sym, e: S.Call) -> ir.Expr:
         if sym.kind == "gn":
             handler = self.gn_call_handlers().get(sym.name)
             if handler is None:
@@ -96,7 +93,7 @@ class CallChecker:
     def gn_call_handlers(self) -> dict[str, Callable]:
         return _GN_CALLS
 
-    def call_cast(self: FunctionChecker, name: str, e: S.Call) -> ir.Expr:
+    def call_cast(self, name: str, e: S.Call) -> ir.Expr:
         if len(e.args) != 1 or e.keywords:
             raise self.error(f"{name}(x) takes exactly one argument", e.span)
         target = ir.scalar(name)
@@ -110,7 +107,7 @@ class CallChecker:
             return self.to_bool(value, f"{name}()")
         return self.coerce(value, target, f"{name}()", explicit=True)
 
-    def call_int(self: FunctionChecker, e: S.Call) -> ir.Expr:
+    def call_int(self, e: S.Call) -> ir.Expr:
         if len(e.args) != 1 or e.keywords:
             raise self.error("int(x) takes exactly one argument", e.span)
         value = self.expr(e.args[0])
@@ -118,7 +115,7 @@ class CallChecker:
             return WeakConst(e.span, ir.I64, int(value.value))
         return self.coerce(value, ir.I64, "int()", explicit=True)
 
-    def call_float(self: FunctionChecker, e: S.Call) -> ir.Expr:
+    def call_float(self, e: S.Call) -> ir.Expr:
         if len(e.args) != 1 or e.keywords:
             raise self.error("float(x) takes exactly one argument", e.span)
         value = self.expr(e.args[0])
@@ -126,12 +123,12 @@ class CallChecker:
             return WeakConst(e.span, ir.F64, float(value.value))
         return self.coerce(value, ir.F64, "float()", explicit=True)
 
-    def call_bool(self: FunctionChecker, e: S.Call) -> ir.Expr:
+    def call_bool(self, e: S.Call) -> ir.Expr:
         if len(e.args) != 1 or e.keywords:
             raise self.error("bool(x) takes exactly one argument", e.span)
         return self.to_bool(self.expr(e.args[0]), "bool()")
 
-    def call_round(self: FunctionChecker, e: S.Call) -> ir.Expr:
+    def call_round(self, e: S.Call) -> ir.Expr:
         if len(e.args) != 1 or e.keywords:
             raise self.error("round(x) takes one argument in kernels (no ndigits)", e.span)
         value = self.materialize(self.expr(e.args[0]))
@@ -142,7 +139,7 @@ class CallChecker:
             value, ty = self.coerce(value, ir.F32, "round()", explicit=True), ir.F32
         return ir.Cast(e.span, ir.I64, ir.MathCall(e.span, ty, "rint", (value,)))
 
-    def call_len(self: FunctionChecker, e: S.Call) -> ir.Expr:
+    def call_len(self, e: S.Call) -> ir.Expr:
         if len(e.args) != 1 or e.keywords:
             raise self.error("len(a) takes exactly one argument", e.span)
         base = self.expr(e.args[0])
@@ -150,7 +147,7 @@ class CallChecker:
             raise self.error(f"len() needs an array, not {base.ty}", e.args[0].span)
         return self.shape_of(base, 0, e.span)
 
-    def call_abs(self: FunctionChecker, e: S.Call) -> ir.Expr:
+    def call_abs(self, e: S.Call) -> ir.Expr:
         if len(e.args) != 1 or e.keywords:
             raise self.error("abs(x) takes exactly one argument", e.span)
         value = self.expr(e.args[0])
@@ -162,14 +159,14 @@ class CallChecker:
             return value
         return ir.MathCall(e.span, ty, "abs", (value,))
 
-    def call_minmax(self: FunctionChecker, e: S.Call) -> ir.Expr:
+    def call_minmax(self, e: S.Call) -> ir.Expr:
         name = e.func.id if isinstance(e.func, S.Name) else "min"
         if len(e.args) < 2 or e.keywords:
             raise self.error(f"{name}() in kernels takes two or more scalar arguments", e.span)
         values = [self.expr(a) for a in e.args]
-        if all(isinstance(v, WeakConst) for v in values):
-            return WeakConst(e.span, ir.I64, (min if name == "min" else max)(
-                v.value for v in values))
+        literals = [v.value for v in values if isinstance(v, WeakConst)]
+        if len(literals) == len(values):
+            return WeakConst(e.span, ir.I64, (min if name == "min" else max)(literals))
         ty: ir.ScalarType | None = None
         for v in values:
             if isinstance(v, WeakConst):
@@ -187,7 +184,7 @@ class CallChecker:
             result = ir.MathCall(e.span, ty, name, (result, a))
         return result
 
-    def call_math(self: FunctionChecker, name: str, e: S.Call) -> ir.Expr:
+    def call_math(self, name: str, e: S.Call) -> ir.Expr:
         """A math function, typed by its registry entry: its ``float`` operands are promoted
         together (integers compute in ``f64``, half types in ``f32``) and its ``int`` operands
         are ``i32``s; the result is that float type, or ``bool``."""
@@ -215,7 +212,7 @@ class CallChecker:
         result_ty = ir.BOOL if entry.result == "bool" else ty
         return ir.MathCall(e.span, result_ty, entry.ir_name, tuple(args))
 
-    def int32_operand(self: FunctionChecker, v: ir.Expr, what: str) -> ir.Expr:
+    def int32_operand(self, v: ir.Expr, what: str) -> ir.Expr:
         """An integer operand that the C function takes as an ``int``: a literal that fits, or
         a value of an integer type that ``i32`` holds (a wider one would be cut silently)."""
         if isinstance(v, WeakConst):
@@ -230,7 +227,7 @@ class CallChecker:
                              "convert it with i32(...)")
         return self.coerce(v, ir.I32, what, explicit=True)
 
-    def call_layout(self: FunctionChecker, layout: str, method: str, e: S.Call) -> ir.Expr:
+    def call_layout(self, layout: str, method: str, e: S.Call) -> ir.Expr:
         scope, ndim = LAYOUTS[layout]
         entry = R.LAYOUT_METHODS.get(method)
         if entry is not None and entry.form == "loop":
@@ -246,25 +243,25 @@ class CallChecker:
             return ir.UidComponent(e.span, ir.I64, scope, 0)
         return UidValue(e.span, ir.UidType(ndim, scope), scope, ndim)
 
-    def require_layout(self: FunctionChecker, layout: str, ndim: int, span: SourceSpan) -> None:
+    def require_layout(self, layout: str, ndim: int, span: SourceSpan) -> None:
         kernel_ndim = self.ctx.ndim
         if ndim != kernel_ndim:
             raise self.error(
                 f"{layout} is a {ndim}-D layout but this is a Kernel{kernel_ndim}D kernel", span,
                 f"use {layout[:-2]}{kernel_ndim}D, or declare the kernel @gpu_kernel(Kernel{ndim}D)")
 
-    def call_lane_id(self: FunctionChecker, name: str, e: S.Call) -> ir.Expr:
+    def call_lane_id(self, name: str, e: S.Call) -> ir.Expr:
         if e.args or e.keywords:
             raise self.error(f"{name}() takes no arguments", e.span)
         self.traits.note_special(name)
         return ir.LaneId(e.span, ir.I32)
 
-    def mask_arg(self: FunctionChecker, got: dict, span: SourceSpan) -> ir.Expr:
+    def mask_arg(self, got: dict, span: SourceSpan) -> ir.Expr:
         if "mask" not in got:
             return ir.Const(span, ir.U32, R.FULL_MASK)
         return self.coerce(self.expr(got["mask"]), ir.U32, "mask")
 
-    def call_shuffle(self: FunctionChecker, name: str, e: S.Call) -> ir.Expr:
+    def call_shuffle(self, name: str, e: S.Call) -> ir.Expr:
         entry = R.GPU_NATIVE[name]
         lane_arg = entry.params[1].name  # (value, lane, width, mask)
         got = self.args(e, entry.param_names, entry.required, f"{name}()")
@@ -278,7 +275,7 @@ class CallChecker:
         self.traits.note_special("warp")
         return ir.WarpOp(e.span, ty, name, (value, lane, width), self.mask_arg(got, e.span))
 
-    def call_vote(self: FunctionChecker, name: str, e: S.Call) -> ir.Expr:
+    def call_vote(self, name: str, e: S.Call) -> ir.Expr:
         entry = R.GPU_NATIVE[name]
         got = self.args(e, entry.param_names, entry.required, f"{name}()")
         pred = self.to_bool(self.expr(got["predicate"]), f"{name}()'s predicate")
@@ -288,7 +285,7 @@ class CallChecker:
 
     # ---- atomics ------------------------------------------------------------------------------
 
-    def call_atomic_ref(self: FunctionChecker, func: S.Attribute, e: S.Call) -> ir.Expr:
+    def call_atomic_ref(self, func: S.Attribute, e: S.Call) -> ir.Expr:
         base = self.expr(func.value)
         if not isinstance(base, ir.ArrayRef):
             raise self.error("atomic_ref() is a method of arrays", func.span)
@@ -297,7 +294,7 @@ class CallChecker:
         indices = self.indices(base, e.args, e.span)
         return AtomicHandle(e.span, base.ty.elem, base, indices)
 
-    def call_atomic(self: FunctionChecker, handle: AtomicHandle, op: str, e: S.Call) -> ir.Expr:
+    def call_atomic(self, handle: AtomicHandle, op: str, e: S.Call) -> ir.Expr:
         base = handle.array
         ty = base.ty.elem
         what = f"atomic {op}"
@@ -314,7 +311,8 @@ class CallChecker:
                              f"{', '.join(allowed)})", e.span)
         names = entry.param_names  # the operands, then order
         nreq = entry.required
-        got = self.args(e, names, nreq, f".{e.func.attr}()")  # type: ignore[union-attr]
+        assert isinstance(e.func, S.Attribute)  # x.atomic_ref(i).op(...)
+        got = self.args(e, names, nreq, f".{e.func.attr}()")
         operands = tuple(self.coerce(self.expr(got[n]), ty, f"{what} operand")
                          for n in names[:nreq])
         order = "relaxed"
@@ -334,7 +332,7 @@ class CallChecker:
 
     # ---- device functions ---------------------------------------------------------------------
 
-    def call_device(self: FunctionChecker, sym, e: S.Call) -> ir.Expr:
+    def call_device(self, sym, e: S.Call) -> ir.Expr:
         scan, fndef = sym.value
         if e.keywords:
             raise self.error("@gpu_device functions take positional arguments only", e.span)

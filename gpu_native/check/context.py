@@ -13,7 +13,7 @@ from .facts import Key, key
 from .scope import Resolver
 
 if TYPE_CHECKING:
-    from .passes import CheckedFunction
+    from .passes import FunctionUnit
     from .program import Program
 
 
@@ -34,7 +34,7 @@ class KernelContext:
     options: ir.KernelOptions
     sites: list[ir.Site] = Factory(list)
     devices: dict = Factory(dict)  # (path, name, binding) -> DeviceFunction
-    checked: dict[tuple, CheckedFunction] = Factory(dict)
+    checked: dict[tuple, FunctionUnit] = Factory(dict)
     stack: list = Factory(list)
     launch_checks: list[LaunchCheck] = Factory(list)
 

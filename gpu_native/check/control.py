@@ -3,28 +3,24 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from .. import ir
 from ..frontend import syntax as S
 from ..lang import registry as R
 from . import promote as P
+from .checker_base import CheckerBase
 from .expressions import LAYOUTS, WeakConst
 from .facts import Less, NonNegative, kill, stable
 from .resolve import assigned_names
 from .scope import registry_entry as _registered
 
-if TYPE_CHECKING:
-    from .checker import FunctionChecker
-
 # The layout methods a `for` loop iterates (FlatLayout1D.grid_stride).
 _LOOP_METHODS = frozenset(e.name for e in R.LAYOUT_METHODS.values() if e.form == "loop")
 
 
-class ControlFlowChecker:
+class ControlFlowChecker(CheckerBase):
     """Mixin of :class:`~.checker.FunctionChecker`: branches and loops."""
 
-    def visit_If(self: FunctionChecker, s: S.If):
+    def visit_If(self, s: S.If):
         cond = self.to_bool(self.expr(s.test, condition=True))
         bounds = self.bounds
         bounds.commit()
@@ -52,7 +48,7 @@ class ControlFlowChecker:
             return list(then if cond.value else orelse), (then_exits if cond.value else else_exits)
         return [ir.If(s.span, cond, then, orelse)], then_exits and else_exits
 
-    def loop_body(self: FunctionChecker, body: tuple[S.Stmt, ...], entry_facts: frozenset,
+    def loop_body(self, body: tuple[S.Stmt, ...], entry_facts: frozenset,
                   extra_facts: set) -> tuple[tuple[ir.Stmt, ...], bool]:
         saved_assigned = set(self.assigned)
         self.bounds.facts = entry_facts | extra_facts
@@ -66,7 +62,7 @@ class ControlFlowChecker:
         self.assigned = saved_assigned
         return stmts, broke
 
-    def visit_While(self: FunctionChecker, s: S.While):
+    def visit_While(self, s: S.While):
         bounds = self.bounds
         entry = kill(bounds.facts, self.loop_assigned_vars(s.body))
         bounds.facts = entry
@@ -78,7 +74,7 @@ class ControlFlowChecker:
         infinite = isinstance(cond, ir.Const) and cond.value is True and not broke
         return [ir.While(s.span, cond, body)], infinite
 
-    def visit_For(self: FunctionChecker, s: S.For):
+    def visit_For(self, s: S.For):
         if not isinstance(s.target, S.Name):
             raise self.error("the loop variable must be a single name", s.target.span)
         it = s.iter
@@ -99,7 +95,7 @@ class ControlFlowChecker:
                              it.span)
         return self.for_range(s, it)
 
-    def for_range(self: FunctionChecker, s: S.For, it: S.Call):
+    def for_range(self, s: S.For, it: S.Call):
         if it.keywords or not 1 <= len(it.args) <= 3:
             raise self.error("range() takes 1 to 3 positional arguments", it.span)
         values = [self.expr(a) for a in it.args]
@@ -154,7 +150,7 @@ class ControlFlowChecker:
                     stmt], False
         return [stmt], False
 
-    def grid_stride(self: FunctionChecker, s: S.For, layout: str, it: S.Call):
+    def grid_stride(self, s: S.For, layout: str, it: S.Call):
         if layout != "FlatLayout1D":
             raise self.error("grid_stride() is defined on FlatLayout1D", it.func.span)
         self.require_layout("FlatLayout1D", 1, it.span)
@@ -181,7 +177,8 @@ class ControlFlowChecker:
         bounds.facts = entry
         return [ir.GridStride(s.span, var, stop, body)], False
 
-    def loop_var(self: FunctionChecker, target: S.Name, ty: ir.ScalarType) -> ir.Var:
+    def loop_var(self, target: S.Expr, ty: ir.ScalarType) -> ir.Var:
+        assert isinstance(target, S.Name)  # visit_For refuses other targets
         var = self.vars.get(target.id) or self.decl.param_vars.get(target.id)
         if var is None:
             return self.new_var(target.id, ty, target.span)
@@ -190,7 +187,7 @@ class ControlFlowChecker:
                              f"yields {ty}", target.span, "use a new name for this loop")
         return var
 
-    def visit_With(self: FunctionChecker, s: S.With):
+    def visit_With(self, s: S.With):
         if len(s.items) != 1 or not isinstance(s.items[0], S.Call) or s.items[0].args:
             raise self.error("the only context manager in kernels is `with unsafe():`", s.span)
         call = s.items[0]
@@ -205,7 +202,7 @@ class ControlFlowChecker:
         return list(body), exits
 
 
-    def loop_assigned_vars(self: FunctionChecker, body: tuple[S.Stmt, ...]) -> set[ir.Var]:
+    def loop_assigned_vars(self, body: tuple[S.Stmt, ...]) -> set[ir.Var]:
         """The variables a loop body assigns (what is known of them ends at the loop)."""
         names = assigned_names(body)
         return {v for n, v in {**self.decl.param_vars, **self.vars}.items() if n in names}

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from .. import ir
 from ..errors import SourceSpan, TranspileError
@@ -13,9 +12,7 @@ from ..frontend import syntax as S
 from ..lang import registry as R
 from ..nodes import node
 from . import promote as P
-
-if TYPE_CHECKING:
-    from .checker import FunctionChecker
+from .checker_base import CheckerBase
 
 
 @node
@@ -55,15 +52,16 @@ AXES = R.AXES
 ATOMIC_METHODS = {name: e.op for name, e in R.ATOMIC_METHODS.items()}
 
 
-class ExpressionChecker:
+class ExpressionChecker(CheckerBase):
     """Mixin of :class:`~.checker.FunctionChecker`: operators, names, attributes, subscripts."""
 
     # ---- helpers shared with statements ------------------------------------------------------
 
-    def error(self: FunctionChecker, message: str, span: SourceSpan, hint: str | None = None):
+    def error(self, message: str, span: SourceSpan, hint: str | None = None
+              ) -> TranspileError:
         return TranspileError(message, span, hint)
 
-    def materialize(self: FunctionChecker, e: ir.Expr) -> ir.Expr:
+    def materialize(self, e: ir.Expr) -> ir.Expr:
         """Give a weak literal its lone-literal type; other expressions are returned as they are."""
         if isinstance(e, WeakConst):
             try:
@@ -80,13 +78,13 @@ class ExpressionChecker:
                              ".fetch_add(v)", e.span)
         return e
 
-    def scalar_of(self: FunctionChecker, e: ir.Expr, what: str = "this") -> ir.ScalarType:
+    def scalar_of(self, e: ir.Expr, what: str = "this") -> ir.ScalarType:
         e = self.materialize(e)
         if not isinstance(e.ty, ir.ScalarType):
             raise self.error(f"{what} must be a scalar value, not {e.ty}", e.span)
         return e.ty
 
-    def coerce(self: FunctionChecker, e: ir.Expr, ty: ir.ScalarType, what: str,
+    def coerce(self, e: ir.Expr, ty: ir.ScalarType, what: str,
                explicit: bool = False) -> ir.Expr:
         """Convert ``e`` to ``ty`` by the assignment rules (``explicit`` for casts)."""
         if isinstance(e, WeakConst):
@@ -117,7 +115,7 @@ class ExpressionChecker:
             return ir.Const(e.span, ty, float(e.value))
         return ir.Cast(e.span, ty, e)
 
-    def to_bool(self: FunctionChecker, e: ir.Expr, what: str = "a condition") -> ir.Expr:
+    def to_bool(self, e: ir.Expr, what: str = "a condition") -> ir.Expr:
         """Python truthiness of a scalar: ``x != 0`` for numbers."""
         if isinstance(e, WeakConst):
             return ir.Const(e.span, ir.BOOL, bool(e.value))
@@ -129,16 +127,16 @@ class ExpressionChecker:
         zero = ir.Const(e.span, e.ty, 0.0 if e.ty.info.is_float else 0)
         return ir.Compare(e.span, ir.BOOL, "!=", e, zero)
 
-    def common_type(self: FunctionChecker, a: ir.Expr, b: ir.Expr, span: SourceSpan
+    def common_type(self, a: ir.Expr, b: ir.Expr, span: SourceSpan
                     ) -> ir.ScalarType | None:
         """The promoted type of two operands, or None when both are weak literals."""
         aw, bw = isinstance(a, WeakConst), isinstance(b, WeakConst)
         try:
             if aw and bw:
                 return None
-            if aw:
+            if isinstance(a, WeakConst):
                 return P.promote_with_literal(self.scalar_of(b), a.value)
-            if bw:
+            if isinstance(b, WeakConst):
                 return P.promote_with_literal(self.scalar_of(a), b.value)
             return P.promote(self.scalar_of(a), self.scalar_of(b))
         except P.PromotionError as exc:
@@ -147,16 +145,16 @@ class ExpressionChecker:
     # ---- dispatch ------------------------------------------------------------------------------
 
 
-    def visit_Num(self: FunctionChecker, e: S.Num) -> ir.Expr:
+    def visit_Num(self, e: S.Num) -> ir.Expr:
         if isinstance(e.value, bool):
             return ir.Const(e.span, ir.BOOL, e.value)
         return WeakConst(e.span, ir.I64, e.value)
 
-    def visit_Str(self: FunctionChecker, e: S.Str) -> ir.Expr:
+    def visit_Str(self, e: S.Str) -> ir.Expr:
         raise self.error("strings are only allowed as assert messages and print arguments",
                          e.span)
 
-    def visit_Name(self: FunctionChecker, e: S.Name) -> ir.Expr:
+    def visit_Name(self, e: S.Name) -> ir.Expr:
         var = self.vars.get(e.id)
         if var is not None:
             if e.id not in self.assigned:
@@ -172,7 +170,7 @@ class ExpressionChecker:
         sym = self.ctx.resolver.name(e.id, e.span)
         return self.from_symbol(sym, e)
 
-    def from_symbol(self: FunctionChecker, sym, e: S.Expr) -> ir.Expr:
+    def from_symbol(self, sym, e: S.Expr) -> ir.Expr:
         if sym.kind == "const":
             value = sym.value
             if isinstance(value, bool):
@@ -196,12 +194,12 @@ class ExpressionChecker:
             raise self.error(f"the module '{sym.name}' is not a value", e.span)
         raise self.error(f"'{sym.name}' is not a value here", e.span)
 
-    def visit_BinOp(self: FunctionChecker, e: S.BinOp) -> ir.Expr:
+    def visit_BinOp(self, e: S.BinOp) -> ir.Expr:
         left = self.expr(e.left)
         right = self.expr(e.right)
         return self.binop(e.op, left, right, e.span)
 
-    def binop(self: FunctionChecker, op: str, left: ir.Expr, right: ir.Expr,
+    def binop(self, op: str, left: ir.Expr, right: ir.Expr,
               span: SourceSpan) -> ir.Expr:
         if isinstance(left, WeakConst) and isinstance(right, WeakConst):
             return self.fold(op, left.value, right.value, span)
@@ -239,7 +237,7 @@ class ExpressionChecker:
                                                       message=f"integer {op} by zero")
         return ir.BinOp(span, ty, op, lhs, rhs, zero_check)
 
-    def fold(self: FunctionChecker, op: str, a, b, span: SourceSpan) -> ir.Expr:
+    def fold(self, op: str, a, b, span: SourceSpan) -> ir.Expr:
         """Fold an operator over two literals, with Python's semantics."""
         if op == "/" and isinstance(a, int) and isinstance(b, int):
             raise self.error("`/` between integers is not supported in kernels", span,
@@ -257,7 +255,7 @@ class ExpressionChecker:
             raise self.error("this constant expression has a complex result", span)
         return WeakConst(span, ir.I64, value)
 
-    def shift(self: FunctionChecker, op: str, left: ir.Expr, right: ir.Expr,
+    def shift(self, op: str, left: ir.Expr, right: ir.Expr,
               span: SourceSpan) -> ir.Expr:
         if isinstance(left, WeakConst):
             lt = P.literal_type(left.value)
@@ -276,7 +274,7 @@ class ExpressionChecker:
         return ir.BinOp(span, lt, op, self.coerce(left, lt, "shifted value", explicit=True),
                         self.coerce(rhs, P.arithmetic_type(rt), "shift count", explicit=True))
 
-    def power(self: FunctionChecker, left: ir.Expr, right: ir.Expr, span: SourceSpan) -> ir.Expr:
+    def power(self, left: ir.Expr, right: ir.Expr, span: SourceSpan) -> ir.Expr:
         if isinstance(right, WeakConst) and isinstance(right.value, int) and not isinstance(
                 left, WeakConst):
             base = self.scalar_of(left)
@@ -291,8 +289,9 @@ class ExpressionChecker:
                 return ir.Cast(span, ty, pow32)
             return ir.BinOp(span, ty, "**", self.coerce(left, ty, "base", explicit=True),
                             ir.Const(right.span, ir.I32, right.value))
-        ty = self.common_type(left, right, span)
-        assert ty is not None
+        common = self.common_type(left, right, span)
+        assert common is not None
+        ty = common
         if ty.info.is_int:
             raise self.error("`**` with an integer base needs a constant, non-negative integer "
                              "exponent", span, "use a float base: f64(x) ** y")
@@ -301,14 +300,14 @@ class ExpressionChecker:
         return ir.MathCall(span, ty, "pow", (self.coerce(left, ty, "base", explicit=True),
                                              self.coerce(right, ty, "exponent", explicit=True)))
 
-    def visit_UnaryOp(self: FunctionChecker, e: S.UnaryOp) -> ir.Expr:
+    def visit_UnaryOp(self, e: S.UnaryOp) -> ir.Expr:
         operand = self.expr(e.operand, condition=(e.op == "not"))
         if isinstance(operand, WeakConst):
             if e.op == "not":
                 return ir.Const(e.span, ir.BOOL, not operand.value)
+            folds: dict[str, Callable] = {"-": operator.neg, "+": operator.pos, "~": operator.invert}
             try:
-                value = {"-": operator.neg, "+": operator.pos, "~": operator.invert}[e.op](
-                    operand.value)
+                value = folds[e.op](operand.value)
             except TypeError:
                 raise self.error(f"operator {e.op} cannot be applied to {operand.value!r}",
                                  e.span) from None
@@ -325,7 +324,7 @@ class ExpressionChecker:
             return value
         return ir.UnaryOp(e.span, ty, e.op, value)
 
-    def visit_BoolOp(self: FunctionChecker, e: S.BoolOp, condition: bool = False) -> ir.Expr:
+    def visit_BoolOp(self, e: S.BoolOp, condition: bool = False) -> ir.Expr:
         values: list[ir.Expr] = []
         saved = self.bounds.facts
         first_checks = None
@@ -344,10 +343,11 @@ class ExpressionChecker:
             # Later operands run only where earlier ones allowed it (short-circuit).
             if i + 1 < len(e.values):
                 self.bounds.assume(item, e.op == "and")
+        assert first_checks is not None  # a BoolOp has two or more operands
         self.bounds.facts, self.bounds.pending = saved, first_checks
         return ir.BoolOp(e.span, ir.BOOL, e.op, tuple(values))
 
-    def visit_Compare(self: FunctionChecker, e: S.Compare) -> ir.Expr:
+    def visit_Compare(self, e: S.Compare) -> ir.Expr:
         operands = [self.expr(o) for o in e.operands]
         parts: list[ir.Expr] = []
         for i, op in enumerate(e.ops):
@@ -362,7 +362,7 @@ class ExpressionChecker:
             return parts[0]
         return ir.BoolOp(e.span, ir.BOOL, "and", tuple(parts))
 
-    def compare(self: FunctionChecker, op: str, left: ir.Expr, right: ir.Expr,
+    def compare(self, op: str, left: ir.Expr, right: ir.Expr,
                 span: SourceSpan) -> ir.Expr:
         if isinstance(left, WeakConst) and isinstance(right, WeakConst):
             return ir.Const(span, ir.BOOL, bool(_CMP_FOLD[op](left.value, right.value)))
@@ -373,7 +373,7 @@ class ExpressionChecker:
         return ir.Compare(span, ir.BOOL, op, self.coerce(left, ty, "comparison", explicit=True),
                           self.coerce(right, ty, "comparison", explicit=True))
 
-    def visit_IfExp(self: FunctionChecker, e: S.IfExp) -> ir.Expr:
+    def visit_IfExp(self, e: S.IfExp) -> ir.Expr:
         cond = self.to_bool(self.expr(e.test, condition=True))
         bounds = self.bounds
         saved, checks = bounds.facts, set(bounds.pending)
@@ -385,24 +385,25 @@ class ExpressionChecker:
         if isinstance(then, WeakConst) and isinstance(orelse, WeakConst):
             then, orelse = self.materialize(then), self.materialize(orelse)
             if then.ty != orelse.ty:
-                ty = P.promote(then.ty, orelse.ty)
+                ty = P.promote(self.scalar_of(then), self.scalar_of(orelse))
                 then, orelse = self.coerce(then, ty, "if-expression"), self.coerce(
                     orelse, ty, "if-expression")
             return ir.Select(e.span, then.ty, cond, then, orelse)
         if all(not isinstance(s, WeakConst) and s.ty == ir.BOOL for s in (then, orelse)):
             return ir.Select(e.span, ir.BOOL, cond, then, orelse)
-        ty = self.common_type(then, orelse, e.span)
-        assert ty is not None
+        common = self.common_type(then, orelse, e.span)
+        assert common is not None
+        ty = common
         return ir.Select(e.span, ty, cond, self.coerce(then, ty, "if-expression", explicit=True),
                          self.coerce(orelse, ty, "if-expression", explicit=True))
 
-    def visit_Tuple(self: FunctionChecker, e: S.Tuple) -> ir.Expr:
+    def visit_Tuple(self, e: S.Tuple) -> ir.Expr:
         raise self.error("tuples are only supported on the left of `=` (unpacking) and as "
                          "shapes", e.span)
 
     # ---- attributes and subscripts -----------------------------------------------------------
 
-    def visit_Attribute(self: FunctionChecker, e: S.Attribute) -> ir.Expr:
+    def visit_Attribute(self, e: S.Attribute) -> ir.Expr:
         sym = self.ctx.resolver.dotted(e.value) if not self.is_local_root(e.value) else None
         if sym is not None and sym.kind == "gn" and sym.name in SPECIALS:
             axis = self.axis_of(e.attr, e.span)
@@ -421,17 +422,17 @@ class ExpressionChecker:
             raise self.error("use a.shape[k] with a constant k (or len(a))", e.span)
         raise self.error(f"attribute .{e.attr} is not supported here", e.span)
 
-    def axis_of(self: FunctionChecker, attr: str, span: SourceSpan) -> int:
+    def axis_of(self, attr: str, span: SourceSpan) -> int:
         if attr not in AXES:
             raise self.error(f"expected .x, .y or .z, not .{attr}", span)
         return AXES[attr]
 
-    def is_local_root(self: FunctionChecker, e: S.Expr) -> bool:
+    def is_local_root(self, e: S.Expr) -> bool:
         while isinstance(e, S.Attribute):
             e = e.value
         return isinstance(e, S.Name) and e.id in self.vars
 
-    def visit_Subscript(self: FunctionChecker, e: S.Subscript) -> ir.Expr:
+    def visit_Subscript(self, e: S.Subscript) -> ir.Expr:
         if isinstance(e.value, S.Attribute) and e.value.attr == "shape":
             base = self.expr(e.value.value)
             if not isinstance(base, ir.ArrayRef):
@@ -461,13 +462,13 @@ class ExpressionChecker:
         self.tail.note(base, indices)
         return ir.Load(e.span, base.ty.elem, base, indices, checks)
 
-    def shape_of(self: FunctionChecker, base: ir.ArrayRef, axis: int, span: SourceSpan
+    def shape_of(self, base: ir.ArrayRef, axis: int, span: SourceSpan
                  ) -> ir.Expr:
         if base.ty.shape is not None and base.ty.shape[0] >= 0:
             return WeakConst(span, ir.I64, base.ty.shape[axis])
         return ir.Shape(span, ir.I64, base, axis)
 
-    def indices(self: FunctionChecker, base: ir.ArrayRef, raw: tuple[S.Expr, ...],
+    def indices(self, base: ir.ArrayRef, raw: tuple[S.Expr, ...],
                 span: SourceSpan) -> tuple[ir.Expr, ...]:
         if len(raw) != base.ty.ndim:
             raise self.error(f"{base.var.name} is a {base.ty.ndim}-D array but is indexed with "
@@ -486,14 +487,14 @@ class ExpressionChecker:
             out.append(idx)
         return tuple(out)
 
-    def const_int(self: FunctionChecker, e: S.Expr, what: str) -> int:
+    def const_int(self, e: S.Expr, what: str) -> int:
         value = self.expr(e)
         if isinstance(value, (WeakConst, ir.Const)) and isinstance(value.value, int) and not \
                 isinstance(value.value, bool):
             return value.value
         raise self.error(f"{what} must be a constant integer", e.span)
 
-    def has_effects(self: FunctionChecker, e: ir.Expr) -> bool:
+    def has_effects(self, e: ir.Expr) -> bool:
         if isinstance(e, (ir.Call, ir.Atomic, ir.WarpOp)):
             return True
         for value in vars(e).values():

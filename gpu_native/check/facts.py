@@ -258,7 +258,10 @@ class Less(Fact):
         if self.right == bound:
             return True
         limit = self.right.integer
-        return static and limit is not None and limit <= bound.integer  # type: ignore[operator]
+        if not static or limit is None:
+            return False
+        assert bound.integer is not None  # a static bound is an integer constant
+        return limit <= bound.integer
 
     def shows_within(self, value: Key, bound: int) -> bool:
         """Does this fact show ``value < c`` for a constant ``c <= bound``?"""

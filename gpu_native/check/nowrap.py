@@ -65,6 +65,7 @@ class NoWrapProofs:
         if tree is None:
             return False
         span = e.span
+        assert isinstance(e.ty.info.max, int)  # launch indices are integers
         self.ctx.kernel.add_launch_check(IndexFits(tree, e.ty.info.max, str(e.ty), span.line,
                                                    span.col, span.end_col))
         return True

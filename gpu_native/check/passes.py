@@ -96,7 +96,8 @@ class UniqueWritesPass(CheckPass):
     name = "unique-write proofs"
 
     def run(self, unit: FunctionUnit) -> None:
-        unit.checker.unique.check_reads()  # type: ignore[union-attr]
+        assert unit.checker is not None
+        unit.checker.unique.check_reads()
 
 
 class NoWrapPass(CheckPass):
@@ -105,7 +106,8 @@ class NoWrapPass(CheckPass):
     name = "no-wrap"
 
     def run(self, unit: FunctionUnit) -> None:
-        unit.body = unit.checker.no_wrap.mark(unit.body)  # type: ignore[union-attr]
+        assert unit.checker is not None
+        unit.body = unit.checker.no_wrap.mark(unit.body)
 
 
 class GridTailPass(CheckPass):

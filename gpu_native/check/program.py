@@ -14,7 +14,7 @@ from ..frontend import syntax as S
 from ..frontend.parse import ModuleScan
 from ..frontend.source import too_deep
 from ..nodes import node
-from .checker import FunctionChecker
+from .checker_base import CheckerBase
 from .context import FunctionContext, KernelContext
 from .passes import check_function
 from .scope import ModuleLocator, Resolver, registry_entry
@@ -99,6 +99,7 @@ class Program:
                 if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
                     raise TranspileError(f"{kw.name} must be a positive integer", v.span)
             values[kw.name] = value
+        # Each value was checked above against its option, which mypy cannot follow by name.
         return ndim, ir.KernelOptions(**values), specs  # type: ignore[arg-type]
 
     def _const(self, e: S.Expr):
@@ -214,7 +215,7 @@ class Program:
 
     # ---- device functions ---------------------------------------------------------------------
 
-    def call_device(self, caller: FunctionChecker, scan: ModuleScan, fndef: S.FunctionDef,
+    def call_device(self, caller: CheckerBase, scan: ModuleScan, fndef: S.FunctionDef,
                     args: list[ir.Expr], span: SourceSpan) -> ir.Expr:
         resolver = self.resolver if scan is self.scan else Resolver(scan, self.locator)
         binding = self._bind_device(caller, resolver, scan, fndef, args, span)
@@ -244,7 +245,7 @@ class Program:
         callee = kctx.checked[cache_key].checker
         assert callee is not None
         caller.merge_callee(callee.traits, function)
-        converted = []
+        converted: list[ir.Expr] = []
         for param, arg in zip(function.params, args):
             what = f"argument '{param.name}' of {fndef.name}()"
             if isinstance(param.ty, ir.ArrayType):
@@ -258,13 +259,14 @@ class Program:
                                          f"'{arg.var.name}' is read-only", arg.span)
                 converted.append(arg)
                 continue
-            value = caller.coerce(arg, param.ty, what)  # type: ignore[arg-type]
+            assert isinstance(param.ty, ir.ScalarType)  # a parameter is an array or a scalar
+            value = caller.coerce(arg, param.ty, what)
             caller.unique.check_argument(callee.unique.unique_param_uses, param, value, what,
                                          arg.span)
             converted.append(value)
         return ir.Call(span, function.ret, function, tuple(converted))
 
-    def _bind_device(self, caller: FunctionChecker, resolver: Resolver, scan: ModuleScan,
+    def _bind_device(self, caller: CheckerBase, resolver: Resolver, scan: ModuleScan,
                      fndef: S.FunctionDef, args: list[ir.Expr], span: SourceSpan
                      ) -> dict[str, ir.ScalarType]:
         binding: dict[str, ir.ScalarType] = {}

@@ -3,28 +3,24 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from .. import ir
 from ..frontend import syntax as S
 from ..lang import registry as R
 from ..spec import LaunchAssert
+from .checker_base import CheckerBase
 from .expressions import UidValue, WeakConst
 from .launch import launch_tree
 from .scope import registry_entry as _registered
-
-if TYPE_CHECKING:
-    from .checker import FunctionChecker
 
 # What a launch-checked assert may use besides block_dim and grid_dim.
 _LAUNCH_OPS = ("+", "-", "*", "//", "%", "==", "!=", "<", "<=", ">", ">=", "and", "or", "not")
 
 
-class StatementChecker:
+class StatementChecker(CheckerBase):
     """Mixin of :class:`~.checker.FunctionChecker`: blocks, simple statements, assignments and
     stores."""
 
-    def block(self: FunctionChecker, stmts: tuple[S.Stmt, ...]) -> tuple[tuple[ir.Stmt, ...], bool]:
+    def block(self, stmts: tuple[S.Stmt, ...]) -> tuple[tuple[ir.Stmt, ...], bool]:
         """Check a block; return its IR and whether control never falls off its end."""
         out: list[ir.Stmt] = []
         exits = False
@@ -42,21 +38,21 @@ class StatementChecker:
 
     # ---- simple statements --------------------------------------------------------------------
 
-    def visit_Pass(self: FunctionChecker, s: S.Pass):
+    def visit_Pass(self, s: S.Pass):
         return [], False
 
-    def visit_Break(self: FunctionChecker, s: S.Break):
+    def visit_Break(self, s: S.Break):
         if self.loop_depth == 0:
             raise self.error("`break` outside a loop", s.span)
         self.loop_broke[-1] = True
         return [ir.Break(s.span)], True
 
-    def visit_Continue(self: FunctionChecker, s: S.Continue):
+    def visit_Continue(self, s: S.Continue):
         if self.loop_depth == 0:
             raise self.error("`continue` outside a loop", s.span)
         return [ir.Continue(s.span)], True
 
-    def visit_Return(self: FunctionChecker, s: S.Return):
+    def visit_Return(self, s: S.Return):
         if self.is_kernel:
             if s.value is not None:
                 raise self.error("kernels cannot return a value; write results into a "
@@ -70,10 +66,11 @@ class StatementChecker:
         if ret_type == ir.VOID:
             raise self.error(f"{self.fn.name} has no return annotation, so it cannot return a "
                              "value", s.value.span, "annotate it, e.g. `-> f32`")
+        assert isinstance(ret_type, ir.ScalarType)  # the resolve pass allows nothing else
         value = self.coerce(self.expr(s.value), ret_type, "the returned value")
         return [ir.Return(s.span, value)], True
 
-    def visit_Assert(self: FunctionChecker, s: S.Assert):
+    def visit_Assert(self, s: S.Assert):
         cond = self.to_bool(self.expr(s.test, condition=True), "an assert condition")
         message = ""
         if s.msg is not None:
@@ -93,7 +90,7 @@ class StatementChecker:
             self.ctx.kernel.add_launch_check(LaunchAssert(tree, site))
         return [ir.Assert(s.span, cond, site, at_launch=tree is not None)], False
 
-    def visit_ExprStmt(self: FunctionChecker, s: S.ExprStmt):
+    def visit_ExprStmt(self, s: S.ExprStmt):
         value = s.value
         if isinstance(value, S.Str):
             return [], False  # a string statement is a comment
@@ -110,7 +107,7 @@ class StatementChecker:
         expr = self.materialize(expr)
         return [ir.ExprStmt(s.span, expr)], False
 
-    def barrier(self: FunctionChecker, name: str, call: S.Call) -> ir.Stmt:
+    def barrier(self, name: str, call: S.Call) -> ir.Stmt:
         entry = R.GPU_NATIVE[name]
         if entry.value == "block":
             if call.args or call.keywords:
@@ -121,7 +118,7 @@ class StatementChecker:
         self.traits.note_barrier("warp")
         return ir.Barrier(call.span, "warp", self.mask_arg(got, call.span))
 
-    def print_stmt(self: FunctionChecker, name: str, call: S.Call) -> ir.Stmt:
+    def print_stmt(self, name: str, call: S.Call) -> ir.Stmt:
         if call.keywords:
             raise self.error("print() in kernels takes no keyword arguments", call.span)
         items: list[str | ir.Expr] = []
@@ -137,7 +134,7 @@ class StatementChecker:
 
     # ---- assignment ---------------------------------------------------------------------------
 
-    def visit_Assign(self: FunctionChecker, s: S.Assign):
+    def visit_Assign(self, s: S.Assign):
         if len(s.targets) == 1:
             return self.assign_target(s.targets[0], s.value, s.span, None), False
         if not all(isinstance(t, S.Name) for t in s.targets):
@@ -148,7 +145,7 @@ class StatementChecker:
             out += self.assign_target(t, first, s.span, None)
         return out, False
 
-    def visit_AnnAssign(self: FunctionChecker, s: S.AnnAssign):
+    def visit_AnnAssign(self, s: S.AnnAssign):
         if not isinstance(s.target, S.Name):
             raise self.error("only names can be annotated", s.target.span)
         if s.value is None:
@@ -157,7 +154,7 @@ class StatementChecker:
         ann = self.annotation(s.annotation, allow_unique=True)
         return self.assign_target(s.target, s.value, s.span, ann), False
 
-    def visit_AugAssign(self: FunctionChecker, s: S.AugAssign):
+    def visit_AugAssign(self, s: S.AugAssign):
         target = s.target
         if isinstance(target, S.Name):
             value = S.BinOp(s.span, s.op, target, s.value)
@@ -167,7 +164,7 @@ class StatementChecker:
             return self.assign_target(target, value, s.span, None, augmented=True), False
         raise self.error("augmented assignment needs a name or an array element", target.span)
 
-    def assign_target(self: FunctionChecker, target: S.Expr, value_syntax: S.Expr, span,
+    def assign_target(self, target: S.Expr, value_syntax: S.Expr, span,
                       annotation, augmented: bool = False) -> list[ir.Stmt]:
         if isinstance(target, S.Name):
             return self.assign_name(target, value_syntax, span, annotation)
@@ -179,7 +176,7 @@ class StatementChecker:
             raise self.error("attributes cannot be assigned in kernels", target.span)
         raise self.error("cannot assign to this expression", target.span)
 
-    def array_declaration(self: FunctionChecker, value: S.Expr):
+    def array_declaration(self, value: S.Expr):
         if not isinstance(value, S.Call) or not isinstance(value.func, (S.Name, S.Attribute)):
             return None
         if self.is_local_root(value.func):
@@ -190,12 +187,13 @@ class StatementChecker:
             return entry.name
         return None
 
-    def assign_name(self: FunctionChecker, target: S.Name, value_syntax: S.Expr, span,
+    def assign_name(self, target: S.Name, value_syntax: S.Expr, span,
                     annotation) -> list[ir.Stmt]:
         name = target.id
         decl = self.array_declaration(value_syntax)
         if decl is not None:
-            self.declare_array(name, decl, value_syntax, span)  # type: ignore[arg-type]
+            assert isinstance(value_syntax, S.Call)  # array_declaration found a call
+            self.declare_array(name, decl, value_syntax, span)
             return []
         value = self.expr(value_syntax)
         if isinstance(value, ir.ArrayRef):
@@ -240,7 +238,7 @@ class StatementChecker:
         self.vars[name] = var
         return [ir.Assign(span, var, converted)]
 
-    def declare_array(self: FunctionChecker, name: str, which: str, call: S.Call, span) -> None:
+    def declare_array(self, name: str, which: str, call: S.Call, span) -> None:
         if name in self.vars or self.decl.assign_counts.get(name, 0) != 1:
             raise self.error(f"'{name}' holds an array and must be assigned exactly once",
                              call.span)
@@ -274,7 +272,7 @@ class StatementChecker:
             self.local_arrays.append(ir.LocalArrayDecl(var))
         self.assigned.add(name)
 
-    def check_static_shared(self: FunctionChecker, name: str, call: S.Call) -> None:
+    def check_static_shared(self, name: str, call: S.Call) -> None:
         """The static shared arrays declared so far must fit CUDA's 48 KiB; checked here, at the
         array that passes the limit, so both backends refuse the kernel alike (ptxas would fail
         on generated code, and the simulator would run it)."""
@@ -282,12 +280,12 @@ class StatementChecker:
         limit = ir.STATIC_SHARED_LIMIT
         if total <= limit:
             return
-        ty = self.shared[-1].var.ty
+        ty, shape = self.shared[-1].ty, self.shared[-1].shape
         size = ir.static_shared_bytes(self.shared[-1:])
         others = len([d for d in self.shared if not d.dynamic]) - 1
         before = (f" (with the {others} shared array{'s' if others > 1 else ''} declared before "
                   "it)" if others else "")
-        dims = ty.shape[0] if len(ty.shape) == 1 else tuple(ty.shape)
+        dims = shape[0] if len(shape) == 1 else tuple(shape)
         raise self.error(
             f"shared array '{name}' ({ty.elem} x {dims}, {size} bytes) brings the kernel's "
             f"static shared memory to {total} bytes{before}, more than the {limit} bytes "
@@ -296,7 +294,7 @@ class StatementChecker:
             " sized at launch by shared_mem_bytes (up to the device's opt-in limit, 227 KiB on "
             "an H100 or H200); a kernel has one")
 
-    def static_shape(self: FunctionChecker, e: S.Expr, which: str) -> tuple[int, ...]:
+    def static_shape(self, e: S.Expr, which: str) -> tuple[int, ...]:
         if isinstance(e, S.Tuple):
             items = e.elts
         else:
@@ -308,7 +306,7 @@ class StatementChecker:
         dims = tuple(self.const_int(item, f"{which}()'s shape") for item in items)
         return self._checked_shape(dims, e, which)
 
-    def _checked_shape(self: FunctionChecker, dims, e: S.Expr, which: str) -> tuple[int, ...]:
+    def _checked_shape(self, dims, e: S.Expr, which: str) -> tuple[int, ...]:
         if not 1 <= len(dims) <= 3 or not all(isinstance(d, int) for d in dims):
             raise self.error(f"{which}()'s shape must be 1 to 3 constant integers", e.span)
         if dims == (0,) and which == "shared_array":
@@ -318,8 +316,9 @@ class StatementChecker:
                              "shared array)", e.span)
         return tuple(dims)
 
-    def unpack(self: FunctionChecker, target: S.Tuple, value_syntax: S.Expr, span) -> list[ir.Stmt]:
-        if not all(isinstance(t, S.Name) for t in target.elts):
+    def unpack(self, target: S.Tuple, value_syntax: S.Expr, span) -> list[ir.Stmt]:
+        names = tuple(t for t in target.elts if isinstance(t, S.Name))
+        if len(names) != len(target.elts):
             raise self.error("only names can be unpacked into", target.span)
         if isinstance(value_syntax, S.Tuple):
             if len(value_syntax.elts) != len(target.elts):
@@ -334,7 +333,7 @@ class StatementChecker:
                 temp = self.new_var(f"{ir.TEMP_PREFIX}t{self.temp_counter}", ty, v.span)
                 self.temp_counter += 1
                 out.append(ir.Assign(v.span, temp, value))
-                temps.append((target.elts[i], temp))
+                temps.append((names[i], temp))
             for name_syntax, temp in temps:
                 self.assigned.add(temp.name)
                 out += self.assign_name_value(name_syntax, ir.Local(temp.span, temp.ty, temp), span)
@@ -345,18 +344,20 @@ class StatementChecker:
                 raise self.error(f"a {value.ndim}-D unique id unpacks into {value.ndim} names "
                                  "(x, y[, z])", span)
             out = []
-            for axis, name_syntax in enumerate(target.elts):
+            for axis, name_syntax in enumerate(names):
                 comp = ir.UidComponent(value.span, ir.I64, value.scope, axis)
                 out += self.assign_name_value(name_syntax, comp, span)
             return out
         raise self.error("only tuples and multi-dimensional unique ids can be unpacked", span)
 
-    def assign_name_value(self: FunctionChecker, target: S.Name, value: ir.Expr, span
+    def assign_name_value(self, target: S.Name, value: ir.Expr, span
                           ) -> list[ir.Stmt]:
         name = target.id
         var = self.vars.get(name) or self.decl.param_vars.get(name)
         if var is None:
             var = self.new_var(name, self.scalar_of(value), target.span)
+        # Arrays and unique ids are assigned once (resolve, declare_array, assign_name).
+        assert isinstance(var.ty, ir.ScalarType)
         converted = self.coerce(value, var.ty, f"assignment to '{name}'")
         self.bounds.commit()
         self.bounds.kill({var})
@@ -365,7 +366,7 @@ class StatementChecker:
         self.vars[name] = var
         return [ir.Assign(span, var, converted)]
 
-    def store(self: FunctionChecker, target: S.Subscript, value_syntax: S.Expr, span,
+    def store(self, target: S.Subscript, value_syntax: S.Expr, span,
               augmented: bool) -> ir.Stmt:
         base = self.expr(target.value)
         if not isinstance(base, ir.ArrayRef):

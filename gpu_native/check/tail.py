@@ -40,7 +40,7 @@ class GridTail:
     def bare_uid_axis(self, e: ir.Expr) -> int | None:
         """The axis of ``e`` if it is a component of the grid uid (through casts and locals
         assigned once); ``None`` otherwise."""
-        while isinstance(e, ir.Cast) and e.ty.info.is_int:  # type: ignore[union-attr]
+        while isinstance(e, ir.Cast) and e.ty.info.is_int:
             e = e.value
         if isinstance(e, ir.UidComponent) and e.scope == "grid":
             return e.axis

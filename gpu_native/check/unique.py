@@ -184,8 +184,8 @@ class UniqueWrites:
         start_unique = self.classify(start)
         self.range_unique_vars.pop(id(var), None)
         if (start_unique is not None and step_sign > 0
-                and isinstance(step.value, int)  # type: ignore[attr-defined]
-                and self.bounds.in_range(start, step.value)  # type: ignore[attr-defined]
+                and isinstance(step, ir.Const) and isinstance(step.value, int)
+                and self.bounds.in_range(start, step.value)
                 and var.name not in plain_assigned):
             self.range_unique_vars[id(var)] = start_unique.coords
 

@@ -1,0 +1,106 @@
+"""What the type pass's mixins share: the state of :class:`~.checker.FunctionChecker` and the
+methods each mixin calls on another, declared once so that a type checker can read each mixin
+on its own."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .. import ir
+    from ..errors import SourceSpan, TranspileError
+    from ..frontend import syntax as S
+    from .bounds import BoundsProofs
+    from .context import Definitions, FunctionContext
+    from .nowrap import NoWrapProofs
+    from .resolve import Declarations
+    from .tail import GridTail
+    from .traits import TraitNotes
+    from .unique import UniqueWrites
+
+
+class CheckerBase:
+    """The base of the type pass's mixins (:mod:`.expressions`, :mod:`.calls`,
+    :mod:`.statements`, :mod:`.control`).
+
+    It adds nothing at run time: the attributes are set by
+    :meth:`FunctionChecker.__init__ <.checker.FunctionChecker>` (documented there), and the
+    method declarations below, seen only by a type checker, are those defined by one class of
+    :class:`~.checker.FunctionChecker` and called from another.
+    """
+
+    ctx: FunctionContext
+    fn: S.FunctionDef
+    decl: Declarations
+    is_kernel: bool
+    vars: dict[str, ir.Var]
+    locals: list[ir.Var]
+    shared: list[ir.SharedDecl]
+    local_arrays: list[ir.LocalArrayDecl]
+    assigned: set[str]
+    depth: int
+    loop_depth: int
+    unsafe_depth: int
+    loop_broke: list[bool]
+    temp_counter: int
+    callees: list[ir.DeviceFunction]
+    defs: Definitions
+    bounds: BoundsProofs
+    unique: UniqueWrites
+    no_wrap: NoWrapProofs
+    tail: GridTail
+    traits: TraitNotes
+
+    if TYPE_CHECKING:
+        # .checker
+        def expr(self, e: S.Expr, condition: bool = False) -> ir.Expr: ...
+
+        def statement(self, s: S.Stmt) -> tuple[list[ir.Stmt], bool]: ...
+
+        def annotation(self, e: S.Expr, allow_unique: bool = False, allow_array: bool = False
+                       ): ...
+
+        def new_var(self, name: str, ty: ir.Type, span: SourceSpan, register: bool = True
+                    ) -> ir.Var: ...
+
+        def merge_callee(self, callee: TraitNotes, function: ir.DeviceFunction) -> None: ...
+
+        # .expressions
+        def error(self, message: str, span: SourceSpan, hint: str | None = None
+                  ) -> TranspileError: ...
+
+        def materialize(self, e: ir.Expr) -> ir.Expr: ...
+
+        def scalar_of(self, e: ir.Expr, what: str = "this") -> ir.ScalarType: ...
+
+        def coerce(self, e: ir.Expr, ty: ir.ScalarType, what: str,
+                   explicit: bool = False) -> ir.Expr: ...
+
+        def to_bool(self, e: ir.Expr, what: str = "a condition") -> ir.Expr: ...
+
+        def common_type(self, a: ir.Expr, b: ir.Expr, span: SourceSpan
+                        ) -> ir.ScalarType | None: ...
+
+        def from_symbol(self, sym, e: S.Expr) -> ir.Expr: ...
+
+        def is_local_root(self, e: S.Expr) -> bool: ...
+
+        def shape_of(self, base: ir.ArrayRef, axis: int, span: SourceSpan) -> ir.Expr: ...
+
+        def indices(self, base: ir.ArrayRef, raw: tuple[S.Expr, ...],
+                    span: SourceSpan) -> tuple[ir.Expr, ...]: ...
+
+        def const_int(self, e: S.Expr, what: str) -> int: ...
+
+        def has_effects(self, e: ir.Expr) -> bool: ...
+
+        # .statements
+        def block(self, stmts: tuple[S.Stmt, ...]) -> tuple[tuple[ir.Stmt, ...], bool]: ...
+
+        # .calls
+        def args(self, e: S.Call, names: tuple[str, ...], required: int,
+                 what: str) -> dict[str, S.Expr]: ...
+
+        def mask_arg(self, got: dict, span: SourceSpan) -> ir.Expr: ...
+
+        def require_layout(self, layout: str, ndim: int, span: SourceSpan) -> None: ...
