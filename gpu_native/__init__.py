@@ -37,19 +37,40 @@ from .errors import MissingArtifactError as MissingArtifactError
 from .errors import TranspileError as TranspileError
 from .lang.intrinsics import FULL_MASK as FULL_MASK
 from .lang.intrinsics import MemoryOrder as MemoryOrder
+from .lang.intrinsics import activemask as activemask
 from .lang.intrinsics import all_sync as all_sync
 from .lang.intrinsics import any_sync as any_sync
 from .lang.intrinsics import ballot as ballot
+from .lang.intrinsics import bitcast as bitcast
+from .lang.intrinsics import brev as brev
+from .lang.intrinsics import byte_perm as byte_perm
+from .lang.intrinsics import clz as clz
+from .lang.intrinsics import ctz as ctz
+from .lang.intrinsics import ffs as ffs
+from .lang.intrinsics import funnelshift_l as funnelshift_l
+from .lang.intrinsics import funnelshift_lc as funnelshift_lc
+from .lang.intrinsics import funnelshift_r as funnelshift_r
+from .lang.intrinsics import funnelshift_rc as funnelshift_rc
 from .lang.intrinsics import lane_id as lane_id
 from .lang.intrinsics import local_array as local_array
+from .lang.intrinsics import match_all as match_all
+from .lang.intrinsics import match_any as match_any
+from .lang.intrinsics import popc as popc
 from .lang.intrinsics import shared_array as shared_array
 from .lang.intrinsics import shfl_down as shfl_down
 from .lang.intrinsics import shfl_idx as shfl_idx
 from .lang.intrinsics import shfl_up as shfl_up
 from .lang.intrinsics import shfl_xor as shfl_xor
 from .lang.intrinsics import sync_threads as sync_threads
+from .lang.intrinsics import sync_threads_and as sync_threads_and
+from .lang.intrinsics import sync_threads_count as sync_threads_count
+from .lang.intrinsics import sync_threads_or as sync_threads_or
 from .lang.intrinsics import sync_warp as sync_warp
+from .lang.intrinsics import threadfence as threadfence
+from .lang.intrinsics import threadfence_block as threadfence_block
+from .lang.intrinsics import threadfence_system as threadfence_system
 from .lang.intrinsics import unsafe as unsafe
+from .lang.intrinsics import warp_size as warp_size
 from .lang.layouts import BlockDim1D as BlockDim1D
 from .lang.layouts import BlockDim2D as BlockDim2D
 from .lang.layouts import BlockDim3D as BlockDim3D
@@ -120,9 +141,13 @@ __all__ = [
     "GpuNativeError", "Graph", "GridDim1D", "GridDim2D", "GridDim3D", "Kernel", "Kernel1D",
     "Kernel2D", "Kernel3D", "KernelAssertionError", "KernelError", "KernelIndexError",
     "KernelZeroDivisionError", "LaunchError", "MemoryOrder", "MissingArtifactError", "Stream",
-    "TranspileError", "UniqueId", "all_sync", "any_sync", "backend", "ballot", "bf16", "block_dim",
-    "block_idx", "bool_", "copy", "empty", "f16", "f32", "f64", "gpu_device", "gpu_kernel", "grid_dim",
-    "i8", "i16", "i32", "i64", "lane_id", "local_array", "shared_array", "shfl_down", "shfl_idx",
-    "shfl_up", "shfl_xor", "sync_threads", "sync_warp", "synchronize", "thread_idx", "to_device",
-    "u8", "u16", "u32", "u64", "unsafe", "zeros",
+    "TranspileError", "UniqueId", "activemask", "all_sync", "any_sync", "backend", "ballot",
+    "bf16", "bitcast", "block_dim", "block_idx", "bool_", "brev", "byte_perm", "clz", "copy",
+    "ctz", "empty", "f16", "f32", "f64", "ffs", "funnelshift_l", "funnelshift_lc", "funnelshift_r",
+    "funnelshift_rc", "gpu_device", "gpu_kernel", "grid_dim", "i8", "i16", "i32", "i64", "lane_id",
+    "local_array", "match_all", "match_any", "popc", "shared_array", "shfl_down", "shfl_idx",
+    "shfl_up", "shfl_xor", "sync_threads", "sync_threads_and", "sync_threads_count",
+    "sync_threads_or", "sync_warp", "synchronize", "thread_idx", "threadfence",
+    "threadfence_block", "threadfence_system", "to_device", "u8", "u16", "u32", "u64", "unsafe",
+    "warp_size", "zeros",
 ]

@@ -297,12 +297,24 @@ class Call(Expr):
 @node
 class WarpOp(Expr):
     """Warp intrinsic: ``op`` in shfl_down / shfl_up / shfl_xor / shfl_idx (``args`` = value, lane
-    arg, width), ballot (u32), all_sync / any_sync (bool).  ``mask`` is the participating lanes."""
+    arg, width), ballot (u32), all_sync / any_sync (bool), match_any / match_all (u32; ``args`` =
+    value), activemask (u32, no ``args``).  ``mask`` is the participating lanes (``None`` for
+    activemask, which takes none)."""
 
     ty: ScalarType
     op: str
     args: tuple[Expr, ...]
-    mask: Expr
+    mask: Expr | None
+
+
+@node
+class BarrierVote(Expr):
+    """``sync_threads_count/and/or(predicate)``: a barrier for the block, like ``sync_threads()``,
+    that also returns how many of its threads (``op="count"``, i32), all of them (``"and"``,
+    bool) or any of them (``"or"``, bool) passed a true predicate."""
+
+    op: str
+    predicate: Expr
 
 
 @node
@@ -428,6 +440,14 @@ class Barrier(Stmt):
 
     scope: str
     mask: Expr | None = None
+
+
+@node
+class Fence(Stmt):
+    """``threadfence()`` (``scope="device"``), ``threadfence_block()`` (``"block"``) or
+    ``threadfence_system()`` (``"system"``): a memory fence, not a barrier."""
+
+    scope: str
 
 
 @node

@@ -120,7 +120,10 @@ class TestConsumers:
     @pytest.mark.parametrize("name", sorted(R.MATH_OPS))
     def test_every_math_operation_has_a_cuda_spelling_and_a_simulator_function(self, name):
         entry = R.MATH_OPS[name]
-        for ty in ("f32", "f64"):
+        # The bit operations list the operand types they take; bitcast takes any (not bool_).
+        operands = entry.value or (("f32", "f64") if entry.name != "bitcast" else (
+            "f32", "u16", "bf16", "i64"))
+        for ty in operands:
             assert isinstance(R.spelling(entry.cuda, SCALARS[ty]), str)
             assert callable(ops.math_function(name, SCALARS[ty]))
 

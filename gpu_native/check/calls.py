@@ -283,6 +283,83 @@ class CallChecker(CheckerBase):
         ty = ir.BOOL if entry.result == "bool" else ir.scalar(entry.result)
         return ir.WarpOp(e.span, ty, name, (pred,), self.mask_arg(got, e.span))
 
+    def call_activemask(self, name: str, e: S.Call) -> ir.Expr:
+        if e.args or e.keywords:
+            raise self.error(f"{name}() takes no arguments", e.span)
+        self.traits.note_special("warp")
+        return ir.WarpOp(e.span, ir.U32, name, (), None)
+
+    def call_match(self, name: str, e: S.Call) -> ir.Expr:
+        entry = R.GPU_NATIVE[name]
+        got = self.args(e, entry.param_names, entry.required, f"{name}()")
+        value = self.materialize(self.expr(got["value"]))
+        ty = self.scalar_of(value, f"{name}()'s value")
+        if ty.name not in entry.value:
+            raise self.error(f"{name}() compares a value of {', '.join(entry.value)}, not {ty}",
+                             value.span, "convert it, e.g. i32(x)")
+        self.traits.note_special("warp")
+        return ir.WarpOp(e.span, ir.U32, name, (value,), self.mask_arg(got, e.span))
+
+    def call_barrier_vote(self, name: str, e: S.Call) -> ir.Expr:
+        entry = R.GPU_NATIVE[name]
+        got = self.args(e, entry.param_names, entry.required, f"{name}()")
+        pred = self.to_bool(self.expr(got["predicate"]), f"{name}()'s predicate")
+        self.traits.note_barrier("block")
+        return ir.BarrierVote(e.span, ir.scalar(entry.result) if entry.result != "bool" else
+                              ir.BOOL, entry.op, pred)
+
+    # ---- bits ---------------------------------------------------------------------------------
+
+    def call_bits(self, name: str, e: S.Call) -> ir.Expr:
+        """``popc``, ``clz``, ``ctz``, ``ffs``, ``brev`` on one 32- or 64-bit integer (the types
+        CUDA has them for); ``byte_perm`` and the funnel shifts on 32-bit words."""
+        entry = R.GPU_NATIVE[name]
+        got = self.args(e, entry.param_names, entry.required, f"{name}()")
+        values = [self.expr(got[p]) for p in entry.param_names]
+        if entry.value == ("u32",):
+            args = tuple(self.word32_operand(v, f"{name}()'s {p}")
+                         for v, p in zip(values, entry.param_names))
+            return ir.MathCall(e.span, ir.U32, entry.ir_name, args)
+        value = self.materialize(values[0])
+        ty = self.scalar_of(value, f"{name}()'s argument")
+        if ty.name not in entry.value:
+            raise self.error(f"{name}() takes a 32- or 64-bit integer ({', '.join(entry.value)}),"
+                             f" not {ty}", value.span,
+                             "convert it, e.g. u32(x)" if ty.info.is_int else None)
+        result = ty if entry.result == "T" else ir.scalar(entry.result)
+        return ir.MathCall(e.span, result, entry.ir_name, (value,))
+
+    def word32_operand(self, v: ir.Expr, what: str) -> ir.Expr:
+        """A 32-bit word (CUDA's ``unsigned int``): a literal that ``u32`` holds, or an integer
+        of at most 32 bits (an ``i32`` is taken as its bits); a wider one would be cut."""
+        if isinstance(v, WeakConst):
+            return self.coerce(v, ir.U32, what)
+        ty = self.scalar_of(v, what)
+        if not ty.info.is_int or ty.info.bits > 32:
+            raise self.error(f"{what} must be a 32-bit integer (u32 or i32), not {ty}", v.span,
+                             "convert it with u32(...)" if ty.info.is_int else None)
+        return self.coerce(v, ir.U32, what, explicit=True)
+
+    def call_bitcast(self, name: str, e: S.Call) -> ir.Expr:
+        entry = R.GPU_NATIVE[name]
+        got = self.args(e, entry.param_names, entry.required, f"{name}()")
+        target = self.annotation(got["dtype"])
+        if not isinstance(target, ir.ScalarType):
+            raise self.error(f"{name}()'s dtype must be a scalar type such as u32",
+                             got["dtype"].span)
+        value = self.materialize(self.expr(got["x"]))
+        ty = self.scalar_of(value, f"{name}()'s x")
+        if ir.BOOL in (ty, target):
+            raise self.error(f"{name}() reinterprets the bits of numbers; bool_ is not one",
+                             e.span, "use bool(x) or an integer cast")
+        if ty.info.bits != target.info.bits:
+            raise self.error(f"{name}() needs two types of one width: {ty} has {ty.info.bits} "
+                             f"bits, {target} has {target.info.bits}", e.span,
+                             "pair f32 with i32/u32, f64 with i64/u64, f16/bf16 with i16/u16")
+        if ty == target:
+            return value
+        return ir.MathCall(e.span, target, entry.ir_name, (value,))
+
     # ---- atomics ------------------------------------------------------------------------------
 
     def call_atomic_ref(self, func: S.Attribute, e: S.Call) -> ir.Expr:

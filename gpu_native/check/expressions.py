@@ -181,6 +181,8 @@ class ExpressionChecker(CheckerBase):
                              "shape", e.span)
         if sym.kind == "gn" and R.GPU_NATIVE[sym.name].form == "constant":
             entry = R.GPU_NATIVE[sym.name]
+            if not entry.result:  # an untyped literal, as a module constant is (warp_size)
+                return WeakConst(e.span, ir.I64, entry.value)
             return ir.Const(e.span, ir.scalar(entry.result), entry.value)
         if sym.kind == "undefined":
             raise self.error(f"name '{sym.name}' is not defined", e.span,
@@ -495,7 +497,7 @@ class ExpressionChecker(CheckerBase):
         raise self.error(f"{what} must be a constant integer", e.span)
 
     def has_effects(self, e: ir.Expr) -> bool:
-        if isinstance(e, (ir.Call, ir.Atomic, ir.WarpOp)):
+        if isinstance(e, (ir.Call, ir.Atomic, ir.WarpOp, ir.BarrierVote)):
             return True
         for value in vars(e).values():
             if isinstance(value, ir.Expr) and self.has_effects(value):

@@ -118,6 +118,11 @@ class StatementChecker(CheckerBase):
         self.traits.note_barrier("warp")
         return ir.Barrier(call.span, "warp", self.mask_arg(got, call.span))
 
+    def fence(self, name: str, call: S.Call) -> ir.Stmt:
+        if call.args or call.keywords:
+            raise self.error(f"{name}() takes no arguments", call.span)
+        return ir.Fence(call.span, R.GPU_NATIVE[name].value)
+
     def print_stmt(self, name: str, call: S.Call) -> ir.Stmt:
         if call.keywords:
             raise self.error("print() in kernels takes no keyword arguments", call.span)

@@ -24,7 +24,11 @@ from .prelude import HALF_INCLUDES, PRELUDE_INCLUDE
 
 _XYZ = "xyz"
 # The barriers by scope ("block", "warp"), as the IR's Barrier names them.
-_BARRIERS = {e.value: e for e in R.by_form("statement")}
+_BARRIERS = {e.value: e for e in R.by_form("statement") if e.check == "barrier"}
+# The fences by scope ("device", "block", "system"), as the IR's Fence names them.
+_FENCES = {e.value: e for e in R.by_form("statement") if e.check == "fence"}
+# sync_threads_count / _and / _or by the IR's BarrierVote.op ("count", "and", "or").
+_BARRIER_VOTES = {e.op: e for e in R.by_form("call") if e.check == "call_barrier_vote"}
 _UNSIGNED = {"int": "unsigned int", "long long": "unsigned long long"}
 
 
@@ -490,6 +494,9 @@ class CudaEmitter:
         else:
             self.line(f"{fn}({self.expr(s.mask) if s.mask is not None else '0xffffffffu'});")
 
+    def emit_Fence(self, s: ir.Fence) -> None:
+        self.line(f"{_FENCES[s.scope].cuda}();")
+
     def emit_Print(self, s: ir.Print) -> None:
         fmt: list[str] = []
         args: list[str] = []
@@ -712,8 +719,14 @@ class CudaEmitter:
         args = [self.expr(a) for a in e.args]
         ty = e.args[0].ty
         assert isinstance(ty, ir.ScalarType)
-        fn = R.spelling(R.MATH_OPS[e.name].cuda, ty.info).format(T=ty.info.c_name)
+        entry = R.MATH_OPS[e.name]
+        result = e.ty
+        assert isinstance(result, ir.ScalarType)
+        fn = R.spelling(entry.cuda, ty.info).format(T=ty.info.c_name, R=result.info.c_name)
         code = f"{fn}({', '.join(args)})"
+        if entry.namespace == "gpu_native":
+            # The bit intrinsics return CUDA's int or unsigned: the result type says which.
+            return f"(({result.info.c_name}){code})"
         # CUDA's isnan and friends return int (or a bool of their own in some headers).
         return f"((bool){code})" if e.ty == ir.BOOL else code
 
@@ -729,8 +742,14 @@ class CudaEmitter:
         return f"{e.function.symbol}({', '.join(args)})"
 
     def emit_WarpOp(self, e: ir.WarpOp) -> str:
-        mask = self.expr(e.mask)
-        code = f"{R.GPU_NATIVE[e.op].cuda}({', '.join([mask, *(self.expr(a) for a in e.args)])})"
+        args = [self.expr(a) for a in e.args]
+        if e.mask is not None:
+            args.insert(0, self.expr(e.mask))
+        code = f"{R.GPU_NATIVE[e.op].cuda}({', '.join(args)})"
+        return f"((bool){code})" if e.ty == ir.BOOL else code
+
+    def emit_BarrierVote(self, e: ir.BarrierVote) -> str:
+        code = f"{_BARRIER_VOTES[e.op].cuda}({self.expr(e.predicate)})"
         return f"((bool){code})" if e.ty == ir.BOOL else code
 
     def emit_Atomic(self, e: ir.Atomic) -> str:
@@ -790,6 +809,7 @@ _STMT: dict[type, str] = {
     ir.Return: "emit_Return",
     ir.Assert: "emit_Assert",
     ir.Barrier: "emit_Barrier",
+    ir.Fence: "emit_Fence",
     ir.Print: "emit_Print",
     ir.TailExit: "emit_TailExit",
 }
@@ -812,6 +832,7 @@ _EXPR: dict[type, str] = {
     ir.MathCall: "emit_MathCall",
     ir.Call: "emit_Call",
     ir.WarpOp: "emit_WarpOp",
+    ir.BarrierVote: "emit_BarrierVote",
     ir.Atomic: "emit_Atomic",
 }
 

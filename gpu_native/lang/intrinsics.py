@@ -20,20 +20,44 @@ from .registry import MemoryOrder as MemoryOrder
 __all__ = [
     "FULL_MASK",
     "MemoryOrder",
+    "activemask",
     "all_sync",
     "any_sync",
     "ballot",
+    "bitcast",
+    "brev",
+    "byte_perm",
+    "clz",
+    "ctz",
+    "ffs",
+    "funnelshift_l",
+    "funnelshift_lc",
+    "funnelshift_r",
+    "funnelshift_rc",
     "lane_id",
     "local_array",
+    "match_all",
+    "match_any",
+    "popc",
     "shared_array",
     "shfl_down",
     "shfl_idx",
     "shfl_up",
     "shfl_xor",
     "sync_threads",
+    "sync_threads_and",
+    "sync_threads_count",
+    "sync_threads_or",
     "sync_warp",
+    "threadfence",
+    "threadfence_block",
+    "threadfence_system",
     "unsafe",
+    "warp_size",
 ]
+
+warp_size: int = GPU_NATIVE["warp_size"].value
+"""The number of threads of a warp (32); in a kernel, a literal."""
 
 T = TypeVar("T")
 F = TypeVar("F", bound=Callable[..., Any])
@@ -65,6 +89,36 @@ def sync_threads() -> None:
 @_intrinsic
 def sync_warp(mask: int = FULL_MASK) -> None:
     _device_only("sync_warp()")
+
+
+@_intrinsic
+def sync_threads_count(predicate: bool) -> int:
+    _device_only("sync_threads_count()")
+
+
+@_intrinsic
+def sync_threads_and(predicate: bool) -> bool:
+    _device_only("sync_threads_and()")
+
+
+@_intrinsic
+def sync_threads_or(predicate: bool) -> bool:
+    _device_only("sync_threads_or()")
+
+
+@_intrinsic
+def threadfence() -> None:
+    _device_only("threadfence()")
+
+
+@_intrinsic
+def threadfence_block() -> None:
+    _device_only("threadfence_block()")
+
+
+@_intrinsic
+def threadfence_system() -> None:
+    _device_only("threadfence_system()")
 
 
 @_intrinsic
@@ -105,6 +159,79 @@ def any_sync(predicate: bool, mask: int = FULL_MASK) -> bool:
 @_intrinsic
 def lane_id() -> int:
     _device_only("lane_id()")
+
+
+@_intrinsic
+def activemask() -> int:
+    _device_only("activemask()")
+
+
+@_intrinsic
+def match_any(value: Any, mask: int = FULL_MASK) -> int:
+    _device_only("match_any()")
+
+
+@_intrinsic
+def match_all(value: Any, mask: int = FULL_MASK) -> int:
+    _device_only("match_all()")
+
+
+# ---- bits ----
+
+
+@_intrinsic
+def popc(x: int) -> int:
+    _device_only("popc()")
+
+
+@_intrinsic
+def clz(x: int) -> int:
+    _device_only("clz()")
+
+
+@_intrinsic
+def ctz(x: int) -> int:
+    _device_only("ctz()")
+
+
+@_intrinsic
+def ffs(x: int) -> int:
+    _device_only("ffs()")
+
+
+@_intrinsic
+def brev(x: T) -> T:
+    _device_only("brev()")
+
+
+@_intrinsic
+def byte_perm(x: int, y: int, selector: int) -> int:
+    _device_only("byte_perm()")
+
+
+@_intrinsic
+def funnelshift_l(lo: int, hi: int, shift: int) -> int:
+    _device_only("funnelshift_l()")
+
+
+@_intrinsic
+def funnelshift_lc(lo: int, hi: int, shift: int) -> int:
+    _device_only("funnelshift_lc()")
+
+
+@_intrinsic
+def funnelshift_r(lo: int, hi: int, shift: int) -> int:
+    _device_only("funnelshift_r()")
+
+
+@_intrinsic
+def funnelshift_rc(lo: int, hi: int, shift: int) -> int:
+    _device_only("funnelshift_rc()")
+
+
+@_intrinsic
+def bitcast(x: Any, dtype: type[T]) -> T:
+    _device_only("bitcast()")
 
 
 @contextmanager

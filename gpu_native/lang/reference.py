@@ -19,8 +19,9 @@ END = "<!-- language reference: end -->"
 _NOTICE = ("<!-- generated from gpu_native/lang/registry.py by `python -m gpu_native.lang.reference "
            "--write docs/language.md`: do not edit by hand -->")
 
-# The tables, in order: a title and the (namespace, form) pairs whose entries it lists.
-SECTIONS: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
+# The tables, in order: a title and the (namespace, form) pairs whose entries it lists, or
+# (namespace, form, checker handlers) triples, which take their entries first.
+SECTIONS: tuple[tuple[str, tuple[tuple[str, ...], ...]], ...] = (
     ("Types (`from gpu_native import ...`)", (
         ("gpu_native", "type"), ("gpu_native", "array type"), ("gpu_native", "index type"))),
     ("Kernels, layouts and launch coordinates", (
@@ -30,6 +31,7 @@ SECTIONS: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
     ("Memory, barriers and warps", (
         ("gpu_native", "allocation"), ("gpu_native", "statement"), ("gpu_native", "call"),
         ("gpu_native", "constant"), ("gpu_native", "context"))),
+    ("Bits", (("gpu_native", "call", "call_bits", "call_bitcast"),)),
     ("Atomics: `x.atomic_ref(i).fetch_add(v)` and friends", (
         ("array", "method"), ("atomic_ref", "method"), ("gpu_native", "enum"))),
     ("The `math` module", (("math", "call"), ("math", "constant"))),
@@ -56,21 +58,29 @@ def _cuda(entry: Entry) -> str:
     values: Iterable = table.values() if isinstance(table, Mapping) else (table,)
     seen: list[str] = []
     for value in values:
-        text = str(value).replace("{T}", "T")
+        text = str(value).replace("{T}", "T").replace("{R}", "R")
         if text not in seen:
             seen.append(text)
     return " / ".join(f"`{v}`" for v in seen)
+
+
+def _claimed() -> set[int]:
+    """The entries that a group naming checker handlers lists (no other group lists them)."""
+    return {id(e) for _, groups in SECTIONS for group in groups if len(group) > 2
+            for e in ENTRIES if (e.namespace, e.form) == group[:2] and e.check in group[2:]}
 
 
 def markdown() -> str:
     """The reference tables, between the markers."""
     lines = [BEGIN, _NOTICE]
     listed: set[int] = set()
+    claimed = _claimed()
     for title, groups in SECTIONS:
         lines += ["", f"### {title}", "", "| name | meaning | CUDA | since |", "|---|---|---|---|"]
-        for namespace, form in groups:
+        for namespace, form, *checks in groups:
             for entry in ENTRIES:
-                if entry.namespace == namespace and entry.form == form:
+                if entry.namespace == namespace and entry.form == form and (
+                        entry.check in checks if checks else id(entry) not in claimed):
                     listed.add(id(entry))
                     doc = entry.doc.replace("|", "\\|")
                     lines.append(f"| {_name(entry)} | {doc} | {_cuda(entry)} | {entry.since} |")

@@ -52,6 +52,7 @@ __all__ = [
 ]
 
 FULL_MASK = 0xFFFFFFFF
+_WORD_TYPES = ("i32", "u32", "i64", "u64", "f32", "f64")  # what match_any / match_all compare
 
 
 class MemoryOrder(enum.Enum):
@@ -291,6 +292,28 @@ _add(Entry("sync_threads", "gpu_native", "statement",
 _add(Entry("sync_warp", "gpu_native", "statement",
            "barrier for the threads of the warp named in `mask`", _params("mask:int=FULL_MASK"),
            check="barrier", cuda="__syncwarp", sim="sync_warp", value="warp"))
+for _name, _op, _result, _doc in (
+        ("sync_threads_count", "count", "i32", "barrier for all threads of the block; the number "
+         "of them whose predicate is true"),
+        ("sync_threads_and", "and", "bool", "barrier for all threads of the block; true when the "
+         "predicate is true in every one of them"),
+        ("sync_threads_or", "or", "bool", "barrier for all threads of the block; true when the "
+         "predicate is true in any of them")):
+    _add(Entry(_name, "gpu_native", "call", _doc, _params("predicate:bool"), _result,
+               "call_barrier_vote", f"__syncthreads_{_op}", "barrier_vote", _op, value="block",
+               since="0.2.0"))
+for _name, _scope, _doc in (
+        ("threadfence", "device", "orders this thread's memory accesses as seen by every thread "
+         "of the device"),
+        ("threadfence_block", "block", "orders this thread's memory accesses as seen by the "
+         "threads of its block"),
+        ("threadfence_system", "system", "orders this thread's memory accesses as seen by the "
+         "device, the host and peer devices")):
+    _add(Entry(_name, "gpu_native", "statement", _doc, check="fence", cuda=f"__{_name}",
+               value=_scope, since="0.2.0",
+               more="A fence is not a barrier: it waits for nobody.  The simulator runs every "
+                    "access in order (sequentially consistent), so a fence changes nothing there "
+                    "and a missing fence cannot be detected."))
 for _name, _lane, _cuda, _doc in (
         ("shfl_down", "delta", "__shfl_down_sync", "`value` from the lane `delta` above this one"),
         ("shfl_up", "delta", "__shfl_up_sync", "`value` from the lane `delta` below this one"),
@@ -311,12 +334,67 @@ _add(Entry("any_sync", "gpu_native", "call", "true when the predicate holds in a
            "__any_sync", "vote"))
 _add(Entry("lane_id", "gpu_native", "call", "this thread's lane in its warp, 0..31",
            result="i32", check="call_lane_id", cuda="gn_lane_id", sim="lane_id"))
+_add(Entry("activemask", "gpu_native", "call", "a `u32` whose bit k is set when lane k of this "
+           "warp executes this call with this thread", result="u32", check="call_activemask",
+           cuda="__activemask", sim="activemask", since="0.2.0",
+           more="The GPU may run the lanes of a divergent warp in smaller groups than the "
+                "simulator (which runs every thread that takes a branch together), so the mask "
+                "can name fewer lanes there; use it as a hint, not to decide who takes part."))
+_add(Entry("match_any", "gpu_native", "call", "a `u32` of the lanes in `mask` whose `value` has "
+           "the same bits as this lane's", _params("value:T mask:int=FULL_MASK"), "u32",
+           "call_match", "__match_any_sync", "match", value=_WORD_TYPES, since="0.2.0"))
+_add(Entry("match_all", "gpu_native", "call", "`mask` when every lane in `mask` has the same bits "
+           "in `value`, else 0", _params("value:T mask:int=FULL_MASK"), "u32", "call_match",
+           "gn_match_all", "match", value=_WORD_TYPES, since="0.2.0",
+           more="CUDA's ``__match_all_sync`` also sets a predicate; it is true exactly when the "
+                "result is nonzero (the calling lane is in its own ``mask``), so gpu_native "
+                "returns the mask alone: test ``match_all(v) != 0``."))
 _add(Entry("FULL_MASK", "gpu_native", "constant", "the mask of all 32 lanes of a warp",
            result="u32", value=FULL_MASK))
+_add(Entry("warp_size", "gpu_native", "constant", "the number of threads of a warp, 32: a "
+           "literal, typed where it is used like any other", value=32, since="0.2.0"))
 _add(Entry("unsafe", "gpu_native", "context",
            "`with unsafe():` allows stores through indices the compiler cannot prove unique",
            more="Races inside an ``unsafe`` block are the programmer's responsibility; bounds "
                 "are still checked."))
+
+# ---- gpu_native: bit manipulation ------------------------------------------------------------
+
+_BIT_TYPES = ("i32", "u32", "i64", "u64")  # the operand types of the bit counts and brev
+_BITS_DOC = "; `x` is an `i32`, `u32`, `i64` or `u64`"
+for _name, _doc, _cuda32, _cuda64, _result in (
+        ("popc", "the number of set bits of `x`", "__popc", "__popcll", "i32"),
+        ("clz", "the number of zero bits above the highest set bit of `x` (its width for 0)",
+         "__clz", "__clzll", "i32"),
+        ("ctz", "the number of zero bits below the lowest set bit of `x` (its width for 0)",
+         "gn_ctz32", "gn_ctz64", "i32"),
+        ("ffs", "the position of the lowest set bit of `x`, counting from 1 (0 for 0)", "__ffs",
+         "__ffsll", "i32"),
+        ("brev", "`x` with its bits in reverse order, of `x`'s type", "__brev", "__brevll", "T")):
+    _add(Entry(_name, "gpu_native", "call", _doc + _BITS_DOC, _params("x:int"), _result,
+               "call_bits", {"i32": _cuda32, "u32": _cuda32, "i64": _cuda64, "u64": _cuda64},
+               {"i32": f"{_name}32", "u32": f"{_name}32", "i64": f"{_name}64",
+                "u64": f"{_name}64"}, value=_BIT_TYPES, since="0.2.0"))
+_add(Entry("byte_perm", "gpu_native", "call", "byte k of the result is byte `(selector >> 4k) & 7` "
+           "of the 8 bytes of `y:x` (x is bytes 0-3)", _params("x:u32 y:u32 selector:u32"),
+           "u32", "call_bits", "gn_byte_perm", "byte_perm", value=("u32",), since="0.2.0",
+           more="The operands are 32-bit integers (``i32`` operands are taken as their bits). "
+                "Bit 3 of each selector nibble is ignored, as CUDA documents ``__byte_perm``."))
+for _name, _doc in (
+        ("funnelshift_l", "the high 32 bits of `hi:lo << (shift & 31)`"),
+        ("funnelshift_lc", "the high 32 bits of `hi:lo << min(shift, 32)`"),
+        ("funnelshift_r", "the low 32 bits of `hi:lo >> (shift & 31)`"),
+        ("funnelshift_rc", "the low 32 bits of `hi:lo >> min(shift, 32)`")):
+    _add(Entry(_name, "gpu_native", "call", _doc, _params("lo:u32 hi:u32 shift:u32"), "u32",
+               "call_bits", f"__{_name}", _name, value=("u32",), since="0.2.0",
+               more="The operands are 32-bit integers (``i32`` operands are taken as their "
+                    "bits)."))
+_add(Entry("bitcast", "gpu_native", "call", "the bits of `x` read as a `dtype` of the same width "
+           "(`bitcast(x, u32)` for an `f32` x)", _params("x:scalar dtype:type"), "dtype",
+           "call_bitcast", "gn_bitcast<{R}>", "bitcast", since="0.2.0",
+           more="Any two scalar types of one width but ``bool_``: ``f32``/``i32``/``u32``, "
+                "``f64``/``i64``/``u64``, ``f16``/``bf16``/``i16``/``u16``, ``i8``/``u8``.  "
+                "Nothing is converted or rounded; NaN payloads are kept."))
 
 # ---- atomics: methods of x.atomic_ref(i) ------------------------------------------------------
 
@@ -450,9 +528,10 @@ ATOMIC_OPS: dict[str, Entry] = {e.op: e for e in ATOMIC_METHODS.values()}
 """The same, by the IR's operation name (``ir.Atomic.op``)."""
 MATH_OPS: dict[str, Entry] = {
     e.ir_name: e for e in ENTRIES
-    if e.namespace in ("math", "builtins") and e.form == "call" and e.cuda is not None}
-"""The operations ``ir.MathCall`` names: the math functions, and ``abs``, ``min``, ``max`` and
-``round`` (as ``rint``)."""
+    if (e.namespace in ("math", "builtins") and e.form == "call" and e.cuda is not None)
+    or e.check in ("call_bits", "call_bitcast")}
+"""The operations ``ir.MathCall`` names: the math functions, ``abs``, ``min``, ``max`` and
+``round`` (as ``rint``), and the bit operations (``popc`` ... ``bitcast``)."""
 AXES: dict[str, int] = {e.name: e.value for e in _index("dim3").values()}
 """``.x .y .z`` → axis."""
 LAYOUT_METHODS: dict[str, Entry] = _index("layout")

@@ -57,7 +57,8 @@ writes plainly) and reports through ``errors.race``:
   (where not every thread of the block can reach ``sync_threads()``), ``sync_warp()`` with the
   mask of the lanes that run it;
 * a plain access racing with another thread's atomic on the same element;
-* ``sync_threads()`` reached by some live threads of a block but not others (divergent barrier);
+* ``sync_threads()`` (or ``sync_threads_count/and/or``, the same barrier) reached by some live
+  threads of a block but not others (divergent barrier);
 * warp intrinsics whose ``mask`` names live threads that do not execute them, a caller missing
   from its own mask, and shuffles that read a lane that is not executing the shuffle.
 
@@ -65,8 +66,9 @@ It cannot reveal:
 
 * races between threads of *different* blocks on global arrays it does not shadow (arrays that
   the kernel only reads, only writes through unique indices, or only updates atomically);
-* memory-ordering bugs: fences and the memory order of atomics are not modelled, every access is
-  sequentially consistent; a correctly fenced hand-off between blocks through plain stores inside
+* memory-ordering bugs: fences (``threadfence()`` and friends run as no-ops) and the memory
+  order of atomics are not modelled, every access is sequentially consistent, so a missing fence
+  goes unnoticed; a correctly fenced hand-off between blocks through plain stores inside
   ``unsafe()`` is reported as a race (use atomics for the hand-off);
 * behaviour that depends on the relative speed of threads: spin locks and waits on a flag that
   another thread of the same launch sets hang in the simulator, because lockstep never lets the
@@ -81,7 +83,9 @@ It cannot reveal:
   Python does; results then differ in the last bits (everything else agreed bit for bit with an
   H200 in ``tests/test_simulator_gpu.py``, and so does this with ``--fmad=false``);
 * ``sync_warp()`` ordering is approximate: any warp barrier in the chunk is taken to order the
-  accesses of threads of one warp.
+  accesses of threads of one warp;
+* code that relies on how the GPU groups the threads of a divergent warp: ``activemask()`` names
+  every thread of the warp that took the same path, where the GPU may report a smaller group.
 
 Set ``GPU_NATIVE_SIM_RACES=0`` to turn the shadow memory off (faster, and nothing is reported).
 """

@@ -31,7 +31,9 @@ from . import machine, ops
 
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z_0-9]*$")
 # The barriers by scope ("block", "warp"), as the IR's Barrier names them.
-_BARRIERS = {e.value: e for e in registry.by_form("statement")}
+_BARRIERS = {e.value: e for e in registry.by_form("statement") if e.check == "barrier"}
+# sync_threads_count / _and / _or by the IR's BarrierVote.op ("count", "and", "or").
+_BARRIER_VOTES = {e.op: e for e in registry.by_form("call") if e.check == "call_barrier_vote"}
 # The syntax nodes that carry a source position (their ``_attributes`` name ``lineno``; 3.12's
 # type parameters too, which the generated source never has).
 _LOCATED = (ast.stmt, ast.expr, ast.excepthandler, ast.arg, ast.keyword, ast.alias, ast.pattern)
@@ -64,7 +66,7 @@ def _contains(node, types) -> bool:
 def is_pure(e: ir.Expr) -> bool:
     """Can ``e`` be evaluated on every lane (no memory access, failure or effect)?"""
     for n in walk(e):
-        if isinstance(n, (ir.Load, ir.Atomic, ir.Call, ir.WarpOp)):
+        if isinstance(n, (ir.Load, ir.Atomic, ir.Call, ir.WarpOp, ir.BarrierVote)):
             return False
         if isinstance(n, ir.BinOp) and n.zero_check is not None:
             return False
@@ -131,8 +133,9 @@ class ProgramBuilder:
         return self.bind("cv", ("cast", src.info.name, dst.info.name),
                          ops.cast_function(src.info, dst.info))
 
-    def math(self, name: str, ty: ir.ScalarType) -> str:
-        return self.bind("f", ("math", name, ty.info.name), ops.math_function(name, ty.info))
+    def math(self, name: str, ty: ir.ScalarType, result: ir.ScalarType) -> str:
+        return self.bind("f", ("math", name, ty.info.name, result.info.name),
+                         ops.math_function(name, ty.info, result.info))
 
     def location(self, span: SourceSpan | None) -> int:
         if span is None:
@@ -438,6 +441,11 @@ class FunctionEmitter:
             mask = self.expr(s.mask, "_gn_m") if s.mask is not None else "0xFFFFFFFF"
             self.line(f"_gn.{op}(_gn_m, {mask}, {loc})", s.span)
 
+    def emit_Fence(self, s: ir.Fence) -> None:
+        # Every access of the simulator is in program order, seen at once by every thread
+        # (sequentially consistent): a fence has nothing to order.
+        self.line("pass", s.span)
+
     def emit_Print(self, s: ir.Print) -> None:
         kinds, items = [], []
         for item in s.items:
@@ -581,7 +589,7 @@ class FunctionEmitter:
     def emit_MathCall(self, e: ir.MathCall, m: str) -> str:
         ty = e.args[0].ty
         assert isinstance(ty, ir.ScalarType)  # math functions take scalars only
-        fn = self.prog.math(e.name, ty)
+        fn = self.prog.math(e.name, ty, e.ty)
         return f"{fn}({', '.join(self.expr(a, m) for a in e.args)})"
 
     def emit_Call(self, e: ir.Call, m: str) -> str:
@@ -602,11 +610,21 @@ class FunctionEmitter:
 
     def emit_WarpOp(self, e: ir.WarpOp, m: str) -> str:
         args = [self.expr(a, m) for a in e.args]
-        mask = self.expr(e.mask, m)
+        mask = self.expr(e.mask, m) if e.mask is not None else "None"
         loc = self.prog.location(e.span)
         t = self.tmp()
-        op = registry.GPU_NATIVE[e.op].sim  # the machine's shfl or vote
-        self.line(f"{t} = _gn.{op}({e.op!r}, {m}, {', '.join(args)}, {mask}, {loc})", e.span)
+        op = registry.GPU_NATIVE[e.op].sim  # the machine's shfl, vote, match or activemask
+        self.line(f"{t} = _gn.{op}({', '.join([repr(e.op), m, *args, mask, str(loc)])})",
+                  e.span)
+        return t
+
+    def emit_BarrierVote(self, e: ir.BarrierVote, m: str) -> str:
+        pred = self.expr(e.predicate, m)
+        loc = self.prog.location(e.span)
+        t = self.tmp()
+        op = _BARRIER_VOTES[e.op]  # the machine's barrier_vote
+        self.line(f"{t} = _gn.{op.sim}({e.op!r}, {op.name + '()'!r}, {m}, {pred}, {loc})",
+                  e.span)
         return t
 
     def emit_Atomic(self, e: ir.Atomic, m: str) -> str:
@@ -636,6 +654,7 @@ _STMT: dict[type, Callable] = {
     ir.Return: FunctionEmitter.emit_Return,
     ir.Assert: FunctionEmitter.emit_Assert,
     ir.Barrier: FunctionEmitter.emit_Barrier,
+    ir.Fence: FunctionEmitter.emit_Fence,
     ir.Print: FunctionEmitter.emit_Print,
     ir.TailExit: FunctionEmitter.emit_TailExit,
 }
@@ -658,6 +677,7 @@ _EXPR: dict[type, Callable] = {
     ir.MathCall: FunctionEmitter.emit_MathCall,
     ir.Call: FunctionEmitter.emit_Call,
     ir.WarpOp: FunctionEmitter.emit_WarpOp,
+    ir.BarrierVote: FunctionEmitter.emit_BarrierVote,
     ir.Atomic: FunctionEmitter.emit_Atomic,
 }
 

@@ -553,8 +553,9 @@ class Chunk:
         return (int(np.bitwise_or.reduce(bits[warp & m], initial=0)),
                 int(np.bitwise_or.reduce(bits[warp & alive], initial=0)))
 
-    def barrier(self, m, loc: int) -> None:
-        """``sync_threads()``: every live thread of a block that runs it must be here."""
+    def barrier(self, m, loc: int, what: str = "sync_threads()") -> None:
+        """``sync_threads()`` (or the barrier ``what``): every live thread of a block that runs
+        it must be here."""
         if m is False:
             return
         self.sync_version += 1
@@ -576,13 +577,35 @@ class Chunk:
             _, other = self.coords(o_lane)
             self.launch.report(
                 ("barrier", loc),
-                f"sync_threads() at {self.launch.program.location(loc)} in block {block} was "
+                f"{what} at {self.launch.program.location(loc)} in block {block} was "
                 f"reached by thread {thread} but not by thread {other}, which has not exited: "
                 "a barrier in divergent code (on the GPU the block hangs or the barrier does "
-                "not synchronise); make every thread of the block reach the same "
-                "sync_threads()")
+                f"not synchronise); make every thread of the block reach the same {what}")
         self.epoch[here > 0] += 1
         self._forget_shared(here > 0)
+
+    def barrier_vote(self, op: str, what: str, m, pred, loc: int):
+        """``sync_threads_count/and/or(pred)``: the barrier, then the count of the block's
+        threads here whose predicate is true (``"count"``), or whether all (``"and"``) or any
+        (``"or"``) of them are."""
+        if m is False:
+            return np.int32(0) if op == "count" else np.bool_(False)
+        self.barrier(m, loc, what)
+        lanes = self.active(m)
+        blk = self._info("blk")[lanes]
+        p = self.full(pred)[lanes].astype(bool)
+        true = np.bincount(blk, weights=p, minlength=self.B)[blk]
+        if op == "count":
+            got = true.astype(np.int32)
+        elif op == "and":
+            got = true == np.bincount(blk, minlength=self.B)[blk]
+        else:
+            got = true > 0
+        if m is None:
+            return got
+        out = np.zeros(self.L, got.dtype)
+        out[lanes] = got
+        return out
 
     def _forget_shared(self, blocks) -> None:
         for sa in self.shared:
@@ -603,6 +626,12 @@ class Chunk:
 
     def vote(self, op: str, m, pred, mask, loc: int):
         return warp.vote(self, op, m, pred, mask, loc)
+
+    def match(self, op: str, m, value, mask, loc: int):
+        return warp.match(self, op, m, value, mask, loc)
+
+    def activemask(self, op: str, m, mask, loc: int):
+        return warp.activemask(self, m)
 
     # ---- print ----
 

@@ -22,6 +22,7 @@ import numpy as np
 
 from ..lang import registry
 from ..lang.types import ScalarInfo
+from . import bits
 
 F16 = np.dtype(np.float16)
 F32 = np.dtype(np.float32)
@@ -434,13 +435,17 @@ lgamma = _via_python(math.lgamma, _lgamma_special)
 tgamma = _via_python(math.gamma, _tgamma_special)
 
 
-def math_function(name: str, info: ScalarInfo) -> Callable:
-    """The lane function for ``MathCall(name)`` on operands of type ``info``: the registry's
-    NumPy function, or the function of this module it names."""
+def math_function(name: str, info: ScalarInfo, result: ScalarInfo | None = None) -> Callable:
+    """The lane function for ``MathCall(name)`` on operands of type ``info`` (with a result of
+    type ``result``): the registry's NumPy function, or the function of this module or of
+    :mod:`.bits` it names; one marked ``takes_types`` (``bitcast``) is called with both types
+    to make it."""
     try:
         fn = registry.spelling(registry.MATH_OPS[name].sim, info)
     except KeyError:
         raise NotImplementedError(f"math.{name} is not supported by the simulator") from None
     if isinstance(fn, str):
-        fn = globals()[fn]
+        fn = globals()[fn] if fn in globals() else getattr(bits, fn)
+    if getattr(fn, "takes_types", False):
+        fn = fn(info, result or info)
     return _ufunc(fn)

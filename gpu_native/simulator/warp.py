@@ -138,3 +138,57 @@ def vote(chunk, op: str, m, pred, mask, loc: int):
     out = np.zeros(chunk.L, got.dtype)
     out[lanes] = got
     return out
+
+
+def _warp_bits(chunk, lanes, which) -> np.ndarray:
+    """Per executing lane, the bits of the lanes of its warp for which ``which`` (a vector over
+    ``lanes``) holds."""
+    nslots = chunk.B * chunk.W
+    wslot = chunk._info("wslot")[lanes]
+    laneid = chunk._info("laneid")[lanes].astype(I64)
+    bits = np.where(which, np.left_shift(np.int64(1), laneid), 0)
+    return np.bincount(wslot, weights=bits, minlength=nslots).astype(I64)[wslot]
+
+
+def activemask(chunk, m):
+    """``activemask()``: the lanes of each warp that execute this call together.  In lockstep
+    that is every thread of the warp under the mask; the GPU may split a divergent warp more."""
+    if m is False:
+        return np.uint32(0)
+    lanes = chunk.active(m)
+    got = _warp_bits(chunk, lanes, np.ones(len(lanes), bool)).astype(np.uint32)
+    if m is None:
+        return got
+    out = np.zeros(chunk.L, np.uint32)
+    out[lanes] = got
+    return out
+
+
+def match(chunk, op: str, m, value, mask, loc: int):
+    """``match_any`` (the lanes in ``mask`` whose value has this lane's bits) and ``match_all``
+    (``mask`` when every lane in it has the same bits, else 0)."""
+    if m is False:
+        return np.uint32(0)
+    lanes = chunk.active(m)
+    check_members(chunk, op + "()", m, mask, loc)
+    v = _vec(chunk, np.asarray(value), lanes)
+    word = np.ascontiguousarray(v).view(np.uint32 if v.itemsize == 4 else np.uint64)
+    mk = _vec(chunk, np.asarray(mask).astype(I64) & 0xFFFFFFFF, lanes)
+    # Group the lanes by (warp, bits): the lanes of a group have one value.
+    wslot = chunk._info("wslot")[lanes].astype(np.uint64)
+    _, group = np.unique(np.stack([wslot, word.astype(np.uint64)], axis=1), axis=0,
+                         return_inverse=True)
+    group = group.reshape(-1)
+    laneid = chunk._info("laneid")[lanes].astype(I64)
+    bits = np.left_shift(np.int64(1), laneid)
+    same = np.bincount(group, weights=bits).astype(I64)[group] & mk
+    if op == "match_any":
+        got = same.astype(np.uint32)
+    else:
+        everyone = _warp_bits(chunk, lanes, np.ones(len(lanes), bool)) & mk
+        got = np.where(same == everyone, mk, 0).astype(np.uint32)
+    if m is None:
+        return got
+    out = np.zeros(chunk.L, np.uint32)
+    out[lanes] = got
+    return out

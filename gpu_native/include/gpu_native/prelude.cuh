@@ -430,4 +430,28 @@ template <typename T> __device__ __forceinline__ void gn_atomic_store(T* p, T v)
     *(volatile T*)p = v;
 }
 
+/* Bit operations CUDA has no intrinsic for, or one whose documented behaviour we pin. */
+__device__ __forceinline__ int gn_ctz32(unsigned int x) { return __clz((int)__brev(x)); }
+__device__ __forceinline__ int gn_ctz64(unsigned long long x) {
+    return __clzll((long long)__brevll(x));
+}
+/* __byte_perm documents selector nibbles of 3 bits; the hardware's prmt reads a 4th (sign
+   replication), so it is cleared: byte_perm computes the documented function on every backend. */
+__device__ __forceinline__ unsigned int gn_byte_perm(unsigned int x, unsigned int y,
+                                                     unsigned int s) {
+    return __byte_perm(x, y, s & 0x7777u);
+}
+/* bitcast(x, R): the bits of x as an R of the same size (memcpy is how C++ spells it safely). */
+template <typename R, typename T> __device__ __forceinline__ R gn_bitcast(T x) {
+    static_assert(sizeof(R) == sizeof(T), "bitcast between types of different sizes");
+    R r;
+    memcpy(&r, &x, sizeof(R));
+    return r;
+}
+/* __match_all_sync's predicate is true exactly when its result is nonzero: only the mask. */
+template <typename T> __device__ __forceinline__ unsigned int gn_match_all(unsigned int mask, T v) {
+    int all;
+    return __match_all_sync(mask, v, &all);
+}
+
 #endif /* GPU_NATIVE_PRELUDE_CUH */
