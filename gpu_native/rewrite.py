@@ -83,7 +83,8 @@ def _traits(kernel: ir.Kernel) -> Trait:
     t = kernel.traits
     traits = Trait(0)
     for flag in (Trait.UID_ONLY, Trait.USES_BARRIERS, Trait.USES_SHARED,
-                 Trait.USES_DYNAMIC_SHARED, Trait.USES_WARP, Trait.USES_HALF, Trait.USES_PRINT):
+                 Trait.USES_DYNAMIC_SHARED, Trait.USES_WARP, Trait.USES_HALF, Trait.USES_PRINT,
+                 Trait.USES_GRID_SYNC):
         if getattr(t, flag.name.lower()):
             traits |= flag
     if t.uid_only and vector_plan(kernel) is not None:
@@ -177,7 +178,7 @@ def transpile_module(source: str, path: str, module_name: str | None = None,
                 sites=_sites(k, files), traits=_traits(k),
                 launch_checks=_launch_checks(k, files), ir=encoded))
         options = KernelOptions(ck.options.bounds_check, ck.options.fastmath,
-                                ck.options.max_registers)
+                                ck.options.max_registers, ck.options.cooperative)
         kernels.append(KernelSpec(
             name=ck.fn.name, module=scan.module_name, file=path, line=ck.fn.first_line,
             ndim=ck.ndim,

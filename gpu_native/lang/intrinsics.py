@@ -23,6 +23,7 @@ __all__ = [
     "all_sync",
     "any_sync",
     "ballot",
+    "grid_sync",
     "lane_id",
     "local_array",
     "shared_array",
@@ -65,6 +66,11 @@ def sync_threads() -> None:
 @_intrinsic
 def sync_warp(mask: int = FULL_MASK) -> None:
     _device_only("sync_warp()")
+
+
+@_intrinsic
+def grid_sync() -> None:
+    _device_only("grid_sync()")
 
 
 @_intrinsic

@@ -291,6 +291,16 @@ _add(Entry("sync_threads", "gpu_native", "statement",
 _add(Entry("sync_warp", "gpu_native", "statement",
            "barrier for the threads of the warp named in `mask`", _params("mask:int=FULL_MASK"),
            check="barrier", cuda="__syncwarp", sim="sync_warp", value="warp"))
+_add(Entry("grid_sync", "gpu_native", "statement",
+           "barrier for every thread of the grid; only in `cooperative=True` kernels",
+           check="barrier", cuda="cooperative_groups::this_grid().sync", sim="grid_barrier",
+           value="grid", since="0.1.0",
+           more="``@gpu_kernel(Kernel1D, cooperative=True)`` kernels are launched with "
+                "``cuLaunchCooperativeKernel``, every block resident at once (a larger grid is "
+                "refused at launch); ``grid_sync()`` is CUDA's "
+                "``cooperative_groups::this_grid().sync()``.  Every thread of the grid must "
+                "reach it: a thread that returned earlier (or stopped at a failed check) leaves "
+                "the others waiting on the GPU, which the simulator reports."))
 for _name, _lane, _cuda, _doc in (
         ("shfl_down", "delta", "__shfl_down_sync", "`value` from the lane `delta` above this one"),
         ("shfl_up", "delta", "__shfl_up_sync", "`value` from the lane `delta` below this one"),
