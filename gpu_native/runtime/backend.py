@@ -57,7 +57,11 @@ class Backend:
     # kernels
     def load(self, kernel, variant, ordinal: int, symbol: str | None = None) -> object: ...
     def launch(self, fn, gx, gy, gz, bx, by, bz, shmem, stream, params, extra): ...
+    def launch_cooperative(self, fn, gx, gy, gz, bx, by, bz, shmem, stream, params, extra): ...
     def error_for(self, err) -> Exception: ...
+    # occupancy (for kernel.forall and cooperative launches)
+    def max_block_size(self, fn, shared_mem_bytes: int) -> int: ...
+    def max_active_blocks(self, fn, threads: int, shared_mem_bytes: int) -> int: ...
 
 
 class CudaBackend(Backend):
@@ -327,6 +331,31 @@ class CudaBackend(Backend):
         drv = self.drv
         attr = drv.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
         D.check(drv.cuFuncSetAttribute(fn, attr, nbytes), "raising the dynamic shared memory limit")
+
+    def launch_cooperative(self, fn, gx, gy, gz, bx, by, bz, shmem, stream, params, extra):
+        """``cuLaunchCooperativeKernel`` with ``cuLaunchKernel``'s signature (it takes no
+        ``extra``), so that a launcher calls either the same way."""
+        return self.drv.cuLaunchCooperativeKernel(fn, gx, gy, gz, bx, by, bz, shmem, stream,
+                                                  params)
+
+    def max_block_size(self, fn, shared_mem_bytes: int) -> int:
+        """The block size with the most resident threads per multiprocessor
+        (``cuOccupancyMaxPotentialBlockSize``, with ``shared_mem_bytes`` of dynamic shared
+        memory per block)."""
+        _, block = D.check(self.drv.cuOccupancyMaxPotentialBlockSize(fn, None, shared_mem_bytes,
+                                                                     0),
+                           "cuOccupancyMaxPotentialBlockSize")
+        return int(block)
+
+    def max_active_blocks(self, fn, threads: int, shared_mem_bytes: int) -> int:
+        """How many blocks of ``threads`` threads fit on one multiprocessor at once
+        (``cuOccupancyMaxActiveBlocksPerMultiprocessor``)."""
+        return int(D.check(self.drv.cuOccupancyMaxActiveBlocksPerMultiprocessor(
+            fn, threads, shared_mem_bytes), "cuOccupancyMaxActiveBlocksPerMultiprocessor"))
+
+    def cooperative_supported(self, ordinal: int) -> bool:
+        """Whether the device can launch cooperative kernels (``COOPERATIVE_LAUNCH``)."""
+        return bool(D.attribute(ordinal, "COOPERATIVE_LAUNCH"))
 
     def allocation_range(self, ptr: int) -> tuple[int, int] | None:
         """The (base, size) of the device allocation holding ``ptr``, or None."""
