@@ -5,7 +5,11 @@ A :class:`Kernel` is built from the *spec* the transpiler embedded in the rewrit
 ``kernel.launch(grid, block, shared_mem_bytes, stream)`` checks the launch shape against the
 kernel and the device, loads (and if needed compiles) the kernel for the current device, and
 returns the launcher for that configuration, cached: a repeated launch costs one dictionary
-lookup before the launcher's own argument checks.
+lookup before the launcher's own argument checks.  ``kernel[grid, block, stream, shmem]``
+(Numba's spelling) and ``kernel.forall(shape)`` (sized by the occupancy API, see
+:mod:`.sizing`) return the same launchers, cached the same way.  Cooperative kernels launch
+through the backend's ``launch_cooperative`` (``cuLaunchCooperativeKernel``) after a check that
+their grid can be resident at once.
 """
 
 from __future__ import annotations
@@ -112,8 +116,9 @@ class Variant:
 class Kernel:
     """A compiled-on-demand GPU kernel.
 
-    Launch with ``kernel.launch(grid, block, shared_mem_bytes, stream)(*args)``.  ``expand`` shows
-    the launcher and the CUDA C++ this object was built from.
+    Launch with ``kernel.launch(grid, block, shared_mem_bytes, stream)(*args)``,
+    ``kernel[grid, block, stream, shared_mem_bytes](*args)`` or ``kernel.forall(shape)(*args)``.
+    ``expand`` shows the launcher and the CUDA C++ this object was built from.
     """
 
     def __init__(self, spec: KernelSpec | tuple, factory):
@@ -375,16 +380,8 @@ class Kernel:
         device = getattr(_tls, "device", None)
         if device is None:
             device = bind_thread()
-        backend = B.select()
-        threads = sizing.occupancy_block_size(self, variant, backend, device,
-                                              int(shared_mem_bytes))
-        grid, block = sizing.forall_config(extents, threads)
-        if self.options.cooperative:
-            fn = self._function(variant, backend, device)
-            limit = sizing.cooperative_limit(backend, fn, device, math.prod(block),
-                                             int(shared_mem_bytes))[0]
-            rest = math.prod(grid[1:])
-            grid = (max(1, min(grid[0], limit // max(1, rest))), *grid[1:])
+        grid, block = sizing.forall_grid(self, variant, B.select(), device, extents,
+                                         int(shared_mem_bytes))
         return self.launch(grid, block, shared_mem_bytes, stream)
 
     def _function(self, variant: Variant, backend, device: int, symbol: str | None = None):

@@ -17,7 +17,7 @@ from ..errors import LaunchError
 from .streams import DEFAULT_STREAM
 
 __all__ = ["SIM_BLOCK_SIZE", "block_shape", "check_cooperative", "cooperative_limit",
-           "forall_config", "forall_shape", "item_config", "occupancy_block_size"]
+           "forall_config", "forall_grid", "forall_shape", "item_config", "occupancy_block_size"]
 
 # The simulator has no occupancy to measure: forall gives every kernel this many threads a block.
 SIM_BLOCK_SIZE = 256
@@ -85,6 +85,20 @@ def forall_config(extents: tuple[int, ...], threads: int) -> tuple[tuple, tuple]
     block = block_shape(threads, extents)
     xyz = tuple(reversed(extents))
     grid = tuple(-(-n // b) for n, b in zip(xyz, block))
+    return grid, block
+
+
+def forall_grid(kernel, variant, backend, device: int, extents: tuple[int, ...],
+                shared_mem_bytes: int) -> tuple[tuple, tuple]:
+    """``(grid, block)`` of ``kernel.forall(shape)`` for one variant on one device; a
+    cooperative kernel's grid is capped at the blocks that fit on the device at once."""
+    threads = occupancy_block_size(kernel, variant, backend, device, shared_mem_bytes)
+    grid, block = forall_config(extents, threads)
+    if kernel.options.cooperative:
+        fn = kernel._function(variant, backend, device)
+        limit = cooperative_limit(backend, fn, device, math.prod(block), shared_mem_bytes)[0]
+        rest = math.prod(grid[1:])
+        grid = (max(1, min(grid[0], limit // max(1, rest))), *grid[1:])
     return grid, block
 
 
