@@ -212,9 +212,18 @@ class Kernel:
         backend = B.select()
         b = self._dims(block, "block")
         variant = next(iter(self.variants.values()))
-        fn = self._function(variant, backend, device)
-        return sizing.cooperative_limit(backend, fn, device, b[0] * b[1] * b[2],
-                                        int(shared_mem_bytes))[0]
+        return min(sizing.cooperative_limit(backend, fn, device, b[0] * b[1] * b[2],
+                                            int(shared_mem_bytes))[0]
+                   for fn in self._entry_functions(variant, backend, device))
+
+    def _entry_functions(self, variant: Variant, backend, device: int) -> list:
+        """The entry points a launch of ``variant`` may run: the kernel, and on the GPU its
+        32-bit index entry point (whose registers, and so occupancy, may differ)."""
+        fns = [self._function(variant, backend, device)]
+        if Trait.INDEX32 in variant.traits and backend.name == "cuda" and INDEX32:
+            fns.append(self._function(variant, backend, device,
+                                      variant.symbol + abi.INDEX32_SUFFIX))
+        return fns
 
     def __call__(self, *args, **kwargs):
         raise TypeError(
@@ -445,9 +454,10 @@ class _Config:
             fn = k._function(variant, self.backend, self.device, symbol)
             self.check_function(fn, variant)
             index32 = symbol is not None
-            if cooperative:
-                sizing.check_cooperative(k.__name__, self.backend, fn, self.device, grid, block,
-                                         self.shared_mem_bytes)
+            if cooperative:  # for either entry point: an array too large runs the main one
+                sizing.check_cooperative(k.__name__, self.backend,
+                                         k._entry_functions(variant, self.backend, self.device),
+                                         self.device, grid, block, self.shared_mem_bytes)
         context = LaunchContext(self, variant, fn, grid, block, trailing, index32)
         launcher = k._factory(context)
         launcher.__qualname__ = k.__name__

@@ -95,8 +95,8 @@ def forall_grid(kernel, variant, backend, device: int, extents: tuple[int, ...],
     threads = occupancy_block_size(kernel, variant, backend, device, shared_mem_bytes)
     grid, block = forall_config(extents, threads)
     if kernel.options.cooperative:
-        fn = kernel._function(variant, backend, device)
-        limit = cooperative_limit(backend, fn, device, math.prod(block), shared_mem_bytes)[0]
+        limit = min(cooperative_limit(backend, fn, device, math.prod(block), shared_mem_bytes)[0]
+                    for fn in kernel._entry_functions(variant, backend, device))
         rest = math.prod(grid[1:])
         grid = (max(1, min(grid[0], limit // max(1, rest))), *grid[1:])
     return grid, block
@@ -128,16 +128,18 @@ def cooperative_limit(backend, fn, device: int, threads: int, shared_mem_bytes: 
     return per_sm * sms, per_sm, sms
 
 
-def check_cooperative(name: str, backend, fn, device: int, grid, block,
+def check_cooperative(name: str, backend, fns: list, device: int, grid, block,
                       shared_mem_bytes: int) -> None:
-    """Refuse a cooperative launch whose blocks cannot all be resident at once (its grid-wide
-    barrier would wait forever for blocks that never start)."""
+    """Refuse a cooperative launch whose blocks cannot all be resident at once, for any of the
+    entry points ``fns`` it may run (its grid-wide barrier would wait forever for blocks that
+    never start)."""
     if hasattr(backend, "cooperative_supported") and not backend.cooperative_supported(device):
         raise LaunchError(f"{name} is a cooperative kernel, but device {device} cannot launch "
                           "cooperative kernels (CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH is 0)")
     threads = math.prod(block)
     blocks = math.prod(grid)
-    limit, per_sm, sms = cooperative_limit(backend, fn, device, threads, shared_mem_bytes)
+    limit, per_sm, sms = min(cooperative_limit(backend, fn, device, threads, shared_mem_bytes)
+                             for fn in fns)
     if blocks > limit:
         raise LaunchError(
             f"{name} is a cooperative kernel, and its grid of {blocks} blocks cannot all be "
