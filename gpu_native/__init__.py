@@ -51,6 +51,7 @@ from .lang.intrinsics import funnelshift_l as funnelshift_l
 from .lang.intrinsics import funnelshift_lc as funnelshift_lc
 from .lang.intrinsics import funnelshift_r as funnelshift_r
 from .lang.intrinsics import funnelshift_rc as funnelshift_rc
+from .lang.intrinsics import grid_sync as grid_sync
 from .lang.intrinsics import lane_id as lane_id
 from .lang.intrinsics import local_array as local_array
 from .lang.intrinsics import match_all as match_all
@@ -144,7 +145,7 @@ __all__ = [
     "TranspileError", "UniqueId", "activemask", "all_sync", "any_sync", "backend", "ballot",
     "bf16", "bitcast", "block_dim", "block_idx", "bool_", "brev", "byte_perm", "clz", "copy",
     "ctz", "empty", "f16", "f32", "f64", "ffs", "funnelshift_l", "funnelshift_lc", "funnelshift_r",
-    "funnelshift_rc", "gpu_device", "gpu_kernel", "grid_dim", "i8", "i16", "i32", "i64", "lane_id",
+    "funnelshift_rc", "gpu_device", "gpu_kernel", "grid_dim", "grid_sync", "i8", "i16", "i32", "i64", "lane_id",
     "local_array", "match_all", "match_any", "popc", "shared_array", "shfl_down", "shfl_idx",
     "shfl_up", "shfl_xor", "sync_threads", "sync_threads_and", "sync_threads_count",
     "sync_threads_or", "sync_warp", "synchronize", "thread_idx", "threadfence",

@@ -53,6 +53,7 @@ class BuildRequest:
     fastmath: bool = False
     max_registers: int | None = None
     uses_half: bool = False
+    uses_grid_sync: bool = False
     label: str = ""
     module: str = ""
     module_file: str | None = None
@@ -70,5 +71,6 @@ class BuildRequest:
             source=variant.cuda, symbol=variant.symbol, arch=arch,
             fastmath=bool(options.fastmath), max_registers=options.max_registers,
             uses_half=Trait.USES_HALF in variant.traits,
+            uses_grid_sync=Trait.USES_GRID_SYNC in variant.traits,
             label=kernel_label(spec.module, spec.name, variant.types),
             module=spec.module, module_file=module_file, driver_version=driver_version)

@@ -33,7 +33,8 @@ _rewrite_lock = threading.Lock()
 
 
 def gpu_kernel(kind: type, *, bounds_check: bool = True, fastmath: bool = False,
-               max_registers: int | None = None, specializations: Any = None,
+               max_registers: int | None = None, cooperative: bool = False,
+               specializations: Any = None,
                _spec: tuple | None = None) -> Callable[[Callable[..., Any]], Kernel]:
     """Mark a function as a GPU kernel: ``@gpu_kernel(Kernel1D)``.
 
@@ -48,6 +49,10 @@ def gpu_kernel(kind: type, *, bounds_check: bool = True, fastmath: bool = False,
         Compile with ``--use_fast_math``.
     max_registers
         Cap registers per thread (``--maxrregcount``).
+    cooperative
+        Launch with ``cuLaunchCooperativeKernel``: every block of the grid is resident at once,
+        so the kernel may call ``grid_sync()``, a barrier for every thread of the grid.  A grid
+        larger than the device can hold at once is refused at launch (``LaunchError``).
     specializations
         For generic kernels (``TypeVar`` parameters): the specialisations to build, e.g.
         ``[f32, f64]``; by default every combination of the TypeVars' types.

@@ -175,7 +175,8 @@ def _summary(spec: KernelSpec, last_line: int) -> list[str]:
                   "prints the module as imported, with the full spec).", "# "),
            *_wrap(f"#   Kernel{spec.ndim}D {head}", "#       "),
            f"#   options: bounds_check={spec.options.bounds_check}, "
-           f"fastmath={spec.options.fastmath}, max_registers={spec.options.max_registers}"]
+           f"fastmath={spec.options.fastmath}, max_registers={spec.options.max_registers}"
+           + (", cooperative=True" if spec.options.cooperative else "")]
     if spec.typevars:
         out.append(f"#   TypeVars: {', '.join(spec.typevars)}")
     for v in spec.variants:

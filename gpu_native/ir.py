@@ -436,7 +436,8 @@ class Assert(Stmt):
 
 @node
 class Barrier(Stmt):
-    """``sync_threads()`` (``scope="block"``) or ``sync_warp(mask)`` (``scope="warp"``)."""
+    """``sync_threads()`` (``scope="block"``), ``sync_warp(mask)`` (``scope="warp"``) or
+    ``grid_sync()`` (``scope="grid"``, cooperative kernels only)."""
 
     scope: str
     mask: Expr | None = None
@@ -546,6 +547,7 @@ class KernelOptions:
     bounds_check: bool = True
     fastmath: bool = False
     max_registers: int | None = None
+    cooperative: bool = False
 
 
 @node
@@ -564,6 +566,7 @@ class KernelTraits:
     uses_warp: bool = False
     uses_half: bool = False
     uses_print: bool = False
+    uses_grid_sync: bool = False
 
 
 @node(eq=False, frozen=False)

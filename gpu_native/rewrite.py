@@ -82,7 +82,7 @@ def _traits(kernel: ir.Kernel) -> Trait:
     t = kernel.traits
     traits = Trait(0)
     for name in ("uid_only", "uses_barriers", "uses_shared", "uses_dynamic_shared", "uses_warp",
-                 "uses_half", "uses_print"):
+                 "uses_half", "uses_print", "uses_grid_sync"):
         if getattr(t, name):
             traits |= Trait[name.upper()]
     if t.uid_only and vector_plan(kernel) is not None:
@@ -176,7 +176,7 @@ def transpile_module(source: str, path: str, module_name: str | None = None,
                 sites=_sites(k, files), traits=_traits(k),
                 launch_checks=_launch_checks(k, files), ir=encoded))
         options = KernelOptions(ck.options.bounds_check, ck.options.fastmath,
-                                ck.options.max_registers)
+                                ck.options.max_registers, ck.options.cooperative)
         kernels.append(KernelSpec(
             name=ck.fn.name, module=scan.module_name, file=path, line=ck.fn.first_line,
             ndim=ck.ndim,

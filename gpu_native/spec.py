@@ -39,10 +39,11 @@ __all__ = [
 ]
 
 # The layout of the spec literal and the protocol of the launcher factory with the runtime
-# (``LaunchContext.fast_path``): 4, sites and launch checks name their file (3: typed records,
+# (``LaunchContext.fast_path``): 5, the options hold ``cooperative``; 4, sites and launch checks
+# name their file (3: typed records,
 # a FastPath record and the arrays' launch attributes; 2: a dict literal, a positional tuple
 # from fast_path).
-SCHEMA = 4
+SCHEMA = 5
 # The first element of every spec literal: anything else is not a spec (a foreign ``_spec=``).
 _TAG = "gpu_native.KernelSpec"
 
@@ -64,6 +65,8 @@ class Trait(enum.Flag):
     #: Includes the CUDA half-precision headers (a compile option: part of the cache key).
     USES_HALF = enum.auto()
     USES_PRINT = enum.auto()
+    #: Calls ``grid_sync()``: includes ``<cooperative_groups.h>`` (a compile option, as USES_HALF).
+    USES_GRID_SYNC = enum.auto()
 
     @classmethod
     def from_names(cls, names: tuple[str, ...]) -> Trait:
@@ -165,6 +168,9 @@ class KernelOptions:
     bounds_check: bool = True
     fastmath: bool = False
     max_registers: int | None = None
+    #: Launched with ``cuLaunchCooperativeKernel``, every block resident at once: the kernel may
+    #: call ``grid_sync()``.
+    cooperative: bool = False
 
 
 @node
@@ -372,7 +378,7 @@ def _read_param(value) -> Param:
 def _read_kernel(literal: tuple) -> KernelSpec:
     (_, _, _, name, module, file, line, ndim, params, typevars, options, variants,
      files) = _tuple(literal, "the spec", 13)
-    bounds_check, fastmath, max_registers = _tuple(options, "the options", 3)
+    bounds_check, fastmath, max_registers, cooperative = _tuple(options, "the options", 4)
     files = _strings(files, "the files")
     return KernelSpec(
         _check(name, str, "the name"), _check(module, str, "the module"),
@@ -381,7 +387,8 @@ def _read_kernel(literal: tuple) -> KernelSpec:
         _strings(typevars, "the TypeVars"),
         KernelOptions(_check(bounds_check, bool, "bounds_check"),
                       _check(fastmath, bool, "fastmath"),
-                      _optional_int(max_registers, "max_registers")),
+                      _optional_int(max_registers, "max_registers"),
+                      _check(cooperative, bool, "cooperative")),
         tuple(_read_variant(v, 1 + len(files)) for v in _tuple(variants, "the variants")),
         files)
 

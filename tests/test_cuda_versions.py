@@ -277,7 +277,7 @@ class TestPackaging:
         base = self._by_name(project["dependencies"])
         assert "cuda-python" not in base and "cuda-core" not in base
         assert {"cuda-bindings", "cuda-pathfinder", "cuda-toolkit"} <= set(base)
-        assert base["cuda-toolkit"].extras == {"nvrtc", "cudart"}
+        assert base["cuda-toolkit"].extras == {"nvrtc", "cudart", "cccl"}
 
     def test_one_extra_per_supported_major_pins_bindings_and_toolkit_alike(self, project):
         extras = project["optional-dependencies"]
@@ -287,7 +287,7 @@ class TestPackaging:
         for major in majors:
             pins = self._by_name(extras[f"cu{major}"])
             assert set(pins) == {"cuda-bindings", "cuda-toolkit"}, pins
-            assert pins["cuda-toolkit"].extras == {"nvrtc", "cudart"}
+            assert pins["cuda-toolkit"].extras == {"nvrtc", "cudart", "cccl"}
             for name in ("cuda-bindings", "cuda-toolkit"):
                 spec = pins[name].specifier
                 inside = [f"{major}.{m}.{p}" for m in (0, 4, 9) for p in (0, 2)]

@@ -46,7 +46,7 @@ def _digest(document: dict) -> str:
 
 def compile_options(request: BuildRequest) -> dict:
     """The options that change the machine code, as they enter the key."""
-    return {
+    options = {
         "fastmath": bool(request.fastmath),
         "max_registers": request.max_registers,
         "uses_half": bool(request.uses_half),
@@ -54,6 +54,9 @@ def compile_options(request: BuildRequest) -> dict:
         "lineinfo": True,
         "std": "c++17",
     }
+    if request.uses_grid_sync:  # only where set: every other kernel keeps its key
+        options["uses_grid_sync"] = True
+    return options
 
 
 def artifact_id(request: BuildRequest) -> str:

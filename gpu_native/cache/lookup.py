@@ -75,7 +75,7 @@ _unloadable_warned: set[str] = set()
 
 def _memory_key(request: BuildRequest) -> tuple:
     return (request.source, request.symbol, request.arch, bool(request.fastmath),
-            request.max_registers, bool(request.uses_half))
+            request.max_registers, bool(request.uses_half), bool(request.uses_grid_sync))
 
 
 def clear_memory_cache() -> None:

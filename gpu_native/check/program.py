@@ -21,7 +21,7 @@ from .scope import ModuleLocator, Resolver, registry_entry
 from .uncalled import check_uncalled
 
 MAX_SPECIALIZATIONS = 64
-KERNEL_OPTIONS = ("bounds_check", "fastmath", "max_registers", "specializations")
+KERNEL_OPTIONS = ("bounds_check", "fastmath", "max_registers", "cooperative", "specializations")
 
 
 @node(frozen=False)
@@ -90,7 +90,7 @@ class Program:
                 specs = kw.value
                 continue
             v = kw.value
-            if kw.name in ("bounds_check", "fastmath"):
+            if kw.name in ("bounds_check", "fastmath", "cooperative"):
                 value = self._const(v)
                 if not isinstance(value, bool):
                     raise TranspileError(f"{kw.name} must be True or False", v.span)

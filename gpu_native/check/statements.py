@@ -109,11 +109,16 @@ class StatementChecker(CheckerBase):
 
     def barrier(self, name: str, call: S.Call) -> ir.Stmt:
         entry = R.GPU_NATIVE[name]
-        if entry.value == "block":
+        if entry.value in ("block", "grid"):
             if call.args or call.keywords:
                 raise self.error(f"{name}() takes no arguments", call.span)
-            self.traits.note_barrier("block")
-            return ir.Barrier(call.span, "block")
+            if entry.value == "grid" and not self.ctx.options.cooperative:
+                raise self.error(
+                    f"{name}() is a barrier for the whole grid, which only a cooperative kernel "
+                    "has (every block resident at once); declare the kernel with "
+                    "@gpu_kernel(..., cooperative=True)", call.span)
+            self.traits.note_barrier(entry.value)
+            return ir.Barrier(call.span, entry.value)
         got = self.args(call, entry.param_names, entry.required, f"{name}()")
         self.traits.note_barrier("warp")
         return ir.Barrier(call.span, "warp", self.mask_arg(got, call.span))

@@ -21,6 +21,7 @@ class TraitNotes:
     uses_dynamic_shared: bool = False
     uses_warp: bool = False
     uses_print: bool = False
+    uses_grid_sync: bool = False
 
     def note_special(self, name: str) -> None:
         """``thread_idx`` and the like, a warp operation (``"warp"``) or ``lane_id``."""
@@ -33,7 +34,10 @@ class TraitNotes:
             self.uid_only = False
 
     def note_barrier(self, scope: str) -> None:
-        if scope == "block":
+        if scope == "grid":
+            # A barrier of every thread: none may leave early at the grid tail either.
+            self.uses_barriers = self.uses_grid_sync = True
+        elif scope == "block":
             self.uses_barriers = True
         else:
             self.uses_warp = True
@@ -52,6 +56,7 @@ class TraitNotes:
         self.uses_barriers = self.uses_barriers or callee.uses_barriers
         self.uses_warp = self.uses_warp or callee.uses_warp
         self.uses_print = self.uses_print or callee.uses_print
+        self.uses_grid_sync = self.uses_grid_sync or callee.uses_grid_sync
         self.uses_shared = self.uses_shared or callee.uses_shared
         self.uid_only = self.uid_only and callee.uid_only
 
@@ -69,6 +74,7 @@ def kernel_traits(notes: TraitNotes, ndim: int, parts: tuple,
         uses_warp=notes.uses_warp,
         uses_half=uses_half(parts) or any(uses_half(d) for d in device_functions),
         uses_print=notes.uses_print,
+        uses_grid_sync=notes.uses_grid_sync,
     )
 
 

@@ -81,7 +81,9 @@ def _check_binding(program: Program, fn: S.FunctionDef, binding: dict[str, ir.Sc
         full = dict(binding)
         full.update({tv: ir.scalar(free_type) for tv in free} if free_type else {})
         for ndim in (1, 2, 3):
-            kctx = KernelContext(program, ndim, ir.KernelOptions())
+            # As if called from a cooperative kernel: grid_sync() is checked where a kernel
+            # calls the function (refused in kernels that are not cooperative).
+            kctx = KernelContext(program, ndim, ir.KernelOptions(cooperative=True))
             key = (program.scan.path, fn.name, tuple(sorted((k, v.name) for k, v in full.items())))
             kctx.stack.append(key)  # a call back into fn is recursion, as from a kernel
             try:

@@ -177,6 +177,26 @@ def half_include_dir() -> str:
     return directory
 
 
+@functools.lru_cache(maxsize=1)
+def cccl_include_dir() -> str:
+    """The directory holding ``nv/target`` (CCCL, from the ``nvidia-cuda-cccl`` wheel or the
+    CUDA toolkit), which ``<cooperative_groups.h>`` includes; NVRTC provides it only for the
+    half-precision headers."""
+    directory = None
+    try:
+        from cuda.pathfinder import find_nvidia_header_directory
+
+        directory = find_nvidia_header_directory("cccl")
+    except Exception:
+        directory = None
+    if not directory:
+        raise CompileError("a kernel calls grid_sync(), which needs <cooperative_groups.h> and the "
+                           "CCCL headers it includes, but the CCCL headers were not found; "
+                           "install them with `pip install 'cuda-toolkit[cccl]'` (the "
+                           "nvidia-cuda-cccl wheel)")
+    return directory
+
+
 def _version_text() -> str:
     major, minor = nvrtc_version()
     return f"{major}.{minor}"
@@ -199,8 +219,10 @@ def nvrtc_options(request: BuildRequest, target: str) -> list[str]:
         options.append("--use_fast_math")
     if request.max_registers is not None:
         options.append(f"--maxrregcount={int(request.max_registers)}")
-    if request.uses_half:
+    if request.uses_half or request.uses_grid_sync:
         options.append(f"-I{half_include_dir()}")
+    if request.uses_grid_sync:
+        options.append(f"-I{cccl_include_dir()}")
     return options
 
 

@@ -20,10 +20,10 @@ from ..locate import display_file as display_name
 from ..nodes import fields, is_node
 from .cnames import cname, extent_name
 from .entry_points import ENTRY_POINTS
-from .prelude import HALF_INCLUDES, PRELUDE_INCLUDE
+from .prelude import GRID_SYNC_INCLUDES, HALF_INCLUDES, PRELUDE_INCLUDE
 
 _XYZ = "xyz"
-# The barriers by scope ("block", "warp"), as the IR's Barrier names them.
+# The barriers by scope ("block", "warp", "grid"), as the IR's Barrier names them.
 _BARRIERS = {e.value: e for e in R.by_form("statement") if e.check == "barrier"}
 # The fences by scope ("device", "block", "system"), as the IR's Fence names them.
 _FENCES = {e.value: e for e in R.by_form("statement") if e.check == "fence"}
@@ -267,6 +267,8 @@ class CudaEmitter:
         ]
         if k.traits.uses_half:
             out.append(HALF_INCLUDES.rstrip("\n"))
+        if k.traits.uses_grid_sync:
+            out.append(GRID_SYNC_INCLUDES.rstrip("\n"))
         out.append(PRELUDE_INCLUDE)
         for fn in k.device_functions:
             out.append(self.device_function(fn))
@@ -489,7 +491,7 @@ class CudaEmitter:
 
     def emit_Barrier(self, s: ir.Barrier) -> None:
         fn = _BARRIERS[s.scope].cuda
-        if s.scope == "block":
+        if s.scope != "warp":
             self.line(f"{fn}();")
         else:
             self.line(f"{fn}({self.expr(s.mask) if s.mask is not None else '0xffffffffu'});")

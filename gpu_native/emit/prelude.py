@@ -16,3 +16,7 @@ from ..headers import PRELUDE
 PRELUDE_INCLUDE = f'#include "{PRELUDE}"'
 
 HALF_INCLUDES = "#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n"
+
+# grid_sync() is CUDA's own grid barrier (no -rdc needed since CUDA 11); the header comes from the
+# CUDA runtime wheel, the CCCL headers it includes from the CCCL wheel (see compiler.nvrtc).
+GRID_SYNC_INCLUDES = "#include <cooperative_groups.h>\n"

@@ -34,6 +34,7 @@ __all__ = [
     "funnelshift_lc",
     "funnelshift_r",
     "funnelshift_rc",
+    "grid_sync",
     "lane_id",
     "local_array",
     "match_all",
@@ -119,6 +120,11 @@ def threadfence_block() -> None:
 @_intrinsic
 def threadfence_system() -> None:
     _device_only("threadfence_system()")
+
+
+@_intrinsic
+def grid_sync() -> None:
+    _device_only("grid_sync()")
 
 
 @_intrinsic

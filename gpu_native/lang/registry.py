@@ -314,6 +314,16 @@ for _name, _scope, _doc in (
                more="A fence is not a barrier: it waits for nobody.  The simulator runs every "
                     "access in order (sequentially consistent), so a fence changes nothing there "
                     "and a missing fence cannot be detected."))
+_add(Entry("grid_sync", "gpu_native", "statement",
+           "barrier for every thread of the grid; only in `cooperative=True` kernels",
+           check="barrier", cuda="cooperative_groups::this_grid().sync", sim="grid_barrier",
+           value="grid", since="0.2.0",
+           more="``@gpu_kernel(Kernel1D, cooperative=True)`` kernels are launched with "
+                "``cuLaunchCooperativeKernel``, every block resident at once (a larger grid is "
+                "refused at launch); ``grid_sync()`` is CUDA's "
+                "``cooperative_groups::this_grid().sync()``.  Every thread of the grid must "
+                "reach it: a thread that returned earlier (or stopped at a failed check) leaves "
+                "the others waiting on the GPU, which the simulator reports."))
 for _name, _lane, _cuda, _doc in (
         ("shfl_down", "delta", "__shfl_down_sync", "`value` from the lane `delta` above this one"),
         ("shfl_up", "delta", "__shfl_up_sync", "`value` from the lane `delta` below this one"),

@@ -89,8 +89,15 @@ class Backend(ABC):
     # cuLaunchKernel(function, grid x y z, block x y z, dynamic shared bytes, stream, kernel
     # parameters, extra): the CUDA backend binds the driver function itself.
     launch: Callable[..., object]
+    # cuLaunchCooperativeKernel with the same signature (kernels that call grid_sync()).
+    launch_cooperative: Callable[..., object]
     @abstractmethod
     def error_for(self, err) -> Exception: ...
+    # occupancy (for kernel.forall and cooperative launches)
+    @abstractmethod
+    def max_block_size(self, fn, shared_mem_bytes: int) -> int: ...
+    @abstractmethod
+    def max_active_blocks(self, fn, threads: int, shared_mem_bytes: int) -> int: ...
 
 
 class CudaBackend(Backend):
@@ -364,6 +371,31 @@ class CudaBackend(Backend):
         drv = self.drv
         attr = drv.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
         D.check(drv.cuFuncSetAttribute(fn, attr, nbytes), "raising the dynamic shared memory limit")
+
+    def launch_cooperative(self, fn, gx, gy, gz, bx, by, bz, shmem, stream, params, extra):
+        """``cuLaunchCooperativeKernel`` with ``cuLaunchKernel``'s signature (it takes no
+        ``extra``), so that a launcher calls either the same way."""
+        return self.drv.cuLaunchCooperativeKernel(fn, gx, gy, gz, bx, by, bz, shmem, stream,
+                                                  params)
+
+    def max_block_size(self, fn, shared_mem_bytes: int) -> int:
+        """The block size with the most resident threads per multiprocessor
+        (``cuOccupancyMaxPotentialBlockSize``, with ``shared_mem_bytes`` of dynamic shared
+        memory per block)."""
+        _, block = D.check(self.drv.cuOccupancyMaxPotentialBlockSize(fn, None, shared_mem_bytes,
+                                                                     0),
+                           "cuOccupancyMaxPotentialBlockSize")
+        return int(block)
+
+    def max_active_blocks(self, fn, threads: int, shared_mem_bytes: int) -> int:
+        """How many blocks of ``threads`` threads fit on one multiprocessor at once
+        (``cuOccupancyMaxActiveBlocksPerMultiprocessor``)."""
+        return int(D.check(self.drv.cuOccupancyMaxActiveBlocksPerMultiprocessor(
+            fn, threads, shared_mem_bytes), "cuOccupancyMaxActiveBlocksPerMultiprocessor"))
+
+    def cooperative_supported(self, ordinal: int) -> bool:
+        """Whether the device can launch cooperative kernels (``COOPERATIVE_LAUNCH``)."""
+        return bool(D.attribute(ordinal, "COOPERATIVE_LAUNCH"))
 
     def allocation_range(self, ptr: int) -> tuple[int, int] | None:
         """The (base, size) of the device allocation holding ``ptr``, or None."""

@@ -5,7 +5,11 @@ A :class:`Kernel` is built from the *spec* the transpiler embedded in the rewrit
 ``kernel.launch(grid, block, shared_mem_bytes, stream)`` checks the launch shape against the
 kernel and the device, loads (and if needed compiles) the kernel for the current device, and
 returns the launcher for that configuration, cached: a repeated launch costs one dictionary
-lookup before the launcher's own argument checks.
+lookup before the launcher's own argument checks.  ``kernel[grid, block, stream, shmem]``
+(Numba's spelling) and ``kernel.forall(shape)`` (sized by the occupancy API, see
+:mod:`.sizing`) return the same launchers, cached the same way.  Cooperative kernels launch
+through the backend's ``launch_cooperative`` (``cuLaunchCooperativeKernel``) after a check that
+their grid can be resident at once.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from ..lang.types import SCALARS
 from ..nodes import Factory, node
 from ..spec import KernelSpec, LaunchCheck, Param, Site, Trait, VariantSpec
 from . import backend as B
+from . import sizing
 from .arrays import DeviceArray, signature
 from .devices import _tls, bind_thread
 from .launch import ArgumentBuffer, fast_formats, make_submit, slot_formats
@@ -76,6 +81,7 @@ class Variant:
     label: str
     modules: dict = Factory(dict)  # device ordinal -> loaded CUmodule
     functions: dict = Factory(dict)
+    block_sizes: dict = Factory(dict)  # (backend, device, shared bytes) -> forall's block size
 
     @property
     def types(self) -> tuple[tuple[str, str], ...]:
@@ -113,8 +119,9 @@ class Variant:
 class Kernel:
     """A compiled-on-demand GPU kernel.
 
-    Launch with ``kernel.launch(grid, block, shared_mem_bytes, stream)(*args)``.  ``expand`` shows
-    the launcher and the CUDA C++ this object was built from.
+    Launch with ``kernel.launch(grid, block, shared_mem_bytes, stream)(*args)``,
+    ``kernel[grid, block, stream, shared_mem_bytes](*args)`` or ``kernel.forall(shape)(*args)``.
+    ``expand`` shows the launcher and the CUDA C++ this object was built from.
     """
 
     def __init__(self, spec: KernelSpec | tuple, factory):
@@ -164,11 +171,69 @@ class Kernel:
         except (AttributeError, KeyError, TypeError):
             return self._configure(grid, block, shared_mem_bytes, stream)
 
+    def __getitem__(self, config):
+        """``kernel[grid, block]``, ``kernel[grid, block, stream]`` or ``kernel[grid, block,
+        stream, shared_mem_bytes]``, as in Numba: the launcher of that configuration (the one
+        :meth:`launch` returns), to call with the kernel's arguments and to keep.
+
+        ``grid`` and ``block`` are ints or tuples of up to 3 ints (or ``GridDim*``/``BlockDim*``);
+        ``stream`` is what :meth:`launch` accepts, or ``0`` for the default stream.
+        """
+        try:
+            return _tls.launchers[(self, config)]
+        except (AttributeError, KeyError, TypeError):
+            launcher = self.launch(*sizing.item_config(self.__name__, config))
+            try:
+                _thread_cache()[(self, config)] = launcher
+            except TypeError:  # an unhashable entry (a list): works, just not cached
+                pass
+            return launcher
+
+    def forall(self, shape, stream=DEFAULT_STREAM, shared_mem_bytes: int = 0):
+        """The launcher of a grid that covers ``shape``, with the block size the occupancy API
+        suggests for this kernel on this device.
+
+        ``shape`` is an int (a 1-D problem) or a tuple of up to 3 ints in NumPy order (rows
+        first: ``forall(out.shape)``); the last axis maps to x.  On the simulator every kernel
+        gets blocks of 256 threads.  For a cooperative kernel the grid is capped at the blocks
+        that can be resident at once (its threads then loop with ``grid_stride``).
+        """
+        key = (self, sizing.forall_shape, shape, shared_mem_bytes, stream)
+        try:
+            return _tls.launchers[key]
+        except (AttributeError, KeyError, TypeError):
+            return self._configure_forall(shape, stream, shared_mem_bytes, key)
+
+    def max_cooperative_grid_blocks(self, block, shared_mem_bytes: int = 0) -> int:
+        """How many blocks of shape ``block`` a cooperative launch of this kernel may have on the
+        current device (``cuOccupancyMaxActiveBlocksPerMultiprocessor`` times the number of
+        multiprocessors; the simulator models one multiprocessor of 2048 threads and 32
+        blocks).  For a generic kernel, of its first specialisation."""
+        device = getattr(_tls, "device", None)
+        if device is None:
+            device = bind_thread()
+        backend = B.select()
+        b = self._dims(block, "block")
+        variant = next(iter(self.variants.values()))
+        return min(sizing.cooperative_limit(backend, fn, device, b[0] * b[1] * b[2],
+                                            int(shared_mem_bytes))[0]
+                   for fn in self._entry_functions(variant, backend, device))
+
+    def _entry_functions(self, variant: Variant, backend, device: int) -> list:
+        """The entry points a launch of ``variant`` may run: the kernel, and on the GPU its
+        32-bit index entry point (whose registers, and so occupancy, may differ)."""
+        fns = [self._function(variant, backend, device)]
+        if Trait.INDEX32 in variant.traits and backend.name == "cuda" and INDEX32:
+            fns.append(self._function(variant, backend, device,
+                                      variant.symbol + abi.INDEX32_SUFFIX))
+        return fns
+
     def __call__(self, *args, **kwargs):
         raise TypeError(
             f"{self.__name__} is a GPU kernel; launch it with "
-            f"{self.__name__}.launch(GridDim1D(blocks), BlockDim1D(threads), 0, DEFAULT_STREAM)"
-            f"({', '.join(p.name for p in self.params)})")
+            f"{self.__name__}[blocks, threads]({', '.join(p.name for p in self.params)}), "
+            f"{self.__name__}.forall(n)(...) or {self.__name__}.launch(GridDim1D(blocks), "
+            f"BlockDim1D(threads), 0, DEFAULT_STREAM)(...)")
 
     def compile(self, arch: str | None = None) -> list:
         """Compile every specialisation now (for ``arch``, default the current device's).
@@ -226,15 +291,20 @@ class Kernel:
         dims: tuple[int, ...]  # three ints: a Dim type holds three, and a shorter tuple is padded
         ndim = _DIM_TYPES.get(type(value))
         if ndim is None:
-            if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+            if isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)):
                 ndim, dims = 1, (int(value), 1, 1)
-            elif isinstance(value, tuple) and 1 <= len(value) <= 3 and all(
-                    isinstance(v, (int, np.integer)) for v in value):
+            elif isinstance(value, tuple) and all(
+                    isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
+                    for v in value):
+                if not 1 <= len(value) <= 3:
+                    raise LaunchError(f"{what} dimensions must have 1 to 3 entries (x, y, z), "
+                                      f"got {len(value)}: {value!r}")
                 ndim = len(value)
                 dims = tuple(int(v) for v in value) + (1,) * (3 - len(value))
             else:
-                raise LaunchError(f"{what} dimensions must be {'Grid' if what == 'grid' else 'Block'}"
-                                  f"Dim1D/2D/3D, an int or a tuple, not {type(value).__name__}")
+                raise TypeError(f"{what} dimensions must be {'Grid' if what == 'grid' else 'Block'}"
+                                f"Dim1D/2D/3D, an int or a tuple of 1 to 3 ints, not "
+                                f"{type(value).__name__} {value!r:.60}")
         else:
             dims = (int(value), 1, 1) if ndim == 1 else tuple(int(v) for v in value)
         if ndim > self.ndim:
@@ -268,9 +338,12 @@ class Kernel:
             if n > limit:
                 raise LaunchError(f"{self.__name__}: grid dimension {'xyz'[axis]} = {n} "
                                   f"exceeds the device limit of {limit}")
-        if not isinstance(shared_mem_bytes, (int, np.integer)) or shared_mem_bytes < 0:
-            raise LaunchError(f"shared_mem_bytes must be a non-negative int, not "
-                              f"{shared_mem_bytes!r}")
+        if not isinstance(shared_mem_bytes, (int, np.integer)) or isinstance(
+                shared_mem_bytes, (bool, np.bool_)):
+            raise TypeError(f"shared_mem_bytes must be an int, not "
+                            f"{type(shared_mem_bytes).__name__} {shared_mem_bytes!r:.60}")
+        if shared_mem_bytes < 0:
+            raise LaunchError(f"shared_mem_bytes must be non-negative, got {shared_mem_bytes}")
         shared_mem_bytes = int(shared_mem_bytes)
         if shared_mem_bytes > props["max_shared_per_block_optin"]:
             raise LaunchError(f"{self.__name__}: {shared_mem_bytes} bytes of dynamic shared "
@@ -291,6 +364,44 @@ class Kernel:
         except TypeError:  # an unhashable grid (a list, say): works, just not cached
             pass
         return launcher
+
+    def _configure_forall(self, shape, stream, shared_mem_bytes, key):
+        extents = sizing.forall_shape(self.__name__, self.ndim, shape)
+        if not isinstance(shared_mem_bytes, (int, np.integer)) or isinstance(
+                shared_mem_bytes, (bool, np.bool_)):
+            raise TypeError(f"shared_mem_bytes must be an int, not "
+                            f"{type(shared_mem_bytes).__name__} {shared_mem_bytes!r:.60}")
+        if self.typevars:
+            # The block size depends on the specialisation, which the arguments choose.
+            chosen: dict = {}
+
+            def dispatch(*args):
+                types = _select_variant(self, args)
+                launcher = chosen.get(types)
+                if launcher is None:
+                    launcher = chosen[types] = self._sized(self.variants[types], extents, stream,
+                                                           shared_mem_bytes)
+                return launcher(*args)
+
+            dispatch.__qualname__ = dispatch.__name__ = self.__name__
+            launcher = dispatch
+        else:
+            launcher = self._sized(next(iter(self.variants.values())), extents, stream,
+                                   shared_mem_bytes)
+        try:
+            _thread_cache()[key] = launcher
+        except TypeError:
+            pass
+        return launcher
+
+    def _sized(self, variant: Variant, extents, stream, shared_mem_bytes):
+        """The launcher of a grid covering ``extents`` with forall's block size."""
+        device = getattr(_tls, "device", None)
+        if device is None:
+            device = bind_thread()
+        grid, block = sizing.forall_grid(self, variant, B.select(), device, extents,
+                                         int(shared_mem_bytes))
+        return self.launch(grid, block, shared_mem_bytes, stream)
 
     def _function(self, variant: Variant, backend, device: int, symbol: str | None = None):
         key = (backend.name, device, symbol)
@@ -315,6 +426,9 @@ class _Config:
         self.slot = slot
         self.stream = stream
         self.variant_launchers: dict[tuple[str, ...], Callable[..., Any]] = {}
+        # cuLaunchCooperativeKernel for cooperative kernels (grid_sync), with cuLaunchKernel's
+        # signature: the launcher calls either the same way.
+        self.launch = backend.launch_cooperative if kernel.options.cooperative else backend.launch
 
     def launcher(self, variant: Variant):
         k = self.kernel
@@ -326,7 +440,9 @@ class _Config:
         grid, block = self.grid, self.block
         index32 = False
         traits = variant.traits
-        if Trait.UID_ONLY in traits and self.backend.name == "cuda" and UID_REMAP:
+        cooperative = k.options.cooperative
+        if (Trait.UID_ONLY in traits and self.backend.name == "cuda" and UID_REMAP
+                and not cooperative):
             # The kernel depends on nothing but its uid: run the logical grid on a grid sized
             # for the device (see gpu_native.emit.uid_stride); every uid still runs once.
             fn = k._function(variant, self.backend, self.device, variant.symbol + "_uids")
@@ -348,6 +464,10 @@ class _Config:
             fn = k._function(variant, self.backend, self.device, symbol)
             self.check_function(fn, variant)
             index32 = symbol is not None
+            if cooperative:  # for either entry point: an array too large runs the main one
+                sizing.check_cooperative(k.__name__, self.backend,
+                                         k._entry_functions(variant, self.backend, self.device),
+                                         self.device, grid, block, self.shared_mem_bytes)
         context = LaunchContext(self, variant, fn, grid, block, trailing, index32)
         launcher = k._factory(context)
         launcher.__qualname__ = k.__name__
@@ -388,30 +508,34 @@ class _Config:
         return dispatch
 
     def select_variant(self, args) -> tuple[str, ...]:
-        k = self.kernel
-        if len(args) != len(k.params):
-            raise TypeError(f"{k.__name__}() takes {len(k.params)} arguments "
-                            f"({', '.join(p.name for p in k.params)}) but {len(args)} were given")
-        found: dict[str, str] = {}
-        for p, arg in zip(k.params, args):
-            if p.dtype not in k.typevars or p.dtype in found:
-                continue
-            name = _dtype_name_of(arg, p.ndim > 0)
-            if name is not None:
-                found[p.dtype] = name
-        key = []
-        for tv in k.typevars:
-            if tv not in found:
-                raise TypeError(f"cannot tell which specialisation of {k.__name__} to launch: "
-                                f"nothing fixes {tv}; pass an array of that type or a NumPy "
-                                f"scalar such as np.float32(x)")
-            key.append(found[tv])
-        key_t = tuple(key)
-        if key_t not in k.variants:
-            have = ", ".join("(" + ", ".join(v) + ")" for v in k.variants)
-            raise TypeError(f"{k.__name__} has no specialisation for "
-                            f"({', '.join(key)}); it has {have}")
-        return key_t
+        return _select_variant(self.kernel, args)
+
+
+def _select_variant(k: Kernel, args) -> tuple[str, ...]:
+    """The specialisation of generic kernel ``k`` that ``args`` call for."""
+    if len(args) != len(k.params):
+        raise TypeError(f"{k.__name__}() takes {len(k.params)} arguments "
+                        f"({', '.join(p.name for p in k.params)}) but {len(args)} were given")
+    found: dict[str, str] = {}
+    for p, arg in zip(k.params, args):
+        if p.dtype not in k.typevars or p.dtype in found:
+            continue
+        name = _dtype_name_of(arg, p.ndim > 0)
+        if name is not None:
+            found[p.dtype] = name
+    key = []
+    for tv in k.typevars:
+        if tv not in found:
+            raise TypeError(f"cannot tell which specialisation of {k.__name__} to launch: "
+                            f"nothing fixes {tv}; pass an array of that type or a NumPy "
+                            f"scalar such as np.float32(x)")
+        key.append(found[tv])
+    key_t = tuple(key)
+    if key_t not in k.variants:
+        have = ", ".join("(" + ", ".join(v) + ")" for v in k.variants)
+        raise TypeError(f"{k.__name__} has no specialisation for "
+                        f"({', '.join(key)}); it has {have}")
+    return key_t
 
 
 def _capturing(launcher, graph):
@@ -503,7 +627,7 @@ class LaunchContext:
         self.buffer = ArgumentBuffer(len(formats), trailing)
         self.formats, self.trailing = formats, trailing
         self.submit = make_submit(config.backend, fn, grid, block, config.shared_mem_bytes,
-                                  config.handle, trailing, formats, variant.label)
+                                  config.handle, trailing, formats, variant.label, config.launch)
         # `fn` is the 32-bit index entry point: a call with an array of more than
         # abi.INDEX32_MAX_ELEMENTS elements submits through the main one instead.
         self.index32 = index32
@@ -520,7 +644,7 @@ class LaunchContext:
         c = self.config
         backend = c.backend
         return FastPath(DeviceArray, int, float, bool, self.signatures, self.pack_into,
-                        self.buffer.data, self.buffer.address, backend.launch, self.fn,
+                        self.buffer.data, self.buffer.address, c.launch, self.fn,
                         self.grid, self.block, c.shared_mem_bytes, c.handle, backend.success,
                         self.failed, self.slow)
 
@@ -561,7 +685,8 @@ class LaunchContext:
         fn = self.kernel._function(self.variant, c.backend, c.device)
         c.check_function(fn, self.variant)
         self.wide_submit = make_submit(c.backend, fn, self.grid, self.block, c.shared_mem_bytes,
-                                       c.handle, self.trailing, self.formats, self.variant.label)
+                                       c.handle, self.trailing, self.formats, self.variant.label,
+                                       c.launch)
         return self.wide_submit
 
     def where(self, p: Param) -> str:

@@ -55,8 +55,9 @@ class ArgumentBuffer:
 
 def make_submit(backend, fn, grid: tuple[int, int, int], block: tuple[int, int, int],
                 shared_mem_bytes: int, stream_handle, trailing: tuple[tuple[str, int], ...],
-                formats: list[str], label: str) -> Callable[..., None]:
-    """Build the ``submit(*values)`` closure of one kernel configuration."""
+                formats: list[str], label: str, launch=None) -> Callable[..., None]:
+    """Build the ``submit(*values)`` closure of one kernel configuration (``launch``: the
+    backend's ``cuLaunchKernel``, or another function of its signature)."""
     pack_into = struct.Struct("<" + "".join(formats)).pack_into
     nslots = len(formats)
     # Buffers are taken from a pool with list.pop/append, which are atomic under the GIL: a
@@ -64,7 +65,7 @@ def make_submit(backend, fn, grid: tuple[int, int, int], block: tuple[int, int, 
     # without the GIL) takes a second buffer instead of overwriting the first.
     pool = [ArgumentBuffer(nslots, trailing)]
     take, give_back = pool.pop, pool.append
-    launch = backend.launch
+    launch = launch or backend.launch
     ok = backend.success
     gx, gy, gz = grid
     bx, by, bz = block

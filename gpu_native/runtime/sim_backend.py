@@ -277,6 +277,26 @@ class SimBackend(Backend):
             return fn.static_shared_bytes
         raise ValueError(f"the simulator has no function attribute {name}")
 
+    # The occupancy the simulator reports: a multiprocessor of an sm_90 GPU (2048 threads, 32
+    # blocks and 228 KiB of shared memory, 1 KiB of it reserved per block), registers not
+    # counted.  It bounds cooperative launches as on a GPU with `multiprocessors` of them.
+    SM_THREADS = 2048
+    SM_BLOCKS = 32
+    SM_SHARED = 228 * 1024
+    BLOCK_RESERVED_SHARED = 1024
+
+    def max_block_size(self, fn: SimFunction, shared_mem_bytes: int) -> int:
+        """What ``kernel.forall`` uses on the simulator: a fixed 256 (see runtime.sizing)."""
+        from .sizing import SIM_BLOCK_SIZE
+
+        return SIM_BLOCK_SIZE
+
+    def max_active_blocks(self, fn: SimFunction, threads: int, shared_mem_bytes: int) -> int:
+        """``cuOccupancyMaxActiveBlocksPerMultiprocessor`` for the modelled multiprocessor."""
+        shared = fn.static_shared_bytes + shared_mem_bytes + self.BLOCK_RESERVED_SHARED
+        return max(0, min(self.SM_BLOCKS, self.SM_THREADS // max(1, threads),
+                          self.SM_SHARED // shared))
+
     def allow_dynamic_shared(self, fn: SimFunction, nbytes: int) -> None:
         """``cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)``: the opt-in to more than 48 KiB."""
         if fn.static_shared_bytes + nbytes > self._properties["max_shared_per_block_optin"]:
@@ -319,3 +339,7 @@ class SimBackend(Backend):
         errors = _SimErrors(record, err_ptr, fn.variant.kernel_id)
         fn.program.run((gx, gy, gz), (bx, by, bz), int(shmem), args, errors)
         return (self.success,)
+
+    # A cooperative kernel runs its whole grid as one chunk (gpu_native.simulator.program), which
+    # is what grid_sync() needs; the launcher has checked that the grid fits (runtime.sizing).
+    launch_cooperative = launch

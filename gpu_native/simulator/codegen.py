@@ -30,7 +30,7 @@ from ..nodes import fields
 from . import machine, ops
 
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z_0-9]*$")
-# The barriers by scope ("block", "warp"), as the IR's Barrier names them.
+# The barriers by scope ("block", "warp", "grid"), as the IR's Barrier names them.
 _BARRIERS = {e.value: e for e in registry.by_form("statement") if e.check == "barrier"}
 # sync_threads_count / _and / _or by the IR's BarrierVote.op ("count", "and", "or").
 _BARRIER_VOTES = {e.op: e for e in registry.by_form("call") if e.check == "call_barrier_vote"}
@@ -435,7 +435,7 @@ class FunctionEmitter:
     def emit_Barrier(self, s: ir.Barrier) -> None:
         loc = self.prog.location(s.span)
         op = _BARRIERS[s.scope].sim
-        if s.scope == "block":
+        if s.scope != "warp":
             self.line(f"_gn.{op}(_gn_m, {loc})", s.span)
         else:
             mask = self.expr(s.mask, "_gn_m") if s.mask is not None else "0xFFFFFFFF"

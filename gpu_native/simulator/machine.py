@@ -607,6 +607,41 @@ class Chunk:
         out[lanes] = got
         return out
 
+    def grid_barrier(self, m, loc: int) -> None:
+        """``grid_sync()``: every thread of the grid must be here.  A cooperative launch runs as
+        one chunk (see :meth:`SimProgram.run`), so the grid is this chunk's lanes; the barrier
+        orders every access before it against every access after it, in every block."""
+        if m is False:
+            return
+        launch = self.launch
+        alive = np.ones(self.L, bool) if self.gone is None else ~self.gone
+        total = self.B * self.T
+        where = f"grid_sync() at {launch.program.location(loc)}"
+        if int(alive.sum()) < total:
+            # Compaction drops the lanes that left: find a thread of the grid missing here.
+            present = np.zeros(total, bool)
+            present[self._info("gtid")[alive] - self.first_block * self.T] = True
+            block, thread = launch.thread_coords(int(np.argmin(present)) + self.first_block * self.T)
+            launch.report(("grid barrier", loc), (
+                f"{where}: thread {thread} of block {block} returned (or stopped at a failed "
+                "check) before reaching it; on the GPU the other threads wait for it forever "
+                "(a block whose threads left never arrives); make every thread of the grid "
+                "reach every grid_sync()"))
+        elif m is not None:
+            lane = int(np.argmax(m))
+            other = int(np.argmax(alive & ~m))
+            (b1, t1), (b2, t2) = self.coords(lane), self.coords(other)
+            launch.report(("grid barrier", loc), (
+                f"{where} was reached by thread {t1} of block {b1} but not by thread {t2} of "
+                f"block {b2}, which has not exited: a grid barrier in divergent code (on the GPU "
+                "the grid hangs or the barrier does not synchronise); make every thread of the "
+                "grid reach the same grid_sync()"))
+        self.sync_version += 1
+        self.epoch += 1
+        self._forget_shared(None)
+        for shadow in launch.global_shadows:
+            shadow.forget(None)
+
     def _forget_shared(self, blocks) -> None:
         for sa in self.shared:
             if sa.shadow is not None:

@@ -100,6 +100,8 @@ class SimProgram:
                 array = np.asarray(arg)
                 shadow = Shadow(array.size, launch.T) if (
                     k in self.shadowed and launch.races) else None
+                if shadow is not None:
+                    launch.global_shadows.append(shadow)
                 values.append(GlobalArray(param.name, array, ty.elem.info, shadow))
             else:
                 assert isinstance(ty, ir.ScalarType)  # parameters are arrays and scalars
@@ -111,6 +113,10 @@ class SimProgram:
             return
         per_chunk = max(1, int(os.environ.get("GPU_NATIVE_SIM_LANES", _LANES_PER_CHUNK))
                         // launch.T)
+        if self.kernel.options.cooperative:
+            # Every block of a cooperative launch is resident at once (the launcher refused a
+            # larger grid), and grid_sync() must see them all: one chunk holds the whole grid.
+            per_chunk = launch.nblocks
         with np.errstate(all="ignore"):
             for first in range(0, launch.nblocks, per_chunk):
                 chunk = Chunk(launch, first, min(per_chunk, launch.nblocks - first))
@@ -145,6 +151,7 @@ class Launch:
         self.failed = False
         self.reported: set = set()
         self.races = races_enabled()
+        self.global_shadows: list[Shadow] = []  # the global arrays' (grid_sync() clears them)
 
     def make_shared(self, spec, nblocks: int) -> SharedArray:
         name, info, dims = spec
@@ -198,6 +205,10 @@ class Launch:
         if b1 != b2:
             why = ("threads of different blocks are not ordered within one launch; use an "
                    "atomic or give each element one writer")
+            if self.program.kernel.options.cooperative:
+                why = ("threads of different blocks are ordered only by a grid_sync() between "
+                       "the two accesses; add one, use an atomic, or give each element one "
+                       "writer")
         elif c.kind == "write-after-write":
             why = ("nothing orders the two writes, so the result depends on timing on the "
                    "GPU; give each element one writer or use an atomic")
