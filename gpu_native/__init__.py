@@ -41,6 +41,7 @@ from .lang.intrinsics import any_sync as any_sync
 from .lang.intrinsics import ballot as ballot
 from .lang.intrinsics import lane_id as lane_id
 from .lang.intrinsics import local_array as local_array
+from .lang.intrinsics import philox as philox
 from .lang.intrinsics import shared_array as shared_array
 from .lang.intrinsics import shfl_down as shfl_down
 from .lang.intrinsics import shfl_idx as shfl_idx
@@ -120,7 +121,7 @@ __all__ = [
     "KernelZeroDivisionError", "LaunchError", "MemoryOrder", "MissingArtifactError", "Stream",
     "TranspileError", "UniqueId", "all_sync", "any_sync", "backend", "ballot", "bf16", "block_dim",
     "block_idx", "bool_", "copy", "empty", "f16", "f32", "f64", "gpu_device", "gpu_kernel", "grid_dim",
-    "i8", "i16", "i32", "i64", "lane_id", "local_array", "shared_array", "shfl_down", "shfl_idx",
+    "i8", "i16", "i32", "i64", "lane_id", "local_array", "philox", "shared_array", "shfl_down", "shfl_idx",
     "shfl_up", "shfl_xor", "sync_threads", "sync_warp", "synchronize", "thread_idx", "to_device",
     "u8", "u16", "u32", "u64", "unsafe", "zeros",
 ]

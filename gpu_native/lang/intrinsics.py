@@ -25,6 +25,7 @@ __all__ = [
     "ballot",
     "lane_id",
     "local_array",
+    "philox",
     "shared_array",
     "shfl_down",
     "shfl_idx",
@@ -55,6 +56,11 @@ def shared_array(dtype: type[T], shape: Any) -> Any:
 @_intrinsic
 def local_array(dtype: type[T], shape: Any) -> Any:
     _device_only("local_array()")
+
+
+@_intrinsic
+def philox(seed: int, subsequence: int = 0, offset: int = 0) -> Any:
+    _device_only("philox()")
 
 
 @_intrinsic
