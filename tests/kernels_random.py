@@ -2,6 +2,7 @@
 
 from gpu_native import (
     CUDASlice,
+    CUDASlice2D,
     CUDASliceMut,
     CUDASliceMut2D,
     FlatLayout1D,
@@ -108,3 +109,22 @@ def host_streams(keys: CUDASlice[u64], words: CUDASliceMut2D[u32],
             normal32[i, k] = r_n32.normal()
             normal64[i, k] = r_n64.normal(dtype=f64)
             bounded[i, k] = r_int.randint(u32(keys[2]))
+
+
+@gpu_kernel(Kernel1D)
+def first_words(params: CUDASlice2D[u64], words: CUDASliceMut[u32], pairs: CUDASliceMut[f64]):
+    """The first draws of philox(params[i, 0], params[i, 1], params[i, 2]): its block's word
+    x0 (random_u32) and (x0 + 2**32 x1) >> 11 (uniform(f64) * 2**53) of the same block."""
+    i = FlatLayout1D.uid()
+    if i < params.shape[0]:
+        a = philox(params[i, 0], params[i, 1], params[i, 2])
+        b = philox(params[i, 0], params[i, 1], params[i, 2])
+        words[i] = a.random_u32()
+        pairs[i] = b.uniform(f64)
+
+
+@gpu_kernel(Kernel1D)
+def bounded_draws(seed: u64, n: i64, out: CUDASliceMut[i64]):
+    i = FlatLayout1D.uid()
+    rng = philox(seed, i)
+    out[i] = rng.randint(n)

@@ -29,6 +29,8 @@ class CallChecker:
             if isinstance(func.value, S.Name) and isinstance(
                     getattr(self.vars.get(func.value.id), "ty", None), GeneratorType):
                 return self.call_generator(func, e)
+            if self.is_generator_declaration(func.value):
+                self.expr(func.value)  # `philox(...).uniform()`: says to assign it first
             if func.attr == R.ATOMIC_REF.name and not self.is_module_path(func.value):
                 return self.call_atomic_ref(func, e)
             if func.attr in ATOMIC_METHODS and isinstance(func.value, S.Call) and isinstance(
