@@ -525,3 +525,21 @@ def test_draws_that_cxx_orders_are_accepted(tmp_path):
         a[i] = x + y + other.uniform() + (1.0 if ok else 0.0)
     """)
     rewrite_module(source, str(tmp_path / "ok_random.py"), "ok_random")
+
+
+def test_the_example_in_docs_language_md_runs(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    text = (ROOT / "docs" / "language.md").read_text()
+    section = text[text.index("## Random numbers"):]
+    code = section[section.index("```python\n") + 10:section.index("```\n", 10)]
+    script = tmp_path / "random_example.py"
+    script.write_text(code)
+    env = {**os.environ, "GPU_NATIVE_BACKEND": "sim"}
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          env=env, timeout=300)
+    assert done.returncode == 0, done.stderr
+    counts = [int(c) for c in done.stdout.split("[")[-1].strip(" ]\n").split()]
+    assert len(counts) == 6 and sum(counts) == 1000 and min(counts) > 100
