@@ -128,3 +128,17 @@ def bounded_draws(seed: u64, n: i64, out: CUDASliceMut[i64]):
     i = FlatLayout1D.uid()
     rng = philox(seed, i)
     out[i] = rng.randint(n)
+
+
+@gpu_kernel(Kernel1D, fastmath=True)
+def fast_draws(seed: u64, uniform32: CUDASliceMut[f32], normal32: CUDASliceMut[f32],
+               normal64: CUDASliceMut[f64]):
+    """Under --use_fast_math the draws are the same numbers (the prelude's __*_rn operations
+    are exact-rounding intrinsics that fast math leaves alone)."""
+    i = FlatLayout1D.uid()
+    a = philox(seed, i)
+    b = philox(seed, i)
+    c = philox(seed, i)
+    uniform32[i] = a.uniform()
+    normal32[i] = b.normal()
+    normal64[i] = c.normal(f64)

@@ -165,6 +165,17 @@ def test_the_generated_cuda_is_the_reference_on_the_host(kr, seed, offset, bound
         assert g.tobytes() == w.tobytes()
 
 
+def test_fast_math_draws_the_same_numbers(backend, kr):
+    threads = 1000
+    outs = [gn.empty(threads, t) for t in (gn.f32, gn.f32, gn.f64)]
+    launch(kr.fast_draws, threads)(31, *outs)
+    sub = np.arange(threads, dtype=np.uint64)
+    want = [P.uniform_f32(31, sub, 0)[0], P.normal_f32(31, sub, 0)[0],
+            P.normal_f64(31, sub, 0)[0]]
+    for got, w in zip(outs, want):
+        assert got.to_host().tobytes() == w.tobytes()
+
+
 def test_the_prelude_and_the_simulator_share_their_constants():
     prelude = (ROOT / "gpu_native" / "include" / "gpu_native" / "prelude.cuh").read_text()
     section = prelude[prelude.index("random numbers: Philox4x32-10"):]
