@@ -386,14 +386,27 @@ def test_words_collide_as_often_as_chance_says(sample):
     # generator whose streams overlap would repeat far more often.
     words = sample[0].ravel()
     n = words.size
-    lam = n * n / 2.0 ** 33
+    # The expected number of repeats: n minus the expected number of distinct words.
+    lam = n - 2.0 ** 32 * -math.expm1(n * math.log1p(-(2.0 ** -32)))
     repeats = n - np.unique(words).size
-    limit, total, term = 0, 0.0, math.exp(-lam)
-    while 1.0 - total - term > ALPHA:  # the Poisson(lam) quantile 1 - ALPHA
-        total += term
-        limit += 1
-        term *= lam / limit
-    assert repeats <= limit, (repeats, lam, limit)
+    assert repeats <= poisson_limit(lam), (repeats, lam)
+
+
+def poisson_limit(lam: float, alpha: float = ALPHA) -> int:
+    """The smallest k with P(X > k) <= alpha for X ~ Poisson(lam) (terms in logarithms, so a
+    large lam does not underflow)."""
+    k, total = 0, 0.0
+    while True:
+        total += math.exp(-lam + k * math.log(lam) - math.lgamma(k + 1))
+        if 1.0 - total <= alpha:
+            return k
+        k += 1
+
+
+def test_the_poisson_limit_is_right():
+    assert poisson_limit(1.0, 1 - math.exp(-1.0)) == 0  # P(X > 0) = 1 - e**-1
+    assert poisson_limit(32.0) == pytest.approx(32 + Z * math.sqrt(32), abs=8)
+    assert poisson_limit(8192.0) == pytest.approx(8192 + Z * math.sqrt(8192), abs=10)
 
 
 # ---- bad input ------------------------------------------------------------------------------
