@@ -56,6 +56,7 @@ from .lang.intrinsics import lane_id as lane_id
 from .lang.intrinsics import local_array as local_array
 from .lang.intrinsics import match_all as match_all
 from .lang.intrinsics import match_any as match_any
+from .lang.intrinsics import philox as philox
 from .lang.intrinsics import popc as popc
 from .lang.intrinsics import shared_array as shared_array
 from .lang.intrinsics import shfl_down as shfl_down
@@ -146,7 +147,7 @@ __all__ = [
     "bf16", "bitcast", "block_dim", "block_idx", "bool_", "brev", "byte_perm", "clz", "copy",
     "ctz", "empty", "f16", "f32", "f64", "ffs", "funnelshift_l", "funnelshift_lc", "funnelshift_r",
     "funnelshift_rc", "gpu_device", "gpu_kernel", "grid_dim", "grid_sync", "i8", "i16", "i32", "i64", "lane_id",
-    "local_array", "match_all", "match_any", "popc", "shared_array", "shfl_down", "shfl_idx",
+    "local_array", "match_all", "match_any", "philox", "popc", "shared_array", "shfl_down", "shfl_idx",
     "shfl_up", "shfl_xor", "sync_threads", "sync_threads_and", "sync_threads_count",
     "sync_threads_or", "sync_warp", "synchronize", "thread_idx", "threadfence",
     "threadfence_block", "threadfence_system", "to_device", "u8", "u16", "u32", "u64", "unsafe",

@@ -334,6 +334,22 @@ class Atomic(Expr):
     order: str = "relaxed"
 
 
+@node
+class RandomDraw(Expr):
+    """A draw from a Philox4x32-10 generator (``rng.uniform()``): ``method`` names its registry
+    entry (``random_u32``, ``uniform``, ``normal``, ``randint``).  ``state`` reads the
+    generator's three ``u64`` locals (key, subsequence, counter) and the draw advances the
+    counter: by one block, and ``randint`` by one more for each block whose four words it
+    rejects.  ``args`` are the method's operands (``randint``: the bound ``n``, of type ``ty``);
+    ``check`` is the site that reports a ``randint`` bound outside 1..2**32 - 1, or ``None``
+    when the bound is a constant in range."""
+
+    method: str
+    state: tuple[Local, ...]
+    args: tuple[Expr, ...] = ()
+    check: int | None = None
+
+
 # ============================================================================================
 # Statements
 

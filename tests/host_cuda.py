@@ -56,12 +56,36 @@ template <typename T> static inline T atomicCAS(T* p, T c, T v) { T o = *p; if (
 static inline void __threadfence_system() {}
 static inline float __int_as_float(int v) { float f; std::memcpy(&f, &v, 4); return f; }
 static inline int __float_as_int(float v) { int i; std::memcpy(&i, &v, 4); return i; }
+// The bit intrinsics the prelude's helpers call (CUDA's documented meaning).
+static inline int __clz(int x) { return x == 0 ? 32 : __builtin_clz((unsigned int)x); }
+static inline int __clzll(long long x) { return x == 0 ? 64 : __builtin_clzll((unsigned long long)x); }
+static inline unsigned int __brev(unsigned int x) {
+    unsigned int r = 0; for (int i = 0; i < 32; ++i) r |= ((x >> i) & 1u) << (31 - i); return r; }
+static inline unsigned long long __brevll(unsigned long long x) {
+    unsigned long long r = 0; for (int i = 0; i < 64; ++i) r |= ((x >> i) & 1ull) << (63 - i); return r; }
+static inline unsigned int __byte_perm(unsigned int x, unsigned int y, unsigned int s) {
+    unsigned long long v = ((unsigned long long)y << 32) | x; unsigned int r = 0;
+    for (int k = 0; k < 4; ++k) r |= (unsigned int)((v >> (8 * ((s >> (4 * k)) & 7))) & 0xFF) << (8 * k);
+    return r; }
+template <typename T> static inline unsigned int __match_all_sync(unsigned int m, T, int* p) { *p = 1; return m; }
 static inline double __longlong_as_double(long long v) { double f; std::memcpy(&f, &v, 8); return f; }
 static inline long long __double_as_longlong(double v) { long long i; std::memcpy(&i, &v, 8); return i; }
 static inline float __fmaf_rn(float a, float b, float c) { return std::fma(a, b, c); }
 static inline float rsqrtf(float x) { return 1.0f / std::sqrt(x); }
 static inline double rsqrt(double x) { return 1.0 / std::sqrt(x); }
 static inline float rcbrtf(float x) { return 1.0f / std::cbrt(x); }
+struct alignas(8) uint2 { unsigned int x, y; };
+static inline uint2 make_uint2(unsigned int x, unsigned int y) { return {x, y}; }
+static inline uint4 make_uint4(unsigned int x, unsigned int y, unsigned int z, unsigned int w) { return {x, y, z, w}; }
+static inline unsigned int __umulhi(unsigned int a, unsigned int b) { return (unsigned int)(((unsigned long long)a * b) >> 32); }
+/* One IEEE operation each: -O2 for baseline x86-64 has no FMA to contract them into. */
+static inline float __fmul_rn(float a, float b) { return a * b; }
+static inline double __dadd_rn(double a, double b) { return a + b; }
+static inline double __dsub_rn(double a, double b) { return a - b; }
+static inline double __dmul_rn(double a, double b) { return a * b; }
+static inline double __ddiv_rn(double a, double b) { return a / b; }
+static inline double __dsqrt_rn(double a) { return std::sqrt(a); }
+static inline float __double2float_rn(double a) { return (float)a; }
 """
 
 _ASM_REPLACEMENTS = [

@@ -535,7 +535,8 @@ def test_misuse_is_a_transpile_error(name):
 
 def _doc_snippets() -> list[str]:
     text = (ROOT / "docs" / "language.md").read_text(encoding="utf-8")
-    part = text[text.index("## Bits, fences and block votes"):text.index("## The safety rules")]
+    start = text.index("## Bits, fences and block votes")
+    part = text[start:text.index("\n## ", start + 1)]
     return re.findall(r"```python\n(.*?)```", part, re.S)
 
 

@@ -23,7 +23,7 @@ from gpu_native.simulator import ops
 
 ROOT = Path(__file__).resolve().parent.parent
 LANGUAGE_MD = ROOT / "docs" / "language.md"
-CALLABLE_FORMS = ("call", "statement", "allocation", "context")
+CALLABLE_FORMS = ("call", "statement", "allocation", "context", "generator")
 
 
 class TestReferenceTable:

@@ -11,7 +11,7 @@ from ..frontend import syntax as S
 from ..lang import registry as R
 from . import promote as P
 from .checker_base import CheckerBase
-from .expressions import ATOMIC_METHODS, LAYOUTS, AtomicHandle, UidValue, WeakConst
+from .expressions import ATOMIC_METHODS, LAYOUTS, AtomicHandle, GeneratorType, UidValue, WeakConst
 
 
 class CallChecker(CheckerBase):
@@ -23,6 +23,11 @@ class CallChecker(CheckerBase):
         func = e.func
         # Methods: x.atomic_ref(i) and x.atomic_ref(i).fetch_add(v); Layout.uid(); grid_stride.
         if isinstance(func, S.Attribute):
+            if isinstance(func.value, S.Name) and isinstance(
+                    getattr(self.vars.get(func.value.id), "ty", None), GeneratorType):
+                return self.call_generator(func, e)
+            if self.is_generator_declaration(func.value):
+                self.expr(func.value)  # `philox(...).uniform()`: says to assign it first
             if func.attr == R.ATOMIC_REF.name and not self.is_module_path(func.value):
                 return self.call_atomic_ref(func, e)
             if func.attr in ATOMIC_METHODS and isinstance(func.value, S.Call) and isinstance(
@@ -77,6 +82,10 @@ class CallChecker(CheckerBase):
                     raise self.error(f"{sym.name}() is a statement, not a value", e.span)
                 if form == "context":
                     raise self.error(f"{sym.name}() is used as `with {sym.name}():`", e.span)
+                if form == "generator":
+                    raise self.error(f"{sym.name}() makes a random number generator: assign it "
+                                     f"to a local, `rng = {sym.name}(seed, uid)`, and draw from "
+                                     "it, `rng.uniform()`", e.span)
                 raise self.error(f"gpu_native.{sym.name} cannot be called in a kernel", e.span)
             return handler(self, sym.name, e)
         if sym.kind == "math":

@@ -12,6 +12,7 @@ from .calls import CallChecker
 from .context import Definitions, FunctionContext
 from .control import ControlFlowChecker
 from .expressions import ExpressionChecker
+from .generators import GeneratorChecker
 from .nowrap import NoWrapProofs
 from .resolve import Declarations, annotation
 from .statements import StatementChecker
@@ -20,7 +21,8 @@ from .traits import TraitNotes
 from .unique import UniqueWrites
 
 
-class FunctionChecker(StatementChecker, ControlFlowChecker, ExpressionChecker, CallChecker):
+class FunctionChecker(StatementChecker, ControlFlowChecker, ExpressionChecker, CallChecker,
+                      GeneratorChecker):
     """The type pass over one function body: every expression typed, every name resolved,
     every conversion explicit (see :mod:`gpu_native.ir`).
 
@@ -47,7 +49,10 @@ class FunctionChecker(StatementChecker, ControlFlowChecker, ExpressionChecker, C
         How deep the statement is in blocks, loops and ``with unsafe():``, and whether each
         enclosing loop has a ``break``.
     ``temp_counter``
-        Numbers the temporaries of tuple assignments.
+        Numbers the temporaries of tuple assignments (and a generator's locals).
+    ``draws_random``
+        A random number generator was declared: statements are checked for draws whose order
+        C++ leaves open (:meth:`.generators.GeneratorChecker.check_draw_order`).
     ``callees``
         The device functions called directly.
     ``defs``
@@ -69,6 +74,7 @@ class FunctionChecker(StatementChecker, ControlFlowChecker, ExpressionChecker, C
         self.unsafe_depth = 0
         self.loop_broke: list[bool] = []
         self.temp_counter = 0
+        self.draws_random = False  # a generator was declared (see GeneratorChecker)
         self.callees: list[ir.DeviceFunction] = []
         self.defs = Definitions(decl.assign_counts, decl.unique_params)
         self.bounds = BoundsProofs(ctx, self.defs)

@@ -4,7 +4,7 @@ on its own."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeGuard
 
 if TYPE_CHECKING:
     from .. import ir
@@ -50,6 +50,7 @@ class CheckerBase:
     no_wrap: NoWrapProofs
     tail: GridTail
     traits: TraitNotes
+    draws_random: bool
 
     if TYPE_CHECKING:
         # .checker
@@ -104,3 +105,13 @@ class CheckerBase:
         def mask_arg(self, got: dict, span: SourceSpan) -> ir.Expr: ...
 
         def require_layout(self, layout: str, ndim: int, span: SourceSpan) -> None: ...
+
+        # .generators
+        def is_generator_declaration(self, value: S.Expr) -> TypeGuard[S.Call]: ...
+
+        def declare_generator(self, target: S.Name, call: S.Call, span: SourceSpan,
+                              annotation) -> list[ir.Stmt]: ...
+
+        def call_generator(self, func: S.Attribute, e: S.Call) -> ir.Expr: ...
+
+        def check_draw_order(self, stmts) -> None: ...

@@ -29,6 +29,25 @@ class UidValue(ir.Expr):
 
 
 @node
+class GeneratorType(ir.Type):
+    """The type of a local that holds a random number generator (``rng = philox(...)``): the
+    three ``u64`` locals it is made of.  Never leaves the checker: the IR has only those."""
+
+    key: ir.Var
+    subsequence: ir.Var
+    counter: ir.Var
+
+    def __str__(self) -> str:
+        return "a philox generator"
+
+
+@node
+class GeneratorValue(ir.Expr):
+    """A generator named in an expression, before a method is called (``rng`` of
+    ``rng.uniform()``).  Never leaves the checker."""
+
+
+@node
 class AtomicHandle(ir.Expr):
     """``x.atomic_ref(i)`` before its method is called.  Never leaves the checker."""
 
@@ -76,6 +95,10 @@ class ExpressionChecker(CheckerBase):
         if isinstance(e, AtomicHandle):
             raise self.error("x.atomic_ref(i) must be followed by an operation, e.g. "
                              ".fetch_add(v)", e.span)
+        if isinstance(e, GeneratorValue):
+            raise self.error("a random number generator is not a value; draw from it: "
+                             "rng.uniform(), rng.normal(), rng.randint(n), rng.random_u32()",
+                             e.span)
         return e
 
     def scalar_of(self, e: ir.Expr, what: str = "this") -> ir.ScalarType:
@@ -164,6 +187,8 @@ class ExpressionChecker(CheckerBase):
                 return ir.ArrayRef(e.span, var.ty, var)
             if isinstance(var.ty, ir.UidType):
                 return UidValue(e.span, var.ty, var.ty.scope, var.ty.ndim)
+            if isinstance(var.ty, GeneratorType):
+                return GeneratorValue(e.span, var.ty)
             return ir.Local(e.span, var.ty, var)
         if e.id in self.decl.pending_locals:
             raise self.error(f"local variable '{e.id}' is used before it is assigned", e.span)
@@ -422,6 +447,10 @@ class ExpressionChecker(CheckerBase):
             return ir.UidComponent(e.span, ir.I64, base.scope, axis)
         if isinstance(base, ir.ArrayRef) and e.attr == "shape":
             raise self.error("use a.shape[k] with a constant k (or len(a))", e.span)
+        if isinstance(base, GeneratorValue) and e.attr in R.GENERATOR_METHODS:
+            raise self.error(f"{e.attr} is a method of the generator: call it, "
+                             f"{e.value.id if isinstance(e.value, S.Name) else 'rng'}"
+                             f".{e.attr}()", e.span)
         raise self.error(f"attribute .{e.attr} is not supported here", e.span)
 
     def axis_of(self, attr: str, span: SourceSpan) -> int:
@@ -497,7 +526,7 @@ class ExpressionChecker(CheckerBase):
         raise self.error(f"{what} must be a constant integer", e.span)
 
     def has_effects(self, e: ir.Expr) -> bool:
-        if isinstance(e, (ir.Call, ir.Atomic, ir.WarpOp, ir.BarrierVote)):
+        if isinstance(e, (ir.Call, ir.Atomic, ir.WarpOp, ir.BarrierVote, ir.RandomDraw)):
             return True
         for value in vars(e).values():
             if isinstance(value, ir.Expr) and self.has_effects(value):

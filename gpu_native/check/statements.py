@@ -8,7 +8,7 @@ from ..frontend import syntax as S
 from ..lang import registry as R
 from ..spec import LaunchAssert
 from .checker_base import CheckerBase
-from .expressions import UidValue, WeakConst
+from .expressions import GeneratorType, UidValue, WeakConst
 from .launch import launch_tree
 from .scope import registry_entry as _registered
 
@@ -32,6 +32,8 @@ class StatementChecker(CheckerBase):
                 self.bounds.facts, self.assigned, self.bounds.pending = saved[0], saved[1], set()
                 continue
             result, exits = self.statement(s)
+            if self.draws_random:
+                self.check_draw_order(result)
             self.bounds.commit()
             out.extend(result)
         return tuple(out), exits
@@ -200,6 +202,8 @@ class StatementChecker(CheckerBase):
     def assign_name(self, target: S.Name, value_syntax: S.Expr, span,
                     annotation) -> list[ir.Stmt]:
         name = target.id
+        if self.is_generator_declaration(value_syntax):
+            return self.declare_generator(target, value_syntax, span, annotation)
         decl = self.array_declaration(value_syntax)
         if decl is not None:
             assert isinstance(value_syntax, S.Call)  # array_declaration found a call
@@ -239,6 +243,9 @@ class StatementChecker(CheckerBase):
         if isinstance(var.ty, (ir.ArrayType, ir.UidType)):
             raise self.error(f"'{name}' is an array or unique id and cannot be reassigned",
                              target.span)
+        if isinstance(var.ty, GeneratorType):
+            raise self.error(f"'{name}' holds a random number generator; only philox(...) can "
+                             "be assigned to it", target.span)
         assert isinstance(var.ty, ir.ScalarType)
         converted = self.coerce(value, var.ty, f"assignment to '{name}'")
         self.bounds.commit()

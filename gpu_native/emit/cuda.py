@@ -754,6 +754,21 @@ class CudaEmitter:
         code = f"{_BARRIER_VOTES[e.op].cuda}({self.expr(e.predicate)})"
         return f"((bool){code})" if e.ty == ir.BOOL else code
 
+    def emit_RandomDraw(self, e: ir.RandomDraw) -> str:
+        # The counter is passed by reference: the prelude's gn_philox_* advance it.
+        ty = e.ty
+        assert isinstance(ty, ir.ScalarType)
+        fn = R.spelling(R.GENERATOR_METHODS[e.method].cuda, ty.info).format(T=ty.info.c_name)
+        state = ", ".join(cname(local.var) for local in e.state)
+        if not e.args:
+            return f"{fn}({state})"
+        n = self.expr(e.args[0])
+        if e.check is None:
+            return f"{fn}({state}, (gn_u64)({n}))"
+        helpers = self.helpers
+        return (f"{fn}({state}, gn_philox_bound(__gn_err, {n}, "
+                f"{e.check}u{helpers.origin}))")
+
     def emit_Atomic(self, e: ir.Atomic) -> str:
         target = self.element(e.array, e.indices, e.checks)
         ptr = f"&{target}"
@@ -836,6 +851,7 @@ _EXPR: dict[type, str] = {
     ir.WarpOp: "emit_WarpOp",
     ir.BarrierVote: "emit_BarrierVote",
     ir.Atomic: "emit_Atomic",
+    ir.RandomDraw: "emit_RandomDraw",
 }
 
 

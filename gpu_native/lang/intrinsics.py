@@ -39,6 +39,7 @@ __all__ = [
     "local_array",
     "match_all",
     "match_any",
+    "philox",
     "popc",
     "shared_array",
     "shfl_down",
@@ -80,6 +81,11 @@ def shared_array(dtype: type[T], shape: Any) -> Any:
 @_intrinsic
 def local_array(dtype: type[T], shape: Any) -> Any:
     _device_only("local_array()")
+
+
+@_intrinsic
+def philox(seed: int, subsequence: int = 0, offset: int = 0) -> Any:
+    _device_only("philox()")
 
 
 @_intrinsic

@@ -34,16 +34,20 @@ SECTIONS: tuple[tuple[str, tuple[tuple[str, ...], ...]], ...] = (
     ("Bits", (("gpu_native", "call", "call_bits", "call_bitcast"),)),
     ("Atomics: `x.atomic_ref(i).fetch_add(v)` and friends", (
         ("array", "method"), ("atomic_ref", "method"), ("gpu_native", "enum"))),
+    ("Random numbers: `rng = philox(seed, subsequence, offset)`", (
+        ("gpu_native", "generator"), ("generator", "method"))),
     ("The `math` module", (("math", "call"), ("math", "constant"))),
     ("Builtins", (("builtins", "call"), ("builtins", "loop"), ("builtins", "statement"))),
 )
 
-_PREFIX = {"math": "math.", "atomic_ref": ".", "layout": "Layout.", "dim3": ".", "array": "x."}
+_PREFIX = {"math": "math.", "atomic_ref": ".", "layout": "Layout.", "dim3": ".", "array": "x.",
+           "generator": "rng."}
 
 
 def _name(entry: Entry) -> str:
     prefix = _PREFIX.get(entry.namespace, "")
-    if entry.form in ("call", "statement", "allocation", "context", "method", "loop"):
+    if entry.form in ("call", "statement", "allocation", "context", "method", "loop",
+                      "generator"):
         text = prefix + entry.signature()
         if entry.result and entry.result != "None":
             text += f" → {entry.result}"

@@ -40,6 +40,7 @@ __all__ = [
     "BUILTINS",
     "ENTRIES",
     "FULL_MASK",
+    "GENERATOR_METHODS",
     "GPU_NATIVE",
     "LAYOUT_METHODS",
     "MATH",
@@ -88,6 +89,7 @@ FORMS = {
     "enum": "an enumeration whose members are constants",
     "kernel kind": "the argument of `@gpu_kernel(...)`",
     "decorator": "a decorator of kernel or device functions",
+    "generator": "assigned to a local: a random number generator, `rng = philox(seed)`",
 }
 
 
@@ -119,7 +121,8 @@ class Entry:
     namespace : str
         Where a kernel finds it: ``gpu_native``, ``math``, ``builtins``, ``atomic_ref`` (methods of
         ``x.atomic_ref(i)``), ``layout`` (methods of the layouts), ``array`` (methods of arrays),
-        ``dim3`` (attributes of ``thread_idx`` and friends and of unique ids), ``MemoryOrder``.
+        ``dim3`` (attributes of ``thread_idx`` and friends and of unique ids), ``MemoryOrder``,
+        ``generator`` (methods of a random number generator, ``rng.uniform()``).
     form : str
         How a kernel uses it: one of :data:`FORMS`.
     doc : str
@@ -137,7 +140,8 @@ class Entry:
     sim : callable, str, mapping or None
         The simulator's implementation: a NumPy function, or the name of a function of
         ``gpu_native.simulator.ops`` or of a method of the simulator's machine (per operand type
-        where it differs).
+        where it differs); for a generator's methods, a function of
+        ``gpu_native.simulator.philox``.
     op : str
         The IR's name for it where that differs from ``name`` (``round`` is ``MathCall("rint")``,
         ``fetch_add`` is ``Atomic("add")``).
@@ -406,6 +410,35 @@ _add(Entry("bitcast", "gpu_native", "call", "the bits of `x` read as a `dtype` o
                 "``f64``/``i64``/``u64``, ``f16``/``bf16``/``i16``/``u16``, ``i8``/``u8``.  "
                 "Nothing is converted or rounded; NaN payloads are kept."))
 
+# ---- random numbers: rng = philox(seed, subsequence, offset) ----------------------------------
+
+_add(Entry("philox", "gpu_native", "generator",
+           "a Philox4x32-10 random number generator (counter-based, as cuRAND's): each draw "
+           "takes the next block of `(seed, subsequence)` from block `offset` on",
+           _params("seed:int subsequence:int=0 offset:int=0"), "generator",
+           "declare_generator", since="0.2.0",
+           more="``seed``, ``subsequence`` and ``offset`` are integers taken as ``u64``.  Give "
+                "each thread its own subsequence (its unique id) and each launch its own seed "
+                "or offset.  A draw is a method: ``rng.uniform()``, ``rng.normal()``, "
+                "``rng.randint(n)``, ``rng.random_u32()``; each advances the generator by one "
+                "block (``randint`` by more, rarely).  The simulator draws the same numbers, "
+                "bit for bit."))
+_add(Entry("random_u32", "generator", "method", "the block's first word: a uniformly random "
+           "`u32`", result="u32", check="call_generator", cuda="gn_philox_u32", sim="random_u32",
+           since="0.2.0"))
+_add(Entry("uniform", "generator", "method", "a uniformly random float in [0, 1): `k / 2**24` "
+           "(`f32`) or `k / 2**53` (`f64`), every k as likely", _params("dtype:type=f32"),
+           "dtype", "call_generator",
+           {"f32": "gn_philox_uniform_f32", "f64": "gn_philox_uniform_f64"},
+           {"f32": "uniform_f32", "f64": "uniform_f64"}, since="0.2.0"))
+_add(Entry("normal", "generator", "method", "a standard normal float (Box-Muller in `f64`; "
+           "`f32` rounds it)", _params("dtype:type=f32"), "dtype", "call_generator",
+           {"f32": "gn_philox_normal_f32", "f64": "gn_philox_normal_f64"},
+           {"f32": "normal_f32", "f64": "normal_f64"}, since="0.2.0"))
+_add(Entry("randint", "generator", "method", "a uniformly random integer in [0, n), without "
+           "modulo bias, typed like `n`; 1 <= n <= 2**32 - 1", _params("n:int"), "T",
+           "call_generator", "gn_philox_randint<{T}>", "randint", since="0.2.0"))
+
 # ---- atomics: methods of x.atomic_ref(i) ------------------------------------------------------
 
 _INT_ATOMIC = ("i32", "u32", "i64", "u64")
@@ -546,6 +579,8 @@ AXES: dict[str, int] = {e.name: e.value for e in _index("dim3").values()}
 """``.x .y .z`` → axis."""
 LAYOUT_METHODS: dict[str, Entry] = _index("layout")
 """The methods of the layouts (``FlatLayout1D.uid()``)."""
+GENERATOR_METHODS: dict[str, Entry] = _index("generator")
+"""The methods of a random number generator (``rng.uniform()``)."""
 
 
 def emitted_names() -> frozenset[str]:

@@ -27,7 +27,7 @@ from .. import ir
 from ..errors import SourceSpan
 from ..lang import registry
 from ..nodes import fields
-from . import machine, ops
+from . import machine, ops, philox
 
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z_0-9]*$")
 # The barriers by scope ("block", "warp", "grid"), as the IR's Barrier names them.
@@ -66,7 +66,7 @@ def _contains(node, types) -> bool:
 def is_pure(e: ir.Expr) -> bool:
     """Can ``e`` be evaluated on every lane (no memory access, failure or effect)?"""
     for n in walk(e):
-        if isinstance(n, (ir.Load, ir.Atomic, ir.Call, ir.WarpOp, ir.BarrierVote)):
+        if isinstance(n, (ir.Load, ir.Atomic, ir.Call, ir.WarpOp, ir.BarrierVote, ir.RandomDraw)):
             return False
         if isinstance(n, ir.BinOp) and n.zero_check is not None:
             return False
@@ -82,6 +82,8 @@ def _may_shrink(s: ir.Stmt) -> bool:
                 c is not None for c in n.checks):
             return True
         if isinstance(n, ir.BinOp) and n.zero_check is not None:
+            return True
+        if isinstance(n, ir.RandomDraw) and n.check is not None:
             return True
     return False
 
@@ -627,6 +629,26 @@ class FunctionEmitter:
                   e.span)
         return t
 
+    def emit_RandomDraw(self, e: ir.RandomDraw, m: str) -> str:
+        # The draw returns its value and the advanced counter, which the executing lanes keep.
+        ty = e.ty
+        assert isinstance(ty, ir.ScalarType)
+        entry = registry.GENERATOR_METHODS[e.method]
+        fn = self.prog.bind("rng", ("rng", e.method, ty.info.name),
+                            getattr(philox, registry.spelling(entry.sim, ty.info)))
+        key, sub, counter = (self.name(local.var) for local in e.state)
+        args = [self.simple(self.expr(a, m), e.span) for a in e.args]
+        if e.check is not None:
+            ok = self.prog.bind("rng", "randint_ok", philox.randint_ok)
+            self.line(f"{m} = _gn.check_assert({m}, {ok}({args[0]}), {e.check})", e.span)
+        t, c = self.tmp(), self.tmp("c")
+        self.line(f"{t}, {c} = {fn}({key}, {sub}, {counter}{''.join(', ' + a for a in args)})",
+                  e.span)
+        self.line(f"{counter} = _gn_where({m}, {c}, {counter})", e.span)
+        if e.method == "randint":  # the u64 result, as the bound's type
+            return f"{self.prog.cast(ir.U64, ty)}({t})"
+        return t
+
     def emit_Atomic(self, e: ir.Atomic, m: str) -> str:
         idx = [self.expr(i, m) for i in e.indices]
         loc = self.prog.location(e.span)
@@ -679,6 +701,7 @@ _EXPR: dict[type, Callable] = {
     ir.WarpOp: FunctionEmitter.emit_WarpOp,
     ir.BarrierVote: FunctionEmitter.emit_BarrierVote,
     ir.Atomic: FunctionEmitter.emit_Atomic,
+    ir.RandomDraw: FunctionEmitter.emit_RandomDraw,
 }
 
 
