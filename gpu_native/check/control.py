@@ -132,7 +132,7 @@ class ControlFlowChecker:
         bounds.commit()
         entry = kill(bounds.facts, self.loop_assigned_vars(s.body) | {var})
         # `for j in range(tid, n, K)` with 0 <= tid < K: threads visit disjoint values.
-        self.unique.note_range_loop(var, start, step, step_sign, self.decl.plain_assigned)
+        self.unique.note_range_loop(var, start, step, step_sign, self.decl.plain_assigned, stop)
         extra: set = set()
         if step_sign > 0:
             key = self.defs.key
@@ -142,6 +142,7 @@ class ControlFlowChecker:
         before = set(self.assigned)
         self.assigned.add(var.name)
         body, _ = self.loop_body(s.body, entry, extra)
+        self.unique.leave_range_loop(var)
         self.assigned = before
         bounds.facts = entry
         stmt = ir.ForRange(s.span, var, start, stop, step, step_sign, body,

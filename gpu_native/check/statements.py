@@ -382,8 +382,9 @@ class StatementChecker:
                              "into a local first", target.span)
         value = self.coerce(self.expr(value_syntax), base.ty.elem,
                             f"the value stored into '{base.var.name}'")
-        unique, owners = self.unique.store(base, indices, target.span, self.unsafe_depth > 0)
+        unique, owners, proof = self.unique.store(base, indices, target.span,
+                                                  self.unsafe_depth > 0)
         checks = self.bounds.checks(base, indices, target.span)
         self.unique.note_store(base, indices, target.span, unique, owners)
         self.tail.note(base, indices)
-        return ir.Store(span, base, indices, checks, value, unique)
+        return ir.Store(span, base, indices, checks, value, unique, proof)

@@ -9,6 +9,10 @@ nonzero constant, and widening casts keep uniqueness; ``u * K + j`` with ``0 <= 
 does too.  A store is accepted when its indices cover every coordinate of the grid (global
 memory) or block (shared memory) that a dominating condition has not pinned (``if
 thread_idx.x == 0:``), or inside ``with unsafe():``.
+
+Where that rule does not apply (several stores per thread, warp-split indices, strides from the
+launch), the store is proven from the affine forms of every store into the array
+(:mod:`.ownership`); a refusal then says which threads can meet, with an example.
 """
 
 from __future__ import annotations
@@ -19,6 +23,17 @@ from .. import ir
 from ..errors import SourceSpan, TranspileError
 from ..nodes import node
 from .facts import pinned
+from .ownership import (
+    Forms,
+    PairProof,
+    StoreForm,
+    digit_terms,
+    fits_check,
+    index_is_exact,
+    largest_difference,
+    prove_pair,
+)
+from .witness import collision
 
 if TYPE_CHECKING:
     from .bounds import BoundsProofs
@@ -85,6 +100,18 @@ class UniqueWrites:
         self.store_keys: dict[int, tuple] = {}
         self.mutable_loads: list[tuple[ir.Var, tuple[Key, ...], SourceSpan, bool]] = []
         self.unique_param_uses: dict[str, set[str]] = {}
+        # The ownership proofs: every store's form, by array (a string where it has none), and
+        # every full index key a thread writes (a read at one of them reads its own element).
+        self.forms = Forms(defs, self.is_uniform_var, ctx.ndim, is_kernel)
+        self.store_forms: dict[int, list[StoreForm | str]] = {}
+        self.written_keys: dict[int, list[tuple]] = {}
+        self.multi_owner: set[int] = set()
+
+    def is_uniform_var(self, var: ir.Var) -> bool:
+        """A parameter that is never assigned (and not a ``UniqueId``): the same in every
+        thread."""
+        return var.is_param and self.defs.assign_counts.get(var.name, 0) == 0 and id(var) not in \
+            self.defs.unique_params
 
     # ---- what an index is unique in --------------------------------------------------------
 
@@ -177,9 +204,22 @@ class UniqueWrites:
         return False
 
     def note_range_loop(self, var: ir.Var, start: ir.Expr, step: ir.Expr, step_sign: int,
-                        plain_assigned: set[str]) -> None:
-        """``for var in range(start, _, step)``: with ``0 <= start < step`` and ``start``
-        unique, threads visit disjoint values of ``var``."""
+                        plain_assigned: set[str], stop: ir.Expr | None = None) -> None:
+        """``for var in range(start, stop, step)``: with ``0 <= start < step`` and ``start``
+        unique, threads visit disjoint values of ``var``.  For the ownership proofs, inside the
+        loop ``var`` is ``start + step * k`` (:meth:`leave_range_loop` ends that)."""
+        step_value = _const_value(step)
+        if stop is not None and isinstance(step_value, int) and step_value != 0 and \
+                var.name not in plain_assigned:
+            stop_max = None
+            if step_value > 0 and self.bounds.is_nonneg(stop):
+                stop_max = self.bounds.upper(stop)
+            start_value = _const_value(start)
+            start_min = start_value if isinstance(start_value, int) else (
+                0 if self.bounds.is_nonneg(start) else None)
+            self.forms.enter_loop(var, self.defs.key(start), stop_max, step_value, start_min)
+        else:
+            self.forms.leave_loop(var)
         start_unique = self.classify(start)
         self.range_unique_vars.pop(id(var), None)
         if (start_unique is not None and step_sign > 0
@@ -188,17 +228,97 @@ class UniqueWrites:
                 and var.name not in plain_assigned):
             self.range_unique_vars[id(var)] = start_unique.coords
 
+    def leave_range_loop(self, var: ir.Var) -> None:
+        """The body of the loop over ``var`` ends: its counter is no longer a digit."""
+        self.forms.leave_loop(var)
+
     # ---- stores and reads ------------------------------------------------------------------
 
     def store(self, base: ir.ArrayRef, indices, span: SourceSpan, unsafe: bool
-              ) -> tuple[str, tuple[int, ...]]:
-        """How a store is race-free (``Store.unique``), and which index positions make it so
-        (its *owner* positions: a thread owns every element with those index values, whatever
-        the rest).  ``unsafe``: inside ``with unsafe():``."""
+              ) -> tuple[str, tuple[int, ...], str]:
+        """How a store is race-free (``Store.unique``), which index positions make it so (its
+        *owner* positions: a thread owns every element with those index values, whatever the
+        rest), and the rule that proved it (``""``: the classic one, see ``expand``).
+        ``unsafe``: inside ``with unsafe():``."""
         if base.ty.space == "local":
-            return "uid", ()
+            return "uid", (), ""
         if unsafe:
-            return "unsafe", ()
+            return "unsafe", (), ""
+        space = "global" if base.ty.space == "global" else "shared"
+        keys = tuple(self.defs.key(i) for i in indices)
+        form = self.forms.store(keys, self.bounds.facts, space, span.line,
+                                _index_text(base, span))
+        self.store_forms.setdefault(id(base.var), []).append(form)
+        try:
+            kind, owners = self._classic(base, indices, span)
+        except TranspileError as classic:
+            proof = self.prove_array(base, span, classic)
+            self.check_exact(base, indices, span, form)  # type: ignore[arg-type]
+            kind, owners = "uid", tuple(range(len(indices)))
+            if not form.pins:  # type: ignore[union-attr]
+                self.written_keys.setdefault(id(base.var), []).append(keys)
+            return kind, owners, proof
+        if kind == "uid":
+            self.written_keys.setdefault(id(base.var), []).append(keys)
+        return kind, owners, ""
+
+    def prove_array(self, base: ir.ArrayRef, span: SourceSpan, classic: TranspileError) -> str:
+        """Prove every pair of the array's stores race-free from their forms (see
+        :mod:`.ownership`); the rule for the newest store, or ``classic`` raised with the
+        reason (and an example of two threads that meet, where one is found)."""
+        space = "global" if base.ty.space == "global" else "shared"
+        forms = self.store_forms[id(base.var)]
+        newest = forms[-1]
+        required = required_coords(self.ctx.ndim, space)
+        for earlier in forms:
+            if isinstance(earlier, str):
+                which = "its index" if earlier is newest else "another store's index"
+                raise TranspileError(f"{classic.message}: {which} {earlier}", span,
+                                     classic.hint or _UNIQUE_HINT)
+        rule = ""
+        for earlier in forms:
+            outcome = prove_pair(newest, earlier, required)  # type: ignore[arg-type]
+            if not outcome.ok:
+                example = collision(newest, earlier, required, self.ctx.ndim)  # type: ignore[arg-type]
+                other = "" if earlier is newest else f" and the store at line {earlier.line}"  # type: ignore[union-attr]
+                detail = f"{outcome.text}{other}"
+                if example:
+                    detail = f"{example}; {detail}"
+                raise TranspileError(f"{classic.message}: {detail}", span,
+                                     _hint_for(newest, earlier, outcome, space))  # type: ignore[arg-type]
+            if earlier is newest:
+                rule = outcome.text
+        others = [f.line for f in forms if f is not newest]  # type: ignore[union-attr]
+        text = f"unique: affine in {rule}" if rule else "unique: affine index"
+        if others:
+            text += f"; disjoint from the stores at line{'s' if len(others) > 1 else ''} " + \
+                ", ".join(str(n) for n in sorted(set(others)))
+        return text
+
+    def check_exact(self, base: ir.ArrayRef, indices, span: SourceSpan, form: StoreForm) -> None:
+        """The forms are exact integers: an index that may wrap must still tell threads apart
+        (see :mod:`.ownership`), or it is refused."""
+        for position, idx in enumerate(indices):
+            exact = index_is_exact(idx, self.bounds, self.defs.single_def)
+            if exact is True:
+                continue
+            ty = idx.ty
+            tree = None
+            if exact == "ring" and isinstance(ty, ir.ScalarType):
+                tree = largest_difference(digit_terms(form.dims[position], form.ranges))
+                if tree is not None:
+                    check = fits_check(tree, ty, span)
+                    if check is not None:
+                        self.ctx.kernel.add_launch_check(check)
+                    continue
+            raise TranspileError(
+                f"store into '{base.var.name}': its index may wrap around in {ty}, and then two "
+                "threads could write the same element", idx.span,
+                "compute the index in i64 (e.g. i64(block_idx.x) * ...)")
+
+    def _classic(self, base: ir.ArrayRef, indices, span: SourceSpan
+                 ) -> tuple[str, tuple[int, ...]]:
+        """The classic rule (see the module docstring)."""
         required = required_coords(self.ctx.ndim, "global" if base.ty.space == "global"
                                    else "shared") - pinned(self.bounds.facts)
         covered: set[str] = set()
@@ -233,12 +353,14 @@ class UniqueWrites:
             prev = self.store_keys.get(id(base.var))
             if prev is None:
                 self.store_keys[id(base.var)] = (k, span)
-            elif prev[0] != k:
-                raise TranspileError(
+            elif prev[0] != k and id(base.var) not in self.multi_owner:
+                classic = TranspileError(
                     f"'{base.var.name}' is written through two different indices (here and at "
                     f"{prev[1]}); one thread's second index can be another thread's first, so "
                     "the writes could race", span,
                     "write each element through one unique index, or use `with unsafe():`")
+                self.prove_array(base, span, classic)
+                self.multi_owner.add(id(base.var))
 
     def note_load(self, base: ir.ArrayRef, indices, span: SourceSpan, unsafe: bool) -> None:
         """A read: one of a writable global array is checked against its stores at the end."""
@@ -254,11 +376,16 @@ class UniqueWrites:
             if prev is None or unsafe:
                 continue
             owners, owned = prev[0]
-            if tuple(k[p] for p in owners) != owned:
-                raise TranspileError(
-                    f"'{var.name}' is read here at another index than it is written at "
-                    f"({prev[1]}): another thread may be writing that element", span,
-                    "read from a separate input array, or use `with unsafe():`")
+            if id(var) in self.multi_owner:
+                # Several stores: a thread reads its own element only at one of its indices.
+                if k in self.written_keys.get(id(var), ()):
+                    continue
+            elif tuple(k[p] for p in owners) == owned:
+                continue
+            raise TranspileError(
+                f"'{var.name}' is read here at another index than it is written at "
+                f"({prev[1]}): another thread may be writing that element", span,
+                "read from a separate input array, or use `with unsafe():`")
 
     def check_argument(self, callee_uses: dict[str, set[str]], param: ir.Var, value: ir.Expr,
                        what: str, span: SourceSpan) -> None:
@@ -281,6 +408,30 @@ class UniqueWrites:
                     "FlatLayout1D.uid()")
             for c in params:
                 self.unique_param_uses.setdefault(c[6:], set()).add(space)
+
+
+def _index_text(base: ir.ArrayRef, span: SourceSpan) -> str:
+    line = span.source_line or ""
+    text = line[span.col:span.end_col].strip() if span.end_col else ""
+    return text or base.var.name
+
+
+def _hint_for(a: StoreForm, b: StoreForm, outcome: PairProof, space: str) -> str:
+    """What would make the store provable, for the reason it is not."""
+    missing = outcome.missing
+    if missing and all(d.coord.startswith("bid") for d in missing) and space == "global":
+        return ("every block that runs this store writes the same elements: index by the block "
+                "too (out[block_idx.x * BLOCK + tid]); if only one block can get here (the "
+                "last-block pattern), the checker cannot see that: wrap the store in "
+                "`with unsafe():`")
+    if any(d.part != "all" for d in missing):
+        return ("one writer per warp needs the other part pinned: `if lane == 0: "
+                "partial[wid] = v` (lane = tid % 32, wid = tid // 32); or index with both parts")
+    if a is not b:
+        return ("several stores per thread must use disjoint offsets: s[tid] and s[tid + B] "
+                "with 0 <= tid < B known (`assert block_dim.x == B`), or a loop "
+                "`for j in range(K): s[tid + j * B]`; otherwise use `with unsafe():`")
+    return _UNIQUE_HINT
 
 
 def _const_value(e: ir.Expr):
