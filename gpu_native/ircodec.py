@@ -57,9 +57,9 @@ _SCALAR_INFO = "ScalarInfo"  # (name,): decodes to SCALARS[name]
 _DICT = "dict"  # (key, value, key, value, ...)
 # Fields for the reader of `gpu-native expand`, not for the simulator: left out of the bytes (and
 # of SCHEMA), and given their defaults when decoded.
-_NOT_ENCODED: dict[str, dict[str, object]] = {"Store": {"proof": ""}}
+NOT_ENCODED: dict[str, dict[str, object]] = {"Store": {"proof": ""}}
 _FIELDS: dict[str, tuple[str, ...]] = {
-    name: tuple(f for f in cls.__node_fields__ if f not in _NOT_ENCODED.get(name, {}))
+    name: tuple(f for f in cls.__node_fields__ if f not in NOT_ENCODED.get(name, {}))
     for name, cls in _CLASSES.items()}
 SCHEMA = hashlib.blake2b(
     repr(sorted(_FIELDS.items())).encode(), digest_size=8).hexdigest()
@@ -214,7 +214,7 @@ def _record(rec, objs: list):
         values[i] = tuple(_check_record(v) for v in values[i])
     obj = object.__new__(cls)
     obj.__dict__.update(zip(names, values))  # as nodes.replace does: frozen nodes too
-    obj.__dict__.update(_NOT_ENCODED.get(name, {}))
+    obj.__dict__.update(NOT_ENCODED.get(name, {}))
     return obj
 
 

@@ -15,7 +15,7 @@ from gpu_native.spec import Trait
 
 ROOT = Path(__file__).resolve().parent.parent
 FILES = sorted([*(ROOT / "examples").glob("*.py"), ROOT / "tests" / "kernels_runtime.py",
-                ROOT / "tests" / "kernels_language.py",
+                ROOT / "tests" / "kernels_language.py", ROOT / "tests" / "kernels_unique_idioms.py",
                 *(ROOT / "tools").glob("_bench*.py")])
 
 

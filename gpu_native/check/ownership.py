@@ -196,7 +196,7 @@ class LoopDigit:
 
     digit: Digit
     start: Poly
-    step: int
+    step: Poly
     trip: int | None
 
 
@@ -220,6 +220,8 @@ class StoreForm:
     ranges: dict
     line: int
     text: str
+    single: frozenset = frozenset()  # coordinates the launch leaves one value (grid_dim.x == 1)
+    whole: dict | None = None  # each thread coordinate's range
 
 
 class Forms:
@@ -264,7 +266,7 @@ class Forms:
         if isinstance(k, VarKey):
             loop = self.loops.get(id(k.var))
             if loop is not None:
-                return loop.start.plus(atom(loop.digit).scaled(loop.step))
+                return loop.start.plus(mul(atom(loop.digit), loop.step))
             return atom(k) if self.uniform_var(k.var) else None
         if isinstance(k, ShapeKey):
             return atom(k)
@@ -324,20 +326,26 @@ class Forms:
 
     # -- loops --
 
-    def enter_loop(self, var: ir.Var, start: Key, stop_upper: int | None, step: int,
-                   start_lower: int | None) -> None:
-        """``for var in range(start, stop, step)`` (``step`` a nonzero constant) begins; its
-        body sees ``var`` as ``start + step * k``."""
+    def enter_loop(self, var: ir.Var, start: Key, stop_max: int | None, step: Key,
+                   start_min: int | None) -> None:
+        """``for var in range(start, stop, step)`` (``step`` a nonzero constant, ``stop <=
+        stop_max``, ``start >= start_min`` where known) begins; its body sees ``var`` as
+        ``start + step * k`` with ``start + step * k < stop``."""
         self.loop_count += 1
-        start_poly = self.poly(start)
-        if start_poly is None:
+        start_poly, step_poly = self.poly(start), self.poly(step)
+        # A constant step, or a positive one from the launch (range(tid, n, block_dim.x)).
+        if start_poly is None or step_poly is None or not (
+                (not step_poly.terms and step_poly.const != 0)
+                or (_magnitude(step_poly) == step_poly and nonnegative(step_poly.plus(
+                    const(-1))))):
             self.loops.pop(id(var), None)
             return
         trip = None
-        if step > 0 and stop_upper is not None and start_lower is not None:
-            trip = max(0, -(-(stop_upper + 1 - start_lower) // step))
+        if not step_poly.terms and step_poly.const > 0 and stop_max is not None and \
+                start_min is not None:
+            trip = max(0, -(-(stop_max - start_min) // step_poly.const))
         digit = Digit(f"loop:{var.name}@{self.loop_count}")
-        self.loops[id(var)] = LoopDigit(digit, start_poly, step, trip)
+        self.loops[id(var)] = LoopDigit(digit, start_poly, step_poly, trip)
 
     def leave_loop(self, var: ir.Var) -> None:
         self.loops.pop(id(var), None)
@@ -387,7 +395,10 @@ class Forms:
                 ranges[digit] = self._range(digit, facts, subst)
         for digit in pins:
             ranges.setdefault(digit, self._range(digit, facts, subst))
-        return StoreForm(tuple(dims), pins, ranges, line, text)
+        whole = {c: self._range(Digit(c), facts, subst)
+                 for c in (f"{t}{a}" for t in ("tid", "bid") for a in range(3))}
+        single = frozenset(c for c, n in whole.items() if n == const(1))
+        return StoreForm(tuple(dims), pins, ranges, line, text, single, whole)
 
     def _launch_equalities(self, facts: list) -> Callable[[object], Poly | None]:
         """``assert block_dim.x == 256``: the atom ``block_dim.x`` is 256 here."""
@@ -402,7 +413,18 @@ class Forms:
         return known.get
 
     def _range(self, digit: Digit, facts: list, subst) -> Poly | None:
-        """The digit's range ``[0, n)``: ``n``, or ``None`` when not bounded."""
+        """The digit's range ``[0, n)``: ``n``, or ``None`` when not bounded; a fact ``digit <
+        c`` (``if lane < WARPS:``) narrows it."""
+        n = self._full_range(digit, facts, subst)
+        for f in facts:
+            if isinstance(f, Less) and f.right.integer is not None and \
+                    self.poly(f.left) == atom(digit):
+                bound = max(f.right.integer, 0)
+                if n is None or n.terms or bound < n.const:
+                    n = const(bound)
+        return n
+
+    def _full_range(self, digit: Digit, facts: list, subst) -> Poly | None:
         if not digit.is_thread:
             for loop in self.loops.values():
                 if loop.digit == digit:
@@ -464,18 +486,28 @@ def _split(forms: tuple[StoreForm, StoreForm]) -> tuple[tuple[StoreForm, StoreFo
             else:
                 pins[digit] = value
         ranges = dict(f.ranges)
-        for digit, n in f.ranges.items():
+        # A split coordinate tells threads apart only by both of its parts: each is a digit of
+        # the pair, in the index or not.
+        for coord, r in radix.items():
+            for part in ("lo", "hi"):
+                ranges.setdefault(Digit(coord, part, r), None)
+        items = list(f.ranges.items()) + [(Digit(c), (f.whole or {}).get(c)) for c in radix]
+        for digit, n in items:
             if digit.part == "all" and digit.coord in radix:
                 r = radix[digit.coord]
-                ranges[Digit(digit.coord, "lo", r)] = const(r) if n is None or n.terms else \
-                    const(min(r, n.const))
+                lo = Digit(digit.coord, "lo", r)
+                if ranges.get(lo) is None:
+                    ranges[lo] = const(r) if n is None or n.terms else const(min(r, n.const))
                 top = n
                 if n is not None and n.terms:
                     name = "block_dim" if digit.coord.startswith("tid") else "grid_dim"
                     top = const(HARDWARE.special(name, int(digit.coord[3])).hi)
-                ranges[Digit(digit.coord, "hi", r)] = None if top is None else \
-                    const(-(-top.const // r))
-        out.append(StoreForm(dims, pins, ranges, f.line, f.text))
+                hi = Digit(digit.coord, "hi", r)
+                if ranges.get(hi) is None:
+                    ranges[hi] = None if top is None else const(-(-top.const // r))
+        for coord in radix:
+            ranges.pop(Digit(coord), None)
+        out.append(StoreForm(dims, pins, ranges, f.line, f.text, f.single, f.whole))
     return (out[0], out[1]), {}
 
 
@@ -523,7 +555,8 @@ def prove_pair(a: StoreForm, b: StoreForm, required: frozenset[str]) -> PairProo
                 forced |= new
                 progress = True
     missing = sorted({d for d in thread_digits if d not in forced}, key=repr)
-    uncovered = sorted(c for c in required if not any(d.coord == c for d in ranges))
+    uncovered = sorted(c for c in required if not any(d.coord == c for d in ranges)
+                       and c not in a.single and c not in b.single)
     if missing or uncovered:
         names = [d.text() for d in missing] + [
             f"{'thread_idx' if c[0] == 't' else 'block_idx'}.{'xyz'[int(c[3])]}"
@@ -531,15 +564,25 @@ def prove_pair(a: StoreForm, b: StoreForm, required: frozenset[str]) -> PairProo
         return PairProof(False, "two threads that differ only in " + " and ".join(names) +
                          " can reach the same element",
                          tuple(missing) + tuple(Digit(c) for c in uncovered))
-    digits = sorted((d for d in ranges if d not in pinned), key=lambda d: repr(d))
     for pa, _ in dims:
-        for d in digits:
-            c = pa.coefficient((d,))
-            if c:
-                rules.append(f"{d.text()} (stride {abs(c)})")
+        for d, c in sorted(_coefficients(pa).items(), key=lambda t: repr(t[0])):
+            if d not in pinned:
+                rules.append(f"{d.text()} (stride {poly_text(_magnitude(c) or c)})")
     for d in sorted(pinned, key=repr):
         rules.append(f"one thread by {d.text()}")
     return PairProof(True, ", ".join(dict.fromkeys(rules)))
+
+
+def _coefficients(p: Poly) -> dict:
+    """Each digit of ``p`` and its coefficient (a polynomial of uniform atoms)."""
+    out: dict = {}
+    for mono, k in p.terms:
+        digits = [a for a in mono if isinstance(a, Digit)]
+        if len(digits) == 1:
+            rest = tuple(a for a in mono if a is not digits[0])
+            c = Affine(0, frozenset({(rest, k)})) if rest else const(k)
+            out[digits[0]] = out.get(digits[0], Affine()).plus(c)
+    return out
 
 
 def _dimension(pa: Poly, pb: Poly, ranges: dict, forced: set):

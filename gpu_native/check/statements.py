@@ -385,6 +385,6 @@ class StatementChecker:
         unique, owners, proof = self.unique.store(base, indices, target.span,
                                                   self.unsafe_depth > 0)
         checks = self.bounds.checks(base, indices, target.span)
-        self.unique.note_store(base, indices, target.span, unique, owners)
+        proof = self.unique.note_store(base, indices, target.span, unique, owners) or proof
         self.tail.note(base, indices)
         return ir.Store(span, base, indices, checks, value, unique, proof)

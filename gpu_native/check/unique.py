@@ -208,16 +208,13 @@ class UniqueWrites:
         """``for var in range(start, stop, step)``: with ``0 <= start < step`` and ``start``
         unique, threads visit disjoint values of ``var``.  For the ownership proofs, inside the
         loop ``var`` is ``start + step * k`` (:meth:`leave_range_loop` ends that)."""
-        step_value = _const_value(step)
-        if stop is not None and isinstance(step_value, int) and step_value != 0 and \
-                var.name not in plain_assigned:
-            stop_max = None
-            if step_value > 0 and self.bounds.is_nonneg(stop):
-                stop_max = self.bounds.upper(stop)
+        if stop is not None and var.name not in plain_assigned:
+            stop_max = self.bounds.upper(stop) if self.bounds.is_nonneg(stop) else None
             start_value = _const_value(start)
             start_min = start_value if isinstance(start_value, int) else (
                 0 if self.bounds.is_nonneg(start) else None)
-            self.forms.enter_loop(var, self.defs.key(start), stop_max, step_value, start_min)
+            self.forms.enter_loop(var, self.defs.key(start), stop_max, self.defs.key(step),
+                                  start_min)
         else:
             self.forms.leave_loop(var)
         start_unique = self.classify(start)
@@ -344,8 +341,9 @@ class UniqueWrites:
             f"threads of the {what} could write the same element", span, _UNIQUE_HINT)
 
     def note_store(self, base: ir.ArrayRef, indices, span: SourceSpan, unique: str,
-                   owners: tuple[int, ...] = ()) -> None:
-        """A store was checked: every store of an array must go through the same owner indices."""
+                   owners: tuple[int, ...] = ()) -> str:
+        """A store was checked: every store of an array must go through the same owner indices,
+        or be proven disjoint from the others (then the rule that did it is returned)."""
         if unique == "uid" and base.ty.space != "local":
             # Only the owner positions must agree: a thread may write any element of its own
             # rows (acc[i, 0], acc[i, 1], ...), never through a different row index.
@@ -359,8 +357,13 @@ class UniqueWrites:
                     f"{prev[1]}); one thread's second index can be another thread's first, so "
                     "the writes could race", span,
                     "write each element through one unique index, or use `with unsafe():`")
-                self.prove_array(base, span, classic)
                 self.multi_owner.add(id(base.var))
+                return self.prove_array(base, span, classic)
+            elif id(base.var) in self.multi_owner:
+                return self.prove_array(base, span, TranspileError(
+                    f"'{base.var.name}' is written through several indices; this one is not "
+                    "provably disjoint from the others", span))
+        return ""
 
     def note_load(self, base: ir.ArrayRef, indices, span: SourceSpan, unsafe: bool) -> None:
         """A read: one of a writable global array is checked against its stores at the end."""
