@@ -234,6 +234,13 @@ _BLOCKS = (32, 64, 96, 128)
 _GRIDS = (1, 2, 3)
 
 
+_BLOCK_TERMS = ["{c} * block_idx.x", "block_idx.x * block_dim.x", "block_idx.x * (2 * block_dim.x)",
+                "block_idx.x", "block_idx.x * 64 * {trips}"]
+_TID_COEFFICIENTS = ["{a}", "{a}", "grid_dim.x", "block_dim.x"]
+_LOOPS = ["range({trips})", "range({trips})", "range(tid, 256, block_dim.x)", "range(tid, 256, 32)",
+          "range(1, 2 * {trips}, 2)"]
+
+
 def _generated(r: random.Random) -> str:
     b = r.choice([32, 64, None])
     space = r.choice(["global", "shared"])
@@ -241,18 +248,28 @@ def _generated(r: random.Random) -> str:
     a = r.choice([1, 1, 2, 3])
     trips = r.choice([1, 2, 3])
     cj = r.choice([0, 1, 16, 32, 64, 96, 128, 192])
-    cb = r.choice([0, 32, 64, 128, 256, 384]) if space == "global" else 0
+    loop = r.choice(_LOOPS).format(trips=trips)
+    if "tid" in loop:
+        tid_form, cj = "0", 1  # the loop variable carries the thread
+    block_term = r.choice(_BLOCK_TERMS).format(c=r.choice([0, 32, 64, 128, 256, 384]),
+                                               trips=trips)
+    if space == "shared":
+        block_term = "0"
+    tid_coefficient = r.choice(_TID_COEFFICIENTS).format(a=a)
     second = r.choice([None, None, 1, 16, 32, 64, 128, 256])
     pin = r.choice(_PINS)
-    index = f"{cb} * block_idx.x + {a} * ({tid_form}) + {cj} * j"
+    single = r.random() < 0.15
+    index = f"{block_term} + {tid_coefficient} * ({tid_form}) + {cj} * j"
     target = "s" if space == "shared" else "out"
     lines = ["@gpu_kernel(Kernel1D)", "def k(out: CUDASliceMut[i32]):"]
     if b is not None:
         lines.append(f"    assert block_dim.x == {b}")
+    if single:
+        lines.append("    assert grid_dim.x == 1")
     lines += ["    tid = thread_idx.x", "    lane = tid % 32"]
     if space == "shared":
         lines.append("    s = shared_array(i32, 2048)")
-    lines.append(f"    for j in range({trips}):")
+    lines.append(f"    for j in {loop}:")
     indent = "        "
     if pin is not None:
         lines.append(f"        if {pin}:")
@@ -288,7 +305,7 @@ def test_generated_indices_accepted_only_when_race_free(tmp_path):
                                  (block, 1, 1))
                 except GpuNativeError:  # a launch its asserts refuse
                     continue
-                out = np.zeros(1 << 16, np.int32)
+                out = np.zeros(1 << 17, np.int32)
                 errors = launch(kernel, grid, block, out)
                 launches += 1
                 assert errors.races == [], f"{source}\ngrid {grid}, block {block}: " \

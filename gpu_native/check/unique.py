@@ -108,10 +108,10 @@ class UniqueWrites:
         self.multi_owner: set[int] = set()
 
     def is_uniform_var(self, var: ir.Var) -> bool:
-        """A parameter that is never assigned (and not a ``UniqueId``): the same in every
-        thread."""
-        return var.is_param and self.defs.assign_counts.get(var.name, 0) == 0 and id(var) not in \
-            self.defs.unique_params
+        """A kernel parameter that is never assigned (and not a ``UniqueId``): the same in every
+        thread.  (A device function's parameter is whatever each caller passes.)"""
+        return self.is_kernel and var.is_param and self.defs.assign_counts.get(var.name, 0) == 0 \
+            and id(var) not in self.defs.unique_params
 
     # ---- what an index is unique in --------------------------------------------------------
 
@@ -358,12 +358,22 @@ class UniqueWrites:
                     "the writes could race", span,
                     "write each element through one unique index, or use `with unsafe():`")
                 self.multi_owner.add(id(base.var))
-                return self.prove_array(base, span, classic)
+                return self.prove_union(base, indices, span, classic)
             elif id(base.var) in self.multi_owner:
-                return self.prove_array(base, span, TranspileError(
+                return self.prove_union(base, indices, span, TranspileError(
                     f"'{base.var.name}' is written through several indices; this one is not "
                     "provably disjoint from the others", span))
         return ""
+
+    def prove_union(self, base: ir.ArrayRef, indices, span: SourceSpan,
+                    classic: TranspileError) -> str:
+        """A store of an array written through several indices: its proof against the others
+        (the newest form is this store's, see :meth:`store`), with exact indices."""
+        proof = self.prove_array(base, span, classic)
+        form = self.store_forms[id(base.var)][-1]
+        assert isinstance(form, StoreForm)  # prove_array refuses a store without a form
+        self.check_exact(base, indices, span, form)
+        return proof
 
     def note_load(self, base: ir.ArrayRef, indices, span: SourceSpan, unsafe: bool) -> None:
         """A read: one of a writable global array is checked against its stores at the end."""
