@@ -137,7 +137,7 @@ def is_uniform(p: Poly) -> bool:
 def substitute(p: Poly, replace: Callable[[object], Poly | None]) -> Poly:
     """``p`` with each atom ``a`` for which ``replace(a)`` is a polynomial replaced by it."""
     out = Affine(p.const)
-    for m, k in p.terms:
+    for m, k in _ordered(p.terms):
         term = const(k)
         for a in m:
             r = replace(a)
@@ -164,6 +164,11 @@ def nonnegative(p: Poly) -> bool:
 
 def positive_atom(a) -> bool:
     return isinstance(a, SpecialKey) and a.name in ("block_dim", "grid_dim")
+
+
+def _ordered(terms) -> list:
+    """A polynomial's terms in a fixed order (by monomial)."""
+    return sorted(terms, key=lambda t: repr(t[0]))
 
 
 def poly_text(p: Poly) -> str:
@@ -364,7 +369,7 @@ class Forms:
                         "variable assigned more than once, a product of two thread values), so "
                         "nothing shows which thread writes which element")
             dims.append(p)
-        facts = list(facts)
+        facts = sorted(facts, key=repr)  # a fixed order: the same pins on every run
         subst = self._launch_equalities(facts)
         dims = [substitute(p, subst) for p in dims]
         pins: dict = {}
@@ -592,7 +597,7 @@ def _dimension(pa: Poly, pb: Poly, ranges: dict, forced: set):
     offsets = Affine(pa.const - pb.const)
     coefficient: dict = {}
     for side, p in ((1, pa), (-1, pb)):
-        for mono, k in p.terms:
+        for mono, k in _ordered(p.terms):
             ds = [x for x in mono if isinstance(x, Digit)]
             if len(ds) > 1:
                 return None
@@ -621,6 +626,8 @@ def _dimension(pa: Poly, pb: Poly, ranges: dict, forced: set):
         if any(not all(positive_atom(x) for x in m) for m, _ in offsets.terms):
             return None  # an unknown uniform difference: nothing is shown
         terms.append((offsets, const(2), {"offset"}))
+    # A fixed order, whatever the hash order of the forms' sets: the same proof on every run.
+    terms.sort(key=lambda t: (poly_text(t[0]), sorted(map(repr, t[2]))))
     if not terms:
         return set()
     ordered = _mixed_radix(terms)
@@ -722,14 +729,8 @@ def index_is_exact(e: ir.Expr, bounds: BoundsProofs, single_def, depth: int = 0)
 
 def digit_terms(p: Poly, ranges: dict) -> list[tuple[Poly, Poly | None]]:
     """The terms of ``p`` that hold one digit: (its coefficient, the digit's range)."""
-    out = []
-    for mono, k in p.terms:
-        digits = [a for a in mono if isinstance(a, Digit)]
-        if len(digits) == 1:
-            rest = tuple(a for a in mono if a is not digits[0])
-            c = Affine(0, frozenset({(rest, k)})) if rest else const(k)
-            out.append((c, ranges.get(digits[0])))
-    return out
+    return [(c, ranges.get(d)) for d, c in sorted(_coefficients(p).items(),
+                                                   key=lambda t: repr(t[0]))]
 
 
 def largest_difference(terms: Iterable[tuple[Poly, Poly | None]]) -> tuple | None:
@@ -748,7 +749,7 @@ def largest_difference(terms: Iterable[tuple[Poly, Poly | None]]) -> tuple | Non
 
 def _tree(p: Poly) -> tuple:
     out: tuple = ("c", p.const)
-    for m, k in p.terms:
+    for m, k in _ordered(p.terms):
         t: tuple = ("c", k)
         for a in m:
                 t = ("*", t, ("sp", a.name, a.axis), "i64")
