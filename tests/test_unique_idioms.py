@@ -313,3 +313,34 @@ def test_generated_indices_accepted_only_when_race_free(tmp_path):
     print(f"\ngenerated kernels: {accepted} accepted, {refused} refused; "
           f"{launches} race-free launches of the accepted ones")
     assert accepted >= 40 and refused >= 40
+
+
+def test_proofs_are_the_same_whatever_the_hash_seed(tmp_path):
+    """The launch checks an ownership proof adds enter the rewritten module: they must not
+    depend on the order Python's hash seed gives sets."""
+    import os
+    import subprocess
+    import sys
+
+    script = (
+        "import sys; sys.path.insert(0, 'tests')\n"
+        "from test_simulator_support import HEADER\n"
+        "from gpu_native.rewrite import transpile_module\n"
+        "src = HEADER + '''\n"
+        "@gpu_kernel(Kernel1D)\n"
+        "def k(out: CUDASliceMut[i32]):\n"
+        "    assert block_dim.x == 128\n"
+        "    base = block_idx.x * 512\n"
+        "    for j in range(4):\n"
+        "        out[base + thread_idx.x + j * 128] = 1\n"
+        "'''\n"
+        "m = transpile_module(src, 'm.py', 'm')\n"
+        "print(repr(m.checked[0].specializations[0].launch_checks))\n")
+    outputs = set()
+    for seed in ("1", "2", "3"):
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                              env=env, cwd=Path(__file__).resolve().parent.parent, check=True)
+        outputs.add(done.stdout)
+    assert len(outputs) == 1, outputs
+    assert "grid_dim" in outputs.pop()  # the wrap check of the affine index is there
