@@ -20,6 +20,8 @@ from __future__ import annotations
 
 from . import importhook as importhook  # installs the import hook unless GPU_NATIVE_DISABLE_HOOK=1
 from ._version import __version__ as __version__
+from .decorators import gpu_device as gpu_device
+from .decorators import gpu_kernel as gpu_kernel
 from .errors import CompileError as CompileError
 from .errors import ContextLostError as ContextLostError
 from .errors import CudaError as CudaError
@@ -90,8 +92,6 @@ from .runtime.arrays import DeviceArray as DeviceArray
 from .runtime.arrays import empty as empty
 from .runtime.arrays import to_device as to_device
 from .runtime.arrays import zeros as zeros
-from .runtime.decorators import gpu_device as gpu_device
-from .runtime.decorators import gpu_kernel as gpu_kernel
 from .runtime.devices import Device as Device
 from .runtime.graphs import Graph as Graph
 from .runtime.kernel import Kernel as Kernel

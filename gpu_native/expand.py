@@ -194,8 +194,9 @@ def _summary(spec: KernelSpec, last_line: int) -> list[str]:
                 line = v.sites[check.site].line if check.site < len(v.sites) else "?"
                 text = f"assert {tree_text(check.tree)} (line {line}), once per launch shape"
             elif isinstance(check, IndexFits):
+                where = f"{spec.file_at(check.file)}:" if check.file else "line "
                 text = (f"{tree_text(check.tree)} stays within {check.type} "
-                        f"(line {check.line}), or the launch is refused")
+                        f"({where}{check.line}), or the launch is refused")
             else:  # pragma: no cover - every kind is listed above
                 text = repr(check)
             out += _wrap(f"#     launch check: {text}", "#       ")

@@ -1,6 +1,7 @@
 """Where the source of a module another module names is found: the rule of the transpiler's
 ``ModuleLocator`` (:mod:`gpu_native.check.scope`), kept free of libcst so that the import hook can check, on a
-warm import, that a cached rewrite's dependencies still resolve to the files it read.
+warm import, that a cached rewrite's dependencies still resolve to the files it read.  And the
+name a module's file goes by in generated code and messages (:func:`display_file`).
 """
 
 from __future__ import annotations
@@ -34,3 +35,15 @@ def find_module_file(module: str, near: str | None = None,
             if os.path.isfile(candidate):
                 return candidate
     return None
+
+
+def display_file(module_name: str, path: str) -> str:
+    """The file name written into ``#line`` directives: stable across machines, so a kernel
+    precompiled in one directory matches its artifact when installed in another."""
+    base = os.path.basename(path)
+    if module_name in ("", "__main__") or ("." not in module_name and base != "__init__.py"):
+        return base
+    parts = module_name.split(".")
+    if base == "__init__.py":
+        return "/".join(parts) + "/__init__.py"
+    return "/".join(parts[:-1] + [base])

@@ -23,8 +23,18 @@ from .emit.uid_stride import vector_plan
 from .frontend.parse import ModuleScan, has_gpu_decorators, scan_module
 from .frontend.source import source_lines, too_deep
 from .ircodec import encode_kernel
-from .nodes import node
-from .spec import KernelOptions, KernelSpec, Param, Site, Trait, VariantSpec
+from .locate import display_file
+from .nodes import node, replace
+from .spec import (
+    IndexFits,
+    KernelOptions,
+    KernelSpec,
+    LaunchCheck,
+    Param,
+    Site,
+    Trait,
+    VariantSpec,
+)
 
 
 @node(frozen=False)
@@ -48,21 +58,25 @@ class RewriteResult:
         return bool(self.kernels)
 
 
-def display_file(module_name: str, path: str) -> str:
-    """The file name written into ``#line`` directives: stable across machines, so a kernel
-    precompiled in one directory matches its artifact when installed in another."""
-    base = os.path.basename(path)
-    if module_name in ("", "__main__") or ("." not in module_name and base != "__init__.py"):
-        return base
-    parts = module_name.split(".")
-    if base == "__init__.py":
-        return "/".join(parts) + "/__init__.py"
-    return "/".join(parts[:-1] + [base])
+class _Files:
+    """A kernel's file table (:attr:`KernelSpec.files`): the files of other modules its sites
+    and launch checks are in, numbered from 1 in the order met (0 is the kernel's own)."""
+
+    def __init__(self, path: str):
+        self.path = path
+        self.others: list[str] = []
+
+    def index(self, file: str) -> int:
+        if file == self.path:
+            return 0
+        if file not in self.others:
+            self.others.append(file)
+        return self.others.index(file) + 1
 
 
-def _sites(kernel: ir.Kernel) -> tuple[Site, ...]:
+def _sites(kernel: ir.Kernel, files: _Files) -> tuple[Site, ...]:
     return tuple(Site(s.kind, s.span.line, s.span.col, s.span.end_col, s.array, s.axis, s.ndim,
-                      s.message) for s in kernel.sites)
+                      s.message, files.index(s.span.file)) for s in kernel.sites)
 
 
 def _traits(kernel: ir.Kernel) -> Trait:
@@ -77,6 +91,38 @@ def _traits(kernel: ir.Kernel) -> Trait:
     if wants_index32(kernel):
         traits |= Trait.INDEX32
     return traits
+
+
+def _launch_checks(kernel: ir.Kernel, files: _Files) -> tuple[LaunchCheck, ...]:
+    """The checker's launch checks, each :class:`IndexFits` given its file's index in ``files``
+    (the checker's records leave it 0)."""
+    out: list[LaunchCheck] = []
+    elsewhere = None
+    for check in kernel.launch_checks:
+        if isinstance(check, IndexFits):
+            if elsewhere is None:
+                elsewhere = _spans_elsewhere(kernel)
+            file = elsewhere.get((check.line, check.col, check.end_col), files.path)
+            check = replace(check, file=files.index(file))
+        out.append(check)
+    return tuple(out)
+
+
+def _spans_elsewhere(kernel: ir.Kernel) -> dict[tuple, str]:
+    """The file of each ``(line, col, end_col)`` that only a device function of another module
+    has: the checker's no-wrap launch checks name a place, not its file."""
+    own = {(n.span.line, n.span.col, n.span.end_col) for n in ir.walk(kernel.body)}
+    for fn in kernel.device_functions:
+        if fn.span.file == kernel.span.file:
+            own.update((n.span.line, n.span.col, n.span.end_col) for n in ir.walk(fn.body))
+    out: dict[tuple, str] = {}
+    for fn in kernel.device_functions:
+        if fn.span.file != kernel.span.file:
+            for n in ir.walk(fn.body):
+                where = (n.span.line, n.span.col, n.span.end_col)
+                if where not in own:
+                    out.setdefault(where, fn.span.file)
+    return out
 
 
 def _launcher_params(checked: CheckedKernel) -> tuple[Param, ...]:
@@ -118,6 +164,7 @@ def transpile_module(source: str, path: str, module_name: str | None = None,
     kernels = []
     for ck in checked:
         variants = []
+        files = _Files(path)
         for k in ck.specializations:
             try:
                 cuda = emit_kernel(k, shown)
@@ -127,15 +174,15 @@ def transpile_module(source: str, path: str, module_name: str | None = None,
             variants.append(VariantSpec(
                 types=k.specialization, symbol=k.symbol,
                 kernel_id=abi.kernel_id(k.module, k.symbol), cuda=cuda,
-                sites=_sites(k), traits=_traits(k), launch_checks=k.launch_checks,
-                ir=encoded))
+                sites=_sites(k, files), traits=_traits(k),
+                launch_checks=_launch_checks(k, files), ir=encoded))
         options = KernelOptions(ck.options.bounds_check, ck.options.fastmath,
                                 ck.options.max_registers)
         kernels.append(KernelSpec(
             name=ck.fn.name, module=scan.module_name, file=path, line=ck.fn.first_line,
             ndim=ck.ndim,
             params=_launcher_params(ck), typevars=ck.typevars, options=options,
-            variants=tuple(variants)))
+            variants=tuple(variants), files=tuple(files.others)))
     deps = tuple(sorted(p for p in locator.used_paths() if os.path.abspath(p) != os.path.abspath(
         path)))
     return TranspiledModule(scan, kernels, checked, deps)
@@ -144,7 +191,11 @@ def transpile_module(source: str, path: str, module_name: str | None = None,
 def rewrite_module(source: str, path: str, module_name: str | None = None,
                    locator: ModuleLocator | None = None, hints: dict | None = None
                    ) -> RewriteResult:
-    """Rewrite a module that defines kernels; every original line keeps its line number."""
+    """Rewrite a module that defines kernels; every original line keeps its line number.
+
+    A module of device functions only is checked (a ``TranspileError`` as for a kernel) and
+    returned unchanged: it has nothing to rewrite.
+    """
     if not has_gpu_decorators(source):
         return RewriteResult(source, (), ())
     mod = transpile_module(source, path, module_name, locator, hints)

@@ -39,9 +39,10 @@ __all__ = [
 ]
 
 # The layout of the spec literal and the protocol of the launcher factory with the runtime
-# (``LaunchContext.fast_path``): 3, typed records, a FastPath record and the arrays' launch
-# attributes (2: a dict literal, a positional tuple from fast_path).
-SCHEMA = 3
+# (``LaunchContext.fast_path``): 4, sites and launch checks name their file (3: typed records,
+# a FastPath record and the arrays' launch attributes; 2: a dict literal, a positional tuple
+# from fast_path).
+SCHEMA = 4
 # The first element of every spec literal: anything else is not a spec (a foreign ``_spec=``).
 _TAG = "gpu_native.KernelSpec"
 
@@ -108,6 +109,8 @@ class Site:
 
     ``kind`` is ``"index"`` (a bounds check), ``"assert"`` or ``"zerodiv"``; ``array``,
     ``axis`` and ``ndim`` describe what an index check guards; ``message`` is an assert's.
+    ``file`` says which file ``line`` is in (see :meth:`KernelSpec.file_at`): 0, the kernel's
+    own, unless the site is in a device function of another module.
     """
 
     kind: str
@@ -118,6 +121,7 @@ class Site:
     axis: int = 0
     ndim: int = 1
     message: str = ""
+    file: int = 0
 
 
 @node
@@ -142,13 +146,15 @@ class LaunchAssert(LaunchCheck):
 @node
 class IndexFits(LaunchCheck):
     """A sum or product of launch indices that a bounds proof assumes does not wrap: its largest
-    value over the launch must stay within ``limit`` (the maximum of ``type``)."""
+    value over the launch must stay within ``limit`` (the maximum of ``type``).  ``file`` is as
+    a :class:`Site`'s."""
 
     limit: int
     type: str
     line: int
     col: int
     end_col: int | None
+    file: int = 0
 
 
 @node
@@ -178,7 +184,12 @@ class VariantSpec:
 
 @node
 class KernelSpec:
-    """Everything the runtime needs about one ``@gpu_kernel`` function."""
+    """Everything the runtime needs about one ``@gpu_kernel`` function.
+
+    ``file`` is the kernel's source file, as the rewrite was given it; ``files`` the files of
+    other modules whose device functions hold error sites or launch checks of the kernel, as the
+    rewrite found them (a site's ``file`` indexes ``(file, *files)``: see :meth:`file_at`).
+    """
 
     name: str
     module: str
@@ -189,12 +200,23 @@ class KernelSpec:
     typevars: tuple[str, ...]
     options: KernelOptions
     variants: tuple[VariantSpec, ...]
+    files: tuple[str, ...] = ()
+
+    @property
+    def source_files(self) -> tuple[str, ...]:
+        """The kernel's file, then :attr:`files`: what a site's ``file`` indexes."""
+        return (self.file, *self.files)
+
+    def file_at(self, index: int) -> str:
+        """The file a site or launch check with ``file == index`` is in."""
+        return self.source_files[index]
 
     def to_literal(self) -> tuple:
         """The plain-data literal the rewritten module embeds (see the module docstring)."""
         return (_TAG, SCHEMA, __version__, self.name, self.module, self.file, self.line,
                 self.ndim, tuple(_fields(p) for p in self.params), self.typevars,
-                _fields(self.options), tuple(_variant_literal(v) for v in self.variants))
+                _fields(self.options), tuple(_variant_literal(v) for v in self.variants),
+                self.files)
 
     @classmethod
     def from_literal(cls, literal, where: str = "a kernel") -> KernelSpec:
@@ -203,13 +225,14 @@ class KernelSpec:
         A literal of another schema, or anything that is not one, raises
         :class:`~gpu_native.errors.GpuNativeError` naming ``where`` and what to do.
         """
-        if type(literal) is not tuple or len(literal) != 12 or literal[0] != _TAG:
+        if type(literal) is not tuple or len(literal) < 3 or literal[0] != _TAG:
             old = literal.get("schema") if isinstance(literal, dict) else None
             if isinstance(old, int):
                 raise _stale(where, old, literal.get("version"))
             raise GpuNativeError(
                 f"{where} was given a _spec that is not a gpu_native kernel spec; _spec= is "
                 "written by gpu_native's rewrite, not by hand")
+        # The schema before the length: each schema has its own length.
         if literal[1] != SCHEMA:
             raise _stale(where, literal[1], literal[2])
         try:
@@ -295,39 +318,47 @@ def _tree(value) -> tuple:
     return value
 
 
-def _read_check(value) -> LaunchCheck:
+def _read_check(value, files: int) -> LaunchCheck:
     value = _tuple(value, "a launch check")
     if value[:1] == ("assert",) and len(value) == 3:
         return LaunchAssert(_tree(value[1]), _check(value[2], int, "an assert site"))
-    if value[:1] == ("fits",) and len(value) == 7:
-        _, tree, limit, ty, line, col, end_col = value
+    if value[:1] == ("fits",) and len(value) == 8:
+        _, tree, limit, ty, line, col, end_col, file = value
         return IndexFits(_tree(tree), _check(limit, int, "a limit"), _check(ty, str, "a type"),
                          _check(line, int, "a line"), _check(col, int, "a column"),
-                         _optional_int(end_col, "a column"))
+                         _optional_int(end_col, "a column"), _file_index(file, files))
     raise ValueError(f"unknown launch check {value[:1]!r}")
 
 
+def _file_index(value, files: int) -> int:
+    if type(value) is not int or not 0 <= value < files:
+        raise ValueError(f"file index {value!r:.20} is not one of the kernel's {files} files")
+    return value
+
+
 # The types a site's and a parameter's fields may have, checked at once (a module has many sites).
-_SITE_TYPES = {(str, int, int, end, str, int, int, str) for end in (int, type(None))}
+_SITE_TYPES = {(str, int, int, end, str, int, int, str, int) for end in (int, type(None))}
 _PARAM_TYPES = (str, str, int, bool)
 
 
-def _read_site(value) -> Site:
-    if type(value) is not tuple or tuple(map(type, value)) not in _SITE_TYPES:
+def _read_site(value, files: int) -> Site:
+    if type(value) is not tuple or tuple(map(type, value)) not in _SITE_TYPES or \
+            not 0 <= value[-1] < files:
         raise TypeError(f"a site is {value!r:.80}")
     return Site(*value)
 
 
-def _read_variant(value) -> VariantSpec:
+def _read_variant(value, files: int) -> VariantSpec:
+    """A variant whose sites and checks may name ``files`` files (the kernel's and others)."""
     types, symbol, kernel_id, cuda, sites, traits, checks, ir = _tuple(value, "a variant", 8)
     for pair in _tuple(types, "the variant's types"):
         _strings(_tuple(pair, "a specialisation", 2), "a specialisation")
     return VariantSpec(
         types, _check(symbol, str, "a symbol"), _check(kernel_id, int, "a kernel id"),
         _check(cuda, str, "the CUDA source"),
-        tuple(_read_site(s) for s in _tuple(sites, "the sites")),
+        tuple(_read_site(s, files) for s in _tuple(sites, "the sites")),
         Trait.from_names(_strings(traits, "the traits")),
-        tuple(_read_check(c) for c in _tuple(checks, "the launch checks")),
+        tuple(_read_check(c, files) for c in _tuple(checks, "the launch checks")),
         _check(ir, bytes, "the IR"))
 
 
@@ -338,8 +369,10 @@ def _read_param(value) -> Param:
 
 
 def _read_kernel(literal: tuple) -> KernelSpec:
-    (_, _, _, name, module, file, line, ndim, params, typevars, options, variants) = literal
+    (_, _, _, name, module, file, line, ndim, params, typevars, options, variants,
+     files) = _tuple(literal, "the spec", 13)
     bounds_check, fastmath, max_registers = _tuple(options, "the options", 3)
+    files = _strings(files, "the files")
     return KernelSpec(
         _check(name, str, "the name"), _check(module, str, "the module"),
         _check(file, str, "the file"), _check(line, int, "the line"),
@@ -348,7 +381,8 @@ def _read_kernel(literal: tuple) -> KernelSpec:
         KernelOptions(_check(bounds_check, bool, "bounds_check"),
                       _check(fastmath, bool, "fastmath"),
                       _optional_int(max_registers, "max_registers")),
-        tuple(_read_variant(v) for v in _tuple(variants, "the variants")))
+        tuple(_read_variant(v, 1 + len(files)) for v in _tuple(variants, "the variants")),
+        files)
 
 
 # ---- text ------------------------------------------------------------------------------------

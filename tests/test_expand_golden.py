@@ -202,8 +202,6 @@ def test_the_annotated_cuda_still_compiles():
     assert image.kind == "cubin"
 
 
-@pytest.mark.xfail(strict=True, reason="emit/cuda.py writes the kernel's file name into the "
-                   "#line directives of a device function from another module")
 def test_device_functions_of_other_modules_show_their_own_lines(tmp_path, capsys):
     pkg = tmp_path / "pkg"
     pkg.mkdir()
@@ -225,3 +223,33 @@ def test_device_functions_of_other_modules_show_their_own_lines(tmp_path, capsys
     assert '#line 8 "pkg/kern.py"  // pkg/kern.py:8  out[i] = twice(a[i])' in out
     assert '#line 6 "pkg/helpers.py"  // pkg/helpers.py:6  return x + x  # the helper\'s line' \
         in out
+
+
+def test_nvrtc_names_the_device_functions_own_file(tmp_path):
+    """The CUDA of a kernel calling another module's device function compiles, and a compile
+    error in the device function's code is reported at its own file and line."""
+    pytest.importorskip("cuda.bindings.nvrtc")
+    from gpu_native.cache import BuildRequest
+    from gpu_native.compiler.nvrtc import compile_request
+    from gpu_native.errors import CompileError
+
+    (tmp_path / "helpers2.py").write_text(
+        "from gpu_native import gpu_device, f32\n\n\n"
+        "@gpu_device\n"
+        "def twice(x: f32) -> f32:\n"
+        "    return x + x\n")
+    source = ("from gpu_native import gpu_kernel, Kernel1D, CUDASlice, CUDASliceMut, "
+              "FlatLayout1D, f32\n"
+              "from helpers2 import twice\n\n\n"
+              "@gpu_kernel(Kernel1D)\n"
+              "def k(a: CUDASlice[f32], out: CUDASliceMut[f32]):\n"
+              "    i = FlatLayout1D.uid()\n"
+              "    out[i] = twice(a[i])\n")
+    (variant,) = rewrite_module(source, str(tmp_path / "kern2.py"), "kern2").kernels[0].variants
+    assert compile_request(BuildRequest(variant.cuda, variant.symbol, "sm_90")).kind == "cubin"
+    directive = '#line 6 "helpers2.py"\n'
+    assert variant.cuda.count(directive) == 1
+    broken = variant.cuda.replace(directive, directive + "    gn_no_such_name;\n")
+    with pytest.raises(CompileError) as info:
+        compile_request(BuildRequest(broken, variant.symbol, "sm_90"))
+    assert "helpers2.py(6): error" in info.value.log, info.value.log

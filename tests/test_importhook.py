@@ -107,7 +107,9 @@ REPORT = textwrap.dedent('''\
         out = {"status": status, "libcst": "libcst" in _sys.modules,
                "transpiler": sorted(m for m in _sys.modules if m.startswith((
                    "gpu_native.frontend", "gpu_native.check", "gpu_native.emit",
-                   "gpu_native.rewrite"))), **extra}
+                   "gpu_native.rewrite", "gpu_native.expand", "gpu_native.precompile"))),
+               "nvrtc": sorted(m for m in _sys.modules if m.startswith((
+                   "gpu_native.compiler", "cuda.bindings.nvrtc"))), **extra}
         print("REPORT " + _json.dumps(out, default=repr))
 ''')
 
@@ -218,8 +220,10 @@ class TestRewriteOnImport:
 
         launched = report_of(run_python(import_mykernels(launch=True), work, env))
         assert launched["libcst_after_import"] is False and launched["launched"] is True
-        # The simulator runs the IR the rewritten module carries: no transpiler at all.
+        # The simulator runs the IR the rewritten module carries: no transpiler at all, and no
+        # NVRTC (the layering that makes this so: docs/architecture.md, test_layering.py).
         assert launched["libcst"] is False and launched["transpiler"] == []
+        assert launched["nvrtc"] == [] and warm["nvrtc"] == []
 
     def test_import_gpu_native_installs_the_hook(self, tmp_path, work):
         # -S: no .pth file runs, even where gpu_native is pip-installed (site-packages are put
@@ -267,7 +271,7 @@ class TestRewriteOnImport:
                                   text=True, check=True).stdout
         assert "@gpu_kernel(Kernel1D, _spec=" in expanded
         code = IMPORT_MYKERNELS + LAUNCH + '''
-    from gpu_native.runtime import decorators
+    from gpu_native import decorators
     report(launched=launched, from_source=len(decorators._rewrites))
 '''
         cold = report_of(run_python(code, work, env))
@@ -301,7 +305,7 @@ class TestRewriteOnImport:
         (work / "other.py").write_text("from mylib import gpu_kernel  # someone else's\n")
         (work / "mylib.py").write_text("def gpu_kernel(kind):\n    return lambda f: f\n")
         rep = report_of(run_python('''
-            import json, plain, mentions, other, mykernels, gpu_native.runtime.decorators as d
+            import json, plain, mentions, other, mykernels, gpu_native.decorators as d
             report(plain=type(plain.__spec__.loader).__name__,
                    other=type(other.__spec__.loader).__name__,
                    json=type(json.__spec__.loader).__name__,
@@ -585,6 +589,29 @@ class TestErrors:
         for internal in ("importhook", "_gpu_native_startup", "rewrite.py", "frozen importlib",
                          "During handling"):
             assert internal not in err, internal
+
+    def test_a_module_of_device_functions_only_is_checked_on_import(self, tmp_path, work):
+        # As a kernel's error fails its module's import, so does an error in a device function
+        # no kernel calls (it used to surface only once some kernel, anywhere, called it).
+        (work / "devonly.py").write_text(HELPERS + textwrap.dedent('''\
+
+
+            @gpu_device
+            def bad(x: f32) -> f32:
+                return x + undefined_name
+            '''))
+        proc = run_python("import devonly", work, hook_env(tmp_path), check=False)
+        assert proc.returncode == 1
+        path = work / "devonly.py"
+        assert f'File "{path}", line 13, in <module>\n    return x + undefined_name\n' \
+            in proc.stderr
+        assert f"gpu_native.errors.TranspileError: {path}:13:16: error: name 'undefined_name' " \
+            "is not defined" in proc.stderr
+        (work / "devonly.py").write_text(HELPERS)
+        rep = report_of(run_python("import devonly; report(scale=devonly.scale.__name__)", work,
+                                   hook_env(tmp_path)))
+        assert rep["scale"] == "scale"
+        assert rep["status"]["modules"]["devonly"]["cache"] == "miss"
 
     def test_a_syntax_error_is_pythons_own(self, tmp_path, work):
         (work / "broken.py").write_text("from gpu_native import gpu_kernel\n\ndef k(:\n    pass\n")

@@ -1,6 +1,6 @@
-"""Every generated kernel (examples, test and benchmark kernels) compiles with NVRTC to cubin for
-sm_80 and sm_90 with an empty log: no errors and no warnings.  NVRTC runs on the CPU, so this
-runs in CI."""
+"""Every generated kernel (examples and the gallery, test and benchmark kernels) compiles with
+NVRTC to cubin for sm_80 and sm_90 with an empty log: no errors and no warnings.  NVRTC runs on
+the CPU, so this runs in CI."""
 
 from __future__ import annotations
 
@@ -14,8 +14,12 @@ from gpu_native.rewrite import transpile_module
 from gpu_native.spec import Trait
 
 ROOT = Path(__file__).resolve().parent.parent
-FILES = sorted([*(ROOT / "examples").glob("*.py"), ROOT / "tests" / "kernels_runtime.py",
-                ROOT / "tests" / "kernels_language.py", ROOT / "tests" / "kernels_unique_idioms.py",
+FILES = sorted([*(ROOT / "examples").glob("*.py"),
+                *(p for p in (ROOT / "examples" / "gallery").glob("*.py")
+                  if not p.name.startswith("_")),
+                ROOT / "tests" / "kernels_runtime.py",
+                ROOT / "tests" / "kernels_language.py",
+                ROOT / "tests" / "kernels_unique_idioms.py",
                 *(ROOT / "tools").glob("_bench*.py")])
 
 

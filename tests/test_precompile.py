@@ -16,10 +16,10 @@ import pytest
 
 import gpu_native
 from gpu_native import cli
+from gpu_native import precompile as precompile_module
 from gpu_native.cache import SHIPPED_DIRNAME, artifact_id, clear_memory_cache
-from gpu_native.compiler import precompile as precompile_module
-from gpu_native.compiler.precompile import find_modules, parse_archs, plan, precompile
 from gpu_native.errors import CompileError, GpuNativeError
+from gpu_native.precompile import find_modules, parse_archs, plan, precompile
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(gpu_native.__file__)))
 

@@ -90,6 +90,31 @@ class TestLiteral:
         assert tree_text(first.tree) == "block_dim.x == 64"
         assert tree_text(second.tree) == "grid_dim.x > 0 or not block_dim.x < 64"
 
+    def test_sites_in_another_modules_device_function_name_its_file(self, tmp_path):
+        (tmp_path / "spec_helpers.py").write_text(
+            "from gpu_native import gpu_device, CUDASlice, f32, i64\n\n\n"
+            "@gpu_device\n"
+            "def pick(a: CUDASlice[f32], i: i64) -> f32:\n"
+            "    return a[i + 1]\n")
+        source = ("from gpu_native import gpu_kernel, Kernel1D, CUDASlice, CUDASliceMut, "
+                  "FlatLayout1D, f32\n"
+                  "from spec_helpers import pick\n\n\n"
+                  "@gpu_kernel(Kernel1D)\n"
+                  "def k(a: CUDASlice[f32], out: CUDASliceMut[f32]):\n"
+                  "    i = FlatLayout1D.uid()\n"
+                  "    out[i] = pick(a, i) + a[i + 2]\n")
+        path = str(tmp_path / "spec_kern.py")
+        (spec,) = transpile_module(source, path, "spec_kern").kernels
+        helpers = str(tmp_path / "spec_helpers.py")
+        assert spec.files == (helpers,) and spec.source_files == (path, helpers)
+        (variant,) = spec.variants
+        where = {(spec.file_at(s.file), s.line) for s in variant.sites}
+        assert where == {(helpers, 6), (path, 8)}
+        assert KernelSpec.from_literal(spec.to_literal()) == spec
+        # Kernels whose code is all in their own file carry no table.
+        assert all(not s.files and all(site.file == 0 for v in s.variants for site in v.sites)
+                   for s in _all_specs())
+
     def test_trait_names_round_trip(self):
         every = Trait.from_names(tuple(t.name.lower() for t in Trait))
         assert Trait.from_names(every.names()) == every
@@ -122,17 +147,29 @@ class TestStaleOrForeign:
                            f"{SCHEMA + 1}" r"\).*delete the module's __pycache__"):
             KernelSpec.from_literal(newer, "kernel k")
 
+    def test_a_literal_of_the_schema_before_file_tables_says_to_import_again(self):
+        # Schema 3 had twelve fields: its length must not make it "not a spec".
+        literal = self._literal()
+        old = (literal[0], 3, "0.1.0", *literal[3:12])
+        with pytest.raises(GpuNativeError, match=r"kernel spec schema 3\).*__pycache__"):
+            KernelSpec.from_literal(old, "kernel k")
+
     @pytest.mark.parametrize("literal", [None, "spec", (), ("other", 3), {"variants": ()}])
     def test_anything_else_is_not_a_spec(self, literal):
         with pytest.raises(GpuNativeError, match="not a gpu_native kernel spec"):
             KernelSpec.from_literal(literal, "kernel k")
 
-    @pytest.mark.parametrize("damage", ["site", "trait", "check", "param", "ir", "options"])
+    @pytest.mark.parametrize("damage", ["site", "site file", "files", "trait", "check", "param",
+                                        "ir", "options"])
     def test_a_malformed_literal_is_a_clear_error(self, damage):
         lit = list(self._literal())
         variant = list(lit[11][0])
         if damage == "site":
-            variant[4] = (("index", "12", 0, 1, "a", 0, 1, ""),)
+            variant[4] = (("index", "12", 0, 1, "a", 0, 1, "", 0),)
+        elif damage == "site file":  # no second file in the table
+            variant[4] = (("index", 12, 0, 1, "a", 0, 1, "", 1),)
+        elif damage == "files":
+            lit[12] = ("other.py", 7)
         elif damage == "trait":
             variant[5] = ("uid_only", "no_such_trait")
         elif damage == "check":

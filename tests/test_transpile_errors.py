@@ -472,3 +472,158 @@ def test_a_form_feed_line_does_not_shift_the_rewrite(tmp_path):
     start = next(n for n, text in enumerate(old) if text.startswith("@gpu_kernel"))
     assert new[start].startswith("@gpu_kernel(Kernel1D, _spec=")
     assert new[:start] == old[:start] and new[-4:] == old[-4:]
+
+
+# ---- names used as modules that the defining module does not import ---------------------------
+
+KERNEL_HEAD = ("from gpu_native import gpu_kernel, gpu_device, Kernel1D, CUDASlice, "
+               "CUDASliceMut, FlatLayout1D, f32\n")
+DEVS = KERNEL_HEAD + textwrap.dedent("""
+
+    @gpu_device
+    def norm(x: f32, y: f32) -> f32:
+        return math.sqrt(x * x + y * y)
+    """)
+USES_DEVS = KERNEL_HEAD + textwrap.dedent("""\
+    from devs import norm
+
+
+    @gpu_kernel(Kernel1D)
+    def k(a: CUDASlice[f32], c: CUDASliceMut[f32]):
+        i = FlatLayout1D.uid()
+        c[i] = norm(a[i], a[i])
+    """)
+# The same mistake in a kernel and in a device function of the kernel's own module.
+MATH_IN_KERNEL = KERNEL_HEAD + textwrap.dedent("""
+
+    @gpu_kernel(Kernel1D)
+    def k(a: CUDASlice[f32], c: CUDASliceMut[f32]):
+        i = FlatLayout1D.uid()
+        c[i] = math.sqrt(a[i])
+    """)
+MATH_IN_DEVICE = DEVS + textwrap.dedent("""
+
+    @gpu_kernel(Kernel1D)
+    def k(a: CUDASlice[f32], c: CUDASliceMut[f32]):
+        i = FlatLayout1D.uid()
+        c[i] = norm(a[i], a[i])
+    """)
+
+
+def _located(err: TranspileError, path, source: str, text: str) -> None:
+    """``err`` is at the first ``text`` of ``source`` (the file ``path``), with a caret under it."""
+    line = next(n for n, s in enumerate(source.splitlines(), 1) if text in s)
+    col = source.splitlines()[line - 1].index(text)
+    assert (err.span.file, err.span.line, err.span.col) == (str(path), line, col), str(err)
+    rendered = str(err).splitlines()
+    assert rendered[0].startswith(f"{path}:{line}:{col + 1}: error: ")
+    assert rendered[2] == "    " + " " * col + "^" * len(text.split(".")[0])
+
+
+@pytest.mark.parametrize("files, rewritten, culprit", [
+    pytest.param({"k1.py": MATH_IN_KERNEL}, "k1.py", "k1.py", id="kernel"),
+    pytest.param({"devs.py": MATH_IN_DEVICE}, "devs.py", "devs.py", id="device function"),
+    pytest.param({"devs.py": DEVS, "usek.py": USES_DEVS}, "usek.py", "devs.py",
+                 id="device function of another module"),
+])
+def test_math_not_imported_is_said_at_the_name(files, rewritten, culprit, tmp_path):
+    # It was "only gpu_native intrinsics, math functions and @gpu_device functions can be called
+    # in kernels", under `math.sqrt`: true, and no help.
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    path = tmp_path / rewritten
+    with pytest.raises(TranspileError) as info:
+        rewrite_module(path.read_text(), str(path), rewritten[:-3])
+    err = info.value
+    assert err.message == f"name 'math' is not defined in {culprit}: it is not imported there"
+    assert err.hint.startswith(f'add "import math" to {culprit}')
+    _located(err, tmp_path / culprit, files[culprit], "math.sqrt")
+
+
+def test_expand_says_math_is_not_imported_and_exits_non_zero(tmp_path):
+    # The reproduction, through the command a user runs (its exit status is the process's).
+    import subprocess
+    import sys
+
+    (tmp_path / "devs.py").write_text(DEVS)
+    (tmp_path / "usek.py").write_text(USES_DEVS)
+    for form in ([], ["--cuda"], ["--exact"], ["--proofs"]):
+        proc = subprocess.run([sys.executable, "-m", "gpu_native.cli", "expand", "usek.py", *form],
+                              cwd=tmp_path, capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 1, (form, proc.stderr)
+        assert proc.stdout == ""
+        assert proc.stderr == (
+            f"{tmp_path / 'devs.py'}:6:12: error: name 'math' is not defined in devs.py: it is "
+            "not imported there\n"
+            "        return math.sqrt(x * x + y * y)\n"
+            "               ^^^^\n"
+            'hint: add "import math" to devs.py (names in a function resolve in the module that '
+            "defines it)\n"), form
+
+
+@pytest.mark.parametrize("body, message, hint", [
+    pytest.param(
+        "c[i] = np.sqrt(a[i])",
+        "numpy is not supported in kernels ('np' is not defined in k2.py, and numpy runs on the "
+        "host)", 'use math.sqrt (with "import math" in k2.py)', id="numpy"),
+    pytest.param(
+        "c[i] = cp.linalg.norm(a[i])",
+        "cupy is not supported in kernels ('cp' is not defined in k2.py, and cupy runs on the "
+        "host)", "kernels use the math module (math.sqrt, math.exp, ...), abs, min, max and "
+        "gpu_native's intrinsics", id="cupy"),
+    pytest.param(
+        "c[i] = helpers.twice(a[i])",
+        "name 'helpers' is not defined in k2.py: it is not imported there",
+        'add "import helpers" to k2.py', id="a module beside it"),
+    pytest.param(
+        "gn.sync_threads()", "name 'gn' is not defined in k2.py: it is not imported there",
+        'add "import gpu_native as gn" to k2.py', id="gpu_native as gn"),
+    pytest.param(
+        "c[i] = nowhere.twice(a[i])", "name 'nowhere' is not defined in k2.py",
+        "'nowhere' is used as a module here: import it in k2.py, or use math, gpu_native and "
+        "@gpu_device functions", id="no such module"),
+])
+def test_other_unimported_module_names(body, message, hint, tmp_path):
+    (tmp_path / "helpers.py").write_text(KERNEL_HEAD + "\n\n@gpu_device\ndef twice(x: f32) -> "
+                                         "f32:\n    return x + x\n")
+    source = KERNEL_HEAD + textwrap.dedent(f"""
+
+        @gpu_kernel(Kernel1D)
+        def k(a: CUDASlice[f32], c: CUDASliceMut[f32]):
+            i = FlatLayout1D.uid()
+            {body}
+        """)
+    path = tmp_path / "k2.py"
+    path.write_text(source)
+    with pytest.raises(TranspileError) as info:
+        rewrite_module(source, str(path), "k2")
+    err = info.value
+    assert err.message == message
+    assert err.hint.startswith(hint), err.hint
+    _located(err, path, source, body.split("= ")[-1])
+
+
+def test_imported_numpy_says_numpy_is_not_supported(tmp_path):
+    source = "import numpy as np\n" + MATH_IN_KERNEL.replace("math.sqrt", "np.sqrt")
+    with pytest.raises(TranspileError) as info:
+        rewrite_module(source, str(tmp_path / "k3.py"), "k3")
+    assert "numpy.sqrt is a host-side name: numpy is not supported in kernels" in str(info.value)
+
+
+def test_a_local_read_before_its_assignment_is_not_taken_for_a_module(tmp_path):
+    # A name the function assigns is a local wherever it is read, never "not imported".
+    source = textwrap.dedent("""\
+        from gpu_native import gpu_kernel, Kernel2D, CUDASliceMut2D, FlatLayout2D, f32
+
+
+        @gpu_kernel(Kernel2D)
+        def k(a: CUDASliceMut2D[f32]):
+            for r in range(2):
+                if r == 1:
+                    a[u.x, u.y] = 1.0
+                u = FlatLayout2D.uid()
+        """)
+    with pytest.raises(TranspileError) as info:
+        rewrite_module(source, str(tmp_path / "k4.py"), "k4")
+    assert info.value.message == "local variable 'u' is used before it is assigned"
+    assert (info.value.span.line, info.value.span.col) == (8, 14)

@@ -144,8 +144,8 @@ def main(argv: list[str] | None = None) -> int:
             targets.append(examples)
 
     from gpu_native.cache import clear_memory_cache, find_or_build, user_store
-    from gpu_native.compiler.precompile import find_modules, plan, precompile
     from gpu_native.errors import TranspileError
+    from gpu_native.precompile import find_modules, plan, precompile
 
     modules = []
     for module in find_modules(targets):

@@ -41,6 +41,7 @@ __all__ = [
     "UpperBounds",
     "ValueRanges",
     "affine",
+    "constant_value",
     "is_widening",
     "type_interval",
 ]
@@ -335,7 +336,7 @@ class UpperBounds:
     def _binop(self, e: ir.BinOp, depth: int, type_max: int | None) -> int | None:
         left = self.upper(e.left, depth + 1)
         right = self.upper(e.right, depth + 1)
-        rc = _const_int(e.right)
+        rc = constant_value(e.right)
         if e.op == "+" and left is not None and right is not None:
             return left + right
         if e.op == "*" and left is not None and right is not None:
@@ -350,7 +351,8 @@ class UpperBounds:
         return type_max
 
 
-def _const_int(e: ir.Expr):
+def constant_value(e: ir.Expr):
+    """The value of ``e`` if it is a literal, looking through casts (``None`` otherwise)."""
     while isinstance(e, ir.Cast):
         e = e.value
     return e.value if isinstance(e, ir.Const) else None
@@ -418,7 +420,7 @@ def affine(e: ir.Expr, symbol: Callable[[ir.Expr], Hashable]) -> Affine:
         return affine(e.left, symbol).plus(right if e.op == "+" else right.scaled(-1))
     if isinstance(e, ir.BinOp) and e.op == "*":
         for a, b in ((e.left, e.right), (e.right, e.left)):
-            k = _const_int(b)
+            k = constant_value(b)
             if isinstance(k, int) and not isinstance(k, bool):
                 return affine(a, symbol).scaled(k)
     if isinstance(e, ir.UnaryOp) and e.op == "-":

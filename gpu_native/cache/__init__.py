@@ -8,11 +8,15 @@ warm start or a precompiled deployment never pays for them.
 See :mod:`.lookup` for the search order, :mod:`.locations` for the environment variables and the
 ``__gpu_native__`` directory a package can ship, :mod:`.store` for the on-disk format,
 :mod:`.keys` for what the keys hash, and :mod:`.housekeeping` for the per-user cache as a whole
-(its size cap, ``gpu-native cache info`` and ``clear``).
+(its size cap, ``gpu-native cache info`` and ``clear``).  What a build request is
+(:class:`~gpu_native.build.BuildRequest`, re-exported here) is defined below both this package and
+the compiler, so the compiler never imports the cache.
 """
 
 from __future__ import annotations
 
+from ..build import BuildRequest as BuildRequest
+from ..build import kernel_label as kernel_label
 from .keys import SCHEMA_VERSION as SCHEMA_VERSION
 from .keys import artifact_id as artifact_id
 from .keys import cache_key as cache_key
@@ -21,10 +25,8 @@ from .locations import CacheWarning as CacheWarning
 from .locations import cache_root as cache_root
 from .locations import kernels_dir as kernels_dir
 from .lookup import Artifact as Artifact
-from .lookup import BuildRequest as BuildRequest
 from .lookup import clear_memory_cache as clear_memory_cache
 from .lookup import find_or_build as find_or_build
-from .lookup import kernel_label as kernel_label
 from .lookup import user_store as user_store
 from .store import ArtifactStore as ArtifactStore
 

@@ -26,7 +26,7 @@ from .._version import __version__
 from ..headers import headers_digest
 
 if TYPE_CHECKING:
-    from . import BuildRequest
+    from ..build import BuildRequest
 
 # Bump when the layout of entries, sidecars or keys changes: old entries then simply stop matching.
 SCHEMA_VERSION = 1
@@ -37,18 +37,6 @@ _HEX = "0123456789abcdef"
 def is_valid_key(key: object) -> bool:
     """Whether ``key`` is a 64-digit lowercase hex digest (and so a safe file name)."""
     return isinstance(key, str) and len(key) == 64 and not key.strip(_HEX)
-
-
-def parse_arch(arch: str) -> tuple[int, str]:
-    """Split ``"sm_90a"`` into ``(90, "a")``; raise ``ValueError`` for anything else."""
-    if isinstance(arch, str) and arch.startswith("sm_"):
-        digits = arch[3:]
-        suffix = digits[-1:] if digits[-1:] in ("a", "f") else ""
-        digits = digits[: len(digits) - len(suffix)]
-        if 2 <= len(digits) <= 3 and digits.isascii() and digits.isdigit():
-            return int(digits), suffix
-    raise ValueError(f"invalid GPU architecture {arch!r}: expected a name like 'sm_90' "
-                     "(for a device of compute capability 9.0)")
 
 
 def _digest(document: dict) -> str:

@@ -25,58 +25,15 @@ import time
 import warnings
 
 from .._version import __version__
+from ..build import BuildRequest, parse_arch
 from ..errors import MissingArtifactError
 from ..nodes import node, replace
-from ..spec import KernelSpec, Trait, VariantSpec
 from . import housekeeping, locations, nvrtc_probe, prefetch
-from .keys import artifact_id, cache_key, compile_options, parse_arch
+from .keys import artifact_id, cache_key, compile_options
 from .locations import CacheWarning
 from .store import ArtifactStore, CorruptEntryError, StoredEntry, UnreadableEntryError
 
-__all__ = ["Artifact", "BuildRequest", "clear_memory_cache", "find_or_build", "kernel_label",
-           "user_store"]
-
-
-def kernel_label(module: str, name: str, types: tuple[tuple[str, str], ...] = ()) -> str:
-    """The human name of one kernel specialisation: ``"pkg.mod.add_kernel[T=f32]"``."""
-    base = f"{module}.{name}" if module else name
-    if types:
-        base += "[" + ",".join(f"{var}={ty}" for var, ty in types) + "]"
-    return base
-
-
-@node
-class BuildRequest:
-    """One kernel translation unit to build for one GPU architecture.
-
-    Only ``source``, ``symbol``, ``arch`` and the compile options enter the cache key; ``label``,
-    ``module`` and ``module_file`` are for messages and for finding a directory of precompiled
-    artifacts shipped beside the module.
-    """
-
-    source: str
-    symbol: str
-    arch: str
-    fastmath: bool = False
-    max_registers: int | None = None
-    uses_half: bool = False
-    label: str = ""
-    module: str = ""
-    module_file: str | None = None
-
-    @classmethod
-    def for_variant(cls, spec: KernelSpec, variant: VariantSpec, arch: str,
-                    module_file: str | None = None) -> BuildRequest:
-        """The request for one variant of a kernel spec (the :class:`~gpu_native.spec.KernelSpec`
-        the rewritten module embeds).  ``gpu-native precompile`` builds its requests this way, so
-        the runtime does too: then both compute the same keys."""
-        options = spec.options
-        return cls(
-            source=variant.cuda, symbol=variant.symbol, arch=arch,
-            fastmath=bool(options.fastmath), max_registers=options.max_registers,
-            uses_half=Trait.USES_HALF in variant.traits,
-            label=kernel_label(spec.module, spec.name, variant.types),
-            module=spec.module, module_file=module_file)
+__all__ = ["Artifact", "clear_memory_cache", "find_or_build", "user_store"]
 
 
 @node

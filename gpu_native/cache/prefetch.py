@@ -155,6 +155,7 @@ def _load() -> None:
 def _work() -> None:
     global _building
     _load()
+    from ..build import BuildRequest
     from . import lookup
 
     while True:
@@ -172,8 +173,7 @@ def _work() -> None:
             if _stopping:
                 break
             try:
-                lookup.find_or_build(lookup.BuildRequest.for_variant(spec, variant, arch,
-                                                                     module_file))
+                lookup.find_or_build(BuildRequest.for_variant(spec, variant, arch, module_file))
             except Exception:  # the launch compiles it again and reports the error itself
                 pass
 

@@ -13,7 +13,7 @@ import contextlib
 from typing import TYPE_CHECKING
 
 from .. import ir
-from ..analysis.ranges import HARDWARE, UpperBounds, is_widening
+from ..analysis.ranges import HARDWARE, UpperBounds, constant_value, is_widening
 from ..errors import SourceSpan, TranspileError
 from .facts import (
     ConstKey,
@@ -126,7 +126,7 @@ class BoundsProofs:
     def index_proven(self, base: ir.ArrayRef, axis: int, idx: ir.Expr) -> bool:
         shape = base.ty.shape
         static = shape is not None and shape[0] >= 0
-        c = _const_value(idx)
+        c = constant_value(idx)
         if static:
             n = shape[axis]
             if isinstance(c, int):
@@ -160,11 +160,11 @@ class BoundsProofs:
         if isinstance(e, ir.BinOp) and e.op == "%" and self.defs.key(e.right) == bound_key:
             return True
         if isinstance(e, ir.BinOp) and e.op == "%" and static and isinstance(
-                _const_value(e.right), int) and 0 < _const_value(e.right) <= limit:
+                constant_value(e.right), int) and 0 < constant_value(e.right) <= limit:
             return True
         if isinstance(e, ir.BinOp) and e.op == "&" and static:
             for side in (e.left, e.right):
-                cv = _const_value(side)
+                cv = constant_value(side)
                 if isinstance(cv, int) and 0 <= cv < limit:  # type: ignore[operator]
                     return True
         split = split_offset(e)
@@ -194,7 +194,7 @@ class BoundsProofs:
 
     def at_least(self, e: ir.Expr, m: int) -> bool:
         """Is the integer ``e >= m`` proven (``m >= 1``)?"""
-        c = _const_value(e)
+        c = constant_value(e)
         if isinstance(c, int):
             return c >= m
         k = self.defs.key(e)
@@ -213,7 +213,7 @@ class BoundsProofs:
 
     def in_range(self, e: ir.Expr, bound: int) -> bool:
         """Is ``0 <= e < bound`` proven (constant bound)?"""
-        c = _const_value(e)
+        c = constant_value(e)
         if isinstance(c, int):
             return 0 <= c < bound
         k = self.defs.key(e)
@@ -304,12 +304,6 @@ class BoundsProofs:
             return True
         bound = self.upper(stop)
         return bound is not None and bound - 1 + step.value <= ty.info.max
-
-
-def _const_value(e: ir.Expr):
-    while isinstance(e, ir.Cast):
-        e = e.value
-    return e.value if isinstance(e, ir.Const) else None
 
 
 def _fits_unsigned(e: ir.Expr, n: int) -> bool:

@@ -11,12 +11,12 @@ from .bounds import BoundsProofs
 from .calls import CallChecker
 from .context import Definitions, FunctionContext
 from .control import ControlFlowChecker
-from .expressions import ExpressionChecker, WeakConst
+from .expressions import ExpressionChecker
 from .nowrap import NoWrapProofs
 from .resolve import Declarations, annotation
 from .statements import StatementChecker
 from .tail import GridTail
-from .traits import TraitNotes, uses_half
+from .traits import TraitNotes
 from .unique import UniqueWrites
 
 
@@ -159,4 +159,4 @@ _STMT_HANDLERS: dict[type, Callable] = {
 }
 
 
-__all__ = ["FunctionChecker", "WeakConst", "uses_half"]
+__all__ = ["FunctionChecker"]

@@ -512,12 +512,6 @@ class ExpressionChecker:
         return False
 
 
-def _const_value(e: ir.Expr):
-    while isinstance(e, ir.Cast):
-        e = e.value
-    return e.value if isinstance(e, ir.Const) else None
-
-
 def _wrap_int(value: int, info) -> int:
     if info.kind == "bool":
         return 1 if value else 0

@@ -1,5 +1,6 @@
 """Checks every kernel of a module, each specialisation of a generic kernel, and the device
-functions they reach (in this module or another)."""
+functions they reach (in this module or another); then the module's device functions no kernel
+reached (:mod:`.uncalled`)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from .checker import FunctionChecker
 from .context import FunctionContext, KernelContext
 from .passes import check_function
 from .scope import ModuleLocator, Resolver, registry_entry
+from .uncalled import check_uncalled
 
 MAX_SPECIALIZATIONS = 64
 KERNEL_OPTIONS = ("bounds_check", "fastmath", "max_registers", "specializations")
@@ -45,6 +47,9 @@ class Program:
         self.locator = locator or ModuleLocator()
         self.locator.add(scan)
         self.resolver = Resolver(scan, self.locator)
+        # The device functions checked so far, by (path, name, binding): kernels check the ones
+        # they call; the rest are checked on their own.
+        self.checked_devices: set[tuple] = set()
 
     def check(self) -> list[CheckedKernel]:
         kernels = []
@@ -52,6 +57,10 @@ class Program:
             if fn.kind == "kernel":
                 with _no_recursion_error(fn):
                     kernels.append(self.check_kernel(fn))
+        for fn in self.scan.functions:
+            if fn.kind == "device":
+                with _no_recursion_error(fn):
+                    check_uncalled(self, fn, self.checked_devices)
         return kernels
 
     # ---- kernels ------------------------------------------------------------------------------
@@ -178,7 +187,7 @@ class Program:
         kernels = []
         for binding in self.bindings(fn, typevars, specs):
             ctx = KernelContext(self, ndim, options)
-            unit = check_function(FunctionContext(ctx, self.resolver, binding), fn)
+            unit = check_function(FunctionContext(ctx, self.resolver.within(fn), binding), fn)
             checker, decl = unit.checker, unit.declarations
             assert checker is not None and decl is not None and unit.traits is not None
             suffix = "".join(f"_{binding[tv].name}" for tv in typevars)
@@ -200,6 +209,7 @@ class Program:
                 specialization=tuple((tv, binding[tv].name) for tv in typevars),
                 launch_checks=tuple(ctx.launch_checks),
             ))
+            self.checked_devices.update(ctx.devices)
         return CheckedKernel(fn, ndim, options, typevars, kernels)
 
     # ---- device functions ---------------------------------------------------------------------
@@ -217,7 +227,8 @@ class Program:
         function = kctx.devices.get(cache_key)
         if function is None:
             kctx.stack.append(cache_key)
-            unit = check_function(FunctionContext(kctx, resolver, binding), fndef)
+            unit = check_function(FunctionContext(kctx, resolver.within(fndef), binding),
+                                  fndef)
             kctx.stack.pop()
             checked, decl = unit.checker, unit.declarations
             assert checked is not None and decl is not None

@@ -4,6 +4,11 @@ A kernel can name: its parameters and locals; module constants (ints, floats, bo
 them, evaluated without running the module); ``TypeVar`` declarations; gpu_native's kernel API;
 the ``math`` module; a few builtins; and ``@gpu_device`` functions of this or another module.  The
 other module is found on ``sys.path`` and parsed, never imported.
+
+Names resolve in the module that defines the function, as Python resolves them: a device function
+of ``helpers.py`` that writes ``math.sqrt`` needs ``import math`` in ``helpers.py``, whatever the
+kernel's module imports.  A name used as a module (``math.sqrt``, ``np.sqrt``) that the module
+neither defines nor imports is reported as such, at the name, saying what to import.
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ from ..frontend import syntax as S
 from ..frontend.parse import PACKAGE, ModuleScan, scan_module
 from ..frontend.source import read_source
 from ..lang import registry as R
-from ..locate import find_module_file
+from ..locate import display_file, find_module_file
 from ..nodes import node
 
 # The names kernels can use, from the language's registry.
@@ -23,6 +28,10 @@ GN_NAMES = frozenset(R.GPU_NATIVE)
 MATH_FUNCTIONS = frozenset(name for name, e in R.MATH.items() if e.form == "call")
 MATH_CONSTANTS = {name: e.value for name, e in R.MATH.items() if e.form == "constant"}
 BUILTINS = frozenset(R.BUILTINS)
+# Host array libraries by the names modules usually bind them to: `np.sqrt` in a kernel is a
+# reach for numpy, whether or not the module imports it.
+HOST_LIBRARIES = {"np": "numpy", "numpy": "numpy", "cp": "cupy", "cupy": "cupy",
+                  "torch": "torch", "jnp": "jax.numpy", "jax": "jax", "scipy": "scipy"}
 
 
 @node
@@ -95,9 +104,17 @@ class ModuleLocator:
 class Resolver:
     """Resolves names and dotted attributes for the functions of one module."""
 
-    def __init__(self, scan: ModuleScan, locator: ModuleLocator):
+    def __init__(self, scan: ModuleScan, locator: ModuleLocator,
+                 local_names: frozenset[str] = frozenset()):
         self.scan = scan
         self.locator = locator
+        # The parameters and assigned locals of the function being checked: a name among them
+        # is never "not imported", even where it is used before its assignment.
+        self.local_names = local_names
+
+    def within(self, fn: S.FunctionDef) -> Resolver:
+        """This resolver for the body of ``fn`` (which knows ``fn``'s local names)."""
+        return Resolver(self.scan, self.locator, function_locals(fn))
 
     def name(self, name: str, span: SourceSpan) -> Sym:
         scan = self.scan
@@ -141,7 +158,11 @@ class Resolver:
             if attr in MATH_CONSTANTS:
                 return Sym("const", attr, MATH_CONSTANTS[attr])
             return Sym("host", attr, f"math.{attr} is not available in kernels")
-        if module == "typing" or module.startswith(("numpy", "cupy", "torch")):
+        library = _host_library(module)
+        if library is not None:
+            return Sym("host", attr, f"{module}.{attr} is a host-side name: {library} is not "
+                       "supported in kernels")
+        if module == "typing":
             return Sym("host", attr, f"{module}.{attr} is a host-side name")
         return self.from_module(module, attr, span)
 
@@ -182,7 +203,70 @@ class Resolver:
             return self.name(expr.id, expr.span)
         if isinstance(expr, S.Attribute):
             base = self.dotted(expr.value)
+            if base is not None and base.kind == "undefined" and base.name not in \
+                    self.local_names:
+                raise self.not_imported(base.name, expr)
             if base is None or base.kind not in ("module", "gn"):
                 return None
             return self.attribute(base, expr.attr, expr.span)
         return None
+
+    def not_imported(self, name: str, use: S.Attribute) -> TranspileError:
+        """The error for ``name.attr`` where this module neither defines nor imports ``name``."""
+        root = use.value
+        while isinstance(root, S.Attribute):
+            root = root.value
+        span = root.span
+        shown = display_file(self.scan.module_name, self.scan.path)
+        library = HOST_LIBRARIES.get(name)
+        if library is not None:
+            hint = "kernels use the math module (math.sqrt, math.exp, ...), abs, min, max and " \
+                "gpu_native's intrinsics"
+            if use.attr in MATH_FUNCTIONS and use.value is root:
+                hint = f'use math.{use.attr} (with "import math" in {shown})'
+            return TranspileError(
+                f"{library} is not supported in kernels ('{name}' is not defined in {shown}, "
+                f"and {library} runs on the host)", span, hint)
+        if name in ("gn", PACKAGE):
+            statement = f"import {PACKAGE}" + (" as gn" if name == "gn" else "")
+        elif name == "math" or self.locator.find_path(name, self.scan.path) is not None:
+            statement = f"import {name}"
+        else:
+            return TranspileError(
+                f"name '{name}' is not defined in {shown}", span,
+                f"'{name}' is used as a module here: import it in {shown}, or use math, "
+                "gpu_native and @gpu_device functions")
+        return TranspileError(f"name '{name}' is not defined in {shown}: it is not imported there",
+                              span,
+                              f'add "{statement}" to {shown} (names in a function resolve in the '
+                              "module that defines it)")
+
+
+def _host_library(module: str) -> str | None:
+    """The host library ``module`` belongs to (numpy, cupy, torch, jax, scipy), or None."""
+    top = module.split(".")[0]
+    return top if top in ("numpy", "cupy", "torch", "jax", "scipy") else None
+
+
+def function_locals(fn: S.FunctionDef) -> frozenset[str]:
+    """The names ``fn`` binds: its parameters and every name it assigns (also as a loop
+    variable), wherever in its body."""
+    names = {p.name for p in fn.params}
+    stack: list = list(fn.body)
+    while stack:
+        s = stack.pop()
+        if isinstance(s, S.Assign):
+            targets: tuple = s.targets
+        elif isinstance(s, (S.AnnAssign, S.AugAssign, S.For)):
+            targets = (s.target,)
+        else:
+            targets = ()
+        while targets:
+            t, targets = targets[0], targets[1:]
+            if isinstance(t, S.Name):
+                names.add(t.id)
+            elif isinstance(t, S.Tuple):
+                targets += t.elts
+        for body in ("body", "orelse"):
+            stack.extend(getattr(s, body, ()))
+    return frozenset(names)

@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .. import ir
+from ..analysis.ranges import constant_value
 from ..errors import SourceSpan, TranspileError
 from ..nodes import node
 from .facts import pinned
@@ -168,7 +169,7 @@ class UniqueWrites:
             if e.op == "*":
                 for a, b in ((left, right), (right, left)):
                     u = self.classify(a)
-                    bc = _const_value(b)
+                    bc = constant_value(b)
                     if u is not None and isinstance(bc, int) and bc != 0:
                         return Unique(u.coords, u.scale * abs(bc))
                 return None
@@ -423,6 +424,7 @@ class UniqueWrites:
                 self.unique_param_uses.setdefault(c[6:], set()).add(space)
 
 
+<<<<<<< HEAD
 def _index_text(base: ir.ArrayRef, span: SourceSpan) -> str:
     line = span.source_line or ""
     text = line[span.col:span.end_col].strip() if span.end_col else ""
@@ -453,6 +455,8 @@ def _const_value(e: ir.Expr):
     return e.value if isinstance(e, ir.Const) else None
 
 
+=======
+>>>>>>> main
 def _blockwise_uid(a: ir.Expr, b: ir.Expr) -> int | None:
     """Recognise ``block_idx.a * block_dim.a + thread_idx.a``: the grid uid along ``a``."""
     while isinstance(a, ir.Cast):

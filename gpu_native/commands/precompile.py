@@ -67,8 +67,8 @@ class _Progress:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..compiler.precompile import precompile
     from ..errors import GpuNativeError
+    from ..precompile import precompile
 
     if args.jobs is not None and args.jobs < 1:
         raise GpuNativeError("-j/--jobs must be at least 1")

@@ -1,8 +1,10 @@
-"""NVRTC: generated CUDA C++ → cubin for one exact sm (see :mod:`.nvrtc`), and ahead-of-time
-builds of whole packages (:mod:`.precompile`, imported on demand because it needs the transpiler).
+"""NVRTC only: generated CUDA C++ → cubin for one exact sm (see :mod:`.nvrtc`).
 
 Importing this package loads NVRTC.  The runtime never imports it unless a kernel has to be
-compiled: cache keys and lookups live in :mod:`gpu_native.cache`.
+compiled: cache keys and lookups live in :mod:`gpu_native.cache`, which imports this package
+only to compile, and what a build request is lives in :mod:`gpu_native.build`, below both.  Nothing
+here imports the cache or the transpiler; ahead-of-time builds of whole packages, which need both,
+are :mod:`gpu_native.precompile`.
 """
 
 from __future__ import annotations

@@ -34,12 +34,12 @@ from typing import TYPE_CHECKING
 from cuda.bindings import nvrtc as _nvrtc
 
 from .. import headers
-from ..cache.keys import parse_arch
+from ..build import parse_arch
 from ..errors import CompileError
 from ..nodes import node
 
 if TYPE_CHECKING:
-    from ..cache import BuildRequest
+    from ..build import BuildRequest
 
 __all__ = [
     "CompiledImage",
@@ -57,7 +57,7 @@ __all__ = [
 
 @node
 class CompiledImage:
-    """What NVRTC produced for one :class:`~gpu_native.cache.BuildRequest`.
+    """What NVRTC produced for one :class:`~gpu_native.build.BuildRequest`.
 
     ``image`` is the cubin, or for ``kind == "ptx"`` the NUL-terminated PTX text that
     ``cuModuleLoadData`` expects.  ``target`` is the arch it was built for (``"sm_90"``, or

@@ -16,6 +16,7 @@ import numpy as np
 from .. import abi, ir
 from .._version import __version__
 from ..lang import registry as R
+from ..locate import display_file as display_name
 from ..nodes import fields, is_node
 from .cnames import cname, extent_name
 from .entry_points import ENTRY_POINTS
@@ -242,7 +243,7 @@ class CudaEmitter:
 
     def __init__(self, kernel: ir.Kernel, display_file: str):
         self.kernel = kernel
-        self.file = display_file.replace("\\", "/").replace('"', "'")
+        self.file = _directive_name(display_file)
         self.lines: list[str] = []
         self.indent = 1
         self.counter = 0
@@ -332,8 +333,12 @@ class CudaEmitter:
         self.lines = []
         self.indent = 1
         self.last_line = -1
+        kernel_file = self.file
+        if fn.span.file != self.kernel.span.file:  # its #line names its own module's file
+            self.file = _directive_name(display_name(fn.module, fn.span.file))
         self.declarations(fn.locals, fn.local_arrays, (), fn.body)
         self.block(fn.body)
+        self.file = kernel_file
         if fn.ret != ir.VOID:
             self.line("__builtin_unreachable();")
         sig = f"static __device__ {ctype(fn.ret)} {fn.symbol}(" + ", ".join(params) + ")"
@@ -805,6 +810,11 @@ _EXPR: dict[type, str] = {
     ir.WarpOp: "emit_WarpOp",
     ir.Atomic: "emit_Atomic",
 }
+
+
+def _directive_name(name: str) -> str:
+    """``name`` as a ``#line`` directive can hold it (forward slashes, no double quote)."""
+    return name.replace("\\", "/").replace('"', "'")
 
 
 def emit_kernel(kernel: ir.Kernel, display_file: str) -> str:

@@ -140,7 +140,7 @@ class Kernel:
                 label += "[" + ", ".join(t for _, t in v.types) + "]"
             variant = Variant(v, label)
             self.variants[tuple(t for _, t in v.types)] = variant
-            register_kernel(v.kernel_id, self.__name__, self.spec_file, v.sites)
+            register_kernel(v.kernel_id, self.__name__, self.spec_file, v.sites, spec.files)
         # Only a process that transpiled (and so imported the prefetcher) compiles ahead; a warm
         # start never imports it.
         prefetch = sys.modules.get("gpu_native.cache.prefetch")
@@ -311,7 +311,7 @@ class _Config:
         checks = variant.launch_checks
         if checks:
             check_launch(k.__name__, k.spec_file, variant.kernel_id, checks, self.grid,
-                         self.block)
+                         self.block, k.spec.files)
         trailing: tuple[tuple[str, int], ...] = (("Q", self.slot.device_ptr),)
         grid, block = self.grid, self.block
         index32 = False

@@ -94,8 +94,11 @@ def _span(file: str, line: int, col: int, end_col: int) -> SourceSpan:
 
 
 def check_launch(kernel_name: str, file: str, kernel_id: int, checks: tuple[LaunchCheck, ...],
-                 grid, block) -> None:
-    """Raise if the launch shape ``grid``/``block`` (3-tuples) fails one of ``checks``."""
+                 grid, block, files: tuple[str, ...] = ()) -> None:
+    """Raise if the launch shape ``grid``/``block`` (3-tuples) fails one of ``checks``.
+
+    ``file`` is the kernel's file, ``files`` those of other modules a check may be in
+    (:attr:`~gpu_native.spec.KernelSpec.files`)."""
     def special(name: str, axis: int) -> int:
         return {"block_dim": block, "grid_dim": grid}[name][axis]
 
@@ -112,11 +115,12 @@ def check_launch(kernel_name: str, file: str, kernel_id: int, checks: tuple[Laun
             limit, ty, line, col = check.limit, check.type, check.line, check.col
             largest = _largest(check.tree, grid, block)
             if largest > limit:
-                span = _span(file, line, col, check.end_col)
+                where = files[check.file - 1] if check.file else file
+                span = _span(where, line, col, check.end_col)
                 lines = [f"{kernel_name}: this launch (grid {tuple(grid)}, block {tuple(block)}) "
                          f"makes `{span.source_line[col:check.end_col].strip() or '...'}` reach "
                          f"{largest:,}, past the {ty} maximum {limit:,}: the index would wrap",
-                         f'  File "{file}", line {line}, in {kernel_name}']
+                         f'  File "{where}", line {line}, in {kernel_name}']
                 caret = format_caret(span)
                 if caret:
                     lines.append(caret)

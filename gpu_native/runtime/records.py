@@ -4,8 +4,9 @@ Each stream owns a 64-byte record in host-mapped memory (layout in :mod:`gpu_nat
 failing thread claims it with an atomic compare-and-swap, fills it and exits.  At the stream's next
 synchronisation point the host reads the record and raises ``KernelIndexError`` (an
 ``IndexError``), ``KernelAssertionError`` or ``KernelZeroDivisionError`` with the kernel's name, the
-Python line, the array, index and length, and the block and thread of the failing thread.  No trap
-is involved, so the CUDA context stays usable.
+Python file and line (a device function's own file when the check is in one), the array, index and
+length, and the block and thread of the failing thread.  No trap is involved, so the CUDA context
+stays usable.
 """
 
 from __future__ import annotations
@@ -36,16 +37,20 @@ assert RECORD_DTYPE.itemsize == abi.ERROR_RECORD_SIZE
 SLOTS_PER_BLOCK = 256
 
 _lock = threading.Lock()
-_kernels: dict[int, tuple[str, str, tuple[Site, ...]]] = {}  # kernel id -> (name, file, sites)
+# kernel id -> (name, (its file, *the files of other modules), sites)
+_kernels: dict[int, tuple[str, tuple[str, ...], tuple[Site, ...]]] = {}
 # By backend object, not name: the memory belongs to that instance (a test's stand-in "cuda"
 # backend is not the real one).
 _pools: dict[tuple[object, int], _Pool] = {}
 _races: dict[int, list[str]] = {}  # record device address -> race messages (simulator only)
 
 
-def register_kernel(kernel_id: int, name: str, file: str, sites: tuple[Site, ...]) -> None:
-    """Remember a kernel's site table so its device errors can be explained."""
-    _kernels[kernel_id] = (name, file, sites)
+def register_kernel(kernel_id: int, name: str, file: str, sites: tuple[Site, ...],
+                    files: tuple[str, ...] = ()) -> None:
+    """Remember a kernel's site table so its device errors can be explained: ``file`` is the
+    kernel's, ``files`` those of other modules whose device functions hold some of its sites
+    (:attr:`~gpu_native.spec.KernelSpec.files`; a site's ``file`` indexes ``(file, *files)``)."""
+    _kernels[kernel_id] = (name, (file, *files), sites)
 
 
 class _Pool:
@@ -127,7 +132,7 @@ def launch_assertion(kernel_id: int, site: int, threads: int) -> KernelError:
 
 def _build(rec, where: str | None = None) -> KernelError:
     kernel_id = int(rec["kernel"])
-    name, file, sites = _kernels.get(kernel_id, ("<unknown kernel>", "<unknown>", ()))
+    name, files, sites = _kernels.get(kernel_id, ("<unknown kernel>", ("<unknown>",), ()))
     site_id = int(rec["site"])
     block = tuple(int(v) for v in rec["block"])
     thread = tuple(int(v) for v in rec["thread"])
@@ -136,6 +141,8 @@ def _build(rec, where: str | None = None) -> KernelError:
         site = sites[site_id]
         kind, line, array, axis, ndim, message = (site.kind, site.line, site.array, site.axis,
                                                   site.ndim, site.message)
+        # The file of the code that failed: a device function's own, not the kernel's.
+        file = files[site.file] if site.file < len(files) else files[0]
         text = linecache.getline(file, line) if line else ""
         span = SourceSpan(file, line, site.col, site.end_col, text)
     else:  # pragma: no cover - a record from a kernel this process does not know

@@ -5,6 +5,11 @@ transpiler produced and the launcher factory that replaced the kernel's body.  W
 (``python script.py``, a notebook cell), the decorator transpiles the function from its own
 source with the same pipeline — :func:`gpu_native.rewrite.rewrite_module` on the file the
 function came from — and builds the same kernel object.
+
+This module sits above both the runtime and the transpiler (``docs/architecture.md``): the kernel
+object is the runtime's, and the transpiler is imported only by the fallback, so neither
+``import gpu_native`` nor a kernel module the hook rewrote loads it, and the runtime package itself
+never imports the transpiler.
 """
 
 from __future__ import annotations
@@ -16,9 +21,9 @@ import types
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from ..errors import TranspileError
-from ..lang.layouts import Kernel1D, Kernel2D, Kernel3D
-from .kernel import Kernel
+from .errors import TranspileError
+from .lang.layouts import Kernel1D, Kernel2D, Kernel3D
+from .runtime.kernel import Kernel
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -82,8 +87,8 @@ def _kernel_from_source(fn: Callable[..., Any]) -> Kernel:
         module_name = os.path.splitext(os.path.basename(filename))[0]
     hints = _hints_from_globals(source, globals_)
     result = _rewrite(source, filename, module_name, hints)
-    from ..frontend.source import source_lines
-    from ..rewrite import find_kernel
+    from .frontend.source import source_lines
+    from .rewrite import find_kernel
 
     build = find_kernel(result, fn.__name__, code.co_firstlineno)
     if build is None:
@@ -153,10 +158,10 @@ def _hints_from_globals(source: str, globals_: dict) -> dict:
 def _rewrite(source: str, filename: str, module_name: str, hints: dict):
     import hashlib
 
-    from ..cache import prefetch
+    from .cache import prefetch
 
     prefetch.start()  # as the import hook does: the kernels are compiled ahead
-    from ..rewrite import rewrite_module
+    from .rewrite import rewrite_module
 
     digest = hashlib.sha256(source.encode()).hexdigest()
     key = (filename, digest)
@@ -185,7 +190,7 @@ class DeviceFunction:
         return f"<gpu_native device function {self.__module__}.{self.__qualname__}>"
 
     def __reduce__(self):
-        from .kernel import _import_kernel
+        from .runtime.kernel import _import_kernel
 
         return (_import_kernel, (self.__module__, self.__qualname__))
 

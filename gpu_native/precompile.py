@@ -14,6 +14,10 @@ not the per-user cache's private 0o700/0o600, since a deployment is often built 
 
 Nothing here imports or executes the user's modules: they are found on ``sys.path`` by file name,
 picked by a byte search for ``gpu_kernel``, and transpiled from their source.
+
+This is the library behind ``gpu-native precompile`` (:mod:`gpu_native.commands.precompile`).  It
+transpiles and it calls NVRTC, so it sits above both the transpiler and :mod:`gpu_native.compiler`
+(which is NVRTC only); nothing the runtime imports reaches it (``docs/architecture.md``).
 """
 
 from __future__ import annotations
@@ -31,13 +35,13 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
 
-from .._version import __version__
-from ..cache.keys import SCHEMA_VERSION, artifact_id, compile_options, parse_arch
-from ..cache.locations import SHIPPED_DIRNAME
-from ..cache.lookup import BuildRequest
-from ..cache.store import ArtifactStore, write_file_atomic
-from ..errors import CompileError, GpuNativeError
-from .nvrtc import CompiledImage, compile_request, nvrtc_version
+from ._version import __version__
+from .build import BuildRequest, parse_arch
+from .cache.keys import SCHEMA_VERSION, artifact_id, compile_options
+from .cache.locations import SHIPPED_DIRNAME
+from .cache.store import ArtifactStore, write_file_atomic
+from .compiler.nvrtc import CompiledImage, compile_request, nvrtc_version
+from .errors import CompileError, GpuNativeError
 
 MANIFEST = "manifest.json"
 MANIFEST_FORMAT = "gpu_native-precompiled"
@@ -114,7 +118,7 @@ def _is_identifier_path(name: str) -> bool:
 
 def _walk(directory: str, package: str | None) -> list[SourceModule]:
     """Every ``.py`` file under ``directory``; ``package`` is its dotted name when known."""
-    from ..frontend.parse import module_name_for_path
+    from .frontend.parse import module_name_for_path
 
     found = []
     for root, dirs, files in os.walk(directory):
@@ -153,8 +157,8 @@ def find_modules(targets: Sequence[str]) -> list[SourceModule]:
     A module qualifies when its source contains ``gpu_kernel`` (a byte search, like the import
     hook's).
     """
-    from ..frontend.parse import module_name_for_path
-    from ..frontend.source import read_source_bytes
+    from .frontend.parse import module_name_for_path
+    from .frontend.source import read_source_bytes
 
     candidates: list[SourceModule] = []
     for target in targets:
@@ -184,15 +188,15 @@ def find_modules(targets: Sequence[str]) -> list[SourceModule]:
 
 def display_file(module: str, path: str) -> str:
     """The kernel's file as its ``#line`` directives name it (the same on every machine)."""
-    from ..rewrite import display_file as shown
+    from .rewrite import display_file as shown
 
     return shown(module, path)
 
 
 def plan(modules: Sequence[SourceModule], archs: Sequence[str]) -> list[Job]:
     """Transpile ``modules`` and list one job per kernel specialisation and arch."""
-    from ..frontend.source import read_source
-    from ..rewrite import transpile_module
+    from .frontend.source import read_source
+    from .rewrite import transpile_module
 
     jobs = []
     for module in modules:

@@ -1,0 +1,164 @@
+"""Separable 2-D convolution: a row pass, then a column pass, both through shared memory with
+thread coarsening (each thread computes several outputs).
+
+Source algorithm: V. Podlozhnyuk, "Image Convolution with CUDA" (NVIDIA, 2007), the
+cuda-samples ``convolutionSeparable`` sample: a block of ``BX x BY`` threads stages a strip of
+``(STEPS + 2 * HALO) * BX`` pixels per row (its ``STEPS`` output tiles and one halo tile on each
+side) in shared memory, each thread loading and storing ``STEPS`` pixels ``BX`` apart; the column
+pass is the same with the roles of x and y exchanged.  The filter is an odd-length array of
+weights; pixels outside the image count as zero.
+
+What it exercises: shared stores ``tile[ty, tx + i * BX]`` in a loop (one row of the tile per
+thread row, ``STEPS + 2`` elements per thread), global stores of a coarsened thread
+``dst[row, x]`` with ``x = col + (i - HALO) * BX``, a 2-D launch with a ``block_dim`` assert,
+zero-padded halos.
+"""
+
+import numpy as np
+from _gallery import compare, poison
+
+import gpu_native as gn
+from gpu_native import (
+    DEFAULT_STREAM,
+    BlockDim2D,
+    CUDASlice,
+    CUDASlice2D,
+    CUDASliceMut2D,
+    GridDim2D,
+    Kernel2D,
+    block_dim,
+    block_idx,
+    f32,
+    gpu_kernel,
+    shared_array,
+    sync_threads,
+    thread_idx,
+    unsafe,
+)
+
+RADIUS = 4               # filter half-width: 2 * RADIUS + 1 taps
+STEPS = 4                # outputs per thread
+HALO = 1                 # halo tiles on each side (HALO * BX >= RADIUS)
+ROW_BX = 16              # row pass block: ROW_BX x ROW_BY threads
+ROW_BY = 4
+COL_BX = 16              # column pass block: COL_BX x COL_BY threads
+COL_BY = 8
+
+# f32 sums of 9 products of values in [-1, 1): a few ulps of the largest partial sum.
+TOLERANCE = ("abs", 1e-5)
+
+
+@gpu_kernel(Kernel2D)
+def convolve_rows_kernel(src: CUDASlice2D[f32], dst: CUDASliceMut2D[f32],
+                         weights: CUDASlice[f32]):
+    assert block_dim.x == ROW_BX and block_dim.y == ROW_BY, "launch with ROW_BX x ROW_BY threads"
+    tile = shared_array(f32, (ROW_BY, (STEPS + 2 * HALO) * ROW_BX))
+    tx = thread_idx.x
+    ty = thread_idx.y
+    row = block_idx.y * ROW_BY + ty
+    col = block_idx.x * (STEPS * ROW_BX) + tx
+    h = src.shape[0]
+    w = src.shape[1]
+    # Load this thread's pixels of the strip, halo tiles included (zero outside the image).
+    for i in range(STEPS + 2 * HALO):
+        x = col + (i - HALO) * ROW_BX
+        v = f32(0.0)
+        if row < h and x >= 0 and x < w:
+            v = src[row, x]
+        # unsafe: i is a loop counter, not launch-uniform, and the checker knows no rule for
+        #   tx + i * ROW_BX; race-free because 0 <= tx < ROW_BX (the block_dim assert), so each
+        #   (tx, i) names its own element of the row.
+        with unsafe():
+            tile[ty, tx + i * ROW_BX] = v
+    sync_threads()
+    for i in range(HALO, HALO + STEPS):
+        total = f32(0.0)
+        for j in range(-RADIUS, RADIUS + 1):
+            total += weights[RADIUS - j] * tile[ty, tx + i * ROW_BX + j]
+        x = col + (i - HALO) * ROW_BX
+        if row < h and x < w:
+            # unsafe: the checker proves col unique but not col plus a loop counter times ROW_BX;
+            #   race-free because x = block_idx.x * (STEPS * ROW_BX) + (i - HALO) * ROW_BX + tx
+            #   with 0 <= tx < ROW_BX and 0 <= i - HALO < STEPS is a mixed-radix number, one per
+            #   (block, i, tx).
+            with unsafe():
+                dst[row, x] = total
+
+
+@gpu_kernel(Kernel2D)
+def convolve_columns_kernel(src: CUDASlice2D[f32], dst: CUDASliceMut2D[f32],
+                            weights: CUDASlice[f32]):
+    assert block_dim.x == COL_BX and block_dim.y == COL_BY, "launch with COL_BX x COL_BY threads"
+    # One padding column keeps the column walk free of bank conflicts.
+    tile = shared_array(f32, (COL_BX, (STEPS + 2 * HALO) * COL_BY + 1))
+    tx = thread_idx.x
+    ty = thread_idx.y
+    col = block_idx.x * COL_BX + tx
+    row = block_idx.y * (STEPS * COL_BY) + ty
+    h = src.shape[0]
+    w = src.shape[1]
+    for i in range(STEPS + 2 * HALO):
+        y = row + (i - HALO) * COL_BY
+        v = f32(0.0)
+        if col < w and y >= 0 and y < h:
+            v = src[y, col]
+        # unsafe: ty + i * COL_BY with i a loop counter, as in the row pass; race-free because
+        #   0 <= ty < COL_BY, so each (ty, i) names its own element of the column.
+        with unsafe():
+            tile[tx, ty + i * COL_BY] = v
+    sync_threads()
+    for i in range(HALO, HALO + STEPS):
+        total = f32(0.0)
+        for j in range(-RADIUS, RADIUS + 1):
+            total += weights[RADIUS - j] * tile[tx, ty + i * COL_BY + j]
+        y = row + (i - HALO) * COL_BY
+        if col < w and y < h:
+            # unsafe: row plus a loop counter times COL_BY, as in the row pass; race-free because
+            #   y = block_idx.y * (STEPS * COL_BY) + (i - HALO) * COL_BY + ty is a mixed-radix
+            #   number, one per (block, i, ty).
+            with unsafe():
+                dst[y, col] = total
+
+
+def convolve_separable(image, weights):
+    """Convolve a 2-D f32 device image with ``weights`` along rows, then along columns."""
+    h, w = image.shape
+    tmp = gn.empty((h, w), gn.f32)
+    out = gn.empty((h, w), gn.f32)
+    poison(tmp)
+    poison(out)
+    rows_grid = GridDim2D((w + STEPS * ROW_BX - 1) // (STEPS * ROW_BX), (h + ROW_BY - 1) // ROW_BY)
+    convolve_rows_kernel.launch(rows_grid, BlockDim2D(ROW_BX, ROW_BY), 0, DEFAULT_STREAM)(
+        image, tmp, weights)
+    cols_grid = GridDim2D((w + COL_BX - 1) // COL_BX, (h + STEPS * COL_BY - 1) // (STEPS * COL_BY))
+    convolve_columns_kernel.launch(cols_grid, BlockDim2D(COL_BX, COL_BY), 0, DEFAULT_STREAM)(
+        tmp, out, weights)
+    return out
+
+
+def reference(image: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """The same zero-padded separable convolution in float64."""
+    img = image.astype(np.float64)
+    k = weights.astype(np.float64)
+    rows = np.stack([np.convolve(r, k, mode="same") for r in img])
+    return np.stack([np.convolve(c, k, mode="same") for c in rows.T]).T
+
+
+def run(h: int = 45, w: int = 150, seed=None):
+    rng = np.random.default_rng(seed)
+    image = rng.uniform(-1, 1, (h, w)).astype(np.float32)
+    weights = rng.uniform(0, 1, 2 * RADIUS + 1).astype(np.float32)
+    weights /= weights.sum()
+    out = convolve_separable(gn.to_device(image), gn.to_device(weights))
+    return out.to_host(), reference(image, weights)
+
+
+def main():
+    out, ref = run()
+    compare(out, ref, *TOLERANCE)
+    print(f"convolution_separable on {gn.backend()}: {out.shape} image, "
+          f"max error {np.abs(out - ref).max():.2e}")
+
+
+if __name__ == "__main__":
+    main()
