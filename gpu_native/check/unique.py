@@ -211,7 +211,7 @@ class UniqueWrites:
         loop ``var`` is ``start + step * k`` (:meth:`leave_range_loop` ends that)."""
         if stop is not None and var.name not in plain_assigned:
             stop_max = self.bounds.upper(stop) if self.bounds.is_nonneg(stop) else None
-            start_value = _const_value(start)
+            start_value = constant_value(start)
             start_min = start_value if isinstance(start_value, int) else (
                 0 if self.bounds.is_nonneg(start) else None)
             self.forms.enter_loop(var, self.defs.key(start), stop_max, self.defs.key(step),
@@ -424,7 +424,6 @@ class UniqueWrites:
                 self.unique_param_uses.setdefault(c[6:], set()).add(space)
 
 
-<<<<<<< HEAD
 def _index_text(base: ir.ArrayRef, span: SourceSpan) -> str:
     line = span.source_line or ""
     text = line[span.col:span.end_col].strip() if span.end_col else ""
@@ -449,14 +448,6 @@ def _hint_for(a: StoreForm, b: StoreForm, outcome: PairProof, space: str) -> str
     return _UNIQUE_HINT
 
 
-def _const_value(e: ir.Expr):
-    while isinstance(e, ir.Cast):
-        e = e.value
-    return e.value if isinstance(e, ir.Const) else None
-
-
-=======
->>>>>>> main
 def _blockwise_uid(a: ir.Expr, b: ir.Expr) -> int | None:
     """Recognise ``block_idx.a * block_dim.a + thread_idx.a``: the grid uid along ``a``."""
     while isinstance(a, ir.Cast):
