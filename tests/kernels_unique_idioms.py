@@ -110,3 +110,20 @@ def single_block_stride(x: CUDASlice[i32], out: CUDASliceMut[i32]):
     assert grid_dim.x == 1
     for i in range(thread_idx.x, len(out), block_dim.x):
         out[i] = x[i] + 1
+
+
+@gpu_kernel(Kernel2D)
+def halo_shift(x: CUDASlice2D[i32], out: CUDASliceMut2D[i32]):
+    """A halo column beside the centre columns (stencils): thread 0 of each row writes tile[ty,
+    0], every thread tile[ty, tx + 1] >= 1; the two ranges never meet."""
+    assert block_dim.x == BX and block_dim.y == 8
+    tile = shared_array(i32, (8, BX + 1))
+    tx = thread_idx.x
+    ty = thread_idx.y
+    row = block_idx.y * block_dim.y + ty
+    col = block_idx.x * BX + tx
+    tile[ty, tx + 1] = x[row, col]
+    if tx == 0:
+        tile[ty, 0] = -7
+    sync_threads()
+    out[row, col] = tile[ty, tx]

@@ -101,6 +101,15 @@ def test_single_block_stride_loop(backend, ki):
     np.testing.assert_array_equal(out.to_host(), x + 1)
 
 
+def test_halo_cell_beside_the_centre_cells(backend, ki):
+    x = np.arange(16 * 32, dtype=np.int32).reshape(16, 32)
+    out = filled(x.shape)
+    run(ki.halo_shift, gn.GridDim2D(2, 2), gn.BlockDim2D(16, 8))(gn.to_device(x), out)
+    expected = np.roll(x.reshape(16, 2, 16), 1, axis=2)
+    expected[:, :, 0] = -7
+    np.testing.assert_array_equal(out.to_host(), expected.reshape(16, 32))
+
+
 def test_single_block_kernel_refuses_two_blocks(ki):
     """The proof assumed one block; the launcher holds the launch to it."""
     x = gn.to_device(np.arange(100, dtype=np.int32))

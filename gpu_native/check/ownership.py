@@ -622,6 +622,8 @@ def _dimension(pa: Poly, pb: Poly, ranges: dict, forced: set):
             for c in (ca, cb):
                 if c.terms or c.const:
                     terms.append((c, ranges.get(d), set()))
+    if _apart(offsets, coefficient, ranges, forced):
+        return True
     if offsets.terms or offsets.const:
         if any(not all(positive_atom(x) for x in m) for m, _ in offsets.terms):
             return None  # an unknown uniform difference: nothing is shown
@@ -639,6 +641,26 @@ def _dimension(pa: Poly, pb: Poly, ranges: dict, forced: set):
     if "offset" in shown:
         return True  # the offset term can only be zero, but it is not: no solution
     return {d for d in shown if isinstance(d, Digit)}
+
+
+def _apart(offsets: Poly, coefficient: dict, ranges: dict, forced: set) -> bool:
+    """Interval disjointness: with constant coefficients and ranges, is the difference of the two
+    stores' indices in this dimension never zero?  (A halo column 0 beside centre columns ``tx +
+    1``: the difference is ``-(tx + 1) <= -1``.)  Each thread's digits are separate values,
+    except those shown equal in both threads."""
+    if offsets.terms:
+        return False
+    lo = hi = offsets.const
+    for d, (ca, cb) in coefficient.items():
+        n = ranges.get(d)
+        if ca.terms or cb.terms or n is None or n.terms or n.const < 1:
+            return False
+        top = n.const - 1
+        parts = [ca.const - cb.const] if d in forced else [ca.const, -cb.const]
+        for c in parts:
+            lo += min(0, c * top)
+            hi += max(0, c * top)
+    return lo > 0 or hi < 0
 
 
 def _magnitude(c: Poly) -> Poly | None:
