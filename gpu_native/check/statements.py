@@ -24,11 +24,17 @@ class StatementChecker:
     """Mixin of :class:`~.checker.FunctionChecker`: blocks, simple statements, assignments and
     stores."""
 
-    def block(self: FunctionChecker, stmts: tuple[S.Stmt, ...]) -> tuple[tuple[ir.Stmt, ...], bool]:
-        """Check a block; return its IR and whether control never falls off its end."""
+    def block(self: FunctionChecker, stmts: tuple[S.Stmt, ...], kind: str = "body",
+              runs_once: bool = False) -> tuple[tuple[ir.Stmt, ...], bool]:
+        """Check a block; return its IR and whether control never falls off its end.  ``kind``
+        ("body", "loop", "if", "with") and ``runs_once`` (a loop body that surely runs) are what
+        the barrier phases need to know of it (:class:`.phases.Phases`)."""
+        phases = self.unique.phases
+        phases.enter(kind)
         out: list[ir.Stmt] = []
         exits = False
         for s in stmts:
+            phases.statement()
             if exits:
                 # Unreachable code is still checked (its errors are real), but not emitted.
                 saved = (self.bounds.facts, set(self.assigned))
@@ -38,6 +44,7 @@ class StatementChecker:
             result, exits = self.statement(s)
             self.bounds.commit()
             out.extend(result)
+        phases.leave(runs_once)
         return tuple(out), exits
 
     # ---- simple statements --------------------------------------------------------------------
@@ -46,17 +53,20 @@ class StatementChecker:
         return [], False
 
     def visit_Break(self: FunctionChecker, s: S.Break):
+        self.unique.phases.jump()
         if self.loop_depth == 0:
             raise self.error("`break` outside a loop", s.span)
         self.loop_broke[-1] = True
         return [ir.Break(s.span)], True
 
     def visit_Continue(self: FunctionChecker, s: S.Continue):
+        self.unique.phases.jump()
         if self.loop_depth == 0:
             raise self.error("`continue` outside a loop", s.span)
         return [ir.Continue(s.span)], True
 
     def visit_Return(self: FunctionChecker, s: S.Return):
+        self.unique.phases.jump()
         if self.is_kernel:
             if s.value is not None:
                 raise self.error("kernels cannot return a value; write results into a "
@@ -116,6 +126,7 @@ class StatementChecker:
             if call.args or call.keywords:
                 raise self.error(f"{name}() takes no arguments", call.span)
             self.traits.note_barrier("block")
+            self.unique.phases.barrier()
             return ir.Barrier(call.span, "block")
         got = self.args(call, entry.param_names, entry.required, f"{name}()")
         self.traits.note_barrier("warp")
@@ -237,6 +248,7 @@ class StatementChecker:
         self.bounds.kill({var})
         self.assigned.add(name)
         self.defs.record(var, converted)
+        self.unique.note_assign(var, converted)
         self.vars[name] = var
         return [ir.Assign(span, var, converted)]
 
@@ -362,6 +374,7 @@ class StatementChecker:
         self.bounds.kill({var})
         self.assigned.add(name)
         self.defs.record(var, converted)
+        self.unique.note_assign(var, converted)
         self.vars[name] = var
         return [ir.Assign(span, var, converted)]
 

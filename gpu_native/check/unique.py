@@ -13,6 +13,12 @@ thread_idx.x == 0:``), or inside ``with unsafe():``.
 Where that rule does not apply (several stores per thread, warp-split indices, strides from the
 launch), the store is proven from the affine forms of every store into the array
 (:mod:`.ownership`); a refusal then says which threads can meet, with an example.
+
+A store that a condition leaves to fewer threads than its index tells apart (``if tid == 1:
+s[0] = v``, ``if tid == 0: out[block_idx.x] = v``) is proven against every other store of the
+array, and every read of a global array it writes against it: the owner-index rules assume each
+store's index tells all the threads apart.  Pairs in a shared array that a ``sync_threads()``
+orders are left out (:mod:`.phases`).
 """
 
 from __future__ import annotations
@@ -25,15 +31,19 @@ from ..errors import SourceSpan, TranspileError
 from ..nodes import node
 from .facts import pinned
 from .ownership import (
+    Digit,
     Forms,
     PairProof,
     StoreForm,
     digit_terms,
+    digits_of,
+    evaluate,
     fits_check,
     index_is_exact,
     largest_difference,
     prove_pair,
 )
+from .phases import Phases, Position, entry_value, ordered
 from .witness import collision
 
 if TYPE_CHECKING:
@@ -107,6 +117,33 @@ class UniqueWrites:
         self.store_forms: dict[int, list[StoreForm | str]] = {}
         self.written_keys: dict[int, list[tuple]] = {}
         self.multi_owner: set[int] = set()
+        # Every checked store, by array: a store that a condition narrows to fewer threads
+        # (`if tid == 0:`) is proven against each of the others, since the owner-index rules
+        # above assume every store's index tells all threads apart; shared-array pairs that a
+        # barrier orders are left out (see :mod:`.phases`).
+        self.phases = Phases()
+        self.known: dict[int, int] = {}
+        self.checked_stores: dict[int, list[_Checked]] = {}
+        self.read_forms: list[tuple[ir.Var, StoreForm | str, SourceSpan]] = []
+
+    # ---- what is known of a variable on entry to a loop -------------------------------------
+
+    def note_assign(self, var: ir.Var, value: ir.Expr) -> None:
+        """``var = value``: remember a constant value where every path to what follows sees it."""
+        v = entry_value(value, self.known)
+        if isinstance(v, int) and not isinstance(v, bool) and not self.phases.in_branch:
+            self.known[id(var)] = v
+        else:
+            self.known.pop(id(var), None)
+
+    def forget(self, variables) -> None:
+        """A loop (re)assigns ``variables``: their values on entry say nothing of its body."""
+        for var in variables:
+            self.known.pop(id(var), None)
+
+    def entry_value(self, e: ir.Expr) -> object:
+        """The value of ``e`` here from constants and known variables, or ``None``."""
+        return entry_value(e, self.known)
 
     def is_uniform_var(self, var: ir.Var) -> bool:
         """A kernel parameter that is never assigned (and not a ``UniqueId``): the same in every
@@ -247,6 +284,7 @@ class UniqueWrites:
         form = self.forms.store(keys, self.bounds.facts, space, span.line,
                                 _index_text(base, span))
         self.store_forms.setdefault(id(base.var), []).append(form)
+        narrowed = bool(pinned(self.bounds.facts) & required_coords(self.ctx.ndim, space))
         try:
             kind, owners = self._classic(base, indices, span)
         except TranspileError as classic:
@@ -255,10 +293,48 @@ class UniqueWrites:
             kind, owners = "uid", tuple(range(len(indices)))
             if not form.pins:  # type: ignore[union-attr]
                 self.written_keys.setdefault(id(base.var), []).append(keys)
+            self.check_narrowed(base, span, _Checked(form, self.phases.position(), narrowed))
             return kind, owners, proof
         if kind == "uid":
             self.written_keys.setdefault(id(base.var), []).append(keys)
+        self.check_narrowed(base, span, _Checked(form, self.phases.position(),
+                                                 narrowed or kind == "single"))
         return kind, owners, ""
+
+    def check_narrowed(self, base: ir.ArrayRef, span: SourceSpan, new: _Checked) -> None:
+        """Prove a store against the array's earlier stores where either is narrowed to fewer
+        threads by a condition (``if tid == 1: s[0] = v`` beside ``s[tid] = u``: threads 0
+        and 1 both write ``s[0]``); the pair of a shared array that a barrier orders is left
+        out."""
+        space = "global" if base.ty.space == "global" else "shared"
+        required = required_coords(self.ctx.ndim, space)
+        stores = self.checked_stores.setdefault(id(base.var), [])
+        for earlier in stores:
+            if not (new.narrowed or earlier.narrowed):
+                continue
+            if space == "shared" and ordered(earlier.position, new.position):
+                continue
+            a, b = new.form, earlier.form
+            if isinstance(a, str) or isinstance(b, str):
+                line = b.line if isinstance(b, StoreForm) else "?"
+                raise TranspileError(
+                    f"store into '{base.var.name}' cannot be shown apart from the store at line "
+                    f"{line}: {a if isinstance(a, str) else b}", span,
+                    "separate the two stores with sync_threads() (shared memory), or use "
+                    "`with unsafe():`")
+            outcome = prove_pair(a, b, required)
+            if not outcome.ok and not (_only_its_thread(a, b, required)
+                                       or _only_its_thread(b, a, required)):
+                example = collision(a, b, required, self.ctx.ndim)
+                detail = f"{example}; " if example else ""
+                raise TranspileError(
+                    f"store into '{base.var.name}' may meet the store at line {b.line} in "
+                    f"another thread: {detail}{outcome.text}", span,
+                    "a store that a condition leaves to some threads (`if tid == 0:`) must "
+                    "write elements no other thread writes in the same phase; separate them "
+                    "with sync_threads() (shared memory), index them apart, or use "
+                    "`with unsafe():`")
+        stores.append(new)
 
     def prove_array(self, base: ir.ArrayRef, span: SourceSpan, classic: TranspileError) -> str:
         """Prove every pair of the array's stores race-free from their forms (see
@@ -379,8 +455,12 @@ class UniqueWrites:
     def note_load(self, base: ir.ArrayRef, indices, span: SourceSpan, unsafe: bool) -> None:
         """A read: one of a writable global array is checked against its stores at the end."""
         if base.ty.space == "global" and base.ty.mutable:
-            self.mutable_loads.append((base.var, tuple(self.defs.key(i) for i in indices), span,
-                                       unsafe))
+            keys = tuple(self.defs.key(i) for i in indices)
+            self.mutable_loads.append((base.var, keys, span, unsafe))
+            if not unsafe:
+                self.read_forms.append((base.var, self.forms.store(
+                    keys, self.bounds.facts, "global", span.line, _index_text(base, span)),
+                    span))
 
     def check_reads(self) -> None:
         """Once the body is known: a thread may read a writable array only at the elements it
@@ -400,6 +480,24 @@ class UniqueWrites:
                 f"'{var.name}' is read here at another index than it is written at "
                 f"({prev[1]}): another thread may be writing that element", span,
                 "read from a separate input array, or use `with unsafe():`")
+        required = required_coords(self.ctx.ndim, "global")
+        for var, form, span in self.read_forms:
+            for store in self.checked_stores.get(id(var), ()):
+                if not store.narrowed:
+                    continue
+                if isinstance(form, StoreForm) and isinstance(store.form, StoreForm):
+                    outcome = prove_pair(form, store.form, required)
+                    if outcome.ok:
+                        continue
+                    reason = outcome.text
+                else:
+                    reason = form if isinstance(form, str) else store.form
+                raise TranspileError(
+                    f"'{var.name}' is read here, and the store at line {store.form.line} "
+                    f"(by the threads a condition leaves) may write the same element from "
+                    f"another thread: {reason}", span,
+                    "read it under the same condition as the store, read from a separate "
+                    "array, or use `with unsafe():`")
 
     def check_argument(self, callee_uses: dict[str, set[str]], param: ir.Var, value: ir.Expr,
                        what: str, span: SourceSpan) -> None:
@@ -422,6 +520,47 @@ class UniqueWrites:
                     "FlatLayout1D.uid()")
             for c in params:
                 self.unique_param_uses.setdefault(c[6:], set()).add(space)
+
+
+@node(frozen=False, eq=False)
+class _Checked:
+    """A checked store: its form, where it is (for the barrier phases), and whether a condition
+    leaves it to fewer threads than its index tells apart (``narrowed``)."""
+
+    form: StoreForm | str
+    position: Position
+    narrowed: bool
+
+
+def _only_its_thread(single: StoreForm, other: StoreForm, required: frozenset[str]) -> bool:
+    """Does only ``single``'s own thread reach its element through ``other``?  True when the
+    conditions around ``single`` leave one known thread (``if tid == 0 and block_idx.x == 0:
+    out[0]``), that thread satisfies ``other``'s pins and, put into ``other``'s index, names the
+    same element: ``other`` was proven to give different threads different elements, so no
+    other thread writes it (``out[block_idx.x]`` under ``if tid == 0:``)."""
+    values: dict[str, int] = {}
+    for digit, pin in single.pins.items():
+        if digit.part != "all" or pin.value is None:
+            return False
+        values[digit.coord] = pin.value
+    if not required <= set(values):
+        return False
+
+    def value(d) -> int | None:
+        if not isinstance(d, Digit) or d.coord not in values:
+            return None
+        v = values[d.coord]
+        return v if d.part == "all" else v % d.radix if d.part == "lo" else v // d.radix
+
+    for digit, pin in other.pins.items():
+        if value(digit) != pin.value or pin.value is None:
+            return False
+    for mine, theirs in zip(single.dims, other.dims):
+        if digits_of(mine) or any(value(a) is None for m, _ in theirs.terms for a in m):
+            return False
+        if mine.terms or evaluate(theirs, value) != mine.const:  # type: ignore[arg-type]
+            return False
+    return True
 
 
 def _index_text(base: ir.ArrayRef, span: SourceSpan) -> str:

@@ -1,0 +1,201 @@
+"""Stores that a condition leaves to some threads (``if tid == 1: s[0] = v``) are proven against the
+array's other stores, except where a barrier orders the pair (shared memory); a read of a global
+array such a store writes is proven against it too.  Every refused kernel here really races: the
+same kernel with the refused access under ``with unsafe():`` makes the simulator's race detector
+report it."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from test_simulator_support import build, launch
+
+from gpu_native.errors import TranspileError
+from gpu_native.simulator import program as sim_program
+
+
+@pytest.fixture(autouse=True)
+def watch_every_write(monkeypatch):
+    """Watch every written global array, as tests/test_unique_idioms.py does."""
+    monkeypatch.setattr(sim_program, "_needs_shadow",
+                        lambda kinds: bool(kinds & {"store", "unsafe", "atomic"}))
+
+
+def _kernel(body: str, marked: str, wrap: bool) -> str:
+    """``body`` with the line ending in ``# <--`` as is, or under ``with unsafe():``."""
+    lines = []
+    for line in body.splitlines():
+        if line.endswith("# <--"):
+            text = line[:-len("# <--")].rstrip()
+            if wrap:
+                indent = text[:len(text) - len(text.lstrip())]
+                lines.append(f"{indent}with unsafe():")
+                text = "    " + text
+            line = text
+        lines.append(line)
+    return "\n".join(lines) + "\n"
+
+
+def _races(tmp_path, body: str, *extra, grid=2, block=64) -> list:
+    kernels = build(tmp_path, _kernel(body, "# <--", wrap=True), name="wrapped")
+    out = np.zeros(4096, np.float32)
+    return launch(kernels["k"], grid, block, out, *extra).races
+
+
+# Each case: the kernel (the refused access marked `# <--`), words of the refusal, and the
+# arguments after `out` of a launch that races.
+REFUSED = {
+    "one thread beside every thread": ("""
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f32]):
+    s = shared_array(f32, 64)
+    tid = thread_idx.x
+    s[tid] = 1.0
+    if tid == 1:
+        s[0] = 2.0  # <--
+    sync_threads()
+    out[FlatLayout1D.uid()] = s[tid]
+""", ["may meet the store at line", "thread_idx.x = 0 and thread_idx.x = 1 both write s[0]"],
+        ()),
+    "one thread first": ("""
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f32]):
+    s = shared_array(f32, 64)
+    tid = thread_idx.x
+    if tid == 1:
+        s[0] = 2.0
+    s[tid] = 1.0  # <--
+    sync_threads()
+    out[FlatLayout1D.uid()] = s[tid]
+""", ["may meet the store at line"], ()),
+    "the barrier is in a loop that may not run": ("""
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f32], n: i32):
+    s = shared_array(f32, 64)
+    tid = thread_idx.x
+    s[tid] = 1.0
+    d = n
+    while d > 0:
+        sync_threads()
+        d -= 1
+    if tid == 1:
+        s[0] = 2.0  # <--
+    sync_threads()
+    out[FlatLayout1D.uid()] = s[tid]
+""", ["may meet the store at line"], (np.int32(0),)),
+    "no barrier on the way round the loop": ("""
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f32]):
+    s = shared_array(f32, 64)
+    tid = thread_idx.x
+    for j in range(3):
+        s[tid] = f32(j)
+        sync_threads()
+        if tid == 0:
+            s[5] = 9.0  # <--
+    sync_threads()
+    out[FlatLayout1D.uid()] = s[tid]
+""", ["may meet the store at line"], ()),
+    "a global element one thread of each block writes, read by all": ("""
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f32], copy: CUDASliceMut[f32]):
+    if thread_idx.x == 0:
+        out[block_idx.x] = 1.0
+    v = out[block_idx.x]  # <--
+    copy[FlatLayout1D.uid()] = v
+""", ["'out' is read here, and the store at line"], (np.zeros(128, np.float32),)),
+}
+
+
+@pytest.mark.parametrize("case", list(REFUSED))
+def test_narrowed_store_is_refused_where_threads_meet(tmp_path, case):
+    body, messages, _ = REFUSED[case]
+    with pytest.raises(TranspileError) as info:
+        build(tmp_path, _kernel(body, "# <--", wrap=False))
+    for message in messages:
+        assert message in str(info.value), str(info.value)
+
+
+@pytest.mark.parametrize("case", list(REFUSED))
+def test_refused_kernel_really_races(tmp_path, case):
+    body, _, extra = REFUSED[case]
+    assert _races(tmp_path, body, *extra) != []
+
+
+ACCEPTED = {
+    "a barrier between": """
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f32]):
+    s = shared_array(f32, 64)
+    tid = thread_idx.x
+    s[tid] = 1.0
+    sync_threads()
+    if tid == 1:
+        s[0] = 2.0
+    sync_threads()
+    out[FlatLayout1D.uid()] = s[tid]
+""",
+    "a barrier in a loop that surely runs (Blelloch's up-sweep)": """
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f32]):
+    s = shared_array(f32, 64)
+    tid = thread_idx.x
+    s[tid] = 1.0
+    d = 32
+    while d > 0:
+        sync_threads()
+        d //= 2
+    if tid == 0:
+        s[63] = 0.0
+    sync_threads()
+    out[FlatLayout1D.uid()] = s[tid]
+""",
+    "a barrier at the top of the loop": """
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f32]):
+    s = shared_array(f32, 64)
+    tid = thread_idx.x
+    for j in range(3):
+        sync_threads()
+        s[tid] = f32(j)
+        sync_threads()
+        if tid == 0:
+            s[5] = 9.0
+    sync_threads()
+    out[FlatLayout1D.uid()] = s[tid]
+""",
+    "elements no other thread writes": """
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f32]):
+    assert block_dim.x == 64
+    s = shared_array(f32, 65)
+    tid = thread_idx.x
+    s[tid] = 1.0
+    if tid == 0:
+        s[64] = 2.0
+    sync_threads()
+    out[FlatLayout1D.uid()] = s[tid] + s[64]
+""",
+    "the one thread that writes the element through both stores": """
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f32]):
+    if thread_idx.x == 0:
+        out[block_idx.x] = 1.0
+        if block_idx.x == 0:
+            out[0] = 2.0
+""",
+    "a global element read by the thread that writes it": """
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f32]):
+    if thread_idx.x == 0:
+        out[block_idx.x] = 1.0
+        out[block_idx.x] += out[block_idx.x]
+""",
+}
+
+
+@pytest.mark.parametrize("case", list(ACCEPTED))
+def test_ordered_or_disjoint_narrowed_store_is_accepted_and_race_free(tmp_path, case):
+    kernels = build(tmp_path, ACCEPTED[case])
+    out = np.zeros(4096, np.float32)
+    assert launch(kernels["k"], 2, 64, out).races == []
