@@ -199,3 +199,46 @@ def test_ordered_or_disjoint_narrowed_store_is_accepted_and_race_free(tmp_path, 
     kernels = build(tmp_path, ACCEPTED[case])
     out = np.zeros(4096, np.float32)
     assert launch(kernels["k"], 2, 64, out).races == []
+
+
+# ---- wrap-around under the classic rule ----------------------------------------------------------
+
+WRAPPING = """
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f32], p: i32):
+    assert block_dim.x == 128
+    tid = thread_idx.x
+    for j in range(4):
+        out[i64(p + (block_idx.x * 128 + tid) * 16777216) + j] = 1.0  # <--
+"""
+
+
+def test_classic_index_that_may_wrap_is_refused(tmp_path):
+    """``u * K`` keeps ``u`` unique only while it does not wrap: in i32, thread 0 and thread 256
+    both reach element 0 (256 * 2**24 == 2**32), and the widening cast comes too late."""
+    with pytest.raises(TranspileError) as info:
+        build(tmp_path, _kernel(WRAPPING, "# <--", wrap=False))
+    text = str(info.value)
+    assert "its index may wrap around in i32" in text and "compute the index in i64" in text
+
+
+def test_classic_index_that_may_wrap_really_races(tmp_path):
+    assert _races(tmp_path, WRAPPING, np.int32(0), grid=3, block=128) != []
+
+
+def test_classic_index_of_launch_indices_gets_a_launch_check(tmp_path):
+    """Without the parameter the product is made of launch indices alone: accepted, with a
+    launch check that refuses the grids that would make it wrap."""
+    from gpu_native.errors import LaunchError
+    from gpu_native.runtime.launch_checks import check_launch
+
+    kernels = build(tmp_path, """
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f32]):
+    assert block_dim.x == 128
+    out[i64((block_idx.x * 128 + thread_idx.x) * 16777216)] = 1.0
+""")
+    checks = kernels["k"].launch_checks
+    check_launch("k", "k.py", 0, checks, (1, 1, 1), (128, 1, 1))
+    with pytest.raises(LaunchError, match="would wrap"):
+        check_launch("k", "k.py", 0, checks, (3, 1, 1), (128, 1, 1))

@@ -26,7 +26,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .. import ir
-from ..analysis.ranges import constant_value
+from ..analysis.ranges import constant_value, is_widening
 from ..errors import SourceSpan, TranspileError
 from ..nodes import node
 from .facts import pinned
@@ -55,6 +55,14 @@ _UNIQUE_HINT = (
     "index with a unique id (idx = FlatLayout1D.uid(); c[idx] = ...), use c.atomic_ref(i) for "
     "read-modify-write, or wrap the store in `with unsafe():` if you know it is race-free"
 )
+
+
+_WRAP_HINT = "compute the index in i64 (e.g. i64(block_idx.x) * ...)"
+
+
+def _wrap_message(base: ir.ArrayRef, ty) -> str:
+    return (f"store into '{base.var.name}': its index may wrap around in {ty}, and then two "
+            "threads could write the same element")
 
 
 @node
@@ -297,6 +305,15 @@ class UniqueWrites:
             return kind, owners, proof
         if kind == "uid":
             self.written_keys.setdefault(id(base.var), []).append(keys)
+            # The classic rule reasons about exact integers too: `i64(p + u * 4) + j` is unique
+            # only while `u * 4` does not wrap (the owner indices tell the threads apart).
+            if isinstance(form, StoreForm):
+                self.check_exact(base, indices, span, form, owners)
+            else:
+                for idx in (indices[p] for p in owners):
+                    if index_is_exact(idx, self.bounds, self.defs.single_def) is not True:
+                        raise TranspileError(_wrap_message(base, self._narrow_type(idx)),
+                                             idx.span, _WRAP_HINT)
         self.check_narrowed(base, span, _Checked(form, self.phases.position(),
                                                  narrowed or kind == "single"))
         return kind, owners, ""
@@ -369,10 +386,14 @@ class UniqueWrites:
                 ", ".join(str(n) for n in sorted(set(others)))
         return text
 
-    def check_exact(self, base: ir.ArrayRef, indices, span: SourceSpan, form: StoreForm) -> None:
+    def check_exact(self, base: ir.ArrayRef, indices, span: SourceSpan, form: StoreForm,
+                    positions: tuple[int, ...] | None = None) -> None:
         """The forms are exact integers: an index that may wrap must still tell threads apart
-        (see :mod:`.ownership`), or it is refused."""
+        (see :mod:`.ownership`), or it is refused.  ``positions``: the indices to check (all by
+        default)."""
         for position, idx in enumerate(indices):
+            if positions is not None and position not in positions:
+                continue
             exact = index_is_exact(idx, self.bounds, self.defs.single_def)
             if exact is True:
                 continue
@@ -385,10 +406,24 @@ class UniqueWrites:
                     if check is not None:
                         self.ctx.kernel.add_launch_check(check)
                     continue
-            raise TranspileError(
-                f"store into '{base.var.name}': its index may wrap around in {ty}, and then two "
-                "threads could write the same element", idx.span,
-                "compute the index in i64 (e.g. i64(block_idx.x) * ...)")
+            raise TranspileError(_wrap_message(base, self._narrow_type(idx)), idx.span,
+                                 _WRAP_HINT)
+
+    def _narrow_type(self, e: ir.Expr, depth: int = 0):
+        """The type the index's arithmetic may wrap in: below its first widening cast."""
+        if depth > 48:
+            return e.ty
+        if isinstance(e, ir.Local):
+            d = self.defs.single_def(e.var)
+            return e.ty if d is None else self._narrow_type(d, depth + 1)
+        if isinstance(e, ir.Cast) and is_widening(e):
+            return e.value.ty
+        if isinstance(e, ir.BinOp):
+            for side in (e.left, e.right):
+                ty = self._narrow_type(side, depth + 1)
+                if ty != e.ty:
+                    return ty
+        return e.ty
 
     def _classic(self, base: ir.ArrayRef, indices, span: SourceSpan
                  ) -> tuple[str, tuple[int, ...]]:
