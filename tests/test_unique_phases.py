@@ -242,3 +242,22 @@ def k(out: CUDASliceMut[f32]):
     check_launch("k", "k.py", 0, checks, (1, 1, 1), (128, 1, 1))
     with pytest.raises(LaunchError, match="would wrap"):
         check_launch("k", "k.py", 0, checks, (3, 1, 1), (128, 1, 1))
+
+
+def test_unsigned_index_that_may_wrap_gets_a_launch_check(tmp_path):
+    """Unsigned arithmetic is never negative, wrapped or not: ``(u * 128 + t) * 2**24`` in u32
+    meets itself at thread 256 (2**32 wraps to 0), so it is accepted only with a launch check."""
+    from gpu_native.errors import LaunchError
+    from gpu_native.runtime.launch_checks import check_launch
+
+    body = """
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f32]):
+    assert block_dim.x == 128
+    out[(u32(block_idx.x) * u32(128) + u32(thread_idx.x)) * u32(16777216)] = 1.0  # <--
+"""
+    checks = build(tmp_path, _kernel(body, "# <--", wrap=False))["k"].launch_checks
+    check_launch("k", "k.py", 0, checks, (1, 1, 1), (128, 1, 1))
+    with pytest.raises(LaunchError, match="past the u32 maximum"):
+        check_launch("k", "k.py", 0, checks, (3, 1, 1), (128, 1, 1))
+    assert _races(tmp_path, body, grid=3, block=128) != []

@@ -728,7 +728,10 @@ def index_is_exact(e: ir.Expr, bounds: BoundsProofs, single_def, depth: int = 0)
             if not ok:
                 return False
             if x.op in ("+", "*", "-", "<<") and isinstance(x.ty, ir.ScalarType):
-                if bounds.is_nonneg(x):
+                # An unsigned value is never negative, wrapped or not: it is exact only where
+                # the sum or product is proven to stay within its type.
+                if (bounds.no_wrap.holds(x) if x.op in ("+", "*") else False) \
+                        if x.ty.info.kind == "uint" else bounds.is_nonneg(x):
                     return True
                 if under_cast:
                     return False
