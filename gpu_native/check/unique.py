@@ -51,10 +51,16 @@ if TYPE_CHECKING:
     from .context import Definitions, FunctionContext
     from .facts import Key
 
-_UNIQUE_HINT = (
-    "index with a unique id (idx = FlatLayout1D.uid(); c[idx] = ...), use c.atomic_ref(i) for "
-    "read-modify-write, or wrap the store in `with unsafe():` if you know it is race-free"
-)
+_UNIQUE_HINT = {
+    "global": "index with a unique id (idx = FlatLayout1D.uid(); c[idx] = ...), use "
+              "c.atomic_ref(i) for read-modify-write, or wrap the store in `with unsafe():` if "
+              "you know it is race-free",
+    # A shared array is the block's own: the grid's uid indexes it past its end in every block
+    # but the first.
+    "shared": "index with the thread's index in the block (t = BlockLayout1D.uid(), or "
+              "thread_idx.x; s[t] = ...), use s.atomic_ref(i) for read-modify-write, or wrap "
+              "the store in `with unsafe():` if you know it is race-free",
+}
 
 
 _WRAP_HINT = "compute the index in i64 (e.g. i64(block_idx.x) * ...)"
@@ -365,7 +371,7 @@ class UniqueWrites:
             if isinstance(earlier, str):
                 which = "its index" if earlier is newest else "another store's index"
                 raise TranspileError(f"{classic.message}: {which} {earlier}", span,
-                                     classic.hint or _UNIQUE_HINT)
+                                     classic.hint or _UNIQUE_HINT[space])
         rule = ""
         for earlier in forms:
             outcome = prove_pair(newest, earlier, required)  # type: ignore[arg-type]
@@ -450,7 +456,8 @@ class UniqueWrites:
         what = "grid" if base.ty.space == "global" else "block"
         raise TranspileError(
             f"store into '{base.var.name}' through an index that is not provably unique: two "
-            f"threads of the {what} could write the same element", span, _UNIQUE_HINT)
+            f"threads of the {what} could write the same element", span,
+            _UNIQUE_HINT["global" if base.ty.space == "global" else "shared"])
 
     def note_store(self, base: ir.ArrayRef, indices, span: SourceSpan, unique: str,
                    owners: tuple[int, ...] = ()) -> str:
@@ -619,7 +626,7 @@ def _hint_for(a: StoreForm, b: StoreForm, outcome: PairProof, space: str) -> str
         return ("several stores per thread must use disjoint offsets: s[tid] and s[tid + B] "
                 "with 0 <= tid < B known (`assert block_dim.x == B`), or a loop "
                 "`for j in range(K): s[tid + j * B]`; otherwise use `with unsafe():`")
-    return _UNIQUE_HINT
+    return _UNIQUE_HINT[space]
 
 
 def _blockwise_uid(a: ir.Expr, b: ir.Expr) -> int | None:

@@ -1,8 +1,14 @@
-"""Stores that a condition leaves to some threads (``if tid == 1: s[0] = v``) are proven against the
-array's other stores, except where a barrier orders the pair (shared memory); a read of a global
-array such a store writes is proven against it too.  Every refused kernel here really races: the
-same kernel with the refused access under ``with unsafe():`` makes the simulator's race detector
-report it."""
+"""Holes the unique-write proofs had, closed, each with the kernel that raced.
+
+* Stores that a condition leaves to some threads (``if tid == 1: s[0] = v``) are proven against
+  the array's other stores, except where a barrier orders the pair (shared memory); a read of a
+  global array such a store writes is proven against it too.
+* The classic rule's owner indices must not wrap (``i64(p + u * K)`` in i32, ``u * K`` in u32).
+* The hint for a shared store names the block's index, not the grid's uid.
+
+Every refused kernel here really races: the same kernel with the refused access under ``with
+unsafe():`` makes the simulator's race detector report it.
+"""
 
 from __future__ import annotations
 
@@ -261,3 +267,48 @@ def k(out: CUDASliceMut[f32]):
     with pytest.raises(LaunchError, match="past the u32 maximum"):
         check_launch("k", "k.py", 0, checks, (3, 1, 1), (128, 1, 1))
     assert _races(tmp_path, body, grid=3, block=128) != []
+
+
+# ---- hints -------------------------------------------------------------------------------------
+
+
+def test_shared_store_hint_suggests_the_block_index(tmp_path):
+    """A shared array is the block's own: the hint names the thread's index in the block, never
+    the grid's uid (which would index past the array in every block but the first)."""
+    with pytest.raises(TranspileError) as info:
+        build(tmp_path, """
+@gpu_kernel(Kernel1D)
+def k(data: CUDASlice[i32], out: CUDASliceMut[f32]):
+    s = shared_array(f32, (128,))
+    s[data[thread_idx.x]] = 1.0
+    sync_threads()
+    out[FlatLayout1D.uid()] = s[thread_idx.x]
+""")
+    hint = str(info.value).split("hint:")[1]
+    assert "BlockLayout1D.uid()" in hint and "thread_idx.x" in hint
+    assert "FlatLayout1D" not in hint
+
+
+def test_global_store_hint_suggests_the_grid_uid(tmp_path):
+    with pytest.raises(TranspileError) as info:
+        build(tmp_path, """
+@gpu_kernel(Kernel1D)
+def k(data: CUDASlice[i32], out: CUDASliceMut[f32]):
+    out[data[FlatLayout1D.uid()]] = 1.0
+""")
+    assert "FlatLayout1D.uid()" in str(info.value).split("hint:")[1]
+
+
+def test_grid_uid_into_a_shared_array_is_caught_by_the_bounds_check(tmp_path):
+    """Race-free within each block (the grid uid tells a block's threads apart), but past the
+    array in block 1: the bounds check reports it instead of writing past it."""
+    kernels = build(tmp_path, """
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f32]):
+    s = shared_array(f32, (128,))
+    s[FlatLayout1D.uid()] = 1.0
+    sync_threads()
+    out[FlatLayout1D.uid()] = s[thread_idx.x]
+""")
+    errors = launch(kernels["k"], 2, 128, np.zeros(256, np.float32))
+    assert errors.fails and errors.fails[0][1:4] == (128, 128, (1, 0, 0))
