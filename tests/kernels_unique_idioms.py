@@ -6,10 +6,12 @@ from gpu_native import (
     CUDASlice2D,
     CUDASliceMut,
     CUDASliceMut2D,
+    FlatLayout2D,
     Kernel1D,
     Kernel2D,
     block_dim,
     block_idx,
+    f32,
     gpu_kernel,
     grid_dim,
     i32,
@@ -127,3 +129,12 @@ def halo_shift(x: CUDASlice2D[i32], out: CUDASliceMut2D[i32]):
         tile[ty, 0] = -7
     sync_threads()
     out[row, col] = tile[ty, tx]
+
+
+@gpu_kernel(Kernel2D)
+def red_black(u: CUDASliceMut2D[f32], colour: i32):
+    """An in-place red-black half-sweep: the cells with (x + y) % 2 == colour are written, their
+    four neighbours (the other colour) read."""
+    x, y = FlatLayout2D.uid()
+    if y > 0 and y < u.shape[0] - 1 and x > 0 and x < u.shape[1] - 1 and (x + y) % 2 == colour:
+        u[y, x] = 0.25 * (u[y - 1, x] + u[y + 1, x] + u[y, x - 1] + u[y, x + 1])

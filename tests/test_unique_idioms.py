@@ -110,6 +110,20 @@ def test_halo_cell_beside_the_centre_cells(backend, ki):
     np.testing.assert_array_equal(out.to_host(), expected.reshape(16, 32))
 
 
+@pytest.mark.parametrize("colour", [0, 1])
+def test_red_black_update_in_place(backend, ki, colour):
+    """Neighbour reads of the other parity than every store writes (see check/parity.py)."""
+    u0 = np.random.default_rng(colour).standard_normal((20, 37)).astype(np.float32)
+    u = gn.to_device(u0)
+    run(ki.red_black, gn.GridDim2D(3, 3), gn.BlockDim2D(16, 8))(u, colour)
+    expected = u0.copy()
+    y, x = np.mgrid[1:19, 1:36]
+    cells = (x + y) % 2 == colour
+    around = u0[:-2, 1:-1] + u0[2:, 1:-1] + u0[1:-1, :-2] + u0[1:-1, 2:]
+    expected[1:-1, 1:-1][cells] = (np.float32(0.25) * around)[cells]
+    np.testing.assert_allclose(u.to_host(), expected, rtol=1e-6)
+
+
 def test_single_block_kernel_refuses_two_blocks(ki):
     """The proof assumed one block; the launcher holds the launch to it."""
     x = gn.to_device(np.arange(100, dtype=np.int32))
@@ -123,7 +137,7 @@ def test_expand_proofs_name_the_rule():
 
     source = Path(kernels_unique_idioms.__file__).read_text()
     text = Expansion.of(source, "k.py", "k").proofs()
-    assert "unique: affine in thread_idx.x (stride 1); disjoint from the stores at line 37" in text
+    assert "unique: affine in thread_idx.x (stride 1); disjoint from the stores at line 39" in text
     assert "block_idx.x (stride 1), thread_idx.x (stride grid_dim.x)" in text
     assert "one thread by thread_idx.x % 32" in text
     assert "thread_idx.x // 32 (stride 1)" in text

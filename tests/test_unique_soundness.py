@@ -5,6 +5,8 @@
   global array such a store writes is proven against it too.
 * The classic rule's owner indices must not wrap (``i64(p + u * K)`` in i32, ``u * K`` in u32).
 * The hint for a shared store names the block's index, not the grid's uid.
+* A read of another index than the written one is accepted for parity only where every store
+  and the read are confined to opposite parities (the near misses are here).
 
 Every refused kernel here really races: the same kernel with the refused access under ``with
 unsafe():`` makes the simulator's race detector report it.
@@ -110,6 +112,35 @@ def k(out: CUDASliceMut[f32], copy: CUDASliceMut[f32]):
     v = out[block_idx.x]  # <--
     copy[FlatLayout1D.uid()] = v
 """, ["'out' is read here, and the store at line"], (np.zeros(128, np.float32),)),
+    # In-place red-black updates (tests/test_unique_idioms.py runs the accepted one): the read
+    # must be of the other parity than every store writes.
+    "parity: an even offset": ("""
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f32], colour: i32):
+    i = FlatLayout1D.uid()
+    if i > 1 and i < len(out) - 2 and i % 2 == colour:
+        v = out[i - 2] + out[i + 2]  # <--
+        out[i] = v
+""", ["'out' is read here at another index than it is written at"], (np.int32(0),)),
+    "parity: a store of either parity": ("""
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f32], colour: i32):
+    i = FlatLayout1D.uid()
+    if i > 0 and i < len(out) - 1 and i % 2 == colour:
+        v = out[i - 1] + out[i + 1]  # <--
+        out[i] = v
+    if i < len(out):
+        out[i] += 1.0
+""", ["'out' is read here at another index than it is written at"], (np.int32(0),)),
+    "parity: a read outside the condition": ("""
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f32], colour: i32):
+    i = FlatLayout1D.uid()
+    if i > 0 and i < len(out):
+        v = out[i - 1]  # <--
+        if i % 2 == colour:
+            out[i] = v
+""", ["'out' is read here at another index than it is written at"], (np.int32(0),)),
 }
 
 

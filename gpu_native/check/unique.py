@@ -43,6 +43,7 @@ from .ownership import (
     largest_difference,
     prove_pair,
 )
+from .parity import read_parities, store_parities
 from .phases import Phases, Position, entry_value, ordered
 from .witness import collision
 
@@ -123,7 +124,7 @@ class UniqueWrites:
         self.bounds: BoundsProofs  # wired by the type pass
         self.range_unique_vars: dict[int, frozenset] = {}
         self.store_keys: dict[int, tuple] = {}
-        self.mutable_loads: list[tuple[ir.Var, tuple[Key, ...], SourceSpan, bool]] = []
+        self.mutable_loads: list[tuple[ir.Var, tuple[Key, ...], SourceSpan, bool, frozenset]] = []
         self.unique_param_uses: dict[str, set[str]] = {}
         # The ownership proofs: every store's form, by array (a string where it has none), and
         # every full index key a thread writes (a read at one of them reads its own element).
@@ -139,6 +140,8 @@ class UniqueWrites:
         self.known: dict[int, int] = {}
         self.checked_stores: dict[int, list[_Checked]] = {}
         self.read_forms: list[tuple[ir.Var, StoreForm | str, SourceSpan]] = []
+        # Per array: the parities each store is confined to (see :mod:`.parity`).
+        self.store_parity: dict[int, list[frozenset]] = {}
 
     # ---- what is known of a variable on entry to a loop -------------------------------------
 
@@ -291,10 +294,12 @@ class UniqueWrites:
         ``unsafe``: inside ``with unsafe():``."""
         if base.ty.space == "local":
             return "uid", (), ""
+        keys = tuple(self.defs.key(i) for i in indices)
+        self.store_parity.setdefault(id(base.var), []).append(
+            frozenset() if unsafe else store_parities(self.forms, keys, self.bounds.facts))
         if unsafe:
             return "unsafe", (), ""
         space = "global" if base.ty.space == "global" else "shared"
-        keys = tuple(self.defs.key(i) for i in indices)
         form = self.forms.store(keys, self.bounds.facts, space, span.line,
                                 _index_text(base, span))
         self.store_forms.setdefault(id(base.var), []).append(form)
@@ -498,7 +503,8 @@ class UniqueWrites:
         """A read: one of a writable global array is checked against its stores at the end."""
         if base.ty.space == "global" and base.ty.mutable:
             keys = tuple(self.defs.key(i) for i in indices)
-            self.mutable_loads.append((base.var, keys, span, unsafe))
+            parity = read_parities(self.forms, keys, self.bounds.facts)
+            self.mutable_loads.append((base.var, keys, span, unsafe, parity))
             if not unsafe:
                 self.read_forms.append((base.var, self.forms.store(
                     keys, self.bounds.facts, "global", span.line, _index_text(base, span)),
@@ -507,10 +513,13 @@ class UniqueWrites:
     def check_reads(self) -> None:
         """Once the body is known: a thread may read a writable array only at the elements it
         owns (where it writes), or another thread may be writing what it reads."""
-        for var, k, span, unsafe in self.mutable_loads:
+        for var, k, span, unsafe, parity in self.mutable_loads:
             prev = self.store_keys.get(id(var))
             if prev is None or unsafe:
                 continue
+            confined = self.store_parity.get(id(var), [])
+            if parity and confined and parity & frozenset.intersection(*confined):
+                continue  # the other parity than every store writes (see .parity)
             owners, owned = prev[0]
             if id(var) in self.multi_owner:
                 # Several stores: a thread reads its own element only at one of its indices.
