@@ -115,6 +115,15 @@ class UniqueWrites:
     ``unique_param_uses``
         Per ``UniqueId`` parameter name: the memory spaces it is used to write, which every
         caller's argument must then be unique in (:meth:`check_argument`).
+    ``checked_stores``, ``read_forms``
+        Every checked store's form and barrier position, by array, and the forms of the reads
+        of writable global arrays: a store narrowed by a condition is proven against the others
+        (:meth:`check_narrowed`) and against those reads (:meth:`check_reads`).
+    ``phases``, ``known``
+        The barrier phases (:mod:`.phases`), and the constant values of variables where every
+        path sees them (whether a loop surely runs once).
+    ``store_parity``
+        Per array, the parities each store is confined to (:mod:`.parity`).
     """
 
     def __init__(self, ctx: FunctionContext, defs: Definitions, is_kernel: bool):
