@@ -280,7 +280,7 @@ def _proofs_of(kernel: ir.Kernel) -> list[str]:
     for owner, n in _owned_nodes(kernel):
         if isinstance(n, ir.Store):
             space = n.array.ty.space
-            rule = _STORE_RULES.get((n.unique, space), f"{n.unique} ({space})")
+            rule = n.proof or _STORE_RULES.get((n.unique, space), f"{n.unique} ({space})")
             writes.append((n.span, owner, rule))
         elif isinstance(n, ir.Atomic) and n.op != "load":
             writes.append((n.span, owner, f"atomic {n.op}"))

@@ -374,6 +374,8 @@ class Store(Stmt):
     ``unique`` tells how the checker proved the write race-free: "uid" (a unique index),
     "single" (only one thread of the block / grid runs it), or "unsafe" (inside ``with unsafe():``,
     where the simulator's race detector watches for two threads writing one element).
+    ``proof`` is the rule of the ownership proofs that accepted it (``""``: the classic rule),
+    for ``gpu-native expand --proofs``; it is not encoded for the simulator.
     """
 
     array: ArrayRef
@@ -381,6 +383,7 @@ class Store(Stmt):
     checks: tuple[int | None, ...]
     value: Expr
     unique: str = "uid"
+    proof: str = ""
 
 
 @node

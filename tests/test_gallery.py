@@ -291,7 +291,8 @@ def test_gallery_doc_has_a_row_per_kernel_with_its_unsafe_count():
 
 
 def test_gallery_doc_rule_counts_match_its_table():
-    """The rules table counts, for each rule, the unsafe blocks whose reason names it."""
+    """The rules table counts, for each rule, the unsafe blocks whose reason names it (0 for a
+    rule no block needs any more)."""
     needed: dict[str, int] = {}
     for cells in _doc_rows().values():
         for entry in cells[4].split("<br>"):
@@ -305,7 +306,7 @@ def test_gallery_doc_rule_counts_match_its_table():
         m = re.match(r"\| (?:R(\d+) |— (data-dependent)).*\| (\d+) \|$", line)
         if m:
             listed[m.group(1) or m.group(2)] = int(m.group(3))
-    assert listed == needed
+    assert {rule: count for rule, count in listed.items() if count} == needed
 
 
 def test_readme_links_the_gallery_doc():

@@ -21,6 +21,7 @@ FILES = sorted([*(ROOT / "examples").glob("*.py"),
                 ROOT / "tests" / "kernels_language.py",
                 ROOT / "tests" / "kernels_bits.py",
                 ROOT / "tests" / "kernels_random.py",
+                ROOT / "tests" / "kernels_unique_idioms.py",
                 *(ROOT / "tools").glob("_bench*.py")])
 
 

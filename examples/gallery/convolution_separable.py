@@ -65,11 +65,7 @@ def convolve_rows_kernel(src: CUDASlice2D[f32], dst: CUDASliceMut2D[f32],
         v = f32(0.0)
         if row < h and x >= 0 and x < w:
             v = src[row, x]
-        # unsafe: i is a loop counter, not launch-uniform, and the checker knows no rule for
-        #   tx + i * ROW_BX; race-free because 0 <= tx < ROW_BX (the block_dim assert), so each
-        #   (tx, i) names its own element of the row.
-        with unsafe():
-            tile[ty, tx + i * ROW_BX] = v
+        tile[ty, tx + i * ROW_BX] = v
     sync_threads()
     for i in range(HALO, HALO + STEPS):
         total = f32(0.0)
@@ -77,8 +73,8 @@ def convolve_rows_kernel(src: CUDASlice2D[f32], dst: CUDASliceMut2D[f32],
             total += weights[RADIUS - j] * tile[ty, tx + i * ROW_BX + j]
         x = col + (i - HALO) * ROW_BX
         if row < h and x < w:
-            # unsafe: the checker proves col unique but not col plus a loop counter times ROW_BX;
-            #   race-free because x = block_idx.x * (STEPS * ROW_BX) + (i - HALO) * ROW_BX + tx
+            # unsafe: x is assigned in both loops, and the checker has no single value for a
+            #   variable assigned twice (so no form of this index); race-free because x = block_idx.x * (STEPS * ROW_BX) + (i - HALO) * ROW_BX + tx
             #   with 0 <= tx < ROW_BX and 0 <= i - HALO < STEPS is a mixed-radix number, one per
             #   (block, i, tx).
             with unsafe():
@@ -102,10 +98,7 @@ def convolve_columns_kernel(src: CUDASlice2D[f32], dst: CUDASliceMut2D[f32],
         v = f32(0.0)
         if col < w and y >= 0 and y < h:
             v = src[y, col]
-        # unsafe: ty + i * COL_BY with i a loop counter, as in the row pass; race-free because
-        #   0 <= ty < COL_BY, so each (ty, i) names its own element of the column.
-        with unsafe():
-            tile[tx, ty + i * COL_BY] = v
+        tile[tx, ty + i * COL_BY] = v
     sync_threads()
     for i in range(HALO, HALO + STEPS):
         total = f32(0.0)
@@ -113,7 +106,7 @@ def convolve_columns_kernel(src: CUDASlice2D[f32], dst: CUDASliceMut2D[f32],
             total += weights[RADIUS - j] * tile[tx, ty + i * COL_BY + j]
         y = row + (i - HALO) * COL_BY
         if col < w and y < h:
-            # unsafe: row plus a loop counter times COL_BY, as in the row pass; race-free because
+            # unsafe: y is assigned in both loops, as x in the row pass; race-free because
             #   y = block_idx.y * (STEPS * COL_BY) + (i - HALO) * COL_BY + ty is a mixed-radix
             #   number, one per (block, i, ty).
             with unsafe():

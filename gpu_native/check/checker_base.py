@@ -96,7 +96,8 @@ class CheckerBase:
         def has_effects(self, e: ir.Expr) -> bool: ...
 
         # .statements
-        def block(self, stmts: tuple[S.Stmt, ...]) -> tuple[tuple[ir.Stmt, ...], bool]: ...
+        def block(self, stmts: tuple[S.Stmt, ...], kind: str = "body",
+                  runs_once: bool = False) -> tuple[tuple[ir.Stmt, ...], bool]: ...
 
         # .calls
         def args(self, e: S.Call, names: tuple[str, ...], required: int,

@@ -27,11 +27,11 @@ class ControlFlowChecker(CheckerBase):
         before_facts, before_assigned = bounds.facts, set(self.assigned)
         self.depth += 1
         bounds.facts = before_facts | bounds.facts_from(cond, True)
-        then, then_exits = self.block(s.body)
+        then, then_exits = self.block(s.body, "if")
         then_facts, then_assigned = bounds.facts, self.assigned
         bounds.facts, self.assigned = before_facts | bounds.facts_from(cond, False), set(
             before_assigned)
-        orelse, else_exits = self.block(s.orelse)
+        orelse, else_exits = self.block(s.orelse, "if")
         else_facts, else_assigned = bounds.facts, self.assigned
         self.depth -= 1
         if then_exits and else_exits:
@@ -49,13 +49,13 @@ class ControlFlowChecker(CheckerBase):
         return [ir.If(s.span, cond, then, orelse)], then_exits and else_exits
 
     def loop_body(self, body: tuple[S.Stmt, ...], entry_facts: frozenset,
-                  extra_facts: set) -> tuple[tuple[ir.Stmt, ...], bool]:
+                  extra_facts: set, runs_once: bool = False) -> tuple[tuple[ir.Stmt, ...], bool]:
         saved_assigned = set(self.assigned)
         self.bounds.facts = entry_facts | extra_facts
         self.depth += 1
         self.loop_depth += 1
         self.loop_broke.append(False)
-        stmts, _ = self.block(body)
+        stmts, _ = self.block(body, "loop", runs_once)
         broke = self.loop_broke.pop()
         self.loop_depth -= 1
         self.depth -= 1
@@ -69,7 +69,10 @@ class ControlFlowChecker(CheckerBase):
         cond = self.to_bool(self.expr(s.test, condition=True))
         # The condition (and its checks) ran before every iteration and before a normal exit.
         checked, bounds.pending = stable(bounds.pending), set()
-        body, broke = self.loop_body(s.body, entry, bounds.facts_from(cond, True) | checked)
+        runs_once = self.unique.entry_value(cond) is True
+        self.unique.forget(self.loop_assigned_vars(s.body))
+        body, broke = self.loop_body(s.body, entry, bounds.facts_from(cond, True) | checked,
+                                     runs_once)
         bounds.facts = entry if broke else entry | bounds.facts_from(cond, False) | checked
         infinite = isinstance(cond, ir.Const) and cond.value is True and not broke
         return [ir.While(s.span, cond, body)], infinite
@@ -128,7 +131,7 @@ class ControlFlowChecker(CheckerBase):
         bounds.commit()
         entry = kill(bounds.facts, self.loop_assigned_vars(s.body) | {var})
         # `for j in range(tid, n, K)` with 0 <= tid < K: threads visit disjoint values.
-        self.unique.note_range_loop(var, start, step, step_sign, self.decl.plain_assigned)
+        self.unique.note_range_loop(var, start, step, step_sign, self.decl.plain_assigned, stop)
         extra: set = set()
         if step_sign > 0:
             key = self.defs.key
@@ -137,7 +140,12 @@ class ControlFlowChecker(CheckerBase):
                 extra.add(NonNegative(key(ir.Local(var.span, var.ty, var))))
         before = set(self.assigned)
         self.assigned.add(var.name)
-        body, _ = self.loop_body(s.body, entry, extra)
+        first, last = self.unique.entry_value(start), self.unique.entry_value(stop)
+        runs_once = isinstance(first, int) and isinstance(last, int) and (
+            first < last if step_sign > 0 else step_sign < 0 and first > last)
+        self.unique.forget(self.loop_assigned_vars(s.body) | {var})
+        body, _ = self.loop_body(s.body, entry, extra, runs_once)
+        self.unique.leave_range_loop(var)
         self.assigned = before
         bounds.facts = entry
         stmt = ir.ForRange(s.span, var, start, stop, step, step_sign, body,
@@ -172,6 +180,7 @@ class ControlFlowChecker(CheckerBase):
         extra = {Less(key(local), key(stop)), NonNegative(key(local))}
         before = set(self.assigned)
         self.assigned.add(var.name)
+        self.unique.forget(self.loop_assigned_vars(s.body) | {var})
         body, _ = self.loop_body(s.body, entry, extra)
         self.assigned = before
         bounds.facts = entry
@@ -197,7 +206,7 @@ class ControlFlowChecker(CheckerBase):
         if entry is None or entry.form != "context":
             raise self.error("the only context manager in kernels is `with unsafe():`", s.span)
         self.unsafe_depth += 1
-        body, exits = self.block(s.body)
+        body, exits = self.block(s.body, "with")
         self.unsafe_depth -= 1
         return list(body), exits
 

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from .unique import Unique
 
 __all__ = [
-    "CastKey", "ConstKey", "Fact", "Key", "LaneKey", "Less", "LoadKey", "MathKey", "NonNegative",
+    "CastKey", "ConstKey", "Equal", "Fact", "Key", "LaneKey", "Less", "LoadKey", "MathKey", "NonNegative",
     "NotEqual", "OpKey", "OpaqueKey", "Pinned", "ShapeKey", "SpecialKey", "UidKey", "UnaryKey",
     "VarKey", "cond_facts", "key", "kill", "pinned", "shows_at_least", "shows_below",
     "shows_within", "split_offset", "stable", "upper_bound",
@@ -308,6 +308,18 @@ class NotEqual(Fact):
 
 
 @node
+class Equal(Fact):
+    """``left == right`` (read by the ownership proofs: ``lane == 0`` leaves one thread of each
+    warp, ``block_dim.x == 256`` fixes the block size)."""
+
+    left: Key
+    right: Key
+
+    def keys(self) -> tuple[Key, ...]:
+        return (self.left, self.right)
+
+
+@node
 class Pinned(Fact):
     """Only one thread runs here along the thread coordinate ``coord`` (``"tid0"``, ...)."""
 
@@ -445,6 +457,7 @@ def _compare_facts(op: str, left: ir.Expr, right: ir.Expr, classify, uniform, ke
         out.add(NotEqual(key(left), key(right)))
         out.add(NotEqual(key(right), key(left)))
     elif op == "==":
+        out.add(Equal(key(left), key(right)))
         for a, b in ((left, right), (right, left)):
             u = classify(a)
             if u is not None and uniform(b):

@@ -20,11 +20,17 @@ class StatementChecker(CheckerBase):
     """Mixin of :class:`~.checker.FunctionChecker`: blocks, simple statements, assignments and
     stores."""
 
-    def block(self, stmts: tuple[S.Stmt, ...]) -> tuple[tuple[ir.Stmt, ...], bool]:
-        """Check a block; return its IR and whether control never falls off its end."""
+    def block(self, stmts: tuple[S.Stmt, ...], kind: str = "body",
+              runs_once: bool = False) -> tuple[tuple[ir.Stmt, ...], bool]:
+        """Check a block; return its IR and whether control never falls off its end.  ``kind``
+        ("body", "loop", "if", "with") and ``runs_once`` (a loop body that surely runs) are what
+        the barrier phases need to know of it (:class:`.phases.Phases`)."""
+        phases = self.unique.phases
+        phases.enter(kind)
         out: list[ir.Stmt] = []
         exits = False
         for s in stmts:
+            phases.statement()
             if exits:
                 # Unreachable code is still checked (its errors are real), but not emitted.
                 saved = (self.bounds.facts, set(self.assigned))
@@ -36,6 +42,7 @@ class StatementChecker(CheckerBase):
                 self.check_draw_order(result)
             self.bounds.commit()
             out.extend(result)
+        phases.leave(runs_once)
         return tuple(out), exits
 
     # ---- simple statements --------------------------------------------------------------------
@@ -44,17 +51,20 @@ class StatementChecker(CheckerBase):
         return [], False
 
     def visit_Break(self, s: S.Break):
+        self.unique.phases.jump()
         if self.loop_depth == 0:
             raise self.error("`break` outside a loop", s.span)
         self.loop_broke[-1] = True
         return [ir.Break(s.span)], True
 
     def visit_Continue(self, s: S.Continue):
+        self.unique.phases.jump()
         if self.loop_depth == 0:
             raise self.error("`continue` outside a loop", s.span)
         return [ir.Continue(s.span)], True
 
     def visit_Return(self, s: S.Return):
+        self.unique.phases.jump()
         if self.is_kernel:
             if s.value is not None:
                 raise self.error("kernels cannot return a value; write results into a "
@@ -120,6 +130,9 @@ class StatementChecker(CheckerBase):
                     "has (every block resident at once); declare the kernel with "
                     "@gpu_kernel(..., cooperative=True)", call.span)
             self.traits.note_barrier(entry.value)
+            # A grid barrier orders the threads of each block too.  (The block votes,
+            # sync_threads_count/and/or, are not taken as phase boundaries: refusing more is sound.)
+            self.unique.phases.barrier()
             return ir.Barrier(call.span, entry.value)
         got = self.args(call, entry.param_names, entry.required, f"{name}()")
         self.traits.note_barrier("warp")
@@ -252,6 +265,7 @@ class StatementChecker(CheckerBase):
         self.bounds.kill({var})
         self.assigned.add(name)
         self.defs.record(var, converted)
+        self.unique.note_assign(var, converted)
         self.vars[name] = var
         return [ir.Assign(span, var, converted)]
 
@@ -380,6 +394,7 @@ class StatementChecker(CheckerBase):
         self.bounds.kill({var})
         self.assigned.add(name)
         self.defs.record(var, converted)
+        self.unique.note_assign(var, converted)
         self.vars[name] = var
         return [ir.Assign(span, var, converted)]
 
@@ -400,8 +415,9 @@ class StatementChecker(CheckerBase):
                              "into a local first", target.span)
         value = self.coerce(self.expr(value_syntax), base.ty.elem,
                             f"the value stored into '{base.var.name}'")
-        unique, owners = self.unique.store(base, indices, target.span, self.unsafe_depth > 0)
+        unique, owners, proof = self.unique.store(base, indices, target.span,
+                                                  self.unsafe_depth > 0)
         checks = self.bounds.checks(base, indices, target.span)
-        self.unique.note_store(base, indices, target.span, unique, owners)
+        proof = self.unique.note_store(base, indices, target.span, unique, owners) or proof
         self.tail.note(base, indices)
-        return ir.Store(span, base, indices, checks, value, unique)
+        return ir.Store(span, base, indices, checks, value, unique, proof)
