@@ -152,7 +152,7 @@ def _may_be_product(e: ir.Expr, product_locals: set[int]) -> bool:
     if isinstance(e, ir.Load):
         # A per-thread array indexed by constants lives in registers: it may hold a product.
         return e.array.var.ty.space == "local"  # type: ignore[union-attr]
-    return isinstance(e, ir.Call)
+    return isinstance(e, (ir.Call, ir.TupleItem))
 
 
 def ctype(ty: ir.Type) -> str:
@@ -160,7 +160,35 @@ def ctype(ty: ir.Type) -> str:
         return ty.info.c_name
     if isinstance(ty, ir.VoidType):
         return "void"
+    if isinstance(ty, ir.TupleType):
+        return "gn_tuple_" + "_".join(e.name for e in ty.elems)
     raise TypeError(f"no C type for {ty}")  # pragma: no cover
+
+
+def tuple_struct(ty: ir.TupleType) -> str:
+    """The struct a tuple type is: ``struct gn_tuple_f32_i32 { float v0; int v1; };`` (an
+    aggregate, built with braces; NVRTC keeps its members in registers)."""
+    members = " ".join(f"{ctype(e)} v{k};" for k, e in enumerate(ty.elems))
+    return f"struct {ctype(ty)} {{ {members} }};"
+
+
+def tuple_types(kernel: ir.Kernel) -> list[ir.TupleType]:
+    """The tuple types a kernel's code uses (locals, results, parameters, values), first seen
+    first."""
+    found: dict[str, ir.TupleType] = {}
+
+    def note(ty) -> None:
+        if isinstance(ty, ir.TupleType):
+            found.setdefault(ctype(ty), ty)
+
+    for fn in (*kernel.device_functions, kernel):
+        note(getattr(fn, "ret", None))
+        for var in (*fn.params, *fn.locals):
+            note(var.ty)
+        for n in ir.walk(fn.body):
+            if isinstance(n, ir.Expr):
+                note(n.ty)
+    return list(found.values())
 
 
 def row_major(parts: list[str], extents: list[str]) -> str:
@@ -264,6 +292,9 @@ class CudaEmitter:
         if k.traits.uses_half:
             out.append(HALF_INCLUDES.rstrip("\n"))
         out.append(PRELUDE_INCLUDE)
+        structs = [tuple_struct(t) for t in tuple_types(k)]
+        if structs:
+            out.append("// tuples\n" + "\n".join(structs))
         for fn in k.device_functions:
             out.append(self.device_function(fn))
         out.append(self.kernel_function())
@@ -724,6 +755,13 @@ class CudaEmitter:
                 args.append(self.expr(arg))
         return f"{e.function.symbol}({', '.join(args)})"
 
+    def emit_MakeTuple(self, e: ir.MakeTuple) -> str:
+        # A braced list evaluates its items left to right, as Python does.
+        return f"{ctype(e.ty)}{{{', '.join(self.expr(i) for i in e.items)}}}"
+
+    def emit_TupleItem(self, e: ir.TupleItem) -> str:
+        return f"{self.expr(e.value)}.v{e.index}"
+
     def emit_WarpOp(self, e: ir.WarpOp) -> str:
         mask = self.expr(e.mask)
         code = f"{R.GPU_NATIVE[e.op].cuda}({', '.join([mask, *(self.expr(a) for a in e.args)])})"
@@ -807,6 +845,8 @@ _EXPR: dict[type, str] = {
     ir.UidComponent: "emit_UidComponent",
     ir.MathCall: "emit_MathCall",
     ir.Call: "emit_Call",
+    ir.MakeTuple: "emit_MakeTuple",
+    ir.TupleItem: "emit_TupleItem",
     ir.WarpOp: "emit_WarpOp",
     ir.Atomic: "emit_Atomic",
 }
