@@ -19,6 +19,7 @@ FILES = sorted([*(ROOT / "examples").glob("*.py"),
                   if not p.name.startswith("_")),
                 ROOT / "tests" / "kernels_runtime.py",
                 ROOT / "tests" / "kernels_language.py",
+                ROOT / "tests" / "kernels_tuples.py",
                 *(ROOT / "tools").glob("_bench*.py")])
 
 
