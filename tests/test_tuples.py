@@ -274,6 +274,22 @@ def test_shape_unpacking_proves_the_bounds(tmp_path, capsys):
     assert "bounds checks left: 1" in unguarded, unguarded
 
 
+def test_tuple_assignment_keeps_the_unique_write_proof(tmp_path, capsys):
+    # `r, c = y, x` assigns each name its value (no temporaries: no item reads a target), so r
+    # and c are still the uid components the unique-write and bounds proofs look through.
+    out = _proofs(tmp_path, """
+        @gpu_kernel(Kernel2D)
+        def k(a: CUDASliceMut2D[f32]):
+            h, w = a.shape
+            x, y = FlatLayout2D.uid()
+            r, c = y, x
+            if r < h and c < w:
+                a[r, c] = 1.0
+        """, capsys)
+    assert "bounds checks left: none" in out, out
+    assert "unique index: no two threads of the grid" in out, out
+
+
 def test_a_loop_over_shape_and_a_constant_tuple_know_each_value(tmp_path, capsys):
     kernel = """
         @gpu_kernel(Kernel1D)

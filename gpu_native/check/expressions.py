@@ -104,7 +104,7 @@ class ExpressionChecker:
             raise self.error(f"{what} must be a scalar value, not {e.ty}", e.span)
         return e.ty
 
-    def coerce(self: FunctionChecker, e: ir.Expr, ty: ir.ScalarType, what: str,
+    def coerce(self: FunctionChecker, e: ir.Expr, ty: ir.ScalarType | ir.TupleType, what: str,
                explicit: bool = False) -> ir.Expr:
         """Convert ``e`` to ``ty`` by the assignment rules (``explicit`` for casts); a tuple
         type converts item by item."""

@@ -21,6 +21,7 @@ from ..nodes import fields, is_node
 from .cnames import cname, extent_name
 from .entry_points import ENTRY_POINTS
 from .prelude import HALF_INCLUDES, PRELUDE_INCLUDE
+from .structs import tuple_name, tuple_struct, tuple_types
 
 _XYZ = "xyz"
 # The barriers by scope ("block", "warp"), as the IR's Barrier names them.
@@ -161,34 +162,8 @@ def ctype(ty: ir.Type) -> str:
     if isinstance(ty, ir.VoidType):
         return "void"
     if isinstance(ty, ir.TupleType):
-        return "gn_tuple_" + "_".join(e.name for e in ty.elems)
+        return tuple_name(ty)
     raise TypeError(f"no C type for {ty}")  # pragma: no cover
-
-
-def tuple_struct(ty: ir.TupleType) -> str:
-    """The struct a tuple type is: ``struct gn_tuple_f32_i32 { float v0; int v1; };`` (an
-    aggregate, built with braces; NVRTC keeps its members in registers)."""
-    members = " ".join(f"{ctype(e)} v{k};" for k, e in enumerate(ty.elems))
-    return f"struct {ctype(ty)} {{ {members} }};"
-
-
-def tuple_types(kernel: ir.Kernel) -> list[ir.TupleType]:
-    """The tuple types a kernel's code uses (locals, results, parameters, values), first seen
-    first."""
-    found: dict[str, ir.TupleType] = {}
-
-    def note(ty) -> None:
-        if isinstance(ty, ir.TupleType):
-            found.setdefault(ctype(ty), ty)
-
-    for fn in (*kernel.device_functions, kernel):
-        note(getattr(fn, "ret", None))
-        for var in (*fn.params, *fn.locals):
-            note(var.ty)
-        for n in ir.walk(fn.body):
-            if isinstance(n, ir.Expr):
-                note(n.ty)
-    return list(found.values())
 
 
 def row_major(parts: list[str], extents: list[str]) -> str:
