@@ -206,3 +206,27 @@ def reassigned_loop_variable(out: CUDASliceMut[i64]):
         total += off * 100000
     off = 7
     out[i] = total + off + len(PAIRS)
+
+
+@gpu_device
+def successor_pair(x: i64) -> tuple[i64, i64]:
+    return x, x + 1
+
+
+@gpu_kernel(Kernel1D)
+def evaluated_once(out: CUDASliceMut[i64]):
+    i = FlatLayout1D.uid()
+    x = i
+    y = i64(100)
+    total = i64(0)
+    for v in (x, y):
+        x = x + 1000
+        y = y + 1000
+        total = total * 10000 + v
+    t = successor_pair(i)
+    for w in t:
+        t = successor_pair(w * 2)
+        total += w
+    for p, q in zip((x, 5), t):
+        total += p * q
+    out[i] = total

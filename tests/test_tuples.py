@@ -181,6 +181,26 @@ def test_a_loop_variable_reassigned_in_a_branch_or_a_loop(backend, kt):
     np.testing.assert_array_equal(out.to_host(), [reference(i) for i in range(10)])
 
 
+def test_the_tuple_of_a_loop_is_evaluated_before_the_loop(backend, kt):
+    # As in Python: the body's assignments to x, y and t do not change what the loop visits.
+    def reference(i):
+        x, y, total = i, 100, 0
+        for v in (x, y):
+            x, y = x + 1000, y + 1000
+            total = total * 10000 + v
+        t = (i, i + 1)
+        for w in t:
+            t = (w * 2, w * 2 + 1)
+            total += w
+        for p, q in zip((x, 5), t):
+            total += p * q
+        return total
+
+    out = filled(8, gn.i64, -1)
+    launch(kt.evaluated_once, gn.GridDim1D(1), gn.BlockDim1D(8))(out)
+    np.testing.assert_array_equal(out.to_host(), [reference(i) for i in range(8)])
+
+
 def test_the_tuples_example_of_the_language_docs_runs(backend, kernel_module):
     from pathlib import Path
 

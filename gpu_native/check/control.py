@@ -218,7 +218,7 @@ class ControlFlowChecker:
         from .expressions import TupleValue
 
         out: list[ir.Stmt] = []
-        items = [self.tuple_items(v if isinstance(v, (TupleValue, ir.Local))
+        items = [self.tuple_items(self.settle(v, out) if isinstance(v, TupleValue)
                                   else self.temporary(v, out)) for v in values]
         rows = tuple(TupleValue(it.span, ir.VOID, row) for row in zip(*items))
         loop_stmts, exits = self.for_tuple(s, TupleValue(it.span, ir.VOID, rows))

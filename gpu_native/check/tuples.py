@@ -214,7 +214,12 @@ class TupleChecker:
                              f"tuple, not over {_what(value)}", value.span,
                              "for an array, loop over its indices: range(len(a))")
         out: list[ir.Stmt] = []
-        if not isinstance(value, (TupleValue, ir.Local)):
+        # As in Python, the tuple is evaluated once, before the loop: what its copies of the
+        # body could change goes to temporaries first (constants and launch shapes stay, for
+        # the proofs).
+        if isinstance(value, TupleValue):
+            value = self.settle(value, out)
+        elif not _is_temporary(value):
             value = self.temporary(value, out)
         items = self.tuple_items(value)
         if len(items) > MAX_UNROLL:
@@ -225,6 +230,16 @@ class TupleChecker:
                   if counter is not None else ((s.target, item),)
                   for k, item in enumerate(items)]
         return self.unrolled(s, copies, out)
+
+    def settle(self: FunctionChecker, e: ir.Expr, out: list[ir.Stmt]) -> ir.Expr:
+        """``e`` as a value that evaluating it again later gives unchanged: its items that
+        read variables or memory, or have effects, go to temporaries (assigned to ``out``)."""
+        if isinstance(e, TupleValue):
+            return replace(e, items=tuple(self.settle(i, out) for i in e.items))
+        if self.constant_of(e) is not NOT_CONSTANT or _is_temporary(e) or _stable(
+                self.materialize(e)):
+            return e
+        return self.temporary(e, out)
 
     def unrolled(self: FunctionChecker, s: S.For, copies, out: list[ir.Stmt]):
         """The body of ``s`` once per entry of ``copies``, each a tuple of (target, value)
@@ -293,6 +308,11 @@ class TupleChecker:
         """``name`` is assigned: it no longer stands for a loop's constant."""
         self.const_names.pop(name, None)
         self.unrolled_names.discard(name)
+
+
+def _is_temporary(e: ir.Expr) -> bool:
+    """A checker's temporary: assigned once, never by the user's code."""
+    return isinstance(e, ir.Local) and e.var.name.startswith(ir.TEMP_PREFIX)
 
 
 def _respan(e: ir.Expr, span: SourceSpan) -> ir.Expr:
