@@ -93,6 +93,7 @@ from .lang.layouts import block_dim as block_dim
 from .lang.layouts import block_idx as block_idx
 from .lang.layouts import grid_dim as grid_dim
 from .lang.layouts import thread_idx as thread_idx
+from .lang.types import Const as Const
 from .lang.types import CUDASlice as CUDASlice
 from .lang.types import CUDASlice2D as CUDASlice2D
 from .lang.types import CUDASlice3D as CUDASlice3D
@@ -137,7 +138,7 @@ def backend() -> str:
 __all__ = [
     "DEFAULT_STREAM", "FULL_MASK", "BlockDim1D", "BlockDim2D", "BlockDim3D", "BlockLayout1D",
     "BlockLayout2D", "BlockLayout3D", "CUDASlice", "CUDASlice2D", "CUDASlice3D", "CUDASliceMut",
-    "CUDASliceMut2D", "CUDASliceMut3D", "CompileError", "ContextLostError", "CudaError",
+    "CUDASliceMut2D", "CUDASliceMut3D", "CompileError", "Const", "ContextLostError", "CudaError",
     "CudaVersionError", "Device", "DeviceArray", "DeviceRaceError", "Event", "FlatLayout1D",
     "FlatLayout2D", "FlatLayout3D",
     "GpuNativeError", "Graph", "GridDim1D", "GridDim2D", "GridDim3D", "Kernel", "Kernel1D",

@@ -79,6 +79,17 @@ class UidType(Type):
         return f"UniqueId{self.ndim}D({self.scope})"
 
 
+@node
+class TupleType(Type):
+    """A tuple of scalars (``tuple[f32, i32]``): what a device function may return, and the type
+    of a local that holds one.  The CUDA emitter declares one struct per tuple type."""
+
+    elems: tuple[ScalarType, ...]
+
+    def __str__(self) -> str:
+        return f"tuple[{', '.join(str(e) for e in self.elems)}]"
+
+
 def scalar(name: str) -> ScalarType:
     return _SCALAR_TYPES[name]
 
@@ -292,6 +303,22 @@ class Call(Expr):
 
     function: DeviceFunction
     args: tuple[Expr, ...]
+
+
+@node
+class MakeTuple(Expr):
+    """``(a, b)``: a tuple value (``ty`` is a ``TupleType``); each item already has its
+    element's type.  Items are evaluated left to right."""
+
+    items: tuple[Expr, ...]
+
+
+@node
+class TupleItem(Expr):
+    """``t[index]`` of a tuple-typed value (a constant index, already in range)."""
+
+    value: Expr
+    index: int
 
 
 @node

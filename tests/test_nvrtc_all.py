@@ -22,6 +22,7 @@ FILES = sorted([*(ROOT / "examples").glob("*.py"),
                 ROOT / "tests" / "kernels_bits.py",
                 ROOT / "tests" / "kernels_random.py",
                 ROOT / "tests" / "kernels_unique_idioms.py",
+                ROOT / "tests" / "kernels_tuples.py",
                 *(ROOT / "tools").glob("_bench*.py")])
 
 

@@ -160,7 +160,7 @@ def k(a: CUDASliceMut[f32]):
 def k(a: CUDASliceMut[f32]):
     for x in a:  # <-
         pass
-""", "kernels loop over range(...) or FlatLayout1D.grid_stride(n)"),
+""", "kernels loop over range(...), FlatLayout1D.grid_stride(n) or a tuple, not over the array"),
     "nested function": ("""
 @gpu_kernel(Kernel1D)
 def k(a: CUDASliceMut[f32]):

@@ -48,6 +48,17 @@ class GeneratorValue(ir.Expr):
 
 
 @node
+class TupleValue(ir.Expr):
+    """A tuple before it has a type of its own: a display ``(a, b)``, a constant tuple,
+    ``a.shape``, ``divmod(a, b)``.  Its items are checked expressions (weak literals among them,
+    so that ``return 1, 2.0`` takes the declared types), evaluated left to right; ``ty`` is
+    ``VOID``.  Never leaves the checker: :meth:`~ExpressionChecker.materialize` makes it an
+    :class:`~gpu_native.ir.MakeTuple`."""
+
+    items: tuple[ir.Expr, ...]
+
+
+@node
 class AtomicHandle(ir.Expr):
     """``x.atomic_ref(i)`` before its method is called.  Never leaves the checker."""
 
@@ -99,6 +110,13 @@ class ExpressionChecker(CheckerBase):
             raise self.error("a random number generator is not a value; draw from it: "
                              "rng.uniform(), rng.normal(), rng.randint(n), rng.random_u32()",
                              e.span)
+        if isinstance(e, TupleValue):
+            items = tuple(self.materialize(item) for item in e.items)
+            for item in items:
+                if not isinstance(item.ty, ir.ScalarType):
+                    raise self.error(f"a tuple in a kernel holds numbers and bools, not {item.ty}",
+                                     item.span, "unpack the inner tuple first")
+            return ir.MakeTuple(e.span, ir.TupleType(tuple(i.ty for i in items)), items)
         return e
 
     def scalar_of(self, e: ir.Expr, what: str = "this") -> ir.ScalarType:
@@ -107,9 +125,12 @@ class ExpressionChecker(CheckerBase):
             raise self.error(f"{what} must be a scalar value, not {e.ty}", e.span)
         return e.ty
 
-    def coerce(self, e: ir.Expr, ty: ir.ScalarType, what: str,
+    def coerce(self, e: ir.Expr, ty: ir.ScalarType | ir.TupleType, what: str,
                explicit: bool = False) -> ir.Expr:
-        """Convert ``e`` to ``ty`` by the assignment rules (``explicit`` for casts)."""
+        """Convert ``e`` to ``ty`` by the assignment rules (``explicit`` for casts); a tuple
+        type converts item by item."""
+        if isinstance(ty, ir.TupleType):
+            return self.coerce_tuple(e, ty, what)
         if isinstance(e, WeakConst):
             if not explicit:
                 why = P.literal_fits(e.value, ty)
@@ -178,6 +199,13 @@ class ExpressionChecker(CheckerBase):
                          e.span)
 
     def visit_Name(self, e: S.Name) -> ir.Expr:
+        bound = self.bound_constant(e.id, e.span)
+        if bound is not None:
+            return bound
+        if e.id in self.unrolled_names:
+            raise self.error(f"'{e.id}' is the variable of a loop over a tuple, which is "
+                             "unrolled: it has no value after the loop", e.span,
+                             "assign what you need to another variable inside the loop")
         var = self.vars.get(e.id)
         if var is not None:
             if e.id not in self.assigned:
@@ -200,10 +228,7 @@ class ExpressionChecker(CheckerBase):
             value = sym.value
             if isinstance(value, bool):
                 return ir.Const(e.span, ir.BOOL, value)
-            if isinstance(value, (int, float)):
-                return WeakConst(e.span, ir.I64, value)
-            raise self.error(f"the constant '{sym.name}' is a tuple; index it or use it as a "
-                             "shape", e.span)
+            return self.const_expr(value, e.span)
         if sym.kind == "gn" and R.GPU_NATIVE[sym.name].form == "constant":
             entry = R.GPU_NATIVE[sym.name]
             if not entry.result:  # an untyped literal, as a module constant is (warp_size)
@@ -238,9 +263,9 @@ class ExpressionChecker(CheckerBase):
         if isinstance(left, WeakConst) and isinstance(right, WeakConst):
             return self.fold(op, left.value, right.value, span)
         for side in (left, right):
-            if isinstance(side, (UidValue, AtomicHandle)) or not isinstance(
+            if isinstance(side, (UidValue, AtomicHandle, TupleValue)) or not isinstance(
                     side.ty, ir.ScalarType):
-                self.materialize(side)
+                side = self.materialize(side)
                 raise self.error(f"operator {op} needs scalar operands, not {side.ty}", side.span)
         if op in ("<<", ">>"):
             return self.shift(op, left, right, span)
@@ -431,10 +456,6 @@ class ExpressionChecker(CheckerBase):
         return ir.Select(e.span, ty, cond, self.coerce(then, ty, "if-expression", explicit=True),
                          self.coerce(orelse, ty, "if-expression", explicit=True))
 
-    def visit_Tuple(self, e: S.Tuple) -> ir.Expr:
-        raise self.error("tuples are only supported on the left of `=` (unpacking) and as "
-                         "shapes", e.span)
-
     # ---- attributes and subscripts -----------------------------------------------------------
 
     def visit_Attribute(self, e: S.Attribute) -> ir.Expr:
@@ -453,7 +474,8 @@ class ExpressionChecker(CheckerBase):
                 raise self.error(f"a {base.ndim}-D unique id has no component .{e.attr}", e.span)
             return ir.UidComponent(e.span, ir.I64, base.scope, axis)
         if isinstance(base, ir.ArrayRef) and e.attr == "shape":
-            raise self.error("use a.shape[k] with a constant k (or len(a))", e.span)
+            return TupleValue(e.span, ir.VOID, tuple(
+                self.shape_of(base, axis, e.span) for axis in range(base.ty.ndim)))
         if isinstance(base, GeneratorValue) and e.attr in R.GENERATOR_METHODS:
             raise self.error(f"{e.attr} is a method of the generator: call it, "
                              f"{e.value.id if isinstance(e.value, S.Name) else 'rng'}"
@@ -482,16 +504,9 @@ class ExpressionChecker(CheckerBase):
                 raise self.error(f"axis {axis} is out of range for a {base.ty.ndim}-D array",
                                  e.span)
             return self.shape_of(base, axis, e.span)
-        if isinstance(e.value, S.Name) and e.value.id not in self.vars:
-            sym = self.ctx.resolver.name(e.value.id, e.value.span)
-            if sym.kind == "const" and isinstance(sym.value, tuple):
-                k = self.const_int(e.index[0], "the tuple index")
-                try:
-                    item = sym.value[k]
-                except IndexError:
-                    raise self.error(f"index {k} is out of range for {e.value.id}", e.span) from None
-                return self.from_symbol(type(sym)("const", sym.name, item), e)
         base = self.expr(e.value)
+        if isinstance(base, TupleValue) or isinstance(base.ty, ir.TupleType):
+            return self.tuple_item(base, e.index, e.span)
         if not isinstance(base, ir.ArrayRef):
             raise self.error(f"only arrays can be indexed, not {base.ty}", e.value.span)
         indices = self.indices(base, e.index, e.span)

@@ -216,6 +216,13 @@ def key(e: ir.Expr, resolve: Callable[[ir.Var], ir.Expr | None] | None = None) -
         return LoadKey(e.array.var, tuple(key(i, resolve) for i in e.indices))
     if isinstance(e, ir.MathCall):
         return MathKey(e.name, tuple(key(a, resolve) for a in e.args))
+    if isinstance(e, ir.TupleItem):
+        # `t = a.shape; t[0]`: an item of a tuple built in sight is that item's value.
+        value = e.value
+        if isinstance(value, ir.Local) and resolve is not None:
+            value = resolve(value.var) or value
+        if isinstance(value, ir.MakeTuple):
+            return key(value.items[e.index], resolve)
     return OpaqueKey(id(e))
 
 

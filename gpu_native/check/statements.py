@@ -52,6 +52,7 @@ class StatementChecker(CheckerBase):
 
     def visit_Break(self, s: S.Break):
         self.unique.phases.jump()
+        self.not_in_unrolled_loop("break", s)
         if self.loop_depth == 0:
             raise self.error("`break` outside a loop", s.span)
         self.loop_broke[-1] = True
@@ -59,9 +60,16 @@ class StatementChecker(CheckerBase):
 
     def visit_Continue(self, s: S.Continue):
         self.unique.phases.jump()
+        self.not_in_unrolled_loop("continue", s)
         if self.loop_depth == 0:
             raise self.error("`continue` outside a loop", s.span)
         return [ir.Continue(s.span)], True
+
+    def not_in_unrolled_loop(self, what: str, s: S.Stmt) -> None:
+        if self.unrolled_loops and self.unrolled_loops[-1] == self.loop_depth:
+            raise self.error(f"`{what}` in a loop over a tuple: the loop is unrolled, so there "
+                             "is no loop to leave", s.span,
+                             "use an if around the rest of the body, or loop over range(...)")
 
     def visit_Return(self, s: S.Return):
         self.unique.phases.jump()
@@ -76,9 +84,12 @@ class StatementChecker(CheckerBase):
                 raise self.error(f"{self.fn.name} must return a {ret_type} value", s.span)
             return [ir.Return(s.span, None)], True
         if ret_type == ir.VOID:
+            value = self.expr(s.value)
+            example = "f32"
+            if self.is_tuple(value):
+                example = f"tuple[{', '.join(['f32'] * self.tuple_length(value))}]"
             raise self.error(f"{self.fn.name} has no return annotation, so it cannot return a "
-                             "value", s.value.span, "annotate it, e.g. `-> f32`")
-        assert isinstance(ret_type, ir.ScalarType)  # the resolve pass allows nothing else
+                             "value", s.value.span, f"annotate it, e.g. `-> {example}`")
         value = self.coerce(self.expr(s.value), ret_type, "the returned value")
         return [ir.Return(s.span, value)], True
 
@@ -226,6 +237,7 @@ class StatementChecker(CheckerBase):
         if isinstance(value, ir.ArrayRef):
             raise self.error("arrays cannot be assigned to local variables; use the array "
                              "directly", value.span)
+        self.unbind_constant(name)
         var = self.vars.get(name)
         if isinstance(value, UidValue):
             if var is not None or self.decl.assign_counts.get(name, 0) != 1:
@@ -247,8 +259,8 @@ class StatementChecker(CheckerBase):
             if name in self.decl.param_vars:
                 var = self.decl.param_vars[name]
             else:
-                ty = annotation if annotation is not None else self.scalar_of(
-                    self.materialize(value), f"the value assigned to '{name}'")
+                ty = annotation if annotation is not None else self.value_type(
+                    value, f"the value assigned to '{name}'")
                 var = self.new_var(name, ty, target.span)
         elif annotation is not None and annotation != var.ty:
             raise self.error(f"'{name}' was declared {var.ty} at {var.span}; it cannot be "
@@ -259,8 +271,8 @@ class StatementChecker(CheckerBase):
         if isinstance(var.ty, GeneratorType):
             raise self.error(f"'{name}' holds a random number generator; only philox(...) can "
                              "be assigned to it", target.span)
-        assert isinstance(var.ty, ir.ScalarType)
-        converted = self.coerce(value, var.ty, f"assignment to '{name}'")
+        assert isinstance(var.ty, (ir.ScalarType, ir.TupleType))
+        converted = self.coerce(value, var.ty, f"assignment to '{name}'")  # type: ignore[arg-type]
         self.bounds.commit()
         self.bounds.kill({var})
         self.assigned.add(name)
@@ -327,15 +339,16 @@ class StatementChecker(CheckerBase):
 
     def static_shape(self, e: S.Expr, which: str) -> tuple[int, ...]:
         if isinstance(e, S.Tuple):
-            items = e.elts
-        else:
-            if isinstance(e, S.Name) and e.id not in self.vars:
-                sym = self.ctx.resolver.name(e.id, e.span)
-                if sym.kind == "const" and isinstance(sym.value, tuple):
-                    return self._checked_shape(sym.value, e, which)
-            items = (e,)
-        dims = tuple(self.const_int(item, f"{which}()'s shape") for item in items)
-        return self._checked_shape(dims, e, which)
+            dims = tuple(self.const_int(item, f"{which}()'s shape") for item in e.elts)
+            return self._checked_shape(dims, e, which)
+        value = self.expr(e)
+        values = self.constant_of(value)
+        if not isinstance(values, tuple):
+            values = (values,)
+        if not all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+            raise self.error(f"{which}()'s shape must be a constant integer or a tuple of them",
+                             e.span)
+        return self._checked_shape(values, e, which)
 
     def _checked_shape(self, dims, e: S.Expr, which: str) -> tuple[int, ...]:
         if not 1 <= len(dims) <= 3 or not all(isinstance(d, int) for d in dims):
@@ -347,49 +360,18 @@ class StatementChecker(CheckerBase):
                              "shared array)", e.span)
         return tuple(dims)
 
-    def unpack(self, target: S.Tuple, value_syntax: S.Expr, span) -> list[ir.Stmt]:
-        names = tuple(t for t in target.elts if isinstance(t, S.Name))
-        if len(names) != len(target.elts):
-            raise self.error("only names can be unpacked into", target.span)
-        if isinstance(value_syntax, S.Tuple):
-            if len(value_syntax.elts) != len(target.elts):
-                raise self.error(f"cannot unpack {len(value_syntax.elts)} values into "
-                                 f"{len(target.elts)} names", span)
-            out: list[ir.Stmt] = []
-            temps = []
-            # Evaluate every right-hand value first, as Python does (`a, b = b, a` swaps).
-            for i, v in enumerate(value_syntax.elts):
-                value = self.materialize(self.expr(v))
-                ty = self.scalar_of(value, "an unpacked value")
-                temp = self.new_var(f"{ir.TEMP_PREFIX}t{self.temp_counter}", ty, v.span)
-                self.temp_counter += 1
-                out.append(ir.Assign(v.span, temp, value))
-                temps.append((names[i], temp))
-            for name_syntax, temp in temps:
-                self.assigned.add(temp.name)
-                out += self.assign_name_value(name_syntax, ir.Local(temp.span, temp.ty, temp), span)
-            return out
-        value = self.expr(value_syntax)
-        if isinstance(value, UidValue):
-            if len(target.elts) != value.ndim:
-                raise self.error(f"a {value.ndim}-D unique id unpacks into {value.ndim} names "
-                                 "(x, y[, z])", span)
-            out = []
-            for axis, name_syntax in enumerate(names):
-                comp = ir.UidComponent(value.span, ir.I64, value.scope, axis)
-                out += self.assign_name_value(name_syntax, comp, span)
-            return out
-        raise self.error("only tuples and multi-dimensional unique ids can be unpacked", span)
-
     def assign_name_value(self, target: S.Name, value: ir.Expr, span
                           ) -> list[ir.Stmt]:
         name = target.id
+        self.unbind_constant(name)
         var = self.vars.get(name) or self.decl.param_vars.get(name)
         if var is None:
-            var = self.new_var(name, self.scalar_of(value), target.span)
-        # Arrays and unique ids are assigned once (resolve, declare_array, assign_name).
-        assert isinstance(var.ty, ir.ScalarType)
-        converted = self.coerce(value, var.ty, f"assignment to '{name}'")
+            var = self.new_var(name, self.value_type(value, f"the value assigned to '{name}'"),
+                               target.span)
+        if isinstance(var.ty, (ir.ArrayType, ir.UidType)):
+            raise self.error(f"'{name}' is an array or unique id and cannot be reassigned",
+                             target.span)
+        converted = self.coerce(value, var.ty, f"assignment to '{name}'")  # type: ignore[arg-type]
         self.bounds.commit()
         self.bounds.kill({var})
         self.assigned.add(name)
@@ -398,8 +380,9 @@ class StatementChecker(CheckerBase):
         self.vars[name] = var
         return [ir.Assign(span, var, converted)]
 
-    def store(self, target: S.Subscript, value_syntax: S.Expr, span,
-              augmented: bool) -> ir.Stmt:
+    def store(self, target: S.Subscript, value_syntax: S.Expr | None, span,
+              augmented: bool, value: ir.Expr | None = None) -> ir.Stmt:
+        """``target = value`` (``value_syntax`` unless the value is checked already)."""
         base = self.expr(target.value)
         if not isinstance(base, ir.ArrayRef):
             raise self.error(f"only arrays can be assigned by index, not {base.ty}",
@@ -413,8 +396,10 @@ class StatementChecker(CheckerBase):
         if augmented and any(self.has_effects(i) for i in indices):
             raise self.error("an augmented assignment evaluates this index twice; compute it "
                              "into a local first", target.span)
-        value = self.coerce(self.expr(value_syntax), base.ty.elem,
-                            f"the value stored into '{base.var.name}'")
+        if value is None:
+            assert value_syntax is not None
+            value = self.expr(value_syntax)
+        value = self.coerce(value, base.ty.elem, f"the value stored into '{base.var.name}'")
         unique, owners, proof = self.unique.store(base, indices, target.span,
                                                   self.unsafe_depth > 0)
         checks = self.bounds.checks(base, indices, target.span)

@@ -21,6 +21,7 @@ from ..nodes import fields, is_node
 from .cnames import cname, extent_name
 from .entry_points import ENTRY_POINTS
 from .prelude import GRID_SYNC_INCLUDES, HALF_INCLUDES, PRELUDE_INCLUDE
+from .structs import tuple_name, tuple_struct, tuple_types
 
 _XYZ = "xyz"
 # The barriers by scope ("block", "warp", "grid"), as the IR's Barrier names them.
@@ -156,7 +157,7 @@ def _may_be_product(e: ir.Expr, product_locals: set[int]) -> bool:
     if isinstance(e, ir.Load):
         # A per-thread array indexed by constants lives in registers: it may hold a product.
         return e.array.ty.space == "local"
-    return isinstance(e, ir.Call)
+    return isinstance(e, (ir.Call, ir.TupleItem))
 
 
 def ctype(ty: ir.Type) -> str:
@@ -164,6 +165,8 @@ def ctype(ty: ir.Type) -> str:
         return ty.info.c_name
     if isinstance(ty, ir.VoidType):
         return "void"
+    if isinstance(ty, ir.TupleType):
+        return tuple_name(ty)
     raise TypeError(f"no C type for {ty}")  # pragma: no cover
 
 
@@ -270,6 +273,9 @@ class CudaEmitter:
         if k.traits.uses_grid_sync:
             out.append(GRID_SYNC_INCLUDES.rstrip("\n"))
         out.append(PRELUDE_INCLUDE)
+        structs = [tuple_struct(t) for t in tuple_types(k)]
+        if structs:
+            out.append("// tuples\n" + "\n".join(structs))
         for fn in k.device_functions:
             out.append(self.device_function(fn))
         out.append(self.kernel_function())
@@ -743,6 +749,13 @@ class CudaEmitter:
                 args.append(self.expr(arg))
         return f"{e.function.symbol}({', '.join(args)})"
 
+    def emit_MakeTuple(self, e: ir.MakeTuple) -> str:
+        # A braced list evaluates its items left to right, as Python does.
+        return f"{ctype(e.ty)}{{{', '.join(self.expr(i) for i in e.items)}}}"
+
+    def emit_TupleItem(self, e: ir.TupleItem) -> str:
+        return f"{self.expr(e.value)}.v{e.index}"
+
     def emit_WarpOp(self, e: ir.WarpOp) -> str:
         args = [self.expr(a) for a in e.args]
         if e.mask is not None:
@@ -848,6 +861,8 @@ _EXPR: dict[type, str] = {
     ir.UidComponent: "emit_UidComponent",
     ir.MathCall: "emit_MathCall",
     ir.Call: "emit_Call",
+    ir.MakeTuple: "emit_MakeTuple",
+    ir.TupleItem: "emit_TupleItem",
     ir.WarpOp: "emit_WarpOp",
     ir.BarrierVote: "emit_BarrierVote",
     ir.Atomic: "emit_Atomic",

@@ -82,6 +82,8 @@ FORMS = {
     "type": "a scalar type: annotation, cast and host dtype tag",
     "array type": "an array parameter annotation, `T[elem]`",
     "index type": "an annotation for unique ids",
+    "const type": "an annotation for compile-time constant parameters",
+    "tuple type": "a tuple annotation, `tuple[T1, T2]`",
     "layout": "a thread layout (`.uid()`)",
     "dim3": "a launch coordinate with `.x .y .z`",
     "attribute": "an attribute",
@@ -249,6 +251,9 @@ for _ndim in (1, 2, 3):
                f"writable {_ndim}-D device array parameter (row-major)", value=(_ndim, True)))
 _add(Entry("UniqueId", "gpu_native", "index type",
            "a thread's unique id: what `FlatLayout*.uid()` and `BlockLayout*.uid()` return"))
+_add(Entry("Const", "gpu_native", "const type",
+           "a `@gpu_device` parameter that takes a compile-time constant (a number, a bool or a "
+           "tuple of them): the function is specialised per value", since="0.2.0"))
 
 # ---- gpu_native: kernels, layouts, launch coordinates -----------------------------------------
 
@@ -526,7 +531,8 @@ for _name, _value in (("pi", "π"), ("e", "e"), ("tau", "2π"), ("inf", "infinit
 
 # ---- builtins ---------------------------------------------------------------------------------
 
-_add(Entry("len", "builtins", "call", "the extent of an array's first axis (`i64`)",
+_add(Entry("len", "builtins", "call", "the extent of an array's first axis (`i64`); a tuple's "
+           "length (a constant)",
            _params("a:array"), "i64", "call_len"))
 _add(Entry("range", "builtins", "loop", "`for i in range(stop)`, `range(start, stop)`, "
            "`range(start, stop, step)`: i has the arguments' promoted type",
@@ -549,6 +555,17 @@ _add(Entry("float", "builtins", "call", "conversion to `f64`; as an annotation, 
            _params("x:scalar"), "f64", "call_float", value="f64"))
 _add(Entry("bool", "builtins", "call", "truth value (`x != 0`); as an annotation, `bool_`",
            _params("x:scalar"), "bool", "call_bool", value="bool_"))
+_add(Entry("divmod", "builtins", "call", "`(a // b, a % b)` with Python's floor semantics, "
+           "for integers and floats", _params("a:scalar b:scalar"), "tuple[T, T]",
+           "call_divmod", since="0.2.0"))
+_add(Entry("enumerate", "builtins", "loop", "`for i, x in enumerate(range(...))` or over a "
+           "tuple (unrolled); `i` counts from `start`: an `i64` over a range, a constant over a "
+           "tuple", _params("iterable start:int=0"), since="0.2.0"))
+_add(Entry("zip", "builtins", "loop", "`for a, b in zip(t1, t2)` over tuples (unrolled; stops "
+           "at the shortest)", _params("*tuples"), since="0.2.0"))
+_add(Entry("tuple", "builtins", "tuple type", "`tuple[f32, i32]`: a tuple of scalars, as a "
+           "`@gpu_device` function's result, parameter or a local's annotation",
+           since="0.2.0"))
 _add(Entry("print", "builtins", "statement", "device printf: floats like C's `%g`, bools as "
            "True/False", _params("*items"), "None", "print_stmt"))
 

@@ -107,7 +107,7 @@ class ProgramBuilder:
             "_gn_ifloordiv": ops.floordiv_int, "_gn_imod": ops.mod_int,
             "_gn_ffloordiv": ops.floordiv_py, "_gn_fmod": ops.fmod_py,
             "_gn_not": np.logical_not, "_gn_range_count": ops.range_count,
-            "_gn_range_value": ops.range_value,
+            "_gn_range_value": ops.range_value, "_gn_twhere": _twhere,
         }
         self.named: dict = {}
         self.locations: list[str] = []
@@ -129,6 +129,8 @@ class ProgramBuilder:
     def zero(self, ty: ir.Type) -> str:
         if isinstance(ty, ir.ScalarType):
             return self.const(0, ty)
+        if isinstance(ty, ir.TupleType):
+            return "(" + "".join(f"{self.const(0, t)}, " for t in ty.elems) + ")"
         return "None"
 
     def cast(self, src: ir.ScalarType, dst: ir.ScalarType) -> str:
@@ -166,6 +168,11 @@ class ProgramBuilder:
         code = compile(tree, emitter.file, "exec")
         exec(code, self.ns)
         return self.ns.pop(emitter.pyname)
+
+
+def _twhere(m, a, b):
+    """``machine.where`` item by item, for a tuple value (a tuple of lane vectors)."""
+    return tuple(machine.where(m, x, y) for x, y in zip(a, b))
 
 
 def _bf(x):
@@ -263,7 +270,7 @@ class FunctionEmitter:
             if fn.ret != ir.VOID:
                 self.line(f"_gn_r = {self.prog.zero(fn.ret)}", sp)
         for var in fn.locals:
-            if isinstance(var.ty, ir.ScalarType) and not var.is_param:
+            if isinstance(var.ty, (ir.ScalarType, ir.TupleType)) and not var.is_param:
                 self.line(f"{self.name(var)} = {self.prog.zero(var.ty)}", var.span)
         if self.is_kernel:
             for k, decl in enumerate(fn.shared):
@@ -283,7 +290,7 @@ class FunctionEmitter:
     def top_level(self, stmts: tuple[ir.Stmt, ...]) -> None:
         """The kernel body: after a statement that may drop lanes, compact the chunk."""
         values = [self.name(v) for v in (*self.fn.params, *self.fn.locals)
-                  if isinstance(v.ty, ir.ScalarType)]
+                  if isinstance(v.ty, (ir.ScalarType, ir.TupleType))]
         for k, s in enumerate(stmts):
             self.statement(s)
             if k + 1 < len(stmts) and _may_shrink(s):
@@ -320,7 +327,8 @@ class FunctionEmitter:
     def emit_Assign(self, s: ir.Assign) -> None:
         v = self.expr(s.value, "_gn_m")
         n = self.name(s.var)
-        self.line(f"{n} = _gn_where(_gn_m, {v}, {n})", s.span)
+        where = "_gn_twhere" if isinstance(s.var.ty, ir.TupleType) else "_gn_where"
+        self.line(f"{n} = {where}(_gn_m, {v}, {n})", s.span)
 
     def array(self, ref: ir.ArrayRef) -> str:
         return self.name(ref.var)
@@ -425,7 +433,8 @@ class FunctionEmitter:
             self.line("_gn.exit(_gn_m)", s.span)
         elif s.value is not None:
             v = self.expr(s.value, "_gn_m")
-            self.line(f"_gn_r = _gn_where(_gn_m, {v}, _gn_r)", s.span)
+            where = "_gn_twhere" if isinstance(s.value.ty, ir.TupleType) else "_gn_where"
+            self.line(f"_gn_r = {where}(_gn_m, {v}, _gn_r)", s.span)
         self.line("_gn_m = False", s.span)
 
     def emit_Assert(self, s: ir.Assert) -> None:
@@ -610,6 +619,12 @@ class FunctionEmitter:
         self.line(f"{m} = _gn.prune({m}, {d})", e.span)
         return t
 
+    def emit_MakeTuple(self, e: ir.MakeTuple, m: str) -> str:
+        return "(" + "".join(f"{self.expr(i, m)}, " for i in e.items) + ")"
+
+    def emit_TupleItem(self, e: ir.TupleItem, m: str) -> str:
+        return f"{self.expr(e.value, m)}[{e.index}]"
+
     def emit_WarpOp(self, e: ir.WarpOp, m: str) -> str:
         args = [self.expr(a, m) for a in e.args]
         mask = self.expr(e.mask, m) if e.mask is not None else "None"
@@ -698,6 +713,8 @@ _EXPR: dict[type, Callable] = {
     ir.UidComponent: FunctionEmitter.emit_UidComponent,
     ir.MathCall: FunctionEmitter.emit_MathCall,
     ir.Call: FunctionEmitter.emit_Call,
+    ir.MakeTuple: FunctionEmitter.emit_MakeTuple,
+    ir.TupleItem: FunctionEmitter.emit_TupleItem,
     ir.WarpOp: FunctionEmitter.emit_WarpOp,
     ir.BarrierVote: FunctionEmitter.emit_BarrierVote,
     ir.Atomic: FunctionEmitter.emit_Atomic,

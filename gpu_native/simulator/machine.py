@@ -170,6 +170,13 @@ class LocalArray(_Array):
         self.data = self.data.reshape(-1, self.size)[keep].reshape(-1)
 
 
+def _kept(value, keep: np.ndarray):
+    """The lanes ``keep`` of a lane vector, item by item of a tuple; a uniform value as it is."""
+    if isinstance(value, tuple):
+        return tuple(_kept(v, keep) for v in value)
+    return value[keep] if isinstance(value, np.ndarray) and value.ndim == 1 else value
+
+
 # ---- the chunk ---------------------------------------------------------------------------------
 
 
@@ -385,8 +392,7 @@ class Chunk:
         self.gone = None
         for la in self.registered_locals:
             la.compact(keep)
-        out = [v[keep] if isinstance(v, np.ndarray) and v.ndim == 1 else v for v in values]
-        return (None, *out)
+        return (None, *(_kept(v, keep) for v in values))
 
     # ---- memory ----
 
