@@ -112,11 +112,13 @@ class ExpressionChecker(CheckerBase):
                              e.span)
         if isinstance(e, TupleValue):
             items = tuple(self.materialize(item) for item in e.items)
+            elems: list[ir.ScalarType] = []
             for item in items:
                 if not isinstance(item.ty, ir.ScalarType):
                     raise self.error(f"a tuple in a kernel holds numbers and bools, not {item.ty}",
                                      item.span, "unpack the inner tuple first")
-            return ir.MakeTuple(e.span, ir.TupleType(tuple(i.ty for i in items)), items)
+                elems.append(item.ty)
+            return ir.MakeTuple(e.span, ir.TupleType(tuple(elems)), items)
         return e
 
     def scalar_of(self, e: ir.Expr, what: str = "this") -> ir.ScalarType:

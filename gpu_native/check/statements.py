@@ -90,6 +90,7 @@ class StatementChecker(CheckerBase):
                 example = f"tuple[{', '.join(['f32'] * self.tuple_length(value))}]"
             raise self.error(f"{self.fn.name} has no return annotation, so it cannot return a "
                              "value", s.value.span, f"annotate it, e.g. `-> {example}`")
+        assert isinstance(ret_type, (ir.ScalarType, ir.TupleType))  # resolve.py checked it
         value = self.coerce(self.expr(s.value), ret_type, "the returned value")
         return [ir.Return(s.span, value)], True
 
@@ -272,7 +273,7 @@ class StatementChecker(CheckerBase):
             raise self.error(f"'{name}' holds a random number generator; only philox(...) can "
                              "be assigned to it", target.span)
         assert isinstance(var.ty, (ir.ScalarType, ir.TupleType))
-        converted = self.coerce(value, var.ty, f"assignment to '{name}'")  # type: ignore[arg-type]
+        converted = self.coerce(value, var.ty, f"assignment to '{name}'")
         self.bounds.commit()
         self.bounds.kill({var})
         self.assigned.add(name)

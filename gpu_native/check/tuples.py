@@ -89,7 +89,11 @@ class TupleChecker(CheckerBase):
         return tuple(ir.TupleItem(e.span, t, e, k) for k, t in enumerate(ty.elems))
 
     def tuple_length(self, e: ir.Expr) -> int:
-        return len(e.items) if isinstance(e, TupleValue) else len(e.ty.elems)  # type: ignore
+        if isinstance(e, TupleValue):
+            return len(e.items)
+        ty = e.ty
+        assert isinstance(ty, ir.TupleType)
+        return len(ty.elems)
 
     def tuple_item(self, base: ir.Expr, index: tuple[S.Expr, ...],
                    span: SourceSpan) -> ir.Expr:

@@ -104,8 +104,8 @@ def _check_binding(program: Program, fn: S.FunctionDef, binding: dict[str, ir.Sc
             return
     error = max(errors, key=lambda e: _progress(e, fn))
     if binding:
-        types = ", ".join(f"{tv} = {t.name}" for tv, t in binding.items())
-        note = (f"{fn.name} was checked with {types}, one of the types its TypeVars allow "
+        chosen = ", ".join(f"{tv} = {t.name}" for tv, t in binding.items())
+        note = (f"{fn.name} was checked with {chosen}, one of the types its TypeVars allow "
                 "(no kernel of this module calls it)")
         raise TranspileError(error.message, error.span,
                              f"{error.hint}; {note}" if error.hint else note) from None

@@ -27,7 +27,8 @@ def tuple_types(kernel: ir.Kernel) -> list[ir.TupleType]:
         if isinstance(ty, ir.TupleType):
             found.setdefault(tuple_name(ty), ty)
 
-    for fn in (*kernel.device_functions, kernel):
+    functions: tuple[ir.DeviceFunction | ir.Kernel, ...] = (*kernel.device_functions, kernel)
+    for fn in functions:
         note(getattr(fn, "ret", None))
         for var in (*fn.params, *fn.locals):
             note(var.ty)
