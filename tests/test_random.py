@@ -511,6 +511,21 @@ def k(a: CUDASliceMut[f32]):
     rng = philox(1, i)
     rng = 3  # <-
 """, "'rng' holds a random number generator; only philox(...) can be assigned to it"),
+    "scalar unpacked into a generator": ("""
+@gpu_kernel(Kernel1D)
+def k(a: CUDASliceMut[f32]):
+    i = FlatLayout1D.uid()
+    rng = philox(1, i)
+    x, rng = 1, 2  # <-
+""", "'rng' holds a random number generator; only philox(...) can be assigned to it"),
+    "generator as the variable of a loop over a tuple": ("""
+@gpu_kernel(Kernel1D)
+def k(a: CUDASliceMut[f32]):
+    i = FlatLayout1D.uid()
+    rng = philox(1, i)
+    for rng in (i, i + 1):  # <-
+        a[i] = 1.0
+""", "'rng' holds a random number generator; only philox(...) can be assigned to it"),
     "generator assigned to a scalar": ("""
 @gpu_kernel(Kernel1D)
 def k(a: CUDASliceMut[f32]):

@@ -372,7 +372,11 @@ class StatementChecker(CheckerBase):
         if isinstance(var.ty, (ir.ArrayType, ir.UidType)):
             raise self.error(f"'{name}' is an array or unique id and cannot be reassigned",
                              target.span)
-        converted = self.coerce(value, var.ty, f"assignment to '{name}'")  # type: ignore[arg-type]
+        if isinstance(var.ty, GeneratorType):
+            raise self.error(f"'{name}' holds a random number generator; only philox(...) can "
+                             "be assigned to it", target.span)
+        assert isinstance(var.ty, (ir.ScalarType, ir.TupleType))
+        converted = self.coerce(value, var.ty, f"assignment to '{name}'")
         self.bounds.commit()
         self.bounds.kill({var})
         self.assigned.add(name)
