@@ -7,15 +7,12 @@ runs every GPU half of the suite.
 
 from __future__ import annotations
 
-import functools
 import os
 import sys
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-EXAMPLES = ROOT / "examples"
+from tests.helpers import EXAMPLES, gpu_available
 
 
 def pytest_configure(config):
@@ -33,18 +30,6 @@ def pytest_configure(config):
     else:
         startup._no_kernels.file = startup._negative_cache_file()
     config.add_cleanup(lambda: shutil.rmtree(directory, ignore_errors=True))
-
-
-@functools.cache
-def gpu_available() -> bool:
-    if os.environ.get("GPU_NATIVE_BACKEND", "").lower() == "sim":
-        return False
-    try:
-        from gpu_native.runtime import driver
-
-        return driver.available()
-    except Exception:
-        return False
 
 
 def pytest_collection_modifyitems(config, items):

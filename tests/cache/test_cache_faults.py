@@ -15,7 +15,7 @@ device errors that must leave the GPU usable — or, for a lost context, say so 
   says the context is lost and what to do; every later GPU call says the same, and the process
   still exits normally.
 
-What tests/test_cache.py already proves (a corrupt entry is rebuilt with one warning, a read-only
+What tests/cache/test_cache.py already proves (a corrupt entry is rebuilt with one warning, a read-only
 cache directory degrades, eight processes share one cache) is not repeated here.
 """
 
@@ -48,7 +48,6 @@ from gpu_native.cache import store as store_module
 from gpu_native.rewrite import transpile_module
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(gn.__file__)))
-TESTS = os.path.dirname(os.path.abspath(__file__))
 
 
 def child_env(cache_dir, **extra: str) -> dict[str, str]:
@@ -453,7 +452,7 @@ def test_import_hook_cache_on_a_full_disk_still_imports(tmp_path, monkeypatch):
 
 @pytest.fixture(scope="module")
 def kr():
-    import kernels_runtime
+    from tests.helpers import kernels_runtime
 
     return kernels_runtime
 
@@ -546,7 +545,7 @@ LOST_CONTEXT_CHILD = textwrap.dedent('''\
     sys.path.insert(0, %r)
     import numpy as np
     import gpu_native as gn
-    import kernels_runtime as kr
+    from tests.helpers import kernels_runtime as kr
 
     def attempt(label, fn):
         try:
@@ -582,7 +581,7 @@ LOST_CONTEXT_CHILD = textwrap.dedent('''\
 @pytest.mark.parametrize("where", ["default", "stream"])
 def test_illegal_address_is_a_clearly_reported_lost_context(where, tmp_path):
     start = time.perf_counter()
-    out = subprocess.run([sys.executable, "-c", LOST_CONTEXT_CHILD % TESTS, where],
+    out = subprocess.run([sys.executable, "-c", LOST_CONTEXT_CHILD % REPO, where],
                          env=child_env(tmp_path / "cache"), capture_output=True, text=True,
                          timeout=180)
     text = out.stdout + out.stderr

@@ -568,7 +568,7 @@ UNPICKLING = re.compile(
 # marshal is how CPython caches code (.pyc): the import hook's caches of rewritten modules (a
 # checked-hash pyc beside CPython's own) and of files without kernels (a dict of stamps).  The
 # IR codec reads the bytes literal of a rewritten module (plain data only; whatever else marshal
-# could make is refused, see tests/test_sim_ir.py::TestMalformed).
+# could make is refused, see tests/simulator/test_sim_ir.py::TestMalformed).
 MARSHAL_ALLOWED = {"gpu_native/importhook/pycache.py", "_gpu_native_startup.py",
                    "gpu_native/ircodec.py"}
 
@@ -770,7 +770,7 @@ GPU_ARGUMENT_CHILD = textwrap.dedent('''\
     sys.path.insert(0, sys.argv[2])
     import numpy as np
     import gpu_native as gn
-    import test_untrusted as t
+    import test_untrusted_cache as t
     import untrusted_arg_kernels as k
 
     case = sys.argv[3]

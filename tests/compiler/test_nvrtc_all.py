@@ -4,18 +4,16 @@ runs in CI."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from gpu_native.cache import BuildRequest
 from gpu_native.compiler.nvrtc import compile_request
 from gpu_native.rewrite import transpile_module
 from gpu_native.spec import Trait
+from tests.helpers import HELPERS, ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
-FILES = sorted([*(ROOT / "examples").glob("*.py"), ROOT / "tests" / "kernels_runtime.py",
-                ROOT / "tests" / "kernels_language.py",
+FILES = sorted([*(ROOT / "examples").glob("*.py"), HELPERS / "kernels_runtime.py",
+                HELPERS / "kernels_language.py",
                 *(ROOT / "tools").glob("_bench*.py")])
 
 

@@ -1,6 +1,6 @@
 """``gpu-native expand``'s forms on kernels made to show each thing they report: the spec
 summary (generic kernels, launch checks), the proofs (every rule a write can be accepted by),
-and the command line's choices.  The examples' output is pinned by tests/test_expand_golden.py.
+and the command line's choices.  The examples' output is pinned by tests/emit/test_expand_golden.py.
 """
 
 from __future__ import annotations

@@ -2,12 +2,12 @@
 pinned, in the forms a person reads: the module laid out for reading (``*.expanded.py``), the
 CUDA C++ with the Python line beside each ``#line`` (``*.cu``), and the proofs (``*.proofs.txt``,
 for a few examples).  Regenerate after an intended change with
-``GPU_NATIVE_UPDATE_GOLDEN=1 pytest tests/test_expand_golden.py``, and review the diff.
+``GPU_NATIVE_UPDATE_GOLDEN=1 pytest tests/emit/test_expand_golden.py``, and review the diff.
 
 The exact form (``--exact``, the module the import hook compiles) is not pinned here: it holds
 every kernel's whole CUDA source and encoded IR.  Tests below check that the readable form is the
-same code, that ``--exact`` prints what the hook compiles (and tests/test_importhook.py imports
-it), and that it keeps every line in place.
+same code, that ``--exact`` prints what the hook compiles (and
+tests/importhook/test_importhook.py imports it), and that it keeps every line in place.
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ import pytest
 from gpu_native.cli import main
 from gpu_native.expand import Expansion, annotate_cuda
 from gpu_native.rewrite import rewrite_module
+from tests.helpers import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = Path(__file__).resolve().parent / "golden"
 SOURCES = sorted(p.name for p in (ROOT / "examples").glob("*.py") if not p.name.startswith("_"))
 PROOFS = ["heat_stencil.py", "histogram.py", "prefix_scan.py", "sgemm.py"]

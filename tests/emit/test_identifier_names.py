@@ -23,6 +23,7 @@ from gpu_native.emit.prelude import PRELUDE_INCLUDE
 from gpu_native.headers import header_text
 from gpu_native.rewrite import rewrite_module, transpile_module
 from gpu_native.spec import Trait
+from tests.helpers import EXAMPLES, HELPERS
 
 # Names the generated launcher used for its own values before they were prefixed, its prefix and
 # names made with it, and the classes its fast path compares with.
@@ -244,11 +245,8 @@ class TestCppNames:
     def test_every_name_the_emitter_writes_is_out_of_the_users_reach(self):
         """Scan the kernel bodies of every example and test kernel: each identifier there is a
         user's variable (as mapped) or a name no user variable maps to."""
-        from pathlib import Path
-
-        root = Path(__file__).resolve().parent.parent
-        files = [*(root / "examples").glob("*.py"), root / "tests" / "kernels_runtime.py",
-                 root / "tests" / "kernels_language.py"]
+        files = [*EXAMPLES.glob("*.py"), HELPERS / "kernels_runtime.py",
+                 HELPERS / "kernels_language.py"]
         seen: set[str] = set()
         for path in files:
             source = path.read_text()
@@ -272,12 +270,10 @@ def test_the_simulators_own_names_all_start_with_gn():
     """In the simulator's Python for every example and test kernel, a name that does not start
     with _gn is a variable of the kernel's (so the generated code's own names cannot meet one)."""
     import ast
-    from pathlib import Path
 
     from gpu_native.simulator.codegen import build
 
-    root = Path(__file__).resolve().parent.parent
-    files = [*(root / "examples").glob("*.py"), root / "tests" / "kernels_language.py"]
+    files = [*EXAMPLES.glob("*.py"), HELPERS / "kernels_language.py"]
     for path in files:
         source = path.read_text()
         if "gpu_kernel" not in source:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import textwrap
 
-import host_cuda
 import numpy as np
 import pytest
 
@@ -20,6 +19,7 @@ from gpu_native import abi, ir
 from gpu_native.emit.index32 import Index32Emitter, IndexRanges, emit_index32, wants_index32
 from gpu_native.rewrite import transpile_module
 from gpu_native.spec import Trait
+from tools.fuzz import host_cuda
 
 HEADER = """\
 from gpu_native import (gpu_kernel, Kernel1D, Kernel2D, CUDASlice, CUDASliceMut, CUDASlice2D,
@@ -298,7 +298,7 @@ def test_only_arrays_within_the_32_bit_index_bound_get_the_fast_path_signature()
 
 @pytest.fixture(scope="module")
 def kr():
-    import kernels_runtime
+    from tests.helpers import kernels_runtime
 
     return kernels_runtime
 

@@ -164,9 +164,8 @@ def _same(got, want):
 
 @pytest.mark.parametrize("where", ["sim", "host", pytest.param("cuda", marks=pytest.mark.gpu)])
 def test_float_min_max_and_compares_keep_nan_and_argument_order(kernel_module, where):
-    import host_cuda
-
     from gpu_native.runtime.backend import use
+    from tools.fuzz import host_cuda
 
     if where == "host" and host_cuda.compiler() is None:
         pytest.skip("needs a host C++ compiler")
@@ -299,9 +298,8 @@ def _ptx(variant) -> str:
 
 def _run(k, where, inputs, outs, grid=1):
     """Launch ``k`` on the simulator, the host C++ build of its CUDA, or the GPU; the outputs."""
-    import host_cuda
-
     from gpu_native.runtime.backend import use
+    from tools.fuzz import host_cuda
 
     if where == "host":
         if host_cuda.compiler() is None:
@@ -495,9 +493,8 @@ def test_a_wrapped_32_bit_result_is_sign_extended_after_the_wrap_in_ptx(kernel_m
 
 @pytest.mark.parametrize("where", ["sim", "host", pytest.param("cuda", marks=pytest.mark.gpu)])
 def test_a_wrapped_32_bit_divisor_keeps_its_wrap(kernel_module, where):
-    import host_cuda
-
     from gpu_native.runtime.backend import use
+    from tools.fuzz import host_cuda
 
     if where == "host" and host_cuda.compiler() is None:
         pytest.skip("needs a host C++ compiler")
@@ -556,9 +553,8 @@ def test_a_compare_whose_constant_appears_only_after_folding_keeps_nan(kernel_mo
     to 0, then ptxas takes fabs to be non-negative).  Columns 3-5 are the mirror image, which the
     emitter guards since fuzz seed 47326 (see the next test: in a select, as here, the H200 kept
     the compare even without the guard; in a branch it did not)."""
-    import host_cuda
-
     from gpu_native.runtime.backend import use
+    from tools.fuzz import host_cuda
 
     if where == "host" and host_cuda.compiler() is None:
         pytest.skip("needs a host C++ compiler")

@@ -16,8 +16,7 @@ from gpu_native.cache import BuildRequest
 from gpu_native.errors import CompileError, GpuNativeError
 from gpu_native.rewrite import transpile_module
 from gpu_native.spec import Trait
-
-ROOT = Path(__file__).resolve().parent.parent
+from tests.helpers import ROOT
 
 KERNELS = textwrap.dedent('''\
     from gpu_native import gpu_kernel, Kernel1D, CUDASlice, CUDASliceMut, FlatLayout1D, f16, i32

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import ast
 import dis
+import re
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -25,8 +25,8 @@ from gpu_native.spec import (
     Trait,
     tree_text,
 )
+from tests.helpers import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = sorted((ROOT / "examples").glob("*.py"))
 
 CHECKS = """
@@ -188,8 +188,8 @@ class TestStaleOrForeign:
         def k(_gn_context):
             pass
 
-        with pytest.raises(GpuNativeError, match=r"kernel .*k of module test_spec was rewritten by another gpu_native "
-                           r"\(kernel spec schema 1\)"):
+        with pytest.raises(GpuNativeError, match=rf"kernel .*k of module {re.escape(__name__)} was "
+                           r"rewritten by another gpu_native \(kernel spec schema 1\)"):
             gpu_kernel(Kernel1D, _spec={"schema": 1})(k)
 
 

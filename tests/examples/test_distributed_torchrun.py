@@ -13,9 +13,9 @@ import sys
 
 import numpy as np
 import pytest
-from conftest import EXAMPLES
 
 import gpu_native as gn
+from tests.helpers import EXAMPLES
 
 REPO = str(EXAMPLES.parent)
 SCRIPT = str(EXAMPLES / "distributed_torchrun.py")

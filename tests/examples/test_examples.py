@@ -10,7 +10,8 @@ import sys
 
 import numpy as np
 import pytest
-from conftest import EXAMPLES
+
+from tests.helpers import EXAMPLES
 
 # (module, keyword arguments for a quick run, tolerance kind, tolerance)
 CASES = [

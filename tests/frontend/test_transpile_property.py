@@ -9,17 +9,16 @@ from __future__ import annotations
 
 import io
 import tokenize
-from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gpu_native.errors import TranspileError
 from gpu_native.rewrite import rewrite_module
+from tests.helpers import HELPERS, ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 SOURCES = [p.read_text() for p in sorted((ROOT / "examples").glob("*.py"))] + [
-    (ROOT / "tests" / "kernels_runtime.py").read_text()]
+    (HELPERS / "kernels_runtime.py").read_text()]
 REPLACEMENTS = ["+", "-", "*", "/", "//", "%", "**", "<<", "&", "<", "==", "and", "not", "(", ")",
                 "[", "]", ",", ":", "=", "+=", "0", "1", "-1", "2.5", "1e300", "True", "None",
                 "x", "idx", "a", "len", "range", "f32", "i64", "u8", "thread_idx", "FlatLayout2D",

@@ -1,8 +1,8 @@
 """Differential fuzzing of code generation (issue 9).
 
-Random, valid kernels (tests/fuzzgen.py) go through the real pipeline — written to a module,
+Random, valid kernels (tools/fuzz/generator.py) go through the real pipeline — written to a module,
 imported through the import hook, transpiled, compiled by NVRTC, launched — and their outputs are
-compared with an independent reference written from docs/language.md (tests/fuzzgen_reference.py):
+compared with an independent reference written from docs/language.md (tools/fuzz/reference.py):
 integers and booleans exactly, floats exactly where IEEE fixes the answer and within a derived
 bound where the GPU may legitimately differ (``a*b + c`` contracted to an FMA, library math a few
 ulps off).  See those modules for what is generated and how tolerances are derived.
@@ -10,11 +10,11 @@ ulps off).  See those modules for what is generated and how tolerances are deriv
 CI (no GPU): the simulator against the reference for a bounded, seeded set of kernels (plain
 seeds and a Hypothesis strategy, derandomised), every one of them also compiled to cubin for
 sm_90 by NVRTC.
-On a GPU (``pytest -m gpu``): the GPU against the simulator and the reference.  ``tools/fuzz_gpu.py
---cases 3000`` runs thousands of cases and writes a JSON summary.
+On a GPU (``pytest -m gpu``): the GPU against the simulator and the reference.  ``python3 -m
+tools.fuzz_gpu --cases 3000`` runs thousands of cases and writes a JSON summary.
 
 Known bugs the fuzzer found are excluded from the random kernels here (``Config.known_bugs``) and
-pinned by tests/test_fuzz_regressions.py instead.  ``GN_FUZZ_CASES`` scales the seeded runs
+pinned by tests/fuzz/test_fuzz_regressions.py instead.  ``GN_FUZZ_CASES`` scales the seeded runs
 (120 by default, plus 30 straight-line and 25 Hypothesis kernels: about 100 s).
 """
 
@@ -26,22 +26,28 @@ import os
 import random
 import time
 from fractions import Fraction
-from pathlib import Path
 
-import fuzzgen
-import host_cuda
 import numpy as np
 import pytest
-from fuzzgen import Config, kernel_cases, random_kernel
-from fuzzgen_harness import Workspace, run_case
-from fuzzgen_reference import HALF_TINY, evaluate, float_to_int, int_to_float, py_divmod, wrap
 from hypothesis import HealthCheck, given, settings
+
+from tools import fuzz_gpu
+from tools.fuzz import generator, host_cuda
+from tools.fuzz.generator import Config, kernel_cases, random_kernel
+from tools.fuzz.harness import Workspace, run_case
+from tools.fuzz.reference import (
+    HALF_TINY,
+    evaluate,
+    float_to_int,
+    int_to_float,
+    py_divmod,
+    wrap,
+)
 
 CI_CONFIG = Config(max_statements=5, max_depth=3)
 SEEDED_CASES = int(os.environ.get("GN_FUZZ_CASES", "120"))
 HYPOTHESIS_CASES = int(os.environ.get("GN_FUZZ_HYPOTHESIS_CASES", "25"))
 GPU_CASES = int(os.environ.get("GN_FUZZ_GPU_CASES", "40"))
-ROOT = Path(__file__).resolve().parent.parent
 FIRST_SEED = 1_000_000  # the tool starts at 0: CI and the GPU run cover different kernels
 
 
@@ -136,11 +142,11 @@ class TestReference:
         assert float_to_int(2.0**63, "i64") == 2**63 - 1 and float_to_int(2.0**32, "u32") == 2**32 - 1
 
     def test_promotion_and_wrapping_rules_of_the_docs(self):
-        assert fuzzgen.promote("i32", "u32") == "i64"  # mixed signedness: smallest signed type
-        assert fuzzgen.promote("i64", "u32") == "i64"
-        assert fuzzgen.promote("f32", "i64") == "f32" and fuzzgen.promote("f32", "f64") == "f64"
-        assert fuzzgen.with_literal("f32", fuzzgen.Lit(2.5)) == "f32"
-        assert fuzzgen.with_literal("i32", fuzzgen.Lit(2.5)) == "f64"
+        assert generator.promote("i32", "u32") == "i64"  # mixed signedness: smallest signed type
+        assert generator.promote("i64", "u32") == "i64"
+        assert generator.promote("f32", "i64") == "f32" and generator.promote("f32", "f64") == "f64"
+        assert generator.with_literal("f32", generator.Lit(2.5)) == "f32"
+        assert generator.with_literal("i32", generator.Lit(2.5)) == "f64"
         assert wrap(2**31, "i32") == -2**31 and wrap(-1, "u32") == 2**32 - 1
 
     def test_an_underflowing_f64_product_may_fuse(self):
@@ -150,14 +156,14 @@ class TestReference:
         double."""
         assert all(bound > 0.0 for bound in HALF_TINY.values())
         kernel = random_kernel(45065, _flagged_config(45065))
-        expected = evaluate(kernel, fuzzgen.random_inputs(kernel))
+        expected = evaluate(kernel, generator.random_inputs(kernel))
         product = expected.outputs["out_f64"][8, 1]
         assert product.v == 0.0 and not product.known
 
     def test_generation_is_deterministic(self):
-        a = fuzzgen.kernel_source(random_kernel(12345))
-        assert a == fuzzgen.kernel_source(random_kernel(12345))
-        assert a != fuzzgen.kernel_source(random_kernel(12346))
+        a = generator.kernel_source(random_kernel(12345))
+        assert a == generator.kernel_source(random_kernel(12345))
+        assert a != generator.kernel_source(random_kernel(12346))
 
     def test_every_operator_node_is_typed_by_the_promotion_rules(self):
         """The generator's claimed operand type of each operator is what the documented rules give
@@ -166,21 +172,21 @@ class TestReference:
         checked = 0
         for seed, indexing in itertools.product(range(400), (False, True)):
             kernel = random_kernel(seed, Config(indexing=indexing))
-            for node in fuzzgen.walk(kernel.body):
-                if not isinstance(node, fuzzgen.Bin) or node.op == "/":
+            for node in generator.walk(kernel.body):
+                if not isinstance(node, generator.Bin) or node.op == "/":
                     continue
                 left, right = node.left.ty, node.right.ty
                 if node.op in ("<<", ">>", "**"):
-                    want = fuzzgen.arith(left) if left != "lit" else node.opty
+                    want = generator.arith(left) if left != "lit" else node.opty
                 elif left == "lit" and right == "lit":
                     continue
                 elif left == "lit":
-                    want = fuzzgen.with_literal(right, node.left)
+                    want = generator.with_literal(right, node.left)
                 elif right == "lit":
-                    want = fuzzgen.with_literal(left, node.right)
+                    want = generator.with_literal(left, node.right)
                 else:
-                    want = fuzzgen.promote(left, right)
-                assert node.opty == want, (seed, fuzzgen.Printer(kernel).expr(node))
+                    want = generator.promote(left, right)
+                assert node.opty == want, (seed, generator.Printer(kernel).expr(node))
                 checked += 1
         assert checked > 2000
 
@@ -189,10 +195,10 @@ class TestReference:
         tags: set[str] = set()
         for seed in range(300):
             kernel = random_kernel(seed)
-            assert not set(kernel.known_bugs) & fuzzgen.OPEN_BUGS, kernel.known_bugs
+            assert not set(kernel.known_bugs) & generator.OPEN_BUGS, kernel.known_bugs
             tags.update(kernel.known_bugs)
             tags.update(random_kernel(seed, Config(known_bugs=True)).known_bugs)
-        assert set(fuzzgen.PATTERNS) <= tags, tags
+        assert set(generator.PATTERNS) <= tags, tags
 
 
 # ---- the simulator against the reference (CI) ---------------------------------------------------
@@ -223,16 +229,16 @@ def test_indexing_kernels_on_the_simulator(workspace):
     raise KernelIndexError with one of those lanes' indices."""
     seeds = range(FIRST_SEED + 8000, FIRST_SEED + 8000 + SEEDED_CASES // 2)
     fuzz(workspace, seeds, ("sim",), nvrtc=NVRTC, config=INDEXING)
-    failing = sum(bool(evaluate(k, fuzzgen.random_inputs(k)).index_errors)
+    failing = sum(bool(evaluate(k, generator.random_inputs(k)).index_errors)
                   for k in (random_kernel(seed, INDEXING) for seed in seeds))
     assert 0.2 * len(seeds) < failing < 0.8 * len(seeds), failing  # both kinds are exercised
 
 
 def test_the_generated_source_of_indexing_kernels_indexes_at_computed_positions():
-    text = "".join(fuzzgen.kernel_source(random_kernel(seed, INDEXING)) for seed in range(40))
+    text = "".join(generator.kernel_source(random_kernel(seed, INDEXING)) for seed in range(40))
     for form in ("[(i + ", "[(i - ", "[(u32(i) - ", "len(", ".shape[0]", "(0 <= "):
         assert form in text, form
-    plain = "".join(fuzzgen.kernel_source(random_kernel(seed)) for seed in range(40))
+    plain = "".join(generator.kernel_source(random_kernel(seed)) for seed in range(40))
     assert "len(" not in plain and ".shape[0]" not in plain  # off unless asked for
 
 
@@ -282,10 +288,6 @@ def test_the_32_bit_index_entry_point_compiled_for_the_host_matches_the_referenc
 def _flagged_config(seed: int) -> Config:
     """The generator settings tools/fuzz_gpu.py ran ``seed`` with."""
     import argparse
-    import sys
-
-    sys.path.insert(0, str(ROOT / "tools"))
-    import fuzz_gpu
 
     # Seeds of the run that loaded at computed indices in every non-straight kernel.
     indexing_every = 1 if seed in (70643,) else 0
@@ -323,7 +325,7 @@ def test_gpu_replays_the_seeds_the_h200_flagged(workspace, cuda_backend, seed):
     had folded its constant (24530) and its mirror image (`2e18 > -v` for `v = abs(x)`, 47326),
     a product and its scale by 1/8 rounded once (2508), a VIMNMX predicate read the wrong way
     round (3534), an arithmetic shift of `x | C` taken to be non-negative (48495) and a
-    quotient by -0.0 taken to be non-negative (70643); see tests/test_nvrtc_bugs.py.  In 45065
+    quotient by -0.0 taken to be non-negative (70643); see tests/emit/test_nvrtc_bugs.py.  In 45065
     the GPU was right (an fma's -0.0) and the reference wrong."""
     kernel = random_kernel(seed, _flagged_config(seed))
     result = run_case(kernel, workspace, backends=("cuda", "sim"))

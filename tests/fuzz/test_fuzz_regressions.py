@@ -1,4 +1,4 @@
-"""Regression tests for the bugs differential fuzzing found (tests/fuzzgen.py, issue 9).
+"""Regression tests for the bugs differential fuzzing found (tools/fuzz/generator.py, issue 9).
 
 Each test is the minimal kernel of one finding.  Those that still fail are marked
 ``xfail(strict=True)`` with the file and function to fix: when the fix lands the test passes, the
@@ -335,7 +335,7 @@ FLOORDIV_CASES = [(-82836750.0, 3.100444), (-536.43567, 1.9663348e-05), (-5.2241
 def test_f32_floor_division_is_cpythons_algorithm_in_float32(kr, backend):
     from fractions import Fraction
 
-    from fuzzgen_reference import py_divmod
+    from tools.fuzz.reference import py_divmod
 
     a_h = np.array([a for a, _ in FLOORDIV_CASES] * 8, np.float32)
     b_h = np.array([b for _, b in FLOORDIV_CASES] * 8, np.float32)

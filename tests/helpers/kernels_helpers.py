@@ -1,4 +1,5 @@
-"""Device functions and constants another module's kernels import (tests/kernels_language.py)."""
+"""Device functions and constants another module's kernels import
+(tests/helpers/kernels_language.py)."""
 
 from typing import TypeVar
 

@@ -1,17 +1,8 @@
-"""Kernels exercising every feature of the language (tests/test_language.py launches them)."""
+"""Kernels exercising every feature of the language (tests/language/test_language.py launches
+them)."""
 
 import math
 from typing import TypeVar
-
-from kernels_helpers import (
-    OFFSETS,
-    SCALE,
-    clamp,
-    collatz_steps,
-    square,
-    store_twice,
-    sum_of_squares,
-)
 
 from gpu_native import (
     BlockLayout1D,
@@ -55,6 +46,15 @@ from gpu_native import (
     u32,
     u64,
     unsafe,
+)
+from tests.helpers.kernels_helpers import (
+    OFFSETS,
+    SCALE,
+    clamp,
+    collatz_steps,
+    square,
+    store_twice,
+    sum_of_squares,
 )
 
 T = TypeVar("T", f32, f64, i32)

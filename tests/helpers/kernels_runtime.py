@@ -106,7 +106,7 @@ def scribble(a: CUDASliceMut[f32], offset: i64):
 
 @gpu_kernel(Kernel2D)
 def stamp_2d(out: CUDASliceMut2D[u8], salt: i64):
-    """Every element's value names its position (tests/test_index32.py)."""
+    """Every element's value names its position (tests/emit/test_index32.py)."""
     x, y = FlatLayout2D.uid()
     if y < out.shape[0] and x < out.shape[1]:
         out[y, x] = u8((y * 131 + x * 7 + salt) % 251)

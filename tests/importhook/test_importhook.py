@@ -23,8 +23,7 @@ import pytest
 import _gpu_native_startup as startup
 from gpu_native.errors import TranspileError
 from gpu_native.importhook import pycache
-
-REPO = Path(__file__).resolve().parent.parent
+from tests.helpers import ROOT
 
 MYKERNELS = textwrap.dedent('''\
     from gpu_native import (gpu_kernel, Kernel1D, CUDASlice, CUDASliceMut, FlatLayout1D, UniqueId,
@@ -121,12 +120,12 @@ def hook_env(tmp_path: Path, *, pth: bool = True, **extra: str) -> dict:
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("GPU_NATIVE_", "COVERAGE_", "COV_CORE_"))}
     env.pop("PYTHONDONTWRITEBYTECODE", None)
-    paths = [str(REPO)]
+    paths = [str(ROOT)]
     if pth:
         site_dir = tmp_path / "_startup"
         site_dir.mkdir(exist_ok=True)
         (site_dir / "sitecustomize.py").write_text(
-            f"import site\nsite.addsitedir({str(REPO)!r})\n")
+            f"import site\nsite.addsitedir({str(ROOT)!r})\n")
         paths.insert(0, str(site_dir))
     env["PYTHONPATH"] = os.pathsep.join(paths)
     env["GPU_NATIVE_CACHE_DIR"] = str(tmp_path / "gn_cache")

@@ -14,9 +14,10 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from test_importhook import (
+
+from tests.helpers import ROOT
+from tests.importhook.test_importhook import (
     MYKERNELS,
-    REPO,
     REPORT,
     hook_env,
     import_mykernels,
@@ -284,9 +285,9 @@ def _copy_distribution(dest: Path) -> Path:
     dest.mkdir()
     for name in ("pyproject.toml", "setup.py", "MANIFEST.in", "gpu_native.pth",
                  "_gpu_native_startup.py", "README.md", "LICENSE"):
-        if (REPO / name).exists():
-            shutil.copy2(REPO / name, dest / name)
-    shutil.copytree(REPO / "gpu_native", dest / "gpu_native",
+        if (ROOT / name).exists():
+            shutil.copy2(ROOT / name, dest / name)
+    shutil.copytree(ROOT / "gpu_native", dest / "gpu_native",
                     ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     return dest
 
@@ -330,7 +331,7 @@ class TestInstalledPth:
         env = _plain_env(tmp_path)
         pip_install(python, source, editable=editable, env=env)
         pth = site_packages(python) / "gpu_native.pth"
-        assert pth.read_text() == (REPO / "gpu_native.pth").read_text()
+        assert pth.read_text() == (ROOT / "gpu_native.pth").read_text()
         code = import_mykernels(launch=True) + '''
     import gpu_native, _gpu_native_startup
     print("FILES", gpu_native.__file__, _gpu_native_startup.__file__)

@@ -13,7 +13,7 @@ import gpu_native as gn
 
 @pytest.fixture(scope="module")
 def kl():
-    import kernels_language
+    from tests.helpers import kernels_language
 
     return kernels_language
 
@@ -386,7 +386,7 @@ def test_unsafe_block(backend, kl, rng):
 
 
 def test_grid_tail_is_masked_and_a_short_array_is_an_error(backend, kl, rng):
-    import kernels_runtime as kr
+    from tests.helpers import kernels_runtime as kr
 
     n = 1000
     a = rng.standard_normal(n, dtype=np.float32)
@@ -401,7 +401,7 @@ def test_grid_tail_is_masked_and_a_short_array_is_an_error(backend, kl, rng):
 
 
 def test_assert_message_and_location(backend):
-    import kernels_runtime as kr
+    from tests.helpers import kernels_runtime as kr
 
     x = np.ones(64, np.float32)
     x[10] = -3.0

@@ -11,7 +11,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_simulator_support import build, launch, poisoned
 
 import gpu_native as gn
 from gpu_native.check.checker import FunctionChecker
@@ -20,8 +19,9 @@ from gpu_native.lang import intrinsics, layouts, reference, types
 from gpu_native.lang import registry as R
 from gpu_native.lang.types import SCALARS
 from gpu_native.simulator import ops
+from tests.helpers import ROOT
+from tests.simulator.support import build, launch, poisoned
 
-ROOT = Path(__file__).resolve().parent.parent
 LANGUAGE_MD = ROOT / "docs" / "language.md"
 CALLABLE_FORMS = ("call", "statement", "allocation", "context")
 

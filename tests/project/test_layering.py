@@ -5,7 +5,7 @@ inside functions, under ``if TYPE_CHECKING:``) with :mod:`ast` and checks each e
 of its modules or subpackages against that table, which is the one place the layering is written
 down.  What a process really loads is checked in fresh interpreters: here for ``import
 gpu_native``; for a warm import of a kernel module and a launch on the simulator, in
-``test_importhook.py``, where the import hook's other warm-import checks are.
+``tests/importhook/test_importhook.py``, where the import hook's other warm-import checks are.
 """
 
 from __future__ import annotations
@@ -22,7 +22,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.helpers import ROOT
+
 TABLE = ROOT / "docs" / "architecture.md"
 PACKAGE = "gpu_native"
 # Third-party modules whose imports the table governs: the parser, and the CUDA libraries.

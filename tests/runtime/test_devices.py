@@ -42,7 +42,7 @@ def sim2(monkeypatch):
 
 @pytest.fixture(scope="module")
 def kr():
-    import kernels_runtime
+    from tests.helpers import kernels_runtime
 
     return kernels_runtime
 
@@ -343,7 +343,7 @@ class TestOneGpu:
 
 
 def _gpu_count() -> int:
-    from conftest import gpu_available
+    from tests.helpers import gpu_available
 
     if not gpu_available():
         return 0

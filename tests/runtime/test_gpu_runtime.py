@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 import gpu_native as gn
+from tests.helpers import ROOT
 
 pytestmark = pytest.mark.gpu
 
@@ -28,7 +29,7 @@ def _cuda(cuda_backend):
 
 @pytest.fixture(scope="module")
 def kr():
-    import kernels_runtime
+    from tests.helpers import kernels_runtime
 
     return kernels_runtime
 
@@ -371,7 +372,7 @@ def test_illegal_address_in_unsafe_code_reports_a_lost_context(tmp_path):
         import sys
         sys.path.insert(0, %r)
         import gpu_native as gn
-        import kernels_runtime as kr
+        from tests.helpers import kernels_runtime as kr
         a = gn.zeros(16)
         kr.scribble.launch(gn.GridDim1D(1), gn.BlockDim1D(32))(a, 1 << 40)
         try:
@@ -382,7 +383,7 @@ def test_illegal_address_in_unsafe_code_reports_a_lost_context(tmp_path):
                 gn.zeros(4).to_host()
             except gn.CudaError as again:
                 print("AGAIN:", type(again).__name__)
-    """) % str(__import__("pathlib").Path(__file__).parent)
+    """) % str(ROOT)
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                          timeout=120)
     assert "LOST: CUDA_ERROR_ILLEGAL_ADDRESS" in out.stdout, out.stdout + out.stderr
@@ -424,7 +425,7 @@ def test_memory_allocated_before_the_pool_is_ready_is_freed_after_its_work(tmp_p
         gate = threading.Event()
         reserve = B.CudaBackend._reserve_pool
         B.CudaBackend._reserve_pool = lambda self, ordinal: (gate.wait(), reserve(self, ordinal))
-        import kernels_runtime as kr
+        from tests.helpers import kernels_runtime as kr
 
         rng = np.random.default_rng()
         n = 1 << 20
@@ -460,7 +461,7 @@ def test_memory_allocated_before_the_pool_is_ready_is_freed_after_its_work(tmp_p
             time.sleep(0.01)
         b = gn.empty(16)
         print("POOLED", 0 in be._pools_ready and b.ptr not in be._unpooled)
-    """) % str(__import__("pathlib").Path(__file__).parent)
+    """) % str(ROOT)
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                          timeout=120)
     assert out.returncode == 0, out.stdout + out.stderr

@@ -16,15 +16,15 @@ import sys
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from tests.helpers import ROOT
+
 GPU_LAUNCHES = int(os.environ.get("GN_LOAD_LAUNCHES", "200000"))
 
 
 @pytest.fixture(scope="module")
 def tool():
     name = "gn_tools_load_test"
-    spec = importlib.util.spec_from_file_location(name, os.path.join(ROOT, "tools",
-                                                                     "load_test.py"))
+    spec = importlib.util.spec_from_file_location(name, ROOT / "tools" / "load_test.py")
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     spec.loader.exec_module(module)

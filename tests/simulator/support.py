@@ -1,7 +1,5 @@
-"""Helpers shared by the simulator tests: build kernels from source, launch them, collect errors.
-
-(Named ``test_simulator_*`` so that it lives with the tests it serves; it defines no tests.)
-"""
+"""Helpers shared by the simulator tests (and ``tests/language/test_registry.py``): build kernels
+from source, launch them, collect errors.  It defines no tests."""
 
 from __future__ import annotations
 

@@ -26,9 +26,9 @@ from gpu_native.rewrite import rewrite_module, transpile_module
 from gpu_native.runtime.backend import use
 from gpu_native.runtime.kernel import Kernel
 from gpu_native.simulator.program import SimProgram
+from tests.helpers import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
-FILES = sorted([*(ROOT / "examples").glob("*.py"), *(ROOT / "tests").glob("kernels_*.py")])
+FILES = sorted([*(ROOT / "examples").glob("*.py"), *(ROOT / "tests" / "helpers").glob("kernels_*.py")])
 
 
 def _checked_kernels():

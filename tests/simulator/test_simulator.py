@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from test_simulator_support import build, launch, poisoned, rng
+
+from tests.simulator.support import build, launch, poisoned, rng
 
 KERNELS = """
 TILE = 16
@@ -462,7 +463,7 @@ def test_range_never_wraps_and_uniform_special_functions(k):
 
 
 def test_gamma_at_its_special_points_is_what_c_gives(tmp_path):
-    from test_simulator_support import build
+    from tests.simulator.support import build
 
     kernels = build(tmp_path, """
         @gpu_kernel(Kernel1D)

@@ -7,10 +7,10 @@ import traceback
 
 import numpy as np
 import pytest
-from test_simulator_support import build, launch, poisoned
 
 from gpu_native.errors import KernelIndexError
 from gpu_native.simulator import compile_kernel
+from tests.simulator.support import build, launch, poisoned
 
 KERNELS = """
 @gpu_kernel(Kernel1D)
@@ -433,7 +433,7 @@ class TestDebugging:
 
 
 def launch_in(debugger: bdb.Bdb, kernel, *args):
-    from test_simulator_support import Errors
+    from tests.simulator.support import Errors
 
     errors = Errors()
     program = compile_kernel(kernel)

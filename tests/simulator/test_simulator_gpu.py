@@ -14,7 +14,8 @@ import textwrap
 
 import numpy as np
 import pytest
-from test_simulator_support import HEADER
+
+from tests.simulator.support import HEADER
 
 pytestmark = pytest.mark.gpu
 

@@ -1,5 +1,5 @@
 """Running generated kernels: import (through the real pipeline), compile with NVRTC, launch on a
-backend and compare with the reference.  Used by ``tests/test_fuzz_codegen.py`` and
+backend and compare with the reference.  Used by ``tests/fuzz/test_fuzz_codegen.py`` and
 ``tools/fuzz_gpu.py``."""
 
 from __future__ import annotations
@@ -12,9 +12,10 @@ import time
 import traceback
 from dataclasses import dataclass, field
 
-import fuzzgen
 import numpy as np
-from fuzzgen_reference import Expected, compare, evaluate
+
+from . import generator
+from .reference import Expected, compare, evaluate
 
 _counter = itertools.count()
 
@@ -63,17 +64,17 @@ class Workspace:
         if directory not in sys.path:
             sys.path.insert(0, directory)
 
-    def load(self, kernel: fuzzgen.Kernel):
+    def load(self, kernel: generator.Kernel):
         name = f"gnfuzz_{next(_counter)}_{os.getpid()}"
         path = os.path.join(self.directory, name + ".py")
         with open(path, "w") as f:
-            f.write(fuzzgen.kernel_source(kernel))
+            f.write(generator.kernel_source(kernel))
         importlib.invalidate_caches()
         module = importlib.import_module(name)
         return module, path
 
 
-def launch(module, kernel: fuzzgen.Kernel, inputs: dict[str, np.ndarray], backend: str):
+def launch(module, kernel: generator.Kernel, inputs: dict[str, np.ndarray], backend: str):
     """Run the kernel on one backend: (outputs, device error or None).  ``host`` runs the
     generated CUDA C++ compiled for the CPU (see host_cuda)."""
     import gpu_native as gn
@@ -81,7 +82,7 @@ def launch(module, kernel: fuzzgen.Kernel, inputs: dict[str, np.ndarray], backen
 
     if backend in ("host", "host32"):
         return _launch_host(module, kernel, inputs, index32=backend == "host32")
-    initial = fuzzgen.initial_outputs(kernel)
+    initial = generator.initial_outputs(kernel)
     with use(backend):
         args = []
         for name, _t, writable in kernel.arrays():
@@ -108,11 +109,11 @@ def launch(module, kernel: fuzzgen.Kernel, inputs: dict[str, np.ndarray], backen
     return outputs, error
 
 
-def _launch_host(module, kernel: fuzzgen.Kernel, inputs: dict[str, np.ndarray],
+def _launch_host(module, kernel: generator.Kernel, inputs: dict[str, np.ndarray],
                  index32: bool = False):
-    import host_cuda
+    from . import host_cuda
 
-    initial = fuzzgen.initial_outputs(kernel)
+    initial = generator.initial_outputs(kernel)
     arrays = [np.ascontiguousarray(initial[name] if writable else inputs[name]).copy()
               for name, _t, writable in kernel.arrays()]
     fn = getattr(module, kernel.name)
@@ -151,7 +152,7 @@ def _launch_host(module, kernel: fuzzgen.Kernel, inputs: dict[str, np.ndarray],
     return outputs, error
 
 
-def nvrtc_compile(module, kernel: fuzzgen.Kernel, arch: str = "sm_90") -> str:
+def nvrtc_compile(module, kernel: generator.Kernel, arch: str = "sm_90") -> str:
     """Compile every variant of the kernel with NVRTC; returns NVRTC's log (empty when clean)."""
     from gpu_native.cache import BuildRequest
     from gpu_native.compiler.nvrtc import compile_request
@@ -166,21 +167,21 @@ def nvrtc_compile(module, kernel: fuzzgen.Kernel, arch: str = "sm_90") -> str:
     return "\n".join(logs)
 
 
-def run_case(kernel: fuzzgen.Kernel, workspace: Workspace, backends=("sim",),
+def run_case(kernel: generator.Kernel, workspace: Workspace, backends=("sim",),
              nvrtc: bool = False, label: str | None = None,
              expected: Expected | None = None) -> CaseResult:
     """Generate, transpile, (compile,) launch on every backend and compare with the reference.
 
     Backends are compared with the reference, and with each other where both are exact."""
     start = time.perf_counter()
-    source = fuzzgen.kernel_source(kernel)
+    source = generator.kernel_source(kernel)
     result = CaseResult(label or kernel.name, source, known_bugs=kernel.known_bugs)
     try:
         module, _path = workspace.load(kernel)
     except Exception:
         result.failure = "transpiling a valid kernel failed:\n" + traceback.format_exc(limit=3)
         return result
-    inputs = fuzzgen.random_inputs(kernel)
+    inputs = generator.random_inputs(kernel)
     if expected is None:
         expected = evaluate(kernel, inputs)
     if nvrtc:

@@ -1,6 +1,6 @@
 """The reference semantics of generated kernels, written from ``docs/language.md``.
 
-It interprets a :class:`fuzzgen.Kernel` lane by lane in plain Python: integers are Python ints
+It interprets a :class:`~tools.fuzz.generator.Kernel` lane by lane in plain Python: integers are Python ints
 wrapped to their width after every operation, ``//`` and ``%`` are Python's, shifts are clamped,
 float-to-int conversions truncate and saturate (NaN gives 0), ``min``/``max`` follow Python's
 argument order, ``f32`` arithmetic is IEEE single precision (NumPy ``float32`` scalars, one
@@ -41,7 +41,8 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
-from fuzzgen import (
+
+from .generator import (
     FLOATS,
     INT_RANGE,
     INTS,
