@@ -41,6 +41,23 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip)
 
 
+@pytest.fixture
+def isolated_cache(tmp_path, monkeypatch):
+    """A cache directory of the test's own, ``tmp_path / "cache"`` (not yet created), and an empty
+    in-process kernel memory: for tests that look at what the cache holds.  A module asks for it
+    for every test with ``pytestmark = pytest.mark.usefixtures("isolated_cache")``."""
+    from gpu_native.cache import clear_memory_cache
+
+    for name in list(os.environ):
+        if name.startswith("GPU_NATIVE_"):
+            monkeypatch.delenv(name)
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("GPU_NATIVE_CACHE_DIR", str(cache))
+    clear_memory_cache()
+    yield cache
+    clear_memory_cache()
+
+
 @pytest.fixture(params=["sim", pytest.param("cuda", marks=pytest.mark.gpu)])
 def backend(request):
     """Run the test on the simulator and, where there is a GPU, on the GPU."""

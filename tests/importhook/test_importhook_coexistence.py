@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import ROOT
-from tests.importhook.test_importhook import (
+from tests.importhook.support import (
     MYKERNELS,
     REPORT,
     hook_env,
@@ -24,14 +24,6 @@ from tests.importhook.test_importhook import (
     report_of,
     run_python,
 )
-
-
-@pytest.fixture
-def work(tmp_path: Path) -> Path:
-    d = tmp_path / "work"
-    d.mkdir()
-    (d / "mykernels.py").write_text(MYKERNELS)
-    return d
 
 
 def _can_build_wheels() -> bool:
