@@ -1,4 +1,8 @@
-"""Shared fixtures: the backend parametrisation and the ``gpu`` marker.
+"""Shared fixtures: the environment every test starts from, the backend parametrisation and the
+``gpu`` marker.
+
+No ``GPU_NATIVE_*`` setting of the environment pytest was started in reaches a test or a process
+a test starts: a test sets what it needs.  The run has a cache directory of its own.
 
 Kernel tests take the ``backend`` fixture and run once on the simulator (everywhere) and once on
 the CUDA backend (only where a GPU exists; marked ``gpu``).  ``pytest -m gpu`` on a GPU machine
@@ -14,15 +18,29 @@ import pytest
 
 from tests.helpers import EXAMPLES, gpu_available
 
+CACHE_DIR = "GPU_NATIVE_CACHE_DIR"
+_ignored = pytest.StashKey[list]()
+_session_cache = pytest.StashKey[str]()
+
 
 def pytest_configure(config):
-    """Give the whole run a cache directory of its own, so that no test reads or writes the
-    user's real cache (kernels, rewritten modules, NVRTC records); subprocesses inherit it."""
+    """Drop the ``GPU_NATIVE_*`` settings pytest was started with and give the whole run a cache
+    directory of its own.
+
+    A developer's ``GPU_NATIVE_BACKEND=sim`` (or any other setting) would change what tests see,
+    and every child process inherits ``os.environ``; the settings go before any test module is
+    imported, since gpu_native reads some of them once, at import.  The cache directory keeps
+    every test off the user's real cache (kernels, rewritten modules, NVRTC records).
+    """
     import shutil
     import tempfile
 
+    config.stash[_ignored] = sorted(n for n in os.environ if n.startswith("GPU_NATIVE_"))
+    for name in config.stash[_ignored]:
+        del os.environ[name]
     directory = tempfile.mkdtemp(prefix="gpu_native-tests-")
-    os.environ["GPU_NATIVE_CACHE_DIR"] = directory
+    config.stash[_session_cache] = directory
+    os.environ[CACHE_DIR] = directory
     try:  # the startup hook's record of modules with no kernels moves there too
         import _gpu_native_startup as startup
     except ImportError:
@@ -30,6 +48,30 @@ def pytest_configure(config):
     else:
         startup._no_kernels.file = startup._negative_cache_file()
     config.add_cleanup(lambda: shutil.rmtree(directory, ignore_errors=True))
+
+
+def pytest_report_header(config):
+    ignored = config.stash.get(_ignored, [])
+    if ignored:
+        return f"gpu_native: ignoring {', '.join(ignored)} from the environment"
+    return None
+
+
+@pytest.fixture(autouse=True)
+def _isolated_environment(request, monkeypatch):
+    """Start every test with no ``GPU_NATIVE_*`` variable but the cache directory: whatever an
+    earlier test or module left is removed for the test and put back after it.
+
+    The cache directory stays the run's (or the one a module fixture chose) rather than a new one
+    per test: cache keys are content hashes, so a shared cache cannot hand a test a wrong kernel,
+    and a fresh one per test would recompile every kernel of every test.  Tests that look at the
+    cache itself (what it holds, cold and warm starts) take ``isolated_cache``.
+    """
+    for name in list(os.environ):
+        if name.startswith("GPU_NATIVE_") and name != CACHE_DIR:
+            monkeypatch.delenv(name)
+    if CACHE_DIR not in os.environ:
+        monkeypatch.setenv(CACHE_DIR, request.config.stash[_session_cache])
 
 
 def pytest_collection_modifyitems(config, items):
@@ -48,11 +90,8 @@ def isolated_cache(tmp_path, monkeypatch):
     for every test with ``pytestmark = pytest.mark.usefixtures("isolated_cache")``."""
     from gpu_native.cache import clear_memory_cache
 
-    for name in list(os.environ):
-        if name.startswith("GPU_NATIVE_"):
-            monkeypatch.delenv(name)
     cache = tmp_path / "cache"
-    monkeypatch.setenv("GPU_NATIVE_CACHE_DIR", str(cache))
+    monkeypatch.setenv(CACHE_DIR, str(cache))
     clear_memory_cache()
     yield cache
     clear_memory_cache()

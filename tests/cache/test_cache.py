@@ -98,17 +98,8 @@ def subprocess_env(**extra: str) -> dict[str, str]:
     return env
 
 
-@pytest.fixture(autouse=True)
-def isolated_cache(tmp_path, monkeypatch):
-    """Every test gets its own cache directory and a fresh in-process memory."""
-    for name in list(os.environ):
-        if name.startswith("GPU_NATIVE_"):
-            monkeypatch.delenv(name)
-    cache = tmp_path / "cache"
-    monkeypatch.setenv("GPU_NATIVE_CACHE_DIR", str(cache))
-    clear_memory_cache()
-    yield cache
-    clear_memory_cache()
+# Every test gets a cache directory of its own (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("isolated_cache")
 
 
 @pytest.fixture(scope="module")

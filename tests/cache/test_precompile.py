@@ -17,7 +17,7 @@ import pytest
 import gpu_native
 from gpu_native import cli
 from gpu_native import precompile as precompile_module
-from gpu_native.cache import SHIPPED_DIRNAME, artifact_id, clear_memory_cache
+from gpu_native.cache import SHIPPED_DIRNAME, artifact_id
 from gpu_native.errors import CompileError, GpuNativeError
 from gpu_native.precompile import find_modules, parse_archs, plan, precompile
 
@@ -117,15 +117,9 @@ def run_deployed(tmp_path, requests, **env: str) -> dict:
 
 
 @pytest.fixture(autouse=True)
-def isolated(tmp_path, monkeypatch):
-    for name in list(os.environ):
-        if name.startswith("GPU_NATIVE_"):
-            monkeypatch.delenv(name)
-    monkeypatch.setenv("GPU_NATIVE_CACHE_DIR", str(tmp_path / "cache"))
+def isolated(isolated_cache, tmp_path, monkeypatch):
+    """A cache of the test's own (tests/conftest.py), run from ``tmp_path``."""
     monkeypatch.chdir(tmp_path)
-    clear_memory_cache()
-    yield
-    clear_memory_cache()
 
 
 @pytest.fixture(scope="module")

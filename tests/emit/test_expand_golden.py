@@ -2,7 +2,7 @@
 pinned, in the forms a person reads: the module laid out for reading (``*.expanded.py``), the
 CUDA C++ with the Python line beside each ``#line`` (``*.cu``), and the proofs (``*.proofs.txt``,
 for a few examples).  Regenerate after an intended change with
-``GPU_NATIVE_UPDATE_GOLDEN=1 pytest tests/emit/test_expand_golden.py``, and review the diff.
+``GN_UPDATE_GOLDEN=1 pytest tests/emit/test_expand_golden.py``, and review the diff.
 
 The exact form (``--exact``, the module the import hook compiles) is not pinned here: it holds
 every kernel's whole CUDA source and encoded IR.  Tests below check that the readable form is the
@@ -27,7 +27,8 @@ from tests.helpers import ROOT
 GOLDEN = Path(__file__).resolve().parent / "golden"
 SOURCES = sorted(p.name for p in (ROOT / "examples").glob("*.py") if not p.name.startswith("_"))
 PROOFS = ["heat_stencil.py", "histogram.py", "prefix_scan.py", "sgemm.py"]
-UPDATE = os.environ.get("GPU_NATIVE_UPDATE_GOLDEN") == "1"
+# GN_, not GPU_NATIVE_: the tests start without the GPU_NATIVE_* settings (tests/conftest.py).
+UPDATE = os.environ.get("GN_UPDATE_GOLDEN") == "1"
 TAG = re.compile(r"^(.*?)\s+# L(\d+)$")
 
 
@@ -47,7 +48,7 @@ def _check_golden(text: str, golden: Path) -> None:
         if not UPDATE:
             pytest.fail(f"created {golden}; review it and run again")
     assert text == golden.read_text(), f"{golden.name} differs: rerun with " \
-        "GPU_NATIVE_UPDATE_GOLDEN=1 if the change is intended"
+        "GN_UPDATE_GOLDEN=1 if the change is intended"
 
 
 @pytest.mark.parametrize("name", SOURCES)

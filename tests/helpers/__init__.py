@@ -27,8 +27,6 @@ def child_env(cache, **extra: str) -> dict[str, str]:
 @functools.cache
 def gpu_available() -> bool:
     """Whether there is a CUDA GPU to run the ``gpu``-marked tests on."""
-    if os.environ.get("GPU_NATIVE_BACKEND", "").lower() == "sim":
-        return False
     try:
         from gpu_native.runtime import driver
 
