@@ -1,4 +1,4 @@
-"""Differential fuzzing of code generation (issue 9).
+"""Differential fuzzing of code generation: random kernels against the documented semantics.
 
 Random, valid kernels (tools/fuzz/generator.py) go through the real pipeline — written to a module,
 imported through the import hook, transpiled, compiled by NVRTC, launched — and their outputs are

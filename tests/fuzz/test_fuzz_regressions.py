@@ -1,4 +1,4 @@
-"""Regression tests for the bugs differential fuzzing found (tools/fuzz/generator.py, issue 9).
+"""Regression tests for the bugs differential fuzzing (tools/fuzz/) found in the generated code.
 
 Each test is the minimal kernel of one finding.  Those that still fail are marked
 ``xfail(strict=True)`` with the file and function to fix: when the fix lands the test passes, the

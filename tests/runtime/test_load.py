@@ -1,5 +1,5 @@
-"""Load (issue 9): launches with arrays allocated and freed in the loop hold device and host memory
-flat, and many Python threads on many streams get correct results.
+"""Load: launches with arrays allocated and freed in the loop hold device and host memory flat,
+and many Python threads on many streams get correct results.
 
 The work is done by tools/load_test.py (imported from its file, so its kernels go through the
 decorator fallback rather than the import hook); this file runs it small on the simulator in CI
