@@ -514,6 +514,7 @@ WORKER = textwrap.dedent('''\
 
 
 class TestConcurrency:
+    @pytest.mark.slow
     def test_eight_processes_fill_one_empty_cache(self, kernel_requests, tmp_path,
                                                   isolated_cache):
         requests = [kernel_requests[label] for label in ("pkg.kern.scaled", "pkg.kern.copy")]

@@ -199,6 +199,7 @@ def wait_for(path: str, proc: subprocess.Popen, timeout: float = 120.0) -> None:
         time.sleep(0.01)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("stage", STAGES)
 def test_sigkill_during_a_compile_leaves_no_entry_that_loads(stage, request, tmp_path,
                                                              isolated_cache):

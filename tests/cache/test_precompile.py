@@ -308,7 +308,8 @@ class TestOutputDirectory:
         assert cli.main(["precompile", "deploypkg", "--arch", "sm_90", "--out", "site"]) == 1
         assert "not written by gpu-native precompile" in capsys.readouterr().err
 
-    @pytest.mark.parametrize("existing", [True, False], ids=["existing-out", "new-out"])
+    @pytest.mark.parametrize("existing", [True, pytest.param(False, marks=pytest.mark.slow)],
+                             ids=["existing-out", "new-out"])
     def test_a_kernel_that_fails_leaves_out_as_it_was_and_names_its_line(
             self, built, tmp_path, capsys, monkeypatch, existing):
         # The transpiler refuses what NVRTC would (static shared memory past 48 KiB is its own
@@ -337,6 +338,7 @@ class TestOutputDirectory:
         assert f"{where}:{line}: kernel deploypkg.bad.bad could not be compiled" in err
         assert "ptxas error" in err and "Traceback" not in err
 
+    @pytest.mark.slow
     def test_the_first_error_stops_the_build(self, tmp_path, monkeypatch):
         names = ["bad", *(f"k{i}" for i in range(15))]
         (tmp_path / "manyk.py").write_text(many_kernels(names))
@@ -356,6 +358,7 @@ class TestOutputDirectory:
         assert "kernel manyk.bad could not be compiled for sm_90" in str(info.value)
         assert "precompile stopped at this first error" in str(info.value)
 
+    @pytest.mark.slow
     def test_progress_is_shown_as_each_job_finishes(self, tmp_path, monkeypatch):
         names = ["slow", *(f"k{i}" for i in range(5))]
         (tmp_path / "manyk.py").write_text(many_kernels(names))
@@ -665,6 +668,7 @@ class TestUnreadableEntries:
         assert lines[0].split()[0] == "unreadable", out.stdout
         assert f"chmod -R a+rX {pre}" in out.stdout
 
+    @pytest.mark.slow
     def test_an_unreadable_user_cache_entry_is_recompiled_with_one_warning(self, reader, built):
         (request,) = requests_of(built, archs=("sm_90",))[:1]
         assert reader.look_up([request])["results"] == [["compiled"]]

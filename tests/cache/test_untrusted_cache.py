@@ -303,8 +303,9 @@ class TestImportHookCacheTrust:
     believed only where the user alone could have written them (the kernel cache's rule)."""
 
     @pytest.mark.parametrize("target,how", [
-        ("directory", "0o777"), ("directory", "0o770"), ("directory", "foreign"),
-        ("file", "0o666"), ("file", "0o620"), ("file", "foreign"),
+        ("directory", "0o777"), pytest.param("directory", "0o770", marks=pytest.mark.slow),
+        pytest.param("directory", "foreign", marks=pytest.mark.slow), ("file", "0o666"),
+        pytest.param("file", "0o620", marks=pytest.mark.slow), pytest.param("file", "foreign", marks=pytest.mark.slow),
     ])
     def test_a_planted_entry_in_the_user_cache_is_never_run(self, hooked_project, isolated_cache,
                                                             target, how):
@@ -346,8 +347,8 @@ class TestImportHookCacheTrust:
         assert again["module"]["cache"] == "hit" and executed(hooked_project) == []
 
     @pytest.mark.parametrize("target,how", [
-        ("private", None), ("directory", "0o777"), ("directory", "foreign"), ("file", "0o620"),
-        ("file", "foreign"),
+        ("private", None), ("directory", "0o777"), pytest.param("directory", "foreign", marks=pytest.mark.slow),
+        pytest.param("file", "0o620", marks=pytest.mark.slow), pytest.param("file", "foreign", marks=pytest.mark.slow),
     ])
     def test_a_planted_no_kernels_record_hides_nothing(self, hooked_project, isolated_cache,
                                                        target, how):

@@ -540,6 +540,7 @@ def test_math_not_imported_is_said_at_the_name(files, rewritten, culprit, tmp_pa
     _located(err, tmp_path / culprit, files[culprit], "math.sqrt")
 
 
+@pytest.mark.slow
 def test_expand_says_math_is_not_imported_and_exits_non_zero(tmp_path):
     # The reproduction, through the command a user runs (its exit status is the process's).
     import subprocess

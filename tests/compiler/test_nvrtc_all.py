@@ -28,7 +28,7 @@ def _variants():
 
 
 @pytest.mark.parametrize("kernel, variant", list(_variants()))
-@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+@pytest.mark.parametrize("arch", [pytest.param("sm_80", marks=pytest.mark.slow), "sm_90"])
 def test_compiles_cleanly(kernel, variant, arch):
     request = BuildRequest(source=variant.cuda, symbol=variant.symbol, arch=arch,
                            fastmath=kernel.options.fastmath,

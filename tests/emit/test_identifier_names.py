@@ -141,6 +141,7 @@ def test_name_works_in_every_role(name, kernel_module, backend, launch_paths):
     assert launch_paths == {"fast": [True] * 4, "failed": 0, "slow": 1}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", NAMES)
 def test_name_compiles_with_nvrtc(name):
     mod = transpile_module(_source(name), f"{_module_name(name)}.py", _module_name(name))
@@ -242,6 +243,7 @@ class TestCppNames:
         for name in declared:
             assert c_identifier(name) != name, name
 
+    @pytest.mark.slow
     def test_every_name_the_emitter_writes_is_out_of_the_users_reach(self):
         """Scan the kernel bodies of every example and test kernel: each identifier there is a
         user's variable (as mapped) or a name no user variable maps to."""

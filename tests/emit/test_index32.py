@@ -255,6 +255,7 @@ def test_an_index_error_is_reported_the_same_way():
     np.testing.assert_array_equal(out32[1], a + 1)
 
 
+@pytest.mark.slow
 @needs_cxx
 def test_local_arrays_index_in_32_bits():
     rng = np.random.default_rng()

@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import tokenize
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -67,6 +68,7 @@ def mutated(draw):
     return source
 
 
+@pytest.mark.slow
 @settings(max_examples=int(__import__("os").environ.get("GN_MUTANTS", "300")), deadline=None, derandomize=__import__("os").environ.get("GN_MUTANTS") is None,
           suppress_health_check=[HealthCheck.too_slow])
 @given(mutated())

@@ -165,6 +165,7 @@ class TestReference:
         assert a == generator.kernel_source(random_kernel(12345))
         assert a != generator.kernel_source(random_kernel(12346))
 
+    @pytest.mark.slow
     def test_every_operator_node_is_typed_by_the_promotion_rules(self):
         """The generator's claimed operand type of each operator is what the documented rules give
         its operands (seed 12743: a replaced zero divisor lost its cast, so `i32 // 3` was
@@ -204,6 +205,7 @@ class TestReference:
 # ---- the simulator against the reference (CI) ---------------------------------------------------
 
 
+@pytest.mark.slow
 def test_seeded_kernels_on_the_simulator(workspace):
     start = time.perf_counter()
     results = fuzz(workspace, range(FIRST_SEED, FIRST_SEED + SEEDED_CASES), ("sim",),
@@ -212,6 +214,7 @@ def test_seeded_kernels_on_the_simulator(workspace):
     assert time.perf_counter() - start < 600
 
 
+@pytest.mark.slow
 def test_straight_line_kernels_on_the_simulator(workspace):
     """Elementwise bodies take the 16-byte vector path of uid-only kernels on the GPU."""
     config = Config(max_statements=5, max_depth=3, straight=True)
@@ -222,6 +225,7 @@ def test_straight_line_kernels_on_the_simulator(workspace):
 INDEXING = Config(max_statements=5, max_depth=3, indexing=True)
 
 
+@pytest.mark.slow
 def test_indexing_kernels_on_the_simulator(workspace):
     """Loads at computed indices (``a[i + 1]``, ``a[u32(i) - 2]``, ``a[x % len(a)]``, guarded or
     not): the simulator checks every access, even those the transpiler proved in range, so a wrong
@@ -242,6 +246,7 @@ def test_the_generated_source_of_indexing_kernels_indexes_at_computed_positions(
     assert "len(" not in plain and ".shape[0]" not in plain  # off unless asked for
 
 
+@pytest.mark.slow
 @settings(max_examples=HYPOTHESIS_CASES, derandomize=True, deadline=None, database=None,
           suppress_health_check=list(HealthCheck))
 @given(kernel=kernel_cases(CI_CONFIG))
@@ -256,6 +261,7 @@ HOST_CASES = int(os.environ.get("GN_FUZZ_HOST_CASES", "30"))
 needs_cxx = pytest.mark.skipif(host_cuda.compiler() is None, reason="needs a host C++ compiler")
 
 
+@pytest.mark.slow
 @needs_cxx
 def test_generated_cuda_compiled_for_the_host_matches_the_reference(workspace):
     """The emitter's output, built with the host compiler and UBSan, against the reference: a
@@ -267,6 +273,7 @@ def test_generated_cuda_compiled_for_the_host_matches_the_reference(workspace):
          config=Config(max_statements=6, straight=True))
 
 
+@pytest.mark.slow
 @needs_cxx
 def test_indexing_kernels_compiled_for_the_host_raise_where_the_reference_does(workspace):
     """A bounds check the transpiler dropped wrongly reads past the array here and raises
@@ -277,6 +284,7 @@ def test_indexing_kernels_compiled_for_the_host_raise_where_the_reference_does(w
          config=INDEXING)
 
 
+@pytest.mark.slow
 @needs_cxx
 def test_the_32_bit_index_entry_point_compiled_for_the_host_matches_the_reference(workspace):
     """``<symbol>_i32`` (gpu_native.emit.index32) on the same kinds of kernels: UBSan reports a
@@ -296,6 +304,7 @@ def _flagged_config(seed: int) -> Config:
     return fuzz_gpu.config_for(seed, args)
 
 
+@pytest.mark.slow
 @needs_cxx
 @pytest.mark.parametrize("seed", [4516, 4039, 2678, 568, 12743, 12265, 11141, 23063, 12127, 12273,
                                   18127, 24530, 2508, 3534, 45065, 47326, 48495, 70643])

@@ -59,7 +59,8 @@ class TestPyCache:
         rep = report_of(run_python("import mykernels; report()", work, env))
         assert rep["status"]["modules"]["mykernels"]["cache"] == "hit" and not rep["libcst"]
 
-    @pytest.mark.parametrize("damage", ["garbage", "truncated", "flipped"])
+    @pytest.mark.parametrize("damage", ["garbage", pytest.param("truncated", marks=pytest.mark.slow),
+                                        pytest.param("flipped", marks=pytest.mark.slow)])
     def test_a_corrupt_entry_is_ignored_and_rewritten(self, tmp_path, work, damage):
         env = hook_env(tmp_path)
         rep = report_of(run_python("import mykernels; report()", work, env))
@@ -95,6 +96,7 @@ class TestPyCache:
         assert rep["status"]["modules"]["mykernels"]["cache"] == "miss"
         assert rep["src"] and rep["const"]
 
+    @pytest.mark.slow
     def test_a_changed_device_function_in_another_module_invalidates_the_entry(self, tmp_path,
                                                                                   work):
         (work / "helpers.py").write_text(HELPERS)
@@ -231,8 +233,8 @@ class TestOptimizationLevel:
     """``python -O`` compiles without asserts (and -OO without docstrings): its cached rewrite
     is keyed and named by the level, as CPython's ``opt-1``/``opt-2`` pycs are."""
 
-    @pytest.mark.parametrize("flag", ["-O", "-OO"])
-    @pytest.mark.parametrize("where", ["pycache", "user-cache"])
+    @pytest.mark.parametrize("flag", ["-O", pytest.param("-OO", marks=pytest.mark.slow)])
+    @pytest.mark.parametrize("where", ["pycache", pytest.param("user-cache", marks=pytest.mark.slow)])
     def test_optimized_and_normal_runs_never_share_a_rewrite(self, tmp_path, work, flag, where):
         (work / "mykernels.py").write_text(OPTIMIZED)
         extra = {"PYTHONDONTWRITEBYTECODE": "1"} if where == "user-cache" else {}
@@ -265,7 +267,8 @@ class TestOptimizationLevel:
 class TestEntryMode:
     """A rewrite beside the source is as readable as the source (CPython's ``_calc_mode``)."""
 
-    @pytest.mark.parametrize("mode", [0o600, 0o640, 0o644, 0o444])
+    @pytest.mark.parametrize("mode", [0o600, pytest.param(0o640, marks=pytest.mark.slow),
+                                      pytest.param(0o644, marks=pytest.mark.slow), 0o444])
     @pytest.mark.parametrize("route", ["rewritten", "moved-from-user-cache"])
     def test_entry_copies_the_sources_permission_bits(self, tmp_path, work, mode, route):
         source = work / "mykernels.py"
@@ -301,6 +304,7 @@ class TestDependencyResolution:
                cuda=uses_helpers.scaled.variants[()].cuda)
     '''
 
+    @pytest.mark.slow
     def test_a_dependency_found_in_another_directory_invalidates_the_entry(self, tmp_path,
                                                                             work):
         (work / "uses_helpers.py").write_text(USES_HELPERS)

@@ -120,6 +120,7 @@ class TestPytest:
 
 
 class TestCoverage:
+    @pytest.mark.slow
     def test_coverage_measures_the_users_lines_of_a_rewritten_module(self, tmp_path, work):
         pytest.importorskip("coverage", reason="coverage is in the test extra")
         (work / "hostlines.py").write_text(MYKERNELS + textwrap.dedent('''

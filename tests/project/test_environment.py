@@ -13,6 +13,8 @@ import subprocess
 import sys
 import tempfile
 
+import pytest
+
 from tests.helpers import ROOT, child_env
 
 THIS = "tests/project/test_environment.py"
@@ -66,6 +68,7 @@ BROKEN_BY_THEM = [
 ]
 
 
+@pytest.mark.slow
 def test_a_developers_settings_change_no_result(tmp_path):
     developer_cache = tmp_path / "developer-cache"
     env = child_env(developer_cache, **HOSTILE)

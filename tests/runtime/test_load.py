@@ -45,6 +45,7 @@ def report(result: dict) -> str:
         "\n".join(json.dumps(s) for s in result.get("samples", []))
 
 
+@pytest.mark.slow
 def test_simulator_launch_loop_holds_memory_flat(tool, sim):
     result = tool.memory_loop(3000, n=1024, check_every=500)
     assert result["flat"] and not result["errors"], report(result)
@@ -59,6 +60,7 @@ def test_simulator_threads_on_streams(tool, sim):
     assert result["launches"] == 1600
 
 
+@pytest.mark.slow
 def test_command_line_summary(tool, sim, tmp_path, capsys):
     out = tmp_path / "summary.json"
     assert tool.main(["--launches", "400", "--per-thread", "20", "--json", str(out)]) == 0
