@@ -1,4 +1,4 @@
-"""The performance suite of issue 8: gpu_native against its peers, side by side, in one run.
+"""The performance suite: gpu_native against its peers, side by side, in one run.
 
 For each kernel the suite runs, on the same inputs and the same GPU: gpu_native's kernel from
 ``examples/`` (bounds checks on, launched exactly as the example does), the same kernel with

@@ -313,10 +313,15 @@ class UniqueWrites:
                                 _index_text(base, span))
         self.store_forms.setdefault(id(base.var), []).append(form)
         narrowed = bool(pinned(self.bounds.facts) & required_coords(self.ctx.ndim, space))
+        refused: TranspileError | None = None
         try:
             kind, owners = self._classic(base, indices, span)
         except TranspileError as classic:
-            proof = self.prove_array(base, span, classic)
+            refused = classic
+        if refused is not None:
+            # Outside the handler: a refusal of the ownership proof is reported as itself, not
+            # as raised "during handling" of the classic rule's.
+            proof = self.prove_array(base, span, refused)
             self.check_exact(base, indices, span, form)  # type: ignore[arg-type]
             kind, owners = "uid", tuple(range(len(indices)))
             if not form.pins:  # type: ignore[union-attr]

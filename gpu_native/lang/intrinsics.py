@@ -2,8 +2,8 @@
 
 Each is compiled when used in a kernel; calling one on the host raises ``RuntimeError``.  The
 functions here give editors and type checkers their signatures; their docstrings come from
-:mod:`.registry`, which declares the kernel language (tests/test_registry.py checks that each
-signature matches its entry there).
+:mod:`.registry`, which declares the kernel language (tests/language/test_registry.py checks that
+each signature matches its entry there).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 
 ``python -m gpu_native.lang.reference`` prints them; ``--write FILE`` replaces what lies
 between the two marker comments in ``FILE``; ``--check FILE`` exits with status 1 when that text
-is stale (tests/test_registry.py runs the same check).
+is stale (tests/language/test_registry.py runs the same check).
 """
 
 from __future__ import annotations

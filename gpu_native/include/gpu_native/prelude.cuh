@@ -5,7 +5,7 @@
    saturating float-to-int conversion, NaN-propagating min/max in Python's argument order, and the
    device error record (its layout is gpu_native/abi.py's ERROR_RECORD_FORMAT).  Several helpers
    are spelled in PTX to keep a device compiler from miscompiling them; each names the fuzz seed
-   that found the bug, and tests/test_nvrtc_bugs.py pins it.
+   that found the bug, and tests/emit/test_nvrtc_bugs.py pins it.
 
    The including translation unit defines GN_KERNEL_ID (the kernel's id in the error record)
    first.  NVRTC is given this file as an in-memory header under its include name (see
@@ -261,7 +261,7 @@ template <typename T> __device__ __forceinline__ T gn_max(T a, T b) { return (b 
    forms from chained minima and maxima: it fused min(min(-a, b), c) into one VIMNMX3 and dropped
    the negation (fuzz seeds 1951, 2552), and for m = max(max(x, 0), 0) it read m != 0 from the
    predicate output of a VIMNMX.RELU the wrong way round (fuzz seed 3534).  Even a setp/selp pair
-   became a VIMNMX; a mask is not recognised as a min or max (tests/test_nvrtc_bugs.py). */
+   became a VIMNMX; a mask is not recognised as a min or max (tests/emit/test_nvrtc_bugs.py). */
 #define GN_SELECT_MINMAX(T, R, CMP, NAME)                                                   \
     template <> __device__ __forceinline__ T NAME<T>(T a, T b) {                             \
         R m; asm("set." CMP " %0, %2, %1;" : "=r"(m) : "r"((R)a), "r"((R)b));                \
