@@ -303,6 +303,7 @@ def _generated(r: random.Random) -> str:
     return "\n".join(lines) + "\n"
 
 
+@pytest.mark.slow
 def test_generated_indices_accepted_only_when_race_free(tmp_path):
     """Every generated kernel the checker accepts runs without a race on every launch shape its
     launch checks allow; the counts are printed (``pytest -s``)."""
@@ -338,6 +339,7 @@ def test_generated_indices_accepted_only_when_race_free(tmp_path):
     assert accepted >= 40 and refused >= 40
 
 
+@pytest.mark.slow
 def test_proofs_are_the_same_whatever_the_hash_seed(tmp_path):
     """The launch checks an ownership proof adds enter the rewritten module: they must not
     depend on the order Python's hash seed gives sets."""

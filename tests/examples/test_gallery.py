@@ -193,6 +193,7 @@ def test_every_unsafe_block_says_why():
     assert not problems, "\n".join(problems)
 
 
+@pytest.mark.slow
 def test_every_unsafe_block_is_still_needed():
     """Each block wraps at least one access the checker refuses without it.  When the unique-write
     prover learns a rule that accepts a block's accesses, this fails: take the block away, and
