@@ -13,6 +13,7 @@ from ..lang import registry as R
 from ..nodes import node
 from . import promote as P
 from .checker_base import CheckerBase
+from .constarrays import const_array_ref
 
 
 @node
@@ -204,6 +205,9 @@ class ExpressionChecker(CheckerBase):
                 return WeakConst(e.span, ir.I64, value)
             raise self.error(f"the constant '{sym.name}' is a tuple; index it or use it as a "
                              "shape", e.span)
+        if sym.kind == "constarray":
+            scan, decl = sym.value
+            return const_array_ref(self.ctx.kernel, scan, decl, e.span)
         if sym.kind == "gn" and R.GPU_NATIVE[sym.name].form == "constant":
             entry = R.GPU_NATIVE[sym.name]
             if not entry.result:  # an untyped literal, as a module constant is (warp_size)
