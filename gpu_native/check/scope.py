@@ -141,6 +141,10 @@ class Resolver:
             return self._imported(imported.module, imported.attr, span)
         if name in scan.host_names:
             kind = scan.host_names[name]
+            if kind == "variable":  # a table computed at import, most likely
+                return Sym("host", name, f"'{name}' is a host variable of this module (a "
+                           "module-level array reaches kernels as a constant array: "
+                           f"{name} = const_array(values, dtype, shape))")
             return Sym("host", name, f"'{name}' is a host {kind} of this module")
         if name in BUILTINS:
             return Sym("builtin", name)
