@@ -76,8 +76,8 @@ def _declare(kctx: KernelContext, scan: ModuleScan, decl: ConstArrayDecl,
         raise TranspileError(
             f"the constant array '{decl.name}' ({where}) cannot be used in a kernel: "
             f"{decl.problem}", span,
-            f"give both in the call, e.g. {decl.name} = {_EXAMPLE} (constants may be module "
-            "constants)")
+            f"pass the dtype and the shape, as constants (module constants too): "
+            f"{decl.name} = {_EXAMPLE}")
     elem = element_type(scan, decl)
     if elem is None:
         raise TranspileError(
