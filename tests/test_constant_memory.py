@@ -447,15 +447,19 @@ def _every_dtype_source() -> str:
 def test_tables_of_every_type_compile_with_nvrtc_and_keep_their_names(arch):
     from gpu_native.compiler.nvrtc import compile_request
 
-    (kernel,) = transpile(_every_dtype_source()).kernels
-    variant = kernel.variants[0]
-    assert len(variant.consts) == 14 and Trait.USES_HALF in variant.traits
-    request = BuildRequest(source=variant.cuda, symbol=variant.symbol, arch=arch,
-                           uses_half=True, label=variant.symbol)
-    image = compile_request(request)
-    assert image.kind == "cubin" and image.log.strip("\x00").strip() == ""
-    for const in variant.consts:  # cuModuleGetGlobal finds them by these names
-        assert const.symbol.encode() + b"\x00" in image.image
+    (every,) = transpile(_every_dtype_source()).kernels
+    assert len(every.variants[0].consts) == 14 and Trait.USES_HALF in every.variants[0].traits
+    apply, pick = transpile(TABLES).kernels  # with a 32-bit entry point; uid-only
+    assert Trait.INDEX32 in apply.variants[0].traits
+    assert Trait.UID_ONLY in pick.variants[0].traits
+    for kernel in (every, apply, pick):
+        variant = kernel.variants[0]
+        request = BuildRequest(source=variant.cuda, symbol=variant.symbol, arch=arch,
+                               uses_half=Trait.USES_HALF in variant.traits, label=variant.symbol)
+        image = compile_request(request)
+        assert image.kind == "cubin" and image.log.strip("\x00").strip() == ""
+        for const in variant.consts:  # cuModuleGetGlobal finds them by these names
+            assert const.symbol.encode() + b"\x00" in image.image
 
 
 def test_expand_cuda_shows_the_declarations_and_how_they_are_set(tmp_path, capsys):
