@@ -35,6 +35,7 @@ from .errors import KernelZeroDivisionError as KernelZeroDivisionError
 from .errors import LaunchError as LaunchError
 from .errors import MissingArtifactError as MissingArtifactError
 from .errors import TranspileError as TranspileError
+from .lang.constarrays import const_array as const_array
 from .lang.intrinsics import FULL_MASK as FULL_MASK
 from .lang.intrinsics import MemoryOrder as MemoryOrder
 from .lang.intrinsics import activemask as activemask
@@ -145,8 +146,8 @@ __all__ = [
     "Kernel2D", "Kernel3D", "KernelAssertionError", "KernelError", "KernelIndexError",
     "KernelZeroDivisionError", "LaunchError", "MemoryOrder", "MissingArtifactError", "Stream",
     "TranspileError", "UniqueId", "activemask", "all_sync", "any_sync", "backend", "ballot",
-    "bf16", "bitcast", "block_dim", "block_idx", "bool_", "brev", "byte_perm", "clz", "copy",
-    "ctz", "empty", "f16", "f32", "f64", "ffs", "funnelshift_l", "funnelshift_lc", "funnelshift_r",
+    "bf16", "bitcast", "block_dim", "block_idx", "bool_", "brev", "byte_perm", "clz",
+    "const_array", "copy", "ctz", "empty", "f16", "f32", "f64", "ffs", "funnelshift_l", "funnelshift_lc", "funnelshift_r",
     "funnelshift_rc", "gpu_device", "gpu_kernel", "grid_dim", "grid_sync", "i8", "i16", "i32", "i64", "lane_id",
     "local_array", "match_all", "match_any", "philox", "popc", "shared_array", "shfl_down", "shfl_idx",
     "shfl_up", "shfl_xor", "sync_threads", "sync_threads_and", "sync_threads_count",

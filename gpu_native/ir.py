@@ -49,9 +49,10 @@ class VoidType(Type):
 
 @node
 class ArrayType(Type):
-    """An array: a global parameter (``space="global"``), shared or per-thread local memory.
+    """An array: a global parameter (``space="global"``), shared, per-thread local or constant
+    memory (``"const"``: a module-level ``const_array``, never mutable).
 
-    ``shape`` is known statically for shared and local arrays (``None`` for global arrays, whose
+    ``shape`` is known statically for shared, local and constant arrays (``None`` for global arrays, whose
     shape comes with the launch).  The dynamic shared array has ``shape == (-1,)``.
     """
 
@@ -124,6 +125,14 @@ class Var:
 
     def __repr__(self) -> str:
         return f"Var({self.name}: {self.ty})"
+
+
+@node(eq=False)
+class ConstVar(Var):
+    """The variable of a module-level constant array (see :class:`ConstDecl`): its C++ name is
+    ``symbol``, a name of the translation unit (the runtime finds the array by it)."""
+
+    symbol: str = ""
 
 
 @node
@@ -548,6 +557,30 @@ class LocalArrayDecl(_ArrayDecl):
     var: Var
 
 
+@node(eq=False)
+class ConstDecl(_ArrayDecl):
+    """A module-level ``const_array`` a kernel reads (``var.ty`` has ``space="const"``): declared
+    ``__constant__`` as :attr:`symbol` in the kernel's translation unit, and set when the kernel
+    is loaded from the array ``module.name`` holds (see :mod:`gpu_native.lang.constarrays`)."""
+
+    var: ConstVar
+    module: str
+    name: str
+
+    @property
+    def symbol(self) -> str:
+        """The ``__constant__`` variable's name in the translation unit."""
+        return self.var.symbol
+
+    @property
+    def nbytes(self) -> int:
+        """The bytes the array takes in the constant bank."""
+        size = self.ty.elem.info.itemsize
+        for n in self.shape:
+            size *= n
+        return size
+
+
 # CUDA allows at most 48 KiB of *static* shared memory per block on every architecture; more
 # needs the dynamic shared array and the opt-in function attribute (which the launcher sets).
 STATIC_SHARED_LIMIT = 48 * 1024
@@ -639,6 +672,8 @@ class Kernel:
     # expressions that the bounds proofs assume do not wrap; the checker makes them as the
     # records the runtime reads (gpu_native.spec.LaunchAssert and IndexFits).
     launch_checks: tuple[LaunchCheck, ...] = ()
+    # The constant arrays the kernel and its device functions read, in the order first read.
+    consts: tuple[ConstDecl, ...] = ()
     extra: dict = Factory(dict)
 
 

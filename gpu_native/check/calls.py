@@ -386,6 +386,10 @@ class CallChecker(CheckerBase):
         base = handle.array
         ty = base.ty.elem
         what = f"atomic {op}"
+        if base.ty.space == "const":
+            raise self.error(f"'{base.var.name}' is a constant array (const_array, in constant "
+                             "memory): kernels read it but cannot write it, atomically or "
+                             "not", e.span)
         if not base.ty.mutable:
             raise self.error(f"{base.var.name} is read-only (CUDASlice); atomics need a writable "
                              "array (CUDASliceMut or shared memory)", e.span)

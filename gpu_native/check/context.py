@@ -27,6 +27,8 @@ class KernelContext:
     :class:`gpu_native.spec.LaunchCheck` records the runtime reads.  ``devices`` and ``checked``:
     each device function specialisation reached, and its passes' results, by
     ``(path, name, binding)``; ``stack``: the calls being checked (recursion is refused).
+    ``consts``: the module-level constant arrays read so far, by ``(module, name)`` (see
+    :mod:`.constarrays`).
     """
 
     program: Program
@@ -37,6 +39,7 @@ class KernelContext:
     checked: dict[tuple, FunctionUnit] = Factory(dict)
     stack: list = Factory(list)
     launch_checks: list[LaunchCheck] = Factory(list)
+    consts: dict[tuple[str, str], ir.ConstDecl] = Factory(dict)  # (module, name) -> its table
 
     def new_site(self, kind: str, span: SourceSpan, array: str = "", axis: int = 0,
                  ndim: int = 1, message: str = "") -> int:

@@ -13,6 +13,7 @@ from ..lang import registry as R
 from ..nodes import node
 from . import promote as P
 from .checker_base import CheckerBase
+from .constarrays import const_array_ref
 
 
 @node
@@ -231,6 +232,9 @@ class ExpressionChecker(CheckerBase):
             if isinstance(value, bool):
                 return ir.Const(e.span, ir.BOOL, value)
             return self.const_expr(value, e.span)
+        if sym.kind == "constarray":
+            scan, decl = sym.value
+            return const_array_ref(self.ctx.kernel, scan, decl, e.span)
         if sym.kind == "gn" and R.GPU_NATIVE[sym.name].form == "constant":
             entry = R.GPU_NATIVE[sym.name]
             if not entry.result:  # an untyped literal, as a module constant is (warp_size)

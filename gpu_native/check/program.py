@@ -212,6 +212,7 @@ class Program:
                 device_functions=unit.device_functions,
                 specialization=tuple((tv, binding[tv].name) for tv in typevars),
                 launch_checks=tuple(ctx.launch_checks),
+                consts=tuple(ctx.consts.values()),
             ))
             self.checked_devices.update(ctx.devices)
         return CheckedKernel(fn, ndim, options, typevars, kernels)

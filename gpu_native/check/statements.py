@@ -392,6 +392,11 @@ class StatementChecker(CheckerBase):
         if not isinstance(base, ir.ArrayRef):
             raise self.error(f"only arrays can be assigned by index, not {base.ty}",
                              target.value.span)
+        if base.ty.space == "const":
+            raise self.error(
+                f"'{base.var.name}' is a constant array (const_array, in constant memory): "
+                "kernels read it but cannot write it", target.span,
+                "copy what you need to change into a local_array or shared_array")
         if not base.ty.mutable:
             raise self.error(
                 f"'{base.var.name}' is read-only ({base.ty}); declare the parameter "

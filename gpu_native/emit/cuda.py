@@ -245,6 +245,18 @@ def convert(code: str, src: ir.ScalarType, dst: ir.ScalarType) -> str:
     return f"(({d.c_name})({code}))"
 
 
+def const_declarations(consts: tuple[ir.ConstDecl, ...]) -> str:
+    """The ``__constant__`` variables of a kernel's constant arrays.  They have no initialiser:
+    the runtime copies each one's values in when it loads the module (``cuModuleGetGlobal`` of
+    the symbol, then ``cuMemcpyHtoD``), from the array the Python module holds."""
+    lines = ["// Constant arrays: set from the imported module when the kernel is loaded "
+             "(cuModuleGetGlobal + cuMemcpyHtoD)."]
+    for decl in consts:
+        lines.append(f"__constant__ {ctype(decl.ty.elem)} {decl.symbol}[{math.prod(decl.shape)}];"
+                     f"  // {decl.module}.{decl.name}: {decl.ty.elem}, shape {decl.shape}")
+    return "\n".join(lines) + "\n"
+
+
 class CudaEmitter:
     """Emits one kernel specialisation (and the device functions it reaches) as CUDA C++."""
 
@@ -276,6 +288,8 @@ class CudaEmitter:
         structs = [tuple_struct(t) for t in tuple_types(k)]
         if structs:
             out.append("// tuples\n" + "\n".join(structs))
+        if k.consts:
+            out.append(const_declarations(k.consts))
         for fn in k.device_functions:
             out.append(self.device_function(fn))
         out.append(self.kernel_function())

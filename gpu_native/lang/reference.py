@@ -30,7 +30,8 @@ SECTIONS: tuple[tuple[str, tuple[tuple[str, ...], ...]], ...] = (
         ("layout", "method"), ("layout", "loop"), ("gpu_native", "dim3"),
         ("dim3", "attribute"))),
     ("Memory, barriers and warps", (
-        ("gpu_native", "allocation"), ("gpu_native", "statement"), ("gpu_native", "call"),
+        ("gpu_native", "allocation"), ("gpu_native", "declaration"), ("gpu_native", "statement"),
+        ("gpu_native", "call"),
         ("gpu_native", "constant"), ("gpu_native", "context"))),
     ("Bits", (("gpu_native", "call", "call_bits", "call_bitcast"),)),
     ("Atomics: `x.atomic_ref(i).fetch_add(v)` and friends", (
@@ -48,7 +49,7 @@ _PREFIX = {"math": "math.", "atomic_ref": ".", "layout": "Layout.", "dim3": ".",
 def _name(entry: Entry) -> str:
     prefix = _PREFIX.get(entry.namespace, "")
     if entry.form in ("call", "statement", "allocation", "context", "method", "loop",
-                      "generator"):
+                      "generator", "declaration"):
         text = prefix + entry.signature()
         if entry.result and entry.result != "None":
             text += f" → {entry.result}"

@@ -92,6 +92,7 @@ FORMS = {
     "kernel kind": "the argument of `@gpu_kernel(...)`",
     "decorator": "a decorator of kernel or device functions",
     "generator": "assigned to a local: a random number generator, `rng = philox(seed)`",
+    "declaration": "assigned to a module-level name, which kernels then read",
 }
 
 
@@ -295,6 +296,16 @@ _add(Entry("shared_array", "gpu_native", "allocation", "block shared memory of c
                 "dynamic shared array, sized by the launch's ``shared_mem_bytes``."))
 _add(Entry("local_array", "gpu_native", "allocation", "a per-thread array of constant shape",
            _params("dtype:type shape:shape")))
+_add(Entry("const_array", "gpu_native", "declaration",
+           "a read-only table in constant memory, `NAME = const_array(values, dtype, shape)` at "
+           "module level; kernels index `NAME` (1-D to 3-D, 64 KiB per kernel)",
+           _params("values:array dtype:type=None shape:shape=None"), cuda="__constant__",
+           since="0.2.0",
+           more="``values`` are copied when the module runs (at import): later changes to the "
+                "array they came from are not seen, and the copy returned is read-only.  The "
+                "runtime copies it into the kernel's ``__constant__`` memory when it loads the "
+                "kernel.  ``dtype`` and ``shape`` must be readable from the source (constants); "
+                "either may be left out when ``values`` is a literal."))
 _add(Entry("sync_threads", "gpu_native", "statement",
            "barrier for all threads of the block", check="barrier", cuda="__syncthreads",
            sim="barrier", value="block"))

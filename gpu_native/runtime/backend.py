@@ -358,7 +358,15 @@ class CudaBackend(Backend):
         artifact = find_or_build(BuildRequest.for_variant(kernel.spec, variant.spec, arch,
                                                           kernel.spec_file, D.driver_version()))
         drv = self.drv
+        if variant.spec.consts:
+            from .constants import constant_arrays
+
+            constant_arrays(kernel, variant)  # a stale table is refused before anything loads
         module = D.check(drv.cuModuleLoadData(artifact.image), f"loading {variant.label}")
+        if variant.spec.consts:
+            from .constants import upload
+
+            upload(drv, D.check, module, kernel, variant)
         variant.modules[ordinal] = module  # keep the module loaded while the kernel lives
         return D.check(drv.cuModuleGetFunction(module, symbol.encode()), f"finding {symbol}")
 

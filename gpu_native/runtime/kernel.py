@@ -82,6 +82,7 @@ class Variant:
     modules: dict = Factory(dict)  # device ordinal -> loaded CUmodule
     functions: dict = Factory(dict)
     block_sizes: dict = Factory(dict)  # (backend, device, shared bytes) -> forall's block size
+    const_values: tuple | None = None  # its constant arrays' values (see .constants)
 
     @property
     def types(self) -> tuple[tuple[str, str], ...]:

@@ -149,6 +149,15 @@ class SimFunction:
         return self._static_shared
 
     @property
+    def consts(self) -> tuple[np.ndarray, ...]:
+        """The values of the kernel's constant arrays (read-only; see runtime.constants)."""
+        if not self.variant.spec.consts:
+            return ()
+        from .constants import constant_arrays
+
+        return constant_arrays(self.kernel, self.variant)
+
+    @property
     def program(self) -> SimProgram:
         if self._program is None:
             from ..simulator import compile_kernel
@@ -337,7 +346,7 @@ class SimBackend(Backend):
         err_ptr = values[-1]
         record = self.memory.view(err_ptr, records.RECORD_DTYPE, (1,))[0]
         errors = _SimErrors(record, err_ptr, fn.variant.kernel_id)
-        fn.program.run((gx, gy, gz), (bx, by, bz), int(shmem), args, errors)
+        fn.program.run((gx, gy, gz), (bx, by, bz), int(shmem), args, errors, fn.consts)
         return (self.success,)
 
     # A cooperative kernel runs its whole grid as one chunk (gpu_native.simulator.program), which

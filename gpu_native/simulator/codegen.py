@@ -110,6 +110,7 @@ class ProgramBuilder:
             "_gn_range_value": ops.range_value, "_gn_twhere": _twhere,
         }
         self.named: dict = {}
+        self.const_index = {id(d.var): k for k, d in enumerate(kernel.consts)}
         self.locations: list[str] = []
         self.location_ids: dict[tuple[str, int], int] = {}
         self.sources: list[str] = []
@@ -331,6 +332,8 @@ class FunctionEmitter:
         self.line(f"{n} = {where}(_gn_m, {v}, {n})", s.span)
 
     def array(self, ref: ir.ArrayRef) -> str:
+        if isinstance(ref.var, ir.ConstVar):  # a module-level constant array: the launch's
+            return f"_gn.consts[{self.prog.const_index[id(ref.var)]}]"
         return self.name(ref.var)
 
     def emit_Store(self, s: ir.Store) -> None:

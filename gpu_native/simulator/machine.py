@@ -132,6 +132,12 @@ class GlobalArray(_Array):
         return None
 
 
+class ConstArray(GlobalArray):
+    """A module-level constant array (``const_array``): a read-only view of its values."""
+
+    space = "const"
+
+
 class SharedArray(_Array):
     """One shared array of every block of a chunk: ``data`` is (blocks x size), flattened."""
 
@@ -204,6 +210,7 @@ class Chunk:
         self.gdim = launch.gdim
         self.registered_locals: list[LocalArray] = []
         self.shared = [launch.make_shared(spec, nblocks) for spec in launch.program.shared_specs]
+        self.consts = launch.consts  # the kernel's constant arrays (ConstArray), as ir.Kernel.consts
 
     # ---- lane information (computed on demand, dropped on compaction) ----
 
