@@ -24,6 +24,7 @@ from typing import Any, TypeVar
 from .errors import TranspileError
 from .lang.layouts import Kernel1D, Kernel2D, Kernel3D
 from .runtime.kernel import Kernel
+from .tracebacks import boundary, strip
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -32,6 +33,7 @@ _rewrites: dict[tuple[str, str], Any] = {}
 _rewrite_lock = threading.Lock()
 
 
+@boundary
 def gpu_kernel(kind: type, *, bounds_check: bool = True, fastmath: bool = False,
                max_registers: int | None = None, cooperative: bool = False,
                specializations: Any = None,
@@ -63,7 +65,11 @@ def gpu_kernel(kind: type, *, bounds_check: bool = True, fastmath: bool = False,
     def decorate(fn: Callable[..., Any]) -> Kernel:
         if _spec is not None:
             return Kernel(_spec, fn)
-        return _kernel_from_source(fn)
+        try:
+            return _kernel_from_source(fn)
+        except Exception as exc:  # a kernel outside the language: the user's line, not ours
+            strip(exc)
+            raise
 
     return decorate
 

@@ -19,6 +19,7 @@ import numpy as np
 
 from ..errors import GpuNativeError, LaunchError
 from ..lang.types import SCALARS
+from ..tracebacks import boundary
 from . import records
 from .backend import Backend
 from .launch import slot_formats
@@ -314,6 +315,7 @@ class SimBackend(Backend):
                               "opt-in limit)")
         fn.max_dynamic_shared = nbytes
 
+    @boundary  # an error the simulated kernel raised at once: the launch line, not our frames
     def launch(self, fn: SimFunction, gx, gy, gz, bx, by, bz, shmem, stream, params, extra):
         limit = fn.max_dynamic_shared
         if limit is None:
