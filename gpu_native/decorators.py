@@ -17,10 +17,12 @@ from __future__ import annotations
 import linecache
 import os
 import threading
+import time
 import types
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from . import log
 from .errors import TranspileError
 from .lang.layouts import Kernel1D, Kernel2D, Kernel3D
 from .runtime.kernel import Kernel
@@ -179,7 +181,11 @@ def _rewrite(source: str, filename: str, module_name: str, hints: dict):
     with _rewrite_lock:
         result = _rewrites.get(key)
         if result is None:
+            started = time.perf_counter()
             result = _rewrites[key] = rewrite_module(source, filename, module_name, hints=hints)
+            log.debug("module %s (%s): transpiled %d kernel%s in %.1f ms (no import hook ran)",
+                      module_name, filename, len(result.kernels),
+                      "s" * (len(result.kernels) != 1), (time.perf_counter() - started) * 1e3)
     return result
 
 

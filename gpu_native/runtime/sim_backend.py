@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, SupportsInt
 
 import numpy as np
 
+from .. import log
 from ..errors import GpuNativeError, LaunchError
 from ..lang.types import SCALARS
 from ..tracebacks import boundary
@@ -276,6 +277,7 @@ class SimBackend(Backend):
 
     # kernels
     def load(self, kernel, variant, ordinal: int, symbol: str | None = None) -> object:
+        log.debug("loaded kernel %s into the simulator", variant.label)
         return SimFunction(kernel, variant)
 
     def function_attribute(self, fn: SimFunction, name: str) -> int:
