@@ -28,6 +28,7 @@ from .errors import CudaError as CudaError
 from .errors import CudaVersionError as CudaVersionError
 from .errors import DeviceRaceError as DeviceRaceError
 from .errors import GpuNativeError as GpuNativeError
+from .errors import GpuNativeWarning as GpuNativeWarning
 from .errors import KernelAssertionError as KernelAssertionError
 from .errors import KernelError as KernelError
 from .errors import KernelIndexError as KernelIndexError
@@ -142,7 +143,7 @@ __all__ = [
     "CUDASliceMut2D", "CUDASliceMut3D", "CompileError", "Const", "ContextLostError", "CudaError",
     "CudaVersionError", "Device", "DeviceArray", "DeviceRaceError", "Event", "FlatLayout1D",
     "FlatLayout2D", "FlatLayout3D",
-    "GpuNativeError", "Graph", "GridDim1D", "GridDim2D", "GridDim3D", "Kernel", "Kernel1D",
+    "GpuNativeError", "GpuNativeWarning", "Graph", "GridDim1D", "GridDim2D", "GridDim3D", "Kernel", "Kernel1D",
     "Kernel2D", "Kernel3D", "KernelAssertionError", "KernelError", "KernelIndexError",
     "KernelZeroDivisionError", "LaunchError", "MemoryOrder", "MissingArtifactError", "Stream",
     "TranspileError", "UniqueId", "activemask", "all_sync", "any_sync", "backend", "ballot",

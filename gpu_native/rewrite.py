@@ -35,6 +35,7 @@ from .spec import (
     Trait,
     VariantSpec,
 )
+from .tracebacks import boundary
 
 
 @node(frozen=False)
@@ -149,6 +150,7 @@ def _launcher_params(checked: CheckedKernel) -> tuple[Param, ...]:
     return tuple(out)
 
 
+@boundary
 def transpile_module(source: str, path: str, module_name: str | None = None,
                      locator: ModuleLocator | None = None, hints: dict | None = None
                      ) -> TranspiledModule:
@@ -190,6 +192,7 @@ def transpile_module(source: str, path: str, module_name: str | None = None,
     return TranspiledModule(scan, kernels, checked, deps)
 
 
+@boundary
 def rewrite_module(source: str, path: str, module_name: str | None = None,
                    locator: ModuleLocator | None = None, hints: dict | None = None
                    ) -> RewriteResult:

@@ -17,8 +17,10 @@ from typing import TYPE_CHECKING, Any, SupportsInt
 
 import numpy as np
 
+from .. import log
 from ..errors import GpuNativeError, LaunchError
 from ..lang.types import SCALARS
+from ..tracebacks import boundary
 from . import records
 from .backend import Backend
 from .launch import slot_formats
@@ -275,6 +277,7 @@ class SimBackend(Backend):
 
     # kernels
     def load(self, kernel, variant, ordinal: int, symbol: str | None = None) -> object:
+        log.debug("loaded kernel %s into the simulator", variant.label)
         return SimFunction(kernel, variant)
 
     def function_attribute(self, fn: SimFunction, name: str) -> int:
@@ -314,6 +317,7 @@ class SimBackend(Backend):
                               "opt-in limit)")
         fn.max_dynamic_shared = nbytes
 
+    @boundary  # an error the simulated kernel raised at once: the launch line, not our frames
     def launch(self, fn: SimFunction, gx, gy, gz, bx, by, bz, shmem, stream, params, extra):
         limit = fn.max_dynamic_shared
         if limit is None:
