@@ -19,10 +19,16 @@ import os
 import re
 
 from . import ir
-from .emit.host import READABLE_WIDTH, build_launcher, decorator_parts, exact_line_of
+from .emit.host import (
+    READABLE_WIDTH,
+    build_launcher,
+    decorator_parts,
+    exact_line_of,
+    param_trees,
+)
 from .nodes import node
 from .rewrite import TranspiledModule, display_file, transpile_module
-from .spec import IndexFits, KernelSpec, LaunchAssert, tree_text
+from .spec import IndexFits, KernelSpec, LaunchAssert, ParamCheck, tree_text
 from .tracebacks import boundary
 
 __all__ = ["Expansion"]
@@ -91,7 +97,7 @@ class Expansion:
         fn = ck.fn
         first, count = fn.first_line, fn.last_line - fn.first_line + 1
         callee, kind = decorator_parts(fn)
-        launcher = build_launcher(fn.name, spec.params, bool(spec.typevars))
+        launcher = build_launcher(fn.name, spec.params, bool(spec.typevars), param_trees(spec))
         out = [(f"{indent}@{callee}({kind}, _spec=...)", first)]
         out += [(text, exact_line_of(role, first, count))
                 for text, role in launcher.readable(indent)]
@@ -202,6 +208,11 @@ def _summary(spec: KernelSpec, last_line: int) -> list[str]:
                 where = f"{spec.file_at(check.file)}:" if check.file else "line "
                 text = (f"{tree_text(check.tree)} stays within {check.type} "
                         f"({where}{check.line}), or the launch is refused")
+            elif isinstance(check, ParamCheck):
+                names = tuple(p.name for p in spec.params)
+                text = (f"{tree_text(check.tree, 0, names)}, at every launch (the writes to "
+                        f"{check.array} at line {check.line} are race-free only then; a call "
+                        "that fails it raises ValueError)")
             else:  # pragma: no cover - every kind is listed above
                 text = repr(check)
             out += _wrap(f"#     launch check: {text}", "#       ")

@@ -37,7 +37,7 @@ from . import ir
 from .errors import GpuNativeError, SourceSpan
 from .lang.types import SCALARS, ScalarInfo
 from .nodes import fields
-from .spec import IndexFits, LaunchAssert
+from .spec import IndexFits, LaunchAssert, ParamCheck
 
 __all__ = ["FORMAT", "SCHEMA", "decode_kernel", "encode_kernel"]
 
@@ -74,20 +74,25 @@ _PLAIN = (type(None), bool, int, float, str, bytes)
 def _check_plain(check) -> tuple:
     if type(check) is LaunchAssert:
         return ("assert", check.site, check.tree)
+    if type(check) is ParamCheck:
+        return ("param", check.tree, check.param, check.array, check.line, check.file)
     return ("fits", check.tree, check.limit, check.type, check.line, check.col, check.end_col)
 
 
-def _check_record(value) -> LaunchAssert | IndexFits:
+def _check_record(value) -> LaunchAssert | IndexFits | ParamCheck:
     if type(value) is tuple and len(value) == 3 and value[0] == "assert" and \
             type(value[1]) is int and type(value[2]) is tuple:
         return LaunchAssert(value[2], value[1])
     if type(value) is tuple and len(value) == 7 and value[0] == "fits" and \
             type(value[1]) is tuple:
         return IndexFits(*value[1:])
+    if type(value) is tuple and len(value) == 6 and value[0] == "param" and \
+            type(value[1]) is tuple:
+        return ParamCheck(*value[1:])
     raise _Malformed(f"a launch check is {value!r:.60}")
 
 
-_INLINE = {LaunchAssert: _check_plain, IndexFits: _check_plain}
+_INLINE = {LaunchAssert: _check_plain, IndexFits: _check_plain, ParamCheck: _check_plain}
 _INLINE_FIELDS = {"Kernel": "launch_checks"}
 
 

@@ -16,7 +16,7 @@ from . import abi, ir
 from .check.program import CheckedKernel, Program
 from .check.scope import ModuleLocator
 from .emit.cuda import emit_kernel
-from .emit.host import kernel_block
+from .emit.host import kernel_block, param_trees
 from .emit.index32 import wants_index32
 from .emit.uid_stride import vector_plan
 from .frontend.parse import ModuleScan, has_gpu_decorators, scan_module
@@ -214,7 +214,7 @@ def rewrite_module(source: str, path: str, module_name: str | None = None,
         original = lines[first - 1]
         indent = original[:len(original) - len(original.lstrip(" \t"))]
         block = kernel_block(fn, indent, repr(build.to_literal()), build.params,
-                             bool(build.typevars))
+                             bool(build.typevars), param_trees(build))
         trailing = lines[last - 1][len(lines[last - 1].rstrip("\r\n")):] or ending
         new = [text + ending for text in block[:-1]] + [block[-1] + trailing]
         lines[first - 1:last] = new

@@ -33,6 +33,7 @@ __all__ = [
     "LaunchAssert",
     "LaunchCheck",
     "Param",
+    "ParamCheck",
     "Site",
     "Trait",
     "VariantSpec",
@@ -164,6 +165,21 @@ class IndexFits(LaunchCheck):
 
 
 @node
+class ParamCheck(LaunchCheck):
+    """A condition on scalar parameters that a store's race-freedom proof assumed (``stride >=
+    block_dim.x``): the launcher checks it at every launch and raises ``ValueError`` naming the
+    parameter when it fails.  Its ``tree`` may hold ``("param", index)`` leaves (the kernel's
+    ``index``-th parameter) beside the launch's; its arithmetic is exact (no type, no wrap).
+    ``param`` is the parameter the message names, ``array`` the array whose writes need it,
+    ``line`` the store's; ``file`` is as a :class:`Site`'s."""
+
+    param: int
+    array: str
+    line: int
+    file: int = 0
+
+
+@node
 class KernelOptions:
     """The ``@gpu_kernel`` options that change the generated code or its compilation."""
 
@@ -286,6 +302,7 @@ def _fields(record) -> tuple:
 
 def _variant_literal(v: VariantSpec) -> tuple:
     checks = tuple(("assert", c.tree, c.site) if isinstance(c, LaunchAssert)
+                   else ("param", *_fields(c)) if isinstance(c, ParamCheck)
                    else ("fits", *_fields(c)) for c in v.launch_checks)
     return (v.types, v.symbol, v.kernel_id, v.cuda, tuple(_fields(s) for s in v.sites),
             v.traits.names(), checks, v.ir, tuple(_fields(c) for c in v.consts))
@@ -322,24 +339,28 @@ _COMPARE_OPS = frozenset(("==", "!=", "<", "<=", ">", ">="))
 _ARITHMETIC_OPS = frozenset(("+", "-", "*", "//", "%"))
 
 
-def _tree(value) -> tuple:
+def _tree(value, params: bool = False) -> tuple:
+    """``value``, checked to be a launch-check tree (with ``("param", index)`` leaves where
+    ``params``: a :class:`ParamCheck`'s)."""
     if type(value) is not tuple or not value:
         raise TypeError("a launch-check tree is not a tuple")
     op = value[0]
     n = len(value)
     if op == "c":
         ok = n == 2 and type(value[1]) is int
+    elif op == "param":
+        ok = params and n == 2 and type(value[1]) is int and value[1] >= 0
     elif op == "sp":
         ok = n == 3 and type(value[1]) is str and type(value[2]) is int
     elif op in ("and", "or"):
         ok = n == 2 and type(value[1]) is tuple
         for part in value[1] if ok else ():
-            _tree(part)
+            _tree(part, params)
     elif op == "not":
-        ok = n == 2 and _tree(value[1]) is not None
+        ok = n == 2 and _tree(value[1], params) is not None
     elif op in _COMPARE_OPS or op in _ARITHMETIC_OPS:
         ok = (n == 3 or (n == 4 and type(value[3]) is str and op in _ARITHMETIC_OPS)) and (
-            _tree(value[1]) is not None and _tree(value[2]) is not None)
+            _tree(value[1], params) is not None and _tree(value[2], params) is not None)
     else:
         ok = False
     if not ok:
@@ -356,6 +377,11 @@ def _read_check(value, files: int) -> LaunchCheck:
         return IndexFits(_tree(tree), _check(limit, int, "a limit"), _check(ty, str, "a type"),
                          _check(line, int, "a line"), _check(col, int, "a column"),
                          _optional_int(end_col, "a column"), _file_index(file, files))
+    if value[:1] == ("param",) and len(value) == 6:
+        _, tree, param, array, line, file = value
+        return ParamCheck(_tree(tree, True), _check(param, int, "a parameter index"),
+                          _check(array, str, "an array"), _check(line, int, "a line"),
+                          _file_index(file, files))
     raise ValueError(f"unknown launch check {value[:1]!r}")
 
 
@@ -431,18 +457,21 @@ _PRECEDENCE = {"or": 1, "and": 2, "not": 3, "==": 4, "!=": 4, "<": 4, "<=": 4, "
                "+": 5, "-": 5, "*": 6, "//": 6, "%": 6}
 
 
-def tree_text(tree: tuple, outer: int = 0) -> str:
-    """A launch-check tree as the Python expression it came from (``block_dim.x == 8``)."""
+def tree_text(tree: tuple, outer: int = 0, names: tuple[str, ...] = ()) -> str:
+    """A launch-check tree as the Python expression it came from (``block_dim.x == 8``);
+    ``names`` are the kernel's parameter names, for a :class:`ParamCheck`'s ``("param", i)``."""
     op = tree[0]
     if op == "c":
         return repr(tree[1])
     if op == "sp":
         return f"{tree[1]}.{'xyz'[tree[2]]}"
+    if op == "param":
+        return names[tree[1]] if tree[1] < len(names) else f"parameter {tree[1]}"
     prec = _PRECEDENCE.get(op, 0)
     if op in ("and", "or"):
-        text = f" {op} ".join(tree_text(t, prec + 1) for t in tree[1])
+        text = f" {op} ".join(tree_text(t, prec + 1, names) for t in tree[1])
     elif op == "not":
-        text = f"not {tree_text(tree[1], prec)}"
+        text = f"not {tree_text(tree[1], prec, names)}"
     else:
-        text = f"{tree_text(tree[1], prec)} {op} {tree_text(tree[2], prec + 1)}"
+        text = f"{tree_text(tree[1], prec, names)} {op} {tree_text(tree[2], prec + 1, names)}"
     return f"({text})" if prec < outer else text

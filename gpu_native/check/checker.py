@@ -90,6 +90,7 @@ class FunctionChecker(StatementChecker, ControlFlowChecker, TupleChecker, Expres
         self.defs = Definitions(decl.assign_counts, decl.unique_params)
         self.bounds = BoundsProofs(ctx, self.defs)
         self.unique = UniqueWrites(ctx, self.defs, self.is_kernel)
+        self.unique.param_names = tuple(decl.param_vars)
         self.no_wrap = NoWrapProofs(ctx, self.defs)
         # The proofs lean on each other: a sum is nonnegative if it does not wrap, a fact about
         # `u * K + j` needs `j < K`, an equality with a unique index pins a coordinate.

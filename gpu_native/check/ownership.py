@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING
 
 from .. import ir
 from ..analysis.ranges import HARDWARE, Affine, is_widening
-from ..nodes import node
+from ..nodes import Factory, node
 from ..spec import IndexFits
 from .facts import (
     CastKey,
@@ -66,7 +66,8 @@ if TYPE_CHECKING:
     from .bounds import BoundsProofs
     from .context import Definitions
 
-__all__ = ["Digit", "Forms", "LoopDigit", "Pin", "StoreForm", "prove_pair"]
+__all__ = ["Assumption", "Digit", "Forms", "LoopDigit", "Pin", "StoreForm", "assume",
+           "param_atoms", "prove_pair"]
 
 
 # ---- polynomials over digits and uniform atoms -----------------------------------------------
@@ -159,11 +160,17 @@ def evaluate(p: Poly, value: Callable[[object], int]) -> int:
 def nonnegative(p: Poly) -> bool:
     """Is ``p >= 0`` for every value of its atoms, each at least 1 (``block_dim``, ``grid_dim``)?
     (Sufficient: no monomial with a negative coefficient, and ``p(1, ..., 1) >= 0``.)"""
-    return all(k >= 0 for _, k in p.terms) and evaluate(p, lambda a: 1) >= 0
+    if all(k >= 0 for _, k in p.terms) and evaluate(p, lambda a: 1) >= 0:
+        return True
+    # Each atom as 1 + a' with a' >= 0: nonnegative coefficients then show it (``(S - 1) * b +
+    # G * b`` with S >= 1, which an assumption on a parameter makes).
+    shifted = substitute(p, lambda a: atom(a).plus(const(1)))
+    return shifted.const >= 0 and all(k >= 0 for _, k in shifted.terms)
 
 
 def positive_atom(a) -> bool:
-    return isinstance(a, SpecialKey) and a.name in ("block_dim", "grid_dim")
+    return isinstance(a, (SpecialKey, Slack)) and (isinstance(a, Slack) or a.name in (
+        "block_dim", "grid_dim"))
 
 
 def _ordered(terms) -> list:
@@ -184,11 +191,84 @@ def poly_text(p: Poly) -> str:
 def _atom_text(a) -> str:
     if isinstance(a, Digit):
         return a.text()
+    if isinstance(a, Slack):
+        return f"({a.name} - {poly_text(a.bound)} + 1)"
     if isinstance(a, SpecialKey):
         return f"{a.name}.{'xyz'[a.axis]}"
     if isinstance(a, VarKey):
         return a.var.name
     return "..."
+
+
+# ---- assumptions on scalar parameters ---------------------------------------------------------
+#
+# An unchanged scalar parameter is a uniform atom of unknown sign, so the mixed-radix rule cannot
+# order its coefficient against a digit's reach (``block_idx.x * stride + thread_idx.x``).  The
+# launcher can check ``stride >= E`` at every launch (E a polynomial of block_dim and grid_dim);
+# under that assumption ``stride == E - 1 + S`` with ``S = stride - E + 1 >= 1``, a positive atom
+# like block_dim, and the forms with that substitution are exact for every launch that passes.
+
+
+@node
+class Slack:
+    """``name - bound + 1`` (at least 1 where the launcher checked ``name >= bound``)."""
+
+    var: VarKey
+    bound: Affine
+
+    @property
+    def name(self) -> str:
+        return self.var.var.name
+
+
+def _unassume(p: Poly) -> Poly:
+    """``p`` with each :class:`Slack` written back as its parameter (for the rule's text)."""
+    return substitute(p, lambda a: atom(a.var).plus(a.bound.scaled(-1)).plus(const(1))
+                      if isinstance(a, Slack) else None)
+
+
+@node
+class Assumption:
+    """The parameter ``var`` (a :class:`~.facts.VarKey` atom) is at least ``bound``."""
+
+    var: VarKey
+    bound: Affine
+
+    def replace(self, a) -> Poly | None:
+        if a == self.var:
+            return self.bound.plus(atom(Slack(self.var, self.bound))).plus(const(-1))
+        return None
+
+
+def param_atoms(forms: Iterable[StoreForm]) -> list[VarKey]:
+    """The integer scalar parameters that appear as atoms in ``forms``' indices."""
+    found: dict[str, VarKey] = {}
+    for f in forms:
+        for p in f.dims:
+            for m, _ in p.terms:
+                for a in m:
+                    if isinstance(a, VarKey) and a.var.is_param and isinstance(
+                            a.var.ty, ir.ScalarType) and a.var.ty.info.kind in ("int", "uint"):
+                        found.setdefault(a.var.name, a)
+    return [found[n] for n in sorted(found)]
+
+
+def candidate_bounds(ndim: int) -> list[Poly]:
+    """The bounds a parameter is tried against: a block's extent along an axis, then the grid's
+    (a row pitch at least the width of the launch)."""
+    out = [atom(SpecialKey("block_dim", a)) for a in range(ndim)]
+    out += [mul(atom(SpecialKey("grid_dim", a)), atom(SpecialKey("block_dim", a)))
+            for a in range(ndim)]
+    return out
+
+
+def assume(form: StoreForm, assumption: Assumption) -> StoreForm:
+    """``form`` under ``assumption`` (its bound written with the launch's known extents)."""
+    bound = substitute(assumption.bound, form.launch.get)
+    sub = Assumption(assumption.var, bound)
+    dims = tuple(substitute(p, sub.replace) for p in form.dims)
+    return StoreForm(dims, form.pins, form.ranges, form.line, form.text, form.single,
+                     form.whole, form.launch)
 
 
 # ---- forms of indices -----------------------------------------------------------------------
@@ -227,6 +307,7 @@ class StoreForm:
     text: str
     single: frozenset = frozenset()  # coordinates the launch leaves one value (grid_dim.x == 1)
     whole: dict | None = None  # each thread coordinate's range
+    launch: dict = Factory(dict)  # the launch extents an assert fixed (block_dim.x -> 256)
 
 
 class Forms:
@@ -338,11 +419,15 @@ class Forms:
         ``start + step * k`` with ``start + step * k < stop``."""
         self.loop_count += 1
         start_poly, step_poly = self.poly(start), self.poly(step)
-        # A constant step, or a positive one from the launch (range(tid, n, block_dim.x)).
+        # A constant step, or a positive one from the launch (range(tid, n, block_dim.x)), or
+        # an unchanged scalar parameter's (its sign unknown until an assumption gives it one:
+        # ``start + step * k`` is the loop variable's value whatever the step).
         if start_poly is None or step_poly is None or not (
                 (not step_poly.terms and step_poly.const != 0)
                 or (_magnitude(step_poly) == step_poly and nonnegative(step_poly.plus(
-                    const(-1))))):
+                    const(-1))))
+                or (is_uniform(step_poly) and param_atoms([StoreForm((step_poly,), {}, {}, 0,
+                                                                     "")]))):
             self.loops.pop(id(var), None)
             return
         trip = None
@@ -403,10 +488,12 @@ class Forms:
         whole = {c: self._range(Digit(c), facts, subst)
                  for c in (f"{t}{a}" for t in ("tid", "bid") for a in range(3))}
         single = frozenset(c for c, n in whole.items() if n == const(1))
-        return StoreForm(tuple(dims), pins, ranges, line, text, single, whole)
+        return StoreForm(tuple(dims), pins, ranges, line, text, single, whole,
+                         getattr(subst, "__self__", {}))
 
     def _launch_equalities(self, facts: list) -> Callable[[object], Poly | None]:
-        """``assert block_dim.x == 256``: the atom ``block_dim.x`` is 256 here."""
+        """``assert block_dim.x == 256``: the atom ``block_dim.x`` is 256 here (the returned
+        function is a dict's ``get``)."""
         known: dict = {}
         for f in facts:
             if isinstance(f, Equal):
@@ -512,7 +599,7 @@ def _split(forms: tuple[StoreForm, StoreForm]) -> tuple[tuple[StoreForm, StoreFo
                     ranges[hi] = None if top is None else const(-(-top.const // r))
         for coord in radix:
             ranges.pop(Digit(coord), None)
-        out.append(StoreForm(dims, pins, ranges, f.line, f.text, f.single, f.whole))
+        out.append(StoreForm(dims, pins, ranges, f.line, f.text, f.single, f.whole, f.launch))
     return (out[0], out[1]), {}
 
 
@@ -572,7 +659,7 @@ def prove_pair(a: StoreForm, b: StoreForm, required: frozenset[str]) -> PairProo
     for pa, _ in dims:
         for d, c in sorted(_coefficients(pa).items(), key=lambda t: repr(t[0])):
             if d not in pinned:
-                rules.append(f"{d.text()} (stride {poly_text(_magnitude(c) or c)})")
+                rules.append(f"{d.text()} (stride {poly_text(_unassume(_magnitude(c) or c))})")
     for d in sorted(pinned, key=repr):
         rules.append(f"one thread by {d.text()}")
     return PairProof(True, ", ".join(dict.fromkeys(rules)))
@@ -791,6 +878,55 @@ def hardware_value(tree: tuple) -> int:
         return HARDWARE.special(tree[1], tree[2]).hi
     a, b = hardware_value(tree[1]), hardware_value(tree[2])
     return a + b if op == "+" else a * b
+
+
+def poly_tree(p: Poly, param_index: Callable[[str], int | None] = lambda name: None
+              ) -> tuple | None:
+    """``p`` as an exact launch-check tree (see :class:`~gpu_native.spec.ParamCheck`): its atoms
+    ``block_dim``/``grid_dim`` and the scalar parameters ``param_index`` numbers; ``None`` for
+    any other atom."""
+    out: tuple | None = None
+    for m, k in _ordered(p.terms):
+        t: tuple | None = None if k == 1 else ("c", k)
+        for a in m:
+            if positive_atom(a) and isinstance(a, SpecialKey):
+                leaf: tuple = ("sp", a.name, a.axis)
+            elif isinstance(a, VarKey) and param_index(a.var.name) is not None:
+                leaf = ("param", param_index(a.var.name))
+            else:
+                return None
+            t = leaf if t is None else ("*", t, leaf)
+        out = t if out is None else ("+", out, t)
+    if out is None or p.const:
+        c: tuple = ("c", abs(p.const))
+        out = ("c", p.const) if out is None else ("+" if p.const > 0 else "-", out, c)
+    return out
+
+
+def param_difference(terms: Iterable[tuple[Poly, Poly | None]],
+                     assumptions: Iterable[Assumption],
+                     param_index: Callable[[str], int | None]) -> tuple | None:
+    """As :func:`largest_difference`, for coefficients that hold scalar parameters whose sign
+    the ``assumptions`` give: an exact tree over the launch and the parameters, or ``None``."""
+    assumptions = list(assumptions)
+    tree: tuple | None = None
+    for c, n in terms:
+        if n is None:
+            return None
+        nm = _magnitude(n.plus(const(-1)))
+        signed = c
+        for a in assumptions:
+            signed = substitute(signed, a.replace)
+        m = _magnitude(signed)
+        if nm is None or m is None:
+            return None
+        ct = poly_tree(c if m == signed else c.scaled(-1), param_index)
+        nt = poly_tree(nm)
+        if ct is None or nt is None:
+            return None
+        product = ct if nt == ("c", 1) else nt if ct == ("c", 1) else ("*", ct, nt)
+        tree = product if tree is None else ("+", tree, product)
+    return tree
 
 
 def fits_check(tree: tuple, ty: ir.ScalarType, span) -> IndexFits | None:

@@ -29,18 +29,26 @@ from .. import ir
 from ..analysis.ranges import constant_value, is_widening
 from ..errors import SourceSpan, TranspileError
 from ..nodes import node
+from ..spec import ParamCheck
 from .facts import pinned
 from .ownership import (
+    Assumption,
     Digit,
     Forms,
     PairProof,
     StoreForm,
+    assume,
+    candidate_bounds,
     digit_terms,
     digits_of,
     evaluate,
     fits_check,
     index_is_exact,
     largest_difference,
+    param_atoms,
+    param_difference,
+    poly_text,
+    poly_tree,
     prove_pair,
 )
 from .parity import read_parities, store_parities
@@ -151,6 +159,54 @@ class UniqueWrites:
         self.read_forms: list[tuple[ir.Var, StoreForm | str, SourceSpan]] = []
         # Per array: the parities each store is confined to (see :mod:`.parity`).
         self.store_parity: dict[int, list[frozenset]] = {}
+        # The kernel's parameter names, in order, and what the proofs assumed of them (by name):
+        # the launcher checks each assumption (a ParamCheck) at every launch.
+        self.param_names: tuple[str, ...] = ()
+        self.assumptions: dict[str, Assumption] = {}
+
+    # ---- assumptions on scalar parameters --------------------------------------------------
+
+    def param_index(self, name: str) -> int | None:
+        return self.param_names.index(name) if name in self.param_names else None
+
+    def prove(self, a: StoreForm, b: StoreForm, required: frozenset[str], array: str
+              ) -> PairProof:
+        """:func:`.ownership.prove_pair`, and where it fails in a kernel whose indices hold an
+        unchanged integer parameter, again under an assumption the launcher can check
+        (``stride >= block_dim.x``; see :mod:`.ownership`), which is then recorded."""
+        outcome = prove_pair(a, b, required)
+        if outcome.ok or not self.is_kernel:
+            return outcome
+        known = list(self.assumptions.values())
+        for assumption in known:
+            a, b = assume(a, assumption), assume(b, assumption)
+        if known:
+            outcome = prove_pair(a, b, required)
+            if outcome.ok:
+                return self._assumed(outcome, known)
+        for var in param_atoms((a, b)):
+            if self.param_index(var.var.name) is None:
+                continue
+            for bound in candidate_bounds(self.ctx.ndim):
+                tree = poly_tree(bound)
+                if tree is None:
+                    continue
+                assumption = Assumption(var, bound)
+                tried = prove_pair(assume(a, assumption), assume(b, assumption), required)
+                if not tried.ok:
+                    continue
+                self.assumptions[var.var.name] = assumption
+                index = self.param_index(var.var.name)
+                assert index is not None
+                self.ctx.kernel.add_launch_check(ParamCheck(
+                    (">=", ("param", index), tree), index, array, a.line))
+                return self._assumed(tried, [*known, assumption])
+        return outcome
+
+    @staticmethod
+    def _assumed(outcome: PairProof, used: list[Assumption]) -> PairProof:
+        conditions = " and ".join(f"{u.var.var.name} >= {poly_text(u.bound)}" for u in used)
+        return PairProof(True, f"{outcome.text}, when {conditions} (the launcher checks it)")
 
     # ---- what is known of a variable on entry to a loop -------------------------------------
 
@@ -364,7 +420,7 @@ class UniqueWrites:
                     f"{line}: {a if isinstance(a, str) else b}", span,
                     "separate the two stores with sync_threads() (shared memory), or use "
                     "`with unsafe():`")
-            outcome = prove_pair(a, b, required)
+            outcome = self.prove(a, b, required, base.var.name)
             if not outcome.ok and not (_only_its_thread(a, b, required)
                                        or _only_its_thread(b, a, required)):
                 example = collision(a, b, required, self.ctx.ndim)
@@ -393,7 +449,7 @@ class UniqueWrites:
                                      classic.hint or _UNIQUE_HINT[space])
         rule = ""
         for earlier in forms:
-            outcome = prove_pair(newest, earlier, required)  # type: ignore[arg-type]
+            outcome = self.prove(newest, earlier, required, base.var.name)  # type: ignore[arg-type]
             if not outcome.ok:
                 example = collision(newest, earlier, required, self.ctx.ndim)  # type: ignore[arg-type]
                 other = "" if earlier is newest else f" and the store at line {earlier.line}"  # type: ignore[union-attr]
@@ -425,14 +481,37 @@ class UniqueWrites:
             ty = idx.ty
             tree = None
             if exact == "ring" and isinstance(ty, ir.ScalarType):
-                tree = largest_difference(digit_terms(form.dims[position], form.ranges))
+                terms = digit_terms(form.dims[position], form.ranges)
+                tree = largest_difference(terms)
                 if tree is not None:
                     check = fits_check(tree, ty, span)
                     if check is not None:
                         self.ctx.kernel.add_launch_check(check)
                     continue
+                if self.add_param_fits(base, terms, ty, form.line):
+                    continue
             raise TranspileError(_wrap_message(base, self._narrow_type(idx)), idx.span,
                                  _WRAP_HINT)
+
+    def add_param_fits(self, base: ir.ArrayRef, terms, ty: ir.ScalarType, line: int) -> bool:
+        """An index whose stride is a parameter the proofs assumed positive may wrap: record
+        the launcher's check that the largest difference of two threads' indices stays within
+        ``ty`` (a :class:`~gpu_native.spec.ParamCheck`); False when there is none to make."""
+        held = {v.var.name for v in param_atoms(
+            [StoreForm(tuple(c for c, _ in terms), {}, {}, line, "")])}
+        params = [n for n in self.assumptions if n in held]
+        if not params:
+            return False
+        tree = param_difference(terms, self.assumptions.values(), self.param_index)
+        if tree is None:
+            return False
+        limit = (1 << (ty.info.bits - 1)) - 1 if ty.info.kind == "int" else \
+            (1 << ty.info.bits) - 1
+        index = self.param_index(params[0])
+        assert index is not None
+        self.ctx.kernel.add_launch_check(ParamCheck(
+            ("<=", tree, ("c", limit)), index, base.var.name, line))
+        return True
 
     def _narrow_type(self, e: ir.Expr, depth: int = 0):
         """The type the index's arithmetic may wrap in: below its first widening cast."""
@@ -551,7 +630,7 @@ class UniqueWrites:
                 if not store.narrowed:
                     continue
                 if isinstance(form, StoreForm) and isinstance(store.form, StoreForm):
-                    outcome = prove_pair(form, store.form, required)
+                    outcome = self.prove(form, store.form, required, var.name)
                     if outcome.ok:
                         continue
                     reason = outcome.text

@@ -41,10 +41,10 @@ from __future__ import annotations
 from .. import abi
 from ..frontend import syntax as S
 from ..nodes import node
-from ..spec import Param
+from ..spec import KernelSpec, Param, ParamCheck
 
 __all__ = ["Launcher", "build_launcher", "decorator_parts", "exact_line_of", "kernel_block",
-           "reserved_prefix"]
+           "param_trees", "reserved_prefix"]
 
 # The launcher's lines when laid out for people (gpu-native expand): code up to this column.
 READABLE_WIDTH = 88
@@ -217,11 +217,45 @@ def _fill(items: list[str], first: str, rest: str, width: int) -> list[str]:
     return lines
 
 
-def build_launcher(name: str, params: tuple[Param, ...], generic: bool) -> Launcher:
+def param_trees(spec: KernelSpec) -> tuple[tuple, ...]:
+    """The trees of the :class:`~gpu_native.spec.ParamCheck` records of every variant of
+    ``spec``, once each: what its launcher tests inline."""
+    trees: dict[tuple, None] = {}
+    for v in spec.variants:
+        for c in v.launch_checks:
+            if isinstance(c, ParamCheck):
+                trees.setdefault(c.tree)
+    return tuple(trees)
+
+
+def _python(tree: tuple, names: tuple[str, ...], r: str, used: set[str]) -> str:
+    """A :class:`~gpu_native.spec.ParamCheck` tree as a Python expression of the lambda's
+    parameters and the launch shape's names (``{r}block_dim_x``, added to ``used``)."""
+    op = tree[0]
+    if op == "c":
+        return repr(tree[1])
+    if op == "param":
+        return names[tree[1]]
+    if op == "sp":
+        used.add(tree[1])
+        return f"{r}{tree[1]}_{'xyz'[tree[2]]}"
+    if op in ("and", "or"):
+        return "(" + f" {op} ".join(_python(t, names, r, used) for t in tree[1]) + ")"
+    if op == "not":
+        return f"(not {_python(tree[1], names, r, used)})"
+    return f"({_python(tree[1], names, r, used)} {op} {_python(tree[2], names, r, used)})"
+
+
+def build_launcher(name: str, params: tuple[Param, ...], generic: bool,
+                   checks: tuple[tuple, ...] = ()) -> Launcher:
     """The launcher factory of kernel ``name`` with parameters ``params``.
 
     The lambda's parameters are the kernel's own names (so keyword arguments and error messages
-    use them); every other name in the factory starts with :func:`reserved_prefix`.
+    use them); every other name in the factory starts with :func:`reserved_prefix`.  ``checks``
+    are the trees of the kernel's :class:`~gpu_native.spec.ParamCheck` records
+    (:func:`param_trees`): the fast path tests them after every argument's own test, and a call
+    that fails one takes the checked path, which says what is wrong.  A kernel without them has
+    none of their code.
     """
     r = reserved_prefix(p.name for p in params)
     arrays = [p for p in params if p.is_array]
@@ -247,6 +281,10 @@ def build_launcher(name: str, params: tuple[Param, ...], generic: bool) -> Launc
                        for other in arrays if other is not w)
         if others:
             tests.append(others)
+    names = tuple(p.name for p in params)
+    used: set[str] = set()
+    if checks:
+        tests.append(tuple(_python(t, names, r, used) for t in checks))
     fast = f"{r}fast"
     setup = [f"{fast} = {r}context.fast_path()"]
     if arrays:
@@ -260,6 +298,9 @@ def build_launcher(name: str, params: tuple[Param, ...], generic: bool) -> Launc
               f"{r}bx, {r}by, {r}bz = {fast}.block", f"{r}smem = {fast}.shared_mem_bytes",
               f"{r}stream = {fast}.stream", f"{r}ok = {fast}.success",
               f"{r}failed = {fast}.failed", f"{r}slow = {fast}.slow"]
+    # The launch shape as the kernel sees it, for the parameter checks.
+    setup += [f"{r}{n}_x, {r}{n}_y, {r}{n}_z = {fast}.launch_{n[:-4]}"
+              for n in ("grid_dim", "block_dim") if n in used]
     config = tuple(f"{r}{n}" for n in ("fn", "gx", "gy", "gz", "bx", "by", "bz", "smem",
                                         "stream"))
     return Launcher(name, r, tuple(p.name for p in params), tuple(setup), tuple(tests),
@@ -275,12 +316,14 @@ def decorator_parts(fn: S.FunctionDef) -> tuple[str, str]:
 
 
 def kernel_block(fn: S.FunctionDef, indent: str, spec_literal: str,
-                 params: tuple[Param, ...], generic: bool) -> list[str]:
-    """The replacement for the lines of one kernel: exactly as many lines as it had."""
+                 params: tuple[Param, ...], generic: bool,
+                 checks: tuple[tuple, ...] = ()) -> list[str]:
+    """The replacement for the lines of one kernel: exactly as many lines as it had
+    (``checks``: as :func:`build_launcher`'s)."""
     count = fn.last_line - fn.first_line + 1
     callee, kind = decorator_parts(fn)
     decorator = f"{indent}@{callee}({kind}, _spec={spec_literal})"
-    head, setup, ret = build_launcher(fn.name, params, generic).exact()
+    head, setup, ret = build_launcher(fn.name, params, generic, checks).exact()
     inner = indent + "    "
     if count <= 2:
         # `def k(a): body` on one line: the whole launcher goes on the def line.

@@ -31,14 +31,14 @@ from ..errors import LaunchError
 from ..lang.layouts import BlockDim1D, BlockDim2D, BlockDim3D, GridDim1D, GridDim2D, GridDim3D
 from ..lang.types import SCALARS
 from ..nodes import Factory, node
-from ..spec import KernelSpec, LaunchCheck, Param, Site, Trait, VariantSpec
+from ..spec import KernelSpec, LaunchCheck, Param, ParamCheck, Site, Trait, VariantSpec
 from ..tracebacks import boundary, launcher_code, strip
 from . import backend as B
 from . import sizing
 from .arrays import DeviceArray, signature
 from .devices import _tls, bind_thread
 from .launch import ArgumentBuffer, fast_formats, make_submit, slot_formats
-from .launch_checks import check_launch
+from .launch_checks import check_launch, check_params
 from .records import register_kernel
 from .streams import DEFAULT_STREAM, as_stream
 
@@ -623,6 +623,9 @@ class FastPath:
     shared_mem_bytes, stream, address, 0)`` is the backend's ``cuLaunchKernel``, returning a
     tuple whose first item is ``success`` when it launched; ``failed(err)`` raises the
     backend's error; ``slow(*args)`` checks every argument, explains, converts and launches.
+    ``launch_grid`` and ``launch_block`` are the launch shape the kernel sees (``grid`` and
+    ``block`` are the one submitted, which differ for a kernel run on a grid sized for the
+    device): the inline tests of :class:`~gpu_native.spec.ParamCheck` records read them.
     """
 
     DeviceArray: type
@@ -643,6 +646,8 @@ class FastPath:
     success: object
     failed: object
     slow: object
+    launch_grid: tuple[builtins.int, builtins.int, builtins.int] = (1, 1, 1)
+    launch_block: tuple[builtins.int, builtins.int, builtins.int] = (1, 1, 1)
 
 
 class LaunchContext:
@@ -674,6 +679,7 @@ class LaunchContext:
                               p.ndim)
             for p in self.kernel.params if p.ndim}
         self.keepalive: collections.deque = collections.deque()
+        self.param_checks = tuple(c for c in variant.launch_checks if isinstance(c, ParamCheck))
 
     def fast_path(self) -> FastPath:
         """The pieces of a generated launcher's fast path (see :class:`FastPath`)."""
@@ -682,7 +688,7 @@ class LaunchContext:
         return FastPath(DeviceArray, int, float, bool, self.signatures, self.pack_into,
                         self.buffer.data, self.buffer.address, c.launch, self.fn,
                         self.grid, self.block, c.shared_mem_bytes, c.handle, backend.success,
-                        self.failed, self.slow)
+                        self.failed, self.slow, c.grid, c.block)
 
     def failed(self, err):
         if err != self.config.backend.success:
@@ -698,6 +704,7 @@ class LaunchContext:
             values: list = []
             foreign: list = []
             arrays: list[tuple[Param, DeviceArray]] = []
+            scalars: list = []  # each parameter's converted value (None for an array)
             for p, arg in zip(k.params, args):
                 dtype = self.types.get(p.dtype, p.dtype)
                 if p.ndim:
@@ -707,9 +714,14 @@ class LaunchContext:
                     arrays.append((p, arr))
                     values.append(arr._gn_ptr)
                     values.extend(arr.shape)
+                    scalars.append(None)
                 else:
                     values.append(self.scalar_argument(p, dtype, arg))
+                    scalars.append(values[-1])
             self.check_overlap(arrays)
+            if self.param_checks:
+                check_params(k.__name__, tuple(p.name for p in k.params), self.param_checks,
+                             tuple(scalars), self.config.grid, self.config.block)
             submit = self.submit
             if self.index32 and any(arr.launch_sig.wide for _, arr in arrays):
                 submit = self.wide_submit or self.make_wide_submit()

@@ -12,6 +12,11 @@ The transpiler records two kinds (in each variant's ``launch_checks``, see
   the launch must stay within ``limit``; a grid that would make it wrap is refused with a
   :class:`~gpu_native.errors.LaunchError` naming the expression, before anything runs.
 
+A third kind, :class:`~gpu_native.spec.ParamCheck`, depends on scalar arguments too (``stride
+>= block_dim.x``, which a race-freedom proof assumed): the generated launcher tests it inline at
+every launch and sends a failing call to the checked path, where :func:`check_params` raises a
+``ValueError`` naming the parameter.
+
 Their trees are plain tuples: ``("c", value)``, ``("sp", name, axis)``, ``(op, left, right[,
 type])``, ``("and" | "or", parts)``, ``("not", tree)``.
 """
@@ -21,10 +26,10 @@ from __future__ import annotations
 import linecache
 
 from ..errors import LaunchError, SourceSpan, format_caret
-from ..spec import IndexFits, LaunchAssert, LaunchCheck
+from ..spec import IndexFits, LaunchAssert, LaunchCheck, ParamCheck, tree_text
 from .records import launch_assertion
 
-__all__ = ["check_launch"]
+__all__ = ["check_launch", "check_params"]
 
 _BITS = {"i8": (8, True), "i16": (16, True), "i32": (32, True), "i64": (64, True),
          "u8": (8, False), "u16": (16, False), "u32": (32, False), "u64": (64, False),
@@ -127,3 +132,51 @@ def check_launch(kernel_name: str, file: str, kernel_id: int, checks: tuple[Laun
                 lines.append("  compute it in i64, e.g. i64(block_idx.x) * ..., or launch a "
                              "smaller grid")
                 raise LaunchError("\n".join(lines))
+
+
+def _exact(tree, special, args) -> int:
+    """A :class:`~gpu_native.spec.ParamCheck` tree's value, in exact integers."""
+    op = tree[0]
+    if op == "c":
+        return tree[1]
+    if op == "sp":
+        return special(tree[1], tree[2])
+    if op == "param":
+        return args[tree[1]]
+    if op == "and":
+        return int(all(_exact(t, special, args) for t in tree[1]))
+    if op == "or":
+        return int(any(_exact(t, special, args) for t in tree[1]))
+    if op == "not":
+        return int(not _exact(tree[1], special, args))
+    a, b = _exact(tree[1], special, args), _exact(tree[2], special, args)
+    if op in ("+", "-", "*"):
+        return a + b if op == "+" else a - b if op == "-" else a * b
+    return int({"==": a == b, "!=": a != b, "<": a < b, "<=": a <= b, ">": a > b,
+                ">=": a >= b}[op])
+
+
+def check_params(kernel_name: str, names: tuple[str, ...], checks: tuple[ParamCheck, ...],
+                 args, grid, block) -> None:
+    """Raise ``ValueError`` if the scalar arguments ``args`` (converted, in parameter order)
+    fail one of ``checks`` on the launch shape ``grid``/``block`` (the kernel's own, 3-tuples).
+    """
+    def special(name: str, axis: int) -> int:
+        return {"block_dim": block, "grid_dim": grid}[name][axis]
+
+    for check in checks:
+        if _exact(check.tree, special, args):
+            continue
+        name = names[check.param]
+        tree = check.tree
+        text = tree_text(tree, 0, names)
+        shown = ""
+        if tree[0] in (">=", ">", "<=", "<", "==", "!="):
+            # The value the parameter was compared with (or, against a constant, the side
+            # that holds it).
+            side = tree[1] if tree[2][0] == "c" else tree[2]
+            shown = f" ({_exact(side, special, args):,})"
+        raise ValueError(
+            f"{kernel_name}(): parameter '{name}' is {args[check.param]} but the writes to "
+            f"{check.array} (line {check.line}) are race-free only when {text}{shown}; pass a "
+            f"{name} that satisfies it, or launch another shape")
