@@ -26,6 +26,10 @@ from gpu_native.runtime.launch_checks import check_launch
 from gpu_native.simulator import compile_kernel
 from gpu_native.simulator import program as sim_program
 
+#: The imports a :func:`generated` body needs, to make it a module.
+HEADER = ("from gpu_native import (gpu_kernel, Kernel1D, CUDASliceMut, i32, i64, thread_idx, block_idx,\n"
+          "                        block_dim, grid_dim, shared_array, sync_threads)\n\n")
+
 TID_FORMS = ["tid", "tid % {m}", "tid // {m}", "tid & 31", "tid >> 5", "tid % 32", "tid // 32"]
 PINS = [None, "tid % 32 == 0", "tid // 32 == 0", "tid == 0", "tid & 31 == 1", "lane < 4"]
 BLOCKS = (32, 64, 96, 128)
@@ -95,11 +99,13 @@ def uses_shared(source: str) -> bool:
 def with_copy_out(source: str) -> str:
     """A shared-array kernel that also copies its block's ``s`` to ``out`` after a barrier, so
     that what the stores left in shared memory can be compared between backends (block ``b``'s
-    copy is ``out[b * SHARED_SIZE:(b + 1) * SHARED_SIZE]``).  The stores are unchanged."""
+    copy is ``out[b * SHARED_SIZE:(b + 1) * SHARED_SIZE]``, by its first warp: every block has
+    one, and the checker proves that copy's stores unique).  The stores are unchanged."""
     return source + (
         "    sync_threads()\n"
-        f"    for i in range(tid, {SHARED_SIZE}, block_dim.x):\n"
-        f"        out[block_idx.x * {SHARED_SIZE} + i] = s[i]\n")
+        f"    for t in range({SHARED_SIZE // 32}):\n"
+        "        if tid < 32:\n"
+        f"            out[i64(block_idx.x) * {SHARED_SIZE} + t * 32 + tid] = s[t * 32 + tid]\n")
 
 
 def launch_shapes(kernel: ir.Kernel) -> list[tuple[int, int]]:
@@ -161,5 +167,5 @@ def compare(sim: np.ndarray, gpu: np.ndarray, shared: bool) -> tuple[int, list[i
     return int(care.sum()), differ.tolist()
 
 
-__all__ = ["BLOCKS", "GRIDS", "OUT_SIZE", "POISON", "SHARED_POISON", "SHARED_SIZE", "SimErrors",
+__all__ = ["BLOCKS", "GRIDS", "HEADER", "OUT_SIZE", "POISON", "SHARED_POISON", "SHARED_SIZE", "SimErrors",
            "compare", "generated", "launch_shapes", "run_sim", "uses_shared", "with_copy_out"]
