@@ -5,6 +5,7 @@
 #   bash tools/device_run.sh tests          # pytest -m gpu (the GPU half of the suite)
 #   bash tools/device_run.sh tests bench    # ... then tools/bench_suite.py (with Numba if carried)
 #   bash tools/device_run.sh quick          # pytest -m gpu -x, a smoke run
+#   bash tools/device_run.sh fuzzraces      # tools/fuzz_races.py: unique-write proofs, GPU vs sim
 #
 # The wheels come from ../shared/tools/fetch-device-wheels.sh (carry ".whl"); .whl/extra holds
 # numpy<2.3 for the Numba-CUDA comparison, installed apart and put on its PYTHONPATH only.
@@ -37,6 +38,9 @@ for what in "$@"; do
       args=(--out "$OUT/bench")
       [ -n "$numba_path" ] && args+=(--numba-pythonpath "$numba_path")
       python3 tools/bench_suite.py "${args[@]}" 2>&1 | tee "$OUT/bench.log" | tail -60
+      status=$((status | ${PIPESTATUS[0]})) ;;
+    fuzzraces)
+      python3 -m tools.fuzz_races --out "$OUT/fuzz_races.json" 2>&1 | tee "$OUT/fuzz_races.log" | tail -30
       status=$((status | ${PIPESTATUS[0]})) ;;
     *) echo "unknown step: $what"; exit 2 ;;
   esac

@@ -15,11 +15,11 @@ import numpy as np
 import pytest
 
 import gpu_native as gn
-from gpu_native.errors import GpuNativeError, KernelAssertionError, TranspileError
+from gpu_native.errors import KernelAssertionError, TranspileError
 from gpu_native.expand import Expansion
-from gpu_native.runtime.launch_checks import check_launch
 from gpu_native.simulator import program as sim_program
-from tests.simulator.support import build, launch
+from tests.simulator.support import build
+from tools.fuzz import indices
 
 
 @pytest.fixture(autouse=True)
@@ -251,67 +251,16 @@ def k(out: CUDASliceMut[T]):
 
 # ---- soundness: generated index expressions ----------------------------------------------------
 
-_TID_FORMS = ["tid", "tid % {m}", "tid // {m}", "tid & 31", "tid >> 5", "tid % 32", "tid // 32"]
-_PINS = [None, "tid % 32 == 0", "tid // 32 == 0", "tid == 0", "tid & 31 == 1", "lane < 4"]
-_BLOCKS = (32, 64, 96, 128)
-_GRIDS = (1, 2, 3)
-
-
-_BLOCK_TERMS = ["{c} * block_idx.x", "block_idx.x * block_dim.x", "block_idx.x * (2 * block_dim.x)",
-                "block_idx.x", "block_idx.x * 64 * {trips}"]
-_TID_COEFFICIENTS = ["{a}", "{a}", "grid_dim.x", "block_dim.x"]
-_LOOPS = ["range({trips})", "range({trips})", "range(tid, 256, block_dim.x)", "range(tid, 256, 32)",
-          "range(1, 2 * {trips}, 2)"]
-
-
-def _generated(r: random.Random) -> str:
-    b = r.choice([32, 64, None])
-    space = r.choice(["global", "shared"])
-    tid_form = r.choice(_TID_FORMS).format(m=r.choice([2, 16, 32, 64]))
-    a = r.choice([1, 1, 2, 3])
-    trips = r.choice([1, 2, 3])
-    cj = r.choice([0, 1, 16, 32, 64, 96, 128, 192])
-    loop = r.choice(_LOOPS).format(trips=trips)
-    if "tid" in loop:
-        tid_form, cj = "0", 1  # the loop variable carries the thread
-    block_term = r.choice(_BLOCK_TERMS).format(c=r.choice([0, 32, 64, 128, 256, 384]),
-                                               trips=trips)
-    if space == "shared":
-        block_term = "0"
-    tid_coefficient = r.choice(_TID_COEFFICIENTS).format(a=a)
-    second = r.choice([None, None, 1, 16, 32, 64, 128, 256])
-    pin = r.choice(_PINS)
-    single = r.random() < 0.15
-    index = f"{block_term} + {tid_coefficient} * ({tid_form}) + {cj} * j"
-    target = "s" if space == "shared" else "out"
-    lines = ["@gpu_kernel(Kernel1D)", "def k(out: CUDASliceMut[i32]):"]
-    if b is not None:
-        lines.append(f"    assert block_dim.x == {b}")
-    if single:
-        lines.append("    assert grid_dim.x == 1")
-    lines += ["    tid = thread_idx.x", "    lane = tid % 32"]
-    if space == "shared":
-        lines.append("    s = shared_array(i32, 2048)")
-    lines.append(f"    for j in {loop}:")
-    indent = "        "
-    if pin is not None:
-        lines.append(f"        if {pin}:")
-        indent += "    "
-    lines.append(f"{indent}{target}[{index}] = tid + 1")
-    if second is not None:
-        lines.append(f"{indent}{target}[{index} + {second}] = tid + 2")
-    return "\n".join(lines) + "\n"
-
-
 @pytest.mark.slow
 def test_generated_indices_accepted_only_when_race_free(tmp_path):
-    """Every generated kernel the checker accepts runs without a race on every launch shape its
-    launch checks allow; the counts are printed (``pytest -s``)."""
+    """Every generated kernel (tools/fuzz/indices.py) the checker accepts runs without a race on
+    every launch shape its launch checks allow; the counts are printed (``pytest -s``).
+    ``python3 -m tools.fuzz_races`` runs many more, and on a GPU too."""
     r = random.Random(20261214)
     accepted = refused = launches = 0
     seen: set[str] = set()
     for n in range(400):
-        source = _generated(r)
+        source = indices.generated(r)
         if source in seen:
             continue
         seen.add(source)
@@ -322,18 +271,12 @@ def test_generated_indices_accepted_only_when_race_free(tmp_path):
             continue
         accepted += 1
         kernel = kernels["k"]
-        for block in _BLOCKS:
-            for grid in _GRIDS:
-                try:
-                    check_launch("k", "k.py", 0, kernel.launch_checks, (grid, 1, 1),
-                                 (block, 1, 1))
-                except GpuNativeError:  # a launch its asserts refuse
-                    continue
-                out = np.zeros(1 << 17, np.int32)
-                errors = launch(kernel, grid, block, out)
-                launches += 1
-                assert errors.races == [], f"{source}\ngrid {grid}, block {block}: " \
-                    f"{errors.races[0]}"
+        for grid, block in indices.launch_shapes(kernel):
+            out = np.zeros(indices.OUT_SIZE, np.int32)
+            errors = indices.run_sim(kernel, grid, block, out)
+            launches += 1
+            assert errors.races == [], f"{source}\ngrid {grid}, block {block}: " \
+                f"{errors.races[0]}"
     print(f"\ngenerated kernels: {accepted} accepted, {refused} refused; "
           f"{launches} race-free launches of the accepted ones")
     assert accepted >= 40 and refused >= 40

@@ -6,7 +6,10 @@
 * :mod:`.harness` runs one through the real pipeline on a backend and compares it with the
   reference;
 * :mod:`.host_cuda` builds the generated CUDA C++ for the CPU (with UBSan), a backend that needs
-  no GPU.
+  no GPU;
+* :mod:`.indices` draws kernels that store through generated indices, for the unique-write
+  proofs: what the checker accepts must run race-free.
 
-``tests/fuzz/`` runs them in CI; ``python -m tools.fuzz_gpu`` runs thousands on a GPU.
+``tests/fuzz/`` runs them in CI; ``python -m tools.fuzz_gpu`` runs thousands on a GPU, and
+``python -m tools.fuzz_races`` the store indices.
 """

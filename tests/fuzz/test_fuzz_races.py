@@ -1,0 +1,80 @@
+"""``python3 -m tools.fuzz_races``: generated store indices (tools/fuzz/indices.py), the
+checker's verdict, the simulator's race detector and the GPU against the simulator.
+
+Without a GPU the comparison half runs through the runtime launcher on the simulator backend
+(the same code path as on the GPU); ``gpu``-marked, on the GPU.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+
+import numpy as np
+import pytest
+
+from tools import fuzz_races
+from tools.fuzz import indices
+
+# Seeds whose kernels the checker accepts: 4 stores into shared memory, 32 into global memory.
+SHARED_SEED, GLOBAL_SEED = 4, 32
+
+
+def test_the_seeds_draw_what_the_tests_assume():
+    shared = indices.generated(random.Random(SHARED_SEED))
+    plain = indices.generated(random.Random(GLOBAL_SEED))
+    assert indices.uses_shared(shared) and not indices.uses_shared(plain)
+    assert fuzz_races._transpile(shared, "a") is not None
+    assert fuzz_races._transpile(plain, "b") is not None
+    assert fuzz_races._transpile(indices.with_copy_out(shared), "c") is not None
+
+
+@pytest.mark.parametrize("seed", [SHARED_SEED, GLOBAL_SEED])
+def test_the_launcher_half_agrees_with_the_simulator(tmp_path, monkeypatch, seed):
+    """The comparison half (poisoned ``out``, the copy-out of shared memory) run through the
+    runtime launcher on the simulator: every launch agrees, and something was compared."""
+    monkeypatch.syspath_prepend(str(tmp_path))
+    source = indices.generated(random.Random(seed))
+    item = fuzz_races.run_one(seed, source, "sim", False, str(tmp_path))
+    assert item["failure"] is None, item["failure"]
+    assert item["accepted"] and item["gpu_launches"] > 0
+    assert item["mismatches"] == [] and item["races"] == [] and item["error_disagreements"] == []
+    assert item["compared"] >= item["gpu_launches"] * 32
+
+
+def test_compare_finds_one_flipped_bit_and_skips_uninitialised_shared_memory():
+    sim = np.full(64, indices.POISON, np.int32)
+    sim[:8] = np.arange(1, 9)
+    sim[8:16] = indices.SHARED_POISON
+    gpu = sim.copy()
+    gpu[8:16] = 12345  # the GPU's uninitialised shared memory
+    assert indices.compare(sim, gpu, shared=True) == (56, [])
+    assert indices.compare(sim, gpu, shared=False)[1] == list(range(8, 16))
+    gpu[3] ^= 1
+    gpu[40] = 0  # an element the simulator left poisoned
+    assert indices.compare(sim, gpu, shared=True)[1] == [3, 40]
+
+
+@pytest.mark.slow
+def test_simulator_run_writes_the_summary(tmp_path, capsys):
+    out = tmp_path / "races.json"
+    assert fuzz_races.main(["--seeds", "60", "--backend", "sim", "--jobs", "1",
+                            "--out", str(out)]) == 0
+    summary = json.loads(out.read_text())
+    assert summary["generated"] + summary["duplicates_dropped"] == 60
+    assert summary["accepted"] + summary["refused"] == summary["generated"]
+    assert summary["accepted"] > 5 and summary["refused"] > 20 and summary["launches"] > 0
+    assert summary["race_reports"] == summary["mismatches"] == summary["failures"] == 0
+    assert summary["gpu_launches"] == 0
+    assert "race reports" in capsys.readouterr().out
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("seed", [SHARED_SEED, GLOBAL_SEED])
+def test_the_gpu_agrees_with_the_simulator(tmp_path, monkeypatch, seed):
+    monkeypatch.syspath_prepend(str(tmp_path))
+    source = indices.generated(random.Random(seed))
+    item = fuzz_races.run_one(seed, source, "cuda", False, str(tmp_path))
+    assert item["failure"] is None, item["failure"]
+    assert item["gpu_launches"] > 0 and item["compared"] > 0
+    assert item["mismatches"] == [] and item["races"] == [] and item["error_disagreements"] == []

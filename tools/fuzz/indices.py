@@ -1,0 +1,171 @@
+"""Generated store indices for the unique-write proofs (``gpu_native/check/unique.py``).
+
+:func:`generated` draws one kernel that stores ``tid + 1`` into a global or a shared array through
+an index built from the idioms the proofs know: affine in the thread coordinates, ``%`` and ``//``
+parts, lane/warp splits, a second store at an offset, a condition that pins some threads, loops
+(counted, and strided by the launch), and single-block asserts.  Many draws are near misses the
+checker must refuse; whatever it accepts must be race-free on every launch shape its asserts allow.
+
+:func:`run_sim` runs an accepted kernel on the simulator with its race detector watching every
+array the kernel writes (by default the simulator shadows only arrays a launch both reads and
+writes).  ``tests/check/test_unique_idioms.py`` runs a few hundred draws in CI;
+``python3 -m tools.fuzz_races`` runs thousands, and on a GPU compares every launch with the
+simulator bit for bit.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from gpu_native import ir
+from gpu_native.errors import GpuNativeError
+from gpu_native.runtime.launch_checks import check_launch
+from gpu_native.simulator import compile_kernel
+from gpu_native.simulator import program as sim_program
+
+#: The imports a :func:`generated` body needs, to make it a module.
+HEADER = ("from gpu_native import (gpu_kernel, Kernel1D, CUDASliceMut, i32, i64, thread_idx, block_idx,\n"
+          "                        block_dim, grid_dim, shared_array, sync_threads)\n\n")
+
+TID_FORMS = ["tid", "tid % {m}", "tid // {m}", "tid & 31", "tid >> 5", "tid % 32", "tid // 32"]
+PINS = [None, "tid % 32 == 0", "tid // 32 == 0", "tid == 0", "tid & 31 == 1", "lane < 4"]
+BLOCKS = (32, 64, 96, 128)
+GRIDS = (1, 2, 3)
+BLOCK_TERMS = ["{c} * block_idx.x", "block_idx.x * block_dim.x", "block_idx.x * (2 * block_dim.x)",
+               "block_idx.x", "block_idx.x * 64 * {trips}"]
+TID_COEFFICIENTS = ["{a}", "{a}", "grid_dim.x", "block_dim.x"]
+LOOPS = ["range({trips})", "range({trips})", "range(tid, 256, block_dim.x)", "range(tid, 256, 32)",
+         "range(1, 2 * {trips}, 2)"]
+
+#: Elements of ``out``: more than any accepted index reaches on the launch shapes above.
+OUT_SIZE = 1 << 17
+#: Elements of the shared array ``s`` (and of each block's slice of ``out`` in the copy-out).
+SHARED_SIZE = 2048
+#: What ``out`` holds before every launch (0xDEADBEEF): no store writes it (they write tid + 1, 2).
+POISON = np.int32(-0x21524111)
+#: What the simulator's uninitialised shared memory holds (0xCD bytes, see simulator/machine.py).
+SHARED_POISON = np.frombuffer(b"\xcd" * 4, np.int32)[0]
+
+
+def generated(r: random.Random) -> str:
+    """The body of one module (after the simulator tests' import header) defining kernel ``k``,
+    drawn from ``r``; the same state always gives the same source."""
+    b = r.choice([32, 64, None])
+    space = r.choice(["global", "shared"])
+    tid_form = r.choice(TID_FORMS).format(m=r.choice([2, 16, 32, 64]))
+    a = r.choice([1, 1, 2, 3])
+    trips = r.choice([1, 2, 3])
+    cj = r.choice([0, 1, 16, 32, 64, 96, 128, 192])
+    loop = r.choice(LOOPS).format(trips=trips)
+    if "tid" in loop:
+        tid_form, cj = "0", 1  # the loop variable carries the thread
+    block_term = r.choice(BLOCK_TERMS).format(c=r.choice([0, 32, 64, 128, 256, 384]),
+                                              trips=trips)
+    if space == "shared":
+        block_term = "0"
+    tid_coefficient = r.choice(TID_COEFFICIENTS).format(a=a)
+    second = r.choice([None, None, 1, 16, 32, 64, 128, 256])
+    pin = r.choice(PINS)
+    single = r.random() < 0.15
+    index = f"{block_term} + {tid_coefficient} * ({tid_form}) + {cj} * j"
+    target = "s" if space == "shared" else "out"
+    lines = ["@gpu_kernel(Kernel1D)", "def k(out: CUDASliceMut[i32]):"]
+    if b is not None:
+        lines.append(f"    assert block_dim.x == {b}")
+    if single:
+        lines.append("    assert grid_dim.x == 1")
+    lines += ["    tid = thread_idx.x", "    lane = tid % 32"]
+    if space == "shared":
+        lines.append(f"    s = shared_array(i32, {SHARED_SIZE})")
+    lines.append(f"    for j in {loop}:")
+    indent = "        "
+    if pin is not None:
+        lines.append(f"        if {pin}:")
+        indent += "    "
+    lines.append(f"{indent}{target}[{index}] = tid + 1")
+    if second is not None:
+        lines.append(f"{indent}{target}[{index} + {second}] = tid + 2")
+    return "\n".join(lines) + "\n"
+
+
+def uses_shared(source: str) -> bool:
+    """Whether a :func:`generated` kernel stores into the shared array (not into ``out``)."""
+    return "shared_array" in source
+
+
+def with_copy_out(source: str) -> str:
+    """A shared-array kernel that also copies its block's ``s`` to ``out`` after a barrier, so
+    that what the stores left in shared memory can be compared between backends (block ``b``'s
+    copy is ``out[b * SHARED_SIZE:(b + 1) * SHARED_SIZE]``, by its first warp: every block has
+    one, and the checker proves that copy's stores unique).  The stores are unchanged."""
+    return source + (
+        "    sync_threads()\n"
+        f"    for t in range({SHARED_SIZE // 32}):\n"
+        "        if tid < 32:\n"
+        f"            out[i64(block_idx.x) * {SHARED_SIZE} + t * 32 + tid] = s[t * 32 + tid]\n")
+
+
+def launch_shapes(kernel: ir.Kernel) -> list[tuple[int, int]]:
+    """The (grid, block) sizes of ``GRIDS`` x ``BLOCKS`` that the kernel's launch checks (its
+    asserts and the checks its proofs added) allow."""
+    shapes = []
+    for block in BLOCKS:
+        for grid in GRIDS:
+            try:
+                check_launch(kernel.name, "k.py", 0, kernel.launch_checks, (grid, 1, 1),
+                             (block, 1, 1))
+            except GpuNativeError:  # a launch its asserts refuse
+                continue
+            shapes.append((grid, block))
+    return shapes
+
+
+@dataclass
+class SimErrors:
+    """The error sink of a simulator launch: device errors and race reports."""
+
+    fails: list = field(default_factory=list)
+    races: list = field(default_factory=list)
+
+    def fail(self, site, index, length, block, thread):
+        self.fails.append((site, index, length, tuple(block), tuple(thread)))
+
+    def race(self, message):
+        self.races.append(message)
+
+
+_WRITES = frozenset({"store", "unsafe", "atomic"})
+
+
+def run_sim(kernel: ir.Kernel, grid: int, block: int, *args) -> SimErrors:
+    """Run ``kernel`` on the simulator with ``args`` (NumPy arrays, written in place), its race
+    detector on and watching every array the kernel writes; returns what it reported."""
+    program = compile_kernel(kernel)
+    # A race between two plain stores of different blocks must be reported too, not only one
+    # between a store and a load; the set is the kernel's own, so setting it is idempotent.
+    uses = sim_program._accesses(kernel)
+    program.shadowed = {k for k, p in enumerate(kernel.params)
+                        if isinstance(p.ty, ir.ArrayType) and uses.get(id(p), set()) & _WRITES}
+    errors = SimErrors()
+    program.run((grid, 1, 1), (block, 1, 1), 0, list(args), errors)
+    return errors
+
+
+def compare(sim: np.ndarray, gpu: np.ndarray, shared: bool) -> tuple[int, list[int]]:
+    """Compare ``out`` after the same launch on the simulator and the GPU, bit for bit:
+    (elements compared, indices that differ).  In a shared-array kernel's copy-out, elements the
+    simulator shows as uninitialised shared memory are skipped (the GPU's hold whatever was
+    there); every other element, written or still poisoned, must agree."""
+    a, b = sim.view(np.uint32), gpu.view(np.uint32)
+    care = np.ones(a.shape, bool)
+    if shared:
+        care = a != np.uint32(SHARED_POISON.view(np.uint32))
+    differ = np.flatnonzero(care & (a != b))
+    return int(care.sum()), differ.tolist()
+
+
+__all__ = ["BLOCKS", "GRIDS", "HEADER", "OUT_SIZE", "POISON", "SHARED_POISON", "SHARED_SIZE", "SimErrors",
+           "compare", "generated", "launch_shapes", "run_sim", "uses_shared", "with_copy_out"]
