@@ -18,9 +18,11 @@ from .statements import StatementChecker
 from .tail import GridTail
 from .traits import TraitNotes
 from .unique import UniqueWrites
+from .vectors import VectorChecker
 
 
-class FunctionChecker(StatementChecker, ControlFlowChecker, ExpressionChecker, CallChecker):
+class FunctionChecker(StatementChecker, ControlFlowChecker, ExpressionChecker, CallChecker,
+                      VectorChecker):
     """The type pass over one function body: every expression typed, every name resolved,
     every conversion explicit (see :mod:`gpu_native.ir`).
 

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 class CheckerBase:
     """The base of the type pass's mixins (:mod:`.expressions`, :mod:`.calls`,
-    :mod:`.statements`, :mod:`.control`).
+    :mod:`.statements`, :mod:`.control`, :mod:`.vectors`).
 
     It adds nothing at run time: the attributes are set by
     :meth:`FunctionChecker.__init__ <.checker.FunctionChecker>` (documented there), and the
@@ -73,7 +73,10 @@ class CheckerBase:
 
         def scalar_of(self, e: ir.Expr, what: str = "this") -> ir.ScalarType: ...
 
-        def coerce(self, e: ir.Expr, ty: ir.ScalarType, what: str,
+        def value_type(self, e: ir.Expr, what: str = "this"
+                       ) -> ir.ScalarType | ir.VectorType: ...
+
+        def coerce(self, e: ir.Expr, ty: ir.ScalarType | ir.VectorType, what: str,
                    explicit: bool = False) -> ir.Expr: ...
 
         def to_bool(self, e: ir.Expr, what: str = "a condition") -> ir.Expr: ...
@@ -104,3 +107,18 @@ class CheckerBase:
         def mask_arg(self, got: dict, span: SourceSpan) -> ir.Expr: ...
 
         def require_layout(self, layout: str, ndim: int, span: SourceSpan) -> None: ...
+
+        # .vectors
+        def vector_binop(self, op: str, left: ir.Expr, right: ir.Expr, span: SourceSpan
+                         ) -> ir.Expr: ...
+
+        def vector_unary(self, op: str, operand: ir.Expr, span: SourceSpan) -> ir.Expr: ...
+
+        def vector_component(self, value: ir.Expr, attr: str, span: SourceSpan) -> ir.Expr: ...
+
+        def vector_index(self, value: ir.Expr, index: S.Expr, span: SourceSpan) -> ir.Expr: ...
+
+        def component_target(self, target: S.Attribute) -> tuple[ir.Var, int] | None: ...
+
+        def vector_minmax(self, name: str, values: list[ir.Expr], span: SourceSpan
+                          ) -> ir.Expr: ...

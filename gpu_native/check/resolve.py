@@ -65,8 +65,9 @@ def resolve(ctx: FunctionContext, fn: S.FunctionDef) -> Declarations:
                                      ret.span)
         else:
             ret_type = annotation(ctx, fn.returns)
-            if not isinstance(ret_type, ir.ScalarType):
-                raise TranspileError("device functions return a scalar value", fn.returns.span)
+            if not isinstance(ret_type, (ir.ScalarType, ir.VectorType)):
+                raise TranspileError("device functions return a scalar or vector value",
+                                     fn.returns.span)
     counts: dict[str, int] = {}
     plain: set[str] = set()
     count_assignments(fn.body, counts, plain)
@@ -79,7 +80,8 @@ def resolve(ctx: FunctionContext, fn: S.FunctionDef) -> Declarations:
 
 def annotation(ctx: FunctionContext, e: S.Expr, allow_unique: bool = False,
                allow_array: bool = False):
-    """Evaluate a type annotation: a ScalarType, an ArrayType, or "unique" (UniqueId)."""
+    """Evaluate a type annotation: a ScalarType, a VectorType, an ArrayType, or "unique"
+    (UniqueId)."""
     if isinstance(e, S.Subscript):
         sym = ctx.resolver.dotted(e.value)
         array = registry_entry(sym)
@@ -92,9 +94,9 @@ def annotation(ctx: FunctionContext, e: S.Expr, allow_unique: bool = False,
         if len(e.index) != 1:
             raise TranspileError(f"{array.name}[T] takes one element type", e.span)
         elem = annotation(ctx, e.index[0])
-        if not isinstance(elem, ir.ScalarType):
-            raise TranspileError("the element type must be a scalar type such as f32",
-                                 e.index[0].span)
+        if not isinstance(elem, (ir.ScalarType, ir.VectorType)):
+            raise TranspileError("the element type must be a scalar type such as f32 or a "
+                                 "vector type such as vec3f", e.index[0].span)
         ndim, mutable = array.value
         return ir.ArrayType(elem, ndim, mutable)
     sym = ctx.resolver.dotted(e) if isinstance(e, (S.Name, S.Attribute)) else None
@@ -104,6 +106,8 @@ def annotation(ctx: FunctionContext, e: S.Expr, allow_unique: bool = False,
     if sym.kind == "gn" and entry is not None:
         if entry.form == "type":
             return ir.scalar(sym.name)
+        if entry.form == "vector type":
+            return ir.vector(sym.name)
         if entry.form == "index type":
             if not allow_unique:
                 raise TranspileError("UniqueId is not a valid annotation here", e.span,

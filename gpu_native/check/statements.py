@@ -66,7 +66,8 @@ class StatementChecker(CheckerBase):
         if ret_type == ir.VOID:
             raise self.error(f"{self.fn.name} has no return annotation, so it cannot return a "
                              "value", s.value.span, "annotate it, e.g. `-> f32`")
-        assert isinstance(ret_type, ir.ScalarType)  # the resolve pass allows nothing else
+        # the resolve pass allows nothing else
+        assert isinstance(ret_type, (ir.ScalarType, ir.VectorType))
         value = self.coerce(self.expr(s.value), ret_type, "the returned value")
         return [ir.Return(s.span, value)], True
 
@@ -172,7 +173,11 @@ class StatementChecker(CheckerBase):
         if isinstance(target, S.Subscript):
             value = S.BinOp(s.span, s.op, target, s.value)
             return self.assign_target(target, value, s.span, None, augmented=True), False
-        raise self.error("augmented assignment needs a name or an array element", target.span)
+        if isinstance(target, S.Attribute):
+            value = S.BinOp(s.span, s.op, target, s.value)
+            return self.assign_target(target, value, s.span, None), False
+        raise self.error("augmented assignment needs a name, an array element or a vector's "
+                         "component", target.span)
 
     def assign_target(self, target: S.Expr, value_syntax: S.Expr, span,
                       annotation, augmented: bool = False) -> list[ir.Stmt]:
@@ -183,8 +188,34 @@ class StatementChecker(CheckerBase):
         if isinstance(target, S.Tuple):
             return self.unpack(target, value_syntax, span)
         if isinstance(target, S.Attribute):
-            raise self.error("attributes cannot be assigned in kernels", target.span)
+            return self.assign_component(target, value_syntax, span)
         raise self.error("cannot assign to this expression", target.span)
+
+    def assign_component(self, target: S.Attribute, value_syntax: S.Expr, span
+                         ) -> list[ir.Stmt]:
+        """``v.x = value`` for a local vector ``v``: ``v`` gets a new vector with that one
+        component replaced."""
+        found = self.component_target(target)
+        if found is None:
+            if isinstance(target.value, S.Subscript):
+                raise self.error("a component of an array element cannot be assigned; assign "
+                                 "the whole element", target.span,
+                                 "v = a[i]; v.x = ...; a[i] = v")
+            raise self.error("attributes cannot be assigned in kernels (only the components "
+                             "of a local vector)", target.span)
+        var, index = found
+        ty = var.ty
+        assert isinstance(ty, ir.VectorType)
+        value = self.coerce(self.expr(value_syntax), ty.elem,
+                            f"component .{ty.info.components[index]} of '{var.name}'")
+        old = ir.Local(target.span, ty, var)
+        items = tuple(value if k == index else ir.VecComponent(target.span, ty.elem, old, k)
+                      for k in range(ty.n))
+        new = ir.VecMake(span, ty, items)
+        self.bounds.commit()
+        self.bounds.kill({var})
+        self.defs.record(var, new)
+        return [ir.Assign(span, var, new)]
 
     def array_declaration(self, value: S.Expr):
         if not isinstance(value, S.Call) or not isinstance(value.func, (S.Name, S.Attribute)):
@@ -230,8 +261,8 @@ class StatementChecker(CheckerBase):
             if name in self.decl.param_vars:
                 var = self.decl.param_vars[name]
             else:
-                ty = annotation if annotation is not None else self.scalar_of(
-                    self.materialize(value), f"the value assigned to '{name}'")
+                ty = annotation if annotation is not None else self.value_type(
+                    value, f"the value assigned to '{name}'")
                 var = self.new_var(name, ty, target.span)
         elif annotation is not None and annotation != var.ty:
             raise self.error(f"'{name}' was declared {var.ty} at {var.span}; it cannot be "
@@ -239,7 +270,7 @@ class StatementChecker(CheckerBase):
         if isinstance(var.ty, (ir.ArrayType, ir.UidType)):
             raise self.error(f"'{name}' is an array or unique id and cannot be reassigned",
                              target.span)
-        assert isinstance(var.ty, ir.ScalarType)
+        assert isinstance(var.ty, (ir.ScalarType, ir.VectorType))
         converted = self.coerce(value, var.ty, f"assignment to '{name}'")
         self.bounds.commit()
         self.bounds.kill({var})
@@ -254,9 +285,9 @@ class StatementChecker(CheckerBase):
                              call.span)
         got = self.args(call, ("dtype", "shape"), 2, f"{which}()")
         elem = self.annotation(got["dtype"])
-        if not isinstance(elem, ir.ScalarType):
-            raise self.error(f"{which}()'s dtype must be a scalar type such as f32",
-                             got["dtype"].span)
+        if not isinstance(elem, (ir.ScalarType, ir.VectorType)):
+            raise self.error(f"{which}()'s dtype must be a scalar type such as f32 or a vector "
+                             "type such as vec3f", got["dtype"].span)
         shape = self.static_shape(got["shape"], which)
         dynamic = shape == (0,)
         if dynamic and which != "shared_array":
@@ -339,7 +370,7 @@ class StatementChecker(CheckerBase):
             # Evaluate every right-hand value first, as Python does (`a, b = b, a` swaps).
             for i, v in enumerate(value_syntax.elts):
                 value = self.materialize(self.expr(v))
-                ty = self.scalar_of(value, "an unpacked value")
+                ty = self.value_type(value, "an unpacked value")
                 temp = self.new_var(f"{ir.TEMP_PREFIX}t{self.temp_counter}", ty, v.span)
                 self.temp_counter += 1
                 out.append(ir.Assign(v.span, temp, value))
@@ -365,9 +396,9 @@ class StatementChecker(CheckerBase):
         name = target.id
         var = self.vars.get(name) or self.decl.param_vars.get(name)
         if var is None:
-            var = self.new_var(name, self.scalar_of(value), target.span)
+            var = self.new_var(name, self.value_type(value), target.span)
         # Arrays and unique ids are assigned once (resolve, declare_array, assign_name).
-        assert isinstance(var.ty, ir.ScalarType)
+        assert isinstance(var.ty, (ir.ScalarType, ir.VectorType))
         converted = self.coerce(value, var.ty, f"assignment to '{name}'")
         self.bounds.commit()
         self.bounds.kill({var})

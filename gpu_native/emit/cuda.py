@@ -18,7 +18,7 @@ from .._version import __version__
 from ..lang import registry as R
 from ..locate import display_file as display_name
 from ..nodes import fields, is_node
-from .cnames import cname, extent_name
+from .cnames import cname, component_name, extent_name
 from .entry_points import ENTRY_POINTS
 from .prelude import GRID_SYNC_INCLUDES, HALF_INCLUDES, PRELUDE_INCLUDE
 
@@ -66,6 +66,9 @@ def _taken_nonnegative(e: ir.Expr) -> bool:
     """``fabs(x)``, ``x * x``, ``exp2(x)`` and the like: >= 0 unless NaN."""
     if isinstance(e, ir.MathCall):
         return e.name in _TAKEN_NONNEGATIVE
+    if isinstance(e, ir.VecCall):  # a square root, or a sum of squares
+        return e.name in ("length", "length_sq") or (
+            e.name == "dot" and _same_value(e.args[0], e.args[1]))
     if isinstance(e, ir.BinOp):
         if e.op == "**":
             return isinstance(e.right, ir.Const) and e.right.value % 2 == 0
@@ -101,7 +104,7 @@ def _sext_may_widen(e: ir.Expr) -> bool:
     return isinstance(e, ir.UnaryOp) and e.op == "-"
 
 
-def _scale_by_power_of_two(e: ir.BinOp) -> tuple[str, float] | None:
+def _scale_by_power_of_two(e: ir.BinOp | ir.VecBinOp) -> tuple[str, float] | None:
     """For ``x * c``, ``c * x`` or ``x / c`` in f32 with a literal ``c = ±2**k``, 1 <= |k| <= 3:
     which operand ``x`` is (``"left"`` or ``"right"``) and the factor (``1 / c`` for a division,
     which is exact).  See gn_fscale in the prelude."""
@@ -156,11 +159,12 @@ def _may_be_product(e: ir.Expr, product_locals: set[int]) -> bool:
     if isinstance(e, ir.Load):
         # A per-thread array indexed by constants lives in registers: it may hold a product.
         return e.array.ty.space == "local"
-    return isinstance(e, ir.Call)
+    # A vector's component may be a product made inside a prelude function.
+    return isinstance(e, (ir.Call, ir.VecComponent, ir.VecCall))
 
 
 def ctype(ty: ir.Type) -> str:
-    if isinstance(ty, ir.ScalarType):
+    if isinstance(ty, (ir.ScalarType, ir.VectorType)):
         return ty.info.c_name
     if isinstance(ty, ir.VoidType):
         return "void"
@@ -284,9 +288,14 @@ class CudaEmitter:
         return "\n".join(out) + "\n"
 
     def params(self, params: tuple[ir.Var, ...], kernel: bool) -> list[str]:
-        out = []
+        out: list[str] = []
         for p in params:
-            if isinstance(p.ty, ir.ArrayType):
+            if kernel and isinstance(p.ty, ir.VectorType):
+                # One scalar parameter per component (see gpu_native.abi), gathered into the
+                # vector by vector_params().
+                elem = ctype(p.ty.elem)
+                out.extend(f"{elem} {component_name(p, k)}" for k in range(p.ty.n))
+            elif isinstance(p.ty, ir.ArrayType):
                 elem = ctype(p.ty.elem)
                 restrict = " __restrict__" if kernel else ""
                 const = "" if p.ty.mutable else "const "
@@ -323,6 +332,13 @@ class CudaEmitter:
         """The C++ type a local is declared with."""
         return ctype(var.ty)
 
+    def vector_params(self, params: tuple[ir.Var, ...]) -> None:
+        """Declare a kernel's vector parameters from their components (see :meth:`params`)."""
+        for p in params:
+            if isinstance(p.ty, ir.VectorType):
+                items = ", ".join(component_name(p, k) for k in range(p.ty.n))
+                self.line(f"const {ctype(p.ty)} {cname(p)} = {ctype(p.ty)}{{{items}}};")
+
     def kernel_function(self, symbol: str | None = None) -> str:
         k = self.kernel
         params = self.params(k.params, kernel=True)
@@ -330,6 +346,7 @@ class CudaEmitter:
         self.lines = []
         self.indent = 1
         self.last_line = -1
+        self.vector_params(k.params)
         self.declarations(k.locals, k.local_arrays, k.shared, k.body)
         self.block(k.body)
         sig = (f'extern "C" __global__ void {symbol or k.symbol}(\n    '
@@ -758,6 +775,7 @@ class CudaEmitter:
         target = self.element(e.array, e.indices, e.checks)
         ptr = f"&{target}"
         elem = e.array.ty.elem
+        assert isinstance(elem, ir.ScalarType)  # the checker refuses atomics on vectors
         ct = elem.info.c_name
         ops = [self.expr(o) for o in e.operands]
         shared = e.array.ty.space == "shared"
@@ -784,6 +802,44 @@ class CudaEmitter:
             return "(" + ", ".join([*([fence] if pre else []), call, *([fence] if post else [])]) + ")"
         return (f"([&]() {{ {fence + '; ' if pre else ''}{ct} __gn_old = {call}; "
                 f"{fence + '; ' if post else ''}return __gn_old; }}())")
+
+
+    # ---- vectors: the prelude's gn_vec* structs and their operators ----------------------------
+
+    def emit_VecMake(self, e: ir.VecMake) -> str:
+        # A braced list evaluates its items left to right, as the simulator does.
+        return f"{ctype(e.ty)}{{{', '.join(self.expr(i) for i in e.items)}}}"
+
+    def emit_VecComponent(self, e: ir.VecComponent) -> str:
+        return f"({self.expr(e.value)}).{'xyzw'[e.index]}"
+
+    def emit_VecBinOp(self, e: ir.VecBinOp) -> str:
+        if e.op in ("*", "/") and e.ty.elem == ir.F32:
+            scaled = _scale_by_power_of_two(e)
+            if scaled is not None and isinstance(getattr(e, scaled[0]).ty, ir.VectorType):
+                # ptxas would fold the scale into the multiplies that made the components.
+                vector = self.expr(getattr(e, scaled[0]))
+                return f"gn_fscale({vector}, {const_code(scaled[1], ir.F32)})"
+        return f"({self.expr(e.left)} {e.op} {self.expr(e.right)})"
+
+    def emit_VecUnary(self, e: ir.VecUnary) -> str:
+        return f"(-{self.expr(e.operand)})"
+
+    def emit_VecCall(self, e: ir.VecCall) -> str:
+        args = [self.expr(a) for a in e.args]
+        if e.name in ("convert", "splat"):
+            # Each component converted (or the scalar repeated) once the argument is evaluated.
+            ty = e.ty
+            assert isinstance(ty, ir.VectorType)
+            src = e.args[0].ty
+            if isinstance(src, ir.VectorType):
+                items = ", ".join(convert(f"__gn_v.{c}", src.elem, ty.elem)
+                                  for c in src.info.components)
+            else:
+                items = ", ".join("__gn_v" for _ in range(ty.n))
+            return (f"([](const {ctype(src)} __gn_v) {{ return {ctype(ty)}{{{items}}}; }}"
+                    f"({args[0]}))")
+        return f"gn_{e.name}({', '.join(args)})"
 
 
 def _atomic_ptr(ptr: str, elem: ir.ScalarType) -> str:
@@ -836,6 +892,11 @@ _EXPR: dict[type, str] = {
     ir.WarpOp: "emit_WarpOp",
     ir.BarrierVote: "emit_BarrierVote",
     ir.Atomic: "emit_Atomic",
+    ir.VecMake: "emit_VecMake",
+    ir.VecComponent: "emit_VecComponent",
+    ir.VecBinOp: "emit_VecBinOp",
+    ir.VecUnary: "emit_VecUnary",
+    ir.VecCall: "emit_VecCall",
 }
 
 

@@ -24,6 +24,8 @@ _NOTICE = ("<!-- generated from gpu_native/lang/registry.py by `python -m gpu_na
 SECTIONS: tuple[tuple[str, tuple[tuple[str, ...], ...]], ...] = (
     ("Types (`from gpu_native import ...`)", (
         ("gpu_native", "type"), ("gpu_native", "array type"), ("gpu_native", "index type"))),
+    ("Vectors", (("gpu_native", "vector type"), ("gpu_native", "call", "call_vector"),
+                 ("vector", "attribute"))),
     ("Kernels, layouts and launch coordinates", (
         ("gpu_native", "decorator"), ("gpu_native", "kernel kind"), ("gpu_native", "layout"),
         ("layout", "method"), ("layout", "loop"), ("gpu_native", "dim3"),
@@ -38,7 +40,8 @@ SECTIONS: tuple[tuple[str, tuple[tuple[str, ...], ...]], ...] = (
     ("Builtins", (("builtins", "call"), ("builtins", "loop"), ("builtins", "statement"))),
 )
 
-_PREFIX = {"math": "math.", "atomic_ref": ".", "layout": "Layout.", "dim3": ".", "array": "x."}
+_PREFIX = {"math": "math.", "atomic_ref": ".", "layout": "Layout.", "dim3": ".", "array": "x.",
+           "vector": "v."}
 
 
 def _name(entry: Entry) -> str:

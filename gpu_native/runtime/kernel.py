@@ -29,7 +29,7 @@ import numpy as np
 from .. import abi
 from ..errors import LaunchError
 from ..lang.layouts import BlockDim1D, BlockDim2D, BlockDim3D, GridDim1D, GridDim2D, GridDim3D
-from ..lang.types import SCALARS
+from ..lang.types import SCALARS, VECTOR_CLASSES
 from ..nodes import Factory, node
 from ..spec import KernelSpec, LaunchCheck, Param, Site, Trait, VariantSpec
 from . import backend as B
@@ -670,6 +670,8 @@ class LaunchContext:
                 arrays.append((p, arr))
                 values.append(arr._gn_ptr)
                 values.extend(arr.shape)
+            elif dtype in abi.VECTOR_SLOTS:
+                values.extend(self.vector_argument(p, dtype, arg))
             else:
                 values.append(self.scalar_argument(p, dtype, arg))
         self.check_overlap(arrays)
@@ -729,9 +731,29 @@ class LaunchContext:
                              f"gn.Device({arr.device})")
         return arr
 
-    def scalar_argument(self, p: Param, dtype: str, arg):
-        info = SCALARS[dtype]
+    def vector_argument(self, p: Param, dtype: str, arg) -> list:
+        """A vector parameter's components as their slots take them: from a vector of its type
+        (``gn.vec3f(x, y, z)``) or any sequence of as many numbers (a tuple, a NumPy array)."""
+        elem, n = abi.VECTOR_SLOTS[dtype]
         where = self.where(p)
+        other = next((name for name, cls in VECTOR_CLASSES.items() if isinstance(arg, cls)), dtype)
+        if other != dtype:
+            raise TypeError(f"{where} must be a {dtype}, not a {other}; convert it, e.g. "
+                            f"gn.{dtype}(v)")
+        if isinstance(arg, (str, bytes)) or not hasattr(arg, "__len__"):
+            raise TypeError(f"{where} must be a {dtype} (a gn.{dtype}, or a sequence of {n} "
+                            f"numbers), not {type(arg).__name__}")
+        items = list(arg)
+        if len(items) != n:
+            raise ValueError(f"{where} must be a {dtype}: {n} numbers, not {len(items)}")
+        out = []
+        for component, x in zip("xyzw", items):
+            out.append(self.scalar_argument(p, elem, x, f"{where}, component {component},"))
+        return out
+
+    def scalar_argument(self, p: Param, dtype: str, arg, where: str | None = None):
+        info = SCALARS[dtype]
+        where = where or self.where(p)
         if info.kind == "bool":
             if isinstance(arg, (bool, np.bool_)):
                 return bool(arg)

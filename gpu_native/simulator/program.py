@@ -89,11 +89,12 @@ class SimProgram:
         """Run every thread of the launch; write results into the array arguments in place.
 
         ``args`` holds one entry per kernel parameter: a C-contiguous NumPy array (bf16: uint16
-        bit patterns) or a NumPy scalar.  Device errors go to ``errors.fail(site, index,
+        bit patterns; an array of vectors has a last axis of their length), a NumPy scalar, or
+        a sequence of a vector's components.  Device errors go to ``errors.fail(site, index,
         length, block, thread)`` (the first one only) and races to ``errors.race(message)``.
         """
         launch = Launch(self, grid, block, shared_mem_bytes, errors)
-        values = []
+        values: list = []
         for k, (param, arg) in enumerate(zip(self.kernel.params, args)):
             ty = param.ty
             if isinstance(ty, ir.ArrayType):
@@ -103,8 +104,10 @@ class SimProgram:
                 if shadow is not None:
                     launch.global_shadows.append(shadow)
                 values.append(GlobalArray(param.name, array, ty.elem.info, shadow))
+            elif isinstance(ty, ir.VectorType):  # a tuple of its components
+                values.append(tuple(_scalar_arg(a, ty.elem.info) for a in arg))
             else:
-                assert isinstance(ty, ir.ScalarType)  # parameters are arrays and scalars
+                assert isinstance(ty, ir.ScalarType)  # parameters are arrays, scalars, vectors
                 values.append(_scalar_arg(arg, ty.info))
         if len(values) != len(self.kernel.params):
             raise TypeError(f"{self.name}() takes {len(self.kernel.params)} arguments, "
