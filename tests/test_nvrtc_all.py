@@ -20,6 +20,7 @@ FILES = sorted([*(ROOT / "examples").glob("*.py"),
                 ROOT / "tests" / "kernels_runtime.py",
                 ROOT / "tests" / "kernels_language.py",
                 ROOT / "tests" / "kernels_bits.py",
+                ROOT / "tests" / "kernels_vectors.py",
                 *(ROOT / "tools").glob("_bench*.py")])
 
 

@@ -153,6 +153,8 @@ def assigned_names(stmts) -> set[str]:
 def _target_names(t: S.Expr) -> set[str]:
     if isinstance(t, S.Name):
         return {t.id}
+    if isinstance(t, S.Attribute) and isinstance(t.value, S.Name):
+        return {t.value.id}  # `v.x = ...` assigns the local vector v
     if isinstance(t, S.Tuple):
         out: set[str] = set()
         for e in t.elts:

@@ -337,7 +337,8 @@ class CudaEmitter:
         for p in params:
             if isinstance(p.ty, ir.VectorType):
                 items = ", ".join(component_name(p, k) for k in range(p.ty.n))
-                self.line(f"const {ctype(p.ty)} {cname(p)} = {ctype(p.ty)}{{{items}}};")
+                # Not const: a kernel may assign its parameters, a vector's components too.
+                self.line(f"{ctype(p.ty)} {cname(p)} = {ctype(p.ty)}{{{items}}};")
 
     def kernel_function(self, symbol: str | None = None) -> str:
         k = self.kernel

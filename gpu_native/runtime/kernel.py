@@ -717,8 +717,13 @@ class LaunchContext:
             raise TypeError(f"{self.where(p)} was created by the {arr._backend.name} backend but "
                             f"kernels run on the {backend.name} backend")
         if arr._info.name != dtype:
+            hint = ""
+            vector = abi.VECTOR_SLOTS.get(dtype)
+            if vector is not None and arr._info.name == vector[0] and arr.shape[-1] == vector[1]:
+                hint = (f"; its last axis holds {vector[1]} components: pass "
+                        f"gn.to_device({p.name}, dtype=gn.{dtype}) (no copy)")
             raise TypeError(f"{self.where(p)} must be an array of {dtype} ({want}), but its "
-                            f"elements are {arr._info.name}")
+                            f"elements are {arr._info.name}{hint}")
         if arr.ndim != p.ndim:
             raise TypeError(f"{self.where(p)} must be a {p.ndim}-D array ({want}), but it has "
                             f"{arr.ndim} dimension{'s' if arr.ndim != 1 else ''}")
