@@ -354,6 +354,27 @@ def k(out: CUDASliceMut[vec3f]):
     _expect_error(src, "could race|not provably unique|unique")
 
 
+# ---- the docs ------------------------------------------------------------------------------------
+
+
+def test_the_docs_snippet_runs(sim, tmp_path, monkeypatch, capsys):
+    import importlib
+
+    text = (Path(__file__).resolve().parent.parent / "docs" / "language.md").read_text()
+    part = text[text.index("\n## Vectors\n"):text.index("\n## Bits, fences and block votes\n")]
+    (snippet,) = re.findall(r"```python\n(.*?)```", part, re.S)
+    (tmp_path / "vector_doc_snippet.py").write_text(snippet)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    importlib.import_module("vector_doc_snippet")
+    assert capsys.readouterr().out.splitlines()[-1] == "ok"
+
+
+def test_abi_vector_slots_follow_the_vector_types():
+    from gpu_native import abi
+
+    assert abi.VECTOR_SLOTS == {name: (v.elem.name, v.n) for name, v in VECTORS.items()}
+
+
 # ---- type errors ---------------------------------------------------------------------------------
 
 HEADER = """\
