@@ -372,7 +372,7 @@ def test_the_docs_snippet_runs(sim, tmp_path, monkeypatch, capsys):
 def test_abi_vector_slots_follow_the_vector_types():
     from gpu_native import abi
 
-    assert abi.VECTOR_SLOTS == {name: (v.elem.name, v.n) for name, v in VECTORS.items()}
+    assert {name: (v.elem.name, v.n) for name, v in VECTORS.items()} == abi.VECTOR_SLOTS
 
 
 # ---- type errors ---------------------------------------------------------------------------------
