@@ -580,7 +580,9 @@ class FastPath:
     to closure variables once per launch configuration (see gpu_native.emit.host).
 
     ``DeviceArray``, ``int``, ``float`` and ``bool`` are the classes the argument tests compare
-    with (from here, not from the user's module, where ``int`` may mean something else);
+    with (from here, not from the user's module, where ``int`` may mean something else), and
+    ``vectors`` the vector classes by name (``gn.vec3f`` ...: a vector argument of its
+    parameter's exact class is packed as its components, which it holds converted already);
     ``signatures`` maps each array parameter's name to the signature its arguments must carry
     (``DeviceArray.launch_sig``); ``pack(buffer, 0, *values)`` packs the arguments into
     ``buffer``, whose ``void*`` array is at ``address``; ``launch(function, *grid, *block,
@@ -607,6 +609,7 @@ class FastPath:
     success: object
     failed: object
     slow: object
+    vectors: dict = Factory(lambda: dict(VECTOR_CLASSES))
 
 
 class LaunchContext:
