@@ -21,6 +21,7 @@ from ..nodes import fields, is_node
 from .cnames import cname, component_name, extent_name
 from .entry_points import ENTRY_POINTS
 from .prelude import GRID_SYNC_INCLUDES, HALF_INCLUDES, PRELUDE_INCLUDE
+from .vectors import VectorEmitter
 
 _XYZ = "xyz"
 # The barriers by scope ("block", "warp", "grid"), as the IR's Barrier names them.
@@ -246,7 +247,7 @@ def convert(code: str, src: ir.ScalarType, dst: ir.ScalarType) -> str:
     return f"(({d.c_name})({code}))"
 
 
-class CudaEmitter:
+class CudaEmitter(VectorEmitter):
     """Emits one kernel specialisation (and the device functions it reaches) as CUDA C++."""
 
     def __init__(self, kernel: ir.Kernel, display_file: str):
@@ -803,44 +804,6 @@ class CudaEmitter:
             return "(" + ", ".join([*([fence] if pre else []), call, *([fence] if post else [])]) + ")"
         return (f"([&]() {{ {fence + '; ' if pre else ''}{ct} __gn_old = {call}; "
                 f"{fence + '; ' if post else ''}return __gn_old; }}())")
-
-
-    # ---- vectors: the prelude's gn_vec* structs and their operators ----------------------------
-
-    def emit_VecMake(self, e: ir.VecMake) -> str:
-        # A braced list evaluates its items left to right, as the simulator does.
-        return f"{ctype(e.ty)}{{{', '.join(self.expr(i) for i in e.items)}}}"
-
-    def emit_VecComponent(self, e: ir.VecComponent) -> str:
-        return f"({self.expr(e.value)}).{'xyzw'[e.index]}"
-
-    def emit_VecBinOp(self, e: ir.VecBinOp) -> str:
-        if e.op in ("*", "/") and e.ty.elem == ir.F32:
-            scaled = _scale_by_power_of_two(e)
-            if scaled is not None and isinstance(getattr(e, scaled[0]).ty, ir.VectorType):
-                # ptxas would fold the scale into the multiplies that made the components.
-                vector = self.expr(getattr(e, scaled[0]))
-                return f"gn_fscale({vector}, {const_code(scaled[1], ir.F32)})"
-        return f"({self.expr(e.left)} {e.op} {self.expr(e.right)})"
-
-    def emit_VecUnary(self, e: ir.VecUnary) -> str:
-        return f"(-{self.expr(e.operand)})"
-
-    def emit_VecCall(self, e: ir.VecCall) -> str:
-        args = [self.expr(a) for a in e.args]
-        if e.name in ("convert", "splat"):
-            # Each component converted (or the scalar repeated) once the argument is evaluated.
-            ty = e.ty
-            assert isinstance(ty, ir.VectorType)
-            src = e.args[0].ty
-            if isinstance(src, ir.VectorType):
-                items = ", ".join(convert(f"__gn_v.{c}", src.elem, ty.elem)
-                                  for c in src.info.components)
-            else:
-                items = ", ".join("__gn_v" for _ in range(ty.n))
-            return (f"([](const {ctype(src)} __gn_v) {{ return {ctype(ty)}{{{items}}}; }}"
-                    f"({args[0]}))")
-        return f"gn_{e.name}({', '.join(args)})"
 
 
 def _atomic_ptr(ptr: str, elem: ir.ScalarType) -> str:

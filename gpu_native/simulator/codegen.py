@@ -1,7 +1,7 @@
 """Typed IR → vectorised Python (one function per kernel and per device function).
 
 Every local variable of the kernel becomes a Python local of the same name holding a NumPy scalar
-or lane vector; ``_gn_m`` is the mask of executing lanes (see :mod:`.machine`); ``_gn`` is the
+or lane vector (a ``vec3f`` ...: a tuple of such values, one per component, see :mod:`.vectors`); ``_gn_m`` is the mask of executing lanes (see :mod:`.machine`); ``_gn`` is the
 chunk.  The generated code's own names all start with ``_gn`` (see :meth:`FunctionEmitter.name`
 for how a kernel's names are kept apart from them).  Control flow becomes mask arithmetic: both sides of an ``if`` run under complementary
 masks, loops run while any lane is still in them, ``break``/``continue``/``return`` move lanes out

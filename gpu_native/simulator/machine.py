@@ -2,7 +2,8 @@
 
 A *lane* is one GPU thread.  A chunk holds the threads of several consecutive blocks, block after
 block, threads in linear order (``x`` fastest) inside each; every kernel value is a NumPy scalar
-(the same on every lane) or a vector with one entry per lane.  Control flow is carried by a lane
+(the same on every lane) or a vector with one entry per lane (a small vector type's value is a
+tuple of those, one per component).  Control flow is carried by a lane
 *mask*:
 
 * ``None``: every lane of the chunk executes (the fast path);
