@@ -365,7 +365,8 @@ def k(out: CUDASliceMut[vec3f]):
     i = FlatLayout1D.uid()
     out[i // 2] = vec3f(1.0)  # <-
 """
-    _expect_error(src, "could race|not provably unique|unique")
+    _expect_error(src, r"store into 'out' through an index that is not provably unique: two "
+                       r"threads of the grid could write the same element")
 
 
 # ---- the docs ------------------------------------------------------------------------------------
