@@ -409,8 +409,6 @@ VECTOR_CLASSES: dict[str, type] = {
     "vec4d": vec4d, "vec2i": vec2i, "vec3i": vec3i, "vec4i": vec4i,
 }
 
-ElementInfo = ScalarInfo | VectorInfo
-
 
 def element_info(tag: Any) -> ScalarInfo | VectorInfo:
     """The :class:`ScalarInfo` or :class:`VectorInfo` of an array element type: a scalar or
