@@ -35,7 +35,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from types import FrameType
 
-__all__ = ["CacheWarning", "KernelFinder", "KernelModuleLoader", "install", "is_disabled",
+__all__ = ["CacheWarning", "GpuNativeWarning", "KernelFinder", "KernelModuleLoader", "install", "is_disabled",
            "may_define_kernels", "status", "uninstall"]
 
 # The bytes that mark a module as possibly defining kernels: gpu_native.frontend.parse's
@@ -65,7 +65,16 @@ _INTERNAL = (_IMPORTLIB, __file__,
              os.path.join(os.path.dirname(os.path.abspath(__file__)), "gpu_native") + os.sep)
 
 
-class CacheWarning(UserWarning):
+class GpuNativeWarning(UserWarning):
+    """Base class of every warning gpu_native gives (``gpu_native.GpuNativeWarning``): filter
+    them all with ``warnings.filterwarnings("ignore", category=gn.GpuNativeWarning)``.
+
+    Defined here, with :class:`CacheWarning`, because interpreter startup can warn without
+    importing ``gpu_native``.
+    """
+
+
+class CacheWarning(GpuNativeWarning):
     """A gpu_native cache (compiled kernels, rewritten modules) could not be used as intended:
     a corrupt entry, an unwritable directory, or one that another user could have written to.
 

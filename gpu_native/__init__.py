@@ -28,6 +28,7 @@ from .errors import CudaError as CudaError
 from .errors import CudaVersionError as CudaVersionError
 from .errors import DeviceRaceError as DeviceRaceError
 from .errors import GpuNativeError as GpuNativeError
+from .errors import GpuNativeWarning as GpuNativeWarning
 from .errors import KernelAssertionError as KernelAssertionError
 from .errors import KernelError as KernelError
 from .errors import KernelIndexError as KernelIndexError
@@ -35,6 +36,7 @@ from .errors import KernelZeroDivisionError as KernelZeroDivisionError
 from .errors import LaunchError as LaunchError
 from .errors import MissingArtifactError as MissingArtifactError
 from .errors import TranspileError as TranspileError
+from .lang.constarrays import const_array as const_array
 from .lang.intrinsics import FULL_MASK as FULL_MASK
 from .lang.intrinsics import MemoryOrder as MemoryOrder
 from .lang.intrinsics import activemask as activemask
@@ -61,6 +63,7 @@ from .lang.intrinsics import local_array as local_array
 from .lang.intrinsics import match_all as match_all
 from .lang.intrinsics import match_any as match_any
 from .lang.intrinsics import normalize as normalize
+from .lang.intrinsics import philox as philox
 from .lang.intrinsics import popc as popc
 from .lang.intrinsics import shared_array as shared_array
 from .lang.intrinsics import shfl_down as shfl_down
@@ -97,6 +100,7 @@ from .lang.layouts import block_dim as block_dim
 from .lang.layouts import block_idx as block_idx
 from .lang.layouts import grid_dim as grid_dim
 from .lang.layouts import thread_idx as thread_idx
+from .lang.types import Const as Const
 from .lang.types import CUDASlice as CUDASlice
 from .lang.types import CUDASlice2D as CUDASlice2D
 from .lang.types import CUDASlice3D as CUDASlice3D
@@ -150,17 +154,17 @@ def backend() -> str:
 __all__ = [
     "DEFAULT_STREAM", "FULL_MASK", "BlockDim1D", "BlockDim2D", "BlockDim3D", "BlockLayout1D",
     "BlockLayout2D", "BlockLayout3D", "CUDASlice", "CUDASlice2D", "CUDASlice3D", "CUDASliceMut",
-    "CUDASliceMut2D", "CUDASliceMut3D", "CompileError", "ContextLostError", "CudaError",
+    "CUDASliceMut2D", "CUDASliceMut3D", "CompileError", "Const", "ContextLostError", "CudaError",
     "CudaVersionError", "Device", "DeviceArray", "DeviceRaceError", "Event", "FlatLayout1D",
     "FlatLayout2D", "FlatLayout3D",
-    "GpuNativeError", "Graph", "GridDim1D", "GridDim2D", "GridDim3D", "Kernel", "Kernel1D",
+    "GpuNativeError", "GpuNativeWarning", "Graph", "GridDim1D", "GridDim2D", "GridDim3D", "Kernel", "Kernel1D",
     "Kernel2D", "Kernel3D", "KernelAssertionError", "KernelError", "KernelIndexError",
     "KernelZeroDivisionError", "LaunchError", "MemoryOrder", "MissingArtifactError", "Stream",
     "TranspileError", "UniqueId", "activemask", "all_sync", "any_sync", "backend", "ballot",
-    "bf16", "bitcast", "block_dim", "block_idx", "bool_", "brev", "byte_perm", "clz", "copy",
-    "cross", "ctz", "dot", "empty", "f16", "f32", "f64", "ffs", "funnelshift_l", "funnelshift_lc", "funnelshift_r",
+    "bf16", "bitcast", "block_dim", "block_idx", "bool_", "brev", "byte_perm", "clz",
+    "const_array", "copy", "cross", "ctz", "dot", "empty", "f16", "f32", "f64", "ffs", "funnelshift_l", "funnelshift_lc", "funnelshift_r",
     "funnelshift_rc", "gpu_device", "gpu_kernel", "grid_dim", "grid_sync", "i8", "i16", "i32", "i64", "lane_id",
-    "length", "length_sq", "local_array", "match_all", "match_any", "normalize", "popc", "shared_array", "shfl_down", "shfl_idx",
+    "length", "length_sq", "local_array", "match_all", "match_any", "normalize", "philox", "popc", "shared_array", "shfl_down", "shfl_idx",
     "shfl_up", "shfl_xor", "sync_threads", "sync_threads_and", "sync_threads_count",
     "sync_threads_or", "sync_warp", "synchronize", "thread_idx", "threadfence",
     "threadfence_block", "threadfence_system", "to_device", "u8", "u16", "u32", "u64", "unsafe",

@@ -54,9 +54,9 @@ def cmd_expand(args: argparse.Namespace) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(prog: str = "gpu-native") -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="gpu-native",
+        prog=prog,
         description="Write CUDA kernels as typed Python functions.",
     )
     parser.add_argument("--version", action="version", version=f"gpu_native {__version__}")
@@ -90,9 +90,10 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``gpu-native`` console script."""
-    parser = build_parser()
+def main(argv: Sequence[str] | None = None, prog: str = "gpu-native") -> int:
+    """Entry point of the ``gpu-native`` console script (and of ``python -m gpu_native``, whose
+    usage lines say ``prog``)."""
+    parser = build_parser(prog)
     args = parser.parse_args(argv)
     try:
         return int(args.func(args) or 0)

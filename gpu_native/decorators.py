@@ -17,13 +17,16 @@ from __future__ import annotations
 import linecache
 import os
 import threading
+import time
 import types
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from . import log
 from .errors import TranspileError
 from .lang.layouts import Kernel1D, Kernel2D, Kernel3D
 from .runtime.kernel import Kernel
+from .tracebacks import boundary, strip
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -32,6 +35,7 @@ _rewrites: dict[tuple[str, str], Any] = {}
 _rewrite_lock = threading.Lock()
 
 
+@boundary
 def gpu_kernel(kind: type, *, bounds_check: bool = True, fastmath: bool = False,
                max_registers: int | None = None, cooperative: bool = False,
                specializations: Any = None,
@@ -63,7 +67,11 @@ def gpu_kernel(kind: type, *, bounds_check: bool = True, fastmath: bool = False,
     def decorate(fn: Callable[..., Any]) -> Kernel:
         if _spec is not None:
             return Kernel(_spec, fn)
-        return _kernel_from_source(fn)
+        try:
+            return _kernel_from_source(fn)
+        except Exception as exc:  # a kernel outside the language: the user's line, not ours
+            strip(exc)
+            raise
 
     return decorate
 
@@ -173,7 +181,11 @@ def _rewrite(source: str, filename: str, module_name: str, hints: dict):
     with _rewrite_lock:
         result = _rewrites.get(key)
         if result is None:
+            started = time.perf_counter()
             result = _rewrites[key] = rewrite_module(source, filename, module_name, hints=hints)
+            log.debug("module %s (%s): transpiled %d kernel%s in %.1f ms (no import hook ran)",
+                      module_name, filename, len(result.kernels),
+                      "s" * (len(result.kernels) != 1), (time.perf_counter() - started) * 1e3)
     return result
 
 

@@ -9,6 +9,8 @@ synchronisation point and subclass the built-in exception a Python programmer wo
 
 from __future__ import annotations
 
+from _gpu_native_startup import GpuNativeWarning as GpuNativeWarning
+
 from .nodes import node
 
 __all__ = [
@@ -18,6 +20,7 @@ __all__ = [
     "CudaVersionError",
     "DeviceRaceError",
     "GpuNativeError",
+    "GpuNativeWarning",
     "InternalError",
     "KernelAssertionError",
     "KernelError",

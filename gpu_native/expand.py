@@ -7,7 +7,8 @@ kernel's spec as one literal.  The default form here is the same module for read
 lines as they are, and in place of each kernel a summary of its spec (parameters, options, and
 for each specialisation its symbol, traits, error sites and launch checks; not the CUDA or the
 IR) followed by the launcher factory over as many lines as it needs, each generated line tagged
-``# L<n>`` with the line the imported module has it on (the line a traceback names).  Apart from
+``# L<n>`` with the line the imported module has it on (the launcher a launch calls runs on the
+kernel's decorator line instead: see :func:`gpu_native.tracebacks.launcher_code`).  Apart from
 the spec literal (shown as ``_spec=...``) it is the same code: tests compare the two forms'
 syntax trees.
 """
@@ -22,6 +23,7 @@ from .emit.host import READABLE_WIDTH, build_launcher, decorator_parts, exact_li
 from .nodes import node
 from .rewrite import TranspiledModule, display_file, transpile_module
 from .spec import IndexFits, KernelSpec, LaunchAssert, tree_text
+from .tracebacks import boundary
 
 __all__ = ["Expansion"]
 
@@ -50,6 +52,7 @@ class Expansion:
     module: TranspiledModule
 
     @classmethod
+    @boundary
     def of(cls, source: str, path: str, module_name: str | None = None) -> Expansion:
         return cls(source, path, transpile_module(source, path, module_name))
 
@@ -280,7 +283,7 @@ def _proofs_of(kernel: ir.Kernel) -> list[str]:
     for owner, n in _owned_nodes(kernel):
         if isinstance(n, ir.Store):
             space = n.array.ty.space
-            rule = _STORE_RULES.get((n.unique, space), f"{n.unique} ({space})")
+            rule = n.proof or _STORE_RULES.get((n.unique, space), f"{n.unique} ({space})")
             writes.append((n.span, owner, rule))
         elif isinstance(n, ir.Atomic) and n.op != "load":
             writes.append((n.span, owner, f"atomic {n.op}"))

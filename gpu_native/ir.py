@@ -75,9 +75,10 @@ class VoidType(Type):
 
 @node
 class ArrayType(Type):
-    """An array: a global parameter (``space="global"``), shared or per-thread local memory.
+    """An array: a global parameter (``space="global"``), shared, per-thread local or constant
+    memory (``"const"``: a module-level ``const_array``, never mutable).
 
-    ``shape`` is known statically for shared and local arrays (``None`` for global arrays, whose
+    ``shape`` is known statically for shared, local and constant arrays (``None`` for global arrays, whose
     shape comes with the launch).  The dynamic shared array has ``shape == (-1,)``.
     """
 
@@ -103,6 +104,17 @@ class UidType(Type):
 
     def __str__(self) -> str:
         return f"UniqueId{self.ndim}D({self.scope})"
+
+
+@node
+class TupleType(Type):
+    """A tuple of scalars (``tuple[f32, i32]``): what a device function may return, and the type
+    of a local that holds one.  The CUDA emitter declares one struct per tuple type."""
+
+    elems: tuple[ScalarType, ...]
+
+    def __str__(self) -> str:
+        return f"tuple[{', '.join(str(e) for e in self.elems)}]"
 
 
 def scalar(name: str) -> ScalarType:
@@ -153,6 +165,14 @@ class Var:
 
     def __repr__(self) -> str:
         return f"Var({self.name}: {self.ty})"
+
+
+@node(eq=False)
+class ConstVar(Var):
+    """The variable of a module-level constant array (see :class:`ConstDecl`): its C++ name is
+    ``symbol``, a name of the translation unit (the runtime finds the array by it)."""
+
+    symbol: str = ""
 
 
 @node
@@ -386,6 +406,22 @@ class Call(Expr):
 
 
 @node
+class MakeTuple(Expr):
+    """``(a, b)``: a tuple value (``ty`` is a ``TupleType``); each item already has its
+    element's type.  Items are evaluated left to right."""
+
+    items: tuple[Expr, ...]
+
+
+@node
+class TupleItem(Expr):
+    """``t[index]`` of a tuple-typed value (a constant index, already in range)."""
+
+    value: Expr
+    index: int
+
+
+@node
 class WarpOp(Expr):
     """Warp intrinsic: ``op`` in shfl_down / shfl_up / shfl_xor / shfl_idx (``args`` = value, lane
     arg, width), ballot (u32), all_sync / any_sync (bool), match_any / match_all (u32; ``args`` =
@@ -425,6 +461,22 @@ class Atomic(Expr):
     order: str = "relaxed"
 
 
+@node
+class RandomDraw(Expr):
+    """A draw from a Philox4x32-10 generator (``rng.uniform()``): ``method`` names its registry
+    entry (``random_u32``, ``uniform``, ``normal``, ``randint``).  ``state`` reads the
+    generator's three ``u64`` locals (key, subsequence, counter) and the draw advances the
+    counter: by one block, and ``randint`` by one more for each block whose four words it
+    rejects.  ``args`` are the method's operands (``randint``: the bound ``n``, of type ``ty``);
+    ``check`` is the site that reports a ``randint`` bound outside 1..2**32 - 1, or ``None``
+    when the bound is a constant in range."""
+
+    method: str
+    state: tuple[Local, ...]
+    args: tuple[Expr, ...] = ()
+    check: int | None = None
+
+
 # ============================================================================================
 # Statements
 
@@ -449,6 +501,8 @@ class Store(Stmt):
     ``unique`` tells how the checker proved the write race-free: "uid" (a unique index),
     "single" (only one thread of the block / grid runs it), or "unsafe" (inside ``with unsafe():``,
     where the simulator's race detector watches for two threads writing one element).
+    ``proof`` is the rule of the ownership proofs that accepted it (``""``: the classic rule),
+    for ``gpu-native expand --proofs``; it is not encoded for the simulator.
     """
 
     array: ArrayRef
@@ -456,6 +510,7 @@ class Store(Stmt):
     checks: tuple[int | None, ...]
     value: Expr
     unique: str = "uid"
+    proof: str = ""
 
 
 @node
@@ -593,6 +648,30 @@ class LocalArrayDecl(_ArrayDecl):
     var: Var
 
 
+@node(eq=False)
+class ConstDecl(_ArrayDecl):
+    """A module-level ``const_array`` a kernel reads (``var.ty`` has ``space="const"``): declared
+    ``__constant__`` as :attr:`symbol` in the kernel's translation unit, and set when the kernel
+    is loaded from the array ``module.name`` holds (see :mod:`gpu_native.lang.constarrays`)."""
+
+    var: ConstVar
+    module: str
+    name: str
+
+    @property
+    def symbol(self) -> str:
+        """The ``__constant__`` variable's name in the translation unit."""
+        return self.var.symbol
+
+    @property
+    def nbytes(self) -> int:
+        """The bytes the array takes in the constant bank."""
+        size = self.ty.elem.info.itemsize
+        for n in self.shape:
+            size *= n
+        return size
+
+
 # CUDA allows at most 48 KiB of *static* shared memory per block on every architecture; more
 # needs the dynamic shared array and the opt-in function attribute (which the launcher sets).
 STATIC_SHARED_LIMIT = 48 * 1024
@@ -684,6 +763,8 @@ class Kernel:
     # expressions that the bounds proofs assume do not wrap; the checker makes them as the
     # records the runtime reads (gpu_native.spec.LaunchAssert and IndexFits).
     launch_checks: tuple[LaunchCheck, ...] = ()
+    # The constant arrays the kernel and its device functions read, in the order first read.
+    consts: tuple[ConstDecl, ...] = ()
     extra: dict = Factory(dict)
 
 

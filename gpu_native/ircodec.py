@@ -58,7 +58,12 @@ _CLASSES["SourceSpan"] = SourceSpan
 _SCALAR_INFO = "ScalarInfo"  # (name,): decodes to SCALARS[name]
 _VECTOR_INFO = "VectorInfo"  # (name,): decodes to VECTORS[name]
 _DICT = "dict"  # (key, value, key, value, ...)
-_FIELDS: dict[str, tuple[str, ...]] = {name: fields(cls) for name, cls in _CLASSES.items()}
+# Fields for the reader of `gpu-native expand`, not for the simulator: left out of the bytes (and
+# of SCHEMA), and given their defaults when decoded.
+NOT_ENCODED: dict[str, dict[str, object]] = {"Store": {"proof": ""}}
+_FIELDS: dict[str, tuple[str, ...]] = {
+    name: tuple(f for f in fields(cls) if f not in NOT_ENCODED.get(name, {}))
+    for name, cls in _CLASSES.items()}
 SCHEMA = hashlib.blake2b(
     repr(sorted(_FIELDS.items())).encode(), digest_size=8).hexdigest()
 _PLAIN = (type(None), bool, int, float, str, bytes)
@@ -218,6 +223,7 @@ def _record(rec, objs: list):
         values[i] = tuple(_check_record(v) for v in values[i])
     obj: object = object.__new__(cls)
     obj.__dict__.update(zip(names, values))  # as nodes.replace does: frozen nodes too
+    obj.__dict__.update(NOT_ENCODED.get(name, {}))
     return obj
 
 

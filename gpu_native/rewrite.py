@@ -25,6 +25,7 @@ from .ircodec import encode_kernel
 from .locate import display_file
 from .nodes import node, replace
 from .spec import (
+    ConstArray,
     IndexFits,
     KernelOptions,
     KernelSpec,
@@ -34,6 +35,7 @@ from .spec import (
     Trait,
     VariantSpec,
 )
+from .tracebacks import boundary
 
 
 @node(frozen=False)
@@ -148,6 +150,7 @@ def _launcher_params(checked: CheckedKernel) -> tuple[Param, ...]:
     return tuple(out)
 
 
+@boundary
 def transpile_module(source: str, path: str, module_name: str | None = None,
                      locator: ModuleLocator | None = None, hints: dict | None = None
                      ) -> TranspiledModule:
@@ -174,7 +177,9 @@ def transpile_module(source: str, path: str, module_name: str | None = None,
                 types=k.specialization, symbol=k.symbol,
                 kernel_id=abi.kernel_id(k.module, k.symbol), cuda=cuda,
                 sites=_sites(k, files), traits=_traits(k),
-                launch_checks=_launch_checks(k, files), ir=encoded))
+                launch_checks=_launch_checks(k, files), ir=encoded,
+                consts=tuple(ConstArray(d.name, d.module, d.ty.elem.name, d.shape, d.symbol)
+                             for d in k.consts)))
         options = KernelOptions(ck.options.bounds_check, ck.options.fastmath,
                                 ck.options.max_registers, ck.options.cooperative)
         kernels.append(KernelSpec(
@@ -187,6 +192,7 @@ def transpile_module(source: str, path: str, module_name: str | None = None,
     return TranspiledModule(scan, kernels, checked, deps)
 
 
+@boundary
 def rewrite_module(source: str, path: str, module_name: str | None = None,
                    locator: ModuleLocator | None = None, hints: dict | None = None
                    ) -> RewriteResult:

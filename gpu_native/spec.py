@@ -26,6 +26,7 @@ from .nodes import fields, node
 
 __all__ = [
     "SCHEMA",
+    "ConstArray",
     "IndexFits",
     "KernelOptions",
     "KernelSpec",
@@ -39,11 +40,12 @@ __all__ = [
 ]
 
 # The layout of the spec literal and the protocol of the launcher factory with the runtime
-# (``LaunchContext.fast_path``): 5, the options hold ``cooperative``; 4, sites and launch checks
+# (``LaunchContext.fast_path``): 6, variants list their constant arrays; 5, the options hold
+# ``cooperative``; 4, sites and launch checks
 # name their file (3: typed records,
 # a FastPath record and the arrays' launch attributes; 2: a dict literal, a positional tuple
 # from fast_path).
-SCHEMA = 5
+SCHEMA = 6
 # The first element of every spec literal: anything else is not a spec (a foreign ``_spec=``).
 _TAG = "gpu_native.KernelSpec"
 
@@ -174,6 +176,25 @@ class KernelOptions:
 
 
 @node
+class ConstArray:
+    """A module-level ``const_array`` a kernel variant reads: the ``__constant__`` variable
+    ``symbol`` of its CUDA, which the runtime sets when it loads the variant from the array that
+    ``name`` holds in ``module`` (of element type ``dtype`` and shape ``shape``, which the
+    runtime checks it still has)."""
+
+    name: str
+    module: str
+    dtype: str
+    shape: tuple[int, ...]
+    symbol: str
+
+    @property
+    def label(self) -> str:
+        """``module.name``, as messages name it."""
+        return f"{self.module}.{self.name}"
+
+
+@node
 class VariantSpec:
     """One specialisation of a kernel: its CUDA translation unit, its error sites, its traits and
     launch checks, and the encoded IR the simulator runs (:mod:`gpu_native.ircodec`; never part
@@ -187,6 +208,7 @@ class VariantSpec:
     traits: Trait = Trait(0)
     launch_checks: tuple[LaunchCheck, ...] = ()
     ir: bytes = b""
+    consts: tuple[ConstArray, ...] = ()
 
 
 @node
@@ -266,7 +288,7 @@ def _variant_literal(v: VariantSpec) -> tuple:
     checks = tuple(("assert", c.tree, c.site) if isinstance(c, LaunchAssert)
                    else ("fits", *_fields(c)) for c in v.launch_checks)
     return (v.types, v.symbol, v.kernel_id, v.cuda, tuple(_fields(s) for s in v.sites),
-            v.traits.names(), checks, v.ir)
+            v.traits.names(), checks, v.ir, tuple(_fields(c) for c in v.consts))
 
 
 # ---- reading a literal back ------------------------------------------------------------------
@@ -357,7 +379,8 @@ def _read_site(value, files: int) -> Site:
 
 def _read_variant(value, files: int) -> VariantSpec:
     """A variant whose sites and checks may name ``files`` files (the kernel's and others)."""
-    types, symbol, kernel_id, cuda, sites, traits, checks, ir = _tuple(value, "a variant", 8)
+    types, symbol, kernel_id, cuda, sites, traits, checks, ir, consts = _tuple(
+        value, "a variant", 9)
     for pair in _tuple(types, "the variant's types"):
         _strings(_tuple(pair, "a specialisation", 2), "a specialisation")
     return VariantSpec(
@@ -366,7 +389,16 @@ def _read_variant(value, files: int) -> VariantSpec:
         tuple(_read_site(s, files) for s in _tuple(sites, "the sites")),
         Trait.from_names(_strings(traits, "the traits")),
         tuple(_read_check(c, files) for c in _tuple(checks, "the launch checks")),
-        _check(ir, bytes, "the IR"))
+        _check(ir, bytes, "the IR"),
+        tuple(_read_const(c) for c in _tuple(consts, "the constant arrays")))
+
+
+def _read_const(value) -> ConstArray:
+    name, module, dtype, shape, symbol = _tuple(value, "a constant array", 5)
+    for n in _tuple(shape, "a constant array's shape"):
+        _check(n, int, "an extent")
+    return ConstArray(_check(name, str, "a name"), _check(module, str, "a module"),
+                      _check(dtype, str, "a dtype"), shape, _check(symbol, str, "a symbol"))
 
 
 def _read_param(value) -> Param:

@@ -1,4 +1,8 @@
-"""Shared fixtures: the backend parametrisation and the ``gpu`` marker.
+"""Shared fixtures: the environment every test starts from, the backend parametrisation and the
+``gpu`` marker.
+
+No ``GPU_NATIVE_*`` setting of the environment pytest was started in reaches a test or a process
+a test starts: a test sets what it needs.  The run has a cache directory of its own.
 
 Kernel tests take the ``backend`` fixture and run once on the simulator (everywhere) and once on
 the CUDA backend (only where a GPU exists; marked ``gpu``).  ``pytest -m gpu`` on a GPU machine
@@ -7,25 +11,36 @@ runs every GPU half of the suite.
 
 from __future__ import annotations
 
-import functools
 import os
 import sys
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-EXAMPLES = ROOT / "examples"
+from tests.helpers import EXAMPLES, gpu_available
+
+CACHE_DIR = "GPU_NATIVE_CACHE_DIR"
+_ignored = pytest.StashKey[list]()
+_session_cache = pytest.StashKey[str]()
 
 
 def pytest_configure(config):
-    """Give the whole run a cache directory of its own, so that no test reads or writes the
-    user's real cache (kernels, rewritten modules, NVRTC records); subprocesses inherit it."""
+    """Drop the ``GPU_NATIVE_*`` settings pytest was started with and give the whole run a cache
+    directory of its own.
+
+    A developer's ``GPU_NATIVE_BACKEND=sim`` (or any other setting) would change what tests see,
+    and every child process inherits ``os.environ``; the settings go before any test module is
+    imported, since gpu_native reads some of them once, at import.  The cache directory keeps
+    every test off the user's real cache (kernels, rewritten modules, NVRTC records).
+    """
     import shutil
     import tempfile
 
+    config.stash[_ignored] = sorted(n for n in os.environ if n.startswith("GPU_NATIVE_"))
+    for name in config.stash[_ignored]:
+        del os.environ[name]
     directory = tempfile.mkdtemp(prefix="gpu_native-tests-")
-    os.environ["GPU_NATIVE_CACHE_DIR"] = directory
+    config.stash[_session_cache] = directory
+    os.environ[CACHE_DIR] = directory
     try:  # the startup hook's record of modules with no kernels moves there too
         import _gpu_native_startup as startup
     except ImportError:
@@ -35,16 +50,28 @@ def pytest_configure(config):
     config.add_cleanup(lambda: shutil.rmtree(directory, ignore_errors=True))
 
 
-@functools.cache
-def gpu_available() -> bool:
-    if os.environ.get("GPU_NATIVE_BACKEND", "").lower() == "sim":
-        return False
-    try:
-        from gpu_native.runtime import driver
+def pytest_report_header(config):
+    ignored = config.stash.get(_ignored, [])
+    if ignored:
+        return f"gpu_native: ignoring {', '.join(ignored)} from the environment"
+    return None
 
-        return driver.available()
-    except Exception:
-        return False
+
+@pytest.fixture(autouse=True)
+def _isolated_environment(request, monkeypatch):
+    """Start every test with no ``GPU_NATIVE_*`` variable but the cache directory: whatever an
+    earlier test or module left is removed for the test and put back after it.
+
+    The cache directory stays the run's (or the one a module fixture chose) rather than a new one
+    per test: cache keys are content hashes, so a shared cache cannot hand a test a wrong kernel,
+    and a fresh one per test would recompile every kernel of every test.  Tests that look at the
+    cache itself (what it holds, cold and warm starts) take ``isolated_cache``.
+    """
+    for name in list(os.environ):
+        if name.startswith("GPU_NATIVE_") and name != CACHE_DIR:
+            monkeypatch.delenv(name)
+    if CACHE_DIR not in os.environ:
+        monkeypatch.setenv(CACHE_DIR, request.config.stash[_session_cache])
 
 
 def pytest_collection_modifyitems(config, items):
@@ -54,6 +81,20 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.fixture
+def isolated_cache(tmp_path, monkeypatch):
+    """A cache directory of the test's own, ``tmp_path / "cache"`` (not yet created), and an empty
+    in-process kernel memory: for tests that look at what the cache holds.  A module asks for it
+    for every test with ``pytestmark = pytest.mark.usefixtures("isolated_cache")``."""
+    from gpu_native.cache import clear_memory_cache
+
+    cache = tmp_path / "cache"
+    monkeypatch.setenv(CACHE_DIR, str(cache))
+    clear_memory_cache()
+    yield cache
+    clear_memory_cache()
 
 
 @pytest.fixture(params=["sim", pytest.param("cuda", marks=pytest.mark.gpu)])

@@ -1,6 +1,6 @@
 """Host time per kernel launch, gpu_native against the peers, measured side by side.
 
-Method (issue 4): a 1-thread kernel taking three float32 arrays and one int32; bursts of 100
+Method: a 1-thread kernel taking three float32 arrays and one int32; bursts of 100
 launches timed with a host clock (no synchronisation inside a burst, the device drained between
 bursts).  The launchers take turns, one burst each per round, so that a drift in the host's speed
 reaches all of them alike; each row is the median of its bursts, in microseconds per launch, and

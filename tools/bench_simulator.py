@@ -1,4 +1,6 @@
-"""Measure the CPU simulator on the kernels of issue 6's speed goals, and a few more.
+"""Measure the CPU simulator on the kernels it has speed goals for, and a few more.
+
+The goals (the table's goal column): a 1M-element add under 1 s, a 128x128 tiled matmul under 10 s.
 
     python tools/bench_simulator.py [--repeat N]
 

@@ -1,4 +1,4 @@
-"""The performance suite of issue 8: gpu_native against its peers, side by side, in one run.
+"""The performance suite: gpu_native against its peers, side by side, in one run.
 
 For each kernel the suite runs, on the same inputs and the same GPU: gpu_native's kernel from
 ``examples/`` (bounds checks on, launched exactly as the example does), the same kernel with
@@ -11,6 +11,7 @@ with the launch-overhead table (tools/bench_launch.py) and, unless ``--quick`` o
 time to first result in fresh processes (tools/bench_startup.py).
 
     python tools/bench_suite.py --out DIR [--quick] [--numba-pythonpath PATH] [--docs]
+    python tools/bench_suite.py --out DIR --only sgemm_tiled    # one benchmark (or several, a,b)
 
 writes ``DIR/bench.json``, ``DIR/bench.md`` (the table) and ``DIR/bench.png`` (the chart); with
 ``--docs`` also ``docs/benchmarks.md``.
@@ -34,6 +35,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "examples"))
+sys.path.insert(0, str(ROOT / "examples" / "gallery"))
 sys.path.insert(0, str(ROOT / "tools"))
 
 import gpu_native as gn  # noqa: E402
@@ -71,20 +73,85 @@ def timed(fn, iters: int = 20, warmup: int = 3, reps: int = 5) -> float:
     return statistics.median(times)
 
 
-def unchecked(module_name: str):
-    """The example module with every kernel declared ``bounds_check=False`` (same source
-    otherwise), imported from a temporary directory."""
+def unchecked_source(module_name: str) -> str:
+    """The source of ``examples/<module_name>.py`` (``module_name`` may name a subfolder:
+    ``"gallery/sgemm_register_tiled"``) with every kernel declared ``bounds_check=False``."""
     source = (ROOT / "examples" / f"{module_name}.py").read_text()
     for kind in ("Kernel1D", "Kernel2D", "Kernel3D"):
         source = source.replace(f"@gpu_kernel({kind})", f"@gpu_kernel({kind}, bounds_check=False)")
+    return source
+
+
+def unchecked(module_name: str):
+    """The example module with every kernel declared ``bounds_check=False`` (same source
+    otherwise, see :func:`unchecked_source`), imported from a temporary directory."""
+    source = unchecked_source(module_name)
     directory = Path(tempfile.gettempdir()) / "gpu_native_bench"
     directory.mkdir(exist_ok=True)
-    name = f"{module_name}_unchecked"
+    name = f"{Path(module_name).name}_unchecked"
     (directory / f"{name}.py").write_text(source)
     if str(directory) not in sys.path:
         sys.path.insert(0, str(directory))
     importlib.invalidate_caches()
     return importlib.import_module(name)
+
+
+# The register-tiled SGEMM of examples/gallery/sgemm_register_tiled.py, hand-written: a block of
+# TX x TY threads computes a BM x BN tile of C; per BK-deep step it stages A[BM][BK] and B[BK][BN]
+# in shared memory (each thread loads BM * BK / THREADS elements of each, at flat index
+# tid + load * THREADS split with / and %, zero outside the matrices), then each thread
+# accumulates its TM x TN outputs in registers from TM values of A and TN values of B per k.
+# The tile sizes are prepended by sgemm_tiled_cuda() from the gallery module's constants.
+SGEMM_TILED_BODY = r"""
+constexpr int TX = BN / TN, TY = BM / TM, THREADS = TX * TY;
+
+extern "C" __global__ void sgemm_register_tiled(const float* __restrict__ A,
+        const float* __restrict__ B, float* __restrict__ C, int M, int K, int N) {
+    __shared__ float tile_a[BM][BK];
+    __shared__ float tile_b[BK][BN];
+    const int tx = threadIdx.x, ty = threadIdx.y;
+    const int tid = ty * TX + tx;
+    const int block_row = blockIdx.y * BM, block_col = blockIdx.x * BN;
+    float acc[TM][TN];
+    for (int i = 0; i < TM; ++i)
+        for (int j = 0; j < TN; ++j) acc[i][j] = 0.0f;
+    float reg_a[TM], reg_b[TN];
+    for (int k0 = 0; k0 < K; k0 += BK) {
+        for (int load = 0; load < BM * BK / THREADS; ++load) {
+            const int flat = tid + load * THREADS;
+            const int r = flat / BK, k = flat % BK;
+            tile_a[r][k] = (block_row + r < M && k0 + k < K)
+                ? A[(long long)(block_row + r) * K + k0 + k] : 0.0f;
+        }
+        for (int load = 0; load < BK * BN / THREADS; ++load) {
+            const int flat = tid + load * THREADS;
+            const int k = flat / BN, col = flat % BN;
+            tile_b[k][col] = (k0 + k < K && block_col + col < N)
+                ? B[(long long)(k0 + k) * N + block_col + col] : 0.0f;
+        }
+        __syncthreads();
+        for (int k = 0; k < BK; ++k) {
+            for (int i = 0; i < TM; ++i) reg_a[i] = tile_a[ty * TM + i][k];
+            for (int j = 0; j < TN; ++j) reg_b[j] = tile_b[k][tx * TN + j];
+            for (int i = 0; i < TM; ++i)
+                for (int j = 0; j < TN; ++j) acc[i][j] += reg_a[i] * reg_b[j];
+        }
+        __syncthreads();
+    }
+    const int row0 = block_row + ty * TM, col0 = block_col + tx * TN;
+    for (int i = 0; i < TM; ++i)
+        for (int j = 0; j < TN; ++j)
+            if (row0 + i < M && col0 + j < N) C[(long long)(row0 + i) * N + col0 + j] = acc[i][j];
+}
+"""
+
+
+def sgemm_tiled_cuda(bm: int, bn: int, bk: int, tm: int, tn: int) -> str:
+    """The hand-written CUDA C++ of the register-tiled SGEMM (kernel ``sgemm_register_tiled``)
+    for these tile sizes: a ``bm x bn`` tile of C per block, ``bk``-deep shared slices, a
+    ``tm x tn`` register tile per thread, launched with ``(bn // tn, bm // tm)`` threads."""
+    return (f"constexpr int BM = {bm}, BN = {bn}, BK = {bk}, TM = {tm}, TN = {tn};\n"
+            + SGEMM_TILED_BODY)
 
 
 class Suite:
@@ -282,12 +349,12 @@ class Suite:
 
     # ---- SGEMM --------------------------------------------------------------------------------
 
-    def sgemm(self):
-        import sgemm as ex
-
-        torch, cp = self.torch, self.cp
+    def sgemm_problem(self):
+        """Square SGEMM inputs (4096, or 1024 with ``--quick``), the NaN-filled output ``c`` and
+        ``check()``: ``c`` within 1e-4 relative Frobenius error of the float64 product (then
+        refilled with NaN)."""
+        torch = self.torch
         m = 1024 if self.quick else 4096
-        work = 2.0 * m * m * m
         a, b = self.randn(m, m), self.randn(m, m)
         ref = (a.double() @ b.double())
         c = torch.full((m, m), float("nan"), device="cuda")
@@ -297,6 +364,14 @@ class Suite:
             c.fill_(float("nan"))
             return rel < 1e-4
 
+        return m, a, b, c, check
+
+    def sgemm(self):
+        import sgemm as ex
+
+        torch, cp = self.torch, self.cp
+        m, a, b, c, check = self.sgemm_problem()
+        work = 2.0 * m * m * m
         bench = "sgemm"
         ga, gb, gc = gn.to_device(a), gn.to_device(b), gn.to_device(c)
         ms = timed(lambda: ex.sgemm(ga, gb, gc), iters=10, reps=2)
@@ -327,6 +402,43 @@ class Suite:
         self.add(bench, "CUDA C++, same algorithm and launch", ms, work, "TFLOP/s", check())
         ms = timed(lambda: torch.matmul(a, b, out=c), iters=10, reps=2)
         self.add(bench, "torch.matmul (cuBLAS, fp32, no TF32)", ms, work, "TFLOP/s", check())
+
+    def sgemm_tiled(self):
+        import sgemm
+        import sgemm_register_tiled as ex
+
+        torch, cp = self.torch, self.cp
+        m, a, b, c, check = self.sgemm_problem()
+        work = 2.0 * m * m * m
+
+        def measure(fn):
+            # One launch checked before timing, and the timed launches' output after; each check
+            # refills c with NaN, so no variant is credited with an earlier one's output.
+            fn()
+            first = check()
+            ms = timed(fn, iters=10, reps=2)
+            last = check()
+            return ms, first and last
+
+        bench = "sgemm_tiled"
+        ga, gb, gc = gn.to_device(a), gn.to_device(b), gn.to_device(c)
+        ms, ok = measure(lambda: ex.sgemm_register_tiled(ga, gb, gc))
+        self.add(bench, f"gpu_native (gallery/sgemm_register_tiled, {ex.BM}x{ex.BN} tiles, "
+                 f"{ex.TM}x{ex.TN} per thread)", ms, work, "TFLOP/s", ok)
+        un = unchecked("gallery/sgemm_register_tiled")
+        ms, ok = measure(lambda: un.sgemm_register_tiled(ga, gb, gc))
+        self.add(bench, "gpu_native, bounds_check=False", ms, work, "TFLOP/s", ok)
+        k = self.raw(sgemm_tiled_cuda(ex.BM, ex.BN, ex.BK, ex.TM, ex.TN), "sgemm_register_tiled")
+        ca, cb, cc = cp.asarray(a), cp.asarray(b), cp.asarray(c)
+        grid = ((m + ex.BN - 1) // ex.BN, (m + ex.BM - 1) // ex.BM)
+        args = (ca, cb, cc, np.int32(m), np.int32(m), np.int32(m))
+        ms, ok = measure(lambda: k(grid, (ex.TX, ex.TY), args))
+        self.add(bench, "CUDA C++, same algorithm and launch", ms, work, "TFLOP/s", ok)
+        ms, ok = measure(lambda: torch.matmul(a, b, out=c))
+        self.add(bench, "torch.matmul (cuBLAS, fp32, no TF32)", ms, work, "TFLOP/s", ok)
+        ms, ok = measure(lambda: sgemm.sgemm(ga, gb, gc))
+        self.add(bench, "gpu_native, examples/sgemm (32x32 tiles, 1 output/thread)", ms, work,
+                 "TFLOP/s", ok)
 
     # ---- transpose ----------------------------------------------------------------------------
 
@@ -456,6 +568,10 @@ class Suite:
                      result["ok"])
 
 
+BENCHES = ("vector_add", "block_reduce", "sgemm", "sgemm_tiled", "transpose", "stencil")
+"""The benchmarks, in run order: each is a method of :class:`Suite`."""
+
+
 def ratios(rows: list[Row]) -> dict[str, dict[str, float]]:
     """gpu_native's speed relative to each peer (>1: gpu_native is faster)."""
     out: dict[str, dict[str, float]] = {}
@@ -564,9 +680,18 @@ def main(argv=None) -> int:
     parser.add_argument("--out", default="bench-out")
     parser.add_argument("--quick", action="store_true", help="small sizes (a smoke test)")
     parser.add_argument("--numba-pythonpath", help="prepended to PYTHONPATH for the Numba process")
-    parser.add_argument("--only", help="comma-separated benchmarks to run")
+    parser.add_argument("--only", help="comma-separated benchmarks to run, of: "
+                        + ", ".join(BENCHES))
     parser.add_argument("--docs", action="store_true", help="also write docs/benchmarks.md")
     args = parser.parse_args(argv)
+    names = list(BENCHES)
+    if args.only:
+        wanted = args.only.split(",")
+        unknown = [n for n in wanted if n not in BENCHES]
+        if unknown:
+            parser.error(f"--only: unknown benchmark(s) {', '.join(unknown)}; "
+                         f"choose from {', '.join(BENCHES)}")
+        names = [n for n in names if n in wanted]
     startup = None
     if not args.quick and not args.only:
         # First, while this process has not started the driver: tools/bench_startup.py measures
@@ -579,9 +704,6 @@ def main(argv=None) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     suite = Suite(args.quick)
-    names = ["vector_add", "block_reduce", "sgemm", "transpose", "stencil"]
-    if args.only:
-        names = [n for n in names if n in args.only.split(",")]
     for name in names:
         print(f"{name}:", flush=True)
         getattr(suite, name)()

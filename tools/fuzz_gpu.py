@@ -2,11 +2,12 @@
 """Differential fuzzing of code generation on a GPU: thousands of random kernels, each run on the
 GPU and on the simulator and compared with the reference of docs/language.md.
 
-    python3 tools/fuzz_gpu.py --cases 3000                 # GPU + simulator, JSON summary
-    python3 tools/fuzz_gpu.py --cases 200 --backends sim --nvrtc   # no GPU: simulator + NVRTC
+    python3 -m tools.fuzz_gpu --cases 3000                 # GPU + simulator, JSON summary
+    python3 -m tools.fuzz_gpu --cases 200 --backends sim --nvrtc   # no GPU: simulator + NVRTC
 
-The kernels come from tests/fuzzgen.py (seed ``k`` always gives the same kernel, launch and
-inputs), the reference from tests/fuzzgen_reference.py.  Every fourth seed is a straight-line
+run from the repository root (``tools`` is a package there).  The kernels come from
+:mod:`tools.fuzz.generator` (seed ``k`` always gives the same kernel, launch and inputs), the
+reference from :mod:`tools.fuzz.reference`.  Every fourth seed is a straight-line
 elementwise kernel (``--straight-every``); of the others, every third also loads at computed
 indices, some out of range (``--indexing-every``): those must raise ``KernelIndexError`` for one
 of the failing lanes' indices, and a bounds check dropped by a wrong proof shows up as a read
@@ -30,20 +31,13 @@ import tempfile
 import time
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-TESTS = os.path.join(ROOT, "tests")
+from tools.fuzz import generator
+from tools.fuzz.harness import Workspace, run_case
+
 CHUNK = 4
 
 
-def _paths() -> None:
-    for path in (ROOT, TESTS):
-        if path not in sys.path:
-            sys.path.insert(0, path)
-
-
 def config_for(seed: int, args):
-    import fuzzgen
-
     # Every fourth kernel is straight-line elementwise code: the 16-byte vector path.
     straight = True if args.straight_every and seed % args.straight_every == 0 else None
     # Every third (of the others) also loads at computed indices, some out of range: the bounds
@@ -51,22 +45,18 @@ def config_for(seed: int, args):
     # --indexing-every 0.
     every = getattr(args, "indexing_every", 0)
     indexing = bool(every) and seed % every == 1 % every and straight is None
-    return fuzzgen.Config(known_bugs=args.known_bugs, straight=straight,
+    return generator.Config(known_bugs=args.known_bugs, straight=straight,
                           max_statements=args.max_statements, max_depth=args.max_depth,
                           indexing=indexing)
 
 
 def run_chunk(seeds: list[int], args, workdir: str) -> list[dict]:
     """Worker: run some seeds, return one plain dict per case."""
-    _paths()
     os.environ.setdefault("GPU_NATIVE_CACHE_DIR", os.path.join(workdir, "cache"))
-    import fuzzgen
-    from fuzzgen_harness import Workspace, run_case
-
     workspace = Workspace(os.path.join(workdir, f"modules-{os.getpid()}"))
     out = []
     for seed in seeds:
-        kernel = fuzzgen.random_kernel(seed, config_for(seed, args))
+        kernel = generator.random_kernel(seed, config_for(seed, args))
         result = run_case(kernel, workspace, backends=tuple(args.backends), nvrtc=args.nvrtc)
         item = {"seed": seed, "ok": result.ok, "exact": result.exact,
                 "tolerant": result.tolerant, "skipped": result.skipped,
@@ -81,7 +71,6 @@ def run_chunk(seeds: list[int], args, workdir: str) -> list[dict]:
 
 
 def device_description() -> dict:
-    _paths()
     info: dict = {"python": platform.python_version()}
     try:
         import gpu_native as gn
@@ -126,11 +115,8 @@ def main(argv=None) -> int:
     args.backends = [b.strip() for b in args.backends.split(",") if b.strip()]
 
     if args.replay is not None:
-        _paths()
-        import fuzzgen
-
-        kernel = fuzzgen.random_kernel(args.replay, config_for(args.replay, args))
-        print(fuzzgen.kernel_source(kernel))
+        kernel = generator.random_kernel(args.replay, config_for(args.replay, args))
+        print(generator.kernel_source(kernel))
         with tempfile.TemporaryDirectory() as workdir:
             results = run_chunk([args.replay], args, workdir)
         print(json.dumps(results[0], indent=1))
@@ -203,7 +189,7 @@ def main(argv=None) -> int:
           f"{summary['outputs_not_comparable']} not comparable; GPU {summary['gpu']}, "
           f"NVRTC {summary['nvrtc']}; summary in {args.json}")
     for r in failed[:5]:
-        print(f"\nseed {r['seed']} (replay: python3 tools/fuzz_gpu.py --replay {r['seed']}"
+        print(f"\nseed {r['seed']} (replay: python3 -m tools.fuzz_gpu --replay {r['seed']}"
               f"{' --known-bugs' if args.known_bugs else ''}):")
         if r.get("failure"):
             print("  " + str(r["failure"]).strip().replace("\n", "\n  ")[:3000])

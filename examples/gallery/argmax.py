@@ -35,7 +35,6 @@ from gpu_native import (
     shared_array,
     sync_threads,
     thread_idx,
-    unsafe,
 )
 
 THREADS = 256
@@ -104,12 +103,8 @@ def argmax_final_kernel(partial_value: CUDASlice[f32], partial_index: CUDASlice[
                 s_index[tid] = j
         stride //= 2
     if tid == 0:
-        # unsafe: tid == 0 pins the thread within its block, but the checker does not take
-        #   `assert grid_dim.x == 1` to pin the block; race-free because the launcher checks that
-        #   assert, so one thread of the whole grid runs these stores.
-        with unsafe():
-            value[0] = s_value[0]
-            index[0] = s_index[0]
+        value[0] = s_value[0]
+        index[0] = s_index[0]
 
 
 def argmax(x, blocks: int = 30):

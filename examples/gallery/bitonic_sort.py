@@ -49,12 +49,8 @@ def bitonic_sort_kernel(keys: CUDASlice2D[u32], sorted_keys: CUDASliceMut2D[u32]
     row = block_idx.x
     s_key[tid] = keys[row, tid]
     s_val[tid] = u32(tid)
-    # unsafe: the checker accepts one owning index per array, and this is a second one (tid +
-    #   HALF after tid); race-free because 0 <= tid < HALF (the block_dim assert), so the two
-    #   halves [0, HALF) and [HALF, N) never meet.
-    with unsafe():
-        s_key[tid + HALF] = keys[row, tid + HALF]
-        s_val[tid + HALF] = u32(tid + HALF)
+    s_key[tid + HALF] = keys[row, tid + HALF]
+    s_val[tid + HALF] = u32(tid + HALF)
     size = 2
     while size <= N:
         # Sub-sequences alternate direction so that each pair of them forms a bitonic sequence;
@@ -83,11 +79,8 @@ def bitonic_sort_kernel(keys: CUDASlice2D[u32], sorted_keys: CUDASliceMut2D[u32]
     sync_threads()
     sorted_keys[row, tid] = s_key[tid]
     order[row, tid] = s_val[tid]
-    # unsafe: a second owning index per array, as for the loads; race-free because
-    #   tid + HALF is the other half of the row.
-    with unsafe():
-        sorted_keys[row, tid + HALF] = s_key[tid + HALF]
-        order[row, tid + HALF] = s_val[tid + HALF]
+    sorted_keys[row, tid + HALF] = s_key[tid + HALF]
+    order[row, tid + HALF] = s_val[tid + HALF]
 
 
 def bitonic_sort(keys):

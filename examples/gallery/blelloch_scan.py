@@ -55,10 +55,7 @@ def block_scan_kernel(x: CUDASlice[i32], out: CUDASliceMut[i32], block_sums: CUD
     if base + tid + BLOCK < n:
         b = x[base + tid + BLOCK]
     temp[tid] = a
-    # unsafe: the checker accepts one owning index per array, and tid + BLOCK is a second one;
-    #   race-free because 0 <= tid < BLOCK (the block_dim assert), so the halves never meet.
-    with unsafe():
-        temp[tid + BLOCK] = b
+    temp[tid + BLOCK] = b
     # Up-sweep: build partial sums in place up the tree.
     offset = 1
     d = SPAN // 2
@@ -97,10 +94,7 @@ def block_scan_kernel(x: CUDASlice[i32], out: CUDASliceMut[i32], block_sums: CUD
     if base + tid < len(out):
         out[base + tid] = temp[tid]
     if base + tid + BLOCK < len(out):
-        # unsafe: a second owning index for out (base + tid + BLOCK after base + tid); race-free
-        #   because they are the two halves of this block's SPAN elements (0 <= tid < BLOCK).
-        with unsafe():
-            out[base + tid + BLOCK] = temp[tid + BLOCK]
+        out[base + tid + BLOCK] = temp[tid + BLOCK]
 
 
 @gpu_kernel(Kernel1D)
@@ -112,10 +106,7 @@ def add_block_offsets_kernel(out: CUDASliceMut[i32], offsets: CUDASlice[i32]):
     if base + tid < len(out):
         out[base + tid] += add
     if base + tid + BLOCK < len(out):
-        # unsafe: a second owning index for out, as in block_scan_kernel; race-free because it
-        #   is the other half of the block's span.
-        with unsafe():
-            out[base + tid + BLOCK] += add
+        out[base + tid + BLOCK] += add
 
 
 def exclusive_scan(x):

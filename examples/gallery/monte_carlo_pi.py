@@ -1,17 +1,18 @@
-"""Monte Carlo estimate of pi: points drawn from a counter-based hash, counted inside the quarter
-circle with exact integer arithmetic, summed per warp with shuffles and added to one global
-counter with an atomic per warp.
+"""Monte Carlo estimate of pi: each thread draws points from its own Philox generator, counts
+those inside the quarter circle with exact integer arithmetic, the counts are summed per warp
+with shuffles and added to one global counter with an atomic per warp.
 
 Source algorithm: the dart-throwing estimate of pi (the "Monte Carlo" example of the Numba-CUDA
-documentation's random-number section, and of most CUDA courses), with the random numbers drawn
-from the PCG hash of M. Jarzynski and M. Olano, "Hash Functions for GPU Rendering" (JCGT 9(3),
-2020): ``hash(counter)`` of a per-sample counter, so every sample is reproducible and the NumPy
-reference draws exactly the same points.  (A proper RNG belongs in the library later; this one
-is written by hand in the kernel language.)
+documentation's random-number section, and of most CUDA courses), with cuRAND's per-thread
+generators: ``philox(seed, uid)`` gives thread ``uid`` the subsequence ``uid`` of the seed's
+Philox4x32-10 stream (Salmon et al., "Parallel random numbers: as easy as 1, 2, 3", SC'11), as
+``curand_init(seed, uid, 0, &state)`` does.  The NumPy reference draws exactly the same points
+with ``gpu_native.simulator.philox``, the implementation the simulator runs and the GPU matches
+bit for bit.
 
-What it exercises: ``u32`` wrap-around multiplication, shifts and xor in a ``@gpu_device``
-function, ``u64`` products, ``shfl_down`` reduction, a global ``atomic_ref(0).fetch_add`` by lane
-0 of every warp (a real many-writer update: an atomic is the right tool).
+What it exercises: a ``philox`` generator per thread and its ``random_u32`` draws, ``u64``
+products, ``shfl_down`` reduction, a global ``atomic_ref(0).fetch_add`` by lane 0 of every warp
+(a real many-writer update: an atomic is the right tool).
 """
 
 import numpy as np
@@ -25,39 +26,33 @@ from gpu_native import (
     FlatLayout1D,
     GridDim1D,
     Kernel1D,
-    gpu_device,
     gpu_kernel,
     lane_id,
+    philox,
     shfl_down,
     u32,
     u64,
 )
+from gpu_native.simulator import philox as philox_numpy
 
 THREADS = 128
 SAMPLES = 64              # samples per thread
 
-# The count uses only integer arithmetic on the same hash: exact.
+# The count uses only integer arithmetic on the same draws: exact.
 TOLERANCE = ("exact", 0)
 
 
-@gpu_device
-def pcg_hash(v: u32) -> u32:
-    state = v * u32(747796405) + u32(2891336453)
-    word = ((state >> ((state >> 28) + 4)) ^ state) * u32(277803737)
-    return (word >> 22) ^ word
-
-
 @gpu_kernel(Kernel1D)
-def monte_carlo_pi_kernel(hits: CUDASliceMut[u32], threads: u32):
+def monte_carlo_pi_kernel(hits: CUDASliceMut[u32], threads: u32, seed: u64):
     i = FlatLayout1D.uid()
     inside = u32(0)
     if i < threads:
-        for s in range(SAMPLES):
-            counter = (u32(i) * SAMPLES + u32(s)) * 2
-            # 16-bit coordinates in [0, 65536): inside when x^2 + y^2 < 2^32, exactly.
-            x = u64(pcg_hash(counter) >> 16)
-            y = u64(pcg_hash(counter + 1) >> 16)
-            if x * x + y * y < u64(1 << 32):
+        rng = philox(seed, i)
+        for _ in range(SAMPLES):
+            # 31-bit coordinates in [0, 2**31): inside when x^2 + y^2 < 2^62, exactly.
+            x = u64(rng.random_u32() >> 1)
+            y = u64(rng.random_u32() >> 1)
+            if x * x + y * y < u64(1 << 62):
                 inside += 1
     offset = 16
     while offset > 0:
@@ -67,37 +62,28 @@ def monte_carlo_pi_kernel(hits: CUDASliceMut[u32], threads: u32):
         hits.atomic_ref(0).fetch_add(inside)
 
 
-def monte_carlo_pi(threads: int):
+def monte_carlo_pi(threads: int, seed: int):
     """The number of the ``threads * SAMPLES`` points that fall inside the quarter circle."""
     hits = gn.zeros(1, gn.u32)      # an accumulator: it must start at zero, not poisoned
     blocks = (threads + THREADS - 1) // THREADS
     monte_carlo_pi_kernel.launch(GridDim1D(blocks), BlockDim1D(THREADS), 0, DEFAULT_STREAM)(
-        hits, threads)
+        hits, threads, seed)
     return hits
 
 
-def reference(threads: int) -> int:
-    """The same points, drawn by the same hash in NumPy ``uint32`` arithmetic."""
-    with np.errstate(over="ignore"):
-        counter = (np.arange(threads * SAMPLES, dtype=np.uint32) * np.uint32(2))
-
-        def pcg(v):
-            state = v * np.uint32(747796405) + np.uint32(2891336453)
-            word = ((state >> ((state >> np.uint32(28)) + np.uint32(4))) ^ state) \
-                * np.uint32(277803737)
-            return (word >> np.uint32(22)) ^ word
-
-        x = (pcg(counter) >> np.uint32(16)).astype(np.uint64)
-        y = (pcg(counter + np.uint32(1)) >> np.uint32(16)).astype(np.uint64)
-    return int(np.count_nonzero(x * x + y * y < np.uint64(1 << 32)))
+def reference(threads: int, seed: int) -> int:
+    """The same points: thread i's k-th draw is the first word of block k of its subsequence."""
+    subsequence = np.arange(threads, dtype=np.uint64)[:, None]
+    draw = np.arange(2 * SAMPLES, dtype=np.uint64)[None, :]
+    words = philox_numpy.block(seed, subsequence, draw)[0] >> np.uint32(1)
+    x, y = words[:, 0::2].astype(np.uint64), words[:, 1::2].astype(np.uint64)
+    return int(np.count_nonzero(x * x + y * y < np.uint64(1 << 62)))
 
 
 def run(threads: int = 5000, seed=None):
-    # The hash is deterministic; a seed moves the thread count so that runs differ.
-    if seed is not None:
-        threads += int(np.random.default_rng(seed).integers(0, 1000))
-    hits = monte_carlo_pi(threads)
-    return hits.to_host(), np.array([float(reference(threads))])
+    seed = 2024 if seed is None else seed
+    hits = monte_carlo_pi(threads, seed)
+    return hits.to_host(), np.array([float(reference(threads, seed))])
 
 
 def main():

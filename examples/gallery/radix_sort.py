@@ -63,11 +63,7 @@ def digit_histogram_kernel(keys: CUDASlice[u32], counts: CUDASliceMut[u32], shif
     sync_threads()
     # Digit-major: the scan of the whole table puts digit d of block b after every smaller
     # digit of every block and after digit d of the blocks before b.
-    # unsafe: the checker's rule u * K + j (0 <= j < K) needs a constant K, and grid_dim.x is
-    #   launch-uniform, not constant; race-free because 0 <= block_idx.x < grid_dim.x, so each
-    #   (tid, block) names its own element.
-    with unsafe():
-        counts[tid * grid_dim.x + block_idx.x] = hist[tid]
+    counts[tid * grid_dim.x + block_idx.x] = hist[tid]
 
 
 @gpu_kernel(Kernel1D)
@@ -95,11 +91,7 @@ def exclusive_scan_kernel(counts: CUDASlice[u32], offsets: CUDASliceMut[u32]):
             offset *= 2
         sync_threads()
         if i < n:
-            # unsafe: base + tid with base a loop counter is not launch-uniform, and `assert
-            #   grid_dim.x == 1` does not make a block-unique index grid-unique; race-free because
-            #   the launcher checks that assert, base steps by BLOCK and 0 <= tid < BLOCK.
-            with unsafe():
-                offsets[i] = carry + partial[tid] - v
+            offsets[i] = carry + partial[tid] - v
         carry += partial[BLOCK - 1]
         sync_threads()
 

@@ -27,7 +27,6 @@ from gpu_native import (
     f32,
     gpu_kernel,
     i32,
-    unsafe,
 )
 
 BX = 16
@@ -45,11 +44,7 @@ def red_black_kernel(u: CUDASliceMut2D[f32], f: CUDASlice2D[f32], h2: f32, colou
     ny = u.shape[0]
     nx = u.shape[1]
     if y > 0 and y < ny - 1 and x > 0 and x < nx - 1 and (x + y) % 2 == colour:
-        # unsafe: a read of an array the kernel writes must use the writing thread's own index,
-        #   and the checker does not reason about parity; race-free because this launch writes
-        #   only cells with (x + y) % 2 == colour, whose four neighbours have the other colour.
-        with unsafe():
-            around = u[y - 1, x] + u[y + 1, x] + u[y, x - 1] + u[y, x + 1]
+        around = u[y - 1, x] + u[y + 1, x] + u[y, x - 1] + u[y, x + 1]
         u[y, x] = 0.25 * (around + h2 * f[y, x])
 
 

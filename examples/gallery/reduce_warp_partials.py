@@ -33,7 +33,6 @@ from gpu_native import (
     shfl_down,
     sync_threads,
     thread_idx,
-    unsafe,
 )
 
 THREADS = 256
@@ -64,11 +63,7 @@ def block_sum_kernel(x: CUDASlice[f32], sums: CUDASliceMut[f32]):
         v += x[i]
     v = warp_sum(v)
     if lane == 0:
-        # unsafe: lane == 0 does not pin tid (only a test of tid itself does), and tid // 32 is
-        #   not a unique index; race-free because lane == 0 leaves one thread per warp and
-        #   wid = tid // 32 differs between warps.
-        with unsafe():
-            partial[wid] = v
+        partial[wid] = v
     sync_threads()
     v = f32(0.0)
     if tid < WARPS:

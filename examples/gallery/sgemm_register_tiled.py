@@ -77,9 +77,10 @@ def sgemm_register_tiled_kernel(a: CUDASlice2D[f32], b: CUDASlice2D[f32],
             v = f32(0.0)
             if block_row + r < m and k0 + k < depth:
                 v = a[block_row + r, k0 + k]
-            # unsafe: flat = tid + load * THREADS adds a loop counter, and (flat // BK, flat % BK)
-            #   splits it with // and %, which no rule follows; race-free because tid = ty * TX +
-            #   tx < THREADS, so flat is one value per (thread, load) and the split is one-to-one.
+            # unsafe: (flat // BK, flat % BK) splits flat = ty * TX + tx + load * THREADS with //
+            #   and %, which the checker follows only for one thread coordinate (and flat and k
+            #   are assigned more than once); race-free because tid = ty * TX + tx < THREADS, so
+            #   flat is one value per (thread, load) and the split is one-to-one.
             with unsafe():
                 tile_a[r, k] = v
         for load in range(BK * BN // THREADS):
@@ -109,12 +110,7 @@ def sgemm_register_tiled_kernel(a: CUDASlice2D[f32], b: CUDASlice2D[f32],
     for i in range(TM):
         for j in range(TN):
             if row0 + i < m and col0 + j < n:
-                # unsafe: the rule u * K + j (0 <= j < K) covers one digit, and row0 + i =
-                #   block_idx.y * BM + ty * TM + i has two below the block's; race-free because
-                #   0 <= ty < TY and 0 <= i < TM with BM = TY * TM make it a mixed-radix number,
-                #   one per (block, ty, i); likewise the column.
-                with unsafe():
-                    c[row0 + i, col0 + j] = acc[i, j]
+                c[row0 + i, col0 + j] = acc[i, j]
 
 
 def sgemm_register_tiled(a, b, c):

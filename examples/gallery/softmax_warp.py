@@ -30,7 +30,6 @@ from gpu_native import (
     gpu_kernel,
     shfl_xor,
     thread_idx,
-    unsafe,
 )
 
 WARPS = 4                 # rows per block
@@ -68,11 +67,7 @@ def softmax_warp_kernel(x: CUDASlice2D[f32], y: CUDASliceMut2D[f32]):
         mask //= 2
     if row < rows:
         for j in range(lane, cols, 32):
-            # unsafe: neither tid // 32 (in row) nor tid % 32 (where j starts) is a unique index
-            #   on its own, and no rule joins them; race-free because tid -> (tid // 32, tid % 32)
-            #   is one-to-one: the warp picks the row, the lane the columns j = lane (mod 32).
-            with unsafe():
-                y[row, j] = math.exp(x[row, j] - m) / total
+            y[row, j] = math.exp(x[row, j] - m) / total
 
 
 def softmax_warp(x, y):

@@ -31,7 +31,6 @@ from gpu_native import (
     i32,
     shfl_down,
     thread_idx,
-    unsafe,
 )
 
 WARPS = 4                 # warps (rows) per block
@@ -60,11 +59,7 @@ def spmv_csr_vector_kernel(row_ptr: CUDASlice[i32], cols: CUDASlice[i32], vals: 
         total += shfl_down(total, offset)
         offset //= 2
     if lane == 0 and row < len(y):
-        # unsafe: lane == 0 does not pin tid, and tid // 32 is not a unique index; race-free
-        #   because lane == 0 leaves one thread per warp and row = block_idx.x * WARPS + tid // 32
-        #   is one row per warp (0 <= tid // 32 < WARPS from the block_dim assert).
-        with unsafe():
-            y[row] = total
+        y[row] = total
 
 
 def spmv_csr_vector(row_ptr, cols, vals, x, y):

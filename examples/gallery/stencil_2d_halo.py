@@ -31,7 +31,6 @@ from gpu_native import (
     shared_array,
     sync_threads,
     thread_idx,
-    unsafe,
 )
 
 BX = 32
@@ -61,35 +60,22 @@ def stencil_kernel(src: CUDASlice2D[f32], dst: CUDASliceMut2D[f32]):
         v = f32(0.0)
         if y < h and x > 0 and x - 1 < w:
             v = src[y, x - 1]
-        # unsafe: the checker accepts one owning index per array, and (ty + 1, 0) is a second one
-        #   after (ty + 1, tx + 1); race-free because tx == 0 leaves one thread per row ty + 1,
-        #   and the centre store writes columns tx + 1 >= 1, never column 0.
-        with unsafe():
-            tile[ty + 1, 0] = v
+        tile[ty + 1, 0] = v
     if tx == BX - 1:
         v = f32(0.0)
         if y < h and x + 1 < w:
             v = src[y, x + 1]
-        # unsafe: a second owning index, as for column 0; race-free because column BX + 1,
-        #   written only by tx == BX - 1, is past every centre column tx + 1 <= BX.
-        with unsafe():
-            tile[ty + 1, BX + 1] = v
+        tile[ty + 1, BX + 1] = v
     if ty == 0:
         v = f32(0.0)
         if y > 0 and y - 1 < h and x < w:
             v = src[y - 1, x]
-        # unsafe: a second owning index, as for column 0; race-free because row 0, written only
-        #   by ty == 0, is above every centre row ty + 1 >= 1.
-        with unsafe():
-            tile[0, tx + 1] = v
+        tile[0, tx + 1] = v
     if ty == BY - 1:
         v = f32(0.0)
         if y + 1 < h and x < w:
             v = src[y + 1, x]
-        # unsafe: a second owning index, as for column 0; race-free because row BY + 1, written
-        #   only by ty == BY - 1, is below every centre row ty + 1 <= BY.
-        with unsafe():
-            tile[BY + 1, tx + 1] = v
+        tile[BY + 1, tx + 1] = v
     sync_threads()
     if y < h and x < w:
         around = tile[ty, tx + 1] + tile[ty + 2, tx + 1] + tile[ty + 1, tx] + tile[ty + 1, tx + 2]

@@ -31,7 +31,6 @@ from gpu_native import (
     shared_array,
     sync_threads,
     thread_idx,
-    unsafe,
 )
 
 TILE = 32
@@ -53,21 +52,13 @@ def transpose_kernel(src: CUDASlice2D[f32], dst: CUDASliceMut2D[f32]):
     y = block_idx.y * TILE + ty
     for j in range(0, TILE, BLOCK_ROWS):
         if y + j < rows and x < cols:
-            # unsafe: j is a loop counter, not launch-uniform, and the checker knows no rule for
-            #   ty + j; race-free because 0 <= ty < BLOCK_ROWS (the block_dim assert) and j steps
-            #   by BLOCK_ROWS from 0, so each (ty, j) names its own row of the tile.
-            with unsafe():
-                tile[ty + j, tx] = src[y + j, x]
+            tile[ty + j, tx] = src[y + j, x]
     sync_threads()
     out_x = block_idx.y * TILE + tx
     out_y = block_idx.x * TILE + ty
     for j in range(0, TILE, BLOCK_ROWS):
         if out_y + j < cols and out_x < rows:
-            # unsafe: out_y is unique but out_y + j adds the loop counter j, as for the tile;
-            #   race-free because out_y + j = block_idx.x * TILE + ty + j with ty + j < TILE, one
-            #   row per (block, ty, j).
-            with unsafe():
-                dst[out_y + j, out_x] = tile[tx, ty + j]
+            dst[out_y + j, out_x] = tile[tx, ty + j]
 
 
 def transpose(src, dst):

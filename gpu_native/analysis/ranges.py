@@ -26,11 +26,15 @@ This is the one place the transpiler bounds integer values.  Its pieces:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable
-from typing import NamedTuple
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 from .. import ir
 from ..nodes import node
+
+# A symbol of an affine form: any hashable value its client chooses (the checker's are tuples
+# such as ("tid", "x", "all"), which it takes apart again), so it is not narrowed here.
+Symbol = Any
 
 __all__ = [
     "BINARY",
@@ -373,14 +377,14 @@ class Affine:
     make new ones, and two forms of the same sum are equal."""
 
     const: int = 0
-    terms: frozenset[tuple[Hashable, int]] = frozenset()
+    terms: frozenset[tuple[Symbol, int]] = frozenset()
 
     @classmethod
-    def of(cls, symbol: Hashable) -> Affine:
+    def of(cls, symbol: Symbol) -> Affine:
         """The form of ``symbol`` alone."""
         return cls(0, frozenset({(symbol, 1)}))
 
-    def coefficient(self, symbol: Hashable) -> int:
+    def coefficient(self, symbol: Symbol) -> int:
         """The coefficient of ``symbol`` (0 when it does not appear)."""
         return dict(self.terms).get(symbol, 0)
 
@@ -396,7 +400,7 @@ class Affine:
             return Affine()
         return Affine(self.const * k, frozenset((s, c * k) for s, c in self.terms))
 
-    def interval(self, bounds: Callable[[Hashable], Interval | None]) -> Interval | None:
+    def interval(self, bounds: Callable[[Symbol], Interval | None]) -> Interval | None:
         """The values of the form when each symbol lies in ``bounds(symbol)`` (``None`` when a
         symbol's interval is unknown)."""
         lo = hi = self.const
@@ -409,7 +413,7 @@ class Affine:
         return Interval(lo, hi)
 
 
-def affine(e: ir.Expr, symbol: Callable[[ir.Expr], Hashable]) -> Affine:
+def affine(e: ir.Expr, symbol: Callable[[ir.Expr], Symbol]) -> Affine:
     """``e`` as an affine form over the integers (``+``, ``-``, negation and products with a
     constant are taken apart, widening casts looked through; any other part becomes the symbol
     ``symbol(part)``).  The form is exact for the values as mathematical integers: where the

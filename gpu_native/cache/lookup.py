@@ -32,7 +32,7 @@ import time
 import warnings
 from collections.abc import Sequence
 
-from .. import toolkit
+from .. import log, toolkit
 from .._version import __version__
 from ..build import BuildRequest, parse_arch
 from ..errors import MissingArtifactError
@@ -284,6 +284,8 @@ def _find_or_build(request: BuildRequest) -> Artifact:
         if entry is not None:
             reason = _unloadable(entry, driver)
             if reason is None:
+                log.debug("kernel %s for %s: precompiled, from %s", request.label or
+                          request.symbol, request.arch, directory)
                 return _artifact(entry, request, "precompiled")
             unloadable.append((directory, reason))
     if required:
@@ -308,13 +310,22 @@ def _find_or_build(request: BuildRequest) -> Artifact:
             # Compiled anew, the entry is replaced by one of ours (the directory is ours).
             _warn_unreadable(request, exc, "cached", "recompiling it")
             entry = None
+    label = request.label or request.symbol
     if entry is not None and _unloadable(entry, driver) is None:
+        log.debug("kernel %s for %s: found in the kernel cache %s", label, request.arch,
+                  store.directory)
         return _artifact(entry, request, "cache")
 
+    log.debug("kernel %s for %s: in no cache, compiling it with NVRTC", label, request.arch)
+    started = time.perf_counter()
     prefetch.wait_warm()  # NVRTC is being loaded on another thread: let it finish
     from ..compiler import compile_request
 
     compiled = compile_request(request)
+    # The progress of a cold start, one line per kernel as its compile finishes (what
+    # `gpu-native precompile` shows on stderr), for an application that logs INFO.
+    log.info("compiled kernel %s for %s in %.2f s", label, request.arch,
+             time.perf_counter() - started)
     if compiled.nvrtc and compiled.nvrtc != version:
         # The record named another NVRTC than the one that compiled (one loaded into the process
         # by another library first): file the kernel under the compiler it really came from.

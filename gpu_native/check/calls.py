@@ -11,7 +11,7 @@ from ..frontend import syntax as S
 from ..lang import registry as R
 from . import promote as P
 from .checker_base import CheckerBase
-from .expressions import ATOMIC_METHODS, LAYOUTS, AtomicHandle, UidValue, WeakConst
+from .expressions import ATOMIC_METHODS, LAYOUTS, AtomicHandle, GeneratorType, UidValue, WeakConst
 
 
 class CallChecker(CheckerBase):
@@ -23,6 +23,11 @@ class CallChecker(CheckerBase):
         func = e.func
         # Methods: x.atomic_ref(i) and x.atomic_ref(i).fetch_add(v); Layout.uid(); grid_stride.
         if isinstance(func, S.Attribute):
+            if isinstance(func.value, S.Name) and isinstance(
+                    getattr(self.vars.get(func.value.id), "ty", None), GeneratorType):
+                return self.call_generator(func, e)
+            if self.is_generator_declaration(func.value):
+                self.expr(func.value)  # `philox(...).uniform()`: says to assign it first
             if func.attr == R.ATOMIC_REF.name and not self.is_module_path(func.value):
                 return self.call_atomic_ref(func, e)
             if func.attr in ATOMIC_METHODS and isinstance(func.value, S.Call) and isinstance(
@@ -77,6 +82,10 @@ class CallChecker(CheckerBase):
                     raise self.error(f"{sym.name}() is a statement, not a value", e.span)
                 if form == "context":
                     raise self.error(f"{sym.name}() is used as `with {sym.name}():`", e.span)
+                if form == "generator":
+                    raise self.error(f"{sym.name}() makes a random number generator: assign it "
+                                     f"to a local, `rng = {sym.name}(seed, uid)`, and draw from "
+                                     "it, `rng.uniform()`", e.span)
                 raise self.error(f"gpu_native.{sym.name} cannot be called in a kernel", e.span)
             return getattr(self, handler)(sym.name, e)
         if sym.kind == "math":
@@ -144,8 +153,10 @@ class CallChecker(CheckerBase):
         if len(e.args) != 1 or e.keywords:
             raise self.error("len(a) takes exactly one argument", e.span)
         base = self.expr(e.args[0])
+        if self.is_tuple(base):
+            return WeakConst(e.span, ir.I64, self.tuple_length(base))
         if not isinstance(base, ir.ArrayRef):
-            raise self.error(f"len() needs an array, not {base.ty}", e.args[0].span)
+            raise self.error(f"len() needs an array or a tuple, not {base.ty}", e.args[0].span)
         return self.shape_of(base, 0, e.span)
 
     def call_abs(self, e: S.Call) -> ir.Expr:
@@ -378,6 +389,10 @@ class CallChecker(CheckerBase):
         base = handle.array
         ty = base.ty.elem
         what = f"atomic {op}"
+        if base.ty.space == "const":
+            raise self.error(f"'{base.var.name}' is a constant array (const_array, in constant "
+                             "memory): kernels read it but cannot write it, atomically or "
+                             "not", e.span)
         if not base.ty.mutable:
             raise self.error(f"{base.var.name} is read-only (CUDASlice); atomics need a writable "
                              "array (CUDASliceMut or shared memory)", e.span)
@@ -414,16 +429,46 @@ class CallChecker(CheckerBase):
 
     def call_device(self, sym, e: S.Call) -> ir.Expr:
         scan, fndef = sym.value
-        if e.keywords:
-            raise self.error("@gpu_device functions take positional arguments only", e.span)
-        if len(e.args) != len(fndef.params):
+        params = fndef.params
+        where = f"its signature is at {fndef.span}"
+        if len(e.args) > len(params):
             raise self.error(
-                f"{fndef.name}() takes {len(fndef.params)} argument"
-                f"{'s' if len(fndef.params) != 1 else ''} but {len(e.args)} "
-                f"{'were' if len(e.args) != 1 else 'was'} given", e.span,
-                f"its signature is at {fndef.span}")
-        args = [self.expr(a) for a in e.args]
+                f"{fndef.name}() takes {len(params)} argument{'s' if len(params) != 1 else ''} "
+                f"but {len(e.args)} {'were' if len(e.args) != 1 else 'was'} given", e.span, where)
+        names = [p.name for p in params]
+        # Python's order: the positional arguments, then the keywords as written.
+        got: dict[str, ir.Expr] = {p.name: self.expr(a) for p, a in zip(params, e.args)}
+        for kw in e.keywords:
+            if kw.name not in names:
+                raise self.error(f"{fndef.name}() has no parameter '{kw.name}'", kw.span, where)
+            if kw.name in got:
+                raise self.error(f"{fndef.name}() got two values for argument '{kw.name}'",
+                                 kw.span, where)
+            got[kw.name] = self.expr(kw.value)
+        missing = [p.name for p in params if p.name not in got and p.default is None]
+        if missing:
+            raise self.error(f"{fndef.name}() is missing argument '{missing[0]}'", e.span, where)
+        if len(got) < len(params):
+            defaults = self.ctx.program.defaults(scan, fndef)
+            for p in params:
+                if p.name not in got:
+                    got[p.name] = self.const_expr(defaults[p.name], e.span)
+        args = [got[name] for name in names]
         return self.ctx.program.call_device(self, scan, fndef, args, e.span)
+
+    def call_divmod(self, e: S.Call) -> ir.Expr:
+        """``divmod(a, b)``: ``(a // b, a % b)``, with the language's (Python's) ``//``."""
+        if len(e.args) != 2 or e.keywords:
+            raise self.error("divmod(a, b) takes exactly two arguments", e.span)
+        a, b = (self.expr(x) for x in e.args)
+        for v in (a, b):
+            if self.has_effects(v):
+                raise self.error("divmod()'s arguments are each used twice: this one calls a "
+                                 "function or an atomic", v.span, "assign it to a local first")
+        from .expressions import TupleValue
+
+        return TupleValue(e.span, ir.VOID, (self.binop("//", a, b, e.span),
+                                            self.binop("%", a, b, e.span)))
 
 
 _ORDERS = tuple(order.value for order in R.MemoryOrder)

@@ -12,17 +12,19 @@ from .calls import CallChecker
 from .context import Definitions, FunctionContext
 from .control import ControlFlowChecker
 from .expressions import ExpressionChecker
+from .generators import GeneratorChecker
 from .nowrap import NoWrapProofs
-from .resolve import Declarations, annotation
+from .resolve import Declarations, annotation, assigned_names
 from .statements import StatementChecker
 from .tail import GridTail
 from .traits import TraitNotes
+from .tuples import TupleChecker
 from .unique import UniqueWrites
 from .vectors import VectorChecker
 
 
-class FunctionChecker(StatementChecker, ControlFlowChecker, ExpressionChecker, CallChecker,
-                      VectorChecker):
+class FunctionChecker(StatementChecker, ControlFlowChecker, TupleChecker, ExpressionChecker,
+                      CallChecker, GeneratorChecker, VectorChecker):
     """The type pass over one function body: every expression typed, every name resolved,
     every conversion explicit (see :mod:`gpu_native.ir`).
 
@@ -49,7 +51,16 @@ class FunctionChecker(StatementChecker, ControlFlowChecker, ExpressionChecker, C
         How deep the statement is in blocks, loops and ``with unsafe():``, and whether each
         enclosing loop has a ``break``.
     ``temp_counter``
-        Numbers the temporaries of tuple assignments.
+        Numbers the temporaries of tuple assignments (and a generator's locals).
+    ``draws_random``
+        A random number generator was declared: statements are checked for draws whose order
+        C++ leaves open (:meth:`.generators.GeneratorChecker.check_draw_order`).
+    ``const_names``
+        The names that stand for a compile-time constant here: the ``Const`` parameters, and the
+        variable of a loop over a constant tuple in each unrolled copy (see :mod:`.tuples`).
+    ``unrolled_names``, ``unrolled_loops``
+        The variables of loops over tuples that have no value after their loop; the loop depth
+        at each enclosing unrolled loop (whose body cannot ``break`` or ``continue``).
     ``callees``
         The device functions called directly.
     ``defs``
@@ -71,6 +82,11 @@ class FunctionChecker(StatementChecker, ControlFlowChecker, ExpressionChecker, C
         self.unsafe_depth = 0
         self.loop_broke: list[bool] = []
         self.temp_counter = 0
+        self.draws_random = False  # a generator was declared (see GeneratorChecker)
+        self.const_names: dict[str, ir.Expr] = {
+            name: self.const_expr(value, fn.span) for name, value in decl.const_params.items()}
+        self.unrolled_names: set[str] = set()
+        self.unrolled_loops: list[int] = []
         self.callees: list[ir.DeviceFunction] = []
         self.defs = Definitions(decl.assign_counts, decl.unique_params)
         self.bounds = BoundsProofs(ctx, self.defs)
@@ -105,7 +121,9 @@ class FunctionChecker(StatementChecker, ControlFlowChecker, ExpressionChecker, C
         return handler(self, e)
 
     def statement(self, s: S.Stmt) -> tuple[list[ir.Stmt], bool]:
-        return _STMT_HANDLERS[type(s)](self, s)
+        spilled = self.spill_constants(s) if self.const_names else []
+        stmts, exits = _STMT_HANDLERS[type(s)](self, s)
+        return [*spilled, *stmts] if spilled else stmts, exits
 
     # ---- declarations ----------------------------------------------------------------------
 
@@ -121,6 +139,17 @@ class FunctionChecker(StatementChecker, ControlFlowChecker, ExpressionChecker, C
         if register:
             self.locals.append(var)
         return var
+
+    def spill_constants(self, s: S.Stmt) -> list[ir.Stmt]:
+        """Before a branch or a loop that assigns a name standing for a constant (the variable
+        of a loop over a tuple), the name becomes a variable holding it: after the branch, or
+        in the loop's next iteration, it may hold something else."""
+        if not isinstance(s, (S.If, S.While, S.For)):
+            return []
+        out: list[ir.Stmt] = []
+        for name in sorted(assigned_names((s,)) & set(self.const_names)):
+            out += self.assign_name_value(S.Name(s.span, name), self.const_names[name], s.span)
+        return out
 
     def merge_callee(self, callee: TraitNotes, function: ir.DeviceFunction) -> None:
         """A call of ``function``, whose notes are ``callee``."""

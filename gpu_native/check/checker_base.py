@@ -4,7 +4,7 @@ on its own."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeGuard
 
 if TYPE_CHECKING:
     from .. import ir
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 class CheckerBase:
     """The base of the type pass's mixins (:mod:`.expressions`, :mod:`.calls`,
-    :mod:`.statements`, :mod:`.control`, :mod:`.vectors`).
+    :mod:`.statements`, :mod:`.control`, :mod:`.tuples`, :mod:`.generators`, :mod:`.vectors`).
 
     It adds nothing at run time: the attributes are set by
     :meth:`FunctionChecker.__init__ <.checker.FunctionChecker>` (documented there), and the
@@ -50,6 +50,10 @@ class CheckerBase:
     no_wrap: NoWrapProofs
     tail: GridTail
     traits: TraitNotes
+    draws_random: bool
+    const_names: dict[str, ir.Expr]
+    unrolled_names: set[str]
+    unrolled_loops: list[int]
 
     if TYPE_CHECKING:
         # .checker
@@ -73,10 +77,7 @@ class CheckerBase:
 
         def scalar_of(self, e: ir.Expr, what: str = "this") -> ir.ScalarType: ...
 
-        def value_type(self, e: ir.Expr, what: str = "this"
-                       ) -> ir.ScalarType | ir.VectorType: ...
-
-        def coerce(self, e: ir.Expr, ty: ir.ScalarType | ir.VectorType, what: str,
+        def coerce(self, e: ir.Expr, ty: ir.ScalarType | ir.VectorType | ir.TupleType, what: str,
                    explicit: bool = False) -> ir.Expr: ...
 
         def to_bool(self, e: ir.Expr, what: str = "a condition") -> ir.Expr: ...
@@ -85,6 +86,9 @@ class CheckerBase:
                         ) -> ir.ScalarType | None: ...
 
         def from_symbol(self, sym, e: S.Expr) -> ir.Expr: ...
+
+        def binop(self, op: str, left: ir.Expr, right: ir.Expr,
+                  span: SourceSpan) -> ir.Expr: ...
 
         def is_local_root(self, e: S.Expr) -> bool: ...
 
@@ -98,7 +102,14 @@ class CheckerBase:
         def has_effects(self, e: ir.Expr) -> bool: ...
 
         # .statements
-        def block(self, stmts: tuple[S.Stmt, ...]) -> tuple[tuple[ir.Stmt, ...], bool]: ...
+        def block(self, stmts: tuple[S.Stmt, ...], kind: str = "body",
+                  runs_once: bool = False) -> tuple[tuple[ir.Stmt, ...], bool]: ...
+
+        def assign_name_value(self, target: S.Name, value: ir.Expr, span
+                              ) -> list[ir.Stmt]: ...
+
+        def store(self, target: S.Subscript, value_syntax: S.Expr | None, span,
+                  augmented: bool, value: ir.Expr | None = None) -> ir.Stmt: ...
 
         # .calls
         def args(self, e: S.Call, names: tuple[str, ...], required: int,
@@ -122,3 +133,45 @@ class CheckerBase:
 
         def vector_minmax(self, name: str, values: list[ir.Expr], span: SourceSpan
                           ) -> ir.Expr: ...
+
+        # .tuples
+        def const_expr(self, value, span: SourceSpan) -> ir.Expr: ...
+
+        def constant_of(self, e: ir.Expr): ...
+
+        def bound_constant(self, name: str, span: SourceSpan) -> ir.Expr | None: ...
+
+        def is_tuple(self, e: ir.Expr) -> bool: ...
+
+        def tuple_items(self, e: ir.Expr) -> tuple[ir.Expr, ...]: ...
+
+        def tuple_length(self, e: ir.Expr) -> int: ...
+
+        def tuple_item(self, base: ir.Expr, index: tuple[S.Expr, ...],
+                       span: SourceSpan) -> ir.Expr: ...
+
+        def coerce_tuple(self, e: ir.Expr, ty: ir.TupleType, what: str) -> ir.Expr: ...
+
+        def value_type(self, value: ir.Expr, what: str = "this") -> ir.Type: ...
+
+        def unpack(self, target: S.Tuple, value_syntax: S.Expr,
+                   span: SourceSpan) -> list[ir.Stmt]: ...
+
+        def temporary(self, value: ir.Expr, out: list[ir.Stmt]) -> ir.Local: ...
+
+        def for_tuple(self, s: S.For, value: ir.Expr,
+                      counter: S.Expr | None = None, count_from: int = 0): ...
+
+        def settle(self, e: ir.Expr, out: list[ir.Stmt]) -> ir.Expr: ...
+
+        def unbind_constant(self, name: str) -> None: ...
+
+        # .generators
+        def is_generator_declaration(self, value: S.Expr) -> TypeGuard[S.Call]: ...
+
+        def declare_generator(self, target: S.Name, call: S.Call, span: SourceSpan,
+                              annotation) -> list[ir.Stmt]: ...
+
+        def call_generator(self, func: S.Attribute, e: S.Call) -> ir.Expr: ...
+
+        def check_draw_order(self, stmts) -> None: ...

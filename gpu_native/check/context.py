@@ -27,6 +27,8 @@ class KernelContext:
     :class:`gpu_native.spec.LaunchCheck` records the runtime reads.  ``devices`` and ``checked``:
     each device function specialisation reached, and its passes' results, by
     ``(path, name, binding)``; ``stack``: the calls being checked (recursion is refused).
+    ``consts``: the module-level constant arrays read so far, by ``(module, name)`` (see
+    :mod:`.constarrays`).
     """
 
     program: Program
@@ -37,6 +39,7 @@ class KernelContext:
     checked: dict[tuple, FunctionUnit] = Factory(dict)
     stack: list = Factory(list)
     launch_checks: list[LaunchCheck] = Factory(list)
+    consts: dict[tuple[str, str], ir.ConstDecl] = Factory(dict)  # (module, name) -> its table
 
     def new_site(self, kind: str, span: SourceSpan, array: str = "", axis: int = 0,
                  ndim: int = 1, message: str = "") -> int:
@@ -57,6 +60,8 @@ class FunctionContext:
     kernel: KernelContext
     resolver: Resolver
     binding: dict[str, ir.ScalarType]
+    #: the values of the function's ``Const`` parameters (Python constants)
+    constants: dict[str, object] = Factory(dict)
 
     @property
     def ndim(self) -> int:
@@ -85,6 +90,11 @@ class Definitions:
         :meth:`gpu_native.check.nowrap.NoWrapProofs.prove`).
     ``grid_stride_vars``
         The ids of the variables of ``grid_stride`` loops (unique and nonnegative).
+    ``fixed``
+        The value a variable assigned more than once holds over a stretch of code where it is
+        known: each copy of a loop over a tuple (``for n in a.shape:``), the counter of
+        ``enumerate(range(n))`` (the loop variable).  It ends at an assignment to the variable
+        or to one its value reads.
     """
 
     def __init__(self, assign_counts: dict[str, int], unique_params: set[int]):
@@ -93,9 +103,14 @@ class Definitions:
         self.values: dict[int, ir.Expr] = {}
         self.binops: set[int] = set()
         self.grid_stride_vars: set[int] = set()
+        self.fixed: dict[int, ir.Expr] = {}
 
     def single_def(self, var: ir.Var) -> ir.Expr | None:
-        """The value of ``var`` if it is a local assigned exactly once (and assigned by now)."""
+        """The value of ``var`` if it is a local assigned exactly once (and assigned by now),
+        or one known where it is read (see ``fixed``)."""
+        value = self.fixed.get(id(var))
+        if value is not None:
+            return value
         if var.is_param or self.assign_counts.get(var.name, 0) != 1:
             return None
         return self.values.get(id(var))
@@ -104,8 +119,20 @@ class Definitions:
         """The fact-matching key of ``e``, looking through locals assigned once."""
         return key(e, self.single_def)
 
+    def fix(self, var: ir.Var, value: ir.Expr) -> None:
+        """``var`` holds ``value`` from here until it (or what ``value`` reads) is assigned."""
+        self.fixed[id(var)] = value
+
+    def forget(self, var: ir.Var) -> None:
+        """``var`` is assigned: a value fixed for it, or for a variable whose value reads it,
+        no longer holds."""
+        if self.fixed:
+            self.fixed = {k: v for k, v in self.fixed.items()
+                          if k != id(var) and id(var) not in ir.variables_read(v)}
+
     def record(self, var: ir.Var, value: ir.Expr) -> None:
         """``var = value`` was checked: remember the value of a local assigned once."""
+        self.forget(var)
         if self.assign_counts.get(var.name, 0) == 1 and not var.is_param:
             self.values[id(var)] = value
             self.binops.update(id(n) for n in ir.walk(value) if isinstance(n, ir.BinOp))

@@ -27,11 +27,11 @@ class ControlFlowChecker(CheckerBase):
         before_facts, before_assigned = bounds.facts, set(self.assigned)
         self.depth += 1
         bounds.facts = before_facts | bounds.facts_from(cond, True)
-        then, then_exits = self.block(s.body)
+        then, then_exits = self.block(s.body, "if")
         then_facts, then_assigned = bounds.facts, self.assigned
         bounds.facts, self.assigned = before_facts | bounds.facts_from(cond, False), set(
             before_assigned)
-        orelse, else_exits = self.block(s.orelse)
+        orelse, else_exits = self.block(s.orelse, "if")
         else_facts, else_assigned = bounds.facts, self.assigned
         self.depth -= 1
         if then_exits and else_exits:
@@ -49,13 +49,13 @@ class ControlFlowChecker(CheckerBase):
         return [ir.If(s.span, cond, then, orelse)], then_exits and else_exits
 
     def loop_body(self, body: tuple[S.Stmt, ...], entry_facts: frozenset,
-                  extra_facts: set) -> tuple[tuple[ir.Stmt, ...], bool]:
+                  extra_facts: set, runs_once: bool = False) -> tuple[tuple[ir.Stmt, ...], bool]:
         saved_assigned = set(self.assigned)
         self.bounds.facts = entry_facts | extra_facts
         self.depth += 1
         self.loop_depth += 1
         self.loop_broke.append(False)
-        stmts, _ = self.block(body)
+        stmts, _ = self.block(body, "loop", runs_once)
         broke = self.loop_broke.pop()
         self.loop_depth -= 1
         self.depth -= 1
@@ -69,33 +69,38 @@ class ControlFlowChecker(CheckerBase):
         cond = self.to_bool(self.expr(s.test, condition=True))
         # The condition (and its checks) ran before every iteration and before a normal exit.
         checked, bounds.pending = stable(bounds.pending), set()
-        body, broke = self.loop_body(s.body, entry, bounds.facts_from(cond, True) | checked)
+        runs_once = self.unique.entry_value(cond) is True
+        self.unique.forget(self.loop_assigned_vars(s.body))
+        body, broke = self.loop_body(s.body, entry, bounds.facts_from(cond, True) | checked,
+                                     runs_once)
         bounds.facts = entry if broke else entry | bounds.facts_from(cond, False) | checked
         infinite = isinstance(cond, ir.Const) and cond.value is True and not broke
         return [ir.While(s.span, cond, body)], infinite
 
     def visit_For(self, s: S.For):
-        if not isinstance(s.target, S.Name):
-            raise self.error("the loop variable must be a single name", s.target.span)
         it = s.iter
-        if not isinstance(it, S.Call):
-            raise self.error("kernels loop over range(...) or FlatLayout1D.grid_stride(n)",
-                             it.span)
-        if isinstance(it.func, S.Attribute) and it.func.attr in _LOOP_METHODS:
-            sym = self.ctx.resolver.dotted(it.func.value) if not self.is_local_root(
-                it.func.value) else None
-            if sym is not None and sym.kind == "gn" and sym.name in LAYOUTS:
-                return self.grid_stride(s, sym.name, it)
-        sym = None
-        if isinstance(it.func, S.Name) and it.func.id not in self.vars:
-            sym = self.ctx.resolver.name(it.func.id, it.func.span)
-        entry = _registered(sym)
-        if entry is None or entry.namespace != "builtins" or entry.form != "loop":
-            raise self.error("kernels loop over range(...) or FlatLayout1D.grid_stride(n)",
-                             it.span)
-        return self.for_range(s, it)
+        if isinstance(it, S.Call):
+            if isinstance(it.func, S.Attribute) and it.func.attr in _LOOP_METHODS:
+                sym = self.ctx.resolver.dotted(it.func.value) if not self.is_local_root(
+                    it.func.value) else None
+                if sym is not None and sym.kind == "gn" and sym.name in LAYOUTS:
+                    return self.grid_stride(s, sym.name, it)
+            sym = None
+            if isinstance(it.func, S.Name) and it.func.id not in self.vars and \
+                    it.func.id not in self.const_names:
+                sym = self.ctx.resolver.name(it.func.id, it.func.span)
+            entry = _registered(sym)
+            if entry is not None and entry.namespace == "builtins" and entry.form == "loop":
+                return getattr(self, f"for_{entry.name}")(s, it)
+        return self.for_tuple(s, self.expr(it))
 
-    def for_range(self, s: S.For, it: S.Call):
+    def for_range(self, s: S.For, it: S.Call,
+                  counter: S.Name | None = None, count_from: int = 0):
+        """``for x in range(...)``; with ``counter``, ``for i, x in enumerate(range(...))``:
+        ``i`` (an ``i64``) is computed from ``x`` at the top of each iteration."""
+        if not isinstance(s.target, S.Name):
+            raise self.error("the variable of a range() loop must be a single name",
+                             s.target.span)
         if it.keywords or not 1 <= len(it.args) <= 3:
             raise self.error("range() takes 1 to 3 positional arguments", it.span)
         values = [self.expr(a) for a in it.args]
@@ -118,6 +123,11 @@ class ControlFlowChecker(CheckerBase):
                 ty = lit if ty is None else P.promote_with_literal(ty, v.value)
         assert ty is not None
         start, stop, step = (self.coerce(v, ty, "range()", explicit=True) for v in values)
+        prelude: list[ir.Stmt] = []
+        if counter is not None:
+            # The counter is computed from the loop variable: start and step are read again.
+            start, step = (v if isinstance(v, ir.Const) else self.temporary(v, prelude)
+                           for v in (start, step))
         step_sign = 0
         if isinstance(step, ir.Const):
             if step.value == 0:
@@ -128,7 +138,7 @@ class ControlFlowChecker(CheckerBase):
         bounds.commit()
         entry = kill(bounds.facts, self.loop_assigned_vars(s.body) | {var})
         # `for j in range(tid, n, K)` with 0 <= tid < K: threads visit disjoint values.
-        self.unique.note_range_loop(var, start, step, step_sign, self.decl.plain_assigned)
+        self.unique.note_range_loop(var, start, step, step_sign, self.decl.plain_assigned, stop)
         extra: set = set()
         if step_sign > 0:
             key = self.defs.key
@@ -137,20 +147,93 @@ class ControlFlowChecker(CheckerBase):
                 extra.add(NonNegative(key(ir.Local(var.span, var.ty, var))))
         before = set(self.assigned)
         self.assigned.add(var.name)
-        body, _ = self.loop_body(s.body, entry, extra)
+        head: list[ir.Stmt] = []
+        counter_var = None
+        if counter is not None:
+            head, counter_var = self.enumerate_counter(counter, var, start, step, count_from)
+        first, last = self.unique.entry_value(start), self.unique.entry_value(stop)
+        runs_once = isinstance(first, int) and isinstance(last, int) and (
+            first < last if step_sign > 0 else step_sign < 0 and first > last)
+        changed = set(self.loop_assigned_vars(s.body)) | {var}
+        if counter_var is not None:
+            changed.add(counter_var)
+        self.unique.forget(changed)
+        body, _ = self.loop_body(s.body, entry, extra, runs_once)
+        self.unique.leave_range_loop(var)
+        if counter_var is not None:
+            self.defs.forget(counter_var)
         self.assigned = before
         bounds.facts = entry
-        stmt = ir.ForRange(s.span, var, start, stop, step, step_sign, body,
+        stmt = ir.ForRange(s.span, var, start, stop, step, step_sign, (*head, *body),
                            counter_fits=bounds.counter_fits(stop, step, ty))
         if step_sign == 0:
             site = self.ctx.kernel.new_site("assert", it.span,
                                             message="range() arg 3 must not be zero")
             zero = ir.Const(it.span, ty, 0)
-            return [ir.Assert(it.span, ir.Compare(it.span, ir.BOOL, "!=", step, zero), site),
-                    stmt], False
-        return [stmt], False
+            return [*prelude, ir.Assert(it.span, ir.Compare(it.span, ir.BOOL, "!=", step, zero),
+                                        site), stmt], False
+        return [*prelude, stmt], False
+
+    def enumerate_counter(self, counter: S.Name, var: ir.Var, start: ir.Expr,
+                          step: ir.Expr, count_from: int) -> tuple[list[ir.Stmt], ir.Var]:
+        """``i = (x - start) // step + count_from`` in ``i64``, at the top of the body."""
+        span = counter.span
+        x = self.coerce(ir.Local(span, var.ty, var), ir.I64, "enumerate()", explicit=True)
+        first = self.coerce(start, ir.I64, "enumerate()", explicit=True)
+        value = x
+        if not (isinstance(first, ir.Const) and first.value == 0):
+            value = ir.BinOp(span, ir.I64, "-", value, first)
+        if not (isinstance(step, ir.Const) and step.value == 1):
+            stride = self.coerce(step, ir.I64, "enumerate()", explicit=True)
+            value = ir.BinOp(span, ir.I64, "//", value, stride)  # step != 0: checked first
+        if count_from:
+            value = ir.BinOp(span, ir.I64, "+", value, ir.Const(span, ir.I64, count_from))
+        self.loop_var(counter, ir.I64)
+        head = self.assign_name_value(counter, value, span)
+        counter_var = self.vars[counter.id]
+        if value is x:
+            # enumerate(range(n)): the counter is the loop variable, for the proofs too.
+            self.defs.fix(counter_var, x)
+        return head, counter_var
+
+    def for_enumerate(self, s: S.For, it: S.Call):
+        got = self.args(it, ("iterable", "start"), 1, "enumerate()")
+        count_from = self.const_int(got["start"], "enumerate()'s start") if "start" in got else 0
+        target = s.target
+        if not isinstance(target, S.Tuple) or len(target.elts) != 2 or not isinstance(
+                target.elts[0], S.Name):
+            raise self.error("enumerate() yields pairs: write `for i, x in enumerate(...)`",
+                             target.span)
+        inner = got["iterable"]
+        if isinstance(inner, S.Call) and isinstance(inner.func, S.Name) and \
+                inner.func.id not in self.vars and inner.func.id not in self.const_names:
+            entry = _registered(self.ctx.resolver.name(inner.func.id, inner.func.span))
+            if entry is not None and entry.namespace == "builtins" and entry.name == "range":
+                return self.for_range(S.For(s.span, target.elts[1], inner, s.body), inner,
+                                      target.elts[0], count_from)
+        loop = S.For(s.span, target.elts[1], inner, s.body)
+        return self.for_tuple(loop, self.expr(inner), target.elts[0], count_from)
+
+    def for_zip(self, s: S.For, it: S.Call):
+        if it.keywords:
+            raise self.error("zip() takes no keyword arguments in kernels", it.span)
+        values = [self.expr(a) for a in it.args]
+        for v in values:
+            if not self.is_tuple(v):
+                raise self.error("zip() in kernels combines tuples (the loop is unrolled)",
+                                 v.span, "for ranges, loop over one range and index the rest")
+        from .expressions import TupleValue
+
+        out: list[ir.Stmt] = []
+        items = [self.tuple_items(self.settle(v, out) if isinstance(v, TupleValue)
+                                  else self.temporary(v, out)) for v in values]
+        rows = tuple(TupleValue(it.span, ir.VOID, row) for row in zip(*items))
+        loop_stmts, exits = self.for_tuple(s, TupleValue(it.span, ir.VOID, rows))
+        return [*out, *loop_stmts], exits
 
     def grid_stride(self, s: S.For, layout: str, it: S.Call):
+        if not isinstance(s.target, S.Name):
+            raise self.error("the loop variable must be a single name", s.target.span)
         if layout != "FlatLayout1D":
             raise self.error("grid_stride() is defined on FlatLayout1D", it.func.span)
         self.require_layout("FlatLayout1D", 1, it.span)
@@ -172,14 +255,17 @@ class ControlFlowChecker(CheckerBase):
         extra = {Less(key(local), key(stop)), NonNegative(key(local))}
         before = set(self.assigned)
         self.assigned.add(var.name)
+        self.unique.forget(self.loop_assigned_vars(s.body) | {var})
         body, _ = self.loop_body(s.body, entry, extra)
         self.assigned = before
         bounds.facts = entry
         return [ir.GridStride(s.span, var, stop, body)], False
 
-    def loop_var(self, target: S.Expr, ty: ir.ScalarType) -> ir.Var:
-        assert isinstance(target, S.Name)  # visit_For refuses other targets
+    def loop_var(self, target: S.Name, ty: ir.ScalarType) -> ir.Var:
+        self.unbind_constant(target.id)
         var = self.vars.get(target.id) or self.decl.param_vars.get(target.id)
+        if var is not None:
+            self.defs.forget(var)
         if var is None:
             return self.new_var(target.id, ty, target.span)
         if var.ty != ty:
@@ -197,7 +283,7 @@ class ControlFlowChecker(CheckerBase):
         if entry is None or entry.form != "context":
             raise self.error("the only context manager in kernels is `with unsafe():`", s.span)
         self.unsafe_depth += 1
-        body, exits = self.block(s.body)
+        body, exits = self.block(s.body, "with")
         self.unsafe_depth -= 1
         return list(body), exits
 

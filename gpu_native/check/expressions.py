@@ -13,6 +13,7 @@ from ..lang import registry as R
 from ..nodes import node
 from . import promote as P
 from .checker_base import CheckerBase
+from .constarrays import const_array_ref
 
 
 @node
@@ -26,6 +27,36 @@ class UidValue(ir.Expr):
 
     scope: str
     ndim: int
+
+
+@node
+class GeneratorType(ir.Type):
+    """The type of a local that holds a random number generator (``rng = philox(...)``): the
+    three ``u64`` locals it is made of.  Never leaves the checker: the IR has only those."""
+
+    key: ir.Var
+    subsequence: ir.Var
+    counter: ir.Var
+
+    def __str__(self) -> str:
+        return "a philox generator"
+
+
+@node
+class GeneratorValue(ir.Expr):
+    """A generator named in an expression, before a method is called (``rng`` of
+    ``rng.uniform()``).  Never leaves the checker."""
+
+
+@node
+class TupleValue(ir.Expr):
+    """A tuple before it has a type of its own: a display ``(a, b)``, a constant tuple,
+    ``a.shape``, ``divmod(a, b)``.  Its items are checked expressions (weak literals among them,
+    so that ``return 1, 2.0`` takes the declared types), evaluated left to right; ``ty`` is
+    ``VOID``.  Never leaves the checker: :meth:`~ExpressionChecker.materialize` makes it an
+    :class:`~gpu_native.ir.MakeTuple`."""
+
+    items: tuple[ir.Expr, ...]
 
 
 @node
@@ -76,6 +107,19 @@ class ExpressionChecker(CheckerBase):
         if isinstance(e, AtomicHandle):
             raise self.error("x.atomic_ref(i) must be followed by an operation, e.g. "
                              ".fetch_add(v)", e.span)
+        if isinstance(e, GeneratorValue):
+            raise self.error("a random number generator is not a value; draw from it: "
+                             "rng.uniform(), rng.normal(), rng.randint(n), rng.random_u32()",
+                             e.span)
+        if isinstance(e, TupleValue):
+            items = tuple(self.materialize(item) for item in e.items)
+            elems: list[ir.ScalarType] = []
+            for item in items:
+                if not isinstance(item.ty, ir.ScalarType):
+                    raise self.error(f"a tuple in a kernel holds numbers and bools, not {item.ty}",
+                                     item.span, "unpack the inner tuple first")
+                elems.append(item.ty)
+            return ir.MakeTuple(e.span, ir.TupleType(tuple(elems)), items)
         return e
 
     def scalar_of(self, e: ir.Expr, what: str = "this") -> ir.ScalarType:
@@ -84,17 +128,13 @@ class ExpressionChecker(CheckerBase):
             raise self.error(f"{what} must be a scalar value, not {e.ty}", e.span)
         return e.ty
 
-    def value_type(self, e: ir.Expr, what: str = "this") -> ir.ScalarType | ir.VectorType:
-        """The type of a value a local, an element or a result can hold: a scalar or a vector."""
-        e = self.materialize(e)
-        if isinstance(e.ty, ir.VectorType):
-            return e.ty
-        return self.scalar_of(e, what)
-
-    def coerce(self, e: ir.Expr, ty: ir.ScalarType | ir.VectorType, what: str,
+    def coerce(self, e: ir.Expr, ty: ir.ScalarType | ir.VectorType | ir.TupleType, what: str,
                explicit: bool = False) -> ir.Expr:
-        """Convert ``e`` to ``ty`` by the assignment rules (``explicit`` for casts).  A vector
-        converts to nothing else: ``vec3f(v)`` converts explicitly."""
+        """Convert ``e`` to ``ty`` by the assignment rules (``explicit`` for casts); a tuple
+        type converts item by item.  A vector converts to nothing else: ``vec3f(v)`` converts
+        explicitly."""
+        if isinstance(ty, ir.TupleType):
+            return self.coerce_tuple(e, ty, what)
         if isinstance(ty, ir.VectorType):
             e = self.materialize(e)
             if e.ty == ty:
@@ -172,6 +212,13 @@ class ExpressionChecker(CheckerBase):
                          e.span)
 
     def visit_Name(self, e: S.Name) -> ir.Expr:
+        bound = self.bound_constant(e.id, e.span)
+        if bound is not None:
+            return bound
+        if e.id in self.unrolled_names:
+            raise self.error(f"'{e.id}' is the variable of a loop over a tuple, which is "
+                             "unrolled: it has no value after the loop", e.span,
+                             "assign what you need to another variable inside the loop")
         var = self.vars.get(e.id)
         if var is not None:
             if e.id not in self.assigned:
@@ -181,6 +228,8 @@ class ExpressionChecker(CheckerBase):
                 return ir.ArrayRef(e.span, var.ty, var)
             if isinstance(var.ty, ir.UidType):
                 return UidValue(e.span, var.ty, var.ty.scope, var.ty.ndim)
+            if isinstance(var.ty, GeneratorType):
+                return GeneratorValue(e.span, var.ty)
             return ir.Local(e.span, var.ty, var)
         if e.id in self.decl.pending_locals:
             raise self.error(f"local variable '{e.id}' is used before it is assigned", e.span)
@@ -192,10 +241,10 @@ class ExpressionChecker(CheckerBase):
             value = sym.value
             if isinstance(value, bool):
                 return ir.Const(e.span, ir.BOOL, value)
-            if isinstance(value, (int, float)):
-                return WeakConst(e.span, ir.I64, value)
-            raise self.error(f"the constant '{sym.name}' is a tuple; index it or use it as a "
-                             "shape", e.span)
+            return self.const_expr(value, e.span)
+        if sym.kind == "constarray":
+            scan, decl = sym.value
+            return const_array_ref(self.ctx.kernel, scan, decl, e.span)
         if sym.kind == "gn" and R.GPU_NATIVE[sym.name].form == "constant":
             entry = R.GPU_NATIVE[sym.name]
             if not entry.result:  # an untyped literal, as a module constant is (warp_size)
@@ -211,6 +260,13 @@ class ExpressionChecker(CheckerBase):
                              "@gpu_device functions")
         if sym.kind == "module":
             raise self.error(f"the module '{sym.name}' is not a value", e.span)
+        if sym.kind == "typevar":
+            raise self.error(
+                f"'{sym.name}' is a TypeVar: it names a type in annotations, and is neither a "
+                "value nor a conversion", e.span,
+                f"to make a {sym.name} value, annotate a local (`zero: {sym.name} = 0.0`) or "
+                f"write the literal where a {sym.name} is expected (`out[i] = 0.0`, "
+                f"`acc = x[i] * 2.0`): literals take the type they meet")
         raise self.error(f"'{sym.name}' is not a value here", e.span)
 
     def visit_BinOp(self, e: S.BinOp) -> ir.Expr:
@@ -224,11 +280,12 @@ class ExpressionChecker(CheckerBase):
             return self.fold(op, left.value, right.value, span)
         for side in (left, right):
             if isinstance(side, (UidValue, AtomicHandle)):
-                self.materialize(side)
+                self.materialize(side)  # raises, saying what the value is
         if isinstance(left.ty, ir.VectorType) or isinstance(right.ty, ir.VectorType):
             return self.vector_binop(op, left, right, span)
         for side in (left, right):
             if not isinstance(side.ty, ir.ScalarType):
+                side = self.materialize(side)
                 raise self.error(f"operator {op} needs scalar operands, not {side.ty}", side.span)
         if op in ("<<", ">>"):
             return self.shift(op, left, right, span)
@@ -430,10 +487,6 @@ class ExpressionChecker(CheckerBase):
         return ir.Select(e.span, ty, cond, self.coerce(then, ty, "if-expression", explicit=True),
                          self.coerce(orelse, ty, "if-expression", explicit=True))
 
-    def visit_Tuple(self, e: S.Tuple) -> ir.Expr:
-        raise self.error("tuples are only supported on the left of `=` (unpacking) and as "
-                         "shapes", e.span)
-
     # ---- attributes and subscripts -----------------------------------------------------------
 
     def visit_Attribute(self, e: S.Attribute) -> ir.Expr:
@@ -454,7 +507,12 @@ class ExpressionChecker(CheckerBase):
                 raise self.error(f"a {base.ndim}-D unique id has no component .{e.attr}", e.span)
             return ir.UidComponent(e.span, ir.I64, base.scope, axis)
         if isinstance(base, ir.ArrayRef) and e.attr == "shape":
-            raise self.error("use a.shape[k] with a constant k (or len(a))", e.span)
+            return TupleValue(e.span, ir.VOID, tuple(
+                self.shape_of(base, axis, e.span) for axis in range(base.ty.ndim)))
+        if isinstance(base, GeneratorValue) and e.attr in R.GENERATOR_METHODS:
+            raise self.error(f"{e.attr} is a method of the generator: call it, "
+                             f"{e.value.id if isinstance(e.value, S.Name) else 'rng'}"
+                             f".{e.attr}()", e.span)
         raise self.error(f"attribute .{e.attr} is not supported here", e.span)
 
     def axis_of(self, attr: str, span: SourceSpan) -> int:
@@ -479,18 +537,11 @@ class ExpressionChecker(CheckerBase):
                 raise self.error(f"axis {axis} is out of range for a {base.ty.ndim}-D array",
                                  e.span)
             return self.shape_of(base, axis, e.span)
-        if isinstance(e.value, S.Name) and e.value.id not in self.vars:
-            sym = self.ctx.resolver.name(e.value.id, e.value.span)
-            if sym.kind == "const" and isinstance(sym.value, tuple):
-                k = self.const_int(e.index[0], "the tuple index")
-                try:
-                    item = sym.value[k]
-                except IndexError:
-                    raise self.error(f"index {k} is out of range for {e.value.id}", e.span) from None
-                return self.from_symbol(type(sym)("const", sym.name, item), e)
         base = self.expr(e.value)
         if isinstance(base.ty, ir.VectorType) and len(e.index) == 1:
             return self.vector_index(base, e.index[0], e.span)
+        if isinstance(base, TupleValue) or isinstance(base.ty, ir.TupleType):
+            return self.tuple_item(base, e.index, e.span)
         if not isinstance(base, ir.ArrayRef):
             raise self.error(f"only arrays can be indexed, not {base.ty}", e.value.span)
         indices = self.indices(base, e.index, e.span)
@@ -532,7 +583,7 @@ class ExpressionChecker(CheckerBase):
         raise self.error(f"{what} must be a constant integer", e.span)
 
     def has_effects(self, e: ir.Expr) -> bool:
-        if isinstance(e, (ir.Call, ir.Atomic, ir.WarpOp, ir.BarrierVote)):
+        if isinstance(e, (ir.Call, ir.Atomic, ir.WarpOp, ir.BarrierVote, ir.RandomDraw)):
             return True
         for value in vars(e).values():
             if isinstance(value, ir.Expr) and self.has_effects(value):

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from .unique import Unique
 
 __all__ = [
-    "CastKey", "ConstKey", "Fact", "Key", "LaneKey", "Less", "LoadKey", "MathKey", "NonNegative",
+    "CastKey", "ConstKey", "Equal", "Fact", "Key", "LaneKey", "Less", "LoadKey", "MathKey", "NonNegative",
     "NotEqual", "OpKey", "OpaqueKey", "Pinned", "ShapeKey", "SpecialKey", "UidKey", "UnaryKey",
     "VarKey", "cond_facts", "key", "kill", "pinned", "shows_at_least", "shows_below",
     "shows_within", "split_offset", "stable", "upper_bound",
@@ -216,6 +216,13 @@ def key(e: ir.Expr, resolve: Callable[[ir.Var], ir.Expr | None] | None = None) -
         return LoadKey(e.array.var, tuple(key(i, resolve) for i in e.indices))
     if isinstance(e, ir.MathCall):
         return MathKey(e.name, tuple(key(a, resolve) for a in e.args))
+    if isinstance(e, ir.TupleItem):
+        # `t = a.shape; t[0]`: an item of a tuple built in sight is that item's value.
+        value = e.value
+        if isinstance(value, ir.Local) and resolve is not None:
+            value = resolve(value.var) or value
+        if isinstance(value, ir.MakeTuple):
+            return key(value.items[e.index], resolve)
     return OpaqueKey(id(e))
 
 
@@ -299,6 +306,18 @@ class NonNegative(Fact):
 @node
 class NotEqual(Fact):
     """``left != right``."""
+
+    left: Key
+    right: Key
+
+    def keys(self) -> tuple[Key, ...]:
+        return (self.left, self.right)
+
+
+@node
+class Equal(Fact):
+    """``left == right`` (read by the ownership proofs: ``lane == 0`` leaves one thread of each
+    warp, ``block_dim.x == 256`` fixes the block size)."""
 
     left: Key
     right: Key
@@ -445,6 +464,7 @@ def _compare_facts(op: str, left: ir.Expr, right: ir.Expr, classify, uniform, ke
         out.add(NotEqual(key(left), key(right)))
         out.add(NotEqual(key(right), key(left)))
     elif op == "==":
+        out.add(Equal(key(left), key(right)))
         for a, b in ((left, right), (right, left)):
             u = classify(a)
             if u is not None and uniform(b):

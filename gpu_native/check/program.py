@@ -5,6 +5,7 @@ reached (:mod:`.uncalled`)."""
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import itertools
 import re
 
@@ -17,7 +18,9 @@ from ..nodes import node
 from .checker_base import CheckerBase
 from .context import FunctionContext, KernelContext
 from .passes import check_function
+from .resolve import param_defaults
 from .scope import ModuleLocator, Resolver, registry_entry
+from .tuples import NOT_CONSTANT
 from .uncalled import check_uncalled
 
 MAX_SPECIALIZATIONS = 64
@@ -209,18 +212,29 @@ class Program:
                 device_functions=unit.device_functions,
                 specialization=tuple((tv, binding[tv].name) for tv in typevars),
                 launch_checks=tuple(ctx.launch_checks),
+                consts=tuple(ctx.consts.values()),
             ))
             self.checked_devices.update(ctx.devices)
         return CheckedKernel(fn, ndim, options, typevars, kernels)
 
     # ---- device functions ---------------------------------------------------------------------
 
+    def _resolver(self, scan: ModuleScan) -> Resolver:
+        return self.resolver if scan is self.scan else Resolver(scan, self.locator)
+
+    def defaults(self, scan: ModuleScan, fndef: S.FunctionDef) -> dict[str, object]:
+        """The values of ``fndef``'s parameter defaults, evaluated in its module."""
+        return param_defaults(self._resolver(scan), fndef)
+
     def call_device(self, caller: CheckerBase, scan: ModuleScan, fndef: S.FunctionDef,
                     args: list[ir.Expr], span: SourceSpan) -> ir.Expr:
-        resolver = self.resolver if scan is self.scan else Resolver(scan, self.locator)
+        """A call of ``fndef`` with ``args`` (one per parameter, defaults filled in)."""
+        resolver = self._resolver(scan)
         binding = self._bind_device(caller, resolver, scan, fndef, args, span)
+        constants = self._constants(caller, resolver, fndef, args)
         kctx = caller.ctx.kernel
-        cache_key = (scan.path, fndef.name, tuple(sorted((k, v.name) for k, v in binding.items())))
+        cache_key = (scan.path, fndef.name, tuple(sorted((k, v.name) for k, v in binding.items())),
+                     tuple((k, repr(v)) for k, v in constants.items()))
         if cache_key in kctx.stack:
             raise TranspileError(f"'{fndef.name}' calls itself (directly or through other "
                                  "device functions); recursion is not supported in kernels",
@@ -228,12 +242,15 @@ class Program:
         function = kctx.devices.get(cache_key)
         if function is None:
             kctx.stack.append(cache_key)
-            unit = check_function(FunctionContext(kctx, resolver.within(fndef), binding),
-                                  fndef)
+            unit = check_function(FunctionContext(kctx, resolver.within(fndef), binding,
+                                                  constants), fndef)
             kctx.stack.pop()
             checked, decl = unit.checker, unit.declarations
             assert checked is not None and decl is not None
             suffix = "".join(f"_{v.name}" for _, v in sorted(binding.items()))
+            if constants:  # one specialisation per value of the Const parameters
+                digest = hashlib.blake2b(repr(cache_key[3]).encode(), digest_size=4).hexdigest()
+                suffix += f"_c{digest}"
             function = ir.DeviceFunction(
                 name=fndef.name, module=scan.module_name,
                 symbol=f"gn_dev_{_c_ident(scan.module_name)}_{fndef.name}{suffix}",
@@ -246,7 +263,8 @@ class Program:
         assert callee is not None
         caller.merge_callee(callee.traits, function)
         converted: list[ir.Expr] = []
-        for param, arg in zip(function.params, args):
+        runtime_args = [a for p, a in zip(fndef.params, args) if p.name not in constants]
+        for param, arg in zip(function.params, runtime_args):
             what = f"argument '{param.name}' of {fndef.name}()"
             if isinstance(param.ty, ir.ArrayType):
                 if not isinstance(arg, ir.ArrayRef):
@@ -259,13 +277,29 @@ class Program:
                                          f"'{arg.var.name}' is read-only", arg.span)
                 converted.append(arg)
                 continue
-            # a parameter is an array, a scalar or a vector
-            assert isinstance(param.ty, (ir.ScalarType, ir.VectorType))
+            # the others: arrays
+            assert isinstance(param.ty, (ir.ScalarType, ir.VectorType, ir.TupleType))
             value = caller.coerce(arg, param.ty, what)
             caller.unique.check_argument(callee.unique.unique_param_uses, param, value, what,
                                          arg.span)
             converted.append(value)
         return ir.Call(span, function.ret, function, tuple(converted))
+
+    def _constants(self, caller: CheckerBase, resolver: Resolver, fndef: S.FunctionDef,
+                   args: list[ir.Expr]) -> dict[str, object]:
+        """The values passed for ``fndef``'s ``Const`` parameters, which must be constants."""
+        out: dict[str, object] = {}
+        for p, arg in zip(fndef.params, args):
+            if not _is_annotation(resolver, p.annotation, "const type"):
+                continue
+            value = caller.constant_of(arg)
+            if value is NOT_CONSTANT:
+                raise TranspileError(
+                    f"argument '{p.name}' of {fndef.name}() is a Const parameter: it needs a "
+                    "compile-time constant (a number, a bool, a module constant or a tuple of "
+                    "them)", arg.span, f"its signature is at {fndef.span}")
+            out[p.name] = value
+        return out
 
     def _bind_device(self, caller: CheckerBase, resolver: Resolver, scan: ModuleScan,
                      fndef: S.FunctionDef, args: list[ir.Expr], span: SourceSpan
@@ -275,6 +309,9 @@ class Program:
             ann = p.annotation
             tv = None
             array = False
+            if isinstance(ann, S.Subscript) and _is_annotation(resolver, ann.value, "tuple type"):
+                self._bind_tuple(caller, scan, fndef, p, ann, arg, binding)
+                continue
             if isinstance(ann, S.Name) and ann.id in scan.typevars:
                 tv = ann.id
             elif isinstance(ann, S.Subscript) and len(ann.index) == 1 and isinstance(
@@ -294,15 +331,44 @@ class Program:
                 ty = elem
             else:
                 ty = caller.scalar_of(caller.materialize(arg), f"argument '{p.name}'")
-            allowed = scan.typevars[tv]
-            if allowed and ty.name not in allowed:
-                raise TranspileError(f"argument '{p.name}' of {fndef.name}() is {ty}, which is "
-                                     f"not one of {tv}'s types ({', '.join(allowed)})", arg.span)
-            if tv in binding and binding[tv] != ty:
-                raise TranspileError(f"{fndef.name}(): '{tv}' is {binding[tv]} from an earlier "
-                                     f"argument but {ty} here", arg.span)
-            binding[tv] = ty
+            self._bind_typevar(scan, fndef, p.name, tv, ty, arg, binding)
         return binding
+
+    def _bind_tuple(self, caller: CheckerBase, scan: ModuleScan, fndef: S.FunctionDef,
+                    p: S.Param, ann: S.Subscript, arg: ir.Expr,
+                    binding: dict[str, ir.ScalarType]) -> None:
+        """Bind the TypeVars of a ``tuple[T, ...]`` parameter from the argument's items."""
+        tvs = [i.id if isinstance(i, S.Name) and i.id in scan.typevars else None
+               for i in ann.index]
+        if not any(tvs):
+            return
+        if not caller.is_tuple(arg) or caller.tuple_length(arg) != len(tvs):
+            raise TranspileError(f"argument '{p.name}' of {fndef.name}() must be a tuple of "
+                                 f"{len(tvs)} items", arg.span)
+        value = caller.materialize(arg)
+        for tv, ty in zip(tvs, value.ty.elems):  # type: ignore[attr-defined]
+            if tv is not None:
+                self._bind_typevar(scan, fndef, p.name, tv, ty, arg, binding)
+
+    @staticmethod
+    def _bind_typevar(scan: ModuleScan, fndef: S.FunctionDef, param: str, tv: str,
+                      ty: ir.ScalarType, arg: ir.Expr, binding: dict[str, ir.ScalarType]) -> None:
+        allowed = scan.typevars[tv]
+        if allowed and ty.name not in allowed:
+            raise TranspileError(f"argument '{param}' of {fndef.name}() is {ty}, which is "
+                                 f"not one of {tv}'s types ({', '.join(allowed)})", arg.span)
+        if tv in binding and binding[tv] != ty:
+            raise TranspileError(f"{fndef.name}(): '{tv}' is {binding[tv]} from an earlier "
+                                 f"argument but {ty} here", arg.span)
+        binding[tv] = ty
+
+
+def _is_annotation(resolver: Resolver, ann: S.Expr | None, form: str) -> bool:
+    """Whether ``ann`` names the registry's annotation of ``form`` (``Const``, ``tuple``)."""
+    if not isinstance(ann, (S.Name, S.Attribute)):
+        return False
+    entry = registry_entry(resolver.dotted(ann))
+    return entry is not None and entry.form == form
 
 
 @contextlib.contextmanager

@@ -23,7 +23,8 @@ class Declarations:
     assignment count twice: the value changes); ``plain_assigned``: the names assigned other
     than as a ``for`` target; ``unique_params``: the ids of the ``UniqueId`` parameters;
     ``pending_locals``: the local names, which a use before their assignment must not resolve
-    to a module-level name.
+    to a module-level name; ``const_params``: the values of the ``Const`` parameters (which are
+    not in ``params``: they are not passed at run time).
     """
 
     params: tuple[ir.Var, ...]
@@ -33,6 +34,7 @@ class Declarations:
     plain_assigned: set[str]
     unique_params: set[int]
     pending_locals: set[str]
+    const_params: dict[str, object]
 
 
 def resolve(ctx: FunctionContext, fn: S.FunctionDef) -> Declarations:
@@ -42,12 +44,25 @@ def resolve(ctx: FunctionContext, fn: S.FunctionDef) -> Declarations:
     params: list[ir.Var] = []
     param_vars: dict[str, ir.Var] = {}
     unique_params: set[int] = set()
+    const_params: dict[str, object] = {}
+    defaults = param_defaults(ctx.resolver, fn)
     for p in fn.params:
         if p.annotation is None:
             example = "CUDASlice[f32]" if is_kernel else "f32"
             raise TranspileError(f"parameter '{p.name}' needs a type annotation, e.g. "
                                  f"`{p.name}: {example}`", p.span)
-        ty = annotation(ctx, p.annotation, allow_unique=not is_kernel, allow_array=True)
+        ty = annotation(ctx, p.annotation, allow_unique=not is_kernel, allow_array=True,
+                        allow_device=not is_kernel, allow_tuple=not is_kernel)
+        if ty == "const":
+            if p.name in ctx.constants:
+                const_params[p.name] = ctx.constants[p.name]
+            elif p.name in defaults:
+                const_params[p.name] = defaults[p.name]
+            else:  # pragma: no cover - call sites and the check of uncalled functions bind it
+                raise TranspileError(f"the Const parameter '{p.name}' has no value here", p.span)
+            continue
+        if p.name in defaults:
+            _check_default(p, ty, defaults[p.name])
         unique = ty == "unique"
         if unique:
             ty = ir.I64
@@ -64,27 +79,62 @@ def resolve(ctx: FunctionContext, fn: S.FunctionDef) -> Declarations:
                 raise TranspileError("kernels return nothing; drop the return annotation",
                                      ret.span)
         else:
-            ret_type = annotation(ctx, fn.returns)
-            if not isinstance(ret_type, (ir.ScalarType, ir.VectorType)):
-                raise TranspileError("device functions return a scalar or vector value",
-                                     fn.returns.span)
+            ret_type = annotation(ctx, fn.returns, allow_device=True)
+            if not isinstance(ret_type, (ir.ScalarType, ir.VectorType, ir.TupleType)):
+                raise TranspileError("device functions return a scalar value, a vector or a "
+                                     "tuple of scalars (`-> tuple[f32, i32]`)", fn.returns.span)
     counts: dict[str, int] = {}
     plain: set[str] = set()
     count_assignments(fn.body, counts, plain)
     for name, var in param_vars.items():
         if counts.get(name) and isinstance(var.ty, ir.ArrayType):
             raise TranspileError(f"the array parameter '{name}' cannot be reassigned", var.span)
+    for p in fn.params:
+        if p.name in const_params and counts.get(p.name):
+            raise TranspileError(f"the Const parameter '{p.name}' cannot be reassigned", p.span)
     return Declarations(tuple(params), param_vars, ret_type, counts, plain, unique_params,
-                        set(counts) - set(param_vars))
+                        set(counts) - set(param_vars) - set(const_params), const_params)
+
+
+def param_defaults(resolver, fn: S.FunctionDef) -> dict[str, object]:
+    """The values of ``fn``'s parameter defaults (compile-time constants, evaluated in its
+    module)."""
+    from .tuples import constant_value
+
+    return {p.name: constant_value(resolver, p.default, f"the default of parameter '{p.name}'")
+            for p in fn.params if p.default is not None}
+
+
+def _check_default(p: S.Param, ty, value) -> None:
+    """A default must suit its parameter's type, as an argument would."""
+    from . import promote as P
+
+    assert p.default is not None
+    if isinstance(ty, ir.ArrayType) or ty == "unique":
+        raise TranspileError(f"the array or unique id parameter '{p.name}' cannot have a "
+                             "default", p.default.span)
+    types = ty.elems if isinstance(ty, ir.TupleType) else (ty,)
+    values = value if isinstance(value, tuple) else (value,)
+    if isinstance(ty, ir.TupleType) != isinstance(value, tuple) or len(types) != len(values):
+        raise TranspileError(f"the default of parameter '{p.name}' must be a {ty}",
+                             p.default.span)
+    for t, v in zip(types, values):
+        why = None if t == ir.BOOL and isinstance(v, bool) else (
+            "a tuple cannot be an item" if isinstance(v, tuple) else P.literal_fits(v, t))
+        if why is not None:
+            raise TranspileError(f"the default of parameter '{p.name}': {why}", p.default.span)
 
 
 def annotation(ctx: FunctionContext, e: S.Expr, allow_unique: bool = False,
-               allow_array: bool = False):
-    """Evaluate a type annotation: a ScalarType, a VectorType, an ArrayType, or "unique"
-    (UniqueId)."""
+               allow_array: bool = False, allow_device: bool = False, allow_tuple: bool = True):
+    """Evaluate a type annotation: a ScalarType, a VectorType, an ArrayType, a TupleType,
+    "unique" (UniqueId) or "const" (Const, where ``allow_device``: a device function's
+    parameter)."""
     if isinstance(e, S.Subscript):
         sym = ctx.resolver.dotted(e.value)
         array = registry_entry(sym)
+        if array is not None and array.form == "tuple type":
+            return _tuple_annotation(ctx, e, allow_tuple)
         if array is None or array.form != "array type":
             raise TranspileError("unsupported annotation; use CUDASlice[T], CUDASliceMut[T], "
                                  "their 2D/3D forms, or a scalar type", e.span)
@@ -115,6 +165,14 @@ def annotation(ctx: FunctionContext, e: S.Expr, allow_unique: bool = False,
             return "unique"
         if entry.form == "array type":
             raise TranspileError(f"{sym.name} needs an element type: {sym.name}[f32]", e.span)
+        if entry.form == "const type":
+            if not allow_device:
+                raise TranspileError("Const is the annotation of a @gpu_device function's "
+                                     "parameter", e.span, "a kernel takes compile-time "
+                                     "constants from module-level constants (OFFSETS = (16, 8))")
+            return "const"
+    if sym.kind == "builtin" and entry is not None and entry.form == "tuple type":
+        raise TranspileError("tuple needs its item types: tuple[f32, i32]", e.span)
     if sym.kind == "builtin" and entry is not None and entry.value is not None:
         return ir.scalar(entry.value)  # int, float and bool as annotations
     if sym.kind == "typevar":
@@ -126,6 +184,21 @@ def annotation(ctx: FunctionContext, e: S.Expr, allow_unique: bool = False,
         raise TranspileError(f"name '{sym.name}' is not defined", e.span)
     raise TranspileError(f"'{sym.name}' is not a kernel type", e.span,
                          "use f32, i32, ..., CUDASlice[T], CUDASliceMut[T] or UniqueId")
+
+
+def _tuple_annotation(ctx: FunctionContext, e: S.Subscript, allow_tuple: bool) -> ir.TupleType:
+    if not allow_tuple:
+        raise TranspileError("kernel parameters cannot be tuples", e.span,
+                             "pass each value as a parameter of its own, or use a module-level "
+                             "constant tuple")
+    elems = []
+    for item in e.index:
+        ty = annotation(ctx, item)
+        if not isinstance(ty, ir.ScalarType):
+            raise TranspileError("a tuple in a kernel holds scalars: each item's type is one "
+                                 "such as f32", item.span)
+        elems.append(ty)
+    return ir.TupleType(tuple(elems))
 
 
 # ---- the names a body assigns ----------------------------------------------------------------

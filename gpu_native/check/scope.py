@@ -1,7 +1,7 @@
 """What a name in a kernel body refers to, decided statically from the module's source.
 
 A kernel can name: its parameters and locals; module constants (ints, floats, bools and tuples of
-them, evaluated without running the module); ``TypeVar`` declarations; gpu_native's kernel API;
+them, evaluated without running the module); module-level ``const_array`` tables; ``TypeVar`` declarations; gpu_native's kernel API;
 the ``math`` module; a few builtins; and ``@gpu_device`` functions of this or another module.  The
 other module is found on ``sys.path`` and parsed, never imported.
 
@@ -40,7 +40,8 @@ class Sym:
 
     ``kind`` is one of: ``gn`` (gpu_native API name in ``name``), ``math`` (math function),
     ``builtin``, ``const`` (``value`` holds it), ``typevar`` (``value``: constraint names),
-    ``device`` (``value``: (ModuleScan, FunctionDef)), ``module`` (``name`` is the module),
+    ``device`` (``value``: (ModuleScan, FunctionDef)), ``constarray`` (a module-level
+    ``const_array``; ``value``: (ModuleScan, ConstArrayDecl)), ``module`` (``name`` is the module),
     ``host`` (anything else; ``value`` describes it for the error message).
     """
 
@@ -128,6 +129,8 @@ class Resolver:
             return Sym("typevar", name, scan.typevars[name])
         if name in scan.constants:
             return Sym("const", name, scan.constants[name])
+        if name in scan.const_arrays:
+            return Sym("constarray", name, (scan, scan.const_arrays[name]))
         fn = scan.function(name)
         if fn is not None:
             if fn.kind == "device":
@@ -138,6 +141,10 @@ class Resolver:
             return self._imported(imported.module, imported.attr, span)
         if name in scan.host_names:
             kind = scan.host_names[name]
+            if kind == "variable":  # a table computed at import, most likely
+                return Sym("host", name, f"'{name}' is a host variable of this module (a "
+                           "module-level array reaches kernels as a constant array: "
+                           f"{name} = const_array(values, dtype, shape))")
             return Sym("host", name, f"'{name}' is a host {kind} of this module")
         if name in BUILTINS:
             return Sym("builtin", name)
@@ -177,7 +184,8 @@ class Resolver:
             return Sym("host", attr, f"'{attr}' comes from module '{module}', whose source "
                        "gpu_native cannot find")
         resolver = Resolver(other, self.locator)
-        if attr in other.constants or attr in other.typevars or other.function(attr) is not None:
+        if attr in other.constants or attr in other.typevars or attr in other.const_arrays or \
+                other.function(attr) is not None:
             return resolver.name(attr, span)
         if attr in other.imports:
             imp = other.imports[attr]

@@ -8,7 +8,7 @@ from ..frontend import syntax as S
 from ..lang import registry as R
 from ..spec import LaunchAssert
 from .checker_base import CheckerBase
-from .expressions import UidValue, WeakConst
+from .expressions import GeneratorType, UidValue, WeakConst
 from .launch import launch_tree
 from .scope import registry_entry as _registered
 
@@ -20,11 +20,17 @@ class StatementChecker(CheckerBase):
     """Mixin of :class:`~.checker.FunctionChecker`: blocks, simple statements, assignments and
     stores."""
 
-    def block(self, stmts: tuple[S.Stmt, ...]) -> tuple[tuple[ir.Stmt, ...], bool]:
-        """Check a block; return its IR and whether control never falls off its end."""
+    def block(self, stmts: tuple[S.Stmt, ...], kind: str = "body",
+              runs_once: bool = False) -> tuple[tuple[ir.Stmt, ...], bool]:
+        """Check a block; return its IR and whether control never falls off its end.  ``kind``
+        ("body", "loop", "if", "with") and ``runs_once`` (a loop body that surely runs) are what
+        the barrier phases need to know of it (:class:`.phases.Phases`)."""
+        phases = self.unique.phases
+        phases.enter(kind)
         out: list[ir.Stmt] = []
         exits = False
         for s in stmts:
+            phases.statement()
             if exits:
                 # Unreachable code is still checked (its errors are real), but not emitted.
                 saved = (self.bounds.facts, set(self.assigned))
@@ -32,8 +38,11 @@ class StatementChecker(CheckerBase):
                 self.bounds.facts, self.assigned, self.bounds.pending = saved[0], saved[1], set()
                 continue
             result, exits = self.statement(s)
+            if self.draws_random:
+                self.check_draw_order(result)
             self.bounds.commit()
             out.extend(result)
+        phases.leave(runs_once)
         return tuple(out), exits
 
     # ---- simple statements --------------------------------------------------------------------
@@ -42,17 +51,28 @@ class StatementChecker(CheckerBase):
         return [], False
 
     def visit_Break(self, s: S.Break):
+        self.unique.phases.jump()
+        self.not_in_unrolled_loop("break", s)
         if self.loop_depth == 0:
             raise self.error("`break` outside a loop", s.span)
         self.loop_broke[-1] = True
         return [ir.Break(s.span)], True
 
     def visit_Continue(self, s: S.Continue):
+        self.unique.phases.jump()
+        self.not_in_unrolled_loop("continue", s)
         if self.loop_depth == 0:
             raise self.error("`continue` outside a loop", s.span)
         return [ir.Continue(s.span)], True
 
+    def not_in_unrolled_loop(self, what: str, s: S.Stmt) -> None:
+        if self.unrolled_loops and self.unrolled_loops[-1] == self.loop_depth:
+            raise self.error(f"`{what}` in a loop over a tuple: the loop is unrolled, so there "
+                             "is no loop to leave", s.span,
+                             "use an if around the rest of the body, or loop over range(...)")
+
     def visit_Return(self, s: S.Return):
+        self.unique.phases.jump()
         if self.is_kernel:
             if s.value is not None:
                 raise self.error("kernels cannot return a value; write results into a "
@@ -64,10 +84,14 @@ class StatementChecker(CheckerBase):
                 raise self.error(f"{self.fn.name} must return a {ret_type} value", s.span)
             return [ir.Return(s.span, None)], True
         if ret_type == ir.VOID:
+            value = self.expr(s.value)
+            example = "f32"
+            if self.is_tuple(value):
+                example = f"tuple[{', '.join(['f32'] * self.tuple_length(value))}]"
             raise self.error(f"{self.fn.name} has no return annotation, so it cannot return a "
-                             "value", s.value.span, "annotate it, e.g. `-> f32`")
-        # the resolve pass allows nothing else
-        assert isinstance(ret_type, (ir.ScalarType, ir.VectorType))
+                             "value", s.value.span, f"annotate it, e.g. `-> {example}`")
+        # resolve.py checked it
+        assert isinstance(ret_type, (ir.ScalarType, ir.VectorType, ir.TupleType))
         value = self.coerce(self.expr(s.value), ret_type, "the returned value")
         return [ir.Return(s.span, value)], True
 
@@ -119,6 +143,9 @@ class StatementChecker(CheckerBase):
                     "has (every block resident at once); declare the kernel with "
                     "@gpu_kernel(..., cooperative=True)", call.span)
             self.traits.note_barrier(entry.value)
+            # A grid barrier orders the threads of each block too.  (The block votes,
+            # sync_threads_count/and/or, are not taken as phase boundaries: refusing more is sound.)
+            self.unique.phases.barrier()
             return ir.Barrier(call.span, entry.value)
         got = self.args(call, entry.param_names, entry.required, f"{name}()")
         self.traits.note_barrier("warp")
@@ -231,6 +258,8 @@ class StatementChecker(CheckerBase):
     def assign_name(self, target: S.Name, value_syntax: S.Expr, span,
                     annotation) -> list[ir.Stmt]:
         name = target.id
+        if self.is_generator_declaration(value_syntax):
+            return self.declare_generator(target, value_syntax, span, annotation)
         decl = self.array_declaration(value_syntax)
         if decl is not None:
             assert isinstance(value_syntax, S.Call)  # array_declaration found a call
@@ -240,6 +269,7 @@ class StatementChecker(CheckerBase):
         if isinstance(value, ir.ArrayRef):
             raise self.error("arrays cannot be assigned to local variables; use the array "
                              "directly", value.span)
+        self.unbind_constant(name)
         var = self.vars.get(name)
         if isinstance(value, UidValue):
             if var is not None or self.decl.assign_counts.get(name, 0) != 1:
@@ -270,12 +300,16 @@ class StatementChecker(CheckerBase):
         if isinstance(var.ty, (ir.ArrayType, ir.UidType)):
             raise self.error(f"'{name}' is an array or unique id and cannot be reassigned",
                              target.span)
-        assert isinstance(var.ty, (ir.ScalarType, ir.VectorType))
+        if isinstance(var.ty, GeneratorType):
+            raise self.error(f"'{name}' holds a random number generator; only philox(...) can "
+                             "be assigned to it", target.span)
+        assert isinstance(var.ty, (ir.ScalarType, ir.VectorType, ir.TupleType))
         converted = self.coerce(value, var.ty, f"assignment to '{name}'")
         self.bounds.commit()
         self.bounds.kill({var})
         self.assigned.add(name)
         self.defs.record(var, converted)
+        self.unique.note_assign(var, converted)
         self.vars[name] = var
         return [ir.Assign(span, var, converted)]
 
@@ -337,15 +371,16 @@ class StatementChecker(CheckerBase):
 
     def static_shape(self, e: S.Expr, which: str) -> tuple[int, ...]:
         if isinstance(e, S.Tuple):
-            items = e.elts
-        else:
-            if isinstance(e, S.Name) and e.id not in self.vars:
-                sym = self.ctx.resolver.name(e.id, e.span)
-                if sym.kind == "const" and isinstance(sym.value, tuple):
-                    return self._checked_shape(sym.value, e, which)
-            items = (e,)
-        dims = tuple(self.const_int(item, f"{which}()'s shape") for item in items)
-        return self._checked_shape(dims, e, which)
+            dims = tuple(self.const_int(item, f"{which}()'s shape") for item in e.elts)
+            return self._checked_shape(dims, e, which)
+        value = self.expr(e)
+        values = self.constant_of(value)
+        if not isinstance(values, tuple):
+            values = (values,)
+        if not all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+            raise self.error(f"{which}()'s shape must be a constant integer or a tuple of them",
+                             e.span)
+        return self._checked_shape(values, e, which)
 
     def _checked_shape(self, dims, e: S.Expr, which: str) -> tuple[int, ...]:
         if not 1 <= len(dims) <= 3 or not all(isinstance(d, int) for d in dims):
@@ -357,62 +392,42 @@ class StatementChecker(CheckerBase):
                              "shared array)", e.span)
         return tuple(dims)
 
-    def unpack(self, target: S.Tuple, value_syntax: S.Expr, span) -> list[ir.Stmt]:
-        names = tuple(t for t in target.elts if isinstance(t, S.Name))
-        if len(names) != len(target.elts):
-            raise self.error("only names can be unpacked into", target.span)
-        if isinstance(value_syntax, S.Tuple):
-            if len(value_syntax.elts) != len(target.elts):
-                raise self.error(f"cannot unpack {len(value_syntax.elts)} values into "
-                                 f"{len(target.elts)} names", span)
-            out: list[ir.Stmt] = []
-            temps = []
-            # Evaluate every right-hand value first, as Python does (`a, b = b, a` swaps).
-            for i, v in enumerate(value_syntax.elts):
-                value = self.materialize(self.expr(v))
-                ty = self.value_type(value, "an unpacked value")
-                temp = self.new_var(f"{ir.TEMP_PREFIX}t{self.temp_counter}", ty, v.span)
-                self.temp_counter += 1
-                out.append(ir.Assign(v.span, temp, value))
-                temps.append((names[i], temp))
-            for name_syntax, temp in temps:
-                self.assigned.add(temp.name)
-                out += self.assign_name_value(name_syntax, ir.Local(temp.span, temp.ty, temp), span)
-            return out
-        value = self.expr(value_syntax)
-        if isinstance(value, UidValue):
-            if len(target.elts) != value.ndim:
-                raise self.error(f"a {value.ndim}-D unique id unpacks into {value.ndim} names "
-                                 "(x, y[, z])", span)
-            out = []
-            for axis, name_syntax in enumerate(names):
-                comp = ir.UidComponent(value.span, ir.I64, value.scope, axis)
-                out += self.assign_name_value(name_syntax, comp, span)
-            return out
-        raise self.error("only tuples and multi-dimensional unique ids can be unpacked", span)
-
     def assign_name_value(self, target: S.Name, value: ir.Expr, span
                           ) -> list[ir.Stmt]:
         name = target.id
+        self.unbind_constant(name)
         var = self.vars.get(name) or self.decl.param_vars.get(name)
         if var is None:
-            var = self.new_var(name, self.value_type(value), target.span)
-        # Arrays and unique ids are assigned once (resolve, declare_array, assign_name).
-        assert isinstance(var.ty, (ir.ScalarType, ir.VectorType))
+            var = self.new_var(name, self.value_type(value, f"the value assigned to '{name}'"),
+                               target.span)
+        if isinstance(var.ty, (ir.ArrayType, ir.UidType)):
+            raise self.error(f"'{name}' is an array or unique id and cannot be reassigned",
+                             target.span)
+        if isinstance(var.ty, GeneratorType):
+            raise self.error(f"'{name}' holds a random number generator; only philox(...) can "
+                             "be assigned to it", target.span)
+        assert isinstance(var.ty, (ir.ScalarType, ir.VectorType, ir.TupleType))
         converted = self.coerce(value, var.ty, f"assignment to '{name}'")
         self.bounds.commit()
         self.bounds.kill({var})
         self.assigned.add(name)
         self.defs.record(var, converted)
+        self.unique.note_assign(var, converted)
         self.vars[name] = var
         return [ir.Assign(span, var, converted)]
 
-    def store(self, target: S.Subscript, value_syntax: S.Expr, span,
-              augmented: bool) -> ir.Stmt:
+    def store(self, target: S.Subscript, value_syntax: S.Expr | None, span,
+              augmented: bool, value: ir.Expr | None = None) -> ir.Stmt:
+        """``target = value`` (``value_syntax`` unless the value is checked already)."""
         base = self.expr(target.value)
         if not isinstance(base, ir.ArrayRef):
             raise self.error(f"only arrays can be assigned by index, not {base.ty}",
                              target.value.span)
+        if base.ty.space == "const":
+            raise self.error(
+                f"'{base.var.name}' is a constant array (const_array, in constant memory): "
+                "kernels read it but cannot write it", target.span,
+                "copy what you need to change into a local_array or shared_array")
         if not base.ty.mutable:
             raise self.error(
                 f"'{base.var.name}' is read-only ({base.ty}); declare the parameter "
@@ -422,10 +437,13 @@ class StatementChecker(CheckerBase):
         if augmented and any(self.has_effects(i) for i in indices):
             raise self.error("an augmented assignment evaluates this index twice; compute it "
                              "into a local first", target.span)
-        value = self.coerce(self.expr(value_syntax), base.ty.elem,
-                            f"the value stored into '{base.var.name}'")
-        unique, owners = self.unique.store(base, indices, target.span, self.unsafe_depth > 0)
+        if value is None:
+            assert value_syntax is not None
+            value = self.expr(value_syntax)
+        value = self.coerce(value, base.ty.elem, f"the value stored into '{base.var.name}'")
+        unique, owners, proof = self.unique.store(base, indices, target.span,
+                                                  self.unsafe_depth > 0)
         checks = self.bounds.checks(base, indices, target.span)
-        self.unique.note_store(base, indices, target.span, unique, owners)
+        proof = self.unique.note_store(base, indices, target.span, unique, owners) or proof
         self.tail.note(base, indices)
-        return ir.Store(span, base, indices, checks, value, unique)
+        return ir.Store(span, base, indices, checks, value, unique, proof)

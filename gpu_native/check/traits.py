@@ -90,6 +90,8 @@ def uses_half(node) -> bool:
             return x.info.name in ("f16", "bf16")
         if isinstance(x, (ir.ArrayType,)):
             return walk(x.elem)
+        if isinstance(x, ir.TupleType):
+            return walk(x.elems)
         if isinstance(x, (tuple, list)):
             return any(walk(i) for i in x)
         if isinstance(x, (ir.Expr, ir.Stmt, ir.Var, ir.SharedDecl, ir.LocalArrayDecl)):

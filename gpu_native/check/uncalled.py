@@ -13,7 +13,9 @@ some kernel, perhaps in another module, first calls it:
   checks for one of them (so a misspelt name or a bad call is still found, while ``x << 1`` is
   not held against the float types);
 * a device function may use the layouts of a 1-, 2- or 3-D kernel: it passes if it checks in a
-  kernel of one of those.
+  kernel of one of those;
+* a ``Const`` parameter takes its default; a function with one that has no default is checked
+  only where it is called (it has no value before).
 
 When every attempt fails, the error reported is the one found furthest into the function.
 """
@@ -43,7 +45,12 @@ def check_uncalled(program: Program, fn: S.FunctionDef, covered: set[tuple]) -> 
     that no kernel has checked (``covered`` holds the checked ``(path, name, binding)`` keys
     and gains the ones checked here); raise the :class:`TranspileError` of a binding that fails
     in every context tried."""
+    from .program import _is_annotation  # here: program imports this module
+
     scan = program.scan
+    if any(p.default is None and _is_annotation(program.resolver, p.annotation, "const type")
+           for p in fn.params):
+        return  # a Const parameter without a default has a value only where it is called
     typevars = program.typevars_of(fn)
     constrained = [tv for tv in typevars if scan.typevars[tv]]
     free = [tv for tv in typevars if not scan.typevars[tv]]
@@ -84,7 +91,8 @@ def _check_binding(program: Program, fn: S.FunctionDef, binding: dict[str, ir.Sc
             # As if called from a cooperative kernel: grid_sync() is checked where a kernel
             # calls the function (refused in kernels that are not cooperative).
             kctx = KernelContext(program, ndim, ir.KernelOptions(cooperative=True))
-            key = (program.scan.path, fn.name, tuple(sorted((k, v.name) for k, v in full.items())))
+            types = tuple(sorted((k, v.name) for k, v in full.items()))
+            key = (program.scan.path, fn.name, types, ())
             kctx.stack.append(key)  # a call back into fn is recursion, as from a kernel
             try:
                 check_function(FunctionContext(kctx, program.resolver.within(fn), full), fn)
@@ -96,8 +104,8 @@ def _check_binding(program: Program, fn: S.FunctionDef, binding: dict[str, ir.Sc
             return
     error = max(errors, key=lambda e: _progress(e, fn))
     if binding:
-        types = ", ".join(f"{tv} = {t.name}" for tv, t in binding.items())
-        note = (f"{fn.name} was checked with {types}, one of the types its TypeVars allow "
+        chosen = ", ".join(f"{tv} = {t.name}" for tv, t in binding.items())
+        note = (f"{fn.name} was checked with {chosen}, one of the types its TypeVars allow "
                 "(no kernel of this module calls it)")
         raise TranspileError(error.message, error.span,
                              f"{error.hint}; {note}" if error.hint else note) from None

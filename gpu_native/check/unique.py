@@ -9,6 +9,16 @@ nonzero constant, and widening casts keep uniqueness; ``u * K + j`` with ``0 <= 
 does too.  A store is accepted when its indices cover every coordinate of the grid (global
 memory) or block (shared memory) that a dominating condition has not pinned (``if
 thread_idx.x == 0:``), or inside ``with unsafe():``.
+
+Where that rule does not apply (several stores per thread, warp-split indices, strides from the
+launch), the store is proven from the affine forms of every store into the array
+(:mod:`.ownership`); a refusal then says which threads can meet, with an example.
+
+A store that a condition leaves to fewer threads than its index tells apart (``if tid == 1:
+s[0] = v``, ``if tid == 0: out[block_idx.x] = v``) is proven against every other store of the
+array, and every read of a global array it writes against it: the owner-index rules assume each
+store's index tells all the threads apart.  Pairs in a shared array that a ``sync_threads()``
+orders are left out (:mod:`.phases`).
 """
 
 from __future__ import annotations
@@ -16,20 +26,50 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .. import ir
-from ..analysis.ranges import constant_value
+from ..analysis.ranges import constant_value, is_widening
 from ..errors import SourceSpan, TranspileError
 from ..nodes import node
 from .facts import pinned
+from .ownership import (
+    Digit,
+    Forms,
+    PairProof,
+    StoreForm,
+    digit_terms,
+    digits_of,
+    evaluate,
+    fits_check,
+    index_is_exact,
+    largest_difference,
+    prove_pair,
+)
+from .parity import read_parities, store_parities
+from .phases import Phases, Position, entry_value, ordered
+from .witness import collision
 
 if TYPE_CHECKING:
     from .bounds import BoundsProofs
     from .context import Definitions, FunctionContext
     from .facts import Key
 
-_UNIQUE_HINT = (
-    "index with a unique id (idx = FlatLayout1D.uid(); c[idx] = ...), use c.atomic_ref(i) for "
-    "read-modify-write, or wrap the store in `with unsafe():` if you know it is race-free"
-)
+_UNIQUE_HINT = {
+    "global": "index with a unique id (idx = FlatLayout1D.uid(); c[idx] = ...), use "
+              "c.atomic_ref(i) for read-modify-write, or wrap the store in `with unsafe():` if "
+              "you know it is race-free",
+    # A shared array is the block's own: the grid's uid indexes it past its end in every block
+    # but the first.
+    "shared": "index with the thread's index in the block (t = BlockLayout1D.uid(), or "
+              "thread_idx.x; s[t] = ...), use s.atomic_ref(i) for read-modify-write, or wrap "
+              "the store in `with unsafe():` if you know it is race-free",
+}
+
+
+_WRAP_HINT = "compute the index in i64 (e.g. i64(block_idx.x) * ...)"
+
+
+def _wrap_message(base: ir.ArrayRef, ty) -> str:
+    return (f"store into '{base.var.name}': its index may wrap around in {ty}, and then two "
+            "threads could write the same element")
 
 
 @node
@@ -75,6 +115,15 @@ class UniqueWrites:
     ``unique_param_uses``
         Per ``UniqueId`` parameter name: the memory spaces it is used to write, which every
         caller's argument must then be unique in (:meth:`check_argument`).
+    ``checked_stores``, ``read_forms``
+        Every checked store's form and barrier position, by array, and the forms of the reads
+        of writable global arrays: a store narrowed by a condition is proven against the others
+        (:meth:`check_narrowed`) and against those reads (:meth:`check_reads`).
+    ``phases``, ``known``
+        The barrier phases (:mod:`.phases`), and the constant values of variables where every
+        path sees them (whether a loop surely runs once).
+    ``store_parity``
+        Per array, the parities each store is confined to (:mod:`.parity`).
     """
 
     def __init__(self, ctx: FunctionContext, defs: Definitions, is_kernel: bool):
@@ -84,8 +133,49 @@ class UniqueWrites:
         self.bounds: BoundsProofs  # wired by the type pass
         self.range_unique_vars: dict[int, frozenset] = {}
         self.store_keys: dict[int, tuple] = {}
-        self.mutable_loads: list[tuple[ir.Var, tuple[Key, ...], SourceSpan, bool]] = []
+        self.mutable_loads: list[tuple[ir.Var, tuple[Key, ...], SourceSpan, bool, frozenset]] = []
         self.unique_param_uses: dict[str, set[str]] = {}
+        # The ownership proofs: every store's form, by array (a string where it has none), and
+        # every full index key a thread writes (a read at one of them reads its own element).
+        self.forms = Forms(defs, self.is_uniform_var, ctx.ndim, is_kernel)
+        self.store_forms: dict[int, list[StoreForm | str]] = {}
+        self.written_keys: dict[int, list[tuple]] = {}
+        self.multi_owner: set[int] = set()
+        # Every checked store, by array: a store that a condition narrows to fewer threads
+        # (`if tid == 0:`) is proven against each of the others, since the owner-index rules
+        # above assume every store's index tells all threads apart; shared-array pairs that a
+        # barrier orders are left out (see :mod:`.phases`).
+        self.phases = Phases()
+        self.known: dict[int, int] = {}
+        self.checked_stores: dict[int, list[_Checked]] = {}
+        self.read_forms: list[tuple[ir.Var, StoreForm | str, SourceSpan]] = []
+        # Per array: the parities each store is confined to (see :mod:`.parity`).
+        self.store_parity: dict[int, list[frozenset]] = {}
+
+    # ---- what is known of a variable on entry to a loop -------------------------------------
+
+    def note_assign(self, var: ir.Var, value: ir.Expr) -> None:
+        """``var = value``: remember a constant value where every path to what follows sees it."""
+        v = entry_value(value, self.known)
+        if isinstance(v, int) and not isinstance(v, bool) and not self.phases.in_branch:
+            self.known[id(var)] = v
+        else:
+            self.known.pop(id(var), None)
+
+    def forget(self, variables) -> None:
+        """A loop (re)assigns ``variables``: their values on entry say nothing of its body."""
+        for var in variables:
+            self.known.pop(id(var), None)
+
+    def entry_value(self, e: ir.Expr) -> object:
+        """The value of ``e`` here from constants and known variables, or ``None``."""
+        return entry_value(e, self.known)
+
+    def is_uniform_var(self, var: ir.Var) -> bool:
+        """A kernel parameter that is never assigned (and not a ``UniqueId``): the same in every
+        thread.  (A device function's parameter is whatever each caller passes.)"""
+        return self.is_kernel and var.is_param and self.defs.assign_counts.get(var.name, 0) == 0 \
+            and id(var) not in self.defs.unique_params
 
     # ---- what an index is unique in --------------------------------------------------------
 
@@ -178,9 +268,19 @@ class UniqueWrites:
         return False
 
     def note_range_loop(self, var: ir.Var, start: ir.Expr, step: ir.Expr, step_sign: int,
-                        plain_assigned: set[str]) -> None:
-        """``for var in range(start, _, step)``: with ``0 <= start < step`` and ``start``
-        unique, threads visit disjoint values of ``var``."""
+                        plain_assigned: set[str], stop: ir.Expr | None = None) -> None:
+        """``for var in range(start, stop, step)``: with ``0 <= start < step`` and ``start``
+        unique, threads visit disjoint values of ``var``.  For the ownership proofs, inside the
+        loop ``var`` is ``start + step * k`` (:meth:`leave_range_loop` ends that)."""
+        if stop is not None and var.name not in plain_assigned:
+            stop_max = self.bounds.upper(stop) if self.bounds.is_nonneg(stop) else None
+            start_value = constant_value(start)
+            start_min = start_value if isinstance(start_value, int) else (
+                0 if self.bounds.is_nonneg(start) else None)
+            self.forms.enter_loop(var, self.defs.key(start), stop_max, self.defs.key(step),
+                                  start_min)
+        else:
+            self.forms.leave_loop(var)
         start_unique = self.classify(start)
         self.range_unique_vars.pop(id(var), None)
         if (start_unique is not None and step_sign > 0
@@ -189,17 +289,170 @@ class UniqueWrites:
                 and var.name not in plain_assigned):
             self.range_unique_vars[id(var)] = start_unique.coords
 
+    def leave_range_loop(self, var: ir.Var) -> None:
+        """The body of the loop over ``var`` ends: its counter is no longer a digit."""
+        self.forms.leave_loop(var)
+
     # ---- stores and reads ------------------------------------------------------------------
 
     def store(self, base: ir.ArrayRef, indices, span: SourceSpan, unsafe: bool
-              ) -> tuple[str, tuple[int, ...]]:
-        """How a store is race-free (``Store.unique``), and which index positions make it so
-        (its *owner* positions: a thread owns every element with those index values, whatever
-        the rest).  ``unsafe``: inside ``with unsafe():``."""
+              ) -> tuple[str, tuple[int, ...], str]:
+        """How a store is race-free (``Store.unique``), which index positions make it so (its
+        *owner* positions: a thread owns every element with those index values, whatever the
+        rest), and the rule that proved it (``""``: the classic one, see ``expand``).
+        ``unsafe``: inside ``with unsafe():``."""
         if base.ty.space == "local":
-            return "uid", ()
+            return "uid", (), ""
+        keys = tuple(self.defs.key(i) for i in indices)
+        self.store_parity.setdefault(id(base.var), []).append(
+            frozenset() if unsafe else store_parities(self.forms, keys, self.bounds.facts))
         if unsafe:
-            return "unsafe", ()
+            return "unsafe", (), ""
+        space = "global" if base.ty.space == "global" else "shared"
+        form = self.forms.store(keys, self.bounds.facts, space, span.line,
+                                _index_text(base, span))
+        self.store_forms.setdefault(id(base.var), []).append(form)
+        narrowed = bool(pinned(self.bounds.facts) & required_coords(self.ctx.ndim, space))
+        refused: TranspileError | None = None
+        try:
+            kind, owners = self._classic(base, indices, span)
+        except TranspileError as classic:
+            refused = classic
+        if refused is not None:
+            # Outside the handler: a refusal of the ownership proof is reported as itself, not
+            # as raised "during handling" of the classic rule's.
+            proof = self.prove_array(base, span, refused)
+            self.check_exact(base, indices, span, form)  # type: ignore[arg-type]
+            kind, owners = "uid", tuple(range(len(indices)))
+            if not form.pins:  # type: ignore[union-attr]
+                self.written_keys.setdefault(id(base.var), []).append(keys)
+            self.check_narrowed(base, span, _Checked(form, self.phases.position(), narrowed))
+            return kind, owners, proof
+        if kind == "uid":
+            self.written_keys.setdefault(id(base.var), []).append(keys)
+            # The classic rule reasons about exact integers too: `i64(p + u * 4) + j` is unique
+            # only while `u * 4` does not wrap (the owner indices tell the threads apart).
+            if isinstance(form, StoreForm):
+                self.check_exact(base, indices, span, form, owners)
+            else:
+                for idx in (indices[p] for p in owners):
+                    if index_is_exact(idx, self.bounds, self.defs.single_def) is not True:
+                        raise TranspileError(_wrap_message(base, self._narrow_type(idx)),
+                                             idx.span, _WRAP_HINT)
+        self.check_narrowed(base, span, _Checked(form, self.phases.position(),
+                                                 narrowed or kind == "single"))
+        return kind, owners, ""
+
+    def check_narrowed(self, base: ir.ArrayRef, span: SourceSpan, new: _Checked) -> None:
+        """Prove a store against the array's earlier stores where either is narrowed to fewer
+        threads by a condition (``if tid == 1: s[0] = v`` beside ``s[tid] = u``: threads 0
+        and 1 both write ``s[0]``); the pair of a shared array that a barrier orders is left
+        out."""
+        space = "global" if base.ty.space == "global" else "shared"
+        required = required_coords(self.ctx.ndim, space)
+        stores = self.checked_stores.setdefault(id(base.var), [])
+        for earlier in stores:
+            if not (new.narrowed or earlier.narrowed):
+                continue
+            if space == "shared" and ordered(earlier.position, new.position):
+                continue
+            a, b = new.form, earlier.form
+            if isinstance(a, str) or isinstance(b, str):
+                line = b.line if isinstance(b, StoreForm) else "?"
+                raise TranspileError(
+                    f"store into '{base.var.name}' cannot be shown apart from the store at line "
+                    f"{line}: {a if isinstance(a, str) else b}", span,
+                    "separate the two stores with sync_threads() (shared memory), or use "
+                    "`with unsafe():`")
+            outcome = prove_pair(a, b, required)
+            if not outcome.ok and not (_only_its_thread(a, b, required)
+                                       or _only_its_thread(b, a, required)):
+                example = collision(a, b, required, self.ctx.ndim)
+                detail = f"{example}; " if example else ""
+                raise TranspileError(
+                    f"store into '{base.var.name}' may meet the store at line {b.line} in "
+                    f"another thread: {detail}{outcome.text}", span,
+                    "a store that a condition leaves to some threads (`if tid == 0:`) must "
+                    "write elements no other thread writes in the same phase; separate them "
+                    "with sync_threads() (shared memory), index them apart, or use "
+                    "`with unsafe():`")
+        stores.append(new)
+
+    def prove_array(self, base: ir.ArrayRef, span: SourceSpan, classic: TranspileError) -> str:
+        """Prove every pair of the array's stores race-free from their forms (see
+        :mod:`.ownership`); the rule for the newest store, or ``classic`` raised with the
+        reason (and an example of two threads that meet, where one is found)."""
+        space = "global" if base.ty.space == "global" else "shared"
+        forms = self.store_forms[id(base.var)]
+        newest = forms[-1]
+        required = required_coords(self.ctx.ndim, space)
+        for earlier in forms:
+            if isinstance(earlier, str):
+                which = "its index" if earlier is newest else "another store's index"
+                raise TranspileError(f"{classic.message}: {which} {earlier}", span,
+                                     classic.hint or _UNIQUE_HINT[space])
+        rule = ""
+        for earlier in forms:
+            outcome = prove_pair(newest, earlier, required)  # type: ignore[arg-type]
+            if not outcome.ok:
+                example = collision(newest, earlier, required, self.ctx.ndim)  # type: ignore[arg-type]
+                other = "" if earlier is newest else f" and the store at line {earlier.line}"  # type: ignore[union-attr]
+                detail = f"{outcome.text}{other}"
+                if example:
+                    detail = f"{example}; {detail}"
+                raise TranspileError(f"{classic.message}: {detail}", span,
+                                     _hint_for(newest, earlier, outcome, space))  # type: ignore[arg-type]
+            if earlier is newest:
+                rule = outcome.text
+        others = [f.line for f in forms if f is not newest]  # type: ignore[union-attr]
+        text = f"unique: affine in {rule}" if rule else "unique: affine index"
+        if others:
+            text += f"; disjoint from the stores at line{'s' if len(others) > 1 else ''} " + \
+                ", ".join(str(n) for n in sorted(set(others)))
+        return text
+
+    def check_exact(self, base: ir.ArrayRef, indices, span: SourceSpan, form: StoreForm,
+                    positions: tuple[int, ...] | None = None) -> None:
+        """The forms are exact integers: an index that may wrap must still tell threads apart
+        (see :mod:`.ownership`), or it is refused.  ``positions``: the indices to check (all by
+        default)."""
+        for position, idx in enumerate(indices):
+            if positions is not None and position not in positions:
+                continue
+            exact = index_is_exact(idx, self.bounds, self.defs.single_def)
+            if exact is True:
+                continue
+            ty = idx.ty
+            tree = None
+            if exact == "ring" and isinstance(ty, ir.ScalarType):
+                tree = largest_difference(digit_terms(form.dims[position], form.ranges))
+                if tree is not None:
+                    check = fits_check(tree, ty, span)
+                    if check is not None:
+                        self.ctx.kernel.add_launch_check(check)
+                    continue
+            raise TranspileError(_wrap_message(base, self._narrow_type(idx)), idx.span,
+                                 _WRAP_HINT)
+
+    def _narrow_type(self, e: ir.Expr, depth: int = 0):
+        """The type the index's arithmetic may wrap in: below its first widening cast."""
+        if depth > 48:
+            return e.ty
+        if isinstance(e, ir.Local):
+            d = self.defs.single_def(e.var)
+            return e.ty if d is None else self._narrow_type(d, depth + 1)
+        if isinstance(e, ir.Cast) and is_widening(e):
+            return e.value.ty
+        if isinstance(e, ir.BinOp):
+            for side in (e.left, e.right):
+                ty = self._narrow_type(side, depth + 1)
+                if ty != e.ty:
+                    return ty
+        return e.ty
+
+    def _classic(self, base: ir.ArrayRef, indices, span: SourceSpan
+                 ) -> tuple[str, tuple[int, ...]]:
+        """The classic rule (see the module docstring)."""
         required = required_coords(self.ctx.ndim, "global" if base.ty.space == "global"
                                    else "shared") - pinned(self.bounds.facts)
         covered: set[str] = set()
@@ -222,11 +475,13 @@ class UniqueWrites:
         what = "grid" if base.ty.space == "global" else "block"
         raise TranspileError(
             f"store into '{base.var.name}' through an index that is not provably unique: two "
-            f"threads of the {what} could write the same element", span, _UNIQUE_HINT)
+            f"threads of the {what} could write the same element", span,
+            _UNIQUE_HINT["global" if base.ty.space == "global" else "shared"])
 
     def note_store(self, base: ir.ArrayRef, indices, span: SourceSpan, unique: str,
-                   owners: tuple[int, ...] = ()) -> None:
-        """A store was checked: every store of an array must go through the same owner indices."""
+                   owners: tuple[int, ...] = ()) -> str:
+        """A store was checked: every store of an array must go through the same owner indices,
+        or be proven disjoint from the others (then the rule that did it is returned)."""
         if unique == "uid" and base.ty.space != "local":
             # Only the owner positions must agree: a thread may write any element of its own
             # rows (acc[i, 0], acc[i, 1], ...), never through a different row index.
@@ -234,32 +489,82 @@ class UniqueWrites:
             prev = self.store_keys.get(id(base.var))
             if prev is None:
                 self.store_keys[id(base.var)] = (k, span)
-            elif prev[0] != k:
-                raise TranspileError(
+            elif prev[0] != k and id(base.var) not in self.multi_owner:
+                classic = TranspileError(
                     f"'{base.var.name}' is written through two different indices (here and at "
                     f"{prev[1]}); one thread's second index can be another thread's first, so "
                     "the writes could race", span,
                     "write each element through one unique index, or use `with unsafe():`")
+                self.multi_owner.add(id(base.var))
+                return self.prove_union(base, indices, span, classic)
+            elif id(base.var) in self.multi_owner:
+                return self.prove_union(base, indices, span, TranspileError(
+                    f"'{base.var.name}' is written through several indices; this one is not "
+                    "provably disjoint from the others", span))
+        return ""
+
+    def prove_union(self, base: ir.ArrayRef, indices, span: SourceSpan,
+                    classic: TranspileError) -> str:
+        """A store of an array written through several indices: its proof against the others
+        (the newest form is this store's, see :meth:`store`), with exact indices."""
+        proof = self.prove_array(base, span, classic)
+        form = self.store_forms[id(base.var)][-1]
+        assert isinstance(form, StoreForm)  # prove_array refuses a store without a form
+        self.check_exact(base, indices, span, form)
+        return proof
 
     def note_load(self, base: ir.ArrayRef, indices, span: SourceSpan, unsafe: bool) -> None:
         """A read: one of a writable global array is checked against its stores at the end."""
         if base.ty.space == "global" and base.ty.mutable:
-            self.mutable_loads.append((base.var, tuple(self.defs.key(i) for i in indices), span,
-                                       unsafe))
+            keys = tuple(self.defs.key(i) for i in indices)
+            parity = read_parities(self.forms, keys, self.bounds.facts)
+            self.mutable_loads.append((base.var, keys, span, unsafe, parity))
+            if not unsafe:
+                self.read_forms.append((base.var, self.forms.store(
+                    keys, self.bounds.facts, "global", span.line, _index_text(base, span)),
+                    span))
 
     def check_reads(self) -> None:
         """Once the body is known: a thread may read a writable array only at the elements it
         owns (where it writes), or another thread may be writing what it reads."""
-        for var, k, span, unsafe in self.mutable_loads:
+        for var, k, span, unsafe, parity in self.mutable_loads:
             prev = self.store_keys.get(id(var))
             if prev is None or unsafe:
                 continue
+            confined = self.store_parity.get(id(var), [])
+            if parity and confined and parity & frozenset.intersection(*confined):
+                continue  # the other parity than every store writes (see .parity)
             owners, owned = prev[0]
-            if tuple(k[p] for p in owners) != owned:
+            if id(var) in self.multi_owner:
+                # Several stores: a thread reads its own element only at one of its indices.
+                if k in self.written_keys.get(id(var), ()):
+                    continue
+            elif tuple(k[p] for p in owners) == owned:
+                continue
+            raise TranspileError(
+                f"'{var.name}' is read here at another index than it is written at "
+                f"({prev[1]}): another thread may be writing that element", span,
+                "read from a separate input array, or use `with unsafe():`")
+        required = required_coords(self.ctx.ndim, "global")
+        for var, form, span in self.read_forms:
+            for store in self.checked_stores.get(id(var), ()):
+                if not store.narrowed:
+                    continue
+                if isinstance(form, StoreForm) and isinstance(store.form, StoreForm):
+                    outcome = prove_pair(form, store.form, required)
+                    if outcome.ok:
+                        continue
+                    reason = outcome.text
+                else:
+                    reason = form if isinstance(form, str) else str(store.form)
+                where = (f"the store at line {store.form.line}"
+                         if isinstance(store.form, StoreForm) else "a store")
                 raise TranspileError(
-                    f"'{var.name}' is read here at another index than it is written at "
-                    f"({prev[1]}): another thread may be writing that element", span,
-                    "read from a separate input array, or use `with unsafe():`")
+                    f"'{var.name}' is read here, and {where} "
+                    f"(by the threads a condition leaves) may write the same element from "
+                    f"another thread: {reason}", span,
+                    "read it under the same condition as the store, read from a separate "
+                    "array, or use `with unsafe():`")
 
     def check_argument(self, callee_uses: dict[str, set[str]], param: ir.Var, value: ir.Expr,
                        what: str, span: SourceSpan) -> None:
@@ -282,6 +587,71 @@ class UniqueWrites:
                     "FlatLayout1D.uid()")
             for c in params:
                 self.unique_param_uses.setdefault(c[6:], set()).add(space)
+
+
+@node(frozen=False, eq=False)
+class _Checked:
+    """A checked store: its form, where it is (for the barrier phases), and whether a condition
+    leaves it to fewer threads than its index tells apart (``narrowed``)."""
+
+    form: StoreForm | str
+    position: Position
+    narrowed: bool
+
+
+def _only_its_thread(single: StoreForm, other: StoreForm, required: frozenset[str]) -> bool:
+    """Does only ``single``'s own thread reach its element through ``other``?  True when the
+    conditions around ``single`` leave one known thread (``if tid == 0 and block_idx.x == 0:
+    out[0]``), that thread satisfies ``other``'s pins and, put into ``other``'s index, names the
+    same element: ``other`` was proven to give different threads different elements, so no
+    other thread writes it (``out[block_idx.x]`` under ``if tid == 0:``)."""
+    values: dict[str, int] = {}
+    for digit, pin in single.pins.items():
+        if digit.part != "all" or pin.value is None:
+            return False
+        values[digit.coord] = pin.value
+    if not required <= set(values):
+        return False
+
+    def value(d) -> int | None:
+        if not isinstance(d, Digit) or d.coord not in values:
+            return None
+        v = values[d.coord]
+        return v if d.part == "all" else v % d.radix if d.part == "lo" else v // d.radix
+
+    for digit, pin in other.pins.items():
+        if value(digit) != pin.value or pin.value is None:
+            return False
+    for mine, theirs in zip(single.dims, other.dims):
+        if digits_of(mine) or any(value(a) is None for m, _ in theirs.terms for a in m):
+            return False
+        if mine.terms or evaluate(theirs, value) != mine.const:  # type: ignore[arg-type]
+            return False
+    return True
+
+
+def _index_text(base: ir.ArrayRef, span: SourceSpan) -> str:
+    line = span.source_line or ""
+    text = line[span.col:span.end_col].strip() if span.end_col else ""
+    return text or base.var.name
+
+
+def _hint_for(a: StoreForm, b: StoreForm, outcome: PairProof, space: str) -> str:
+    """What would make the store provable, for the reason it is not."""
+    missing = outcome.missing
+    if missing and all(d.coord.startswith("bid") for d in missing) and space == "global":
+        return ("every block that runs this store writes the same elements: index by the block "
+                "too (out[block_idx.x * BLOCK + tid]); if only one block can get here (the "
+                "last-block pattern), the checker cannot see that: wrap the store in "
+                "`with unsafe():`")
+    if any(d.part != "all" for d in missing):
+        return ("one writer per warp needs the other part pinned: `if lane == 0: "
+                "partial[wid] = v` (lane = tid % 32, wid = tid // 32); or index with both parts")
+    if a is not b:
+        return ("several stores per thread must use disjoint offsets: s[tid] and s[tid + B] "
+                "with 0 <= tid < B known (`assert block_dim.x == B`), or a loop "
+                "`for j in range(K): s[tid + j * B]`; otherwise use `with unsafe():`")
+    return _UNIQUE_HINT[space]
 
 
 def _blockwise_uid(a: ir.Expr, b: ir.Expr) -> int | None:

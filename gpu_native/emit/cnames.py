@@ -75,7 +75,10 @@ def c_identifier(name: str) -> str:
 
 
 def cname(var: ir.Var) -> str:
-    """The C++ name of a variable (see :func:`c_identifier`)."""
+    """The C++ name of a variable (see :func:`c_identifier`); a constant array's is its
+    ``__constant__`` symbol (``gn_const<k>_<name>``: a ``gn_`` name no variable maps to)."""
+    if isinstance(var, ir.ConstVar):
+        return var.symbol
     return c_identifier(var.name)
 
 

@@ -21,6 +21,7 @@ from ..nodes import fields, is_node
 from .cnames import cname, component_name, extent_name
 from .entry_points import ENTRY_POINTS
 from .prelude import GRID_SYNC_INCLUDES, HALF_INCLUDES, PRELUDE_INCLUDE
+from .structs import tuple_name, tuple_struct, tuple_types
 from .vectors import VectorEmitter
 
 _XYZ = "xyz"
@@ -161,7 +162,7 @@ def _may_be_product(e: ir.Expr, product_locals: set[int]) -> bool:
         # A per-thread array indexed by constants lives in registers: it may hold a product.
         return e.array.ty.space == "local"
     # A vector's component may be a product made inside a prelude function.
-    return isinstance(e, (ir.Call, ir.VecComponent, ir.VecCall))
+    return isinstance(e, (ir.Call, ir.TupleItem, ir.VecComponent, ir.VecCall))
 
 
 def ctype(ty: ir.Type) -> str:
@@ -169,6 +170,8 @@ def ctype(ty: ir.Type) -> str:
         return ty.info.c_name
     if isinstance(ty, ir.VoidType):
         return "void"
+    if isinstance(ty, ir.TupleType):
+        return tuple_name(ty)
     raise TypeError(f"no C type for {ty}")  # pragma: no cover
 
 
@@ -247,6 +250,18 @@ def convert(code: str, src: ir.ScalarType, dst: ir.ScalarType) -> str:
     return f"(({d.c_name})({code}))"
 
 
+def const_declarations(consts: tuple[ir.ConstDecl, ...]) -> str:
+    """The ``__constant__`` variables of a kernel's constant arrays.  They have no initialiser:
+    the runtime copies each one's values in when it loads the module (``cuModuleGetGlobal`` of
+    the symbol, then ``cuMemcpyHtoD``), from the array the Python module holds."""
+    lines = ["// Constant arrays: set from the imported module when the kernel is loaded "
+             "(cuModuleGetGlobal + cuMemcpyHtoD)."]
+    for decl in consts:
+        lines.append(f"__constant__ {ctype(decl.ty.elem)} {decl.symbol}[{math.prod(decl.shape)}];"
+                     f"  // {decl.module}.{decl.name}: {decl.ty.elem}, shape {decl.shape}")
+    return "\n".join(lines) + "\n"
+
+
 class CudaEmitter(VectorEmitter):
     """Emits one kernel specialisation (and the device functions it reaches) as CUDA C++."""
 
@@ -275,6 +290,11 @@ class CudaEmitter(VectorEmitter):
         if k.traits.uses_grid_sync:
             out.append(GRID_SYNC_INCLUDES.rstrip("\n"))
         out.append(PRELUDE_INCLUDE)
+        structs = [tuple_struct(t) for t in tuple_types(k)]
+        if structs:
+            out.append("// tuples\n" + "\n".join(structs))
+        if k.consts:
+            out.append(const_declarations(k.consts))
         for fn in k.device_functions:
             out.append(self.device_function(fn))
         out.append(self.kernel_function())
@@ -762,6 +782,13 @@ class CudaEmitter(VectorEmitter):
                 args.append(self.expr(arg))
         return f"{e.function.symbol}({', '.join(args)})"
 
+    def emit_MakeTuple(self, e: ir.MakeTuple) -> str:
+        # A braced list evaluates its items left to right, as Python does.
+        return f"{ctype(e.ty)}{{{', '.join(self.expr(i) for i in e.items)}}}"
+
+    def emit_TupleItem(self, e: ir.TupleItem) -> str:
+        return f"{self.expr(e.value)}.v{e.index}"
+
     def emit_WarpOp(self, e: ir.WarpOp) -> str:
         args = [self.expr(a) for a in e.args]
         if e.mask is not None:
@@ -772,6 +799,21 @@ class CudaEmitter(VectorEmitter):
     def emit_BarrierVote(self, e: ir.BarrierVote) -> str:
         code = f"{_BARRIER_VOTES[e.op].cuda}({self.expr(e.predicate)})"
         return f"((bool){code})" if e.ty == ir.BOOL else code
+
+    def emit_RandomDraw(self, e: ir.RandomDraw) -> str:
+        # The counter is passed by reference: the prelude's gn_philox_* advance it.
+        ty = e.ty
+        assert isinstance(ty, ir.ScalarType)
+        fn = R.spelling(R.GENERATOR_METHODS[e.method].cuda, ty.info).format(T=ty.info.c_name)
+        state = ", ".join(cname(local.var) for local in e.state)
+        if not e.args:
+            return f"{fn}({state})"
+        n = self.expr(e.args[0])
+        if e.check is None:
+            return f"{fn}({state}, (gn_u64)({n}))"
+        helpers = self.helpers
+        return (f"{fn}({state}, gn_philox_bound(__gn_err, {n}, "
+                f"{e.check}u{helpers.origin}))")
 
     def emit_Atomic(self, e: ir.Atomic) -> str:
         target = self.element(e.array, e.indices, e.checks)
@@ -853,6 +895,8 @@ _EXPR: dict[type, str] = {
     ir.UidComponent: "emit_UidComponent",
     ir.MathCall: "emit_MathCall",
     ir.Call: "emit_Call",
+    ir.MakeTuple: "emit_MakeTuple",
+    ir.TupleItem: "emit_TupleItem",
     ir.WarpOp: "emit_WarpOp",
     ir.BarrierVote: "emit_BarrierVote",
     ir.Atomic: "emit_Atomic",
@@ -861,6 +905,7 @@ _EXPR: dict[type, str] = {
     ir.VecBinOp: "emit_VecBinOp",
     ir.VecUnary: "emit_VecUnary",
     ir.VecCall: "emit_VecCall",
+    ir.RandomDraw: "emit_RandomDraw",
 }
 
 

@@ -62,7 +62,8 @@ def vector_plan(kernel: ir.Kernel) -> tuple[list[ir.Var], list[ir.Var]] | None:
                 return None
             written[id(stmt.array.var)] = stmt.array.var
     for node in ir.walk(kernel.body):
-        if isinstance(node, (ir.Atomic, ir.Call, ir.WarpOp, ir.Select, ir.BoolOp)):
+        if isinstance(node, (ir.Atomic, ir.Call, ir.WarpOp, ir.Select, ir.BoolOp,
+                             ir.RandomDraw)):
             return None
         if isinstance(node, ir.BinOp) and node.zero_check is not None:
             return None

@@ -385,12 +385,14 @@ def _function(conv: _Converter, node: cst.FunctionDef, kind: str,
     if p.kwonly_params or p.posonly_params:
         raise conv.fail(node.name, f"{kind} functions take plain positional parameters only")
     for param in p.params:
-        if param.default is not None:
-            raise conv.fail(param, "parameters of kernels cannot have default values")
+        if param.default is not None and kind == "kernel":
+            raise conv.fail(param, "parameters of kernels cannot have default values",
+                            "device functions can: `def f(x: f32, scale: f32 = 2.0)`")
         annotation = param.annotation.annotation if param.annotation is not None else None
+        default = conv.expr(param.default) if param.default is not None else None
         params.append(S.Param(param.name.value,
                               conv.expr(annotation) if annotation is not None else None,
-                              conv.span(param)))
+                              conv.span(param), default))
     body_nodes = list(node.body.body) if isinstance(node.body, cst.IndentedBlock) else None
     docstring = node.get_docstring(clean=True)
     if body_nodes is not None and docstring is not None:

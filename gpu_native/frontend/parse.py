@@ -21,12 +21,14 @@ from typing import Any
 from ..errors import SourceSpan
 from ..nodes import Factory, node
 from . import syntax as S
+from .constarrays import ConstArrayDecl, const_array_decl
 from .convert import convert_function
 from .source import ast_span, check_depth, line_texts, parse_python
 
 # Names under which gpu_native exports the decorators.
 KERNEL_DECORATOR = "gpu_kernel"
 DEVICE_DECORATOR = "gpu_device"
+CONST_ARRAY = "const_array"
 PACKAGE = "gpu_native"
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -72,6 +74,7 @@ class ModuleScan:
     constants: dict[str, object] = Factory(dict)
     constant_spans: dict[str, SourceSpan] = Factory(dict)
     typevars: dict[str, tuple[str, ...]] = Factory(dict)
+    const_arrays: dict[str, ConstArrayDecl] = Factory(dict)
     functions: list[S.FunctionDef] = Factory(list)
     host_names: dict[str, str] = Factory(dict)  # name -> "function" / "class" / ...
     reassigned: set[str] = Factory(set)
@@ -203,7 +206,8 @@ class _Scanner:
             self.scan.hinted.discard(name)
             self.scan.constants.pop(name, None)
             self.scan.imports.pop(name, None)
-        elif name in self.scan.host_names or name in self.scan.constants:
+        elif name in self.scan.host_names or name in self.scan.constants or \
+                name in self.scan.const_arrays:
             self.scan.reassigned.add(name)
         self.scan.host_names.setdefault(name, kind)
 
@@ -251,9 +255,15 @@ class _Scanner:
             scan.hinted.discard(name)
             scan.constants.pop(name, None)
             scan.imports.pop(name, None)
-        elif name in scan.constants or name in scan.host_names or name in scan.typevars:
+        elif name in scan.constants or name in scan.host_names or name in scan.typevars or \
+                name in scan.const_arrays:
             scan.reassigned.add(name)
         if value is None:
+            return
+        if isinstance(value, ast.Call) and self.resolves_to(value.func, CONST_ARRAY):
+            scan.const_arrays[name] = const_array_decl(
+                name, self.span(target), value,
+                lambda e: _static_value(e, scan.constants))
             return
         tv = self._typevar(value)
         if tv is not None:

@@ -193,6 +193,7 @@ class Param:
     name: str
     annotation: Expr | None
     span: SourceSpan
+    default: Expr | None = None  # device functions only: a compile-time constant
 
 
 @node

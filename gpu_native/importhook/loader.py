@@ -18,6 +18,7 @@ from importlib.util import decode_source
 
 import _gpu_native_startup as _startup
 
+from .. import log
 from ..errors import GpuNativeError
 from . import pycache
 
@@ -191,10 +192,20 @@ def take_error(path: str) -> BaseException:
 
 
 def _record(fullname, path, outcome, cache_file, kernels, started) -> None:
+    seconds = time.perf_counter() - started
     _startup.record(fullname, {
         "path": path,
         "cache": outcome,
         "cache_file": cache_file,
         "kernels": tuple(kernels),
-        "seconds": time.perf_counter() - started,
+        "seconds": seconds,
     })
+    if outcome == "hit":
+        log.debug("module %s: rewrite read from %s in %.1f ms", fullname, cache_file,
+                  seconds * 1e3)
+    elif outcome == "miss":
+        log.debug("module %s (%s): transpiled %d kernel%s in %.1f ms, cached in %s", fullname,
+                  path, len(kernels), "s" * (len(kernels) != 1), seconds * 1e3, cache_file)
+    else:
+        log.debug("module %s (%s): the rewrite failed after %.1f ms", fullname, path,
+                  seconds * 1e3)

@@ -2,8 +2,8 @@
 
 Each is compiled when used in a kernel; calling one on the host raises ``RuntimeError``.  The
 functions here give editors and type checkers their signatures; their docstrings come from
-:mod:`.registry`, which declares the kernel language (tests/test_registry.py checks that each
-signature matches its entry there).
+:mod:`.registry`, which declares the kernel language (tests/language/test_registry.py checks that
+each signature matches its entry there).
 """
 
 from __future__ import annotations
@@ -44,6 +44,7 @@ __all__ = [
     "match_all",
     "match_any",
     "normalize",
+    "philox",
     "popc",
     "shared_array",
     "shfl_down",
@@ -85,6 +86,11 @@ def shared_array(dtype: type[T], shape: Any) -> Any:
 @_intrinsic
 def local_array(dtype: type[T], shape: Any) -> Any:
     _device_only("local_array()")
+
+
+@_intrinsic
+def philox(seed: int, subsequence: int = 0, offset: int = 0) -> Any:
+    _device_only("philox()")
 
 
 @_intrinsic

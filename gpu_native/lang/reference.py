@@ -3,7 +3,7 @@
 
 ``python -m gpu_native.lang.reference`` prints them; ``--write FILE`` replaces what lies
 between the two marker comments in ``FILE``; ``--check FILE`` exits with status 1 when that text
-is stale (tests/test_registry.py runs the same check).
+is stale (tests/language/test_registry.py runs the same check).
 """
 
 from __future__ import annotations
@@ -23,7 +23,8 @@ _NOTICE = ("<!-- generated from gpu_native/lang/registry.py by `python -m gpu_na
 # (namespace, form, checker handlers) triples, which take their entries first.
 SECTIONS: tuple[tuple[str, tuple[tuple[str, ...], ...]], ...] = (
     ("Types (`from gpu_native import ...`)", (
-        ("gpu_native", "type"), ("gpu_native", "array type"), ("gpu_native", "index type"))),
+        ("gpu_native", "type"), ("gpu_native", "array type"), ("gpu_native", "index type"),
+        ("gpu_native", "const type"), ("builtins", "tuple type"))),
     ("Vectors", (("gpu_native", "vector type"), ("gpu_native", "call", "call_vector"),
                  ("vector", "attribute"))),
     ("Kernels, layouts and launch coordinates", (
@@ -31,22 +32,26 @@ SECTIONS: tuple[tuple[str, tuple[tuple[str, ...], ...]], ...] = (
         ("layout", "method"), ("layout", "loop"), ("gpu_native", "dim3"),
         ("dim3", "attribute"))),
     ("Memory, barriers and warps", (
-        ("gpu_native", "allocation"), ("gpu_native", "statement"), ("gpu_native", "call"),
+        ("gpu_native", "allocation"), ("gpu_native", "declaration"), ("gpu_native", "statement"),
+        ("gpu_native", "call"),
         ("gpu_native", "constant"), ("gpu_native", "context"))),
     ("Bits", (("gpu_native", "call", "call_bits", "call_bitcast"),)),
     ("Atomics: `x.atomic_ref(i).fetch_add(v)` and friends", (
         ("array", "method"), ("atomic_ref", "method"), ("gpu_native", "enum"))),
+    ("Random numbers: `rng = philox(seed, subsequence, offset)`", (
+        ("gpu_native", "generator"), ("generator", "method"))),
     ("The `math` module", (("math", "call"), ("math", "constant"))),
     ("Builtins", (("builtins", "call"), ("builtins", "loop"), ("builtins", "statement"))),
 )
 
 _PREFIX = {"math": "math.", "atomic_ref": ".", "layout": "Layout.", "dim3": ".", "array": "x.",
-           "vector": "v."}
+           "vector": "v.", "generator": "rng."}
 
 
 def _name(entry: Entry) -> str:
     prefix = _PREFIX.get(entry.namespace, "")
-    if entry.form in ("call", "statement", "allocation", "context", "method", "loop"):
+    if entry.form in ("call", "statement", "allocation", "context", "method", "loop",
+                      "generator", "declaration"):
         text = prefix + entry.signature()
         if entry.result and entry.result != "None":
             text += f" → {entry.result}"

@@ -40,6 +40,7 @@ __all__ = [
     "BUILTINS",
     "ENTRIES",
     "FULL_MASK",
+    "GENERATOR_METHODS",
     "GPU_NATIVE",
     "LAYOUT_METHODS",
     "MATH",
@@ -83,6 +84,8 @@ FORMS = {
     "vector type": "a small vector type: annotation, constructor, array element and host dtype tag",
     "array type": "an array parameter annotation, `T[elem]`",
     "index type": "an annotation for unique ids",
+    "const type": "an annotation for compile-time constant parameters",
+    "tuple type": "a tuple annotation, `tuple[T1, T2]`",
     "layout": "a thread layout (`.uid()`)",
     "dim3": "a launch coordinate with `.x .y .z`",
     "attribute": "an attribute",
@@ -90,6 +93,8 @@ FORMS = {
     "enum": "an enumeration whose members are constants",
     "kernel kind": "the argument of `@gpu_kernel(...)`",
     "decorator": "a decorator of kernel or device functions",
+    "generator": "assigned to a local: a random number generator, `rng = philox(seed)`",
+    "declaration": "assigned to a module-level name, which kernels then read",
 }
 
 
@@ -122,7 +127,8 @@ class Entry:
         Where a kernel finds it: ``gpu_native``, ``math``, ``builtins``, ``atomic_ref`` (methods of
         ``x.atomic_ref(i)``), ``layout`` (methods of the layouts), ``array`` (methods of arrays),
         ``dim3`` (attributes of ``thread_idx`` and friends and of unique ids), ``vector`` (the
-        components of vectors), ``MemoryOrder``.
+        components of vectors), ``MemoryOrder``, ``generator`` (methods of a random number
+        generator, ``rng.uniform()``).
     form : str
         How a kernel uses it: one of :data:`FORMS`.
     doc : str
@@ -141,7 +147,7 @@ class Entry:
         The simulator's implementation: a NumPy function, or the name of a function of
         ``gpu_native.simulator.ops`` (``gpu_native.simulator.vectors`` for the vector
         functions) or of a method of the simulator's machine (per operand type where it
-        differs).
+        differs); for a generator's methods, a function of ``gpu_native.simulator.philox``.
     op : str
         The IR's name for it where that differs from ``name`` (``round`` is ``MathCall("rint")``,
         ``fetch_add`` is ``Atomic("add")``).
@@ -249,6 +255,9 @@ for _ndim in (1, 2, 3):
                f"writable {_ndim}-D device array parameter (row-major)", value=(_ndim, True)))
 _add(Entry("UniqueId", "gpu_native", "index type",
            "a thread's unique id: what `FlatLayout*.uid()` and `BlockLayout*.uid()` return"))
+_add(Entry("Const", "gpu_native", "const type",
+           "a `@gpu_device` parameter that takes a compile-time constant (a number, a bool or a "
+           "tuple of them): the function is specialised per value", since="0.2.0"))
 
 # ---- gpu_native: kernels, layouts, launch coordinates -----------------------------------------
 
@@ -290,6 +299,16 @@ _add(Entry("shared_array", "gpu_native", "allocation", "block shared memory of c
                 "dynamic shared array, sized by the launch's ``shared_mem_bytes``."))
 _add(Entry("local_array", "gpu_native", "allocation", "a per-thread array of constant shape",
            _params("dtype:type shape:shape")))
+_add(Entry("const_array", "gpu_native", "declaration",
+           "a read-only table in constant memory, `NAME = const_array(values, dtype, shape)` at "
+           "module level; kernels index `NAME` (1-D to 3-D, 64 KiB per kernel)",
+           _params("values:array dtype:type=None shape:shape=None"), cuda="__constant__",
+           since="0.2.0",
+           more="``values`` are copied when the module runs (at import): later changes to the "
+                "array they came from are not seen, and the copy returned is read-only.  The "
+                "runtime copies it into the kernel's ``__constant__`` memory when it loads the "
+                "kernel.  ``dtype`` and ``shape`` must be readable from the source (constants); "
+                "either may be left out when ``values`` is a literal."))
 _add(Entry("sync_threads", "gpu_native", "statement",
            "barrier for all threads of the block", check="barrier", cuda="__syncthreads",
            sim="barrier", value="block"))
@@ -438,6 +457,35 @@ for _axis, _attr in enumerate("xyzw"):
     _add(Entry(_attr, "vector", "attribute", f"component {_axis} of a vector (a local's can be "
                "assigned)", value=_axis, since="0.2.0"))
 
+# ---- random numbers: rng = philox(seed, subsequence, offset) ----------------------------------
+
+_add(Entry("philox", "gpu_native", "generator",
+           "a Philox4x32-10 random number generator (counter-based, as cuRAND's): each draw "
+           "takes the next block of `(seed, subsequence)` from block `offset` on",
+           _params("seed:int subsequence:int=0 offset:int=0"), "generator",
+           "declare_generator", since="0.2.0",
+           more="``seed``, ``subsequence`` and ``offset`` are integers taken as ``u64``.  Give "
+                "each thread its own subsequence (its unique id) and each launch its own seed "
+                "or offset.  A draw is a method: ``rng.uniform()``, ``rng.normal()``, "
+                "``rng.randint(n)``, ``rng.random_u32()``; each advances the generator by one "
+                "block (``randint`` by more, rarely).  The simulator draws the same numbers, "
+                "bit for bit."))
+_add(Entry("random_u32", "generator", "method", "the block's first word: a uniformly random "
+           "`u32`", result="u32", check="call_generator", cuda="gn_philox_u32", sim="random_u32",
+           since="0.2.0"))
+_add(Entry("uniform", "generator", "method", "a uniformly random float in [0, 1): `k / 2**24` "
+           "(`f32`) or `k / 2**53` (`f64`), every k as likely", _params("dtype:type=f32"),
+           "dtype", "call_generator",
+           {"f32": "gn_philox_uniform_f32", "f64": "gn_philox_uniform_f64"},
+           {"f32": "uniform_f32", "f64": "uniform_f64"}, since="0.2.0"))
+_add(Entry("normal", "generator", "method", "a standard normal float (Box-Muller in `f64`; "
+           "`f32` rounds it)", _params("dtype:type=f32"), "dtype", "call_generator",
+           {"f32": "gn_philox_normal_f32", "f64": "gn_philox_normal_f64"},
+           {"f32": "normal_f32", "f64": "normal_f64"}, since="0.2.0"))
+_add(Entry("randint", "generator", "method", "a uniformly random integer in [0, n), without "
+           "modulo bias, typed like `n`; 1 <= n <= 2**32 - 1", _params("n:int"), "T",
+           "call_generator", "gn_philox_randint<{T}>", "randint", since="0.2.0"))
+
 # ---- atomics: methods of x.atomic_ref(i) ------------------------------------------------------
 
 _INT_ATOMIC = ("i32", "u32", "i64", "u64")
@@ -525,7 +573,8 @@ for _name, _value in (("pi", "π"), ("e", "e"), ("tau", "2π"), ("inf", "infinit
 
 # ---- builtins ---------------------------------------------------------------------------------
 
-_add(Entry("len", "builtins", "call", "the extent of an array's first axis (`i64`)",
+_add(Entry("len", "builtins", "call", "the extent of an array's first axis (`i64`); a tuple's "
+           "length (a constant)",
            _params("a:array"), "i64", "call_len"))
 _add(Entry("range", "builtins", "loop", "`for i in range(stop)`, `range(start, stop)`, "
            "`range(start, stop, step)`: i has the arguments' promoted type",
@@ -548,6 +597,17 @@ _add(Entry("float", "builtins", "call", "conversion to `f64`; as an annotation, 
            _params("x:scalar"), "f64", "call_float", value="f64"))
 _add(Entry("bool", "builtins", "call", "truth value (`x != 0`); as an annotation, `bool_`",
            _params("x:scalar"), "bool", "call_bool", value="bool_"))
+_add(Entry("divmod", "builtins", "call", "`(a // b, a % b)` with Python's floor semantics, "
+           "for integers and floats", _params("a:scalar b:scalar"), "tuple[T, T]",
+           "call_divmod", since="0.2.0"))
+_add(Entry("enumerate", "builtins", "loop", "`for i, x in enumerate(range(...))` or over a "
+           "tuple (unrolled); `i` counts from `start`: an `i64` over a range, a constant over a "
+           "tuple", _params("iterable start:int=0"), since="0.2.0"))
+_add(Entry("zip", "builtins", "loop", "`for a, b in zip(t1, t2)` over tuples (unrolled; stops "
+           "at the shortest)", _params("*tuples"), since="0.2.0"))
+_add(Entry("tuple", "builtins", "tuple type", "`tuple[f32, i32]`: a tuple of scalars, as a "
+           "`@gpu_device` function's result, parameter or a local's annotation",
+           since="0.2.0"))
 _add(Entry("print", "builtins", "statement", "device printf: floats like C's `%g`, bools as "
            "True/False", _params("*items"), "None", "print_stmt"))
 
@@ -580,6 +640,8 @@ VECTOR_COMPONENTS: dict[str, int] = {e.name: e.value for e in _index("vector").v
 """``.x .y .z .w`` → the index of a vector's component."""
 LAYOUT_METHODS: dict[str, Entry] = _index("layout")
 """The methods of the layouts (``FlatLayout1D.uid()``)."""
+GENERATOR_METHODS: dict[str, Entry] = _index("generator")
+"""The methods of a random number generator (``rng.uniform()``)."""
 
 
 def emitted_names() -> frozenset[str]:

@@ -29,6 +29,7 @@ __all__ = [
     "CUDASliceMut",
     "CUDASliceMut2D",
     "CUDASliceMut3D",
+    "Const",
     "ScalarInfo",
     "bf16",
     "bool_",
@@ -516,6 +517,17 @@ class CUDASliceMut3D(_ArrayParam[T]):
 
     if TYPE_CHECKING:
         def __setitem__(self, index: Any, value: T) -> None: ...
+
+
+class Const:
+    """A ``@gpu_device`` parameter that takes a compile-time constant (a number, a bool or a
+    tuple of them): ``def reduce(v: f32, offsets: Const) -> f32``.
+
+    The argument must be a literal, a module-level constant, another ``Const`` parameter or a
+    tuple of these.  The function is specialised per value: inside it, the parameter is the
+    constant itself, so ``for off in offsets:`` is unrolled and the bounds proofs know each
+    value.  The parameter is not passed at run time.
+    """
 
 
 ARRAY_PARAM_CLASSES: dict[str, type] = {

@@ -26,6 +26,7 @@ import numpy as np
 from .. import abi
 from ..lang.halfprec import bf16_bits_to_f32, f32_to_bf16_bits
 from ..lang.types import ScalarInfo, VectorInfo, element_info, scalar_info
+from ..tracebacks import boundary
 from . import backend as B
 from .devices import current_device, on_device
 from .records import raise_pending
@@ -194,6 +195,7 @@ class DeviceArray:
                            self._owner, self.launch_base,
                            self.is_writable if writable is None else writable)
 
+    @boundary
     def __getitem__(self, key):
         if isinstance(key, tuple):
             if len(key) != 1:
@@ -222,6 +224,7 @@ class DeviceArray:
             return self._view(i * row, self.shape[1:])
         return self._view(i, (1,)).to_host()[0]
 
+    @boundary
     def reshape(self, *shape: int) -> DeviceArray:
         """A view with another shape (same number of elements, row-major); one dimension may
         be -1, meaning whatever the others leave."""
@@ -251,6 +254,7 @@ class DeviceArray:
 
     # ---- copies --------------------------------------------------------------------------------
 
+    @boundary
     def to_host(self, stream=None) -> np.ndarray:
         """Copy to a new NumPy array.  A synchronisation point: waits for the device's work and
         raises any error a kernel reported (``KernelIndexError`` ...).  bf16 arrays come back as
@@ -274,6 +278,7 @@ class DeviceArray:
             raise TypeError(f"cannot {what} a read-only view (made with readonly()); write to "
                             "the array it was made from")
 
+    @boundary
     def copy_from_host(self, host) -> None:
         """Overwrite this array with the contents of a host array of the same shape.
 
@@ -291,6 +296,7 @@ class DeviceArray:
                              f"{data.shape}")
         self._backend.copy_htod(self._gn_ptr, data)
 
+    @boundary
     def fill(self, value) -> None:
         """Set every element to ``value``.  Raises ``TypeError`` for a read-only view."""
         self._check_writable("fill")
@@ -298,6 +304,7 @@ class DeviceArray:
         self.copy_from_host(np.full(self.host_shape, value, dtype=np.float32 if
                                     info.name == "bf16" else info.dtype))
 
+    @boundary
     def copy(self) -> DeviceArray:
         """A new array with the same contents, on the same device."""
         if self.device != current_device():
@@ -307,6 +314,7 @@ class DeviceArray:
         self._backend.copy_dtod(out._gn_ptr, self._gn_ptr, self.nbytes)
         return out
 
+    @boundary
     def to(self, device) -> DeviceArray:
         """This array on ``device`` (a ``gn.Device`` or an ordinal): the array itself if it
         lives there already, else a copy, peer to peer where the GPUs allow it and staged through
@@ -365,6 +373,7 @@ def _host_data(obj, info: ScalarInfo) -> np.ndarray:
     return np.ascontiguousarray(np.asarray(obj, dtype=info.dtype))
 
 
+@boundary
 def empty(shape, dtype=None) -> DeviceArray:
     """A new uninitialised device array on the current device (``dtype`` defaults to f32; a
     vector type such as ``gn.vec3f`` makes an array of ``shape`` vectors)."""
@@ -380,6 +389,7 @@ def empty(shape, dtype=None) -> DeviceArray:
     return DeviceArray(backend, device, alloc.ptr, shape, info, alloc, alloc)
 
 
+@boundary
 def zeros(shape, dtype=None) -> DeviceArray:
     """A new device array of zeros."""
     out = empty(shape, dtype)
@@ -387,6 +397,7 @@ def zeros(shape, dtype=None) -> DeviceArray:
     return out
 
 
+@boundary
 def to_device(obj, dtype=None) -> DeviceArray:
     """Copy a host array (anything NumPy accepts) to the current device.
 

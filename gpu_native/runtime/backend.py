@@ -3,7 +3,8 @@ simulator).  Both sit behind the same launcher: the generated launcher packs the
 buffer and calls the backend's ``launch``, whose signature is ``cuLaunchKernel``'s.
 
 ``GPU_NATIVE_BACKEND=cuda|sim|auto`` picks one (default ``auto``: CUDA when a driver and a device
-exist, else the simulator, announced once on stderr).
+exist, else the simulator, announced once by a :class:`~gpu_native.GpuNativeWarning` and an
+``INFO`` record of the ``gpu_native`` logger).
 """
 
 from __future__ import annotations
@@ -12,13 +13,15 @@ import contextlib
 import os
 import sys
 import threading
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import SupportsInt
 
 import numpy as np
 
-from ..errors import CudaError, GpuNativeError
+from .. import log
+from ..errors import CudaError, GpuNativeError, GpuNativeWarning
 from . import driver as D
 
 _selected: Backend | None = None
@@ -358,7 +361,19 @@ class CudaBackend(Backend):
         artifact = find_or_build(BuildRequest.for_variant(kernel.spec, variant.spec, arch,
                                                           kernel.spec_file, D.driver_version()))
         drv = self.drv
+        if variant.spec.consts:
+            from .constants import constant_arrays
+
+            constant_arrays(kernel, variant)  # a stale table is refused before anything loads
+        started = time.perf_counter()
         module = D.check(drv.cuModuleLoadData(artifact.image), f"loading {variant.label}")
+        log.debug("loaded kernel %s (%s %s, from %s) on device %d in %.1f ms", variant.label,
+                  artifact.arch, artifact.kind, artifact.origin, ordinal,
+                  (time.perf_counter() - started) * 1e3)
+        if variant.spec.consts:
+            from .constants import upload
+
+            upload(drv, D.check, module, kernel, variant)
         variant.modules[ordinal] = module  # keep the module loaded while the kernel lives
         return D.check(drv.cuModuleGetFunction(module, symbol.encode()), f"finding {symbol}")
 
@@ -441,9 +456,11 @@ def select() -> Backend:
             else:
                 from .sim_backend import SimBackend
 
-                print("gpu_native: no CUDA GPU found; kernels run on the CPU simulator "
-                      "(GPU_NATIVE_BACKEND=sim silences this notice)", file=sys.stderr)
                 _selected = SimBackend()
+                notice = ("gpu_native: no CUDA GPU found; kernels run on the CPU simulator "
+                          "(GPU_NATIVE_BACKEND=sim silences this notice)")
+                log.info("%s", notice)
+                log.warn(notice, GpuNativeWarning)
         return _selected
 
 

@@ -17,6 +17,7 @@ import operator
 import threading
 
 from ..errors import GpuNativeError
+from ..tracebacks import boundary
 from . import backend as B
 
 _tls = threading.local()
@@ -197,6 +198,7 @@ class Device:
         """Make this device current on the calling thread."""
         bind_thread(self.ordinal)
 
+    @boundary
     def synchronize(self) -> None:
         """Wait for all work on this device and raise any error a kernel reported."""
         from .records import raise_pending

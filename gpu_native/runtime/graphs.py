@@ -19,6 +19,7 @@ launches and replays them in order.
 from __future__ import annotations
 
 from ..errors import GpuNativeError
+from ..tracebacks import boundary
 from . import backend as B
 from . import driver as D
 from .devices import current_device
@@ -88,6 +89,7 @@ class Graph:
         if B.select().name == "cuda":
             launcher(*args)
 
+    @boundary
     def replay(self, stream=DEFAULT_STREAM) -> None:
         """Run the captured launches, in order, on ``stream``."""
         backend = B.select()
@@ -101,6 +103,7 @@ class Graph:
         handle, _ = as_stream(stream)._resolve(current_device())
         D.check(D.driver().cuGraphLaunch(self._exec, handle), "replaying the graph")
 
+    @boundary
     def synchronize(self) -> None:
         """Wait for the device, then raise any error a replayed kernel reported."""
         B.select().device_sync()

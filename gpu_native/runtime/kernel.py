@@ -32,6 +32,7 @@ from ..lang.layouts import BlockDim1D, BlockDim2D, BlockDim3D, GridDim1D, GridDi
 from ..lang.types import SCALARS, VECTOR_CLASSES
 from ..nodes import Factory, node
 from ..spec import KernelSpec, LaunchCheck, Param, Site, Trait, VariantSpec
+from ..tracebacks import boundary, launcher_code, strip
 from . import backend as B
 from . import sizing
 from .arrays import DeviceArray, signature
@@ -82,6 +83,7 @@ class Variant:
     modules: dict = Factory(dict)  # device ordinal -> loaded CUmodule
     functions: dict = Factory(dict)
     block_sizes: dict = Factory(dict)  # (backend, device, shared bytes) -> forall's block size
+    const_values: tuple | None = None  # its constant arrays' values (see .constants)
 
     @property
     def types(self) -> tuple[tuple[str, str], ...]:
@@ -169,7 +171,14 @@ class Kernel:
         try:
             return _tls.launchers[(self, grid, block, shared_mem_bytes, stream)]
         except (AttributeError, KeyError, TypeError):
+            pass
+        # Not in the cache: configure, outside the handler so that a refusal does not carry the
+        # lookup's KeyError as its context, and with only the user's frames (tracebacks.py).
+        try:
             return self._configure(grid, block, shared_mem_bytes, stream)
+        except Exception as exc:
+            strip(exc)
+            raise
 
     def __getitem__(self, config):
         """``kernel[grid, block]``, ``kernel[grid, block, stream]`` or ``kernel[grid, block,
@@ -182,12 +191,17 @@ class Kernel:
         try:
             return _tls.launchers[(self, config)]
         except (AttributeError, KeyError, TypeError):
+            pass
+        try:
             launcher = self.launch(*sizing.item_config(self.__name__, config))
-            try:
-                _thread_cache()[(self, config)] = launcher
-            except TypeError:  # an unhashable entry (a list): works, just not cached
-                pass
-            return launcher
+        except Exception as exc:
+            strip(exc)
+            raise
+        try:
+            _thread_cache()[(self, config)] = launcher
+        except TypeError:  # an unhashable entry (a list): works, just not cached
+            pass
+        return launcher
 
     def forall(self, shape, stream=DEFAULT_STREAM, shared_mem_bytes: int = 0):
         """The launcher of a grid that covers ``shape``, with the block size the occupancy API
@@ -202,8 +216,14 @@ class Kernel:
         try:
             return _tls.launchers[key]
         except (AttributeError, KeyError, TypeError):
+            pass
+        try:
             return self._configure_forall(shape, stream, shared_mem_bytes, key)
+        except Exception as exc:
+            strip(exc)
+            raise
 
+    @boundary
     def max_cooperative_grid_blocks(self, block, shared_mem_bytes: int = 0) -> int:
         """How many blocks of shape ``block`` a cooperative launch of this kernel may have on the
         current device (``cuOccupancyMaxActiveBlocksPerMultiprocessor`` times the number of
@@ -228,6 +248,7 @@ class Kernel:
                                       variant.symbol + abi.INDEX32_SUFFIX))
         return fns
 
+    @boundary
     def __call__(self, *args, **kwargs):
         raise TypeError(
             f"{self.__name__} is a GPU kernel; launch it with "
@@ -235,6 +256,7 @@ class Kernel:
             f"{self.__name__}.forall(n)(...) or {self.__name__}.launch(GridDim1D(blocks), "
             f"BlockDim1D(threads), 0, DEFAULT_STREAM)(...)")
 
+    @boundary
     def compile(self, arch: str | None = None) -> list:
         """Compile every specialisation now (for ``arch``, default the current device's).
 
@@ -376,12 +398,16 @@ class Kernel:
             chosen: dict = {}
 
             def dispatch(*args):
-                types = _select_variant(self, args)
-                launcher = chosen.get(types)
-                if launcher is None:
-                    launcher = chosen[types] = self._sized(self.variants[types], extents, stream,
-                                                           shared_mem_bytes)
-                return launcher(*args)
+                try:
+                    types = _select_variant(self, args)
+                    launcher = chosen.get(types)
+                    if launcher is None:
+                        launcher = chosen[types] = self._sized(self.variants[types], extents,
+                                                               stream, shared_mem_bytes)
+                    return launcher(*args)
+                except Exception as exc:
+                    strip(exc)
+                    raise
 
             dispatch.__qualname__ = dispatch.__name__ = self.__name__
             launcher = dispatch
@@ -472,6 +498,8 @@ class _Config:
         launcher = k._factory(context)
         launcher.__qualname__ = k.__name__
         launcher.__name__ = k.__name__
+        # Its frame, the one an argument error keeps, names the kernel and its decorator line.
+        launcher.__code__ = launcher_code(launcher.__code__, k.__name__, k.spec_line)
         return launcher
 
     def check_function(self, fn, variant: Variant) -> None:
@@ -498,11 +526,15 @@ class _Config:
         k = self.kernel
 
         def dispatch(*args):
-            key = self.select_variant(args)
-            launcher = self.variant_launchers.get(key)
-            if launcher is None:
-                launcher = self.variant_launchers[key] = self.launcher(k.variants[key])
-            return launcher(*args)
+            try:
+                key = self.select_variant(args)
+                launcher = self.variant_launchers.get(key)
+                if launcher is None:
+                    launcher = self.variant_launchers[key] = self.launcher(k.variants[key])
+                return launcher(*args)
+            except Exception as exc:
+                strip(exc)
+                raise
 
         dispatch.__qualname__ = dispatch.__name__ = k.__name__
         return dispatch
@@ -542,7 +574,11 @@ def _capturing(launcher, graph):
     """A launcher on a graph's capture stream: the graph records (and keeps) the arguments."""
 
     def capture(*args):
-        graph.record(launcher, args)
+        try:
+            graph.record(launcher, args)
+        except Exception as exc:
+            strip(exc)
+            raise
 
     capture.__qualname__ = capture.__name__ = launcher.__name__
     return capture
@@ -660,30 +696,34 @@ class LaunchContext:
 
     def slow(self, *args):
         """Check every argument, explain any problem, convert, then launch."""
-        k = self.kernel
-        values: list = []
-        foreign: list = []
-        arrays: list[tuple[Param, DeviceArray]] = []
-        for p, arg in zip(k.params, args):
-            dtype = self.types.get(p.dtype, p.dtype)
-            if p.ndim:
-                arr = self.array_argument(p, dtype, arg)
-                if not isinstance(arg, DeviceArray):
-                    foreign.append(arg)
-                arrays.append((p, arr))
-                values.append(arr._gn_ptr)
-                values.extend(arr.shape)
-            elif dtype in abi.VECTOR_SLOTS:
-                values.extend(self.vector_argument(p, dtype, arg))
-            else:
-                values.append(self.scalar_argument(p, dtype, arg))
-        self.check_overlap(arrays)
-        submit = self.submit
-        if self.index32 and any(arr.launch_sig.wide for _, arr in arrays):
-            submit = self.wide_submit or self.make_wide_submit()
-        submit(*values)
-        if foreign:
-            self.hold(foreign)
+        try:
+            k = self.kernel
+            values: list = []
+            foreign: list = []
+            arrays: list[tuple[Param, DeviceArray]] = []
+            for p, arg in zip(k.params, args):
+                dtype = self.types.get(p.dtype, p.dtype)
+                if p.ndim:
+                    arr = self.array_argument(p, dtype, arg)
+                    if not isinstance(arg, DeviceArray):
+                        foreign.append(arg)
+                    arrays.append((p, arr))
+                    values.append(arr._gn_ptr)
+                    values.extend(arr.shape)
+                elif dtype in abi.VECTOR_SLOTS:
+                    values.extend(self.vector_argument(p, dtype, arg))
+                else:
+                    values.append(self.scalar_argument(p, dtype, arg))
+            self.check_overlap(arrays)
+            submit = self.submit
+            if self.index32 and any(arr.launch_sig.wide for _, arr in arrays):
+                submit = self.wide_submit or self.make_wide_submit()
+            submit(*values)
+            if foreign:
+                self.hold(foreign)
+        except Exception as exc:  # a wrong argument: the user's launch line, not our frames
+            strip(exc)
+            raise
 
     def make_wide_submit(self):
         c = self.config

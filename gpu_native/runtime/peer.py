@@ -23,6 +23,7 @@ import threading
 
 import numpy as np
 
+from ..tracebacks import boundary
 from . import backend as B
 from .arrays import DeviceArray, empty
 from .devices import _check_ordinal, _ordinal_of, current_device, on_device
@@ -49,6 +50,7 @@ def can_access_peer(device: int, peer: int) -> bool:
                         "cuDeviceCanAccessPeer"))
 
 
+@boundary
 def copy(dst, src) -> DeviceArray:
     """Copy the contents of device array ``src`` into device array ``dst``; return ``dst``.
 

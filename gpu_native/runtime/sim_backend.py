@@ -17,8 +17,10 @@ from typing import TYPE_CHECKING, Any, SupportsInt
 
 import numpy as np
 
+from .. import log
 from ..errors import GpuNativeError, LaunchError
 from ..lang.types import VectorInfo, element_info
+from ..tracebacks import boundary
 from . import records
 from .backend import Backend
 from .launch import slot_formats
@@ -149,6 +151,15 @@ class SimFunction:
         return self._static_shared
 
     @property
+    def consts(self) -> tuple[np.ndarray, ...]:
+        """The values of the kernel's constant arrays (read-only; see runtime.constants)."""
+        if not self.variant.spec.consts:
+            return ()
+        from .constants import constant_arrays
+
+        return constant_arrays(self.kernel, self.variant)
+
+    @property
     def program(self) -> SimProgram:
         if self._program is None:
             from ..simulator import compile_kernel
@@ -266,6 +277,7 @@ class SimBackend(Backend):
 
     # kernels
     def load(self, kernel, variant, ordinal: int, symbol: str | None = None) -> object:
+        log.debug("loaded kernel %s into the simulator", variant.label)
         return SimFunction(kernel, variant)
 
     def function_attribute(self, fn: SimFunction, name: str) -> int:
@@ -305,6 +317,7 @@ class SimBackend(Backend):
                               "opt-in limit)")
         fn.max_dynamic_shared = nbytes
 
+    @boundary  # an error the simulated kernel raised at once: the launch line, not our frames
     def launch(self, fn: SimFunction, gx, gy, gz, bx, by, bz, shmem, stream, params, extra):
         limit = fn.max_dynamic_shared
         if limit is None:
@@ -345,7 +358,7 @@ class SimBackend(Backend):
         err_ptr = values[-1]
         record = self.memory.view(err_ptr, records.RECORD_DTYPE, (1,))[0]
         errors = _SimErrors(record, err_ptr, fn.variant.kernel_id)
-        fn.program.run((gx, gy, gz), (bx, by, bz), int(shmem), args, errors)
+        fn.program.run((gx, gy, gz), (bx, by, bz), int(shmem), args, errors, fn.consts)
         return (self.success,)
 
     # A cooperative kernel runs its whole grid as one chunk (gpu_native.simulator.program), which

@@ -13,6 +13,7 @@ import weakref
 from typing import SupportsInt
 
 from ..errors import GpuNativeError
+from ..tracebacks import boundary
 from . import backend as B
 from . import driver as D
 from .devices import current_device
@@ -64,6 +65,7 @@ class Stream:
         """The CUDA stream protocol: ``(version, handle)``."""
         return (0, self.handle)
 
+    @boundary
     def synchronize(self) -> None:
         """Wait until the stream's work is done, then raise any error its kernels reported."""
         handle, slot = self._resolve(self._device)
@@ -128,6 +130,7 @@ class _DefaultStream(Stream):
     def handle(self) -> int:
         return 0
 
+    @boundary
     def synchronize(self) -> None:
         device = current_device()
         handle, slot = self._resolve(device)
@@ -199,6 +202,7 @@ class Event:
         B.select().event_record(self._handle, handle)
         return self
 
+    @boundary
     def synchronize(self) -> None:
         """Wait for the event (no kernel errors are raised here; synchronise the stream for that)."""
         B.select().event_sync(self._handle)
@@ -222,6 +226,7 @@ class Event:
                         "one process; record a new gn.Event() in the receiving process")
 
 
+@boundary
 def synchronize() -> None:
     """Wait for all work on the current device; raise any error a kernel reported on it."""
     B.select().device_sync()

@@ -81,7 +81,7 @@ It cannot reveal:
 * multiply-add contraction: NVRTC's default ``--fmad=true`` fuses some ``a * b + c`` into one FMA
   (which ones depends on the compiler), while the simulator rounds the product and the sum as
   Python does; results then differ in the last bits (everything else agreed bit for bit with an
-  H200 in ``tests/test_simulator_gpu.py``, and so does this with ``--fmad=false``);
+  H200 in ``tests/simulator/test_simulator_gpu.py``, and so does this with ``--fmad=false``);
 * ``sync_warp()`` ordering is approximate: any warp barrier in the chunk is taken to order the
   accesses of threads of one warp;
 * code that relies on how the GPU groups the threads of a divergent warp: ``activemask()`` names

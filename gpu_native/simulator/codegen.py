@@ -27,7 +27,7 @@ from .. import ir
 from ..errors import SourceSpan
 from ..lang import registry
 from ..nodes import fields
-from . import machine, ops, vectors
+from . import machine, ops, philox, vectors
 
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z_0-9]*$")
 # The barriers by scope ("block", "warp", "grid"), as the IR's Barrier names them.
@@ -66,7 +66,7 @@ def _contains(node, types) -> bool:
 def is_pure(e: ir.Expr) -> bool:
     """Can ``e`` be evaluated on every lane (no memory access, failure or effect)?"""
     for n in walk(e):
-        if isinstance(n, (ir.Load, ir.Atomic, ir.Call, ir.WarpOp, ir.BarrierVote)):
+        if isinstance(n, (ir.Load, ir.Atomic, ir.Call, ir.WarpOp, ir.BarrierVote, ir.RandomDraw)):
             return False
         if isinstance(n, ir.BinOp) and n.zero_check is not None:
             return False
@@ -82,6 +82,8 @@ def _may_shrink(s: ir.Stmt) -> bool:
                 c is not None for c in n.checks):
             return True
         if isinstance(n, ir.BinOp) and n.zero_check is not None:
+            return True
+        if isinstance(n, ir.RandomDraw) and n.check is not None:
             return True
     return False
 
@@ -106,8 +108,10 @@ class ProgramBuilder:
             "_gn_ffloordiv": ops.floordiv_py, "_gn_fmod": ops.fmod_py,
             "_gn_not": np.logical_not, "_gn_range_count": ops.range_count,
             "_gn_range_value": ops.range_value, "_gn_vwhere": vectors.vwhere,
+            "_gn_twhere": _twhere,
         }
         self.named: dict = {}
+        self.const_index = {id(d.var): k for k, d in enumerate(kernel.consts)}
         self.locations: list[str] = []
         self.location_ids: dict[tuple[str, int], int] = {}
         self.sources: list[str] = []
@@ -130,6 +134,8 @@ class ProgramBuilder:
         if isinstance(ty, ir.VectorType):
             value = (ops.constant(0, ty.elem.info),) * ty.n
             return self.bind("k", ("vzero", ty.name), value)
+        if isinstance(ty, ir.TupleType):
+            return "(" + "".join(f"{self.const(0, t)}, " for t in ty.elems) + ")"
         return "None"
 
     def vector_function(self, name: str) -> str:
@@ -171,6 +177,11 @@ class ProgramBuilder:
         code = compile(tree, emitter.file, "exec")
         exec(code, self.ns)
         return self.ns.pop(emitter.pyname)
+
+
+def _twhere(m, a, b):
+    """``machine.where`` item by item, for a tuple value (a tuple of lane vectors)."""
+    return tuple(machine.where(m, x, y) for x, y in zip(a, b))
 
 
 def _bf(x):
@@ -268,7 +279,7 @@ class FunctionEmitter:
             if fn.ret != ir.VOID:
                 self.line(f"_gn_r = {self.prog.zero(fn.ret)}", sp)
         for var in fn.locals:
-            if isinstance(var.ty, (ir.ScalarType, ir.VectorType)) and not var.is_param:
+            if isinstance(var.ty, (ir.ScalarType, ir.VectorType, ir.TupleType)) and not var.is_param:
                 self.line(f"{self.name(var)} = {self.prog.zero(var.ty)}", var.span)
         if self.is_kernel:
             for k, decl in enumerate(fn.shared):
@@ -288,7 +299,7 @@ class FunctionEmitter:
     def top_level(self, stmts: tuple[ir.Stmt, ...]) -> None:
         """The kernel body: after a statement that may drop lanes, compact the chunk."""
         values = [self.name(v) for v in (*self.fn.params, *self.fn.locals)
-                  if isinstance(v.ty, (ir.ScalarType, ir.VectorType))]
+                  if isinstance(v.ty, (ir.ScalarType, ir.VectorType, ir.TupleType))]
         for k, s in enumerate(stmts):
             self.statement(s)
             if k + 1 < len(stmts) and _may_shrink(s):
@@ -328,6 +339,8 @@ class FunctionEmitter:
         self.line(f"{n} = {_where(s.var.ty)}(_gn_m, {v}, {n})", s.span)
 
     def array(self, ref: ir.ArrayRef) -> str:
+        if isinstance(ref.var, ir.ConstVar):  # a module-level constant array: the launch's
+            return f"_gn.consts[{self.prog.const_index[id(ref.var)]}]"
         return self.name(ref.var)
 
     def emit_Store(self, s: ir.Store) -> None:
@@ -616,6 +629,12 @@ class FunctionEmitter:
         self.line(f"{m} = _gn.prune({m}, {d})", e.span)
         return t
 
+    def emit_MakeTuple(self, e: ir.MakeTuple, m: str) -> str:
+        return "(" + "".join(f"{self.expr(i, m)}, " for i in e.items) + ")"
+
+    def emit_TupleItem(self, e: ir.TupleItem, m: str) -> str:
+        return f"{self.expr(e.value, m)}[{e.index}]"
+
     def emit_WarpOp(self, e: ir.WarpOp, m: str) -> str:
         args = [self.expr(a, m) for a in e.args]
         mask = self.expr(e.mask, m) if e.mask is not None else "None"
@@ -633,6 +652,26 @@ class FunctionEmitter:
         op = _BARRIER_VOTES[e.op]  # the machine's barrier_vote
         self.line(f"{t} = _gn.{op.sim}({e.op!r}, {op.name + '()'!r}, {m}, {pred}, {loc})",
                   e.span)
+        return t
+
+    def emit_RandomDraw(self, e: ir.RandomDraw, m: str) -> str:
+        # The draw returns its value and the advanced counter, which the executing lanes keep.
+        ty = e.ty
+        assert isinstance(ty, ir.ScalarType)
+        entry = registry.GENERATOR_METHODS[e.method]
+        fn = self.prog.bind("rng", ("rng", e.method, ty.info.name),
+                            getattr(philox, registry.spelling(entry.sim, ty.info)))
+        key, sub, counter = (self.name(local.var) for local in e.state)
+        args = [self.simple(self.expr(a, m), e.span) for a in e.args]
+        if e.check is not None:
+            ok = self.prog.bind("rng", "randint_ok", philox.randint_ok)
+            self.line(f"{m} = _gn.check_assert({m}, {ok}({args[0]}), {e.check})", e.span)
+        t, c = self.tmp(), self.tmp("c")
+        self.line(f"{t}, {c} = {fn}({key}, {sub}, {counter}{''.join(', ' + a for a in args)})",
+                  e.span)
+        self.line(f"{counter} = _gn_where({m}, {c}, {counter})", e.span)
+        if e.method == "randint":  # the u64 result, as the bound's type
+            return f"{self.prog.cast(ir.U64, ty)}({t})"
         return t
 
     def emit_Atomic(self, e: ir.Atomic, m: str) -> str:
@@ -694,8 +733,11 @@ class FunctionEmitter:
 
 
 def _where(ty: ir.Type) -> str:
-    """The lane select for values of type ``ty`` (component by component for a vector)."""
-    return "_gn_vwhere" if isinstance(ty, ir.VectorType) else "_gn_where"
+    """The lane select for values of type ``ty`` (component by component for a vector, item by
+    item for a tuple)."""
+    if isinstance(ty, ir.VectorType):
+        return "_gn_vwhere"
+    return "_gn_twhere" if isinstance(ty, ir.TupleType) else "_gn_where"
 
 
 _STMT: dict[type, Callable] = {
@@ -733,6 +775,8 @@ _EXPR: dict[type, Callable] = {
     ir.UidComponent: FunctionEmitter.emit_UidComponent,
     ir.MathCall: FunctionEmitter.emit_MathCall,
     ir.Call: FunctionEmitter.emit_Call,
+    ir.MakeTuple: FunctionEmitter.emit_MakeTuple,
+    ir.TupleItem: FunctionEmitter.emit_TupleItem,
     ir.WarpOp: FunctionEmitter.emit_WarpOp,
     ir.BarrierVote: FunctionEmitter.emit_BarrierVote,
     ir.Atomic: FunctionEmitter.emit_Atomic,
@@ -741,6 +785,7 @@ _EXPR: dict[type, Callable] = {
     ir.VecBinOp: FunctionEmitter.emit_VecBinOp,
     ir.VecUnary: FunctionEmitter.emit_VecUnary,
     ir.VecCall: FunctionEmitter.emit_VecCall,
+    ir.RandomDraw: FunctionEmitter.emit_RandomDraw,
 }
 
 

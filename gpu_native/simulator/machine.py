@@ -151,6 +151,12 @@ class GlobalArray(_Array):
         return None
 
 
+class ConstArray(GlobalArray):
+    """A module-level constant array (``const_array``): a read-only view of its values."""
+
+    space = "const"
+
+
 class SharedArray(_Array):
     """One shared array of every block of a chunk: ``data`` is (blocks x size), flattened."""
 
@@ -193,6 +199,13 @@ class LocalArray(_Array):
         self.data = kept.reshape(-1, self.width) if self.width else kept.reshape(-1)
 
 
+def _kept(value, keep: np.ndarray):
+    """The lanes ``keep`` of a lane vector, item by item of a tuple; a uniform value as it is."""
+    if isinstance(value, tuple):
+        return tuple(_kept(v, keep) for v in value)
+    return value[keep] if isinstance(value, np.ndarray) and value.ndim == 1 else value
+
+
 # ---- the chunk ---------------------------------------------------------------------------------
 
 
@@ -220,6 +233,7 @@ class Chunk:
         self.gdim = launch.gdim
         self.registered_locals: list[LocalArray] = []
         self.shared = [launch.make_shared(spec, nblocks) for spec in launch.program.shared_specs]
+        self.consts = launch.consts  # the kernel's constant arrays (ConstArray), as ir.Kernel.consts
 
     # ---- lane information (computed on demand, dropped on compaction) ----
 
@@ -408,9 +422,7 @@ class Chunk:
         self.gone = None
         for la in self.registered_locals:
             la.compact(keep)
-        out = [tuple(_compact(c, keep) for c in v) if isinstance(v, tuple) else _compact(v, keep)
-               for v in values]
-        return (None, *out)
+        return (None, *(_kept(v, keep) for v in values))
 
     # ---- memory ----
 
@@ -725,10 +737,6 @@ class Chunk:
                     parts.append(str(int(col[lane])))
             out.append(" ".join(parts) + "\n")
         sys.stdout.write("".join(out))
-
-
-def _compact(v, keep: np.ndarray):
-    return v[keep] if isinstance(v, np.ndarray) and v.ndim == 1 else v
 
 
 __all__ = ["Chunk", "Conflict", "GlobalArray", "LocalArray", "SharedArray", "m_and", "m_andnot",

@@ -10,7 +10,7 @@ import numpy as np
 
 from .. import ir
 from . import codegen, ops
-from .machine import Chunk, GlobalArray, SharedArray
+from .machine import Chunk, ConstArray, GlobalArray, SharedArray
 from .races import Conflict, Shadow
 
 _LANES_PER_CHUNK = 1 << 18
@@ -85,15 +85,24 @@ class SimProgram:
         return self.locations[loc]
 
     def run(self, grid: tuple[int, int, int], block: tuple[int, int, int],
-            shared_mem_bytes: int, args: list, errors) -> None:
+            shared_mem_bytes: int, args: list, errors, consts=()) -> None:
         """Run every thread of the launch; write results into the array arguments in place.
 
         ``args`` holds one entry per kernel parameter: a C-contiguous NumPy array (bf16: uint16
         bit patterns; an array of vectors has a last axis of their length), a NumPy scalar, or
-        a sequence of a vector's components.  Device errors go to ``errors.fail(site, index,
-        length, block, thread)`` (the first one only) and races to ``errors.race(message)``.
+        a sequence of a vector's components; ``consts`` one per constant array the kernel reads
+        (``kernel.consts``), in the same form, which the kernel never writes.  Device errors go
+        to ``errors.fail(site, index, length, block, thread)`` (the first one only) and races to
+        ``errors.race(message)``.
         """
         launch = Launch(self, grid, block, shared_mem_bytes, errors)
+        if len(consts) != len(self.kernel.consts):
+            raise TypeError(f"{self.name}() reads {len(self.kernel.consts)} constant arrays, "
+                            f"{len(consts)} given")
+        for decl, const_values in zip(self.kernel.consts, consts):
+            view = np.asarray(const_values).view()
+            view.flags.writeable = False
+            launch.consts.append(ConstArray(decl.name, view, decl.ty.elem.info))
         values: list = []
         for k, (param, arg) in enumerate(zip(self.kernel.params, args)):
             ty = param.ty
@@ -155,6 +164,7 @@ class Launch:
         self.reported: set = set()
         self.races = races_enabled()
         self.global_shadows: list[Shadow] = []  # the global arrays' (grid_sync() clears them)
+        self.consts: list[ConstArray] = []
 
     def make_shared(self, spec, nblocks: int) -> SharedArray:
         name, info, dims = spec

@@ -5,7 +5,7 @@
    saturating float-to-int conversion, NaN-propagating min/max in Python's argument order, and the
    device error record (its layout is gpu_native/abi.py's ERROR_RECORD_FORMAT).  Several helpers
    are spelled in PTX to keep a device compiler from miscompiling them; each names the fuzz seed
-   that found the bug, and tests/test_nvrtc_bugs.py pins it.
+   that found the bug, and tests/emit/test_nvrtc_bugs.py pins it.
 
    The including translation unit defines GN_KERNEL_ID (the kernel's id in the error record)
    first.  NVRTC is given this file as an in-memory header under its include name (see
@@ -261,7 +261,7 @@ template <typename T> __device__ __forceinline__ T gn_max(T a, T b) { return (b 
    forms from chained minima and maxima: it fused min(min(-a, b), c) into one VIMNMX3 and dropped
    the negation (fuzz seeds 1951, 2552), and for m = max(max(x, 0), 0) it read m != 0 from the
    predicate output of a VIMNMX.RELU the wrong way round (fuzz seed 3534).  Even a setp/selp pair
-   became a VIMNMX; a mask is not recognised as a min or max (tests/test_nvrtc_bugs.py). */
+   became a VIMNMX; a mask is not recognised as a min or max (tests/emit/test_nvrtc_bugs.py). */
 #define GN_SELECT_MINMAX(T, R, CMP, NAME)                                                   \
     template <> __device__ __forceinline__ T NAME<T>(T a, T b) {                             \
         R m; asm("set." CMP " %0, %2, %1;" : "=r"(m) : "r"((R)a), "r"((R)b));                \
@@ -452,6 +452,131 @@ template <typename R, typename T> __device__ __forceinline__ R gn_bitcast(T x) {
 template <typename T> __device__ __forceinline__ unsigned int gn_match_all(unsigned int mask, T v) {
     int all;
     return __match_all_sync(mask, v, &all);
+}
+/* ---- random numbers: Philox4x32-10 ------------------------------------------------------------
+
+   A generator (`rng = philox(seed, subsequence, offset)`) is three u64s: the key (the seed), the
+   subsequence and a counter of blocks.  Each draw computes the next block, Philox4x32-10 (Salmon
+   et al., SC'11) of the counter (counter, subsequence) under the key, as cuRAND's curand_init
+   numbers its blocks, and advances the counter.  gpu_native/simulator/philox.py computes the
+   same values bit for bit: the floating-point steps are round-to-nearest operations spelled with
+   __dadd_rn and friends, which the device compiler neither fuses into FMAs nor approximates
+   (not even under --use_fast_math), and the constants are hexadecimal floats, the same text as
+   philox.py's CONSTANTS. */
+__device__ __forceinline__ uint4 gn_philox4x32_10(uint4 c, uint2 k) {
+#pragma unroll
+    for (int r = 0; r < 10; ++r) {
+        if (r) { k.x += 0x9E3779B9u; k.y += 0xBB67AE85u; }
+        const unsigned int lo0 = 0xD2511F53u * c.x, hi0 = __umulhi(0xD2511F53u, c.x);
+        const unsigned int lo1 = 0xCD9E8D57u * c.z, hi1 = __umulhi(0xCD9E8D57u, c.z);
+        c = make_uint4(hi1 ^ c.y ^ k.x, lo1, hi0 ^ c.w ^ k.y, lo0);
+    }
+    return c;
+}
+/* The generator's next block; its counter moves on by one. */
+__device__ __forceinline__ uint4 gn_philox_next(gn_u64 key, gn_u64 sub, gn_u64& ctr) {
+    const uint4 c = make_uint4((unsigned int)ctr, (unsigned int)(ctr >> 32), (unsigned int)sub,
+                               (unsigned int)(sub >> 32));
+    ctr += 1ull;
+    return gn_philox4x32_10(c, make_uint2((unsigned int)key, (unsigned int)(key >> 32)));
+}
+__device__ __forceinline__ gn_u64 gn_philox_pair(unsigned int lo, unsigned int hi) {
+    return (gn_u64)lo | ((gn_u64)hi << 32);
+}
+__device__ __forceinline__ unsigned int gn_philox_u32(gn_u64 key, gn_u64 sub, gn_u64& ctr) {
+    return gn_philox_next(key, sub, ctr).x;
+}
+/* k / 2**24 and k / 2**53: exact conversions, exact scalings. */
+__device__ __forceinline__ float gn_philox_uniform_f32(gn_u64 key, gn_u64 sub, gn_u64& ctr) {
+    return __fmul_rn((float)(gn_philox_next(key, sub, ctr).x >> 8), 0x1p-24f);
+}
+__device__ __forceinline__ double gn_philox_uniform_f64(gn_u64 key, gn_u64 sub, gn_u64& ctr) {
+    const uint4 b = gn_philox_next(key, sub, ctr);
+    return __dmul_rn((double)(gn_philox_pair(b.x, b.y) >> 11), 0x1p-53);
+}
+/* log(u) for u in (0, 1]: fdlibm's e_log.c without its shortcuts. */
+__device__ __forceinline__ double gn_philox_log(double u) {
+    int e;
+    double m = frexp(u, &e);
+    if (m < 0x1.6a09e667f3bcdp-1) { m = __dmul_rn(m, 2.0); e -= 1; }
+    const double k = (double)e;
+    const double f = __dsub_rn(m, 1.0);
+    const double s = __ddiv_rn(f, __dadd_rn(2.0, f));
+    const double z = __dmul_rn(s, s), w = __dmul_rn(z, z);
+    const double t1 = __dmul_rn(w, __dadd_rn(0x1.999999997fa04p-2, __dmul_rn(w, __dadd_rn(
+        0x1.c71c51d8e78afp-3, __dmul_rn(w, 0x1.39a09d078c69fp-3)))));
+    const double t2 = __dmul_rn(z, __dadd_rn(0x1.5555555555593p-1, __dmul_rn(w, __dadd_rn(
+        0x1.2492494229359p-2, __dmul_rn(w, __dadd_rn(0x1.7466496cb03dep-3, __dmul_rn(w, 0x1.2f112df3e5244p-3)))))));
+    const double r = __dadd_rn(t2, t1);
+    const double hfsq = __dmul_rn(__dmul_rn(0.5, f), f);
+    return __dsub_rn(__dmul_rn(k, 0x1.62e42fee00000p-1), __dsub_rn(__dsub_rn(hfsq, __dadd_rn(
+        __dmul_rn(s, __dadd_rn(hfsq, r)), __dmul_rn(k, 0x1.a39ef35793c76p-33))), f));
+}
+/* sin(x) and cos(x) for x in [0, pi/4]: fdlibm's k_sin.c and k_cos.c (no tail). */
+__device__ __forceinline__ double gn_philox_sin(double x) {
+    const double z = __dmul_rn(x, x), v = __dmul_rn(z, x);
+    const double r = __dadd_rn(0x1.111111110f8a6p-7, __dmul_rn(z, __dadd_rn(-0x1.a01a019c161d5p-13, __dmul_rn(z, __dadd_rn(
+        0x1.71de357b1fe7dp-19, __dmul_rn(z, __dadd_rn(-0x1.ae5e68a2b9cebp-26, __dmul_rn(z, 0x1.5d93a5acfd57cp-33))))))));
+    return __dadd_rn(x, __dmul_rn(v, __dadd_rn(-0x1.5555555555549p-3, __dmul_rn(z, r))));
+}
+__device__ __forceinline__ double gn_philox_cos(double x) {
+    const double z = __dmul_rn(x, x), w = __dmul_rn(z, z);
+    const double r = __dadd_rn(
+        __dmul_rn(z, __dadd_rn(0x1.555555555554cp-5, __dmul_rn(z, __dadd_rn(-0x1.6c16c16c15177p-10, __dmul_rn(z, 0x1.a01a019cb1590p-16))))),
+        __dmul_rn(__dmul_rn(w, w), __dadd_rn(-0x1.27e4f809c52adp-22, __dmul_rn(z, __dadd_rn(
+            0x1.1ee9ebdb4b1c4p-29, __dmul_rn(z, -0x1.8fae9be8838d4p-37))))));
+    const double hz = __dmul_rn(0.5, z), v = __dsub_rn(1.0, hz);
+    return __dadd_rn(v, __dadd_rn(__dsub_rn(__dsub_rn(1.0, v), hz), __dmul_rn(z, r)));
+}
+/* cos(2 pi t) for t in [0, 1): the quarter turn and the octant come exactly from t. */
+__device__ __forceinline__ double gn_philox_cos2pi(double t) {
+    const double t4 = __dmul_rn(t, 4.0);
+    const double q = floor(t4);
+    const double r = __dsub_rn(t4, q);
+    const bool flip = r > 0.5;
+    const double y = __dmul_rn(flip ? __dsub_rn(1.0, r) : r, 0x1.921fb54442d18p+0);
+    const bool odd = q == 1.0 || q == 3.0;
+    const double v = odd != flip ? gn_philox_sin(y) : gn_philox_cos(y);
+    return q == 1.0 || q == 2.0 ? -v : v;
+}
+/* Box-Muller: sqrt(-2 log u1) cos(2 pi u2), u1 in (0, 1] from x, y and u2 in [0, 1) from z, w. */
+__device__ __forceinline__ double gn_philox_normal_f64(gn_u64 key, gn_u64 sub, gn_u64& ctr) {
+    const uint4 b = gn_philox_next(key, sub, ctr);
+    const double u1 = __dmul_rn((double)((gn_philox_pair(b.x, b.y) >> 11) + 1ull), 0x1p-53);
+    const double u2 = __dmul_rn((double)(gn_philox_pair(b.z, b.w) >> 11), 0x1p-53);
+    return __dmul_rn(__dsqrt_rn(__dmul_rn(-2.0, gn_philox_log(u1))), gn_philox_cos2pi(u2));
+}
+__device__ __forceinline__ float gn_philox_normal_f32(gn_u64 key, gn_u64 sub, gn_u64& ctr) {
+    return __double2float_rn(gn_philox_normal_f64(key, sub, ctr));
+}
+/* randint's bound, 1 <= n <= 2**32 - 1, or the thread reports the site's error and ends. */
+template <typename T> __device__ __forceinline__ gn_u64 gn_philox_bound(
+        gn_error_record* rec, T n, unsigned int site) {
+    if (__builtin_expect(!(n >= (T)1 && (gn_u64)n <= 0xFFFFFFFFull), 0))
+        gn_fail(rec, site, (gn_i64)n, 0);
+    return (gn_u64)n;
+}
+template <typename T> __device__ __forceinline__ gn_u64 gn_philox_bound(
+        gn_error_record* rec, T n, unsigned int site, gn_i64 uid, unsigned int bdim) {
+    if (__builtin_expect(!(n >= (T)1 && (gn_u64)n <= 0xFFFFFFFFull), 0))
+        gn_fail_at(rec, site, (gn_i64)n, 0, uid, bdim);
+    return (gn_u64)n;
+}
+/* An integer in [0, n) without bias: Lemire's multiply-and-shift, rejecting a word x when
+   (x * n) mod 2**32 < 2**32 mod n; the block's words in order, then the next block's. */
+template <typename T> __device__ __forceinline__ T gn_philox_randint(
+        gn_u64 key, gn_u64 sub, gn_u64& ctr, gn_u64 n) {
+    const unsigned int bound = (unsigned int)n;
+    for (;;) {
+        const uint4 b = gn_philox_next(key, sub, ctr);
+        const unsigned int words[4] = {b.x, b.y, b.z, b.w};
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            const gn_u64 m = (gn_u64)words[i] * bound;
+            const unsigned int low = (unsigned int)m;
+            if (low >= bound || low >= (0u - bound) % bound) return (T)(m >> 32);
+        }
+    }
 }
 
 /* ---- small vectors: gn_vec2f ... gn_vec4i (gpu_native/lang/types.py's VectorInfo) ----------

@@ -1,0 +1,804 @@
+"""Race-freedom of stores through affine indices: which thread owns which elements.
+
+The classic unique-write rule (:mod:`.unique`) accepts an index that is a unique id transformed in
+a few fixed ways.  The standard race-free idioms of CUDA need more: several stores per thread at
+disjoint offsets (``s[tid]`` and ``s[tid + HALF]``), constant-trip loops over per-thread offsets
+(``out[row, col + i * BX]``), one writer per warp (``lane = tid % 32``, ``if lane == 0:
+partial[wid] = v``), transposed ownership (``counts[tid * grid_dim.x + block_idx.x]``) and
+block-stride loops in single-block kernels.  This module proves them.
+
+**Forms.**  Each index is written as a polynomial (an :class:`~gpu_native.analysis.ranges.Affine`
+form whose symbols are monomials) over *digits* and launch-uniform atoms.  A digit is a value
+that differs between threads or between a thread's iterations, with a known range ``[0, n)``: a
+thread coordinate (``thread_idx.x``, ``block_idx.y``), its low or high part in some radix
+(``tid % 32``, ``tid // 32``), or the iteration count of an enclosing ``range()`` loop (the loop
+variable is ``start + step * k``).  Uniform atoms are values every thread of the launch shares
+(``block_dim``, ``grid_dim``, unchanged scalar parameters, extents, reads of read-only memory at
+uniform indices).
+
+**The proof.**  Two threads ``T != T'`` collide on a pair of stores ``(s, s')`` of one array when
+every index dimension agrees.  In each dimension the difference is ``sum(c_d * delta_d)`` over
+the digits plus the difference of the two stores' uniform parts.  When the digits of a dimension
+form a *mixed radix* (sorted by coefficient, each coefficient exceeds the largest sum the smaller
+digits can make: ``c_k > sum(|c_j| * (n_j - 1))``), the only solution has every ``delta`` zero;
+those digits are then equal in both threads, drop out of the other dimensions, and the rule is
+applied again.  The pair is race-free when every digit of every thread coordinate that must be
+unique (the grid's for global memory, the block's for shared memory) is shown equal, or when a
+dimension has no solution at all (the stores' offsets differ by a multiple the digits cannot
+make up).  A coordinate pinned by a condition (``if lane == 0:``) is equal in both threads when
+both stores are under the same pin.
+
+**Wrapping.**  Forms are exact for the values as mathematical integers.  An index computed in a
+fixed-width type is exact when its arithmetic is proven not to wrap; otherwise, with no widening
+cast in between, it agrees with the exact value modulo ``2**bits``, and two different exact
+values stay different when they differ by less than that: the largest difference is then bounded
+from the hardware's limits, or checked by the launcher (an
+:class:`~gpu_native.spec.IndexFits` record).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
+
+from .. import ir
+from ..analysis.ranges import HARDWARE, Affine, is_widening
+from ..nodes import node
+from ..spec import IndexFits
+from .facts import (
+    CastKey,
+    ConstKey,
+    Equal,
+    Key,
+    LaneKey,
+    Less,
+    LoadKey,
+    MathKey,
+    OpKey,
+    ShapeKey,
+    SpecialKey,
+    UidKey,
+    UnaryKey,
+    VarKey,
+)
+
+if TYPE_CHECKING:
+    from .bounds import BoundsProofs
+    from .context import Definitions
+
+__all__ = ["Digit", "Forms", "LoopDigit", "Pin", "StoreForm", "prove_pair"]
+
+
+# ---- polynomials over digits and uniform atoms -----------------------------------------------
+
+
+@node
+class Digit:
+    """A value that differs between threads (``coord`` "tid0".."bid2") or between iterations
+    (``coord`` "loop:N"): the whole coordinate (``part`` "all"), or its ``part`` "lo" (``x %
+    radix``) or "hi" (``x // radix``)."""
+
+    coord: str
+    part: str = "all"
+    radix: int = 0
+
+    @property
+    def is_thread(self) -> bool:
+        return not self.coord.startswith("loop:")
+
+    def text(self) -> str:
+        if not self.is_thread:
+            return self.coord[5:].split("@")[0]
+        name = f"{'thread_idx' if self.coord[0] == 't' else 'block_idx'}.{'xyz'[int(self.coord[3])]}"
+        if self.part == "lo":
+            return f"{name} % {self.radix}"
+        if self.part == "hi":
+            return f"{name} // {self.radix}"
+        return name
+
+
+Poly = Affine  # symbols are monomials: sorted tuples of atoms (Digits and uniform Keys)
+
+
+def _atom_order(a) -> str:
+    return repr(a)
+
+
+def const(c: int) -> Poly:
+    return Affine(c)
+
+
+def atom(a) -> Poly:
+    return Affine.of((a,))
+
+
+def mul(p: Poly, q: Poly) -> Poly:
+    """The product of two polynomials."""
+    out = Affine(p.const * q.const)
+    for m, k in p.terms:
+        out = out.plus(Affine(0, frozenset({(m, k * q.const)})) if q.const else Affine())
+    for m, k in q.terms:
+        out = out.plus(Affine(0, frozenset({(m, k * p.const)})) if p.const else Affine())
+    for m1, k1 in p.terms:
+        for m2, k2 in q.terms:
+            mono = tuple(sorted(m1 + m2, key=_atom_order))
+            out = out.plus(Affine(0, frozenset({(mono, k1 * k2)})))
+    return out
+
+
+def digits_of(p: Poly) -> set[Digit]:
+    return {a for m, _ in p.terms for a in m if isinstance(a, Digit)}
+
+
+def is_uniform(p: Poly) -> bool:
+    return not digits_of(p)
+
+
+def substitute(p: Poly, replace: Callable[[object], Poly | None]) -> Poly:
+    """``p`` with each atom ``a`` for which ``replace(a)`` is a polynomial replaced by it."""
+    out = Affine(p.const)
+    for m, k in _ordered(p.terms):
+        term = const(k)
+        for a in m:
+            r = replace(a)
+            term = mul(term, r if r is not None else atom(a))
+        out = out.plus(term)
+    return out
+
+
+def evaluate(p: Poly, value: Callable[[object], int]) -> int:
+    total = p.const
+    for m, k in p.terms:
+        v = k
+        for a in m:
+            v *= value(a)
+        total += v
+    return total
+
+
+def nonnegative(p: Poly) -> bool:
+    """Is ``p >= 0`` for every value of its atoms, each at least 1 (``block_dim``, ``grid_dim``)?
+    (Sufficient: no monomial with a negative coefficient, and ``p(1, ..., 1) >= 0``.)"""
+    return all(k >= 0 for _, k in p.terms) and evaluate(p, lambda a: 1) >= 0
+
+
+def positive_atom(a) -> bool:
+    return isinstance(a, SpecialKey) and a.name in ("block_dim", "grid_dim")
+
+
+def _ordered(terms) -> list:
+    """A polynomial's terms in a fixed order (by monomial)."""
+    return sorted(terms, key=lambda t: repr(t[0]))
+
+
+def poly_text(p: Poly) -> str:
+    parts = []
+    for m, k in sorted(p.terms, key=lambda t: repr(t[0])):
+        names = " * ".join(_atom_text(a) for a in m)
+        parts.append(names if k == 1 else f"{k} * {names}")
+    if p.const or not parts:
+        parts.append(str(p.const))
+    return " + ".join(parts).replace("+ -", "- ")
+
+
+def _atom_text(a) -> str:
+    if isinstance(a, Digit):
+        return a.text()
+    if isinstance(a, SpecialKey):
+        return f"{a.name}.{'xyz'[a.axis]}"
+    if isinstance(a, VarKey):
+        return a.var.name
+    return "..."
+
+
+# ---- forms of indices -----------------------------------------------------------------------
+
+
+@node
+class LoopDigit:
+    """An enclosing ``for var in range(start, stop, step)``: ``var == start + step * k`` with
+    ``0 <= k < trip`` (``trip`` ``None``: not bounded)."""
+
+    digit: Digit
+    start: Poly
+    step: Poly
+    trip: int | None
+
+
+@node
+class Pin:
+    """A condition around a store leaves one value of a digit: ``source`` names the condition
+    (two stores under the same one see the same value), ``value`` is it where known."""
+
+    source: tuple
+    value: int | None = None
+
+
+@node(frozen=False, eq=False)
+class StoreForm:
+    """One store as the proof sees it: its index polynomials, the pins of the conditions around
+    it (digit -> the key of its value), and the range of each of its digits (``None``: not
+    bounded above)."""
+
+    dims: tuple[Poly, ...]
+    pins: dict
+    ranges: dict
+    line: int
+    text: str
+    single: frozenset = frozenset()  # coordinates the launch leaves one value (grid_dim.x == 1)
+    whole: dict | None = None  # each thread coordinate's range
+
+
+class Forms:
+    """Builds :class:`StoreForm` records from keys (see the module docstring).
+
+    ``uniform_var(var)`` tells whether a variable is the same for every thread of the launch;
+    ``loops`` maps each active ``range()`` loop variable (by id) to its :class:`LoopDigit`."""
+
+    def __init__(self, defs: Definitions, uniform_var: Callable[[ir.Var], bool], ndim: int,
+                 is_kernel: bool):
+        self.defs = defs
+        self.uniform_var = uniform_var
+        self.ndim = ndim
+        self.is_kernel = is_kernel
+        self.loops: dict[int, LoopDigit] = {}
+        self.loop_count = 0
+
+    # -- keys to polynomials --
+
+    def poly(self, k: Key, depth: int = 0) -> Poly | None:
+        """The polynomial of ``k``, or ``None`` when it is not one (a value read from writable
+        memory, a variable assigned more than once, a non-affine use of a digit)."""
+        if depth > 48:
+            return None
+        d = depth + 1
+        if isinstance(k, ConstKey):
+            return const(int(k.value)) if isinstance(k.value, (int, bool)) else None
+        if isinstance(k, SpecialKey):
+            if k.name == "thread_idx":
+                return atom(Digit(f"tid{k.axis}"))
+            if k.name == "block_idx":
+                return atom(Digit(f"bid{k.axis}"))
+            return atom(k)
+        if isinstance(k, UidKey):
+            tid = atom(Digit(f"tid{k.axis}"))
+            if k.scope == "block":
+                return tid
+            return mul(atom(Digit(f"bid{k.axis}")), atom(SpecialKey("block_dim", k.axis))).plus(tid)
+        if isinstance(k, LaneKey):
+            # Kernel1D blocks are one-dimensional (the launcher refuses others).
+            return atom(Digit("tid0", "lo", 32)) if self.ndim == 1 and self.is_kernel else None
+        if isinstance(k, VarKey):
+            loop = self.loops.get(id(k.var))
+            if loop is not None:
+                return loop.start.plus(mul(atom(loop.digit), loop.step))
+            return atom(k) if self.uniform_var(k.var) else None
+        if isinstance(k, ShapeKey):
+            return atom(k)
+        if isinstance(k, UnaryKey):
+            inner = self.poly(k.operand, d)
+            if inner is None:
+                return None
+            if k.op == "-":
+                return inner.scaled(-1)
+            return atom(k) if is_uniform(inner) else None
+        if isinstance(k, OpKey):
+            return self._op(k, d)
+        if isinstance(k, (CastKey, MathKey)):
+            parts = [self.poly(p, d) for p in k.parts()]
+            return atom(k) if all(p is not None and is_uniform(p) for p in parts) else None
+        if isinstance(k, LoadKey):
+            ty = k.array.ty
+            if isinstance(ty, ir.ArrayType) and ty.space == "global" and not ty.mutable:
+                parts = [self.poly(p, d) for p in k.indices]
+                if all(p is not None and is_uniform(p) for p in parts):
+                    return atom(k)
+            return None
+        return None  # OpaqueKey and anything new
+
+    def _op(self, k: OpKey, depth: int) -> Poly | None:
+        left, right = self.poly(k.left, depth), self.poly(k.right, depth)
+        if left is None or right is None:
+            return None
+        if k.op == "+":
+            return left.plus(right)
+        if k.op == "-":
+            return left.plus(right.scaled(-1))
+        if k.op == "*":
+            return mul(left, right)
+        if k.op == "<<" and not right.terms and 0 <= right.const < 63:
+            return left.scaled(1 << right.const)
+        if is_uniform(left) and is_uniform(right):
+            return atom(k)
+        # A digit split in a radix: tid % 32, tid & 31, tid // 32, tid >> 5.
+        if right.terms or left.const or len(left.terms) != 1:
+            return None
+        (mono, coefficient), = left.terms
+        if coefficient != 1 or len(mono) != 1 or not isinstance(mono[0], Digit):
+            return None
+        digit, c = mono[0], right.const
+        if not digit.is_thread or digit.part != "all":
+            return None
+        if k.op == "%" and c > 0:
+            return atom(Digit(digit.coord, "lo", c))
+        if k.op == "&" and c > 0 and c & (c + 1) == 0:
+            return atom(Digit(digit.coord, "lo", c + 1))
+        if k.op == "//" and c > 0:
+            return atom(Digit(digit.coord, "hi", c))
+        if k.op == ">>" and 0 <= c < 31:
+            return atom(Digit(digit.coord, "hi", 1 << c))
+        return None
+
+    # -- loops --
+
+    def enter_loop(self, var: ir.Var, start: Key, stop_max: int | None, step: Key,
+                   start_min: int | None) -> None:
+        """``for var in range(start, stop, step)`` (``step`` a nonzero constant, ``stop <=
+        stop_max``, ``start >= start_min`` where known) begins; its body sees ``var`` as
+        ``start + step * k`` with ``start + step * k < stop``."""
+        self.loop_count += 1
+        start_poly, step_poly = self.poly(start), self.poly(step)
+        # A constant step, or a positive one from the launch (range(tid, n, block_dim.x)).
+        if start_poly is None or step_poly is None or not (
+                (not step_poly.terms and step_poly.const != 0)
+                or (_magnitude(step_poly) == step_poly and nonnegative(step_poly.plus(
+                    const(-1))))):
+            self.loops.pop(id(var), None)
+            return
+        trip = None
+        if not step_poly.terms and step_poly.const > 0 and stop_max is not None and \
+                start_min is not None:
+            trip = max(0, -(-(stop_max - start_min) // step_poly.const))
+        digit = Digit(f"loop:{var.name}@{self.loop_count}")
+        self.loops[id(var)] = LoopDigit(digit, start_poly, step_poly, trip)
+
+    def leave_loop(self, var: ir.Var) -> None:
+        self.loops.pop(id(var), None)
+
+    # -- a store --
+
+    def store(self, indices: Iterable[Key], facts: Iterable, space: str, line: int,
+              text: str) -> StoreForm | str:
+        """The form of a store, or why there is none."""
+        dims = []
+        for k in indices:
+            p = self.poly(k)
+            if p is None:
+                return ("depends on a value that is not an affine function of the thread's "
+                        "coordinates and loop counters (a value read from writable memory, a "
+                        "variable assigned more than once, a product of two thread values), so "
+                        "nothing shows which thread writes which element")
+            dims.append(p)
+        facts = sorted(facts, key=repr)  # a fixed order: the same pins on every run
+        subst = self._launch_equalities(facts)
+        dims = [substitute(p, subst) for p in dims]
+        pins: dict = {}
+        for f in facts:
+            if isinstance(f, Equal):
+                for a, b in ((f.left, f.right), (f.right, f.left)):
+                    pa, pb = self.poly(a), self.poly(b)
+                    if pa is None or pb is None or not is_uniform(pb):
+                        continue
+                    pa = substitute(pa, subst)
+                    ds = digits_of(pa)
+                    if len(ds) == 1 and next(iter(ds)).is_thread:
+                        (digit,) = ds
+                        c = pa.coefficient((digit,))
+                        rest = pa.plus(atom(digit).scaled(-c))
+                        if c != 0 and is_uniform(rest):
+                            # The pinned value, where it is a known constant (for examples).
+                            v = substitute(pb, subst).plus(rest.scaled(-1))
+                            value = v.const // c if not v.terms and v.const % c == 0 else None
+                            pins[digit] = Pin((a, b), value)
+        if space == "shared":
+            # Threads of different blocks never share a shared array: block_idx is uniform.
+            dims = [substitute(p, lambda a: atom(("block", a)) if isinstance(a, Digit) and
+                               a.coord.startswith("bid") else None) for p in dims]
+        ranges: dict = {}
+        for p in dims:
+            for digit in digits_of(p):
+                ranges[digit] = self._range(digit, facts, subst)
+        for digit in pins:
+            ranges.setdefault(digit, self._range(digit, facts, subst))
+        whole = {c: self._range(Digit(c), facts, subst)
+                 for c in (f"{t}{a}" for t in ("tid", "bid") for a in range(3))}
+        single = frozenset(c for c, n in whole.items() if n == const(1))
+        return StoreForm(tuple(dims), pins, ranges, line, text, single, whole)
+
+    def _launch_equalities(self, facts: list) -> Callable[[object], Poly | None]:
+        """``assert block_dim.x == 256``: the atom ``block_dim.x`` is 256 here."""
+        known: dict = {}
+        for f in facts:
+            if isinstance(f, Equal):
+                for a, b in ((f.left, f.right), (f.right, f.left)):
+                    if isinstance(a, SpecialKey) and a.name in ("block_dim", "grid_dim"):
+                        pb = self.poly(b)
+                        if pb is not None and not pb.terms and pb.const >= 1:
+                            known[a] = const(pb.const)
+        return known.get
+
+    def _range(self, digit: Digit, facts: list, subst) -> Poly | None:
+        """The digit's range ``[0, n)``: ``n``, or ``None`` when not bounded; a fact ``digit <
+        c`` (``if lane < WARPS:``) narrows it."""
+        n = self._full_range(digit, facts, subst)
+        for f in facts:
+            if isinstance(f, Less) and f.right.integer is not None and \
+                    self.poly(f.left) == atom(digit):
+                bound = max(f.right.integer, 0)
+                if n is None or n.terms or bound < n.const:
+                    n = const(bound)
+        return n
+
+    def _full_range(self, digit: Digit, facts: list, subst) -> Poly | None:
+        if not digit.is_thread:
+            for loop in self.loops.values():
+                if loop.digit == digit:
+                    return const(loop.trip) if loop.trip is not None else None
+            return None
+        axis = int(digit.coord[3])
+        if axis >= self.ndim and self.is_kernel:
+            return const(1)  # a Kernel1D launch has one thread along y and z
+        name = "block_dim" if digit.coord.startswith("tid") else "grid_dim"
+        whole = substitute(atom(SpecialKey(name, axis)), subst)
+        special = SpecialKey("thread_idx" if name == "block_dim" else "block_idx", axis)
+        for f in facts:
+            if isinstance(f, Less) and f.left == special and f.right.integer is not None:
+                bound = f.right.integer
+                if not whole.terms:
+                    bound = min(bound, whole.const)
+                whole = const(max(bound, 0))
+        if digit.part == "all":
+            return whole
+        if digit.part == "lo":
+            return const(digit.radix if whole.terms else min(digit.radix, whole.const))
+        if whole.terms:  # at most the hardware's block (or grid) along this axis
+            whole = const(HARDWARE.special(name, axis).hi)
+        return const(-(-whole.const // digit.radix))
+
+
+# ---- the proof for a pair of stores ----------------------------------------------------------
+
+
+def _split(forms: tuple[StoreForm, StoreForm]) -> tuple[tuple[StoreForm, StoreForm], dict] | str:
+    """Both forms with every thread coordinate written in one radix (``tid`` as ``32 * (tid //
+    32) + tid % 32`` where either uses ``tid % 32``); the merged digit ranges."""
+    radix: dict[str, int] = {}
+    for f in forms:
+        for digit in list(f.ranges) + list(f.pins):
+            if digit.part != "all" and radix.setdefault(digit.coord, digit.radix) != digit.radix:
+                return f"{Digit(digit.coord).text()} is split in two different radices"
+    if not radix:
+        return forms, {}
+
+    def rewrite(a):
+        if isinstance(a, Digit) and a.part == "all" and a.coord in radix:
+            r = radix[a.coord]
+            return atom(Digit(a.coord, "hi", r)).scaled(r).plus(atom(Digit(a.coord, "lo", r)))
+        return None
+
+    out = []
+    for f in forms:
+        dims = tuple(substitute(p, rewrite) for p in f.dims)
+        pins = {}
+        for digit, value in f.pins.items():
+            if digit.part == "all" and digit.coord in radix:
+                r = radix[digit.coord]
+                v = value.value
+                pins[Digit(digit.coord, "hi", r)] = Pin(("hi", value.source),
+                                                        None if v is None else v // r)
+                pins[Digit(digit.coord, "lo", r)] = Pin(("lo", value.source),
+                                                        None if v is None else v % r)
+            else:
+                pins[digit] = value
+        ranges = dict(f.ranges)
+        # A split coordinate tells threads apart only by both of its parts: each is a digit of
+        # the pair, in the index or not.
+        for coord, r in radix.items():
+            for part in ("lo", "hi"):
+                ranges.setdefault(Digit(coord, part, r), None)
+        items = list(f.ranges.items()) + [(Digit(c), (f.whole or {}).get(c)) for c in radix]
+        for digit, n in items:
+            if digit.part == "all" and digit.coord in radix:
+                r = radix[digit.coord]
+                lo = Digit(digit.coord, "lo", r)
+                if ranges.get(lo) is None:
+                    ranges[lo] = const(r) if n is None or n.terms else const(min(r, n.const))
+                top = n
+                if n is not None and n.terms:
+                    name = "block_dim" if digit.coord.startswith("tid") else "grid_dim"
+                    top = const(HARDWARE.special(name, int(digit.coord[3])).hi)
+                hi = Digit(digit.coord, "hi", r)
+                if ranges.get(hi) is None:
+                    ranges[hi] = None if top is None else const(-(-top.const // r))
+        for coord in radix:
+            ranges.pop(Digit(coord), None)
+        out.append(StoreForm(dims, pins, ranges, f.line, f.text, f.single, f.whole))
+    return (out[0], out[1]), {}
+
+
+@node
+class PairProof:
+    """The outcome for a pair of stores: ``ok``, and the rule (or the reason it failed)."""
+
+    ok: bool
+    text: str
+    missing: tuple[Digit, ...] = ()
+
+
+def prove_pair(a: StoreForm, b: StoreForm, required: frozenset[str]) -> PairProof:
+    """Can a thread's store ``a`` and another thread's store ``b`` write the same element?
+    ``required``: the thread coordinates that tell threads apart here."""
+    split = _split((a, b))
+    if isinstance(split, str):
+        return PairProof(False, split)
+    (a, b), _ = split
+    # Pins that both stores share (same digit, same value) hold the digit equal.
+    equal = {d for d, v in a.pins.items() if b.pins.get(d) == v}
+    ranges: dict = {}
+    for f in (a, b):
+        for d, n in f.ranges.items():
+            if d in ranges and ranges[d] != n:
+                ranges[d] = n if n is not None and ranges[d] is None else ranges[d]
+            else:
+                ranges.setdefault(d, n)
+    thread_digits = {d for d in ranges if d.is_thread and d.coord in required}
+    pinned = {d for d in thread_digits if d in equal}
+    rules: list[str] = []
+    forced = set(pinned) | {d for d, n in ranges.items() if n is not None and n == const(1)}
+    dims = list(zip(a.dims, b.dims))
+    progress = True
+    while progress:
+        progress = False
+        for pa, pb in dims:
+            verdict = _dimension(pa, pb, ranges, forced)
+            if verdict is None:
+                continue
+            if verdict is True:
+                return PairProof(True, "the two stores' offsets never meet")
+            new = verdict - forced
+            if new:
+                forced |= new
+                progress = True
+    missing = sorted({d for d in thread_digits if d not in forced}, key=repr)
+    uncovered = sorted(c for c in required if not any(d.coord == c for d in ranges)
+                       and c not in a.single and c not in b.single)
+    if missing or uncovered:
+        names = [d.text() for d in missing] + [
+            f"{'thread_idx' if c[0] == 't' else 'block_idx'}.{'xyz'[int(c[3])]}"
+            for c in uncovered]
+        return PairProof(False, "two threads that differ only in " + " and ".join(names) +
+                         " can reach the same element",
+                         tuple(missing) + tuple(Digit(c) for c in uncovered))
+    for pa, _ in dims:
+        for d, c in sorted(_coefficients(pa).items(), key=lambda t: repr(t[0])):
+            if d not in pinned:
+                rules.append(f"{d.text()} (stride {poly_text(_magnitude(c) or c)})")
+    for d in sorted(pinned, key=repr):
+        rules.append(f"one thread by {d.text()}")
+    return PairProof(True, ", ".join(dict.fromkeys(rules)))
+
+
+def _coefficients(p: Poly) -> dict:
+    """Each digit of ``p`` and its coefficient (a polynomial of uniform atoms)."""
+    out: dict = {}
+    for mono, k in p.terms:
+        digits = [a for a in mono if isinstance(a, Digit)]
+        if len(digits) == 1:
+            rest = tuple(a for a in mono if a is not digits[0])
+            c = Affine(0, frozenset({(rest, k)})) if rest else const(k)
+            out[digits[0]] = out.get(digits[0], Affine()).plus(c)
+    return out
+
+
+def _dimension(pa: Poly, pb: Poly, ranges: dict, forced: set):
+    """One index dimension of a pair: the digits it shows equal in both threads (a set), True
+    when it shows the two stores never meet, or None when it shows nothing."""
+    terms: list[tuple[Poly, Poly | None, set]] = []  # (coefficient, range, digits it stands for)
+    offsets = Affine(pa.const - pb.const)
+    coefficient: dict = {}
+    for side, p in ((1, pa), (-1, pb)):
+        for mono, k in _ordered(p.terms):
+            ds = [x for x in mono if isinstance(x, Digit)]
+            if len(ds) > 1:
+                return None
+            if not ds:
+                offsets = offsets.plus(Affine(0, frozenset({(mono, side * k)})))
+                continue
+            (d,) = ds
+            rest = tuple(x for x in mono if x is not d)
+            c = Affine(0, frozenset({(rest, k)})) if rest else const(k)
+            coefficient.setdefault(d, [Affine(), Affine()])
+            coefficient[d][0 if side == 1 else 1] = coefficient[d][0 if side == 1 else 1].plus(c)
+    for d, (ca, cb) in coefficient.items():
+        if d in forced:
+            # Equal in both threads: the difference is (ca - cb) * d, a known-range offset.
+            diff = ca.plus(cb.scaled(-1))
+            if diff.terms or diff.const:
+                terms.append((diff, ranges.get(d), set()))
+            continue
+        if ca == cb:
+            terms.append((ca, ranges.get(d), {d}))
+        else:
+            for c in (ca, cb):
+                if c.terms or c.const:
+                    terms.append((c, ranges.get(d), set()))
+    if _apart(offsets, coefficient, ranges, forced):
+        return True
+    if offsets.terms or offsets.const:
+        if any(not all(positive_atom(x) for x in m) for m, _ in offsets.terms):
+            return None  # an unknown uniform difference: nothing is shown
+        terms.append((offsets, const(2), {"offset"}))
+    # A fixed order, whatever the hash order of the forms' sets: the same proof on every run.
+    terms.sort(key=lambda t: (poly_text(t[0]), sorted(map(repr, t[2]))))
+    if not terms:
+        return set()
+    ordered = _mixed_radix(terms)
+    if ordered is None:
+        return None
+    shown = set()
+    for _, _, ds in ordered:
+        shown |= ds
+    if "offset" in shown:
+        return True  # the offset term can only be zero, but it is not: no solution
+    return {d for d in shown if isinstance(d, Digit)}
+
+
+def _apart(offsets: Poly, coefficient: dict, ranges: dict, forced: set) -> bool:
+    """Interval disjointness: with constant coefficients and ranges, is the difference of the two
+    stores' indices in this dimension never zero?  (A halo column 0 beside centre columns ``tx +
+    1``: the difference is ``-(tx + 1) <= -1``.)  Each thread's digits are separate values,
+    except those shown equal in both threads."""
+    if offsets.terms:
+        return False
+    lo = hi = offsets.const
+    for d, (ca, cb) in coefficient.items():
+        n = ranges.get(d)
+        if ca.terms or cb.terms or n is None or n.terms or n.const < 1:
+            return False
+        top = n.const - 1
+        parts = [ca.const - cb.const] if d in forced else [ca.const, -cb.const]
+        for c in parts:
+            lo += min(0, c * top)
+            hi += max(0, c * top)
+    return lo > 0 or hi < 0
+
+
+def _magnitude(c: Poly) -> Poly | None:
+    if any(not all(positive_atom(x) for x in m) for m, _ in c.terms):
+        return None
+    if nonnegative(c):
+        return c
+    if nonnegative(c.scaled(-1)):
+        return c.scaled(-1)
+    return None
+
+
+def _mixed_radix(terms):
+    """``terms`` in an order where each coefficient exceeds what the smaller ones can sum to
+    (then ``sum(c * delta) == 0`` with ``|delta| < n`` forces every delta to 0); ``None`` when
+    no such order is shown."""
+    items = []
+    for c, n, ds in terms:
+        m = _magnitude(c)
+        if m is None or (m.const == 0 and not m.terms):
+            return None
+        if n is not None and _magnitude(n) is None:
+            return None
+        items.append((m, n, ds))
+    ordered = []
+    reach = const(0)  # the largest |sum| of the digits placed so far
+    while items:
+        fits = [i for i, (m, _, _) in enumerate(items)
+                if nonnegative(m.plus(reach.scaled(-1)).plus(const(-1)))]
+        if not fits:
+            return None
+        # The smallest coefficient goes next (a larger one placed early spends its reach).
+        smallest = [i for i in fits if all(nonnegative(o.plus(items[i][0].scaled(-1)))
+                                           for o, _, _ in items)]
+        m, n, ds = items.pop(smallest[0] if smallest else fits[0])
+        ordered.append((m, n, ds))
+        if items:
+            if n is None:
+                return None  # only the largest digit may be unbounded
+            reach = reach.plus(mul(m, n.plus(const(-1))))
+    return ordered
+
+
+# ---- wrapping -------------------------------------------------------------------------------
+
+
+def index_is_exact(e: ir.Expr, bounds: BoundsProofs, single_def, depth: int = 0) -> bool | str:
+    """Does the index ``e`` equal its mathematical value?  True when every ``+ - *`` on a
+    thread-varying path is proven not to wrap; "ring" when some may, but none below a widening
+    cast (then the value is right modulo ``2**bits``); False otherwise."""
+    state = {"ring": False}
+
+    def walk(x: ir.Expr, under_cast: bool, d: int) -> bool:
+        if d > 48:
+            return False
+        if isinstance(x, ir.Local):
+            v = single_def(x.var)
+            return True if v is None else walk(v, under_cast, d + 1)
+        if isinstance(x, ir.Cast):
+            if is_widening(x):
+                return walk(x.value, True, d + 1)
+            return True  # a narrowing or float cast is an atom (uniform, or the form failed)
+        if isinstance(x, ir.BinOp):
+            ok = walk(x.left, under_cast, d + 1) and walk(x.right, under_cast, d + 1)
+            if not ok:
+                return False
+            if x.op in ("+", "*", "-", "<<") and isinstance(x.ty, ir.ScalarType):
+                # An unsigned value is never negative, wrapped or not: it is exact only where
+                # the sum or product is proven to stay within its type.
+                if (bounds.no_wrap.holds(x) if x.op in ("+", "*") else False) \
+                        if x.ty.info.kind == "uint" else bounds.is_nonneg(x):
+                    return True
+                if under_cast:
+                    return False
+                state["ring"] = True
+            return True
+        if isinstance(x, ir.UnaryOp):
+            if not walk(x.operand, under_cast, d + 1):
+                return False
+            if x.op == "-":
+                if under_cast:
+                    return False
+                state["ring"] = True
+            return True
+        return True
+
+    if not walk(e, False, depth):
+        return False
+    return "ring" if state["ring"] else True
+
+
+def digit_terms(p: Poly, ranges: dict) -> list[tuple[Poly, Poly | None]]:
+    """The terms of ``p`` that hold one digit: (its coefficient, the digit's range)."""
+    return [(c, ranges.get(d)) for d, c in sorted(_coefficients(p).items(),
+                                                   key=lambda t: repr(t[0]))]
+
+
+def largest_difference(terms: Iterable[tuple[Poly, Poly | None]]) -> tuple | None:
+    """A launch-check tree (see :class:`~gpu_native.spec.LaunchCheck`) of the largest
+    ``sum(|c| * (n - 1))``, or ``None`` when a range is not bounded by the launch."""
+    tree: tuple = ("c", 0)
+    for c, n in terms:
+        if n is None:
+            return None
+        m, nm = _magnitude(c), _magnitude(n.plus(const(-1)))
+        if m is None or nm is None:
+            return None
+        tree = ("+", tree, ("*", _tree(m), _tree(nm), "i64"), "i64")
+    return tree
+
+
+def _tree(p: Poly) -> tuple:
+    out: tuple = ("c", p.const)
+    for m, k in _ordered(p.terms):
+        t: tuple = ("c", k)
+        for a in m:
+                t = ("*", t, ("sp", a.name, a.axis), "i64")
+        out = ("+", out, t, "i64")
+    return out
+
+
+def hardware_value(tree: tuple) -> int:
+    """The largest value of a tree built by :func:`largest_difference` on any launch."""
+    op = tree[0]
+    if op == "c":
+        return tree[1]
+    if op == "sp":
+        return HARDWARE.special(tree[1], tree[2]).hi
+    a, b = hardware_value(tree[1]), hardware_value(tree[2])
+    return a + b if op == "+" else a * b
+
+
+def fits_check(tree: tuple, ty: ir.ScalarType, span) -> IndexFits | None:
+    """The launch check that keeps a ``ring`` index exact: ``None`` when the hardware's limits
+    already do."""
+    limit = (1 << (ty.info.bits - 1)) - 1 if ty.info.kind == "int" else (1 << ty.info.bits) - 1
+    if hardware_value(tree) <= limit:
+        return None
+    return IndexFits(tree, limit, str(ty), span.line, span.col, span.end_col)
+
+

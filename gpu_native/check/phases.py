@@ -1,0 +1,159 @@
+"""Barrier phases: when ``sync_threads()`` orders two stores of a block's threads.
+
+Two stores into a shared array by two threads of one block cannot race when a barrier lies
+between them on every path from one to the other.  The checker walks the body once; each
+statement list it enters is a :class:`Frame`, and each statement of a list has an index (from
+1).  A store's :class:`Position` is its path of (frame, index) pairs from the body down.
+
+For stores ``A`` before ``B`` (in source order), with ``S`` the deepest list holding both:
+
+* **A, then B** (the only order when no loop holds both): a barrier at ``S``'s top level between
+  their statements runs between them; so does a barrier that *dominates* ``B`` inside ``B``'s
+  statement (at the top level of a list on the way down to ``B``, before the statement that
+  holds ``B``).
+* **B, then A in a later iteration** (a loop holds both): a barrier before ``A``'s statement at
+  ``S``'s top level, or dominating ``A`` inside its statement, runs in that iteration before
+  ``A``.
+
+A barrier inside a loop body counts at the loop statement itself (for the lists around it) only
+when the body surely runs once (a constant-true first test) and reaches the barrier before any
+``break``, ``continue`` or ``return``; one inside ``with unsafe():`` always does; one inside an
+``if`` never does.  Everything else is taken to race: the phases only ever *remove* pairs from
+the proofs, and only pairs they show ordered.
+"""
+
+from __future__ import annotations
+
+from .. import ir
+from ..nodes import node
+
+__all__ = ["Frame", "Phases", "Position", "ordered"]
+
+
+class Frame:
+    """One statement list being checked: its ``kind`` ("body", "loop", "if" or "with"), the index
+    of its current statement, the indices of its top-level barriers, the first index that may
+    jump out (break, continue, return)."""
+
+    def __init__(self, kind: str):
+        self.kind = kind
+        self.is_loop = kind == "loop"
+        self.index = 0
+        self.barriers: list[int] = []
+        self.first_jump: int | None = None
+
+    def barrier_between(self, lo: int, hi: int) -> bool:
+        return any(lo < b < hi for b in self.barriers)
+
+
+@node(frozen=False, eq=False)
+class Position:
+    """Where a store is: its (frame, statement index) path from the body down."""
+
+    path: tuple
+
+
+class Phases:
+    """The frames of the body being checked (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self.stack: list[Frame] = []
+
+    def enter(self, kind: str) -> None:
+        self.stack.append(Frame(kind))
+
+    def leave(self, runs_once: bool = False) -> None:
+        """The list ends; ``runs_once``: a loop body that surely runs once."""
+        frame = self.stack.pop()
+        always = frame.kind == "with"  # runs whenever the statement holding it does
+        if not self.stack:
+            return
+        parent = self.stack[-1]
+        if frame.first_jump is not None and parent.first_jump is None:
+            parent.first_jump = parent.index
+        if (runs_once or always) and any(
+                frame.first_jump is None or b < frame.first_jump for b in frame.barriers):
+            parent.barriers.append(parent.index)
+
+    def statement(self) -> None:
+        if self.stack:
+            self.stack[-1].index += 1
+
+    def barrier(self) -> None:
+        if self.stack:
+            frame = self.stack[-1]
+            frame.barriers.append(frame.index)
+
+    def jump(self) -> None:
+        if self.stack:
+            frame = self.stack[-1]
+            if frame.first_jump is None:
+                frame.first_jump = frame.index
+
+    @property
+    def in_branch(self) -> bool:
+        """Is the statement being checked inside an ``if`` (it may not run on every path)?"""
+        return any(f.kind == "if" for f in self.stack)
+
+    def position(self) -> Position:
+        return Position(tuple((f, f.index) for f in self.stack))
+
+
+def ordered(a: Position, b: Position) -> bool:
+    """Does a barrier separate every execution of the store at ``a`` from every execution of the
+    store at ``b`` (``a`` the earlier in source order) in another thread of the block?"""
+    common = 0
+    while (common < len(a.path) and common < len(b.path)
+           and a.path[common][0] is b.path[common][0]):
+        common += 1
+    if common == 0:
+        return False
+    frame, index_a = a.path[common - 1]
+    index_b = b.path[common - 1][1]
+    if index_a == index_b:
+        return False  # one statement holds both (an if and its else, say): no order shown
+
+    def dominated(path) -> bool:
+        return any(f.barrier_between(0, i) for f, i in path[common:])
+
+    forward = frame.barrier_between(index_a, index_b) or dominated(b.path)
+    if not forward:
+        return False
+    in_loop = any(f.is_loop for f, _ in a.path[:common])
+    return not in_loop or frame.barrier_between(0, index_a) or dominated(a.path)
+
+
+def entry_value(e: ir.Expr, known: dict) -> object:
+    """The value of ``e`` on entry to a loop, from constants and the variables ``known`` to hold
+    one (by id); ``None`` when it is not known."""
+    if isinstance(e, ir.Const):
+        return e.value
+    if isinstance(e, ir.Cast):
+        return entry_value(e.value, known)
+    if isinstance(e, ir.Local):
+        return known.get(id(e.var))
+    if isinstance(e, ir.UnaryOp) and e.op == "not":
+        v = entry_value(e.operand, known)
+        return None if v is None else not v
+    if isinstance(e, (ir.BinOp, ir.Compare)):
+        left, right = entry_value(e.left, known), entry_value(e.right, known)
+        if not isinstance(left, int) or not isinstance(right, int):
+            return None
+        if e.op not in _OPS or (e.op in ("//", "%") and (left < 0 or right <= 0)):
+            return None
+        value = _OPS[e.op](left, right)
+        return value if isinstance(value, bool) or abs(value) < 1 << 31 else None
+    if isinstance(e, ir.BoolOp):
+        values = [entry_value(v, known) for v in e.values]
+        if any(v is None for v in values):
+            return None
+        return all(values) if e.op == "and" else any(values)
+    return None
+
+
+_OPS = {
+    "+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,
+    "//": lambda a, b: a // b, "%": lambda a, b: a % b,
+    "<": lambda a, b: a < b, "<=": lambda a, b: a <= b, ">": lambda a, b: a > b,
+    ">=": lambda a, b: a >= b, "==": lambda a, b: a == b, "!=": lambda a, b: a != b,
+}

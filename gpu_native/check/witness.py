@@ -1,0 +1,109 @@
+"""An example for a refused store: two threads of a small launch that write the same element.
+
+The ownership proofs (:mod:`.ownership`) say *why* a store is not provable; an example says it in
+the user's terms ("thread_idx.x = 0 and thread_idx.x = 16 both write s[0]").  The search runs
+only for the error message, over a small launch (a block of up to 64 threads along x, two blocks
+along x), so it may find nothing even where threads do meet on a larger one.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+from .facts import SpecialKey
+from .ownership import Digit, StoreForm, evaluate
+
+__all__ = ["collision"]
+
+_BLOCK = (64, 4, 2)
+_GRID = (2, 2, 2)
+_LOOP_LIMIT = 8
+_THREADS_LIMIT = 4096
+
+
+def collision(a: StoreForm, b: StoreForm, required: frozenset[str], ndim: int) -> str | None:
+    """Two threads, one running store ``a`` and one ``b``, that write one element; ``None``
+    when the small launch has none."""
+    block = tuple(_extent(a, b, "block_dim", axis, _BLOCK[axis]) if axis < ndim else 1
+                  for axis in range(3))
+    grid = tuple(_extent(a, b, "grid_dim", axis, _GRID[axis]) if axis < ndim and
+                 f"bid{axis}" in required else 1 for axis in range(3))
+    coords = [(f"tid{axis}", block[axis]) for axis in range(3)] + [
+        (f"bid{axis}", grid[axis]) for axis in range(3)]
+    threads = 1
+    for _, n in coords:
+        threads *= n
+    if threads > _THREADS_LIMIT:
+        return None
+    sizes = {"block_dim": block, "grid_dim": grid}
+    seen: dict[tuple, tuple] = {}
+    for values in itertools.product(*(range(n) for _, n in coords)):
+        thread = dict(zip((c for c, _ in coords), values))
+        for which, form in enumerate((a, b) if a is not b else (a,)):
+            if not _runs(form, thread):
+                continue
+            for element in _elements(form, thread, sizes):
+                key = tuple(thread[c] for c in sorted(required))
+                other = seen.get(element)
+                if other is not None and other[0] != key:
+                    return (f"{_thread_text(other[2], required)} and "
+                            f"{_thread_text(thread, required)} both write "
+                            f"{form.text.split('[')[0]}[{', '.join(map(str, element))}]")
+                seen.setdefault(element, (key, which, thread))
+    return None
+
+
+def _extent(a: StoreForm, b: StoreForm, name: str, axis: int, default: int) -> int:
+    for form in (a, b):
+        n = form.ranges.get(Digit(("tid" if name == "block_dim" else "bid") + str(axis)))
+        if n is not None and not n.terms and 0 < n.const <= default * 4:
+            return min(n.const, default * 4)
+    return default
+
+
+def _digit(d: Digit, thread: dict) -> int:
+    v = thread[d.coord]
+    if d.part == "lo":
+        return v % d.radix
+    if d.part == "hi":
+        return v // d.radix
+    return v
+
+
+def _runs(form: StoreForm, thread: dict) -> bool:
+    """Does ``thread`` pass the form's pins (one to an unknown value is taken as 0)?"""
+    return all(_digit(d, thread) == (pin.value or 0)
+               for d, pin in form.pins.items() if d.is_thread)
+
+
+def _elements(form: StoreForm, thread: dict, sizes: dict):
+    loops = sorted({a for p in form.dims for m, _ in p.terms for a in m
+                    if isinstance(a, Digit) and not a.is_thread}, key=repr)
+    trips = []
+    for d in loops:
+        n = form.ranges.get(d)
+        trips.append(min(n.const, _LOOP_LIMIT) if n is not None and not n.terms else _LOOP_LIMIT)
+    for ks in itertools.product(*(range(t) for t in trips)):
+        counters = dict(zip(loops, ks))
+
+        def value(atom, c: dict = counters):
+            return _value(atom, c, thread, sizes)
+
+        yield tuple(evaluate(p, value) for p in form.dims)
+
+
+def _value(atom, counters: dict, thread: dict, sizes: dict) -> int:
+    """An atom's value in the example (uniform values other than the launch's are 0)."""
+    if isinstance(atom, Digit):
+        return _digit(atom, thread) if atom.is_thread else counters[atom]
+    if isinstance(atom, SpecialKey) and atom.name in sizes:
+        return sizes[atom.name][atom.axis]
+    return 0
+
+
+def _thread_text(thread: dict, required: frozenset[str]) -> str:
+    parts = []
+    for coord in sorted(required, key=lambda c: (c[0] != "t", c)):
+        name = "thread_idx" if coord.startswith("tid") else "block_idx"
+        parts.append(f"{name}.{'xyz'[int(coord[3])]} = {thread[coord]}")
+    return "(" + ", ".join(parts) + ")" if len(parts) > 1 else parts[0]

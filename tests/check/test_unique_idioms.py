@@ -1,0 +1,370 @@
+"""The unique-write proofs accept the standard race-free CUDA idioms and refuse their near misses.
+
+Accepted idioms (tests/kernels_unique_idioms.py) run on the simulator with its race detector
+watching every written array, and (marked ``gpu``) on the GPU, against NumPy.  Near misses are
+refused with a message that says which threads meet.  A generated family of index expressions
+checks soundness: whatever the checker accepts runs race-free on several launch shapes.
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import gpu_native as gn
+from gpu_native.errors import GpuNativeError, KernelAssertionError, TranspileError
+from gpu_native.expand import Expansion
+from gpu_native.runtime.launch_checks import check_launch
+from gpu_native.simulator import program as sim_program
+from tests.simulator.support import build, launch
+
+
+@pytest.fixture(autouse=True)
+def watch_every_write(monkeypatch):
+    """The simulator shadows only arrays a launch both reads and writes; here every written
+    array is watched, so a race between two plain stores is reported too."""
+    monkeypatch.setattr(sim_program, "_needs_shadow",
+                        lambda kinds: bool(kinds & {"store", "unsafe", "atomic"}))
+
+
+@pytest.fixture(scope="module")
+def ki():
+    from tests.helpers import kernels_unique_idioms
+
+    return kernels_unique_idioms
+
+
+def run(kernel, grid, block):
+    return kernel.launch(grid, block, 0, gn.DEFAULT_STREAM)
+
+
+def filled(shape, value=-1):
+    out = gn.empty(shape, gn.i32)
+    out.fill(value)
+    return out
+
+
+# ---- the idioms, run ---------------------------------------------------------------------------
+
+
+def test_two_stores_per_thread_at_disjoint_offsets(backend, ki):
+    x = np.arange(256 * 3, dtype=np.int32)
+    out = filled(len(x))
+    run(ki.reverse_pairs, gn.GridDim1D(3), gn.BlockDim1D(128))(gn.to_device(x), out)
+    np.testing.assert_array_equal(out.to_host(), x.reshape(3, 256)[:, ::-1].reshape(-1))
+
+
+def test_thread_coarsening_through_a_2d_tile(backend, ki):
+    x = np.arange(16 * 128, dtype=np.int32).reshape(16, 128)
+    out = filled(x.shape)
+    run(ki.coarsened_double, gn.GridDim2D(2, 2), gn.BlockDim2D(16, 8))(gn.to_device(x), out)
+    np.testing.assert_array_equal(out.to_host(), x * 2 + 1)
+
+
+def test_one_writer_per_warp(backend, ki):
+    x = np.arange(128 * 2, dtype=np.int32)
+    out = filled(8)
+    run(ki.warp_sums, gn.GridDim1D(2), gn.BlockDim1D(128))(gn.to_device(x), out)
+    np.testing.assert_array_equal(out.to_host(), x.reshape(8, 32).sum(axis=1))
+
+
+def test_one_writer_per_warp_with_bit_operations(backend, ki):
+    out = filled(64)
+    run(ki.warp_leaders, gn.GridDim1D(2), gn.BlockDim1D(96))(out)
+    expected = np.full(64, -1, np.int32)
+    for b in range(2):
+        expected[b * 32:b * 32 + 3] = [0, 32, 64]
+    np.testing.assert_array_equal(out.to_host(), expected)
+
+
+def test_warp_per_row_with_several_warps_per_block(backend, ki):
+    x = np.arange(8 * 96, dtype=np.int32).reshape(8, 96)
+    y = filled(x.shape)
+    run(ki.warp_per_row, gn.GridDim1D(2), gn.BlockDim1D(128))(gn.to_device(x), y)
+    np.testing.assert_array_equal(y.to_host(), x * 3)
+
+
+def test_transposed_ownership(backend, ki):
+    counts = filled(5 * 64)
+    run(ki.transposed_counts, gn.GridDim1D(5), gn.BlockDim1D(64))(counts)
+    t, b = np.meshgrid(np.arange(64), np.arange(5), indexing="ij")
+    np.testing.assert_array_equal(counts.to_host(), (b * 1000 + t).reshape(-1))
+
+
+def test_single_block_stride_loop(backend, ki):
+    x = np.arange(1000, dtype=np.int32)
+    out = filled(len(x))
+    run(ki.single_block_stride, gn.GridDim1D(1), gn.BlockDim1D(96))(gn.to_device(x), out)
+    np.testing.assert_array_equal(out.to_host(), x + 1)
+
+
+def test_halo_cell_beside_the_centre_cells(backend, ki):
+    x = np.arange(16 * 32, dtype=np.int32).reshape(16, 32)
+    out = filled(x.shape)
+    run(ki.halo_shift, gn.GridDim2D(2, 2), gn.BlockDim2D(16, 8))(gn.to_device(x), out)
+    expected = np.roll(x.reshape(16, 2, 16), 1, axis=2)
+    expected[:, :, 0] = -7
+    np.testing.assert_array_equal(out.to_host(), expected.reshape(16, 32))
+
+
+@pytest.mark.parametrize("colour", [0, 1])
+def test_red_black_update_in_place(backend, ki, colour):
+    """Neighbour reads of the other parity than every store writes (see check/parity.py)."""
+    u0 = np.random.default_rng(colour).standard_normal((20, 37)).astype(np.float32)
+    u = gn.to_device(u0)
+    run(ki.red_black, gn.GridDim2D(3, 3), gn.BlockDim2D(16, 8))(u, colour)
+    expected = u0.copy()
+    y, x = np.mgrid[1:19, 1:36]
+    cells = (x + y) % 2 == colour
+    around = u0[:-2, 1:-1] + u0[2:, 1:-1] + u0[1:-1, :-2] + u0[1:-1, 2:]
+    expected[1:-1, 1:-1][cells] = (np.float32(0.25) * around)[cells]
+    np.testing.assert_allclose(u.to_host(), expected, rtol=1e-6)
+
+
+def test_single_block_kernel_refuses_two_blocks(ki):
+    """The proof assumed one block; the launcher holds the launch to it."""
+    x = gn.to_device(np.arange(100, dtype=np.int32))
+    with pytest.raises(KernelAssertionError):
+        run(ki.single_block_stride, gn.GridDim1D(2), gn.BlockDim1D(32))(x, filled(100))
+        gn.DEFAULT_STREAM.synchronize()
+
+
+def test_expand_proofs_name_the_rule():
+    from tests.helpers import kernels_unique_idioms
+
+    source = Path(kernels_unique_idioms.__file__).read_text()
+    text = Expansion.of(source, "k.py", "k").proofs()
+    assert "unique: affine in thread_idx.x (stride 1); disjoint from the stores at line 39" in text
+    assert "block_idx.x (stride 1), thread_idx.x (stride grid_dim.x)" in text
+    assert "one thread by thread_idx.x % 32" in text
+    assert "thread_idx.x // 32 (stride 1)" in text
+
+
+# ---- near misses, refused ----------------------------------------------------------------------
+
+NEAR_MISSES = {
+    "scatter": ("""
+@gpu_kernel(Kernel1D)
+def k(idx: CUDASlice[i32], out: CUDASliceMut[f32]):
+    i = FlatLayout1D.uid()
+    out[idx[i]] = 1.0
+""", ["not provably unique", "not an affine function"]),
+    "swap with the neighbour": ("""
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f32]):
+    s = shared_array(f32, 64)
+    tid = thread_idx.x
+    s[tid ^ 1] = 1.0
+    sync_threads()
+    out[FlatLayout1D.uid()] = s[tid]
+""", ["not an affine function"]),
+    "half the threads": ("""
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f32]):
+    assert block_dim.x == 64
+    out[block_idx.x * 32 + thread_idx.x // 2] = 1.0
+""", ["thread_idx.x = 0, block_idx.x = 0) and (thread_idx.x = 1, block_idx.x = 0) both "
+      "write out[0]"]),
+    "lane without one warp": ("""
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f32]):
+    s = shared_array(f32, 32)
+    lane = thread_idx.x % 32
+    s[lane] = 1.0
+    sync_threads()
+    out[FlatLayout1D.uid()] = s[0]
+""", ["thread_idx.x = 0 and thread_idx.x = 32 both write s[0]",
+      "differ only in thread_idx.x // 32", "if lane == 0"]),
+    "modulus smaller than the block": ("""
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f32]):
+    s = shared_array(f32, 16)
+    s[thread_idx.x % 16] = 1.0
+    sync_threads()
+    out[FlatLayout1D.uid()] = s[0]
+""", ["thread_idx.x = 0 and thread_idx.x = 16 both write s[0]"]),
+    "overlapping second store": ("""
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f32]):
+    assert block_dim.x == 64
+    s = shared_array(f32, 65)
+    tid = thread_idx.x
+    s[tid] = 1.0
+    s[tid + 1] = 2.0
+    sync_threads()
+    out[FlatLayout1D.uid()] = s[tid]
+""", ["written through two different indices", "thread_idx.x = 0 and thread_idx.x = 1 both "
+      "write s[1]", "disjoint offsets"]),
+    "stride smaller than the block": ("""
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f32]):
+    assert block_dim.x == 128
+    s = shared_array(f32, 256)
+    for j in range(2):
+        s[thread_idx.x + j * 64] = 1.0
+    sync_threads()
+    out[FlatLayout1D.uid()] = s[0]
+""", ["thread_idx.x = 0 and thread_idx.x = 64 both write s[64]"]),
+    "last block": ("""
+@gpu_kernel(Kernel1D)
+def k(x: CUDASlice[f32], out: CUDASliceMut[f32], is_last: bool_):
+    if thread_idx.x == 0 and is_last:
+        out[0] = x[0]
+""", ["(thread_idx.x = 0, block_idx.x = 0) and (thread_idx.x = 0, block_idx.x = 1) both "
+      "write out[0]", "last-block pattern"]),
+    "unknown block size": ("""
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f32]):
+    s = shared_array(f32, 256)
+    s[thread_idx.x] = 1.0
+    s[thread_idx.x + 128] = 2.0
+    sync_threads()
+    out[FlatLayout1D.uid()] = s[0]
+""", ["written through two different indices"]),
+}
+
+
+@pytest.mark.parametrize("case", list(NEAR_MISSES))
+def test_near_miss_is_refused_with_the_reason(tmp_path, case):
+    body, messages = NEAR_MISSES[case]
+    with pytest.raises(TranspileError) as info:
+        build(tmp_path, body)
+    text = str(info.value)
+    for message in messages:
+        assert message in text, text
+
+
+def test_typevar_called_like_a_conversion_gets_a_hint(tmp_path):
+    with pytest.raises(TranspileError) as info:
+        build(tmp_path, """
+T = TypeVar("T", f32, f64)
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[T]):
+    out[FlatLayout1D.uid()] = T(0.0)
+""")
+    text = str(info.value)
+    assert "'T' is a TypeVar" in text and "`zero: T = 0.0`" in text
+
+
+# ---- soundness: generated index expressions ----------------------------------------------------
+
+_TID_FORMS = ["tid", "tid % {m}", "tid // {m}", "tid & 31", "tid >> 5", "tid % 32", "tid // 32"]
+_PINS = [None, "tid % 32 == 0", "tid // 32 == 0", "tid == 0", "tid & 31 == 1", "lane < 4"]
+_BLOCKS = (32, 64, 96, 128)
+_GRIDS = (1, 2, 3)
+
+
+_BLOCK_TERMS = ["{c} * block_idx.x", "block_idx.x * block_dim.x", "block_idx.x * (2 * block_dim.x)",
+                "block_idx.x", "block_idx.x * 64 * {trips}"]
+_TID_COEFFICIENTS = ["{a}", "{a}", "grid_dim.x", "block_dim.x"]
+_LOOPS = ["range({trips})", "range({trips})", "range(tid, 256, block_dim.x)", "range(tid, 256, 32)",
+          "range(1, 2 * {trips}, 2)"]
+
+
+def _generated(r: random.Random) -> str:
+    b = r.choice([32, 64, None])
+    space = r.choice(["global", "shared"])
+    tid_form = r.choice(_TID_FORMS).format(m=r.choice([2, 16, 32, 64]))
+    a = r.choice([1, 1, 2, 3])
+    trips = r.choice([1, 2, 3])
+    cj = r.choice([0, 1, 16, 32, 64, 96, 128, 192])
+    loop = r.choice(_LOOPS).format(trips=trips)
+    if "tid" in loop:
+        tid_form, cj = "0", 1  # the loop variable carries the thread
+    block_term = r.choice(_BLOCK_TERMS).format(c=r.choice([0, 32, 64, 128, 256, 384]),
+                                               trips=trips)
+    if space == "shared":
+        block_term = "0"
+    tid_coefficient = r.choice(_TID_COEFFICIENTS).format(a=a)
+    second = r.choice([None, None, 1, 16, 32, 64, 128, 256])
+    pin = r.choice(_PINS)
+    single = r.random() < 0.15
+    index = f"{block_term} + {tid_coefficient} * ({tid_form}) + {cj} * j"
+    target = "s" if space == "shared" else "out"
+    lines = ["@gpu_kernel(Kernel1D)", "def k(out: CUDASliceMut[i32]):"]
+    if b is not None:
+        lines.append(f"    assert block_dim.x == {b}")
+    if single:
+        lines.append("    assert grid_dim.x == 1")
+    lines += ["    tid = thread_idx.x", "    lane = tid % 32"]
+    if space == "shared":
+        lines.append("    s = shared_array(i32, 2048)")
+    lines.append(f"    for j in {loop}:")
+    indent = "        "
+    if pin is not None:
+        lines.append(f"        if {pin}:")
+        indent += "    "
+    lines.append(f"{indent}{target}[{index}] = tid + 1")
+    if second is not None:
+        lines.append(f"{indent}{target}[{index} + {second}] = tid + 2")
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.slow
+def test_generated_indices_accepted_only_when_race_free(tmp_path):
+    """Every generated kernel the checker accepts runs without a race on every launch shape its
+    launch checks allow; the counts are printed (``pytest -s``)."""
+    r = random.Random(20261214)
+    accepted = refused = launches = 0
+    seen: set[str] = set()
+    for n in range(400):
+        source = _generated(r)
+        if source in seen:
+            continue
+        seen.add(source)
+        try:
+            kernels = build(tmp_path, source, name=f"gen{n}")
+        except TranspileError:
+            refused += 1
+            continue
+        accepted += 1
+        kernel = kernels["k"]
+        for block in _BLOCKS:
+            for grid in _GRIDS:
+                try:
+                    check_launch("k", "k.py", 0, kernel.launch_checks, (grid, 1, 1),
+                                 (block, 1, 1))
+                except GpuNativeError:  # a launch its asserts refuse
+                    continue
+                out = np.zeros(1 << 17, np.int32)
+                errors = launch(kernel, grid, block, out)
+                launches += 1
+                assert errors.races == [], f"{source}\ngrid {grid}, block {block}: " \
+                    f"{errors.races[0]}"
+    print(f"\ngenerated kernels: {accepted} accepted, {refused} refused; "
+          f"{launches} race-free launches of the accepted ones")
+    assert accepted >= 40 and refused >= 40
+
+
+@pytest.mark.slow
+def test_proofs_are_the_same_whatever_the_hash_seed(tmp_path):
+    """The launch checks an ownership proof adds enter the rewritten module: they must not
+    depend on the order Python's hash seed gives sets."""
+    import os
+    import subprocess
+    import sys
+
+    script = (
+        "from tests.simulator.support import HEADER\n"
+        "from gpu_native.rewrite import transpile_module\n"
+        "src = HEADER + '''\n"
+        "@gpu_kernel(Kernel1D)\n"
+        "def k(out: CUDASliceMut[i32]):\n"
+        "    assert block_dim.x == 128\n"
+        "    base = block_idx.x * 512\n"
+        "    for j in range(4):\n"
+        "        out[base + thread_idx.x + j * 128] = 1\n"
+        "'''\n"
+        "m = transpile_module(src, 'm.py', 'm')\n"
+        "print(repr(m.checked[0].specializations[0].launch_checks))\n")
+    outputs = set()
+    for seed in ("1", "2", "3"):
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                              env=env, cwd=Path(__file__).resolve().parents[2], check=True)
+        outputs.add(done.stdout)
+    assert len(outputs) == 1, outputs
+    assert "grid_dim" in outputs.pop()  # the wrap check of the affine index is there

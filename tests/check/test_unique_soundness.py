@@ -1,0 +1,345 @@
+"""Holes the unique-write proofs had, closed, each with the kernel that raced.
+
+* Stores that a condition leaves to some threads (``if tid == 1: s[0] = v``) are proven against
+  the array's other stores, except where a barrier orders the pair (shared memory); a read of a
+  global array such a store writes is proven against it too.
+* The classic rule's owner indices must not wrap (``i64(p + u * K)`` in i32, ``u * K`` in u32).
+* The hint for a shared store names the block's index, not the grid's uid.
+* A read of another index than the written one is accepted for parity only where every store
+  and the read are confined to opposite parities (the near misses are here).
+
+Every refused kernel here really races: the same kernel with the refused access under ``with
+unsafe():`` makes the simulator's race detector report it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gpu_native.errors import TranspileError
+from gpu_native.simulator import program as sim_program
+from tests.simulator.support import build, launch
+
+
+@pytest.fixture(autouse=True)
+def watch_every_write(monkeypatch):
+    """Watch every written global array, as tests/test_unique_idioms.py does."""
+    monkeypatch.setattr(sim_program, "_needs_shadow",
+                        lambda kinds: bool(kinds & {"store", "unsafe", "atomic"}))
+
+
+def _kernel(body: str, marked: str, wrap: bool) -> str:
+    """``body`` with the line ending in ``# <--`` as is, or under ``with unsafe():``."""
+    lines = []
+    for line in body.splitlines():
+        if line.endswith("# <--"):
+            text = line[:-len("# <--")].rstrip()
+            if wrap:
+                indent = text[:len(text) - len(text.lstrip())]
+                lines.append(f"{indent}with unsafe():")
+                text = "    " + text
+            line = text
+        lines.append(line)
+    return "\n".join(lines) + "\n"
+
+
+def _races(tmp_path, body: str, *extra, grid=2, block=64) -> list:
+    kernels = build(tmp_path, _kernel(body, "# <--", wrap=True), name="wrapped")
+    out = np.zeros(4096, np.float32)
+    return launch(kernels["k"], grid, block, out, *extra).races
+
+
+# Each case: the kernel (the refused access marked `# <--`), words of the refusal, and the
+# arguments after `out` of a launch that races.
+REFUSED = {
+    "one thread beside every thread": ("""
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f32]):
+    s = shared_array(f32, 64)
+    tid = thread_idx.x
+    s[tid] = 1.0
+    if tid == 1:
+        s[0] = 2.0  # <--
+    sync_threads()
+    out[FlatLayout1D.uid()] = s[tid]
+""", ["may meet the store at line", "thread_idx.x = 0 and thread_idx.x = 1 both write s[0]"],
+        ()),
+    "one thread first": ("""
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f32]):
+    s = shared_array(f32, 64)
+    tid = thread_idx.x
+    if tid == 1:
+        s[0] = 2.0
+    s[tid] = 1.0  # <--
+    sync_threads()
+    out[FlatLayout1D.uid()] = s[tid]
+""", ["may meet the store at line"], ()),
+    "the barrier is in a loop that may not run": ("""
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f32], n: i32):
+    s = shared_array(f32, 64)
+    tid = thread_idx.x
+    s[tid] = 1.0
+    d = n
+    while d > 0:
+        sync_threads()
+        d -= 1
+    if tid == 1:
+        s[0] = 2.0  # <--
+    sync_threads()
+    out[FlatLayout1D.uid()] = s[tid]
+""", ["may meet the store at line"], (np.int32(0),)),
+    "no barrier on the way round the loop": ("""
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f32]):
+    s = shared_array(f32, 64)
+    tid = thread_idx.x
+    for j in range(3):
+        s[tid] = f32(j)
+        sync_threads()
+        if tid == 0:
+            s[5] = 9.0  # <--
+    sync_threads()
+    out[FlatLayout1D.uid()] = s[tid]
+""", ["may meet the store at line"], ()),
+    "a global element one thread of each block writes, read by all": ("""
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f32], copy: CUDASliceMut[f32]):
+    if thread_idx.x == 0:
+        out[block_idx.x] = 1.0
+    v = out[block_idx.x]  # <--
+    copy[FlatLayout1D.uid()] = v
+""", ["'out' is read here, and the store at line"], (np.zeros(128, np.float32),)),
+    # In-place red-black updates (tests/test_unique_idioms.py runs the accepted one): the read
+    # must be of the other parity than every store writes.
+    "parity: an even offset": ("""
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f32], colour: i32):
+    i = FlatLayout1D.uid()
+    if i > 1 and i < len(out) - 2 and i % 2 == colour:
+        v = out[i - 2] + out[i + 2]  # <--
+        out[i] = v
+""", ["'out' is read here at another index than it is written at"], (np.int32(0),)),
+    "parity: a store of either parity": ("""
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f32], colour: i32):
+    i = FlatLayout1D.uid()
+    if i > 0 and i < len(out) - 1 and i % 2 == colour:
+        v = out[i - 1] + out[i + 1]  # <--
+        out[i] = v
+    if i < len(out):
+        out[i] += 1.0
+""", ["'out' is read here at another index than it is written at"], (np.int32(0),)),
+    "parity: a read outside the condition": ("""
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f32], colour: i32):
+    i = FlatLayout1D.uid()
+    if i > 0 and i < len(out):
+        v = out[i - 1]  # <--
+        if i % 2 == colour:
+            out[i] = v
+""", ["'out' is read here at another index than it is written at"], (np.int32(0),)),
+}
+
+
+@pytest.mark.parametrize("case", list(REFUSED))
+def test_narrowed_store_is_refused_where_threads_meet(tmp_path, case):
+    body, messages, _ = REFUSED[case]
+    with pytest.raises(TranspileError) as info:
+        build(tmp_path, _kernel(body, "# <--", wrap=False))
+    for message in messages:
+        assert message in str(info.value), str(info.value)
+
+
+@pytest.mark.parametrize("case", list(REFUSED))
+def test_refused_kernel_really_races(tmp_path, case):
+    body, _, extra = REFUSED[case]
+    assert _races(tmp_path, body, *extra) != []
+
+
+ACCEPTED = {
+    "a barrier between": """
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f32]):
+    s = shared_array(f32, 64)
+    tid = thread_idx.x
+    s[tid] = 1.0
+    sync_threads()
+    if tid == 1:
+        s[0] = 2.0
+    sync_threads()
+    out[FlatLayout1D.uid()] = s[tid]
+""",
+    "a barrier in a loop that surely runs (Blelloch's up-sweep)": """
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f32]):
+    s = shared_array(f32, 64)
+    tid = thread_idx.x
+    s[tid] = 1.0
+    d = 32
+    while d > 0:
+        sync_threads()
+        d //= 2
+    if tid == 0:
+        s[63] = 0.0
+    sync_threads()
+    out[FlatLayout1D.uid()] = s[tid]
+""",
+    "a barrier at the top of the loop": """
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f32]):
+    s = shared_array(f32, 64)
+    tid = thread_idx.x
+    for j in range(3):
+        sync_threads()
+        s[tid] = f32(j)
+        sync_threads()
+        if tid == 0:
+            s[5] = 9.0
+    sync_threads()
+    out[FlatLayout1D.uid()] = s[tid]
+""",
+    "elements no other thread writes": """
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f32]):
+    assert block_dim.x == 64
+    s = shared_array(f32, 65)
+    tid = thread_idx.x
+    s[tid] = 1.0
+    if tid == 0:
+        s[64] = 2.0
+    sync_threads()
+    out[FlatLayout1D.uid()] = s[tid] + s[64]
+""",
+    "the one thread that writes the element through both stores": """
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f32]):
+    if thread_idx.x == 0:
+        out[block_idx.x] = 1.0
+        if block_idx.x == 0:
+            out[0] = 2.0
+""",
+    "a global element read by the thread that writes it": """
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f32]):
+    if thread_idx.x == 0:
+        out[block_idx.x] = 1.0
+        out[block_idx.x] += out[block_idx.x]
+""",
+}
+
+
+@pytest.mark.parametrize("case", list(ACCEPTED))
+def test_ordered_or_disjoint_narrowed_store_is_accepted_and_race_free(tmp_path, case):
+    kernels = build(tmp_path, ACCEPTED[case])
+    out = np.zeros(4096, np.float32)
+    assert launch(kernels["k"], 2, 64, out).races == []
+
+
+# ---- wrap-around under the classic rule ----------------------------------------------------------
+
+WRAPPING = """
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f32], p: i32):
+    assert block_dim.x == 128
+    tid = thread_idx.x
+    for j in range(4):
+        out[i64(p + (block_idx.x * 128 + tid) * 16777216) + j] = 1.0  # <--
+"""
+
+
+def test_classic_index_that_may_wrap_is_refused(tmp_path):
+    """``u * K`` keeps ``u`` unique only while it does not wrap: in i32, thread 0 and thread 256
+    both reach element 0 (256 * 2**24 == 2**32), and the widening cast comes too late."""
+    with pytest.raises(TranspileError) as info:
+        build(tmp_path, _kernel(WRAPPING, "# <--", wrap=False))
+    text = str(info.value)
+    assert "its index may wrap around in i32" in text and "compute the index in i64" in text
+
+
+def test_classic_index_that_may_wrap_really_races(tmp_path):
+    assert _races(tmp_path, WRAPPING, np.int32(0), grid=3, block=128) != []
+
+
+def test_classic_index_of_launch_indices_gets_a_launch_check(tmp_path):
+    """Without the parameter the product is made of launch indices alone: accepted, with a
+    launch check that refuses the grids that would make it wrap."""
+    from gpu_native.errors import LaunchError
+    from gpu_native.runtime.launch_checks import check_launch
+
+    kernels = build(tmp_path, """
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f32]):
+    assert block_dim.x == 128
+    out[i64((block_idx.x * 128 + thread_idx.x) * 16777216)] = 1.0
+""")
+    checks = kernels["k"].launch_checks
+    check_launch("k", "k.py", 0, checks, (1, 1, 1), (128, 1, 1))
+    with pytest.raises(LaunchError, match="would wrap"):
+        check_launch("k", "k.py", 0, checks, (3, 1, 1), (128, 1, 1))
+
+
+def test_unsigned_index_that_may_wrap_gets_a_launch_check(tmp_path):
+    """Unsigned arithmetic is never negative, wrapped or not: ``(u * 128 + t) * 2**24`` in u32
+    meets itself at thread 256 (2**32 wraps to 0), so it is accepted only with a launch check."""
+    from gpu_native.errors import LaunchError
+    from gpu_native.runtime.launch_checks import check_launch
+
+    body = """
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f32]):
+    assert block_dim.x == 128
+    out[(u32(block_idx.x) * u32(128) + u32(thread_idx.x)) * u32(16777216)] = 1.0  # <--
+"""
+    checks = build(tmp_path, _kernel(body, "# <--", wrap=False))["k"].launch_checks
+    check_launch("k", "k.py", 0, checks, (1, 1, 1), (128, 1, 1))
+    with pytest.raises(LaunchError, match="past the u32 maximum"):
+        check_launch("k", "k.py", 0, checks, (3, 1, 1), (128, 1, 1))
+    assert _races(tmp_path, body, grid=3, block=128) != []
+
+
+# ---- hints -------------------------------------------------------------------------------------
+
+
+def test_shared_store_hint_suggests_the_block_index(tmp_path):
+    """A shared array is the block's own: the hint names the thread's index in the block, never
+    the grid's uid (which would index past the array in every block but the first)."""
+    with pytest.raises(TranspileError) as info:
+        build(tmp_path, """
+@gpu_kernel(Kernel1D)
+def k(data: CUDASlice[i32], out: CUDASliceMut[f32]):
+    s = shared_array(f32, (128,))
+    s[data[thread_idx.x]] = 1.0
+    sync_threads()
+    out[FlatLayout1D.uid()] = s[thread_idx.x]
+""")
+    hint = str(info.value).split("hint:")[1]
+    assert "BlockLayout1D.uid()" in hint and "thread_idx.x" in hint
+    assert "FlatLayout1D" not in hint
+
+
+def test_global_store_hint_suggests_the_grid_uid(tmp_path):
+    with pytest.raises(TranspileError) as info:
+        build(tmp_path, """
+@gpu_kernel(Kernel1D)
+def k(data: CUDASlice[i32], out: CUDASliceMut[f32]):
+    out[data[FlatLayout1D.uid()]] = 1.0
+""")
+    assert "FlatLayout1D.uid()" in str(info.value).split("hint:")[1]
+
+
+def test_grid_uid_into_a_shared_array_is_caught_by_the_bounds_check(tmp_path):
+    """Race-free within each block (the grid uid tells a block's threads apart), but past the
+    array in block 1: the bounds check reports it instead of writing past it."""
+    kernels = build(tmp_path, """
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f32]):
+    s = shared_array(f32, (128,))
+    s[FlatLayout1D.uid()] = 1.0
+    sync_threads()
+    out[FlatLayout1D.uid()] = s[thread_idx.x]
+""")
+    errors = launch(kernels["k"], 2, 128, np.zeros(256, np.float32))
+    assert errors.fails and errors.fails[0][1:4] == (128, 128, (1, 0, 0))

@@ -1,0 +1,167 @@
+"""What tools/bench_suite.py's ``sgemm_tiled`` benchmark builds, checked without a GPU: its
+hand-written CUDA C++ compiles with NVRTC under the options the suite's CuPy ``RawKernel`` uses,
+the gallery kernel's ``bounds_check=False`` copy compiles without its bounds checks and computes
+the product on the simulator, and the command line offers the benchmark."""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from gpu_native.cache import BuildRequest
+from gpu_native.compiler.nvrtc import compile_request
+from gpu_native.rewrite import transpile_module
+from tests.helpers import ROOT, child_env
+
+SUITE = ROOT / "tools" / "bench_suite.py"
+
+
+@pytest.fixture(scope="module")
+def suite():
+    """tools/bench_suite.py imported from its file (tools/ is no package); it puts examples/,
+    examples/gallery and tools/ on ``sys.path``, which is restored afterwards."""
+    path, modules = list(sys.path), set(sys.modules)
+    spec = importlib.util.spec_from_file_location("bench_suite_under_test", SUITE)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module     # its dataclasses look their module up there
+    spec.loader.exec_module(module)
+    yield module
+    sys.path[:] = path
+    for name in set(sys.modules) - modules:
+        del sys.modules[name]
+
+
+@pytest.mark.parametrize("arch", [pytest.param("sm_80", marks=pytest.mark.slow), "sm_90"])
+def test_hand_written_register_tiled_sgemm_compiles_cleanly(suite, arch):
+    from sgemm_register_tiled import BK, BM, BN, TM, TN
+
+    source = suite.sgemm_tiled_cuda(BM, BN, BK, TM, TN)
+    assert f"BM = {BM}, BN = {BN}, BK = {BK}, TM = {TM}, TN = {TN};" in source
+    image = compile_request(BuildRequest(source=source, symbol="sgemm_register_tiled",
+                                         arch=arch))
+    # The suite's RawKernel options, less the architecture CuPy adds itself.
+    assert {"-lineinfo", "-std=c++17"} <= set(image.options)
+    assert image.kind == "cubin" and image.image[:4] == b"\x7fELF"
+    assert image.log.strip("\x00").strip() == ""
+
+
+# The hand-written kernel compiled as C++ for the CPU: one std::thread per CUDA thread of a block,
+# ``__syncthreads()`` a std::barrier, ``__shared__`` a static array (blocks run one after another),
+# so the tiling, the shared loads and the bounds guards are checked without a GPU.
+EMULATOR = r"""
+#include <barrier>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <thread>
+#include <vector>
+struct Dim { int x, y; };
+thread_local Dim threadIdx, blockIdx;
+std::barrier<>* block_barrier;
+#define __global__
+#define __restrict__
+#define __shared__ static
+#define __syncthreads() block_barrier->arrive_and_wait()
+KERNEL
+int main(int argc, char** argv) {
+    int M = atoi(argv[1]), K = atoi(argv[2]), N = atoi(argv[3]);
+    std::mt19937 gen(1);
+    std::normal_distribution<float> normal;
+    std::vector<float> A(M * K), B(K * N), C(M * N, NAN);
+    for (auto& v : A) v = normal(gen);
+    for (auto& v : B) v = normal(gen);
+    for (int by = 0; by < (M + BM - 1) / BM; ++by)
+        for (int bx = 0; bx < (N + BN - 1) / BN; ++bx) {
+            std::barrier<> barrier(THREADS);
+            block_barrier = &barrier;
+            std::vector<std::thread> threads;
+            for (int ty = 0; ty < TY; ++ty)
+                for (int tx = 0; tx < TX; ++tx)
+                    threads.emplace_back([=, &A, &B, &C] {
+                        threadIdx = {tx, ty};
+                        blockIdx = {bx, by};
+                        sgemm_register_tiled(A.data(), B.data(), C.data(), M, K, N); });
+            for (auto& t : threads) t.join();
+        }
+    double err = 0, norm = 0;
+    for (int i = 0; i < M; ++i)
+        for (int j = 0; j < N; ++j) {
+            double r = 0;
+            for (int k = 0; k < K; ++k) r += (double)A[i * K + k] * B[k * N + j];
+            err += (C[i * N + j] - r) * (C[i * N + j] - r);
+            norm += r * r;
+        }
+    printf("%.3e\n", std::sqrt(err / norm));
+    return 0;
+}
+"""
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++ (C++20) to emulate the kernel")
+def test_hand_written_register_tiled_sgemm_computes_the_product(suite, tmp_path):
+    from sgemm_register_tiled import BK, BM, BN, TM, TN
+
+    source = EMULATOR.replace("KERNEL", suite.sgemm_tiled_cuda(BM, BN, BK, TM, TN))
+    (tmp_path / "emulate.cpp").write_text(source)
+    build = subprocess.run(["g++", "-std=c++20", "-O1", "-pthread", "emulate.cpp", "-o",
+                            "emulate"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    if build.returncode != 0 and "barrier" in build.stderr:
+        pytest.skip(f"g++ lacks C++20 <barrier>: {build.stderr[-300:]}")
+    assert build.returncode == 0, build.stderr
+    # Sizes that are not multiples of the tiles (partial blocks and a partial last k-slice), and
+    # ones that are.
+    for m, k, n in ((100, 70, 90), (2 * BM, 8 * BK, 3 * BN), (1, 1, 1)):
+        run = subprocess.run([str(tmp_path / "emulate"), str(m), str(k), str(n)],
+                             capture_output=True, text=True, timeout=120)
+        assert run.returncode == 0, run.stderr
+        assert float(run.stdout) <= 1e-5, (m, k, n, run.stdout)
+
+
+def test_unchecked_gallery_sgemm_compiles_without_bounds_checks(suite):
+    checked = (ROOT / "examples" / "gallery" / "sgemm_register_tiled.py").read_text()
+    source = suite.unchecked_source("gallery/sgemm_register_tiled")
+    assert source.count("bounds_check=False") == 1
+    (kernel,) = transpile_module(source, "sgemm_register_tiled_unchecked.py",
+                                 "sgemm_register_tiled_unchecked").kernels
+    (with_checks,) = transpile_module(checked, "sgemm_register_tiled.py",
+                                      "sgemm_register_tiled").kernels
+    assert any("gn_chk32(" in v.cuda for v in with_checks.variants)
+    for variant in kernel.variants:
+        assert "gn_chk32(" not in variant.cuda and "gn_at2_32(" not in variant.cuda
+        image = compile_request(BuildRequest(source=variant.cuda, symbol=variant.symbol,
+                                             arch="sm_90"))
+        assert image.kind == "cubin" and image.log.strip("\x00").strip() == ""
+
+
+def test_unchecked_gallery_sgemm_computes_the_product(suite):
+    import gpu_native as gn
+    from gpu_native.runtime.backend import use
+
+    module = suite.unchecked("gallery/sgemm_register_tiled")
+    rng = np.random.default_rng(7)
+    a = rng.standard_normal((100, 70), dtype=np.float32)
+    b = rng.standard_normal((70, 90), dtype=np.float32)
+    with use("sim"):
+        c = gn.empty((100, 90), gn.f32)
+        c.fill(np.nan)
+        module.sgemm_register_tiled(gn.to_device(a), gn.to_device(b), c)
+        out = c.to_host()
+    ref = a.astype(np.float64) @ b.astype(np.float64)
+    assert np.linalg.norm(out - ref) <= 1e-5 * np.linalg.norm(ref)
+
+
+def test_command_line_offers_sgemm_tiled(tmp_path):
+    run = subprocess.run([sys.executable, str(SUITE), "--help"], capture_output=True, text=True,
+                         env=child_env(tmp_path), timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert "sgemm_tiled" in run.stdout
+    run = subprocess.run([sys.executable, str(SUITE), "--only", "sgemm_tild"],
+                         capture_output=True, text=True, env=child_env(tmp_path), timeout=120)
+    assert run.returncode == 2
+    assert "unknown benchmark(s) sgemm_tild" in run.stderr and "sgemm_tiled" in run.stderr

@@ -1,0 +1,35 @@
+"""What tests of several folders share: the repository's paths, the environment of a child
+process, and the kernel modules beside this file (``kernels_runtime``, ``kernels_language`` and the
+device functions of ``kernels_helpers``), imported as ``tests.helpers.kernels_runtime``."""
+
+from __future__ import annotations
+
+import functools
+import os
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "examples"
+HELPERS = Path(__file__).resolve().parent
+
+
+def child_env(cache, **extra: str) -> dict[str, str]:
+    """The environment of a child Python: this one's, with the repository first on
+    ``PYTHONPATH``, no ``GPU_NATIVE_*`` setting but the cache directory ``cache``, then
+    ``extra``."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GPU_NATIVE_")}
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
+    env["GPU_NATIVE_CACHE_DIR"] = str(cache)
+    env.update(extra)
+    return env
+
+
+@functools.cache
+def gpu_available() -> bool:
+    """Whether there is a CUDA GPU to run the ``gpu``-marked tests on."""
+    try:
+        from gpu_native.runtime import driver
+
+        return driver.available()
+    except Exception:
+        return False

@@ -1,0 +1,267 @@
+"""What gpu_native tells about itself at run time: the ``gpu_native`` logger's records, the
+``GpuNativeWarning`` category, ``python -m gpu_native``, and the table of environment variables
+(docs/environment.md), which must name every ``GPU_NATIVE_*`` variable the code reads."""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import subprocess
+import sys
+import textwrap
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import _gpu_native_startup
+import gpu_native as gn
+from gpu_native.build import BuildRequest
+from gpu_native.cache import CacheWarning, clear_memory_cache, find_or_build
+from gpu_native.cache.keys import artifact_id
+from gpu_native.cache.store import ArtifactStore
+from gpu_native.rewrite import transpile_module
+from tests.helpers import ROOT
+
+TABLE = ROOT / "docs" / "environment.md"
+
+KERNEL = textwrap.dedent("""\
+    from gpu_native import gpu_kernel, Kernel1D, CUDASlice, CUDASliceMut, FlatLayout1D, UniqueId, f32
+
+    @gpu_kernel(Kernel1D)
+    def double(a: CUDASlice[f32], c: CUDASliceMut[f32]):
+        i: UniqueId = FlatLayout1D.uid()
+        c[i] = a[i] * 2.0
+    """)
+
+
+def messages(caplog, level=logging.DEBUG) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.name == "gpu_native" and
+            r.levelno == level]
+
+
+@pytest.fixture
+def debug_log(caplog):
+    caplog.set_level(logging.DEBUG, logger="gpu_native")
+    return caplog
+
+
+def request_for(tmp_path) -> BuildRequest:
+    path = tmp_path / "obs_kernels.py"
+    path.write_text(KERNEL)
+    module = transpile_module(KERNEL, str(path), "obs_kernels")
+    kernel = module.kernels[0]
+    return BuildRequest.for_variant(kernel, kernel.variants[0], "sm_90", str(path))
+
+
+class TestLogger:
+    def test_the_logger_has_a_null_handler(self, debug_log):
+        from gpu_native import log
+
+        assert log.logger() is logging.getLogger("gpu_native")
+        assert any(isinstance(h, logging.NullHandler)
+                   for h in logging.getLogger("gpu_native").handlers)
+
+    def test_import_hook_transpile_then_cached_rewrite(self, kernel_module, debug_log):
+        kernel_module(KERNEL, name="gn_obs_hooked")
+        found = messages(debug_log)
+        assert any(re.fullmatch(r"module gn_obs_hooked \(.*gn_obs_hooked\.py\): transpiled 1 "
+                                r"kernel in [0-9.]+ ms, cached in .*", m) for m in found), found
+        debug_log.clear()
+        kernel_module(KERNEL, name="gn_obs_hooked")  # the same file again: its cached rewrite
+        assert any(re.fullmatch(r"module gn_obs_hooked: rewrite read from .* in [0-9.]+ ms", m)
+                   for m in messages(debug_log)), messages(debug_log)
+
+    def test_decorator_transpile(self, tmp_path, debug_log):
+        script = tmp_path / "obs_script.py"
+        script.write_text(KERNEL)
+        namespace = {"__name__": "__main__"}
+        exec(compile(KERNEL, str(script), "exec"), namespace)
+        assert any(re.fullmatch(r"module obs_script \(.*obs_script\.py\): transpiled 1 kernel in "
+                                r"[0-9.]+ ms \(no import hook ran\)", m)
+                   for m in messages(debug_log)), messages(debug_log)
+
+    def test_compile_cache_hit_and_precompiled_hit(self, tmp_path, isolated_cache, debug_log,
+                                                   monkeypatch):
+        pytest.importorskip("cuda.bindings.nvrtc")
+        request = request_for(tmp_path)
+        compiled = find_or_build(request)
+        assert compiled.origin == "compiled"
+        label = "obs_kernels.double"
+        assert f"kernel {label} for sm_90: in no cache, compiling it with NVRTC" in \
+            messages(debug_log)
+        assert any(re.fullmatch(rf"compiled kernel {label} for sm_90 in [0-9.]+ s", m)
+                   for m in messages(debug_log, logging.INFO)), messages(debug_log, logging.INFO)
+
+        debug_log.clear()
+        clear_memory_cache()
+        assert find_or_build(request).origin == "cache"
+        assert messages(debug_log) == [
+            f"kernel {label} for sm_90: found in the kernel cache {isolated_cache / 'kernels'}"]
+        assert not messages(debug_log, logging.INFO)
+
+        debug_log.clear()
+        clear_memory_cache()
+        shipped = tmp_path / "deployment"
+        ArtifactStore(str(shipped), private=False).write(artifact_id(request), compiled.image,
+                                                          compiled.kind, {})
+        monkeypatch.setenv("GPU_NATIVE_PRECOMPILED", str(shipped))
+        assert find_or_build(request).origin == "precompiled"
+        assert messages(debug_log) == [f"kernel {label} for sm_90: precompiled, from {shipped}"]
+
+    def test_load_into_the_simulator(self, kernel_module, debug_log):
+        from gpu_native.runtime.backend import use
+
+        module = kernel_module(KERNEL, name="gn_obs_loaded")
+        with use("sim"):
+            a = gn.to_device(np.ones(4, np.float32))
+            c = gn.empty(4, gn.f32)
+            module.double[1, 4](a, c)
+        assert "loaded kernel gn_obs_loaded.double into the simulator" in messages(debug_log)
+
+    def test_nothing_is_logged_or_formatted_below_the_level(self, caplog, kernel_module):
+        caplog.set_level(logging.WARNING, logger="gpu_native")
+        kernel_module(KERNEL, name="gn_obs_quiet")
+        assert not [r for r in caplog.records if r.name == "gpu_native"]
+
+    def test_gpu_native_does_not_import_logging(self, tmp_path):
+        """A warm start pays nothing for the logger: no record could be shown without logging."""
+        (tmp_path / "obs_warm.py").write_text(KERNEL)
+        code = textwrap.dedent("""\
+            import sys
+            import numpy as np, gpu_native as gn, obs_warm
+            a = gn.to_device(np.ones(4, np.float32)); c = gn.empty(4, gn.f32)
+            obs_warm.double[1, 4](a, c)
+            assert c.to_host().tolist() == [2.0] * 4
+            print("logging" in sys.modules)
+            """)
+        env = {k: v for k, v in os.environ.items() if not k.startswith("GPU_NATIVE_BACKEND")}
+        env["GPU_NATIVE_BACKEND"] = "sim"
+        env["PYTHONPATH"] = os.pathsep.join([str(ROOT), str(tmp_path)])
+        for _ in range(2):  # cold, then warm
+            out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                                 env=env, cwd=tmp_path, timeout=300)
+            assert out.returncode == 0, out.stderr
+            assert out.stdout.split() == ["False"]
+
+
+class TestSimulatorNotice:
+    @pytest.fixture
+    def no_gpu(self, monkeypatch):
+        from gpu_native.runtime import backend, driver
+
+        monkeypatch.delenv("GPU_NATIVE_BACKEND", raising=False)
+        monkeypatch.setattr(driver, "available", lambda: False)
+        monkeypatch.setattr(backend, "_selected", None)
+        return backend
+
+    def test_a_warning_and_an_info_record(self, no_gpu, caplog):
+        caplog.set_level(logging.INFO, logger="gpu_native")
+        with pytest.warns(gn.GpuNativeWarning, match="no CUDA GPU found; kernels run on the CPU "
+                          "simulator") as caught:
+            assert no_gpu.select().name == "sim"  # select-line
+        # Attributed to the line that chose the backend: here, this test's.
+        assert caught[0].filename == __file__
+        line = next(n for n, text in enumerate(Path(__file__).read_text().splitlines(), 1)
+                    if text.endswith("# select-line"))
+        assert caught[0].lineno == line
+        assert messages(caplog, logging.INFO) == [
+            "gpu_native: no CUDA GPU found; kernels run on the CPU simulator "
+            "(GPU_NATIVE_BACKEND=sim silences this notice)"]
+
+    def test_once_per_process(self, no_gpu, recwarn):
+        warnings.simplefilter("always")
+        no_gpu.select()
+        no_gpu.select()
+        assert len([w for w in recwarn if issubclass(w.category, gn.GpuNativeWarning)]) == 1
+
+    def test_nothing_printed(self, no_gpu, capfd):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", gn.GpuNativeWarning)
+            no_gpu.select()
+        assert capfd.readouterr().err == ""
+
+
+class TestWarningCategory:
+    def test_exported_and_a_user_warning(self):
+        assert "GpuNativeWarning" in gn.__all__
+        assert issubclass(gn.GpuNativeWarning, UserWarning)
+        assert gn.GpuNativeWarning is _gpu_native_startup.GpuNativeWarning
+
+    def test_cache_warning_is_one(self):
+        assert issubclass(CacheWarning, gn.GpuNativeWarning)
+        assert CacheWarning is _gpu_native_startup.CacheWarning
+
+    def test_one_filter_silences_every_warning(self, monkeypatch):
+        from gpu_native.cache import locations
+
+        monkeypatch.setenv("GPU_NATIVE_CACHE_MAX_BYTES", "lots")
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            warnings.filterwarnings("ignore", category=gn.GpuNativeWarning)
+            assert locations.max_cache_bytes() == locations.DEFAULT_MAX_BYTES
+
+    def test_the_startup_module_still_imports_nothing(self):
+        """Every interpreter runs it: the warning classes it defines cost no import (beyond
+        what the site module loads, and the two it always imported)."""
+        code = ("import sys, os, marshal, importlib.machinery, __future__; "
+                "before = set(sys.modules); import _gpu_native_startup; "
+                "print(sorted(set(sys.modules) - before))")
+        env = dict(os.environ, PYTHONPATH=str(ROOT))
+        out = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True,
+                             env=env, timeout=60)
+        assert out.returncode == 0, out.stderr
+        assert out.stdout.strip() == "['_gpu_native_startup']"
+
+
+class TestMainModule:
+    def test_help(self):
+        out = subprocess.run([sys.executable, "-m", "gpu_native", "--help"], capture_output=True,
+                             text=True, env=dict(os.environ, PYTHONPATH=str(ROOT)), timeout=120)
+        assert out.returncode == 0, out.stderr
+        assert out.stdout.startswith("usage: python -m gpu_native ")
+        for command in ("expand", "precompile", "cache", "doctor"):
+            assert command in out.stdout
+
+    def test_runs_a_command(self, tmp_path):
+        bad = tmp_path / "bad.py"
+        bad.write_text(KERNEL.replace("c[i] = a[i] * 2.0", "c[0] = a[i]"))
+        out = subprocess.run([sys.executable, "-m", "gpu_native", "expand", str(bad)],
+                             capture_output=True, text=True,
+                             env=dict(os.environ, PYTHONPATH=str(ROOT)), timeout=120)
+        assert out.returncode == 1
+        assert out.stderr.startswith(f"{bad}:6:5: error: store into 'c'")
+
+
+def variables_read_by_the_code() -> set[str]:
+    found = set()
+    for path in [*(ROOT / "gpu_native").rglob("*.py"), ROOT / "_gpu_native_startup.py"]:
+        found |= set(re.findall(r"\bGPU_NATIVE_[A-Z0-9_]*[A-Z0-9]\b", path.read_text()))
+    return found
+
+
+def variables_in_the_table() -> set[str]:
+    rows = re.findall(r"^\| `(GPU_NATIVE_[A-Z0-9_]+)` \|", TABLE.read_text(), re.MULTILINE)
+    assert len(rows) == len(set(rows)), "a variable has two rows"
+    return set(rows)
+
+
+class TestEnvironmentTable:
+    def test_every_variable_the_code_reads_is_documented(self):
+        missing = variables_read_by_the_code() - variables_in_the_table()
+        assert not missing, f"add a row to {TABLE.relative_to(ROOT)} for {sorted(missing)}"
+
+    def test_every_row_is_a_variable_the_code_reads(self):
+        stale = variables_in_the_table() - variables_read_by_the_code()
+        assert not stale, f"{sorted(stale)} in {TABLE.relative_to(ROOT)} are read nowhere"
+
+    def test_the_table_is_linked_from_the_readme(self):
+        assert "(docs/environment.md)" in (ROOT / "README.md").read_text()
+
+    def test_the_scan_finds_what_it_should(self):
+        found = variables_read_by_the_code()
+        assert {"GPU_NATIVE_BACKEND", "GPU_NATIVE_TRACEBACK", "GPU_NATIVE_SIM_LANES",
+                "GPU_NATIVE_UID_BLOCKS_PER_SM"} <= found
+        assert "GPU_NATIVE_" not in found and "GPU_NATIVE_PRELUDE_CUH" not in found
