@@ -47,7 +47,9 @@ from .lang.intrinsics import bitcast as bitcast
 from .lang.intrinsics import brev as brev
 from .lang.intrinsics import byte_perm as byte_perm
 from .lang.intrinsics import clz as clz
+from .lang.intrinsics import cross as cross
 from .lang.intrinsics import ctz as ctz
+from .lang.intrinsics import dot as dot
 from .lang.intrinsics import ffs as ffs
 from .lang.intrinsics import funnelshift_l as funnelshift_l
 from .lang.intrinsics import funnelshift_lc as funnelshift_lc
@@ -55,9 +57,12 @@ from .lang.intrinsics import funnelshift_r as funnelshift_r
 from .lang.intrinsics import funnelshift_rc as funnelshift_rc
 from .lang.intrinsics import grid_sync as grid_sync
 from .lang.intrinsics import lane_id as lane_id
+from .lang.intrinsics import length as length
+from .lang.intrinsics import length_sq as length_sq
 from .lang.intrinsics import local_array as local_array
 from .lang.intrinsics import match_all as match_all
 from .lang.intrinsics import match_any as match_any
+from .lang.intrinsics import normalize as normalize
 from .lang.intrinsics import philox as philox
 from .lang.intrinsics import popc as popc
 from .lang.intrinsics import shared_array as shared_array
@@ -115,6 +120,15 @@ from .lang.types import u8 as u8
 from .lang.types import u16 as u16
 from .lang.types import u32 as u32
 from .lang.types import u64 as u64
+from .lang.types import vec2d as vec2d
+from .lang.types import vec2f as vec2f
+from .lang.types import vec2i as vec2i
+from .lang.types import vec3d as vec3d
+from .lang.types import vec3f as vec3f
+from .lang.types import vec3i as vec3i
+from .lang.types import vec4d as vec4d
+from .lang.types import vec4f as vec4f
+from .lang.types import vec4i as vec4i
 from .runtime.arrays import DeviceArray as DeviceArray
 from .runtime.arrays import empty as empty
 from .runtime.arrays import to_device as to_device
@@ -148,11 +162,12 @@ __all__ = [
     "KernelZeroDivisionError", "LaunchError", "MemoryOrder", "MissingArtifactError", "Stream",
     "TranspileError", "UniqueId", "activemask", "all_sync", "any_sync", "backend", "ballot",
     "bf16", "bitcast", "block_dim", "block_idx", "bool_", "brev", "byte_perm", "clz",
-    "const_array", "copy", "ctz", "empty", "f16", "f32", "f64", "ffs", "funnelshift_l", "funnelshift_lc", "funnelshift_r",
+    "const_array", "copy", "cross", "ctz", "dot", "empty", "f16", "f32", "f64", "ffs", "funnelshift_l", "funnelshift_lc", "funnelshift_r",
     "funnelshift_rc", "gpu_device", "gpu_kernel", "grid_dim", "grid_sync", "i8", "i16", "i32", "i64", "lane_id",
-    "local_array", "match_all", "match_any", "philox", "popc", "shared_array", "shfl_down", "shfl_idx",
+    "length", "length_sq", "local_array", "match_all", "match_any", "normalize", "philox", "popc", "shared_array", "shfl_down", "shfl_idx",
     "shfl_up", "shfl_xor", "sync_threads", "sync_threads_and", "sync_threads_count",
     "sync_threads_or", "sync_warp", "synchronize", "thread_idx", "threadfence",
     "threadfence_block", "threadfence_system", "to_device", "u8", "u16", "u32", "u64", "unsafe",
+    "vec2d", "vec2f", "vec2i", "vec3d", "vec3f", "vec3i", "vec4d", "vec4f", "vec4i",
     "warp_size", "zeros",
 ]

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from .errors import SourceSpan
-from .lang.types import SCALARS, ScalarInfo
+from .lang.types import SCALARS, VECTORS, ScalarInfo, VectorInfo
 from .nodes import Factory, fields, node, replace
 from .spec import LaunchCheck
 
@@ -42,6 +42,32 @@ class ScalarType(Type):
 
 
 @node
+class VectorType(Type):
+    """A small vector (``vec3f`` ...): ``info.n`` components of type ``elem``."""
+
+    info: VectorInfo
+
+    @property
+    def name(self) -> str:
+        return self.info.name
+
+    @property
+    def elem(self) -> ScalarType:
+        return _SCALAR_TYPES[self.info.elem.name]
+
+    @property
+    def n(self) -> int:
+        return self.info.n
+
+    def __str__(self) -> str:
+        return self.info.name
+
+
+# What a value of an array (or a local, a parameter, a device function's result) may be.
+ValueType = ScalarType | VectorType
+
+
+@node
 class VoidType(Type):
     def __str__(self) -> str:
         return "None"
@@ -56,7 +82,7 @@ class ArrayType(Type):
     shape comes with the launch).  The dynamic shared array has ``shape == (-1,)``.
     """
 
-    elem: ScalarType
+    elem: ScalarType | VectorType
     ndim: int
     mutable: bool
     space: str = "global"
@@ -96,6 +122,20 @@ def scalar(name: str) -> ScalarType:
 
 
 _SCALAR_TYPES = {name: ScalarType(info) for name, info in SCALARS.items()}
+_VECTOR_TYPES = {name: VectorType(info) for name, info in VECTORS.items()}
+
+
+def vector(name: str) -> VectorType:
+    return _VECTOR_TYPES[name]
+
+
+def vector_of(elem: ScalarType, n: int) -> VectorType | None:
+    """The vector type of ``n`` components of ``elem``, or None when there is none."""
+    for ty in _VECTOR_TYPES.values():
+        if ty.n == n and ty.info.elem == elem.info:
+            return ty
+    return None
+
 VOID = VoidType()
 BOOL = scalar("bool_")
 I32 = scalar("i32")
@@ -247,9 +287,11 @@ class ArrayRef(Expr):
 
 @node
 class Load(Expr):
-    """``array[indices]``.  ``checks[k]`` is the bounds-check site for axis k, or None if proven."""
+    """``array[indices]``.  ``checks[k]`` is the bounds-check site for axis k, or None if proven.
+    ``ty`` is the array's element type: a scalar, or a vector for an array of vectors (the
+    indices count elements, as for scalars)."""
 
-    ty: ScalarType
+    ty: ScalarType | VectorType
     array: ArrayRef
     indices: tuple[Expr, ...]
     checks: tuple[int | None, ...]
@@ -302,6 +344,55 @@ class MathCall(Expr):
     """
 
     ty: ScalarType
+    name: str
+    args: tuple[Expr, ...]
+
+
+@node
+class VecMake(Expr):
+    """A vector from its components (``items``, each already of the element type), in order."""
+
+    ty: VectorType
+    items: tuple[Expr, ...]
+
+
+@node
+class VecComponent(Expr):
+    """Component ``index`` of a vector value (``v.x`` is 0); ``ty`` is the element type."""
+
+    ty: ScalarType
+    value: Expr
+    index: int
+
+
+@node
+class VecBinOp(Expr):
+    """Elementwise ``+ - * /`` on vectors of type ``ty``: each operand is a vector of ``ty`` or a
+    scalar of its element type (broadcast to every component, evaluated once).  Component ``k``
+    is ``left[k] op right[k]``, computed as the scalar operator computes it."""
+
+    ty: VectorType
+    op: str
+    left: Expr
+    right: Expr
+
+
+@node
+class VecUnary(Expr):
+    """``-v``, component by component."""
+
+    ty: VectorType
+    op: str
+    operand: Expr
+
+
+@node
+class VecCall(Expr):
+    """A vector function (``dot``, ``cross``, ``length``, ``length_sq``, ``normalize``, and
+    elementwise ``min``/``max``) of vector arguments of one type; ``ty`` is its result (the
+    element type for ``dot`` and the lengths).  The summations run in component order,
+    ``x`` first, each product rounded (as ``a.x * b.x + a.y * b.y + ...`` is written)."""
+
     name: str
     args: tuple[Expr, ...]
 
@@ -405,7 +496,7 @@ class Assign(Stmt):
 
 @node
 class Store(Stmt):
-    """``array[indices] = value``.
+    """``array[indices] = value`` (an element of an array of vectors is stored whole).
 
     ``unique`` tells how the checker proved the write race-free: "uid" (a unique index),
     "single" (only one thread of the block / grid runs it), or "unsafe" (inside ``with unsafe():``,

@@ -17,11 +17,12 @@ per value, so what identity means in the IR survives: one :class:`~gpu_native.ir
 variable wherever it is used, a device function called from several places stays one function,
 and ``Const(0.0)`` and ``Const(-0.0)`` (equal as values) stay two constants.  Floats travel as
 their IEEE bits (``-0.0``, ``nan`` and ``inf`` included); a :class:`~gpu_native.lang.types.ScalarInfo`
-travels as its name and decodes to the one in :data:`~gpu_native.lang.types.SCALARS`.
+travels as its name and decodes to the one in :data:`~gpu_native.lang.types.SCALARS` (a
+:class:`~gpu_native.lang.types.VectorInfo` likewise, from :data:`~gpu_native.lang.types.VECTORS`).
 
 Decoding runs no code: no pickle and no ``eval``.  It accepts only the plain types above, class
-names from a fixed table (the node classes of :mod:`gpu_native.ir`, ``SourceSpan``, ``ScalarInfo``
-and ``dict``), references to earlier records and the right number of fields, and a kernel last;
+names from a fixed table (the node classes of :mod:`gpu_native.ir`, ``SourceSpan``, ``ScalarInfo``,
+``VectorInfo`` and ``dict``), references to earlier records and the right number of fields, and a kernel last;
 anything else (a damaged, truncated or foreign literal) raises :class:`GpuNativeError`.
 ``SCHEMA`` is a digest of the table's class and field names, so bytes written by a gpu_native
 whose IR had other fields are refused with the same error instead of being misread.
@@ -35,7 +36,7 @@ import zlib
 
 from . import ir
 from .errors import GpuNativeError, SourceSpan
-from .lang.types import SCALARS, ScalarInfo
+from .lang.types import SCALARS, VECTORS, ScalarInfo, VectorInfo
 from .nodes import fields
 from .spec import IndexFits, LaunchAssert, ParamCheck
 
@@ -55,6 +56,7 @@ _CLASSES: dict[str, type] = {
 }
 _CLASSES["SourceSpan"] = SourceSpan
 _SCALAR_INFO = "ScalarInfo"  # (name,): decodes to SCALARS[name]
+_VECTOR_INFO = "VectorInfo"  # (name,): decodes to VECTORS[name]
 _DICT = "dict"  # (key, value, key, value, ...)
 # Fields for the reader of `gpu-native expand`, not for the simulator: left out of the bytes (and
 # of SCHEMA), and given their defaults when decoded.
@@ -131,6 +133,8 @@ class _Encoder:
         t = type(obj)
         if t is ScalarInfo:
             return _SCALAR_INFO, (obj.name,)
+        if t is VectorInfo:
+            return _VECTOR_INFO, (obj.name,)
         if t is dict:
             return _DICT, tuple(x for item in obj.items() for x in item)
         name = t.__name__
@@ -199,6 +203,10 @@ def _record(rec, objs: list):
         if len(values) != 1 or type(values[0]) is not str or values[0] not in SCALARS:
             raise _Malformed(f"unknown scalar type {values[:1]!r:.40}")
         return SCALARS[values[0]]
+    if name == _VECTOR_INFO:
+        if len(values) != 1 or type(values[0]) is not str or values[0] not in VECTORS:
+            raise _Malformed(f"unknown vector type {values[:1]!r:.40}")
+        return VECTORS[values[0]]
     if name == _DICT:
         if len(values) % 2:
             raise _Malformed("a dict record has an odd number of entries")

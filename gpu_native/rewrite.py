@@ -145,7 +145,7 @@ def _launcher_params(checked: CheckedKernel) -> tuple[Param, ...]:
             out.append(Param(var.name, typevar_of.get(var.name, ty.elem.name), ty.ndim,
                              ty.mutable))
         else:
-            assert isinstance(ty, ir.ScalarType)
+            assert isinstance(ty, (ir.ScalarType, ir.VectorType))
             out.append(Param(var.name, typevar_of.get(var.name, ty.name)))
     return tuple(out)
 

@@ -21,12 +21,13 @@ SENTINEL_INT = 0x5A5A5A5A
 
 
 def poison(array) -> None:
-    """Fill a device array with NaN (floats) or a sentinel (integers) before a kernel writes it."""
-    kind = np.dtype(array.dtype).kind
-    if kind == "f":
+    """Fill a device array with NaN (floats) or a sentinel (integers) before a kernel writes it
+    (every component of an array of vectors)."""
+    dtype = np.dtype(array.dtype).base  # a vector's dtype is its components' (n of them)
+    if dtype.kind == "f":
         array.fill(np.nan)
     else:
-        info = np.iinfo(array.dtype)
+        info = np.iinfo(dtype)
         array.fill(min(SENTINEL_INT, info.max))
 
 

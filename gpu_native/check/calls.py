@@ -87,19 +87,20 @@ class CallChecker(CheckerBase):
                                      f"to a local, `rng = {sym.name}(seed, uid)`, and draw from "
                                      "it, `rng.uniform()`", e.span)
                 raise self.error(f"gpu_native.{sym.name} cannot be called in a kernel", e.span)
-            return handler(self, sym.name, e)
+            return getattr(self, handler)(sym.name, e)
         if sym.kind == "math":
             return self.call_math(sym.name, e)
         if sym.kind == "builtin":
-            handler = _BUILTIN_CALLS.get(sym.name)
-            if handler is None:
+            builtin = _BUILTIN_CALLS.get(sym.name)
+            if builtin is None:
                 raise self.error(f"{sym.name}() is not supported here", e.span)
-            return handler(self, e)
+            return builtin(self, e)
         if sym.kind == "device":
             return self.call_device(sym, e)
         return self.from_symbol(sym, e.func)
 
-    def gn_call_handlers(self) -> dict[str, Callable]:
+    def gn_call_handlers(self) -> dict[str, str]:
+        """The checker's handler of each callable gpu_native name (a method name)."""
         return _GN_CALLS
 
     def call_cast(self, name: str, e: S.Call) -> ir.Expr:
@@ -175,6 +176,8 @@ class CallChecker(CheckerBase):
         if len(e.args) < 2 or e.keywords:
             raise self.error(f"{name}() in kernels takes two or more scalar arguments", e.span)
         values = [self.expr(a) for a in e.args]
+        if any(isinstance(v.ty, ir.VectorType) and not isinstance(v, WeakConst) for v in values):
+            return self.vector_minmax(name, values, e.span)
         literals = [v.value for v in values if isinstance(v, WeakConst)]
         if len(literals) == len(values):
             return WeakConst(e.span, ir.I64, (min if name == "min" else max)(literals))
@@ -470,10 +473,12 @@ class CallChecker(CheckerBase):
 
 _ORDERS = tuple(order.value for order in R.MemoryOrder)
 
-# The handlers of calls, named by the registry (the scalar types are casts).
-_GN_CALLS: dict[str, Callable] = {
-    e.name: getattr(CallChecker, e.check) for e in R.GPU_NATIVE.values()
-    if e.form in ("call", "type") and e.check}
+# The handlers of calls, named by the registry (the scalar types are casts, the vector types
+# constructors), by name: the handler is a method of FunctionChecker, defined in this mixin or
+# another (the vector handlers are in .vectors).
+_GN_CALLS: dict[str, str] = {
+    e.name: e.check for e in R.GPU_NATIVE.values()
+    if e.form in ("call", "type", "vector type") and e.check}
 
 _BUILTIN_CALLS: dict[str, Callable] = {
     e.name: getattr(CallChecker, e.check) for e in R.BUILTINS.values() if e.form == "call"}

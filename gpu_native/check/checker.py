@@ -20,10 +20,11 @@ from .tail import GridTail
 from .traits import TraitNotes
 from .tuples import TupleChecker
 from .unique import UniqueWrites
+from .vectors import VectorChecker
 
 
 class FunctionChecker(StatementChecker, ControlFlowChecker, TupleChecker, ExpressionChecker,
-                      CallChecker, GeneratorChecker):
+                      CallChecker, GeneratorChecker, VectorChecker):
     """The type pass over one function body: every expression typed, every name resolved,
     every conversion explicit (see :mod:`gpu_native.ir`).
 

@@ -128,12 +128,22 @@ class ExpressionChecker(CheckerBase):
             raise self.error(f"{what} must be a scalar value, not {e.ty}", e.span)
         return e.ty
 
-    def coerce(self, e: ir.Expr, ty: ir.ScalarType | ir.TupleType, what: str,
+    def coerce(self, e: ir.Expr, ty: ir.ScalarType | ir.VectorType | ir.TupleType, what: str,
                explicit: bool = False) -> ir.Expr:
         """Convert ``e`` to ``ty`` by the assignment rules (``explicit`` for casts); a tuple
-        type converts item by item."""
+        type converts item by item.  A vector converts to nothing else: ``vec3f(v)`` converts
+        explicitly."""
         if isinstance(ty, ir.TupleType):
             return self.coerce_tuple(e, ty, what)
+        if isinstance(ty, ir.VectorType):
+            e = self.materialize(e)
+            if e.ty == ty:
+                return e
+            if isinstance(e.ty, ir.VectorType) and e.ty.n == ty.n:
+                raise self.error(f"{what}: a {e.ty} is not a {ty}", e.span,
+                                 f"convert it explicitly: {ty}(v)")
+            raise self.error(f"{what} must be a {ty}, not {e.ty}", e.span,
+                             f"make one with {ty}({', '.join(ty.info.components)})")
         if isinstance(e, WeakConst):
             if not explicit:
                 why = P.literal_fits(e.value, ty)
@@ -269,8 +279,12 @@ class ExpressionChecker(CheckerBase):
         if isinstance(left, WeakConst) and isinstance(right, WeakConst):
             return self.fold(op, left.value, right.value, span)
         for side in (left, right):
-            if isinstance(side, (UidValue, AtomicHandle, TupleValue)) or not isinstance(
-                    side.ty, ir.ScalarType):
+            if isinstance(side, (UidValue, AtomicHandle)):
+                self.materialize(side)  # raises, saying what the value is
+        if isinstance(left.ty, ir.VectorType) or isinstance(right.ty, ir.VectorType):
+            return self.vector_binop(op, left, right, span)
+        for side in (left, right):
+            if not isinstance(side.ty, ir.ScalarType):
                 side = self.materialize(side)
                 raise self.error(f"operator {op} needs scalar operands, not {side.ty}", side.span)
         if op in ("<<", ">>"):
@@ -379,6 +393,8 @@ class ExpressionChecker(CheckerBase):
             return WeakConst(e.span, ir.I64, value)
         if e.op == "not":
             return ir.UnaryOp(e.span, ir.BOOL, "not", self.to_bool(operand, "the operand of not"))
+        if isinstance(operand.ty, ir.VectorType):
+            return self.vector_unary(e.op, operand, e.span)
         ty = P.arithmetic_type(self.scalar_of(operand, f"the operand of {e.op}"))
         if e.op == "~" and not ty.info.is_int:
             raise self.error(f"operator ~ needs an integer operand, not {operand.ty}", e.span)
@@ -431,6 +447,10 @@ class ExpressionChecker(CheckerBase):
                 span: SourceSpan) -> ir.Expr:
         if isinstance(left, WeakConst) and isinstance(right, WeakConst):
             return ir.Const(span, ir.BOOL, bool(_CMP_FOLD[op](left.value, right.value)))
+        for side in (left, right):
+            if isinstance(side.ty, ir.VectorType):
+                raise self.error(f"vectors cannot be compared ({side.ty} {op} ...); compare "
+                                 "their components, e.g. a.x == b.x", span)
         if all(not isinstance(s, WeakConst) and s.ty == ir.BOOL for s in (left, right)):
             return ir.Compare(span, ir.BOOL, op, left, right)
         ty = self.common_type(left, right, span)
@@ -454,6 +474,11 @@ class ExpressionChecker(CheckerBase):
                 then, orelse = self.coerce(then, ty, "if-expression"), self.coerce(
                     orelse, ty, "if-expression")
             return ir.Select(e.span, then.ty, cond, then, orelse)
+        if isinstance(then.ty, ir.VectorType) or isinstance(orelse.ty, ir.VectorType):
+            vt = then.ty if isinstance(then.ty, ir.VectorType) else orelse.ty
+            assert isinstance(vt, ir.VectorType)
+            return ir.Select(e.span, vt, cond, self.coerce(then, vt, "if-expression"),
+                             self.coerce(orelse, vt, "if-expression"))
         if all(not isinstance(s, WeakConst) and s.ty == ir.BOOL for s in (then, orelse)):
             return ir.Select(e.span, ir.BOOL, cond, then, orelse)
         common = self.common_type(then, orelse, e.span)
@@ -474,6 +499,8 @@ class ExpressionChecker(CheckerBase):
             inner = self.ctx.resolver.attribute(sym, e.attr, e.span)
             return self.from_symbol(inner, e)
         base = self.expr(e.value)
+        if isinstance(base.ty, ir.VectorType) and not isinstance(base, WeakConst):
+            return self.vector_component(base, e.attr, e.span)
         if isinstance(base, UidValue):
             axis = self.axis_of(e.attr, e.span)
             if axis >= base.ndim:
@@ -511,6 +538,8 @@ class ExpressionChecker(CheckerBase):
                                  e.span)
             return self.shape_of(base, axis, e.span)
         base = self.expr(e.value)
+        if isinstance(base.ty, ir.VectorType) and len(e.index) == 1:
+            return self.vector_index(base, e.index[0], e.span)
         if isinstance(base, TupleValue) or isinstance(base.ty, ir.TupleType):
             return self.tuple_item(base, e.index, e.span)
         if not isinstance(base, ir.ArrayRef):

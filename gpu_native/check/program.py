@@ -277,7 +277,8 @@ class Program:
                                          f"'{arg.var.name}' is read-only", arg.span)
                 converted.append(arg)
                 continue
-            assert isinstance(param.ty, (ir.ScalarType, ir.TupleType))  # the others: arrays
+            # the others: arrays
+            assert isinstance(param.ty, (ir.ScalarType, ir.VectorType, ir.TupleType))
             value = caller.coerce(arg, param.ty, what)
             caller.unique.check_argument(callee.unique.unique_param_uses, param, value, what,
                                          arg.span)
@@ -322,7 +323,12 @@ class Program:
                 if not isinstance(arg, ir.ArrayRef):
                     raise TranspileError(f"argument '{p.name}' of {fndef.name}() must be an "
                                          "array", arg.span)
-                ty = arg.ty.elem
+                elem = arg.ty.elem
+                if not isinstance(elem, ir.ScalarType):
+                    raise TranspileError(f"argument '{p.name}' of {fndef.name}() is an array of "
+                                         f"{elem}, but a TypeVar stands for a scalar type",
+                                         arg.span)
+                ty = elem
             else:
                 ty = caller.scalar_of(caller.materialize(arg), f"argument '{p.name}'")
             self._bind_typevar(scan, fndef, p.name, tv, ty, arg, binding)

@@ -80,9 +80,9 @@ def resolve(ctx: FunctionContext, fn: S.FunctionDef) -> Declarations:
                                      ret.span)
         else:
             ret_type = annotation(ctx, fn.returns, allow_device=True)
-            if not isinstance(ret_type, (ir.ScalarType, ir.TupleType)):
-                raise TranspileError("device functions return a scalar value or a tuple of "
-                                     "them (`-> tuple[f32, i32]`)", fn.returns.span)
+            if not isinstance(ret_type, (ir.ScalarType, ir.VectorType, ir.TupleType)):
+                raise TranspileError("device functions return a scalar value, a vector or a "
+                                     "tuple of scalars (`-> tuple[f32, i32]`)", fn.returns.span)
     counts: dict[str, int] = {}
     plain: set[str] = set()
     count_assignments(fn.body, counts, plain)
@@ -127,8 +127,9 @@ def _check_default(p: S.Param, ty, value) -> None:
 
 def annotation(ctx: FunctionContext, e: S.Expr, allow_unique: bool = False,
                allow_array: bool = False, allow_device: bool = False, allow_tuple: bool = True):
-    """Evaluate a type annotation: a ScalarType, an ArrayType, a TupleType, "unique"
-    (UniqueId) or "const" (Const, where ``allow_device``: a device function's parameter)."""
+    """Evaluate a type annotation: a ScalarType, a VectorType, an ArrayType, a TupleType,
+    "unique" (UniqueId) or "const" (Const, where ``allow_device``: a device function's
+    parameter)."""
     if isinstance(e, S.Subscript):
         sym = ctx.resolver.dotted(e.value)
         array = registry_entry(sym)
@@ -143,9 +144,9 @@ def annotation(ctx: FunctionContext, e: S.Expr, allow_unique: bool = False,
         if len(e.index) != 1:
             raise TranspileError(f"{array.name}[T] takes one element type", e.span)
         elem = annotation(ctx, e.index[0])
-        if not isinstance(elem, ir.ScalarType):
-            raise TranspileError("the element type must be a scalar type such as f32",
-                                 e.index[0].span)
+        if not isinstance(elem, (ir.ScalarType, ir.VectorType)):
+            raise TranspileError("the element type must be a scalar type such as f32 or a "
+                                 "vector type such as vec3f", e.index[0].span)
         ndim, mutable = array.value
         return ir.ArrayType(elem, ndim, mutable)
     sym = ctx.resolver.dotted(e) if isinstance(e, (S.Name, S.Attribute)) else None
@@ -155,6 +156,8 @@ def annotation(ctx: FunctionContext, e: S.Expr, allow_unique: bool = False,
     if sym.kind == "gn" and entry is not None:
         if entry.form == "type":
             return ir.scalar(sym.name)
+        if entry.form == "vector type":
+            return ir.vector(sym.name)
         if entry.form == "index type":
             if not allow_unique:
                 raise TranspileError("UniqueId is not a valid annotation here", e.span,
@@ -223,6 +226,8 @@ def assigned_names(stmts) -> set[str]:
 def _target_names(t: S.Expr) -> set[str]:
     if isinstance(t, S.Name):
         return {t.id}
+    if isinstance(t, S.Attribute) and isinstance(t.value, S.Name):
+        return {t.value.id}  # `v.x = ...` assigns the local vector v
     if isinstance(t, S.Tuple):
         out: set[str] = set()
         for e in t.elts:

@@ -90,7 +90,8 @@ class StatementChecker(CheckerBase):
                 example = f"tuple[{', '.join(['f32'] * self.tuple_length(value))}]"
             raise self.error(f"{self.fn.name} has no return annotation, so it cannot return a "
                              "value", s.value.span, f"annotate it, e.g. `-> {example}`")
-        assert isinstance(ret_type, (ir.ScalarType, ir.TupleType))  # resolve.py checked it
+        # resolve.py checked it
+        assert isinstance(ret_type, (ir.ScalarType, ir.VectorType, ir.TupleType))
         value = self.coerce(self.expr(s.value), ret_type, "the returned value")
         return [ir.Return(s.span, value)], True
 
@@ -199,7 +200,11 @@ class StatementChecker(CheckerBase):
         if isinstance(target, S.Subscript):
             value = S.BinOp(s.span, s.op, target, s.value)
             return self.assign_target(target, value, s.span, None, augmented=True), False
-        raise self.error("augmented assignment needs a name or an array element", target.span)
+        if isinstance(target, S.Attribute):
+            value = S.BinOp(s.span, s.op, target, s.value)
+            return self.assign_target(target, value, s.span, None), False
+        raise self.error("augmented assignment needs a name, an array element or a vector's "
+                         "component", target.span)
 
     def assign_target(self, target: S.Expr, value_syntax: S.Expr, span,
                       annotation, augmented: bool = False) -> list[ir.Stmt]:
@@ -210,8 +215,34 @@ class StatementChecker(CheckerBase):
         if isinstance(target, S.Tuple):
             return self.unpack(target, value_syntax, span)
         if isinstance(target, S.Attribute):
-            raise self.error("attributes cannot be assigned in kernels", target.span)
+            return self.assign_component(target, value_syntax, span)
         raise self.error("cannot assign to this expression", target.span)
+
+    def assign_component(self, target: S.Attribute, value_syntax: S.Expr, span
+                         ) -> list[ir.Stmt]:
+        """``v.x = value`` for a local vector ``v``: ``v`` gets a new vector with that one
+        component replaced."""
+        found = self.component_target(target)
+        if found is None:
+            if isinstance(target.value, S.Subscript):
+                raise self.error("a component of an array element cannot be assigned; assign "
+                                 "the whole element", target.span,
+                                 "v = a[i]; v.x = ...; a[i] = v")
+            raise self.error("attributes cannot be assigned in kernels (only the components "
+                             "of a local vector)", target.span)
+        var, index = found
+        ty = var.ty
+        assert isinstance(ty, ir.VectorType)
+        value = self.coerce(self.expr(value_syntax), ty.elem,
+                            f"component .{ty.info.components[index]} of '{var.name}'")
+        old = ir.Local(target.span, ty, var)
+        items = tuple(value if k == index else ir.VecComponent(target.span, ty.elem, old, k)
+                      for k in range(ty.n))
+        new = ir.VecMake(span, ty, items)
+        self.bounds.commit()
+        self.bounds.kill({var})
+        self.defs.record(var, new)
+        return [ir.Assign(span, var, new)]
 
     def array_declaration(self, value: S.Expr):
         if not isinstance(value, S.Call) or not isinstance(value.func, (S.Name, S.Attribute)):
@@ -272,7 +303,7 @@ class StatementChecker(CheckerBase):
         if isinstance(var.ty, GeneratorType):
             raise self.error(f"'{name}' holds a random number generator; only philox(...) can "
                              "be assigned to it", target.span)
-        assert isinstance(var.ty, (ir.ScalarType, ir.TupleType))
+        assert isinstance(var.ty, (ir.ScalarType, ir.VectorType, ir.TupleType))
         converted = self.coerce(value, var.ty, f"assignment to '{name}'")
         self.bounds.commit()
         self.bounds.kill({var})
@@ -288,9 +319,9 @@ class StatementChecker(CheckerBase):
                              call.span)
         got = self.args(call, ("dtype", "shape"), 2, f"{which}()")
         elem = self.annotation(got["dtype"])
-        if not isinstance(elem, ir.ScalarType):
-            raise self.error(f"{which}()'s dtype must be a scalar type such as f32",
-                             got["dtype"].span)
+        if not isinstance(elem, (ir.ScalarType, ir.VectorType)):
+            raise self.error(f"{which}()'s dtype must be a scalar type such as f32 or a vector "
+                             "type such as vec3f", got["dtype"].span)
         shape = self.static_shape(got["shape"], which)
         dynamic = shape == (0,)
         if dynamic and which != "shared_array":
@@ -375,7 +406,7 @@ class StatementChecker(CheckerBase):
         if isinstance(var.ty, GeneratorType):
             raise self.error(f"'{name}' holds a random number generator; only philox(...) can "
                              "be assigned to it", target.span)
-        assert isinstance(var.ty, (ir.ScalarType, ir.TupleType))
+        assert isinstance(var.ty, (ir.ScalarType, ir.VectorType, ir.TupleType))
         converted = self.coerce(value, var.ty, f"assignment to '{name}'")
         self.bounds.commit()
         self.bounds.kill({var})

@@ -133,10 +133,14 @@ class TupleChecker(CheckerBase):
                              "unpack the value into locals first, then build the tuple")
         return self.coerce_tuple(TupleValue(e.span, ir.VOID, self.tuple_items(e)), ty, what)
 
-    def value_type(self, value: ir.Expr, what: str) -> ir.Type:
-        """The type a new local holding ``value`` gets: a scalar type or a tuple type."""
+    def value_type(self, value: ir.Expr, what: str = "this") -> ir.Type:
+        """The type a new local holding ``value`` gets: a scalar type, a vector type or a
+        tuple type."""
         if self.is_tuple(value):
             return self.materialize(value).ty
+        value = self.materialize(value)
+        if isinstance(value.ty, ir.VectorType):
+            return value.ty
         return self.scalar_of(value, what)
 
     # ---- unpacking --------------------------------------------------------------------------

@@ -12,8 +12,9 @@ does, so the two sets cannot meet and the mapping is injective; nothing of CUDA'
 emitter's has the form ``py_..._``.
 
 Names the emitter derives from a variable's C++ name ``c``: its extents ``__gn_<c>_n<axis>`` (the
-only ``__gn_`` names ending in ``_n`` and a digit) and its 16-byte vector ``__gnv_<c>`` (the only
-names starting with ``__gnv``).  Its other names are fixed (``__gn_err``, ``__gn_uid`` ...) or
+only ``__gn_`` names ending in ``_n`` and a digit), the components of a vector kernel parameter
+``__gn_<c>_v<k>`` (the only ones ending in ``_v`` and a digit) and its 16-byte vector
+``__gnv_<c>`` (the only names starting with ``__gnv``).  Its other names are fixed (``__gn_err``, ``__gn_uid`` ...) or
 numbered: the loop counters ``__gn_i3``, ``__gn_stop3``, ``__gn_step3`` and the checker's
 temporaries ``$t3`` as ``__gn_t3``.
 """
@@ -84,6 +85,11 @@ def cname(var: ir.Var) -> str:
 def extent_name(var: ir.Var, axis: int) -> str:
     """The C++ name of an array's extent along ``axis``."""
     return f"__gn_{cname(var)}_n{axis}"
+
+
+def component_name(var: ir.Var, k: int) -> str:
+    """The C++ name of component ``k`` of a vector kernel parameter, passed as a scalar."""
+    return f"__gn_{cname(var)}_v{k}"
 
 
 def vector_name(var: ir.Var) -> str:

@@ -18,10 +18,11 @@ from .._version import __version__
 from ..lang import registry as R
 from ..locate import display_file as display_name
 from ..nodes import fields, is_node
-from .cnames import cname, extent_name
+from .cnames import cname, component_name, extent_name
 from .entry_points import ENTRY_POINTS
 from .prelude import GRID_SYNC_INCLUDES, HALF_INCLUDES, PRELUDE_INCLUDE
 from .structs import tuple_name, tuple_struct, tuple_types
+from .vectors import VectorEmitter
 
 _XYZ = "xyz"
 # The barriers by scope ("block", "warp", "grid"), as the IR's Barrier names them.
@@ -67,6 +68,9 @@ def _taken_nonnegative(e: ir.Expr) -> bool:
     """``fabs(x)``, ``x * x``, ``exp2(x)`` and the like: >= 0 unless NaN."""
     if isinstance(e, ir.MathCall):
         return e.name in _TAKEN_NONNEGATIVE
+    if isinstance(e, ir.VecCall):  # a square root, or a sum of squares
+        return e.name in ("length", "length_sq") or (
+            e.name == "dot" and _same_value(e.args[0], e.args[1]))
     if isinstance(e, ir.BinOp):
         if e.op == "**":
             return isinstance(e.right, ir.Const) and e.right.value % 2 == 0
@@ -102,7 +106,7 @@ def _sext_may_widen(e: ir.Expr) -> bool:
     return isinstance(e, ir.UnaryOp) and e.op == "-"
 
 
-def _scale_by_power_of_two(e: ir.BinOp) -> tuple[str, float] | None:
+def _scale_by_power_of_two(e: ir.BinOp | ir.VecBinOp) -> tuple[str, float] | None:
     """For ``x * c``, ``c * x`` or ``x / c`` in f32 with a literal ``c = ±2**k``, 1 <= |k| <= 3:
     which operand ``x`` is (``"left"`` or ``"right"``) and the factor (``1 / c`` for a division,
     which is exact).  See gn_fscale in the prelude."""
@@ -157,11 +161,12 @@ def _may_be_product(e: ir.Expr, product_locals: set[int]) -> bool:
     if isinstance(e, ir.Load):
         # A per-thread array indexed by constants lives in registers: it may hold a product.
         return e.array.ty.space == "local"
-    return isinstance(e, (ir.Call, ir.TupleItem))
+    # A vector's component may be a product made inside a prelude function.
+    return isinstance(e, (ir.Call, ir.TupleItem, ir.VecComponent, ir.VecCall))
 
 
 def ctype(ty: ir.Type) -> str:
-    if isinstance(ty, ir.ScalarType):
+    if isinstance(ty, (ir.ScalarType, ir.VectorType)):
         return ty.info.c_name
     if isinstance(ty, ir.VoidType):
         return "void"
@@ -257,7 +262,7 @@ def const_declarations(consts: tuple[ir.ConstDecl, ...]) -> str:
     return "\n".join(lines) + "\n"
 
 
-class CudaEmitter:
+class CudaEmitter(VectorEmitter):
     """Emits one kernel specialisation (and the device functions it reaches) as CUDA C++."""
 
     def __init__(self, kernel: ir.Kernel, display_file: str):
@@ -304,9 +309,14 @@ class CudaEmitter:
         return "\n".join(out) + "\n"
 
     def params(self, params: tuple[ir.Var, ...], kernel: bool) -> list[str]:
-        out = []
+        out: list[str] = []
         for p in params:
-            if isinstance(p.ty, ir.ArrayType):
+            if kernel and isinstance(p.ty, ir.VectorType):
+                # One scalar parameter per component (see gpu_native.abi), gathered into the
+                # vector by vector_params().
+                elem = ctype(p.ty.elem)
+                out.extend(f"{elem} {component_name(p, k)}" for k in range(p.ty.n))
+            elif isinstance(p.ty, ir.ArrayType):
                 elem = ctype(p.ty.elem)
                 restrict = " __restrict__" if kernel else ""
                 const = "" if p.ty.mutable else "const "
@@ -343,6 +353,14 @@ class CudaEmitter:
         """The C++ type a local is declared with."""
         return ctype(var.ty)
 
+    def vector_params(self, params: tuple[ir.Var, ...]) -> None:
+        """Declare a kernel's vector parameters from their components (see :meth:`params`)."""
+        for p in params:
+            if isinstance(p.ty, ir.VectorType):
+                items = ", ".join(component_name(p, k) for k in range(p.ty.n))
+                # Not const: a kernel may assign its parameters, a vector's components too.
+                self.line(f"{ctype(p.ty)} {cname(p)} = {ctype(p.ty)}{{{items}}};")
+
     def kernel_function(self, symbol: str | None = None) -> str:
         k = self.kernel
         params = self.params(k.params, kernel=True)
@@ -350,6 +368,7 @@ class CudaEmitter:
         self.lines = []
         self.indent = 1
         self.last_line = -1
+        self.vector_params(k.params)
         self.declarations(k.locals, k.local_arrays, k.shared, k.body)
         self.block(k.body)
         sig = (f'extern "C" __global__ void {symbol or k.symbol}(\n    '
@@ -800,6 +819,7 @@ class CudaEmitter:
         target = self.element(e.array, e.indices, e.checks)
         ptr = f"&{target}"
         elem = e.array.ty.elem
+        assert isinstance(elem, ir.ScalarType)  # the checker refuses atomics on vectors
         ct = elem.info.c_name
         ops = [self.expr(o) for o in e.operands]
         shared = e.array.ty.space == "shared"
@@ -880,6 +900,11 @@ _EXPR: dict[type, str] = {
     ir.WarpOp: "emit_WarpOp",
     ir.BarrierVote: "emit_BarrierVote",
     ir.Atomic: "emit_Atomic",
+    ir.VecMake: "emit_VecMake",
+    ir.VecComponent: "emit_VecComponent",
+    ir.VecBinOp: "emit_VecBinOp",
+    ir.VecUnary: "emit_VecUnary",
+    ir.VecCall: "emit_VecCall",
     ir.RandomDraw: "emit_RandomDraw",
 }
 

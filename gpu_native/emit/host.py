@@ -24,7 +24,8 @@ parameter is called, it cannot change what the launcher does.
 
 Its fast path checks each argument with one identity test against a *signature* object that
 encodes dtype, ndim, device, contiguity and writability (an array's ``launch_sig`` /
-``launch_sig_mut``, see ``DeviceArray``'s launch protocol; a scalar: its exact class and range),
+``launch_sig_mut``, see ``DeviceArray``'s launch protocol; a scalar: its exact class and range; a
+vector: its exact class, its components packed as it holds them),
 packs the values into the thread's argument buffer with one ``struct.pack_into`` (an array as its
 ``launch_args``, the bytes of its address and extents, packed once when the array was made) and
 calls ``cuLaunchKernel``, all through closure variables; anything else falls back to ``slow``,
@@ -92,6 +93,9 @@ def _scalar_test(p: Param, generic: bool, r: str) -> tuple[tuple[str, ...], str 
         # which refuses the first and passes the others.
         limit = abi.FLOAT_OVERFLOW[p.dtype]
         return (f"{name}.__class__ is {r}float", f"-{limit!r} < {name} < {limit!r}"), "float"
+    if p.dtype in abi.VECTOR_SLOTS and not generic:
+        # A vector of the parameter's own class holds its components converted already.
+        return (f"{name}.__class__ is {r}{p.dtype}",), p.dtype
     # bf16 is passed as its bits (converted on the slow path), TypeVars as their specialisation.
     return ("False",), None
 
@@ -272,7 +276,8 @@ def build_launcher(name: str, params: tuple[Param, ...], generic: bool,
             tests.append(test)
             if cls is not None and cls not in classes:
                 classes.append(cls)
-            values.append(p.name)
+            # A vector's components, one slot each (see gpu_native.abi).
+            values.append(f"*{p.name}._values" if p.dtype in abi.VECTOR_SLOTS else p.name)
     # A writable array must not share memory with another array argument (the kernel's pointers
     # are __restrict__); arrays from different allocations cannot overlap, so the fast path only
     # compares allocations and leaves exact overlap tests to the slow path.
@@ -290,6 +295,8 @@ def build_launcher(name: str, params: tuple[Param, ...], generic: bool,
     if arrays:
         setup.append(f"{r}DA = {fast}.DeviceArray")
     setup += [f"{r}{cls} = {fast}.{cls}" for cls in ("int", "float", "bool") if cls in classes]
+    setup += [f"{r}{cls} = {fast}.vectors[{cls!r}]" for cls in classes
+              if cls in abi.VECTOR_SLOTS]
     setup += [f"{r}sig_{p.name} = {fast}.signatures[{p.name!r}]" for p in arrays]
     if values:
         setup += [f"{r}pack = {fast}.pack", f"{r}buf = {fast}.buffer"]

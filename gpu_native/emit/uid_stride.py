@@ -142,6 +142,7 @@ class UidStrideEmitter(CudaEmitter):
                    "unsigned int __gn_block"]
         self.lines = []
         self.indent = 1
+        self.vector_params(k.params)
         self.declarations(k.locals, k.local_arrays, k.shared, k.body)
         plan = vector_plan(k)
         if plan is None:

@@ -28,7 +28,9 @@ __all__ = [
     "brev",
     "byte_perm",
     "clz",
+    "cross",
     "ctz",
+    "dot",
     "ffs",
     "funnelshift_l",
     "funnelshift_lc",
@@ -36,9 +38,12 @@ __all__ = [
     "funnelshift_rc",
     "grid_sync",
     "lane_id",
+    "length",
+    "length_sq",
     "local_array",
     "match_all",
     "match_any",
+    "normalize",
     "philox",
     "popc",
     "shared_array",
@@ -244,6 +249,34 @@ def funnelshift_rc(lo: int, hi: int, shift: int) -> int:
 @_intrinsic
 def bitcast(x: Any, dtype: type[T]) -> T:
     _device_only("bitcast()")
+
+
+V = TypeVar("V")
+
+
+@_intrinsic
+def dot(a: V, b: V) -> Any:
+    _device_only("dot()")
+
+
+@_intrinsic
+def cross(a: V, b: V) -> V:
+    _device_only("cross()")
+
+
+@_intrinsic
+def length(v: Any) -> Any:
+    _device_only("length()")
+
+
+@_intrinsic
+def length_sq(v: Any) -> Any:
+    _device_only("length_sq()")
+
+
+@_intrinsic
+def normalize(v: V) -> V:
+    _device_only("normalize()")
 
 
 @contextmanager

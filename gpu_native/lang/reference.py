@@ -25,6 +25,8 @@ SECTIONS: tuple[tuple[str, tuple[tuple[str, ...], ...]], ...] = (
     ("Types (`from gpu_native import ...`)", (
         ("gpu_native", "type"), ("gpu_native", "array type"), ("gpu_native", "index type"),
         ("gpu_native", "const type"), ("builtins", "tuple type"))),
+    ("Vectors", (("gpu_native", "vector type"), ("gpu_native", "call", "call_vector"),
+                 ("vector", "attribute"))),
     ("Kernels, layouts and launch coordinates", (
         ("gpu_native", "decorator"), ("gpu_native", "kernel kind"), ("gpu_native", "layout"),
         ("layout", "method"), ("layout", "loop"), ("gpu_native", "dim3"),
@@ -43,7 +45,7 @@ SECTIONS: tuple[tuple[str, tuple[tuple[str, ...], ...]], ...] = (
 )
 
 _PREFIX = {"math": "math.", "atomic_ref": ".", "layout": "Layout.", "dim3": ".", "array": "x.",
-           "generator": "rng."}
+           "vector": "v.", "generator": "rng."}
 
 
 def _name(entry: Entry) -> str:

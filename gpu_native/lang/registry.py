@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from ..nodes import node
-from .types import SCALARS, ScalarInfo
+from .types import SCALARS, VECTORS, ScalarInfo
 
 __all__ = [
     "ATOMIC_METHODS",
@@ -45,6 +45,7 @@ __all__ = [
     "LAYOUT_METHODS",
     "MATH",
     "MATH_OPS",
+    "VECTOR_COMPONENTS",
     "Entry",
     "MemoryOrder",
     "Param",
@@ -80,6 +81,7 @@ FORMS = {
     "loop": "iterated by a `for` loop",
     "method": "called as a method",
     "type": "a scalar type: annotation, cast and host dtype tag",
+    "vector type": "a small vector type: annotation, constructor, array element and host dtype tag",
     "array type": "an array parameter annotation, `T[elem]`",
     "index type": "an annotation for unique ids",
     "const type": "an annotation for compile-time constant parameters",
@@ -124,8 +126,9 @@ class Entry:
     namespace : str
         Where a kernel finds it: ``gpu_native``, ``math``, ``builtins``, ``atomic_ref`` (methods of
         ``x.atomic_ref(i)``), ``layout`` (methods of the layouts), ``array`` (methods of arrays),
-        ``dim3`` (attributes of ``thread_idx`` and friends and of unique ids), ``MemoryOrder``,
-        ``generator`` (methods of a random number generator, ``rng.uniform()``).
+        ``dim3`` (attributes of ``thread_idx`` and friends and of unique ids), ``vector`` (the
+        components of vectors), ``MemoryOrder``, ``generator`` (methods of a random number
+        generator, ``rng.uniform()``).
     form : str
         How a kernel uses it: one of :data:`FORMS`.
     doc : str
@@ -142,15 +145,15 @@ class Entry:
         The CUDA spelling (a function name, per operand type where it differs: see ``PerType``).
     sim : callable, str, mapping or None
         The simulator's implementation: a NumPy function, or the name of a function of
-        ``gpu_native.simulator.ops`` or of a method of the simulator's machine (per operand type
-        where it differs); for a generator's methods, a function of
-        ``gpu_native.simulator.philox``.
+        ``gpu_native.simulator.ops`` (``gpu_native.simulator.vectors`` for the vector
+        functions) or of a method of the simulator's machine (per operand type where it
+        differs); for a generator's methods, a function of ``gpu_native.simulator.philox``.
     op : str
         The IR's name for it where that differs from ``name`` (``round`` is ``MathCall("rint")``,
         ``fetch_add`` is ``Atomic("add")``).
     value : object
         Data of the construct: a constant's value, a layout's ``(scope, ndim)``, an array type's
-        ``(ndim, mutable)``, a barrier's scope, the element types an atomic accepts ...
+        ``(ndim, mutable)``, a vector type's ``VectorInfo``, a component's index, a barrier's scope, the element types an atomic accepts ...
     since : str
         The gpu_native version it appeared in.
     more : str
@@ -426,6 +429,34 @@ _add(Entry("bitcast", "gpu_native", "call", "the bits of `x` read as a `dtype` o
                 "``f64``/``i64``/``u64``, ``f16``/``bf16``/``i16``/``u16``, ``i8``/``u8``.  "
                 "Nothing is converted or rounded; NaN payloads are kept."))
 
+# ---- small vectors ----------------------------------------------------------------------------
+
+for _vinfo in VECTORS.values():
+    _add(Entry(_vinfo.name, "gpu_native", "vector type",
+               f"{_vinfo.n} x {_vinfo.elem.name} vector: `{_vinfo.name}("
+               f"{', '.join(_vinfo.components)})`, `{_vinfo.name}(s)` (every component s), "
+               f"`{_vinfo.name}()` (zero), `{_vinfo.name}(v)` (converts another {_vinfo.n}-vector)",
+               _params("*args"), _vinfo.name, "call_vector_make", _vinfo.c_name, value=_vinfo,
+               since="0.2.0",
+               more="Arithmetic ``+ - * /`` is elementwise between two vectors of one type, and "
+                    "with a scalar operand broadcast to every component (a scalar must promote "
+                    "to the element type: ``vec3f * f64`` is refused); unary ``-``; components "
+                    "``.x .y .z .w`` (a local's components can be assigned).  An array of them "
+                    "is a NumPy array with a last axis of the vector's length."))
+for _name, _doc, _params_text, _result in (
+        ("dot", "the sum of the products of the components, x first: `a.x * b.x + a.y * b.y "
+         "+ ...`", "a:vector b:vector", "T"),
+        ("cross", "the cross product of two 3-vectors", "a:vector b:vector", "vector"),
+        ("length", "the Euclidean length `sqrt(dot(v, v))` of a float vector", "v:vector", "T"),
+        ("length_sq", "the squared length `dot(v, v)`", "v:vector", "T"),
+        ("normalize", "`v / length(v)`, or the zero vector when the length is not positive "
+         "(as Warp's `normalize`)", "v:vector", "vector")):
+    _add(Entry(_name, "gpu_native", "call", _doc, _params(_params_text), _result, "call_vector",
+               f"gn_{_name}", _name, since="0.2.0"))
+for _axis, _attr in enumerate("xyzw"):
+    _add(Entry(_attr, "vector", "attribute", f"component {_axis} of a vector (a local's can be "
+               "assigned)", value=_axis, since="0.2.0"))
+
 # ---- random numbers: rng = philox(seed, subsequence, offset) ----------------------------------
 
 _add(Entry("philox", "gpu_native", "generator",
@@ -549,10 +580,10 @@ _add(Entry("range", "builtins", "loop", "`for i in range(stop)`, `range(start, s
            "`range(start, stop, step)`: i has the arguments' promoted type",
            _params("*args:int")))
 _add(Entry("min", "builtins", "call", "the smallest argument; `min(a, b)` is `b` only when "
-           "`b < a` (NaN follows the order)", _params("a:scalar b:scalar *more:scalar"),
+           "`b < a` (NaN follows the order); elementwise for vectors", _params("a:scalar b:scalar *more:scalar"),
            "T", "call_minmax", "gn_min<{T}>", "pymin"))
 _add(Entry("max", "builtins", "call", "the largest argument; `max(a, b)` is `b` only when "
-           "`b > a`", _params("a:scalar b:scalar *more:scalar"), "T", "call_minmax",
+           "`b > a`; elementwise for vectors", _params("a:scalar b:scalar *more:scalar"), "T", "call_minmax",
            "gn_max<{T}>", "pymax"))
 _add(Entry("abs", "builtins", "call", "absolute value (integers wrap: `abs(INT_MIN)`)",
            _params("x:scalar"), "T", "call_abs",
@@ -605,6 +636,8 @@ MATH_OPS: dict[str, Entry] = {
 ``round`` (as ``rint``), and the bit operations (``popc`` ... ``bitcast``)."""
 AXES: dict[str, int] = {e.name: e.value for e in _index("dim3").values()}
 """``.x .y .z`` → axis."""
+VECTOR_COMPONENTS: dict[str, int] = {e.name: e.value for e in _index("vector").values()}
+"""``.x .y .z .w`` → the index of a vector's component."""
 LAYOUT_METHODS: dict[str, Entry] = _index("layout")
 """The methods of the layouts (``FlatLayout1D.uid()``)."""
 GENERATOR_METHODS: dict[str, Entry] = _index("generator")

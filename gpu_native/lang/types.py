@@ -1,9 +1,16 @@
-"""Scalar types and array parameter types of the kernel language.
+"""Scalar types, small vector types and array parameter types of the kernel language.
 
 Each scalar type is a small class (``f32``, ``i32``, ...), so that annotations such as
 ``CUDASlice[f32]`` and ``x: f32`` are valid types for editors and type checkers.  The same class is
 the cast in a kernel (``f32(x)``) and the dtype tag on the host (``gn.empty(10, gn.f32)``).  The
 metadata the transpiler and runtime need lives in :data:`SCALARS`, keyed by name.
+
+The vector types (``vec2f`` ... ``vec4i``: 2, 3 or 4 components of ``f32``, ``f64`` or ``i32``,
+named as Warp names them) are classes too: an annotation, a constructor in kernels, an array
+element type (``CUDASlice[vec3f]``) and a dtype tag on the host, where an array of them is a NumPy
+array with a last axis of 2, 3 or 4 (``gn.to_device(a, dtype=gn.vec3f)`` for an ``(n, 3)``
+``float32`` array).  Their metadata is in :data:`VECTORS`; see :class:`VectorInfo` for the
+layout, which is NumPy's packed one.
 """
 
 from __future__ import annotations
@@ -38,6 +45,15 @@ __all__ = [
     "u16",
     "u32",
     "u64",
+    "vec2d",
+    "vec2f",
+    "vec2i",
+    "vec3d",
+    "vec3f",
+    "vec3i",
+    "vec4d",
+    "vec4f",
+    "vec4i",
 ]
 
 
@@ -226,6 +242,196 @@ def scalar_info(tag: Any) -> ScalarInfo:
     if dt.name == "bfloat16":
         return SCALARS["bf16"]
     raise TypeError(f"dtype {dt} has no gpu_native scalar type")
+
+
+# ---- small vectors ----------------------------------------------------------------------------
+
+_VECTOR_SUFFIX = {"f32": "f", "f64": "d", "i32": "i"}
+_COMPONENTS = "xyzw"
+
+
+@node
+class VectorInfo:
+    """What the transpiler and runtime know about one small vector type (``vec3f`` ...).
+
+    Layout: ``n`` components of ``elem``, packed (``itemsize`` is ``n`` times the element's, so
+    an array of them has NumPy's ``(..., n)`` memory layout), aligned like CUDA's own vectors:
+    2- and 4-component vectors to their size up to 16 bytes (``vec2f`` 8, ``vec4f`` and
+    ``vec2d`` 16, ``vec4d`` 16), 3-component ones to their element (``vec3f`` 12 bytes, align 4),
+    so that loads of ``vec4f`` and ``vec2d`` elements are single 16-byte accesses.  The CUDA
+    structs are the prelude's ``gn_vec3f`` ... (gpu_native/include/gpu_native/prelude.cuh), not
+    CUDA's ``float4`` family (whose ``double4`` alignment changed in CUDA 13).
+    """
+
+    name: str  # "vec3f"
+    elem: ScalarInfo
+    n: int
+
+    kind = "vector"
+
+    @property
+    def c_name(self) -> str:
+        return f"gn_{self.name}"
+
+    @property
+    def itemsize(self) -> int:
+        return self.n * self.elem.itemsize
+
+    @property
+    def align(self) -> int:
+        if self.n == 3:
+            return self.elem.itemsize
+        return min(self.itemsize, 16)
+
+    @property
+    def components(self) -> str:
+        """The component names: ``"xyz"`` for a 3-vector."""
+        return _COMPONENTS[:self.n]
+
+    @property
+    def dtype(self) -> np.dtype:
+        """The NumPy dtype of one element: ``n`` elements of the scalar type (a NumPy array of
+        shape ``s`` made with it has shape ``(*s, n)``)."""
+        return np.dtype((self.elem.dtype, (self.n,)))
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+VECTORS: dict[str, VectorInfo] = {
+    f"vec{n}{suffix}": VectorInfo(f"vec{n}{suffix}", SCALARS[elem], n)
+    for elem, suffix in _VECTOR_SUFFIX.items() for n in (2, 3, 4)
+}
+
+
+class _VectorMeta(type):
+    """Metaclass of the vector classes: a short repr, their metadata and NumPy dtype."""
+
+    info: VectorInfo
+
+    def __repr__(cls) -> str:
+        return f"gpu_native.{cls.__name__}"
+
+    @property
+    def dtype(cls) -> np.dtype:
+        """The NumPy dtype of one element (``n`` values of the scalar type)."""
+        return cls.info.dtype
+
+
+class _Vector(metaclass=_VectorMeta):
+    """A small vector value on the host: a kernel argument for a vector parameter.
+
+    ``vec3f(x, y, z)``; ``vec3f(s)`` repeats one scalar; ``vec3f()`` is zero; ``vec3f(seq)``
+    takes the components of any sequence of three numbers.  Components are converted as the
+    scalar type converts (``f32(x)`` rounds, ``i32(x)`` wraps) and read as ``.x .y .z .w``, by
+    index, or by iterating.  There is no arithmetic on the host: compute with NumPy arrays.
+    """
+
+    info: ClassVar[VectorInfo]
+    __slots__ = ("_values",)
+
+    def __init__(self, *args: Any) -> None:
+        info = type(self).info
+        n = info.n
+        if len(args) == 1 and not isinstance(args[0], (int, float, np.number)):
+            args = tuple(args[0])
+            if len(args) != n:
+                raise ValueError(f"{type(self).__name__} takes {n} components, not {len(args)}")
+        if len(args) == 0:
+            args = (0,) * n
+        elif len(args) == 1:
+            args = args * n
+        elif len(args) != n:
+            raise TypeError(f"{type(self).__name__}() takes 0, 1 or {n} arguments "
+                            f"({len(args)} given)")
+        make = SCALAR_CLASSES[info.elem.name]
+        self._values = tuple(make(a) for a in args)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def __iter__(self):
+        return iter(self._values)
+
+    def __getitem__(self, k):
+        return self._values[k]
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, _Vector):
+            return type(other) is type(self) and other._values == self._values
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((type(self).__name__, self._values))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({', '.join(repr(v) for v in self._values)})"
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        return np.array(self._values, dtype=dtype or type(self).info.elem.dtype)
+
+
+def _component(k: int) -> property:
+    return property(lambda self: self._values[k], doc=f"Component {_COMPONENTS[k]}.")
+
+
+def _vector(name: str) -> type:
+    info = VECTORS[name]
+    body: dict[str, Any] = {"info": info, "__module__": "gpu_native", "__slots__": ()}
+    for k, attr in enumerate(info.components):
+        body[attr] = _component(k)
+    cls = _VectorMeta(name, (_Vector,), body)
+    cls.__doc__ = (
+        f"The ``{name}`` vector type ({info.n} x {info.elem.name}; ``{info.c_name}`` in CUDA "
+        f"C++): an annotation, a constructor ``{name}({', '.join(info.components)})`` in kernels "
+        f"and on the host, an array element type (``CUDASlice[{name}]``) and a dtype tag "
+        f"(``gn.empty(n, gn.{name})``, ``gn.to_device(a, dtype=gn.{name})`` for an "
+        f"(n, {info.n}) array).")
+    return cls
+
+
+if TYPE_CHECKING:
+    class vec2f(_Vector): ...
+    class vec3f(_Vector): ...
+    class vec4f(_Vector): ...
+    class vec2d(_Vector): ...
+    class vec3d(_Vector): ...
+    class vec4d(_Vector): ...
+    class vec2i(_Vector): ...
+    class vec3i(_Vector): ...
+    class vec4i(_Vector): ...
+else:
+    vec2f, vec3f, vec4f = _vector("vec2f"), _vector("vec3f"), _vector("vec4f")
+    vec2d, vec3d, vec4d = _vector("vec2d"), _vector("vec3d"), _vector("vec4d")
+    vec2i, vec3i, vec4i = _vector("vec2i"), _vector("vec3i"), _vector("vec4i")
+
+VECTOR_CLASSES: dict[str, type] = {
+    "vec2f": vec2f, "vec3f": vec3f, "vec4f": vec4f, "vec2d": vec2d, "vec3d": vec3d,
+    "vec4d": vec4d, "vec2i": vec2i, "vec3i": vec3i, "vec4i": vec4i,
+}
+
+
+def element_info(tag: Any) -> ScalarInfo | VectorInfo:
+    """The :class:`ScalarInfo` or :class:`VectorInfo` of an array element type: a scalar or
+    vector class, its name, its info, or a NumPy dtype (a subarray dtype such as
+    ``np.dtype((np.float32, 3))`` names a vector).
+
+    Raises ``TypeError`` when ``tag`` names no supported element type.
+    """
+    info = getattr(tag, "info", None) if isinstance(tag, type) else None
+    if isinstance(info, VectorInfo):
+        return info
+    if isinstance(tag, VectorInfo):
+        return tag
+    if isinstance(tag, str) and tag in VECTORS:
+        return VECTORS[tag]
+    if isinstance(tag, np.dtype) and tag.subdtype is not None:
+        base, shape = tag.subdtype
+        for v in VECTORS.values():
+            if (v.n,) == shape and v.elem.name != "bf16" and np.dtype(v.elem.numpy) == base:
+                return v
+        raise TypeError(f"dtype {tag} has no gpu_native vector type")
+    return scalar_info(tag)
 
 
 T = TypeVar("T")

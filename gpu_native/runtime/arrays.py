@@ -1,6 +1,9 @@
 """Device arrays: ``gn.to_device``, ``gn.empty``, ``gn.zeros`` and :class:`DeviceArray`.
 
-A ``DeviceArray`` is a C-contiguous block of device memory with a shape and a scalar type.  Views
+A ``DeviceArray`` is a C-contiguous block of device memory with a shape and an element type: a
+scalar type, or a vector type (``vec3f`` ...), whose components the host sees as a last axis of
+its own (an array of ``n`` ``vec3f`` comes back from :meth:`DeviceArray.to_host` as an ``(n, 3)``
+``float32`` array, and ``gn.to_device(a, dtype=gn.vec3f)`` takes one).  Views
 (``a[10:20]``, ``a[3]`` of a 2-D array, ``a.reshape(...)``, ``a.readonly()``) share the memory.
 Arrays export ``__cuda_array_interface__`` (v3) and DLPack, and foreign CUDA arrays (CuPy,
 PyTorch, Numba) are accepted by launches and by :func:`to_device` without a copy.
@@ -22,7 +25,7 @@ import numpy as np
 
 from .. import abi
 from ..lang.halfprec import bf16_bits_to_f32, f32_to_bf16_bits
-from ..lang.types import ScalarInfo, scalar_info
+from ..lang.types import ScalarInfo, VectorInfo, element_info, scalar_info
 from ..tracebacks import boundary
 from . import backend as B
 from .devices import current_device, on_device
@@ -111,8 +114,8 @@ class DeviceArray:
     __slots__ = ("__weakref__", "_backend", "_gn_ptr", "_info", "_owner", "device", "dtype",
                  "launch_args", "launch_base", "launch_sig", "launch_sig_mut", "shape")
 
-    def __init__(self, backend, device: int, ptr: int, shape: tuple[int, ...], info: ScalarInfo,
-                 owner: Any, base: Any, writable: bool = True):
+    def __init__(self, backend, device: int, ptr: int, shape: tuple[int, ...],
+                 info: ScalarInfo | VectorInfo, owner: Any, base: Any, writable: bool = True):
         if not 1 <= len(shape) <= 3:
             raise ValueError(f"device arrays have 1 to 3 dimensions, not {len(shape)}")
         self._backend = backend
@@ -147,10 +150,23 @@ class DeviceArray:
 
     @property
     def scalar_type(self) -> type:
-        """The gpu_native scalar type of the elements (``gn.f32``, ...)."""
-        from ..lang.types import SCALAR_CLASSES
+        """The gpu_native type of the elements (``gn.f32``, ..., ``gn.vec3f``, ...)."""
+        from ..lang.types import SCALAR_CLASSES, VECTOR_CLASSES
 
-        return SCALAR_CLASSES[self._info.name]
+        return {**SCALAR_CLASSES, **VECTOR_CLASSES}[self._info.name]
+
+    @property
+    def scalar_info(self) -> ScalarInfo:
+        """The scalar type of the elements, or of their components for an array of vectors."""
+        info = self._info
+        return info.elem if isinstance(info, VectorInfo) else info
+
+    @property
+    def host_shape(self) -> tuple[int, ...]:
+        """The shape of :meth:`to_host`'s array: :attr:`shape`, and for an array of vectors a
+        last axis of their length."""
+        info = self._info
+        return (*self.shape, info.n) if isinstance(info, VectorInfo) else self.shape
 
     @property
     def is_writable(self) -> bool:
@@ -250,7 +266,7 @@ class DeviceArray:
             from .streams import as_stream
 
             as_stream(stream).synchronize()
-        out = np.empty(self.shape, dtype=self.dtype)
+        out = np.empty(self.host_shape, dtype=self.scalar_info.dtype)
         self._backend.copy_dtoh(out, self._gn_ptr)
         raise_pending(None)
         if self._info.name == "bf16":
@@ -271,17 +287,22 @@ class DeviceArray:
         if self.device != current_device():
             with on_device(self.device):
                 return self.copy_from_host(host)
-        data = _host_data(host, self._info, self.shape)
-        if data.shape != self.shape:
-            raise ValueError(f"shape mismatch: array is {self.shape}, data is {data.shape}")
+        data = _host_data(host, self.scalar_info)
+        if data.shape != self.host_shape:
+            what = "" if data.shape == self.shape else (
+                f" ({self._info.name} elements: a last axis of {self._info.n})"
+                if isinstance(self._info, VectorInfo) else "")
+            raise ValueError(f"shape mismatch: array is {self.host_shape}{what}, data is "
+                             f"{data.shape}")
         self._backend.copy_htod(self._gn_ptr, data)
 
     @boundary
     def fill(self, value) -> None:
         """Set every element to ``value``.  Raises ``TypeError`` for a read-only view."""
         self._check_writable("fill")
-        self.copy_from_host(np.full(self.shape, value, dtype=np.float32 if
-                                    self._info.name == "bf16" else self.dtype))
+        info = self.scalar_info
+        self.copy_from_host(np.full(self.host_shape, value, dtype=np.float32 if
+                                    info.name == "bf16" else info.dtype))
 
     @boundary
     def copy(self) -> DeviceArray:
@@ -310,8 +331,8 @@ class DeviceArray:
             raise AttributeError("simulator arrays live in host memory and have no CUDA array "
                                  "interface")
         return {
-            "shape": self.shape,
-            "typestr": self.dtype.str,
+            "shape": self.host_shape,
+            "typestr": self.scalar_info.dtype.str,
             "data": (self._gn_ptr, not self.is_writable),
             "version": 3,
             "strides": None,
@@ -339,11 +360,11 @@ class DeviceArray:
         raise TypeError("a DeviceArray is in device memory; call .to_host() to get a NumPy array")
 
 
-def _resolve_dtype(dtype) -> ScalarInfo:
-    return scalar_info(dtype)
+def _resolve_dtype(dtype) -> ScalarInfo | VectorInfo:
+    return element_info(dtype)
 
 
-def _host_data(obj, info: ScalarInfo, shape=None) -> np.ndarray:
+def _host_data(obj, info: ScalarInfo) -> np.ndarray:
     if info.name == "bf16":
         arr = np.asarray(obj)
         if arr.dtype == np.uint16:
@@ -354,7 +375,8 @@ def _host_data(obj, info: ScalarInfo, shape=None) -> np.ndarray:
 
 @boundary
 def empty(shape, dtype=None) -> DeviceArray:
-    """A new uninitialised device array on the current device (``dtype`` defaults to f32)."""
+    """A new uninitialised device array on the current device (``dtype`` defaults to f32; a
+    vector type such as ``gn.vec3f`` makes an array of ``shape`` vectors)."""
     info = _resolve_dtype("f32" if dtype is None else dtype)
     if isinstance(shape, (int, np.integer)):
         shape = (int(shape),)
@@ -381,27 +403,56 @@ def to_device(obj, dtype=None) -> DeviceArray:
 
     A foreign CUDA array (CuPy, PyTorch, Numba: ``__cuda_array_interface__`` or DLPack) is wrapped
     without a copy instead, and a ``DeviceArray`` is returned as it is.
-    """
-    if isinstance(obj, DeviceArray):
-        if dtype is not None and _resolve_dtype(dtype).name != obj._info.name:
-            raise TypeError(f"array is {obj._info.name}, not {_resolve_dtype(dtype).name}; "
-                            "convert on the host or in a kernel")
-        return obj
-    if hasattr(obj, "__cuda_array_interface__") or (
-            hasattr(obj, "__dlpack_device__") and _is_cuda_dlpack(obj)):
-        from .interop import from_foreign
 
-        return from_foreign(obj)
-    if isinstance(obj, np.ndarray) and dtype is None:
-        info = scalar_info(obj.dtype)
+    ``dtype`` converts a host array to that element type.  A vector type (``gn.vec3f`` ...)
+    takes an array whose last axis holds the components (``(n, 3)`` for ``n`` ``vec3f``s); a
+    device array of the element's scalar type with such a last axis is seen as vectors without
+    a copy.
+    """
+    want = None if dtype is None else _resolve_dtype(dtype)
+    if isinstance(obj, DeviceArray) or hasattr(obj, "__cuda_array_interface__") or (
+            hasattr(obj, "__dlpack_device__") and _is_cuda_dlpack(obj)):
+        if isinstance(obj, DeviceArray):
+            arr = obj
+        else:
+            from .interop import from_foreign
+
+            arr = from_foreign(obj)
+        if want is None or want.name == arr._info.name:
+            return arr
+        if isinstance(want, VectorInfo) and arr._info.name == want.elem.name:
+            return _as_vectors(arr, want)
+        raise TypeError(f"array is {arr._info.name}, not {want.name}; convert on the host or in "
+                        "a kernel")
+    if want is None:
+        info: ScalarInfo | VectorInfo = scalar_info(
+            obj.dtype if isinstance(obj, np.ndarray) else np.asarray(obj).dtype)
     else:
-        info = _resolve_dtype(dtype) if dtype is not None else scalar_info(np.asarray(obj).dtype)
-    data = _host_data(obj, info)
-    if data.ndim == 0:
-        data = data.reshape(1)
-    out = empty(data.shape, info.name)
+        info = want
+    if isinstance(info, VectorInfo):
+        data = _host_data(obj, info.elem)
+        if data.ndim == 0 or data.shape[-1] != info.n:
+            raise ValueError(f"an array of {info.name} is given as an array whose last axis "
+                             f"holds the {info.n} components, not one of shape {data.shape}")
+        shape = data.shape[:-1] or (1,)
+    else:
+        data = _host_data(obj, info)
+        shape = data.shape or (1,)
+    out = empty(shape, info.name)
     out._backend.copy_htod(out._gn_ptr, data)
     return out
+
+
+def _as_vectors(arr: DeviceArray, info: VectorInfo) -> DeviceArray:
+    """The same memory as an array of vectors: ``arr``'s last axis holds their components."""
+    if arr.shape[-1] != info.n or arr.ndim < 2:
+        raise ValueError(f"an array of {arr._info.name} with shape {arr.shape} is not an array "
+                         f"of {info.name}: its last axis must hold the {info.n} components")
+    if arr._gn_ptr % info.align:
+        raise ValueError(f"this array's memory is not aligned to {info.align} bytes, as an "
+                         f"array of {info.name} must be; copy it first")
+    return DeviceArray(arr._backend, arr.device, arr._gn_ptr, arr.shape[:-1], info, arr._owner,
+                       arr.launch_base, arr.is_writable)
 
 
 def _is_cuda_dlpack(obj) -> bool:

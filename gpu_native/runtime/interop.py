@@ -109,7 +109,8 @@ def to_dlpack(arr: DeviceArray, stream=None, max_version=None):
         backend.stream_wait_event(drv.CUstream(int(stream)), event)
         backend.event_destroy(event)
     managed = DLManagedTensor()
-    shape = (ctypes.c_int64 * arr.ndim)(*arr.shape)
+    dims = arr.host_shape  # an array of vectors exports its components on a last axis
+    shape = (ctypes.c_int64 * len(dims))(*dims)
     tensor = managed.dl_tensor
     tensor.data = arr._gn_ptr
     if backend.name == "cuda":
@@ -118,8 +119,8 @@ def to_dlpack(arr: DeviceArray, stream=None, max_version=None):
         tensor.device = DLDevice(_KDL_CPU, 0)
         buf, offset = backend.memory.locate(arr._gn_ptr, arr.nbytes)
         tensor.data = buf.ctypes.data + offset
-    tensor.ndim = arr.ndim
-    tensor.dtype = _dl_dtype(arr._info)
+    tensor.ndim = len(dims)
+    tensor.dtype = _dl_dtype(arr.scalar_info)
     tensor.shape = shape
     tensor.strides = None
     tensor.byte_offset = 0

@@ -29,7 +29,7 @@ import numpy as np
 from .. import abi
 from ..errors import LaunchError
 from ..lang.layouts import BlockDim1D, BlockDim2D, BlockDim3D, GridDim1D, GridDim2D, GridDim3D
-from ..lang.types import SCALARS
+from ..lang.types import SCALARS, VECTOR_CLASSES
 from ..nodes import Factory, node
 from ..spec import KernelSpec, LaunchCheck, Param, ParamCheck, Site, Trait, VariantSpec
 from ..tracebacks import boundary, launcher_code, strip
@@ -616,7 +616,9 @@ class FastPath:
     to closure variables once per launch configuration (see gpu_native.emit.host).
 
     ``DeviceArray``, ``int``, ``float`` and ``bool`` are the classes the argument tests compare
-    with (from here, not from the user's module, where ``int`` may mean something else);
+    with (from here, not from the user's module, where ``int`` may mean something else), and
+    ``vectors`` the vector classes by name (``gn.vec3f`` ...: a vector argument of its
+    parameter's exact class is packed as its components, which it holds converted already);
     ``signatures`` maps each array parameter's name to the signature its arguments must carry
     (``DeviceArray.launch_sig``); ``pack(buffer, 0, *values)`` packs the arguments into
     ``buffer``, whose ``void*`` array is at ``address``; ``launch(function, *grid, *block,
@@ -648,6 +650,7 @@ class FastPath:
     slow: object
     launch_grid: tuple[builtins.int, builtins.int, builtins.int] = (1, 1, 1)
     launch_block: tuple[builtins.int, builtins.int, builtins.int] = (1, 1, 1)
+    vectors: dict = Factory(lambda: dict(VECTOR_CLASSES))
 
 
 class LaunchContext:
@@ -715,6 +718,9 @@ class LaunchContext:
                     values.append(arr._gn_ptr)
                     values.extend(arr.shape)
                     scalars.append(None)
+                elif dtype in abi.VECTOR_SLOTS:
+                    values.extend(self.vector_argument(p, dtype, arg))
+                    scalars.append(None)
                 else:
                     values.append(self.scalar_argument(p, dtype, arg))
                     scalars.append(values[-1])
@@ -767,8 +773,13 @@ class LaunchContext:
             raise TypeError(f"{self.where(p)} was created by the {arr._backend.name} backend but "
                             f"kernels run on the {backend.name} backend")
         if arr._info.name != dtype:
+            hint = ""
+            vector = abi.VECTOR_SLOTS.get(dtype)
+            if vector is not None and arr._info.name == vector[0] and arr.shape[-1] == vector[1]:
+                hint = (f"; its last axis holds {vector[1]} components: pass "
+                        f"gn.to_device({p.name}, dtype=gn.{dtype}) (no copy)")
             raise TypeError(f"{self.where(p)} must be an array of {dtype} ({want}), but its "
-                            f"elements are {arr._info.name}")
+                            f"elements are {arr._info.name}{hint}")
         if arr.ndim != p.ndim:
             raise TypeError(f"{self.where(p)} must be a {p.ndim}-D array ({want}), but it has "
                             f"{arr.ndim} dimension{'s' if arr.ndim != 1 else ''}")
@@ -781,9 +792,29 @@ class LaunchContext:
                              f"gn.Device({arr.device})")
         return arr
 
-    def scalar_argument(self, p: Param, dtype: str, arg):
-        info = SCALARS[dtype]
+    def vector_argument(self, p: Param, dtype: str, arg) -> list:
+        """A vector parameter's components as their slots take them: from a vector of its type
+        (``gn.vec3f(x, y, z)``) or any sequence of as many numbers (a tuple, a NumPy array)."""
+        elem, n = abi.VECTOR_SLOTS[dtype]
         where = self.where(p)
+        other = next((name for name, cls in VECTOR_CLASSES.items() if isinstance(arg, cls)), dtype)
+        if other != dtype:
+            raise TypeError(f"{where} must be a {dtype}, not a {other}; convert it, e.g. "
+                            f"gn.{dtype}(v)")
+        if isinstance(arg, (str, bytes)) or not hasattr(arg, "__len__"):
+            raise TypeError(f"{where} must be a {dtype} (a gn.{dtype}, or a sequence of {n} "
+                            f"numbers), not {type(arg).__name__}")
+        items = list(arg)
+        if len(items) != n:
+            raise ValueError(f"{where} must be a {dtype}: {n} numbers, not {len(items)}")
+        out = []
+        for component, x in zip("xyzw", items):
+            out.append(self.scalar_argument(p, elem, x, f"{where}, component {component},"))
+        return out
+
+    def scalar_argument(self, p: Param, dtype: str, arg, where: str | None = None):
+        info = SCALARS[dtype]
+        where = where or self.where(p)
         if info.kind == "bool":
             if isinstance(arg, (bool, np.bool_)):
                 return bool(arg)

@@ -16,6 +16,15 @@ from collections.abc import Callable
 from .. import abi
 
 
+def _value_slots(dtype: str) -> list[str]:
+    """The slots of a value parameter: one, or one per component of a vector."""
+    vector = abi.VECTOR_SLOTS.get(dtype)
+    if vector is not None:
+        elem, n = vector
+        return [abi.SLOT_FORMATS[elem]] * n
+    return [abi.SLOT_FORMATS[dtype]]
+
+
 def slot_formats(params, types: dict[str, str]) -> list[str]:
     """The struct format of each 8-byte argument slot, in kernel parameter order."""
     out: list[str] = []
@@ -24,15 +33,16 @@ def slot_formats(params, types: dict[str, str]) -> list[str]:
             out.append(abi.POINTER_FORMAT)
             out.extend(abi.EXTENT_FORMAT for _ in range(p.ndim))
         else:
-            out.append(abi.SLOT_FORMATS[types.get(p.dtype, p.dtype)])
+            out.extend(_value_slots(types.get(p.dtype, p.dtype)))
     return out
 
 
 def fast_formats(params, types: dict[str, str]) -> list[str]:
     """The struct format of each parameter as a launcher's fast path packs it: an array as the
-    bytes of its ``launch_args`` (address and extents, one slot each), a scalar as its slot."""
+    bytes of its ``launch_args`` (address and extents, one slot each), a scalar as its slot (a
+    vector, which the fast path never takes, as its components' slots)."""
     return [f"{abi.SLOT_SIZE * (1 + p.ndim)}s" if p.ndim
-            else abi.SLOT_FORMATS[types.get(p.dtype, p.dtype)] for p in params]
+            else "".join(_value_slots(types.get(p.dtype, p.dtype))) for p in params]
 
 
 class ArgumentBuffer:

@@ -19,7 +19,7 @@ import numpy as np
 
 from .. import log
 from ..errors import GpuNativeError, LaunchError
-from ..lang.types import SCALARS
+from ..lang.types import VectorInfo, element_info
 from ..tracebacks import boundary
 from . import records
 from .backend import Backend
@@ -335,8 +335,16 @@ class SimBackend(Backend):
         args: list = []
         i = 0
         for p in fn.kernel.params:
-            info = SCALARS[types.get(p.dtype, p.dtype)]
-            if p.ndim:
+            info = element_info(types.get(p.dtype, p.dtype))
+            if isinstance(info, VectorInfo):
+                if p.ndim:  # the elements' components on a last axis of their own
+                    shape = (*values[i + 1:i + 1 + p.ndim], info.n)
+                    args.append(self.memory.view(values[i], info.elem.dtype, shape))
+                    i += 1 + p.ndim
+                else:  # one slot per component (see gpu_native.abi)
+                    args.append(tuple(values[i:i + info.n]))
+                    i += info.n
+            elif p.ndim:
                 shape = tuple(values[i + 1:i + 1 + p.ndim])
                 args.append(self.memory.view(values[i], info.dtype, shape))
                 i += 1 + p.ndim

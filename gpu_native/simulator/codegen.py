@@ -1,7 +1,7 @@
 """Typed IR → vectorised Python (one function per kernel and per device function).
 
 Every local variable of the kernel becomes a Python local of the same name holding a NumPy scalar
-or lane vector; ``_gn_m`` is the mask of executing lanes (see :mod:`.machine`); ``_gn`` is the
+or lane vector (a ``vec3f`` ...: a tuple of such values, one per component, see :mod:`.vectors`); ``_gn_m`` is the mask of executing lanes (see :mod:`.machine`); ``_gn`` is the
 chunk.  The generated code's own names all start with ``_gn`` (see :meth:`FunctionEmitter.name`
 for how a kernel's names are kept apart from them).  Control flow becomes mask arithmetic: both sides of an ``if`` run under complementary
 masks, loops run while any lane is still in them, ``break``/``continue``/``return`` move lanes out
@@ -27,7 +27,7 @@ from .. import ir
 from ..errors import SourceSpan
 from ..lang import registry
 from ..nodes import fields
-from . import machine, ops, philox
+from . import machine, ops, philox, vectors
 
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z_0-9]*$")
 # The barriers by scope ("block", "warp", "grid"), as the IR's Barrier names them.
@@ -107,7 +107,8 @@ class ProgramBuilder:
             "_gn_ifloordiv": ops.floordiv_int, "_gn_imod": ops.mod_int,
             "_gn_ffloordiv": ops.floordiv_py, "_gn_fmod": ops.fmod_py,
             "_gn_not": np.logical_not, "_gn_range_count": ops.range_count,
-            "_gn_range_value": ops.range_value, "_gn_twhere": _twhere,
+            "_gn_range_value": ops.range_value, "_gn_vwhere": vectors.vwhere,
+            "_gn_twhere": _twhere,
         }
         self.named: dict = {}
         self.const_index = {id(d.var): k for k, d in enumerate(kernel.consts)}
@@ -130,9 +131,16 @@ class ProgramBuilder:
     def zero(self, ty: ir.Type) -> str:
         if isinstance(ty, ir.ScalarType):
             return self.const(0, ty)
+        if isinstance(ty, ir.VectorType):
+            value = (ops.constant(0, ty.elem.info),) * ty.n
+            return self.bind("k", ("vzero", ty.name), value)
         if isinstance(ty, ir.TupleType):
             return "(" + "".join(f"{self.const(0, t)}, " for t in ty.elems) + ")"
         return "None"
+
+    def vector_function(self, name: str) -> str:
+        """The simulator's ``dot``, ``cross`` ... (:mod:`.vectors`)."""
+        return self.bind("vf", ("vector", name), getattr(vectors, name))
 
     def cast(self, src: ir.ScalarType, dst: ir.ScalarType) -> str:
         return self.bind("cv", ("cast", src.info.name, dst.info.name),
@@ -271,7 +279,7 @@ class FunctionEmitter:
             if fn.ret != ir.VOID:
                 self.line(f"_gn_r = {self.prog.zero(fn.ret)}", sp)
         for var in fn.locals:
-            if isinstance(var.ty, (ir.ScalarType, ir.TupleType)) and not var.is_param:
+            if isinstance(var.ty, (ir.ScalarType, ir.VectorType, ir.TupleType)) and not var.is_param:
                 self.line(f"{self.name(var)} = {self.prog.zero(var.ty)}", var.span)
         if self.is_kernel:
             for k, decl in enumerate(fn.shared):
@@ -291,7 +299,7 @@ class FunctionEmitter:
     def top_level(self, stmts: tuple[ir.Stmt, ...]) -> None:
         """The kernel body: after a statement that may drop lanes, compact the chunk."""
         values = [self.name(v) for v in (*self.fn.params, *self.fn.locals)
-                  if isinstance(v.ty, (ir.ScalarType, ir.TupleType))]
+                  if isinstance(v.ty, (ir.ScalarType, ir.VectorType, ir.TupleType))]
         for k, s in enumerate(stmts):
             self.statement(s)
             if k + 1 < len(stmts) and _may_shrink(s):
@@ -328,8 +336,7 @@ class FunctionEmitter:
     def emit_Assign(self, s: ir.Assign) -> None:
         v = self.expr(s.value, "_gn_m")
         n = self.name(s.var)
-        where = "_gn_twhere" if isinstance(s.var.ty, ir.TupleType) else "_gn_where"
-        self.line(f"{n} = {where}(_gn_m, {v}, {n})", s.span)
+        self.line(f"{n} = {_where(s.var.ty)}(_gn_m, {v}, {n})", s.span)
 
     def array(self, ref: ir.ArrayRef) -> str:
         if isinstance(ref.var, ir.ConstVar):  # a module-level constant array: the launch's
@@ -436,8 +443,7 @@ class FunctionEmitter:
             self.line("_gn.exit(_gn_m)", s.span)
         elif s.value is not None:
             v = self.expr(s.value, "_gn_m")
-            where = "_gn_twhere" if isinstance(s.value.ty, ir.TupleType) else "_gn_where"
-            self.line(f"_gn_r = {where}(_gn_m, {v}, _gn_r)", s.span)
+            self.line(f"_gn_r = {_where(s.value.ty)}(_gn_m, {v}, _gn_r)", s.span)
         self.line("_gn_m = False", s.span)
 
     def emit_Assert(self, s: ir.Assert) -> None:
@@ -552,8 +558,9 @@ class FunctionEmitter:
 
     def emit_Select(self, e: ir.Select, m: str) -> str:
         c = self.expr(e.cond, m)
+        where = _where(e.ty)
         if is_pure(e.then) and is_pure(e.orelse):
-            return f"_gn_where({c}, {self.expr(e.then, m)}, {self.expr(e.orelse, m)})"
+            return f"{where}({c}, {self.expr(e.then, m)}, {self.expr(e.orelse, m)})"
         c = self.simple(c, e.span, "c")
         r, d = self.tmp("r"), self.tmp("d")
         self.line(f"{r} = {self.prog.zero(e.ty)}", e.span)
@@ -564,7 +571,7 @@ class FunctionEmitter:
             self.line(f"if {need} is not False:", branch.span)
             self.indent += 1
             x = self.expr(branch, need)
-            self.line(f"{r} = _gn_where({need}, {x}, {r})", branch.span)
+            self.line(f"{r} = {where}({need}, {x}, {r})", branch.span)
             self.indent -= 1
         self.line(f"{m} = _gn.prune({m}, {d})", e.span)
         return r
@@ -681,6 +688,58 @@ class FunctionEmitter:
         return t
 
 
+    # ---- vectors: tuples of components, computed as the prelude computes them ----
+
+    def components(self, e: ir.Expr, m: str) -> list[str]:
+        """Code for each component of the vector ``e`` (evaluated once, into a name)."""
+        ty = e.ty
+        assert isinstance(ty, ir.VectorType)
+        v = self.simple(self.expr(e, m), e.span)
+        return [f"{v}[{k}]" for k in range(ty.n)]
+
+    def operand(self, e: ir.Expr, n: int, m: str) -> list[str]:
+        """A vector operator's operand as ``n`` components (a scalar repeated)."""
+        if isinstance(e.ty, ir.VectorType):
+            return self.components(e, m)
+        return [self.simple(self.expr(e, m), e.span)] * n
+
+    def emit_VecMake(self, e: ir.VecMake, m: str) -> str:
+        return f"({''.join(self.expr(i, m) + ', ' for i in e.items)})"
+
+    def emit_VecComponent(self, e: ir.VecComponent, m: str) -> str:
+        return f"({self.expr(e.value, m)})[{e.index}]"
+
+    def emit_VecBinOp(self, e: ir.VecBinOp, m: str) -> str:
+        n = e.ty.n
+        left, right = self.operand(e.left, n, m), self.operand(e.right, n, m)
+        return f"({''.join(f'({a} {e.op} {b}), ' for a, b in zip(left, right))})"
+
+    def emit_VecUnary(self, e: ir.VecUnary, m: str) -> str:
+        return f"({''.join(f'(-{x}), ' for x in self.components(e.operand, m))})"
+
+    def emit_VecCall(self, e: ir.VecCall, m: str) -> str:
+        if e.name == "splat":
+            ty = e.ty
+            assert isinstance(ty, ir.VectorType)
+            x = self.simple(self.expr(e.args[0], m), e.span)
+            return f"({f'{x}, ' * ty.n})"
+        if e.name == "convert":
+            src, dst = e.args[0].ty, e.ty
+            assert isinstance(src, ir.VectorType) and isinstance(dst, ir.VectorType)
+            fn = self.prog.cast(src.elem, dst.elem)
+            return f"({''.join(f'{fn}({x}), ' for x in self.components(e.args[0], m))})"
+        fn = self.prog.vector_function(e.name)
+        return f"{fn}({', '.join(self.expr(a, m) for a in e.args)})"
+
+
+def _where(ty: ir.Type) -> str:
+    """The lane select for values of type ``ty`` (component by component for a vector, item by
+    item for a tuple)."""
+    if isinstance(ty, ir.VectorType):
+        return "_gn_vwhere"
+    return "_gn_twhere" if isinstance(ty, ir.TupleType) else "_gn_where"
+
+
 _STMT: dict[type, Callable] = {
     ir.Assign: FunctionEmitter.emit_Assign,
     ir.Store: FunctionEmitter.emit_Store,
@@ -721,6 +780,11 @@ _EXPR: dict[type, Callable] = {
     ir.WarpOp: FunctionEmitter.emit_WarpOp,
     ir.BarrierVote: FunctionEmitter.emit_BarrierVote,
     ir.Atomic: FunctionEmitter.emit_Atomic,
+    ir.VecMake: FunctionEmitter.emit_VecMake,
+    ir.VecComponent: FunctionEmitter.emit_VecComponent,
+    ir.VecBinOp: FunctionEmitter.emit_VecBinOp,
+    ir.VecUnary: FunctionEmitter.emit_VecUnary,
+    ir.VecCall: FunctionEmitter.emit_VecCall,
     ir.RandomDraw: FunctionEmitter.emit_RandomDraw,
 }
 

@@ -2,7 +2,8 @@
 
 A *lane* is one GPU thread.  A chunk holds the threads of several consecutive blocks, block after
 block, threads in linear order (``x`` fastest) inside each; every kernel value is a NumPy scalar
-(the same on every lane) or a vector with one entry per lane.  Control flow is carried by a lane
+(the same on every lane) or a vector with one entry per lane (a small vector type's value is a
+tuple of those, one per component).  Control flow is carried by a lane
 *mask*:
 
 * ``None``: every lane of the chunk executes (the fast path);
@@ -96,7 +97,15 @@ def _poison(dtype: np.dtype, info) -> object:
     return np.frombuffer(b"\xcd" * dtype.itemsize, dtype=dtype)[0]
 
 
+def _scalar_info(info):
+    """The scalar type of an array's elements, or of its vectors' components."""
+    return info.elem if info.kind == "vector" else info
+
+
 class _Array:
+    """An array of scalars (``data`` is flat, one entry per element) or of vectors (``width``
+    components: ``data`` has one row per element), indexed by element."""
+
     space = "global"
     shadow: Shadow | None = None
     dims: tuple[int, ...]  # set by each kind of array
@@ -105,7 +114,16 @@ class _Array:
         self.name = name
         self.info = info
         self.is_bf16 = info.name == "bf16"
-        self.vzero = ops.zero(info)
+        self.width = info.n if info.kind == "vector" else 0
+        zero = ops.zero(_scalar_info(info))
+        self.vzero = (zero,) * self.width if self.width else zero
+
+    def _new_data(self, count: int) -> np.ndarray:
+        """``count`` elements of poisoned memory (see :func:`_poison`)."""
+        info = _scalar_info(self.info)
+        dt = ops.memory_dtype(info)
+        shape = (count, self.width) if self.width else count
+        return np.full(shape, _poison(dt, info), dtype=dt)
 
     def element(self, e: int) -> tuple[int, ...]:
         """The n-D index of flat element ``e`` (within one block or thread for shared/local)."""
@@ -123,9 +141,10 @@ class GlobalArray(_Array):
         if not array.flags.c_contiguous:
             raise ValueError(f"array argument '{name}' must be C-contiguous")
         self.array = array
-        self.data = array.reshape(-1)
-        self.dims = tuple(int(d) for d in array.shape)
-        self.shape = tuple(np.int64(d) for d in array.shape)
+        shape = array.shape[:-1] if self.width else array.shape  # a vector's axis is its own
+        self.data = array.reshape(-1, self.width) if self.width else array.reshape(-1)
+        self.dims = tuple(int(d) for d in shape)
+        self.shape = tuple(np.int64(d) for d in shape)
         self.shadow = shadow
 
     def base(self, chunk: Chunk):
@@ -148,8 +167,7 @@ class SharedArray(_Array):
         self.dims = dims
         self.shape = tuple(np.int64(d) for d in dims)
         self.size = math.prod(dims)
-        dt = ops.memory_dtype(info)
-        self.data = np.full(nblocks * self.size, _poison(dt, info), dtype=dt)
+        self.data = self._new_data(nblocks * self.size)
         self.shadow = shadow
 
     def base(self, chunk: Chunk):
@@ -166,14 +184,19 @@ class LocalArray(_Array):
         self.dims = dims
         self.shape = tuple(np.int64(d) for d in dims)
         self.size = math.prod(dims)
-        dt = ops.memory_dtype(info)
-        self.data = np.full(lanes * self.size, _poison(dt, info), dtype=dt)
+        self.data = self._new_data(lanes * self.size)
 
     def base(self, chunk: Chunk):
         return chunk.lane_base(self.size)
 
+    def per_lane(self) -> np.ndarray:
+        """``data`` as (lanes, elements) (and components, for vectors)."""
+        return self.data.reshape(-1, self.size, self.width) if self.width else \
+            self.data.reshape(-1, self.size)
+
     def compact(self, keep: np.ndarray) -> None:
-        self.data = self.data.reshape(-1, self.size)[keep].reshape(-1)
+        kept = self.per_lane()[keep]
+        self.data = kept.reshape(-1, self.width) if self.width else kept.reshape(-1)
 
 
 def _kept(value, keep: np.ndarray):
@@ -469,7 +492,7 @@ class Chunk:
             return array.vzero, False
         data = array.data
         if array.space == "local" and not np.ndim(off):
-            v = data.reshape(-1, array.size)[:, int(off)].copy()
+            v = array.per_lane()[:, int(off)].copy()
         else:
             base = array.base(self)
             if base is not None:
@@ -477,9 +500,12 @@ class Chunk:
             if array.shadow is not None:
                 self.race(array, off, m, loc, "read")
             if np.ndim(off):
-                v = data.take(off) if m is None else data.take(off, mode="clip")
+                v = data.take(off, axis=0) if m is None else data.take(off, axis=0, mode="clip")
             else:
                 v = data[int(off)]
+        if array.width:  # a vector: its components (copies: memory may change under them)
+            return (tuple(v[:, k] for k in range(array.width)) if v.ndim == 2
+                    else tuple(v[k] for k in range(array.width))), m
         if array.is_bf16:
             v = ops.bits_to_bf16(v)
             if v.ndim == 0:
@@ -490,10 +516,16 @@ class Chunk:
         off, m = self.offset(array, indices, sites, m, loc)
         if m is False:
             return False
-        v = ops.bf16_to_bits(value) if array.is_bf16 else value
-        vec = isinstance(v, np.ndarray) and v.ndim == 1
+        if array.width:  # a vector: its components side by side, one row per lane
+            lanes = [c for c in value if isinstance(c, np.ndarray) and c.ndim == 1]
+            v = np.stack(np.broadcast_arrays(*value), axis=-1) if lanes else np.array(
+                value, dtype=array.data.dtype)
+            vec = v.ndim == 2
+        else:
+            v = ops.bf16_to_bits(value) if array.is_bf16 else value
+            vec = isinstance(v, np.ndarray) and v.ndim == 1
         if array.space == "local" and not np.ndim(off):
-            col = array.data.reshape(-1, array.size)
+            col = array.per_lane()
             if m is None:
                 col[:, int(off)] = v
             else:

@@ -89,19 +89,21 @@ class SimProgram:
         """Run every thread of the launch; write results into the array arguments in place.
 
         ``args`` holds one entry per kernel parameter: a C-contiguous NumPy array (bf16: uint16
-        bit patterns) or a NumPy scalar; ``consts`` one per constant array the kernel reads
-        (``kernel.consts``), in the same form, which the kernel never writes.  Device errors go to ``errors.fail(site, index,
-        length, block, thread)`` (the first one only) and races to ``errors.race(message)``.
+        bit patterns; an array of vectors has a last axis of their length), a NumPy scalar, or
+        a sequence of a vector's components; ``consts`` one per constant array the kernel reads
+        (``kernel.consts``), in the same form, which the kernel never writes.  Device errors go
+        to ``errors.fail(site, index, length, block, thread)`` (the first one only) and races to
+        ``errors.race(message)``.
         """
         launch = Launch(self, grid, block, shared_mem_bytes, errors)
         if len(consts) != len(self.kernel.consts):
             raise TypeError(f"{self.name}() reads {len(self.kernel.consts)} constant arrays, "
                             f"{len(consts)} given")
-        for decl, values in zip(self.kernel.consts, consts):
-            view = np.asarray(values).view()
+        for decl, const_values in zip(self.kernel.consts, consts):
+            view = np.asarray(const_values).view()
             view.flags.writeable = False
             launch.consts.append(ConstArray(decl.name, view, decl.ty.elem.info))
-        values = []
+        values: list = []
         for k, (param, arg) in enumerate(zip(self.kernel.params, args)):
             ty = param.ty
             if isinstance(ty, ir.ArrayType):
@@ -111,8 +113,10 @@ class SimProgram:
                 if shadow is not None:
                     launch.global_shadows.append(shadow)
                 values.append(GlobalArray(param.name, array, ty.elem.info, shadow))
+            elif isinstance(ty, ir.VectorType):  # a tuple of its components
+                values.append(tuple(_scalar_arg(a, ty.elem.info) for a in arg))
             else:
-                assert isinstance(ty, ir.ScalarType)  # parameters are arrays and scalars
+                assert isinstance(ty, ir.ScalarType)  # parameters are arrays, scalars, vectors
                 values.append(_scalar_arg(arg, ty.info))
         if len(values) != len(self.kernel.params):
             raise TypeError(f"{self.name}() takes {len(self.kernel.params)} arguments, "

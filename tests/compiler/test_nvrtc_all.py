@@ -21,6 +21,7 @@ FILES = sorted([*(ROOT / "examples").glob("*.py"),
                 HELPERS / "kernels_random.py",
                 HELPERS / "kernels_unique_idioms.py",
                 HELPERS / "kernels_tuples.py",
+                HELPERS / "kernels_vectors.py",
                 *(ROOT / "tools").glob("_bench*.py")])
 
 

@@ -579,4 +579,118 @@ template <typename T> __device__ __forceinline__ T gn_philox_randint(
     }
 }
 
+/* ---- small vectors: gn_vec2f ... gn_vec4i (gpu_native/lang/types.py's VectorInfo) ----------
+   Packed components, aligned as CUDA aligns its own vectors (2 and 4 components: their size up
+   to 16 bytes; 3: their element's), so an array of them has NumPy's (n, 3) layout and gn_vec4f
+   and gn_vec2d elements load in one 16-byte access.  Aggregates without constructors, so
+   __shared__ arrays of them need no initialisation and gn_vec3f{x, y, z} evaluates left to right.
+   Every operation works component by component as the scalar operator does (float division
+   through gn_fdiv, integer + - * wrapping), and sums run x first; the simulator
+   (gpu_native/simulator/vectors.py) computes the same, operation by operation (the compiler may
+   still contract a product and a sum into an FMA here, as anywhere). */
+struct __align__(8) gn_vec2f { float x, y; };
+struct gn_vec3f { float x, y, z; };
+struct __align__(16) gn_vec4f { float x, y, z, w; };
+struct __align__(16) gn_vec2d { double x, y; };
+struct gn_vec3d { double x, y, z; };
+struct __align__(16) gn_vec4d { double x, y, z, w; };
+struct __align__(8) gn_vec2i { int x, y; };
+struct gn_vec3i { int x, y, z; };
+struct __align__(16) gn_vec4i { int x, y, z, w; };
+
+__device__ __forceinline__ float gn_e_add(float a, float b) { return a + b; }
+__device__ __forceinline__ float gn_e_sub(float a, float b) { return a - b; }
+__device__ __forceinline__ float gn_e_mul(float a, float b) { return a * b; }
+__device__ __forceinline__ float gn_e_div(float a, float b) { return gn_fdiv(a, b); }
+__device__ __forceinline__ float gn_e_neg(float a) { return -a; }
+__device__ __forceinline__ double gn_e_add(double a, double b) { return a + b; }
+__device__ __forceinline__ double gn_e_sub(double a, double b) { return a - b; }
+__device__ __forceinline__ double gn_e_mul(double a, double b) { return a * b; }
+__device__ __forceinline__ double gn_e_div(double a, double b) { return gn_fdiv(a, b); }
+__device__ __forceinline__ double gn_e_neg(double a) { return -a; }
+__device__ __forceinline__ int gn_e_add(int a, int b) {
+    return (int)((unsigned int)a + (unsigned int)b); }
+__device__ __forceinline__ int gn_e_sub(int a, int b) {
+    return (int)((unsigned int)a - (unsigned int)b); }
+__device__ __forceinline__ int gn_e_mul(int a, int b) {
+    return (int)((unsigned int)a * (unsigned int)b); }
+__device__ __forceinline__ int gn_e_neg(int a) { return (int)(0u - (unsigned int)a); }
+
+/* GN_Cn(M, F) applies M(F, c) to each component name c; a braced list may end with a comma. */
+#define GN_C2(M, F) M(F, x) M(F, y)
+#define GN_C3(M, F) M(F, x) M(F, y) M(F, z)
+#define GN_C4(M, F) M(F, x) M(F, y) M(F, z) M(F, w)
+#define GN_VV(F, c) F(a.c, b.c),
+#define GN_VS(F, c) F(a.c, s),
+#define GN_SV(F, c) F(s, b.c),
+#define GN_V1(F, c) F(a.c),
+#define GN_DOT2 gn_e_add(gn_e_mul(a.x, b.x), gn_e_mul(a.y, b.y))
+#define GN_DOT3 gn_e_add(GN_DOT2, gn_e_mul(a.z, b.z))
+#define GN_DOT4 gn_e_add(GN_DOT3, gn_e_mul(a.w, b.w))
+#define GN_VEC_OPERATOR(V, T, C, OP, F)                                                       \
+    __device__ __forceinline__ V operator OP(V a, V b) { return V{C(GN_VV, F)}; }            \
+    __device__ __forceinline__ V operator OP(V a, T s) { return V{C(GN_VS, F)}; }            \
+    __device__ __forceinline__ V operator OP(T s, V b) { return V{C(GN_SV, F)}; }
+#define GN_VEC_TYPE(V, T, C, DOT)                                                             \
+    GN_VEC_OPERATOR(V, T, C, +, gn_e_add)                                                     \
+    GN_VEC_OPERATOR(V, T, C, -, gn_e_sub)                                                     \
+    GN_VEC_OPERATOR(V, T, C, *, gn_e_mul)                                                     \
+    __device__ __forceinline__ V operator-(V a) { return V{C(GN_V1, gn_e_neg)}; }            \
+    __device__ __forceinline__ T gn_dot(V a, V b) { return DOT; }                             \
+    __device__ __forceinline__ T gn_length_sq(V a) { return gn_dot(a, a); }                  \
+    __device__ __forceinline__ V gn_min(V a, V b) { return V{C(GN_VV, gn_min<T>)}; }         \
+    __device__ __forceinline__ V gn_max(V a, V b) { return V{C(GN_VV, gn_max<T>)}; }
+/* Float vectors divide, have a length, and normalise as Warp does: the zero vector where the
+   length is not positive (NaN included: gn_gt_ord, as ptxas takes a square root to be >= 0). */
+#define GN_VEC_FLOAT(V, T, C, SQRT)                                                           \
+    GN_VEC_OPERATOR(V, T, C, /, gn_e_div)                                                     \
+    __device__ __forceinline__ T gn_length(V a) { return SQRT(gn_dot(a, a)); }                \
+    __device__ __forceinline__ V gn_normalize(V a) {                                          \
+        T l = gn_length(a); return gn_gt_ord(l, (T)0) ? a / l : V{}; }
+/* a * c for a constant c = +-2**k (see gn_fscale): component by component. */
+#define GN_VEC_FSCALE(V, C)                                                                   \
+    __device__ __forceinline__ V gn_fscale(V a, float s) { return V{C(GN_VS, gn_fscale)}; }
+#define GN_VEC_CROSS(V)                                                                       \
+    __device__ __forceinline__ V gn_cross(V a, V b) {                                         \
+        return V{gn_e_sub(gn_e_mul(a.y, b.z), gn_e_mul(a.z, b.y)),                            \
+                 gn_e_sub(gn_e_mul(a.z, b.x), gn_e_mul(a.x, b.z)),                            \
+                 gn_e_sub(gn_e_mul(a.x, b.y), gn_e_mul(a.y, b.x))}; }
+
+GN_VEC_TYPE(gn_vec2f, float, GN_C2, GN_DOT2)
+GN_VEC_TYPE(gn_vec3f, float, GN_C3, GN_DOT3)
+GN_VEC_TYPE(gn_vec4f, float, GN_C4, GN_DOT4)
+GN_VEC_TYPE(gn_vec2d, double, GN_C2, GN_DOT2)
+GN_VEC_TYPE(gn_vec3d, double, GN_C3, GN_DOT3)
+GN_VEC_TYPE(gn_vec4d, double, GN_C4, GN_DOT4)
+GN_VEC_TYPE(gn_vec2i, int, GN_C2, GN_DOT2)
+GN_VEC_TYPE(gn_vec3i, int, GN_C3, GN_DOT3)
+GN_VEC_TYPE(gn_vec4i, int, GN_C4, GN_DOT4)
+GN_VEC_FLOAT(gn_vec2f, float, GN_C2, sqrtf)
+GN_VEC_FLOAT(gn_vec3f, float, GN_C3, sqrtf)
+GN_VEC_FLOAT(gn_vec4f, float, GN_C4, sqrtf)
+GN_VEC_FLOAT(gn_vec2d, double, GN_C2, sqrt)
+GN_VEC_FLOAT(gn_vec3d, double, GN_C3, sqrt)
+GN_VEC_FLOAT(gn_vec4d, double, GN_C4, sqrt)
+GN_VEC_FSCALE(gn_vec2f, GN_C2)
+GN_VEC_FSCALE(gn_vec3f, GN_C3)
+GN_VEC_FSCALE(gn_vec4f, GN_C4)
+GN_VEC_CROSS(gn_vec3f)
+GN_VEC_CROSS(gn_vec3d)
+GN_VEC_CROSS(gn_vec3i)
+#undef GN_VEC_CROSS
+#undef GN_VEC_FSCALE
+#undef GN_VEC_FLOAT
+#undef GN_VEC_TYPE
+#undef GN_VEC_OPERATOR
+#undef GN_DOT4
+#undef GN_DOT3
+#undef GN_DOT2
+#undef GN_V1
+#undef GN_SV
+#undef GN_VS
+#undef GN_VV
+#undef GN_C4
+#undef GN_C3
+#undef GN_C2
+
 #endif /* GPU_NATIVE_PRELUDE_CUH */

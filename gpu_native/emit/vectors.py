@@ -1,0 +1,62 @@
+"""Typed IR → CUDA C++ for the small vector types: the expressions on ``vec3f`` and friends,
+spelt with the prelude's ``gn_vec*`` structs, their operators and functions (``gn_dot`` ...).
+
+A mixin of :class:`~gpu_native.emit.cuda.CudaEmitter` (whose dispatch table names these
+methods); every other construct on vectors (locals, loads, stores, calls, selects) is the
+emitter's own, the struct being a C++ value like a scalar.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .. import ir
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+
+class VectorEmitter:
+    """The vector expressions of :class:`~gpu_native.emit.cuda.CudaEmitter`."""
+
+    if TYPE_CHECKING:
+        expr: Callable[[ir.Expr], str]
+
+    def emit_VecMake(self, e: ir.VecMake) -> str:
+        # A braced list evaluates its items left to right, as the simulator does.
+        return f"{cuda.ctype(e.ty)}{{{', '.join(self.expr(i) for i in e.items)}}}"
+
+    def emit_VecComponent(self, e: ir.VecComponent) -> str:
+        return f"({self.expr(e.value)}).{'xyzw'[e.index]}"
+
+    def emit_VecBinOp(self, e: ir.VecBinOp) -> str:
+        if e.op in ("*", "/") and e.ty.elem == ir.F32:
+            scaled = cuda._scale_by_power_of_two(e)
+            if scaled is not None and isinstance(getattr(e, scaled[0]).ty, ir.VectorType):
+                # ptxas would fold the scale into the multiplies that made the components.
+                vector = self.expr(getattr(e, scaled[0]))
+                return f"gn_fscale({vector}, {cuda.const_code(scaled[1], ir.F32)})"
+        return f"({self.expr(e.left)} {e.op} {self.expr(e.right)})"
+
+    def emit_VecUnary(self, e: ir.VecUnary) -> str:
+        return f"(-{self.expr(e.operand)})"
+
+    def emit_VecCall(self, e: ir.VecCall) -> str:
+        args = [self.expr(a) for a in e.args]
+        if e.name in ("convert", "splat"):
+            # Each component converted (or the scalar repeated) once the argument is evaluated.
+            ty = e.ty
+            assert isinstance(ty, ir.VectorType)
+            src = e.args[0].ty
+            if isinstance(src, ir.VectorType):
+                items = ", ".join(cuda.convert(f"__gn_v.{c}", src.elem, ty.elem)
+                                  for c in src.info.components)
+            else:
+                items = ", ".join("__gn_v" for _ in range(ty.n))
+            return (f"([](const {cuda.ctype(src)} __gn_v) {{ return {cuda.ctype(ty)}{{{items}}}; }}"
+                    f"({args[0]}))")
+        return f"gn_{e.name}({', '.join(args)})"
+
+
+# The C++ spellings of types, constants and conversions; last, since that module imports this one.
+from . import cuda  # noqa: E402
