@@ -13,7 +13,7 @@ import contextlib
 from typing import TYPE_CHECKING
 
 from .. import ir
-from ..analysis.ranges import HARDWARE, UpperBounds, constant_value, is_widening
+from ..analysis.ranges import HARDWARE, UpperBounds, ValueRanges, constant_value, is_widening
 from ..errors import SourceSpan, TranspileError
 from .facts import (
     ConstKey,
@@ -213,6 +213,19 @@ class BoundsProofs:
             if d is not None:
                 return self.at_least(d, m)
         return False
+
+    def is_positive(self, e: ir.Expr) -> bool:
+        """Is the integer ``e >= 1`` proven, by the facts or by the launch's limits
+        (``block_dim.x``, ``block_dim.x * 4`` in a type it cannot leave)?"""
+        if self.at_least(e, 1):
+            return True
+        while isinstance(e, ir.Local):
+            d = self.defs.single_def(e.var)
+            if d is None:
+                return False
+            e = d
+        r = ValueRanges(HARDWARE).range(e)
+        return r is not None and r.lo >= 1
 
     def in_range(self, e: ir.Expr, bound: int) -> bool:
         """Is ``0 <= e < bound`` proven (constant bound)?"""

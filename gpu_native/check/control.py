@@ -140,7 +140,9 @@ class ControlFlowChecker(CheckerBase):
         # `for j in range(tid, n, K)` with 0 <= tid < K: threads visit disjoint values.
         self.unique.note_range_loop(var, start, step, step_sign, self.decl.plain_assigned, stop)
         extra: set = set()
-        if step_sign > 0:
+        # A step the launch keeps positive (range(tid, n, block_dim.x)) bounds the variable as a
+        # positive literal does: the generated loop runs its body only while `var < stop`.
+        if step_sign > 0 or (step_sign == 0 and bounds.is_positive(step)):
             key = self.defs.key
             extra.add(Less(key(ir.Local(var.span, var.ty, var)), key(stop)))
             if bounds.is_nonneg(start):

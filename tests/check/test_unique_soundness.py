@@ -300,6 +300,28 @@ def k(out: CUDASliceMut[f32]):
     assert _races(tmp_path, body, grid=3, block=128) != []
 
 
+# A block-stride loop `range(tid, stop, block_dim.x)`: the launch keeps the step positive, so
+# inside the body `tid <= i < stop` holds as for a literal step, and the widened index is exact.
+BLOCK_STRIDE = """
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f32]):
+    assert grid_dim.x == 1
+    tid = thread_idx.x
+    for i in range(tid, 2048, block_dim.x):
+        out[i64(block_idx.x) * 2048 + i64(i)] = 1.0
+"""
+
+
+def test_block_stride_loop_index_is_exact_and_race_free(tmp_path):
+    """The index was refused as one that "may wrap around in i32" although nothing in it can:
+    ``i`` is an i32 in ``[tid, 2048)`` and the casts widen."""
+    kernels = build(tmp_path, BLOCK_STRIDE)
+    out = np.zeros(4096, np.float32)
+    errors = launch(kernels["k"], 1, 96, out)
+    assert errors.races == [] and errors.fails == []
+    assert out[:2048].tolist() == [1.0] * 2048 and not out[2048:].any()
+
+
 # ---- hints -------------------------------------------------------------------------------------
 
 
