@@ -13,7 +13,14 @@ import contextlib
 from typing import TYPE_CHECKING
 
 from .. import ir
-from ..analysis.ranges import HARDWARE, UpperBounds, ValueRanges, constant_value, is_widening
+from ..analysis.ranges import (
+    HARDWARE,
+    Interval,
+    UpperBounds,
+    ValueRanges,
+    constant_value,
+    is_widening,
+)
 from ..errors import SourceSpan, TranspileError
 from .facts import (
     ConstKey,
@@ -141,7 +148,13 @@ class BoundsProofs:
         bound_key = self.bound_key(base, axis, idx)
         if not self.ctx.options.bounds_check:
             return True
-        if not self.is_nonneg(idx):
+        # First, for what it marks: the arithmetic it proves never wraps is emitted plainly.
+        nonneg = self.is_nonneg(idx)
+        if static and self.interval(idx).within(Interval(0, n - 1)):
+            # `ty * TM + i` under `assert block_dim.y == TY` and `i in range(TM)`: an interval
+            # of the whole sum, from its parts' (not one fact about the index itself).
+            return True
+        if not nonneg:
             return False
         if static and _fits_unsigned(idx, n):
             return True
@@ -296,6 +309,12 @@ class BoundsProofs:
                 return any(self.is_nonneg(a) for a in e.args)
         return False
 
+    def interval(self, e: ir.Expr) -> Interval:
+        """The values the integer ``e`` may take here, as the generated code computes it (a
+        part that may wrap makes it the whole type), from the launch's limits and the facts."""
+        r = _FactRanges(self).range(e)
+        return r if r is not None else Interval(1, 0)  # not an integer: nothing is within it
+
     def upper(self, e: ir.Expr) -> int | None:
         """An upper bound of the nonnegative integer ``e`` as a mathematical integer (before any
         wrap), from what the hardware and the facts limit it to; ``None`` when unknown."""
@@ -320,6 +339,46 @@ class BoundsProofs:
             return True
         bound = self.upper(stop)
         return bound is not None and bound - 1 + step.value <= ty.info.max
+
+
+class _FactRanges(ValueRanges):
+    """:class:`~gpu_native.analysis.ranges.ValueRanges` narrowed by the facts that hold where
+    the proofs are: each part's interval is cut by the facts about its value (``i < TM`` from
+    ``range(TM)``, ``thread_idx.y < TY`` from ``assert block_dim.y == TY``), and a local
+    assigned once has its value's interval.  Facts name computed values, and ValueRanges
+    widens a result that may wrap to its whole type, so every interval holds of the value the
+    generated code computes."""
+
+    def __init__(self, proofs: BoundsProofs):
+        super().__init__(HARDWARE)
+        self.memo = None  # the facts change from statement to statement
+        self.proofs = proofs
+        self.open: set[int] = set()  # the locals being resolved, against any cycle
+
+    def variable(self, var: ir.Var) -> Interval | None:
+        d = self.proofs.defs.single_def(var)
+        if d is None or id(var) in self.open:
+            return super().variable(var)
+        self.open.add(id(var))
+        try:
+            return self.range(d)
+        finally:
+            self.open.discard(id(var))
+
+    def range(self, e: ir.Expr) -> Interval | None:
+        r = super().range(e)
+        if r is None:
+            return None
+        k = self.proofs.defs.key(e)
+        facts = self.proofs.facts
+        lo, hi = r
+        if lo < 0 and NonNegative(k) in facts:
+            lo = 0
+        known = upper_bound(facts, k)
+        if known is not None and known < hi:
+            hi = known
+        # Contradictory facts mean the code is unreachable; keep a well-formed interval.
+        return Interval(lo, max(lo, hi))
 
 
 def _fits_unsigned(e: ir.Expr, n: int) -> bool:

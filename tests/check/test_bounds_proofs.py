@@ -276,3 +276,48 @@ def k(a: CUDASlice[f32], out: CUDASliceMut[f32], m: i64, m32: i32):
     # ... and an i32 one gets a 64-bit counter.
     assert "for (gn_i64 __gn_i2 = " in cuda
     assert "--__gn_i3" in cuda
+
+
+REGISTER_TILE = """
+TM = 4
+TN = 4
+TX = 16
+TY = 16
+BK = 8
+
+@gpu_kernel(Kernel2D)
+def k(out: CUDASliceMut2D[f32]):
+    assert block_dim.x == TX and block_dim.y == TY, "launch with TX x TY threads"
+    tile_a = shared_array(f32, (TY * TM, BK))
+    tile_b = shared_array(f32, (BK, TX * TN))
+    tx = thread_idx.x
+    ty = thread_idx.y
+    acc = f32(0.0)
+    for k in range(BK):
+        for i in range(ROWS):
+            acc += tile_a[ty * TM + i, k]
+        for j in range(TN):
+            acc += tile_b[k, tx * TN + j]
+    x, y = FlatLayout2D.uid()
+    if y < out.shape[0] and x < out.shape[1]:
+        out[y, x] = acc
+"""
+
+
+def test_a_register_tile_index_is_proven_from_the_pinned_block_and_the_loop_bound():
+    # ty < TY (the assert) and i < TM (the loop): ty * TM + i <= (TY - 1) * TM + TM - 1, the
+    # last row of the tile, although no one fact bounds the sum itself.
+    assert remaining_checks(REGISTER_TILE.replace("ROWS", "TM")) == set()
+
+
+def test_a_register_tile_index_that_can_reach_past_the_tile_keeps_its_check():
+    # One row too many: the last thread's ty * TM + TM is the tile's height.
+    assert remaining_checks(REGISTER_TILE.replace("ROWS", "TM + 1")) == {(10, "tile_a", 0)}
+    # Without the assert a block may have more than TY rows of threads.
+    unpinned = REGISTER_TILE.replace("ROWS", "TM").replace(
+        '    assert block_dim.x == TX and block_dim.y == TY, "launch with TX x TY threads"\n', "")
+    assert remaining_checks(unpinned) == {(9, "tile_a", 0), (11, "tile_b", 1)}
+    # Pinning only x proves only the x index.
+    only_x = REGISTER_TILE.replace("ROWS", "TM").replace(
+        "block_dim.x == TX and block_dim.y == TY", "block_dim.x == TX")
+    assert remaining_checks(only_x) == {(10, "tile_a", 0)}

@@ -149,7 +149,8 @@ LOCAL = """
 def k(a: CUDASlice[f32], o: CUDASliceMut[f32]):
     tile = local_array(f32, (4, 8))
     i = i64(block_idx.x * block_dim.x + thread_idx.x)
-    for t in range(32):
+    # 32 for the 40 elements the test passes, which the checker cannot know: t // 8 is checked.
+    for t in range(i32(len(a)) - 8):
         tile[t // 8, t % 8] = a[(i + t) % len(a)]
     if i < len(o):
         with unsafe():
