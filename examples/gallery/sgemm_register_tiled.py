@@ -71,30 +71,31 @@ def sgemm_register_tiled_kernel(a: CUDASlice2D[f32], b: CUDASlice2D[f32],
     for k0 in range(0, depth, BK):
         # Each thread loads BM * BK / THREADS elements of A and as many of B.
         for load in range(BM * BK // THREADS):
-            flat = tid + load * THREADS
-            r = flat // BK
-            k = flat % BK
+            flat_a = tid + load * THREADS
+            r = flat_a // BK
+            ka = flat_a % BK
             v = f32(0.0)
-            if block_row + r < m and k0 + k < depth:
-                v = a[block_row + r, k0 + k]
-            # unsafe: (flat // BK, flat % BK) splits flat = ty * TX + tx + load * THREADS with //
-            #   and %, which the checker follows only for one thread coordinate (and flat and k
-            #   are assigned more than once); race-free because tid = ty * TX + tx < THREADS, so
-            #   flat is one value per (thread, load) and the split is one-to-one.
+            if block_row + r < m and k0 + ka < depth:
+                v = a[block_row + r, k0 + ka]
+            # unsafe: (flat_a // BK, flat_a % BK) splits flat_a = ty * TX + tx + load * THREADS
+            #   with // and %, which the checker follows only for one thread coordinate;
+            #   race-free because tid = ty * TX + tx < THREADS, so flat_a is one value per
+            #   (thread, load) and the split is one-to-one.  (Its bounds are proven: each name
+            #   here is assigned once, so the checker reads r and ka through their values.)
             with unsafe():
-                tile_a[r, k] = v
+                tile_a[r, ka] = v
         for load in range(BK * BN // THREADS):
-            flat = tid + load * THREADS
-            k = flat // BN
-            col = flat % BN
+            flat_b = tid + load * THREADS
+            kb = flat_b // BN
+            col = flat_b % BN
             v = f32(0.0)
-            if k0 + k < depth and block_col + col < n:
-                v = b[k0 + k, block_col + col]
+            if k0 + kb < depth and block_col + col < n:
+                v = b[k0 + kb, block_col + col]
             # unsafe: the same loop counter and // and % split as for tile_a; race-free because,
-            #   as there, flat is one value per (thread, load) and (flat // BN, flat % BN) one
-            #   element per flat.
+            #   as there, flat_b is one value per (thread, load) and (flat_b // BN, flat_b % BN)
+            #   one element per flat_b.
             with unsafe():
-                tile_b[k, col] = v
+                tile_b[kb, col] = v
         sync_threads()
         for k in range(BK):
             for i in range(TM):
