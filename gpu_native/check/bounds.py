@@ -3,7 +3,8 @@
 Every index is checked unless the facts that hold where it is used prove it in range: a
 dominating ``if i < len(a)`` or ``assert``, a ``range(len(a))`` loop, an earlier check of the
 same thread (a failing check ends the thread), or what the launch and the types allow (see
-:mod:`gpu_native.analysis.ranges`).  The facts themselves are typed records
+:mod:`gpu_native.analysis.ranges`); into an array of constant shape, also the interval of the
+whole index from its parts' (``ty * TM + i`` with ``ty < TY`` and ``i < TM``).  The facts themselves are typed records
 (:mod:`.facts`); this module keeps the ones that hold at the statement being checked.
 """
 
