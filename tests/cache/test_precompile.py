@@ -187,6 +187,7 @@ class TestPrecompile:
         assert set(negate["artifacts"]) == {"sm_80", "sm_86", "sm_90"}
         assert {k["label"] for k in manifest["kernels"]} == LABELS
 
+    @pytest.mark.slow
     def test_progress_for_many_kernels(self, built, tmp_path, capsys):
         import shutil
 

@@ -104,6 +104,7 @@ int main(int argc, char** argv) {
 
 
 @pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++ (C++20) to emulate the kernel")
+@pytest.mark.slow
 def test_hand_written_register_tiled_sgemm_computes_the_product(suite, tmp_path):
     from sgemm_register_tiled import BK, BM, BN, TM, TN
 

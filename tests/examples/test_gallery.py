@@ -155,6 +155,7 @@ def test_compare_catches_an_unwritten_element_and_a_wrong_one():
     compare((np.float32(ref), ref.astype(np.int64)), (ref, ref), "exact", 0)
 
 
+@pytest.mark.slow
 def test_gallery_scripts_run(tmp_path):
     """``python examples/gallery/<name>.py`` runs with no import hook (the __main__ path) and
     finds its helpers beside it; spmv_csr_vector also imports a sibling kernel module."""

@@ -221,6 +221,7 @@ SCRIPT = textwrap.dedent('''\
     ''')
 
 
+@pytest.mark.slow
 def test_a_kernel_defined_in_a_main_script_runs_in_spawn_workers(tmp_path):
     script = tmp_path / "script.py"
     script.write_text(SCRIPT)

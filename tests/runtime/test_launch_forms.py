@@ -450,7 +450,8 @@ def test_grid_sync_on_the_host_raises():
 # ---- NVRTC ---------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("arch", [pytest.param("sm_80", marks=pytest.mark.slow), "sm_90"])
+@pytest.mark.parametrize("arch", [pytest.param("sm_80", marks=pytest.mark.slow),
+                                  pytest.param("sm_90", marks=pytest.mark.slow)])
 def test_a_cooperative_kernel_compiles_with_nvrtc(arch):
     from gpu_native.cache import BuildRequest
     from gpu_native.cache.keys import compile_options

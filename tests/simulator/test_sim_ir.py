@@ -202,6 +202,7 @@ class TestMalformed:
 
 
 class TestCacheKey:
+    @pytest.mark.slow
     def test_the_ir_does_not_enter_the_kernel_key(self):
         for path in FILES:
             source = path.read_text()
