@@ -125,10 +125,23 @@ class Definitions:
 
     def forget(self, var: ir.Var) -> None:
         """``var`` is assigned: a value fixed for it, or for a variable whose value reads it,
-        no longer holds."""
+        no longer holds.  Nor does the value of a local assigned once that reads it: after
+        ``r = i; i = n``, ``r`` still holds the old ``i``, and reading ``r`` as ``i`` would
+        apply what is known of the new ``i`` to it.  ``r`` is opaque from here on."""
+        gone = id(var)
         if self.fixed:
             self.fixed = {k: v for k, v in self.fixed.items()
-                          if k != id(var) and id(var) not in ir.variables_read(v)}
+                          if k != gone and gone not in ir.variables_read(v)}
+        if self.values:
+            self.values = {k: v for k, v in self.values.items()
+                           if gone not in ir.variables_read(v)}
+
+    def enter_loop(self, variables) -> None:
+        """A loop whose body assigns ``variables`` begins: from its second iteration on, a
+        value read before one of them is assigned in the body may be the previous
+        iteration's, so what reads them is forgotten for the whole body (and after it)."""
+        for var in variables:
+            self.forget(var)
 
     def record(self, var: ir.Var, value: ir.Expr) -> None:
         """``var = value`` was checked: remember the value of a local assigned once."""

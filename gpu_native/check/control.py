@@ -66,6 +66,8 @@ class ControlFlowChecker(CheckerBase):
         bounds = self.bounds
         entry = kill(bounds.facts, self.loop_assigned_vars(s.body))
         bounds.facts = entry
+        # The condition runs again after each iteration: it reads the body's assignments too.
+        self.defs.enter_loop(self.loop_assigned_vars(s.body))
         cond = self.to_bool(self.expr(s.test, condition=True))
         # The condition (and its checks) ran before every iteration and before a normal exit.
         checked, bounds.pending = stable(bounds.pending), set()
@@ -137,6 +139,7 @@ class ControlFlowChecker(CheckerBase):
         bounds = self.bounds
         bounds.commit()
         entry = kill(bounds.facts, self.loop_assigned_vars(s.body) | {var})
+        self.defs.enter_loop(self.loop_assigned_vars(s.body))
         # `for j in range(tid, n, K)` with 0 <= tid < K: threads visit disjoint values.
         self.unique.note_range_loop(var, start, step, step_sign, self.decl.plain_assigned, stop)
         extra: set = set()
@@ -252,6 +255,7 @@ class ControlFlowChecker(CheckerBase):
         bounds = self.bounds
         bounds.commit()
         entry = kill(bounds.facts, self.loop_assigned_vars(s.body) | {var})
+        self.defs.enter_loop(self.loop_assigned_vars(s.body))
         local = ir.Local(var.span, var.ty, var)
         key = self.defs.key
         extra = {Less(key(local), key(stop)), NonNegative(key(local))}

@@ -87,6 +87,7 @@ class GeneratorChecker(CheckerBase):
         assert isinstance(gen, GeneratorType)
         for local, value in zip((gen.key, gen.subsequence, gen.counter), values):
             self.bounds.kill({local})
+            self.defs.forget(local)
             out.append(ir.Assign(span, local, value))
         self.bounds.commit()
         self.draws_random = True

@@ -321,3 +321,67 @@ def test_a_register_tile_index_that_can_reach_past_the_tile_keeps_its_check():
     only_x = REGISTER_TILE.replace("ROWS", "TM").replace(
         "block_dim.x == TX and block_dim.y == TY", "block_dim.x == TX")
     assert remaining_checks(only_x) == {(10, "tile_a", 0)}
+
+
+# ---- a local read through its definition holds the value it had there ----------------------------
+
+STALE_COPY = """
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[i32], n: i32):
+    t = local_array(i32, 4)
+    i = n
+    r = i
+    for i in range(4):
+        t[r] = i
+    out[FlatLayout1D.uid()] = t[0]
+"""
+
+
+def test_a_copy_of_a_variable_keeps_its_check_after_the_variable_is_reassigned():
+    # `r` holds the old `i` (n); the loop's facts (0 <= i < 4) are about the new one.
+    assert remaining_checks(STALE_COPY) == {(6, "t", 0), (7, "out", 0)}
+
+
+def test_a_copy_keeps_its_check_where_a_later_iteration_reassigned_the_variable():
+    # The test `i < 4` is about this iteration's `i`; from the second on, `r` is still n.
+    assert remaining_checks("""
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[i32], n: i32, m: i32):
+    t = local_array(i32, 4)
+    i = n
+    r = i
+    for s in range(m):
+        if i >= 0 and i < 4:
+            t[r] = s
+        i = s
+    out[FlatLayout1D.uid()] = t[0]
+""") == {(7, "t", 0), (9, "out", 0)}
+
+
+def test_a_copy_read_before_the_variable_is_reassigned_is_still_proven():
+    assert remaining_checks("""
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[i32], n: i32):
+    t = local_array(i32, 4)
+    i = n
+    r = i
+    if i >= 0 and i < 4:
+        t[r] = 1
+    i = 0
+    out[FlatLayout1D.uid()] = t[0]
+""") == {(8, "out", 0)}
+
+
+@pytest.mark.parametrize("backend", ["sim", pytest.param("cuda", marks=pytest.mark.gpu)],
+                         indirect=True)
+def test_a_stale_copy_out_of_range_is_caught(kernel_module, backend):
+    mod = kernel_module(HEADER + textwrap.dedent(STALE_COPY))
+    out = gn.to_device(np.zeros(1, np.int32))
+    mod.k.launch(gn.GridDim1D(1), gn.BlockDim1D(1))(out, 2)
+    gn.synchronize()
+    with pytest.raises(gn.KernelIndexError, match="'t'") as caught:
+        mod.k.launch(gn.GridDim1D(1), gn.BlockDim1D(1))(out, 10)
+        gn.synchronize()
+    # The kernel's own check caught it: the simulator's backstop (which names a check it
+    # dropped) is no stand-in for the GPU, where the access would be undefined behaviour.
+    assert "proven unnecessary" not in str(caught.value)
