@@ -37,6 +37,7 @@ def binop(op, a, b, ty=ir.I64):
 
 
 @pytest.mark.parametrize("op", sorted(BINARY))
+@pytest.mark.slow
 def test_every_interval_rule_holds_for_every_pair_of_small_values(op):
     intervals = [Interval(lo, hi) for lo in range(-5, 6) for hi in range(lo, 6)]
     for a, b in itertools.product(intervals, repeat=2):

@@ -87,6 +87,7 @@ def hostile(tmp_path) -> Path:
     ["expand", "hostile/kern.py", "--proofs"],
     ["expand", "hostile/kern.py", "--exact"],
 ], ids=["expand", "expand-cuda", "expand-kernel", "expand-proofs", "expand-exact"])
+@pytest.mark.slow
 def test_expand_never_executes_the_module_or_its_imports(hostile, isolated_cache, args):
     out = cli(args, hostile, isolated_cache)
     assert out.returncode == 0, out.stderr
@@ -97,6 +98,7 @@ def test_expand_never_executes_the_module_or_its_imports(hostile, isolated_cache
 
 
 @pytest.mark.parametrize("target", ["hostile", "hostile.kern", "hostile/kern.py"])
+@pytest.mark.slow
 def test_precompile_never_executes_the_module_or_its_imports(hostile, isolated_cache, target):
     pytest.importorskip("cuda.bindings.nvrtc")
     out = cli(["precompile", target, "--arch", "sm_90", "--out", "out", "-q", "-j", "1"],
@@ -274,6 +276,7 @@ DEEP_HOST = {
 
 @pytest.mark.parametrize("how", ["hook", "no hook", "expand"])
 @pytest.mark.parametrize("shape", sorted(DEEP_HOST))
+@pytest.mark.slow
 def test_deep_host_code_that_python_compiles_imports(tmp_path, isolated_cache, shape, how):
     name = "deep_host_" + re.sub(r"\W", "_", shape)
     source = SMALL_KERNEL + "\n" + DEEP_HOST[shape] + "\n"
@@ -349,6 +352,7 @@ LATIN1 = "# -*- coding: latin-1 -*-\n# Größe: café\n" + SMALL_KERNEL + 'NAME 
 
 @pytest.mark.parametrize("encoding", ["latin-1", "cp1252"])
 @pytest.mark.parametrize("how", ["import", "expand", "precompile"])
+@pytest.mark.slow
 def test_a_source_with_a_coding_cookie_is_decoded_as_python_does(tmp_path, isolated_cache,
                                                                  encoding, how):
     source = LATIN1.replace("latin-1", encoding) + "EURO = '€'\n" * (encoding == "cp1252")

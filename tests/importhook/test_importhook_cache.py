@@ -270,6 +270,7 @@ class TestEntryMode:
     @pytest.mark.parametrize("mode", [0o600, pytest.param(0o640, marks=pytest.mark.slow),
                                       pytest.param(0o644, marks=pytest.mark.slow), 0o444])
     @pytest.mark.parametrize("route", ["rewritten", "moved-from-user-cache"])
+    @pytest.mark.slow
     def test_entry_copies_the_sources_permission_bits(self, tmp_path, work, mode, route):
         source = work / "mykernels.py"
         source.chmod(mode)
