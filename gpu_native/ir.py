@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from .errors import SourceSpan
 from .lang.types import SCALARS, VECTORS, ScalarInfo, VectorInfo
 from .nodes import Factory, fields, node, replace
-from .spec import LaunchCheck
+from .spec import KernelOptions, LaunchCheck
 
 # ============================================================================================
 # Types
@@ -710,14 +710,6 @@ class DeviceFunction:
 
     def __repr__(self) -> str:
         return f"DeviceFunction({self.module}.{self.name} -> {self.symbol})"
-
-
-@node
-class KernelOptions:
-    bounds_check: bool = True
-    fastmath: bool = False
-    max_registers: int | None = None
-    cooperative: bool = False
 
 
 @node

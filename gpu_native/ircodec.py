@@ -55,6 +55,7 @@ _CLASSES: dict[str, type] = {
     if isinstance(cls, type) and cls.__module__ == ir.__name__ and hasattr(cls, "__node_fields__")
 }
 _CLASSES["SourceSpan"] = SourceSpan
+_CLASSES["KernelOptions"] = ir.KernelOptions  # the spec's record, which the IR carries too
 _SCALAR_INFO = "ScalarInfo"  # (name,): decodes to SCALARS[name]
 _VECTOR_INFO = "VectorInfo"  # (name,): decodes to VECTORS[name]
 _DICT = "dict"  # (key, value, key, value, ...)

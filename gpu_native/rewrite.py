@@ -27,7 +27,6 @@ from .nodes import node, replace
 from .spec import (
     ConstArray,
     IndexFits,
-    KernelOptions,
     KernelSpec,
     LaunchCheck,
     Param,
@@ -180,8 +179,7 @@ def transpile_module(source: str, path: str, module_name: str | None = None,
                 launch_checks=_launch_checks(k, files), ir=encoded,
                 consts=tuple(ConstArray(d.name, d.module, d.ty.elem.name, d.shape, d.symbol)
                              for d in k.consts)))
-        options = KernelOptions(ck.options.bounds_check, ck.options.fastmath,
-                                ck.options.max_registers, ck.options.cooperative)
+        options = ck.options  # the checker's options are the spec's record
         kernels.append(KernelSpec(
             name=ck.fn.name, module=scan.module_name, file=path, line=ck.fn.first_line,
             ndim=ck.ndim,
