@@ -1,4 +1,5 @@
-"""Barrier phases: when ``sync_threads()`` orders two stores of a block's threads.
+"""Barrier phases: when ``sync_threads()`` orders two stores of a block's threads (and when
+``grid_sync()`` orders two accesses of a global array by any threads of the grid).
 
 Two stores into a shared array by two threads of one block cannot race when a barrier lies
 between them on every path from one to the other.  The checker walks the body once; each
@@ -13,7 +14,9 @@ For stores ``A`` before ``B`` (in source order), with ``S`` the deepest list hol
   holds ``B``).
 * **B, then A in a later iteration** (a loop holds both): a barrier before ``A``'s statement at
   ``S``'s top level, or dominating ``A`` inside its statement, runs in that iteration before
-  ``A``.
+  ``A``; so does one after ``B``'s statement at ``S``'s top level that no ``break``,
+  ``continue`` or ``return`` can skip (known only once the list has been walked: the reads,
+  checked at the end, see it; a store checked against earlier stores does not).
 
 A barrier inside a loop body counts at the loop statement itself (for the lists around it) only
 when the body surely runs once (a constant-true first test) and reaches the barrier before any
@@ -27,23 +30,25 @@ from __future__ import annotations
 from .. import ir
 from ..nodes import node
 
-__all__ = ["Frame", "Phases", "Position", "ordered"]
+__all__ = ["Frame", "Phases", "Position", "ordered", "ordered_either"]
 
 
 class Frame:
     """One statement list being checked: its ``kind`` ("body", "loop", "if" or "with"), the index
-    of its current statement, the indices of its top-level barriers, the first index that may
-    jump out (break, continue, return)."""
+    of its current statement, the indices of its top-level barriers (``grid_barriers``: those
+    that are ``grid_sync()``, which order every thread of the grid, not only a block's), the
+    first index that may jump out (break, continue, return)."""
 
     def __init__(self, kind: str):
         self.kind = kind
         self.is_loop = kind == "loop"
         self.index = 0
         self.barriers: list[int] = []
+        self.grid_barriers: list[int] = []
         self.first_jump: int | None = None
 
-    def barrier_between(self, lo: int, hi: int) -> bool:
-        return any(lo < b < hi for b in self.barriers)
+    def barrier_between(self, lo: int, hi: int, grid: bool = False) -> bool:
+        return any(lo < b < hi for b in (self.grid_barriers if grid else self.barriers))
 
 
 @node(frozen=False, eq=False)
@@ -71,18 +76,23 @@ class Phases:
         parent = self.stack[-1]
         if frame.first_jump is not None and parent.first_jump is None:
             parent.first_jump = parent.index
-        if (runs_once or always) and any(
-                frame.first_jump is None or b < frame.first_jump for b in frame.barriers):
-            parent.barriers.append(parent.index)
+        for mine, theirs in ((frame.barriers, parent.barriers),
+                             (frame.grid_barriers, parent.grid_barriers)):
+            if (runs_once or always) and any(
+                    frame.first_jump is None or b < frame.first_jump for b in mine):
+                theirs.append(parent.index)
 
     def statement(self) -> None:
         if self.stack:
             self.stack[-1].index += 1
 
-    def barrier(self) -> None:
+    def barrier(self, grid: bool = False) -> None:
+        """A barrier at the current statement; ``grid``: a ``grid_sync()`` (also a block's)."""
         if self.stack:
             frame = self.stack[-1]
             frame.barriers.append(frame.index)
+            if grid:
+                frame.grid_barriers.append(frame.index)
 
     def jump(self) -> None:
         if self.stack:
@@ -99,9 +109,10 @@ class Phases:
         return Position(tuple((f, f.index) for f in self.stack))
 
 
-def ordered(a: Position, b: Position) -> bool:
+def ordered(a: Position, b: Position, grid: bool = False) -> bool:
     """Does a barrier separate every execution of the store at ``a`` from every execution of the
-    store at ``b`` (``a`` the earlier in source order) in another thread of the block?"""
+    store at ``b`` (``a`` the earlier in source order) in another thread of the block (``grid``:
+    a ``grid_sync()``, in any other thread of the grid)?"""
     common = 0
     while (common < len(a.path) and common < len(b.path)
            and a.path[common][0] is b.path[common][0]):
@@ -114,13 +125,29 @@ def ordered(a: Position, b: Position) -> bool:
         return False  # one statement holds both (an if and its else, say): no order shown
 
     def dominated(path) -> bool:
-        return any(f.barrier_between(0, i) for f, i in path[common:])
+        return any(f.barrier_between(0, i, grid) for f, i in path[common:])
 
-    forward = frame.barrier_between(index_a, index_b) or dominated(b.path)
+    forward = frame.barrier_between(index_a, index_b, grid) or dominated(b.path)
     if not forward:
         return False
     in_loop = any(f.is_loop for f, _ in a.path[:common])
-    return not in_loop or frame.barrier_between(0, index_a) or dominated(a.path)
+    if not in_loop or frame.barrier_between(0, index_a, grid) or dominated(a.path):
+        return True
+    # B, then A in a later iteration: a barrier after B's statement in the same list, which
+    # every run of the list that ran B reaches first (no break, continue or return before it).
+    stop = frame.first_jump
+    return any(index_b < b and (stop is None or b < stop)
+               for b in (frame.grid_barriers if grid else frame.barriers))
+
+
+def ordered_either(a: Position, b: Position, grid: bool = False) -> bool:
+    """:func:`ordered` for two accesses in either source order (a read and a store, say)."""
+    for (fa, ia), (fb, ib) in zip(a.path, b.path):
+        if fa is not fb:
+            break
+        if ia != ib:
+            return ordered(a, b, grid) if ia < ib else ordered(b, a, grid)
+    return False  # one statement holds both, or they share no list: no order shown
 
 
 def entry_value(e: ir.Expr, known: dict) -> object:

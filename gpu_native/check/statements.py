@@ -145,7 +145,7 @@ class StatementChecker(CheckerBase):
             self.traits.note_barrier(entry.value)
             # A grid barrier orders the threads of each block too.  (The block votes,
             # sync_threads_count/and/or, are not taken as phase boundaries: refusing more is sound.)
-            self.unique.phases.barrier()
+            self.unique.phases.barrier(grid=entry.value == "grid")
             return ir.Barrier(call.span, entry.value)
         got = self.args(call, entry.param_names, entry.required, f"{name}()")
         self.traits.note_barrier("warp")

@@ -52,7 +52,7 @@ from .ownership import (
     prove_pair,
 )
 from .parity import read_parities, store_parities
-from .phases import Phases, Position, entry_value, ordered
+from .phases import Phases, Position, entry_value, ordered, ordered_either
 from .witness import collision
 
 if TYPE_CHECKING:
@@ -141,7 +141,8 @@ class UniqueWrites:
         self.bounds: BoundsProofs  # wired by the type pass
         self.range_unique_vars: dict[int, frozenset] = {}
         self.store_keys: dict[int, tuple] = {}
-        self.mutable_loads: list[tuple[ir.Var, tuple[Key, ...], SourceSpan, bool, frozenset]] = []
+        self.mutable_loads: list[tuple[ir.Var, tuple[Key, ...], SourceSpan, bool, frozenset,
+                                       Position]] = []
         self.unique_param_uses: dict[str, set[str]] = {}
         # The ownership proofs: every store's form, by array (a string where it has none), and
         # every full index key a thread writes (a read at one of them reads its own element).
@@ -156,7 +157,7 @@ class UniqueWrites:
         self.phases = Phases()
         self.known: dict[int, int] = {}
         self.checked_stores: dict[int, list[_Checked]] = {}
-        self.read_forms: list[tuple[ir.Var, StoreForm | str, SourceSpan]] = []
+        self.read_forms: list[tuple[ir.Var, StoreForm | str, SourceSpan, Position]] = []
         # Per array: the parities each store is confined to (see :mod:`.parity`).
         self.store_parity: dict[int, list[frozenset]] = {}
         # The kernel's parameter names, in order, and what the proofs assumed of them (by name):
@@ -382,7 +383,8 @@ class UniqueWrites:
             kind, owners = "uid", tuple(range(len(indices)))
             if not form.pins:  # type: ignore[union-attr]
                 self.written_keys.setdefault(id(base.var), []).append(keys)
-            self.check_narrowed(base, span, _Checked(form, self.phases.position(), narrowed))
+            self.check_narrowed(base, span,
+                                _Checked(form, self.phases.position(), narrowed, span))
             return kind, owners, proof
         if kind == "uid":
             self.written_keys.setdefault(id(base.var), []).append(keys)
@@ -396,7 +398,7 @@ class UniqueWrites:
                         raise TranspileError(_wrap_message(base, self._narrow_type(idx)),
                                              idx.span, _WRAP_HINT)
         self.check_narrowed(base, span, _Checked(form, self.phases.position(),
-                                                 narrowed or kind == "single"))
+                                                 narrowed or kind == "single", span))
         return kind, owners, ""
 
     def check_narrowed(self, base: ir.ArrayRef, span: SourceSpan, new: _Checked) -> None:
@@ -597,18 +599,31 @@ class UniqueWrites:
         if base.ty.space == "global" and base.ty.mutable:
             keys = tuple(self.defs.key(i) for i in indices)
             parity = read_parities(self.forms, keys, self.bounds.facts)
-            self.mutable_loads.append((base.var, keys, span, unsafe, parity))
+            where = self.phases.position()
+            self.mutable_loads.append((base.var, keys, span, unsafe, parity, where))
             if not unsafe:
                 self.read_forms.append((base.var, self.forms.store(
                     keys, self.bounds.facts, "global", span.line, _index_text(base, span)),
-                    span))
+                    span, where))
+
+    def unordered_store(self, var: ir.Var, where: Position) -> SourceSpan | None:
+        """The first checked store of ``var`` that no ``grid_sync()`` separates from the read at
+        ``where`` (before it, and in a loop also after it); ``None`` when every store lies in
+        another phase of the grid, so that no thread writes what this one reads while it reads."""
+        for store in self.checked_stores.get(id(var), ()):
+            if not ordered_either(store.position, where, grid=True):
+                return store.span
+        return None
 
     def check_reads(self) -> None:
         """Once the body is known: a thread may read a writable array only at the elements it
         owns (where it writes), or another thread may be writing what it reads."""
-        for var, k, span, unsafe, parity in self.mutable_loads:
+        for var, k, span, unsafe, parity, where in self.mutable_loads:
             prev = self.store_keys.get(id(var))
             if prev is None or unsafe:
+                continue
+            racing = self.unordered_store(var, where)
+            if racing is None:
                 continue
             confined = self.store_parity.get(id(var), [])
             if parity and confined and parity & frozenset.intersection(*confined):
@@ -622,12 +637,15 @@ class UniqueWrites:
                 continue
             raise TranspileError(
                 f"'{var.name}' is read here at another index than it is written at "
-                f"({prev[1]}): another thread may be writing that element", span,
+                f"({racing}): another thread may be writing that element", span,
+                "separate every store of the array from this read with grid_sync() (in a "
+                "loop, also from the next iteration's stores), read from a separate input "
+                "array, or use `with unsafe():`" if self.ctx.options.cooperative else
                 "read from a separate input array, or use `with unsafe():`")
         required = required_coords(self.ctx.ndim, "global")
-        for var, form, span in self.read_forms:
+        for var, form, span, where in self.read_forms:
             for store in self.checked_stores.get(id(var), ()):
-                if not store.narrowed:
+                if not store.narrowed or ordered_either(store.position, where, grid=True):
                     continue
                 if isinstance(form, StoreForm) and isinstance(store.form, StoreForm):
                     outcome = self.prove(form, store.form, required, var.name)
@@ -676,6 +694,7 @@ class _Checked:
     form: StoreForm | str
     position: Position
     narrowed: bool
+    span: SourceSpan
 
 
 def _only_its_thread(single: StoreForm, other: StoreForm, required: frozenset[str]) -> bool:

@@ -67,7 +67,7 @@ def coop_sum(x: CUDASlice[f32], partial: CUDASliceMut[f32], out: CUDASliceMut[f3
     stride = grid_dim.x * block_dim.x // 2
     while stride > 0:
         if i < stride:
-            with unsafe():  # ordered by grid_sync(), which the unique-write rule does not see
+            with unsafe():  # i < stride keeps the store and the read apart; no rule shows it
                 partial[i] = partial[i] + partial[i + stride]
         grid_sync()
         stride = stride // 2
