@@ -654,10 +654,10 @@ class UniqueWrites:
                     reason = outcome.text
                 else:
                     reason = form if isinstance(form, str) else str(store.form)
-                where = (f"the store at line {store.form.line}"
+                which = (f"the store at line {store.form.line}"
                          if isinstance(store.form, StoreForm) else "a store")
                 raise TranspileError(
-                    f"'{var.name}' is read here, and {where} "
+                    f"'{var.name}' is read here, and {which} "
                     f"(by the threads a condition leaves) may write the same element from "
                     f"another thread: {reason}", span,
                     "read it under the same condition as the store, read from a separate "
