@@ -7,7 +7,8 @@
 #   bash tools/device_run.sh quick          # pytest -m gpu -x, a smoke run
 #   bash tools/device_run.sh fuzzraces      # tools/fuzz_races.py: unique-write proofs, GPU vs sim
 #
-# The wheels come from ../shared/tools/fetch-device-wheels.sh (carry ".whl"); .whl/extra holds
+# The wheels come from ../shared/tools/fetch-device-wheels.sh (carry ".whl"; .whl/test and .whl/dask
+# from tools/fetch_cuda12_wheels.sh and tools/fetch_dask_wheels.sh); .whl/extra holds
 # numpy<2.3 for the Numba-CUDA comparison, installed apart and put on its PYTHONPATH only.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -15,7 +16,9 @@ OUT=${OUT:-$PWD/out}
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
 if ls .whl/*.whl >/dev/null 2>&1; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl || exit 1
+  # .whl/test (hypothesis) and .whl/dask (dask, distributed and what they need) are optional.
+  python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl \
+    $(ls .whl/test/*.whl .whl/dask/*.whl 2>/dev/null) || exit 1
   export PYTHONPATH=/tmp/site
 fi
 python3 -m pip install -q --no-deps --no-build-isolation . >"$OUT/install.log" 2>&1 || {

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Download dask, distributed and what they need (Python 3.12, x86-64) into .whl/dask, for a GPU
+# machine without network: tools/device_run.sh installs them beside the project, so that
+# tests/examples/test_dask_example.py runs there.  Run from the project root.  NumPy is left out:
+# the GPU machine has its own.
+set -euo pipefail
+cd "$(git rev-parse --show-toplevel)"
+mkdir -p .whl/dask
+rm -f .whl/dask/*.whl
+python3 -m pip download -q --only-binary=:all: --python-version 3.12 --implementation cp \
+  --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
+  -d .whl/dask "dask[array]" distributed 2>&1 | grep -v '^WARNING: Location' || true
+rm -f .whl/dask/numpy-*.whl
+ls .whl/dask
