@@ -45,9 +45,14 @@ def config_for(seed: int, args):
     # --indexing-every 0.
     every = getattr(args, "indexing_every", 0)
     indexing = bool(every) and seed % every == 1 % every and straight is None
+    # Every fifth (of the rest) uses the bit intrinsics and bitcast; --bits-every 0 replays
+    # seeds of runs made before this option.
+    every_bits = getattr(args, "bits_every", 0)
+    bits = bool(every_bits) and seed % every_bits == 2 % every_bits and straight is None \
+        and not indexing
     return generator.Config(known_bugs=args.known_bugs, straight=straight,
                           max_statements=args.max_statements, max_depth=args.max_depth,
-                          indexing=indexing)
+                          indexing=indexing, bits=bits)
 
 
 def run_chunk(seeds: list[int], args, workdir: str) -> list[dict]:
@@ -104,6 +109,8 @@ def main(argv=None) -> int:
                         help="every Nth seed is a straight-line elementwise kernel (0: none)")
     parser.add_argument("--indexing-every", type=int, default=3,
                         help="seeds s with s %% N == 1 %% N load at computed indices (0: none, 1: all)")
+    parser.add_argument("--bits-every", type=int, default=5,
+                        help="every Nth kernel uses bit intrinsics and bitcast (0: none)")
     parser.add_argument("--max-statements", type=int, default=6)
     parser.add_argument("--max-depth", type=int, default=4)
     parser.add_argument("--jobs", type=int, default=max(1, min(14, (os.cpu_count() or 2) - 2)))

@@ -225,6 +225,25 @@ def test_straight_line_kernels_on_the_simulator(workspace):
 INDEXING = Config(max_statements=5, max_depth=3, indexing=True)
 
 
+BITS = Config(max_statements=5, max_depth=3, bits=True)
+
+
+@pytest.mark.slow
+def test_bit_intrinsic_kernels_on_the_simulator(workspace):
+    """popc, clz, ctz, ffs, brev, byte_perm, the funnel shifts and bitcast, against the reference's
+    reading of docs/language.md (and compiled by NVRTC)."""
+    seeds = range(FIRST_SEED + 16000, FIRST_SEED + 16000 + SEEDED_CASES // 4)
+    fuzz(workspace, seeds, ("sim",), nvrtc=NVRTC, config=BITS)
+    kinds = set()
+    for seed in seeds:
+        for node in generator.walk(random_kernel(seed, BITS).body):
+            if isinstance(node, generator.Bits):
+                kinds.add(node.fn)
+            elif isinstance(node, generator.Bitcast):
+                kinds.add("bitcast")
+    assert len(kinds) >= 8, kinds  # most of the intrinsics are exercised
+
+
 @pytest.mark.slow
 def test_indexing_kernels_on_the_simulator(workspace):
     """Loads at computed indices (``a[i + 1]``, ``a[u32(i) - 2]``, ``a[x % len(a)]``, guarded or

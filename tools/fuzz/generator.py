@@ -14,7 +14,8 @@ shrink a failing kernel to a small one).  :func:`kernel_cases` is the Hypothesis
 What the generator produces: expression trees over f32/f64/i32/i64/u32 (and bool conditions) with
 ``+ - * / // % ** << >> & | ^``, unary ``- ~ not``, comparisons (also chained), ``and``/``or``,
 conditional expressions, casts (``f32() i32() u32() int() float() bool()``), ``math.*``,
-``min``/``max``/``abs``/``round``; statements: annotated declarations, assignments, augmented
+``min``/``max``/``abs``/``round``, and with ``Config(bits=True)`` the bit intrinsics (``popc clz ctz
+ffs brev byte_perm funnelshift_*``) and ``bitcast``; statements: annotated declarations, assignments, augmented
 assignments, ``if``/``else``, ``for ... in range(...)`` (constant and data-dependent bounds and
 steps), ``while`` loops with a counter, ``break``/``continue``, early ``return`` and stores into the
 outputs through the uid.  Every loop carries a guard counter that breaks out after far more
@@ -234,6 +235,25 @@ class Abs(Expr):
 class Round(Expr):
     operand: Expr
     ty: str = "i64"
+
+
+@dataclass
+class Bits(Expr):
+    """A bit intrinsic: ``popc clz ctz ffs brev`` of one integer, ``byte_perm(x, y, s)`` and the
+    funnel shifts ``funnelshift_l/lc/r/rc(lo, hi, shift)`` of 32-bit words."""
+
+    fn: str
+    args: list[Expr]
+    ty: str  # result type
+    argty: str  # the operands' type (the words' for byte_perm and the funnel shifts)
+
+
+@dataclass
+class Bitcast(Expr):
+    """``bitcast(x, ty)``: the bits of ``x`` read as a ``ty`` of the same width."""
+
+    operand: Expr
+    ty: str
 
 
 class Stmt:
@@ -523,6 +543,8 @@ class Config:
     # that drop them, against the reference.  Off by default, so that a seed gives the kernel it
     # gave before this option existed.
     indexing: bool = False
+    # Bit intrinsics and bit casts (Bits, Bitcast).  Off by default, for the same reason.
+    bits: bool = False
 
 
 class Generator:
@@ -924,7 +946,20 @@ class Generator:
                 kinds += ["round", "int"]
         if not self.straight:
             kinds += ["select"]
+        if self.c.bits:
+            kinds += ["bits", "bits"] if t in INTS else []
+            kinds += ["bitcast"] if self.bitcast_source(t) is not None else []
         kind = d.choice(kinds)
+        if kind == "bits":
+            return self.bits(t, depth, scope)
+        if kind == "bitcast":
+            src = self.bitcast_source(t)
+            assert src is not None
+            if t in FLOATS:  # integer bits to a float: any integer expression
+                return Bitcast(self.expr(src, depth - 1, scope), t)
+            # A float's bits: only of an input element, whose bits are fixed (a NaN computed
+            # here has a payload that no two backends need agree on).
+            return Bitcast(Load("", d.integer(0, self.n_in - 1), src), t)
         if kind == "arith":
             left, right = self.operands(t, depth, scope)
             return Bin(d.choice(["+", "-", "*"]), left, right, t, t)
@@ -1000,6 +1035,39 @@ class Generator:
             return Math(fn, [self.expr(src, depth - 1, scope)], t, t)
         left, right = self.operands(t, depth, scope)
         return Math(fn, [left, right], t, t)
+
+    def bitcast_source(self, t: str) -> str | None:
+        """The type a ``bitcast(x, t)`` reads its bits from, or None if there is none here."""
+        d = self.d
+        if t == "f32":
+            return d.choice(["i32", "u32"])
+        if t == "f64":
+            return "i64"
+        src = {"i32": "f32", "u32": "f32", "i64": "f64"}[t]
+        return src if src in self.types else None
+
+    def bits(self, t: str, depth: int, scope: list[Var]) -> Expr:
+        """A bit intrinsic whose result is a ``t``."""
+        d = self.d
+        if t == "i32" and d.chance(0.7):
+            fn = d.choice(["popc", "clz", "ctz", "ffs"])
+            argty = d.choice(INTS)
+            return Bits(fn, [self.expr(argty, depth - 1, scope)], "i32", argty)
+        if t == "u32" and d.chance(0.6):
+            fn = d.choice(["byte_perm", "funnelshift_l", "funnelshift_lc", "funnelshift_r",
+                           "funnelshift_rc"])
+            # Words of at most 32 bits are taken as their bits: u32, or now and then i32.
+            words = [self.expr(d.choice(["u32", "u32", "i32"]), depth - 1, scope)
+                     for _ in range(2)]
+            if fn == "byte_perm":
+                last: Expr = (Lit(d.integer(0, 0xFFFF)) if d.chance(0.6)
+                              else self.expr("u32", depth - 1, scope))
+            else:
+                last = (Lit(d.choice([0, 1, 8, 13, 31, 32, 33, 40]))
+                        if d.chance(0.5) else self.expr(d.choice(["u32", "i32"]), depth - 1,
+                                                        scope))
+            return Bits(fn, [*words, last], "u32", "u32")
+        return Bits("brev", [self.expr(t, depth - 1, scope)], t, t)
 
     def condition(self, depth: int, allow_number: bool) -> Expr:
         d = self.d
@@ -1133,6 +1201,12 @@ class Printer:
     def p_Round(self, e: Round) -> str:
         return f"round({self.expr(e.operand)})"
 
+    def p_Bits(self, e: Bits) -> str:
+        return f"{e.fn}({', '.join(self.expr(a) for a in e.args)})"
+
+    def p_Bitcast(self, e: Bitcast) -> str:
+        return f"bitcast({self.expr(e.operand)}, {e.ty})"
+
     def statements(self, stmts: list[Stmt], indent: int) -> list[str]:
         out = []
         pad = "    " * indent
@@ -1178,8 +1252,9 @@ HEADER = '''\
 import math
 
 from gpu_native import (CUDASlice, CUDASlice2D, CUDASliceMut, CUDASliceMut2D, FlatLayout1D,
-                        Kernel1D, block_dim, block_idx, f32, f64, gpu_kernel, grid_dim, i32, i64,
-                        thread_idx, u32)
+                        Kernel1D, bitcast, block_dim, block_idx, brev, byte_perm, clz, ctz, f32,
+                        f64, ffs, funnelshift_l, funnelshift_lc, funnelshift_r, funnelshift_rc,
+                        gpu_kernel, grid_dim, i32, i64, popc, thread_idx, u32)
 
 '''
 

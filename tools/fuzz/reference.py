@@ -51,6 +51,8 @@ from .generator import (
     Assign,
     AugAssign,
     Bin,
+    Bitcast,
+    Bits,
     BoolOp,
     Break,
     Cast,
@@ -82,6 +84,7 @@ from .generator import (
 )
 
 INF = math.inf
+BITS_OF = {"i32": 32, "u32": 32, "i64": 64}
 EPS = {"f32": 2.0 ** -23, "f64": 2.0 ** -52}
 FMAX = {"f32": float(np.finfo(np.float32).max), "f64": float(np.finfo(np.float64).max)}
 # The smallest normal, and (at least) half the smallest subnormal: the most a rounding there can
@@ -604,6 +607,58 @@ class Lane:
         lo = float_to_int(float(np.rint(float(x.v) - x.e)), "i64")
         hi = float_to_int(float(np.rint(float(x.v) + x.e)), "i64")
         return V(r, 0.0 if lo == hi else INF)
+
+    def e_Bits(self, e: Bits) -> V:
+        """docs/language.md, "Bits, fences and block votes" (and CUDA's documentation of
+        ``__byte_perm`` and ``__funnelshift_*``)."""
+        if e.fn in ("popc", "clz", "ctz", "ffs", "brev"):
+            x = self.operand(e.args[0], e.argty)
+            width = BITS_OF[e.argty]
+            bits = x.v & ((1 << width) - 1)
+            if e.fn == "popc":
+                r = bin(bits).count("1")
+            elif e.fn == "clz":
+                r = width - bits.bit_length()
+            elif e.fn == "ctz":
+                r = width if bits == 0 else (bits & -bits).bit_length() - 1
+            elif e.fn == "ffs":
+                r = 0 if bits == 0 else (bits & -bits).bit_length()
+            else:
+                r = wrap(int(format(bits, f"0{width}b")[::-1], 2), e.ty)
+            return V(r, 0.0 if x.known else INF)
+        # 32-bit words: an operand of at most 32 bits is taken as its bits.
+        args = [self.eval(a) if not isinstance(a, Lit) else self.literal(a, "u32")
+                for a in e.args]
+        words = [a.v & 0xFFFFFFFF for a in args]
+        known = all(a.known for a in args)
+        if e.fn == "byte_perm":
+            x, y, sel = words
+            pool = (y << 32) | x  # bytes 0-3 of x, 4-7 of y
+            r = 0
+            for n in range(4):
+                which = (sel >> (4 * n)) & 0x7  # bit 3 of each nibble ignored
+                r |= ((pool >> (8 * which)) & 0xFF) << (8 * n)
+        else:
+            lo, hi, shift = words
+            wide = (hi << 32) | lo
+            amount = min(shift, 32) if e.fn.endswith("c") else shift & 31
+            if e.fn.startswith("funnelshift_l"):
+                r = ((wide << amount) >> 32) & 0xFFFFFFFF
+            else:
+                r = (wide >> amount) & 0xFFFFFFFF
+        return V(r, 0.0 if known else INF)
+
+    def e_Bitcast(self, e: Bitcast) -> V:
+        x = self.eval(e.operand)
+        src = e.operand.ty
+        if src in INTS:
+            width = BITS_OF[src]
+            raw = np.array([x.v & ((1 << width) - 1)], np.uint64 if width == 64 else np.uint32)
+            r = raw.view(NUMPY[e.ty])[0]
+        else:
+            raw = np.array([x.v], NUMPY[src]).view(np.uint64 if src == "f64" else np.uint32)
+            r = wrap(int(raw[0]), e.ty)
+        return V(r, 0.0 if x.known else INF)
 
     def e_Math(self, e: Math) -> V:
         if e.fn in ("isnan", "isinf", "isfinite"):
