@@ -27,6 +27,7 @@ import contextlib
 import ctypes
 import os
 import threading
+import weakref
 
 import numpy as np
 
@@ -377,6 +378,33 @@ def from_foreign(obj, what: str = "the array", stream=None) -> DeviceArray:
     return _from_dlpack(obj, what, backend, consumer)
 
 
+class _Block:
+    """The ``launch_base`` of every foreign array in one device allocation (or, on the simulator,
+    of every lent host array): arrays of different bases cannot overlap, so two wrappers of the
+    same memory must share one, or a launch's fast path would not compare their addresses."""
+
+    __slots__ = ("__weakref__",)
+
+
+_blocks: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+_blocks_lock = threading.Lock()
+_LENT = _Block()  # lent host arrays: any two in one launch take the checked path
+
+
+def _block(device: int, base: int) -> _Block:
+    with _blocks_lock:
+        block = _blocks.get((device, base))
+        if block is None:
+            block = _blocks[(device, base)] = _Block()
+        return block
+
+
+def _foreign_base(backend, device: int, ptr: int, obj):
+    allocation_range = getattr(backend, "allocation_range", None)
+    found = allocation_range(ptr) if allocation_range is not None and ptr else None
+    return obj if found is None else _block(device, found[0])
+
+
 def _check_memory(backend, ptr: int, shape: tuple[int, ...], itemsize: int, what: str) -> int:
     """Check a foreign array's claim about its memory; return the device that owns it.
 
@@ -418,7 +446,8 @@ def _from_cai(obj, cai: dict, what: str, backend) -> DeviceArray:
     ptr, readonly = cai["data"]
     ptr = int(ptr or 0)
     device = _check_memory(backend, ptr, shape, dtype.itemsize, what)
-    return DeviceArray(backend, device, ptr, shape, info, obj, obj, writable=not readonly)
+    return DeviceArray(backend, device, ptr, shape, info, obj,
+                       _foreign_base(backend, device, ptr, obj), writable=not readonly)
 
 
 def _dlpack_capsule(obj, stream):
@@ -482,7 +511,8 @@ def _from_dlpack(obj, what: str, backend, consumer=None) -> DeviceArray:
         raise TypeError(f"{what} said it is in CUDA memory, but its DLPack tensor is not "
                         f"(device type {t.device.device_type})")
     device = _check_memory(backend, ptr, shape, info.itemsize, what)
-    return DeviceArray(backend, device, ptr, shape, info, owner, obj, writable=not readonly)
+    return DeviceArray(backend, device, ptr, shape, info, owner,
+                       _foreign_base(backend, device, ptr, obj), writable=not readonly)
 
 
 def is_host_dlpack(obj) -> bool:
@@ -516,5 +546,5 @@ def _lend_host(obj, what: str, backend) -> DeviceArray:
     if not 1 <= len(shape) <= 3:
         raise ValueError(f"{what} has {len(shape)} dimensions; kernels take 1 to 3")
     loan = _Loan(backend.memory, host, obj)
-    return DeviceArray(backend, 0, loan.address, shape, info, loan, obj,
+    return DeviceArray(backend, 0, loan.address, shape, info, loan, _LENT,
                        writable=bool(host.flags.writeable))
