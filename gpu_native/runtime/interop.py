@@ -374,7 +374,7 @@ def from_foreign(obj, what: str = "the array", stream=None) -> DeviceArray:
         arr = _from_cai(obj, cai, what, backend)
         wait_for_producer(backend, arr.device, cai.get("stream"), consumer)
         return arr
-    # PyTorch exports version 2 of the interface, which has no stream: DLPack tells it ours.
+    # An interface that names no stream (PyTorch's) cannot be synchronised with: DLPack can.
     return _from_dlpack(obj, what, backend, consumer)
 
 

@@ -499,3 +499,19 @@ def test_a_loan_ends_with_the_last_array_using_it(sim):
 def test_from_dlpack_returns_our_own_array_as_it_is(sim):
     arr = gn.zeros(4)
     assert gn.from_dlpack(arr) is arr
+
+
+def test_wrappers_of_one_device_allocation_share_a_launch_base(sim):
+    # Else a launch's fast path, which compares bases only, would take two overlapping views.
+    backend = StubCuda(device_ranges=[(0x10000, 0x20000)])
+    backend.allocation_range = lambda ptr: (0x10000, 0x10000)
+    first = interop._from_cai(CudaCAI(0x10000), CudaCAI(0x10000).__cuda_array_interface__,
+                              "a", backend)
+    second_obj = CudaCAI(0x10008)
+    second = interop._from_cai(second_obj, second_obj.__cuda_array_interface__, "b", backend)
+    assert first.launch_base is second.launch_base
+    other = StubCuda(device_ranges=[(0x30000, 0x40000)])
+    other.allocation_range = lambda ptr: (0x30000, 0x100)
+    third_obj = CudaCAI(0x30000)
+    third = interop._from_cai(third_obj, third_obj.__cuda_array_interface__, "c", other)
+    assert third.launch_base is not first.launch_base
