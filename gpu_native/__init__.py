@@ -131,6 +131,7 @@ from .lang.types import vec4f as vec4f
 from .lang.types import vec4i as vec4i
 from .runtime.arrays import DeviceArray as DeviceArray
 from .runtime.arrays import empty as empty
+from .runtime.arrays import from_dlpack as from_dlpack
 from .runtime.arrays import to_device as to_device
 from .runtime.arrays import zeros as zeros
 from .runtime.devices import Device as Device
@@ -162,7 +163,7 @@ __all__ = [
     "KernelZeroDivisionError", "LaunchError", "MemoryOrder", "MissingArtifactError", "Stream",
     "TranspileError", "UniqueId", "activemask", "all_sync", "any_sync", "backend", "ballot",
     "bf16", "bitcast", "block_dim", "block_idx", "bool_", "brev", "byte_perm", "clz",
-    "const_array", "copy", "cross", "ctz", "dot", "empty", "f16", "f32", "f64", "ffs", "funnelshift_l", "funnelshift_lc", "funnelshift_r",
+    "const_array", "copy", "cross", "ctz", "dot", "empty", "f16", "f32", "f64", "ffs", "from_dlpack", "funnelshift_l", "funnelshift_lc", "funnelshift_r",
     "funnelshift_rc", "gpu_device", "gpu_kernel", "grid_dim", "grid_sync", "i8", "i16", "i32", "i64", "lane_id",
     "length", "length_sq", "local_array", "match_all", "match_any", "normalize", "philox", "popc", "shared_array", "shfl_down", "shfl_idx",
     "shfl_up", "shfl_xor", "sync_threads", "sync_threads_and", "sync_threads_count",

@@ -5,8 +5,10 @@ scalar type, or a vector type (``vec3f`` ...), whose components the host sees as
 its own (an array of ``n`` ``vec3f`` comes back from :meth:`DeviceArray.to_host` as an ``(n, 3)``
 ``float32`` array, and ``gn.to_device(a, dtype=gn.vec3f)`` takes one).  Views
 (``a[10:20]``, ``a[3]`` of a 2-D array, ``a.reshape(...)``, ``a.readonly()``) share the memory.
-Arrays export ``__cuda_array_interface__`` (v3) and DLPack, and foreign CUDA arrays (CuPy,
-PyTorch, Numba) are accepted by launches and by :func:`to_device` without a copy.
+Arrays export ``__cuda_array_interface__`` (v3) and DLPack (1.0), and foreign CUDA arrays (CuPy,
+PyTorch, Numba) are accepted by launches, :func:`to_device` and :func:`from_dlpack` without a
+copy, ordered after their producer's stream (see :mod:`.interop`).  On the simulator a foreign CPU
+array (a CPU torch tensor) takes the place of a CUDA one.
 
 Memory is freed in stream order when the last array using it is gone, after all work already
 queued on the device (see ``CudaBackend.free``), so dropping an array right after an asynchronous
@@ -327,6 +329,8 @@ class DeviceArray:
 
     @property
     def __cuda_array_interface__(self) -> dict:
+        from .interop import export_stream
+
         if self._backend.name != "cuda":
             raise AttributeError("simulator arrays live in host memory and have no CUDA array "
                                  "interface")
@@ -336,17 +340,25 @@ class DeviceArray:
             "data": (self._gn_ptr, not self.is_writable),
             "version": 3,
             "strides": None,
-            # Work is queued on the legacy default stream or blocking streams; a consumer that
-            # waits on the legacy stream sees it complete.
-            "stream": 1,
+            # The legacy default stream, made to wait for our non-blocking streams: a consumer
+            # that waits for it sees all our work on the device (see runtime.interop).
+            "stream": export_stream(self),
         }
 
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        """The DLPack protocol: a capsule of this array, no copy (unless ``copy=True``).
+
+        ``stream`` is the consumer's stream (None or 1: the legacy default stream, 2: the
+        per-thread one, -1: do not synchronise, else a ``CUstream``): it is made to wait for
+        our work.  ``max_version`` of ``(1, 0)`` or newer gets a DLPack 1.0
+        ``dltensor_versioned`` capsule, else an unversioned ``dltensor`` one."""
         from .interop import to_dlpack
 
-        return to_dlpack(self, stream=stream, max_version=max_version)
+        return to_dlpack(self, stream=stream, max_version=max_version, dl_device=dl_device,
+                         copy=copy)
 
     def __dlpack_device__(self) -> tuple[int, int]:
+        """``(kDLCUDA, device)`` on a GPU; ``(kDLCPU, 0)`` on the simulator."""
         if self._backend.name != "cuda":
             return (1, 0)  # kDLCPU: the simulator's memory is host memory
         return (2, self.device)  # kDLCUDA
@@ -398,11 +410,16 @@ def zeros(shape, dtype=None) -> DeviceArray:
 
 
 @boundary
-def to_device(obj, dtype=None) -> DeviceArray:
+def to_device(obj, dtype=None, *, stream=None) -> DeviceArray:
     """Copy a host array (anything NumPy accepts) to the current device.
 
     A foreign CUDA array (CuPy, PyTorch, Numba: ``__cuda_array_interface__`` or DLPack) is wrapped
-    without a copy instead, and a ``DeviceArray`` is returned as it is.
+    without a copy instead (as :func:`from_dlpack` does), and a ``DeviceArray`` is returned as it
+    is.  On the simulator, whose device memory is host memory, a foreign CPU array (a CPU torch
+    tensor: DLPack on the CPU) is wrapped likewise; NumPy arrays are copied on both backends.
+
+    ``stream`` is the stream the wrapped array will be used on (default ``DEFAULT_STREAM``): it
+    is made to wait for the foreign array's producer (see :func:`from_dlpack`).
 
     ``dtype`` converts a host array to that element type.  A vector type (``gn.vec3f`` ...)
     takes an array whose last axis holds the components (``(n, 3)`` for ``n`` ``vec3f``s); a
@@ -410,14 +427,13 @@ def to_device(obj, dtype=None) -> DeviceArray:
     a copy.
     """
     want = None if dtype is None else _resolve_dtype(dtype)
-    if isinstance(obj, DeviceArray) or hasattr(obj, "__cuda_array_interface__") or (
-            hasattr(obj, "__dlpack_device__") and _is_cuda_dlpack(obj)):
+    if isinstance(obj, DeviceArray) or _is_foreign_device_array(obj):
         if isinstance(obj, DeviceArray):
             arr = obj
         else:
             from .interop import from_foreign
 
-            arr = from_foreign(obj)
+            arr = from_foreign(obj, stream=stream)
         if want is None or want.name == arr._info.name:
             return arr
         if isinstance(want, VectorInfo) and arr._info.name == want.elem.name:
@@ -460,3 +476,45 @@ def _is_cuda_dlpack(obj) -> bool:
         return obj.__dlpack_device__()[0] in (2, 3, 13)  # CUDA, CUDA host, CUDA managed
     except Exception:
         return False
+
+
+def _is_foreign_device_array(obj) -> bool:
+    """Whether ``obj`` is another library's array in what is device memory to the backend: a
+    CUDA array on a GPU, a CPU array other than NumPy's on the simulator."""
+    if hasattr(obj, "__cuda_array_interface__"):
+        return True
+    if not hasattr(obj, "__dlpack_device__"):
+        return False
+    if _is_cuda_dlpack(obj):
+        return True
+    if isinstance(obj, np.ndarray) or B.select().name == "cuda":
+        return False
+    from .interop import is_host_dlpack
+
+    return is_host_dlpack(obj)
+
+
+@boundary
+def from_dlpack(obj, *, stream=None) -> DeviceArray:
+    """Wrap another library's array without a copy: writes through the result land in ``obj``.
+
+    On a GPU ``obj`` is a CUDA array (a CuPy array, a CUDA torch tensor, a Numba device array:
+    DLPack or ``__cuda_array_interface__``).  On the simulator it is a host array (a NumPy array,
+    a CPU torch tensor: DLPack on the CPU), which kernels then read and write in place.  A
+    ``DeviceArray`` is returned as it is.
+
+    ``stream`` (default ``DEFAULT_STREAM``) is the stream the array will be used on: it is made
+    to wait for the work the producer queued so far (the ``stream`` of the CUDA array interface,
+    or ``__dlpack__(stream=...)``), so a tensor still being written on a PyTorch side stream is
+    read once written.  Raises ``TypeError`` for an array in the wrong memory (a NumPy array on
+    a GPU: use :func:`to_device`) and ``ValueError`` for one that is not C-contiguous or has
+    more than 3 dimensions.
+    """
+    if isinstance(obj, DeviceArray):
+        return obj
+    from .interop import from_foreign
+
+    if not (hasattr(obj, "__cuda_array_interface__") or hasattr(obj, "__dlpack__")):
+        raise TypeError(f"from_dlpack takes an array that exports DLPack or the CUDA array "
+                        f"interface, not {type(obj).__name__}")
+    return from_foreign(obj, what=f"the {type(obj).__name__} given to from_dlpack", stream=stream)

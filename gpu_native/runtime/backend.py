@@ -86,6 +86,15 @@ class Backend(ABC):
     def event_destroy(self, event: object) -> None: ...
     @abstractmethod
     def stream_wait_event(self, stream: object, event: object) -> None: ...
+    # Interop handshakes (see runtime.interop): make `waiter` wait for the work queued on
+    # `producer` so far, and make the legacy default stream of a device wait for every
+    # non-blocking stream the runtime launched on, so that it orders after all of this process's
+    # work there.  The simulator runs each launch to completion and needs neither.
+    @abstractmethod
+    def stream_wait_stream(self, waiter: object, producer: object) -> None: ...
+    @abstractmethod
+    def fence_nonblocking(self, ordinal: int) -> None: ...
+
     # kernels
     @abstractmethod
     def load(self, kernel, variant, ordinal: int, symbol: str | None = None) -> object: ...
@@ -228,14 +237,7 @@ class CudaBackend(Backend):
         try:
             legacy = self.default_stream(ordinal)
             with self._free_lock:
-                for value, device in list(self._nonblocking.items()):
-                    if device != ordinal:
-                        continue
-                    event = D.check(drv.cuEventCreate(
-                        drv.CUevent_flags.CU_EVENT_DISABLE_TIMING))
-                    D.check(drv.cuEventRecord(event, drv.CUstream(value)))
-                    D.check(drv.cuStreamWaitEvent(legacy, event, 0))
-                    D.check(drv.cuEventDestroy(event))
+                self._fence_nonblocking(ordinal, legacy)
                 unpooled = self._unpooled.pop(ptr, None) is not None
                 if unpooled:
                     # cuMemFree does not wait for queued work: an event marks where the legacy
@@ -251,6 +253,19 @@ class CudaBackend(Backend):
         finally:
             if switch:
                 drv.cuCtxPopCurrent()
+
+    def _fence_nonblocking(self, ordinal: int, legacy) -> None:
+        drv = self.drv
+        for value, device in list(self._nonblocking.items()):
+            if device == ordinal:
+                self.stream_wait_stream(legacy, drv.CUstream(value))
+
+    def fence_nonblocking(self, ordinal: int) -> None:
+        """Make the legacy default stream of ``ordinal`` (whose context is current) wait for
+        every non-blocking stream launched on there: it then orders after all of this process's
+        work on that device (blocking streams order before it by the legacy stream's rules)."""
+        with self._free_lock:
+            self._fence_nonblocking(ordinal, self.default_stream(ordinal))
 
     def _free_deferred(self, ordinal: int | None = None) -> None:
         """Free the cuMemAlloc memory whose event has passed (of ``ordinal``, whose context is
@@ -345,6 +360,17 @@ class CudaBackend(Backend):
 
     def stream_wait_event(self, stream: object, event: object) -> None:
         D.check(self.drv.cuStreamWaitEvent(stream, event, 0))
+
+    def stream_wait_stream(self, waiter: object, producer: object) -> None:
+        """Make ``waiter`` wait for the work queued on ``producer`` so far (an event, destroyed
+        at once: the wait keeps what it needs)."""
+        drv = self.drv
+        event = D.check(drv.cuEventCreate(drv.CUevent_flags.CU_EVENT_DISABLE_TIMING))
+        try:
+            D.check(drv.cuEventRecord(event, producer), "recording an event")
+            D.check(drv.cuStreamWaitEvent(waiter, event, 0), "waiting for an event")
+        finally:
+            drv.cuEventDestroy(event)
 
     # ---- kernels -------------------------------------------------------------------------------
 

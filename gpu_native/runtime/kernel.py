@@ -753,14 +753,18 @@ class LaunchContext:
     def array_argument(self, p: Param, dtype: str, arg) -> DeviceArray:
         want = p.annotation(dtype)
         if isinstance(arg, np.ndarray):
+            # Refused on the simulator too, so that code written there runs on a GPU.
+            lend = (f", or lend it to the simulator without a copy with "
+                    f"gn.from_dlpack({p.name})" if self.config.backend.name != "cuda" else "")
             raise TypeError(f"{self.where(p)} is a NumPy array in host memory; copy it to the "
-                            f"device first with gn.to_device({p.name}) ({want} expected)")
+                            f"device first with gn.to_device({p.name}){lend} ({want} expected)")
         if not isinstance(arg, DeviceArray):
             if hasattr(arg, "__cuda_array_interface__") or hasattr(arg, "__dlpack__"):
                 from .interop import from_foreign
 
                 try:
-                    arr = from_foreign(arg, what=self.where(p))
+                    # Ordered after the array's producer on the launch's stream.
+                    arr = from_foreign(arg, what=self.where(p), stream=self.config.stream)
                 except (TypeError, ValueError) as exc:
                     raise type(exc)(str(exc)) from None
             else:

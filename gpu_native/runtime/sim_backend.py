@@ -31,6 +31,10 @@ if TYPE_CHECKING:
 
 _BASE = 0x7E0000000000
 _ALIGN = 256
+# Host memory lent to the simulator (a foreign CPU array, see SimMemory.lend) is seen at its own
+# address plus this offset, above every simulated allocation: so two arrays that share memory
+# overlap in simulated addresses too, and the launch's overlap check sees it.
+HOST_WINDOW = 1 << 48
 
 
 class _Ok:
@@ -46,6 +50,22 @@ class SimMemory:
         self._bases: list[int] = []
         self._buffers: dict[int, np.ndarray] = {}
         self._next = _BASE
+        self._lent: dict[int, tuple[int, np.ndarray]] = {}  # token -> (address, bytes)
+
+    def lend(self, host: np.ndarray) -> tuple[int, int]:
+        """Make a C-contiguous host array's memory device memory of the simulator, without a
+        copy: returns ``(address, token)``; :meth:`take_back` with the token ends the loan.
+        Kernels then read and write the host array itself."""
+        buf = host.reshape(-1).view(np.uint8)
+        address = HOST_WINDOW + host.ctypes.data
+        with self._lock:
+            token = id(buf)
+            self._lent[token] = (address, buf)
+        return address, token
+
+    def take_back(self, token: int) -> None:
+        with self._lock:
+            self._lent.pop(token, None)
 
     def alloc(self, nbytes: int) -> int:
         size = max(_ALIGN, (nbytes + _ALIGN - 1) // _ALIGN * _ALIGN)
@@ -64,6 +84,8 @@ class SimMemory:
                 del self._bases[i]
 
     def locate(self, ptr: int, nbytes: int) -> tuple[np.ndarray, int]:
+        if ptr >= HOST_WINDOW:
+            return self._locate_lent(ptr, nbytes)
         with self._lock:
             i = bisect.bisect_right(self._bases, ptr) - 1
             if i < 0:
@@ -75,6 +97,17 @@ class SimMemory:
             raise GpuNativeError(f"simulated access of {nbytes} bytes at {ptr:#x} runs past its "
                                  "allocation")
         return buf, offset
+
+    def _locate_lent(self, ptr: int, nbytes: int) -> tuple[np.ndarray, int]:
+        # Loans are few (the foreign arrays of the launches in flight) and may overlap (views
+        # of one array), so a scan finds one that holds the whole access.
+        with self._lock:
+            loans = list(self._lent.values())
+        for base, buf in loans:
+            if base <= ptr and ptr + nbytes <= base + buf.size:
+                return buf, ptr - base
+        raise GpuNativeError(f"simulated address {ptr:#x} ({nbytes} bytes) is not in any host "
+                             "array lent to the simulator")
 
     def view(self, ptr: int, dtype, shape) -> np.ndarray:
         dtype = np.dtype(dtype)
@@ -273,6 +306,12 @@ class SimBackend(Backend):
         pass
 
     def stream_wait_event(self, stream, event) -> None:
+        pass
+
+    def stream_wait_stream(self, waiter, producer) -> None:
+        pass
+
+    def fence_nonblocking(self, ordinal: int) -> None:
         pass
 
     # kernels
