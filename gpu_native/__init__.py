@@ -59,6 +59,7 @@ from .lang.intrinsics import grid_sync as grid_sync
 from .lang.intrinsics import lane_id as lane_id
 from .lang.intrinsics import length as length
 from .lang.intrinsics import length_sq as length_sq
+from .lang.intrinsics import load_vec4 as load_vec4
 from .lang.intrinsics import local_array as local_array
 from .lang.intrinsics import match_all as match_all
 from .lang.intrinsics import match_any as match_any
@@ -165,7 +166,7 @@ __all__ = [
     "bf16", "bitcast", "block_dim", "block_idx", "bool_", "brev", "byte_perm", "clz",
     "const_array", "copy", "cross", "ctz", "dot", "empty", "f16", "f32", "f64", "ffs", "from_dlpack", "funnelshift_l", "funnelshift_lc", "funnelshift_r",
     "funnelshift_rc", "gpu_device", "gpu_kernel", "grid_dim", "grid_sync", "i8", "i16", "i32", "i64", "lane_id",
-    "length", "length_sq", "local_array", "match_all", "match_any", "normalize", "philox", "popc", "shared_array", "shfl_down", "shfl_idx",
+    "length", "length_sq", "load_vec4", "local_array", "match_all", "match_any", "normalize", "philox", "popc", "shared_array", "shfl_down", "shfl_idx",
     "shfl_up", "shfl_xor", "sync_threads", "sync_threads_and", "sync_threads_count",
     "sync_threads_or", "sync_warp", "synchronize", "thread_idx", "threadfence",
     "threadfence_block", "threadfence_system", "to_device", "u8", "u16", "u32", "u64", "unsafe",

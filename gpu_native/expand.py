@@ -267,7 +267,7 @@ def _proofs_of(kernel: ir.Kernel) -> list[str]:
     """The proof report of one specialisation: its remaining error sites, then its writes."""
     file = kernel.span.file
     out: list[str] = []
-    checks = [s for s in kernel.sites if s.kind == "index"]
+    checks = [s for s in kernel.sites if s.kind in ("index", "vector")]
     proven = sum(c is None for n in _nodes(kernel)
                  if isinstance(n, (ir.Load, ir.Store, ir.Atomic)) for c in n.checks)
     if not kernel.options.bounds_check:
@@ -277,9 +277,11 @@ def _proofs_of(kernel: ir.Kernel) -> list[str]:
                    f"({proven} more proven in range, not checked)")
     for s in sorted(checks, key=lambda s: (s.span.file != file, s.span.line, s.span.col)):
         axis = f", axis {s.axis}" if s.ndim > 1 else ""
-        out.append(f"    {_where(s.span, file)}  ({s.array}{axis})")
+        four = ", 4 elements" if s.kind == "vector" else ""
+        out.append(f"    {_where(s.span, file)}  ({s.array}{axis}{four})")
     at_launch = {n.site for n in _nodes(kernel) if isinstance(n, ir.Assert) and n.at_launch}
-    for kind, title in (("assert", "asserts"), ("zerodiv", "division checks")):
+    for kind, title in (("assert", "asserts"), ("zerodiv", "division checks"),
+                        ("align", "alignment checks (load_vec4)")):
         sites = [s for s in kernel.sites if s.kind == kind]
         if sites:
             out.append(f"  {title}: {len(sites)}")

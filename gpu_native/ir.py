@@ -179,8 +179,10 @@ class ConstVar(Var):
 class Site:
     """A place where a running kernel can report an error, numbered per kernel.
 
-    ``kind`` is ``"index"`` (bounds check), ``"assert"``, or ``"zerodiv"``; ``array`` and ``axis``
-    name what an index check guards; ``message`` is an assert's message.
+    ``kind`` is ``"index"`` (bounds check), ``"vector"`` (the bounds check of the four
+    elements of a ``load_vec4``), ``"align"`` (its alignment check), ``"assert"``, or
+    ``"zerodiv"``; ``array`` and ``axis`` name what an index check guards; ``message`` is an
+    assert's message.
     """
 
     id: int
@@ -289,12 +291,19 @@ class ArrayRef(Expr):
 class Load(Expr):
     """``array[indices]``.  ``checks[k]`` is the bounds-check site for axis k, or None if proven.
     ``ty`` is the array's element type: a scalar, or a vector for an array of vectors (the
-    indices count elements, as for scalars)."""
+    indices count elements, as for scalars).
+
+    ``width`` > 1 is ``load_vec4(array, *indices)``: the ``width`` consecutive scalars from
+    ``indices`` along the last axis, read as one aligned vector (``ty``).  Then the check of the
+    last axis covers all of them, and ``align`` is the site of the run-time check that their
+    address is aligned to the vector's size (None where proven, or with the checks off)."""
 
     ty: ScalarType | VectorType
     array: ArrayRef
     indices: tuple[Expr, ...]
     checks: tuple[int | None, ...]
+    width: int = 1
+    align: int | None = None
 
 
 @node

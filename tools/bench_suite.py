@@ -12,6 +12,7 @@ time to first result in fresh processes (tools/bench_startup.py).
 
     python tools/bench_suite.py --out DIR [--quick] [--numba-pythonpath PATH] [--docs]
     python tools/bench_suite.py --out DIR --only sgemm_tiled    # one benchmark (or several, a,b)
+    python tools/bench_suite.py --out DIR --only sgemm_vectorized
 
 writes ``DIR/bench.json``, ``DIR/bench.md`` (the table) and ``DIR/bench.png`` (the chart); with
 ``--docs`` also ``docs/benchmarks.md``.
@@ -78,7 +79,7 @@ def unchecked_source(module_name: str) -> str:
     ``"gallery/sgemm_register_tiled"``) with every kernel declared ``bounds_check=False``."""
     source = (ROOT / "examples" / f"{module_name}.py").read_text()
     for kind in ("Kernel1D", "Kernel2D", "Kernel3D"):
-        source = source.replace(f"@gpu_kernel({kind})", f"@gpu_kernel({kind}, bounds_check=False)")
+        source = source.replace(f"@gpu_kernel({kind}", f"@gpu_kernel({kind}, bounds_check=False")
     return source
 
 
@@ -152,6 +153,75 @@ def sgemm_tiled_cuda(bm: int, bn: int, bk: int, tm: int, tn: int) -> str:
     ``tm x tn`` register tile per thread, launched with ``(bn // tn, bm // tm)`` threads."""
     return (f"constexpr int BM = {bm}, BN = {bn}, BK = {bk}, TM = {tm}, TN = {tn};\n"
             + SGEMM_TILED_BODY)
+
+
+# The vectorised SGEMM of examples/gallery/sgemm_vectorized.py, hand-written: 256 threads compute
+# a 128 x 128 tile of C, 8 x 8 outputs each (four 4 x 4 quadrants 64 rows and columns apart).  Per
+# 8-deep step each thread loads one float4 of A and one of B into registers (zero outside the
+# matrices), multiplies the previous step's slices from one half of the double-buffered shared
+# tiles (A transposed), then stores its float4s into the other half; one barrier per step.
+SGEMM_VECTORIZED_CUDA = r"""
+constexpr int BM = 128, BN = 128, BK = 8, THREADS = 256, TX = 16, HALF = 64;
+
+extern "C" __global__ void __launch_bounds__(THREADS, 2) sgemm_vectorized(
+        const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C,
+        int M, int K, int N) {
+    __shared__ __align__(16) float tile_a[2][BK][BM];
+    __shared__ float4 tile_b[2][BK][BN / 4];
+    const int tid = threadIdx.x, tx = tid % TX, ty = tid / TX;
+    const int block_row = blockIdx.y * BM, block_col = blockIdx.x * BN;
+    const int a_row = tid / 2, a_k = (tid % 2) * 4, b_k = tid / 32, b_c4 = tid % 32;
+    float acc[8][8];
+    for (int i = 0; i < 8; ++i)
+        for (int j = 0; j < 8; ++j) acc[i][j] = 0.0f;
+    float reg_a[8], reg_b[8];
+    const int steps = (K + BK - 1) / BK;
+    for (int step = 0; step <= steps; ++step) {
+        const int buf = step % 2, k0 = step * BK;
+        float4 va = make_float4(0.f, 0.f, 0.f, 0.f), vb = va;
+        if (step < steps) {
+            if (block_row + a_row < M && k0 + a_k < K)
+                va = *reinterpret_cast<const float4*>(&A[(long long)(block_row + a_row) * K + k0 + a_k]);
+            if (k0 + b_k < K && block_col + b_c4 * 4 < N)
+                vb = *reinterpret_cast<const float4*>(&B[(long long)(k0 + b_k) * N + block_col + b_c4 * 4]);
+        }
+        if (step > 0) {
+            const int prev = 1 - buf;
+#pragma unroll
+            for (int k = 0; k < BK; ++k) {
+                const float4 a_lo = *reinterpret_cast<const float4*>(&tile_a[prev][k][ty * 4]);
+                const float4 a_hi = *reinterpret_cast<const float4*>(&tile_a[prev][k][ty * 4 + HALF]);
+                const float4 b_lo = tile_b[prev][k][tx], b_hi = tile_b[prev][k][tx + TX];
+                reg_a[0] = a_lo.x; reg_a[1] = a_lo.y; reg_a[2] = a_lo.z; reg_a[3] = a_lo.w;
+                reg_a[4] = a_hi.x; reg_a[5] = a_hi.y; reg_a[6] = a_hi.z; reg_a[7] = a_hi.w;
+                reg_b[0] = b_lo.x; reg_b[1] = b_lo.y; reg_b[2] = b_lo.z; reg_b[3] = b_lo.w;
+                reg_b[4] = b_hi.x; reg_b[5] = b_hi.y; reg_b[6] = b_hi.z; reg_b[7] = b_hi.w;
+#pragma unroll
+                for (int i = 0; i < 8; ++i)
+#pragma unroll
+                    for (int j = 0; j < 8; ++j) acc[i][j] += reg_a[i] * reg_b[j];
+            }
+        }
+        if (step < steps) {
+            tile_a[buf][a_k][a_row] = va.x;
+            tile_a[buf][a_k + 1][a_row] = va.y;
+            tile_a[buf][a_k + 2][a_row] = va.z;
+            tile_a[buf][a_k + 3][a_row] = va.w;
+            tile_b[buf][b_k][b_c4] = vb;
+        }
+        __syncthreads();
+    }
+    for (int hi = 0; hi < 2; ++hi)
+        for (int i = 0; i < 4; ++i) {
+            const int row = block_row + ty * 4 + hi * HALF + i;
+            for (int hj = 0; hj < 2; ++hj)
+                for (int j = 0; j < 4; ++j) {
+                    const int col = block_col + tx * 4 + hj * HALF + j;
+                    if (row < M && col < N) C[(long long)row * N + col] = acc[hi * 4 + i][hj * 4 + j];
+                }
+        }
+}
+"""
 
 
 class Suite:
@@ -440,6 +510,38 @@ class Suite:
         self.add(bench, "gpu_native, examples/sgemm (32x32 tiles, 1 output/thread)", ms, work,
                  "TFLOP/s", ok)
 
+    def sgemm_vectorized(self):
+        import sgemm_vectorized as ex
+
+        torch, cp = self.torch, self.cp
+        m, a, b, c, check = self.sgemm_problem()
+        work = 2.0 * m * m * m
+
+        def measure(fn):
+            # As in sgemm_tiled: one checked launch, then the timed launches' output checked.
+            fn()
+            first = check()
+            ms = timed(fn, iters=10, reps=2)
+            last = check()
+            return ms, first and last
+
+        bench = "sgemm_vectorized"
+        ga, gb, gc = gn.to_device(a), gn.to_device(b), gn.to_device(c)
+        ms, ok = measure(lambda: ex.sgemm_vectorized(ga, gb, gc))
+        self.add(bench, f"gpu_native (gallery/sgemm_vectorized, {ex.BM}x{ex.BN} tiles, 8x8 per "
+                 "thread, load_vec4)", ms, work, "TFLOP/s", ok)
+        un = unchecked("gallery/sgemm_vectorized")
+        ms, ok = measure(lambda: un.sgemm_vectorized(ga, gb, gc))
+        self.add(bench, "gpu_native, bounds_check=False", ms, work, "TFLOP/s", ok)
+        k = self.raw(SGEMM_VECTORIZED_CUDA, "sgemm_vectorized")
+        ca, cb, cc = cp.asarray(a), cp.asarray(b), cp.asarray(c)
+        grid = ((m + ex.BN - 1) // ex.BN, (m + ex.BM - 1) // ex.BM)
+        args = (ca, cb, cc, np.int32(m), np.int32(m), np.int32(m))
+        ms, ok = measure(lambda: k(grid, (ex.THREADS, 1), args))
+        self.add(bench, "CUDA C++, same algorithm and launch", ms, work, "TFLOP/s", ok)
+        ms, ok = measure(lambda: torch.matmul(a, b, out=c))
+        self.add(bench, "torch.matmul (cuBLAS, fp32, no TF32)", ms, work, "TFLOP/s", ok)
+
     # ---- transpose ----------------------------------------------------------------------------
 
     def transpose(self):
@@ -568,7 +670,8 @@ class Suite:
                      result["ok"])
 
 
-BENCHES = ("vector_add", "block_reduce", "sgemm", "sgemm_tiled", "transpose", "stencil")
+BENCHES = ("vector_add", "block_reduce", "sgemm", "sgemm_tiled", "sgemm_vectorized", "transpose",
+           "stencil")
 """The benchmarks, in run order: each is a method of :class:`Suite`."""
 
 

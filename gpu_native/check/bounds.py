@@ -125,6 +125,73 @@ class BoundsProofs:
             self.pending.add(Less(k, self.bound_key(base, axis, idx)))
         return tuple(checks)
 
+    def vector_checks(self, base: ir.ArrayRef, indices, width: int, span: SourceSpan
+                      ) -> tuple[tuple[int | None, ...], int | None]:
+        """The checks of ``load_vec4(base, *indices)`` (``width`` elements from the last index
+        on): each axis's site or ``None``, and the site of the alignment check or ``None``.
+
+        The last axis is proven only where the interval of its index leaves room for the whole
+        vector in an array of constant shape; its check compares against the extent less
+        ``width - 1``.  The address is aligned to ``width`` elements where the array is a
+        shared one (which starts on a 16-byte boundary), every row stride is a multiple of
+        ``width`` and the last index a visible multiple of it; a global array's pointer is
+        known only at run time, so its alignment is checked there."""
+        *lead, last = indices
+        checks = list(self.checks(base, tuple(lead), span))
+        axis = len(lead)
+        shape = base.ty.shape
+        static = shape is not None and shape[0] >= 0
+        if not self.ctx.options.bounds_check:
+            return (*checks, None), None
+        if static:
+            assert shape is not None
+            n = shape[axis]
+            c = constant_value(last)
+            if isinstance(c, int) and not 0 <= c <= n - width:
+                raise TranspileError(f"{width} elements from index {c} are out of bounds for "
+                                     f"axis {axis} of '{base.var.name}' with size {n}",
+                                     last.span)
+        if shape is not None and static and self.interval(last).within(
+                Interval(0, shape[axis] - width)):
+            checks.append(None)
+        else:
+            checks.append(self.ctx.kernel.new_site("vector", span, base.var.name, axis,
+                                                   base.ty.ndim))
+            k = self.defs.key(last)
+            self.pending.add(NonNegative(k))
+            self.pending.add(Less(k, self.bound_key(base, axis, last)))
+        aligned = (base.ty.space == "shared" and static and shape is not None
+                   and all(s % width == 0 for s in shape[axis:])  # every row stride
+                   and self.multiple_of(last, width))
+        align = None if aligned else self.ctx.kernel.new_site("align", span, base.var.name,
+                                                              axis, base.ty.ndim)
+        return tuple(checks), align
+
+    def multiple_of(self, e: ir.Expr, k: int) -> bool:
+        """Is the integer ``e`` a multiple of ``k`` as computed (wrapping modulo 2**bits keeps
+        a power of two's multiples)?  From its form: a constant, a product with a multiple, a
+        sum or difference of multiples, a shift left by enough bits, a local assigned once."""
+        c = constant_value(e)
+        if isinstance(c, int):
+            return c % k == 0
+        while isinstance(e, ir.Cast) and isinstance(e.value.ty, ir.ScalarType) and \
+                e.value.ty.info.is_int:
+            e = e.value
+        if isinstance(e, ir.BinOp):
+            if e.op == "*":
+                return self.multiple_of(e.left, k) or self.multiple_of(e.right, k)
+            if e.op in ("+", "-"):
+                return self.multiple_of(e.left, k) and self.multiple_of(e.right, k)
+            if e.op == "<<":
+                shift = constant_value(e.right)
+                return (isinstance(shift, int) and 0 <= shift < 32 and (1 << shift) % k == 0) \
+                    or self.multiple_of(e.left, k)
+            return False
+        if isinstance(e, ir.Local):
+            d = self.defs.single_def(e.var)
+            return d is not None and self.multiple_of(d, k)
+        return False
+
     def bound_key(self, base: ir.ArrayRef, axis: int, idx: ir.Expr) -> Key:
         shape = base.ty.shape
         if shape is not None and shape[0] >= 0:

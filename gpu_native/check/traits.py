@@ -48,6 +48,10 @@ class TraitNotes:
         self.uses_dynamic_shared = self.uses_dynamic_shared or dynamic
         self.uid_only = False
 
+    def note_vector_load(self) -> None:
+        """``load_vec4``: its checks report the physical thread (no ``_uids`` entry point)."""
+        self.uid_only = False
+
     def note_print(self) -> None:
         self.uses_print = True
 

@@ -194,3 +194,36 @@ class VectorChecker(CheckerBase):
         for v in values[1:]:
             result = ir.VecCall(span, ty, name, (result, v))
         return result
+
+    def call_load_vec(self, name: str, e: S.Call) -> ir.Expr:
+        """``load_vec4(x, i, ..., j)``: four consecutive elements of the last axis as one
+        vector load (see its entry); the bounds and alignment proofs are :mod:`.bounds`'."""
+        entry = R.GPU_NATIVE[name]
+        width = entry.value
+        if e.keywords:
+            raise self.error(f"{name}() takes the array and its indices, without keywords",
+                             e.span)
+        if not e.args:
+            raise self.error(f"{name}() is missing argument 'x'", e.span)
+        base = self.expr(e.args[0])
+        if not isinstance(base, ir.ArrayRef):
+            raise self.error(f"{name}()'s x must be an array, not {base.ty}", e.args[0].span)
+        elem = base.ty.elem
+        ty = ir.vector_of(elem, width) if isinstance(elem, ir.ScalarType) else None
+        if ty is None or elem not in (ir.F32, ir.I32):
+            raise self.error(f"{name}() reads arrays of f32 or i32, not of {elem}", e.span,
+                             "index an array of vectors directly: v[i]")
+        if base.ty.space not in ("global", "shared"):
+            raise self.error(f"{name}() reads global or shared arrays, not a {base.ty.space} "
+                             "array", e.span, "index the per-thread array element by element")
+        if base.ty.space == "global" and base.ty.mutable and self.unsafe_depth == 0:
+            raise self.error(
+                f"{name}() of the writable array '{base.var.name}' reads {width} elements, and "
+                "the unique-write rules follow reads of one element: another thread may be "
+                "writing one of them", e.span,
+                "read it from a read-only parameter (CUDASlice), or use `with unsafe():`")
+        indices = self.indices(base, tuple(e.args[1:]), e.span)
+        checks, align = self.bounds.vector_checks(base, indices, width, e.span)
+        self.unique.note_load(base, indices, e.span, self.unsafe_depth > 0)
+        self.traits.note_vector_load()
+        return ir.Load(e.span, ty, base, indices, checks, width, align)

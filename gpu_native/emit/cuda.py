@@ -598,14 +598,18 @@ class CudaEmitter(VectorEmitter):
             return str(shape[axis])
         return extent_name(ref.var, axis)
 
-    def element(self, ref: ir.ArrayRef, indices, checks) -> str:
+    def element(self, ref: ir.ArrayRef, indices, checks, width: int = 1) -> str:
+        """``name[offset]`` of the element at ``indices``, with the checks that remain; with
+        ``width`` > 1, the last axis's check covers ``width`` elements from its index."""
         static = ref.ty.shape is not None and ref.ty.shape[0] >= 0
         def index(idx: ir.Expr) -> str:
             code = self.expr(idx)
             return code if static or idx.ty == ir.I64 else f"(gn_i64){code}"
 
         helpers = self.helpers
-        if not static and len(indices) == 2 and None not in checks:
+        if width > 1:
+            assert not helpers.origin  # no _uids entry point has them (TraitNotes.uid_only)
+        if not static and len(indices) == 2 and None not in checks and width == 1:
             # One branch for both axes: half the branches of the 2-D stencils and tiles.
             i, j = (index(idx) for idx in indices)
             return (f"{cname(ref.var)}[{helpers.check2}(__gn_err, {i}, {self.extent(ref, 0)}, "
@@ -613,7 +617,10 @@ class CudaEmitter(VectorEmitter):
         parts = []
         for axis, (idx, site) in enumerate(zip(indices, checks)):
             code = index(idx)
-            if site is not None:
+            if site is not None and width > 1 and axis == len(indices) - 1:
+                code = (f"gn_chk_vec(__gn_err, {code}, {self.extent(ref, axis)}, {width}, "
+                        f"{site}u)")
+            elif site is not None:
                 code = (f"{helpers.check}(__gn_err, {code}, {self.extent(ref, axis)}, "
                         f"{site}u{helpers.origin})")
             parts.append(code)
@@ -740,7 +747,14 @@ class CudaEmitter(VectorEmitter):
         return cname(e.var)
 
     def emit_Load(self, e: ir.Load) -> str:
-        return self.element(e.array, e.indices, e.checks)
+        if e.width == 1:
+            return self.element(e.array, e.indices, e.checks)
+        # load_vec4: one aligned vector access at the first element's address.
+        target = self.element(e.array, e.indices, e.checks, e.width)
+        vec = e.ty.info.c_name
+        if e.align is None:
+            return f"gn_vload<{vec}>(&{target})"
+        return f"gn_vload_chk<{vec}>(__gn_err, &{target}, {e.align}u)"
 
     def emit_Shape(self, e: ir.Shape) -> str:
         return self.extent(e.array, e.axis)

@@ -266,9 +266,11 @@ class Index32Emitter(CudaEmitter):
             return f"({self.expr32(e.left)} {e.op} {self.expr32(e.right)})"
         return super().emit_Compare(e)
 
-    def element(self, ref: ir.ArrayRef, indices, checks) -> str:
-        if not all(self.fits(i) for i in indices):
-            return super().element(ref, indices, checks)
+    def element(self, ref: ir.ArrayRef, indices, checks, width: int = 1) -> str:
+        if not all(self.fits(i) for i in indices) or (
+                width > 1 and any(c is not None for c in checks)):
+            # The 64-bit form (a vector's check of its last axis has no 32-bit helper).
+            return super().element(ref, indices, checks, width)
         static = ref.ty.shape is not None and ref.ty.shape[0] >= 0
         codes = [self.expr32(i) for i in indices]
         extents = [self.extent32(ref, axis) for axis in range(len(indices))]

@@ -40,6 +40,7 @@ __all__ = [
     "lane_id",
     "length",
     "length_sq",
+    "load_vec4",
     "local_array",
     "match_all",
     "match_any",
@@ -277,6 +278,11 @@ def length_sq(v: Any) -> Any:
 @_intrinsic
 def normalize(v: V) -> V:
     _device_only("normalize()")
+
+
+@_intrinsic
+def load_vec4(x: Any, *indices: int) -> Any:
+    _device_only("load_vec4()")
 
 
 @contextmanager

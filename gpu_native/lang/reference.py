@@ -25,7 +25,7 @@ SECTIONS: tuple[tuple[str, tuple[tuple[str, ...], ...]], ...] = (
     ("Types (`from gpu_native import ...`)", (
         ("gpu_native", "type"), ("gpu_native", "array type"), ("gpu_native", "index type"),
         ("gpu_native", "const type"), ("builtins", "tuple type"))),
-    ("Vectors", (("gpu_native", "vector type"), ("gpu_native", "call", "call_vector"),
+    ("Vectors", (("gpu_native", "vector type"), ("gpu_native", "call", "call_vector", "call_load_vec"),
                  ("vector", "attribute"))),
     ("Kernels, layouts and launch coordinates", (
         ("gpu_native", "decorator"), ("gpu_native", "kernel kind"), ("gpu_native", "layout"),

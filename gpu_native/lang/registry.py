@@ -453,6 +453,17 @@ for _name, _doc, _params_text, _result in (
          "(as Warp's `normalize`)", "v:vector", "vector")):
     _add(Entry(_name, "gpu_native", "call", _doc, _params(_params_text), _result, "call_vector",
                f"gn_{_name}", _name, since="0.2.0"))
+_add(Entry("load_vec4", "gpu_native", "call",
+           "the four elements `x[..., j]` to `x[..., j + 3]` of an `f32` or `i32` array (global "
+           "or shared) as one 16-byte load: a `vec4f` or `vec4i`; `j` must be a multiple of 4",
+           _params("x:array *indices:int"), "vector", "call_load_vec", "gn_vload",
+           "load_vec", value=4, since="0.2.0",
+           more="The bounds check covers all four elements.  The address must be 16-byte "
+                "aligned: a shared array's is when its rows are a multiple of 4 elements and "
+                "``j`` is a multiple of 4 that the checker can see (``4 * q``, ``ty * 8 + "
+                "4 * h``, a loop counter stepping by 4); a global array's (its pointer, the "
+                "row length and ``j``) is checked at run time with the bounds checks.  A "
+                "misaligned or out-of-range load is a ``KernelIndexError``."))
 for _axis, _attr in enumerate("xyzw"):
     _add(Entry(_attr, "vector", "attribute", f"component {_axis} of a vector (a local's can be "
                "assigned)", value=_axis, since="0.2.0"))

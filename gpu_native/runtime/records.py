@@ -155,6 +155,15 @@ def _build(rec, where: str | None = None) -> KernelError:
             head = (f"index {index} is out of bounds for axis {axis} of array '{array}' with "
                     f"size {length}")
         cls: type[KernelError] = KernelIndexError
+    elif kind == "vector":
+        head = (f"load_vec4 of elements {index} to {index + 3} is out of bounds for axis {axis} "
+                f"of array '{array}' with size {length}")
+        cls = KernelIndexError
+    elif kind == "align":
+        head = (f"load_vec4 of array '{array}' at an address {index} bytes past a 16-byte "
+                "boundary: a vector load must be aligned (the array's start, its row length "
+                "and the last index must be multiples of 4 elements)")
+        cls = KernelIndexError
     elif kind == "zerodiv":
         head = message or "integer division by zero"
         cls = KernelZeroDivisionError
@@ -171,8 +180,8 @@ def _build(rec, where: str | None = None) -> KernelError:
     lines.append(where or f"  (first failing thread: block {block}, thread {thread}{others})")
     exc = cls("\n".join(lines))
     exc._set_origin(name, span, block, thread)
-    exc.index = index if kind == "index" else None
-    exc.length = length if kind == "index" else None
-    exc.array = array if kind == "index" else None
+    exc.index = index if kind in ("index", "vector") else None
+    exc.length = length if kind in ("index", "vector") else None
+    exc.array = array if kind in ("index", "vector", "align") else None
     exc.count = count
     return exc

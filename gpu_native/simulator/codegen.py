@@ -589,6 +589,10 @@ class FunctionEmitter:
         idx = [self.expr(i, m) for i in e.indices]
         t = self.tmp()
         loc = self.prog.location(e.span)
+        if e.width > 1:
+            self.line(f"{t}, {m} = _gn.load_vec({self.array(e.array)}, ({', '.join(idx)},), "
+                      f"{e.checks!r}, {e.width}, {e.align!r}, {m}, {loc})", e.span)
+            return t
         self.line(f"{t}, {m} = _gn.load({self.array(e.array)}, ({', '.join(idx)},), "
                   f"{e.checks!r}, {m}, {loc})", e.span)
         return t

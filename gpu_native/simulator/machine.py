@@ -433,21 +433,25 @@ class Chunk:
             self.registered_locals.append(la)
         return la
 
-    def offset(self, array, indices, sites, m, loc: int):
+    def offset(self, array, indices, sites, m, loc: int, width: int = 1):
         """Check ``indices`` against the array's extents; return (flat offsets within one
         block/thread, new mask).  Lanes with an index out of range fail (checked sites) or raise
-        (unchecked sites: undefined behaviour on the GPU)."""
+        (unchecked sites: undefined behaviour on the GPU).  With ``width`` > 1 the last index
+        must leave room for ``width`` elements (``load_vec4``)."""
         if m is False:
             return 0, False
         dims = array.dims
         off = None
         bads = None
+        last = len(indices) - 1
         for k, idx in enumerate(indices):
             i = np.asarray(idx)
             if i.dtype != I64:
                 i = i.astype(I64)
             n = dims[k]
             b = i.view(U64) >= np.uint64(n)
+            if width > 1 and k == last:
+                b = b | (n - i < width)
             if b.ndim:
                 hit = b.any() if m is None else (b & m).any()
             else:
@@ -511,6 +515,40 @@ class Chunk:
             if v.ndim == 0:
                 v = v[()]
         return v, m
+
+    def load_vec(self, array, indices, sites, width: int, align, m, loc: int):
+        """``load_vec4``: ``width`` consecutive scalars from ``indices`` along the last axis, as
+        a vector's components; their address must be aligned to the vector's size (a shared
+        array starts on such a boundary on the GPU, a global one where its pointer does)."""
+        off, m = self.offset(array, indices, sites, m, loc, width)
+        if m is False:
+            return (array.vzero,) * width, False
+        size = width * array.data.dtype.itemsize
+        start = array.array.ctypes.data if array.space == "global" else 0
+        skew = (start + np.asarray(off, I64) * array.data.dtype.itemsize) % size
+        hit = self.full(skew != 0)
+        if m is not None:
+            hit = hit & m
+        if hit.any():
+            if align is None:
+                lane = int(np.argmax(hit))
+                block, thread = self.coords(lane)
+                err = KernelIndexError(
+                    f"{self.launch.program.location(loc)}: load_vec4 of '{array.name}' at an "
+                    f"address off a {size}-byte boundary in thread {thread} of block {block}, "
+                    "where bounds checks are off (bounds_check=False); on the GPU this access "
+                    "faults")
+                err._set_origin(self.launch.program.name, None, block, thread)
+                raise err
+            m = self._fail_where(m, hit, align, skew)
+            if m is False:
+                return (array.vzero,) * width, False
+        out = []
+        for q in range(width):
+            v, _ = self.load(array, (*indices[:-1], np.asarray(indices[-1]) + q),
+                             (None,) * len(indices), m, loc)
+            out.append(v)
+        return tuple(out), m
 
     def store(self, array, indices, sites, value, m, loc: int):
         off, m = self.offset(array, indices, sites, m, loc)

@@ -166,3 +166,62 @@ def test_command_line_offers_sgemm_tiled(tmp_path):
                          capture_output=True, text=True, env=child_env(tmp_path), timeout=120)
     assert run.returncode == 2
     assert "unknown benchmark(s) sgemm_tild" in run.stderr and "sgemm_tiled" in run.stderr
+
+
+# ---- sgemm_vectorized ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("arch", [pytest.param("sm_80", marks=pytest.mark.slow), "sm_90"])
+def test_hand_written_vectorized_sgemm_compiles_cleanly(suite, arch):
+    from sgemm_vectorized import BK, BM, BN, THREADS
+
+    source = suite.SGEMM_VECTORIZED_CUDA
+    assert f"BM = {BM}, BN = {BN}, BK = {BK}, THREADS = {THREADS}," in source
+    image = compile_request(BuildRequest(source=source, symbol="sgemm_vectorized", arch=arch))
+    assert image.kind == "cubin" and image.image[:4] == b"\x7fELF"
+    assert image.log.strip("\x00").strip() == ""
+
+
+def test_unchecked_vectorized_sgemm_has_no_checks_and_computes_the_product(suite):
+    import gpu_native as gn
+    from gpu_native.runtime.backend import use
+
+    source = suite.unchecked_source("gallery/sgemm_vectorized")
+    assert "@gpu_kernel(Kernel2D, bounds_check=False, max_registers=128)" in source
+    (kernel,) = transpile_module(source, "sgemm_vectorized_unchecked.py",
+                                 "sgemm_vectorized_unchecked").kernels
+    for variant in kernel.variants:
+        assert "gn_chk" not in variant.cuda and "gn_vload_chk" not in variant.cuda
+        assert "gn_vload<gn_vec4f>" in variant.cuda
+    module = suite.unchecked("gallery/sgemm_vectorized")
+    rng = np.random.default_rng(7)
+    a = rng.standard_normal((130, 20), dtype=np.float32)
+    b = rng.standard_normal((20, 132), dtype=np.float32)
+    with use("sim"):
+        c = gn.empty((130, 132), gn.f32)
+        c.fill(np.nan)
+        module.sgemm_vectorized(gn.to_device(a), gn.to_device(b), c)
+        out = c.to_host()
+    ref = a.astype(np.float64) @ b.astype(np.float64)
+    assert np.linalg.norm(out - ref) <= 1e-5 * np.linalg.norm(ref)
+
+
+def test_checked_vectorized_sgemm_has_no_checks_in_its_inner_loop():
+    source = (ROOT / "examples" / "gallery" / "sgemm_vectorized.py").read_text()
+    (kernel,) = transpile_module(source, "sgemm_vectorized.py", "sgemm_vectorized").kernels
+    cuda = kernel.variants[0].cuda
+    # From the shared loads of the k loop to the stores of the next slice: no check at all.
+    start = cuda.index("a_lo = ")
+    inner = cuda[start:cuda.index("tile_a[(buf", start)]
+    assert inner.count("gn_vload<gn_vec4f>(&tile_a[") == 2 and "gn_chk" not in inner
+    assert "gn_vload_chk" not in inner
+    # The two global loads of each entry point are checked (bounds of four and alignment).
+    entries = cuda.count('extern "C" __global__')
+    assert cuda.count("gn_vload_chk<gn_vec4f>(") == 2 * entries
+
+
+def test_command_line_offers_sgemm_vectorized(tmp_path):
+    run = subprocess.run([sys.executable, str(SUITE), "--help"], capture_output=True, text=True,
+                         env=child_env(tmp_path), timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert "sgemm_vectorized" in run.stdout

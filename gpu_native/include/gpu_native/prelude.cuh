@@ -114,6 +114,25 @@ __device__ __forceinline__ int gn_at2_32(gn_error_record* rec, int i, int n0, un
     return i * n1 + j;
 }
 
+/* load_vec4: the check of the last axis covers the w elements from i (i < n and n - i >= w,
+   which no wrap can fool), and reports i and the extent n. */
+__device__ __forceinline__ gn_i64 gn_chk_vec(gn_error_record* rec, gn_i64 i, gn_i64 n, int w,
+                                             unsigned int site) {
+    if (__builtin_expect(((gn_u64)i >= (gn_u64)n) | (n - i < w), 0)) gn_fail(rec, site, i, n);
+    return i;
+}
+/* One vector access at p (a vector's alignment); the checked form first reports an address off
+   that alignment (its distance from the boundary below, in bytes) instead of faulting. */
+template <typename V, typename T> __device__ __forceinline__ V gn_vload(const T* p) {
+    return *reinterpret_cast<const V*>(p);
+}
+template <typename V, typename T>
+__device__ __forceinline__ V gn_vload_chk(gn_error_record* rec, const T* p, unsigned int site) {
+    const unsigned long long off = (unsigned long long)p & (alignof(V) - 1);
+    if (__builtin_expect(off != 0, 0)) gn_fail(rec, site, (gn_i64)off, 0);
+    return *reinterpret_cast<const V*>(p);
+}
+
 __device__ __forceinline__ void gn_assert(gn_error_record* rec, bool ok, unsigned int site) {
     if (__builtin_expect(!ok, 0)) gn_fail(rec, site, 0, 0);
 }
