@@ -49,6 +49,9 @@ def children(node):
             for x in v:
                 if isinstance(x, (ir.Expr, ir.Stmt)):
                     yield x
+                elif isinstance(x, ir.Operand):
+                    yield x.array
+                    yield from (*x.indices, *x.last)
                 elif isinstance(x, tuple):
                     yield from (y for y in x if isinstance(y, (ir.Expr, ir.Stmt)))
 
