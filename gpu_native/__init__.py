@@ -47,6 +47,9 @@ from .lang.intrinsics import bitcast as bitcast
 from .lang.intrinsics import brev as brev
 from .lang.intrinsics import byte_perm as byte_perm
 from .lang.intrinsics import clz as clz
+from .lang.intrinsics import cp_async as cp_async
+from .lang.intrinsics import cp_async_commit as cp_async_commit
+from .lang.intrinsics import cp_async_wait as cp_async_wait
 from .lang.intrinsics import cross as cross
 from .lang.intrinsics import ctz as ctz
 from .lang.intrinsics import dot as dot
@@ -57,12 +60,14 @@ from .lang.intrinsics import funnelshift_r as funnelshift_r
 from .lang.intrinsics import funnelshift_rc as funnelshift_rc
 from .lang.intrinsics import grid_sync as grid_sync
 from .lang.intrinsics import lane_id as lane_id
+from .lang.intrinsics import ldmatrix as ldmatrix
 from .lang.intrinsics import length as length
 from .lang.intrinsics import length_sq as length_sq
 from .lang.intrinsics import load_vec4 as load_vec4
 from .lang.intrinsics import local_array as local_array
 from .lang.intrinsics import match_all as match_all
 from .lang.intrinsics import match_any as match_any
+from .lang.intrinsics import mma_sync as mma_sync
 from .lang.intrinsics import normalize as normalize
 from .lang.intrinsics import philox as philox
 from .lang.intrinsics import popc as popc
@@ -71,6 +76,7 @@ from .lang.intrinsics import shfl_down as shfl_down
 from .lang.intrinsics import shfl_idx as shfl_idx
 from .lang.intrinsics import shfl_up as shfl_up
 from .lang.intrinsics import shfl_xor as shfl_xor
+from .lang.intrinsics import store_matrix as store_matrix
 from .lang.intrinsics import sync_threads as sync_threads
 from .lang.intrinsics import sync_threads_and as sync_threads_and
 from .lang.intrinsics import sync_threads_count as sync_threads_count
@@ -164,10 +170,10 @@ __all__ = [
     "KernelZeroDivisionError", "LaunchError", "MemoryOrder", "MissingArtifactError", "Stream",
     "TranspileError", "UniqueId", "activemask", "all_sync", "any_sync", "backend", "ballot",
     "bf16", "bitcast", "block_dim", "block_idx", "bool_", "brev", "byte_perm", "clz",
-    "const_array", "copy", "cross", "ctz", "dot", "empty", "f16", "f32", "f64", "ffs", "from_dlpack", "funnelshift_l", "funnelshift_lc", "funnelshift_r",
+    "const_array", "copy", "cp_async", "cp_async_commit", "cp_async_wait", "cross", "ctz", "dot", "empty", "f16", "f32", "f64", "ffs", "from_dlpack", "funnelshift_l", "funnelshift_lc", "funnelshift_r",
     "funnelshift_rc", "gpu_device", "gpu_kernel", "grid_dim", "grid_sync", "i8", "i16", "i32", "i64", "lane_id",
-    "length", "length_sq", "load_vec4", "local_array", "match_all", "match_any", "normalize", "philox", "popc", "shared_array", "shfl_down", "shfl_idx",
-    "shfl_up", "shfl_xor", "sync_threads", "sync_threads_and", "sync_threads_count",
+    "ldmatrix", "length", "length_sq", "load_vec4", "local_array", "match_all", "match_any", "mma_sync", "normalize", "philox", "popc", "shared_array", "shfl_down", "shfl_idx",
+    "shfl_up", "shfl_xor", "store_matrix", "sync_threads", "sync_threads_and", "sync_threads_count",
     "sync_threads_or", "sync_warp", "synchronize", "thread_idx", "threadfence",
     "threadfence_block", "threadfence_system", "to_device", "u8", "u16", "u32", "u64", "unsafe",
     "vec2d", "vec2f", "vec2i", "vec3d", "vec3f", "vec3i", "vec4d", "vec4f", "vec4i",

@@ -607,6 +607,36 @@ class Fence(Stmt):
 
 
 @node
+class Operand:
+    """One array operand of a :class:`MatrixOp`: ``array[indices]`` is its first element and
+    ``last`` the last element its footprint reaches (``()`` where the footprint is a whole
+    fragment axis, known in bounds); ``checks`` and ``last_checks`` are the bounds-check sites
+    per axis, None where proven."""
+
+    array: ArrayRef
+    indices: tuple[Expr, ...]
+    checks: tuple[int | None, ...]
+    last: tuple[Expr, ...] = ()
+    last_checks: tuple[int | None, ...] = ()
+
+
+@node
+class MatrixOp(Stmt):
+    """A warp matrix or asynchronous-copy statement (see the registry's ``matrix_op`` entries).
+
+    ``op`` is ``ldmatrix`` (operands: fragment, shared source; ``params`` = (num, trans)),
+    ``mma`` (accumulator, a, b), ``store_matrix`` (destination, accumulator), ``cp_async``
+    (shared destination, global source; ``params`` = (nbytes,)), ``cp_async_commit`` (none) or
+    ``cp_async_wait`` (none; ``params`` = (n,)).  ``unique`` is how a write to a shared or global
+    destination was accepted, as :attr:`Store.unique`."""
+
+    op: str
+    operands: tuple[Operand, ...] = ()
+    params: tuple[int, ...] = ()
+    unique: str = ""
+
+
+@node
 class Print(Stmt):
     """Device ``print``: ``items`` are string literals and scalar expressions, space separated."""
 
@@ -776,6 +806,9 @@ def walk(node):
         item = stack.pop()
         if isinstance(item, (tuple, list)):
             stack.extend(reversed(item))
+            continue
+        if isinstance(item, Operand):  # not a node of its own: only what it holds
+            stack.extend(reversed((item.array, item.indices, item.last)))
             continue
         if not isinstance(item, (Expr, Stmt)):
             continue

@@ -13,6 +13,7 @@ from .context import Definitions, FunctionContext
 from .control import ControlFlowChecker
 from .expressions import ExpressionChecker
 from .generators import GeneratorChecker
+from .matrices import MatrixChecker
 from .nowrap import NoWrapProofs
 from .resolve import Declarations, annotation, assigned_names
 from .statements import StatementChecker
@@ -24,7 +25,7 @@ from .vectors import VectorChecker
 
 
 class FunctionChecker(StatementChecker, ControlFlowChecker, TupleChecker, ExpressionChecker,
-                      CallChecker, GeneratorChecker, VectorChecker):
+                      CallChecker, GeneratorChecker, VectorChecker, MatrixChecker):
     """The type pass over one function body: every expression typed, every name resolved,
     every conversion explicit (see :mod:`gpu_native.ir`).
 

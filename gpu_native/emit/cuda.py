@@ -20,6 +20,7 @@ from ..locate import display_file as display_name
 from ..nodes import fields, is_node
 from .cnames import cname, component_name, extent_name
 from .entry_points import ENTRY_POINTS
+from .matrices import MatrixEmitter, fragment_arrays
 from .prelude import GRID_SYNC_INCLUDES, HALF_INCLUDES, PRELUDE_INCLUDE
 from .structs import tuple_name, tuple_struct, tuple_types
 from .vectors import VectorEmitter
@@ -262,7 +263,7 @@ def const_declarations(consts: tuple[ir.ConstDecl, ...]) -> str:
     return "\n".join(lines) + "\n"
 
 
-class CudaEmitter(VectorEmitter):
+class CudaEmitter(VectorEmitter, MatrixEmitter):
     """Emits one kernel specialisation (and the device functions it reaches) as CUDA C++."""
 
     def __init__(self, kernel: ir.Kernel, display_file: str):
@@ -341,8 +342,11 @@ class CudaEmitter(VectorEmitter):
             else:
                 size = math.prod(decl.shape)
                 self.line(f"__shared__ __align__(16) {elem} {cname(var)}[{size}];")
+        fragments = self.fragments = fragment_arrays(body) if local_arrays else set()
         for local in local_arrays:
-            self.line(f"{ctype(local.ty.elem)} {cname(local.var)}[{math.prod(local.shape)}];")
+            align = "__align__(16) " if id(local.var) in fragments else ""
+            self.line(f"{align}{ctype(local.ty.elem)} {cname(local.var)}"
+                      f"[{math.prod(local.shape)}];")
         read = ir.variables_read(body)
         for var in locals_:
             # A loop variable nobody reads (`for _ in range(n)`) would draw a warning.
@@ -478,6 +482,8 @@ class CudaEmitter(VectorEmitter):
                 past = ">" if s.step_sign > 0 else "<"
                 incr = (f"{i} = ({i} {past} {stop} - {step_code}) ? {stop} : "
                         f"({ct})({i} + {step_code})")
+        if self.unroll_for_fragments(s):
+            self.line("#pragma unroll")
         self.line(f"for ({ct} {i} = {start_code}; {cond}; {incr}) {{")
         self.indent += 1
         self.line(f"{cname(s.var)} = ({self.var_ctype(s.var)}){i};")
@@ -890,6 +896,7 @@ _STMT: dict[type, str] = {
     ir.Fence: "emit_Fence",
     ir.Print: "emit_Print",
     ir.TailExit: "emit_TailExit",
+    ir.MatrixOp: "emit_MatrixOp",
 }
 
 _EXPR: dict[type, str] = {

@@ -28,6 +28,9 @@ __all__ = [
     "brev",
     "byte_perm",
     "clz",
+    "cp_async",
+    "cp_async_commit",
+    "cp_async_wait",
     "cross",
     "ctz",
     "dot",
@@ -38,12 +41,14 @@ __all__ = [
     "funnelshift_rc",
     "grid_sync",
     "lane_id",
+    "ldmatrix",
     "length",
     "length_sq",
     "load_vec4",
     "local_array",
     "match_all",
     "match_any",
+    "mma_sync",
     "normalize",
     "philox",
     "popc",
@@ -52,6 +57,7 @@ __all__ = [
     "shfl_idx",
     "shfl_up",
     "shfl_xor",
+    "store_matrix",
     "sync_threads",
     "sync_threads_and",
     "sync_threads_count",
@@ -132,6 +138,37 @@ def threadfence_block() -> None:
 @_intrinsic
 def threadfence_system() -> None:
     _device_only("threadfence_system()")
+
+
+@_intrinsic
+def ldmatrix(frag: Any, frag_index: Any, src: Any, src_index: Any, num: int = 4,
+             trans: bool = False) -> None:
+    _device_only("ldmatrix()")
+
+
+@_intrinsic
+def mma_sync(acc: Any, acc_index: Any, a: Any, a_index: Any, b: Any, b_index: Any) -> None:
+    _device_only("mma_sync()")
+
+
+@_intrinsic
+def store_matrix(dst: Any, dst_index: Any, acc: Any, acc_index: Any) -> None:
+    _device_only("store_matrix()")
+
+
+@_intrinsic
+def cp_async(dst: Any, dst_index: Any, src: Any, src_index: Any, nbytes: int) -> None:
+    _device_only("cp_async()")
+
+
+@_intrinsic
+def cp_async_commit() -> None:
+    _device_only("cp_async_commit()")
+
+
+@_intrinsic
+def cp_async_wait(n: int = 0) -> None:
+    _device_only("cp_async_wait()")
 
 
 @_intrinsic

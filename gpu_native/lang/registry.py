@@ -391,6 +391,75 @@ _add(Entry("unsafe", "gpu_native", "context",
            more="Races inside an ``unsafe`` block are the programmer's responsibility; bounds "
                 "are still checked."))
 
+# ---- gpu_native: warp matrix multiply-accumulate and asynchronous copies ---------------------
+# A fragment is the last axis of a local_array: its element type and extent are the fragment's
+# type (f16/bf16 A: 8 elements, B: 4; f32 accumulator: 4, for mma.m16n8k16), and the indices
+# before it pick one fragment of an array of them.  See docs/language.md, "Warp matrices".
+
+_FRAG_DOC = ("Lane l = 4g + t holds, of the 16 x 16 A tile, rows g and g + 8 at columns 2t, "
+             "2t + 1, 2t + 8, 2t + 9 (elements 0-1: row g, cols 2t..; 2-3: row g + 8; 4-5: row "
+             "g, cols 2t + 8..; 6-7: row g + 8, cols 2t + 8..); of the 16 x 8 B tile, column g "
+             "at rows 2t, 2t + 1, 2t + 8, 2t + 9; of the 16 x 8 accumulator, row g at columns "
+             "2t, 2t + 1 (elements 0-1) and row g + 8 (elements 2-3), as PTX's mma.m16n8k16.")
+_add(Entry("ldmatrix", "gpu_native", "statement",
+           "warp-wide: load `num` (1, 2, 4) 8 x 8 matrices of 16-bit elements from shared "
+           "memory into the fragment `frag[frag_index]`; each lane gives `src[src_index]`, the "
+           "first of one row's 8 elements", _params(
+               "frag:array frag_index:int src:array src_index:int num:int=4 trans:bool=False"),
+           "None", "matrix_op", "gn_ldmatrix", "ldmatrix", since="0.3.0",
+           more="PTX ``ldmatrix.sync.aligned.m8n8.x{num}[.trans].shared.b16``: lanes 8j .. 8j "
+                "+ 7 give the rows of matrix j; lane 4g + t receives elements 2j, 2j + 1 of "
+                "its fragment from row g, columns 2t, 2t + 1 of matrix j (with ``trans=True``: "
+                "column g, rows 2t, 2t + 1).  ``frag`` is a ``local_array`` of the source's "
+                "16-bit type whose last axis holds at least ``2 * num`` elements; "
+                "``frag_index`` indexes its other axes (``()`` for none).  Every lane's 8 "
+                "elements are bounds checked (the lanes that ``num`` < 4 leaves unused too), "
+                "and must be 16-byte aligned: a row's first column a multiple of 8, the row "
+                "length of ``src`` too.  Every lane of the warp must execute it."))
+_add(Entry("mma_sync", "gpu_native", "statement",
+           "warp-wide `acc[acc_index] += a[a_index] @ b[b_index]`: one 16 x 8 x 16 "
+           "tensor-core multiply-accumulate (`mma.sync.m16n8k16`, f16 or bf16 inputs, f32 "
+           "accumulator)", _params("acc:array acc_index:int a:array a_index:int b:array "
+                                   "b_index:int"), "None", "matrix_op", "gn_mma_m16n8k16",
+           "mma", since="0.3.0",
+           more="``a`` and ``b`` are ``local_array`` fragments of one type, ``f16`` or "
+                "``bf16``, with last axes of 8 and 4 elements; ``acc`` an ``f32`` one of 4.  "
+                + _FRAG_DOC + "  Products of f16 or bf16 are exact in f32; the simulator sums "
+                "each of them and the accumulator exactly and rounds once, which the tensor "
+                "cores match to within a few f32 ulps.  Every lane of the warp must execute it."))
+_add(Entry("store_matrix", "gpu_native", "statement",
+           "warp-wide: store the 16 x 8 accumulator fragment `acc[acc_index]` to the tile of "
+           "the 2-D array `dst` whose top-left element is `dst[dst_index]` (converted to "
+           "`dst`'s type)", _params("dst:array dst_index:int acc:array acc_index:int"), "None",
+           "matrix_op", "gn_store_matrix", "store_matrix", since="0.3.0",
+           more="Lane 4g + t writes rows ``r + g`` and ``r + g + 8`` at columns ``c + 2t`` and "
+                "``c + 2t + 1``: the lanes of one warp write 128 distinct elements.  Whether "
+                "two warps' tiles overlap is not proven, so a store into a global array must "
+                "be inside ``with unsafe():`` (the simulator's race detector watches it).  The "
+                "tile's corners are bounds checked in every lane; ``dst_index`` should be the "
+                "same in every lane of the warp."))
+_add(Entry("cp_async", "gpu_native", "statement",
+           "copy `nbytes` (4, 8 or 16) bytes from the global array `src` at `src[src_index]` to "
+           "the shared array `dst` at `dst[dst_index]` without waiting (PTX `cp.async`)",
+           _params("dst:array dst_index:int src:array src_index:int nbytes:int"), "None",
+           "matrix_op", "gn_cp_async", "cp_async", since="0.3.0",
+           more="The bytes are consecutive elements along the last axis of both arrays, which "
+                "must have one element type; both ends of both ranges are bounds checked, and "
+                "both addresses must be aligned to ``nbytes``.  The copy belongs to the group "
+                "the next ``cp_async_commit()`` closes and has landed once ``cp_async_wait(n)`` "
+                "returns with at most ``n`` newer groups pending; then ``sync_threads()`` makes "
+                "it visible to the block.  The destination must be written uniquely like a "
+                "shared store (a ``BlockLayout`` uid) or inside ``with unsafe():``."))
+_add(Entry("cp_async_commit", "gpu_native", "statement",
+           "close the group of this thread's `cp_async` copies issued since the last commit",
+           (), "None", "matrix_op", "gn_cp_async_commit", "cp_async_commit", since="0.3.0"))
+_add(Entry("cp_async_wait", "gpu_native", "statement",
+           "wait until at most `n` (a constant) of this thread's committed `cp_async` groups "
+           "are still in flight", _params("n:int=0"), "None", "matrix_op", "gn_cp_async_wait",
+           "cp_async_wait", since="0.3.0",
+           more="The simulator performs a group's copies here (reading the source when the copy "
+                "was issued), so reading a destination before its wait sees the old contents."))
+
 # ---- gpu_native: bit manipulation ------------------------------------------------------------
 
 _BIT_TYPES = ("i32", "u32", "i64", "u64")  # the operand types of the bit counts and brev

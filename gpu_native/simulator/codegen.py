@@ -49,6 +49,9 @@ def children(node):
             for x in v:
                 if isinstance(x, (ir.Expr, ir.Stmt)):
                     yield x
+                elif isinstance(x, ir.Operand):
+                    yield x.array
+                    yield from (*x.indices, *x.last)
                 elif isinstance(x, tuple):
                     yield from (y for y in x if isinstance(y, (ir.Expr, ir.Stmt)))
 
@@ -354,6 +357,19 @@ class FunctionEmitter:
 
     def emit_ExprStmt(self, s: ir.ExprStmt) -> None:
         self.expr(s.value, "_gn_m")
+
+    def emit_MatrixOp(self, s: ir.MatrixOp) -> None:
+        # Each operand travels as (array, indices, checks, last indices, last checks).
+        parts = []
+        for o in s.operands:
+            idx = [self.simple(self.expr(i, "_gn_m"), s.span) for i in o.indices]
+            last = [self.simple(self.expr(i, "_gn_m"), s.span) for i in o.last]
+            parts.append(f"({self.array(o.array)}, ({''.join(i + ', ' for i in idx)}), "
+                         f"{o.checks!r}, ({''.join(i + ', ' for i in last)}), "
+                         f"{o.last_checks!r})")
+        loc = self.prog.location(s.span)
+        self.line(f"_gn_m = _gn.matrix({s.op!r}, ({''.join(p + ', ' for p in parts)}), "
+                  f"{s.params!r}, _gn_m, {loc})", s.span)
 
     def emit_If(self, s: ir.If) -> None:
         c = self.simple(self.expr(s.cond, "_gn_m"), s.span, "c")
@@ -760,6 +776,7 @@ _STMT: dict[type, Callable] = {
     ir.Fence: FunctionEmitter.emit_Fence,
     ir.Print: FunctionEmitter.emit_Print,
     ir.TailExit: FunctionEmitter.emit_TailExit,
+    ir.MatrixOp: FunctionEmitter.emit_MatrixOp,
 }
 
 _EXPR: dict[type, Callable] = {

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import KernelIndexError
-from . import atomics, ops, warp
+from . import atomics, matrices, ops, warp
 from .races import Conflict, Shadow
 
 I64 = np.dtype(np.int64)
@@ -234,6 +234,7 @@ class Chunk:
         self.registered_locals: list[LocalArray] = []
         self.shared = [launch.make_shared(spec, nblocks) for spec in launch.program.shared_specs]
         self.consts = launch.consts  # the kernel's constant arrays (ConstArray), as ir.Kernel.consts
+        self.async_copies = None  # cp_async copies in flight (simulator.matrices.AsyncCopies)
 
     # ---- lane information (computed on demand, dropped on compaction) ----
 
@@ -422,6 +423,8 @@ class Chunk:
         self.gone = None
         for la in self.registered_locals:
             la.compact(keep)
+        if self.async_copies is not None:
+            self.async_copies.compact(keep)
         return (None, *(_kept(v, keep) for v in values))
 
     # ---- memory ----
@@ -596,6 +599,10 @@ class Chunk:
         if array.shadow is not None:
             self.race(array, off, m, loc, "atomic-read" if op == "load" else "atomic")
         return atomics.apply(self, op, array, off, operands, m)
+
+    def matrix(self, op: str, operands, params, m, loc: int):
+        """A warp matrix statement or asynchronous copy (:mod:`.matrices`)."""
+        return matrices.OPS[op](self, operands, params, m, loc)
 
     # ---- races ----
 

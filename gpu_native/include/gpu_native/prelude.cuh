@@ -712,4 +712,71 @@ GN_VEC_CROSS(gn_vec3i)
 #undef GN_C3
 #undef GN_C2
 
+/* ---- warp matrices and asynchronous copies (PTX ldmatrix, mma.sync, cp.async) ----
+   A fragment is a local array of 16-bit or f32 elements, declared __align__(16) by the emitter
+   so that its elements pair into the 32-bit registers PTX names; every index into it is a
+   constant after unrolling, so it lives in registers.  The layouts are PTX's for mma.m16n8k16
+   (see the registry's mma_sync entry).  gpu_native/simulator/matrices.py mirrors these. */
+template <int N, bool TRANS>
+__device__ __forceinline__ void gn_ldmatrix(void* frag, const void* src) {
+    unsigned* d = reinterpret_cast<unsigned*>(frag);
+    const unsigned a = (unsigned)__cvta_generic_to_shared(src);
+    if (N == 4 && !TRANS)
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+                     : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3]) : "r"(a));
+    else if (N == 4)
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
+                     : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3]) : "r"(a));
+    else if (N == 2 && !TRANS)
+        asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];"
+                     : "=r"(d[0]), "=r"(d[1]) : "r"(a));
+    else if (N == 2)
+        asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0,%1}, [%2];"
+                     : "=r"(d[0]), "=r"(d[1]) : "r"(a));
+    else if (!TRANS)
+        asm volatile("ldmatrix.sync.aligned.m8n8.x1.shared.b16 {%0}, [%1];" : "=r"(d[0]) : "r"(a));
+    else
+        asm volatile("ldmatrix.sync.aligned.m8n8.x1.trans.shared.b16 {%0}, [%1];"
+                     : "=r"(d[0]) : "r"(a));
+}
+
+/* acc += a @ b: one m16n8k16 tensor-core product, f32 accumulator. */
+template <bool BF16>
+__device__ __forceinline__ void gn_mma_m16n8k16(float* c, const void* a, const void* b) {
+    const unsigned* A = reinterpret_cast<const unsigned*>(a);
+    const unsigned* B = reinterpret_cast<const unsigned*>(b);
+    if (BF16)
+        asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+            "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+            : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+            : "r"(A[0]), "r"(A[1]), "r"(A[2]), "r"(A[3]), "r"(B[0]), "r"(B[1]));
+    else
+        asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
+            "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+            : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+            : "r"(A[0]), "r"(A[1]), "r"(A[2]), "r"(A[3]), "r"(B[0]), "r"(B[1]));
+}
+
+/* cp.async of N bytes global -> shared (16 bytes bypass L1: .cg), and its groups. */
+template <int N>
+__device__ __forceinline__ void gn_cp_async(void* dst, const void* src) {
+    const unsigned d = (unsigned)__cvta_generic_to_shared(dst);
+    if (N == 16)
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(d), "l"(src) : "memory");
+    else
+        asm volatile("cp.async.ca.shared.global [%0], [%1], %2;" :: "r"(d), "l"(src), "n"(N)
+                     : "memory");
+}
+__device__ __forceinline__ void gn_cp_async_commit() {
+    asm volatile("cp.async.commit_group;" ::: "memory");
+}
+template <int N>
+__device__ __forceinline__ void gn_cp_async_wait() {
+    asm volatile("cp.async.wait_group %0;" :: "n"(N) : "memory");
+}
+/* A nonzero low address bit under `mask` fails the check (an assert site). */
+__device__ __forceinline__ bool gn_aligned(const void* p, unsigned mask) {
+    return (((unsigned long long)p) & mask) == 0;
+}
+
 #endif /* GPU_NATIVE_PRELUDE_CUH */

@@ -1,0 +1,221 @@
+"""Warp matrix statements and asynchronous copies on the simulator, mirroring the prelude's
+``gn_ldmatrix``, ``gn_mma_m16n8k16``, the accumulator store and ``gn_cp_async``
+(gpu_native/include/gpu_native/prelude.cuh).
+
+The lanes of one warp are gathered by their warp slot and lane (as the shuffles of
+:mod:`.warp` are): ``ldmatrix`` hands lane 4g + t the elements PTX names from the rows the lanes
+addressed; ``mma`` builds each warp's 16 x 16 A, 16 x 8 B and 16 x 8 accumulator from the
+fragments in PTX's ``m16n8k16`` layout, computes ``C + A @ B`` in float64 and rounds once to
+f32.  Products of f16 or bf16 numbers are exact in f32 and a sum of 16 of them and C is exact
+or nearly so in float64, so the simulator's result is the correctly rounded one; the tensor
+cores add in an unspecified order with truncated alignment, so the GPU may differ from it by a
+few f32 ulps of the largest term per ``mma`` (tests compare against float64 with a relative
+tolerance).  A lane that does not execute the statement contributes zeros.
+
+``cp_async`` reads its source when issued and writes its destination when a
+``cp_async_wait`` lets its group complete (per thread: the group a copy joins is the number of
+commits that thread made before it), so code that reads a destination before waiting sees the
+old contents, as it may on the GPU.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import ops
+
+I64 = np.dtype(np.int64)
+
+# Lane 4g + t's elements of each fragment: (row, column) in the warp's matrix, by element.
+_LANE = np.arange(32)
+_G, _T = _LANE // 4, _LANE % 4
+_A_ROW = np.stack([_G, _G, _G + 8, _G + 8, _G, _G, _G + 8, _G + 8], axis=1)
+_A_COL = np.stack([2 * _T, 2 * _T + 1] * 2 + [2 * _T + 8, 2 * _T + 9] * 2, axis=1)
+_B_ROW = np.stack([2 * _T, 2 * _T + 1, 2 * _T + 8, 2 * _T + 9], axis=1)
+_B_COL = np.stack([_G] * 4, axis=1)
+_C_ROW = np.stack([_G, _G, _G + 8, _G + 8], axis=1)
+_C_COL = np.stack([2 * _T, 2 * _T + 1] * 2, axis=1)
+
+
+def _mask(chunk, m) -> np.ndarray:
+    return np.ones(chunk.L, bool) if m is None else np.asarray(m, bool)
+
+
+def _floats(array, raw: np.ndarray) -> np.ndarray:
+    """Memory words of ``array``'s element type as float64."""
+    if array.is_bf16:
+        return ops.bits_to_bf16(raw).astype(np.float64)
+    return raw.astype(np.float64)
+
+
+def _bounds(chunk, operand, m, loc: int):
+    """The flat offset of an operand's first element (per lane), after checking both ends."""
+    array, indices, checks, last, last_checks = operand
+    if last:
+        _, m = chunk.offset(array, last, last_checks, m, loc)
+    off, m = chunk.offset(array, indices, checks, m, loc)
+    return np.broadcast_to(np.asarray(off, I64), (chunk.L,)), m
+
+
+def _slots(chunk) -> tuple[np.ndarray, np.ndarray, int]:
+    return chunk._info("wslot"), chunk._info("laneid").astype(I64), chunk.B * chunk.W
+
+
+def ldmatrix(chunk, operands, params, m, loc: int):
+    (frag_op, src_op), (num, trans, _align) = operands, params
+    foff, m = _bounds(chunk, frag_op, m, loc)
+    soff, m = _bounds(chunk, src_op, m, loc)
+    if m is False:
+        return False
+    frag, src = frag_op[0], src_op[0]
+    live = _mask(chunk, m)
+    base = src.base(chunk)
+    addr = soff + (0 if base is None else base)
+    rows = src.data.take(np.clip(addr[:, None] + np.arange(8), 0, len(src.data) - 1), axis=0)
+    wslot, lane, nslots = _slots(chunk)
+    table = np.zeros((nslots * 32, 8), src.data.dtype)
+    table[(wslot * 32 + lane)[live]] = rows[live]
+    g, t = lane // 4, lane % 4
+    per = frag.per_lane()
+    for j in range(num):
+        for h in range(2):
+            if trans:
+                got = table[wslot * 32 + j * 8 + 2 * t + h, g]
+            else:
+                got = table[wslot * 32 + j * 8 + g, 2 * t + h]
+            col = foff + 2 * j + h
+            per[np.flatnonzero(live), col[live]] = got[live]
+    return m
+
+
+def mma(chunk, operands, params, m, loc: int):
+    acc_op, a_op, b_op = operands
+    coff, m = _bounds(chunk, acc_op, m, loc)
+    aoff, m = _bounds(chunk, a_op, m, loc)
+    boff, m = _bounds(chunk, b_op, m, loc)
+    if m is False:
+        return False
+    acc, a, b = acc_op[0], a_op[0], b_op[0]
+    live = _mask(chunk, m)
+    lanes = np.arange(chunk.L)
+    av = _floats(a, a.per_lane()[lanes[:, None], aoff[:, None] + np.arange(8)])
+    bv = _floats(b, b.per_lane()[lanes[:, None], boff[:, None] + np.arange(4)])
+    cper = acc.per_lane()
+    ccols = coff[:, None] + np.arange(4)
+    cv = cper[lanes[:, None], ccols].astype(np.float64)
+    av[~live] = 0
+    bv[~live] = 0
+    wslot, lane, nslots = _slots(chunk)
+    w = wslot[:, None]
+    amat = np.zeros((nslots, 16, 16))
+    bmat = np.zeros((nslots, 16, 8))
+    cmat = np.zeros((nslots, 16, 8))
+    amat[w, _A_ROW[lane], _A_COL[lane]] = av
+    bmat[w, _B_ROW[lane], _B_COL[lane]] = bv
+    cmat[w[live], _C_ROW[lane[live]], _C_COL[lane[live]]] = cv[live]
+    d = (cmat + amat @ bmat).astype(np.float32)
+    out = d[w, _C_ROW[lane], _C_COL[lane]]
+    rows = np.flatnonzero(live)
+    cper[rows[:, None], ccols[rows]] = out[rows]
+    return m
+
+
+def store_matrix(chunk, operands, params, m, loc: int):
+    dst_op, acc_op = operands
+    coff, m = _bounds(chunk, acc_op, m, loc)
+    array, indices, checks, last, last_checks = dst_op
+    _, m = chunk.offset(array, last, last_checks, m, loc)
+    _, m = chunk.offset(array, indices, checks, m, loc)
+    if m is False:
+        return False
+    lane = chunk._info("laneid").astype(I64)
+    g, t = lane // 4, lane % 4
+    row0 = np.asarray(indices[0], I64) + g
+    col0 = np.asarray(indices[1], I64) + 2 * t
+    per = acc_op[0].per_lane()
+    lanes = np.arange(chunk.L)
+    cast = ops.cast_function(acc_op[0].info, array.info)
+    for k, (dr, dc) in enumerate(((0, 0), (0, 1), (8, 0), (8, 1))):
+        value = cast(per[lanes, coff + k])
+        m = chunk.store(array, (row0 + dr, col0 + dc), (None, None), value, m, loc)
+    return m
+
+
+# ---- asynchronous copies ----------------------------------------------------------------------
+
+
+class AsyncCopies:
+    """The copies a chunk's threads have in flight and each thread's count of commits."""
+
+    def __init__(self, lanes: int):
+        self.committed = np.zeros(lanes, I64)
+        self.pending: list[list] = []  # [dst, flat offsets, values, live lanes, group, loc]
+
+    def compact(self, keep: np.ndarray) -> None:
+        self.committed = self.committed[keep]
+        for rec in self.pending:
+            for k in (1, 2, 3, 4):
+                rec[k] = rec[k][keep]
+
+
+def _copies(chunk) -> AsyncCopies:
+    if chunk.async_copies is None:
+        chunk.async_copies = AsyncCopies(chunk.L)
+    return chunk.async_copies
+
+
+def cp_async(chunk, operands, params, m, loc: int):
+    dst_op, src_op = operands
+    nbytes = params[0]
+    doff, m = _bounds(chunk, dst_op, m, loc)
+    soff, m = _bounds(chunk, src_op, m, loc)
+    if m is False:
+        return False
+    dst, src = dst_op[0], src_op[0]
+    n = nbytes // np.dtype(dst.data.dtype).itemsize
+    live = _mask(chunk, m)
+    span = np.arange(n)
+    sbase = src.base(chunk)
+    saddr = soff + (0 if sbase is None else sbase)
+    if src.shadow is not None:
+        for k in range(n):
+            chunk.race(src, saddr + k, m, loc, "read")
+    values = src.data.take(np.clip(saddr[:, None] + span, 0, len(src.data) - 1), axis=0)
+    dbase = dst.base(chunk)
+    daddr = doff + (0 if dbase is None else dbase)
+    state = _copies(chunk)
+    state.pending.append([dst, daddr, values, live.copy(), state.committed.copy(), loc])
+    return m
+
+
+def cp_async_commit(chunk, operands, params, m, loc: int):
+    if m is not False:
+        state = _copies(chunk)
+        state.committed[_mask(chunk, m)] += 1
+    return m
+
+
+def cp_async_wait(chunk, operands, params, m, loc: int):
+    if m is False or chunk.async_copies is None:
+        return m
+    state = chunk.async_copies
+    running = _mask(chunk, m)
+    keep = []
+    for rec in state.pending:
+        dst, daddr, values, live, group, at = rec
+        done = live & running & (group < state.committed - params[0])
+        if done.any():
+            if dst.shadow is not None:
+                for k in range(values.shape[1]):
+                    chunk.race(dst, daddr + k, done, at, "write")
+            rows = np.flatnonzero(done)
+            dst.data[daddr[rows][:, None] + np.arange(values.shape[1])] = values[rows]
+            rec[3] = live & ~done
+        if rec[3].any():
+            keep.append(rec)
+    state.pending = keep
+    return m
+
+
+OPS = {"ldmatrix": ldmatrix, "mma": mma, "store_matrix": store_matrix, "cp_async": cp_async,
+       "cp_async_commit": cp_async_commit, "cp_async_wait": cp_async_wait}

@@ -1,0 +1,49 @@
+"""examples/tensor_core/hgemm_tensor_core.py: the tensor-core GEMM (ldmatrix, mma_sync, cp_async pipeline)
+against NumPy float64, on the simulator at small sizes and (GPU-marked) at 4096^3 scale."""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import pytest
+
+import gpu_native as gn
+from tests.helpers import ROOT
+
+sys.path.insert(0, str(ROOT / "examples" / "tensor_core"))
+import hgemm_tensor_core as hg
+
+# Relative Frobenius error: f32 accumulation of exact products (a few ulps * sqrt(K)), plus the
+# output's rounding: f32 2**-24, f16 2**-11, bf16 2**-8.
+TOLERANCE = {gn.f32: 1e-5, gn.f16: 2e-3, gn.bf16: 1e-2}
+
+
+def _rel(out, ref):
+    return np.linalg.norm(out - ref) / np.linalg.norm(ref)
+
+
+@pytest.mark.parametrize("dtype, out", [(gn.f16, gn.f32), (gn.bf16, gn.f32), (gn.f16, gn.f16),
+                                        (gn.bf16, gn.bf16)])
+def test_hgemm_tc_matches_numpy(backend, dtype, out):
+    result, reference = hg.run(128, 96, 128, dtype=dtype, out=out, seed=1)
+    assert _rel(result, reference) <= TOLERANCE[out]
+
+
+def test_hgemm_tc_two_blocks_each_way(backend):
+    result, reference = hg.run(256, 64, 256, seed=2)
+    assert _rel(result, reference) <= TOLERANCE[gn.f32]
+
+
+def test_hgemm_tc_refuses_ragged_sizes():
+    a = gn.empty((100, 64), gn.f16)
+    b = gn.empty((64, 128), gn.f16)
+    c = gn.empty((100, 128), gn.f32)
+    with pytest.raises(ValueError, match="multiples of 128"):
+        hg.hgemm_tc(a, b, c)
+
+
+@pytest.mark.gpu
+def test_hgemm_tc_large_on_gpu():
+    result, reference = hg.run(1024, 1024, 1024, dtype=gn.f16, out=gn.f32, seed=3)
+    assert _rel(result, reference) <= TOLERANCE[gn.f32]
