@@ -42,7 +42,9 @@ def test_compiles_cleanly(kernel, variant, arch):
     request = BuildRequest(source=variant.cuda, symbol=variant.symbol, arch=arch,
                            fastmath=kernel.options.fastmath,
                            max_registers=kernel.options.max_registers,
-                           uses_half=Trait.USES_HALF in variant.traits, label=variant.symbol)
+                           uses_half=Trait.USES_HALF in variant.traits,
+                           uses_grid_sync=Trait.USES_GRID_SYNC in variant.traits,
+                           label=variant.symbol)
     image = compile_request(request)
     assert image.kind == "cubin"
     assert image.log.strip("\x00").strip() == ""
