@@ -422,3 +422,27 @@ def test_cmath_must_be_imported():
             out[i] = cmath.exp(a[i])  # <-
         """)
     _expect_error(source, r"name 'cmath' is not defined in .*: it is not imported there")
+
+
+# ---- the docs ----------------------------------------------------------------------------------
+
+
+def test_the_docs_snippet_runs(sim, tmp_path, monkeypatch, capsys):
+    import importlib
+
+    from tests.helpers import ROOT
+
+    text = (ROOT / "docs" / "language.md").read_text()
+    part = text[text.index("\n## Complex numbers\n"):text.index("\n## Constant memory\n")]
+    (snippet,) = re.findall(r"```python\n(.*?)```", part, re.S)
+    (tmp_path / "complex_doc_snippet.py").write_text(snippet)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    importlib.import_module("complex_doc_snippet")
+    assert capsys.readouterr().out.splitlines()[-1] == "ok"
+
+
+def test_abi_complex_slots_follow_the_complex_types():
+    from gpu_native import abi
+    from gpu_native.lang.types import COMPLEXES
+
+    assert {name: (c.elem.name, c.n) for name, c in COMPLEXES.items()} == abi.COMPLEX_SLOTS
