@@ -116,6 +116,8 @@ from .lang.types import CUDASliceMut2D as CUDASliceMut2D
 from .lang.types import CUDASliceMut3D as CUDASliceMut3D
 from .lang.types import bf16 as bf16
 from .lang.types import bool_ as bool_
+from .lang.types import complex64 as complex64
+from .lang.types import complex128 as complex128
 from .lang.types import f16 as f16
 from .lang.types import f32 as f32
 from .lang.types import f64 as f64
@@ -169,7 +171,7 @@ __all__ = [
     "Kernel2D", "Kernel3D", "KernelAssertionError", "KernelError", "KernelIndexError",
     "KernelZeroDivisionError", "LaunchError", "MemoryOrder", "MissingArtifactError", "Stream",
     "TranspileError", "UniqueId", "activemask", "all_sync", "any_sync", "backend", "ballot",
-    "bf16", "bitcast", "block_dim", "block_idx", "bool_", "brev", "byte_perm", "clz",
+    "bf16", "bitcast", "block_dim", "block_idx", "bool_", "brev", "byte_perm", "clz", "complex128", "complex64",
     "const_array", "copy", "cp_async", "cp_async_commit", "cp_async_wait", "cross", "ctz", "dot", "empty", "f16", "f32", "f64", "ffs", "from_dlpack", "funnelshift_l", "funnelshift_lc", "funnelshift_r",
     "funnelshift_rc", "gpu_device", "gpu_kernel", "grid_dim", "grid_sync", "i8", "i16", "i32", "i64", "lane_id",
     "ldmatrix", "length", "length_sq", "load_vec4", "local_array", "match_all", "match_any", "mma_sync", "normalize", "philox", "popc", "shared_array", "shfl_down", "shfl_idx",

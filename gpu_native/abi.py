@@ -6,7 +6,8 @@ device error is recorded.
 
 Kernel parameters, in order: for each user parameter, an array becomes its device pointer followed
 by one ``int64`` extent per dimension; a scalar is passed by value; a vector (``vec3f`` ...) is
-passed as its components, one scalar parameter each (the kernel gathers them into its struct).  One hidden parameter follows:
+passed as its components, one scalar parameter each (the kernel gathers them into its struct), and
+a complex number likewise as its real and imaginary parts.  One hidden parameter follows:
 the device address of the launching stream's error record.
 """
 
@@ -50,6 +51,8 @@ FLOAT_OVERFLOW = {"f16": 65520.0, "f32": 2.0**128 - 2.0**103}
 FLOAT_MAX = {"f16": 65504.0, "bf16": 2.0**128 - 2.0**120, "f32": 2.0**128 - 2.0**104,
              "f64": 1.7976931348623157e308}
 # The vector types' parameters: (element type, components), one slot per component.
+# The complex types' parameters: (part type, 2), the real part's slot first.
+COMPLEX_SLOTS = {"complex64": ("f32", 2), "complex128": ("f64", 2)}
 VECTOR_SLOTS = {f"vec{n}{suffix}": (elem, n) for elem, suffix in (("f32", "f"), ("f64", "d"),
                                                                  ("i32", "i")) for n in (2, 3, 4)}
 POINTER_FORMAT = "Q"

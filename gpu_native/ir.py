@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from .errors import SourceSpan
-from .lang.types import SCALARS, VECTORS, ScalarInfo, VectorInfo
+from .lang.types import COMPLEXES, SCALARS, VECTORS, ScalarInfo, VectorInfo
 from .nodes import Factory, fields, node, replace
 from .spec import KernelOptions, LaunchCheck
 
@@ -61,6 +61,14 @@ class VectorType(Type):
 
     def __str__(self) -> str:
         return self.info.name
+
+
+@node
+class ComplexType(VectorType):
+    """A complex number (``complex64``, ``complex128``): a pair like a ``vec2`` (real part
+    first, ``elem`` the type of each part) wherever a value goes (locals, parameters, array
+    elements, selects), with arithmetic of its own (:class:`ComplexCall`).  Every construct
+    that takes vectors and not complex numbers checks for this subclass first."""
 
 
 # What a value of an array (or a local, a parameter, a device function's result) may be.
@@ -123,6 +131,17 @@ def scalar(name: str) -> ScalarType:
 
 _SCALAR_TYPES = {name: ScalarType(info) for name, info in SCALARS.items()}
 _VECTOR_TYPES = {name: VectorType(info) for name, info in VECTORS.items()}
+_COMPLEX_TYPES = {name: ComplexType(info) for name, info in COMPLEXES.items()}
+
+
+def complex_type(name: str) -> ComplexType:
+    """``complex64`` or ``complex128``."""
+    return _COMPLEX_TYPES[name]
+
+
+def complex_of(elem: ScalarType) -> ComplexType:
+    """The complex type whose parts are ``elem`` (``f32`` or ``f64``)."""
+    return _COMPLEX_TYPES["complex64" if elem.info.bits <= 32 else "complex128"]
 
 
 def vector(name: str) -> VectorType:
@@ -393,6 +412,19 @@ class VecUnary(Expr):
     ty: VectorType
     op: str
     operand: Expr
+
+
+@node
+class ComplexCall(Expr):
+    """An operation on complex numbers, computed by the prelude's ``gn_c<name>`` in CUDA and
+    :mod:`gpu_native.simulator.complexes`'s ``<name>`` in the simulator, the same sequence of
+    operations in both: ``mul``, ``div``, ``eq``, ``ne``, ``conj``, ``abs`` and the ``cmath``
+    functions (``exp``, ``log``, ``phase``, ``rect``, ``isnan`` ...).  Complex arguments are of
+    one complex type, real ones of its part type; ``ty`` is the result (complex, the part type,
+    ``bool_``, or a tuple for ``polar``)."""
+
+    name: str
+    args: tuple[Expr, ...]
 
 
 @node

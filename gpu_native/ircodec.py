@@ -36,7 +36,7 @@ import zlib
 
 from . import ir
 from .errors import GpuNativeError, SourceSpan
-from .lang.types import SCALARS, VECTORS, ScalarInfo, VectorInfo
+from .lang.types import COMPLEXES, SCALARS, VECTORS, ComplexInfo, ScalarInfo, VectorInfo
 from .nodes import fields
 from .spec import IndexFits, LaunchAssert, ParamCheck
 
@@ -58,6 +58,7 @@ _CLASSES["SourceSpan"] = SourceSpan
 _CLASSES["KernelOptions"] = ir.KernelOptions  # the spec's record, which the IR carries too
 _SCALAR_INFO = "ScalarInfo"  # (name,): decodes to SCALARS[name]
 _VECTOR_INFO = "VectorInfo"  # (name,): decodes to VECTORS[name]
+_COMPLEX_INFO = "ComplexInfo"  # (name,): decodes to COMPLEXES[name]
 _DICT = "dict"  # (key, value, key, value, ...)
 # Fields for the reader of `gpu-native expand`, not for the simulator: left out of the bytes (and
 # of SCHEMA), and given their defaults when decoded.
@@ -136,6 +137,8 @@ class _Encoder:
             return _SCALAR_INFO, (obj.name,)
         if t is VectorInfo:
             return _VECTOR_INFO, (obj.name,)
+        if t is ComplexInfo:
+            return _COMPLEX_INFO, (obj.name,)
         if t is dict:
             return _DICT, tuple(x for item in obj.items() for x in item)
         name = t.__name__
@@ -208,6 +211,10 @@ def _record(rec, objs: list):
         if len(values) != 1 or type(values[0]) is not str or values[0] not in VECTORS:
             raise _Malformed(f"unknown vector type {values[:1]!r:.40}")
         return VECTORS[values[0]]
+    if name == _COMPLEX_INFO:
+        if len(values) != 1 or type(values[0]) is not str or values[0] not in COMPLEXES:
+            raise _Malformed(f"unknown complex type {values[:1]!r:.40}")
+        return COMPLEXES[values[0]]
     if name == _DICT:
         if len(values) % 2:
             raise _Malformed("a dict record has an odd number of entries")

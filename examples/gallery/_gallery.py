@@ -24,7 +24,8 @@ def poison(array) -> None:
     """Fill a device array with NaN (floats) or a sentinel (integers) before a kernel writes it
     (every component of an array of vectors)."""
     dtype = np.dtype(array.dtype).base  # a vector's dtype is its components' (n of them)
-    if dtype.kind == "f":
+    if dtype.kind in "fc":  # a complex number: NaN in its real part
+
         array.fill(np.nan)
     else:
         info = np.iinfo(dtype)

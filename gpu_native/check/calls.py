@@ -28,6 +28,12 @@ class CallChecker(CheckerBase):
                 return self.call_generator(func, e)
             if self.is_generator_declaration(func.value):
                 self.expr(func.value)  # `philox(...).uniform()`: says to assign it first
+            if func.attr in R.COMPLEX_METHODS and not self.is_module_path(func.value):
+                value = self.materialize(self.expr(func.value))
+                if not isinstance(value.ty, ir.ComplexType):
+                    raise self.error(f"{func.attr}() is a method of complex numbers, not of "
+                                     f"{value.ty}", func.span)
+                return self.call_conjugate(value, e)
             if func.attr == R.ATOMIC_REF.name and not self.is_module_path(func.value):
                 return self.call_atomic_ref(func, e)
             if func.attr in ATOMIC_METHODS and isinstance(func.value, S.Call) and isinstance(
@@ -90,6 +96,8 @@ class CallChecker(CheckerBase):
             return getattr(self, handler)(sym.name, e)
         if sym.kind == "math":
             return self.call_math(sym.name, e)
+        if sym.kind == "cmath":
+            return self.call_cmath(sym.name, e)
         if sym.kind == "builtin":
             builtin = _BUILTIN_CALLS.get(sym.name)
             if builtin is None:
@@ -165,6 +173,8 @@ class CallChecker(CheckerBase):
         value = self.expr(e.args[0])
         if isinstance(value, WeakConst):
             return WeakConst(e.span, ir.I64, abs(value.value))
+        if isinstance(value.ty, ir.ComplexType):
+            return self.complex_abs(value, e.span)
         ty = P.arithmetic_type(self.scalar_of(value, "abs()'s argument"))
         value = self.coerce(value, ty, "abs()", explicit=True)
         if ty.info.kind == "uint":
@@ -208,6 +218,9 @@ class CallChecker(CheckerBase):
             raise self.error(f"math.{name}() takes {arity} argument{'s' if arity > 1 else ''}",
                              e.span)
         values = [self.expr(a) for a in e.args]
+        for v in values:
+            self.refuse_complex(v, f"math.{name}()", f"use cmath.{name}()"
+                                if name in R.CMATH else "see the cmath functions")
         ty: ir.ScalarType | None = None
         for param, v in zip(entry.params, values):
             if param.type == "float" and not isinstance(v, WeakConst):
@@ -478,7 +491,7 @@ _ORDERS = tuple(order.value for order in R.MemoryOrder)
 # another (the vector handlers are in .vectors).
 _GN_CALLS: dict[str, str] = {
     e.name: e.check for e in R.GPU_NATIVE.values()
-    if e.form in ("call", "type", "vector type") and e.check}
+    if e.form in ("call", "type", "vector type", "complex type") and e.check}
 
 _BUILTIN_CALLS: dict[str, Callable] = {
     e.name: getattr(CallChecker, e.check) for e in R.BUILTINS.values() if e.form == "call"}

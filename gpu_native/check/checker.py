@@ -9,6 +9,7 @@ from ..errors import SourceSpan
 from ..frontend import syntax as S
 from .bounds import BoundsProofs
 from .calls import CallChecker
+from .complexes import ComplexChecker
 from .context import Definitions, FunctionContext
 from .control import ControlFlowChecker
 from .expressions import ExpressionChecker
@@ -25,7 +26,8 @@ from .vectors import VectorChecker
 
 
 class FunctionChecker(StatementChecker, ControlFlowChecker, TupleChecker, ExpressionChecker,
-                      CallChecker, GeneratorChecker, VectorChecker, MatrixChecker):
+                      CallChecker, GeneratorChecker, VectorChecker, MatrixChecker,
+                      ComplexChecker):
     """The type pass over one function body: every expression typed, every name resolved,
     every conversion explicit (see :mod:`gpu_native.ir`).
 

@@ -135,11 +135,14 @@ class ExpressionChecker(CheckerBase):
         explicitly."""
         if isinstance(ty, ir.TupleType):
             return self.coerce_tuple(e, ty, what)
+        if isinstance(ty, ir.ComplexType):
+            return self.complex_coerce(e, ty, what, explicit)
         if isinstance(ty, ir.VectorType):
             e = self.materialize(e)
             if e.ty == ty:
                 return e
-            if isinstance(e.ty, ir.VectorType) and e.ty.n == ty.n:
+            if isinstance(e.ty, ir.VectorType) and not isinstance(
+                    e.ty, ir.ComplexType) and e.ty.n == ty.n:
                 raise self.error(f"{what}: a {e.ty} is not a {ty}", e.span,
                                  f"convert it explicitly: {ty}(v)")
             raise self.error(f"{what} must be a {ty}, not {e.ty}", e.span,
@@ -161,7 +164,9 @@ class ExpressionChecker(CheckerBase):
             return ir.Const(e.span, ty, value)
         e = self.materialize(e)
         if not isinstance(e.ty, ir.ScalarType):
-            raise self.error(f"{what} must be a scalar {ty}, not {e.ty}", e.span)
+            raise self.error(f"{what} must be a scalar {ty}, not {e.ty}", e.span,
+                             "take z.real, z.imag or abs(z)"
+                             if isinstance(e.ty, ir.ComplexType) else None)
         if e.ty == ty:
             return e
         if not explicit:
@@ -281,6 +286,9 @@ class ExpressionChecker(CheckerBase):
         for side in (left, right):
             if isinstance(side, (UidValue, AtomicHandle)):
                 self.materialize(side)  # raises, saying what the value is
+        if any(isinstance(side.ty, ir.ComplexType) and not isinstance(side, WeakConst)
+               for side in (left, right)):
+            return self.complex_binop(op, left, right, span)
         if isinstance(left.ty, ir.VectorType) or isinstance(right.ty, ir.VectorType):
             return self.vector_binop(op, left, right, span)
         for side in (left, right):
@@ -393,6 +401,8 @@ class ExpressionChecker(CheckerBase):
             return WeakConst(e.span, ir.I64, value)
         if e.op == "not":
             return ir.UnaryOp(e.span, ir.BOOL, "not", self.to_bool(operand, "the operand of not"))
+        if isinstance(operand.ty, ir.ComplexType):
+            return self.complex_unary(e.op, operand, e.span)
         if isinstance(operand.ty, ir.VectorType):
             return self.vector_unary(e.op, operand, e.span)
         ty = P.arithmetic_type(self.scalar_of(operand, f"the operand of {e.op}"))
@@ -447,6 +457,9 @@ class ExpressionChecker(CheckerBase):
                 span: SourceSpan) -> ir.Expr:
         if isinstance(left, WeakConst) and isinstance(right, WeakConst):
             return ir.Const(span, ir.BOOL, bool(_CMP_FOLD[op](left.value, right.value)))
+        if any(isinstance(side.ty, ir.ComplexType) and not isinstance(side, WeakConst)
+               for side in (left, right)):
+            return self.complex_compare(op, left, right, span)
         for side in (left, right):
             if isinstance(side.ty, ir.VectorType):
                 raise self.error(f"vectors cannot be compared ({side.ty} {op} ...); compare "
@@ -474,6 +487,10 @@ class ExpressionChecker(CheckerBase):
                 then, orelse = self.coerce(then, ty, "if-expression"), self.coerce(
                     orelse, ty, "if-expression")
             return ir.Select(e.span, then.ty, cond, then, orelse)
+        if any(isinstance(side.ty, ir.ComplexType) and not isinstance(side, WeakConst)
+               for side in (then, orelse)):
+            cty, then, orelse = self.complex_conditional(then, orelse)
+            return ir.Select(e.span, cty, cond, then, orelse)
         if isinstance(then.ty, ir.VectorType) or isinstance(orelse.ty, ir.VectorType):
             vt = then.ty if isinstance(then.ty, ir.VectorType) else orelse.ty
             assert isinstance(vt, ir.VectorType)
@@ -499,6 +516,8 @@ class ExpressionChecker(CheckerBase):
             inner = self.ctx.resolver.attribute(sym, e.attr, e.span)
             return self.from_symbol(inner, e)
         base = self.expr(e.value)
+        if isinstance(base.ty, ir.ComplexType) and not isinstance(base, WeakConst):
+            return self.complex_attribute(base, e.attr, e.span)
         if isinstance(base.ty, ir.VectorType) and not isinstance(base, WeakConst):
             return self.vector_component(base, e.attr, e.span)
         if isinstance(base, UidValue):
@@ -538,6 +557,9 @@ class ExpressionChecker(CheckerBase):
                                  e.span)
             return self.shape_of(base, axis, e.span)
         base = self.expr(e.value)
+        if isinstance(base.ty, ir.ComplexType) and not isinstance(base, WeakConst):
+            raise self.error(f"a complex number ({base.ty}) cannot be indexed", e.span,
+                             "use z.real and z.imag")
         if isinstance(base.ty, ir.VectorType) and len(e.index) == 1:
             return self.vector_index(base, e.index[0], e.span)
         if isinstance(base, TupleValue) or isinstance(base.ty, ir.TupleType):

@@ -145,8 +145,8 @@ def annotation(ctx: FunctionContext, e: S.Expr, allow_unique: bool = False,
             raise TranspileError(f"{array.name}[T] takes one element type", e.span)
         elem = annotation(ctx, e.index[0])
         if not isinstance(elem, (ir.ScalarType, ir.VectorType)):
-            raise TranspileError("the element type must be a scalar type such as f32 or a "
-                                 "vector type such as vec3f", e.index[0].span)
+            raise TranspileError("the element type must be a scalar type such as f32, a "
+                                 "vector type such as vec3f or a complex type", e.index[0].span)
         ndim, mutable = array.value
         return ir.ArrayType(elem, ndim, mutable)
     sym = ctx.resolver.dotted(e) if isinstance(e, (S.Name, S.Attribute)) else None
@@ -158,6 +158,8 @@ def annotation(ctx: FunctionContext, e: S.Expr, allow_unique: bool = False,
             return ir.scalar(sym.name)
         if entry.form == "vector type":
             return ir.vector(sym.name)
+        if entry.form == "complex type":
+            return ir.complex_type(sym.name)
         if entry.form == "index type":
             if not allow_unique:
                 raise TranspileError("UniqueId is not a valid annotation here", e.span,

@@ -2,7 +2,7 @@
 
 A kernel can name: its parameters and locals; module constants (ints, floats, bools and tuples of
 them, evaluated without running the module); module-level ``const_array`` tables; ``TypeVar`` declarations; gpu_native's kernel API;
-the ``math`` module; a few builtins; and ``@gpu_device`` functions of this or another module.  The
+the ``math`` and ``cmath`` modules; a few builtins; and ``@gpu_device`` functions of this or another module.  The
 other module is found on ``sys.path`` and parsed, never imported.
 
 Names resolve in the module that defines the function, as Python resolves them: a device function
@@ -27,6 +27,8 @@ from ..nodes import node
 GN_NAMES = frozenset(R.GPU_NATIVE)
 MATH_FUNCTIONS = frozenset(name for name, e in R.MATH.items() if e.form == "call")
 MATH_CONSTANTS = {name: e.value for name, e in R.MATH.items() if e.form == "constant"}
+CMATH_FUNCTIONS = frozenset(name for name, e in R.CMATH.items() if e.form == "call")
+CMATH_CONSTANTS = {name: e.value for name, e in R.CMATH.items() if e.form == "constant"}
 BUILTINS = frozenset(R.BUILTINS)
 # Host array libraries by the names modules usually bind them to: `np.sqrt` in a kernel is a
 # reach for numpy, whether or not the module imports it.
@@ -39,6 +41,7 @@ class Sym:
     """A resolved name.
 
     ``kind`` is one of: ``gn`` (gpu_native API name in ``name``), ``math`` (math function),
+    ``cmath`` (cmath function),
     ``builtin``, ``const`` (``value`` holds it), ``typevar`` (``value``: constraint names),
     ``device`` (``value``: (ModuleScan, FunctionDef)), ``constarray`` (a module-level
     ``const_array``; ``value``: (ModuleScan, ConstArrayDecl)), ``module`` (``name`` is the module),
@@ -50,7 +53,7 @@ class Sym:
     value: object = None
 
 
-_NAMESPACES = {"gn": R.GPU_NATIVE, "math": R.MATH, "builtin": R.BUILTINS}
+_NAMESPACES = {"gn": R.GPU_NATIVE, "math": R.MATH, "cmath": R.CMATH, "builtin": R.BUILTINS}
 
 
 def registry_entry(sym: Sym | None) -> R.Entry | None:
@@ -165,6 +168,12 @@ class Resolver:
             if attr in MATH_CONSTANTS:
                 return Sym("const", attr, MATH_CONSTANTS[attr])
             return Sym("host", attr, f"math.{attr} is not available in kernels")
+        if module == "cmath":
+            if attr in CMATH_FUNCTIONS:
+                return Sym("cmath", attr)
+            if attr in CMATH_CONSTANTS:
+                return Sym("const", attr, CMATH_CONSTANTS[attr])
+            return Sym("host", attr, f"cmath.{attr} is not available in kernels")
         library = _host_library(module)
         if library is not None:
             return Sym("host", attr, f"{module}.{attr} is a host-side name: {library} is not "
@@ -237,7 +246,7 @@ class Resolver:
                 f"and {library} runs on the host)", span, hint)
         if name in ("gn", PACKAGE):
             statement = f"import {PACKAGE}" + (" as gn" if name == "gn" else "")
-        elif name == "math" or self.locator.find_path(name, self.scan.path) is not None:
+        elif name in ("math", "cmath") or self.locator.find_path(name, self.scan.path) is not None:
             statement = f"import {name}"
         else:
             return TranspileError(

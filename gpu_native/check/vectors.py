@@ -98,7 +98,7 @@ class VectorChecker(CheckerBase):
     def vector_index(self, value: ir.Expr, index: S.Expr, span: SourceSpan) -> ir.Expr:
         """``v[k]`` with a constant ``k``: the component ``k``."""
         ty = value.ty
-        assert isinstance(ty, ir.VectorType)
+        assert isinstance(ty, ir.VectorType) and not isinstance(ty, ir.ComplexType)
         k = self.const_int(index, f"the index of a {ty}")
         if not 0 <= k < ty.n:
             raise self.error(f"index {k} is out of range for a {ty} (0..{ty.n - 1})", span)
@@ -110,6 +110,10 @@ class VectorChecker(CheckerBase):
         if not isinstance(base, S.Name) or base.id not in self.vars:
             return None
         var = self.vars[base.id]
+        if isinstance(var.ty, ir.ComplexType):
+            raise self.error(f"the parts of a complex number cannot be assigned ('{base.id}' is "
+                             f"a {var.ty}; complex numbers are immutable, as in Python)",
+                             target.span, f"make a new one: {base.id} = {var.ty}(re, im)")
         if not isinstance(var.ty, ir.VectorType):
             return None
         if base.id not in self.assigned:
@@ -141,6 +145,9 @@ class VectorChecker(CheckerBase):
         if len(values) == 1:
             value = values[0]
             vt = value.ty
+            if isinstance(vt, ir.ComplexType):
+                raise self.error(f"{name}() does not take a complex number ({vt})", value.span,
+                                 f"{name}(z.real, z.imag)" if n == 2 else None)
             if isinstance(vt, ir.VectorType) and not isinstance(value, WeakConst):
                 if vt.n != n:
                     raise self.error(f"{name}() converts a {n}-vector, not a {vt}", value.span)
@@ -174,7 +181,7 @@ class VectorChecker(CheckerBase):
 
     def vector_arg(self, syntax: S.Expr, what: str) -> ir.Expr:
         value = self.materialize(self.expr(syntax))
-        if not isinstance(value.ty, ir.VectorType):
+        if not isinstance(value.ty, ir.VectorType) or isinstance(value.ty, ir.ComplexType):
             raise self.error(f"{what} must be a vector, not {value.ty}", value.span)
         return value
 
@@ -183,6 +190,9 @@ class VectorChecker(CheckerBase):
         ty = None
         for v in values:
             vt = v.ty
+            if isinstance(vt, ir.ComplexType) and not isinstance(v, WeakConst):
+                raise self.error(f"complex numbers are not ordered: {name}() does not take a "
+                                 f"{vt}", v.span, "compare abs(z), z.real or z.imag")
             if isinstance(v, WeakConst) or not isinstance(vt, ir.VectorType):
                 raise self.error(f"{name}() of vectors takes vectors only, not {vt}", v.span,
                                  "broadcast a scalar explicitly, e.g. vec3f(s)")

@@ -163,7 +163,7 @@ def _may_be_product(e: ir.Expr, product_locals: set[int]) -> bool:
         # A per-thread array indexed by constants lives in registers: it may hold a product.
         return e.array.ty.space == "local"
     # A vector's component may be a product made inside a prelude function.
-    return isinstance(e, (ir.Call, ir.TupleItem, ir.VecComponent, ir.VecCall))
+    return isinstance(e, (ir.Call, ir.TupleItem, ir.VecComponent, ir.VecCall, ir.ComplexCall))
 
 
 def ctype(ty: ir.Type) -> str:
@@ -926,6 +926,7 @@ _EXPR: dict[type, str] = {
     ir.VecBinOp: "emit_VecBinOp",
     ir.VecUnary: "emit_VecUnary",
     ir.VecCall: "emit_VecCall",
+    ir.ComplexCall: "emit_ComplexCall",
     ir.RandomDraw: "emit_RandomDraw",
 }
 

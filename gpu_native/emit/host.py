@@ -93,8 +93,9 @@ def _scalar_test(p: Param, generic: bool, r: str) -> tuple[tuple[str, ...], str 
         # which refuses the first and passes the others.
         limit = abi.FLOAT_OVERFLOW[p.dtype]
         return (f"{name}.__class__ is {r}float", f"-{limit!r} < {name} < {limit!r}"), "float"
-    if p.dtype in abi.VECTOR_SLOTS and not generic:
-        # A vector of the parameter's own class holds its components converted already.
+    if (p.dtype in abi.VECTOR_SLOTS or p.dtype in abi.COMPLEX_SLOTS) and not generic:
+        # A vector (complex number) of the parameter's own class holds its components (parts)
+        # converted already.
         return (f"{name}.__class__ is {r}{p.dtype}",), p.dtype
     # bf16 is passed as its bits (converted on the slow path), TypeVars as their specialisation.
     return ("False",), None
@@ -277,7 +278,9 @@ def build_launcher(name: str, params: tuple[Param, ...], generic: bool,
             if cls is not None and cls not in classes:
                 classes.append(cls)
             # A vector's components, one slot each (see gpu_native.abi).
-            values.append(f"*{p.name}._values" if p.dtype in abi.VECTOR_SLOTS else p.name)
+            values.append(f"*{p.name}._values" if p.dtype in abi.VECTOR_SLOTS else
+                          f"{p.name}.real, {p.name}.imag" if p.dtype in abi.COMPLEX_SLOTS
+                          else p.name)
     # A writable array must not share memory with another array argument (the kernel's pointers
     # are __restrict__); arrays from different allocations cannot overlap, so the fast path only
     # compares allocations and leaves exact overlap tests to the slow path.
@@ -296,7 +299,7 @@ def build_launcher(name: str, params: tuple[Param, ...], generic: bool,
         setup.append(f"{r}DA = {fast}.DeviceArray")
     setup += [f"{r}{cls} = {fast}.{cls}" for cls in ("int", "float", "bool") if cls in classes]
     setup += [f"{r}{cls} = {fast}.vectors[{cls!r}]" for cls in classes
-              if cls in abi.VECTOR_SLOTS]
+              if cls in abi.VECTOR_SLOTS or cls in abi.COMPLEX_SLOTS]
     setup += [f"{r}sig_{p.name} = {fast}.signatures[{p.name!r}]" for p in arrays]
     if values:
         setup += [f"{r}pack = {fast}.pack", f"{r}buf = {fast}.buffer"]

@@ -1,5 +1,7 @@
 """Typed IR → CUDA C++ for the small vector types: the expressions on ``vec3f`` and friends,
-spelt with the prelude's ``gn_vec*`` structs, their operators and functions (``gn_dot`` ...).
+spelt with the prelude's ``gn_vec*`` structs, their operators and functions (``gn_dot`` ...),
+and for the complex types (``gn_complex64`` ..., whose ``+ -`` are vector expressions and whose
+other operations are the prelude's ``gn_c*`` functions).
 
 A mixin of :class:`~gpu_native.emit.cuda.CudaEmitter` (whose dispatch table names these
 methods); every other construct on vectors (locals, loads, stores, calls, selects) is the
@@ -56,6 +58,10 @@ class VectorEmitter:
             return (f"([](const {cuda.ctype(src)} __gn_v) {{ return {cuda.ctype(ty)}{{{items}}}; }}"
                     f"({args[0]}))")
         return f"gn_{e.name}({', '.join(args)})"
+
+    def emit_ComplexCall(self, e: ir.ComplexCall) -> str:
+        # The prelude's gn_cmul, gn_cdiv, gn_cexp ..., overloaded on the two complex types.
+        return f"gn_c{e.name}({', '.join(self.expr(a) for a in e.args)})"
 
 
 # The C++ spellings of types, constants and conversions; last, since that module imports this one.

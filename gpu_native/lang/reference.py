@@ -27,6 +27,9 @@ SECTIONS: tuple[tuple[str, tuple[tuple[str, ...], ...]], ...] = (
         ("gpu_native", "const type"), ("builtins", "tuple type"))),
     ("Vectors", (("gpu_native", "vector type"), ("gpu_native", "call", "call_vector", "call_load_vec"),
                  ("vector", "attribute"))),
+    ("Complex numbers", (("gpu_native", "complex type"), ("complex", "attribute"),
+                         ("complex", "method"))),
+    ("The `cmath` module", (("cmath", "call"), ("cmath", "constant"))),
     ("Kernels, layouts and launch coordinates", (
         ("gpu_native", "decorator"), ("gpu_native", "kernel kind"), ("gpu_native", "layout"),
         ("layout", "method"), ("layout", "loop"), ("gpu_native", "dim3"),
@@ -44,7 +47,7 @@ SECTIONS: tuple[tuple[str, tuple[tuple[str, ...], ...]], ...] = (
     ("Builtins", (("builtins", "call"), ("builtins", "loop"), ("builtins", "statement"))),
 )
 
-_PREFIX = {"math": "math.", "atomic_ref": ".", "layout": "Layout.", "dim3": ".", "array": "x.",
+_PREFIX = {"math": "math.", "cmath": "cmath.", "complex": "z.", "atomic_ref": ".", "layout": "Layout.", "dim3": ".", "array": "x.",
            "vector": "v.", "generator": "rng."}
 
 

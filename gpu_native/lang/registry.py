@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from ..nodes import node
-from .types import SCALARS, VECTORS, ScalarInfo
+from .types import COMPLEXES, SCALARS, VECTORS, ScalarInfo
 
 __all__ = [
     "ATOMIC_METHODS",
@@ -38,6 +38,9 @@ __all__ = [
     "ATOMIC_REF",
     "AXES",
     "BUILTINS",
+    "CMATH",
+    "COMPLEX_ATTRIBUTES",
+    "COMPLEX_METHODS",
     "ENTRIES",
     "FULL_MASK",
     "GENERATOR_METHODS",
@@ -82,6 +85,7 @@ FORMS = {
     "method": "called as a method",
     "type": "a scalar type: annotation, cast and host dtype tag",
     "vector type": "a small vector type: annotation, constructor, array element and host dtype tag",
+    "complex type": "a complex type: annotation, constructor, array element and host dtype tag",
     "array type": "an array parameter annotation, `T[elem]`",
     "index type": "an annotation for unique ids",
     "const type": "an annotation for compile-time constant parameters",
@@ -537,6 +541,58 @@ for _axis, _attr in enumerate("xyzw"):
     _add(Entry(_attr, "vector", "attribute", f"component {_axis} of a vector (a local's can be "
                "assigned)", value=_axis, since="0.2.0"))
 
+# ---- complex numbers ---------------------------------------------------------------------------
+
+for _cinfo in COMPLEXES.values():
+    _add(Entry(_cinfo.name, "gpu_native", "complex type",
+               f"complex number of two {_cinfo.elem.name} (NumPy's {_cinfo.name}): "
+               f"`{_cinfo.name}(re, im)`, `{_cinfo.name}(x)` (a real or complex number), "
+               f"`{_cinfo.name}()` (zero)", _params("real:scalar=0 imag:scalar=0"), _cinfo.name,
+               "call_complex_make", _cinfo.c_name, value=_cinfo, since="0.2.0",
+               more="Operators ``+ - * /``, unary ``-``, ``==`` and ``!=``, ``abs(z)``; a real "
+                    "operand is promoted to complex (``f32`` into ``complex64``, ``f64`` into "
+                    "``complex128``, as NumPy promotes; an integer type whose values the part "
+                    "type cannot all hold is refused).  ``z.real``, ``z.imag``, "
+                    "``z.conjugate()`` and the ``cmath`` functions.  An array of them is a NumPy "
+                    "array of the same dtype."))
+for _part, _attr in enumerate(("real", "imag")):
+    _add(Entry(_attr, "complex", "attribute", f"the {'real' if _part == 0 else 'imaginary'} "
+               "part of a complex number (read only), of its part type", value=_part,
+               since="0.2.0"))
+_add(Entry("conjugate", "complex", "method", "the complex conjugate, `re - im j`", result="T",
+           check="call_conjugate", cuda="gn_cconj", sim="conj", since="0.2.0"))
+
+
+def _cmath(name: str, doc: str, params: str = "z:complex", result: str = "complex") -> None:
+    _add(Entry(name, "cmath", "call", doc, _params(params), result, "call_cmath", f"gn_c{name}",
+               name, since="0.2.0"))
+
+
+_cmath("exp", "e ** z: `exp(re) * (cos(im), sin(im))`")
+_cmath("log", "natural logarithm (one argument), branch cut along the negative real axis: "
+       "`(log(abs(z)), phase(z))`")
+_cmath("log10", "base-10 logarithm: `log(z) / log(10)`")
+_cmath("sqrt", "principal square root (real part >= 0), without cancellation")
+_cmath("sin", "sine: `(sin(re) cosh(im), cos(re) sinh(im))`")
+_cmath("cos", "cosine: `(cos(re) cosh(im), -sin(re) sinh(im))`")
+_cmath("tan", "tangent: `-1j * tanh(1j * z)`")
+_cmath("sinh", "hyperbolic sine: `(sinh(re) cos(im), cosh(re) sin(im))`")
+_cmath("cosh", "hyperbolic cosine: `(cosh(re) cos(im), sinh(re) sin(im))`")
+_cmath("tanh", "hyperbolic tangent: `(sinh(2re), sin(2im)) / (cosh(2re) + cos(2im))`, and "
+       "`±1` with an exponentially small imaginary part for |re| > 20")
+_cmath("phase", "the argument, `atan2(im, re)`, in [-π, π]", result="float")
+_cmath("polar", "`(abs(z), phase(z))`, a tuple", result="tuple[float, float]")
+_cmath("rect", "the complex number of modulus `r` and argument `phi`: "
+       "`(r cos(phi), r sin(phi))`; `complex64` for `f32` operands, else `complex128`",
+       "r:float phi:float")
+for _name, _doc in (("isnan", "either part is a NaN"), ("isinf", "either part is infinite"),
+                    ("isfinite", "both parts are finite")):
+    _cmath(_name, _doc, result="bool")
+for _name, _value in (("pi", "π"), ("e", "e"), ("tau", "2π"), ("inf", "infinity"),
+                      ("nan", "not a number")):
+    _add(Entry(_name, "cmath", "constant", f"{_value} (a float), folded in at compile time",
+               value=getattr(math, _name), since="0.2.0"))
+
 # ---- random numbers: rng = philox(seed, subsequence, offset) ----------------------------------
 
 _add(Entry("philox", "gpu_native", "generator",
@@ -702,6 +758,14 @@ GPU_NATIVE: dict[str, Entry] = _index("gpu_native")
 """The kernel-language names of the ``gpu_native`` package."""
 MATH: dict[str, Entry] = _index("math")
 """The names of the ``math`` module kernels can use (functions and constants)."""
+CMATH: dict[str, Entry] = _index("cmath")
+"""The names of the ``cmath`` module kernels can use (functions and constants)."""
+COMPLEX_ATTRIBUTES: dict[str, int] = {e.name: e.value for e in _index("complex").values()
+                                      if e.form == "attribute"}
+"""``.real .imag`` → the index of the part."""
+COMPLEX_METHODS: dict[str, Entry] = {e.name: e for e in _index("complex").values()
+                                     if e.form == "method"}
+"""The methods of complex values (``z.conjugate()``)."""
 BUILTINS: dict[str, Entry] = _index("builtins")
 """The builtins kernels can use."""
 ATOMIC_METHODS: dict[str, Entry] = _index("atomic_ref")

@@ -11,6 +11,13 @@ element type (``CUDASlice[vec3f]``) and a dtype tag on the host, where an array 
 array with a last axis of 2, 3 or 4 (``gn.to_device(a, dtype=gn.vec3f)`` for an ``(n, 3)``
 ``float32`` array).  Their metadata is in :data:`VECTORS`; see :class:`VectorInfo` for the
 layout, which is NumPy's packed one.
+
+The complex types ``complex64`` and ``complex128`` (two ``f32`` or two ``f64``, real part first,
+as NumPy and CUDA's ``cuFloatComplex`` store them) are classes too: an annotation, a constructor
+``complex64(re, im)`` in kernels, an array element type (``CUDASlice[complex64]`` takes a NumPy
+``complex64`` array as it is) and a dtype tag.  On the host they are Python ``complex`` numbers
+whose parts are rounded to the type.  Their metadata is in :data:`COMPLEXES`
+(:class:`ComplexInfo`).
 """
 
 from __future__ import annotations
@@ -33,6 +40,8 @@ __all__ = [
     "ScalarInfo",
     "bf16",
     "bool_",
+    "complex64",
+    "complex128",
     "f16",
     "f32",
     "f64",
@@ -412,9 +421,10 @@ VECTOR_CLASSES: dict[str, type] = {
 
 
 def element_info(tag: Any) -> ScalarInfo | VectorInfo:
-    """The :class:`ScalarInfo` or :class:`VectorInfo` of an array element type: a scalar or
-    vector class, its name, its info, or a NumPy dtype (a subarray dtype such as
-    ``np.dtype((np.float32, 3))`` names a vector).
+    """The :class:`ScalarInfo` or :class:`VectorInfo` (a :class:`ComplexInfo` for a complex
+    type) of an array element type: a scalar, vector or complex class, its name, its info, or a
+    NumPy dtype (a subarray dtype such as ``np.dtype((np.float32, 3))`` names a vector,
+    ``complex64`` a complex type).
 
     Raises ``TypeError`` when ``tag`` names no supported element type.
     """
@@ -425,6 +435,22 @@ def element_info(tag: Any) -> ScalarInfo | VectorInfo:
         return tag
     if isinstance(tag, str) and tag in VECTORS:
         return VECTORS[tag]
+    if isinstance(tag, str) and tag in COMPLEXES:
+        return COMPLEXES[tag]
+    if tag is complex:
+        return COMPLEXES["complex128"]
+    if not isinstance(tag, (str, ScalarInfo)) and not (
+            isinstance(tag, type) and isinstance(info, ScalarInfo)):
+        try:
+            dt = np.dtype(tag)
+        except TypeError:
+            dt = None
+        if dt is not None and dt.kind == "c":
+            for c in COMPLEXES.values():
+                if c.dtype == dt:
+                    return c
+            raise TypeError(f"dtype {dt} has no gpu_native complex type (complex64 and "
+                            "complex128 have)")
     if isinstance(tag, np.dtype) and tag.subdtype is not None:
         base, shape = tag.subdtype
         for v in VECTORS.values():
@@ -432,6 +458,97 @@ def element_info(tag: Any) -> ScalarInfo | VectorInfo:
                 return v
         raise TypeError(f"dtype {tag} has no gpu_native vector type")
     return scalar_info(tag)
+
+
+# ---- complex numbers --------------------------------------------------------------------------
+
+@node
+class ComplexInfo(VectorInfo):
+    """What the transpiler and runtime know about a complex type (``complex64``, ``complex128``).
+
+    In the kernel IR a complex value is a pair like a ``vec2`` (``elem`` the type of each part,
+    ``n`` 2, real part first, aligned to its size as CUDA's ``cuFloatComplex`` and
+    ``cuDoubleComplex`` are), with arithmetic of its own; on the host an array of them is a
+    NumPy ``complex64`` / ``complex128`` array, element for element (no extra axis).
+    """
+
+    kind = "complex"
+
+    @property
+    def c_name(self) -> str:
+        return f"gn_{self.name}"
+
+    @property
+    def bits(self) -> int:
+        return 8 * self.itemsize
+
+    @property
+    def align(self) -> int:
+        return self.itemsize
+
+    @property
+    def dtype(self) -> np.dtype:
+        """The NumPy dtype of one element: ``complex64`` or ``complex128``."""
+        return np.dtype(self.name)
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+COMPLEXES: dict[str, ComplexInfo] = {
+    "complex64": ComplexInfo("complex64", SCALARS["f32"], 2),
+    "complex128": ComplexInfo("complex128", SCALARS["f64"], 2),
+}
+
+
+class _ComplexMeta(type):
+    """Metaclass of the complex classes: a short repr, their metadata and NumPy dtype."""
+
+    info: ComplexInfo
+
+    def __repr__(cls) -> str:
+        return f"gpu_native.{cls.__name__}"
+
+    @property
+    def dtype(cls) -> np.dtype:
+        """The NumPy dtype of arrays of this type."""
+        return cls.info.dtype
+
+
+class _Complex(complex, metaclass=_ComplexMeta):
+    """A complex number whose parts are rounded to the type (``complex64``: to ``f32``).
+
+    ``complex64(re, im)``, ``complex64(z)`` (any complex or real number), ``complex64()`` (zero).
+    """
+
+    info: ClassVar[ComplexInfo]
+
+    def __new__(cls, real: Any = 0.0, imag: Any = 0.0):
+        zr, zi = complex(real), complex(imag)  # real + 1j * imag, without 0 * inf
+        part = np.dtype(cls.info.elem.numpy).type
+        return super().__new__(cls, float(part(zr.real - zi.imag)),
+                               float(part(zr.imag + zi.real)))
+
+
+def _complex(name: str) -> type:
+    info = COMPLEXES[name]
+    cls = _ComplexMeta(name, (_Complex,), {"info": info, "__module__": "gpu_native",
+                                          "__slots__": ()})
+    cls.__doc__ = (
+        f"The ``{name}`` complex type (two {info.elem.name}, real part first; ``{info.c_name}`` "
+        f"in CUDA C++): an annotation, a constructor ``{name}(re, im)`` in kernels and on the "
+        f"host, an array element type (``CUDASlice[{name}]``, a NumPy {name} array) and a "
+        f"dtype tag (``gn.empty(n, gn.{name})``).")
+    return cls
+
+
+if TYPE_CHECKING:
+    class complex64(complex): ...
+    class complex128(complex): ...
+else:
+    complex64, complex128 = _complex("complex64"), _complex("complex128")
+
+COMPLEX_CLASSES: dict[str, type] = {"complex64": complex64, "complex128": complex128}
 
 
 T = TypeVar("T")

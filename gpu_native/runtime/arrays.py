@@ -21,13 +21,13 @@ import math
 import operator
 import struct
 import threading
-from typing import Any
+from typing import Any, TypeGuard
 
 import numpy as np
 
 from .. import abi
 from ..lang.halfprec import bf16_bits_to_f32, f32_to_bf16_bits
-from ..lang.types import ScalarInfo, VectorInfo, element_info, scalar_info
+from ..lang.types import ComplexInfo, ScalarInfo, VectorInfo, element_info
 from ..tracebacks import boundary
 from . import backend as B
 from .devices import current_device, on_device
@@ -153,22 +153,26 @@ class DeviceArray:
     @property
     def scalar_type(self) -> type:
         """The gpu_native type of the elements (``gn.f32``, ..., ``gn.vec3f``, ...)."""
-        from ..lang.types import SCALAR_CLASSES, VECTOR_CLASSES
+        from ..lang.types import COMPLEX_CLASSES, SCALAR_CLASSES, VECTOR_CLASSES
 
-        return {**SCALAR_CLASSES, **VECTOR_CLASSES}[self._info.name]
+        return {**SCALAR_CLASSES, **VECTOR_CLASSES, **COMPLEX_CLASSES}[self._info.name]
 
     @property
-    def scalar_info(self) -> ScalarInfo:
-        """The scalar type of the elements, or of their components for an array of vectors."""
+    def scalar_info(self) -> ScalarInfo | ComplexInfo:
+        """The type of the host array's elements: the elements' own (a scalar or complex type),
+        or their components' for an array of vectors."""
         info = self._info
-        return info.elem if isinstance(info, VectorInfo) else info
+        if _is_vector(info):
+            return info.elem
+        assert isinstance(info, (ScalarInfo, ComplexInfo))
+        return info
 
     @property
     def host_shape(self) -> tuple[int, ...]:
         """The shape of :meth:`to_host`'s array: :attr:`shape`, and for an array of vectors a
         last axis of their length."""
         info = self._info
-        return (*self.shape, info.n) if isinstance(info, VectorInfo) else self.shape
+        return (*self.shape, info.n) if _is_vector(info) else self.shape
 
     @property
     def is_writable(self) -> bool:
@@ -293,7 +297,7 @@ class DeviceArray:
         if data.shape != self.host_shape:
             what = "" if data.shape == self.shape else (
                 f" ({self._info.name} elements: a last axis of {self._info.n})"
-                if isinstance(self._info, VectorInfo) else "")
+                if _is_vector(self._info) else "")
             raise ValueError(f"shape mismatch: array is {self.host_shape}{what}, data is "
                              f"{data.shape}")
         self._backend.copy_htod(self._gn_ptr, data)
@@ -376,7 +380,13 @@ def _resolve_dtype(dtype) -> ScalarInfo | VectorInfo:
     return element_info(dtype)
 
 
-def _host_data(obj, info: ScalarInfo) -> np.ndarray:
+def _is_vector(info: ScalarInfo | VectorInfo | None) -> TypeGuard[VectorInfo]:
+    """An array of small vectors (whose host array has an axis of components); a complex
+    number, a pair in the kernel language too, is one NumPy element."""
+    return isinstance(info, VectorInfo) and not isinstance(info, ComplexInfo)
+
+
+def _host_data(obj, info: ScalarInfo | ComplexInfo) -> np.ndarray:
     if info.name == "bf16":
         arr = np.asarray(obj)
         if arr.dtype == np.uint16:
@@ -436,22 +446,23 @@ def to_device(obj, dtype=None, *, stream=None) -> DeviceArray:
             arr = from_foreign(obj, stream=stream)
         if want is None or want.name == arr._info.name:
             return arr
-        if isinstance(want, VectorInfo) and arr._info.name == want.elem.name:
+        if _is_vector(want) and arr._info.name == want.elem.name:
             return _as_vectors(arr, want)
         raise TypeError(f"array is {arr._info.name}, not {want.name}; convert on the host or in "
                         "a kernel")
     if want is None:
-        info: ScalarInfo | VectorInfo = scalar_info(
+        info: ScalarInfo | VectorInfo = element_info(
             obj.dtype if isinstance(obj, np.ndarray) else np.asarray(obj).dtype)
     else:
         info = want
-    if isinstance(info, VectorInfo):
+    if isinstance(info, VectorInfo) and not isinstance(info, ComplexInfo):
         data = _host_data(obj, info.elem)
         if data.ndim == 0 or data.shape[-1] != info.n:
             raise ValueError(f"an array of {info.name} is given as an array whose last axis "
                              f"holds the {info.n} components, not one of shape {data.shape}")
         shape = data.shape[:-1] or (1,)
     else:
+        assert isinstance(info, (ScalarInfo, ComplexInfo))
         data = _host_data(obj, info)
         shape = data.shape or (1,)
     out = empty(shape, info.name)

@@ -31,7 +31,7 @@ import weakref
 
 import numpy as np
 
-from ..lang.types import scalar_info
+from ..lang.types import element_info
 from . import backend as B
 from .arrays import DeviceArray
 from .devices import current_device, on_device
@@ -83,7 +83,7 @@ FLAG_IS_COPIED = 1 << 1
 _LEGACY_NAME, _VERSIONED_NAME = b"dltensor", b"dltensor_versioned"
 
 _KDL_CPU, _KDL_CUDA = 1, 2
-_DL_INT, _DL_UINT, _DL_FLOAT, _DL_BFLOAT, _DL_BOOL = 0, 1, 2, 4, 6
+_DL_INT, _DL_UINT, _DL_FLOAT, _DL_BFLOAT, _DL_COMPLEX, _DL_BOOL = 0, 1, 2, 4, 5, 6
 
 _capsule_new = ctypes.pythonapi.PyCapsule_New
 _capsule_new.restype = ctypes.py_object
@@ -103,7 +103,8 @@ _exports_lock = threading.Lock()
 
 
 def _dl_dtype(info) -> DLDataType:
-    code = {"int": _DL_INT, "uint": _DL_UINT, "float": _DL_FLOAT, "bool": _DL_BOOL}[info.kind]
+    code = {"int": _DL_INT, "uint": _DL_UINT, "float": _DL_FLOAT, "complex": _DL_COMPLEX,
+            "bool": _DL_BOOL}[info.kind]
     if info.name == "bf16":
         code = _DL_BFLOAT
     return DLDataType(code, info.bits, 1)
@@ -112,7 +113,8 @@ def _dl_dtype(info) -> DLDataType:
 _DL_NAMES = {(_DL_INT, 8): "i8", (_DL_INT, 16): "i16", (_DL_INT, 32): "i32", (_DL_INT, 64): "i64",
              (_DL_UINT, 8): "u8", (_DL_UINT, 16): "u16", (_DL_UINT, 32): "u32",
              (_DL_UINT, 64): "u64", (_DL_FLOAT, 16): "f16", (_DL_FLOAT, 32): "f32",
-             (_DL_FLOAT, 64): "f64", (_DL_BFLOAT, 16): "bf16", (_DL_BOOL, 8): "bool_"}
+             (_DL_FLOAT, 64): "f64", (_DL_BFLOAT, 16): "bf16", (_DL_BOOL, 8): "bool_",
+             (_DL_COMPLEX, 64): "complex64", (_DL_COMPLEX, 128): "complex128"}
 
 
 @_Deleter
@@ -436,7 +438,7 @@ def _check_memory(backend, ptr: int, shape: tuple[int, ...], itemsize: int, what
 def _from_cai(obj, cai: dict, what: str, backend) -> DeviceArray:
     shape = tuple(int(s) for s in cai["shape"])
     dtype = np.dtype(cai["typestr"])
-    info = scalar_info(dtype)
+    info = element_info(dtype)
     strides = cai.get("strides")
     if not _contiguous(shape, strides, dtype.itemsize):
         raise ValueError(f"{what} is not C-contiguous (strides {strides}); pass a contiguous "
@@ -500,7 +502,7 @@ def _from_dlpack(obj, what: str, backend, consumer=None) -> DeviceArray:
     if name is None:
         raise TypeError(f"{what} has a DLPack dtype (code {code}, {bits} bits, "
                         f"{t.dtype.lanes} lanes) gpu_native does not support")
-    info = scalar_info(name)
+    info = element_info(name)
     strides = None if not t.strides else tuple(t.strides[i] * info.itemsize for i in range(ndim))
     if not _contiguous(shape, strides, info.itemsize):
         raise ValueError(f"{what} is not C-contiguous; pass a contiguous array")

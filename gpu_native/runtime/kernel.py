@@ -29,7 +29,7 @@ import numpy as np
 from .. import abi
 from ..errors import LaunchError
 from ..lang.layouts import BlockDim1D, BlockDim2D, BlockDim3D, GridDim1D, GridDim2D, GridDim3D
-from ..lang.types import SCALARS, VECTOR_CLASSES
+from ..lang.types import COMPLEX_CLASSES, SCALARS, VECTOR_CLASSES
 from ..nodes import Factory, node
 from ..spec import KernelSpec, LaunchCheck, Param, ParamCheck, Site, Trait, VariantSpec
 from ..tracebacks import boundary, launcher_code, strip
@@ -650,7 +650,7 @@ class FastPath:
     slow: object
     launch_grid: tuple[builtins.int, builtins.int, builtins.int] = (1, 1, 1)
     launch_block: tuple[builtins.int, builtins.int, builtins.int] = (1, 1, 1)
-    vectors: dict = Factory(lambda: dict(VECTOR_CLASSES))
+    vectors: dict = Factory(lambda: {**VECTOR_CLASSES, **COMPLEX_CLASSES})
 
 
 class LaunchContext:
@@ -720,6 +720,9 @@ class LaunchContext:
                     scalars.append(None)
                 elif dtype in abi.VECTOR_SLOTS:
                     values.extend(self.vector_argument(p, dtype, arg))
+                    scalars.append(None)
+                elif dtype in abi.COMPLEX_SLOTS:
+                    values.extend(self.complex_argument(p, dtype, arg))
                     scalars.append(None)
                 else:
                     values.append(self.scalar_argument(p, dtype, arg))
@@ -815,6 +818,20 @@ class LaunchContext:
         for component, x in zip("xyzw", items):
             out.append(self.scalar_argument(p, elem, x, f"{where}, component {component},"))
         return out
+
+    def complex_argument(self, p: Param, dtype: str, arg) -> list:
+        """A complex parameter's real and imaginary parts as their slots take them: from any
+        complex or real number (a Python ``complex``, ``gn.complex64``, a NumPy scalar), each
+        part rounded to the part type (a part that would overflow it is refused)."""
+        part = abi.COMPLEX_SLOTS[dtype][0]
+        where = self.where(p)
+        if isinstance(arg, (bool, np.bool_)) or not isinstance(
+                arg, (complex, float, int, np.number)):
+            raise TypeError(f"{where} must be a complex number ({dtype}), not "
+                            f"{type(arg).__name__}")
+        z = complex(arg)
+        return [self.scalar_argument(p, part, z.real, f"{where}, real part,"),
+                self.scalar_argument(p, part, z.imag, f"{where}, imaginary part,")]
 
     def scalar_argument(self, p: Param, dtype: str, arg, where: str | None = None):
         info = SCALARS[dtype]

@@ -17,8 +17,9 @@ from .. import abi
 
 
 def _value_slots(dtype: str) -> list[str]:
-    """The slots of a value parameter: one, or one per component of a vector."""
-    vector = abi.VECTOR_SLOTS.get(dtype)
+    """The slots of a value parameter: one, or one per component of a vector or part of a
+    complex number."""
+    vector = abi.VECTOR_SLOTS.get(dtype) or abi.COMPLEX_SLOTS.get(dtype)
     if vector is not None:
         elem, n = vector
         return [abi.SLOT_FORMATS[elem]] * n

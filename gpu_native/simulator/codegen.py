@@ -27,7 +27,7 @@ from .. import ir
 from ..errors import SourceSpan
 from ..lang import registry
 from ..nodes import fields
-from . import machine, ops, philox, vectors
+from . import complexes, machine, ops, philox, vectors
 
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z_0-9]*$")
 # The barriers by scope ("block", "warp", "grid"), as the IR's Barrier names them.
@@ -144,6 +144,10 @@ class ProgramBuilder:
     def vector_function(self, name: str) -> str:
         """The simulator's ``dot``, ``cross`` ... (:mod:`.vectors`)."""
         return self.bind("vf", ("vector", name), getattr(vectors, name))
+
+    def complex_function(self, name: str) -> str:
+        """The simulator's ``mul``, ``div``, ``exp`` ... of complex numbers (:mod:`.complexes`)."""
+        return self.bind("cf", ("complex", name), getattr(complexes, name))
 
     def cast(self, src: ir.ScalarType, dst: ir.ScalarType) -> str:
         return self.bind("cv", ("cast", src.info.name, dst.info.name),
@@ -751,6 +755,10 @@ class FunctionEmitter:
         fn = self.prog.vector_function(e.name)
         return f"{fn}({', '.join(self.expr(a, m) for a in e.args)})"
 
+    def emit_ComplexCall(self, e: ir.ComplexCall, m: str) -> str:
+        fn = self.prog.complex_function(e.name)
+        return f"{fn}({', '.join(self.expr(a, m) for a in e.args)})"
+
 
 def _where(ty: ir.Type) -> str:
     """The lane select for values of type ``ty`` (component by component for a vector, item by
@@ -806,6 +814,7 @@ _EXPR: dict[type, Callable] = {
     ir.VecBinOp: FunctionEmitter.emit_VecBinOp,
     ir.VecUnary: FunctionEmitter.emit_VecUnary,
     ir.VecCall: FunctionEmitter.emit_VecCall,
+    ir.ComplexCall: FunctionEmitter.emit_ComplexCall,
     ir.RandomDraw: FunctionEmitter.emit_RandomDraw,
 }
 

@@ -98,8 +98,9 @@ def _poison(dtype: np.dtype, info) -> object:
 
 
 def _scalar_info(info):
-    """The scalar type of an array's elements, or of its vectors' components."""
-    return info.elem if info.kind == "vector" else info
+    """The scalar type of an array's elements, or of its vectors' components (a complex
+    number's parts)."""
+    return info.elem if info.kind in ("vector", "complex") else info
 
 
 class _Array:
@@ -114,7 +115,7 @@ class _Array:
         self.name = name
         self.info = info
         self.is_bf16 = info.name == "bf16"
-        self.width = info.n if info.kind == "vector" else 0
+        self.width = info.n if info.kind in ("vector", "complex") else 0
         zero = ops.zero(_scalar_info(info))
         self.vzero = (zero,) * self.width if self.width else zero
 

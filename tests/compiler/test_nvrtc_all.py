@@ -23,6 +23,7 @@ FILES = sorted([*(ROOT / "examples").glob("*.py"),
                 HELPERS / "kernels_tuples.py",
                 HELPERS / "kernels_vectors.py",
                 HELPERS / "kernels_vector_loads.py",
+                HELPERS / "kernels_complex.py",
                 *(ROOT / "tools").glob("_bench*.py")])
 
 

@@ -779,4 +779,81 @@ __device__ __forceinline__ bool gn_aligned(const void* p, unsigned mask) {
     return (((unsigned long long)p) & mask) == 0;
 }
 
+/* ---- complex numbers: gn_complex64, gn_complex128 (gpu_native/lang/types.py's ComplexInfo) ----
+   Two parts, real first, aligned to their size as cuFloatComplex and cuDoubleComplex are, so an
+   array of them is a NumPy complex64 / complex128 array.  Every + - * / below is a correctly
+   rounded intrinsic (__fmul_rn ...), which the compiler never contracts into an FMA: the
+   simulator (gpu_native/simulator/complexes.py) performs the same operations in the same order
+   and gets the same bits for + - * / == != conj.  The functions of cmath take the same steps
+   around the device's sin, exp, hypot ... (a few ulps from NumPy's).  Division is Smith's
+   algorithm as NumPy writes it (no overflow for large denominators). */
+struct __align__(8) gn_complex64 { float x, y; };
+struct __align__(16) gn_complex128 { double x, y; };
+
+#define GN_COMPLEX(C, T, M, A, S, D, F)                                                        \
+    __device__ __forceinline__ C operator+(C a, C b) { return C{A(a.x, b.x), A(a.y, b.y)}; }   \
+    __device__ __forceinline__ C operator-(C a, C b) { return C{S(a.x, b.x), S(a.y, b.y)}; }   \
+    __device__ __forceinline__ C operator-(C a) { return C{-a.x, -a.y}; }                      \
+    __device__ __forceinline__ C gn_cmul(C a, C b) {                                           \
+        return C{S(M(a.x, b.x), M(a.y, b.y)), A(M(a.x, b.y), M(a.y, b.x))}; }                  \
+    __device__ __forceinline__ C gn_cdiv(C a, C b) {                                           \
+        T abr = F(fabs)(b.x), abi = F(fabs)(b.y);                                              \
+        if (abr >= abi) {                                                                      \
+            if (abr == (T)0 && abi == (T)0) return C{D(a.x, abr), D(a.y, abi)};                \
+            T rat = D(b.y, b.x), scl = D((T)1, A(b.x, M(b.y, rat)));                           \
+            return C{M(A(a.x, M(a.y, rat)), scl), M(S(a.y, M(a.x, rat)), scl)};                \
+        }                                                                                      \
+        T rat = D(b.x, b.y), scl = D((T)1, A(b.y, M(b.x, rat)));                               \
+        return C{M(A(M(a.x, rat), a.y), scl), M(S(M(a.y, rat), a.x), scl)}; }                  \
+    __device__ __forceinline__ bool gn_ceq(C a, C b) { return a.x == b.x && a.y == b.y; }      \
+    __device__ __forceinline__ bool gn_cne(C a, C b) { return !(a.x == b.x && a.y == b.y); }   \
+    __device__ __forceinline__ C gn_cconj(C a) { return C{a.x, -a.y}; }                        \
+    __device__ __forceinline__ T gn_cabs(C a) { return F(hypot)(a.x, a.y); }                   \
+    __device__ __forceinline__ T gn_cphase(C a) { return F(atan2)(a.y, a.x); }                 \
+    __device__ __forceinline__ bool gn_cisnan(C a) { return isnan(a.x) || isnan(a.y); }        \
+    __device__ __forceinline__ bool gn_cisinf(C a) { return isinf(a.x) || isinf(a.y); }        \
+    __device__ __forceinline__ bool gn_cisfinite(C a) {                                        \
+        return isfinite(a.x) && isfinite(a.y); }                                               \
+    __device__ __forceinline__ C gn_crect(T r, T phi) {                                        \
+        return C{M(r, F(cos)(phi)), M(r, F(sin)(phi))}; }                                      \
+    __device__ __forceinline__ C gn_cexp(C a) {                                                \
+        T e = F(exp)(a.x);                                                                     \
+        return C{M(e, F(cos)(a.y)), a.y == (T)0 ? a.y : M(e, F(sin)(a.y))}; }                  \
+    __device__ __forceinline__ C gn_clog(C a) {                                                \
+        return C{F(log)(F(hypot)(a.x, a.y)), F(atan2)(a.y, a.x)}; }                            \
+    __device__ __forceinline__ C gn_clog10(C a) {                                              \
+        return C{F(log10)(F(hypot)(a.x, a.y)),                                                 \
+                 M(F(atan2)(a.y, a.x), (T)0.43429448190325182765)}; }                          \
+    __device__ __forceinline__ C gn_csqrt(C a) {                                               \
+        if (a.x == (T)0 && a.y == (T)0) return C{(T)0, a.y};                                   \
+        if (isinf(a.y)) return C{F(fabs)(a.y), a.y};  /* +inf, whatever the real part */    \
+        T t = F(sqrt)(M(A(F(fabs)(a.x), F(hypot)(a.x, a.y)), (T)0.5));                         \
+        if (a.x >= (T)0) return C{t, D(a.y, M((T)2, t))};                                      \
+        return C{D(F(fabs)(a.y), M((T)2, t)), F(copysign)(t, a.y)}; }                          \
+    __device__ __forceinline__ C gn_csin(C a) {                                                \
+        return C{M(F(sin)(a.x), F(cosh)(a.y)), M(F(cos)(a.x), F(sinh)(a.y))}; }                \
+    __device__ __forceinline__ C gn_ccos(C a) {                                                \
+        return C{M(F(cos)(a.x), F(cosh)(a.y)), -M(F(sin)(a.x), F(sinh)(a.y))}; }               \
+    __device__ __forceinline__ C gn_csinh(C a) {                                               \
+        return C{M(F(sinh)(a.x), F(cos)(a.y)), M(F(cosh)(a.x), F(sin)(a.y))}; }                \
+    __device__ __forceinline__ C gn_ccosh(C a) {                                               \
+        return C{M(F(cosh)(a.x), F(cos)(a.y)), M(F(sinh)(a.x), F(sin)(a.y))}; }                \
+    __device__ __forceinline__ C gn_ctanh(C a) {                                               \
+        if (F(fabs)(a.x) > (T)20)                                                              \
+            return C{F(copysign)((T)1, a.x),                                                   \
+                     M(M((T)2, F(sin)(M((T)2, a.y))), F(exp)(M((T)-2, F(fabs)(a.x))))};        \
+        T d = A(F(cosh)(M((T)2, a.x)), F(cos)(M((T)2, a.y)));                                  \
+        return C{D(F(sinh)(M((T)2, a.x)), d), D(F(sin)(M((T)2, a.y)), d)}; }                   \
+    __device__ __forceinline__ C gn_ctan(C a) {                                                \
+        C w = gn_ctanh(C{-a.y, a.x});                                                          \
+        return C{w.y, -w.x}; }
+
+#define GN_F32(name) name##f
+#define GN_F64(name) name
+GN_COMPLEX(gn_complex64, float, __fmul_rn, __fadd_rn, __fsub_rn, __fdiv_rn, GN_F32)
+GN_COMPLEX(gn_complex128, double, __dmul_rn, __dadd_rn, __dsub_rn, __ddiv_rn, GN_F64)
+#undef GN_F64
+#undef GN_F32
+#undef GN_COMPLEX
+
 #endif /* GPU_NATIVE_PRELUDE_CUH */
