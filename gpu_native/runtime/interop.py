@@ -543,7 +543,7 @@ def _lend_host(obj, what: str, backend) -> DeviceArray:
     if not host.flags.c_contiguous:
         raise ValueError(f"{what} is not C-contiguous; pass a contiguous array "
                          "(np.ascontiguousarray, .contiguous() in PyTorch)")
-    info = scalar_info(host.dtype)
+    info = element_info(host.dtype)
     shape = host.shape or (1,)
     if not 1 <= len(shape) <= 3:
         raise ValueError(f"{what} has {len(shape)} dimensions; kernels take 1 to 3")
