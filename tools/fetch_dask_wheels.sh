@@ -11,4 +11,7 @@ python3 -m pip download -q --only-binary=:all: --python-version 3.12 --implement
   --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
   -d .whl/dask "dask[array]" distributed 2>&1 | grep -v '^WARNING: Location' || true
 rm -f .whl/dask/numpy-*.whl
+# hypothesis's wheels in .whl/test carry sortedcontainers too; one copy installs.
+[ -e .whl/test/sortedcontainers-*.whl ] 2>/dev/null && rm -f .whl/dask/sortedcontainers-*.whl
+for w in .whl/test/*.whl; do rm -f ".whl/dask/$(basename "$w")"; done
 ls .whl/dask
