@@ -75,12 +75,13 @@ P = ParamSpec("P")
 if TYPE_CHECKING:
     from typing import SupportsIndex, TypeAlias
 
-    # What a grid or block may be: an int (GridDim1D is one; a NumPy integer does too), or a
-    # tuple of 1 to 3 of them in x, y, z order (GridDim2D and GridDim3D are tuples).
+    # What a grid, a block or forall's shape may be: an int (GridDim1D is one; a NumPy integer
+    # does too), or a tuple of 1 to 3 of them (GridDim2D and GridDim3D are tuples).
     Dims: TypeAlias = SupportsIndex | tuple[SupportsIndex, ...]
     # kernel[grid, block], kernel[grid, block, stream], kernel[grid, block, stream, shared_mem].
     LaunchItem: TypeAlias = (tuple[Dims, Dims] | tuple[Dims, Dims, object]
                              | tuple[Dims, Dims, object, int])
+
 _DIM_TYPES = {GridDim1D: 1, BlockDim1D: 1, GridDim2D: 2, BlockDim2D: 2, GridDim3D: 3,
               BlockDim3D: 3}
 
@@ -219,7 +220,7 @@ class Kernel(Generic[P]):
             pass
         return launcher
 
-    def forall(self, shape: int | tuple[int, ...], stream: object = DEFAULT_STREAM,
+    def forall(self, shape: Dims, stream: object = DEFAULT_STREAM,
                shared_mem_bytes: int = 0) -> Callable[P, None]:
         """The launcher of a grid that covers ``shape``, with the block size the occupancy API
         suggests for this kernel on this device.
