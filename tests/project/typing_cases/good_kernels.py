@@ -6,6 +6,7 @@ Never imported.
 """
 
 import math
+from typing import TypeVar
 
 import numpy as np
 from typing_extensions import assert_type
@@ -44,10 +45,23 @@ from gpu_native import (
     vec3f,
 )
 
+T = TypeVar("T", f32, i32)
+
 
 @gpu_device
 def scaled(x: f32, k: Const) -> f32:
     return x * k
+
+
+@gpu_device
+def clamp(x: T, lo: T, hi: T) -> T:
+    return min(max(x, lo), hi)
+
+
+@gpu_kernel(Kernel1D)
+def generic(a: CUDASlice[T], out: CUDASliceMut[T], lo: T, hi: T):
+    i = FlatLayout1D.uid()
+    out[i] = clamp(a[i], lo, hi)
 
 
 @gpu_kernel(Kernel1D)
@@ -120,5 +134,7 @@ def launch(n: int) -> None:
     grid = gn.empty((16, 32), gn.f32)
     plane[(1, 1), (32, 16)](grid)
     plane.forall(grid.shape)(grid)
+    generic[1, 128](a, out, 0.0, 1.0)
+    generic.forall(n)(gn.zeros(n, gn.i32), gn.empty(n, gn.i32), 0, 10)
     vol = gn.empty((4, 4, 4), gn.f32)
     volume.launch(gn.GridDim3D(1, 1, 1), gn.BlockDim3D(4, 4, 4))(vol, vol)
