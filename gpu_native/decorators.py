@@ -20,7 +20,7 @@ import threading
 import time
 import types
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, Generic, ParamSpec, TypeVar, overload
 
 from . import log
 from .errors import TranspileError
@@ -28,7 +28,8 @@ from .lang.layouts import Kernel1D, Kernel2D, Kernel3D
 from .runtime.kernel import Kernel
 from .tracebacks import boundary, strip
 
-F = TypeVar("F", bound=Callable[..., Any])
+P = ParamSpec("P")
+R = TypeVar("R")
 
 _KINDS = (Kernel1D, Kernel2D, Kernel3D)
 _rewrites: dict[tuple[str, str], Any] = {}
@@ -36,10 +37,11 @@ _rewrite_lock = threading.Lock()
 
 
 @boundary
-def gpu_kernel(kind: type, *, bounds_check: bool = True, fastmath: bool = False,
+def gpu_kernel(kind: type[Kernel1D] | type[Kernel2D] | type[Kernel3D], *,
+               bounds_check: bool = True, fastmath: bool = False,
                max_registers: int | None = None, cooperative: bool = False,
                specializations: Any = None,
-               _spec: tuple | None = None) -> Callable[[Callable[..., Any]], Kernel]:
+               _spec: tuple | None = None) -> Callable[[Callable[P, object]], Kernel[P]]:
     """Mark a function as a GPU kernel: ``@gpu_kernel(Kernel1D)``.
 
     Parameters
@@ -60,11 +62,17 @@ def gpu_kernel(kind: type, *, bounds_check: bool = True, fastmath: bool = False,
     specializations
         For generic kernels (``TypeVar`` parameters): the specialisations to build, e.g.
         ``[f32, f64]``; by default every combination of the TypeVars' types.
+
+    Returns
+    -------
+    Callable
+        The decorator, which makes the function a :class:`~gpu_native.Kernel`; type checkers
+        see a ``Kernel[P]`` with the function's parameters ``P``, so launches are checked.
     """
     if kind not in _KINDS:
         raise TypeError(f"@gpu_kernel takes Kernel1D, Kernel2D or Kernel3D, not {kind!r}")
 
-    def decorate(fn: Callable[..., Any]) -> Kernel:
+    def decorate(fn: Callable[P, object]) -> Kernel[P]:
         if _spec is not None:
             return Kernel(_spec, fn)
         try:
@@ -76,7 +84,7 @@ def gpu_kernel(kind: type, *, bounds_check: bool = True, fastmath: bool = False,
     return decorate
 
 
-def _kernel_from_source(fn: Callable[..., Any]) -> Kernel:
+def _kernel_from_source(fn: Callable[P, object]) -> Kernel[P]:
     code = getattr(fn, "__code__", None)
     if code is None:
         raise TypeError("@gpu_kernel decorates a plain function")
@@ -189,17 +197,21 @@ def _rewrite(source: str, filename: str, module_name: str, hints: dict):
     return result
 
 
-class DeviceFunction:
-    """A ``@gpu_device`` function: callable from kernels and other device functions only."""
+class DeviceFunction(Generic[P, R]):
+    """A ``@gpu_device`` function: callable from kernels and other device functions only.
 
-    def __init__(self, fn: Callable[..., Any]):
+    For type checkers it keeps the function's parameters ``P`` and result ``R``, so calls in
+    kernel bodies are checked as calls of the function.
+    """
+
+    def __init__(self, fn: Callable[P, R]):
         self.__wrapped__ = fn
         self.__name__ = fn.__name__
         self.__qualname__ = fn.__qualname__
         self.__module__ = fn.__module__
         self.__doc__ = fn.__doc__
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
         raise TypeError(f"{self.__name__} is a @gpu_device function: call it from a kernel or "
                         "another device function, not from the host")
 
@@ -212,7 +224,12 @@ class DeviceFunction:
         return (_import_kernel, (self.__module__, self.__qualname__))
 
 
-def gpu_device(fn: F | None = None, **options: Any):
+@overload
+def gpu_device(fn: Callable[P, R]) -> DeviceFunction[P, R]: ...
+@overload
+def gpu_device(fn: None = None, **options: Any) -> Callable[[Callable[P, R]],
+                                                            DeviceFunction[P, R]]: ...
+def gpu_device(fn: Callable[P, R] | None = None, **options: Any) -> Any:
     """Mark a function as a device function (``@gpu_device``): typed like a kernel, callable from
     kernels and other device functions, compiled into every kernel that calls it."""
     if fn is None:

@@ -10,12 +10,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from .layouts import _device_only
 from .registry import FULL_MASK as FULL_MASK
-from .registry import GPU_NATIVE
+from .registry import GENERATOR_METHODS, GPU_NATIVE
 from .registry import MemoryOrder as MemoryOrder
+from .types import _Vector, f32
+
+if TYPE_CHECKING:
+    from .types import CUDASliceMut, CUDASliceMut2D, CUDASliceMut3D, _FloatVector, _IntVector
 
 __all__ = [
     "FULL_MASK",
@@ -85,18 +89,62 @@ def _intrinsic(fn: F) -> F:
     return fn
 
 
+# The shape's length picks the array type (an int is one dimension), for type checkers.
+@overload
+def shared_array(dtype: type[T], shape: int | tuple[int]) -> CUDASliceMut[T]: ...
+@overload
+def shared_array(dtype: type[T], shape: tuple[int, int]) -> CUDASliceMut2D[T]: ...
+@overload
+def shared_array(dtype: type[T], shape: tuple[int, int, int]) -> CUDASliceMut3D[T]: ...
 @_intrinsic
 def shared_array(dtype: type[T], shape: Any) -> Any:
     _device_only("shared_array()")
 
 
+@overload
+def local_array(dtype: type[T], shape: int | tuple[int]) -> CUDASliceMut[T]: ...
+@overload
+def local_array(dtype: type[T], shape: tuple[int, int]) -> CUDASliceMut2D[T]: ...
+@overload
+def local_array(dtype: type[T], shape: tuple[int, int, int]) -> CUDASliceMut3D[T]: ...
 @_intrinsic
 def local_array(dtype: type[T], shape: Any) -> Any:
     _device_only("local_array()")
 
 
+def _generator_method(fn: F) -> F:
+    """Give a method of :class:`Philox` its registry entry's documentation."""
+    entry = GENERATOR_METHODS[fn.__name__]
+    fn.__doc__ = entry.doc[0].upper() + entry.doc[1:] + "."
+    return fn
+
+
+class Philox:
+    """The random number generator ``rng = philox(seed, subsequence, offset)`` makes in a kernel:
+    what type checkers see of it (it exists in kernels only)."""
+
+    def __init__(self) -> None:
+        _device_only("philox()")
+
+    @_generator_method
+    def random_u32(self) -> int:
+        _device_only("rng.random_u32()")
+
+    @_generator_method
+    def uniform(self, dtype: type[float] = f32) -> float:
+        _device_only("rng.uniform()")
+
+    @_generator_method
+    def normal(self, dtype: type[float] = f32) -> float:
+        _device_only("rng.normal()")
+
+    @_generator_method
+    def randint(self, n: int) -> int:
+        _device_only("rng.randint()")
+
+
 @_intrinsic
-def philox(seed: int, subsequence: int = 0, offset: int = 0) -> Any:
+def philox(seed: int, subsequence: int = 0, offset: int = 0) -> Philox:
     _device_only("philox()")
 
 
@@ -289,11 +337,15 @@ def bitcast(x: Any, dtype: type[T]) -> T:
     _device_only("bitcast()")
 
 
-V = TypeVar("V")
+V = TypeVar("V", bound=_Vector)
 
 
+@overload
+def dot(a: _FloatVector, b: _FloatVector) -> float: ...
+@overload
+def dot(a: _IntVector, b: _IntVector) -> int: ...
 @_intrinsic
-def dot(a: V, b: V) -> Any:
+def dot(a: Any, b: Any) -> Any:
     _device_only("dot()")
 
 
@@ -303,10 +355,14 @@ def cross(a: V, b: V) -> V:
 
 
 @_intrinsic
-def length(v: Any) -> Any:
+def length(v: _FloatVector) -> float:
     _device_only("length()")
 
 
+@overload
+def length_sq(v: _FloatVector) -> float: ...
+@overload
+def length_sq(v: _IntVector) -> int: ...
 @_intrinsic
 def length_sq(v: Any) -> Any:
     _device_only("length_sq()")

@@ -6,7 +6,10 @@ used, with a message that says so.  Launch dimensions (``GridDim1D`` ...) are or
 
 from __future__ import annotations
 
-from typing import NoReturn
+from typing import TYPE_CHECKING, Generic, NoReturn, TypeVar
+
+if TYPE_CHECKING:
+    from typing import TypeAlias
 
 __all__ = [
     "BlockDim1D",
@@ -66,37 +69,76 @@ class Kernel3D(_KernelKind):
     ndim = 3
 
 
-class UniqueId(int):
-    """A thread's grid-unique id (``FlatLayout*.uid()``) or block-unique id (``BlockLayout*.uid()``).
+if TYPE_CHECKING:
+    # To type checkers a 1-D unique id is the integer it is (``v = uid; v >>= 1`` is an int);
+    # what makes it unique is the transpiler's to check.
+    UniqueId: TypeAlias = int
+else:
+    class UniqueId(int):
+        """A thread's grid-unique id (``FlatLayout*.uid()``) or block-unique id (``BlockLayout*.uid()``).
 
-    In a 1-D kernel it is an integer index.  In 2-D/3-D kernels its components are ``.x .y .z``.
-    Stores into writable arrays must go through a unique id: that is what rules out racing writes.
-    """
+        In a 1-D kernel it is an integer index.  In 2-D/3-D kernels its components are ``.x .y .z``.
+        Stores into writable arrays must go through a unique id: that is what rules out racing writes.
+        """
+
+        @property
+        def x(self) -> int:
+            _device_only("UniqueId.x")
+
+        @property
+        def y(self) -> int:
+            _device_only("UniqueId.y")
+
+        @property
+        def z(self) -> int:
+            _device_only("UniqueId.z")
+
+
+class UniqueId2D(tuple[UniqueId, UniqueId]):
+    """What ``FlatLayout2D.uid()`` and ``BlockLayout2D.uid()`` are to type checkers: ``.x .y``, or
+    unpacked, ``x, y = FlatLayout2D.uid()``.  Not a kernel annotation (leave the uid's local
+    unannotated)."""
 
     @property
-    def x(self) -> int:
+    def x(self) -> UniqueId:
         _device_only("UniqueId.x")
 
     @property
-    def y(self) -> int:
+    def y(self) -> UniqueId:
+        _device_only("UniqueId.y")
+
+
+class UniqueId3D(tuple[UniqueId, UniqueId, UniqueId]):
+    """What ``FlatLayout3D.uid()`` and ``BlockLayout3D.uid()`` are to type checkers: ``.x .y .z``,
+    or unpacked, ``x, y, z = FlatLayout3D.uid()``."""
+
+    @property
+    def x(self) -> UniqueId:
+        _device_only("UniqueId.x")
+
+    @property
+    def y(self) -> UniqueId:
         _device_only("UniqueId.y")
 
     @property
-    def z(self) -> int:
+    def z(self) -> UniqueId:
         _device_only("UniqueId.z")
 
 
-class _Layout:
+U = TypeVar("U", UniqueId, UniqueId2D, UniqueId3D)
+
+
+class _Layout(Generic[U]):
     ndim = 1
     scope = "grid"
 
     @classmethod
-    def uid(cls) -> UniqueId:
+    def uid(cls) -> U:
         """This thread's unique id in the layout."""
         _device_only(f"{cls.__name__}.uid()")
 
 
-class FlatLayout1D(_Layout):
+class FlatLayout1D(_Layout[UniqueId]):
     """The 1-D grid as one flat range of thread ids: ``uid() = block_idx.x * block_dim.x + thread_idx.x``."""
 
     @classmethod
@@ -105,32 +147,32 @@ class FlatLayout1D(_Layout):
         _device_only("FlatLayout1D.grid_stride()")
 
 
-class FlatLayout2D(_Layout):
+class FlatLayout2D(_Layout[UniqueId2D]):
     """The 2-D grid as a flat 2-D range: ``uid().x`` is the column, ``uid().y`` the row."""
 
     ndim = 2
 
 
-class FlatLayout3D(_Layout):
+class FlatLayout3D(_Layout[UniqueId3D]):
     """The 3-D grid as a flat 3-D range of thread ids."""
 
     ndim = 3
 
 
-class BlockLayout1D(_Layout):
+class BlockLayout1D(_Layout[UniqueId]):
     """The thread's index inside its block: unique within a block (for shared-memory stores)."""
 
     scope = "block"
 
 
-class BlockLayout2D(_Layout):
+class BlockLayout2D(_Layout[UniqueId2D]):
     """The thread's 2-D index inside its block."""
 
     ndim = 2
     scope = "block"
 
 
-class BlockLayout3D(_Layout):
+class BlockLayout3D(_Layout[UniqueId3D]):
     """The thread's 3-D index inside its block."""
 
     ndim = 3

@@ -24,6 +24,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from typing import TypeAlias
+
+    from typing_extensions import Self
+
+    from .registry import MemoryOrder
+
 import numpy as np
 
 from ..nodes import node
@@ -195,19 +203,25 @@ def _scalar(name: str, base: type) -> type:
 
 
 if TYPE_CHECKING:
-    class bool_(int): ...
-    class i8(int): ...
-    class i16(int): ...
-    class i32(int): ...
-    class i64(int): ...
-    class u8(int): ...
-    class u16(int): ...
-    class u32(int): ...
-    class u64(int): ...
-    class f16(float): ...
-    class bf16(float): ...
-    class f32(float): ...
-    class f64(float): ...
+    # What type checkers see: Python's own number types.  A launch passes Python ints and floats
+    # to scalar parameters (``kernel[g, b](x, n)`` with ``n: i32``), and a checker can accept an
+    # ``int`` for an ``i32`` only when ``i32`` is ``int`` (a subclass would refuse it).  So
+    # ``f32 + f32`` is a ``float``, ``a[i] + 1.0`` of an f32 array is one, storing a float into
+    # an ``i32`` array is an error; the widths (f32 against f64, i32 against u8) are the
+    # transpiler's to check.
+    bool_: TypeAlias = bool
+    i8: TypeAlias = int
+    i16: TypeAlias = int
+    i32: TypeAlias = int
+    i64: TypeAlias = int
+    u8: TypeAlias = int
+    u16: TypeAlias = int
+    u32: TypeAlias = int
+    u64: TypeAlias = int
+    f16: TypeAlias = float
+    bf16: TypeAlias = float
+    f32: TypeAlias = float
+    f64: TypeAlias = float
 else:
     bool_ = _scalar("bool_", _IntScalar)
     i8 = _scalar("i8", _IntScalar)
@@ -400,15 +414,76 @@ def _vector(name: str) -> type:
 
 
 if TYPE_CHECKING:
-    class vec2f(_Vector): ...
-    class vec3f(_Vector): ...
-    class vec4f(_Vector): ...
-    class vec2d(_Vector): ...
-    class vec3d(_Vector): ...
-    class vec4d(_Vector): ...
-    class vec2i(_Vector): ...
-    class vec3i(_Vector): ...
-    class vec4i(_Vector): ...
+    # What type checkers see: arithmetic elementwise with a vector of the same type or with a
+    # number (as in kernels), and the components as attributes.
+    class _FloatVector(_Vector):
+        def __getitem__(self, k: int) -> float: ...
+        def __iter__(self) -> Iterator[float]: ...
+        def __add__(self, other: Self | float) -> Self: ...
+        def __radd__(self, other: float) -> Self: ...
+        def __sub__(self, other: Self | float) -> Self: ...
+        def __rsub__(self, other: float) -> Self: ...
+        def __mul__(self, other: Self | float) -> Self: ...
+        def __rmul__(self, other: float) -> Self: ...
+        def __truediv__(self, other: Self | float) -> Self: ...
+        def __rtruediv__(self, other: float) -> Self: ...
+        def __neg__(self) -> Self: ...
+
+    class _IntVector(_Vector):
+        def __getitem__(self, k: int) -> int: ...
+        def __iter__(self) -> Iterator[int]: ...
+        def __add__(self, other: Self | int) -> Self: ...
+        def __radd__(self, other: int) -> Self: ...
+        def __sub__(self, other: Self | int) -> Self: ...
+        def __rsub__(self, other: int) -> Self: ...
+        def __mul__(self, other: Self | int) -> Self: ...
+        def __rmul__(self, other: int) -> Self: ...
+        def __neg__(self) -> Self: ...
+
+    class vec2f(_FloatVector):
+        x: float
+        y: float
+
+    class vec3f(_FloatVector):
+        x: float
+        y: float
+        z: float
+
+    class vec4f(_FloatVector):
+        x: float
+        y: float
+        z: float
+        w: float
+
+    class vec2d(_FloatVector):
+        x: float
+        y: float
+
+    class vec3d(_FloatVector):
+        x: float
+        y: float
+        z: float
+
+    class vec4d(_FloatVector):
+        x: float
+        y: float
+        z: float
+        w: float
+
+    class vec2i(_IntVector):
+        x: int
+        y: int
+
+    class vec3i(_IntVector):
+        x: int
+        y: int
+        z: int
+
+    class vec4i(_IntVector):
+        x: int
+        y: int
+        z: int
+        w: int
 else:
     vec2f, vec3f, vec4f = _vector("vec2f"), _vector("vec3f"), _vector("vec4f")
     vec2d, vec3d, vec4d = _vector("vec2d"), _vector("vec3d"), _vector("vec4d")
@@ -555,7 +630,11 @@ T = TypeVar("T")
 
 
 class _ArrayParam(Generic[T]):
-    """Common host-side stand-in for array parameter annotations: never instantiated."""
+    """Common host-side stand-in for array parameter annotations: never instantiated.
+
+    Type checkers see what a kernel can do with each kind (the ``if TYPE_CHECKING`` members):
+    an element read ``a[i]`` (``a[i, j]`` in 2-D) is a ``T``, a writable one takes a ``T``.
+    """
 
     ndim: ClassVar[int] = 1
     is_mutable: ClassVar[bool] = False
@@ -567,32 +646,32 @@ class _ArrayParam(Generic[T]):
         )
 
     if TYPE_CHECKING:
-        @property
-        def shape(self) -> tuple[int, ...]: ...
+        shape: tuple[int, ...]
         def __len__(self) -> int: ...
-        def __getitem__(self, index: Any) -> T: ...
-        def atomic_ref(self, index: Any) -> AtomicRef[T]: ...
 
 
 class AtomicRef(Generic[T]):
     """``x.atomic_ref(i)``: atomic read-modify-write operations on one element (kernels only)."""
 
     if TYPE_CHECKING:
-        def fetch_add(self, value: T, order: Any = ...) -> T: ...
-        def fetch_sub(self, value: T, order: Any = ...) -> T: ...
-        def fetch_min(self, value: T, order: Any = ...) -> T: ...
-        def fetch_max(self, value: T, order: Any = ...) -> T: ...
-        def fetch_and(self, value: T, order: Any = ...) -> T: ...
-        def fetch_or(self, value: T, order: Any = ...) -> T: ...
-        def fetch_xor(self, value: T, order: Any = ...) -> T: ...
-        def exchange(self, value: T, order: Any = ...) -> T: ...
-        def compare_exchange(self, expected: T, desired: T, order: Any = ...) -> T: ...
-        def load(self, order: Any = ...) -> T: ...
-        def store(self, value: T, order: Any = ...) -> None: ...
+        def fetch_add(self, value: T, order: MemoryOrder = ...) -> T: ...
+        def fetch_sub(self, value: T, order: MemoryOrder = ...) -> T: ...
+        def fetch_min(self, value: T, order: MemoryOrder = ...) -> T: ...
+        def fetch_max(self, value: T, order: MemoryOrder = ...) -> T: ...
+        def fetch_and(self, value: T, order: MemoryOrder = ...) -> T: ...
+        def fetch_or(self, value: T, order: MemoryOrder = ...) -> T: ...
+        def fetch_xor(self, value: T, order: MemoryOrder = ...) -> T: ...
+        def exchange(self, value: T, order: MemoryOrder = ...) -> T: ...
+        def compare_exchange(self, expected: T, desired: T, order: MemoryOrder = ...) -> T: ...
+        def load(self, order: MemoryOrder = ...) -> T: ...
+        def store(self, value: T, order: MemoryOrder = ...) -> None: ...
 
 
 class CUDASlice(_ArrayParam[T]):
     """A read-only 1-D device array parameter: ``a[i]``, ``len(a)``."""
+
+    if TYPE_CHECKING:
+        def __getitem__(self, index: int) -> T: ...
 
 
 class CUDASliceMut(_ArrayParam[T]):
@@ -601,13 +680,18 @@ class CUDASliceMut(_ArrayParam[T]):
     is_mutable = True
 
     if TYPE_CHECKING:
-        def __setitem__(self, index: Any, value: T) -> None: ...
+        def __getitem__(self, index: int) -> T: ...
+        def __setitem__(self, index: int, value: T) -> None: ...
+        def atomic_ref(self, index: int, /) -> AtomicRef[T]: ...
 
 
 class CUDASlice2D(_ArrayParam[T]):
     """A read-only row-major 2-D device array parameter: ``a[i, j]``, ``a.shape[0]``."""
 
     ndim = 2
+
+    if TYPE_CHECKING:
+        def __getitem__(self, index: tuple[int, int]) -> T: ...
 
 
 class CUDASliceMut2D(_ArrayParam[T]):
@@ -617,13 +701,18 @@ class CUDASliceMut2D(_ArrayParam[T]):
     is_mutable = True
 
     if TYPE_CHECKING:
-        def __setitem__(self, index: Any, value: T) -> None: ...
+        def __getitem__(self, index: tuple[int, int]) -> T: ...
+        def __setitem__(self, index: tuple[int, int], value: T) -> None: ...
+        def atomic_ref(self, i: int, j: int, /) -> AtomicRef[T]: ...
 
 
 class CUDASlice3D(_ArrayParam[T]):
     """A read-only row-major 3-D device array parameter: ``a[i, j, k]``."""
 
     ndim = 3
+
+    if TYPE_CHECKING:
+        def __getitem__(self, index: tuple[int, int, int]) -> T: ...
 
 
 class CUDASliceMut3D(_ArrayParam[T]):
@@ -633,18 +722,37 @@ class CUDASliceMut3D(_ArrayParam[T]):
     is_mutable = True
 
     if TYPE_CHECKING:
-        def __setitem__(self, index: Any, value: T) -> None: ...
+        def __getitem__(self, index: tuple[int, int, int]) -> T: ...
+        def __setitem__(self, index: tuple[int, int, int], value: T) -> None: ...
+        def atomic_ref(self, i: int, j: int, k: int, /) -> AtomicRef[T]: ...
 
 
-class Const:
-    """A ``@gpu_device`` parameter that takes a compile-time constant (a number, a bool or a
-    tuple of them): ``def reduce(v: f32, offsets: Const) -> f32``.
+if TYPE_CHECKING:
+    class AnyArray(CUDASliceMut3D[Any], CUDASliceMut2D[Any], CUDASliceMut[Any],
+                   CUDASlice3D[Any], CUDASlice2D[Any], CUDASlice[Any]):
+        """What type checkers take a host device array to be (``DeviceArray``'s base for
+        them): an argument for any array parameter, whose element type and dimensions the
+        launch checks."""
 
-    The argument must be a literal, a module-level constant, another ``Const`` parameter or a
-    tuple of these.  The function is specialised per value: inside it, the parameter is the
-    constant itself, so ``for off in offsets:`` is unrolled and the bounds proofs know each
-    value.  The parameter is not passed at run time.
-    """
+        def __getitem__(self, index: Any) -> Any: ...
+        def __setitem__(self, index: Any, value: Any) -> None: ...
+        def atomic_ref(self, *index: int) -> AtomicRef[Any]: ...
+
+
+if TYPE_CHECKING:
+    # A ``Const`` parameter takes a number, a bool or a tuple of them, and is the constant
+    # itself in the body: any type fits.
+    Const: TypeAlias = Any
+else:
+    class Const:
+        """A ``@gpu_device`` parameter that takes a compile-time constant (a number, a bool or a
+        tuple of them): ``def reduce(v: f32, offsets: Const) -> f32``.
+
+        The argument must be a literal, a module-level constant, another ``Const`` parameter or a
+        tuple of these.  The function is specialised per value: inside it, the parameter is the
+        constant itself, so ``for off in offsets:`` is unrolled and the bounds proofs know each
+        value.  The parameter is not passed at run time.
+        """
 
 
 ARRAY_PARAM_CLASSES: dict[str, type] = {

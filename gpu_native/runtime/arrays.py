@@ -21,7 +21,7 @@ import math
 import operator
 import struct
 import threading
-from typing import Any, TypeGuard
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 import numpy as np
 
@@ -90,7 +90,16 @@ class Allocation:
             pass
 
 
-class DeviceArray:
+if TYPE_CHECKING:
+    # Type checkers take a device array to be an argument for any array parameter
+    # (``CUDASlice[f32]``, ``CUDASliceMut2D[i32]`` ...); the launch checks its element type,
+    # dimensions and writability.
+    from ..lang.types import AnyArray as _ArrayBase
+else:
+    _ArrayBase = object
+
+
+class DeviceArray(_ArrayBase):
     """An array in device memory.  Create one with :func:`to_device`, :func:`empty` or
     :func:`zeros`; pass it to kernels; read it back with :meth:`to_host`.
 
@@ -138,8 +147,10 @@ class DeviceArray:
 
     # ---- properties -----------------------------------------------------------------------
 
+    # For type checkers an array is also every parameter class (``AnyArray``), whose ``ndim`` is
+    # a class attribute; an array's own is this property.
     @property
-    def ndim(self) -> int:
+    def ndim(self) -> int:  # type: ignore[override]
         return len(self.shape)
 
     @property

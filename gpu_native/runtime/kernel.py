@@ -22,7 +22,7 @@ import struct
 import sys
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any, Generic, ParamSpec
 
 import numpy as np
 
@@ -70,6 +70,18 @@ def _thread_cache() -> dict:
         with _cache_lock:
             _thread_caches.append(cache)
     return cache
+
+P = ParamSpec("P")
+if TYPE_CHECKING:
+    from typing import SupportsIndex, TypeAlias
+
+    # What a grid, a block or forall's shape may be: an int (GridDim1D is one; a NumPy integer
+    # does too), or a tuple of 1 to 3 of them (GridDim2D and GridDim3D are tuples).
+    Dims: TypeAlias = SupportsIndex | tuple[SupportsIndex, ...]
+    # kernel[grid, block], kernel[grid, block, stream], kernel[grid, block, stream, shared_mem].
+    LaunchItem: TypeAlias = (tuple[Dims, Dims] | tuple[Dims, Dims, object]
+                             | tuple[Dims, Dims, object, int])
+
 _DIM_TYPES = {GridDim1D: 1, BlockDim1D: 1, GridDim2D: 2, BlockDim2D: 2, GridDim3D: 3,
               BlockDim3D: 3}
 
@@ -118,12 +130,16 @@ class Variant:
         return self.spec.launch_checks
 
 
-class Kernel:
+class Kernel(Generic[P]):
     """A compiled-on-demand GPU kernel.
 
     Launch with ``kernel.launch(grid, block, shared_mem_bytes, stream)(*args)``,
     ``kernel[grid, block, stream, shared_mem_bytes](*args)`` or ``kernel.forall(shape)(*args)``.
     ``expand`` shows the launcher and the CUDA C++ this object was built from.
+
+    For type checkers a kernel is generic in its parameters ``P`` (``@gpu_kernel`` takes them
+    from the function), and every launcher is a ``Callable[P, None]``: a launch with too few
+    arguments, or an int where an array goes, is flagged in the editor.
     """
 
     def __init__(self, spec: KernelSpec | tuple, factory):
@@ -161,7 +177,8 @@ class Kernel:
 
     # ---- user API ------------------------------------------------------------------------------
 
-    def launch(self, grid, block, shared_mem_bytes: int = 0, stream=DEFAULT_STREAM):
+    def launch(self, grid: Dims, block: Dims, shared_mem_bytes: int = 0,
+               stream: object = DEFAULT_STREAM) -> Callable[P, None]:
         """Return the launcher for this configuration; call it with the kernel's arguments.
 
         Launchers are cached per thread (each has its own argument buffer, so threads launching
@@ -180,7 +197,7 @@ class Kernel:
             strip(exc)
             raise
 
-    def __getitem__(self, config):
+    def __getitem__(self, config: LaunchItem) -> Callable[P, None]:
         """``kernel[grid, block]``, ``kernel[grid, block, stream]`` or ``kernel[grid, block,
         stream, shared_mem_bytes]``, as in Numba: the launcher of that configuration (the one
         :meth:`launch` returns), to call with the kernel's arguments and to keep.
@@ -203,7 +220,8 @@ class Kernel:
             pass
         return launcher
 
-    def forall(self, shape, stream=DEFAULT_STREAM, shared_mem_bytes: int = 0):
+    def forall(self, shape: Dims, stream: object = DEFAULT_STREAM,
+               shared_mem_bytes: int = 0) -> Callable[P, None]:
         """The launcher of a grid that covers ``shape``, with the block size the occupancy API
         suggests for this kernel on this device.
 
@@ -224,7 +242,7 @@ class Kernel:
             raise
 
     @boundary
-    def max_cooperative_grid_blocks(self, block, shared_mem_bytes: int = 0) -> int:
+    def max_cooperative_grid_blocks(self, block: Dims, shared_mem_bytes: int = 0) -> int:
         """How many blocks of shape ``block`` a cooperative launch of this kernel may have on the
         current device (``cuOccupancyMaxActiveBlocksPerMultiprocessor`` times the number of
         multiprocessors; the simulator models one multiprocessor of 2048 threads and 32
@@ -249,7 +267,7 @@ class Kernel:
         return fns
 
     @boundary
-    def __call__(self, *args, **kwargs):
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> None:
         raise TypeError(
             f"{self.__name__} is a GPU kernel; launch it with "
             f"{self.__name__}[blocks, threads]({', '.join(p.name for p in self.params)}), "

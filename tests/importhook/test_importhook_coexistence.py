@@ -52,10 +52,14 @@ def make_venv(where: Path) -> Path:
     return python
 
 
-def pip_install(python: Path, target: Path, *, editable: bool, env: dict) -> None:
+def pip_install(python: Path, target: Path, *, editable: bool | str, env: dict) -> None:
+    """``editable``: False (a wheel), True (setuptools' default editable install) or a
+    setuptools ``editable_mode`` (``"compat"``, as the README installs a checkout)."""
     args = [str(python), "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",
             "--no-index", "--disable-pip-version-check"]
     args += ["-e", str(target)] if editable else [str(target)]
+    if isinstance(editable, str):
+        args += ["--config-settings", f"editable_mode={editable}"]
     proc = subprocess.run(args, capture_output=True, text=True, env=env, cwd=target)
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
@@ -317,7 +321,8 @@ class TestInstalledPth:
 
     @pytest.mark.slow
     @needs_wheel_builds
-    @pytest.mark.parametrize("editable", [False, True], ids=["wheel", "editable"])
+    @pytest.mark.parametrize("editable", [False, True, "compat"],
+                             ids=["wheel", "editable", "editable-compat"])
     def test_pip_install_puts_the_pth_in_site_packages(self, tmp_path, work, editable):
         source = _copy_distribution(tmp_path / "gpu_native_src")
         python = make_venv(tmp_path / "venv")

@@ -1,0 +1,63 @@
+"""Deliberate type errors, one on each line marked ``# error:``.
+
+tests/project/test_typing.py runs mypy and pyright over this file and checks that each marked
+line is reported and no other is: were the typing of gpu_native to become ``Any`` somewhere
+(an array element, a launcher, a device function), a marked line would go unreported.  Never
+imported: the kernels are wrong on purpose.
+"""
+
+import numpy as np
+
+import gpu_native as gn
+from gpu_native import (
+    CUDASlice,
+    CUDASlice2D,
+    CUDASliceMut,
+    CUDASliceMut2D,
+    FlatLayout1D,
+    FlatLayout2D,
+    Kernel1D,
+    Kernel2D,
+    f32,
+    gpu_device,
+    gpu_kernel,
+    i32,
+    philox,
+    vec3f,
+    vec3i,
+)
+
+
+@gpu_device
+def twice(x: f32) -> f32:
+    return x * 2
+
+
+@gpu_kernel(Kernel1D)
+def scale(a: CUDASlice[f32], out: CUDASliceMut[i32], n: i32):
+    i = FlatLayout1D.uid()
+    out[i] = a[i] * 2.0  # error: a float stored into an i32 element
+    out[i] = int(twice(a[i], 2.0))  # error: twice takes one argument
+    a[i] = 1.0  # error: a read-only array takes no stores
+    out[i, 0] = 1  # error: a 1-D array takes one index
+    v = vec3f(1.0) + vec3i(1)  # error: vectors of two types
+    rng = philox(n, i)
+    out[i] = rng.uniform()  # error: a float draw stored into an i32 element
+    out[i] = twice("x")  # error: a str for an f32 parameter
+
+
+@gpu_kernel(Kernel2D)
+def copy2d(a: CUDASlice2D[f32], out: CUDASliceMut2D[f32]):
+    x, y, z = FlatLayout2D.uid()  # error: a 2-D uid has two components
+    out[y, x] = a[y, z]
+    u = FlatLayout2D.uid()
+    out[u.y, u.x] = a[u.x]  # error: a 2-D array takes two indices
+
+
+d = gn.to_device(np.zeros(4, np.float32))
+scale[1, 32](d, d)  # error: n is missing
+scale[1, 32](d, 3, 4)  # error: an int where an array goes
+scale.forall(4)(d, d, 2.5)  # error: a float for an i32 parameter
+scale.launch(1, 32)(d, d, "4")  # error: a str for an i32 parameter
+scale[1](d, d, 4)  # error: kernel[grid, block] takes both
+copy2d[(1, 1), (8, 8)](d, d, d)  # error: one argument too many

@@ -1,0 +1,140 @@
+"""Kernels and launches that type-check clean, with the types checkers must infer.
+
+tests/project/test_typing.py runs mypy and pyright over this file and expects no error: each
+``assert_type`` holds only while the expression has exactly that type (``Any`` fails it too).
+Never imported.
+"""
+
+import math
+from typing import TypeVar
+
+import numpy as np
+from typing_extensions import assert_type
+
+import gpu_native as gn
+from gpu_native import (
+    Const,
+    CUDASlice,
+    CUDASlice3D,
+    CUDASliceMut,
+    CUDASliceMut2D,
+    CUDASliceMut3D,
+    FlatLayout1D,
+    FlatLayout2D,
+    FlatLayout3D,
+    Kernel1D,
+    Kernel2D,
+    Kernel3D,
+    MemoryOrder,
+    bool_,
+    dot,
+    f32,
+    f64,
+    gpu_device,
+    gpu_kernel,
+    i32,
+    local_array,
+    normalize,
+    philox,
+    shared_array,
+    shfl_down,
+    sync_threads,
+    thread_idx,
+    u32,
+    unsafe,
+    vec3f,
+)
+
+T = TypeVar("T", f32, i32)
+
+
+@gpu_device
+def scaled(x: f32, k: Const) -> f32:
+    return x * k
+
+
+@gpu_device
+def clamp(x: T, lo: T, hi: T) -> T:
+    return min(max(x, lo), hi)
+
+
+@gpu_kernel(Kernel1D)
+def generic(a: CUDASlice[T], out: CUDASliceMut[T], lo: T, hi: T):
+    i = FlatLayout1D.uid()
+    out[i] = clamp(a[i], lo, hi)
+
+
+@gpu_kernel(Kernel1D)
+def many(a: CUDASlice[f32], out: CUDASliceMut[f32], counts: CUDASliceMut[u32],
+         flags: CUDASliceMut[bool_], n: i32, s: f64, p: vec3f):
+    i = FlatLayout1D.uid()
+    assert_type(i, int)
+    assert_type(a[i] + a[i], float)
+    assert_type(a[i] + 1.0, float)
+    assert_type(a[i] * 2, float)
+    assert_type(n + 1, int)
+    assert_type(len(a), int)
+    assert_type(thread_idx.x, int)
+    out[i] = a[i] + 1.0
+    out[i] = math.sqrt(a[i]) + f32(n) * s
+    out[i] = scaled(a[i], 2.0)
+    flags[i] = a[i] > 0.0
+    assert_type(counts.atomic_ref(0).fetch_add(1), int)
+    assert_type(out.atomic_ref(0).fetch_max(a[i], MemoryOrder.RELAXED), float)
+    tile = shared_array(f32, (8, 8))
+    assert_type(tile, CUDASliceMut2D[float])
+    row = shared_array(f32, 8)
+    assert_type(row, CUDASliceMut[float])
+    cube = local_array(i32, (2, 2, 2))
+    assert_type(cube, CUDASliceMut3D[int])
+    sync_threads()
+    rng = philox(1234, i)
+    assert_type(rng.uniform(), float)
+    assert_type(rng.normal(f64), float)
+    assert_type(rng.randint(6), int)
+    assert_type(rng.random_u32(), int)
+    q = p * a[i] + vec3f(1.0) - 2.0 * p
+    assert_type(q, vec3f)
+    assert_type(q.x, float)
+    assert_type(dot(q, p), float)
+    assert_type(normalize(q), vec3f)
+    assert_type(shfl_down(a[i], 1), float)
+    for j in FlatLayout1D.grid_stride(n):
+        assert_type(j, int)
+    with unsafe():
+        out[0] = 0.0
+
+
+@gpu_kernel(Kernel2D)
+def plane(out: CUDASliceMut2D[f32]):
+    x, y = FlatLayout2D.uid()
+    u = FlatLayout2D.uid()
+    assert_type(u.x, int)
+    out[y, x] = f32(u.y)
+    assert_type(out.shape[0], int)
+
+
+@gpu_kernel(Kernel3D)
+def volume(a: CUDASlice3D[f32], out: CUDASliceMut3D[f32]):
+    x, y, z = FlatLayout3D.uid()
+    out[z, y, x] = a[z, y, x] * 0.5
+
+
+def launch(n: int) -> None:
+    a = gn.to_device(np.ones(n, np.float32))
+    out = gn.empty(n, gn.f32)
+    counts = gn.zeros(1, gn.u32)
+    flags = gn.empty(n, gn.bool_)
+    p = gn.vec3f(1.0, 2.0, 3.0)
+    many[(n + 127) // 128, 128](a, out, counts, flags, n, 0.5, p)
+    many[1, 128, gn.DEFAULT_STREAM, 0](a, out, counts, flags, n, 2, p)
+    many.forall(n)(a, out, counts, flags, n, 0.5, p)
+    many.launch(gn.GridDim1D(1), gn.BlockDim1D(128), 0, gn.DEFAULT_STREAM)(
+        a, out, counts, flags, n, 0.5, p)
+    grid = gn.empty((16, 32), gn.f32)
+    plane[(1, 1), (32, 16)](grid)
+    plane.forall(grid.shape)(grid)
+    generic[1, 128](a, out, 0.0, 1.0)
+    generic.forall(n)(gn.zeros(n, gn.i32), gn.empty(n, gn.i32), 0, 10)
+    vol = gn.empty((4, 4, 4), gn.f32)
+    volume.launch(gn.GridDim3D(1, 1, 1), gn.BlockDim3D(4, 4, 4))(vol, vol)
