@@ -141,6 +141,7 @@ from .runtime.streams import DEFAULT_STREAM as DEFAULT_STREAM
 from .runtime.streams import Event as Event
 from .runtime.streams import Stream as Stream
 from .runtime.streams import synchronize as synchronize
+from .sources import register_source as register_source
 
 
 def backend() -> str:
@@ -164,7 +165,7 @@ __all__ = [
     "bf16", "bitcast", "block_dim", "block_idx", "bool_", "brev", "byte_perm", "clz",
     "const_array", "copy", "cross", "ctz", "dot", "empty", "f16", "f32", "f64", "ffs", "funnelshift_l", "funnelshift_lc", "funnelshift_r",
     "funnelshift_rc", "gpu_device", "gpu_kernel", "grid_dim", "grid_sync", "i8", "i16", "i32", "i64", "lane_id",
-    "length", "length_sq", "local_array", "match_all", "match_any", "normalize", "philox", "popc", "shared_array", "shfl_down", "shfl_idx",
+    "length", "length_sq", "local_array", "match_all", "match_any", "normalize", "philox", "popc", "register_source", "shared_array", "shfl_down", "shfl_idx",
     "shfl_up", "shfl_xor", "sync_threads", "sync_threads_and", "sync_threads_count",
     "sync_threads_or", "sync_warp", "synchronize", "thread_idx", "threadfence",
     "threadfence_block", "threadfence_system", "to_device", "u8", "u16", "u32", "u64", "unsafe",
