@@ -17,8 +17,16 @@ import numpy as np
 import pytest
 
 import gpu_native as gn
-from gpu_native import (CUDASlice, CUDASliceMut, FlatLayout1D, Kernel1D, UniqueId, f32,
-                        gpu_device, gpu_kernel)
+from gpu_native import (
+    CUDASlice,
+    CUDASliceMut,
+    FlatLayout1D,
+    Kernel1D,
+    UniqueId,
+    f32,
+    gpu_device,
+    gpu_kernel,
+)
 from gpu_native.errors import TranspileError
 
 
