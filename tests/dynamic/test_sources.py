@@ -129,3 +129,37 @@ class TestExecOfAString:
             gn.register_source(b"x = 1")  # type: ignore[arg-type]
         with pytest.raises(TypeError, match="filename must be a str"):
             gn.register_source("x = 1", 3)  # type: ignore[arg-type]
+
+
+class TestCellsOfOneNamespace:
+    """What a notebook does, without Jupyter: each cell compiled under a name of its own (as
+    IPython's are) and run in one namespace."""
+
+    HEADER = ("from gpu_native import (gpu_kernel, gpu_device, Kernel1D, CUDASlice, "
+              "CUDASliceMut, FlatLayout1D, UniqueId, f32)\n")
+    DEVICE = "@gpu_device\ndef twice(x: f32) -> f32:\n    return x * 2.0\n"
+    KERNEL = ("@gpu_kernel(Kernel1D)\n"
+              "def scaled(a: CUDASlice[f32], c: CUDASliceMut[f32]):\n"
+              "    idx: UniqueId = FlatLayout1D.uid()\n"
+              "    c[idx] = twice(a[idx]) * SCALE + SHIFT[1]\n")
+
+    @staticmethod
+    def _cell(text: str, namespace: dict, number: int) -> None:
+        name = gn.register_source(text, f"<cell {number} {id(namespace)}>")
+        exec(compile(text, name, "exec"), namespace)
+
+    def test_names_of_earlier_cells_and_their_new_values(self, backend):
+        namespace: dict = {"__name__": "__main__"}
+        self._cell(self.HEADER, namespace, 1)
+        self._cell("SCALE = 3.0\nSHIFT = (0, 1.0)\n", namespace, 2)
+        self._cell(self.DEVICE, namespace, 3)
+        self._cell(self.KERNEL, namespace, 4)
+        a = gn.to_device(np.arange(3, dtype=np.float32))
+        c = gn.empty(3, gn.f32)
+        namespace["scaled"].forall(3)(a, c)
+        assert c.to_host().tolist() == [1.0, 7.0, 13.0]
+        # A constant changed in its cell reaches the kernel when the kernel's cell runs again.
+        self._cell("SCALE = 5.0\nSHIFT = (0, 1.0)\n", namespace, 2)
+        self._cell(self.KERNEL, namespace, 4)
+        namespace["scaled"].forall(3)(a, c)
+        assert c.to_host().tolist() == [1.0, 11.0, 21.0]
