@@ -2,9 +2,15 @@
 
 In a module the import hook rewrote, ``@gpu_kernel(Kernel1D, _spec=...)`` receives the spec the
 transpiler produced and the launcher factory that replaced the kernel's body.  Where no hook ran
-(``python script.py``, a notebook cell), the decorator transpiles the function from its own
-source with the same pipeline — :func:`gpu_native.rewrite.rewrite_module` on the file the
-function came from — and builds the same kernel object.
+(``python script.py``, a notebook cell, ``python -c``; see :mod:`gpu_native.sources` for where the
+source is found), the decorator transpiles the function from its own source with the same
+pipeline — :func:`gpu_native.rewrite.rewrite_module` on the text the function came from — and
+builds the same kernel object.
+
+It tells the transpiler what the names the source does not bind hold when the kernel is
+defined, as Numba does: the constants, modules and device functions of a notebook's earlier
+cells, and a closure's cells.  A kernel with a closure (defined in a function, using its
+variables) is left by the hook to this decorator and transpiled alone, once per set of values.
 
 This module sits above both the runtime and the transpiler (``docs/architecture.md``): the kernel
 object is the runtime's, and the transpiler is imported only by the fallback, so neither
@@ -220,7 +226,7 @@ class _Capture:
             return ScanHints(outer=outer)
         code = closure_of.__code__
         captured = {}
-        for name, cell in zip(code.co_freevars, closure_of.__closure__ or ()):
+        for name, cell in self._cells(closure_of, filename):
             try:
                 value = cell.cell_contents
             except ValueError:  # assigned after the kernel is defined
@@ -236,6 +242,28 @@ class _Capture:
             variant = "_c" + hashlib.blake2b(text.encode(), digest_size=4).hexdigest()
         return ScanHints(outer=outer, captured=captured, only=code.co_firstlineno,
                          variant=variant)
+
+    @staticmethod
+    def _cells(fn: Callable[..., Any], filename: str) -> list[tuple[str, Any]]:
+        """The closure cells of ``fn`` and of the device functions it closes over that are
+        defined beside it (their variables are the same function's): a name once, ``fn``'s
+        first."""
+        cells: dict[str, Any] = {}
+        todo = [fn]
+        while todo:
+            function = todo.pop(0)
+            for name, cell in zip(function.__code__.co_freevars, function.__closure__ or ()):
+                if name in cells:
+                    continue
+                cells[name] = cell
+                try:
+                    value = cell.cell_contents
+                except ValueError:
+                    continue
+                if isinstance(value, DeviceFunction) and \
+                        value.__wrapped__.__code__.co_filename == filename:
+                    todo.append(value.__wrapped__)
+        return list(cells.items())
 
     def _outer(self, name: str, value: object, filename: str, closure: bool):
         import gpu_native

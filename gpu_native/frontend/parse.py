@@ -166,10 +166,12 @@ def _dotted(expr: ast.expr) -> str | None:
 class _Scanner:
     """Walks a module's statements for imports, constants and gpu_native decorators."""
 
-    def __init__(self, scan: ModuleScan, is_package: bool, only: int | None = None):
+    def __init__(self, scan: ModuleScan, is_package: bool, only: int | None = None,
+                 captured: frozenset[str] = frozenset()):
         self.scan = scan
         self.is_package = is_package
         self.only = only
+        self.captured = captured
         self._symbols: symtable.SymbolTable | None = None
 
     def run(self, module: ast.Module) -> None:
@@ -186,31 +188,43 @@ class _Scanner:
             if isinstance(item, _FUNCTIONS):
                 found = self._gn_decorator(item)
                 if found is not None:
-                    frees = self._frees(item) if found[0] == "kernel" else set()
+                    frees = self._frees(item)
                     if frees:
                         closures.append((item, *found, frees))
                     else:
                         self.function(item, *found)
                     continue
             stack.extend(reversed(self._blocks(item)))
-        # A kernel that uses a variable of the function around it (a factory's parameter, say)
-        # has no value for it until that function runs: its decorator transpiles it then.  A
-        # device function defined beside it is no such variable: the scan has it.
+        self._closures(closures)
+
+    def _closures(self, closures: list[tuple[ast.FunctionDef | ast.AsyncFunctionDef, str, int,
+                                             set[str]]]) -> None:
+        """Functions that use variables of the function around them (a factory's parameter,
+        say), themselves or through a device function defined there.  Until that function runs
+        there is no value for them: the decorator transpiles such a kernel then, with the values
+        it captured (:attr:`captured`).  A device function defined beside it is no such
+        variable: the scan has it."""
         devices = {fn.name for fn in self.scan.functions if fn.kind == "device"}
+        devices.update(item.name for item, kind, _, _ in closures if kind == "device")
+        device_frees = {item.name: frees for item, kind, _, frees in closures if kind == "device"}
         for item, kind, decorator, frees in closures:
-            if frees <= devices:
-                self.function(item, kind, decorator)
-            else:
+            seen, todo = set(), list(frees)
+            while todo:
+                name = todo.pop()
+                if name not in seen:
+                    seen.add(name)
+                    todo.extend(device_frees.get(name, ()))
+            known = not (seen - devices - self.captured)
+            if known or (kind == "kernel" and self.only is not None):
+                self.function(item, kind, decorator)  # `only` keeps one kernel of these
+            elif kind == "kernel":
                 self.scan.deferred.append((item.name, self._first_line(item)))
 
     def _first_line(self, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
         return decorated_first_line(fn, self.scan.lines)
 
     def _frees(self, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
-        """The variables ``fn`` takes from the functions around it (its closure), or none when
-        ``fn`` is the one kernel the decorator transpiles with their values."""
-        if self.only is not None:
-            return set()
+        """The variables ``fn`` takes from the functions around it (its closure)."""
         if self._symbols is None:
             try:
                 self._symbols = symtable.symtable(self.scan.source, self.scan.path, "exec")
@@ -494,7 +508,10 @@ def scan_module(source: str, path: str, module_name: str | None = None,
             _seed(scan, name, outer)
         scan.hinted = set(hints.outer)
         scan.variant = hints.variant
-    _Scanner(scan, is_package, hints.only if hints is not None else None).run(tree)
+    if hints is None:
+        _Scanner(scan, is_package).run(tree)
+    else:
+        _Scanner(scan, is_package, hints.only, frozenset(hints.captured)).run(tree)
     if hints is not None:
         for name, outer in hints.captured.items():  # a closure's cells hide the module's names
             for table in (scan.constants, scan.imports, scan.const_arrays, scan.typevars,

@@ -150,6 +150,17 @@ MODULE = textwrap.dedent('''
         def inc(a: CUDASlice[f32], c: CUDASliceMut[f32]):
             idx: UniqueId = FlatLayout1D.uid()
             c[idx] = a[idx] + 1.0
+
+    def through_device(scale):
+        @gpu_device
+        def scaled_by(x: f32) -> f32:
+            return x * scale
+
+        @gpu_kernel(Kernel1D)
+        def via_device(a: CUDASlice[f32], c: CUDASliceMut[f32]):
+            idx: UniqueId = FlatLayout1D.uid()
+            c[idx] = scaled_by(a[idx])
+        return via_device
 ''')
 
 
@@ -170,13 +181,19 @@ class TestInAModuleTheHookRewrites:
         assert _launch(hooked.make(-1), [1, 2]) == [-1.0, -2.0]
         assert _launch(hooked.helper_only(), [1, 2]) == [2.0, 4.0]
         assert _launch(hooked.Ops.inc, [1, 2]) == [2.0, 3.0]
+        # A device function beside the kernel that uses the factory's variable.
+        assert _launch(hooked.through_device(3.0), [1, 2]) == [3.0, 6.0]
+        assert _launch(hooked.through_device(-2), [1, 2]) == [-2.0, -4.0]
 
     def test_what_the_rewrite_transpiles_ahead(self):
+        from gpu_native.frontend.parse import scan_module
         from gpu_native.rewrite import rewrite_module
 
         result = rewrite_module(MODULE, "factory_kernels.py", "factory_kernels")
         # The closure over `scale` waits for its decorator; a kernel whose only free name is a
         # device function beside it, and the staticmethod, are transpiled with the module.
         assert sorted(k.name for k in result.kernels) == ["doubled", "inc"]
+        assert [name for name, _ in scan_module(MODULE, "factory_kernels.py").deferred] == [
+            "scaled", "via_device"]
         lines = result.source.splitlines()
         assert lines[5].strip() == "@gpu_kernel(Kernel1D)"  # left as written
