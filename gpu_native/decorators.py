@@ -9,7 +9,8 @@ builds the same kernel object.
 
 It tells the transpiler what the names the source does not bind hold when the kernel is
 defined, as Numba does: the constants, modules and device functions of a notebook's earlier
-cells, and a closure's cells.  A kernel with a closure (defined in a function, using its
+cells, a closure's cells, and the names its annotations and decorator read in the function or
+class that defines it (``CUDASlice[T]`` in a factory of ``T``).  A kernel with a closure (defined in a function, using its
 variables) is left by the hook to this decorator and transpiled alone, once per set of values.
 
 This module sits above both the runtime and the transpiler (``docs/architecture.md``): the kernel
@@ -105,8 +106,13 @@ def _kernel_from_source(fn: Callable[..., Any]) -> Kernel:
     # A kernel with a closure (defined in a function, using its variables) is transpiled alone,
     # with the values its cells hold now; the others share one transpilation of the module.
     only = code.co_firstlineno if code.co_freevars else None
+    # A kernel in a function or a class body: what that scope held, where Python evaluated its
+    # annotations and decorators.
+    scope = _enclosing_scope(code) if "." in getattr(fn, "__qualname__", "") else None
+    if scope:
+        only = code.co_firstlineno
     capture = _Capture()
-    hints = capture.hints(source, filename, globals_, fn if only is not None else None)
+    hints = capture.hints(source, filename, globals_, fn if only is not None else None, scope)
     result = _rewrite(source, filename, module_name, hints, capture.provided)
     from .frontend.source import source_lines
     from .rewrite import find_kernel
@@ -125,6 +131,19 @@ def _kernel_from_source(fn: Callable[..., Any]) -> Kernel:
     namespace: dict[str, Any] = {}
     exec(compile(padded, filename, "exec"), globals_, namespace)
     return namespace[fn.__name__]
+
+
+def _enclosing_scope(code: types.CodeType) -> dict[str, Any]:
+    """The local names of the function or class body that is defining the function of ``code``
+    (its annotations and decorators were evaluated there), or none at module level."""
+    frame = sys._getframe(1)
+    for _ in range(16):  # the decorator's own frames, then the definer's
+        frame = frame.f_back  # type: ignore[assignment]
+        if frame is None:
+            return {}
+        if code in frame.f_code.co_consts:
+            return dict(frame.f_locals) if frame.f_locals is not frame.f_globals else {}
+    return {}
 
 
 def _no_source(what: str, name: str, filename: str) -> TranspileError:
@@ -191,6 +210,16 @@ def _bound_names(source: str, digest: str) -> frozenset[str]:
     return names
 
 
+def _kernel_length(lines: list[str]) -> int:
+    """How many of ``lines`` (starting at a kernel's first decorator) are the kernel's."""
+    indent = len(lines[0]) - len(lines[0].lstrip()) if lines else 0
+    for i, text in enumerate(lines[1:], 1):
+        if text.strip() and not text.lstrip().startswith(("@", "def ", "async def ", ")")) and \
+                len(text) - len(text.lstrip()) <= indent:
+            return i
+    return len(lines)
+
+
 def _is_constant(value: object) -> bool:
     """An int, float or bool, or a tuple of them (nested): what a kernel can take as a
     compile-time constant."""
@@ -209,7 +238,7 @@ class _Capture:
         self._modules: dict[str, str] = {}  # file name -> the module name it is provided as
 
     def hints(self, source: str, filename: str, globals_: dict,
-              closure_of: Callable[..., Any] | None = None):
+              closure_of: Callable[..., Any] | None = None, scope: dict | None = None):
         from .frontend.parse import ScanHints
 
         digest = hashlib.sha256(source.encode()).hexdigest()
@@ -226,6 +255,14 @@ class _Capture:
             return ScanHints(outer=outer)
         code = closure_of.__code__
         captured = {}
+        # What the annotations and decorators read around the kernel (`CUDASlice[T]`): words
+        # of its lines that name a local there, and no variable of the kernel's own.
+        lines = source.splitlines()[code.co_firstlineno - 1:]
+        words = set(_WORD.findall("\n".join(lines[:_kernel_length(lines)])))
+        for name in sorted(words & set(scope or ()) - set(code.co_varnames)):
+            found = self._outer(name, (scope or {})[name], filename, True)
+            if found is not None:
+                captured[name] = found
         for name, cell in self._cells(closure_of, filename):
             try:
                 value = cell.cell_contents

@@ -224,21 +224,48 @@ class _Scanner:
         return decorated_first_line(fn, self.scan.lines)
 
     def _frees(self, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
-        """The variables ``fn`` takes from the functions around it (its closure)."""
+        """The variables ``fn`` takes from the functions and classes around it: its closure, and
+        the names its annotations and decorators read there (``CUDASlice[T]`` in a factory of
+        ``T``), which Python evaluates in the enclosing scope."""
         if self._symbols is None:
             try:
                 self._symbols = symtable.symtable(self.scan.source, self.scan.path, "exec")
             except (SyntaxError, ValueError):  # Python refuses it too: its import fails first
                 return set()
-        tables = [self._symbols]
+        tables: list[tuple[symtable.SymbolTable, tuple[symtable.SymbolTable, ...]]] = [
+            (self._symbols, ())]
         while tables:
-            table = tables.pop()
+            table, around = tables.pop()
             if table.get_type() == "function" and table.get_name() == fn.name and \
                     table.get_lineno() == fn.lineno:
                 assert isinstance(table, symtable.Function)  # a table of type "function" is one
-                return set(table.get_frees())
-            tables.extend(table.get_children())
+                return set(table.get_frees()) | self._outer_reads(fn, around)
+            tables.extend((child, (*around, table)) for child in table.get_children())
         return set()
+
+    @staticmethod
+    def _outer_reads(fn: ast.FunctionDef | ast.AsyncFunctionDef,
+                     around: tuple[symtable.SymbolTable, ...]) -> set[str]:
+        """The names ``fn``'s annotations and decorators read from the functions and classes
+        around it (not the module's)."""
+        exprs: list[ast.AST] = [*fn.decorator_list]
+        if fn.returns is not None:
+            exprs.append(fn.returns)
+        exprs.extend(a.annotation for a in (*fn.args.posonlyargs, *fn.args.args,
+                                            *fn.args.kwonlyargs) if a.annotation is not None)
+        names = {n.id for e in exprs for n in ast.walk(e) if isinstance(n, ast.Name)}
+        found = set()
+        for table in around:
+            if table.get_type() == "module":
+                continue
+            for name in names:
+                try:
+                    symbol = table.lookup(name)
+                except KeyError:
+                    continue
+                if symbol.is_local() or symbol.is_parameter() or symbol.is_free():
+                    found.add(name)
+        return found
 
     @staticmethod
     def _blocks(stmt: ast.AST) -> list[ast.AST]:

@@ -54,6 +54,16 @@ def make_from(table):
     return reads_table
 
 
+def make_generic(T, check):
+    # T and check are read by the annotations and the decorator, in make_generic's scope.
+    @gpu_kernel(Kernel1D, bounds_check=check)
+    def plus_half(a: CUDASlice[T], c: CUDASliceMut[T]):
+        idx: UniqueId = FlatLayout1D.uid()
+        c[idx] = a[idx] + 0.5
+
+    return plus_half
+
+
 class Ops:
     @staticmethod
     @gpu_kernel(Kernel1D)
@@ -86,6 +96,16 @@ class TestClosures:
         symbols = {k.spec.variants[0].symbol for k in (three, five)}
         assert len(ids) == 2 and len(symbols) == 2
         assert _launch(make_affine(3, (0.5, 1.0)), [1]) == [7.5]
+
+    def test_annotations_and_options_read_in_the_factory(self, backend):
+        for T, dtype in ((gn.f32, np.float32), (gn.f64, np.float64)):
+            kernel = make_generic(T, False)
+            assert kernel.options.bounds_check is False
+            a = gn.to_device(np.arange(3, dtype=dtype))
+            c = gn.empty(3, T)
+            kernel.forall(3)(a, c)
+            out = c.to_host()
+            assert out.dtype == dtype and out.tolist() == [0.5, 1.5, 2.5]
 
     @pytest.mark.parametrize("value, shown", [(np.ones(3, np.float32), "numpy.ndarray"),
                                               ([1.0, 2.0], "holds a list")])
@@ -151,6 +171,13 @@ MODULE = textwrap.dedent('''
             idx: UniqueId = FlatLayout1D.uid()
             c[idx] = a[idx] + 1.0
 
+    def generic(T):
+        @gpu_kernel(Kernel1D)
+        def copy(a: CUDASlice[T], c: CUDASliceMut[T]):
+            idx: UniqueId = FlatLayout1D.uid()
+            c[idx] = a[idx]
+        return copy
+
     def through_device(scale):
         @gpu_device
         def scaled_by(x: f32) -> f32:
@@ -181,6 +208,7 @@ class TestInAModuleTheHookRewrites:
         assert _launch(hooked.make(-1), [1, 2]) == [-1.0, -2.0]
         assert _launch(hooked.helper_only(), [1, 2]) == [2.0, 4.0]
         assert _launch(hooked.Ops.inc, [1, 2]) == [2.0, 3.0]
+        assert _launch(hooked.generic(gn.f32), [1, 2]) == [1.0, 2.0]
         # A device function beside the kernel that uses the factory's variable.
         assert _launch(hooked.through_device(3.0), [1, 2]) == [3.0, 6.0]
         assert _launch(hooked.through_device(-2), [1, 2]) == [-2.0, -4.0]
@@ -194,6 +222,6 @@ class TestInAModuleTheHookRewrites:
         # device function beside it, and the staticmethod, are transpiled with the module.
         assert sorted(k.name for k in result.kernels) == ["doubled", "inc"]
         assert [name for name, _ in scan_module(MODULE, "factory_kernels.py").deferred] == [
-            "scaled", "via_device"]
+            "scaled", "copy", "via_device"]
         lines = result.source.splitlines()
         assert lines[5].strip() == "@gpu_kernel(Kernel1D)"  # left as written
