@@ -110,6 +110,9 @@ def _kernel_from_source(fn: Callable[..., Any]) -> Kernel:
     # annotations and decorators.
     scope = _enclosing_scope(code) if "." in getattr(fn, "__qualname__", "") else None
     if scope:
+        scope = {name: scope[name] for name in _words_of(source, code) & set(scope)
+                 if name not in code.co_varnames}
+    if scope:
         only = code.co_firstlineno
     capture = _Capture()
     hints = capture.hints(source, filename, globals_, fn if only is not None else None, scope)
@@ -135,7 +138,8 @@ def _kernel_from_source(fn: Callable[..., Any]) -> Kernel:
 
 def _enclosing_scope(code: types.CodeType) -> dict[str, Any]:
     """The local names of the function or class body that is defining the function of ``code``
-    (its annotations and decorators were evaluated there), or none at module level."""
+    (its annotations and decorators were evaluated there), or none at module level.  The kernel
+    takes those its lines name that are no variables of its own."""
     frame = sys._getframe(1)
     for _ in range(16):  # the decorator's own frames, then the definer's
         frame = frame.f_back  # type: ignore[assignment]
@@ -210,6 +214,12 @@ def _bound_names(source: str, digest: str) -> frozenset[str]:
     return names
 
 
+def _words_of(source: str, code: types.CodeType) -> set[str]:
+    """The identifiers of the lines of the kernel of ``code`` (decorators included)."""
+    lines = source.splitlines()[code.co_firstlineno - 1:]
+    return set(_WORD.findall("\n".join(lines[:_kernel_length(lines)])))
+
+
 def _kernel_length(lines: list[str]) -> int:
     """How many of ``lines`` (starting at a kernel's first decorator) are the kernel's."""
     indent = len(lines[0]) - len(lines[0].lstrip()) if lines else 0
@@ -255,11 +265,8 @@ class _Capture:
             return ScanHints(outer=outer)
         code = closure_of.__code__
         captured = {}
-        # What the annotations and decorators read around the kernel (`CUDASlice[T]`): words
-        # of its lines that name a local there, and no variable of the kernel's own.
-        lines = source.splitlines()[code.co_firstlineno - 1:]
-        words = set(_WORD.findall("\n".join(lines[:_kernel_length(lines)])))
-        for name in sorted(words & set(scope or ()) - set(code.co_varnames)):
+        # What the annotations and decorators read around the kernel (`CUDASlice[T]`).
+        for name in sorted(scope or ()):
             found = self._outer(name, (scope or {})[name], filename, True)
             if found is not None:
                 captured[name] = found
