@@ -151,6 +151,7 @@ from .runtime.streams import DEFAULT_STREAM as DEFAULT_STREAM
 from .runtime.streams import Event as Event
 from .runtime.streams import Stream as Stream
 from .runtime.streams import synchronize as synchronize
+from .sources import register_source as register_source
 
 
 def backend() -> str:
@@ -261,6 +262,7 @@ __all__ = [
     "normalize",
     "philox",
     "popc",
+    "register_source",
     "shared_array",
     "shfl_down",
     "shfl_idx",

@@ -2,9 +2,16 @@
 
 In a module the import hook rewrote, ``@gpu_kernel(Kernel1D, _spec=...)`` receives the spec the
 transpiler produced and the launcher factory that replaced the kernel's body.  Where no hook ran
-(``python script.py``, a notebook cell), the decorator transpiles the function from its own
-source with the same pipeline — :func:`gpu_native.rewrite.rewrite_module` on the file the
-function came from — and builds the same kernel object.
+(``python script.py``, a notebook cell, ``python -c``; see :mod:`gpu_native.sources` for where the
+source is found), the decorator transpiles the function from its own source with the same
+pipeline — :func:`gpu_native.rewrite.rewrite_module` on the text the function came from — and
+builds the same kernel object.
+
+It tells the transpiler what the names the source does not bind hold when the kernel is
+defined, as Numba does: the constants, modules and device functions of a notebook's earlier
+cells, a closure's cells, and the names its annotations and decorator read in the function or
+class that defines it (``CUDASlice[T]`` in a factory of ``T``).  A kernel with a closure (defined in a function, using its
+variables) is left by the hook to this decorator and transpiled alone, once per set of values.
 
 This module sits above both the runtime and the transpiler (``docs/architecture.md``): the kernel
 object is the runtime's, and the transpiler is imported only by the fallback, so neither
@@ -14,8 +21,10 @@ never imports the transpiler.
 
 from __future__ import annotations
 
-import linecache
+import hashlib
 import os
+import re
+import sys
 import threading
 import time
 import types
@@ -26,13 +35,15 @@ from . import log
 from .errors import TranspileError
 from .lang.layouts import Kernel1D, Kernel2D, Kernel3D
 from .runtime.kernel import Kernel
+from .sources import function_source
 from .tracebacks import boundary, strip
 
 P = ParamSpec("P")
 R = TypeVar("R")
 
 _KINDS = (Kernel1D, Kernel2D, Kernel3D)
-_rewrites: dict[tuple[str, str], Any] = {}
+_rewrites: dict[tuple, Any] = {}  # oldest first
+_MAX_REWRITES = 256
 _rewrite_lock = threading.Lock()
 
 
@@ -85,29 +96,35 @@ def gpu_kernel(kind: type[Kernel1D] | type[Kernel2D] | type[Kernel3D], *,
 
 
 def _kernel_from_source(fn: Callable[P, object]) -> Kernel[P]:
+    if isinstance(fn, staticmethod):  # @gpu_kernel above @staticmethod: the kernel is no method
+        fn = fn.__func__
     code = getattr(fn, "__code__", None)
     if code is None:
         raise TypeError("@gpu_kernel decorates a plain function")
     filename = code.co_filename
     globals_ = getattr(fn, "__globals__", {})
-    # The file as it is now: after an edit and importlib.reload(), linecache would still serve
-    # the text it read the first time (entries without a file, e.g. notebook cells, are kept).
-    linecache.checkcache(filename)
-    lines = linecache.getlines(filename, globals_)
-    if not lines:
-        raise TranspileError(
-            f"cannot find the source of kernel '{fn.__name__}' (defined in {filename}); "
-            "gpu_native transpiles kernels from their source",
-            None, "define kernels in a .py file or a notebook cell, or ship precompiled kernels "
-            "(gpu-native precompile) in an app without sources")
-    source = "".join(lines)
+    source = function_source(code, fn.__name__, globals_)
+    if source is None:
+        raise _no_source("kernel", fn.__name__, filename)
     module_name = fn.__module__ or "__main__"
     if module_name in ("__main__", "__mp_main__") and filename.endswith(".py"):
         # A script's kernels get the names `gpu-native precompile script.py` gives them, so its
         # precompiled artifacts match (and a pickled kernel re-imports `script` in a worker).
         module_name = os.path.splitext(os.path.basename(filename))[0]
-    hints = _hints_from_globals(source, globals_)
-    result = _rewrite(source, filename, module_name, hints)
+    # A kernel with a closure (defined in a function, using its variables) is transpiled alone,
+    # with the values its cells hold now; the others share one transpilation of the module.
+    only = code.co_firstlineno if code.co_freevars else None
+    # A kernel in a function or a class body: what that scope held, where Python evaluated its
+    # annotations and decorators.
+    scope = _enclosing_scope(code) if "." in getattr(fn, "__qualname__", "") else None
+    if scope:
+        scope = {name: scope[name] for name in _words_of(source, code) & set(scope)
+                 if name not in code.co_varnames}
+    if scope:
+        only = code.co_firstlineno
+    capture = _Capture()
+    hints = capture.hints(source, filename, globals_, fn if only is not None else None, scope)
+    result = _rewrite(source, filename, module_name, hints, capture.provided)
     from .frontend.source import source_lines
     from .rewrite import find_kernel
 
@@ -125,6 +142,31 @@ def _kernel_from_source(fn: Callable[P, object]) -> Kernel[P]:
     namespace: dict[str, Any] = {}
     exec(compile(padded, filename, "exec"), globals_, namespace)
     return namespace[fn.__name__]
+
+
+def _enclosing_scope(code: types.CodeType) -> dict[str, Any]:
+    """The local names of the function or class body that is defining the function of ``code``
+    (its annotations and decorators were evaluated there), or none at module level.  The kernel
+    takes those its lines name that are no variables of its own."""
+    frame = sys._getframe(1)
+    for _ in range(16):  # the decorator's own frames, then the definer's
+        frame = frame.f_back  # type: ignore[assignment]
+        if frame is None:
+            return {}
+        if code in frame.f_code.co_consts:
+            return dict(frame.f_locals) if frame.f_locals is not frame.f_globals else {}
+    return {}
+
+
+def _no_source(what: str, name: str, filename: str) -> TranspileError:
+    return TranspileError(
+        f"cannot find the source of {what} '{name}' (defined in {filename}): gpu_native "
+        "transpiles kernels from their source, and code given to exec() as a string, piped to "
+        "`python -` or typed at the interactive prompt keeps none",
+        None, "compile the string under a name gn.register_source gives it: "
+        "exec(compile(src, gn.register_source(src), 'exec'), namespace); or define the kernel "
+        "in a .py file or a notebook cell, or ship precompiled kernels (gpu-native precompile) "
+        "in an app without sources")
 
 
 def _block_end(lines: list[str], first: int) -> int:
@@ -148,49 +190,225 @@ def _dedent_block(block: str) -> str:
     return "".join(line[indent:] if line.strip() else line for line in lines)
 
 
-def _hints_from_globals(source: str, globals_: dict) -> dict:
-    """Names a notebook cell uses but imported or defined in an earlier cell."""
-    import gpu_native
+_WORD = re.compile(r"[A-Za-z_][A-Za-z_0-9]*")
+_bound_cache: dict[str, frozenset[str]] = {}
 
-    imports: dict[str, tuple[str, str | None]] = {}
-    constants: dict[str, object] = {}
-    for name, value in list(globals_.items()):
-        if name.startswith("__"):
-            continue
+
+def _bound_names(source: str, digest: str) -> frozenset[str]:
+    """The names the source's module-level statements bind (its own definitions win over what
+    the namespace it runs in held before)."""
+    names = _bound_cache.get(digest)
+    if names is None:
+        import ast
+
+        found: set[str] = set()
+        try:
+            tree = ast.parse(source)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            tree = ast.Module(body=[], type_ignores=[])  # the transpiler reports it
+        stack: list[ast.AST] = list(tree.body)
+        while stack:
+            node = stack.pop()
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                found.add(node.name)
+            elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                found.update((a.asname or a.name).split(".")[0] for a in node.names)
+            elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                found.update(t.id for t in targets if isinstance(t, ast.Name))
+            elif isinstance(node, (ast.If, ast.Try, ast.With, ast.For, ast.While)):
+                stack.extend(n for n in ast.iter_child_nodes(node) if isinstance(n, ast.stmt))
+        names = _bound_cache[digest] = frozenset(found)
+    return names
+
+
+def _words_of(source: str, code: types.CodeType) -> set[str]:
+    """The identifiers of the lines of the kernel of ``code`` (decorators included)."""
+    lines = source.splitlines()[code.co_firstlineno - 1:]
+    return set(_WORD.findall("\n".join(lines[:_kernel_length(lines)])))
+
+
+def _kernel_length(lines: list[str]) -> int:
+    """How many of ``lines`` (starting at a kernel's first decorator) are the kernel's."""
+    indent = len(lines[0]) - len(lines[0].lstrip()) if lines else 0
+    for i, text in enumerate(lines[1:], 1):
+        if text.strip() and not text.lstrip().startswith(("@", "def ", "async def ", ")")) and \
+                len(text) - len(text.lstrip()) <= indent:
+            return i
+    return len(lines)
+
+
+def _is_constant(value: object) -> bool:
+    """An int, float or bool, or a tuple of them (nested): what a kernel can take as a
+    compile-time constant."""
+    if type(value) in (int, float, bool):
+        return True
+    return isinstance(value, tuple) and type(value) is tuple and all(_is_constant(v) for v in value)
+
+
+class _Capture:
+    """What the names a source does not bind held at decoration time, as the transpiler's
+    :class:`~gpu_native.frontend.parse.ScanHints`; and the scans of the sources of device
+    functions defined in other dynamic code (earlier notebook cells), in :attr:`provided`."""
+
+    def __init__(self) -> None:
+        self.provided: list[Any] = []  # ModuleScan, for the transpiler's ModuleLocator
+        self._modules: dict[str, str] = {}  # file name -> the module name it is provided as
+
+    def hints(self, source: str, filename: str, globals_: dict,
+              closure_of: Callable[..., Any] | None = None, scope: dict | None = None):
+        from .frontend.parse import ScanHints
+
+        digest = hashlib.sha256(source.encode()).hexdigest()
+        used = set(_WORD.findall(source))
+        bound = _bound_names(source, digest)
+        outer = {}
+        for name in sorted(used - bound):
+            if name.startswith("__") or name not in globals_:
+                continue
+            found = self._outer(name, globals_[name], filename, False)
+            if found is not None:
+                outer[name] = found
+        if closure_of is None:
+            return ScanHints(outer=outer)
+        code = closure_of.__code__
+        captured = {}
+        # What the annotations and decorators read around the kernel (`CUDASlice[T]`).
+        for name in sorted(scope or ()):
+            found = self._outer(name, (scope or {})[name], filename, True)
+            if found is not None:
+                captured[name] = found
+        for name, cell in self._cells(closure_of, filename):
+            try:
+                value = cell.cell_contents
+            except ValueError:  # assigned after the kernel is defined
+                captured[name] = self._host(name, "has no value yet where the kernel is "
+                                            "defined", True)
+                continue
+            found = self._outer(name, value, filename, True)
+            if found is not None:
+                captured[name] = found
+        variant = ""
+        if captured:
+            text = repr(sorted((k, v.kind, repr(v.value)) for k, v in captured.items()))
+            variant = "_c" + hashlib.blake2b(text.encode(), digest_size=4).hexdigest()
+        return ScanHints(outer=outer, captured=captured, only=code.co_firstlineno,
+                         variant=variant)
+
+    @staticmethod
+    def _cells(fn: Callable[..., Any], filename: str) -> list[tuple[str, Any]]:
+        """The closure cells of ``fn`` and of the device functions it closes over that are
+        defined beside it (their variables are the same function's): a name once, ``fn``'s
+        first."""
+        cells: dict[str, Any] = {}
+        todo = [fn]
+        while todo:
+            function = todo.pop(0)
+            for name, cell in zip(function.__code__.co_freevars, function.__closure__ or ()):
+                if name in cells:
+                    continue
+                cells[name] = cell
+                try:
+                    value = cell.cell_contents
+                except ValueError:
+                    continue
+                if isinstance(value, DeviceFunction) and \
+                        value.__wrapped__.__code__.co_filename == filename:
+                    todo.append(value.__wrapped__)
+        return list(cells.items())
+
+    def _outer(self, name: str, value: object, filename: str, closure: bool):
+        import gpu_native
+
+        from .frontend.parse import OuterName
+
         if isinstance(value, types.ModuleType):
-            imports[name] = (value.__name__, None)
-            continue
-        if value is gpu_native:
-            continue
-        public = getattr(gpu_native, name, None)
-        if public is not None and public is value:
-            imports[name] = ("gpu_native", name)
-            continue
-        for attr in getattr(gpu_native, "__all__", ()):
+            return OuterName("import", (value.__name__, None))
+        if _is_constant(value):
+            return OuterName("const", value)
+        if isinstance(value, DeviceFunction):
+            return self._device(value, filename)
+        if getattr(gpu_native, name, None) is value:
+            return OuterName("import", ("gpu_native", name))
+        for attr in getattr(gpu_native, "__all__", ()):  # imported under another name
             if getattr(gpu_native, attr, None) is value:
-                imports[name] = ("gpu_native", attr)
-                break
-        else:
-            if isinstance(value, (bool, int, float)) and not isinstance(value, type):
-                constants[name] = value
-    return {"imports": imports, "constants": constants}
+                return OuterName("import", ("gpu_native", attr))
+        if isinstance(value, Kernel):
+            return self._host(name, "is a kernel; kernels cannot launch kernels", closure)
+        kind = type(value)
+        what = "a class" if isinstance(value, type) else "a function" if isinstance(
+            value, (types.FunctionType, types.BuiltinFunctionType, types.MethodType)) else \
+            f"a {kind.__module__}.{kind.__qualname__}" if kind.__module__ != "builtins" else \
+            f"a {kind.__qualname__}"
+        return self._host(name, f"holds {what}", closure)
+
+    @staticmethod
+    def _host(name: str, what: str, closure: bool):
+        from .frontend.parse import OuterName
+
+        where = "a variable of the function that defines the kernel" if closure else \
+            "a host name"
+        return OuterName("host", f"'{name}' is {where}, and {what}: kernels take constants "
+                         "(int, float, bool and tuples of them) and @gpu_device functions from "
+                         "around them; pass arrays and other values as parameters")
+
+    def _device(self, device: DeviceFunction, filename: str):
+        from .frontend.parse import OuterName
+
+        fn = device.__wrapped__
+        code = fn.__code__
+        if code.co_filename == filename:
+            return None  # the source defines it: the scan finds it there
+        module = fn.__module__
+        loaded = sys.modules.get(module or "")
+        if module not in (None, "__main__", "__mp_main__") and \
+                getattr(loaded, "__file__", None) == code.co_filename:
+            return OuterName("import", (module, fn.__name__))  # found on sys.path, by its file
+        provided = self._modules.get(code.co_filename)
+        if provided is None:
+            provided = self._provide(fn)
+        return OuterName("import", (provided, fn.__name__))
+
+    def _provide(self, fn: Callable[..., Any]) -> str:
+        """Scan the source of a device function defined in dynamic code (an earlier notebook
+        cell) as a module of its own, named after its file."""
+        from .frontend.parse import ScanHints, scan_module
+
+        code = fn.__code__
+        filename = code.co_filename
+        source = function_source(code, fn.__name__, fn.__globals__)
+        if source is None:
+            raise _no_source("device function", fn.__name__, filename)
+        digest = hashlib.blake2b(filename.encode(), digest_size=4).hexdigest()
+        module = f"{fn.__module__ or '__main__'}@{digest}"
+        self._modules[filename] = module  # before its own names: device functions may recurse
+        outer = self.hints(source, filename, fn.__globals__).outer
+        # only=0: none of its kernels, which the kernel being transpiled cannot call anyway.
+        self.provided.append(scan_module(source, filename, module, ScanHints(outer=outer,
+                                                                              only=0)))
+        return module
 
 
-def _rewrite(source: str, filename: str, module_name: str, hints: dict):
-    import hashlib
-
+def _rewrite(source: str, filename: str, module_name: str, hints, provided: list):
     from .cache import prefetch
 
     prefetch.start()  # as the import hook does: the kernels are compiled ahead
+    from .check.scope import ModuleLocator
     from .rewrite import rewrite_module
 
-    digest = hashlib.sha256(source.encode()).hexdigest()
-    key = (filename, digest)
+    key = (filename, hashlib.sha256(source.encode()).hexdigest(), repr(hints),
+           tuple((p.module_name, hashlib.sha256(p.source.encode()).hexdigest()) for p in provided))
     with _rewrite_lock:
         result = _rewrites.get(key)
         if result is None:
             started = time.perf_counter()
-            result = _rewrites[key] = rewrite_module(source, filename, module_name, hints=hints)
+            locator = ModuleLocator()
+            for scan in provided:
+                locator.provide(scan)
+            result = rewrite_module(source, filename, module_name, locator, hints=hints)
+            _rewrites[key] = result
+            while len(_rewrites) > _MAX_REWRITES:  # a factory called with many values
+                del _rewrites[next(iter(_rewrites))]
             log.debug("module %s (%s): transpiled %d kernel%s in %.1f ms (no import hook ran)",
                       module_name, filename, len(result.kernels),
                       "s" * (len(result.kernels) != 1), (time.perf_counter() - started) * 1e3)

@@ -19,7 +19,7 @@ from .emit.cuda import emit_kernel
 from .emit.host import kernel_block, param_trees
 from .emit.index32 import wants_index32
 from .emit.uid_stride import vector_plan
-from .frontend.parse import ModuleScan, has_gpu_decorators, scan_module
+from .frontend.parse import ModuleScan, ScanHints, has_gpu_decorators, scan_module
 from .frontend.source import source_lines, too_deep
 from .ircodec import encode_kernel
 from .locate import display_file
@@ -151,12 +151,13 @@ def _launcher_params(checked: CheckedKernel) -> tuple[Param, ...]:
 
 @boundary
 def transpile_module(source: str, path: str, module_name: str | None = None,
-                     locator: ModuleLocator | None = None, hints: dict | None = None
+                     locator: ModuleLocator | None = None, hints: ScanHints | None = None
                      ) -> TranspiledModule:
     """Check every kernel of a module and generate its CUDA C++ (no host rewrite).
 
-    ``hints`` supplies names a notebook cell imported or defined in earlier cells:
-    ``{"imports": {name: (module, attr)}, "constants": {name: value}}``.
+    ``hints``: what the decorator found at run time for a source no import hook rewrote (names
+    bound in a notebook's earlier cells, a kernel's closure; see
+    :class:`~gpu_native.frontend.parse.ScanHints`).
     """
     scan = scan_module(source, path, module_name, hints)
     locator = locator or ModuleLocator()
@@ -192,7 +193,7 @@ def transpile_module(source: str, path: str, module_name: str | None = None,
 
 @boundary
 def rewrite_module(source: str, path: str, module_name: str | None = None,
-                   locator: ModuleLocator | None = None, hints: dict | None = None
+                   locator: ModuleLocator | None = None, hints: ScanHints | None = None
                    ) -> RewriteResult:
     """Rewrite a module that defines kernels; every original line keeps its line number.
 

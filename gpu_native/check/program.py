@@ -198,7 +198,7 @@ class Program:
             kernels.append(ir.Kernel(
                 name=fn.name,
                 module=self.scan.module_name,
-                symbol=f"gn_{fn.name}{suffix}",
+                symbol=f"gn_{fn.name}{self.scan.variant}{suffix}",
                 ndim=ndim,
                 params=decl.params,
                 locals=tuple(checker.locals),

@@ -72,12 +72,16 @@ class ModuleLocator:
         self._scans: dict[str, ModuleScan | None] = {}
         self._asked: dict[str, tuple[str, str | None, str | None]] = {}
         self._added: set[str] = set()
+        self._provided: dict[str, ModuleScan] = {}
 
     def find_path(self, module: str, near: str | None = None) -> str | None:
         """The source file of ``module`` (see :func:`.locate.find_module_file`), or None."""
         return find_module_file(module, near, self.extra_roots)
 
     def scan(self, module: str, near: str | None = None) -> ModuleScan | None:
+        provided = self._provided.get(module)
+        if provided is not None:
+            return provided
         key = f"{module}@{near and os.path.dirname(os.path.abspath(near))}"
         if key not in self._scans:
             path = self.find_path(module, near)
@@ -98,6 +102,11 @@ class ModuleLocator:
         ``path`` is what :func:`.locate.find_module_file` returned (None: not found).  A rewrite
         depends on these too: the same name may find another file once ``sys.path`` changes."""
         return tuple(asked for key, asked in self._asked.items() if key not in self._added)
+
+    def provide(self, scan: ModuleScan) -> None:
+        """Make ``scan`` the module named ``scan.module_name``, which has no file to find: code
+        the decorator transpiles at run time (a notebook cell, a registered source)."""
+        self._provided[scan.module_name] = scan
 
     def add(self, scan: ModuleScan) -> None:
         key = f"{scan.module_name}@{os.path.dirname(os.path.abspath(scan.path))}"
@@ -142,6 +151,8 @@ class Resolver:
         imported = scan.imports.get(name)
         if imported is not None:
             return self._imported(imported.module, imported.attr, span)
+        if name in scan.described:
+            return Sym("host", name, scan.described[name])
         if name in scan.host_names:
             kind = scan.host_names[name]
             if kind == "variable":  # a table computed at import, most likely

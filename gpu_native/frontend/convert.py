@@ -410,6 +410,12 @@ def _function(conv: _Converter, node: cst.FunctionDef, kind: str,
     # The scan found this decorator to name gpu_kernel / gpu_device: a (dotted) name or a call.
     assert isinstance(dec_expr, (S.Call, S.Name, S.Attribute)), dec_expr
     others = tuple(conv.expr(d.decorator) for d in node.decorators if d is not dec)
+    if kind == "kernel":
+        # A kernel in a class body may be a staticmethod: a kernel object is no descriptor, so
+        # the class and its instances give the same kernel with or without it, and the rewrite
+        # drops it with the other decorator lines.
+        others = tuple(o for o in others
+                       if not (isinstance(o, S.Name) and o.id == "staticmethod"))
     fn = S.FunctionDef(
         name=node.name.value,
         params=tuple(params),
@@ -428,6 +434,7 @@ def _function(conv: _Converter, node: cst.FunctionDef, kind: str,
         raise TranspileError(
             f"{kind} function '{fn.name}' has other decorators besides "
             f"@{'gpu_kernel' if kind == 'kernel' else 'gpu_device'}",
-            others[0].span, "remove them: the kernel is replaced by its launcher",
+            others[0].span, "remove them: the kernel is replaced by its launcher"
+            + (" (@staticmethod is allowed)" if kind == "kernel" else ""),
         )
     return fn

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 import os
+import symtable
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -22,7 +23,7 @@ from ..errors import SourceSpan
 from ..nodes import Factory, node
 from . import syntax as S
 from .constarrays import ConstArrayDecl, const_array_decl
-from .convert import convert_function
+from .convert import convert_function, decorated_first_line
 from .source import ast_span, check_depth, line_texts, parse_python
 
 # Names under which gpu_native exports the decorators.
@@ -62,6 +63,38 @@ class ImportedName:
     span: SourceSpan
 
 
+@node
+class OuterName:
+    """A name a kernel's source uses but does not bind, as the decorator found it at run time.
+
+    ``kind`` is ``const`` (``value``: an int, float, bool or tuple of them), ``import``
+    (``value``: ``(module, attr)``, attr None for a module) or ``host`` (``value``: what it is,
+    for the error a kernel that uses it gets).
+    """
+
+    kind: str
+    value: object
+
+
+@node
+class ScanHints:
+    """What the decorator knows at run time about a source it transpiles (see
+    :func:`scan_module`).
+
+    ``outer``: names bound outside the source (a notebook's earlier cells, the namespace given
+    to ``exec``); the source's own definitions take precedence.  ``captured``: the closure of the
+    one kernel ``only`` (the line of its first decorator), which takes precedence over the
+    module's names as a closure's cells do.  With ``only`` set, the scan holds that kernel alone
+    (and every device function); ``variant`` then tells its symbol apart from the same kernel
+    made by another call of the function that defines it.
+    """
+
+    outer: dict[str, OuterName] = Factory(dict)
+    captured: dict[str, OuterName] = Factory(dict)
+    only: int | None = None
+    variant: str = ""
+
+
 @node(frozen=False)
 class ModuleScan:
     """What the transpiler knows about one module, found without executing it."""
@@ -79,6 +112,12 @@ class ModuleScan:
     host_names: dict[str, str] = Factory(dict)  # name -> "function" / "class" / ...
     reassigned: set[str] = Factory(set)
     hinted: set[str] = Factory(set)  # seeded from outside; the source may redefine
+    # Names bound outside the source to host values: name -> what it is (see OuterName).
+    described: dict[str, str] = Factory(dict)
+    # Kernels that use variables of the function they are defined in: transpiled by their
+    # decorator when that function runs, with the values it captured.  (name, first line).
+    deferred: list[tuple[str, int]] = Factory(list)
+    variant: str = ""  # appended to kernel symbols (ScanHints.variant)
 
     def function(self, name: str) -> S.FunctionDef | None:
         for fn in self.functions:
@@ -127,9 +166,13 @@ def _dotted(expr: ast.expr) -> str | None:
 class _Scanner:
     """Walks a module's statements for imports, constants and gpu_native decorators."""
 
-    def __init__(self, scan: ModuleScan, is_package: bool):
+    def __init__(self, scan: ModuleScan, is_package: bool, only: int | None = None,
+                 captured: frozenset[str] = frozenset()):
         self.scan = scan
         self.is_package = is_package
+        self.only = only
+        self.captured = captured
+        self._symbols: symtable.SymbolTable | None = None
 
     def run(self, module: ast.Module) -> None:
         for stmt in module.body:
@@ -139,14 +182,90 @@ class _Scanner:
         top = [stmt for stmt in reversed(module.body)
                if not (isinstance(stmt, _FUNCTIONS) and self._gn_decorator(stmt))]
         stack = [child for stmt in top for child in reversed(self._blocks(stmt))]
+        closures: list[tuple[ast.FunctionDef | ast.AsyncFunctionDef, str, int, set[str]]] = []
         while stack:
             item = stack.pop()
             if isinstance(item, _FUNCTIONS):
                 found = self._gn_decorator(item)
                 if found is not None:
-                    self.function(item, *found)
+                    frees = self._frees(item)
+                    if frees:
+                        closures.append((item, *found, frees))
+                    else:
+                        self.function(item, *found)
                     continue
             stack.extend(reversed(self._blocks(item)))
+        self._closures(closures)
+
+    def _closures(self, closures: list[tuple[ast.FunctionDef | ast.AsyncFunctionDef, str, int,
+                                             set[str]]]) -> None:
+        """Functions that use variables of the function around them (a factory's parameter,
+        say), themselves or through a device function defined there.  Until that function runs
+        there is no value for them: the decorator transpiles such a kernel then, with the values
+        it captured (:attr:`captured`).  A device function defined beside it is no such
+        variable: the scan has it."""
+        devices = {fn.name for fn in self.scan.functions if fn.kind == "device"}
+        devices.update(item.name for item, kind, _, _ in closures if kind == "device")
+        device_frees = {item.name: frees for item, kind, _, frees in closures if kind == "device"}
+        for item, kind, decorator, frees in closures:
+            seen, todo = set(), list(frees)
+            while todo:
+                name = todo.pop()
+                if name not in seen:
+                    seen.add(name)
+                    todo.extend(device_frees.get(name, ()))
+            known = not (seen - devices - self.captured)
+            if known or (kind == "kernel" and self.only is not None):
+                self.function(item, kind, decorator)  # `only` keeps one kernel of these
+            elif kind == "kernel":
+                self.scan.deferred.append((item.name, self._first_line(item)))
+
+    def _first_line(self, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
+        return decorated_first_line(fn, self.scan.lines)
+
+    def _frees(self, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
+        """The variables ``fn`` takes from the functions and classes around it: its closure, and
+        the names its annotations and decorators read there (``CUDASlice[T]`` in a factory of
+        ``T``), which Python evaluates in the enclosing scope."""
+        if self._symbols is None:
+            try:
+                self._symbols = symtable.symtable(self.scan.source, self.scan.path, "exec")
+            except (SyntaxError, ValueError):  # Python refuses it too: its import fails first
+                return set()
+        tables: list[tuple[symtable.SymbolTable, tuple[symtable.SymbolTable, ...]]] = [
+            (self._symbols, ())]
+        while tables:
+            table, around = tables.pop()
+            if table.get_type() == "function" and table.get_name() == fn.name and \
+                    table.get_lineno() == fn.lineno:
+                assert isinstance(table, symtable.Function)  # a table of type "function" is one
+                return set(table.get_frees()) | self._outer_reads(fn, around)
+            tables.extend((child, (*around, table)) for child in table.get_children())
+        return set()
+
+    @staticmethod
+    def _outer_reads(fn: ast.FunctionDef | ast.AsyncFunctionDef,
+                     around: tuple[symtable.SymbolTable, ...]) -> set[str]:
+        """The names ``fn``'s annotations and decorators read from the functions and classes
+        around it (not the module's)."""
+        exprs: list[ast.AST] = [*fn.decorator_list]
+        if fn.returns is not None:
+            exprs.append(fn.returns)
+        exprs.extend(a.annotation for a in (*fn.args.posonlyargs, *fn.args.args,
+                                            *fn.args.kwonlyargs) if a.annotation is not None)
+        names = {n.id for e in exprs for n in ast.walk(e) if isinstance(n, ast.Name)}
+        found = set()
+        for table in around:
+            if table.get_type() == "module":
+                continue
+            for name in names:
+                try:
+                    symbol = table.lookup(name)
+                except KeyError:
+                    continue
+                if symbol.is_local() or symbol.is_parameter() or symbol.is_free():
+                    found.add(name)
+        return found
 
     @staticmethod
     def _blocks(stmt: ast.AST) -> list[ast.AST]:
@@ -206,6 +325,7 @@ class _Scanner:
             self.scan.hinted.discard(name)
             self.scan.constants.pop(name, None)
             self.scan.imports.pop(name, None)
+            self.scan.described.pop(name, None)
         elif name in self.scan.host_names or name in self.scan.constants or \
                 name in self.scan.const_arrays:
             self.scan.reassigned.add(name)
@@ -255,6 +375,7 @@ class _Scanner:
             scan.hinted.discard(name)
             scan.constants.pop(name, None)
             scan.imports.pop(name, None)
+            scan.described.pop(name, None)
         elif name in scan.constants or name in scan.host_names or name in scan.typevars or \
                 name in scan.const_arrays:
             scan.reassigned.add(name)
@@ -302,6 +423,8 @@ class _Scanner:
 
     def function(self, fn: ast.FunctionDef | ast.AsyncFunctionDef, kind: str,
                  decorator: int) -> None:
+        if kind == "kernel" and self.only is not None and self._first_line(fn) != self.only:
+            return  # the decorator transpiles one kernel (and the device functions it may call)
         # Bounded before libcst parses it: every pass after this recurses per nesting level.
         check_depth(fn, self.scan.path, self.scan.lines)
         self.scan.functions.append(
@@ -393,13 +516,13 @@ _FOLD: dict[str, Callable[[Any, Any], object]] = {  # Any: as _UNOPS
 
 
 def scan_module(source: str, path: str, module_name: str | None = None,
-                hints: dict | None = None) -> ModuleScan:
+                hints: ScanHints | None = None) -> ModuleScan:
     """Parse a module and collect everything the transpiler needs from it (see :class:`ModuleScan`).
 
     Raises ``TranspileError`` at CPython's location when CPython's parser rejects the source.
-    ``hints`` seeds names defined outside this source (a notebook's earlier cells):
-    ``{"imports": {name: (module, attr)}, "constants": {name: value}}``; the source's own
-    definitions take precedence.
+    ``hints`` (given by the decorator, which transpiles where no import hook ran) says what names
+    the source does not bind refer to, and may limit the scan to one kernel (see
+    :class:`ScanHints`).
     """
     tree = parse_python(source, path)
     is_package = os.path.basename(path) == "__init__.py"
@@ -407,14 +530,34 @@ def scan_module(source: str, path: str, module_name: str | None = None,
         module_name = module_name_for_path(path)
     scan = ModuleScan(path=path, module_name=module_name, source=source,
                       lines=line_texts(source))
-    if hints:
-        span = SourceSpan(path, 0)
-        for name, (mod, attr) in hints.get("imports", {}).items():
-            scan.imports[name] = ImportedName(mod, attr, span)
-        scan.constants.update(hints.get("constants", {}))
-        scan.hinted = set(hints.get("imports", {})) | set(hints.get("constants", {}))
-    _Scanner(scan, is_package).run(tree)
+    if hints is not None:
+        for name, outer in hints.outer.items():
+            _seed(scan, name, outer)
+        scan.hinted = set(hints.outer)
+        scan.variant = hints.variant
+    if hints is None:
+        _Scanner(scan, is_package).run(tree)
+    else:
+        _Scanner(scan, is_package, hints.only, frozenset(hints.captured)).run(tree)
+    if hints is not None:
+        for name, outer in hints.captured.items():  # a closure's cells hide the module's names
+            for table in (scan.constants, scan.imports, scan.const_arrays, scan.typevars,
+                          scan.host_names, scan.described):
+                table.pop(name, None)
+            scan.reassigned.discard(name)
+            _seed(scan, name, outer)
     return scan
+
+
+def _seed(scan: ModuleScan, name: str, outer: OuterName) -> None:
+    if outer.kind == "const":
+        scan.constants[name] = outer.value
+    elif outer.kind == "import":
+        assert isinstance(outer.value, tuple)  # an import's value is (module, attr)
+        module, attr = outer.value
+        scan.imports[name] = ImportedName(str(module), attr, SourceSpan(scan.path, 0))
+    else:
+        scan.described[name] = str(outer.value)
 
 
 def has_gpu_decorators(source: str | bytes) -> bool:

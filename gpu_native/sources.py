@@ -1,0 +1,157 @@
+"""Where the source of a function defined at run time is found.
+
+gpu_native transpiles a kernel from its source.  A module the import hook rewrote has its file; a
+kernel defined where no hook ran is transpiled by its decorator from the text the function was
+compiled from (see :mod:`gpu_native.decorators`), and that text is found here:
+
+* :mod:`linecache`, which holds the lines of files, of notebook cells (IPython registers each cell
+  there, under the file name it compiles the cell with) and of strings given to
+  :func:`register_source`;
+* ``python -c CODE``: the command is in ``sys.orig_argv``;
+* ``python - < file``: standard input, when it is a regular file, is read again (``pread``, so
+  nothing the program reads from it moves);
+* IPython's ``%%time`` cells, which the magic compiles a second time under ``<timed exec>``: the
+  text is the magic's own (the cell after its first line, as IPython transformed it).
+
+``exec`` of a string, a pipe into ``python -``, and the interactive prompt keep no source; such
+code names its source with :func:`register_source`.  Every source found for a name like
+``<string>`` is checked to define the function on the line it was compiled at, so the source of
+another ``exec`` cannot stand in for the right one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import linecache
+import os
+import re
+import stat
+import sys
+from importlib.util import decode_source
+from types import CodeType, FrameType
+
+# Short options of the interpreter that take no argument, as `-Sc CODE` may cluster them.
+_FLAGS = set("bBdEhiIOPqRsSuvVx?")
+# Short options that take an argument (in the same word or the next one).
+_WITH_ARGUMENT = set("WXm")
+
+
+def register_source(source: str, filename: str | None = None) -> str:
+    """Keep ``source`` so that kernels and device functions compiled from it can be transpiled.
+
+    Code run by ``exec`` of a string keeps no source, and gpu_native transpiles kernels from
+    theirs.  Compile the string under the name this returns instead::
+
+        exec(compile(src, gn.register_source(src), "exec"), namespace)
+
+    Parameters
+    ----------
+    source
+        The text the code is compiled from (the whole string given to ``compile``).
+    filename
+        The name to compile it under, shown in errors; by default ``<gpu_native-HASH>``, named by
+        the source's content.
+
+    Returns
+    -------
+    str
+        The file name to pass to :func:`compile`.  The text stays in :mod:`linecache` (as
+        IPython keeps a notebook's cells), so tracebacks show its lines too.
+    """
+    if not isinstance(source, str):
+        raise TypeError(f"register_source: source must be a str, not {type(source).__name__}")
+    if filename is None:
+        filename = f"<gpu_native-{hashlib.sha256(source.encode()).hexdigest()[:16]}>"
+    elif not isinstance(filename, str):
+        raise TypeError(f"register_source: filename must be a str, not "
+                        f"{type(filename).__name__}")
+    lines = source.splitlines(keepends=True)
+    if lines and not lines[-1].endswith(("\n", "\r")):
+        lines[-1] += "\n"
+    # An mtime of None: linecache.checkcache keeps the entry (as IPython's cells are kept).
+    linecache.cache[filename] = (len(source), None, lines, filename)
+    return filename
+
+
+def function_source(code: CodeType, name: str, globals_: dict) -> str | None:
+    """The text ``code`` (the code of function ``name``) was compiled from, or None."""
+    filename = code.co_filename
+    # The file as it is now: after an edit and importlib.reload(), linecache would still serve
+    # the text it read the first time (entries without a file, e.g. notebook cells, are kept).
+    linecache.checkcache(filename)
+    lines = linecache.getlines(filename, globals_)
+    if lines:
+        return "".join(lines)
+    finder = _FINDERS.get(filename)
+    if finder is None:
+        return None
+    try:
+        source = finder(globals_)
+    except (OSError, UnicodeDecodeError, SyntaxError, ValueError, AttributeError):
+        return None
+    if source is None or not defines(source, name, code.co_firstlineno):
+        return None
+    return source
+
+
+def defines(source: str, name: str, line: int) -> bool:
+    """Whether ``source`` has ``def name`` at ``line`` or just below it (past its decorators)."""
+    lines = source.splitlines()
+    pattern = re.compile(rf"\s*(async\s+)?def\s+{re.escape(name)}\s*\(")
+    return any(pattern.match(text) for text in lines[max(0, line - 1):line + 40])
+
+
+def _command(globals_: dict) -> str | None:
+    """The CODE of ``python -c CODE``, for the ``__main__`` it ran in."""
+    if globals_.get("__name__") != "__main__" or sys.argv[:1] != ["-c"]:
+        return None
+    args = list(getattr(sys, "orig_argv", ()))[1:]
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg == "--" or not arg.startswith("-") or arg.startswith("--"):
+            return None  # a script or a long option: no -c before it
+        for j, letter in enumerate(arg[1:], 1):
+            if letter == "c":
+                rest = arg[j + 1:]
+                return rest if rest else (args[i + 1] if i + 1 < len(args) else None)
+            if letter in _WITH_ARGUMENT:
+                if j == len(arg) - 1:
+                    i += 1  # its argument is the next word
+                break
+            if letter not in _FLAGS:
+                return None
+        i += 1
+    return None
+
+
+def _stdin(globals_: dict) -> str | None:
+    """The script ``python -`` read from standard input, when that is a regular file."""
+    if globals_.get("__name__") != "__main__" or sys.argv[:1] not in (["-"], [""]):
+        return None
+    pread = getattr(os, "pread", None)
+    if pread is None:
+        return None
+    if not stat.S_ISREG(os.fstat(0).st_mode):
+        return None  # a pipe or a terminal: what it held is gone
+    size = os.fstat(0).st_size
+    return decode_source(pread(0, size, 0))
+
+
+def _timed_cell(globals_: dict) -> str | None:
+    """The text of the ``%%time`` cell being run: IPython's ``time`` magic compiled it."""
+    frame: FrameType | None = sys._getframe(1)
+    while frame is not None:
+        if frame.f_code.co_filename == "<timed exec>":
+            caller = frame.f_back
+            if caller is None or caller.f_code.co_name != "time":
+                return None
+            text = caller.f_locals.get("expr")
+            return text if isinstance(text, str) else None
+        frame = frame.f_back
+    return None
+
+
+_FINDERS = {"<string>": _command, "<stdin>": _stdin, "<timed exec>": _timed_cell}
+
+__all__ = ["defines", "function_source", "register_source"]

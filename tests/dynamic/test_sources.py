@@ -1,0 +1,165 @@
+"""Kernels defined in code with no file: ``python -c``, a script on standard input, ``exec`` of a
+string (with :func:`gpu_native.register_source`, the escape hatch), and the error that names it
+when no source can be found.
+
+Each child runs its kernel on the simulator and prints the result, so a test sees the kernel
+transpiled, built and launched, not only decorated.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import gpu_native as gn
+from gpu_native.errors import TranspileError
+from tests.helpers import child_env
+
+# A whole program: a kernel, a launch on the simulator, the result printed.
+PROGRAM = textwrap.dedent('''
+    import numpy as np
+    import gpu_native as gn
+    from gpu_native import gpu_kernel, Kernel1D, CUDASlice, CUDASliceMut, FlatLayout1D, UniqueId, f32
+
+    STEP = 2.0
+
+    @gpu_kernel(Kernel1D)
+    def add_step(a: CUDASlice[f32], c: CUDASliceMut[f32]):
+        idx: UniqueId = FlatLayout1D.uid()
+        c[idx] = a[idx] + STEP
+
+    a = gn.to_device(np.arange(4, dtype=np.float32))
+    c = gn.empty(4, gn.f32)
+    add_step.forall(4)(a, c)
+    print("RESULT", c.to_host().tolist())
+''')
+EXPECTED = "RESULT [2.0, 3.0, 4.0, 5.0]"
+
+KERNEL_ONLY = textwrap.dedent('''
+    from gpu_native import gpu_kernel, Kernel1D, CUDASlice, CUDASliceMut, FlatLayout1D, UniqueId, f32
+
+    @gpu_kernel(Kernel1D)
+    def plus_one(a: CUDASlice[f32], c: CUDASliceMut[f32]):
+        idx: UniqueId = FlatLayout1D.uid()
+        c[idx] = a[idx] + 1.0
+''')
+
+
+def _run(args, tmp_path, **kwargs) -> subprocess.CompletedProcess:
+    env = child_env(tmp_path / "cache", GPU_NATIVE_BACKEND="sim")
+    return subprocess.run([sys.executable, *args], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=300, **kwargs)
+
+
+class TestCodeWithoutAFile:
+    def test_python_c(self, tmp_path):
+        proc = _run(["-c", PROGRAM], tmp_path)
+        assert proc.returncode == 0, proc.stderr
+        assert EXPECTED in proc.stdout
+
+    def test_python_c_after_other_options(self, tmp_path):
+        # Clustered flags before -c (`-Bc CODE`) and an option with its own argument.
+        proc = _run(["-W", "ignore", "-Bc", PROGRAM], tmp_path)
+        assert proc.returncode == 0, proc.stderr
+        assert EXPECTED in proc.stdout
+
+    def test_a_script_on_standard_input(self, tmp_path):
+        script = tmp_path / "program.py"
+        script.write_text(PROGRAM)
+        with open(script) as stdin:
+            proc = _run(["-"], tmp_path, stdin=stdin)
+        assert proc.returncode == 0, proc.stderr
+        assert EXPECTED in proc.stdout
+
+    def test_a_script_piped_in_names_the_escape_hatch(self, tmp_path):
+        # A pipe keeps nothing once Python has read it: the error says what to do instead.
+        proc = _run(["-"], tmp_path, input=PROGRAM)
+        assert proc.returncode == 1
+        assert "cannot find the source of kernel 'add_step' (defined in <stdin>)" in proc.stderr
+        assert "gn.register_source" in proc.stderr
+        assert "Traceback" in proc.stderr and "gpu_native/" not in proc.stderr
+
+    def test_exec_inside_python_c_does_not_take_the_command_for_its_source(self, tmp_path):
+        # Both are "<string>"; the command defines no `plus_one`, so it is not taken for the
+        # exec'd string's source.
+        code = f"exec({KERNEL_ONLY!r})"
+        proc = _run(["-c", code], tmp_path)
+        assert proc.returncode == 1
+        assert "cannot find the source of kernel 'plus_one' (defined in <string>)" in \
+            proc.stderr
+
+
+class TestExecOfAString:
+    def test_register_source_is_the_escape_hatch(self):
+        namespace: dict = {"__name__": "generated"}
+        exec(compile(KERNEL_ONLY, gn.register_source(KERNEL_ONLY), "exec"), namespace)
+        kernel = namespace["plus_one"]
+        assert isinstance(kernel, gn.Kernel)
+        from gpu_native.runtime.backend import use
+
+        with use("sim"):
+            a = gn.to_device(np.arange(4, dtype=np.float32))
+            c = gn.empty(4, gn.f32)
+            kernel.forall(4)(a, c)
+            assert c.to_host().tolist() == [1.0, 2.0, 3.0, 4.0]
+
+    def test_register_source_under_a_given_name_shows_it_in_errors(self):
+        bad = KERNEL_ONLY.replace("a[idx] + 1.0", "a[idx] + undefined_name")
+        name = gn.register_source(bad, "<generated kernels>")
+        assert name == "<generated kernels>"
+        with pytest.raises(TranspileError) as info:
+            exec(compile(bad, name, "exec"), {"__name__": "generated"})
+        message = str(info.value)
+        assert "<generated kernels>:7:23:" in message and "undefined_name" in message
+        assert "^" in message
+
+    def test_exec_of_a_bare_string_names_the_escape_hatch(self):
+        with pytest.raises(TranspileError) as info:
+            exec(KERNEL_ONLY, {"__name__": "generated"})
+        message = str(info.value)
+        assert "cannot find the source of kernel 'plus_one' (defined in <string>)" in message
+        assert "gn.register_source(src)" in message
+
+    def test_register_source_refuses_what_is_not_text(self):
+        with pytest.raises(TypeError, match="source must be a str"):
+            gn.register_source(b"x = 1")  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match="filename must be a str"):
+            gn.register_source("x = 1", 3)  # type: ignore[arg-type]
+
+
+class TestCellsOfOneNamespace:
+    """What a notebook does, without Jupyter: each cell compiled under a name of its own (as
+    IPython's are) and run in one namespace."""
+
+    HEADER = ("from gpu_native import (gpu_kernel, gpu_device, Kernel1D, CUDASlice, "
+              "CUDASliceMut, FlatLayout1D, UniqueId, f32)\n")
+    DEVICE = "@gpu_device\ndef twice(x: f32) -> f32:\n    return x * 2.0\n"
+    KERNEL = ("@gpu_kernel(Kernel1D)\n"
+              "def scaled(a: CUDASlice[f32], c: CUDASliceMut[f32]):\n"
+              "    idx: UniqueId = FlatLayout1D.uid()\n"
+              "    c[idx] = twice(a[idx]) * SCALE + SHIFT[1]\n")
+
+    @staticmethod
+    def _cell(text: str, namespace: dict, number: int) -> None:
+        name = gn.register_source(text, f"<cell {number} {id(namespace)}>")
+        exec(compile(text, name, "exec"), namespace)
+
+    def test_names_of_earlier_cells_and_their_new_values(self, backend):
+        namespace: dict = {"__name__": "__main__"}
+        self._cell(self.HEADER, namespace, 1)
+        self._cell("SCALE = 3.0\nSHIFT = (0, 1.0)\n", namespace, 2)
+        self._cell(self.DEVICE, namespace, 3)
+        self._cell(self.KERNEL, namespace, 4)
+        a = gn.to_device(np.arange(3, dtype=np.float32))
+        c = gn.empty(3, gn.f32)
+        namespace["scaled"].forall(3)(a, c)
+        assert c.to_host().tolist() == [1.0, 7.0, 13.0]
+        # A constant changed in its cell reaches the kernel when the kernel's cell runs again.
+        self._cell("SCALE = 5.0\nSHIFT = (0, 1.0)\n", namespace, 2)
+        self._cell(self.KERNEL, namespace, 4)
+        namespace["scaled"].forall(3)(a, c)
+        assert c.to_host().tolist() == [1.0, 11.0, 21.0]
