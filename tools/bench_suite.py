@@ -13,7 +13,7 @@ time to first result in fresh processes (tools/bench_startup.py).
     python tools/bench_suite.py --out DIR [--quick] [--numba-pythonpath PATH] [--docs]
     python tools/bench_suite.py --out DIR --only sgemm_tiled    # one benchmark (or several, a,b)
     python tools/bench_suite.py --out DIR --only sgemm_vectorized
-    python tools/bench_suite.py --out DIR --only hgemm_tc,bgemm_tc     # tensor cores, fp16 / bf16
+    python tools/bench_suite.py --out DIR --only hgemm_tc,bgemm_tc,gemm_bias_gelu   # tensor cores
 
 writes ``DIR/bench.json``, ``DIR/bench.md`` (the table) and ``DIR/bench.png`` (the chart); with
 ``--docs`` also ``docs/benchmarks.md``.
@@ -679,7 +679,7 @@ class Suite(TensorCoreBenches):
 
 
 BENCHES = ("vector_add", "block_reduce", "sgemm", "sgemm_tiled", "sgemm_vectorized", "transpose",
-           "stencil", "hgemm_tc", "bgemm_tc")
+           "stencil", "hgemm_tc", "bgemm_tc", "gemm_bias_gelu")
 """The benchmarks, in run order: each is a method of :class:`Suite`."""
 
 

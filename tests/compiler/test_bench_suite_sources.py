@@ -275,3 +275,23 @@ def test_command_line_offers_the_tensor_core_gemms(tmp_path):
                          env=child_env(tmp_path), timeout=120)
     assert run.returncode == 0, run.stderr
     assert "hgemm_tc" in run.stdout and "bgemm_tc" in run.stdout
+    assert "gemm_bias_gelu" in run.stdout
+
+
+def test_unchecked_gemm_bias_gelu_computes_the_fused_product(suite):
+    import gpu_native as gn
+    from gpu_native.runtime.backend import use
+
+    source = suite.unchecked_source("tensor_core/gemm_bias_gelu")
+    assert source.count("@gpu_kernel(Kernel2D, bounds_check=False)") == 1
+    module = suite.unchecked("tensor_core/gemm_bias_gelu")
+    rng = np.random.default_rng(6)
+    a = rng.standard_normal((128, 64)).astype(np.float16)
+    b = (rng.standard_normal((64, 128)) / 8).astype(np.float16)
+    bias = rng.standard_normal(128).astype(np.float16)
+    with use("sim"):
+        c = gn.empty((128, 128), gn.f16)
+        module.gemm_bias_gelu(gn.to_device(a), gn.to_device(b), gn.to_device(bias), c)
+        out = c.to_host().astype(np.float64)
+    ref = module.reference(a, b, bias)
+    assert np.linalg.norm(out - ref) <= 2e-3 * np.linalg.norm(ref)
