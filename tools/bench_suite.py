@@ -13,6 +13,7 @@ time to first result in fresh processes (tools/bench_startup.py).
     python tools/bench_suite.py --out DIR [--quick] [--numba-pythonpath PATH] [--docs]
     python tools/bench_suite.py --out DIR --only sgemm_tiled    # one benchmark (or several, a,b)
     python tools/bench_suite.py --out DIR --only sgemm_vectorized
+    python tools/bench_suite.py --out DIR --only hgemm_tc,bgemm_tc,gemm_bias_gelu   # tensor cores
 
 writes ``DIR/bench.json``, ``DIR/bench.md`` (the table) and ``DIR/bench.png`` (the chart); with
 ``--docs`` also ``docs/benchmarks.md``.
@@ -37,7 +38,10 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "examples"))
 sys.path.insert(0, str(ROOT / "examples" / "gallery"))
+sys.path.insert(0, str(ROOT / "examples" / "tensor_core"))
 sys.path.insert(0, str(ROOT / "tools"))
+
+from _bench_hgemm import TensorCoreBenches  # noqa: E402
 
 import gpu_native as gn  # noqa: E402
 
@@ -224,7 +228,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 2) sgemm_vectorized(
 """
 
 
-class Suite:
+class Suite(TensorCoreBenches):
     def __init__(self, quick: bool):
         import cupy as cp
         import torch
@@ -242,6 +246,10 @@ class Suite:
             self.triton = True
         except Exception:
             self.triton = False
+
+    # For the benchmarks defined in other modules (tools/_bench_hgemm.py).
+    timed = staticmethod(timed)
+    unchecked = staticmethod(unchecked)
 
     def add(self, bench, variant, ms, work, unit, ok, note=""):
         value = None if ms is None else work / (ms * 1e-3) / 1e12
@@ -671,7 +679,7 @@ class Suite:
 
 
 BENCHES = ("vector_add", "block_reduce", "sgemm", "sgemm_tiled", "sgemm_vectorized", "transpose",
-           "stencil")
+           "stencil", "hgemm_tc", "bgemm_tc", "gemm_bias_gelu")
 """The benchmarks, in run order: each is a method of :class:`Suite`."""
 
 

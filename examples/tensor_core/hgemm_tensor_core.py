@@ -1,5 +1,6 @@
-"""Half-precision GEMM on tensor cores: C = A @ B (f16 or bf16 inputs, f32 accumulation), and a
-fused GEMM + bias + GELU that no library routine offers in one kernel.
+"""Half-precision GEMM on tensor cores: C = A @ B (f16 or bf16 inputs, f32 accumulation).  Its
+fused GEMM + bias + GELU sibling, which no library routine offers in one kernel, is
+examples/tensor_core/gemm_bias_gelu.py.
 
 Algorithm (the classic sm_80 "multistage" GEMM, as CUTLASS's and the Triton tutorial's kernels
 do it with mma.sync): a block of 4 warps computes a 128 x 128 tile of C; each warp a 64 x 64

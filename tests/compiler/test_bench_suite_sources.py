@@ -225,3 +225,73 @@ def test_command_line_offers_sgemm_vectorized(tmp_path):
                          env=child_env(tmp_path), timeout=120)
     assert run.returncode == 0, run.stderr
     assert "sgemm_vectorized" in run.stdout
+
+
+# ---- hgemm_tc, bgemm_tc (tools/_bench_hgemm.py) ---------------------------------------------------
+
+
+@pytest.mark.parametrize("arch", [pytest.param("sm_80", marks=pytest.mark.slow), "sm_90"])
+@pytest.mark.parametrize("symbol", ["hgemm_tc_f16", "hgemm_tc_bf16", "gemm_bias_gelu_f16"])
+def test_hand_written_tensor_core_gemm_compiles_cleanly(suite, arch, symbol):
+    import _bench_hgemm
+    import hgemm_tensor_core as ex
+
+    source = _bench_hgemm.HGEMM_CUDA
+    assert symbol in _bench_hgemm.HGEMM_CUDA_KERNELS
+    # The same tiling as the example it is compared against.
+    assert (f"BM = {ex.BM}, BN = {ex.BN}, BK = {ex.BK}, STAGES = {ex.STAGES}, WM = {ex.WM}, "
+            f"WN = {ex.WN},") in source
+    image = compile_request(BuildRequest(source=source, symbol=symbol, arch=arch))
+    assert image.kind == "cubin" and image.image[:4] == b"\x7fELF"
+    assert image.log.strip("\x00").strip() == ""
+    assert symbol.encode() in image.image
+
+
+def test_unchecked_hgemm_tc_has_no_checks_and_computes_the_product(suite):
+    from gpu_native.runtime.backend import use
+
+    source = suite.unchecked_source("tensor_core/hgemm_tensor_core")
+    assert source.count("@gpu_kernel(Kernel2D, bounds_check=False)") == 1
+    (kernel,) = transpile_module(source, "hgemm_tensor_core_unchecked.py",
+                                 "hgemm_tensor_core_unchecked").kernels
+    for variant in kernel.variants:
+        assert "gn_chk" not in variant.cuda
+    module = suite.unchecked("tensor_core/hgemm_tensor_core")
+    import gpu_native as gn
+
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((128, 64)).astype(np.float16)
+    b = rng.standard_normal((64, 128)).astype(np.float16)
+    with use("sim"):
+        c = gn.empty((128, 128), gn.f16)
+        module.hgemm_tc(gn.to_device(a), gn.to_device(b), c)
+        out = c.to_host().astype(np.float64)
+    ref = a.astype(np.float64) @ b.astype(np.float64)
+    assert np.linalg.norm(out - ref) <= 2e-3 * np.linalg.norm(ref)
+
+
+def test_command_line_offers_the_tensor_core_gemms(tmp_path):
+    run = subprocess.run([sys.executable, str(SUITE), "--help"], capture_output=True, text=True,
+                         env=child_env(tmp_path), timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert "hgemm_tc" in run.stdout and "bgemm_tc" in run.stdout
+    assert "gemm_bias_gelu" in run.stdout
+
+
+def test_unchecked_gemm_bias_gelu_computes_the_fused_product(suite):
+    import gpu_native as gn
+    from gpu_native.runtime.backend import use
+
+    source = suite.unchecked_source("tensor_core/gemm_bias_gelu")
+    assert source.count("@gpu_kernel(Kernel2D, bounds_check=False)") == 1
+    module = suite.unchecked("tensor_core/gemm_bias_gelu")
+    rng = np.random.default_rng(6)
+    a = rng.standard_normal((128, 64)).astype(np.float16)
+    b = (rng.standard_normal((64, 128)) / 8).astype(np.float16)
+    bias = rng.standard_normal(128).astype(np.float16)
+    with use("sim"):
+        c = gn.empty((128, 128), gn.f16)
+        module.gemm_bias_gelu(gn.to_device(a), gn.to_device(b), gn.to_device(bias), c)
+        out = c.to_host().astype(np.float64)
+    ref = module.reference(a, b, bias)
+    assert np.linalg.norm(out - ref) <= 2e-3 * np.linalg.norm(ref)

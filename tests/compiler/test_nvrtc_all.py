@@ -1,6 +1,6 @@
-"""Every generated kernel (examples and the gallery, test and benchmark kernels) compiles with
-NVRTC to cubin for sm_80 and sm_90 with an empty log: no errors and no warnings.  NVRTC runs on
-the CPU, so this runs in CI."""
+"""Every generated kernel (examples, examples/tensor_core and the gallery, test and benchmark
+kernels) compiles with NVRTC to cubin for sm_80 and sm_90 with an empty log: no errors and no
+warnings.  NVRTC runs on the CPU, so this runs in CI."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from gpu_native.spec import Trait
 from tests.helpers import HELPERS, ROOT
 
 FILES = sorted([*(ROOT / "examples").glob("*.py"),
+                *(ROOT / "examples" / "tensor_core").glob("*.py"),
                 *(p for p in (ROOT / "examples" / "gallery").glob("*.py")
                   if not p.name.startswith("_")),
                 HELPERS / "kernels_runtime.py",
