@@ -50,9 +50,14 @@ def config_for(seed: int, args):
     every_bits = getattr(args, "bits_every", 0)
     bits = bool(every_bits) and seed % every_bits == 2 % every_bits and straight is None \
         and not indexing
+    # Every seventh (of the rest) uses divmod, tuple assignments and loops over tuples;
+    # --tuples-every 0 replays seeds of runs made before this option.
+    every_tuples = getattr(args, "tuples_every", 0)
+    tuples = bool(every_tuples) and seed % every_tuples == 3 % every_tuples \
+        and straight is None and not indexing and not bits
     return generator.Config(known_bugs=args.known_bugs, straight=straight,
                           max_statements=args.max_statements, max_depth=args.max_depth,
-                          indexing=indexing, bits=bits)
+                          indexing=indexing, bits=bits, tuples=tuples)
 
 
 def run_chunk(seeds: list[int], args, workdir: str) -> list[dict]:
@@ -111,6 +116,9 @@ def main(argv=None) -> int:
                         help="seeds s with s %% N == 1 %% N load at computed indices (0: none, 1: all)")
     parser.add_argument("--bits-every", type=int, default=5,
                         help="every Nth kernel uses bit intrinsics and bitcast (0: none)")
+    parser.add_argument("--tuples-every", type=int, default=7,
+                        help="every Nth kernel uses divmod, tuple assignments and loops over "
+                             "tuples (0: none)")
     parser.add_argument("--max-statements", type=int, default=6)
     parser.add_argument("--max-depth", type=int, default=4)
     parser.add_argument("--jobs", type=int, default=max(1, min(14, (os.cpu_count() or 2) - 2)))

@@ -244,6 +244,29 @@ def test_bit_intrinsic_kernels_on_the_simulator(workspace):
     assert len(kinds) >= 8, kinds  # most of the intrinsics are exercised
 
 
+TUPLES = Config(max_statements=5, max_depth=3, tuples=True)
+
+
+@pytest.mark.slow
+def test_tuple_kernels_on_the_simulator(workspace):
+    """``q, r = divmod(a, b)`` (integers with zero divisors now and then, floats), ``x, y = e1,
+    e2`` (every value computed before any assignment), loops over constant tuples (unrolled,
+    their variable a weak literal in each copy) and ``enumerate(range(...))``, against the
+    reference's reading of docs/language.md "Tuples" (and compiled by NVRTC)."""
+    seeds = range(FIRST_SEED + 17000, FIRST_SEED + 17000 + SEEDED_CASES // 4)
+    fuzz(workspace, seeds, ("sim",), nvrtc=NVRTC, config=TUPLES)
+    kinds = set()
+    for seed in seeds:
+        for node in generator.walk(random_kernel(seed, TUPLES).body):
+            if isinstance(node, (generator.TupleFor, generator.MultiAssign, generator.Item)):
+                kinds.add(type(node).__name__)
+            elif isinstance(node, generator.DivmodAssign):
+                kinds.add("divmod " + ("float" if node.ty in generator.FLOATS else "int"))
+            elif isinstance(node, generator.For) and node.counter:
+                kinds.add("enumerate")
+    assert len(kinds) == 6, kinds  # every construct is exercised
+
+
 @pytest.mark.slow
 def test_indexing_kernels_on_the_simulator(workspace):
     """Loads at computed indices (``a[i + 1]``, ``a[u32(i) - 2]``, ``a[x % len(a)]``, guarded or

@@ -15,7 +15,8 @@ What the generator produces: expression trees over f32/f64/i32/i64/u32 (and bool
 ``+ - * / // % ** << >> & | ^``, unary ``- ~ not``, comparisons (also chained), ``and``/``or``,
 conditional expressions, casts (``f32() i32() u32() int() float() bool()``), ``math.*``,
 ``min``/``max``/``abs``/``round``, and with ``Config(bits=True)`` the bit intrinsics (``popc clz ctz
-ffs brev byte_perm funnelshift_*``) and ``bitcast``; statements: annotated declarations, assignments, augmented
+ffs brev byte_perm funnelshift_*``) and ``bitcast``; with ``Config(tuples=True)`` ``q, r =
+divmod(a, b)``, ``x, y = e1, e2``, ``for off in (c1, c2):`` and ``enumerate(range(...))``; statements: annotated declarations, assignments, augmented
 assignments, ``if``/``else``, ``for ... in range(...)`` (constant and data-dependent bounds and
 steps), ``while`` loops with a counter, ``break``/``continue``, early ``return`` and stores into the
 outputs through the uid.  Every loop carries a guard counter that breaks out after far more
@@ -114,6 +115,15 @@ class Lit(Expr):
 
     value: int | float
     ty: str = "lit"
+
+
+@dataclass
+class Item(Lit):
+    """The variable of a loop over a constant tuple (``for off in (1, 2, 3):``).  The loop is
+    unrolled and each copy of its body sees the variable as that item, a weak literal; ``value``
+    is the largest item (what the typing rules must allow for)."""
+
+    name: str = ""
 
 
 @dataclass
@@ -296,6 +306,35 @@ class For(Stmt):
     args: list[Expr]  # range(...) arguments, 1 to 3
     body: list[Stmt]
     guard: str
+    counter: str | None = None  # for counter, var in enumerate(range(...)): an i64 from 0
+
+
+@dataclass
+class TupleFor(Stmt):
+    """``for var in (c1, c2, c3):`` over integer constants, unrolled by the transpiler."""
+
+    var: str
+    items: list[int]
+    body: list[Stmt]
+
+
+@dataclass
+class MultiAssign(Stmt):
+    """``x, y = e1, e2``: every value is computed before any local is assigned."""
+
+    names: list[str]
+    values: list[Expr]
+
+
+@dataclass
+class DivmodAssign(Stmt):
+    """``q, r = divmod(left, right)``: Python's floor division and modulo in ``ty``."""
+
+    q: str
+    r: str
+    left: Expr
+    right: Expr
+    ty: str  # the operands' common type
 
 
 @dataclass
@@ -545,6 +584,9 @@ class Config:
     indexing: bool = False
     # Bit intrinsics and bit casts (Bits, Bitcast).  Off by default, for the same reason.
     bits: bool = False
+    # Tuples: divmod, tuple assignments, loops over constant tuples, enumerate(range(...))
+    # (DivmodAssign, MultiAssign, TupleFor, For.counter).  Off by default, likewise.
+    tuples: bool = False
 
 
 class Generator:
@@ -574,6 +616,7 @@ class Generator:
         self.index_safe = c.indexing and d.chance(0.5)
         # Locals: declared up front so that every later statement may read them.
         self.locals: list[Var] = [Var("i", "i64")]
+        self.items: list[Item] = []  # the variables of the tuple loops around this point
         body: list[Stmt] = []
         for _ in range(d.integer(1, 4)):
             t = d.choice(TYPES)
@@ -612,6 +655,10 @@ class Generator:
             kinds += ["if", "if"]
             if depth < 2:
                 kinds += ["for", "while"]
+                if self.c.tuples:
+                    kinds += ["tuple-for", "tuple-for"]
+        if self.c.tuples:
+            kinds += ["divmod", "divmod", "multi"]
         if not self.straight:
             if self.loop_depth:
                 kinds += ["break", "continue"]
@@ -619,8 +666,17 @@ class Generator:
                 kinds.append("return")
         kind = d.choice(kinds)
         assignable_locals = [v for v in self.locals if v.name != "i"]
-        if kind in ("assign", "aug") and not assignable_locals:
+        if kind in ("assign", "aug", "divmod", "multi") and len(assignable_locals) < (
+                2 if kind in ("divmod", "multi") else 1):
             kind = "store"
+        if kind == "divmod":
+            return [self.divmod_assign(assignable_locals)]
+        if kind == "multi":
+            targets = self.distinct(assignable_locals, d.integer(2, 3))
+            return [MultiAssign([v.name for v in targets],
+                                [self.value_for(v.ty, self.c.max_depth - 1) for v in targets])]
+        if kind == "tuple-for":
+            return [self.tuple_loop(depth)]
         if kind == "assign":
             var = d.choice(assignable_locals)
             return [Assign(var.name, self.value_for(var.ty, self.c.max_depth))]
@@ -640,6 +696,39 @@ class Generator:
         if kind == "for":
             return self.for_loop(depth)
         return self.while_loop(depth)
+
+    def distinct(self, pool: list[Var], count: int) -> list[Var]:
+        """``count`` different locals of ``pool`` (at most as many as it has)."""
+        pool = list(pool)
+        out = []
+        for _ in range(min(count, len(pool))):
+            out.append(pool.pop(self.d.integer(0, len(pool) - 1)))
+        return out
+
+    def divmod_assign(self, pool: list[Var]) -> Stmt:
+        """``q, r = divmod(a, b)`` into two locals, of a type both take without a cast."""
+        d = self.d
+        q, r = self.distinct(pool, 2)
+        t = d.choice([t for t in TYPES if assignable(t, q.ty) and assignable(t, r.ty)])
+        left, right = self.operands(t, 3, self.locals)
+        if isinstance(left, Lit):
+            left = self.expr(t, 2, self.locals)  # two literals would fold in Python
+        if t in INTS:
+            right = self.nonzero(right)
+        return DivmodAssign(q.name, r.name, left, right, t)
+
+    def tuple_loop(self, depth: int) -> Stmt:
+        """``for off in (c1, ...):``: unrolled, so no break or continue in its body."""
+        d = self.d
+        items = [d.integer(1, 9) if d.chance(0.8) else d.choice([16, 31, 64])
+                 for _ in range(d.integer(1, 4))]
+        item = Item(max(items), name=self.fresh("t"))
+        self.items.append(item)
+        outer, self.loop_depth = self.loop_depth, 0
+        body = self.block(depth + 1)
+        self.loop_depth = outer
+        self.items.remove(item)
+        return TupleFor(item.name, items, body)
 
     def block(self, depth: int) -> list[Stmt]:
         out: list[Stmt] = []
@@ -721,11 +810,15 @@ class Generator:
             args = [Cast("i64", a, "i64") if not isinstance(a, Lit) else a for a in args]
             ty = "i64" if any(not isinstance(a, Lit) for a in args) else "i32"
         loop_var = Var(var, ty)
-        self.locals.append(loop_var)
+        # enumerate(range(...)): a counter, an i64 from 0, beside the range's variable.
+        counter = Var(self.fresh("k"), "i64") if self.c.tuples and d.chance(0.3) else None
+        scope = [loop_var] + ([counter] if counter else [])
+        self.locals.extend(scope)
         body = self.loop_body(depth, guard, [])
-        self.locals.remove(loop_var)
+        for v in scope:
+            self.locals.remove(v)
         reset = Assign(guard, Cast("i32", Lit(0), "i32"))
-        return [reset, For(var, ty, args, body, guard)]
+        return [reset, For(var, ty, args, body, guard, counter.name if counter else None)]
 
     def while_loop(self, depth: int) -> list[Stmt]:
         d = self.d
@@ -771,6 +864,8 @@ class Generator:
             return self.indexed_load(t)
         if kind == "special":
             return Special(d.choice(["thread_idx", "block_idx", "block_dim", "grid_dim"]))
+        if self.items and d.chance(0.4):
+            return Cast(t, d.choice(self.items), t)
         return Cast(t, self.literal(t), t)
 
     def shape(self) -> Shape:
@@ -895,7 +990,8 @@ class Generator:
                 lit = Lit(float(lit.value) + 0.5)
             right: Expr = lit
         elif rt is None:
-            right = self.literal(t, nonneg=(t == "u32"))
+            right = (d.choice(self.items) if self.items and d.chance(0.6)
+                     else self.literal(t, nonneg=(t == "u32")))
         else:
             right = self.expr(rt, depth - 1, scope)
         if d.chance(0.5):
@@ -1146,6 +1242,9 @@ class Printer:
     def p_Lit(self, e: Lit) -> str:
         return literal_text(e.value)
 
+    def p_Item(self, e: Item) -> str:
+        return e.name
+
     def p_Var(self, e: Var) -> str:
         return e.name
 
@@ -1228,8 +1327,21 @@ class Printer:
                     out += self.statements(s.orelse, indent + 1)
             elif isinstance(s, For):
                 args = ", ".join(self.expr(a) for a in s.args)
-                out.append(f"{pad}for {s.var} in range({args}):")
+                if s.counter:
+                    out.append(f"{pad}for {s.counter}, {s.var} in enumerate(range({args})):")
+                else:
+                    out.append(f"{pad}for {s.var} in range({args}):")
                 out += self.statements(s.body, indent + 1)
+            elif isinstance(s, TupleFor):
+                items = ", ".join(str(x) for x in s.items) + ("," if len(s.items) == 1 else "")
+                out.append(f"{pad}for {s.var} in ({items}):")
+                out += self.statements(s.body, indent + 1)
+            elif isinstance(s, MultiAssign):
+                values = ", ".join(self.expr(v) for v in s.values)
+                out.append(f"{pad}{', '.join(s.names)} = {values}")
+            elif isinstance(s, DivmodAssign):
+                out.append(f"{pad}{s.q}, {s.r} = divmod({self.expr(s.left)}, "
+                           f"{self.expr(s.right)})")
             elif isinstance(s, While):
                 cond = f"{s.counter} < {self.expr(s.bound)}"
                 if s.cond is not None:

@@ -59,14 +59,17 @@ from .generator import (
     Compare,
     Continue,
     Decl,
+    DivmodAssign,
     For,
     If,
     Index,
+    Item,
     Kernel,
     Lit,
     Load,
     Math,
     MinMax,
+    MultiAssign,
     Not,
     Return,
     Round,
@@ -74,6 +77,7 @@ from .generator import (
     Shape,
     Special,
     Store,
+    TupleFor,
     Unary,
     Var,
     While,
@@ -333,12 +337,16 @@ class Lane:
         return V(bool(x.v != 0), INF)
 
     def literal(self, lit: Lit, t: str) -> V:
-        value = lit.value
+        value = self.literal_value(lit)
         if t in INTS:
             return V(wrap(int(value), t))
         if isinstance(value, int):
             return V(int_to_float(value, t))
         return V(NUMPY[t](value))  # the Python float rounded to t (ties to even)
+
+    def literal_value(self, lit: Lit) -> int | float:
+        """A literal's value; a tuple loop's variable is the item of the current copy."""
+        return self.env[lit.name].v if isinstance(lit, Item) else lit.value
 
     def operand(self, e, t: str) -> V:
         """Evaluate ``e`` and convert it to the operation type ``t``."""
@@ -553,7 +561,7 @@ class Lane:
     def e_Cast(self, e: Cast) -> V:
         target = {"int": "i64", "float": "f64"}.get(e.fn, e.fn)
         if isinstance(e.operand, Lit):
-            value = e.operand.value
+            value = self.literal_value(e.operand)
             if target in INTS:
                 return V(wrap(int(value), target) if isinstance(value, int)
                          else float_to_int(value, target))
@@ -742,6 +750,31 @@ class Lane:
         self.settle()
         self.env[s.name] = value
 
+    def s_MultiAssign(self, s: MultiAssign) -> None:
+        """docs/language.md, "Tuples": the right side is computed before any assignment."""
+        values = [self.operand(v, self.types[name]) for name, v in zip(s.names, s.values)]
+        self.settle()
+        for name, value in zip(s.names, values):
+            self.env[name] = value
+
+    def s_DivmodAssign(self, s: DivmodAssign) -> None:
+        """``divmod(a, b)`` is ``(a // b, a % b)`` with each operand evaluated once."""
+        a, b = self.operand(s.left, s.ty), self.operand(s.right, s.ty)
+        self.env["__a"], self.env["__b"] = a, b
+        q = self.eval(Bin("//", Var("__a", s.ty), Var("__b", s.ty), s.ty, s.ty))
+        r = self.eval(Bin("%", Var("__a", s.ty), Var("__b", s.ty), s.ty, s.ty))
+        del self.env["__a"], self.env["__b"]
+        self.settle()
+        self.env[s.q] = self.convert(q, s.ty, self.types[s.q])
+        self.env[s.r] = self.convert(r, s.ty, self.types[s.r])
+
+    def s_TupleFor(self, s: TupleFor) -> None:
+        """Unrolled: each copy of the body sees the variable as its item (no break/continue)."""
+        for item in s.items:
+            self.env[s.var] = V(item)
+            self.run(s.body)
+        del self.env[s.var]
+
     def s_AugAssign(self, s: AugAssign) -> None:
         target = Var(s.name, s.target_ty)
         if s.op in ("<<", ">>"):
@@ -784,8 +817,10 @@ class Lane:
         self.settle()
         if not all(v.known for v in values):
             raise Poison("a range() bound is unknown")
-        for j in range(*[v.v for v in values]):  # Python's range: it never wraps
+        for k, j in enumerate(range(*[v.v for v in values])):  # Python's: it never wraps
             self.env[s.var] = V(j)
+            if s.counter:
+                self.env[s.counter] = V(k)
             if not self.loop_body(s.body):
                 break
 
@@ -878,6 +913,10 @@ def _collect_types(stmts, types: dict[str, str]) -> None:
         elif isinstance(s, (For, While)):
             if isinstance(s, For):
                 types[s.var] = s.ty
+                if s.counter:
+                    types[s.counter] = "i64"
+            _collect_types(s.body, types)
+        elif isinstance(s, TupleFor):
             _collect_types(s.body, types)
 
 
