@@ -55,9 +55,14 @@ def config_for(seed: int, args):
     every_tuples = getattr(args, "tuples_every", 0)
     tuples = bool(every_tuples) and seed % every_tuples == 3 % every_tuples \
         and straight is None and not indexing and not bits
+    # Every eleventh (of the rest) uses vector locals, arithmetic, dot and length;
+    # --vectors-every 0 replays seeds of runs made before this option.
+    every_vectors = getattr(args, "vectors_every", 0)
+    vectors = bool(every_vectors) and seed % every_vectors == 4 % every_vectors \
+        and straight is None and not indexing and not bits and not tuples
     return generator.Config(known_bugs=args.known_bugs, straight=straight,
                           max_statements=args.max_statements, max_depth=args.max_depth,
-                          indexing=indexing, bits=bits, tuples=tuples)
+                          indexing=indexing, bits=bits, tuples=tuples, vectors=vectors)
 
 
 def run_chunk(seeds: list[int], args, workdir: str) -> list[dict]:
@@ -119,6 +124,8 @@ def main(argv=None) -> int:
     parser.add_argument("--tuples-every", type=int, default=7,
                         help="every Nth kernel uses divmod, tuple assignments and loops over "
                              "tuples (0: none)")
+    parser.add_argument("--vectors-every", type=int, default=11,
+                        help="every Nth kernel uses vector locals, dot and length (0: none)")
     parser.add_argument("--max-statements", type=int, default=6)
     parser.add_argument("--max-depth", type=int, default=4)
     parser.add_argument("--jobs", type=int, default=max(1, min(14, (os.cpu_count() or 2) - 2)))

@@ -267,6 +267,31 @@ def test_tuple_kernels_on_the_simulator(workspace):
     assert len(kinds) == 6, kinds  # every construct is exercised
 
 
+VECTORS = Config(max_statements=5, max_depth=3, vectors=True)
+
+
+@pytest.mark.slow
+def test_vector_kernels_on_the_simulator(workspace):
+    """Vector locals of every type built from scalars, ``+ - *`` between vectors and with a
+    scalar, unary minus, ``dot``, ``length_sq``, ``length``, component reads and component
+    assignments, against the reference's reading of docs/language.md "Vectors" (and compiled
+    by NVRTC)."""
+    seeds = range(FIRST_SEED + 18000, FIRST_SEED + 18000 + SEEDED_CASES // 4)
+    fuzz(workspace, seeds, ("sim",), nvrtc=NVRTC, config=VECTORS)
+    kinds, types = set(), set()
+    for seed in seeds:
+        for node in generator.walk(random_kernel(seed, VECTORS).body):
+            if isinstance(node, generator.VecFn):
+                kinds.add(node.fn)
+            elif isinstance(node, (generator.VecBin, generator.VecNeg, generator.Component,
+                                   generator.ComponentAssign)):
+                kinds.add(type(node).__name__)
+            if isinstance(node, generator.VecNew):
+                types.add(node.ty)
+    assert len(kinds) == 7, kinds
+    assert len(types) >= 8, types
+
+
 @pytest.mark.slow
 def test_indexing_kernels_on_the_simulator(workspace):
     """Loads at computed indices (``a[i + 1]``, ``a[u32(i) - 2]``, ``a[x % len(a)]``, guarded or

@@ -16,7 +16,8 @@ What the generator produces: expression trees over f32/f64/i32/i64/u32 (and bool
 conditional expressions, casts (``f32() i32() u32() int() float() bool()``), ``math.*``,
 ``min``/``max``/``abs``/``round``, and with ``Config(bits=True)`` the bit intrinsics (``popc clz ctz
 ffs brev byte_perm funnelshift_*``) and ``bitcast``; with ``Config(tuples=True)`` ``q, r =
-divmod(a, b)``, ``x, y = e1, e2``, ``for off in (c1, c2):`` and ``enumerate(range(...))``; statements: annotated declarations, assignments, augmented
+divmod(a, b)``, ``x, y = e1, e2``, ``for off in (c1, c2):`` and ``enumerate(range(...))``; with ``Config(vectors=True)`` vector locals (``vec2f`` ... ``vec4i``),
+their ``+ - *``, ``dot``, ``length_sq``, ``length`` and components; statements: annotated declarations, assignments, augmented
 assignments, ``if``/``else``, ``for ... in range(...)`` (constant and data-dependent bounds and
 steps), ``while`` loops with a counter, ``break``/``continue``, early ``return`` and stores into the
 outputs through the uid.  Every loop carries a guard counter that breaks out after far more
@@ -266,6 +267,57 @@ class Bitcast(Expr):
     ty: str
 
 
+# Vector types: (element type, length) (docs/language.md, "Vectors").
+VECTORS = {f"vec{n}{c}": (elem, n) for c, elem in (("f", "f32"), ("d", "f64"), ("i", "i32"))
+           for n in (2, 3, 4)}
+# Scalar operand types a vector's element type takes in ``v * s`` (a literal always works).
+VECTOR_SCALARS = {"f32": ("f32", "i32", "u32", "i64"), "f64": ("f64", "f32", "i32"),
+                  "i32": ("i32",)}
+
+
+@dataclass
+class VecNew(Expr):
+    """``vec3f(x, y, z)`` (components converted as an assignment would) or ``vec3f(s)``."""
+
+    args: list[Expr]
+    ty: str
+
+
+@dataclass
+class VecBin(Expr):
+    """``a op b`` component by component: two vectors of one type, or a vector and a scalar
+    (either side) broadcast to every component."""
+
+    op: str
+    left: Expr
+    right: Expr
+    ty: str
+
+
+@dataclass
+class VecNeg(Expr):
+    operand: Expr
+    ty: str
+
+
+@dataclass
+class VecFn(Expr):
+    """``dot(a, b)``, ``length_sq(v)`` or ``length(v)``: a scalar of the element type."""
+
+    fn: str
+    args: list[Expr]
+    ty: str
+
+
+@dataclass
+class Component(Expr):
+    """``v.x`` ... ``v.w``."""
+
+    operand: Expr
+    index: int
+    ty: str
+
+
 class Stmt:
     pass
 
@@ -290,6 +342,15 @@ class AugAssign(Stmt):
     value: Expr
     ty: str  # the type the operation is computed in
     target_ty: str
+
+
+@dataclass
+class ComponentAssign(Stmt):
+    """``v.y = value`` into a vector local."""
+
+    name: str
+    index: int
+    value: Expr
 
 
 @dataclass
@@ -587,6 +648,9 @@ class Config:
     # Tuples: divmod, tuple assignments, loops over constant tuples, enumerate(range(...))
     # (DivmodAssign, MultiAssign, TupleFor, For.counter).  Off by default, likewise.
     tuples: bool = False
+    # Vector locals and arithmetic, dot, length_sq, length and components (VecNew, VecBin,
+    # VecNeg, VecFn, Component, ComponentAssign).  Off by default, likewise.
+    vectors: bool = False
 
 
 class Generator:
@@ -617,12 +681,19 @@ class Generator:
         # Locals: declared up front so that every later statement may read them.
         self.locals: list[Var] = [Var("i", "i64")]
         self.items: list[Item] = []  # the variables of the tuple loops around this point
+        self.vlocals: list[Var] = []  # vector locals, apart: scalar code never picks them
         body: list[Stmt] = []
         for _ in range(d.integer(1, 4)):
             t = d.choice(TYPES)
             var = Var(self.fresh("v"), t)
             body.append(Decl(var.name, t, self.expr(t, 2, self.locals)))
             self.locals.append(var)
+        if c.vectors:
+            for _ in range(d.integer(1, 3)):
+                vt = d.choice(sorted(VECTORS))
+                var = Var(self.fresh("v"), vt)
+                body.append(Decl(var.name, vt, self.vector(vt, 2)))
+                self.vlocals.append(var)
         self.guards: list[str] = []
         self.counters: list[str] = []
         self.loop_depth = 0
@@ -659,6 +730,8 @@ class Generator:
                     kinds += ["tuple-for", "tuple-for"]
         if self.c.tuples:
             kinds += ["divmod", "divmod", "multi"]
+        if self.c.vectors:
+            kinds += ["vassign", "vassign", "vcomponent"]
         if not self.straight:
             if self.loop_depth:
                 kinds += ["break", "continue"]
@@ -677,6 +750,14 @@ class Generator:
                                 [self.value_for(v.ty, self.c.max_depth - 1) for v in targets])]
         if kind == "tuple-for":
             return [self.tuple_loop(depth)]
+        if kind == "vassign":
+            var = d.choice(self.vlocals)
+            return [Assign(var.name, self.vector(var.ty, self.c.max_depth))]
+        if kind == "vcomponent":
+            var = d.choice(self.vlocals)
+            elem, n = VECTORS[var.ty]
+            return [ComponentAssign(var.name, d.integer(0, n - 1),
+                                    self.value_for(elem, self.c.max_depth - 1))]
         if kind == "assign":
             var = d.choice(assignable_locals)
             return [Assign(var.name, self.value_for(var.ty, self.c.max_depth))]
@@ -716,6 +797,49 @@ class Generator:
         if t in INTS:
             right = self.nonzero(right)
         return DivmodAssign(q.name, r.name, left, right, t)
+
+    def vector(self, vt: str, depth: int) -> Expr:
+        """A vector expression of type ``vt``."""
+        d = self.d
+        elem, n = VECTORS[vt]
+        locals_ = [v for v in self.vlocals if v.ty == vt]
+        if depth <= 0 or d.chance(0.3):
+            if locals_ and d.chance(0.6):
+                return d.choice(locals_)
+            if d.chance(0.2):
+                return VecNew([self.value_for(elem, 1)], vt)  # every component the same
+            return VecNew([self.value_for(elem, max(depth - 1, 1)) for _ in range(n)], vt)
+        kind = d.integer(0, 9)
+        if kind < 5:
+            op = d.choice(["+", "-", "*"])
+            return VecBin(op, self.vector(vt, depth - 1), self.vector(vt, depth - 1), vt)
+        if kind < 9:
+            op = d.choice(["*", "*", "+", "-"])
+            if d.chance(0.3):
+                scalar: Expr = self.literal(elem)
+                if elem in INTS and not isinstance(scalar.value, int):  # pragma: no cover
+                    scalar = Lit(2)
+            else:
+                scalar = self.expr(d.choice(VECTOR_SCALARS[elem]), depth - 1, self.locals)
+            v = self.vector(vt, depth - 1)
+            if d.chance(0.3):
+                return VecBin(op, scalar, v, vt)
+            return VecBin(op, v, scalar, vt)
+        return VecNeg(self.vector(vt, depth - 1), vt)
+
+    def vector_scalar(self, t: str, depth: int) -> Expr:
+        """A scalar ``t`` from vectors: ``dot``, ``length_sq``, ``length`` or a component."""
+        d = self.d
+        vt = d.choice([vt for vt, (elem, _n) in VECTORS.items() if elem == t])
+        n = VECTORS[vt][1]
+        fns = ["dot", "dot", "length_sq", "component", "component"]
+        if t in FLOATS:
+            fns.append("length")
+        fn = d.choice(fns)
+        if fn == "component":
+            return Component(self.vector(vt, depth - 1), d.integer(0, n - 1), t)
+        args = [self.vector(vt, depth - 1) for _ in range(2 if fn == "dot" else 1)]
+        return VecFn(fn, args, t)
 
     def tuple_loop(self, depth: int) -> Stmt:
         """``for off in (c1, ...):``: unrolled, so no break or continue in its body."""
@@ -1045,7 +1169,11 @@ class Generator:
         if self.c.bits:
             kinds += ["bits", "bits"] if t in INTS else []
             kinds += ["bitcast"] if self.bitcast_source(t) is not None else []
+        if self.c.vectors and t in ("f32", "f64", "i32"):
+            kinds += ["vector", "vector"]
         kind = d.choice(kinds)
+        if kind == "vector":
+            return self.vector_scalar(t, depth)
         if kind == "bits":
             return self.bits(t, depth, scope)
         if kind == "bitcast":
@@ -1300,6 +1428,21 @@ class Printer:
     def p_Round(self, e: Round) -> str:
         return f"round({self.expr(e.operand)})"
 
+    def p_VecNew(self, e: VecNew) -> str:
+        return f"{e.ty}({', '.join(self.expr(a) for a in e.args)})"
+
+    def p_VecBin(self, e: VecBin) -> str:
+        return f"({self.expr(e.left)} {e.op} {self.expr(e.right)})"
+
+    def p_VecNeg(self, e: VecNeg) -> str:
+        return f"(-{self.expr(e.operand)})"
+
+    def p_VecFn(self, e: VecFn) -> str:
+        return f"{e.fn}({', '.join(self.expr(a) for a in e.args)})"
+
+    def p_Component(self, e: Component) -> str:
+        return f"{self.expr(e.operand)}.{'xyzw'[e.index]}"
+
     def p_Bits(self, e: Bits) -> str:
         return f"{e.fn}({', '.join(self.expr(a) for a in e.args)})"
 
@@ -1336,6 +1479,8 @@ class Printer:
                 items = ", ".join(str(x) for x in s.items) + ("," if len(s.items) == 1 else "")
                 out.append(f"{pad}for {s.var} in ({items}):")
                 out += self.statements(s.body, indent + 1)
+            elif isinstance(s, ComponentAssign):
+                out.append(f"{pad}{s.name}.{'xyzw'[s.index]} = {self.expr(s.value)}")
             elif isinstance(s, MultiAssign):
                 values = ", ".join(self.expr(v) for v in s.values)
                 out.append(f"{pad}{', '.join(s.names)} = {values}")
@@ -1364,9 +1509,11 @@ HEADER = '''\
 import math
 
 from gpu_native import (CUDASlice, CUDASlice2D, CUDASliceMut, CUDASliceMut2D, FlatLayout1D,
-                        Kernel1D, bitcast, block_dim, block_idx, brev, byte_perm, clz, ctz, f32,
-                        f64, ffs, funnelshift_l, funnelshift_lc, funnelshift_r, funnelshift_rc,
-                        gpu_kernel, grid_dim, i32, i64, popc, thread_idx, u32)
+                        Kernel1D, bitcast, block_dim, block_idx, brev, byte_perm, clz, ctz, dot,
+                        f32, f64, ffs, funnelshift_l, funnelshift_lc, funnelshift_r,
+                        funnelshift_rc, gpu_kernel, grid_dim, i32, i64, length, length_sq, popc,
+                        thread_idx, u32, vec2d, vec2f, vec2i, vec3d, vec3f, vec3i, vec4d, vec4f,
+                        vec4i)
 
 '''
 

@@ -47,6 +47,7 @@ from .generator import (
     INT_RANGE,
     INTS,
     NUMPY,
+    VECTORS,
     Abs,
     Assign,
     AugAssign,
@@ -57,6 +58,8 @@ from .generator import (
     Break,
     Cast,
     Compare,
+    Component,
+    ComponentAssign,
     Continue,
     Decl,
     DivmodAssign,
@@ -80,6 +83,10 @@ from .generator import (
     TupleFor,
     Unary,
     Var,
+    VecBin,
+    VecFn,
+    VecNeg,
+    VecNew,
     While,
     initial_outputs,
     promote,
@@ -667,6 +674,64 @@ class Lane:
             raw = np.array([x.v], NUMPY[src]).view(np.uint64 if src == "f64" else np.uint32)
             r = wrap(int(raw[0]), e.ty)
         return V(r, 0.0 if x.known else INF)
+
+    # ---- vectors (docs/language.md, "Vectors"): a list of component values ----
+
+    def scalar_op(self, op: str, a: V, b: V, t: str) -> V:
+        """One component's ``+ - *`` in ``t``: i32 wraps, floats round once (and may fuse)."""
+        if t in INTS:
+            if not (a.known and b.known):
+                return V(0, INF)
+            return V(wrap({"+": a.v + b.v, "-": a.v - b.v, "*": a.v * b.v}[op], t))
+        return self.float_op(op, a, b, t)
+
+    def e_VecNew(self, e: VecNew) -> list:
+        elem, n = VECTORS[e.ty]
+        parts = [self.operand(a, elem) for a in e.args]
+        return parts * n if len(parts) == 1 else parts
+
+    def e_VecBin(self, e: VecBin) -> list:
+        elem, n = VECTORS[e.ty]
+        left, right = [self.operand(x, elem) if x.ty not in VECTORS else self.eval(x)
+                       for x in (e.left, e.right)]
+        left = left if isinstance(left, list) else [left] * n  # a scalar is broadcast
+        right = right if isinstance(right, list) else [right] * n
+        return [self.scalar_op(e.op, a, b, elem) for a, b in zip(left, right)]
+
+    def e_VecNeg(self, e: VecNeg) -> list:
+        elem = VECTORS[e.ty][0]
+        out = []
+        for x in self.eval(e.operand):
+            if elem in INTS:
+                out.append(V(wrap(-x.v, elem), x.e))
+            else:
+                out.append(V(-x.v, x.e, x.p))
+        return out
+
+    def e_Component(self, e: Component) -> V:
+        return self.eval(e.operand)[e.index]
+
+    def e_VecFn(self, e: VecFn) -> V:
+        """``dot`` sums the products x first: ``(a.x * b.x + a.y * b.y) + a.z * b.z``, each step
+        rounded once (a product may fuse into the next sum); ``length_sq(v)`` is ``dot(v, v)``
+        and ``length(v)`` its square root."""
+        a = self.eval(e.args[0])
+        b = self.eval(e.args[1]) if e.fn == "dot" else a
+        t = e.ty
+        acc = self.scalar_op("*", a[0], b[0], t)
+        for x, y in zip(a[1:], b[1:]):
+            acc = self.scalar_op("+", acc, self.scalar_op("*", x, y, t), t)
+        if e.fn == "length":
+            return self.math("sqrt", [acc], t)
+        return acc
+
+    def s_ComponentAssign(self, s: ComponentAssign) -> None:
+        elem = VECTORS[self.types[s.name]][0]
+        value = self.operand(s.value, elem)
+        self.settle()
+        vector = list(self.env[s.name])
+        vector[s.index] = value
+        self.env[s.name] = vector
 
     def e_Math(self, e: Math) -> V:
         if e.fn in ("isnan", "isinf", "isfinite"):
