@@ -292,6 +292,27 @@ def test_vector_kernels_on_the_simulator(workspace):
     assert len(types) >= 8, types
 
 
+COMPLEX = Config(max_statements=5, max_depth=3, complex=True)
+
+
+@pytest.mark.slow
+def test_complex_kernels_on_the_simulator(workspace):
+    """complex64 and complex128 locals built from two reals, ``+ - * /`` (Smith's division, each
+    step one rounding, as docs/language.md "Complex numbers" fixes them: compared exactly),
+    with real operands promoted, unary minus, ``conjugate()``, ``.real``, ``.imag`` and ``abs``
+    (and compiled by NVRTC)."""
+    seeds = range(FIRST_SEED + 19000, FIRST_SEED + 19000 + SEEDED_CASES // 4)
+    fuzz(workspace, seeds, ("sim",), nvrtc=NVRTC, config=COMPLEX)
+    kinds = set()
+    for seed in seeds:
+        for node in generator.walk(random_kernel(seed, COMPLEX).body):
+            if isinstance(node, (generator.CBin, generator.CUnary)):
+                kinds.add(f"{node.op} {node.ty}")
+            elif isinstance(node, generator.CReal):
+                kinds.add(node.fn)
+    assert len(kinds) >= 12, kinds
+
+
 @pytest.mark.slow
 def test_indexing_kernels_on_the_simulator(workspace):
     """Loads at computed indices (``a[i + 1]``, ``a[u32(i) - 2]``, ``a[x % len(a)]``, guarded or

@@ -17,7 +17,9 @@ conditional expressions, casts (``f32() i32() u32() int() float() bool()``), ``m
 ``min``/``max``/``abs``/``round``, and with ``Config(bits=True)`` the bit intrinsics (``popc clz ctz
 ffs brev byte_perm funnelshift_*``) and ``bitcast``; with ``Config(tuples=True)`` ``q, r =
 divmod(a, b)``, ``x, y = e1, e2``, ``for off in (c1, c2):`` and ``enumerate(range(...))``; with ``Config(vectors=True)`` vector locals (``vec2f`` ... ``vec4i``),
-their ``+ - *``, ``dot``, ``length_sq``, ``length`` and components; statements: annotated declarations, assignments, augmented
+their ``+ - *``, ``dot``, ``length_sq``, ``length`` and components; with ``Config(complex=True)``
+``complex64``/``complex128`` locals, ``+ - * /``, ``-``, ``conjugate()``, ``.real``, ``.imag``
+and ``abs``; statements: annotated declarations, assignments, augmented
 assignments, ``if``/``else``, ``for ... in range(...)`` (constant and data-dependent bounds and
 steps), ``while`` loops with a counter, ``break``/``continue``, early ``return`` and stores into the
 outputs through the uid.  Every loop carries a guard counter that breaks out after far more
@@ -315,6 +317,49 @@ class Component(Expr):
 
     operand: Expr
     index: int
+    ty: str
+
+
+# Complex types: their part type (docs/language.md, "Complex numbers").
+COMPLEX = {"complex64": "f32", "complex128": "f64"}
+# Real operand types that promote to each complex type (i64 is refused; a literal always works).
+COMPLEX_SCALARS = {"complex64": ("f32",), "complex128": ("f64", "f32", "i32", "u32")}
+
+
+@dataclass
+class CNew(Expr):
+    """``complex64(re, im)``: the parts converted as a cast converts."""
+
+    args: list[Expr]
+    ty: str
+
+
+@dataclass
+class CBin(Expr):
+    """``a op b`` of complex numbers (``+ - * /``), or with a real operand on either side,
+    promoted to ``x + 0j``."""
+
+    op: str
+    left: Expr
+    right: Expr
+    ty: str
+
+
+@dataclass
+class CUnary(Expr):
+    """``-z`` or ``z.conjugate()``."""
+
+    op: str  # "-" or "conjugate"
+    operand: Expr
+    ty: str
+
+
+@dataclass
+class CReal(Expr):
+    """``z.real``, ``z.imag`` or ``abs(z)``: a real of the part type."""
+
+    fn: str  # "real", "imag", "abs"
+    operand: Expr
     ty: str
 
 
@@ -651,6 +696,9 @@ class Config:
     # Vector locals and arithmetic, dot, length_sq, length and components (VecNew, VecBin,
     # VecNeg, VecFn, Component, ComponentAssign).  Off by default, likewise.
     vectors: bool = False
+    # Complex locals and arithmetic, .real, .imag, abs and conjugate (CNew, CBin, CUnary,
+    # CReal).  Off by default, likewise.
+    complex: bool = False
 
 
 class Generator:
@@ -682,12 +730,19 @@ class Generator:
         self.locals: list[Var] = [Var("i", "i64")]
         self.items: list[Item] = []  # the variables of the tuple loops around this point
         self.vlocals: list[Var] = []  # vector locals, apart: scalar code never picks them
+        self.clocals: list[Var] = []  # complex locals, likewise
         body: list[Stmt] = []
         for _ in range(d.integer(1, 4)):
             t = d.choice(TYPES)
             var = Var(self.fresh("v"), t)
             body.append(Decl(var.name, t, self.expr(t, 2, self.locals)))
             self.locals.append(var)
+        if c.complex:
+            for _ in range(d.integer(1, 2)):
+                ct = d.choice(sorted(COMPLEX))
+                var = Var(self.fresh("z"), ct)
+                body.append(Decl(var.name, ct, self.complex_expr(ct, 2)))
+                self.clocals.append(var)
         if c.vectors:
             for _ in range(d.integer(1, 3)):
                 vt = d.choice(sorted(VECTORS))
@@ -732,6 +787,8 @@ class Generator:
             kinds += ["divmod", "divmod", "multi"]
         if self.c.vectors:
             kinds += ["vassign", "vassign", "vcomponent"]
+        if self.c.complex:
+            kinds += ["cassign", "cassign"]
         if not self.straight:
             if self.loop_depth:
                 kinds += ["break", "continue"]
@@ -750,6 +807,9 @@ class Generator:
                                 [self.value_for(v.ty, self.c.max_depth - 1) for v in targets])]
         if kind == "tuple-for":
             return [self.tuple_loop(depth)]
+        if kind == "cassign":
+            var = d.choice(self.clocals)
+            return [Assign(var.name, self.complex_expr(var.ty, self.c.max_depth))]
         if kind == "vassign":
             var = d.choice(self.vlocals)
             return [Assign(var.name, self.vector(var.ty, self.c.max_depth))]
@@ -826,6 +886,29 @@ class Generator:
                 return VecBin(op, scalar, v, vt)
             return VecBin(op, v, scalar, vt)
         return VecNeg(self.vector(vt, depth - 1), vt)
+
+    def complex_expr(self, ct: str, depth: int) -> Expr:
+        """A complex expression of type ``ct``."""
+        d = self.d
+        part = COMPLEX[ct]
+        locals_ = [v for v in self.clocals if v.ty == ct]
+        if depth <= 0 or d.chance(0.3):
+            if locals_ and d.chance(0.6):
+                return d.choice(locals_)
+            n = d.choice([1, 2, 2, 2])
+            return CNew([self.expr(d.choice(TYPES), max(depth - 1, 1), self.locals)
+                         for _ in range(n)], ct)
+        kind = d.integer(0, 9)
+        if kind < 5:
+            return CBin(d.choice(["+", "-", "*", "/"]), self.complex_expr(ct, depth - 1),
+                        self.complex_expr(ct, depth - 1), ct)
+        if kind < 8:
+            scalar: Expr = (self.literal(part) if d.chance(0.3) else
+                            self.expr(d.choice(COMPLEX_SCALARS[ct]), depth - 1, self.locals))
+            z = self.complex_expr(ct, depth - 1)
+            op = d.choice(["+", "-", "*", "/"])
+            return CBin(op, scalar, z, ct) if d.chance(0.3) else CBin(op, z, scalar, ct)
+        return CUnary(d.choice(["-", "conjugate"]), self.complex_expr(ct, depth - 1), ct)
 
     def vector_scalar(self, t: str, depth: int) -> Expr:
         """A scalar ``t`` from vectors: ``dot``, ``length_sq``, ``length`` or a component."""
@@ -1171,7 +1254,12 @@ class Generator:
             kinds += ["bitcast"] if self.bitcast_source(t) is not None else []
         if self.c.vectors and t in ("f32", "f64", "i32"):
             kinds += ["vector", "vector"]
+        if self.c.complex and t in FLOATS:
+            kinds += ["complex", "complex"]
         kind = d.choice(kinds)
+        if kind == "complex":
+            ct = "complex64" if t == "f32" else "complex128"
+            return CReal(d.choice(["real", "imag", "abs"]), self.complex_expr(ct, depth - 1), t)
         if kind == "vector":
             return self.vector_scalar(t, depth)
         if kind == "bits":
@@ -1443,6 +1531,22 @@ class Printer:
     def p_Component(self, e: Component) -> str:
         return f"{self.expr(e.operand)}.{'xyzw'[e.index]}"
 
+    def p_CNew(self, e: CNew) -> str:
+        return f"{e.ty}({', '.join(self.expr(a) for a in e.args)})"
+
+    def p_CBin(self, e: CBin) -> str:
+        return f"({self.expr(e.left)} {e.op} {self.expr(e.right)})"
+
+    def p_CUnary(self, e: CUnary) -> str:
+        if e.op == "-":
+            return f"(-{self.expr(e.operand)})"
+        return f"{self.expr(e.operand)}.conjugate()"
+
+    def p_CReal(self, e: CReal) -> str:
+        if e.fn == "abs":
+            return f"abs({self.expr(e.operand)})"
+        return f"{self.expr(e.operand)}.{e.fn}"
+
     def p_Bits(self, e: Bits) -> str:
         return f"{e.fn}({', '.join(self.expr(a) for a in e.args)})"
 
@@ -1509,7 +1613,8 @@ HEADER = '''\
 import math
 
 from gpu_native import (CUDASlice, CUDASlice2D, CUDASliceMut, CUDASliceMut2D, FlatLayout1D,
-                        Kernel1D, bitcast, block_dim, block_idx, brev, byte_perm, clz, ctz, dot,
+                        Kernel1D, bitcast, block_dim, block_idx, brev, byte_perm, clz, complex64,
+                        complex128, ctz, dot,
                         f32, f64, ffs, funnelshift_l, funnelshift_lc, funnelshift_r,
                         funnelshift_rc, gpu_kernel, grid_dim, i32, i64, length, length_sq, popc,
                         thread_idx, u32, vec2d, vec2f, vec2i, vec3d, vec3f, vec3i, vec4d, vec4f,
