@@ -50,9 +50,25 @@ def config_for(seed: int, args):
     every_bits = getattr(args, "bits_every", 0)
     bits = bool(every_bits) and seed % every_bits == 2 % every_bits and straight is None \
         and not indexing
+    # Every seventh (of the rest) uses divmod, tuple assignments and loops over tuples;
+    # --tuples-every 0 replays seeds of runs made before this option.
+    every_tuples = getattr(args, "tuples_every", 0)
+    tuples = bool(every_tuples) and seed % every_tuples == 3 % every_tuples \
+        and straight is None and not indexing and not bits
+    # Every eleventh (of the rest) uses vector locals, arithmetic, dot and length;
+    # --vectors-every 0 replays seeds of runs made before this option.
+    every_vectors = getattr(args, "vectors_every", 0)
+    vectors = bool(every_vectors) and seed % every_vectors == 4 % every_vectors \
+        and straight is None and not indexing and not bits and not tuples
+    # Every thirteenth (of the rest) uses complex numbers; --complex-every 0 replays seeds of
+    # runs made before this option.
+    every_complex = getattr(args, "complex_every", 0)
+    complex_ = bool(every_complex) and seed % every_complex == 5 % every_complex \
+        and straight is None and not (indexing or bits or tuples or vectors)
     return generator.Config(known_bugs=args.known_bugs, straight=straight,
                           max_statements=args.max_statements, max_depth=args.max_depth,
-                          indexing=indexing, bits=bits)
+                          indexing=indexing, bits=bits, tuples=tuples, vectors=vectors,
+                          complex=complex_)
 
 
 def run_chunk(seeds: list[int], args, workdir: str) -> list[dict]:
@@ -111,6 +127,13 @@ def main(argv=None) -> int:
                         help="seeds s with s %% N == 1 %% N load at computed indices (0: none, 1: all)")
     parser.add_argument("--bits-every", type=int, default=5,
                         help="every Nth kernel uses bit intrinsics and bitcast (0: none)")
+    parser.add_argument("--tuples-every", type=int, default=7,
+                        help="every Nth kernel uses divmod, tuple assignments and loops over "
+                             "tuples (0: none)")
+    parser.add_argument("--vectors-every", type=int, default=11,
+                        help="every Nth kernel uses vector locals, dot and length (0: none)")
+    parser.add_argument("--complex-every", type=int, default=13,
+                        help="every Nth kernel uses complex64 and complex128 (0: none)")
     parser.add_argument("--max-statements", type=int, default=6)
     parser.add_argument("--max-depth", type=int, default=4)
     parser.add_argument("--jobs", type=int, default=max(1, min(14, (os.cpu_count() or 2) - 2)))

@@ -244,6 +244,75 @@ def test_bit_intrinsic_kernels_on_the_simulator(workspace):
     assert len(kinds) >= 8, kinds  # most of the intrinsics are exercised
 
 
+TUPLES = Config(max_statements=5, max_depth=3, tuples=True)
+
+
+@pytest.mark.slow
+def test_tuple_kernels_on_the_simulator(workspace):
+    """``q, r = divmod(a, b)`` (integers with zero divisors now and then, floats), ``x, y = e1,
+    e2`` (every value computed before any assignment), loops over constant tuples (unrolled,
+    their variable a weak literal in each copy) and ``enumerate(range(...))``, against the
+    reference's reading of docs/language.md "Tuples" (and compiled by NVRTC)."""
+    seeds = range(FIRST_SEED + 17000, FIRST_SEED + 17000 + SEEDED_CASES // 4)
+    fuzz(workspace, seeds, ("sim",), nvrtc=NVRTC, config=TUPLES)
+    kinds = set()
+    for seed in seeds:
+        for node in generator.walk(random_kernel(seed, TUPLES).body):
+            if isinstance(node, (generator.TupleFor, generator.MultiAssign, generator.Item)):
+                kinds.add(type(node).__name__)
+            elif isinstance(node, generator.DivmodAssign):
+                kinds.add("divmod " + ("float" if node.ty in generator.FLOATS else "int"))
+            elif isinstance(node, generator.For) and node.counter:
+                kinds.add("enumerate")
+    assert len(kinds) == 6, kinds  # every construct is exercised
+
+
+VECTORS = Config(max_statements=5, max_depth=3, vectors=True)
+
+
+@pytest.mark.slow
+def test_vector_kernels_on_the_simulator(workspace):
+    """Vector locals of every type built from scalars, ``+ - *`` between vectors and with a
+    scalar, unary minus, ``dot``, ``length_sq``, ``length``, component reads and component
+    assignments, against the reference's reading of docs/language.md "Vectors" (and compiled
+    by NVRTC)."""
+    seeds = range(FIRST_SEED + 18000, FIRST_SEED + 18000 + SEEDED_CASES // 4)
+    fuzz(workspace, seeds, ("sim",), nvrtc=NVRTC, config=VECTORS)
+    kinds, types = set(), set()
+    for seed in seeds:
+        for node in generator.walk(random_kernel(seed, VECTORS).body):
+            if isinstance(node, generator.VecFn):
+                kinds.add(node.fn)
+            elif isinstance(node, (generator.VecBin, generator.VecNeg, generator.Component,
+                                   generator.ComponentAssign)):
+                kinds.add(type(node).__name__)
+            if isinstance(node, generator.VecNew):
+                types.add(node.ty)
+    assert len(kinds) == 7, kinds
+    assert len(types) >= 8, types
+
+
+COMPLEX = Config(max_statements=5, max_depth=3, complex=True)
+
+
+@pytest.mark.slow
+def test_complex_kernels_on_the_simulator(workspace):
+    """complex64 and complex128 locals built from two reals, ``+ - * /`` (Smith's division, each
+    step one rounding, as docs/language.md "Complex numbers" fixes them: compared exactly),
+    with real operands promoted, unary minus, ``conjugate()``, ``.real``, ``.imag`` and ``abs``
+    (and compiled by NVRTC)."""
+    seeds = range(FIRST_SEED + 19000, FIRST_SEED + 19000 + SEEDED_CASES // 4)
+    fuzz(workspace, seeds, ("sim",), nvrtc=NVRTC, config=COMPLEX)
+    kinds = set()
+    for seed in seeds:
+        for node in generator.walk(random_kernel(seed, COMPLEX).body):
+            if isinstance(node, (generator.CBin, generator.CUnary)):
+                kinds.add(f"{node.op} {node.ty}")
+            elif isinstance(node, generator.CReal):
+                kinds.add(node.fn)
+    assert len(kinds) >= 12, kinds
+
+
 @pytest.mark.slow
 def test_indexing_kernels_on_the_simulator(workspace):
     """Loads at computed indices (``a[i + 1]``, ``a[u32(i) - 2]``, ``a[x % len(a)]``, guarded or

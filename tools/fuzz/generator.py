@@ -15,7 +15,11 @@ What the generator produces: expression trees over f32/f64/i32/i64/u32 (and bool
 ``+ - * / // % ** << >> & | ^``, unary ``- ~ not``, comparisons (also chained), ``and``/``or``,
 conditional expressions, casts (``f32() i32() u32() int() float() bool()``), ``math.*``,
 ``min``/``max``/``abs``/``round``, and with ``Config(bits=True)`` the bit intrinsics (``popc clz ctz
-ffs brev byte_perm funnelshift_*``) and ``bitcast``; statements: annotated declarations, assignments, augmented
+ffs brev byte_perm funnelshift_*``) and ``bitcast``; with ``Config(tuples=True)`` ``q, r =
+divmod(a, b)``, ``x, y = e1, e2``, ``for off in (c1, c2):`` and ``enumerate(range(...))``; with ``Config(vectors=True)`` vector locals (``vec2f`` ... ``vec4i``),
+their ``+ - *``, ``dot``, ``length_sq``, ``length`` and components; with ``Config(complex=True)``
+``complex64``/``complex128`` locals, ``+ - * /``, ``-``, ``conjugate()``, ``.real``, ``.imag``
+and ``abs``; statements: annotated declarations, assignments, augmented
 assignments, ``if``/``else``, ``for ... in range(...)`` (constant and data-dependent bounds and
 steps), ``while`` loops with a counter, ``break``/``continue``, early ``return`` and stores into the
 outputs through the uid.  Every loop carries a guard counter that breaks out after far more
@@ -114,6 +118,15 @@ class Lit(Expr):
 
     value: int | float
     ty: str = "lit"
+
+
+@dataclass
+class Item(Lit):
+    """The variable of a loop over a constant tuple (``for off in (1, 2, 3):``).  The loop is
+    unrolled and each copy of its body sees the variable as that item, a weak literal; ``value``
+    is the largest item (what the typing rules must allow for)."""
+
+    name: str = ""
 
 
 @dataclass
@@ -256,6 +269,100 @@ class Bitcast(Expr):
     ty: str
 
 
+# Vector types: (element type, length) (docs/language.md, "Vectors").
+VECTORS = {f"vec{n}{c}": (elem, n) for c, elem in (("f", "f32"), ("d", "f64"), ("i", "i32"))
+           for n in (2, 3, 4)}
+# Scalar operand types a vector's element type takes in ``v * s`` (a literal always works).
+VECTOR_SCALARS = {"f32": ("f32", "i32", "u32", "i64"), "f64": ("f64", "f32", "i32"),
+                  "i32": ("i32",)}
+
+
+@dataclass
+class VecNew(Expr):
+    """``vec3f(x, y, z)`` (components converted as an assignment would) or ``vec3f(s)``."""
+
+    args: list[Expr]
+    ty: str
+
+
+@dataclass
+class VecBin(Expr):
+    """``a op b`` component by component: two vectors of one type, or a vector and a scalar
+    (either side) broadcast to every component."""
+
+    op: str
+    left: Expr
+    right: Expr
+    ty: str
+
+
+@dataclass
+class VecNeg(Expr):
+    operand: Expr
+    ty: str
+
+
+@dataclass
+class VecFn(Expr):
+    """``dot(a, b)``, ``length_sq(v)`` or ``length(v)``: a scalar of the element type."""
+
+    fn: str
+    args: list[Expr]
+    ty: str
+
+
+@dataclass
+class Component(Expr):
+    """``v.x`` ... ``v.w``."""
+
+    operand: Expr
+    index: int
+    ty: str
+
+
+# Complex types: their part type (docs/language.md, "Complex numbers").
+COMPLEX = {"complex64": "f32", "complex128": "f64"}
+# Real operand types that promote to each complex type (i64 is refused; a literal always works).
+COMPLEX_SCALARS = {"complex64": ("f32",), "complex128": ("f64", "f32", "i32", "u32")}
+
+
+@dataclass
+class CNew(Expr):
+    """``complex64(re, im)``: the parts converted as a cast converts."""
+
+    args: list[Expr]
+    ty: str
+
+
+@dataclass
+class CBin(Expr):
+    """``a op b`` of complex numbers (``+ - * /``), or with a real operand on either side,
+    promoted to ``x + 0j``."""
+
+    op: str
+    left: Expr
+    right: Expr
+    ty: str
+
+
+@dataclass
+class CUnary(Expr):
+    """``-z`` or ``z.conjugate()``."""
+
+    op: str  # "-" or "conjugate"
+    operand: Expr
+    ty: str
+
+
+@dataclass
+class CReal(Expr):
+    """``z.real``, ``z.imag`` or ``abs(z)``: a real of the part type."""
+
+    fn: str  # "real", "imag", "abs"
+    operand: Expr
+    ty: str
+
+
 class Stmt:
     pass
 
@@ -283,6 +390,15 @@ class AugAssign(Stmt):
 
 
 @dataclass
+class ComponentAssign(Stmt):
+    """``v.y = value`` into a vector local."""
+
+    name: str
+    index: int
+    value: Expr
+
+
+@dataclass
 class If(Stmt):
     cond: Expr
     body: list[Stmt]
@@ -296,6 +412,35 @@ class For(Stmt):
     args: list[Expr]  # range(...) arguments, 1 to 3
     body: list[Stmt]
     guard: str
+    counter: str | None = None  # for counter, var in enumerate(range(...)): an i64 from 0
+
+
+@dataclass
+class TupleFor(Stmt):
+    """``for var in (c1, c2, c3):`` over integer constants, unrolled by the transpiler."""
+
+    var: str
+    items: list[int]
+    body: list[Stmt]
+
+
+@dataclass
+class MultiAssign(Stmt):
+    """``x, y = e1, e2``: every value is computed before any local is assigned."""
+
+    names: list[str]
+    values: list[Expr]
+
+
+@dataclass
+class DivmodAssign(Stmt):
+    """``q, r = divmod(left, right)``: Python's floor division and modulo in ``ty``."""
+
+    q: str
+    r: str
+    left: Expr
+    right: Expr
+    ty: str  # the operands' common type
 
 
 @dataclass
@@ -545,6 +690,15 @@ class Config:
     indexing: bool = False
     # Bit intrinsics and bit casts (Bits, Bitcast).  Off by default, for the same reason.
     bits: bool = False
+    # Tuples: divmod, tuple assignments, loops over constant tuples, enumerate(range(...))
+    # (DivmodAssign, MultiAssign, TupleFor, For.counter).  Off by default, likewise.
+    tuples: bool = False
+    # Vector locals and arithmetic, dot, length_sq, length and components (VecNew, VecBin,
+    # VecNeg, VecFn, Component, ComponentAssign).  Off by default, likewise.
+    vectors: bool = False
+    # Complex locals and arithmetic, .real, .imag, abs and conjugate (CNew, CBin, CUnary,
+    # CReal).  Off by default, likewise.
+    complex: bool = False
 
 
 class Generator:
@@ -574,12 +728,27 @@ class Generator:
         self.index_safe = c.indexing and d.chance(0.5)
         # Locals: declared up front so that every later statement may read them.
         self.locals: list[Var] = [Var("i", "i64")]
+        self.items: list[Item] = []  # the variables of the tuple loops around this point
+        self.vlocals: list[Var] = []  # vector locals, apart: scalar code never picks them
+        self.clocals: list[Var] = []  # complex locals, likewise
         body: list[Stmt] = []
         for _ in range(d.integer(1, 4)):
             t = d.choice(TYPES)
             var = Var(self.fresh("v"), t)
             body.append(Decl(var.name, t, self.expr(t, 2, self.locals)))
             self.locals.append(var)
+        if c.complex:
+            for _ in range(d.integer(1, 2)):
+                ct = d.choice(sorted(COMPLEX))
+                var = Var(self.fresh("z"), ct)
+                body.append(Decl(var.name, ct, self.complex_expr(ct, 2)))
+                self.clocals.append(var)
+        if c.vectors:
+            for _ in range(d.integer(1, 3)):
+                vt = d.choice(sorted(VECTORS))
+                var = Var(self.fresh("v"), vt)
+                body.append(Decl(var.name, vt, self.vector(vt, 2)))
+                self.vlocals.append(var)
         self.guards: list[str] = []
         self.counters: list[str] = []
         self.loop_depth = 0
@@ -612,6 +781,14 @@ class Generator:
             kinds += ["if", "if"]
             if depth < 2:
                 kinds += ["for", "while"]
+                if self.c.tuples:
+                    kinds += ["tuple-for", "tuple-for"]
+        if self.c.tuples:
+            kinds += ["divmod", "divmod", "multi"]
+        if self.c.vectors:
+            kinds += ["vassign", "vassign", "vcomponent"]
+        if self.c.complex:
+            kinds += ["cassign", "cassign"]
         if not self.straight:
             if self.loop_depth:
                 kinds += ["break", "continue"]
@@ -619,8 +796,28 @@ class Generator:
                 kinds.append("return")
         kind = d.choice(kinds)
         assignable_locals = [v for v in self.locals if v.name != "i"]
-        if kind in ("assign", "aug") and not assignable_locals:
+        if kind in ("assign", "aug", "divmod", "multi") and len(assignable_locals) < (
+                2 if kind in ("divmod", "multi") else 1):
             kind = "store"
+        if kind == "divmod":
+            return [self.divmod_assign(assignable_locals)]
+        if kind == "multi":
+            targets = self.distinct(assignable_locals, d.integer(2, 3))
+            return [MultiAssign([v.name for v in targets],
+                                [self.value_for(v.ty, self.c.max_depth - 1) for v in targets])]
+        if kind == "tuple-for":
+            return [self.tuple_loop(depth)]
+        if kind == "cassign":
+            var = d.choice(self.clocals)
+            return [Assign(var.name, self.complex_expr(var.ty, self.c.max_depth))]
+        if kind == "vassign":
+            var = d.choice(self.vlocals)
+            return [Assign(var.name, self.vector(var.ty, self.c.max_depth))]
+        if kind == "vcomponent":
+            var = d.choice(self.vlocals)
+            elem, n = VECTORS[var.ty]
+            return [ComponentAssign(var.name, d.integer(0, n - 1),
+                                    self.value_for(elem, self.c.max_depth - 1))]
         if kind == "assign":
             var = d.choice(assignable_locals)
             return [Assign(var.name, self.value_for(var.ty, self.c.max_depth))]
@@ -640,6 +837,105 @@ class Generator:
         if kind == "for":
             return self.for_loop(depth)
         return self.while_loop(depth)
+
+    def distinct(self, pool: list[Var], count: int) -> list[Var]:
+        """``count`` different locals of ``pool`` (at most as many as it has)."""
+        pool = list(pool)
+        out = []
+        for _ in range(min(count, len(pool))):
+            out.append(pool.pop(self.d.integer(0, len(pool) - 1)))
+        return out
+
+    def divmod_assign(self, pool: list[Var]) -> Stmt:
+        """``q, r = divmod(a, b)`` into two locals, of a type both take without a cast."""
+        d = self.d
+        q, r = self.distinct(pool, 2)
+        t = d.choice([t for t in TYPES if assignable(t, q.ty) and assignable(t, r.ty)])
+        left, right = self.operands(t, 3, self.locals)
+        if isinstance(left, Lit):
+            left = self.expr(t, 2, self.locals)  # two literals would fold in Python
+        if t in INTS:
+            right = self.nonzero(right)
+        return DivmodAssign(q.name, r.name, left, right, t)
+
+    def vector(self, vt: str, depth: int) -> Expr:
+        """A vector expression of type ``vt``."""
+        d = self.d
+        elem, n = VECTORS[vt]
+        locals_ = [v for v in self.vlocals if v.ty == vt]
+        if depth <= 0 or d.chance(0.3):
+            if locals_ and d.chance(0.6):
+                return d.choice(locals_)
+            if d.chance(0.2):
+                return VecNew([self.value_for(elem, 1)], vt)  # every component the same
+            return VecNew([self.value_for(elem, max(depth - 1, 1)) for _ in range(n)], vt)
+        kind = d.integer(0, 9)
+        if kind < 5:
+            op = d.choice(["+", "-", "*"])
+            return VecBin(op, self.vector(vt, depth - 1), self.vector(vt, depth - 1), vt)
+        if kind < 9:
+            op = d.choice(["*", "*", "+", "-"])
+            if d.chance(0.3):
+                scalar: Expr = self.literal(elem)
+                if elem in INTS and not isinstance(scalar.value, int):  # pragma: no cover
+                    scalar = Lit(2)
+            else:
+                scalar = self.expr(d.choice(VECTOR_SCALARS[elem]), depth - 1, self.locals)
+            v = self.vector(vt, depth - 1)
+            if d.chance(0.3):
+                return VecBin(op, scalar, v, vt)
+            return VecBin(op, v, scalar, vt)
+        return VecNeg(self.vector(vt, depth - 1), vt)
+
+    def complex_expr(self, ct: str, depth: int) -> Expr:
+        """A complex expression of type ``ct``."""
+        d = self.d
+        part = COMPLEX[ct]
+        locals_ = [v for v in self.clocals if v.ty == ct]
+        if depth <= 0 or d.chance(0.3):
+            if locals_ and d.chance(0.6):
+                return d.choice(locals_)
+            n = d.choice([1, 2, 2, 2])
+            return CNew([self.expr(d.choice(TYPES), max(depth - 1, 1), self.locals)
+                         for _ in range(n)], ct)
+        kind = d.integer(0, 9)
+        if kind < 5:
+            return CBin(d.choice(["+", "-", "*", "/"]), self.complex_expr(ct, depth - 1),
+                        self.complex_expr(ct, depth - 1), ct)
+        if kind < 8:
+            scalar: Expr = (self.literal(part) if d.chance(0.3) else
+                            self.expr(d.choice(COMPLEX_SCALARS[ct]), depth - 1, self.locals))
+            z = self.complex_expr(ct, depth - 1)
+            op = d.choice(["+", "-", "*", "/"])
+            return CBin(op, scalar, z, ct) if d.chance(0.3) else CBin(op, z, scalar, ct)
+        return CUnary(d.choice(["-", "conjugate"]), self.complex_expr(ct, depth - 1), ct)
+
+    def vector_scalar(self, t: str, depth: int) -> Expr:
+        """A scalar ``t`` from vectors: ``dot``, ``length_sq``, ``length`` or a component."""
+        d = self.d
+        vt = d.choice([vt for vt, (elem, _n) in VECTORS.items() if elem == t])
+        n = VECTORS[vt][1]
+        fns = ["dot", "dot", "length_sq", "component", "component"]
+        if t in FLOATS:
+            fns.append("length")
+        fn = d.choice(fns)
+        if fn == "component":
+            return Component(self.vector(vt, depth - 1), d.integer(0, n - 1), t)
+        args = [self.vector(vt, depth - 1) for _ in range(2 if fn == "dot" else 1)]
+        return VecFn(fn, args, t)
+
+    def tuple_loop(self, depth: int) -> Stmt:
+        """``for off in (c1, ...):``: unrolled, so no break or continue in its body."""
+        d = self.d
+        items = [d.integer(1, 9) if d.chance(0.8) else d.choice([16, 31, 64])
+                 for _ in range(d.integer(1, 4))]
+        item = Item(max(items), name=self.fresh("t"))
+        self.items.append(item)
+        outer, self.loop_depth = self.loop_depth, 0
+        body = self.block(depth + 1)
+        self.loop_depth = outer
+        self.items.remove(item)
+        return TupleFor(item.name, items, body)
 
     def block(self, depth: int) -> list[Stmt]:
         out: list[Stmt] = []
@@ -721,11 +1017,15 @@ class Generator:
             args = [Cast("i64", a, "i64") if not isinstance(a, Lit) else a for a in args]
             ty = "i64" if any(not isinstance(a, Lit) for a in args) else "i32"
         loop_var = Var(var, ty)
-        self.locals.append(loop_var)
+        # enumerate(range(...)): a counter, an i64 from 0, beside the range's variable.
+        counter = Var(self.fresh("k"), "i64") if self.c.tuples and d.chance(0.3) else None
+        scope = [loop_var] + ([counter] if counter else [])
+        self.locals.extend(scope)
         body = self.loop_body(depth, guard, [])
-        self.locals.remove(loop_var)
+        for v in scope:
+            self.locals.remove(v)
         reset = Assign(guard, Cast("i32", Lit(0), "i32"))
-        return [reset, For(var, ty, args, body, guard)]
+        return [reset, For(var, ty, args, body, guard, counter.name if counter else None)]
 
     def while_loop(self, depth: int) -> list[Stmt]:
         d = self.d
@@ -771,6 +1071,8 @@ class Generator:
             return self.indexed_load(t)
         if kind == "special":
             return Special(d.choice(["thread_idx", "block_idx", "block_dim", "grid_dim"]))
+        if self.items and d.chance(0.4):
+            return Cast(t, d.choice(self.items), t)
         return Cast(t, self.literal(t), t)
 
     def shape(self) -> Shape:
@@ -895,7 +1197,8 @@ class Generator:
                 lit = Lit(float(lit.value) + 0.5)
             right: Expr = lit
         elif rt is None:
-            right = self.literal(t, nonneg=(t == "u32"))
+            right = (d.choice(self.items) if self.items and d.chance(0.6)
+                     else self.literal(t, nonneg=(t == "u32")))
         else:
             right = self.expr(rt, depth - 1, scope)
         if d.chance(0.5):
@@ -949,7 +1252,16 @@ class Generator:
         if self.c.bits:
             kinds += ["bits", "bits"] if t in INTS else []
             kinds += ["bitcast"] if self.bitcast_source(t) is not None else []
+        if self.c.vectors and t in ("f32", "f64", "i32"):
+            kinds += ["vector", "vector"]
+        if self.c.complex and t in FLOATS:
+            kinds += ["complex", "complex"]
         kind = d.choice(kinds)
+        if kind == "complex":
+            ct = "complex64" if t == "f32" else "complex128"
+            return CReal(d.choice(["real", "imag", "abs"]), self.complex_expr(ct, depth - 1), t)
+        if kind == "vector":
+            return self.vector_scalar(t, depth)
         if kind == "bits":
             return self.bits(t, depth, scope)
         if kind == "bitcast":
@@ -1146,6 +1458,9 @@ class Printer:
     def p_Lit(self, e: Lit) -> str:
         return literal_text(e.value)
 
+    def p_Item(self, e: Item) -> str:
+        return e.name
+
     def p_Var(self, e: Var) -> str:
         return e.name
 
@@ -1201,6 +1516,37 @@ class Printer:
     def p_Round(self, e: Round) -> str:
         return f"round({self.expr(e.operand)})"
 
+    def p_VecNew(self, e: VecNew) -> str:
+        return f"{e.ty}({', '.join(self.expr(a) for a in e.args)})"
+
+    def p_VecBin(self, e: VecBin) -> str:
+        return f"({self.expr(e.left)} {e.op} {self.expr(e.right)})"
+
+    def p_VecNeg(self, e: VecNeg) -> str:
+        return f"(-{self.expr(e.operand)})"
+
+    def p_VecFn(self, e: VecFn) -> str:
+        return f"{e.fn}({', '.join(self.expr(a) for a in e.args)})"
+
+    def p_Component(self, e: Component) -> str:
+        return f"{self.expr(e.operand)}.{'xyzw'[e.index]}"
+
+    def p_CNew(self, e: CNew) -> str:
+        return f"{e.ty}({', '.join(self.expr(a) for a in e.args)})"
+
+    def p_CBin(self, e: CBin) -> str:
+        return f"({self.expr(e.left)} {e.op} {self.expr(e.right)})"
+
+    def p_CUnary(self, e: CUnary) -> str:
+        if e.op == "-":
+            return f"(-{self.expr(e.operand)})"
+        return f"{self.expr(e.operand)}.conjugate()"
+
+    def p_CReal(self, e: CReal) -> str:
+        if e.fn == "abs":
+            return f"abs({self.expr(e.operand)})"
+        return f"{self.expr(e.operand)}.{e.fn}"
+
     def p_Bits(self, e: Bits) -> str:
         return f"{e.fn}({', '.join(self.expr(a) for a in e.args)})"
 
@@ -1228,8 +1574,23 @@ class Printer:
                     out += self.statements(s.orelse, indent + 1)
             elif isinstance(s, For):
                 args = ", ".join(self.expr(a) for a in s.args)
-                out.append(f"{pad}for {s.var} in range({args}):")
+                if s.counter:
+                    out.append(f"{pad}for {s.counter}, {s.var} in enumerate(range({args})):")
+                else:
+                    out.append(f"{pad}for {s.var} in range({args}):")
                 out += self.statements(s.body, indent + 1)
+            elif isinstance(s, TupleFor):
+                items = ", ".join(str(x) for x in s.items) + ("," if len(s.items) == 1 else "")
+                out.append(f"{pad}for {s.var} in ({items}):")
+                out += self.statements(s.body, indent + 1)
+            elif isinstance(s, ComponentAssign):
+                out.append(f"{pad}{s.name}.{'xyzw'[s.index]} = {self.expr(s.value)}")
+            elif isinstance(s, MultiAssign):
+                values = ", ".join(self.expr(v) for v in s.values)
+                out.append(f"{pad}{', '.join(s.names)} = {values}")
+            elif isinstance(s, DivmodAssign):
+                out.append(f"{pad}{s.q}, {s.r} = divmod({self.expr(s.left)}, "
+                           f"{self.expr(s.right)})")
             elif isinstance(s, While):
                 cond = f"{s.counter} < {self.expr(s.bound)}"
                 if s.cond is not None:
@@ -1252,9 +1613,12 @@ HEADER = '''\
 import math
 
 from gpu_native import (CUDASlice, CUDASlice2D, CUDASliceMut, CUDASliceMut2D, FlatLayout1D,
-                        Kernel1D, bitcast, block_dim, block_idx, brev, byte_perm, clz, ctz, f32,
-                        f64, ffs, funnelshift_l, funnelshift_lc, funnelshift_r, funnelshift_rc,
-                        gpu_kernel, grid_dim, i32, i64, popc, thread_idx, u32)
+                        Kernel1D, bitcast, block_dim, block_idx, brev, byte_perm, clz, complex64,
+                        complex128, ctz, dot,
+                        f32, f64, ffs, funnelshift_l, funnelshift_lc, funnelshift_r,
+                        funnelshift_rc, gpu_kernel, grid_dim, i32, i64, length, length_sq, popc,
+                        thread_idx, u32, vec2d, vec2f, vec2i, vec3d, vec3f, vec3i, vec4d, vec4f,
+                        vec4i)
 
 '''
 

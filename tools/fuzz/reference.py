@@ -43,10 +43,12 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .generator import (
+    COMPLEX,
     FLOATS,
     INT_RANGE,
     INTS,
     NUMPY,
+    VECTORS,
     Abs,
     Assign,
     AugAssign,
@@ -56,17 +58,26 @@ from .generator import (
     BoolOp,
     Break,
     Cast,
+    CBin,
+    CNew,
     Compare,
+    Component,
+    ComponentAssign,
     Continue,
+    CReal,
+    CUnary,
     Decl,
+    DivmodAssign,
     For,
     If,
     Index,
+    Item,
     Kernel,
     Lit,
     Load,
     Math,
     MinMax,
+    MultiAssign,
     Not,
     Return,
     Round,
@@ -74,8 +85,13 @@ from .generator import (
     Shape,
     Special,
     Store,
+    TupleFor,
     Unary,
     Var,
+    VecBin,
+    VecFn,
+    VecNeg,
+    VecNew,
     While,
     initial_outputs,
     promote,
@@ -333,12 +349,16 @@ class Lane:
         return V(bool(x.v != 0), INF)
 
     def literal(self, lit: Lit, t: str) -> V:
-        value = lit.value
+        value = self.literal_value(lit)
         if t in INTS:
             return V(wrap(int(value), t))
         if isinstance(value, int):
             return V(int_to_float(value, t))
         return V(NUMPY[t](value))  # the Python float rounded to t (ties to even)
+
+    def literal_value(self, lit: Lit) -> int | float:
+        """A literal's value; a tuple loop's variable is the item of the current copy."""
+        return self.env[lit.name].v if isinstance(lit, Item) else lit.value
 
     def operand(self, e, t: str) -> V:
         """Evaluate ``e`` and convert it to the operation type ``t``."""
@@ -553,7 +573,7 @@ class Lane:
     def e_Cast(self, e: Cast) -> V:
         target = {"int": "i64", "float": "f64"}.get(e.fn, e.fn)
         if isinstance(e.operand, Lit):
-            value = e.operand.value
+            value = self.literal_value(e.operand)
             if target in INTS:
                 return V(wrap(int(value), target) if isinstance(value, int)
                          else float_to_int(value, target))
@@ -660,6 +680,130 @@ class Lane:
             r = wrap(int(raw[0]), e.ty)
         return V(r, 0.0 if x.known else INF)
 
+    # ---- vectors (docs/language.md, "Vectors"): a list of component values ----
+
+    def scalar_op(self, op: str, a: V, b: V, t: str) -> V:
+        """One component's ``+ - *`` in ``t``: i32 wraps, floats round once (and may fuse)."""
+        if t in INTS:
+            if not (a.known and b.known):
+                return V(0, INF)
+            return V(wrap({"+": a.v + b.v, "-": a.v - b.v, "*": a.v * b.v}[op], t))
+        return self.float_op(op, a, b, t)
+
+    def e_VecNew(self, e: VecNew) -> list:
+        elem, n = VECTORS[e.ty]
+        parts = [self.operand(a, elem) for a in e.args]
+        return parts * n if len(parts) == 1 else parts
+
+    def e_VecBin(self, e: VecBin) -> list:
+        elem, n = VECTORS[e.ty]
+        left, right = [self.operand(x, elem) if x.ty not in VECTORS else self.eval(x)
+                       for x in (e.left, e.right)]
+        left = left if isinstance(left, list) else [left] * n  # a scalar is broadcast
+        right = right if isinstance(right, list) else [right] * n
+        return [self.scalar_op(e.op, a, b, elem) for a, b in zip(left, right)]
+
+    def e_VecNeg(self, e: VecNeg) -> list:
+        elem = VECTORS[e.ty][0]
+        out = []
+        for x in self.eval(e.operand):
+            if elem in INTS:
+                out.append(V(wrap(-x.v, elem), x.e))
+            else:
+                out.append(V(-x.v, x.e, x.p))
+        return out
+
+    def e_Component(self, e: Component) -> V:
+        return self.eval(e.operand)[e.index]
+
+    def e_VecFn(self, e: VecFn) -> V:
+        """``dot`` sums the products x first: ``(a.x * b.x + a.y * b.y) + a.z * b.z``, each step
+        rounded once (a product may fuse into the next sum); ``length_sq(v)`` is ``dot(v, v)``
+        and ``length(v)`` its square root."""
+        a = self.eval(e.args[0])
+        b = self.eval(e.args[1]) if e.fn == "dot" else a
+        t = e.ty
+        acc = self.scalar_op("*", a[0], b[0], t)
+        for x, y in zip(a[1:], b[1:]):
+            acc = self.scalar_op("+", acc, self.scalar_op("*", x, y, t), t)
+        if e.fn == "length":
+            return self.math("sqrt", [acc], t)
+        return acc
+
+    # ---- complex numbers (docs/language.md, "Complex numbers"): a (re, im) pair of V ----
+    # Every + - * / of a complex operation is a correctly rounded intrinsic that the device
+    # compiler never contracts, so each step is one rounding and fuses with nothing: an operand's
+    # fusion potential is dropped going in, and a step's result has none.
+
+    def rn(self, op: str, a: V, b: V, t: str) -> V:
+        r = self.float_op(op, V(a.v, a.e), V(b.v, b.e), t)
+        return V(r.v, r.e)
+
+    def complex_operand(self, e, ct: str) -> tuple:
+        """A complex operand of type ``ct``; a real one (or a literal) is ``x + 0j``."""
+        part = COMPLEX[ct]
+        if e.ty in COMPLEX:
+            re, im = self.eval(e)
+            return self.convert(re, COMPLEX[e.ty], part), self.convert(im, COMPLEX[e.ty], part)
+        return self.operand(e, part), V(NUMPY[part](0))
+
+    def e_CNew(self, e: CNew) -> tuple:
+        part = COMPLEX[e.ty]
+        parts = [self.operand(a, part) for a in e.args]
+        return (parts[0], parts[1]) if len(parts) == 2 else (parts[0], V(NUMPY[part](0)))
+
+    def e_CUnary(self, e: CUnary) -> tuple:
+        re, im = self.eval(e.operand)
+        neg_im = V(-im.v, im.e)
+        return (V(-re.v, re.e), neg_im) if e.op == "-" else (V(re.v, re.e), neg_im)
+
+    def e_CBin(self, e: CBin) -> tuple:
+        t = COMPLEX[e.ty]
+        (a, b), (c, d) = (self.complex_operand(x, e.ty) for x in (e.left, e.right))
+        rn = self.rn
+        if e.op in ("+", "-"):
+            return rn(e.op, a, c, t), rn(e.op, b, d, t)
+        if e.op == "*":
+            return (rn("-", rn("*", a, c, t), rn("*", b, d, t), t),
+                    rn("+", rn("*", a, d, t), rn("*", b, c, t), t))
+        # Smith's division as NumPy writes it (and the prelude's gn_cdiv).
+        ft = NUMPY[t]
+        abr, abi = abs(c.v), abs(d.v)
+        if not (c.known and d.known):
+            # The branch taken depends on |c| >= |d| and on both being zero: unknown if either
+            # test is within the parts' error bounds.
+            fr, fi = float(abr), float(abi)
+            if (c.e == INF or d.e == INF or math.isnan(fr) or math.isnan(fi)
+                    or abs(fr - fi) <= (c.e + d.e) * (1 + 1e-9) or max(fr, fi) <= c.e + d.e):
+                return V(ft(0), INF), V(ft(0), INF)
+        if abr >= abi:
+            if abr == 0 and abi == 0:
+                return rn("/", a, V(ft(abr), c.e), t), rn("/", b, V(ft(abi), d.e), t)
+            rat = rn("/", d, c, t)
+            scl = rn("/", V(ft(1)), rn("+", c, rn("*", d, rat, t), t), t)
+            return (rn("*", rn("+", a, rn("*", b, rat, t), t), scl, t),
+                    rn("*", rn("-", b, rn("*", a, rat, t), t), scl, t))
+        rat = rn("/", c, d, t)
+        scl = rn("/", V(ft(1)), rn("+", d, rn("*", c, rat, t), t), t)
+        return (rn("*", rn("+", rn("*", a, rat, t), b, t), scl, t),
+                rn("*", rn("-", rn("*", b, rat, t), a, t), scl, t))
+
+    def e_CReal(self, e: CReal) -> V:
+        re, im = self.eval(e.operand)
+        if e.fn == "real":
+            return re
+        if e.fn == "imag":
+            return im
+        return self.math("hypot", [re, im], e.ty)
+
+    def s_ComponentAssign(self, s: ComponentAssign) -> None:
+        elem = VECTORS[self.types[s.name]][0]
+        value = self.operand(s.value, elem)
+        self.settle()
+        vector = list(self.env[s.name])
+        vector[s.index] = value
+        self.env[s.name] = vector
+
     def e_Math(self, e: Math) -> V:
         if e.fn in ("isnan", "isinf", "isfinite"):
             x = self.operand(e.args[0], e.argty)
@@ -742,6 +886,31 @@ class Lane:
         self.settle()
         self.env[s.name] = value
 
+    def s_MultiAssign(self, s: MultiAssign) -> None:
+        """docs/language.md, "Tuples": the right side is computed before any assignment."""
+        values = [self.operand(v, self.types[name]) for name, v in zip(s.names, s.values)]
+        self.settle()
+        for name, value in zip(s.names, values):
+            self.env[name] = value
+
+    def s_DivmodAssign(self, s: DivmodAssign) -> None:
+        """``divmod(a, b)`` is ``(a // b, a % b)`` with each operand evaluated once."""
+        a, b = self.operand(s.left, s.ty), self.operand(s.right, s.ty)
+        self.env["__a"], self.env["__b"] = a, b
+        q = self.eval(Bin("//", Var("__a", s.ty), Var("__b", s.ty), s.ty, s.ty))
+        r = self.eval(Bin("%", Var("__a", s.ty), Var("__b", s.ty), s.ty, s.ty))
+        del self.env["__a"], self.env["__b"]
+        self.settle()
+        self.env[s.q] = self.convert(q, s.ty, self.types[s.q])
+        self.env[s.r] = self.convert(r, s.ty, self.types[s.r])
+
+    def s_TupleFor(self, s: TupleFor) -> None:
+        """Unrolled: each copy of the body sees the variable as its item (no break/continue)."""
+        for item in s.items:
+            self.env[s.var] = V(item)
+            self.run(s.body)
+        del self.env[s.var]
+
     def s_AugAssign(self, s: AugAssign) -> None:
         target = Var(s.name, s.target_ty)
         if s.op in ("<<", ">>"):
@@ -784,8 +953,10 @@ class Lane:
         self.settle()
         if not all(v.known for v in values):
             raise Poison("a range() bound is unknown")
-        for j in range(*[v.v for v in values]):  # Python's range: it never wraps
+        for k, j in enumerate(range(*[v.v for v in values])):  # Python's: it never wraps
             self.env[s.var] = V(j)
+            if s.counter:
+                self.env[s.counter] = V(k)
             if not self.loop_body(s.body):
                 break
 
@@ -878,6 +1049,10 @@ def _collect_types(stmts, types: dict[str, str]) -> None:
         elif isinstance(s, (For, While)):
             if isinstance(s, For):
                 types[s.var] = s.ty
+                if s.counter:
+                    types[s.counter] = "i64"
+            _collect_types(s.body, types)
+        elif isinstance(s, TupleFor):
             _collect_types(s.body, types)
 
 
