@@ -85,6 +85,7 @@ from .lang.intrinsics import sync_warp as sync_warp
 from .lang.intrinsics import threadfence as threadfence
 from .lang.intrinsics import threadfence_block as threadfence_block
 from .lang.intrinsics import threadfence_system as threadfence_system
+from .lang.intrinsics import unroll as unroll
 from .lang.intrinsics import unsafe as unsafe
 from .lang.intrinsics import warp_size as warp_size
 from .lang.layouts import BlockDim1D as BlockDim1D
@@ -284,6 +285,7 @@ __all__ = [
     "u16",
     "u32",
     "u64",
+    "unroll",
     "unsafe",
     "vec2d",
     "vec2f",

@@ -579,6 +579,8 @@ class ForRange(Stmt):
     ``step_sign`` is +1 or -1 when the step is a constant, else 0 (decided at run time).
     ``counter_fits``: ``stop + step`` provably stays within the variable's type, so the counter
     can step past ``stop`` without overflowing.
+    ``unroll``: the user's ``unroll(range(...), factor)`` hint for the device compiler: ``None``
+    for none, 0 to unroll fully (``#pragma unroll``), else the factor (``#pragma unroll N``).
     """
 
     var: Var
@@ -588,6 +590,7 @@ class ForRange(Stmt):
     step_sign: int
     body: tuple[Stmt, ...]
     counter_fits: bool = False
+    unroll: int | None = None
 
 
 @node

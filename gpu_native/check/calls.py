@@ -88,6 +88,9 @@ class CallChecker(CheckerBase):
                     raise self.error(f"{sym.name}() is a statement, not a value", e.span)
                 if form == "context":
                     raise self.error(f"{sym.name}() is used as `with {sym.name}():`", e.span)
+                if form == "loop":
+                    raise self.error(f"{sym.name}() is iterated by a `for` loop: "
+                                     f"`for i in {sym.name}(range(n)):`", e.span)
                 if form == "generator":
                     raise self.error(f"{sym.name}() makes a random number generator: assign it "
                                      f"to a local, `rng = {sym.name}(seed, uid)`, and draw from "

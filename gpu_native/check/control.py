@@ -92,9 +92,45 @@ class ControlFlowChecker(CheckerBase):
                     it.func.id not in self.const_names:
                 sym = self.ctx.resolver.name(it.func.id, it.func.span)
             entry = _registered(sym)
-            if entry is not None and entry.namespace == "builtins" and entry.form == "loop":
+            if entry is not None and entry.namespace in ("builtins", "gpu_native") and \
+                    entry.form == "loop":
                 return getattr(self, f"for_{entry.name}")(s, it)
         return self.for_tuple(s, self.expr(it))
+
+    def for_unroll(self, s: S.For, it: S.Call):
+        """``for x in unroll(range(...), factor)``: a ``range`` loop with a hint for the device
+        compiler (``#pragma unroll``); the simulator runs the loop as it is."""
+        got = self.args(it, ("iterable", "factor"), 1, "unroll()")
+        factor = self.const_int(got["factor"], "unroll()'s factor") if "factor" in got else 0
+        if factor < 0:
+            raise self.error(f"unroll()'s factor must be 1 or more (or left out to unroll "
+                             f"fully), not {factor}", got["factor"].span)
+        inner = got["iterable"]
+        entry = None
+        if isinstance(inner, S.Call) and isinstance(inner.func, S.Name) and \
+                inner.func.id not in self.vars and inner.func.id not in self.const_names:
+            entry = _registered(self.ctx.resolver.name(inner.func.id, inner.func.span))
+        if not isinstance(inner, S.Call) or entry is None or entry.namespace != "builtins" or \
+                entry.name != "range":
+            raise self.error("unroll() takes a range: `for i in unroll(range(n)):`", inner.span)
+        stmts, exits = self.for_range(S.For(s.span, s.target, inner, s.body), inner)
+        loop = stmts[-1]
+        assert isinstance(loop, ir.ForRange)
+        if not factor:
+            bounds = [b.value for b in (loop.start, loop.stop, loop.step)
+                      if isinstance(b, ir.Const) and isinstance(b.value, int)]
+            if len(bounds) != 3:
+                raise self.error(
+                    "unroll() unrolls fully only a loop of constant bounds", inner.span,
+                    "give the bounds as constants, or a factor: `unroll(range(n), 4)`")
+            trips = len(range(*bounds))
+            if trips > R.UNROLL_LIMIT:
+                raise self.error(f"unroll() unrolls fully at most {R.UNROLL_LIMIT} iterations, "
+                                 f"not {trips}", inner.span,
+                                 "give a factor: `unroll(range(n), 4)`")
+        stmts[-1] = ir.ForRange(loop.span, loop.var, loop.start, loop.stop, loop.step,
+                                loop.step_sign, loop.body, loop.counter_fits, factor)
+        return stmts, exits
 
     def for_range(self, s: S.For, it: S.Call,
                   counter: S.Name | None = None, count_from: int = 0):

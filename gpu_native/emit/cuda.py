@@ -482,7 +482,9 @@ class CudaEmitter(VectorEmitter, MatrixEmitter):
                 past = ">" if s.step_sign > 0 else "<"
                 incr = (f"{i} = ({i} {past} {stop} - {step_code}) ? {stop} : "
                         f"({ct})({i} + {step_code})")
-        if self.unroll_for_fragments(s):
+        if s.unroll:
+            self.line(f"#pragma unroll {s.unroll}")
+        elif s.unroll == 0 or self.unroll_for_fragments(s):
             self.line("#pragma unroll")
         self.line(f"for ({ct} {i} = {start_code}; {cond}; {incr}) {{")
         self.indent += 1

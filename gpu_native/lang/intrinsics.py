@@ -70,6 +70,7 @@ __all__ = [
     "threadfence",
     "threadfence_block",
     "threadfence_system",
+    "unroll",
     "unsafe",
     "warp_size",
 ]
@@ -376,6 +377,11 @@ def normalize(v: V) -> V:
 @_intrinsic
 def load_vec4(x: Any, *indices: int) -> Any:
     _device_only("load_vec4()")
+
+
+@_intrinsic
+def unroll(iterable: range, factor: int = 0) -> range:
+    _device_only("unroll()")
 
 
 @contextmanager

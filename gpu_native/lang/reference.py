@@ -32,7 +32,7 @@ SECTIONS: tuple[tuple[str, tuple[tuple[str, ...], ...]], ...] = (
     ("The `cmath` module", (("cmath", "call"), ("cmath", "constant"))),
     ("Kernels, layouts and launch coordinates", (
         ("gpu_native", "decorator"), ("gpu_native", "kernel kind"), ("gpu_native", "layout"),
-        ("layout", "method"), ("layout", "loop"), ("gpu_native", "dim3"),
+        ("layout", "method"), ("layout", "loop"), ("gpu_native", "loop"), ("gpu_native", "dim3"),
         ("dim3", "attribute"))),
     ("Memory, barriers and warps", (
         ("gpu_native", "allocation"), ("gpu_native", "declaration"), ("gpu_native", "statement"),

@@ -57,6 +57,8 @@ __all__ = [
 ]
 
 FULL_MASK = 0xFFFFFFFF
+# The longest loop that `unroll(range(...))` unrolls fully: longer ones would bloat the code.
+UNROLL_LIMIT = 1024
 _WORD_TYPES = ("i32", "u32", "i64", "u64", "f32", "f64")  # what match_any / match_all compare
 
 
@@ -284,6 +286,17 @@ _add(Entry("uid", "layout", "method", "this thread's unique id in the layout (`i
            "`.x .y .z` in 2-D and 3-D)", result="UniqueId"))
 _add(Entry("grid_stride", "layout", "loop", "`for i in FlatLayout1D.grid_stride(n):` visits "
            "every i in range(n) once, with a grid-stride loop", _params("n:int"), "i64"))
+_add(Entry("unroll", "gpu_native", "loop",
+           "`for i in unroll(range(...)):` asks the device compiler to unroll the loop: fully "
+           "(`#pragma unroll`; the bounds must be constants), or `factor` times",
+           _params("iterable:range factor:int=0"), since="0.2.0",
+           more=f"A hint, as CUDA's ``#pragma unroll``: the loop means the same on both backends "
+                f"(the simulator runs it as written).  Without a factor the trip count must be "
+                f"a compile-time constant, at most {UNROLL_LIMIT}; a constant ``factor`` of 1 or more "
+                f"unrolls that many iterations at a time, whatever the bounds.  Unroll short "
+                "loops whose body indexes per-thread arrays with the counter (a register tile's "
+                "inner product): the indices become constants and the arrays stay in "
+                "registers."))
 for _name, _cuda, _sim, _doc in (
         ("thread_idx", "threadIdx", "_gn.tid({a})", "the thread's index in its block"),
         ("block_idx", "blockIdx", "_gn.bid({a})", "the block's index in the grid"),
