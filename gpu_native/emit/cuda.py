@@ -650,6 +650,16 @@ class CudaEmitter(VectorEmitter):
                 isinstance(e.right, ir.Const) and e.right.value):
             # A divisor that may be -0.0: see gn_fdiv in the prelude.
             return f"gn_fdiv({lhs}, {rhs})"
+        if op == "/" and info.name in ("f16", "bf16"):
+            # The quotient in f32, rounded once to 16 bits: correctly rounded (f32 has more than
+            # twice the precision plus two bits, so the double rounding is exact), as the
+            # simulator computes it, where CUDA's __hdiv is a reciprocal approximation; and
+            # through gn_fdiv, for the same NVVM sign bug as f32 division.
+            half = "half" if info.name == "f16" else "bfloat16"
+            a, b = f"__{half}2float({lhs})", f"__{half}2float({rhs})"
+            q = (f"({a} / {b})" if isinstance(e.right, ir.Const) and e.right.value
+                 else f"gn_fdiv({a}, {b})")
+            return f"__float2{half}_rn({q})"
         if op in ("+", "-", "*", "/"):
             return f"({lhs} {op} {rhs})"
         if op in ("//", "%"):

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from .. import abi
-from ..lang.halfprec import bf16_bits_to_f32, f32_to_bf16_bits
+from ..lang.halfprec import bf16_bits_to_f32, bf16_dtype, f32_to_bf16_bits
 from ..lang.types import ScalarInfo, VectorInfo, element_info, scalar_info
 from ..tracebacks import boundary
 from . import backend as B
@@ -257,8 +257,11 @@ class DeviceArray:
     @boundary
     def to_host(self, stream=None) -> np.ndarray:
         """Copy to a new NumPy array.  A synchronisation point: waits for the device's work and
-        raises any error a kernel reported (``KernelIndexError`` ...).  bf16 arrays come back as
-        float32."""
+        raises any error a kernel reported (``KernelIndexError`` ...).
+
+        A bf16 array comes back as ``ml_dtypes.bfloat16`` when the optional ``ml_dtypes``
+        package is installed, and otherwise widened to float32 (exactly; NumPy itself has no
+        bfloat16)."""
         if self.device != current_device():  # copies are ordered on the array's own device
             with on_device(self.device):
                 return self.to_host(stream)
@@ -270,6 +273,9 @@ class DeviceArray:
         self._backend.copy_dtoh(out, self._gn_ptr)
         raise_pending(None)
         if self._info.name == "bf16":
+            dtype = bf16_dtype()
+            if dtype is not None:
+                return out.view(dtype)
             return bf16_bits_to_f32(out).reshape(self.shape)
         return out
 
@@ -369,6 +375,8 @@ def _host_data(obj, info: ScalarInfo) -> np.ndarray:
         arr = np.asarray(obj)
         if arr.dtype == np.uint16:
             return np.ascontiguousarray(arr)
+        if arr.dtype.name == "bfloat16":  # ml_dtypes' bfloat16: the bits as they are
+            return np.ascontiguousarray(arr).view(np.uint16)
         return np.ascontiguousarray(f32_to_bf16_bits(arr.astype(np.float32)).reshape(arr.shape))
     return np.ascontiguousarray(np.asarray(obj, dtype=info.dtype))
 
