@@ -4,7 +4,8 @@ A ``DeviceArray`` is a C-contiguous block of device memory with a shape and an e
 scalar type, or a vector type (``vec3f`` ...), whose components the host sees as a last axis of
 its own (an array of ``n`` ``vec3f`` comes back from :meth:`DeviceArray.to_host` as an ``(n, 3)``
 ``float32`` array, and ``gn.to_device(a, dtype=gn.vec3f)`` takes one).  Views
-(``a[10:20]``, ``a[3]`` of a 2-D array, ``a.reshape(...)``, ``a.readonly()``) share the memory.
+(``a[10:20]``, ``a[3]`` of a 2-D array, ``a.reshape(...)``, ``a.view(gn.u32)``,
+``a.readonly()``) share the memory.
 Arrays export ``__cuda_array_interface__`` (v3) and DLPack, and foreign CUDA arrays (CuPy,
 PyTorch, Numba) are accepted by launches and by :func:`to_device` without a copy.
 
@@ -248,6 +249,37 @@ class DeviceArray:
             raise ValueError(f"cannot reshape an array of {self.size} elements into {shape}")
         return self._view(0, shape)
 
+    @boundary
+    def view(self, dtype) -> DeviceArray:
+        """The same memory seen as another element type, as NumPy's ``ndarray.view``: no copy.
+
+        ``a.view(gn.u32)`` of an ``f32`` array gives the bit patterns (and the same shape).  A
+        type of another size rescales the last axis, which must then hold a whole number of
+        the new elements (``(n, 4)`` ``u8`` viewed as ``f32`` is ``(n, 1)``, ``(n,)`` ``f32``
+        viewed as ``u16`` is ``(2 * n,)``), and the address must be aligned for the new type.
+        Vector types count as elements of their size (``(n, 3)`` ``f32`` viewed as
+        ``gn.vec3f`` is ``(n, 1)``; use ``gn.to_device(a, dtype=gn.vec3f)`` to drop the axis).
+
+        Raises ``ValueError`` when the last axis or the address does not fit the new type.
+        """
+        info = _resolve_dtype(dtype)
+        old, new = self._info.itemsize, info.itemsize
+        shape = self.shape
+        if new != old:
+            last = shape[-1] * old
+            if last % new:
+                raise ValueError(
+                    f"cannot view an array of shape {shape} and {self._info.name} ({old} bytes) "
+                    f"as {info.name} ({new} bytes): the last axis holds {last} bytes, not a "
+                    f"multiple of {new}")
+            shape = (*shape[:-1], last // new)
+        align = info.align if isinstance(info, VectorInfo) else new
+        if self._gn_ptr % align:
+            raise ValueError(f"this array's address is not aligned to {align} bytes, as an "
+                             f"array of {info.name} must be; copy it first")
+        return DeviceArray(self._backend, self.device, self._gn_ptr, shape, info, self._owner,
+                           self.launch_base, self.is_writable)
+
     def readonly(self) -> DeviceArray:
         """A read-only view: launches refuse to bind it to a ``CUDASliceMut`` parameter."""
         return self._view(0, self.shape, writable=False)
@@ -261,7 +293,7 @@ class DeviceArray:
 
         A bf16 array comes back as ``ml_dtypes.bfloat16`` when the optional ``ml_dtypes``
         package is installed, and otherwise widened to float32 (exactly; NumPy itself has no
-        bfloat16)."""
+        bfloat16).  ``a.view(gn.u16).to_host()`` gives the raw bits either way."""
         if self.device != current_device():  # copies are ordered on the array's own device
             with on_device(self.device):
                 return self.to_host(stream)
