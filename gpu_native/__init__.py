@@ -107,6 +107,7 @@ from .lang.types import CUDASlice3D as CUDASlice3D
 from .lang.types import CUDASliceMut as CUDASliceMut
 from .lang.types import CUDASliceMut2D as CUDASliceMut2D
 from .lang.types import CUDASliceMut3D as CUDASliceMut3D
+from .lang.types import Strided as Strided
 from .lang.types import bf16 as bf16
 from .lang.types import bool_ as bool_
 from .lang.types import f16 as f16
@@ -160,6 +161,7 @@ __all__ = [
     "GpuNativeError", "GpuNativeWarning", "Graph", "GridDim1D", "GridDim2D", "GridDim3D", "Kernel", "Kernel1D",
     "Kernel2D", "Kernel3D", "KernelAssertionError", "KernelError", "KernelIndexError",
     "KernelZeroDivisionError", "LaunchError", "MemoryOrder", "MissingArtifactError", "Stream",
+    "Strided",
     "TranspileError", "UniqueId", "activemask", "all_sync", "any_sync", "backend", "ballot",
     "bf16", "bitcast", "block_dim", "block_idx", "bool_", "brev", "byte_perm", "clz",
     "const_array", "copy", "cross", "ctz", "dot", "empty", "f16", "f32", "f64", "ffs", "funnelshift_l", "funnelshift_lc", "funnelshift_r",

@@ -142,7 +142,7 @@ def _launcher_params(checked: CheckedKernel) -> tuple[Param, ...]:
         ty = var.ty
         if isinstance(ty, ir.ArrayType):
             out.append(Param(var.name, typevar_of.get(var.name, ty.elem.name), ty.ndim,
-                             ty.mutable))
+                             ty.mutable, ty.strided))
         else:
             assert isinstance(ty, (ir.ScalarType, ir.VectorType))
             out.append(Param(var.name, typevar_of.get(var.name, ty.name)))

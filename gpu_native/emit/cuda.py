@@ -18,7 +18,7 @@ from .._version import __version__
 from ..lang import registry as R
 from ..locate import display_file as display_name
 from ..nodes import fields, is_node
-from .cnames import cname, component_name, extent_name
+from .cnames import cname, component_name, extent_name, stride_name
 from .entry_points import ENTRY_POINTS
 from .prelude import GRID_SYNC_INCLUDES, HALF_INCLUDES, PRELUDE_INCLUDE
 from .structs import tuple_name, tuple_struct, tuple_types
@@ -322,6 +322,8 @@ class CudaEmitter(VectorEmitter):
                 const = "" if p.ty.mutable else "const "
                 out.append(f"{const}{elem}*{restrict} {cname(p)}")
                 out.extend(f"gn_i64 {extent_name(p, a)}" for a in range(p.ty.ndim))
+                if p.ty.strided:
+                    out.extend(f"gn_i64 {stride_name(p, a)}" for a in range(p.ty.ndim))
             else:
                 out.append(f"{ctype(p.ty)} {cname(p)}")
         return out
@@ -605,7 +607,8 @@ class CudaEmitter(VectorEmitter):
             return code if static or idx.ty == ir.I64 else f"(gn_i64){code}"
 
         helpers = self.helpers
-        if not static and len(indices) == 2 and None not in checks:
+        strided = ref.ty.strided
+        if not static and not strided and len(indices) == 2 and None not in checks:
             # One branch for both axes: half the branches of the 2-D stencils and tiles.
             i, j = (index(idx) for idx in indices)
             return (f"{cname(ref.var)}[{helpers.check2}(__gn_err, {i}, {self.extent(ref, 0)}, "
@@ -617,6 +620,12 @@ class CudaEmitter(VectorEmitter):
                 code = (f"{helpers.check}(__gn_err, {code}, {self.extent(ref, axis)}, "
                         f"{site}u{helpers.origin})")
             parts.append(code)
+        if strided:
+            # Each index checked against its own extent, then scaled by its stride (in
+            # elements; negative strides too): the view's elements need not be contiguous.
+            offset = " + ".join(f"{part} * {stride_name(ref.var, axis)}"
+                                for axis, part in enumerate(parts))
+            return f"{cname(ref.var)}[{offset}]"
         extents = [self.extent(ref, axis) for axis in range(len(parts))]
         return f"{cname(ref.var)}[{row_major(parts, extents)}]"
 
@@ -788,6 +797,8 @@ class CudaEmitter(VectorEmitter):
                 assert isinstance(arg, ir.ArrayRef)
                 args.append(cname(arg.var))
                 args.extend(self.extent(arg, a) for a in range(arg.ty.ndim))
+                if arg.ty.strided:
+                    args.extend(stride_name(arg.var, a) for a in range(arg.ty.ndim))
             else:
                 args.append(self.expr(arg))
         return f"{e.function.symbol}({', '.join(args)})"

@@ -267,7 +267,8 @@ class Index32Emitter(CudaEmitter):
         return super().emit_Compare(e)
 
     def element(self, ref: ir.ArrayRef, indices, checks) -> str:
-        if not all(self.fits(i) for i in indices):
+        # A strided view's offsets are not bounded by its element count: 64-bit, as in main.
+        if ref.ty.strided or not all(self.fits(i) for i in indices):
             return super().element(ref, indices, checks)
         static = ref.ty.shape is not None and ref.ty.shape[0] >= 0
         codes = [self.expr32(i) for i in indices]

@@ -10,7 +10,7 @@ import numpy as np
 
 from .. import ir
 from . import codegen, ops
-from .machine import Chunk, ConstArray, GlobalArray, SharedArray
+from .machine import Chunk, ConstArray, GlobalArray, SharedArray, StridedArray
 from .races import Conflict, Shadow
 
 _LANES_PER_CHUNK = 1 << 18
@@ -107,7 +107,7 @@ class SimProgram:
         for k, (param, arg) in enumerate(zip(self.kernel.params, args)):
             ty = param.ty
             if isinstance(ty, ir.ArrayType):
-                array = np.asarray(arg)
+                array = arg if isinstance(arg, StridedArray) else np.asarray(arg)
                 shadow = Shadow(array.size, launch.T) if (
                     k in self.shadowed and launch.races) else None
                 if shadow is not None:
