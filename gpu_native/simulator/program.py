@@ -88,7 +88,8 @@ class SimProgram:
             shared_mem_bytes: int, args: list, errors, consts=()) -> None:
         """Run every thread of the launch; write results into the array arguments in place.
 
-        ``args`` holds one entry per kernel parameter: a C-contiguous NumPy array (bf16: uint16
+        ``args`` holds one entry per kernel parameter: a C-contiguous NumPy array (a
+        :class:`~gpu_native.simulator.machine.StridedArray` for a ``Strided`` one; bf16: uint16
         bit patterns; an array of vectors has a last axis of their length), a NumPy scalar, or
         a sequence of a vector's components; ``consts`` one per constant array the kernel reads
         (``kernel.consts``), in the same form, which the kernel never writes.  Device errors go

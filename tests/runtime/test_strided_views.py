@@ -236,3 +236,21 @@ def test_copies_between_arrays_gather_a_strided_source(backend):
     np.testing.assert_array_equal(out.to_host(), x.T)
     with pytest.raises(ValueError, match="cannot copy into a non-contiguous view"):
         gn.copy(d.T, out)
+
+
+def test_the_simulator_reports_races_in_a_strided_view_by_its_own_index(kernel_module):
+    from gpu_native.runtime.backend import use
+
+    k = kernel_module("""
+from gpu_native import gpu_kernel, Kernel1D, CUDASliceMut2D, FlatLayout1D, f32, Strided, unsafe
+
+@gpu_kernel(Kernel1D)
+def clash(out: CUDASliceMut2D[f32, Strided]):
+    i = FlatLayout1D.uid()
+    with unsafe():
+        out[1, i // 2] = f32(i)
+""").clash
+    with use("sim"), pytest.raises(gn.DeviceRaceError, match=r"data race on out\[1, 0\]"):
+        d = gn.to_device(np.zeros((6, 8), np.float32))
+        k.launch(gn.GridDim1D(1), gn.BlockDim1D(8), 0, gn.DEFAULT_STREAM)(d.T[::-2])
+        d.to_host()
