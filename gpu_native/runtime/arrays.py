@@ -291,6 +291,13 @@ class DeviceArray:
         """Basic indexing, as NumPy's: integers and slices (any step, negative too) per axis,
         ``...``; a view that shares the memory (strided where the slices have steps or skip
         part of an inner axis).  An integer for every axis reads one element to the host."""
+        if self.is_contiguous and key.__class__ is slice and key.step is None:
+            # The common a[i:j] of a contiguous array, kept quick: a contiguous view.
+            start, stop, _ = key.indices(self.shape[0])
+            return self._view(start * self.strides[0], (max(0, stop - start), *self.shape[1:]))
+        if key.__class__ is int and self.ndim > 1 and self.is_contiguous and (
+                0 <= key < self.shape[0]):
+            return self._view(key * self.strides[0], self.shape[1:])  # a row: contiguous
         keys = list(key) if isinstance(key, tuple) else [key]
         if any(k is Ellipsis for k in keys):
             at = keys.index(Ellipsis)

@@ -179,6 +179,7 @@ def test_strided_arguments_take_the_fast_path(kernels, backend, launch_paths):
 @pytest.mark.parametrize("index", [
     (slice(None), slice(None, None, 2)), (slice(None, None, -1),), (Ellipsis, 3),
     (slice(1, None, 3), slice(-2, 0, -2)), (2,), (slice(2, 2),), (slice(None), 1, slice(1, 3)),
+    slice(1, 4), slice(-3, None), slice(4, 1), 3, -1,
 ])
 def test_basic_indexing_matches_numpy(backend, index):
     x = np.random.default_rng().standard_normal((5, 7, 4)).astype(np.float32)
