@@ -320,7 +320,7 @@ class Program:
                 continue
             if isinstance(ann, S.Name) and ann.id in scan.typevars:
                 tv = ann.id
-            elif isinstance(ann, S.Subscript) and len(ann.index) == 1 and isinstance(
+            elif isinstance(ann, S.Subscript) and len(ann.index) in (1, 2) and isinstance(
                     ann.index[0], S.Name) and ann.index[0].id in scan.typevars:
                 tv, array = ann.index[0].id, True
             if tv is None:

@@ -255,3 +255,30 @@ def clash(out: CUDASliceMut2D[f32, Strided]):
         d = gn.to_device(np.zeros((6, 8), np.float32))
         k.launch(gn.GridDim1D(1), gn.BlockDim1D(8), 0, gn.DEFAULT_STREAM)(d.T[::-2])
         d.to_host()
+
+
+GENERIC = """
+from typing import TypeVar
+from gpu_native import (gpu_kernel, gpu_device, Kernel1D, CUDASlice, CUDASliceMut, FlatLayout1D,
+                        f32, f64, Strided)
+
+T = TypeVar("T", f32, f64)
+
+@gpu_device
+def get(a: CUDASlice[T, Strided], i: int) -> T:
+    return a[i]
+
+@gpu_kernel(Kernel1D)
+def double(a: CUDASlice[T, Strided], out: CUDASliceMut[T]):
+    i = FlatLayout1D.uid()
+    out[i] = get(a, i) * 2
+"""
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_generic_strided_parameters_specialise_per_dtype(kernel_module, backend, dtype):
+    k = kernel_module(GENERIC).double
+    x = np.random.default_rng().standard_normal(33).astype(dtype)
+    out = gn.to_device(np.full(17, np.nan, dtype))
+    k.launch(gn.GridDim1D(1), gn.BlockDim1D(32), 0, gn.DEFAULT_STREAM)(gn.to_device(x)[::-2], out)
+    np.testing.assert_array_equal(out.to_host(), x[::-2] * 2)
