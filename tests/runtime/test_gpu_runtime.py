@@ -177,7 +177,8 @@ def test_torch_transposes_and_step_slices_bind_to_strided_parameters(kernel_modu
     k.launch(gn.GridDim2D(1, 2), gn.BlockDim2D(8, 8))(a.t()[:, 1::2], b[::2, ::2], view, 3.0)
     torch.cuda.synchronize()
     want = 3.0 * a.t()[:, 1::2].double() + b[::2, ::2]
-    np.testing.assert_allclose(view.cpu().numpy(), want.cpu().numpy(), rtol=1e-12)
+    scale = (3.0 * a.t()[:, 1::2].double()).abs() + b[::2, ::2].abs()  # an fma may fuse it
+    assert ((view - want).abs() <= 2 * 2.0**-52 * scale).all().item()
     assert torch.isnan(out).sum().item() == out.numel() - 63
 
 
