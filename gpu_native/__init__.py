@@ -114,6 +114,7 @@ from .lang.types import CUDASlice3D as CUDASlice3D
 from .lang.types import CUDASliceMut as CUDASliceMut
 from .lang.types import CUDASliceMut2D as CUDASliceMut2D
 from .lang.types import CUDASliceMut3D as CUDASliceMut3D
+from .lang.types import Strided as Strided
 from .lang.types import bf16 as bf16
 from .lang.types import bool_ as bool_
 from .lang.types import complex64 as complex64
@@ -207,6 +208,7 @@ __all__ = [
     "MemoryOrder",
     "MissingArtifactError",
     "Stream",
+    "Strided",
     "TranspileError",
     "UniqueId",
     "activemask",

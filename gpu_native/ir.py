@@ -95,11 +95,15 @@ class ArrayType(Type):
     mutable: bool
     space: str = "global"
     shape: tuple[int, ...] | None = None
+    # A global array annotated `CUDASlice2D[T, Strided]`: addressed through element strides
+    # passed with the launch, not row-major (see docs/language.md, Array views).
+    strided: bool = False
 
     def __str__(self) -> str:
         if self.space == "global":
             dims = "" if self.ndim == 1 else f"{self.ndim}D"
-            return f"CUDASlice{'Mut' if self.mutable else ''}{dims}[{self.elem}]"
+            layout = ", Strided" if self.strided else ""
+            return f"CUDASlice{'Mut' if self.mutable else ''}{dims}[{self.elem}{layout}]"
         return f"{self.space}_array({self.elem}, {self.shape})"
 
 

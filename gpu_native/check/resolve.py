@@ -141,14 +141,25 @@ def annotation(ctx: FunctionContext, e: S.Expr, allow_unique: bool = False,
         if not allow_array:
             raise TranspileError(f"{array.name}[...] is only valid as a parameter annotation",
                                  e.span)
-        if len(e.index) != 1:
-            raise TranspileError(f"{array.name}[T] takes one element type", e.span)
+        strided = False
+        if len(e.index) == 2:
+            layout = e.index[1]
+            marker = registry_entry(ctx.resolver.dotted(layout) if isinstance(
+                layout, (S.Name, S.Attribute)) else None)
+            if marker is None or marker.form != "array layout":
+                raise TranspileError(f"the second argument of {array.name}[T, ...] is the "
+                                     "layout: only Strided (from gpu_native) is supported",
+                                     layout.span)
+            strided = True
+        elif len(e.index) != 1:
+            raise TranspileError(f"{array.name}[T] takes one element type (and optionally "
+                                 f"Strided: {array.name}[T, Strided])", e.span)
         elem = annotation(ctx, e.index[0])
         if not isinstance(elem, (ir.ScalarType, ir.VectorType)):
             raise TranspileError("the element type must be a scalar type such as f32, a "
                                  "vector type such as vec3f or a complex type", e.index[0].span)
         ndim, mutable = array.value
-        return ir.ArrayType(elem, ndim, mutable)
+        return ir.ArrayType(elem, ndim, mutable, strided=strided)
     sym = ctx.resolver.dotted(e) if isinstance(e, (S.Name, S.Attribute)) else None
     if sym is None:
         raise TranspileError("unsupported annotation", e.span)

@@ -18,7 +18,7 @@ from .._version import __version__
 from ..lang import registry as R
 from ..locate import display_file as display_name
 from ..nodes import fields, is_node
-from .cnames import cname, component_name, extent_name
+from .cnames import cname, component_name, extent_name, stride_name
 from .entry_points import ENTRY_POINTS
 from .matrices import MatrixEmitter, fragment_arrays
 from .prelude import GRID_SYNC_INCLUDES, HALF_INCLUDES, PRELUDE_INCLUDE
@@ -323,6 +323,8 @@ class CudaEmitter(VectorEmitter, MatrixEmitter):
                 const = "" if p.ty.mutable else "const "
                 out.append(f"{const}{elem}*{restrict} {cname(p)}")
                 out.extend(f"gn_i64 {extent_name(p, a)}" for a in range(p.ty.ndim))
+                if p.ty.strided:
+                    out.extend(f"gn_i64 {stride_name(p, a)}" for a in range(p.ty.ndim))
             else:
                 out.append(f"{ctype(p.ty)} {cname(p)}")
         return out
@@ -615,7 +617,9 @@ class CudaEmitter(VectorEmitter, MatrixEmitter):
         helpers = self.helpers
         if width > 1:
             assert not helpers.origin  # no _uids entry point has them (TraitNotes.uid_only)
-        if not static and len(indices) == 2 and None not in checks and width == 1:
+        strided = ref.ty.strided
+        if (not static and not strided and len(indices) == 2 and None not in checks
+                and width == 1):
             # One branch for both axes: half the branches of the 2-D stencils and tiles.
             i, j = (index(idx) for idx in indices)
             return (f"{cname(ref.var)}[{helpers.check2}(__gn_err, {i}, {self.extent(ref, 0)}, "
@@ -630,6 +634,12 @@ class CudaEmitter(VectorEmitter, MatrixEmitter):
                 code = (f"{helpers.check}(__gn_err, {code}, {self.extent(ref, axis)}, "
                         f"{site}u{helpers.origin})")
             parts.append(code)
+        if strided:
+            # Each index checked against its own extent, then scaled by its stride (in
+            # elements; negative strides too): the view's elements need not be contiguous.
+            offset = " + ".join(f"{part} * {stride_name(ref.var, axis)}"
+                                for axis, part in enumerate(parts))
+            return f"{cname(ref.var)}[{offset}]"
         extents = [self.extent(ref, axis) for axis in range(len(parts))]
         return f"{cname(ref.var)}[{row_major(parts, extents)}]"
 
@@ -663,6 +673,16 @@ class CudaEmitter(VectorEmitter, MatrixEmitter):
                 isinstance(e.right, ir.Const) and e.right.value):
             # A divisor that may be -0.0: see gn_fdiv in the prelude.
             return f"gn_fdiv({lhs}, {rhs})"
+        if op == "/" and info.name in ("f16", "bf16"):
+            # The quotient in f32, rounded once to 16 bits: correctly rounded (f32 has more than
+            # twice the precision plus two bits, so the double rounding is exact), as the
+            # simulator computes it, where CUDA's __hdiv is a reciprocal approximation; and
+            # through gn_fdiv, for the same NVVM sign bug as f32 division.
+            half = "half" if info.name == "f16" else "bfloat16"
+            a, b = f"__{half}2float({lhs})", f"__{half}2float({rhs})"
+            q = (f"({a} / {b})" if isinstance(e.right, ir.Const) and e.right.value
+                 else f"gn_fdiv({a}, {b})")
+            return f"__float2{half}_rn({q})"
         if op in ("+", "-", "*", "/"):
             return f"({lhs} {op} {rhs})"
         if op in ("//", "%"):
@@ -798,6 +818,8 @@ class CudaEmitter(VectorEmitter, MatrixEmitter):
                 assert isinstance(arg, ir.ArrayRef)
                 args.append(cname(arg.var))
                 args.extend(self.extent(arg, a) for a in range(arg.ty.ndim))
+                if arg.ty.strided:
+                    args.extend(stride_name(arg.var, a) for a in range(arg.ty.ndim))
             else:
                 args.append(self.expr(arg))
         return f"{e.function.symbol}({', '.join(args)})"

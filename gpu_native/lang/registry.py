@@ -87,6 +87,7 @@ FORMS = {
     "vector type": "a small vector type: annotation, constructor, array element and host dtype tag",
     "complex type": "a complex type: annotation, constructor, array element and host dtype tag",
     "array type": "an array parameter annotation, `T[elem]`",
+    "array layout": "the layout argument of an array type, `CUDASlice2D[f32, Strided]`",
     "index type": "an annotation for unique ids",
     "const type": "an annotation for compile-time constant parameters",
     "tuple type": "a tuple annotation, `tuple[T1, T2]`",
@@ -257,6 +258,10 @@ for _ndim in (1, 2, 3):
                f"read-only {_ndim}-D device array parameter (row-major)", value=(_ndim, False)))
     _add(Entry(f"CUDASliceMut{_suffix}", "gpu_native", "array type",
                f"writable {_ndim}-D device array parameter (row-major)", value=(_ndim, True)))
+_add(Entry("Strided", "gpu_native", "array layout",
+           "an array parameter that takes non-contiguous views (transposes, step slices): "
+           "`CUDASlice2D[f32, Strided]`; its element strides are passed with the launch",
+           since="0.2.0"))
 _add(Entry("UniqueId", "gpu_native", "index type",
            "a thread's unique id: what `FlatLayout*.uid()` and `BlockLayout*.uid()` return"))
 _add(Entry("Const", "gpu_native", "const type",

@@ -46,6 +46,7 @@ __all__ = [
     "CUDASliceMut3D",
     "Const",
     "ScalarInfo",
+    "Strided",
     "bf16",
     "bool_",
     "complex64",
@@ -629,6 +630,18 @@ COMPLEX_CLASSES: dict[str, type] = {"complex64": complex64, "complex128": comple
 T = TypeVar("T")
 
 
+class Strided:
+    """The layout argument of an array parameter that takes non-contiguous views:
+    ``a: CUDASlice2D[f32, Strided]`` accepts a transpose (``x.T``), a step slice (``x[:, ::2]``)
+    or any other strided view of device memory without a copy.  The array's element strides are
+    passed with the launch and used in its indexing; without ``Strided`` an array parameter takes
+    C-contiguous arrays only (and indexes them row-major, the fast path).
+    See docs/language.md, Array views."""
+
+    def __init__(self) -> None:
+        raise TypeError("Strided is an annotation argument: CUDASlice2D[f32, Strided]")
+
+
 class _ArrayParam(Generic[T]):
     """Common host-side stand-in for array parameter annotations: never instantiated.
 
@@ -638,6 +651,14 @@ class _ArrayParam(Generic[T]):
 
     ndim: ClassVar[int] = 1
     is_mutable: ClassVar[bool] = False
+
+    if not TYPE_CHECKING:
+        def __class_getitem__(cls, params):
+            # `CUDASlice2D[f32, Strided]`: the layout only matters to the transpiler, which reads
+            # the annotation's source; at run time it is the array type of its element type.
+            if isinstance(params, tuple) and len(params) == 2 and params[1] is Strided:
+                params = params[0]
+            return super().__class_getitem__(params)
 
     def __init__(self) -> None:
         raise TypeError(

@@ -697,7 +697,7 @@ class LaunchContext:
         backend = config.backend
         self.signatures = {
             p.name: signature(backend.name, config.device, self.types.get(p.dtype, p.dtype),
-                              p.ndim)
+                              p.ndim, strided=p.strided)
             for p in self.kernel.params if p.ndim}
         self.keepalive: collections.deque = collections.deque()
         self.param_checks = tuple(c for c in variant.launch_checks if isinstance(c, ParamCheck))
@@ -735,6 +735,8 @@ class LaunchContext:
                     arrays.append((p, arr))
                     values.append(arr._gn_ptr)
                     values.extend(arr.shape)
+                    if p.strided:
+                        values.extend(arr.strides)
                     scalars.append(None)
                 elif dtype in abi.VECTOR_SLOTS:
                     values.extend(self.vector_argument(p, dtype, arg))
@@ -811,6 +813,18 @@ class LaunchContext:
         if p.mutable and not arr.is_writable:
             raise TypeError(f"{self.where(p)} is read-only, but {want} writes to it; pass a "
                             f"writable array")
+        if not arr.is_contiguous and not p.strided:
+            layout = want.replace("]", ", Strided]")
+            raise TypeError(
+                f"{self.where(p)} is a non-contiguous view (element strides "
+                f"{arr.strides}), but {want} takes C-contiguous arrays only; annotate the "
+                f"parameter {layout} to take strided views without a copy, or pass a "
+                "contiguous copy (.copy(), .contiguous() in PyTorch)")
+        if p.strided and p.mutable and arr.launch_sig_strided_mut is None:
+            raise ValueError(
+                f"{self.where(p)} is a view whose elements overlap (shape {arr.shape}, element "
+                f"strides {arr.strides}): distinct indices would write one element, which the "
+                f"unique-write rules of {want} forbid; pass a copy")
         if arr.device != self.config.device:
             raise ValueError(f"{self.where(p)} lives on device {arr.device}, but the launch is on "
                              f"device {self.config.device}; copy it or launch under "
@@ -873,14 +887,17 @@ class LaunchContext:
         raise TypeError(f"{where} must be a number ({dtype}), not {type(arg).__name__}")
 
     def check_overlap(self, arrays: list[tuple[Param, DeviceArray]]) -> None:
+        # The address ranges the arrays' elements lie in (a strided view's gaps count: two
+        # interleaved views of one array, a[::2] and a[1::2], are refused too).
         for p, a in arrays:
             if not p.mutable:
                 continue
-            a_end = a._gn_ptr + a.nbytes
+            a_start, a_end = a.byte_range()
             for q, b in arrays:
                 if q is p or b.nbytes == 0 or a.nbytes == 0:
                     continue
-                if a._gn_ptr < b._gn_ptr + b.nbytes and b._gn_ptr < a_end:
+                b_start, b_end = b.byte_range()
+                if a_start < b_end and b_start < a_end:
                     raise ValueError(
                         f"{self.where(p)} overlaps argument '{q.name}' in device memory; a "
                         "kernel's writable array must not share memory with its other array "

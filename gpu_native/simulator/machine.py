@@ -134,11 +134,41 @@ class _Array:
         return f"<{self.space} array {self.name} {self.info.name}{list(self.dims)}>"
 
 
-class GlobalArray(_Array):
-    """A global array parameter: a flat view of the caller's NumPy array (written in place)."""
+class StridedArray:
+    """The argument of a ``Strided`` array parameter: ``span`` holds every element the view
+    reaches (flat; a last axis of components for vectors), the first element is at ``origin``
+    in it, and element ``(i, j)`` at ``origin + i * strides[0] + j * strides[1]``."""
 
-    def __init__(self, name: str, array: np.ndarray, info, shadow=None):
+    __slots__ = ("origin", "shape", "span", "strides")
+
+    def __init__(self, span: np.ndarray, origin: int, shape: tuple[int, ...],
+                 strides: tuple[int, ...]):
+        self.span, self.origin = span, origin
+        self.shape, self.strides = shape, strides
+
+    @property
+    def size(self) -> int:
+        return len(self.span)
+
+
+class GlobalArray(_Array):
+    """A global array parameter: a flat view of the caller's NumPy array (written in place),
+    or of the elements a strided view spans (:class:`StridedArray`; ``strides`` is then set,
+    and offsets are ``origin`` plus the indices times the strides, not row-major)."""
+
+    strides: tuple[np.int64, ...] | None = None
+
+    def __init__(self, name: str, array, info, shadow=None):
         self._setup(name, info)
+        if isinstance(array, StridedArray):
+            self.array = array.span
+            self.data = array.span
+            self.dims = tuple(int(d) for d in array.shape)
+            self.shape = tuple(np.int64(d) for d in array.shape)
+            self.strides = tuple(np.int64(s) for s in array.strides)
+            self.origin = np.int64(array.origin)
+            self.shadow = shadow
+            return
         if not array.flags.c_contiguous:
             raise ValueError(f"array argument '{name}' must be C-contiguous")
         self.array = array
@@ -147,6 +177,21 @@ class GlobalArray(_Array):
         self.dims = tuple(int(d) for d in shape)
         self.shape = tuple(np.int64(d) for d in shape)
         self.shadow = shadow
+
+    def element(self, e: int) -> tuple[int, ...]:
+        strides = self.strides
+        if strides is None:
+            return super().element(e)
+        # The index of the element at flat offset ``e`` of the span (races are reported by
+        # offset; a view that does not overlap itself has one index per offset).
+        rest = int(e) - int(self.origin)
+        out = [0] * len(self.dims)
+        for axis in sorted(range(len(self.dims)), key=lambda a: -abs(int(strides[a]))):
+            s = int(strides[axis])
+            if s:
+                out[axis] = max(0, min(self.dims[axis] - 1, rest // s))
+                rest -= out[axis] * s
+        return tuple(out)
 
     def base(self, chunk: Chunk):
         return None
@@ -445,6 +490,7 @@ class Chunk:
         if m is False:
             return 0, False
         dims = array.dims
+        strides = getattr(array, "strides", None)
         off = None
         bads = None
         last = len(indices) - 1
@@ -462,7 +508,12 @@ class Chunk:
                 hit = bool(b)
             if hit:
                 bads = (bads or []) + [(k, i, b, n)]
-            off = i if off is None else off * I64.type(n) + i
+            if strides is not None:  # a Strided parameter: the view's own strides
+                off = i * strides[k] if off is None else off + i * strides[k]
+            else:
+                off = i if off is None else off * I64.type(n) + i
+        if strides is not None and off is not None:
+            off = off + array.origin
         if bads is not None:
             m = self._bounds_fail(array, bads, sites, m, loc)
         return off, m
