@@ -100,6 +100,7 @@ from .lang.layouts import block_dim as block_dim
 from .lang.layouts import block_idx as block_idx
 from .lang.layouts import grid_dim as grid_dim
 from .lang.layouts import thread_idx as thread_idx
+from .lang.structs import gpu_struct as gpu_struct
 from .lang.types import Const as Const
 from .lang.types import CUDASlice as CUDASlice
 from .lang.types import CUDASlice2D as CUDASlice2D
@@ -163,7 +164,7 @@ __all__ = [
     "TranspileError", "UniqueId", "activemask", "all_sync", "any_sync", "backend", "ballot",
     "bf16", "bitcast", "block_dim", "block_idx", "bool_", "brev", "byte_perm", "clz",
     "const_array", "copy", "cross", "ctz", "dot", "empty", "f16", "f32", "f64", "ffs", "funnelshift_l", "funnelshift_lc", "funnelshift_r",
-    "funnelshift_rc", "gpu_device", "gpu_kernel", "grid_dim", "grid_sync", "i8", "i16", "i32", "i64", "lane_id",
+    "funnelshift_rc", "gpu_device", "gpu_kernel", "gpu_struct", "grid_dim", "grid_sync", "i8", "i16", "i32", "i64", "lane_id",
     "length", "length_sq", "local_array", "match_all", "match_any", "normalize", "philox", "popc", "shared_array", "shfl_down", "shfl_idx",
     "shfl_up", "shfl_xor", "sync_threads", "sync_threads_and", "sync_threads_count",
     "sync_threads_or", "sync_warp", "synchronize", "thread_idx", "threadfence",

@@ -6,7 +6,9 @@ device error is recorded.
 
 Kernel parameters, in order: for each user parameter, an array becomes its device pointer followed
 by one ``int64`` extent per dimension; a scalar is passed by value; a vector (``vec3f`` ...) is
-passed as its components, one scalar parameter each (the kernel gathers them into its struct).  One hidden parameter follows:
+passed as its components, one scalar parameter each (the kernel gathers them into its struct),
+and a ``@gpu_struct`` value likewise as its scalars, in field order (a vector field's components,
+a nested struct's scalars in turn).  One hidden parameter follows:
 the device address of the launching stream's error record.
 """
 

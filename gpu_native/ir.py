@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from .errors import SourceSpan
+from .lang.structs import StructInfo
 from .lang.types import SCALARS, VECTORS, ScalarInfo, VectorInfo
 from .nodes import Factory, fields, node, replace
 from .spec import KernelOptions, LaunchCheck
@@ -63,8 +64,36 @@ class VectorType(Type):
         return self.info.name
 
 
+@node
+class StructType(Type):
+    """A ``@gpu_struct`` type: ``info`` has its fields (each a scalar, vector or struct type, see
+    :meth:`field_type`) and their C layout."""
+
+    info: StructInfo
+
+    @property
+    def name(self) -> str:
+        return self.info.title
+
+    def field_type(self, index: int) -> ScalarType | VectorType | StructType:
+        """The type of field ``index``."""
+        return value_type(self.info.fields[index].info)
+
+    def __str__(self) -> str:
+        return self.info.title
+
+
 # What a value of an array (or a local, a parameter, a device function's result) may be.
-ValueType = ScalarType | VectorType
+ValueType = ScalarType | VectorType | StructType
+
+
+def value_type(info: ScalarInfo | VectorInfo | StructInfo) -> ScalarType | VectorType | StructType:
+    """The IR type of a scalar, vector or struct info."""
+    if isinstance(info, StructInfo):
+        return StructType(info)
+    if isinstance(info, VectorInfo):
+        return _VECTOR_TYPES[info.name]
+    return _SCALAR_TYPES[info.name]
 
 
 @node
@@ -82,7 +111,7 @@ class ArrayType(Type):
     shape comes with the launch).  The dynamic shared array has ``shape == (-1,)``.
     """
 
-    elem: ScalarType | VectorType
+    elem: ScalarType | VectorType | StructType
     ndim: int
     mutable: bool
     space: str = "global"
@@ -291,7 +320,7 @@ class Load(Expr):
     ``ty`` is the array's element type: a scalar, or a vector for an array of vectors (the
     indices count elements, as for scalars)."""
 
-    ty: ScalarType | VectorType
+    ty: ScalarType | VectorType | StructType
     array: ArrayRef
     indices: tuple[Expr, ...]
     checks: tuple[int | None, ...]
@@ -395,6 +424,34 @@ class VecCall(Expr):
 
     name: str
     args: tuple[Expr, ...]
+
+
+@node
+class StructMake(Expr):
+    """A struct from the values of all its fields (``items``, each already of its field's type),
+    in field order; evaluated in that order."""
+
+    ty: StructType
+    items: tuple[Expr, ...]
+
+
+@node
+class FieldGet(Expr):
+    """Field ``index`` of a struct value (``p.x``); ``ty`` is the field's type."""
+
+    value: Expr
+    index: int
+
+
+@node
+class StructWith(Expr):
+    """The struct ``value`` with field ``index`` replaced by ``item``: what ``p.x = item``
+    assigns to the local ``p`` (``p.a.x = item`` nests one inside another)."""
+
+    ty: StructType
+    value: Expr
+    index: int
+    item: Expr
 
 
 @node
@@ -502,7 +559,9 @@ class Store(Stmt):
     "single" (only one thread of the block / grid runs it), or "unsafe" (inside ``with unsafe():``,
     where the simulator's race detector watches for two threads writing one element).
     ``proof`` is the rule of the ownership proofs that accepted it (``""``: the classic rule),
-    for ``gpu-native expand --proofs``; it is not encoded for the simulator.
+    for ``gpu-native expand --proofs``; it is not encoded for the simulator.  ``field`` is the
+    path of field indices of a store into a field of a struct element (``a[i].pos.x = v``:
+    ``value`` has that field's type); ``()`` stores the whole element.
     """
 
     array: ArrayRef
@@ -511,6 +570,7 @@ class Store(Stmt):
     value: Expr
     unique: str = "uid"
     proof: str = ""
+    field: tuple[int, ...] = ()
 
 
 @node

@@ -18,7 +18,9 @@ variable wherever it is used, a device function called from several places stays
 and ``Const(0.0)`` and ``Const(-0.0)`` (equal as values) stay two constants.  Floats travel as
 their IEEE bits (``-0.0``, ``nan`` and ``inf`` included); a :class:`~gpu_native.lang.types.ScalarInfo`
 travels as its name and decodes to the one in :data:`~gpu_native.lang.types.SCALARS` (a
-:class:`~gpu_native.lang.types.VectorInfo` likewise, from :data:`~gpu_native.lang.types.VECTORS`).
+:class:`~gpu_native.lang.types.VectorInfo` likewise, from :data:`~gpu_native.lang.types.VECTORS`,
+and a :class:`~gpu_native.lang.structs.StructInfo` as its module and layout key, read back by
+:func:`~gpu_native.lang.structs.parse_key`).
 
 Decoding runs no code: no pickle and no ``eval``.  It accepts only the plain types above, class
 names from a fixed table (the node classes of :mod:`gpu_native.ir`, ``SourceSpan``, ``ScalarInfo``,
@@ -36,6 +38,7 @@ import zlib
 
 from . import ir
 from .errors import GpuNativeError, SourceSpan
+from .lang.structs import StructInfo, layout_key, parse_key
 from .lang.types import SCALARS, VECTORS, ScalarInfo, VectorInfo
 from .nodes import fields
 from .spec import IndexFits, LaunchAssert, ParamCheck
@@ -58,6 +61,7 @@ _CLASSES["SourceSpan"] = SourceSpan
 _CLASSES["KernelOptions"] = ir.KernelOptions  # the spec's record, which the IR carries too
 _SCALAR_INFO = "ScalarInfo"  # (name,): decodes to SCALARS[name]
 _VECTOR_INFO = "VectorInfo"  # (name,): decodes to VECTORS[name]
+_STRUCT_INFO = "StructInfo"  # (module, layout key with titles): decodes by structs.parse_key
 _DICT = "dict"  # (key, value, key, value, ...)
 # Fields for the reader of `gpu-native expand`, not for the simulator: left out of the bytes (and
 # of SCHEMA), and given their defaults when decoded.
@@ -136,6 +140,8 @@ class _Encoder:
             return _SCALAR_INFO, (obj.name,)
         if t is VectorInfo:
             return _VECTOR_INFO, (obj.name,)
+        if t is StructInfo:
+            return _STRUCT_INFO, (obj.module, layout_key(obj, titles=True))
         if t is dict:
             return _DICT, tuple(x for item in obj.items() for x in item)
         name = t.__name__
@@ -208,6 +214,13 @@ def _record(rec, objs: list):
         if len(values) != 1 or type(values[0]) is not str or values[0] not in VECTORS:
             raise _Malformed(f"unknown vector type {values[:1]!r:.40}")
         return VECTORS[values[0]]
+    if name == _STRUCT_INFO:
+        if len(values) != 2 or not all(type(v) is str for v in values):
+            raise _Malformed(f"a struct type is {values!r:.60}")
+        try:
+            return parse_key(values[1], values[0])
+        except ValueError as exc:
+            raise _Malformed(str(exc)) from None
     if name == _DICT:
         if len(values) % 2:
             raise _Malformed("a dict record has an odd number of entries")

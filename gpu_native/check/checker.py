@@ -16,6 +16,7 @@ from .generators import GeneratorChecker
 from .nowrap import NoWrapProofs
 from .resolve import Declarations, annotation, assigned_names
 from .statements import StatementChecker
+from .structs import StructChecker
 from .tail import GridTail
 from .traits import TraitNotes
 from .tuples import TupleChecker
@@ -24,7 +25,7 @@ from .vectors import VectorChecker
 
 
 class FunctionChecker(StatementChecker, ControlFlowChecker, TupleChecker, ExpressionChecker,
-                      CallChecker, GeneratorChecker, VectorChecker):
+                      CallChecker, GeneratorChecker, VectorChecker, StructChecker):
     """The type pass over one function body: every expression typed, every name resolved,
     every conversion explicit (see :mod:`gpu_native.ir`).
 

@@ -77,7 +77,8 @@ class CheckerBase:
 
         def scalar_of(self, e: ir.Expr, what: str = "this") -> ir.ScalarType: ...
 
-        def coerce(self, e: ir.Expr, ty: ir.ScalarType | ir.VectorType | ir.TupleType, what: str,
+        def coerce(self, e: ir.Expr, ty: ir.ScalarType | ir.VectorType | ir.TupleType |
+                   ir.StructType, what: str,
                    explicit: bool = False) -> ir.Expr: ...
 
         def to_bool(self, e: ir.Expr, what: str = "a condition") -> ir.Expr: ...

@@ -128,13 +128,23 @@ class ExpressionChecker(CheckerBase):
             raise self.error(f"{what} must be a scalar value, not {e.ty}", e.span)
         return e.ty
 
-    def coerce(self, e: ir.Expr, ty: ir.ScalarType | ir.VectorType | ir.TupleType, what: str,
+    def coerce(self, e: ir.Expr, ty: ir.ScalarType | ir.VectorType | ir.TupleType | ir.StructType,
+               what: str,
                explicit: bool = False) -> ir.Expr:
         """Convert ``e`` to ``ty`` by the assignment rules (``explicit`` for casts); a tuple
         type converts item by item.  A vector converts to nothing else: ``vec3f(v)`` converts
         explicitly."""
         if isinstance(ty, ir.TupleType):
             return self.coerce_tuple(e, ty, what)
+        if isinstance(ty, ir.StructType) or isinstance(e.ty, ir.StructType):
+            e = self.materialize(e)
+            if e.ty == ty:
+                return e
+            if isinstance(ty, ir.StructType) and isinstance(e.ty, ir.StructType) and \
+                    e.ty.info.title == ty.info.title:
+                raise self.error(f"{what}: two different structs are called {ty} (from "
+                                 f"{e.ty.info.module} and {ty.info.module})", e.span)
+            raise self.error(f"{what} must be a {ty}, not {e.ty}", e.span)
         if isinstance(ty, ir.VectorType):
             e = self.materialize(e)
             if e.ty == ty:
@@ -501,6 +511,8 @@ class ExpressionChecker(CheckerBase):
         base = self.expr(e.value)
         if isinstance(base.ty, ir.VectorType) and not isinstance(base, WeakConst):
             return self.vector_component(base, e.attr, e.span)
+        if isinstance(base.ty, ir.StructType):
+            return self.struct_field(base, e.attr, e.span)
         if isinstance(base, UidValue):
             axis = self.axis_of(e.attr, e.span)
             if axis >= base.ndim:

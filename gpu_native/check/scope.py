@@ -41,7 +41,8 @@ class Sym:
     ``kind`` is one of: ``gn`` (gpu_native API name in ``name``), ``math`` (math function),
     ``builtin``, ``const`` (``value`` holds it), ``typevar`` (``value``: constraint names),
     ``device`` (``value``: (ModuleScan, FunctionDef)), ``constarray`` (a module-level
-    ``const_array``; ``value``: (ModuleScan, ConstArrayDecl)), ``module`` (``name`` is the module),
+    ``const_array``; ``value``: (ModuleScan, ConstArrayDecl)), ``struct`` (a ``@gpu_struct``
+    class; ``value``: (ModuleScan, StructDecl)), ``module`` (``name`` is the module),
     ``host`` (anything else; ``value`` describes it for the error message).
     """
 
@@ -131,6 +132,8 @@ class Resolver:
             return Sym("const", name, scan.constants[name])
         if name in scan.const_arrays:
             return Sym("constarray", name, (scan, scan.const_arrays[name]))
+        if name in scan.structs:
+            return Sym("struct", name, (scan, scan.structs[name]))
         fn = scan.function(name)
         if fn is not None:
             if fn.kind == "device":
@@ -185,7 +188,7 @@ class Resolver:
                        "gpu_native cannot find")
         resolver = Resolver(other, self.locator)
         if attr in other.constants or attr in other.typevars or attr in other.const_arrays or \
-                other.function(attr) is not None:
+                attr in other.structs or other.function(attr) is not None:
             return resolver.name(attr, span)
         if attr in other.imports:
             imp = other.imports[attr]

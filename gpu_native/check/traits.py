@@ -92,6 +92,9 @@ def uses_half(node) -> bool:
             return walk(x.elem)
         if isinstance(x, ir.TupleType):
             return walk(x.elems)
+        if isinstance(x, ir.StructType):  # a field of f16
+            return any(f.info.name == "f16" or (f.info.kind == "struct" and walk(
+                ir.StructType(f.info))) for f in x.info.fields)
         if isinstance(x, (tuple, list)):
             return any(walk(i) for i in x)
         if isinstance(x, (ir.Expr, ir.Stmt, ir.Var, ir.SharedDecl, ir.LocalArrayDecl)):

@@ -21,7 +21,16 @@ from ..nodes import fields, is_node
 from .cnames import cname, component_name, extent_name
 from .entry_points import ENTRY_POINTS
 from .prelude import GRID_SYNC_INCLUDES, HALF_INCLUDES, PRELUDE_INCLUDE
-from .structs import tuple_name, tuple_struct, tuple_types
+from .structs import (
+    StructEmitter,
+    gather,
+    leaf_names,
+    struct_definition,
+    struct_infos,
+    tuple_name,
+    tuple_struct,
+    tuple_types,
+)
 from .vectors import VectorEmitter
 
 _XYZ = "xyz"
@@ -166,7 +175,7 @@ def _may_be_product(e: ir.Expr, product_locals: set[int]) -> bool:
 
 
 def ctype(ty: ir.Type) -> str:
-    if isinstance(ty, (ir.ScalarType, ir.VectorType)):
+    if isinstance(ty, (ir.ScalarType, ir.VectorType, ir.StructType)):
         return ty.info.c_name
     if isinstance(ty, ir.VoidType):
         return "void"
@@ -262,7 +271,7 @@ def const_declarations(consts: tuple[ir.ConstDecl, ...]) -> str:
     return "\n".join(lines) + "\n"
 
 
-class CudaEmitter(VectorEmitter):
+class CudaEmitter(VectorEmitter, StructEmitter):
     """Emits one kernel specialisation (and the device functions it reaches) as CUDA C++."""
 
     def __init__(self, kernel: ir.Kernel, display_file: str):
@@ -293,6 +302,9 @@ class CudaEmitter(VectorEmitter):
         structs = [tuple_struct(t) for t in tuple_types(k)]
         if structs:
             out.append("// tuples\n" + "\n".join(structs))
+        records = [struct_definition(info) for info in struct_infos(k)]
+        if records:
+            out.append("// @gpu_struct types\n" + "\n".join(records))
         if k.consts:
             out.append(const_declarations(k.consts))
         for fn in k.device_functions:
@@ -316,6 +328,9 @@ class CudaEmitter(VectorEmitter):
                 # vector by vector_params().
                 elem = ctype(p.ty.elem)
                 out.extend(f"{elem} {component_name(p, k)}" for k in range(p.ty.n))
+            elif kernel and isinstance(p.ty, ir.StructType):
+                # One scalar parameter per scalar of the struct (see gpu_native.abi).
+                out.extend(f"{c} {name}" for c, name in leaf_names(p.ty.info, f"__gn_{cname(p)}"))
             elif isinstance(p.ty, ir.ArrayType):
                 elem = ctype(p.ty.elem)
                 restrict = " __restrict__" if kernel else ""
@@ -360,6 +375,9 @@ class CudaEmitter(VectorEmitter):
                 items = ", ".join(component_name(p, k) for k in range(p.ty.n))
                 # Not const: a kernel may assign its parameters, a vector's components too.
                 self.line(f"{ctype(p.ty)} {cname(p)} = {ctype(p.ty)}{{{items}}};")
+            elif isinstance(p.ty, ir.StructType):
+                names = [name for _, name in leaf_names(p.ty.info, f"__gn_{cname(p)}")]
+                self.line(f"{ctype(p.ty)} {cname(p)} = {ctype(p.ty)}{gather(p.ty.info, names)};")
 
     def kernel_function(self, symbol: str | None = None) -> str:
         k = self.kernel
@@ -414,10 +432,17 @@ class CudaEmitter(VectorEmitter):
         self.indent -= 1
 
     def emit_Assign(self, s: ir.Assign) -> None:
+        if isinstance(s.value, ir.StructWith):  # `p.x = v`
+            found = self.field_assignment(ir.Local(s.span, s.var.ty, s.var), s.value)
+            if found is not None:
+                self.line(f"{cname(s.var)}{found[0]} = {self.expr(found[1])};")
+                return
         self.line(f"{cname(s.var)} = {self.expr(s.value)};")
 
     def emit_Store(self, s: ir.Store) -> None:
         target = self.element(s.array, s.indices, s.checks)
+        if s.field:  # `a[i].x = v`
+            target += self.field_path(s.array.ty.elem, s.field)
         self.line(f"{target} = {self.expr(s.value)};")
 
     def emit_ExprStmt(self, s: ir.ExprStmt) -> None:
@@ -906,6 +931,9 @@ _EXPR: dict[type, str] = {
     ir.VecUnary: "emit_VecUnary",
     ir.VecCall: "emit_VecCall",
     ir.RandomDraw: "emit_RandomDraw",
+    ir.StructMake: "emit_StructMake",
+    ir.FieldGet: "emit_FieldGet",
+    ir.StructWith: "emit_StructWith",
 }
 
 

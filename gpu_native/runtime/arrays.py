@@ -157,7 +157,9 @@ class DeviceArray:
 
     @property
     def scalar_info(self) -> ScalarInfo:
-        """The scalar type of the elements, or of their components for an array of vectors."""
+        """The scalar type of the elements, or of their components for an array of vectors
+        (for an array of structs, the struct's :class:`~gpu_native.lang.structs.StructInfo`,
+        whose ``dtype`` is the host array's)."""
         info = self._info
         return info.elem if isinstance(info, VectorInfo) else info
 
@@ -330,9 +332,12 @@ class DeviceArray:
         if self._backend.name != "cuda":
             raise AttributeError("simulator arrays live in host memory and have no CUDA array "
                                  "interface")
+        dtype = self.scalar_info.dtype
+        extra = {"descr": dtype.descr} if dtype.names is not None else {}
         return {
+            **extra,
             "shape": self.host_shape,
-            "typestr": self.scalar_info.dtype.str,
+            "typestr": dtype.str,
             "data": (self._gn_ptr, not self.is_writable),
             "version": 3,
             "strides": None,
@@ -425,8 +430,11 @@ def to_device(obj, dtype=None) -> DeviceArray:
         raise TypeError(f"array is {arr._info.name}, not {want.name}; convert on the host or in "
                         "a kernel")
     if want is None:
-        info: ScalarInfo | VectorInfo = scalar_info(
-            obj.dtype if isinstance(obj, np.ndarray) else np.asarray(obj).dtype)
+        dtype = obj.dtype if isinstance(obj, (np.ndarray, np.generic)) else np.asarray(obj).dtype
+        # A structured array is an array of structs of its own layout (a kernel parameter of
+        # a @gpu_struct type checks the layout at the launch).
+        info: ScalarInfo | VectorInfo = element_info(dtype) if dtype.names is not None else \
+            scalar_info(dtype)
     else:
         info = want
     if isinstance(info, VectorInfo):

@@ -19,6 +19,7 @@ import numpy as np
 
 from .. import log
 from ..errors import GpuNativeError, LaunchError
+from ..lang.structs import StructInfo
 from ..lang.types import VectorInfo, element_info
 from ..tracebacks import boundary
 from . import records
@@ -336,7 +337,16 @@ class SimBackend(Backend):
         i = 0
         for p in fn.kernel.params:
             info = element_info(types.get(p.dtype, p.dtype))
-            if isinstance(info, VectorInfo):
+            if isinstance(info, StructInfo):
+                if p.ndim:
+                    shape = tuple(values[i + 1:i + 1 + p.ndim])
+                    args.append(self.memory.view(values[i], info.dtype, shape))
+                    i += 1 + p.ndim
+                else:  # one slot per scalar (see gpu_native.abi)
+                    n = len(info.leaves())
+                    args.append(tuple(values[i:i + n]))
+                    i += n
+            elif isinstance(info, VectorInfo):
                 if p.ndim:  # the elements' components on a last axis of their own
                     shape = (*values[i + 1:i + 1 + p.ndim], info.n)
                     args.append(self.memory.view(values[i], info.elem.dtype, shape))

@@ -22,6 +22,7 @@ FILES = sorted([*(ROOT / "examples").glob("*.py"),
                 HELPERS / "kernels_unique_idioms.py",
                 HELPERS / "kernels_tuples.py",
                 HELPERS / "kernels_vectors.py",
+                HELPERS / "kernels_structs.py",
                 *(ROOT / "tools").glob("_bench*.py")])
 
 
