@@ -458,6 +458,9 @@ class ExpressionChecker(CheckerBase):
         if isinstance(left, WeakConst) and isinstance(right, WeakConst):
             return ir.Const(span, ir.BOOL, bool(_CMP_FOLD[op](left.value, right.value)))
         for side in (left, right):
+            if isinstance(side.ty, ir.StructType):
+                raise self.error(f"structs cannot be compared ({side.ty} {op} ...); compare "
+                                 "their fields", side.span)
             if isinstance(side.ty, ir.VectorType):
                 raise self.error(f"vectors cannot be compared ({side.ty} {op} ...); compare "
                                  "their components, e.g. a.x == b.x", span)

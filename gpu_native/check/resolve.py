@@ -6,6 +6,8 @@ functions, other modules); this pass applies it to the signature, before the bod
 
 from __future__ import annotations
 
+from typing import Any
+
 from .. import ir
 from ..errors import TranspileError
 from ..frontend import syntax as S
@@ -181,7 +183,8 @@ def annotation(ctx: FunctionContext, e: S.Expr, allow_unique: bool = False,
     if sym.kind == "struct":
         from .structs import struct_type
 
-        scan, decl = sym.value
+        pair: Any = sym.value  # a struct's (ModuleScan, StructDecl)
+        scan, decl = pair
         return struct_type(scan, decl, ctx.resolver.locator, e.span)
     if sym.kind == "typevar":
         bound = ctx.binding.get(sym.name)

@@ -11,6 +11,8 @@ one field of element ``i``, checked (bounds, unique writes) as a store of the el
 
 from __future__ import annotations
 
+from typing import Any
+
 from .. import ir
 from ..errors import SourceSpan, TranspileError
 from ..frontend import syntax as S
@@ -66,7 +68,8 @@ def struct_type(scan: ModuleScan, decl: StructDecl, locator: ModuleLocator,
             entry = registry_entry(sym)
             ty: ir.Type | None = None
             if sym is not None and sym.kind == "struct":
-                other_scan, other = sym.value
+                pair: Any = sym.value  # a struct's (ModuleScan, StructDecl)
+                other_scan, other = pair
                 ty = struct_type(other_scan, other, locator, f.annotation_span)
             elif sym is not None and sym.kind == "gn" and entry is not None:
                 if entry.form == "type" and sym.name != "bf16":
@@ -199,10 +202,10 @@ class StructChecker(CheckerBase):
         return None
 
     def struct_path(self, ty: ir.Type, chain: list[S.Attribute]
-                    ) -> list[tuple[int, ir.Type]]:
+                    ) -> list[tuple[int, Any]]:
         """Each field index and type along ``.a.b`` of a value of type ``ty``, checked (the
         last step may be a component of a vector field: ``p.vel.x``)."""
-        out: list[tuple[int, ir.Type]] = []
+        out: list[tuple[int, Any]] = []  # (index, its scalar, vector or struct type)
         for n, attr in enumerate(chain):
             if isinstance(ty, ir.VectorType) and n == len(chain) - 1 and n > 0:
                 k = R.VECTOR_COMPONENTS.get(attr.attr)
@@ -223,7 +226,7 @@ class StructChecker(CheckerBase):
     def path_text(chain: list[S.Attribute]) -> str:
         return ".".join(a.attr for a in chain)
 
-    def rebuild(self, old: ir.Expr, path: list[tuple[int, ir.Type]], item: ir.Expr,
+    def rebuild(self, old: ir.Expr, path: list[tuple[int, Any]], item: ir.Expr,
                 span: SourceSpan) -> ir.Expr:
         """``old`` with the field at ``path`` replaced by ``item``."""
         k = path[0][0]

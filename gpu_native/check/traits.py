@@ -4,6 +4,7 @@ pass meets it, which the launcher and the code generators read."""
 from __future__ import annotations
 
 from .. import ir
+from ..lang.structs import StructInfo
 from ..nodes import node
 
 
@@ -93,7 +94,7 @@ def uses_half(node) -> bool:
         if isinstance(x, ir.TupleType):
             return walk(x.elems)
         if isinstance(x, ir.StructType):  # a field of f16
-            return any(f.info.name == "f16" or (f.info.kind == "struct" and walk(
+            return any(f.info.name == "f16" or (isinstance(f.info, StructInfo) and walk(
                 ir.StructType(f.info))) for f in x.info.fields)
         if isinstance(x, (tuple, list)):
             return any(walk(i) for i in x)

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from .. import ir
 from ..errors import TranspileError
 from ..lang.structs import StructInfo
+from ..lang.types import VectorInfo
 from .cnames import c_identifier
 
 if TYPE_CHECKING:
@@ -117,7 +118,7 @@ def gather(info: StructInfo, names: list[str]) -> str:
     for f in info.fields:
         if isinstance(f.info, StructInfo):
             parts.append(gather(f.info, names))
-        elif f.info.kind == "vector":
+        elif isinstance(f.info, VectorInfo):
             parts.append("{" + ", ".join(names.pop(0) for _ in range(f.info.n)) + "}")
         else:
             parts.append(names.pop(0))

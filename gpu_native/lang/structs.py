@@ -202,10 +202,13 @@ def _leaf_dtype(info) -> Any:
 
 @functools.lru_cache(maxsize=256)
 def _dtype(info: StructInfo) -> np.dtype:
-    return np.dtype({"names": [f.name for f in info.fields],
-                     "formats": [_leaf_dtype(f.info) for f in info.fields],
-                     "offsets": [f.offset for f in info.fields],
-                     "itemsize": info.itemsize}, align=True)
+    spec: Any = {"names": [f.name for f in info.fields],
+            "formats": [_leaf_dtype(f.info) for f in info.fields],
+            "offsets": [f.offset for f in info.fields], "itemsize": info.itemsize}
+    try:
+        return np.dtype(spec, align=True)
+    except ValueError:  # a packed layout read from a NumPy dtype (which kernels refuse)
+        return np.dtype(spec)
 
 
 def struct_info_of_dtype(dtype: np.dtype) -> StructInfo:
@@ -216,9 +219,10 @@ def struct_info_of_dtype(dtype: np.dtype) -> StructInfo:
     """
     fields: list[StructField] = []
     align = 1
-    assert dtype.names is not None
-    for name in dtype.names:
-        fdt, offset = dtype.fields[name][:2]
+    names, by_name = dtype.names, dtype.fields
+    assert names is not None and by_name is not None
+    for name in names:
+        fdt, offset = by_name[name][:2]
         info: Any
         if fdt.names is not None:
             info = struct_info_of_dtype(fdt)
@@ -345,13 +349,10 @@ def gpu_struct(cls: type) -> type:
             return NotImplemented
         return all(getattr(self, n) == getattr(other, n) for n in names)
 
-    cls.__init__ = __init__  # type: ignore[misc]
-    cls.__repr__ = __repr__  # type: ignore[method-assign]
-    cls.__eq__ = __eq__  # type: ignore[method-assign]
-    cls.__hash__ = None  # type: ignore[assignment]
-    cls.__gpu_struct__ = info  # type: ignore[attr-defined]
-    cls.dtype = info.dtype  # type: ignore[attr-defined]
-    cls.__match_args__ = names  # type: ignore[attr-defined]
+    members = {"__init__": __init__, "__repr__": __repr__, "__eq__": __eq__, "__hash__": None,
+               "__gpu_struct__": info, "dtype": info.dtype, "__match_args__": names}
+    for key, member in members.items():
+        setattr(cls, key, member)
     return cls
 
 
@@ -371,8 +372,9 @@ def leaf_values(info: StructInfo, value: Any, where: str) -> list:
             raise TypeError(f"{where} is a NumPy struct without field '{missing[0]}' "
                             f"({info.title} expected)")
     elif not hasattr(value, "__gpu_struct__") and not isinstance(value, dict):
-        raise TypeError(f"{where} must be a {info.title} (an instance of the @gpu_struct class, "
-                        f"or a NumPy structured scalar of {info.title}.dtype), not "
+        raise TypeError(f"{where} must be a struct with fields "
+                        f"{', '.join(f.name for f in info.fields)} (an instance of its "
+                        "@gpu_struct class, or a NumPy structured scalar of its dtype), not "
                         f"{type(value).__name__}")
     for f in info.fields:
         if is_void:

@@ -30,7 +30,7 @@ from .. import abi
 from ..errors import LaunchError
 from ..lang.layouts import BlockDim1D, BlockDim2D, BlockDim3D, GridDim1D, GridDim2D, GridDim3D
 from ..lang.structs import StructInfo, leaf_values, mismatch, parse_key, struct_info_of_dtype
-from ..lang.types import SCALARS, VECTOR_CLASSES
+from ..lang.types import SCALARS, VECTOR_CLASSES, VectorInfo
 from ..nodes import Factory, node
 from ..spec import KernelSpec, LaunchCheck, Param, ParamCheck, Site, Trait, VariantSpec
 from ..tracebacks import boundary, launcher_code, strip
@@ -939,7 +939,7 @@ def _leaf_names(info: StructInfo, prefix: str = "") -> list[str]:
     for f in info.fields:
         if isinstance(f.info, StructInfo):
             out.extend(_leaf_names(f.info, f"{prefix}{f.name}."))
-        elif f.info.kind == "vector":
+        elif isinstance(f.info, VectorInfo):
             out.extend(f"{prefix}{f.name}.{c}" for c in f.info.components)
         else:
             out.append(prefix + f.name)

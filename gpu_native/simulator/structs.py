@@ -9,9 +9,12 @@ field: every scalar keeps its bits, as a GPU's copy of the struct does.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ..lang.structs import StructInfo
+from ..lang.types import VectorInfo
 from . import ops
 
 __all__ = ["field_view", "swhere", "to_record", "to_value", "with_field", "zero"]
@@ -33,12 +36,12 @@ def _zero(info):
 def to_value(record, info: StructInfo) -> tuple:
     """The value of ``record``: one element (``np.void``) or one per lane (a 1-D structured
     array), as a tuple of its fields (copies: memory may change under them)."""
-    out = []
+    out: list[Any] = []
     for f in info.fields:
         v = record[f.name]
         if isinstance(f.info, StructInfo):
             out.append(to_value(v, f.info))
-        elif f.info.kind == "vector":
+        elif isinstance(f.info, VectorInfo):
             out.append(tuple(np.array(v[..., k]) if np.ndim(v) > 1 else v[k]
                              for k in range(f.info.n)))
         else:
@@ -77,9 +80,10 @@ def _fill(out: np.ndarray, value: tuple, info: StructInfo) -> None:
             out[f.name] = v
 
 
-def field_view(data: np.ndarray, info: StructInfo, path: tuple[int, ...]):
+def field_view(data: np.ndarray, info: Any, path: tuple[int, ...]):
     """The view of ``data`` (structured, the struct's elements) that holds field ``path`` of
-    each element, and that field's info (a vector's component: its element type)."""
+    each element, and that field's info (a vector's component: its element type); ``info`` is
+    the elements' :class:`~gpu_native.lang.structs.StructInfo`."""
     for k in path:
         if isinstance(info, StructInfo):
             f = info.fields[k]
