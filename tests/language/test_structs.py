@@ -516,3 +516,17 @@ def _expect_error(source: str, pattern: str, path: str = "/tmp/struct_errors.py"
 def test_transpile_errors(case):
     body, pattern = ERRORS[case]
     _expect_error(HEADER + body, pattern)
+
+
+def test_the_docs_snippet_runs(sim, tmp_path, monkeypatch, capsys):
+    import importlib
+
+    from tests.helpers import ROOT
+
+    text = (ROOT / "docs" / "language.md").read_text()
+    part = text[text.index("\n## Structs\n"):text.index("\n## Constant memory\n")]
+    (snippet,) = re.findall(r"```python\n(.*?)```", part, re.S)
+    (tmp_path / "struct_doc_snippet.py").write_text(snippet)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    importlib.import_module("struct_doc_snippet")
+    assert capsys.readouterr().out.splitlines()[-1] == "ok"
