@@ -487,6 +487,11 @@ class ExpressionChecker(CheckerBase):
                 then, orelse = self.coerce(then, ty, "if-expression"), self.coerce(
                     orelse, ty, "if-expression")
             return ir.Select(e.span, then.ty, cond, then, orelse)
+        if isinstance(then.ty, ir.StructType) or isinstance(orelse.ty, ir.StructType):
+            st = then.ty if isinstance(then.ty, ir.StructType) else orelse.ty
+            assert isinstance(st, ir.StructType)
+            return ir.Select(e.span, st, cond, self.coerce(then, st, "if-expression"),
+                             self.coerce(orelse, st, "if-expression"))
         if isinstance(then.ty, ir.VectorType) or isinstance(orelse.ty, ir.VectorType):
             vt = then.ty if isinstance(then.ty, ir.VectorType) else orelse.ty
             assert isinstance(vt, ir.VectorType)

@@ -7,6 +7,7 @@ transpile errors."""
 from __future__ import annotations
 
 import re
+import sys
 import textwrap
 
 import numpy as np
@@ -19,6 +20,7 @@ from gpu_native.errors import KernelIndexError, TranspileError
 from gpu_native.lang.structs import c_layout, parse_key, struct_info_of_dtype
 from gpu_native.lang.types import SCALARS, VECTORS
 from gpu_native.rewrite import rewrite_module, transpile_module
+from gpu_native.spec import Trait
 from tests.helpers import HELPERS
 
 
@@ -530,3 +532,99 @@ def test_the_docs_snippet_runs(sim, tmp_path, monkeypatch, capsys):
     monkeypatch.syspath_prepend(str(tmp_path))
     importlib.import_module("struct_doc_snippet")
     assert capsys.readouterr().out.splitlines()[-1] == "ok"
+
+
+# ---- with the rest of the language ------------------------------------------------------------
+
+_LIB = '''
+from gpu_native import gpu_struct, f16, vec2f
+
+
+@gpu_struct
+class Seg:
+    a: vec2f
+    b: vec2f
+    w: f16
+'''
+
+_USER = '''
+from gpu_native import *
+from struct_lib import Seg
+
+
+@gpu_device
+def heavier(s: Seg, t: Seg) -> Seg:
+    return s if s.w > t.w else t
+
+
+@gpu_kernel(Kernel1D)
+def pick(xs: CUDASliceMut[Seg], o: Seg, out: CUDASliceMut[f32]):
+    tile = shared_array(Seg, 64)
+    b: UniqueId = BlockLayout1D.uid()
+    i: UniqueId = FlatLayout1D.uid()
+    if i < len(xs):
+        tile[b] = xs[i]
+        tile[b].w = tile[b].w + f16(1.0)
+    sync_threads()
+    if i < len(xs):
+        best = heavier(tile[b], o)
+        out[i] = best.a.x + f32(best.w)
+
+
+@gpu_kernel(Kernel1D)
+def racy(xs: CUDASliceMut[Seg]):
+    i: UniqueId = FlatLayout1D.uid()
+    if i < len(xs):
+        with unsafe():
+            xs[0].a.y = f32(i)
+'''
+
+
+@pytest.fixture
+def struct_modules(tmp_path, monkeypatch):
+    """A struct declared in one module (with an f16 field) and used by another's kernels."""
+    import importlib
+
+    (tmp_path / "struct_lib.py").write_text(_LIB)
+    (tmp_path / "struct_user.py").write_text(_USER)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for name in ("struct_lib", "struct_user"):
+        sys.modules.pop(name, None)
+    yield importlib.import_module("struct_lib"), importlib.import_module("struct_user")
+    for name in ("struct_lib", "struct_user"):
+        sys.modules.pop(name, None)
+
+
+def test_a_struct_of_another_module_in_shared_memory_and_selects(backend, struct_modules, rng):
+    lib, user = struct_modules
+    n = 100
+    a = np.zeros(n, lib.Seg.dtype)
+    a["a"] = rng.standard_normal((n, 2))
+    a["w"] = rng.uniform(-3, 3, n)
+    out = poisoned(n, np.float32)
+    run(user.pick, n, gn.to_device(a), lib.Seg(gn.vec2f(-1.0, 0.0), gn.vec2f(), 0.5), out)
+    w = a["w"] + np.float16(1.0)
+    want = np.where(w > np.float16(0.5), a["a"][:, 0].astype(np.float64) + w, -0.5)
+    np.testing.assert_array_equal(out.to_host(), want.astype(np.float32))
+
+
+def test_an_unsafe_field_write_race_is_detected(sim, struct_modules):
+    from gpu_native.errors import DeviceRaceError
+
+    _, user = struct_modules
+    xs = gn.zeros(100, struct_modules[0].Seg)
+    with pytest.raises(DeviceRaceError, match=r"data race on xs\[0\]"):
+        run(user.racy, 100, xs)
+        xs.to_host()
+
+
+def test_a_struct_of_another_module_compiles(struct_modules, tmp_path):
+    module = transpile_module(_USER, str(tmp_path / "struct_user.py"), "struct_user")
+    for kernel in module.kernels:
+        variant = kernel.variants[0]
+        assert "struct gn_struct_Seg {" in variant.cuda and "__half w;" in variant.cuda
+        request = BuildRequest(source=variant.cuda, symbol=variant.symbol, arch="sm_90",
+                               fastmath=False, max_registers=None,
+                               uses_half=Trait.USES_HALF in variant.traits, label=variant.symbol)
+        image = compile_request(request)
+        assert image.kind == "cubin" and image.log.strip("\x00").strip() == ""
