@@ -18,13 +18,12 @@ variable wherever it is used, a device function called from several places stays
 and ``Const(0.0)`` and ``Const(-0.0)`` (equal as values) stay two constants.  Floats travel as
 their IEEE bits (``-0.0``, ``nan`` and ``inf`` included); a :class:`~gpu_native.lang.types.ScalarInfo`
 travels as its name and decodes to the one in :data:`~gpu_native.lang.types.SCALARS` (a
-:class:`~gpu_native.lang.types.VectorInfo` likewise, from :data:`~gpu_native.lang.types.VECTORS`,
-and a :class:`~gpu_native.lang.structs.StructInfo` as its module and layout key, read back by
-:func:`~gpu_native.lang.structs.parse_key`).
+:class:`~gpu_native.lang.types.VectorInfo` likewise, from :data:`~gpu_native.lang.types.VECTORS`;
+a :class:`~gpu_native.lang.structs.StructInfo` and its fields are records, as nodes are).
 
 Decoding runs no code: no pickle and no ``eval``.  It accepts only the plain types above, class
 names from a fixed table (the node classes of :mod:`gpu_native.ir`, ``SourceSpan``, ``ScalarInfo``,
-``VectorInfo`` and ``dict``), references to earlier records and the right number of fields, and a kernel last;
+``VectorInfo``, ``StructInfo``, ``StructField`` and ``dict``), references to earlier records and the right number of fields, and a kernel last;
 anything else (a damaged, truncated or foreign literal) raises :class:`GpuNativeError`.
 ``SCHEMA`` is a digest of the table's class and field names, so bytes written by a gpu_native
 whose IR had other fields are refused with the same error instead of being misread.
@@ -38,7 +37,7 @@ import zlib
 
 from . import ir
 from .errors import GpuNativeError, SourceSpan
-from .lang.structs import StructInfo, layout_key, parse_key
+from .lang.structs import StructField, StructInfo
 from .lang.types import SCALARS, VECTORS, ScalarInfo, VectorInfo
 from .nodes import fields
 from .spec import IndexFits, LaunchAssert, ParamCheck
@@ -59,9 +58,12 @@ _CLASSES: dict[str, type] = {
 }
 _CLASSES["SourceSpan"] = SourceSpan
 _CLASSES["KernelOptions"] = ir.KernelOptions  # the spec's record, which the IR carries too
+# A struct type's layout is a record like a node (its fields' types by reference, so a struct
+# nested in several places stays one object).
+_CLASSES["StructInfo"] = StructInfo
+_CLASSES["StructField"] = StructField
 _SCALAR_INFO = "ScalarInfo"  # (name,): decodes to SCALARS[name]
 _VECTOR_INFO = "VectorInfo"  # (name,): decodes to VECTORS[name]
-_STRUCT_INFO = "StructInfo"  # (module, layout key with titles): decodes by structs.parse_key
 _DICT = "dict"  # (key, value, key, value, ...)
 # Fields for the reader of `gpu-native expand`, not for the simulator: left out of the bytes (and
 # of SCHEMA), and given their defaults when decoded.
@@ -140,8 +142,6 @@ class _Encoder:
             return _SCALAR_INFO, (obj.name,)
         if t is VectorInfo:
             return _VECTOR_INFO, (obj.name,)
-        if t is StructInfo:
-            return _STRUCT_INFO, (obj.module, layout_key(obj, titles=True))
         if t is dict:
             return _DICT, tuple(x for item in obj.items() for x in item)
         name = t.__name__
@@ -214,13 +214,6 @@ def _record(rec, objs: list):
         if len(values) != 1 or type(values[0]) is not str or values[0] not in VECTORS:
             raise _Malformed(f"unknown vector type {values[:1]!r:.40}")
         return VECTORS[values[0]]
-    if name == _STRUCT_INFO:
-        if len(values) != 2 or not all(type(v) is str for v in values):
-            raise _Malformed(f"a struct type is {values!r:.60}")
-        try:
-            return parse_key(values[1], values[0])
-        except ValueError as exc:
-            raise _Malformed(str(exc)) from None
     if name == _DICT:
         if len(values) % 2:
             raise _Malformed("a dict record has an odd number of entries")

@@ -106,6 +106,18 @@ class StructInfo:
                 out.append(f.info)
         return out
 
+    def leaf_paths(self, prefix: str = "") -> list[str]:
+        """The dotted name of each scalar of :meth:`leaves` (``pos.x``, ``mass``)."""
+        out: list[str] = []
+        for f in self.fields:
+            if isinstance(f.info, StructInfo):
+                out.extend(f.info.leaf_paths(f"{prefix}{f.name}."))
+            elif isinstance(f.info, VectorInfo):
+                out.extend(f"{prefix}{f.name}.{c}" for c in f.info.components)
+            else:
+                out.append(prefix + f.name)
+        return out
+
     def __str__(self) -> str:
         return self.title
 
@@ -130,15 +142,13 @@ def c_layout(title: str, module: str, fields: list[tuple[str, Any]]) -> StructIn
     return StructInfo(title, module, tuple(out), _align_up(max(offset, 1), align), align)
 
 
-def layout_key(info: StructInfo, titles: bool = False) -> str:
-    """The canonical text of a layout: ``{x:f32@0,v:vec3f@4}16`` (with ``titles``, each struct's
-    title before its brace, as the simulator's IR carries it)."""
+def layout_key(info: StructInfo) -> str:
+    """The canonical text of a layout: ``{x:f32@0,v:vec3f@4}16``."""
     parts = []
     for f in info.fields:
-        inner = layout_key(f.info, titles) if isinstance(f.info, StructInfo) else f.info.name
+        inner = layout_key(f.info) if isinstance(f.info, StructInfo) else f.info.name
         parts.append(f"{f.name}:{inner}@{f.offset}")
-    head = info.title if titles else ""
-    return f"{head}{{{','.join(parts)}}}{info.itemsize}"
+    return f"{{{','.join(parts)}}}{info.itemsize}"
 
 
 _NESTED = re.compile(r"[A-Za-z_0-9]*\{")

@@ -30,7 +30,7 @@ from .. import abi
 from ..errors import LaunchError
 from ..lang.layouts import BlockDim1D, BlockDim2D, BlockDim3D, GridDim1D, GridDim2D, GridDim3D
 from ..lang.structs import StructInfo, leaf_values, mismatch, parse_key, struct_info_of_dtype
-from ..lang.types import SCALARS, VECTOR_CLASSES, VectorInfo
+from ..lang.types import SCALARS, VECTOR_CLASSES
 from ..nodes import Factory, node
 from ..spec import KernelSpec, LaunchCheck, Param, ParamCheck, Site, Trait, VariantSpec
 from ..tracebacks import boundary, launcher_code, strip
@@ -818,10 +818,11 @@ class LaunchContext:
             if found.name != dtype:
                 raise TypeError(f"{where} is a NumPy struct whose dtype is not the "
                                 f"parameter's: {mismatch(info, found)}")
-        leaves = leaf_values(info, arg, where)
-        names = _leaf_names(info)
-        return [self.scalar_argument(p, leaf.name, _plain(x), f"{where}, field {name},")
-                for leaf, x, name in zip(info.leaves(), leaves, names)]
+        # A NumPy scalar read from a structured scalar is checked as the number it holds.
+        leaves = [x.item() if isinstance(x, np.generic) else x
+                  for x in leaf_values(info, arg, where)]
+        return [self.scalar_argument(p, leaf.name, x, f"{where}, field {name},")
+                for leaf, x, name in zip(info.leaves(), leaves, info.leaf_paths())]
 
     def vector_argument(self, p: Param, dtype: str, arg) -> list:
         """A vector parameter's components as their slots take them: from a vector of its type
@@ -932,21 +933,3 @@ def _import_kernel(module: str, qualname: str):
         obj = getattr(obj, part)
     return obj
 
-
-def _leaf_names(info: StructInfo, prefix: str = "") -> list[str]:
-    """The dotted name of each scalar of a struct (``pos.x``), in the order of its leaves."""
-    out: list[str] = []
-    for f in info.fields:
-        if isinstance(f.info, StructInfo):
-            out.extend(_leaf_names(f.info, f"{prefix}{f.name}."))
-        elif isinstance(f.info, VectorInfo):
-            out.extend(f"{prefix}{f.name}.{c}" for c in f.info.components)
-        else:
-            out.append(prefix + f.name)
-    return out
-
-
-def _plain(x):
-    """A NumPy scalar read from a structured scalar as the Python number it holds, so the
-    scalar checks accept it as they accept a number of the parameter's kind."""
-    return x.item() if isinstance(x, np.generic) else x
