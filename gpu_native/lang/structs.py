@@ -78,8 +78,11 @@ class StructInfo:
 
     @property
     def c_name(self) -> str:
-        """The generated C++ struct's name: ``gn_struct_Particle``."""
-        return f"gn_struct_{self.title}"
+        """The generated C++ struct's name: ``gn_struct_Particle`` (a name that is not ASCII,
+        which NVRTC does not take, by its code points)."""
+        if self.title.isascii():
+            return f"gn_struct_{self.title}"
+        return "gn_struct_u" + "_".join(f"{ord(c):x}" for c in self.title)
 
     @property
     def dtype(self) -> np.dtype:

@@ -628,3 +628,21 @@ def test_a_struct_of_another_module_compiles(struct_modules, tmp_path):
                                uses_half=Trait.USES_HALF in variant.traits, label=variant.symbol)
         image = compile_request(request)
         assert image.kind == "cubin" and image.log.strip("\x00").strip() == ""
+
+
+def test_dlpack_refuses_an_array_of_structs(sim, ks):
+    with pytest.raises(TypeError, match="DLPack has no struct element type"):
+        np.from_dlpack(gn.zeros(3, ks.Particle))
+
+
+def test_odd_names_become_valid_cpp(tmp_path):
+    """Field names that are C++ keywords and a struct name that is not ASCII."""
+    source = ("from gpu_native import *\n\n@gpu_struct\nclass Teilchen\u00e4:\n    new: f32\n"
+              "    int: i32\n\n@gpu_kernel(Kernel1D)\ndef k(a: CUDASliceMut[Teilchen\u00e4]):\n"
+              "    i = FlatLayout1D.uid()\n    a[i].new = f32(a[i].int)\n")
+    variant = transpile_module(source, str(tmp_path / "odd.py"), "odd").kernels[0].variants[0]
+    assert "gn_struct_u" in variant.cuda and "float py_new_;" in variant.cuda
+    image = compile_request(BuildRequest(source=variant.cuda, symbol=variant.symbol,
+                                         arch="sm_90", fastmath=False, max_registers=None,
+                                         uses_half=False, label=variant.symbol))
+    assert image.kind == "cubin" and image.log.strip("\x00").strip() == ""
