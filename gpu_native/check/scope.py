@@ -20,6 +20,7 @@ from ..frontend import syntax as S
 from ..frontend.parse import PACKAGE, ModuleScan, scan_module
 from ..frontend.source import read_source
 from ..lang import registry as R
+from ..lang.structs import StructInfo
 from ..locate import display_file, find_module_file
 from ..nodes import node
 
@@ -70,6 +71,8 @@ class ModuleLocator:
         self._scans: dict[str, ModuleScan | None] = {}
         self._asked: dict[str, tuple[str, str | None, str | None]] = {}
         self._added: set[str] = set()
+        # The struct types resolved so far by their C++ name (see .structs.struct_type).
+        self.struct_names: dict[str, StructInfo] = {}
 
     def find_path(self, module: str, near: str | None = None) -> str | None:
         """The source file of ``module`` (see :func:`.locate.find_module_file`), or None."""

@@ -87,6 +87,13 @@ def struct_type(scan: ModuleScan, decl: StructDecl, locator: ModuleLocator,
             assert isinstance(ty, (ir.ScalarType, ir.VectorType, ir.StructType))
             infos.append((f.name, ty.info))
         result = ir.StructType(c_layout(decl.name, scan.module_name, infos))
+        # The generated C++ names a struct by its class name: two of one name cannot meet.
+        seen = locator.struct_names.setdefault(result.info.c_name, result.info)
+        if seen != result.info:
+            raise TranspileError(
+                f"two different structs are called {decl.name} (one in {seen.module}, one in "
+                f"{scan.module_name}); kernels checked together cannot use both", use,
+                "rename one of them")
     except BaseException:
         scan.struct_types.pop(decl.name, None)
         raise

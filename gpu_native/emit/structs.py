@@ -7,7 +7,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .. import ir
-from ..errors import TranspileError
 from ..lang.structs import StructInfo
 from ..lang.types import VectorInfo
 from .cnames import c_identifier
@@ -52,11 +51,8 @@ def tuple_types(kernel: ir.Kernel) -> list[ir.TupleType]:
 
 def struct_infos(kernel: ir.Kernel) -> list[StructInfo]:
     """The struct types a kernel's code uses, each after the structs its fields hold (C++
-    needs a member's type complete).
-
-    Raises ``TranspileError`` when two different structs of one name meet in one kernel (their
-    C++ names would clash).
-    """
+    needs a member's type complete).  (Two different structs of one name never meet: the
+    checker refuses the second, see :func:`gpu_native.check.structs.struct_type`.)"""
     found: dict[str, StructInfo] = {}
 
     def note(ty) -> None:
@@ -67,13 +63,7 @@ def struct_infos(kernel: ir.Kernel) -> list[StructInfo]:
         info = ty.info
         for k in range(len(info.fields)):
             note(ty.field_type(k))
-        seen = found.get(info.c_name)
-        if seen is None:
-            found[info.c_name] = info
-        elif seen != info:
-            raise TranspileError(
-                f"two different structs called {info.title} (from modules {seen.module} and "
-                f"{info.module}) are used by kernel {kernel.name}; rename one", kernel.span)
+        found.setdefault(info.c_name, info)
 
     functions: tuple[ir.DeviceFunction | ir.Kernel, ...] = (*kernel.device_functions, kernel)
     for fn in functions:

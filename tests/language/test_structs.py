@@ -646,3 +646,22 @@ def test_odd_names_become_valid_cpp(tmp_path):
                                          arch="sm_90", fastmath=False, max_registers=None,
                                          uses_half=False, label=variant.symbol))
     assert image.kind == "cubin" and image.log.strip("\x00").strip() == ""
+
+
+def test_two_structs_of_one_name_are_refused(tmp_path):
+    (tmp_path / "struct_a.py").write_text("from gpu_native import *\n\n@gpu_struct\nclass P:\n"
+                                          "    x: f32\n")
+    (tmp_path / "struct_b.py").write_text("from gpu_native import *\n\n@gpu_struct\nclass P:\n"
+                                          "    y: i32\n")
+    source = textwrap.dedent("""\
+        from gpu_native import *
+        from struct_a import P as PA
+        from struct_b import P as PB
+
+        @gpu_kernel(Kernel1D)
+        def k(a: CUDASliceMut[PA], b: CUDASliceMut[PB]):  # <-
+            i = FlatLayout1D.uid()
+            a[i].x = f32(b[i].y)
+        """)
+    _expect_error(source, r"two different structs are called P \(one in struct_a, one in "
+                          r"struct_b\)", str(tmp_path / "two_structs.py"))
