@@ -492,6 +492,27 @@ def k(out: CUDASliceMut[f32]):
     p.x.y = 1.0  # <-
     out[i] = p.x
 """, r"a f32 has no fields to assign \(\.y\)"),
+    "field write before assignment": ("""
+@gpu_kernel(Kernel1D)
+def k(a: CUDASlice[f32], out: CUDASliceMut[P]):
+    i = FlatLayout1D.uid()
+    if a[i] > 0.0:
+        p = P()
+    p.x = 1.0  # <-
+    out[i] = p
+""", r"local variable 'p' might be used before it is assigned"),
+    "effects out of order": ("""
+@gpu_kernel(Kernel1D)
+def k(c: CUDASliceMut[f32], out: CUDASliceMut[P]):
+    i = FlatLayout1D.uid()
+    out[i] = P(v=vec3f(1.0), x=c.atomic_ref(0).fetch_add(1.0))  # <-
+""", r"P\(\) names its fields in another order than the struct declares them"),
+    "component of a vector field": ("""
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[P]):
+    i = FlatLayout1D.uid()
+    out[i].v.w = 1.0  # <-
+""", r"a vec3f has no component \.w"),
     "struct comparison": ("""
 @gpu_kernel(Kernel1D)
 def k(a: CUDASlice[P], out: CUDASliceMut[f32]):
