@@ -107,6 +107,7 @@ from .lang.layouts import block_dim as block_dim
 from .lang.layouts import block_idx as block_idx
 from .lang.layouts import grid_dim as grid_dim
 from .lang.layouts import thread_idx as thread_idx
+from .lang.structs import gpu_struct as gpu_struct
 from .lang.types import Const as Const
 from .lang.types import CUDASlice as CUDASlice
 from .lang.types import CUDASlice2D as CUDASlice2D
@@ -246,6 +247,7 @@ __all__ = [
     "funnelshift_rc",
     "gpu_device",
     "gpu_kernel",
+    "gpu_struct",
     "grid_dim",
     "grid_sync",
     "i8",

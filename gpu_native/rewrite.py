@@ -141,11 +141,11 @@ def _launcher_params(checked: CheckedKernel) -> tuple[Param, ...]:
     for var in first.params:
         ty = var.ty
         if isinstance(ty, ir.ArrayType):
-            out.append(Param(var.name, typevar_of.get(var.name, ty.elem.name), ty.ndim,
+            out.append(Param(var.name, typevar_of.get(var.name, ty.elem.info.name), ty.ndim,
                              ty.mutable, ty.strided))
         else:
-            assert isinstance(ty, (ir.ScalarType, ir.VectorType))
-            out.append(Param(var.name, typevar_of.get(var.name, ty.name)))
+            assert isinstance(ty, (ir.ScalarType, ir.VectorType, ir.StructType))
+            out.append(Param(var.name, typevar_of.get(var.name, ty.info.name)))
     return tuple(out)
 
 

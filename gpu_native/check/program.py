@@ -284,7 +284,8 @@ class Program:
                 converted.append(arg)
                 continue
             # the others: arrays
-            assert isinstance(param.ty, (ir.ScalarType, ir.VectorType, ir.TupleType))
+            assert isinstance(param.ty, (ir.ScalarType, ir.VectorType, ir.TupleType,
+                                         ir.StructType))
             value = caller.coerce(arg, param.ty, what)
             caller.unique.check_argument(callee.unique.unique_param_uses, param, value, what,
                                          arg.span)

@@ -22,7 +22,16 @@ from .cnames import cname, component_name, extent_name, stride_name
 from .entry_points import ENTRY_POINTS
 from .matrices import MatrixEmitter, fragment_arrays
 from .prelude import GRID_SYNC_INCLUDES, HALF_INCLUDES, PRELUDE_INCLUDE
-from .structs import tuple_name, tuple_struct, tuple_types
+from .structs import (
+    StructEmitter,
+    gather,
+    leaf_names,
+    struct_definition,
+    struct_infos,
+    tuple_name,
+    tuple_struct,
+    tuple_types,
+)
 from .vectors import VectorEmitter
 
 _XYZ = "xyz"
@@ -167,7 +176,7 @@ def _may_be_product(e: ir.Expr, product_locals: set[int]) -> bool:
 
 
 def ctype(ty: ir.Type) -> str:
-    if isinstance(ty, (ir.ScalarType, ir.VectorType)):
+    if isinstance(ty, (ir.ScalarType, ir.VectorType, ir.StructType)):
         return ty.info.c_name
     if isinstance(ty, ir.VoidType):
         return "void"
@@ -263,7 +272,7 @@ def const_declarations(consts: tuple[ir.ConstDecl, ...]) -> str:
     return "\n".join(lines) + "\n"
 
 
-class CudaEmitter(VectorEmitter, MatrixEmitter):
+class CudaEmitter(VectorEmitter, MatrixEmitter, StructEmitter):
     """Emits one kernel specialisation (and the device functions it reaches) as CUDA C++."""
 
     def __init__(self, kernel: ir.Kernel, display_file: str):
@@ -294,6 +303,9 @@ class CudaEmitter(VectorEmitter, MatrixEmitter):
         structs = [tuple_struct(t) for t in tuple_types(k)]
         if structs:
             out.append("// tuples\n" + "\n".join(structs))
+        records = [struct_definition(info) for info in struct_infos(k)]
+        if records:
+            out.append("// @gpu_struct types\n" + "\n".join(records))
         if k.consts:
             out.append(const_declarations(k.consts))
         for fn in k.device_functions:
@@ -317,6 +329,9 @@ class CudaEmitter(VectorEmitter, MatrixEmitter):
                 # vector by vector_params().
                 elem = ctype(p.ty.elem)
                 out.extend(f"{elem} {component_name(p, k)}" for k in range(p.ty.n))
+            elif kernel and isinstance(p.ty, ir.StructType):
+                # One scalar parameter per scalar of the struct (see gpu_native.abi).
+                out.extend(f"{c} {name}" for c, name in leaf_names(p.ty.info, f"__gn_{cname(p)}"))
             elif isinstance(p.ty, ir.ArrayType):
                 elem = ctype(p.ty.elem)
                 restrict = " __restrict__" if kernel else ""
@@ -366,6 +381,9 @@ class CudaEmitter(VectorEmitter, MatrixEmitter):
                 items = ", ".join(component_name(p, k) for k in range(p.ty.n))
                 # Not const: a kernel may assign its parameters, a vector's components too.
                 self.line(f"{ctype(p.ty)} {cname(p)} = {ctype(p.ty)}{{{items}}};")
+            elif isinstance(p.ty, ir.StructType):
+                names = [name for _, name in leaf_names(p.ty.info, f"__gn_{cname(p)}")]
+                self.line(f"{ctype(p.ty)} {cname(p)} = {ctype(p.ty)}{gather(p.ty.info, names)};")
 
     def kernel_function(self, symbol: str | None = None) -> str:
         k = self.kernel
@@ -420,10 +438,17 @@ class CudaEmitter(VectorEmitter, MatrixEmitter):
         self.indent -= 1
 
     def emit_Assign(self, s: ir.Assign) -> None:
+        if isinstance(s.value, ir.StructWith):  # `p.x = v`
+            found = self.field_assignment(ir.Local(s.span, s.var.ty, s.var), s.value)
+            if found is not None:
+                self.line(f"{cname(s.var)}{found[0]} = {self.expr(found[1])};")
+                return
         self.line(f"{cname(s.var)} = {self.expr(s.value)};")
 
     def emit_Store(self, s: ir.Store) -> None:
         target = self.element(s.array, s.indices, s.checks)
+        if s.field:  # `a[i].x = v`
+            target += self.field_path(s.array.ty.elem, s.field)
         self.line(f"{target} = {self.expr(s.value)};")
 
     def emit_ExprStmt(self, s: ir.ExprStmt) -> None:
@@ -950,6 +975,9 @@ _EXPR: dict[type, str] = {
     ir.VecCall: "emit_VecCall",
     ir.ComplexCall: "emit_ComplexCall",
     ir.RandomDraw: "emit_RandomDraw",
+    ir.StructMake: "emit_StructMake",
+    ir.FieldGet: "emit_FieldGet",
+    ir.StructWith: "emit_StructWith",
 }
 
 

@@ -277,6 +277,12 @@ _add(Entry("gpu_kernel", "gpu_native", "decorator",
            "marks a kernel: `@gpu_kernel(Kernel1D, bounds_check=True, fastmath=False)`"))
 _add(Entry("gpu_device", "gpu_native", "decorator",
            "marks a device function, callable from kernels and other device functions"))
+_add(Entry("gpu_struct", "gpu_native", "decorator",
+           "marks a class of annotated fields (scalars, vectors, structs) as a struct: a "
+           "parameter passed by value, a local `p = P(x=1.0)` (unset fields zero), `p.x` read "
+           "and assigned, a device function's argument and result, an array element "
+           "(`CUDASlice[P]`, `a[i].x = v`); `P.dtype` is its NumPy dtype (C layout)",
+           since="0.2.0"))
 for _ndim in (1, 2, 3):
     _add(Entry(f"FlatLayout{_ndim}D", "gpu_native", "layout",
                f"the {_ndim}-D grid as one flat range of thread ids (grid-unique)",

@@ -496,14 +496,26 @@ VECTOR_CLASSES: dict[str, type] = {
 }
 
 
-def element_info(tag: Any) -> ScalarInfo | VectorInfo:
-    """The :class:`ScalarInfo` or :class:`VectorInfo` (a :class:`ComplexInfo` for a complex
-    type) of an array element type: a scalar, vector or complex class, its name, its info, or a
-    NumPy dtype (a subarray dtype such as ``np.dtype((np.float32, 3))`` names a vector,
-    ``complex64`` a complex type).
+def element_info(tag: Any) -> Any:
+    """The :class:`ScalarInfo`, :class:`VectorInfo` (a :class:`ComplexInfo` for a complex type)
+    or :class:`~gpu_native.lang.structs.StructInfo` of an array element type: a scalar, vector
+    or complex class, a ``@gpu_struct`` class, its name (a struct's: its layout key), its info,
+    or a NumPy dtype (a subarray dtype such as ``np.dtype((np.float32, 3))`` names a vector,
+    ``complex64`` a complex type, a structured dtype a struct).
 
     Raises ``TypeError`` when ``tag`` names no supported element type.
     """
+    from .structs import StructInfo, parse_key, struct_info_of_dtype
+
+    if isinstance(tag, StructInfo):
+        return tag
+    struct = getattr(tag, "__gpu_struct__", None) if isinstance(tag, type) else None
+    if isinstance(struct, StructInfo):
+        return struct
+    if isinstance(tag, str) and tag.startswith("{"):
+        return parse_key(tag)
+    if isinstance(tag, np.dtype) and tag.names is not None:
+        return struct_info_of_dtype(tag)
     info = getattr(tag, "info", None) if isinstance(tag, type) else None
     if isinstance(info, VectorInfo):
         return info

@@ -248,12 +248,13 @@ class DeviceArray(_ArrayBase):
     @property
     def scalar_info(self) -> ScalarInfo | ComplexInfo:
         """The type of the host array's elements: the elements' own (a scalar or complex type),
-        or their components' for an array of vectors."""
+        or their components' for an array of vectors (for an array of structs, the struct's
+        :class:`~gpu_native.lang.structs.StructInfo`, whose ``dtype`` is the host array's)."""
         info = self._info
         if _is_vector(info):
             return info.elem
-        assert isinstance(info, (ScalarInfo, ComplexInfo))
-        return info
+        assert not isinstance(info, VectorInfo) or isinstance(info, ComplexInfo)
+        return info  # a scalar, complex or struct info
 
     @property
     def host_shape(self) -> tuple[int, ...]:
@@ -549,9 +550,12 @@ class DeviceArray(_ArrayBase):
         if self._backend.name != "cuda":
             raise AttributeError("simulator arrays live in host memory and have no CUDA array "
                                  "interface")
+        dtype = self.scalar_info.dtype
+        extra = {"descr": dtype.descr} if dtype.names is not None else {}
         return {
+            **extra,
             "shape": self.host_shape,
-            "typestr": self.scalar_info.dtype.str,
+            "typestr": dtype.str,
             "data": (self._gn_ptr, not self.is_writable),
             "version": 3,
             "strides": None if self.is_contiguous else (
@@ -667,8 +671,10 @@ def to_device(obj, dtype=None, *, stream=None) -> DeviceArray:
         raise TypeError(f"array is {arr._info.name}, not {want.name}; convert on the host or in "
                         "a kernel")
     if want is None:
-        info: ScalarInfo | VectorInfo = element_info(
-            obj.dtype if isinstance(obj, np.ndarray) else np.asarray(obj).dtype)
+        dtype = obj.dtype if isinstance(obj, (np.ndarray, np.generic)) else np.asarray(obj).dtype
+        # A structured array is an array of structs of its own layout (a kernel parameter of
+        # a @gpu_struct type checks the layout at the launch).
+        info: ScalarInfo | VectorInfo = element_info(dtype)
     else:
         info = want
     if isinstance(info, VectorInfo) and not isinstance(info, ComplexInfo):
@@ -678,7 +684,7 @@ def to_device(obj, dtype=None, *, stream=None) -> DeviceArray:
                              f"holds the {info.n} components, not one of shape {data.shape}")
         shape = data.shape[:-1] or (1,)
     else:
-        assert isinstance(info, (ScalarInfo, ComplexInfo))
+        assert not isinstance(info, VectorInfo) or isinstance(info, ComplexInfo)
         data = _host_data(obj, info)
         shape = data.shape or (1,)
     out = empty(shape, info.name)

@@ -103,6 +103,10 @@ _exports_lock = threading.Lock()
 
 
 def _dl_dtype(info) -> DLDataType:
+    if info.kind == "struct":
+        raise TypeError("DLPack has no struct element type: an array of structs cannot be "
+                        "exported through DLPack; use __cuda_array_interface__ (whose descr "
+                        "lists the fields) or to_host()")
     code = {"int": _DL_INT, "uint": _DL_UINT, "float": _DL_FLOAT, "complex": _DL_COMPLEX,
             "bool": _DL_BOOL}[info.kind]
     if info.name == "bf16":

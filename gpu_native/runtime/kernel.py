@@ -29,6 +29,7 @@ import numpy as np
 from .. import abi
 from ..errors import LaunchError
 from ..lang.layouts import BlockDim1D, BlockDim2D, BlockDim3D, GridDim1D, GridDim2D, GridDim3D
+from ..lang.structs import StructInfo, leaf_values, mismatch, parse_key, struct_info_of_dtype
 from ..lang.types import COMPLEX_CLASSES, SCALARS, VECTOR_CLASSES
 from ..nodes import Factory, node
 from ..spec import KernelSpec, LaunchCheck, Param, ParamCheck, Site, Trait, VariantSpec
@@ -744,6 +745,9 @@ class LaunchContext:
                 elif dtype in abi.COMPLEX_SLOTS:
                     values.extend(self.complex_argument(p, dtype, arg))
                     scalars.append(None)
+                elif dtype.startswith("{"):  # a struct's layout key
+                    values.extend(self.struct_argument(p, dtype, arg))
+                    scalars.append(None)
                 else:
                     values.append(self.scalar_argument(p, dtype, arg))
                     scalars.append(values[-1])
@@ -799,6 +803,13 @@ class LaunchContext:
         if arr._backend is not backend:
             raise TypeError(f"{self.where(p)} was created by the {arr._backend.name} backend but "
                             f"kernels run on the {backend.name} backend")
+        if dtype.startswith("{") and arr._info.name != dtype:
+            want_info = parse_key(dtype)
+            got = arr._info
+            why = mismatch(want_info, got) if isinstance(got, StructInfo) else \
+                f"its elements are {got.name}, not structs"
+            raise TypeError(f"{self.where(p)} must be an array of structs of the parameter's "
+                            f"layout, but {why}")
         if arr._info.name != dtype:
             hint = ""
             vector = abi.VECTOR_SLOTS.get(dtype)
@@ -830,6 +841,27 @@ class LaunchContext:
                              f"device {self.config.device}; copy it or launch under "
                              f"gn.Device({arr.device})")
         return arr
+
+    def struct_argument(self, p: Param, dtype: str, arg) -> list:
+        """A struct parameter's scalars as their slots take them (see gpu_native.abi): from an
+        instance of its ``@gpu_struct`` class or a NumPy structured scalar (``np.void``) of the
+        same fields, each converted and range-checked as a scalar parameter is."""
+        info = parse_key(dtype)
+        where = self.where(p)
+        given = getattr(arg, "__gpu_struct__", None)
+        if isinstance(given, StructInfo) and given.name != dtype:
+            raise TypeError(f"{where} is a {given.title} whose layout is not the parameter's: "
+                            f"{mismatch(info, given)}")
+        if isinstance(arg, np.void) and arg.dtype.names is not None:
+            found = struct_info_of_dtype(arg.dtype)
+            if found.name != dtype:
+                raise TypeError(f"{where} is a NumPy struct whose dtype is not the "
+                                f"parameter's: {mismatch(info, found)}")
+        # A NumPy scalar read from a structured scalar is checked as the number it holds.
+        leaves = [x.item() if isinstance(x, np.generic) else x
+                  for x in leaf_values(info, arg, where)]
+        return [self.scalar_argument(p, leaf.name, x, f"{where}, field {name},")
+                for leaf, x, name in zip(info.leaves(), leaves, info.leaf_paths())]
 
     def vector_argument(self, p: Param, dtype: str, arg) -> list:
         """A vector parameter's components as their slots take them: from a vector of its type
@@ -956,3 +988,4 @@ def _import_kernel(module: str, qualname: str):
     for part in qualname.split("."):
         obj = getattr(obj, part)
     return obj
+

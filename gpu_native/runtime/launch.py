@@ -14,6 +14,7 @@ import struct
 from collections.abc import Callable
 
 from .. import abi
+from ..lang.structs import parse_key
 
 
 def _value_slots(dtype: str) -> list[str]:
@@ -23,6 +24,8 @@ def _value_slots(dtype: str) -> list[str]:
     if vector is not None:
         elem, n = vector
         return [abi.SLOT_FORMATS[elem]] * n
+    if dtype.startswith("{"):  # a struct's layout key: one slot per scalar, in order
+        return [abi.SLOT_FORMATS[leaf.name] for leaf in parse_key(dtype).leaves()]
     return [abi.SLOT_FORMATS[dtype]]
 
 

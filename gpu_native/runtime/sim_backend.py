@@ -19,6 +19,7 @@ import numpy as np
 
 from .. import log
 from ..errors import GpuNativeError, LaunchError
+from ..lang.structs import StructInfo
 from ..lang.types import VectorInfo, element_info
 from ..tracebacks import boundary
 from . import records
@@ -380,6 +381,15 @@ class SimBackend(Backend):
                 strides = tuple(values[i + 1 + p.ndim:i + 1 + 2 * p.ndim])
                 args.append(self._strided(values[i], info, shape, strides))
                 i += p.slots
+            elif isinstance(info, StructInfo):
+                if p.ndim:
+                    shape = tuple(values[i + 1:i + 1 + p.ndim])
+                    args.append(self.memory.view(values[i], info.dtype, shape))
+                    i += 1 + p.ndim
+                else:  # one slot per scalar (see gpu_native.abi)
+                    n = len(info.leaves())
+                    args.append(tuple(values[i:i + n]))
+                    i += n
             elif isinstance(info, VectorInfo):
                 if p.ndim:  # the elements' components on a last axis of their own
                     shape = (*values[i + 1:i + 1 + p.ndim], info.n)

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import KernelIndexError
-from . import atomics, matrices, ops, warp
+from . import atomics, matrices, ops, structs, warp
 from .races import Conflict, Shadow
 
 I64 = np.dtype(np.int64)
@@ -109,6 +109,7 @@ class _Array:
 
     space = "global"
     shadow: Shadow | None = None
+    is_struct = False
     dims: tuple[int, ...]  # set by each kind of array
 
     def _setup(self, name: str, info) -> None:
@@ -116,11 +117,20 @@ class _Array:
         self.info = info
         self.is_bf16 = info.name == "bf16"
         self.width = info.n if info.kind in ("vector", "complex") else 0
+        self.is_struct = info.kind == "struct"
+        if self.is_struct:
+            from .structs import zero as struct_zero
+
+            self.vzero = struct_zero(info)
+            return
         zero = ops.zero(_scalar_info(info))
         self.vzero = (zero,) * self.width if self.width else zero
 
     def _new_data(self, count: int) -> np.ndarray:
         """``count`` elements of poisoned memory (see :func:`_poison`)."""
+        if self.is_struct:  # all bits set: NaN in every float field, -1 in every integer
+            return np.frombuffer(b"\xff" * (count * self.info.itemsize),
+                                 dtype=self.info.dtype).copy()
         info = _scalar_info(self.info)
         dt = ops.memory_dtype(info)
         shape = (count, self.width) if self.width else count
@@ -562,6 +572,8 @@ class Chunk:
                 v = data.take(off, axis=0) if m is None else data.take(off, axis=0, mode="clip")
             else:
                 v = data[int(off)]
+        if array.is_struct:  # a struct: the tuple of its fields
+            return structs.to_value(v, array.info), m
         if array.width:  # a vector: its components (copies: memory may change under them)
             return (tuple(v[:, k] for k in range(array.width)) if v.ndim == 2
                     else tuple(v[k] for k in range(array.width))), m
@@ -605,20 +617,30 @@ class Chunk:
             out.append(v)
         return tuple(out), m
 
-    def store(self, array, indices, sites, value, m, loc: int):
+    def store(self, array, indices, sites, value, m, loc: int, field: tuple[int, ...] = ()):
+        """Store ``value`` at the element ``indices`` of ``array`` (into its field ``field``,
+        a path of field indices, for a store into a struct element's field)."""
         off, m = self.offset(array, indices, sites, m, loc)
         if m is False:
             return False
-        if array.width:  # a vector: its components side by side, one row per lane
+        data, info, width = array.data, array.info, array.width
+        if field:  # a view of the field in every element
+            data, info = structs.field_view(data, info, field)
+            width = info.n if info.kind == "vector" else 0
+        if info.kind == "struct":
+            v = structs.to_record(value, info)
+            vec = isinstance(v, np.ndarray) and v.ndim == 1
+        elif width:  # a vector: its components side by side, one row per lane
             lanes = [c for c in value if isinstance(c, np.ndarray) and c.ndim == 1]
             v = np.stack(np.broadcast_arrays(*value), axis=-1) if lanes else np.array(
-                value, dtype=array.data.dtype)
+                value, dtype=data.dtype)
             vec = v.ndim == 2
         else:
             v = ops.bf16_to_bits(value) if array.is_bf16 else value
             vec = isinstance(v, np.ndarray) and v.ndim == 1
         if array.space == "local" and not np.ndim(off):
-            col = array.per_lane()
+            # Splitting the first axis of a view is a view again: the stores reach `data`.
+            col = data.reshape(-1, array.size, width) if width else data.reshape(-1, array.size)
             if m is None:
                 col[:, int(off)] = v
             else:
@@ -629,7 +651,6 @@ class Chunk:
             off = base + off
         if array.shadow is not None:
             self.race(array, off, m, loc, "write")
-        data = array.data
         if not np.ndim(off):
             # Every executing lane writes one element: the last one (in lane order) wins.
             if vec:

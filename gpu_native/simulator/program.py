@@ -116,6 +116,8 @@ class SimProgram:
                 values.append(GlobalArray(param.name, array, ty.elem.info, shadow))
             elif isinstance(ty, ir.VectorType):  # a tuple of its components
                 values.append(tuple(_scalar_arg(a, ty.elem.info) for a in arg))
+            elif isinstance(ty, ir.StructType):  # its scalars, in order: a tuple of its fields
+                values.append(_struct_arg(iter(arg), ty.info))
             else:
                 assert isinstance(ty, ir.ScalarType)  # parameters are arrays, scalars, vectors
                 values.append(_scalar_arg(arg, ty.info))
@@ -134,6 +136,18 @@ class SimProgram:
             for first in range(0, launch.nblocks, per_chunk):
                 chunk = Chunk(launch, first, min(per_chunk, launch.nblocks - first))
                 self._fn(chunk, *values)
+
+
+def _struct_arg(leaves, info) -> tuple:
+    out: list = []
+    for f in info.fields:
+        if f.info.kind == "struct":
+            out.append(_struct_arg(leaves, f.info))
+        elif f.info.kind == "vector":
+            out.append(tuple(_scalar_arg(next(leaves), f.info.elem) for _ in range(f.info.n)))
+        else:
+            out.append(_scalar_arg(next(leaves), f.info))
+    return tuple(out)
 
 
 def _scalar_arg(value, info):
