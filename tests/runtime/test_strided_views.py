@@ -294,3 +294,40 @@ def test_generic_strided_parameters_specialise_per_dtype(kernel_module, backend,
     out = gn.to_device(np.full(17, np.nan, dtype))
     k.launch(gn.GridDim1D(1), gn.BlockDim1D(32), 0, gn.DEFAULT_STREAM)(gn.to_device(x)[::-2], out)
     np.testing.assert_array_equal(out.to_host(), x[::-2] * 2)
+
+
+def test_strided_views_of_structs_and_of_complex_numbers(kernel_module, backend):
+    k = kernel_module("""
+from gpu_native import (gpu_kernel, gpu_struct, Kernel1D, CUDASlice2D, CUDASliceMut,
+                        CUDASliceMut2D, FlatLayout1D, Strided, complex64, f32, vec3f)
+
+@gpu_struct
+class Body:
+    mass: f32
+    pos: vec3f
+
+@gpu_kernel(Kernel1D)
+def first_column(a: CUDASlice2D[Body, Strided], out: CUDASliceMut[f32]):
+    i = FlatLayout1D.uid()
+    if i < out.shape[0]:
+        out[i] = a[i, 0].mass + a[i, 0].pos.y
+
+@gpu_kernel(Kernel1D)
+def doubled(a: CUDASlice2D[complex64, Strided], out: CUDASliceMut2D[complex64]):
+    i = FlatLayout1D.uid()
+    if i < out.shape[0]:
+        for j in range(out.shape[1]):
+            out[i, j] = a[i, j] * 2
+""")
+    host = np.zeros((3, 2), k.Body.dtype)
+    host["mass"] = np.arange(6).reshape(3, 2)
+    host["pos"][..., 1] = 10
+    out = gn.empty(2, gn.f32)
+    k.first_column.launch(gn.GridDim1D(1), gn.BlockDim1D(32), 0, gn.DEFAULT_STREAM)(
+        gn.to_device(host).T, out)
+    np.testing.assert_array_equal(out.to_host(), [10, 11])  # host[0, i]: row 0 of the transpose
+    z = (np.arange(6) + 1j * np.arange(6, 12)).astype(np.complex64).reshape(2, 3)
+    got = gn.empty((3, 2), gn.complex64)
+    k.doubled.launch(gn.GridDim1D(1), gn.BlockDim1D(32), 0, gn.DEFAULT_STREAM)(
+        gn.to_device(z).T, got)
+    np.testing.assert_array_equal(got.to_host(), z.T * 2)
