@@ -108,6 +108,7 @@ from .lang.layouts import block_dim as block_dim
 from .lang.layouts import block_idx as block_idx
 from .lang.layouts import grid_dim as grid_dim
 from .lang.layouts import thread_idx as thread_idx
+from .lang.structs import gpu_struct as gpu_struct
 from .lang.types import Const as Const
 from .lang.types import CUDASlice as CUDASlice
 from .lang.types import CUDASlice2D as CUDASlice2D
@@ -115,6 +116,7 @@ from .lang.types import CUDASlice3D as CUDASlice3D
 from .lang.types import CUDASliceMut as CUDASliceMut
 from .lang.types import CUDASliceMut2D as CUDASliceMut2D
 from .lang.types import CUDASliceMut3D as CUDASliceMut3D
+from .lang.types import Strided as Strided
 from .lang.types import bf16 as bf16
 from .lang.types import bool_ as bool_
 from .lang.types import complex64 as complex64
@@ -208,6 +210,7 @@ __all__ = [
     "MemoryOrder",
     "MissingArtifactError",
     "Stream",
+    "Strided",
     "TranspileError",
     "UniqueId",
     "activemask",
@@ -245,6 +248,7 @@ __all__ = [
     "funnelshift_rc",
     "gpu_device",
     "gpu_kernel",
+    "gpu_struct",
     "grid_dim",
     "grid_sync",
     "i8",

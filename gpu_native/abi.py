@@ -5,9 +5,12 @@ imports nothing of either, so the two can never disagree about how arguments are
 device error is recorded.
 
 Kernel parameters, in order: for each user parameter, an array becomes its device pointer followed
-by one ``int64`` extent per dimension; a scalar is passed by value; a vector (``vec3f`` ...) is
-passed as its components, one scalar parameter each (the kernel gathers them into its struct), and
-a complex number likewise as its real and imaginary parts.  One hidden parameter follows:
+by one ``int64`` extent per dimension (and, for a ``Strided`` parameter, one ``int64`` element
+stride per dimension after them); a scalar is passed by value; a vector (``vec3f`` ...) is
+passed as its components, one scalar parameter each (the kernel gathers them into its struct), a
+complex number likewise as its real and imaginary parts, and a ``@gpu_struct`` value as its
+scalars, in field order (a vector field's components, a nested struct's scalars in turn).  One
+hidden parameter follows:
 the device address of the launching stream's error record.
 """
 

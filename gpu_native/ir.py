@@ -15,7 +15,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from .errors import SourceSpan
-from .lang.types import COMPLEXES, SCALARS, VECTORS, ScalarInfo, VectorInfo
+from .lang.structs import StructInfo
+from .lang.types import COMPLEXES, SCALARS, VECTORS, ComplexInfo, ScalarInfo, VectorInfo
 from .nodes import Factory, fields, node, replace
 from .spec import KernelOptions, LaunchCheck
 
@@ -71,8 +72,38 @@ class ComplexType(VectorType):
     that takes vectors and not complex numbers checks for this subclass first."""
 
 
+@node
+class StructType(Type):
+    """A ``@gpu_struct`` type: ``info`` has its fields (each a scalar, vector or struct type, see
+    :meth:`field_type`) and their C layout."""
+
+    info: StructInfo
+
+    @property
+    def name(self) -> str:
+        return self.info.title
+
+    def field_type(self, index: int) -> ScalarType | VectorType | StructType:
+        """The type of field ``index``."""
+        return value_type(self.info.fields[index].info)
+
+    def __str__(self) -> str:
+        return self.info.title
+
+
 # What a value of an array (or a local, a parameter, a device function's result) may be.
-ValueType = ScalarType | VectorType
+ValueType = ScalarType | VectorType | StructType
+
+
+def value_type(info: ScalarInfo | VectorInfo | StructInfo) -> ScalarType | VectorType | StructType:
+    """The IR type of a scalar, vector or struct info."""
+    if isinstance(info, StructInfo):
+        return StructType(info)
+    if isinstance(info, ComplexInfo):
+        return _COMPLEX_TYPES[info.name]
+    if isinstance(info, VectorInfo):
+        return _VECTOR_TYPES[info.name]
+    return _SCALAR_TYPES[info.name]
 
 
 @node
@@ -90,16 +121,20 @@ class ArrayType(Type):
     shape comes with the launch).  The dynamic shared array has ``shape == (-1,)``.
     """
 
-    elem: ScalarType | VectorType
+    elem: ScalarType | VectorType | StructType
     ndim: int
     mutable: bool
     space: str = "global"
     shape: tuple[int, ...] | None = None
+    # A global array annotated `CUDASlice2D[T, Strided]`: addressed through element strides
+    # passed with the launch, not row-major (see docs/language.md, Array views).
+    strided: bool = False
 
     def __str__(self) -> str:
         if self.space == "global":
             dims = "" if self.ndim == 1 else f"{self.ndim}D"
-            return f"CUDASlice{'Mut' if self.mutable else ''}{dims}[{self.elem}]"
+            layout = ", Strided" if self.strided else ""
+            return f"CUDASlice{'Mut' if self.mutable else ''}{dims}[{self.elem}{layout}]"
         return f"{self.space}_array({self.elem}, {self.shape})"
 
 
@@ -317,7 +352,7 @@ class Load(Expr):
     last axis covers all of them, and ``align`` is the site of the run-time check that their
     address is aligned to the vector's size (None where proven, or with the checks off)."""
 
-    ty: ScalarType | VectorType
+    ty: ScalarType | VectorType | StructType
     array: ArrayRef
     indices: tuple[Expr, ...]
     checks: tuple[int | None, ...]
@@ -439,6 +474,34 @@ class VecCall(Expr):
 
 
 @node
+class StructMake(Expr):
+    """A struct from the values of all its fields (``items``, each already of its field's type),
+    in field order; evaluated in that order."""
+
+    ty: StructType
+    items: tuple[Expr, ...]
+
+
+@node
+class FieldGet(Expr):
+    """Field ``index`` of a struct value (``p.x``); ``ty`` is the field's type."""
+
+    value: Expr
+    index: int
+
+
+@node
+class StructWith(Expr):
+    """The struct ``value`` with field ``index`` replaced by ``item``: what ``p.x = item``
+    assigns to the local ``p`` (``p.a.x = item`` nests one inside another)."""
+
+    ty: StructType
+    value: Expr
+    index: int
+    item: Expr
+
+
+@node
 class Call(Expr):
     """Call of a device function (one specialisation) with converted arguments."""
 
@@ -543,7 +606,9 @@ class Store(Stmt):
     "single" (only one thread of the block / grid runs it), or "unsafe" (inside ``with unsafe():``,
     where the simulator's race detector watches for two threads writing one element).
     ``proof`` is the rule of the ownership proofs that accepted it (``""``: the classic rule),
-    for ``gpu-native expand --proofs``; it is not encoded for the simulator.
+    for ``gpu-native expand --proofs``; it is not encoded for the simulator.  ``field`` is the
+    path of field indices of a store into a field of a struct element (``a[i].pos.x = v``:
+    ``value`` has that field's type); ``()`` stores the whole element.
     """
 
     array: ArrayRef
@@ -552,6 +617,7 @@ class Store(Stmt):
     value: Expr
     unique: str = "uid"
     proof: str = ""
+    field: tuple[int, ...] = ()
 
 
 @node

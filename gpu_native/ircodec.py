@@ -18,11 +18,12 @@ variable wherever it is used, a device function called from several places stays
 and ``Const(0.0)`` and ``Const(-0.0)`` (equal as values) stay two constants.  Floats travel as
 their IEEE bits (``-0.0``, ``nan`` and ``inf`` included); a :class:`~gpu_native.lang.types.ScalarInfo`
 travels as its name and decodes to the one in :data:`~gpu_native.lang.types.SCALARS` (a
-:class:`~gpu_native.lang.types.VectorInfo` likewise, from :data:`~gpu_native.lang.types.VECTORS`).
+:class:`~gpu_native.lang.types.VectorInfo` likewise, from :data:`~gpu_native.lang.types.VECTORS`;
+a :class:`~gpu_native.lang.structs.StructInfo` and its fields are records, as nodes are).
 
 Decoding runs no code: no pickle and no ``eval``.  It accepts only the plain types above, class
 names from a fixed table (the node classes of :mod:`gpu_native.ir`, ``SourceSpan``, ``ScalarInfo``,
-``VectorInfo`` and ``dict``), references to earlier records and the right number of fields, and a kernel last;
+``VectorInfo``, ``StructInfo``, ``StructField`` and ``dict``), references to earlier records and the right number of fields, and a kernel last;
 anything else (a damaged, truncated or foreign literal) raises :class:`GpuNativeError`.
 ``SCHEMA`` is a digest of the table's class and field names, so bytes written by a gpu_native
 whose IR had other fields are refused with the same error instead of being misread.
@@ -36,6 +37,7 @@ import zlib
 
 from . import ir
 from .errors import GpuNativeError, SourceSpan
+from .lang.structs import StructField, StructInfo
 from .lang.types import COMPLEXES, SCALARS, VECTORS, ComplexInfo, ScalarInfo, VectorInfo
 from .nodes import fields
 from .spec import IndexFits, LaunchAssert, ParamCheck
@@ -56,6 +58,10 @@ _CLASSES: dict[str, type] = {
 }
 _CLASSES["SourceSpan"] = SourceSpan
 _CLASSES["KernelOptions"] = ir.KernelOptions  # the spec's record, which the IR carries too
+# A struct type's layout is a record like a node (its fields' types by reference, so a struct
+# nested in several places stays one object).
+_CLASSES["StructInfo"] = StructInfo
+_CLASSES["StructField"] = StructField
 _SCALAR_INFO = "ScalarInfo"  # (name,): decodes to SCALARS[name]
 _VECTOR_INFO = "VectorInfo"  # (name,): decodes to VECTORS[name]
 _COMPLEX_INFO = "ComplexInfo"  # (name,): decodes to COMPLEXES[name]

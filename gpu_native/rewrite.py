@@ -135,17 +135,17 @@ def _launcher_params(checked: CheckedKernel) -> tuple[Param, ...]:
 
         if isinstance(ann, S.Name) and ann.id in checked.typevars:
             typevar_of[p.name] = ann.id
-        elif isinstance(ann, S.Subscript) and len(ann.index) == 1 and isinstance(
+        elif isinstance(ann, S.Subscript) and len(ann.index) in (1, 2) and isinstance(
                 ann.index[0], S.Name) and ann.index[0].id in checked.typevars:
             typevar_of[p.name] = ann.index[0].id
     for var in first.params:
         ty = var.ty
         if isinstance(ty, ir.ArrayType):
-            out.append(Param(var.name, typevar_of.get(var.name, ty.elem.name), ty.ndim,
-                             ty.mutable))
+            out.append(Param(var.name, typevar_of.get(var.name, ty.elem.info.name), ty.ndim,
+                             ty.mutable, ty.strided))
         else:
-            assert isinstance(ty, (ir.ScalarType, ir.VectorType))
-            out.append(Param(var.name, typevar_of.get(var.name, ty.name)))
+            assert isinstance(ty, (ir.ScalarType, ir.VectorType, ir.StructType))
+            out.append(Param(var.name, typevar_of.get(var.name, ty.info.name)))
     return tuple(out)
 
 

@@ -46,7 +46,7 @@ __all__ = [
 # name their file (3: typed records,
 # a FastPath record and the arrays' launch attributes; 2: a dict literal, a positional tuple
 # from fast_path).
-SCHEMA = 6
+SCHEMA = 7
 # The first element of every spec literal: anything else is not a spec (a foreign ``_spec=``).
 _TAG = "gpu_native.KernelSpec"
 
@@ -96,10 +96,16 @@ class Param:
     dtype: str  # a scalar type name, or a TypeVar name in generic kernels
     ndim: int = 0  # 0 for scalars
     mutable: bool = False
+    strided: bool = False  # an array annotated `CUDASlice2D[T, Strided]`: its strides are passed
 
     @property
     def is_array(self) -> bool:
         return self.ndim > 0
+
+    @property
+    def slots(self) -> int:
+        """An array's parameter slots: its address, its extents and, strided, its strides."""
+        return 1 + self.ndim * (2 if self.strided else 1)
 
     def annotation(self, dtype: str | None = None) -> str:
         """The parameter's annotation, with ``dtype`` for its element type (default its own)."""
@@ -107,7 +113,8 @@ class Param:
         if not self.ndim:
             return dtype
         dims = "" if self.ndim == 1 else f"{self.ndim}D"
-        return f"CUDASlice{'Mut' if self.mutable else ''}{dims}[{dtype}]"
+        layout = ", Strided" if self.strided else ""
+        return f"CUDASlice{'Mut' if self.mutable else ''}{dims}[{dtype}{layout}]"
 
 
 @node
@@ -393,7 +400,7 @@ def _file_index(value, files: int) -> int:
 
 # The types a site's and a parameter's fields may have, checked at once (a module has many sites).
 _SITE_TYPES = {(str, int, int, end, str, int, int, str, int) for end in (int, type(None))}
-_PARAM_TYPES = (str, str, int, bool)
+_PARAM_TYPES = (str, str, int, bool, bool)
 
 
 def _read_site(value, files: int) -> Site:

@@ -108,6 +108,8 @@ class CallChecker(CheckerBase):
             return builtin(self, e)
         if sym.kind == "device":
             return self.call_device(sym, e)
+        if sym.kind == "struct":
+            return self.call_struct_make(sym, e)
         return self.from_symbol(sym, e.func)
 
     def gn_call_handlers(self) -> dict[str, str]:

@@ -18,6 +18,7 @@ from .matrices import MatrixChecker
 from .nowrap import NoWrapProofs
 from .resolve import Declarations, annotation, assigned_names
 from .statements import StatementChecker
+from .structs import StructChecker
 from .tail import GridTail
 from .traits import TraitNotes
 from .tuples import TupleChecker
@@ -27,7 +28,7 @@ from .vectors import VectorChecker
 
 class FunctionChecker(StatementChecker, ControlFlowChecker, TupleChecker, ExpressionChecker,
                       CallChecker, GeneratorChecker, VectorChecker, MatrixChecker,
-                      ComplexChecker):
+                      ComplexChecker, StructChecker):
     """The type pass over one function body: every expression typed, every name resolved,
     every conversion explicit (see :mod:`gpu_native.ir`).
 

@@ -128,13 +128,23 @@ class ExpressionChecker(CheckerBase):
             raise self.error(f"{what} must be a scalar value, not {e.ty}", e.span)
         return e.ty
 
-    def coerce(self, e: ir.Expr, ty: ir.ScalarType | ir.VectorType | ir.TupleType, what: str,
+    def coerce(self, e: ir.Expr, ty: ir.ScalarType | ir.VectorType | ir.TupleType | ir.StructType,
+               what: str,
                explicit: bool = False) -> ir.Expr:
         """Convert ``e`` to ``ty`` by the assignment rules (``explicit`` for casts); a tuple
         type converts item by item.  A vector converts to nothing else: ``vec3f(v)`` converts
         explicitly."""
         if isinstance(ty, ir.TupleType):
             return self.coerce_tuple(e, ty, what)
+        if isinstance(ty, ir.StructType) or isinstance(e.ty, ir.StructType):
+            e = self.materialize(e)
+            if e.ty == ty:
+                return e
+            if isinstance(ty, ir.StructType) and isinstance(e.ty, ir.StructType) and \
+                    e.ty.info.title == ty.info.title:
+                raise self.error(f"{what}: two different structs are called {ty} (from "
+                                 f"{e.ty.info.module} and {ty.info.module})", e.span)
+            raise self.error(f"{what} must be a {ty}, not {e.ty}", e.span)
         if isinstance(ty, ir.ComplexType):
             return self.complex_coerce(e, ty, what, explicit)
         if isinstance(ty, ir.VectorType):
@@ -461,6 +471,9 @@ class ExpressionChecker(CheckerBase):
                for side in (left, right)):
             return self.complex_compare(op, left, right, span)
         for side in (left, right):
+            if isinstance(side.ty, ir.StructType):
+                raise self.error(f"structs cannot be compared ({side.ty} {op} ...); compare "
+                                 "their fields", side.span)
             if isinstance(side.ty, ir.VectorType):
                 raise self.error(f"vectors cannot be compared ({side.ty} {op} ...); compare "
                                  "their components, e.g. a.x == b.x", span)
@@ -487,6 +500,11 @@ class ExpressionChecker(CheckerBase):
                 then, orelse = self.coerce(then, ty, "if-expression"), self.coerce(
                     orelse, ty, "if-expression")
             return ir.Select(e.span, then.ty, cond, then, orelse)
+        if isinstance(then.ty, ir.StructType) or isinstance(orelse.ty, ir.StructType):
+            st = then.ty if isinstance(then.ty, ir.StructType) else orelse.ty
+            assert isinstance(st, ir.StructType)
+            return ir.Select(e.span, st, cond, self.coerce(then, st, "if-expression"),
+                             self.coerce(orelse, st, "if-expression"))
         if any(isinstance(side.ty, ir.ComplexType) and not isinstance(side, WeakConst)
                for side in (then, orelse)):
             cty, then, orelse = self.complex_conditional(then, orelse)
@@ -520,6 +538,8 @@ class ExpressionChecker(CheckerBase):
             return self.complex_attribute(base, e.attr, e.span)
         if isinstance(base.ty, ir.VectorType) and not isinstance(base, WeakConst):
             return self.vector_component(base, e.attr, e.span)
+        if isinstance(base.ty, ir.StructType):
+            return self.struct_field(base, e.attr, e.span)
         if isinstance(base, UidValue):
             axis = self.axis_of(e.attr, e.span)
             if axis >= base.ndim:

@@ -272,13 +272,20 @@ class Program:
                 pt, at = param.ty, arg.ty
                 if pt.ndim != at.ndim or pt.elem != at.elem:
                     raise TranspileError(f"{what} must be {pt}, not {at}", arg.span)
+                if pt.strided != at.strided:
+                    raise TranspileError(
+                        f"{what} is {pt}, but '{arg.var.name}' is {at}: a device function's "
+                        "array parameter takes arrays of its own layout (annotate "
+                        f"'{param.name}' {'with' if at.strided else 'without'} Strided)",
+                        arg.span)
                 if pt.mutable and not at.mutable:
                     raise TranspileError(f"{what} is writable (CUDASliceMut) but "
                                          f"'{arg.var.name}' is read-only", arg.span)
                 converted.append(arg)
                 continue
             # the others: arrays
-            assert isinstance(param.ty, (ir.ScalarType, ir.VectorType, ir.TupleType))
+            assert isinstance(param.ty, (ir.ScalarType, ir.VectorType, ir.TupleType,
+                                         ir.StructType))
             value = caller.coerce(arg, param.ty, what)
             caller.unique.check_argument(callee.unique.unique_param_uses, param, value, what,
                                          arg.span)
@@ -314,7 +321,7 @@ class Program:
                 continue
             if isinstance(ann, S.Name) and ann.id in scan.typevars:
                 tv = ann.id
-            elif isinstance(ann, S.Subscript) and len(ann.index) == 1 and isinstance(
+            elif isinstance(ann, S.Subscript) and len(ann.index) in (1, 2) and isinstance(
                     ann.index[0], S.Name) and ann.index[0].id in scan.typevars:
                 tv, array = ann.index[0].id, True
             if tv is None:

@@ -6,6 +6,8 @@ functions, other modules); this pass applies it to the signature, before the bod
 
 from __future__ import annotations
 
+from typing import Any
+
 from .. import ir
 from ..errors import TranspileError
 from ..frontend import syntax as S
@@ -80,9 +82,11 @@ def resolve(ctx: FunctionContext, fn: S.FunctionDef) -> Declarations:
                                      ret.span)
         else:
             ret_type = annotation(ctx, fn.returns, allow_device=True)
-            if not isinstance(ret_type, (ir.ScalarType, ir.VectorType, ir.TupleType)):
-                raise TranspileError("device functions return a scalar value, a vector or a "
-                                     "tuple of scalars (`-> tuple[f32, i32]`)", fn.returns.span)
+            if not isinstance(ret_type, (ir.ScalarType, ir.VectorType, ir.TupleType,
+                                         ir.StructType)):
+                raise TranspileError("device functions return a scalar value, a vector, a "
+                                     "struct or a tuple of scalars (`-> tuple[f32, i32]`)",
+                                     fn.returns.span)
     counts: dict[str, int] = {}
     plain: set[str] = set()
     count_assignments(fn.body, counts, plain)
@@ -141,14 +145,26 @@ def annotation(ctx: FunctionContext, e: S.Expr, allow_unique: bool = False,
         if not allow_array:
             raise TranspileError(f"{array.name}[...] is only valid as a parameter annotation",
                                  e.span)
-        if len(e.index) != 1:
-            raise TranspileError(f"{array.name}[T] takes one element type", e.span)
+        strided = False
+        if len(e.index) == 2:
+            layout = e.index[1]
+            marker = registry_entry(ctx.resolver.dotted(layout) if isinstance(
+                layout, (S.Name, S.Attribute)) else None)
+            if marker is None or marker.form != "array layout":
+                raise TranspileError(f"the second argument of {array.name}[T, ...] is the "
+                                     "layout: only Strided (from gpu_native) is supported",
+                                     layout.span)
+            strided = True
+        elif len(e.index) != 1:
+            raise TranspileError(f"{array.name}[T] takes one element type (and optionally "
+                                 f"Strided: {array.name}[T, Strided])", e.span)
         elem = annotation(ctx, e.index[0])
-        if not isinstance(elem, (ir.ScalarType, ir.VectorType)):
+        if not isinstance(elem, (ir.ScalarType, ir.VectorType, ir.StructType)):
             raise TranspileError("the element type must be a scalar type such as f32, a "
-                                 "vector type such as vec3f or a complex type", e.index[0].span)
+                                 "vector type such as vec3f, a complex type or a @gpu_struct "
+                                 "class", e.index[0].span)
         ndim, mutable = array.value
-        return ir.ArrayType(elem, ndim, mutable)
+        return ir.ArrayType(elem, ndim, mutable, strided=strided)
     sym = ctx.resolver.dotted(e) if isinstance(e, (S.Name, S.Attribute)) else None
     if sym is None:
         raise TranspileError("unsupported annotation", e.span)
@@ -177,6 +193,12 @@ def annotation(ctx: FunctionContext, e: S.Expr, allow_unique: bool = False,
         raise TranspileError("tuple needs its item types: tuple[f32, i32]", e.span)
     if sym.kind == "builtin" and entry is not None and entry.value is not None:
         return ir.scalar(entry.value)  # int, float and bool as annotations
+    if sym.kind == "struct":
+        from .structs import struct_type
+
+        pair: Any = sym.value  # a struct's (ModuleScan, StructDecl)
+        scan, decl = pair
+        return struct_type(scan, decl, ctx.resolver.locator, e.span)
     if sym.kind == "typevar":
         bound = ctx.binding.get(sym.name)
         if bound is None:

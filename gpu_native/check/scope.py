@@ -20,6 +20,7 @@ from ..frontend import syntax as S
 from ..frontend.parse import PACKAGE, ModuleScan, scan_module
 from ..frontend.source import read_source
 from ..lang import registry as R
+from ..lang.structs import StructInfo
 from ..locate import display_file, find_module_file
 from ..nodes import node
 
@@ -44,7 +45,8 @@ class Sym:
     ``cmath`` (cmath function),
     ``builtin``, ``const`` (``value`` holds it), ``typevar`` (``value``: constraint names),
     ``device`` (``value``: (ModuleScan, FunctionDef)), ``constarray`` (a module-level
-    ``const_array``; ``value``: (ModuleScan, ConstArrayDecl)), ``module`` (``name`` is the module),
+    ``const_array``; ``value``: (ModuleScan, ConstArrayDecl)), ``struct`` (a ``@gpu_struct``
+    class; ``value``: (ModuleScan, StructDecl)), ``module`` (``name`` is the module),
     ``host`` (anything else; ``value`` describes it for the error message).
     """
 
@@ -73,6 +75,8 @@ class ModuleLocator:
         self._asked: dict[str, tuple[str, str | None, str | None]] = {}
         self._added: set[str] = set()
         self._provided: dict[str, ModuleScan] = {}
+        # The struct types resolved so far by their C++ name (see .structs.struct_type).
+        self.struct_names: dict[str, StructInfo] = {}
 
     def find_path(self, module: str, near: str | None = None) -> str | None:
         """The source file of ``module`` (see :func:`.locate.find_module_file`), or None."""
@@ -143,6 +147,8 @@ class Resolver:
             return Sym("const", name, scan.constants[name])
         if name in scan.const_arrays:
             return Sym("constarray", name, (scan, scan.const_arrays[name]))
+        if name in scan.structs:
+            return Sym("struct", name, (scan, scan.structs[name]))
         fn = scan.function(name)
         if fn is not None:
             if fn.kind == "device":
@@ -205,7 +211,7 @@ class Resolver:
                        "gpu_native cannot find")
         resolver = Resolver(other, self.locator)
         if attr in other.constants or attr in other.typevars or attr in other.const_arrays or \
-                other.function(attr) is not None:
+                attr in other.structs or other.function(attr) is not None:
             return resolver.name(attr, span)
         if attr in other.imports:
             imp = other.imports[attr]

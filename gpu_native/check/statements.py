@@ -91,7 +91,7 @@ class StatementChecker(CheckerBase):
             raise self.error(f"{self.fn.name} has no return annotation, so it cannot return a "
                              "value", s.value.span, f"annotate it, e.g. `-> {example}`")
         # resolve.py checked it
-        assert isinstance(ret_type, (ir.ScalarType, ir.VectorType, ir.TupleType))
+        assert isinstance(ret_type, (ir.ScalarType, ir.VectorType, ir.TupleType, ir.StructType))
         value = self.coerce(self.expr(s.value), ret_type, "the returned value")
         return [ir.Return(s.span, value)], True
 
@@ -202,7 +202,7 @@ class StatementChecker(CheckerBase):
             return self.assign_target(target, value, s.span, None, augmented=True), False
         if isinstance(target, S.Attribute):
             value = S.BinOp(s.span, s.op, target, s.value)
-            return self.assign_target(target, value, s.span, None), False
+            return self.assign_target(target, value, s.span, None, augmented=True), False
         raise self.error("augmented assignment needs a name, an array element or a vector's "
                          "component", target.span)
 
@@ -215,6 +215,9 @@ class StatementChecker(CheckerBase):
         if isinstance(target, S.Tuple):
             return self.unpack(target, value_syntax, span)
         if isinstance(target, S.Attribute):
+            stores = self.assign_field(target, value_syntax, span, augmented)
+            if stores is not None:
+                return stores
             return self.assign_component(target, value_syntax, span)
         raise self.error("cannot assign to this expression", target.span)
 
@@ -229,7 +232,7 @@ class StatementChecker(CheckerBase):
                                  "the whole element", target.span,
                                  "v = a[i]; v.x = ...; a[i] = v")
             raise self.error("attributes cannot be assigned in kernels (only the components "
-                             "of a local vector)", target.span)
+                             "of a local vector and the fields of a struct)", target.span)
         var, index = found
         ty = var.ty
         assert isinstance(ty, ir.VectorType)
@@ -303,7 +306,7 @@ class StatementChecker(CheckerBase):
         if isinstance(var.ty, GeneratorType):
             raise self.error(f"'{name}' holds a random number generator; only philox(...) can "
                              "be assigned to it", target.span)
-        assert isinstance(var.ty, (ir.ScalarType, ir.VectorType, ir.TupleType))
+        assert isinstance(var.ty, (ir.ScalarType, ir.VectorType, ir.TupleType, ir.StructType))
         converted = self.coerce(value, var.ty, f"assignment to '{name}'")
         self.bounds.commit()
         self.bounds.kill({var})
@@ -319,9 +322,9 @@ class StatementChecker(CheckerBase):
                              call.span)
         got = self.args(call, ("dtype", "shape"), 2, f"{which}()")
         elem = self.annotation(got["dtype"])
-        if not isinstance(elem, (ir.ScalarType, ir.VectorType)):
-            raise self.error(f"{which}()'s dtype must be a scalar type such as f32 or a vector "
-                             "type such as vec3f", got["dtype"].span)
+        if not isinstance(elem, (ir.ScalarType, ir.VectorType, ir.StructType)):
+            raise self.error(f"{which}()'s dtype must be a scalar type such as f32, a vector "
+                             "type such as vec3f or a @gpu_struct class", got["dtype"].span)
         shape = self.static_shape(got["shape"], which)
         dynamic = shape == (0,)
         if dynamic and which != "shared_array":
@@ -406,7 +409,7 @@ class StatementChecker(CheckerBase):
         if isinstance(var.ty, GeneratorType):
             raise self.error(f"'{name}' holds a random number generator; only philox(...) can "
                              "be assigned to it", target.span)
-        assert isinstance(var.ty, (ir.ScalarType, ir.VectorType, ir.TupleType))
+        assert isinstance(var.ty, (ir.ScalarType, ir.VectorType, ir.TupleType, ir.StructType))
         converted = self.coerce(value, var.ty, f"assignment to '{name}'")
         self.bounds.commit()
         self.bounds.kill({var})
@@ -417,8 +420,10 @@ class StatementChecker(CheckerBase):
         return [ir.Assign(span, var, converted)]
 
     def store(self, target: S.Subscript, value_syntax: S.Expr | None, span,
-              augmented: bool, value: ir.Expr | None = None) -> ir.Stmt:
-        """``target = value`` (``value_syntax`` unless the value is checked already)."""
+              augmented: bool, value: ir.Expr | None = None,
+              field: tuple[int, ...] = ()) -> ir.Stmt:
+        """``target = value`` (``value_syntax`` unless the value is checked already; ``field``:
+        the path of a struct element's field that ``value``, converted already, is stored to)."""
         base = self.expr(target.value)
         if not isinstance(base, ir.ArrayRef):
             raise self.error(f"only arrays can be assigned by index, not {base.ty}",
@@ -440,10 +445,11 @@ class StatementChecker(CheckerBase):
         if value is None:
             assert value_syntax is not None
             value = self.expr(value_syntax)
-        value = self.coerce(value, base.ty.elem, f"the value stored into '{base.var.name}'")
+        if not field:
+            value = self.coerce(value, base.ty.elem, f"the value stored into '{base.var.name}'")
         unique, owners, proof = self.unique.store(base, indices, target.span,
                                                   self.unsafe_depth > 0)
         checks = self.bounds.checks(base, indices, target.span)
         proof = self.unique.note_store(base, indices, target.span, unique, owners) or proof
         self.tail.note(base, indices)
-        return ir.Store(span, base, indices, checks, value, unique, proof)
+        return ir.Store(span, base, indices, checks, value, unique, proof, field)

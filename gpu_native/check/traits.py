@@ -4,6 +4,7 @@ pass meets it, which the launcher and the code generators read."""
 from __future__ import annotations
 
 from .. import ir
+from ..lang.structs import StructInfo
 from ..nodes import node
 
 
@@ -96,6 +97,9 @@ def uses_half(node) -> bool:
             return walk(x.elem)
         if isinstance(x, ir.TupleType):
             return walk(x.elems)
+        if isinstance(x, ir.StructType):  # a field of f16
+            return any(f.info.name == "f16" or (isinstance(f.info, StructInfo) and walk(
+                ir.StructType(f.info))) for f in x.info.fields)
         if isinstance(x, (tuple, list)):
             return any(walk(i) for i in x)
         if isinstance(x, (ir.Expr, ir.Stmt, ir.Var, ir.SharedDecl, ir.LocalArrayDecl)):

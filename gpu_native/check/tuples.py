@@ -139,7 +139,7 @@ class TupleChecker(CheckerBase):
         if self.is_tuple(value):
             return self.materialize(value).ty
         value = self.materialize(value)
-        if isinstance(value.ty, ir.VectorType):
+        if isinstance(value.ty, (ir.VectorType, ir.StructType)):
             return value.ty
         return self.scalar_of(value, what)
 

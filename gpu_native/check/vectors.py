@@ -226,6 +226,11 @@ class VectorChecker(CheckerBase):
         if base.ty.space not in ("global", "shared"):
             raise self.error(f"{name}() reads global or shared arrays, not a {base.ty.space} "
                              "array", e.span, "index the per-thread array element by element")
+        if base.ty.strided:
+            # Its last axis may have any stride: the elements need not be consecutive.
+            raise self.error(f"{name}() reads {width} consecutive elements, and the Strided "
+                             f"array '{base.var.name}' need not hold them consecutively", e.span,
+                             "index it element by element, or take a contiguous parameter")
         if base.ty.space == "global" and base.ty.mutable and self.unsafe_depth == 0:
             raise self.error(
                 f"{name}() of the writable array '{base.var.name}' reads {width} elements, and "

@@ -87,6 +87,11 @@ def extent_name(var: ir.Var, axis: int) -> str:
     return f"__gn_{cname(var)}_n{axis}"
 
 
+def stride_name(var: ir.Var, axis: int) -> str:
+    """The C++ name of a strided array's element stride along ``axis``."""
+    return f"__gn_{cname(var)}_s{axis}"
+
+
 def component_name(var: ir.Var, k: int) -> str:
     """The C++ name of component ``k`` of a vector kernel parameter, passed as a scalar."""
     return f"__gn_{cname(var)}_v{k}"

@@ -18,11 +18,20 @@ from .._version import __version__
 from ..lang import registry as R
 from ..locate import display_file as display_name
 from ..nodes import fields, is_node
-from .cnames import cname, component_name, extent_name
+from .cnames import cname, component_name, extent_name, stride_name
 from .entry_points import ENTRY_POINTS
 from .matrices import MatrixEmitter, fragment_arrays
 from .prelude import GRID_SYNC_INCLUDES, HALF_INCLUDES, PRELUDE_INCLUDE
-from .structs import tuple_name, tuple_struct, tuple_types
+from .structs import (
+    StructEmitter,
+    gather,
+    leaf_names,
+    struct_definition,
+    struct_infos,
+    tuple_name,
+    tuple_struct,
+    tuple_types,
+)
 from .vectors import VectorEmitter
 
 _XYZ = "xyz"
@@ -167,7 +176,7 @@ def _may_be_product(e: ir.Expr, product_locals: set[int]) -> bool:
 
 
 def ctype(ty: ir.Type) -> str:
-    if isinstance(ty, (ir.ScalarType, ir.VectorType)):
+    if isinstance(ty, (ir.ScalarType, ir.VectorType, ir.StructType)):
         return ty.info.c_name
     if isinstance(ty, ir.VoidType):
         return "void"
@@ -263,7 +272,7 @@ def const_declarations(consts: tuple[ir.ConstDecl, ...]) -> str:
     return "\n".join(lines) + "\n"
 
 
-class CudaEmitter(VectorEmitter, MatrixEmitter):
+class CudaEmitter(VectorEmitter, MatrixEmitter, StructEmitter):
     """Emits one kernel specialisation (and the device functions it reaches) as CUDA C++."""
 
     def __init__(self, kernel: ir.Kernel, display_file: str):
@@ -294,6 +303,9 @@ class CudaEmitter(VectorEmitter, MatrixEmitter):
         structs = [tuple_struct(t) for t in tuple_types(k)]
         if structs:
             out.append("// tuples\n" + "\n".join(structs))
+        records = [struct_definition(info) for info in struct_infos(k)]
+        if records:
+            out.append("// @gpu_struct types\n" + "\n".join(records))
         if k.consts:
             out.append(const_declarations(k.consts))
         for fn in k.device_functions:
@@ -317,12 +329,17 @@ class CudaEmitter(VectorEmitter, MatrixEmitter):
                 # vector by vector_params().
                 elem = ctype(p.ty.elem)
                 out.extend(f"{elem} {component_name(p, k)}" for k in range(p.ty.n))
+            elif kernel and isinstance(p.ty, ir.StructType):
+                # One scalar parameter per scalar of the struct (see gpu_native.abi).
+                out.extend(f"{c} {name}" for c, name in leaf_names(p.ty.info, f"__gn_{cname(p)}"))
             elif isinstance(p.ty, ir.ArrayType):
                 elem = ctype(p.ty.elem)
                 restrict = " __restrict__" if kernel else ""
                 const = "" if p.ty.mutable else "const "
                 out.append(f"{const}{elem}*{restrict} {cname(p)}")
                 out.extend(f"gn_i64 {extent_name(p, a)}" for a in range(p.ty.ndim))
+                if p.ty.strided:
+                    out.extend(f"gn_i64 {stride_name(p, a)}" for a in range(p.ty.ndim))
             else:
                 out.append(f"{ctype(p.ty)} {cname(p)}")
         return out
@@ -364,6 +381,9 @@ class CudaEmitter(VectorEmitter, MatrixEmitter):
                 items = ", ".join(component_name(p, k) for k in range(p.ty.n))
                 # Not const: a kernel may assign its parameters, a vector's components too.
                 self.line(f"{ctype(p.ty)} {cname(p)} = {ctype(p.ty)}{{{items}}};")
+            elif isinstance(p.ty, ir.StructType):
+                names = [name for _, name in leaf_names(p.ty.info, f"__gn_{cname(p)}")]
+                self.line(f"{ctype(p.ty)} {cname(p)} = {ctype(p.ty)}{gather(p.ty.info, names)};")
 
     def kernel_function(self, symbol: str | None = None) -> str:
         k = self.kernel
@@ -418,10 +438,17 @@ class CudaEmitter(VectorEmitter, MatrixEmitter):
         self.indent -= 1
 
     def emit_Assign(self, s: ir.Assign) -> None:
+        if isinstance(s.value, ir.StructWith):  # `p.x = v`
+            found = self.field_assignment(ir.Local(s.span, s.var.ty, s.var), s.value)
+            if found is not None:
+                self.line(f"{cname(s.var)}{found[0]} = {self.expr(found[1])};")
+                return
         self.line(f"{cname(s.var)} = {self.expr(s.value)};")
 
     def emit_Store(self, s: ir.Store) -> None:
         target = self.element(s.array, s.indices, s.checks)
+        if s.field:  # `a[i].x = v`
+            target += self.field_path(s.array.ty.elem, s.field)
         self.line(f"{target} = {self.expr(s.value)};")
 
     def emit_ExprStmt(self, s: ir.ExprStmt) -> None:
@@ -617,7 +644,9 @@ class CudaEmitter(VectorEmitter, MatrixEmitter):
         helpers = self.helpers
         if width > 1:
             assert not helpers.origin  # no _uids entry point has them (TraitNotes.uid_only)
-        if not static and len(indices) == 2 and None not in checks and width == 1:
+        strided = ref.ty.strided
+        if (not static and not strided and len(indices) == 2 and None not in checks
+                and width == 1):
             # One branch for both axes: half the branches of the 2-D stencils and tiles.
             i, j = (index(idx) for idx in indices)
             return (f"{cname(ref.var)}[{helpers.check2}(__gn_err, {i}, {self.extent(ref, 0)}, "
@@ -632,6 +661,12 @@ class CudaEmitter(VectorEmitter, MatrixEmitter):
                 code = (f"{helpers.check}(__gn_err, {code}, {self.extent(ref, axis)}, "
                         f"{site}u{helpers.origin})")
             parts.append(code)
+        if strided:
+            # Each index checked against its own extent, then scaled by its stride (in
+            # elements; negative strides too): the view's elements need not be contiguous.
+            offset = " + ".join(f"{part} * {stride_name(ref.var, axis)}"
+                                for axis, part in enumerate(parts))
+            return f"{cname(ref.var)}[{offset}]"
         extents = [self.extent(ref, axis) for axis in range(len(parts))]
         return f"{cname(ref.var)}[{row_major(parts, extents)}]"
 
@@ -665,6 +700,16 @@ class CudaEmitter(VectorEmitter, MatrixEmitter):
                 isinstance(e.right, ir.Const) and e.right.value):
             # A divisor that may be -0.0: see gn_fdiv in the prelude.
             return f"gn_fdiv({lhs}, {rhs})"
+        if op == "/" and info.name in ("f16", "bf16"):
+            # The quotient in f32, rounded once to 16 bits: correctly rounded (f32 has more than
+            # twice the precision plus two bits, so the double rounding is exact), as the
+            # simulator computes it, where CUDA's __hdiv is a reciprocal approximation; and
+            # through gn_fdiv, for the same NVVM sign bug as f32 division.
+            half = "half" if info.name == "f16" else "bfloat16"
+            a, b = f"__{half}2float({lhs})", f"__{half}2float({rhs})"
+            q = (f"({a} / {b})" if isinstance(e.right, ir.Const) and e.right.value
+                 else f"gn_fdiv({a}, {b})")
+            return f"__float2{half}_rn({q})"
         if op in ("+", "-", "*", "/"):
             return f"({lhs} {op} {rhs})"
         if op in ("//", "%"):
@@ -800,6 +845,8 @@ class CudaEmitter(VectorEmitter, MatrixEmitter):
                 assert isinstance(arg, ir.ArrayRef)
                 args.append(cname(arg.var))
                 args.extend(self.extent(arg, a) for a in range(arg.ty.ndim))
+                if arg.ty.strided:
+                    args.extend(stride_name(arg.var, a) for a in range(arg.ty.ndim))
             else:
                 args.append(self.expr(arg))
         return f"{e.function.symbol}({', '.join(args)})"
@@ -930,6 +977,9 @@ _EXPR: dict[type, str] = {
     ir.VecCall: "emit_VecCall",
     ir.ComplexCall: "emit_ComplexCall",
     ir.RandomDraw: "emit_RandomDraw",
+    ir.StructMake: "emit_StructMake",
+    ir.FieldGet: "emit_FieldGet",
+    ir.StructWith: "emit_StructWith",
 }
 
 

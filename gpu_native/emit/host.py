@@ -269,9 +269,12 @@ def build_launcher(name: str, params: tuple[Param, ...], generic: bool,
     classes: list[str] = []
     for p in params:
         if p.is_array:
-            attr = "launch_sig_mut" if p.mutable else "launch_sig"
+            # A Strided parameter reads the array's strided signature and parameters (any
+            # layout); a contiguous one its own, which a non-contiguous view does not match.
+            layout = "_strided" if p.strided else ""
+            attr = f"launch_sig{layout}{'_mut' if p.mutable else ''}"
             tests.append((f"{p.name}.__class__ is {r}DA", f"{p.name}.{attr} is {r}sig_{p.name}"))
-            values.append(f"{p.name}.launch_args")
+            values.append(f"{p.name}.launch_args{layout}")
         else:
             test, cls = _scalar_test(p, generic, r)
             tests.append(test)

@@ -267,7 +267,8 @@ class Index32Emitter(CudaEmitter):
         return super().emit_Compare(e)
 
     def element(self, ref: ir.ArrayRef, indices, checks, width: int = 1) -> str:
-        if not all(self.fits(i) for i in indices) or (
+        # A strided view's offsets are not bounded by its element count: 64-bit, as in main.
+        if ref.ty.strided or not all(self.fits(i) for i in indices) or (
                 width > 1 and any(c is not None for c in checks)):
             # The 64-bit form (a vector's check of its last axis has no 32-bit helper).
             return super().element(ref, indices, checks, width)

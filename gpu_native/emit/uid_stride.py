@@ -89,7 +89,8 @@ def _vector_type(v: ir.Var) -> str:
 
 def _vector_access(ref: ir.ArrayRef, indices, uid_vars: set[int]) -> bool:
     ty = ref.ty
-    return (ty.space == "global" and ty.ndim == 1 and ty.elem.name in _VECTOR_TYPES
+    return (ty.space == "global" and ty.ndim == 1 and not ty.strided
+            and ty.elem.name in _VECTOR_TYPES
             and len(indices) == 1 and _bare_uid(indices[0], uid_vars))
 
 

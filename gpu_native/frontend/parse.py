@@ -30,6 +30,7 @@ from .source import ast_span, check_depth, line_texts, parse_python
 KERNEL_DECORATOR = "gpu_kernel"
 DEVICE_DECORATOR = "gpu_device"
 CONST_ARRAY = "const_array"
+STRUCT_DECORATOR = "gpu_struct"
 PACKAGE = "gpu_native"
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -95,6 +96,29 @@ class ScanHints:
     variant: str = ""
 
 
+@node
+class StructFieldDecl:
+    """One annotated field of a ``@gpu_struct`` class: its annotation as a dotted name (``""``
+    when it is anything else), and where it is."""
+
+    name: str
+    annotation: str
+    span: SourceSpan
+    annotation_span: SourceSpan
+
+
+@node
+class StructDecl:
+    """A ``@gpu_struct`` class of a module, as written: its fields in order, and the first
+    statement of its body that is not a field (``problem``: what is wrong, and where), which
+    the checker reports when a kernel uses the struct."""
+
+    name: str
+    span: SourceSpan
+    fields: tuple[StructFieldDecl, ...]
+    problem: tuple[str, SourceSpan] | None = None
+
+
 @node(frozen=False)
 class ModuleScan:
     """What the transpiler knows about one module, found without executing it."""
@@ -108,6 +132,8 @@ class ModuleScan:
     constant_spans: dict[str, SourceSpan] = Factory(dict)
     typevars: dict[str, tuple[str, ...]] = Factory(dict)
     const_arrays: dict[str, ConstArrayDecl] = Factory(dict)
+    structs: dict[str, StructDecl] = Factory(dict)
+    struct_types: dict = Factory(dict)  # the checker's memo: struct name -> its ir.StructType
     functions: list[S.FunctionDef] = Factory(list)
     host_names: dict[str, str] = Factory(dict)  # name -> "function" / "class" / ...
     reassigned: set[str] = Factory(set)
@@ -312,6 +338,8 @@ class _Scanner:
                 self.function(stmt, *found)
         elif isinstance(stmt, ast.ClassDef):
             self._bind(stmt.name, "class")
+            if any(self.resolves_to(d, STRUCT_DECORATOR) for d in stmt.decorator_list):
+                self.scan.structs[stmt.name] = self.struct(stmt)
         elif isinstance(stmt, _GUARDS):
             # Imports under `if TYPE_CHECKING:` or `try:` still tell us what names mean.
             for inner in stmt.body:
@@ -418,6 +446,28 @@ class _Scanner:
                 continue
             names.append(dotted.split(".")[-1])
         return tuple(names)
+
+    def struct(self, cls: ast.ClassDef) -> StructDecl:
+        """The fields of a ``@gpu_struct`` class (annotated names, in order)."""
+        fields: list[StructFieldDecl] = []
+        problem = None
+        for k, stmt in enumerate(cls.body):
+            if k == 0 and isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant) \
+                    and isinstance(stmt.value.value, str):
+                continue  # the docstring
+            if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
+                if stmt.value is not None and problem is None:
+                    problem = (f"field '{stmt.target.id}' of struct {cls.name} has a default "
+                               f"value; struct fields have none ({cls.name}() sets every "
+                               "field to zero)", self.span(stmt.value))
+                fields.append(StructFieldDecl(stmt.target.id, _dotted(stmt.annotation) or "",
+                                              self.span(stmt.target),
+                                              self.span(stmt.annotation)))
+            elif problem is None:
+                problem = (f"struct {cls.name} may only declare fields (`x: f32`); methods, "
+                           "assignments and other statements are not supported in a "
+                           "@gpu_struct class", self.span(stmt))
+        return StructDecl(cls.name, self.span(cls), tuple(fields), problem)
 
     # ---- functions
 

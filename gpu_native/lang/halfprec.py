@@ -1,10 +1,18 @@
-"""Conversions for the 16-bit float types that NumPy lacks (bfloat16)."""
+"""Conversions for the 16-bit float types that NumPy lacks (bfloat16).
+
+NumPy has no bfloat16 dtype; the ``ml_dtypes`` package (an optional dependency: ``pip install
+ml_dtypes``, which JAX and TensorFlow install too) adds one.  :func:`bf16_dtype` returns it when
+``ml_dtypes`` can be imported, and None otherwise: host arrays of bf16 values are then widened to
+float32 (exact) instead.
+"""
 
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["bf16_bits_to_f32", "f32_to_bf16_bits", "round_bf16"]
+__all__ = ["bf16_bits_to_f32", "bf16_dtype", "f32_to_bf16_bits", "round_bf16"]
+
+_BF16_DTYPE: list = []
 
 
 def f32_to_bf16_bits(x: np.ndarray | np.floating | float) -> np.ndarray:
@@ -28,3 +36,16 @@ def bf16_bits_to_f32(bits: np.ndarray | int) -> np.ndarray:
 def round_bf16(x: float) -> float:
     """Round one Python float to the nearest bfloat16 value, returned as a Python float."""
     return float(bf16_bits_to_f32(f32_to_bf16_bits(np.float32(x))))
+
+
+def bf16_dtype() -> np.dtype | None:
+    """The NumPy dtype ``bfloat16`` of the ``ml_dtypes`` package, or None when it is not
+    installed (looked up once; the import is deferred so ``import gpu_native`` never pays it)."""
+    if not _BF16_DTYPE:
+        try:
+            import ml_dtypes  # type: ignore[import-not-found, unused-ignore]
+        except ImportError:
+            _BF16_DTYPE.append(None)
+        else:
+            _BF16_DTYPE.append(np.dtype(ml_dtypes.bfloat16))
+    return _BF16_DTYPE[0]

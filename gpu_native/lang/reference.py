@@ -23,7 +23,8 @@ _NOTICE = ("<!-- generated from gpu_native/lang/registry.py by `python -m gpu_na
 # (namespace, form, checker handlers) triples, which take their entries first.
 SECTIONS: tuple[tuple[str, tuple[tuple[str, ...], ...]], ...] = (
     ("Types (`from gpu_native import ...`)", (
-        ("gpu_native", "type"), ("gpu_native", "array type"), ("gpu_native", "index type"),
+        ("gpu_native", "type"), ("gpu_native", "array type"), ("gpu_native", "array layout"),
+        ("gpu_native", "index type"),
         ("gpu_native", "const type"), ("builtins", "tuple type"))),
     ("Vectors", (("gpu_native", "vector type"), ("gpu_native", "call", "call_vector", "call_load_vec"),
                  ("vector", "attribute"))),

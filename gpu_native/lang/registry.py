@@ -89,6 +89,7 @@ FORMS = {
     "vector type": "a small vector type: annotation, constructor, array element and host dtype tag",
     "complex type": "a complex type: annotation, constructor, array element and host dtype tag",
     "array type": "an array parameter annotation, `T[elem]`",
+    "array layout": "the layout argument of an array type, `CUDASlice2D[f32, Strided]`",
     "index type": "an annotation for unique ids",
     "const type": "an annotation for compile-time constant parameters",
     "tuple type": "a tuple annotation, `tuple[T1, T2]`",
@@ -259,6 +260,10 @@ for _ndim in (1, 2, 3):
                f"read-only {_ndim}-D device array parameter (row-major)", value=(_ndim, False)))
     _add(Entry(f"CUDASliceMut{_suffix}", "gpu_native", "array type",
                f"writable {_ndim}-D device array parameter (row-major)", value=(_ndim, True)))
+_add(Entry("Strided", "gpu_native", "array layout",
+           "an array parameter that takes non-contiguous views (transposes, step slices): "
+           "`CUDASlice2D[f32, Strided]`; its element strides are passed with the launch",
+           since="0.2.0"))
 _add(Entry("UniqueId", "gpu_native", "index type",
            "a thread's unique id: what `FlatLayout*.uid()` and `BlockLayout*.uid()` return"))
 _add(Entry("Const", "gpu_native", "const type",
@@ -274,6 +279,12 @@ _add(Entry("gpu_kernel", "gpu_native", "decorator",
            "marks a kernel: `@gpu_kernel(Kernel1D, bounds_check=True, fastmath=False)`"))
 _add(Entry("gpu_device", "gpu_native", "decorator",
            "marks a device function, callable from kernels and other device functions"))
+_add(Entry("gpu_struct", "gpu_native", "decorator",
+           "marks a class of annotated fields (scalars, vectors, structs) as a struct: a "
+           "parameter passed by value, a local `p = P(x=1.0)` (unset fields zero), `p.x` read "
+           "and assigned, a device function's argument and result, an array element "
+           "(`CUDASlice[P]`, `a[i].x = v`); `P.dtype` is its NumPy dtype (C layout)",
+           since="0.2.0"))
 for _ndim in (1, 2, 3):
     _add(Entry(f"FlatLayout{_ndim}D", "gpu_native", "layout",
                f"the {_ndim}-D grid as one flat range of thread ids (grid-unique)",

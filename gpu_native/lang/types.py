@@ -46,6 +46,7 @@ __all__ = [
     "CUDASliceMut3D",
     "Const",
     "ScalarInfo",
+    "Strided",
     "bf16",
     "bool_",
     "complex64",
@@ -495,14 +496,26 @@ VECTOR_CLASSES: dict[str, type] = {
 }
 
 
-def element_info(tag: Any) -> ScalarInfo | VectorInfo:
-    """The :class:`ScalarInfo` or :class:`VectorInfo` (a :class:`ComplexInfo` for a complex
-    type) of an array element type: a scalar, vector or complex class, its name, its info, or a
-    NumPy dtype (a subarray dtype such as ``np.dtype((np.float32, 3))`` names a vector,
-    ``complex64`` a complex type).
+def element_info(tag: Any) -> Any:
+    """The :class:`ScalarInfo`, :class:`VectorInfo` (a :class:`ComplexInfo` for a complex type)
+    or :class:`~gpu_native.lang.structs.StructInfo` of an array element type: a scalar, vector
+    or complex class, a ``@gpu_struct`` class, its name (a struct's: its layout key), its info,
+    or a NumPy dtype (a subarray dtype such as ``np.dtype((np.float32, 3))`` names a vector,
+    ``complex64`` a complex type, a structured dtype a struct).
 
     Raises ``TypeError`` when ``tag`` names no supported element type.
     """
+    from .structs import StructInfo, parse_key, struct_info_of_dtype
+
+    if isinstance(tag, StructInfo):
+        return tag
+    struct = getattr(tag, "__gpu_struct__", None) if isinstance(tag, type) else None
+    if isinstance(struct, StructInfo):
+        return struct
+    if isinstance(tag, str) and tag.startswith("{"):
+        return parse_key(tag)
+    if isinstance(tag, np.dtype) and tag.names is not None:
+        return struct_info_of_dtype(tag)
     info = getattr(tag, "info", None) if isinstance(tag, type) else None
     if isinstance(info, VectorInfo):
         return info
@@ -629,6 +642,18 @@ COMPLEX_CLASSES: dict[str, type] = {"complex64": complex64, "complex128": comple
 T = TypeVar("T")
 
 
+class Strided:
+    """The layout argument of an array parameter that takes non-contiguous views:
+    ``a: CUDASlice2D[f32, Strided]`` accepts a transpose (``x.T``), a step slice (``x[:, ::2]``)
+    or any other strided view of device memory without a copy.  The array's element strides are
+    passed with the launch and used in its indexing; without ``Strided`` an array parameter takes
+    C-contiguous arrays only (and indexes them row-major, the fast path).
+    See docs/language.md, Array views."""
+
+    def __init__(self) -> None:
+        raise TypeError("Strided is an annotation argument: CUDASlice2D[f32, Strided]")
+
+
 class _ArrayParam(Generic[T]):
     """Common host-side stand-in for array parameter annotations: never instantiated.
 
@@ -638,6 +663,14 @@ class _ArrayParam(Generic[T]):
 
     ndim: ClassVar[int] = 1
     is_mutable: ClassVar[bool] = False
+
+    if not TYPE_CHECKING:
+        def __class_getitem__(cls, params):
+            # `CUDASlice2D[f32, Strided]`: the layout only matters to the transpiler, which reads
+            # the annotation's source; at run time it is the array type of its element type.
+            if isinstance(params, tuple) and len(params) == 2 and params[1] is Strided:
+                params = params[0]
+            return super().__class_getitem__(params)
 
     def __init__(self) -> None:
         raise TypeError(

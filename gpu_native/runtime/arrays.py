@@ -4,7 +4,8 @@ A ``DeviceArray`` is a C-contiguous block of device memory with a shape and an e
 scalar type, or a vector type (``vec3f`` ...), whose components the host sees as a last axis of
 its own (an array of ``n`` ``vec3f`` comes back from :meth:`DeviceArray.to_host` as an ``(n, 3)``
 ``float32`` array, and ``gn.to_device(a, dtype=gn.vec3f)`` takes one).  Views
-(``a[10:20]``, ``a[3]`` of a 2-D array, ``a.reshape(...)``, ``a.readonly()``) share the memory.
+(``a[10:20]``, ``a[3]`` of a 2-D array, ``a.reshape(...)``, ``a.view(gn.u32)``,
+``a.readonly()``) share the memory.
 Arrays export ``__cuda_array_interface__`` (v3) and DLPack (1.0), and foreign CUDA arrays (CuPy,
 PyTorch, Numba) are accepted by launches, :func:`to_device` and :func:`from_dlpack` without a
 copy, ordered after their producer's stream (see :mod:`.interop`).  On the simulator a foreign CPU
@@ -26,7 +27,7 @@ from typing import TYPE_CHECKING, Any, TypeGuard
 import numpy as np
 
 from .. import abi
-from ..lang.halfprec import bf16_bits_to_f32, f32_to_bf16_bits
+from ..lang.halfprec import bf16_bits_to_f32, bf16_dtype, f32_to_bf16_bits
 from ..lang.types import ComplexInfo, ScalarInfo, VectorInfo, element_info
 from ..tracebacks import boundary
 from . import backend as B
@@ -37,9 +38,59 @@ _sig_lock = threading.Lock()
 _signatures: dict[tuple, Signature] = {}
 
 
-# The packed parameters of a 1-, 2- and 3-D array (see DeviceArray.launch_args).
+# The packed parameters of a 1-, 2- and 3-D array (see DeviceArray.launch_args), and of one
+# bound to a Strided parameter (launch_args_strided: its element strides after its extents).
 _ARGS = {ndim: struct.Struct("<" + abi.POINTER_FORMAT + abi.EXTENT_FORMAT * ndim)
          for ndim in (1, 2, 3)}
+_STRIDED_ARGS = {ndim: struct.Struct("<" + abi.POINTER_FORMAT + abi.EXTENT_FORMAT * (2 * ndim))
+                 for ndim in (1, 2, 3)}
+
+
+def c_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    """The element strides of a C-contiguous (row-major) array of ``shape``."""
+    out, step = [], 1
+    for n in reversed(shape):
+        out.append(step)
+        step *= max(n, 1)
+    return tuple(reversed(out))
+
+
+def is_c_contiguous(shape: tuple[int, ...], strides: tuple[int, ...]) -> bool:
+    """Whether element ``strides`` lay ``shape`` out row-major (NumPy's rule: an axis of
+    extent 1 may have any stride, and an empty array is contiguous)."""
+    if 0 in shape:
+        return True
+    step = 1
+    for n, s in zip(reversed(shape), reversed(strides)):
+        if n != 1 and s != step:
+            return False
+        step *= n
+    return True
+
+
+def element_span(shape: tuple[int, ...], strides: tuple[int, ...]) -> tuple[int, int]:
+    """The lowest and highest element offset a view reaches, from its first element (0, -1 for
+    an empty view)."""
+    if 0 in shape:
+        return 0, -1
+    lo = sum(s * (n - 1) for n, s in zip(shape, strides) if s < 0)
+    hi = sum(s * (n - 1) for n, s in zip(shape, strides) if s > 0)
+    return lo, hi
+
+
+def self_overlaps(shape: tuple[int, ...], strides: tuple[int, ...]) -> bool:
+    """Whether two index tuples of a view may name one element: sufficient test (no false
+    negatives): with the axes of extent > 1 sorted by ``|stride|``, each stride must exceed
+    the span of the axes inside it.  A stride of 0 (a broadcast) overlaps."""
+    if 0 in shape:
+        return False
+    reach = 0
+    for n, s in sorted(((n, abs(s)) for n, s in zip(shape, strides) if n > 1),
+                       key=lambda t: t[1]):
+        if s <= reach:
+            return True
+        reach += s * (n - 1)
+    return False
 
 
 class Signature:
@@ -47,24 +98,28 @@ class Signature:
 
     A launcher's fast path accepts an array with one identity test: ``a.launch_sig is sig`` for
     a read-only parameter, ``a.launch_sig_mut is sig`` for a writable one (``launch_sig_mut`` is
-    None on a read-only view).  Everything an argument check needs is in the token.  ``wide`` marks an array
+    None on a read-only view).  Everything an argument check needs is in the token.
+    ``strided`` marks the signatures of Strided parameters (``launch_sig_strided``), and the
+    ``launch_sig`` of a non-contiguous view, which no contiguous parameter has.  ``wide`` marks an array
     of more than ``abi.INDEX32_MAX_ELEMENTS`` elements: fast paths only take the others, so a
     kernel's 32-bit index entry point never sees one (the checked path runs the main one).
     """
 
-    __slots__ = ("backend", "device", "dtype", "ndim", "wide")
+    __slots__ = ("backend", "device", "dtype", "ndim", "strided", "wide")
 
-    def __init__(self, backend: str, device: int, dtype: str, ndim: int, wide: bool = False):
+    def __init__(self, backend: str, device: int, dtype: str, ndim: int, wide: bool = False,
+                 strided: bool = False):
         self.backend, self.device, self.dtype, self.ndim = backend, device, dtype, ndim
-        self.wide = wide
+        self.wide, self.strided = wide, strided
 
     def __repr__(self) -> str:
-        wide = ", wide" if self.wide else ""
-        return f"<signature {self.dtype}[{self.ndim}D{wide}] on {self.backend}:{self.device}>"
+        flags = (", wide" if self.wide else "") + (", strided" if self.strided else "")
+        return f"<signature {self.dtype}[{self.ndim}D{flags}] on {self.backend}:{self.device}>"
 
 
-def signature(backend: str, device: int, dtype: str, ndim: int, wide: bool = False) -> Signature:
-    key = (backend, device, dtype, ndim, wide)
+def signature(backend: str, device: int, dtype: str, ndim: int, wide: bool = False,
+              strided: bool = False) -> Signature:
+    key = (backend, device, dtype, ndim, wide, strided)
     sig = _signatures.get(key)
     if sig is None:
         with _sig_lock:
@@ -120,30 +175,52 @@ class DeviceArray(_ArrayBase):
     ``launch_base``
         The allocation the memory belongs to: arrays of different bases cannot overlap, which
         is all a launcher's fast path checks (the checked path compares addresses).
+    ``launch_args_strided``, ``launch_sig_strided``, ``launch_sig_strided_mut``
+        The same for a ``Strided`` parameter: the packed parameters add one ``i64`` element
+        stride per dimension; the signatures are set on every array, contiguous or not, and
+        ``launch_sig_strided_mut`` is None on a read-only view and on one whose elements
+        overlap (a broadcast stride of 0, say), which no writable parameter may take.
+
+    A non-contiguous view (``a.T``, ``a[:, ::2]``) has signatures no contiguous parameter has:
+    a launch binding it to one takes the checked path, which raises ``TypeError``.
     """
 
-    __slots__ = ("__weakref__", "_backend", "_gn_ptr", "_info", "_owner", "device", "dtype",
-                 "launch_args", "launch_base", "launch_sig", "launch_sig_mut", "shape")
+    __slots__ = ("__weakref__", "_backend", "_gn_ptr", "_info", "_is_writable", "_owner",
+                 "device", "dtype", "is_contiguous", "launch_args", "launch_args_strided",
+                 "launch_base", "launch_sig", "launch_sig_mut", "launch_sig_strided",
+                 "launch_sig_strided_mut", "shape", "strides")
 
     def __init__(self, backend, device: int, ptr: int, shape: tuple[int, ...],
-                 info: ScalarInfo | VectorInfo, owner: Any, base: Any, writable: bool = True):
-        if not 1 <= len(shape) <= 3:
-            raise ValueError(f"device arrays have 1 to 3 dimensions, not {len(shape)}")
+                 info: ScalarInfo | VectorInfo, owner: Any, base: Any, writable: bool = True,
+                 strides: tuple[int, ...] | None = None):
+        ndim = len(shape)
+        if not 1 <= ndim <= 3:
+            raise ValueError(f"device arrays have 1 to 3 dimensions, not {ndim}")
         self._backend = backend
         self.device = device
         self._gn_ptr = ptr
-        self.shape = tuple(int(s) for s in shape)
+        self.shape = shape = tuple(int(s) for s in shape)
         self._info = info
         self.dtype = info.dtype
         self._owner = owner
         self.launch_base = base
+        self._is_writable = writable
+        contiguous = strides is None or is_c_contiguous(shape, strides)
+        strides = c_strides(shape) if contiguous else tuple(int(s) for s in strides or ())
+        self.strides = strides
+        self.is_contiguous = contiguous
         # The kernel parameters this array passes (its address, then its extents), packed once:
         # a launcher's fast path copies them into its argument buffer as they are.
-        self.launch_args = _ARGS[len(self.shape)].pack(ptr, *self.shape)
-        sig = signature(backend.name, device, info.name, len(self.shape),
-                        math.prod(self.shape) > abi.INDEX32_MAX_ELEMENTS)
+        self.launch_args = _ARGS[ndim].pack(ptr, *shape)
+        self.launch_args_strided = _STRIDED_ARGS[ndim].pack(ptr, *shape, *strides)
+        wide = math.prod(shape) > abi.INDEX32_MAX_ELEMENTS
+        strided = signature(backend.name, device, info.name, ndim, wide, strided=True)
+        sig = signature(backend.name, device, info.name, ndim, wide) if contiguous else strided
         self.launch_sig = sig
         self.launch_sig_mut = sig if writable else None
+        self.launch_sig_strided = strided
+        self.launch_sig_strided_mut = strided if writable and (
+            contiguous or not self_overlaps(shape, strides)) else None
 
     # ---- properties -----------------------------------------------------------------------
 
@@ -171,12 +248,13 @@ class DeviceArray(_ArrayBase):
     @property
     def scalar_info(self) -> ScalarInfo | ComplexInfo:
         """The type of the host array's elements: the elements' own (a scalar or complex type),
-        or their components' for an array of vectors."""
+        or their components' for an array of vectors (for an array of structs, the struct's
+        :class:`~gpu_native.lang.structs.StructInfo`, whose ``dtype`` is the host array's)."""
         info = self._info
         if _is_vector(info):
             return info.elem
-        assert isinstance(info, (ScalarInfo, ComplexInfo))
-        return info
+        assert not isinstance(info, VectorInfo) or isinstance(info, ComplexInfo)
+        return info  # a scalar, complex or struct info
 
     @property
     def host_shape(self) -> tuple[int, ...]:
@@ -188,7 +266,20 @@ class DeviceArray(_ArrayBase):
     @property
     def is_writable(self) -> bool:
         """False for a view made with :meth:`readonly` (it cannot bind to ``CUDASliceMut``)."""
-        return self.launch_sig_mut is not None
+        return self._is_writable
+
+    @property
+    def byte_strides(self) -> tuple[int, ...]:
+        """The strides in bytes, as NumPy's ``strides``."""
+        size = self._info.itemsize
+        return tuple(s * size for s in self.strides)
+
+    def byte_range(self) -> tuple[int, int]:
+        """The device addresses ``[start, end)`` that the view's elements lie in (empty for an
+        empty view)."""
+        lo, hi = element_span(self.shape, self.strides)
+        size = self._info.itemsize
+        return self._gn_ptr + lo * size, self._gn_ptr + (hi + 1) * size
 
     @property
     def ptr(self) -> int:
@@ -205,41 +296,87 @@ class DeviceArray(_ArrayBase):
 
     # ---- views ---------------------------------------------------------------------------------
 
-    def _view(self, offset_elems: int, shape: tuple[int, ...], writable: bool | None = None
-              ) -> DeviceArray:
+    def _view(self, offset_elems: int, shape: tuple[int, ...], writable: bool | None = None,
+              strides: tuple[int, ...] | None = None) -> DeviceArray:
         return DeviceArray(self._backend, self.device,
                            self._gn_ptr + offset_elems * self._info.itemsize, shape, self._info,
                            self._owner, self.launch_base,
-                           self.is_writable if writable is None else writable)
+                           self.is_writable if writable is None else writable,
+                           None if strides is None else strides)
 
     @boundary
     def __getitem__(self, key):
-        if isinstance(key, tuple):
-            if len(key) != 1:
-                raise IndexError("device arrays support indexing and slicing along the first "
-                                 "axis only; use to_host() for general indexing")
-            key = key[0]
-        n = self.shape[0]
-        row = math.prod(self.shape[1:])
-        if isinstance(key, slice):
-            start, stop, step = key.indices(n)
-            if step != 1:
-                raise ValueError("device array views must be contiguous: slices with a step are "
-                                 "not supported")
-            length = max(0, stop - start)
-            return self._view(start * row, (length, *self.shape[1:]))
+        """Basic indexing, as NumPy's: integers and slices (any step, negative too) per axis,
+        ``...``; a view that shares the memory (strided where the slices have steps or skip
+        part of an inner axis).  An integer for every axis reads one element to the host."""
+        if self.is_contiguous and key.__class__ is slice and key.step is None:
+            # The common a[i:j] of a contiguous array, kept quick: a contiguous view.
+            start, stop, _ = key.indices(self.shape[0])
+            return self._view(start * self.strides[0], (max(0, stop - start), *self.shape[1:]))
+        if key.__class__ is int and self.ndim > 1 and self.is_contiguous and (
+                0 <= key < self.shape[0]):
+            return self._view(key * self.strides[0], self.shape[1:])  # a row: contiguous
+        keys = list(key) if isinstance(key, tuple) else [key]
+        if any(k is Ellipsis for k in keys):
+            at = keys.index(Ellipsis)
+            if Ellipsis in keys[at + 1:]:
+                raise IndexError("an index can only have a single ellipsis ('...')")
+            keys[at:at + 1] = [slice(None)] * (self.ndim - len(keys) + 1)
+        if len(keys) > self.ndim:
+            raise IndexError(f"too many indices for a {self.ndim}-D device array: "
+                             f"{len(keys)} given")
+        keys += [slice(None)] * (self.ndim - len(keys))
+        offset = 0
+        shape: list[int] = []
+        strides: list[int] = []
+        for axis, (k, n, s) in enumerate(zip(keys, self.shape, self.strides)):
+            if isinstance(k, slice):
+                start, stop, step = k.indices(n)
+                shape.append(len(range(start, stop, step)))
+                strides.append(s * step)
+                offset += start * s if shape[-1] else 0
+                continue
+            try:
+                i = operator.index(k)
+            except TypeError:
+                raise TypeError(f"device arrays are indexed by integers, slices and '...', "
+                                f"not {type(k).__name__}") from None
+            if i < 0:
+                i += n
+            if not 0 <= i < n:
+                raise IndexError(f"index {k} is out of bounds for axis {axis} with size {n}")
+            offset += i * s
+        if not shape:  # one element: read it
+            return self._view(offset, (1,)).to_host()[0]
+        return self._view(offset, tuple(shape), strides=tuple(strides))
+
+    @boundary
+    def transpose(self, *axes: int) -> DeviceArray:
+        """A view with the axes permuted (reversed by default), as NumPy's: no copy, a strided
+        view unless the array has one axis that is not of extent 1."""
+        if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
+            axes = tuple(axes[0])
+        if not axes:
+            axes = tuple(reversed(range(self.ndim)))
         try:
-            i = int(key.__index__())
-        except AttributeError:
-            raise TypeError(f"device arrays are indexed by integers or slices, not "
-                            f"{type(key).__name__}") from None
-        if i < 0:
-            i += n
-        if not 0 <= i < n:
-            raise IndexError(f"index {key} is out of bounds for axis 0 with size {n}")
-        if self.ndim > 1:
-            return self._view(i * row, self.shape[1:])
-        return self._view(i, (1,)).to_host()[0]
+            axes = tuple(operator.index(a) for a in axes)
+        except TypeError:
+            raise TypeError(f"transpose takes integer axes, not {axes!r}") from None
+        axes = tuple(a + self.ndim if a < 0 else a for a in axes)
+        if sorted(axes) != list(range(self.ndim)):
+            raise ValueError(f"axes {axes} are not a permutation of the {self.ndim} axes")
+        return self._view(0, tuple(self.shape[a] for a in axes),
+                          strides=tuple(self.strides[a] for a in axes))
+
+    @property
+    def T(self) -> DeviceArray:
+        """The transpose: :meth:`transpose` with the axes reversed."""
+        return self.transpose()
+
+    def _require_contiguous(self, what: str) -> None:
+        if not self.is_contiguous:
+            raise ValueError(f"cannot {what} a non-contiguous view (strides {self.strides}); "
+                             "make a contiguous copy first with .copy()")
 
     @boundary
     def reshape(self, *shape: int) -> DeviceArray:
@@ -263,19 +400,62 @@ class DeviceArray(_ArrayBase):
             shape = tuple(self.size // known if s == -1 else s for s in shape)
         if math.prod(shape) != self.size:
             raise ValueError(f"cannot reshape an array of {self.size} elements into {shape}")
+        self._require_contiguous("reshape")
         return self._view(0, shape)
+
+    @boundary
+    def view(self, dtype) -> DeviceArray:
+        """The same memory seen as another element type, as NumPy's ``ndarray.view``: no copy.
+
+        ``a.view(gn.u32)`` of an ``f32`` array gives the bit patterns (and the same shape).  A
+        type of another size rescales the last axis, which must then hold a whole number of
+        the new elements (``(n, 4)`` ``u8`` viewed as ``f32`` is ``(n, 1)``, ``(n,)`` ``f32``
+        viewed as ``u16`` is ``(2 * n,)``), and the address must be aligned for the new type.
+        Vector types count as elements of their size (``(n, 3)`` ``f32`` viewed as
+        ``gn.vec3f`` is ``(n, 1)``; use ``gn.to_device(a, dtype=gn.vec3f)`` to drop the axis).
+
+        Raises ``ValueError`` when the last axis or the address does not fit the new type.
+        """
+        info = _resolve_dtype(dtype)
+        old, new = self._info.itemsize, info.itemsize
+        shape = self.shape
+        strides = self.byte_strides
+        if new != old and not self.is_contiguous and self.shape[-1] != 1 and strides[-1] != old:
+            raise ValueError(f"cannot view this array as {info.name}: its last axis is not "
+                             "contiguous, as a view of another itemsize needs (NumPy's rule)")
+        if new != old:
+            last = shape[-1] * old
+            if last % new:
+                raise ValueError(
+                    f"cannot view an array of shape {shape} and {self._info.name} ({old} bytes) "
+                    f"as {info.name} ({new} bytes): the last axis holds {last} bytes, not a "
+                    f"multiple of {new}")
+            shape = (*shape[:-1], last // new)
+        if any(s % new for s in strides[:-1]):
+            raise ValueError(f"cannot view this array as {info.name}: its strides "
+                             f"{strides} (bytes) are not multiples of {new}")
+        align = info.align if isinstance(info, VectorInfo) else new
+        if self._gn_ptr % align:
+            raise ValueError(f"this array's address is not aligned to {align} bytes, as an "
+                             f"array of {info.name} must be; copy it first")
+        elements = tuple(s // new for s in (strides if new == old else (*strides[:-1], new)))
+        return DeviceArray(self._backend, self.device, self._gn_ptr, shape, info, self._owner,
+                           self.launch_base, self.is_writable, elements)
 
     def readonly(self) -> DeviceArray:
         """A read-only view: launches refuse to bind it to a ``CUDASliceMut`` parameter."""
-        return self._view(0, self.shape, writable=False)
+        return self._view(0, self.shape, writable=False, strides=self.strides)
 
     # ---- copies --------------------------------------------------------------------------------
 
     @boundary
     def to_host(self, stream=None) -> np.ndarray:
         """Copy to a new NumPy array.  A synchronisation point: waits for the device's work and
-        raises any error a kernel reported (``KernelIndexError`` ...).  bf16 arrays come back as
-        float32."""
+        raises any error a kernel reported (``KernelIndexError`` ...).
+
+        A bf16 array comes back as ``ml_dtypes.bfloat16`` when the optional ``ml_dtypes``
+        package is installed, and otherwise widened to float32 (exactly; NumPy itself has no
+        bfloat16).  ``a.view(gn.u16).to_host()`` gives the raw bits either way."""
         if self.device != current_device():  # copies are ordered on the array's own device
             with on_device(self.device):
                 return self.to_host(stream)
@@ -283,12 +463,30 @@ class DeviceArray(_ArrayBase):
             from .streams import as_stream
 
             as_stream(stream).synchronize()
-        out = np.empty(self.host_shape, dtype=self.scalar_info.dtype)
-        self._backend.copy_dtoh(out, self._gn_ptr)
+        if self.is_contiguous:
+            out = np.empty(self.host_shape, dtype=self.scalar_info.dtype)
+            self._backend.copy_dtoh(out, self._gn_ptr)
+        else:
+            out = self._strided_to_host()
         raise_pending(None)
         if self._info.name == "bf16":
+            dtype = bf16_dtype()
+            if dtype is not None:
+                return out.view(dtype)
             return bf16_bits_to_f32(out).reshape(self.shape)
         return out
+
+    def _strided_to_host(self) -> np.ndarray:
+        """A non-contiguous view's elements: the bytes it spans, copied, then gathered."""
+        lo, hi = element_span(self.shape, self.strides)
+        info = self._info
+        dtype = self.scalar_info.dtype
+        span = np.empty((hi - lo + 1, *self.host_shape[self.ndim:]), dtype=dtype)
+        self._backend.copy_dtoh(span, self._gn_ptr + lo * info.itemsize)
+        view = np.lib.stride_tricks.as_strided(
+            span[-lo:], self.host_shape, (*self.byte_strides, *span.strides[1:]),
+            writeable=False)
+        return np.ascontiguousarray(view)
 
     def _check_writable(self, what: str) -> None:
         if not self.is_writable:
@@ -301,6 +499,7 @@ class DeviceArray(_ArrayBase):
 
         Raises ``TypeError`` for a read-only view."""
         self._check_writable("copy into")
+        self._require_contiguous("copy into")
         if self.device != current_device():
             with on_device(self.device):
                 return self.copy_from_host(host)
@@ -327,6 +526,8 @@ class DeviceArray(_ArrayBase):
         if self.device != current_device():
             with on_device(self.device):
                 return self.copy()
+        if not self.is_contiguous:  # gathered through host memory
+            return to_device(self.to_host(), self._info.name)
         out = empty(self.shape, self._info.name)
         self._backend.copy_dtod(out._gn_ptr, self._gn_ptr, self.nbytes)
         return out
@@ -349,12 +550,18 @@ class DeviceArray(_ArrayBase):
         if self._backend.name != "cuda":
             raise AttributeError("simulator arrays live in host memory and have no CUDA array "
                                  "interface")
+        dtype = self.scalar_info.dtype
+        extra = {"descr": dtype.descr} if dtype.names is not None else {}
         return {
+            **extra,
             "shape": self.host_shape,
-            "typestr": self.scalar_info.dtype.str,
+            "typestr": dtype.str,
             "data": (self._gn_ptr, not self.is_writable),
             "version": 3,
-            "strides": None,
+            "strides": None if self.is_contiguous else (
+                # A vector's components are a last axis; a complex number is one element.
+                *self.byte_strides, *((self.scalar_info.itemsize,) if _is_vector(
+                    self._info) else ())),
             # The legacy default stream, made to wait for our non-blocking streams: a consumer
             # that waits for it sees all our work on the device (see runtime.interop).
             "stream": export_stream(self),
@@ -402,6 +609,8 @@ def _host_data(obj, info: ScalarInfo | ComplexInfo) -> np.ndarray:
         arr = np.asarray(obj)
         if arr.dtype == np.uint16:
             return np.ascontiguousarray(arr)
+        if arr.dtype.name == "bfloat16":  # ml_dtypes' bfloat16: the bits as they are
+            return np.ascontiguousarray(arr).view(np.uint16)
         return np.ascontiguousarray(f32_to_bf16_bits(arr.astype(np.float32)).reshape(arr.shape))
     return np.ascontiguousarray(np.asarray(obj, dtype=info.dtype))
 
@@ -462,8 +671,10 @@ def to_device(obj, dtype=None, *, stream=None) -> DeviceArray:
         raise TypeError(f"array is {arr._info.name}, not {want.name}; convert on the host or in "
                         "a kernel")
     if want is None:
-        info: ScalarInfo | VectorInfo = element_info(
-            obj.dtype if isinstance(obj, np.ndarray) else np.asarray(obj).dtype)
+        dtype = obj.dtype if isinstance(obj, (np.ndarray, np.generic)) else np.asarray(obj).dtype
+        # A structured array is an array of structs of its own layout (a kernel parameter of
+        # a @gpu_struct type checks the layout at the launch).
+        info: ScalarInfo | VectorInfo = element_info(dtype)
     else:
         info = want
     if isinstance(info, VectorInfo) and not isinstance(info, ComplexInfo):
@@ -473,7 +684,7 @@ def to_device(obj, dtype=None, *, stream=None) -> DeviceArray:
                              f"holds the {info.n} components, not one of shape {data.shape}")
         shape = data.shape[:-1] or (1,)
     else:
-        assert isinstance(info, (ScalarInfo, ComplexInfo))
+        assert not isinstance(info, VectorInfo) or isinstance(info, ComplexInfo)
         data = _host_data(obj, info)
         shape = data.shape or (1,)
     out = empty(shape, info.name)
@@ -486,6 +697,7 @@ def _as_vectors(arr: DeviceArray, info: VectorInfo) -> DeviceArray:
     if arr.shape[-1] != info.n or arr.ndim < 2:
         raise ValueError(f"an array of {arr._info.name} with shape {arr.shape} is not an array "
                          f"of {info.name}: its last axis must hold the {info.n} components")
+    arr._require_contiguous("see as vectors")
     if arr._gn_ptr % info.align:
         raise ValueError(f"this array's memory is not aligned to {info.align} bytes, as an "
                          f"array of {info.name} must be; copy it first")

@@ -33,7 +33,7 @@ import numpy as np
 
 from ..lang.types import element_info
 from . import backend as B
-from .arrays import DeviceArray
+from .arrays import DeviceArray, element_span
 from .devices import current_device, on_device
 
 # Whether foreign arrays are synchronised with their producer's stream, and ours with their
@@ -103,6 +103,10 @@ _exports_lock = threading.Lock()
 
 
 def _dl_dtype(info) -> DLDataType:
+    if info.kind == "struct":
+        raise TypeError("DLPack has no struct element type: an array of structs cannot be "
+                        "exported through DLPack; use __cuda_array_interface__ (whose descr "
+                        "lists the fields) or to_host()")
     code = {"int": _DL_INT, "uint": _DL_UINT, "float": _DL_FLOAT, "complex": _DL_COMPLEX,
             "bool": _DL_BOOL}[info.kind]
     if info.name == "bf16":
@@ -285,17 +289,27 @@ def to_dlpack(arr: DeviceArray, stream=None, max_version=None, dl_device=None, c
         tensor.device = DLDevice(_KDL_CUDA, arr.device)
     else:
         tensor.device = DLDevice(_KDL_CPU, 0)
-        buf, offset = backend.memory.locate(arr._gn_ptr, arr.nbytes)
-        tensor.data = buf.ctypes.data + offset
+        lo, hi = element_span(arr.shape, arr.strides)
+        size = arr._info.itemsize
+        buf, offset = backend.memory.locate(arr._gn_ptr + lo * size, (hi - lo + 1) * size)
+        tensor.data = buf.ctypes.data + offset - lo * size
     tensor.ndim = len(dims)
     tensor.dtype = _dl_dtype(arr.scalar_info)
     tensor.shape = shape
-    tensor.strides = None
+    strides = None
+    if not arr.is_contiguous:  # in elements of the exported dtype (a vector's components too)
+        width = len(dims) - arr.ndim
+        scale = dims[-1] if width else 1
+        strides = (ctypes.c_int64 * len(dims))(*(s * scale for s in arr.strides),
+                                               *((1,) if width else ()))
+        tensor.strides = strides
+    else:
+        tensor.strides = None
     tensor.byte_offset = 0
     managed.deleter = _delete_export
     address = ctypes.addressof(managed)
     with _exports_lock:
-        _exports[address] = (managed, shape, arr)
+        _exports[address] = (managed, shape, arr, strides)
     name = _VERSIONED_NAME if versioned else _LEGACY_NAME
     return _capsule_new(address, name, ctypes.cast(_destroy_capsule, ctypes.c_void_p))
 
@@ -435,21 +449,40 @@ def _check_memory(backend, ptr: int, shape: tuple[int, ...], itemsize: int, what
     return device
 
 
+def _element_strides(shape, strides, itemsize: int, what: str) -> tuple[int, ...] | None:
+    """Byte ``strides`` as element strides (None for a C-contiguous array); a stride that is
+    not a whole number of elements is a ``ValueError``."""
+    if _contiguous(shape, strides, itemsize):
+        return None
+    if len(strides) != len(shape) or any(int(s) % itemsize for s in strides):
+        raise ValueError(f"{what} has strides {tuple(strides)} (bytes) that are not multiples "
+                         f"of its itemsize {itemsize}; pass a contiguous copy")
+    return tuple(int(s) // itemsize for s in strides)
+
+
+def _check_view(backend, ptr: int, shape, strides, itemsize: int, what: str) -> int:
+    """:func:`_check_memory` for every element a (possibly strided) view reaches."""
+    if strides is None:
+        return _check_memory(backend, ptr, shape, itemsize, what)
+    lo, hi = element_span(shape, strides)
+    return _check_memory(backend, ptr + lo * itemsize, (hi - lo + 1,), itemsize, what)
+
+
 def _from_cai(obj, cai: dict, what: str, backend) -> DeviceArray:
     shape = tuple(int(s) for s in cai["shape"])
     dtype = np.dtype(cai["typestr"])
     info = element_info(dtype)
-    strides = cai.get("strides")
-    if not _contiguous(shape, strides, dtype.itemsize):
-        raise ValueError(f"{what} is not C-contiguous (strides {strides}); pass a contiguous "
-                         "array (e.g. .contiguous() in PyTorch, cupy.ascontiguousarray)")
     if not 1 <= len(shape) <= 3:
         raise ValueError(f"{what} has {len(shape)} dimensions; kernels take 1 to 3")
+    # A non-contiguous view (a transpose, a step slice) keeps its strides: a Strided parameter
+    # takes it, a contiguous one refuses it at the launch.
+    strides = _element_strides(shape, cai.get("strides"), dtype.itemsize, what)
     ptr, readonly = cai["data"]
     ptr = int(ptr or 0)
-    device = _check_memory(backend, ptr, shape, dtype.itemsize, what)
+    device = _check_view(backend, ptr, shape, strides, dtype.itemsize, what)
     return DeviceArray(backend, device, ptr, shape, info, obj,
-                       _foreign_base(backend, device, ptr, obj), writable=not readonly)
+                       _foreign_base(backend, device, ptr, obj), writable=not readonly,
+                       strides=strides)
 
 
 def _dlpack_capsule(obj, stream):
@@ -504,17 +537,17 @@ def _from_dlpack(obj, what: str, backend, consumer=None) -> DeviceArray:
                         f"{t.dtype.lanes} lanes) gpu_native does not support")
     info = element_info(name)
     strides = None if not t.strides else tuple(t.strides[i] * info.itemsize for i in range(ndim))
-    if not _contiguous(shape, strides, info.itemsize):
-        raise ValueError(f"{what} is not C-contiguous; pass a contiguous array")
     if not 1 <= ndim <= 3:
         raise ValueError(f"{what} has {ndim} dimensions; kernels take 1 to 3")
+    strides = _element_strides(shape, strides, info.itemsize, what)
     ptr = (t.data or 0) + t.byte_offset
     if t.device.device_type != _KDL_CUDA:
         raise TypeError(f"{what} said it is in CUDA memory, but its DLPack tensor is not "
                         f"(device type {t.device.device_type})")
-    device = _check_memory(backend, ptr, shape, info.itemsize, what)
+    device = _check_view(backend, ptr, shape, strides, info.itemsize, what)
     return DeviceArray(backend, device, ptr, shape, info, owner,
-                       _foreign_base(backend, device, ptr, obj), writable=not readonly)
+                       _foreign_base(backend, device, ptr, obj), writable=not readonly,
+                       strides=strides)
 
 
 def is_host_dlpack(obj) -> bool:

@@ -29,6 +29,7 @@ import numpy as np
 from .. import abi
 from ..errors import LaunchError
 from ..lang.layouts import BlockDim1D, BlockDim2D, BlockDim3D, GridDim1D, GridDim2D, GridDim3D
+from ..lang.structs import StructInfo, leaf_values, mismatch, parse_key, struct_info_of_dtype
 from ..lang.types import COMPLEX_CLASSES, SCALARS, VECTOR_CLASSES
 from ..nodes import Factory, node
 from ..spec import KernelSpec, LaunchCheck, Param, ParamCheck, Site, Trait, VariantSpec
@@ -697,7 +698,7 @@ class LaunchContext:
         backend = config.backend
         self.signatures = {
             p.name: signature(backend.name, config.device, self.types.get(p.dtype, p.dtype),
-                              p.ndim)
+                              p.ndim, strided=p.strided)
             for p in self.kernel.params if p.ndim}
         self.keepalive: collections.deque = collections.deque()
         self.param_checks = tuple(c for c in variant.launch_checks if isinstance(c, ParamCheck))
@@ -735,12 +736,17 @@ class LaunchContext:
                     arrays.append((p, arr))
                     values.append(arr._gn_ptr)
                     values.extend(arr.shape)
+                    if p.strided:
+                        values.extend(arr.strides)
                     scalars.append(None)
                 elif dtype in abi.VECTOR_SLOTS:
                     values.extend(self.vector_argument(p, dtype, arg))
                     scalars.append(None)
                 elif dtype in abi.COMPLEX_SLOTS:
                     values.extend(self.complex_argument(p, dtype, arg))
+                    scalars.append(None)
+                elif dtype.startswith("{"):  # a struct's layout key
+                    values.extend(self.struct_argument(p, dtype, arg))
                     scalars.append(None)
                 else:
                     values.append(self.scalar_argument(p, dtype, arg))
@@ -797,6 +803,13 @@ class LaunchContext:
         if arr._backend is not backend:
             raise TypeError(f"{self.where(p)} was created by the {arr._backend.name} backend but "
                             f"kernels run on the {backend.name} backend")
+        if dtype.startswith("{") and arr._info.name != dtype:
+            want_info = parse_key(dtype)
+            got = arr._info
+            why = mismatch(want_info, got) if isinstance(got, StructInfo) else \
+                f"its elements are {got.name}, not structs"
+            raise TypeError(f"{self.where(p)} must be an array of structs of the parameter's "
+                            f"layout, but {why}")
         if arr._info.name != dtype:
             hint = ""
             vector = abi.VECTOR_SLOTS.get(dtype)
@@ -811,11 +824,44 @@ class LaunchContext:
         if p.mutable and not arr.is_writable:
             raise TypeError(f"{self.where(p)} is read-only, but {want} writes to it; pass a "
                             f"writable array")
+        if not arr.is_contiguous and not p.strided:
+            layout = want.replace("]", ", Strided]")
+            raise TypeError(
+                f"{self.where(p)} is a non-contiguous view (element strides "
+                f"{arr.strides}), but {want} takes C-contiguous arrays only; annotate the "
+                f"parameter {layout} to take strided views without a copy, or pass a "
+                "contiguous copy (.copy(), .contiguous() in PyTorch)")
+        if p.strided and p.mutable and arr.launch_sig_strided_mut is None:
+            raise ValueError(
+                f"{self.where(p)} is a view whose elements overlap (shape {arr.shape}, element "
+                f"strides {arr.strides}): distinct indices would write one element, which the "
+                f"unique-write rules of {want} forbid; pass a copy")
         if arr.device != self.config.device:
             raise ValueError(f"{self.where(p)} lives on device {arr.device}, but the launch is on "
                              f"device {self.config.device}; copy it or launch under "
                              f"gn.Device({arr.device})")
         return arr
+
+    def struct_argument(self, p: Param, dtype: str, arg) -> list:
+        """A struct parameter's scalars as their slots take them (see gpu_native.abi): from an
+        instance of its ``@gpu_struct`` class or a NumPy structured scalar (``np.void``) of the
+        same fields, each converted and range-checked as a scalar parameter is."""
+        info = parse_key(dtype)
+        where = self.where(p)
+        given = getattr(arg, "__gpu_struct__", None)
+        if isinstance(given, StructInfo) and given.name != dtype:
+            raise TypeError(f"{where} is a {given.title} whose layout is not the parameter's: "
+                            f"{mismatch(info, given)}")
+        if isinstance(arg, np.void) and arg.dtype.names is not None:
+            found = struct_info_of_dtype(arg.dtype)
+            if found.name != dtype:
+                raise TypeError(f"{where} is a NumPy struct whose dtype is not the "
+                                f"parameter's: {mismatch(info, found)}")
+        # A NumPy scalar read from a structured scalar is checked as the number it holds.
+        leaves = [x.item() if isinstance(x, np.generic) else x
+                  for x in leaf_values(info, arg, where)]
+        return [self.scalar_argument(p, leaf.name, x, f"{where}, field {name},")
+                for leaf, x, name in zip(info.leaves(), leaves, info.leaf_paths())]
 
     def vector_argument(self, p: Param, dtype: str, arg) -> list:
         """A vector parameter's components as their slots take them: from a vector of its type
@@ -873,14 +919,17 @@ class LaunchContext:
         raise TypeError(f"{where} must be a number ({dtype}), not {type(arg).__name__}")
 
     def check_overlap(self, arrays: list[tuple[Param, DeviceArray]]) -> None:
+        # The address ranges the arrays' elements lie in (a strided view's gaps count: two
+        # interleaved views of one array, a[::2] and a[1::2], are refused too).
         for p, a in arrays:
             if not p.mutable:
                 continue
-            a_end = a._gn_ptr + a.nbytes
+            a_start, a_end = a.byte_range()
             for q, b in arrays:
                 if q is p or b.nbytes == 0 or a.nbytes == 0:
                     continue
-                if a._gn_ptr < b._gn_ptr + b.nbytes and b._gn_ptr < a_end:
+                b_start, b_end = b.byte_range()
+                if a_start < b_end and b_start < a_end:
                     raise ValueError(
                         f"{self.where(p)} overlaps argument '{q.name}' in device memory; a "
                         "kernel's writable array must not share memory with its other array "
@@ -939,3 +988,4 @@ def _import_kernel(module: str, qualname: str):
     for part in qualname.split("."):
         obj = getattr(obj, part)
     return obj
+

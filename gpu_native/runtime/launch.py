@@ -14,6 +14,7 @@ import struct
 from collections.abc import Callable
 
 from .. import abi
+from ..lang.structs import parse_key
 
 
 def _value_slots(dtype: str) -> list[str]:
@@ -23,6 +24,8 @@ def _value_slots(dtype: str) -> list[str]:
     if vector is not None:
         elem, n = vector
         return [abi.SLOT_FORMATS[elem]] * n
+    if dtype.startswith("{"):  # a struct's layout key: one slot per scalar, in order
+        return [abi.SLOT_FORMATS[leaf.name] for leaf in parse_key(dtype).leaves()]
     return [abi.SLOT_FORMATS[dtype]]
 
 
@@ -32,7 +35,7 @@ def slot_formats(params, types: dict[str, str]) -> list[str]:
     for p in params:
         if p.ndim:
             out.append(abi.POINTER_FORMAT)
-            out.extend(abi.EXTENT_FORMAT for _ in range(p.ndim))
+            out.extend(abi.EXTENT_FORMAT for _ in range(p.slots - 1))  # extents (and strides)
         else:
             out.extend(_value_slots(types.get(p.dtype, p.dtype)))
     return out
@@ -42,7 +45,7 @@ def fast_formats(params, types: dict[str, str]) -> list[str]:
     """The struct format of each parameter as a launcher's fast path packs it: an array as the
     bytes of its ``launch_args`` (address and extents, one slot each), a scalar as its slot (a
     vector, which the fast path never takes, as its components' slots)."""
-    return [f"{abi.SLOT_SIZE * (1 + p.ndim)}s" if p.ndim
+    return [f"{abi.SLOT_SIZE * p.slots}s" if p.ndim
             else "".join(_value_slots(types.get(p.dtype, p.dtype))) for p in params]
 
 

@@ -65,7 +65,8 @@ def copy(dst, src) -> DeviceArray:
         An argument is not a device array (a NumPy array: use ``gn.to_device`` or
         ``DeviceArray.copy_from_host``), ``dst`` is read-only, or the element types differ.
     ValueError
-        The shapes differ, or ``dst`` and ``src`` overlap in memory.
+        The shapes differ, ``dst`` and ``src`` overlap in memory, or ``dst`` is a non-contiguous
+        view (a non-contiguous ``src`` is gathered first).
     """
     dst = _device_array(dst, "dst")
     src = _device_array(src, "src")
@@ -79,6 +80,9 @@ def copy(dst, src) -> DeviceArray:
                         "on the host or in a kernel")
     if dst.shape != src.shape:
         raise ValueError(f"dst has shape {dst.shape} but src has shape {src.shape}")
+    dst._require_contiguous("copy into")
+    if not src.is_contiguous:  # gather it first (through host memory; see DeviceArray.copy)
+        src = src.copy()
     nbytes = src.nbytes
     if nbytes == 0:
         return dst

@@ -19,6 +19,7 @@ import numpy as np
 
 from .. import log
 from ..errors import GpuNativeError, LaunchError
+from ..lang.structs import StructInfo
 from ..lang.types import VectorInfo, element_info
 from ..tracebacks import boundary
 from . import records
@@ -375,7 +376,21 @@ class SimBackend(Backend):
         i = 0
         for p in fn.kernel.params:
             info = element_info(types.get(p.dtype, p.dtype))
-            if isinstance(info, VectorInfo):
+            if p.ndim and p.strided:
+                shape = tuple(values[i + 1:i + 1 + p.ndim])
+                strides = tuple(values[i + 1 + p.ndim:i + 1 + 2 * p.ndim])
+                args.append(self._strided(values[i], info, shape, strides))
+                i += p.slots
+            elif isinstance(info, StructInfo):
+                if p.ndim:
+                    shape = tuple(values[i + 1:i + 1 + p.ndim])
+                    args.append(self.memory.view(values[i], info.dtype, shape))
+                    i += 1 + p.ndim
+                else:  # one slot per scalar (see gpu_native.abi)
+                    n = len(info.leaves())
+                    args.append(tuple(values[i:i + n]))
+                    i += n
+            elif isinstance(info, VectorInfo):
                 if p.ndim:  # the elements' components on a last axis of their own
                     shape = (*values[i + 1:i + 1 + p.ndim], info.n)
                     args.append(self.memory.view(values[i], info.elem.dtype, shape))
@@ -399,6 +414,20 @@ class SimBackend(Backend):
         errors = _SimErrors(record, err_ptr, fn.variant.kernel_id)
         fn.program.run((gx, gy, gz), (bx, by, bz), int(shmem), args, errors, fn.consts)
         return (self.success,)
+
+    def _strided(self, ptr: int, info, shape: tuple[int, ...], strides: tuple[int, ...]):
+        """A Strided parameter's memory: the elements its view spans, and where its first
+        element is among them."""
+        from ..simulator.machine import StridedArray
+        from .arrays import element_span
+
+        lo, hi = element_span(shape, strides)
+        if isinstance(info, VectorInfo):
+            span = self.memory.view(ptr + lo * info.itemsize, info.elem.dtype,
+                                    (hi - lo + 1, info.n))
+        else:
+            span = self.memory.view(ptr + lo * info.itemsize, info.dtype, (hi - lo + 1,))
+        return StridedArray(span, -lo, shape, strides)
 
     # A cooperative kernel runs its whole grid as one chunk (gpu_native.simulator.program), which
     # is what grid_sync() needs; the launcher has checked that the grid fits (runtime.sizing).

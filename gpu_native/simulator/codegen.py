@@ -27,13 +27,15 @@ from .. import ir
 from ..errors import SourceSpan
 from ..lang import registry
 from ..nodes import fields
-from . import complexes, machine, ops, philox, vectors
+from . import complexes, machine, ops, philox, structs, vectors
 
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z_0-9]*$")
 # The barriers by scope ("block", "warp", "grid"), as the IR's Barrier names them.
 _BARRIERS = {e.value: e for e in registry.by_form("statement") if e.check == "barrier"}
 # sync_threads_count / _and / _or by the IR's BarrierVote.op ("count", "and", "or").
 _BARRIER_VOTES = {e.op: e for e in registry.by_form("call") if e.check == "call_barrier_vote"}
+# The types of the values a local holds (arrays, unique ids and generators are not values).
+_VALUES = (ir.ScalarType, ir.VectorType, ir.TupleType, ir.StructType)
 # The syntax nodes that carry a source position (their ``_attributes`` name ``lineno``; 3.12's
 # type parameters too, which the generated source never has).
 _LOCATED = (ast.stmt, ast.expr, ast.excepthandler, ast.arg, ast.keyword, ast.alias, ast.pattern)
@@ -111,7 +113,8 @@ class ProgramBuilder:
             "_gn_ffloordiv": ops.floordiv_py, "_gn_fmod": ops.fmod_py,
             "_gn_not": np.logical_not, "_gn_range_count": ops.range_count,
             "_gn_range_value": ops.range_value, "_gn_vwhere": vectors.vwhere,
-            "_gn_twhere": _twhere,
+            "_gn_twhere": _twhere, "_gn_swhere": structs.swhere,
+            "_gn_swith": structs.with_field,
         }
         self.named: dict = {}
         self.const_index = {id(d.var): k for k, d in enumerate(kernel.consts)}
@@ -139,6 +142,8 @@ class ProgramBuilder:
             return self.bind("k", ("vzero", ty.name), value)
         if isinstance(ty, ir.TupleType):
             return "(" + "".join(f"{self.const(0, t)}, " for t in ty.elems) + ")"
+        if isinstance(ty, ir.StructType):
+            return self.bind("k", ("szero", ty.info.name), structs.zero(ty.info))
         return "None"
 
     def vector_function(self, name: str) -> str:
@@ -286,7 +291,7 @@ class FunctionEmitter:
             if fn.ret != ir.VOID:
                 self.line(f"_gn_r = {self.prog.zero(fn.ret)}", sp)
         for var in fn.locals:
-            if isinstance(var.ty, (ir.ScalarType, ir.VectorType, ir.TupleType)) and not var.is_param:
+            if isinstance(var.ty, _VALUES) and not var.is_param:
                 self.line(f"{self.name(var)} = {self.prog.zero(var.ty)}", var.span)
         if self.is_kernel:
             for k, decl in enumerate(fn.shared):
@@ -306,7 +311,7 @@ class FunctionEmitter:
     def top_level(self, stmts: tuple[ir.Stmt, ...]) -> None:
         """The kernel body: after a statement that may drop lanes, compact the chunk."""
         values = [self.name(v) for v in (*self.fn.params, *self.fn.locals)
-                  if isinstance(v.ty, (ir.ScalarType, ir.VectorType, ir.TupleType))]
+                  if isinstance(v.ty, _VALUES)]
         for k, s in enumerate(stmts):
             self.statement(s)
             if k + 1 < len(stmts) and _may_shrink(s):
@@ -356,8 +361,9 @@ class FunctionEmitter:
             v = self.simple(v, s.span)
         idx = [self.expr(i, "_gn_m") for i in s.indices]
         loc = self.prog.location(s.span)
+        field = f", {s.field!r}" if s.field else ""
         self.line(f"_gn_m = _gn.store({self.array(s.array)}, ({', '.join(idx)},), "
-                  f"{s.checks!r}, {v}, _gn_m, {loc})", s.span)
+                  f"{s.checks!r}, {v}, _gn_m, {loc}{field})", s.span)
 
     def emit_ExprStmt(self, s: ir.ExprStmt) -> None:
         self.expr(s.value, "_gn_m")
@@ -759,10 +765,23 @@ class FunctionEmitter:
         fn = self.prog.complex_function(e.name)
         return f"{fn}({', '.join(self.expr(a, m) for a in e.args)})"
 
+    # ---- structs: tuples of fields (see .structs) ----
+
+    def emit_StructMake(self, e: ir.StructMake, m: str) -> str:
+        return f"({''.join(self.expr(i, m) + ', ' for i in e.items)})"
+
+    def emit_FieldGet(self, e: ir.FieldGet, m: str) -> str:
+        return f"({self.expr(e.value, m)})[{e.index}]"
+
+    def emit_StructWith(self, e: ir.StructWith, m: str) -> str:
+        return f"_gn_swith({self.expr(e.value, m)}, {e.index}, {self.expr(e.item, m)})"
+
 
 def _where(ty: ir.Type) -> str:
     """The lane select for values of type ``ty`` (component by component for a vector, item by
-    item for a tuple)."""
+    item for a tuple, field by field through a struct)."""
+    if isinstance(ty, ir.StructType):
+        return "_gn_swhere"
     if isinstance(ty, ir.VectorType):
         return "_gn_vwhere"
     return "_gn_twhere" if isinstance(ty, ir.TupleType) else "_gn_where"
@@ -816,6 +835,9 @@ _EXPR: dict[type, Callable] = {
     ir.VecCall: FunctionEmitter.emit_VecCall,
     ir.ComplexCall: FunctionEmitter.emit_ComplexCall,
     ir.RandomDraw: FunctionEmitter.emit_RandomDraw,
+    ir.StructMake: FunctionEmitter.emit_StructMake,
+    ir.FieldGet: FunctionEmitter.emit_FieldGet,
+    ir.StructWith: FunctionEmitter.emit_StructWith,
 }
 
 

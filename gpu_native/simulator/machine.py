@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import KernelIndexError
-from . import atomics, matrices, ops, warp
+from . import atomics, matrices, ops, structs, warp
 from .races import Conflict, Shadow
 
 I64 = np.dtype(np.int64)
@@ -109,6 +109,7 @@ class _Array:
 
     space = "global"
     shadow: Shadow | None = None
+    is_struct = False
     dims: tuple[int, ...]  # set by each kind of array
 
     def _setup(self, name: str, info) -> None:
@@ -116,11 +117,20 @@ class _Array:
         self.info = info
         self.is_bf16 = info.name == "bf16"
         self.width = info.n if info.kind in ("vector", "complex") else 0
+        self.is_struct = info.kind == "struct"
+        if self.is_struct:
+            from .structs import zero as struct_zero
+
+            self.vzero = struct_zero(info)
+            return
         zero = ops.zero(_scalar_info(info))
         self.vzero = (zero,) * self.width if self.width else zero
 
     def _new_data(self, count: int) -> np.ndarray:
         """``count`` elements of poisoned memory (see :func:`_poison`)."""
+        if self.is_struct:  # all bits set: NaN in every float field, -1 in every integer
+            return np.frombuffer(b"\xff" * (count * self.info.itemsize),
+                                 dtype=self.info.dtype).copy()
         info = _scalar_info(self.info)
         dt = ops.memory_dtype(info)
         shape = (count, self.width) if self.width else count
@@ -134,11 +144,41 @@ class _Array:
         return f"<{self.space} array {self.name} {self.info.name}{list(self.dims)}>"
 
 
-class GlobalArray(_Array):
-    """A global array parameter: a flat view of the caller's NumPy array (written in place)."""
+class StridedArray:
+    """The argument of a ``Strided`` array parameter: ``span`` holds every element the view
+    reaches (flat; a last axis of components for vectors), the first element is at ``origin``
+    in it, and element ``(i, j)`` at ``origin + i * strides[0] + j * strides[1]``."""
 
-    def __init__(self, name: str, array: np.ndarray, info, shadow=None):
+    __slots__ = ("origin", "shape", "span", "strides")
+
+    def __init__(self, span: np.ndarray, origin: int, shape: tuple[int, ...],
+                 strides: tuple[int, ...]):
+        self.span, self.origin = span, origin
+        self.shape, self.strides = shape, strides
+
+    @property
+    def size(self) -> int:
+        return len(self.span)
+
+
+class GlobalArray(_Array):
+    """A global array parameter: a flat view of the caller's NumPy array (written in place),
+    or of the elements a strided view spans (:class:`StridedArray`; ``strides`` is then set,
+    and offsets are ``origin`` plus the indices times the strides, not row-major)."""
+
+    strides: tuple[np.int64, ...] | None = None
+
+    def __init__(self, name: str, array, info, shadow=None):
         self._setup(name, info)
+        if isinstance(array, StridedArray):
+            self.array = array.span
+            self.data = array.span
+            self.dims = tuple(int(d) for d in array.shape)
+            self.shape = tuple(np.int64(d) for d in array.shape)
+            self.strides = tuple(np.int64(s) for s in array.strides)
+            self.origin = np.int64(array.origin)
+            self.shadow = shadow
+            return
         if not array.flags.c_contiguous:
             raise ValueError(f"array argument '{name}' must be C-contiguous")
         self.array = array
@@ -147,6 +187,21 @@ class GlobalArray(_Array):
         self.dims = tuple(int(d) for d in shape)
         self.shape = tuple(np.int64(d) for d in shape)
         self.shadow = shadow
+
+    def element(self, e: int) -> tuple[int, ...]:
+        strides = self.strides
+        if strides is None:
+            return super().element(e)
+        # The index of the element at flat offset ``e`` of the span (races are reported by
+        # offset; a view that does not overlap itself has one index per offset).
+        rest = int(e) - int(self.origin)
+        out = [0] * len(self.dims)
+        for axis in sorted(range(len(self.dims)), key=lambda a: -abs(int(strides[a]))):
+            s = int(strides[axis])
+            if s:
+                out[axis] = max(0, min(self.dims[axis] - 1, rest // s))
+                rest -= out[axis] * s
+        return tuple(out)
 
     def base(self, chunk: Chunk):
         return None
@@ -445,6 +500,7 @@ class Chunk:
         if m is False:
             return 0, False
         dims = array.dims
+        strides = getattr(array, "strides", None)
         off = None
         bads = None
         last = len(indices) - 1
@@ -462,7 +518,12 @@ class Chunk:
                 hit = bool(b)
             if hit:
                 bads = (bads or []) + [(k, i, b, n)]
-            off = i if off is None else off * I64.type(n) + i
+            if strides is not None:  # a Strided parameter: the view's own strides
+                off = i * strides[k] if off is None else off + i * strides[k]
+            else:
+                off = i if off is None else off * I64.type(n) + i
+        if strides is not None and off is not None:
+            off = off + array.origin
         if bads is not None:
             m = self._bounds_fail(array, bads, sites, m, loc)
         return off, m
@@ -511,6 +572,8 @@ class Chunk:
                 v = data.take(off, axis=0) if m is None else data.take(off, axis=0, mode="clip")
             else:
                 v = data[int(off)]
+        if array.is_struct:  # a struct: the tuple of its fields
+            return structs.to_value(v, array.info), m
         if array.width:  # a vector: its components (copies: memory may change under them)
             return (tuple(v[:, k] for k in range(array.width)) if v.ndim == 2
                     else tuple(v[k] for k in range(array.width))), m
@@ -554,20 +617,30 @@ class Chunk:
             out.append(v)
         return tuple(out), m
 
-    def store(self, array, indices, sites, value, m, loc: int):
+    def store(self, array, indices, sites, value, m, loc: int, field: tuple[int, ...] = ()):
+        """Store ``value`` at the element ``indices`` of ``array`` (into its field ``field``,
+        a path of field indices, for a store into a struct element's field)."""
         off, m = self.offset(array, indices, sites, m, loc)
         if m is False:
             return False
-        if array.width:  # a vector: its components side by side, one row per lane
+        data, info, width = array.data, array.info, array.width
+        if field:  # a view of the field in every element
+            data, info = structs.field_view(data, info, field)
+            width = info.n if info.kind == "vector" else 0
+        if info.kind == "struct":
+            v = structs.to_record(value, info)
+            vec = isinstance(v, np.ndarray) and v.ndim == 1
+        elif width:  # a vector: its components side by side, one row per lane
             lanes = [c for c in value if isinstance(c, np.ndarray) and c.ndim == 1]
             v = np.stack(np.broadcast_arrays(*value), axis=-1) if lanes else np.array(
-                value, dtype=array.data.dtype)
+                value, dtype=data.dtype)
             vec = v.ndim == 2
         else:
             v = ops.bf16_to_bits(value) if array.is_bf16 else value
             vec = isinstance(v, np.ndarray) and v.ndim == 1
         if array.space == "local" and not np.ndim(off):
-            col = array.per_lane()
+            # Splitting the first axis of a view is a view again: the stores reach `data`.
+            col = data.reshape(-1, array.size, width) if width else data.reshape(-1, array.size)
             if m is None:
                 col[:, int(off)] = v
             else:
@@ -578,7 +651,6 @@ class Chunk:
             off = base + off
         if array.shadow is not None:
             self.race(array, off, m, loc, "write")
-        data = array.data
         if not np.ndim(off):
             # Every executing lane writes one element: the last one (in lane order) wins.
             if vec:

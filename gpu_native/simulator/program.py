@@ -10,7 +10,7 @@ import numpy as np
 
 from .. import ir
 from . import codegen, ops
-from .machine import Chunk, ConstArray, GlobalArray, SharedArray
+from .machine import Chunk, ConstArray, GlobalArray, SharedArray, StridedArray
 from .races import Conflict, Shadow
 
 _LANES_PER_CHUNK = 1 << 18
@@ -88,7 +88,8 @@ class SimProgram:
             shared_mem_bytes: int, args: list, errors, consts=()) -> None:
         """Run every thread of the launch; write results into the array arguments in place.
 
-        ``args`` holds one entry per kernel parameter: a C-contiguous NumPy array (bf16: uint16
+        ``args`` holds one entry per kernel parameter: a C-contiguous NumPy array (a
+        :class:`~gpu_native.simulator.machine.StridedArray` for a ``Strided`` one; bf16: uint16
         bit patterns; an array of vectors has a last axis of their length), a NumPy scalar, or
         a sequence of a vector's components; ``consts`` one per constant array the kernel reads
         (``kernel.consts``), in the same form, which the kernel never writes.  Device errors go
@@ -107,7 +108,7 @@ class SimProgram:
         for k, (param, arg) in enumerate(zip(self.kernel.params, args)):
             ty = param.ty
             if isinstance(ty, ir.ArrayType):
-                array = np.asarray(arg)
+                array = arg if isinstance(arg, StridedArray) else np.asarray(arg)
                 shadow = Shadow(array.size, launch.T) if (
                     k in self.shadowed and launch.races) else None
                 if shadow is not None:
@@ -115,6 +116,8 @@ class SimProgram:
                 values.append(GlobalArray(param.name, array, ty.elem.info, shadow))
             elif isinstance(ty, ir.VectorType):  # a tuple of its components
                 values.append(tuple(_scalar_arg(a, ty.elem.info) for a in arg))
+            elif isinstance(ty, ir.StructType):  # its scalars, in order: a tuple of its fields
+                values.append(_struct_arg(iter(arg), ty.info))
             else:
                 assert isinstance(ty, ir.ScalarType)  # parameters are arrays, scalars, vectors
                 values.append(_scalar_arg(arg, ty.info))
@@ -133,6 +136,18 @@ class SimProgram:
             for first in range(0, launch.nblocks, per_chunk):
                 chunk = Chunk(launch, first, min(per_chunk, launch.nblocks - first))
                 self._fn(chunk, *values)
+
+
+def _struct_arg(leaves, info) -> tuple:
+    out: list = []
+    for f in info.fields:
+        if f.info.kind == "struct":
+            out.append(_struct_arg(leaves, f.info))
+        elif f.info.kind == "vector":
+            out.append(tuple(_scalar_arg(next(leaves), f.info.elem) for _ in range(f.info.n)))
+        else:
+            out.append(_scalar_arg(next(leaves), f.info))
+    return tuple(out)
 
 
 def _scalar_arg(value, info):

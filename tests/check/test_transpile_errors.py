@@ -27,6 +27,20 @@ def host_helper(x):
 """
 
 CASES = {
+    "strided layout argument": ("""
+@gpu_kernel(Kernel1D)
+def k(a: CUDASliceMut[f32, f64]):  # <-
+    a[FlatLayout1D.uid()] = 1.0
+""", "only Strided (from gpu_native) is supported"),
+    "strided view to a contiguous device parameter": ("""
+@gpu_device
+def first(a: CUDASlice[f32]) -> f32:
+    return a[0]
+
+@gpu_kernel(Kernel1D)
+def k(a: CUDASlice[f32, Strided], out: CUDASliceMut[f32]):
+    out[FlatLayout1D.uid()] = first(a)  # <-
+""", "annotate 'a' with Strided"),
     "unsupported statement": ("""
 @gpu_kernel(Kernel1D)
 def k(a: CUDASliceMut[f32]):

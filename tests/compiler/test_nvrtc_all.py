@@ -26,6 +26,7 @@ FILES = sorted([*(ROOT / "examples").glob("*.py"),
                 HELPERS / "kernels_vector_loads.py",
                 HELPERS / "kernels_complex.py",
                 HELPERS / "kernels_unroll.py",
+                HELPERS / "kernels_structs.py",
                 *(ROOT / "tools").glob("_bench*.py")])
 
 

@@ -433,7 +433,7 @@ def test_the_docs_snippet_runs(sim, tmp_path, monkeypatch, capsys):
     from tests.helpers import ROOT
 
     text = (ROOT / "docs" / "language.md").read_text()
-    part = text[text.index("\n## Complex numbers\n"):text.index("\n## Constant memory\n")]
+    part = text[text.index("\n## Complex numbers\n"):text.index("\n## Structs\n")]
     (snippet,) = re.findall(r"```python\n(.*?)```", part, re.S)
     (tmp_path / "complex_doc_snippet.py").write_text(snippet)
     monkeypatch.syspath_prepend(str(tmp_path))

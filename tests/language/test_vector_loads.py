@@ -140,8 +140,8 @@ def k(out: CUDASliceMut[f32]):
 
 HEADER = """
 from gpu_native import (CUDASlice, CUDASlice2D, CUDASliceMut, FlatLayout1D, Kernel1D, block_dim,
-                        f32, f64, gpu_kernel, grid_dim, load_vec4, local_array, shared_array,
-                        sync_threads, thread_idx, unsafe, vec4f)
+                        Strided, f32, f64, gpu_kernel, grid_dim, load_vec4, local_array,
+                        shared_array, sync_threads, thread_idx, unsafe, vec4f)
 """
 
 ERRORS = {
@@ -169,6 +169,11 @@ def k(out: CUDASliceMut[f32]):
     r = local_array(f32, (8,))
     v = load_vec4(r, 0)  # <-
 """, r"reads global or shared arrays, not a local array"),
+    "a strided array": ("""
+@gpu_kernel(Kernel1D)
+def k(a: CUDASlice2D[f32, Strided], out: CUDASliceMut[f32]):
+    v = load_vec4(a, 0, 0)  # <-
+""", r"load_vec4\(\) reads 4 consecutive elements, and the Strided array 'a' need not"),
     "a wrong number of indices": ("""
 @gpu_kernel(Kernel1D)
 def k(a: CUDASlice2D[f32], out: CUDASliceMut[f32]):

@@ -154,11 +154,32 @@ def test_torch_tensors_in_and_out_without_copies(kr, rng):
 
 
 def test_noncontiguous_torch_tensor_is_refused(kr):
+    """A contiguous parameter refuses a strided view, naming the parameter and the Strided
+    annotation that would take it (tests/runtime/test_strided_views.py has the views)."""
     torch = pytest.importorskip("torch")
     a = torch.randn(64, 2, device="cuda")[:, 0]
     c = gn.empty(64, gn.f32)
-    with pytest.raises(ValueError, match="not C-contiguous"):
+    with pytest.raises(TypeError, match=r"argument 'a' of add_kernel is a non-contiguous view"
+                                        r".*CUDASlice\[f32, Strided\]"):
         kr.add_kernel.launch(gn.GridDim1D(1), gn.BlockDim1D(64))(a, a, c)
+
+
+def test_torch_transposes_and_step_slices_bind_to_strided_parameters(kernel_module):
+    """A PyTorch transpose and step slice pass to Strided parameters with no copy."""
+    torch = pytest.importorskip("torch")
+    from tests.runtime.test_strided_views import SOURCE
+
+    k = kernel_module(SOURCE).axpy2d
+    a = torch.randn(14, 9, device="cuda")
+    b = torch.randn(18, 14, device="cuda", dtype=torch.float64)
+    out = torch.full((20, 25), float("nan"), device="cuda", dtype=torch.float64)
+    view = out.t()[1::2][:9, 1::3]  # (9, 7)
+    k.launch(gn.GridDim2D(1, 2), gn.BlockDim2D(8, 8))(a.t()[:, 1::2], b[::2, ::2], view, 3.0)
+    torch.cuda.synchronize()
+    want = 3.0 * a.t()[:, 1::2].double() + b[::2, ::2]
+    scale = (3.0 * a.t()[:, 1::2].double()).abs() + b[::2, ::2].abs()  # an fma may fuse it
+    assert ((view - want).abs() <= 2 * 2.0**-52 * scale).all().item()
+    assert torch.isnan(out).sum().item() == out.numel() - 63
 
 
 @pytest.mark.parametrize("case", ["host array", "dtype", "ndim", "read-only", "scalar range",
