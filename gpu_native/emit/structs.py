@@ -80,14 +80,19 @@ def struct_infos(kernel: ir.Kernel) -> list[StructInfo]:
 
 def struct_definition(info: StructInfo) -> str:
     """The C++ struct of a ``@gpu_struct`` type, its members in field order, with compile-time
-    checks that NVRTC lays it out as the NumPy dtype does (offsets, size, alignment)."""
+    checks that NVRTC lays it out as the NumPy dtype does (size and alignment; the offsets too
+    where NVRTC has ``__builtin_offsetof``)."""
     name = info.c_name
     members = "".join(f"    {f.info.c_name} {field_name(f.name)};\n" for f in info.fields)
     checks = [f"static_assert(sizeof({name}) == {info.itemsize} && alignof({name}) == "
               f"{info.align}, \"{info.title}: layout differs from its NumPy dtype\");"]
+    # The offsets are checked where NVRTC knows __builtin_offsetof (13.5 does; 12.x and 13.0
+    # have no offsetof at all without a C++ standard library), the size and alignment always.
+    checks += ["#if defined(__has_builtin)", "#if __has_builtin(__builtin_offsetof)"]
     checks += [f"static_assert(__builtin_offsetof({name}, {field_name(f.name)}) == {f.offset}, "
                f"\"{info.title}.{f.name}: offset differs from its NumPy dtype\");"
                for f in info.fields]
+    checks += ["#endif", "#endif"]
     return f"struct {name} {{\n{members}}};\n" + "\n".join(checks)
 
 
