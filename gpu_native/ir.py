@@ -725,9 +725,10 @@ class Operand:
 class MatrixOp(Stmt):
     """A warp matrix or asynchronous-copy statement (see the registry's ``matrix_op`` entries).
 
-    ``op`` is ``ldmatrix`` (operands: fragment, shared source; ``params`` = (num, trans)),
-    ``mma`` (accumulator, a, b), ``store_matrix`` (destination, accumulator), ``cp_async``
-    (shared destination, global source; ``params`` = (nbytes,)), ``cp_async_commit`` (none) or
+    ``op`` is ``ldmatrix`` (operands: fragment, shared source; ``params`` = (num, trans,
+    alignment site)), ``mma`` (accumulator, a, b), ``store_matrix`` (destination, accumulator),
+    ``cp_async`` (shared destination, global source; ``params`` = (nbytes, the destination's
+    alignment site, the source's)), ``cp_async_commit`` (none) or
     ``cp_async_wait`` (none; ``params`` = (n,)).  ``unique`` is how a write to a shared or global
     destination was accepted, as :attr:`Store.unique`."""
 

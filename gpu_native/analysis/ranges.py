@@ -121,6 +121,7 @@ def _mod(a: Interval, b: Interval) -> Interval:
 
 
 def _and(a: Interval, b: Interval) -> Interval | None:
+    # Two's complement: a nonnegative operand clears the sign bit and every bit above its own.
     if a.lo >= 0 and b.lo >= 0:
         return Interval(0, min(a.hi, b.hi))
     if a.lo >= 0:
@@ -131,13 +132,20 @@ def _and(a: Interval, b: Interval) -> Interval | None:
 
 
 def _or(a: Interval, b: Interval) -> Interval | None:
+    # ``|`` and ``^`` of 0 <= x < 2**p and 0 <= y < 2**q set no bit above max(p, q); of a
+    # negative operand, nothing is known here.
     if a.lo >= 0 and b.lo >= 0:
         return Interval(0, (1 << max(a.hi, b.hi).bit_length()) - 1)
     return None
 
 
 def _shr(a: Interval, b: Interval) -> Interval:
-    # A count outside 0..bits-1 gives the sign fill, 0 or -1.
+    # A count outside 0..bits-1 gives the sign fill, 0 or -1 (the prelude's gn_shr).
+    if a.lo >= 0:
+        if b.lo < 0:
+            return Interval(0, a.hi)
+        # A count of bits or more gives 0, as does a.lo >> b.hi then (a.lo < 2**bits).
+        return Interval(a.lo >> b.hi, a.hi >> b.lo)
     return Interval(min(a.lo, 0), max(a.hi, 0))
 
 

@@ -21,6 +21,7 @@ from ..analysis.ranges import (
     ValueRanges,
     constant_value,
     is_widening,
+    type_interval,
 )
 from ..errors import SourceSpan, TranspileError
 from .facts import (
@@ -28,9 +29,11 @@ from .facts import (
     Fact,
     Key,
     Less,
+    MultipleOf,
     NonNegative,
     NotEqual,
     OpKey,
+    VarKey,
     cond_facts,
     shows_at_least,
     shows_below,
@@ -92,6 +95,33 @@ class BoundsProofs:
     def kill(self, variables) -> None:
         """``variables`` are being assigned: forget what was known of them."""
         self.facts = kill_facts(self.facts, variables)
+
+    def assign(self, var: ir.Var, value: ir.Expr) -> None:
+        """``var = value`` runs here: forget what was known of ``var``, then, for a local
+        assigned more than once (one assigned once stands for its value already), know its
+        value's interval and the power of two it is a multiple of until it is assigned again.
+
+        ``col = (ch ^ (r & 7)) * 8`` assigned in two loops is then ``0 <= col <= 120`` and a
+        multiple of 8 where it is used.  The value is bounded with the facts that hold before
+        the assignment (it is computed from the old values), and the facts name the value
+        stored, which no later assignment to another variable changes."""
+        facts: set[Fact] = set()
+        single = not var.is_param and self.defs.assign_counts.get(var.name, 0) == 1
+        full = type_interval(var.ty)
+        if not single and full is not None and var.ty != ir.BOOL and \
+                self.ctx.options.bounds_check:
+            k = VarKey(var)
+            r = self.interval(value)
+            if r.within(full):
+                if r.lo >= 0:
+                    facts.add(NonNegative(k))
+                if r.hi < full.hi:
+                    facts.add(Less(k, ConstKey(r.hi + 1)))
+            for m in (16, 8, 4, 2):
+                if self.multiple_of(value, m):
+                    facts.add(MultipleOf(k, m))
+                    break
+        self.facts = kill_facts(self.facts, {var}) | facts
 
     def commit(self) -> None:
         """Make the facts of the checks run so far hold for what follows (a sequence point)."""
@@ -160,10 +190,7 @@ class BoundsProofs:
             k = self.defs.key(last)
             self.pending.add(NonNegative(k))
             self.pending.add(Less(k, self.bound_key(base, axis, last)))
-        aligned = (base.ty.space == "shared" and static and shape is not None
-                   and all(s % width == 0 for s in shape[axis:])  # every row stride
-                   and self.multiple_of(last, width))
-        align = None if aligned else self.ctx.kernel.new_site("align", span, base.var.name,
+        align = None if self.aligned(base, indices, width) else self.ctx.kernel.new_site("align", span, base.var.name,
                                                               axis, base.ty.ndim)
         return tuple(checks), align
 
@@ -189,8 +216,20 @@ class BoundsProofs:
             return False
         if isinstance(e, ir.Local):
             d = self.defs.single_def(e.var)
-            return d is not None and self.multiple_of(d, k)
+            if d is not None:
+                return self.multiple_of(d, k)
+            return any(isinstance(f, MultipleOf) and f.value == VarKey(e.var) and f.k % k == 0
+                       for f in self.facts)
         return False
+
+    def aligned(self, base: ir.ArrayRef, indices, width: int) -> bool:
+        """Is ``&base[indices]`` proven aligned to ``width`` elements (a power of two, at most
+        16 bytes)?  Where ``base`` is a shared array of constant shape (which starts on a 16-byte
+        boundary), its last extent a multiple of ``width`` (so every row stride is) and the last
+        index a multiple of it: ``(c ^ s) * 8`` into rows of 32 halves."""
+        shape = base.ty.shape
+        return (base.ty.space == "shared" and shape is not None and shape[0] >= 0
+                and shape[-1] % width == 0 and self.multiple_of(indices[-1], width))
 
     def bound_key(self, base: ir.ArrayRef, axis: int, idx: ir.Expr) -> Key:
         shape = base.ty.shape
@@ -370,6 +409,10 @@ class BoundsProofs:
                 return self.is_nonneg(e.right)
             if e.op == "&":
                 return self.is_nonneg(e.left) or self.is_nonneg(e.right)
+            if e.op in ("|", "^"):
+                # The sign bit is clear in both (two negative operands' ``^`` is not negative
+                # either, but is not taken apart here).
+                return self.is_nonneg(e.left) and self.is_nonneg(e.right)
         if isinstance(e, ir.MathCall):
             if e.name == "min":
                 return all(self.is_nonneg(a) for a in e.args)

@@ -9,7 +9,7 @@ from ..lang import registry as R
 from . import promote as P
 from .checker_base import CheckerBase
 from .expressions import LAYOUTS, WeakConst
-from .facts import Less, NonNegative, kill, stable
+from .facts import Less, NonNegative, join, kill, stable
 from .resolve import assigned_names
 from .scope import registry_entry as _registered
 
@@ -41,7 +41,7 @@ class ControlFlowChecker(CheckerBase):
         elif else_exits:
             bounds.facts, self.assigned = then_facts, then_assigned
         else:
-            bounds.facts = then_facts & else_facts
+            bounds.facts = join(then_facts, else_facts)
             self.assigned = then_assigned & else_assigned
         if isinstance(cond, ir.Const) and not self.has_effects(cond):
             # `if DEBUG:` with a constant folds away (both branches were still checked).

@@ -6,7 +6,9 @@
   that nothing can match (:class:`OpaqueKey`) names a value that may change between two reads.
 * **Facts** are what dominating conditions and bounds checks prove: :class:`Less` for ``i < n``,
   :class:`NonNegative` for ``i >= 0``, :class:`NotEqual` for ``i != j``, and :class:`Pinned` when
-  a condition such as ``thread_idx.x == 0`` leaves one thread along a thread coordinate.  A check
+  a condition such as ``thread_idx.x == 0`` leaves one thread along a thread coordinate.  An
+  assignment to a local assigned more than once gives its value's interval and
+  :class:`MultipleOf` (see :meth:`gpu_native.check.bounds.BoundsProofs.assign`).  A check
   that passed is a fact for the rest of the thread, since a failing one ends it.  Bounds checks
   are dropped where facts prove the index in range, e.g. ``a[i + 1]`` after ``a[i]`` where
   ``i != len(a) - 1``, and ``a[i - 1]`` where ``i != 0``.  A set of facts is a plain
@@ -15,6 +17,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING
 
@@ -26,9 +29,10 @@ if TYPE_CHECKING:
     from .unique import Unique
 
 __all__ = [
-    "CastKey", "ConstKey", "Equal", "Fact", "Key", "LaneKey", "Less", "LoadKey", "MathKey", "NonNegative",
+    "CastKey", "ConstKey", "Equal", "Fact", "Key", "LaneKey", "Less", "LoadKey", "MathKey",
+    "MultipleOf", "NonNegative",
     "NotEqual", "OpKey", "OpaqueKey", "Pinned", "ShapeKey", "SpecialKey", "UidKey", "UnaryKey",
-    "VarKey", "cond_facts", "key", "kill", "pinned", "shows_at_least", "shows_below",
+    "VarKey", "cond_facts", "join", "key", "kill", "pinned", "shows_at_least", "shows_below",
     "shows_within", "split_offset", "stable", "upper_bound",
 ]
 
@@ -304,6 +308,18 @@ class NonNegative(Fact):
 
 
 @node
+class MultipleOf(Fact):
+    """``value`` is a multiple of ``k`` (a local assigned ``(c ^ s) * 8``: the alignment proofs
+    of ``ldmatrix`` and ``cp_async`` read it where the value's form is out of sight)."""
+
+    value: Key
+    k: int
+
+    def keys(self) -> tuple[Key, ...]:
+        return (self.value,)
+
+
+@node
 class NotEqual(Fact):
     """``left != right``."""
 
@@ -367,6 +383,26 @@ def pinned(facts: Iterable[Fact]) -> frozenset[str]:
 def stable(facts: Iterable[Fact]) -> set[Fact]:
     """The facts that stay true while nothing is reassigned (see :meth:`Fact.is_stable`)."""
     return {f for f in facts if f.is_stable()}
+
+
+def join(a: frozenset, b: frozenset) -> frozenset:
+    """The facts that hold after two branches that held ``a`` and ``b``: those of both, and
+    ``x < max(c, d)`` where one showed ``x < c`` and the other ``x < d`` (``c = t & 7`` in one,
+    ``c = t & 15`` in the other), and ``MultipleOf(x, gcd)`` likewise."""
+    out = set(a & b)
+    less_b: dict[Key, int] = {}
+    multiple_b: dict[Key, int] = {}
+    for f in b - a:
+        if isinstance(f, Less) and f.right.integer is not None:
+            less_b[f.left] = min(less_b.get(f.left, f.right.integer), f.right.integer)
+        elif isinstance(f, MultipleOf):
+            multiple_b[f.value] = max(multiple_b.get(f.value, f.k), f.k)
+    for f in a - b:
+        if isinstance(f, Less) and f.right.integer is not None and f.left in less_b:
+            out.add(Less(f.left, ConstKey(max(f.right.integer, less_b[f.left]))))
+        elif isinstance(f, MultipleOf) and f.value in multiple_b:
+            out.add(MultipleOf(f.value, math.gcd(f.k, multiple_b[f.value])))
+    return frozenset(out)
 
 
 def kill(facts: frozenset, variables: Iterable[ir.Var]) -> frozenset:

@@ -9,7 +9,8 @@ after unrolling, which the device compiler sees, and the simulator reads them li
 
 Every operand is bounds checked like an element access: the first element of its footprint and
 the last one (a row of 8 for ``ldmatrix``, ``nbytes`` for ``cp_async``, the 16 x 8 tile's corner
-for ``store_matrix``), each proven or checked by :mod:`.bounds`.  A fragment's own axis is whole
+for ``store_matrix``), each proven or checked by :mod:`.bounds`; so is the 16-byte alignment of
+an ``ldmatrix`` row and of a ``cp_async`` destination in shared memory.  A fragment's own axis is whole
 by construction (its extent is checked here), so only its leading indices are checked.  A write
 into shared or global memory covers several elements per thread, which the uniqueness rules do
 not follow: it must be inside ``with unsafe():``, where the simulator's race detector watches it.
@@ -120,9 +121,10 @@ class MatrixChecker(CheckerBase):
         return ir.Operand(base, indices, checks, last_indices,
                           self.bounds.checks(base, last_indices, span))
 
-    def alignment_site(self, span, what: str) -> int:
-        """The site that reports a misaligned address (-1 where bounds checks are off)."""
-        if not self.ctx.options.bounds_check:
+    def alignment_site(self, span, what: str, proven: bool = False) -> int:
+        """The site that reports a misaligned address (-1 where bounds checks are off or the
+        address is ``proven`` aligned)."""
+        if not self.ctx.options.bounds_check or proven:
             return -1
         return self.ctx.kernel.new_site("assert", span, message=what)
 
@@ -172,7 +174,9 @@ class MatrixChecker(CheckerBase):
                              call.span)
         frag = self.fragment(got["frag"], got["frag_index"], (elem.name,), 2 * num,
                              "ldmatrix()'s frag", call.span, at_least=True)
-        align = self.alignment_site(call.span, "ldmatrix(): a row address is not 16-byte aligned")
+        # Each lane's row of 8 elements: 16 bytes.
+        align = self.alignment_site(call.span, "ldmatrix(): a row address is not 16-byte aligned",
+                                    self.bounds.aligned(src.array, src.indices, 8))
         return ir.MatrixOp(call.span, "ldmatrix", (frag, src), (num, trans, align))
 
     def matrix_mma(self, call: S.Call, got: dict) -> ir.Stmt:
@@ -224,9 +228,14 @@ class MatrixChecker(CheckerBase):
         s = self.span_operand(got["src"], got["src_index"], width, "cp_async()'s src",
                               call.span, "global")
         unique = self._writable(d, "cp_async()'s dst", call.span)
-        align = self.alignment_site(
-            call.span, f"cp_async(): an address is not aligned to {nbytes} bytes")
-        return ir.MatrixOp(call.span, "cp_async", (d, s), (nbytes, align), unique)
+        what = f"cp_async(): an address is not aligned to {nbytes} bytes"
+        # The shared destination's alignment may be proven; a global source's pointer and
+        # strides are known only at run time.
+        dst_align = self.alignment_site(call.span, what,
+                                        self.bounds.aligned(d.array, d.indices, width[0]))
+        src_align = self.alignment_site(call.span, what)
+        return ir.MatrixOp(call.span, "cp_async", (d, s), (nbytes, dst_align, src_align),
+                           unique)
 
     def matrix_cp_async_commit(self, call: S.Call, got: dict) -> ir.Stmt:
         return ir.MatrixOp(call.span, "cp_async_commit")

@@ -107,14 +107,14 @@ class MatrixEmitter:
 
     def matrix_cp_async(self, s: ir.MatrixOp) -> None:
         dst, src = s.operands
-        nbytes, align = s.params
+        nbytes, dst_align, src_align = s.params
         self.line("{")
         d = self.operand_address(dst)
         p = self.operand_address(src)
         self.line(f"void* __gn_dst = {d};")
         self.line(f"const void* __gn_src = {p};")
-        self.check_aligned("__gn_dst", nbytes, align)
-        self.check_aligned("__gn_src", nbytes, align)
+        self.check_aligned("__gn_dst", nbytes, dst_align)
+        self.check_aligned("__gn_src", nbytes, src_align)
         self.line(f"gn_cp_async<{nbytes}>(__gn_dst, __gn_src);")
         self.line("}")
 

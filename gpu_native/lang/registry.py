@@ -443,7 +443,9 @@ _add(Entry("ldmatrix", "gpu_native", "statement",
                 "``frag_index`` indexes its other axes (``()`` for none).  Every lane's 8 "
                 "elements are bounds checked (the lanes that ``num`` < 4 leaves unused too), "
                 "and must be 16-byte aligned: a row's first column a multiple of 8, the row "
-                "length of ``src`` too.  Every lane of the warp must execute it."))
+                "length of ``src`` too (checked with the bounds checks, unless the checker sees "
+                "both: a column such as ``(chunk ^ (row & 7)) * 8``).  Every lane of the warp "
+                "must execute it."))
 _add(Entry("mma_sync", "gpu_native", "statement",
            "warp-wide `acc[acc_index] += a[a_index] @ b[b_index]`: one 16 x 8 x 16 "
            "tensor-core multiply-accumulate (`mma.sync.m16n8k16`, f16 or bf16 inputs, f32 "
@@ -473,7 +475,10 @@ _add(Entry("cp_async", "gpu_native", "statement",
            "matrix_op", "gn_cp_async", "cp_async", since="0.3.0",
            more="The bytes are consecutive elements along the last axis of both arrays, which "
                 "must have one element type; both ends of both ranges are bounds checked, and "
-                "both addresses must be aligned to ``nbytes``.  The copy belongs to the group "
+                "both addresses must be aligned to ``nbytes`` (checked with the bounds checks; "
+                "the shared destination's is proven where its row length and last index are "
+                "visibly multiples of ``nbytes``, the global source's pointer is known only at "
+                "run time).  The copy belongs to the group "
                 "the next ``cp_async_commit()`` closes and has landed once ``cp_async_wait(n)`` "
                 "returns with at most ``n`` newer groups pending; then ``sync_threads()`` makes "
                 "it visible to the block.  The destination must be written uniquely like a "

@@ -385,3 +385,137 @@ def test_a_stale_copy_out_of_range_is_caught(kernel_module, backend):
     # The kernel's own check caught it: the simulator's backstop (which names a check it
     # dropped) is no stand-in for the GPU, where the access would be undefined behaviour.
     assert "proven unnecessary" not in str(caught.value)
+
+
+# ---- swizzled indices: bitwise operators, and locals assigned more than once -----------------
+
+SWIZZLE = """
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[i32], n: i32):
+    assert block_dim.x == 64, "64 threads"
+    tile = local_array(i32, (8, 32))
+    t = thread_idx.x
+    r = t // 8
+    c = ((t % 4) ^ ((r >> 1) & 3)) * 8
+    tile[r, c + 7] = 1
+    r = t % 8
+    c = (((t >> 2) & 3) | 1) * 8
+    tile[r, c] = 2
+    SECOND
+    out[FlatLayout1D.uid()] = tile[0, 0]
+"""
+
+
+def test_a_swizzled_index_in_a_local_assigned_twice_is_proven_from_each_assignment():
+    # c = (chunk ^ swizzle) * 8 with chunk, swizzle < 4: 0 <= c <= 24, so c + 7 < 32; r < 8.
+    # Each assignment's interval holds until the next one, so both statements are proven.
+    assert remaining_checks(SWIZZLE.replace("SECOND", "pass")) == {(12, "out", 0)}
+
+
+@pytest.mark.parametrize("second, kept", [
+    # The next value of c is not bounded: what the first assignment showed is forgotten.
+    ("c = n\n    tile[0, c] = 3", {(12, "tile", 1)}),
+    # An operand that may be negative: n ^ 3 (or n | 3, n >> 1) may be negative.
+    ("c = n ^ 3\n    tile[0, c] = 3", {(12, "tile", 1)}),
+    ("c = (n | 3) & 31\n    tile[0, c] = 3", set()),  # & 31 bounds it whatever n is
+    ("c = n >> 1\n    tile[0, c] = 3", {(12, "tile", 1)}),
+    # xor of values below 32 and 64 reaches 63, past the row.
+    ("c = (t & 31) ^ 32\n    tile[0, c] = 3", {(12, "tile", 1)}),
+    # Only one branch bounds c: after the join nothing does.
+    ("if n > 0:\n        c = t & 7\n    else:\n        c = t\n    tile[0, c] = 3",
+     {(15, "tile", 1)}),
+    # Both branches do: after the join, c < 16.
+    ("if n > 0:\n        c = t & 7\n    else:\n        c = t & 15\n    tile[0, c] = 3", set()),
+    # A loop's later iterations see c + 8: nothing from before the loop holds in its body.
+    ("c = 0\n    for s in range(n):\n        tile[0, c] = s\n        c = c + 8",
+     {(13, "tile", 1)}),
+])
+def test_facts_from_an_assignment_last_until_the_next_and_need_nonnegative_operands(
+        second, kept):
+    body = SWIZZLE.replace("SECOND", second)
+    shift = second.count("\n")
+    assert remaining_checks(body) == {(12 + shift, "out", 0)} | kept
+
+
+@pytest.mark.parametrize("backend", ["sim"], indirect=True)
+def test_swizzled_indices_the_proofs_accept_are_in_range_for_every_input(kernel_module,
+                                                                         backend):
+    # Soundness on the simulator, whose backstop raises where a dropped check would have
+    # failed: every thread of a block and every n of a small domain (negative ones included)
+    # reach only indices in range.
+    body = """
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[i32], n: i32):
+    assert block_dim.x == 64, "64 threads"
+    tile = local_array(i32, (8, 32))
+    for r in range(8):
+        for c in range(32):
+            tile[r, c] = r * 32 + c
+    t = thread_idx.x
+    r = (t ^ (n & 7)) >> 3
+    c = ((t & 3) ^ ((n >> 1) & 3)) * 8 + ((n & 0xFF) % 8)
+    s = tile[r, c]
+    r = (n & 7) | (t & 7)
+    c = ((t >> 2) ^ (n & 15)) | (t & 16)
+    out[FlatLayout1D.uid()] = s + tile[r, c]
+"""
+    assert remaining_checks(body) == {(13, "out", 0)}
+    mod = kernel_module(HEADER + textwrap.dedent(body))
+    out = gn.empty(64, gn.i32)
+    for n in range(-40, 40):
+        mod.k.launch(gn.GridDim1D(1), gn.BlockDim1D(64))(out, n)
+        t = np.arange(64)
+        r1 = (t ^ (n & 7)) >> 3
+        c1 = ((t & 3) ^ ((n >> 1) & 3)) * 8 + ((n & 0xFF) % 8)
+        r2 = (n & 7) | (t & 7)
+        c2 = ((t >> 2) ^ (n & 15)) | (t & 16)
+        np.testing.assert_array_equal(out.to_host(), r1 * 32 + c1 + r2 * 32 + c2)
+
+
+# ---- the 16-byte alignment of ldmatrix rows and cp_async destinations ------------------------
+
+WARP_TILE = """
+@gpu_kernel(Kernel1D)
+def k(a: CUDASlice[f16], out: CUDASliceMut[f32]):
+    assert block_dim.x == 32, "one warp"
+    tile = shared_array(f16, (16, WIDTH))
+    frag = local_array(f16, (1, 8))
+    lane = lane_id()
+    r = lane % 16
+    col = 0
+    COL
+    # unsafe: each lane copies its own 16 bytes
+    with unsafe():
+        cp_async(tile, (r, col), a, (lane * 8,), 16)
+    cp_async_commit()
+    cp_async_wait(0)
+    sync_threads()
+    ldmatrix(frag, 0, tile, (r, col))
+    out[FlatLayout1D.uid()] = f32(frag[0, 0])
+"""
+
+
+def alignment_checks(width: int, col: str) -> list[str]:
+    source = HEADER + "from gpu_native import f16, lane_id\n" + textwrap.dedent(
+        WARP_TILE.replace("WIDTH", str(width)).replace("COL", col))
+    (kernel,) = transpile_module(source, "proofs.py", "proofs").kernels
+    return sorted(site.message.split(":")[0] for site in kernel.variants[0].sites
+                  if site.kind == "assert" and site.message != "one warp")
+
+
+@pytest.mark.parametrize("width, col, kept", [
+    # A swizzled chunk times 8 halves (16 bytes) into rows of 64 halves: only the global
+    # source of cp_async, whose pointer is known at run time, keeps its check.
+    (64, "col = ((lane // 16) ^ (r & 7)) * 8", ["cp_async()"]),
+    (64, "if lane < 8:\n        col = 8\n    else:\n        col = (lane % 2) * 16",
+     ["cp_async()"]),
+    # A multiple of 4 halves is 8 bytes: not enough.
+    (64, "col = (lane // 16) * 4", ["cp_async()", "cp_async()", "ldmatrix()"]),
+    (64, "if lane < 8:\n        col = 8\n    else:\n        col = 4",
+     ["cp_async()", "cp_async()", "ldmatrix()"]),
+    (64, "col = (lane // 16) * 8 + 1", ["cp_async()", "cp_async()", "ldmatrix()"]),
+    # Rows of 36 halves: row r starts 72 * r bytes in, not on a 16-byte boundary.
+    (36, "col = (lane // 16) * 8", ["cp_async()", "cp_async()", "ldmatrix()"]),
+])
+def test_ldmatrix_and_cp_async_alignment_is_proven_for_multiples_of_16_bytes(width, col, kept):
+    assert alignment_checks(width, col) == kept

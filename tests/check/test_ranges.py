@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 
+import numpy as np
 import pytest
 
 from gpu_native import abi, ir
@@ -77,6 +78,64 @@ def test_value_ranges_widen_what_may_wrap_to_the_type():
     big = binop("*", ir.Special(SPAN, ir.I32, "block_idx", 0), const(1024, ir.I32), ir.I32)
     assert ranges.range(big) == type_interval(ir.I32)
     assert ranges.range(const(1.5, ir.F32)) is None
+
+
+def test_bitwise_rules_bound_nonnegative_operands_and_only_those():
+    and_, or_, xor, shr, mod = (BINARY[op] for op in ("&", "|", "^", ">>", "%"))
+    anything = type_interval(ir.I32)
+    # x & c with c >= 0 is in [0, c] whatever x is (two's complement clears the sign bit).
+    assert and_(anything, Interval(0, 7)) == (0, 7)
+    assert and_(anything, Interval(-8, -1)) is None
+    # 0 <= x < 2**2 and 0 <= y < 2**4: no bit above the fourth.
+    assert xor(Interval(0, 3), Interval(0, 11)) == (0, 15)
+    assert or_(Interval(0, 8), Interval(0, 8)) == (0, 15)
+    assert xor(Interval(-1, 3), Interval(0, 3)) is None and or_(Interval(0, 3), anything) is None
+    # x >> n for x >= 0 and n >= 0: [lo >> n.hi, hi >> n.lo].
+    assert shr(Interval(4, 127), Interval(1, 2)) == (1, 63)
+    assert shr(Interval(0, 127), Interval(-1, 2)) == (0, 127)  # a negative count gives 0
+    assert shr(Interval(-5, 127), Interval(1, 1)) == (-5, 127)  # the sign fill
+    assert mod(anything, Interval(8, 8)) == (0, 7)
+
+
+I8_TYPE = ir.scalar("i8")
+I8 = type_interval(I8_TYPE)
+
+
+def _i8_shr(xs, n):
+    # The prelude's gn_shr on an i8: a count outside 0..7 gives the sign fill.
+    return np.where(xs < 0, -1, 0) if n < 0 or n >= 8 else xs >> n
+
+
+@pytest.mark.parametrize("op", ["&", "|", "^", ">>", "%"])
+def test_bitwise_intervals_hold_for_every_i8_value_and_shift_count(op):
+    # Through ValueRanges, as the proofs use it: the operands' intervals are any of these, and
+    # every value (and every shift count, some past the type's width) stays in the result.
+    ends = (-128, -3, -1, 0, 1, 5, 8, 100, 127)
+    intervals = [Interval(lo, hi) for lo in ends for hi in ends if lo <= hi]
+    x, y = local("x", I8_TYPE), local("y", I8_TYPE)
+    e = binop(op, x, y, I8_TYPE)
+    for a, b in itertools.product(intervals, repeat=2):
+        if op == ">>":
+            b = Interval(max(b.lo, -2), min(b.hi, 10))
+            if b.lo > b.hi:
+                continue
+
+        ranges = ValueRanges(HARDWARE)
+        known = {id(x.var): a, id(y.var): b}
+        ranges.variable = lambda var, known=known: known[id(var)]  # type: ignore[method-assign]
+        r = ranges.range(e)
+        assert r is not None
+        xs = np.arange(a.lo, a.hi + 1)
+        for n in range(b.lo, b.hi + 1):
+            if op == "%" and n == 0:
+                continue
+            if op == ">>":
+                values = _i8_shr(xs, n)
+            else:
+                values = {"&": np.bitwise_and, "|": np.bitwise_or, "^": np.bitwise_xor,
+                          "%": np.mod}[op](xs, n)
+            assert r.lo <= values.min() and values.max() <= r.hi, (op, a, b, n, r)
+            assert r.within(I8)
 
 
 def test_upper_bounds_take_the_facts_and_keep_their_coarse_rules():
