@@ -23,6 +23,7 @@ import os
 import sys
 import tempfile
 import time
+from typing import cast
 
 import numpy as np
 
@@ -45,18 +46,18 @@ def make_cluster(workers: int):
 
     if _gpu_arch() is not None:
         try:
-            from dask_cuda import LocalCUDACluster
+            from dask_cuda import LocalCUDACluster  # type: ignore[import-not-found]
         except ImportError:
             pass
         else:
             return LocalCUDACluster(threads_per_worker=1), "dask_cuda.LocalCUDACluster"
     return (LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                         dashboard_address=None),
+                         dashboard_address=None),  # pyright: ignore[reportArgumentType]
             f"distributed.LocalCluster ({workers} processes)")
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--n", type=int, default=2_000_003, help="elements in the array")
     parser.add_argument("--chunk", type=int, default=250_000, help="elements per chunk")
     parser.add_argument("--workers", type=int, default=2, help="worker processes (no dask-cuda)")
@@ -81,7 +82,8 @@ def main(argv=None) -> int:
             os.environ["GPU_NATIVE_REQUIRE_PRECOMPILED"] = "1"
         cluster, kind = make_cluster(args.workers)
         with cluster, Client(cluster) as client:
-            backends = client.run(lambda: __import__("gpu_native").backend())
+            # client.run is typed for async clients too; this one is synchronous: a dict.
+            backends = cast(dict, client.run(lambda: __import__("gpu_native").backend()))
             print(f"{kind}: {len(backends)} workers, backends {sorted(set(backends.values()))}")
             rng = np.random.default_rng()
             host = rng.uniform(-1.0, 2.0, args.n).astype(np.float32)

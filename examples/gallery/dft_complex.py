@@ -67,7 +67,8 @@ def run(n: int = 1000, seed=None):
     out = dft(gn.to_device(x)).to_host()
     ref = np.fft.fft(x.astype(np.complex128))
     # compare() works on real arrays: the parts side by side.
-    return np.stack([out.real, out.imag], axis=1), np.stack([ref.real, ref.imag], axis=1)
+    return (np.stack([np.real(out), np.imag(out)], axis=1),
+            np.stack([np.real(ref), np.imag(ref)], axis=1))
 
 
 def main():

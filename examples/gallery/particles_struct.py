@@ -116,7 +116,7 @@ def reference(start: np.ndarray, gravity, dt: float, steps: int):
 
 def run(n: int = 1000, steps: int = 6, seed=None):
     rng = np.random.default_rng(seed)
-    start = np.zeros(n, Particle.dtype)
+    start = gn.zeros(n, Particle).to_host()  # a NumPy array of Particle.dtype, zeroed
     start["pos"] = rng.uniform(-0.95, 0.95, (n, 3))
     start["vel"] = rng.standard_normal((n, 3)) * 2.0
     start["mass"] = rng.uniform(0.5, 2.0, n)

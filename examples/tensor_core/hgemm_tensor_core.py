@@ -77,10 +77,10 @@ B_CHUNKS = BK * BN // 8 // THREADS
 @gpu_kernel(Kernel2D)
 def hgemm_tc_kernel(a: CUDASlice2D[T], b: CUDASlice2D[T], c: CUDASliceMut2D[Out]):
     assert block_dim.x == THREADS and block_dim.y == 1, "launch with THREADS x 1 threads"
-    tile_a = shared_array(T, (STAGES, BM, BK))
-    tile_b = shared_array(T, (STAGES, BK, BN))
-    frag_a = local_array(T, (MI, 8))
-    frag_b = local_array(T, (NJ, 4))
+    tile_a = shared_array(T, (STAGES, BM, BK))  # type: ignore[misc]  # a TypeVar as a dtype
+    tile_b = shared_array(T, (STAGES, BK, BN))  # type: ignore[misc]  # a TypeVar as a dtype
+    frag_a = local_array(T, (MI, 8))  # type: ignore[misc]  # a TypeVar as a dtype
+    frag_b = local_array(T, (NJ, 4))  # type: ignore[misc]  # a TypeVar as a dtype
     acc = local_array(f32, (MI, NJ, 4))
     tid = thread_idx.x
     lane = lane_id()

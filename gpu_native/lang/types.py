@@ -631,8 +631,9 @@ def _complex(name: str) -> type:
 
 
 if TYPE_CHECKING:
-    class complex64(complex): ...
-    class complex128(complex): ...
+    # As the real scalars (see above): Python's own complex, which a launch passes.
+    complex64: TypeAlias = complex
+    complex128: TypeAlias = complex
 else:
     complex64, complex128 = _complex("complex64"), _complex("complex128")
 
