@@ -97,6 +97,24 @@ def isolated_cache(tmp_path, monkeypatch):
     clear_memory_cache()
 
 
+@pytest.fixture
+def rng():
+    """A fresh, unseeded generator: every run draws new inputs (a test that needs a fixed seed
+    defines its own)."""
+    import numpy as np
+
+    return np.random.default_rng()
+
+
+@pytest.fixture
+def sim():
+    """Run the whole test on the simulator (arrays made in it belong to its backend)."""
+    from gpu_native.runtime.backend import use
+
+    with use("sim") as selected:
+        yield selected
+
+
 @pytest.fixture(params=["sim", pytest.param("cuda", marks=pytest.mark.gpu)])
 def backend(request):
     """Run the test on the simulator and, where there is a GPU, on the GPU."""

@@ -29,11 +29,6 @@ def kb():
     return kernels_bits
 
 
-@pytest.fixture
-def rng():
-    return np.random.default_rng()
-
-
 def run(kernel, grid, block, *args):
     kernel.launch(gn.GridDim1D(grid), gn.BlockDim1D(block), 0, gn.DEFAULT_STREAM)(*args)
 

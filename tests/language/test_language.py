@@ -18,11 +18,6 @@ def kl():
     return kernels_language
 
 
-@pytest.fixture
-def rng():
-    return np.random.default_rng()
-
-
 def launch(kernel, grid, block, shared=0):
     return kernel.launch(grid, block, shared, gn.DEFAULT_STREAM)
 

@@ -31,20 +31,6 @@ def ks():
     return kernels_structs
 
 
-@pytest.fixture
-def rng():
-    return np.random.default_rng()
-
-
-@pytest.fixture
-def sim():
-    """Run the whole test on the simulator."""
-    from gpu_native.runtime.backend import use
-
-    with use("sim") as selected:
-        yield selected
-
-
 def run(kernel, n, *args, block=64):
     kernel.launch(gn.GridDim1D((n + block - 1) // block), gn.BlockDim1D(block), 0,
                   gn.DEFAULT_STREAM)(*args)

@@ -23,11 +23,6 @@ def kt():
     return kernels_tuples
 
 
-@pytest.fixture
-def rng():
-    return np.random.default_rng()
-
-
 def launch(kernel, grid, block):
     return kernel.launch(grid, block, 0, gn.DEFAULT_STREAM)
 

@@ -26,20 +26,6 @@ def kv():
     return kernels_vectors
 
 
-@pytest.fixture
-def rng():
-    return np.random.default_rng()
-
-
-@pytest.fixture
-def sim():
-    """Run the whole test on the simulator (arrays made in it belong to its backend)."""
-    from gpu_native.runtime.backend import use
-
-    with use("sim") as selected:
-        yield selected
-
-
 def run(kernel, n, *args, block=64):
     kernel.launch(gn.GridDim1D((n + block - 1) // block), gn.BlockDim1D(block), 0,
                   gn.DEFAULT_STREAM)(*args)

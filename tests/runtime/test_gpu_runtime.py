@@ -34,11 +34,6 @@ def kr():
     return kernels_runtime
 
 
-@pytest.fixture
-def rng():
-    return np.random.default_rng()
-
-
 def poisoned(n, dtype=gn.f32):
     out = gn.empty(n, dtype)
     out.fill(np.nan if dtype in (gn.f32, gn.f64) else -7)

@@ -15,14 +15,7 @@ import pytest
 
 import gpu_native as gn
 from gpu_native.runtime import interop
-from gpu_native.runtime.backend import use
 from gpu_native.runtime.streams import DEFAULT_STREAM
-
-
-@pytest.fixture
-def sim():
-    with use("sim") as selected:
-        yield selected
 
 
 @pytest.fixture(scope="module")

@@ -32,14 +32,6 @@ def tool():
     sys.modules.pop(name, None)
 
 
-@pytest.fixture
-def sim():
-    from gpu_native.runtime.backend import use
-
-    with use("sim") as selected:
-        yield selected
-
-
 def report(result: dict) -> str:
     return json.dumps({k: v for k, v in result.items() if k != "samples"}, indent=1) + "\n" + \
         "\n".join(json.dumps(s) for s in result.get("samples", []))
