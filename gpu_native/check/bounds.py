@@ -80,6 +80,9 @@ class BoundsProofs:
         self.no_wrap: NoWrapProofs  # wired by the type pass
         self.unique: UniqueWrites
         self.bounds = UpperBounds(HARDWARE, defs.single_def, self._known_upper)
+        # What the launcher checks at every launch (hoisted shape asserts, see
+        # StatementChecker.hoist_shape_assert): true in every thread of every launch that runs.
+        self.launch_facts: frozenset[Fact] = frozenset()
 
     # ---- moving the facts along ------------------------------------------------------------
 
