@@ -131,6 +131,7 @@ class StatementChecker(CheckerBase):
             assert isinstance(ty, ir.ScalarType) and isinstance(ty.info.max, int)
             self.ctx.kernel.add_launch_check(IndexFits(sub, ty.info.max, str(ty), e.span.line,
                                                        e.span.col, e.span.end_col))
+            self.bounds.launch_limits[self.defs.key(e)] = ty.info.max
         self.ctx.kernel.add_launch_check(ShapeAssert(tree, site))
         self.bounds.launch_facts |= self.bounds.facts_from(cond, True)
         return True
