@@ -334,7 +334,7 @@ class BoundsProofs:
         ``q * c <= bound`` from the launch facts (shape asserts the launcher checks at every
         launch, see :attr:`launch_facts`): ``x < bound // c`` holds here (``nxt < ktiles`` with
         ``ktiles = a.shape[1] // BK``), or ``x`` is ``block_idx`` along an axis where ``bound
-        == grid_dim * c`` was asserted; ``bound`` may be another extent asserted equal to it.
+        == grid_dim * c`` was asserted; ``bound`` may be another extent asserted equal to it (through a chain).
         Nothing wraps where ``no_wrap`` (``idx >= 0`` was proven, which proves it), or where
         every part is nonnegative and every partial sum below ``bound``, which is at most the
         maximum of each sum's and the product's type (an extent is below 2**48; ``grid_dim * c``
@@ -392,9 +392,13 @@ class BoundsProofs:
         """The largest value ``bound`` may take where ``x < q`` is proven for some ``q`` with
         ``q * c <= bound`` (see :meth:`tiles_below`); ``None`` where it is not."""
         extents = {bound}
-        for f in self.launch_facts:
-            if isinstance(f, Equal) and bound in (f.left, f.right):
-                extents.add(f.right if f.left == bound else f.left)
+        grown = True
+        while grown:  # the extents asserted equal to it, through any chain of equalities
+            grown = False
+            for f in self.launch_facts:
+                if isinstance(f, Equal) and (f.left in extents) != (f.right in extents):
+                    extents |= {f.left, f.right}
+                    grown = True
         kx = self.defs.key(x)
         for n in extents:
             if isinstance(n, ShapeKey) and Less(kx, OpKey("//", n, ConstKey(c))) in self.facts:
