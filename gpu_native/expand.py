@@ -28,7 +28,7 @@ from .emit.host import (
 )
 from .nodes import node
 from .rewrite import TranspiledModule, display_file, transpile_module
-from .spec import IndexFits, KernelSpec, LaunchAssert, ParamCheck, tree_text
+from .spec import IndexFits, KernelSpec, LaunchAssert, ParamCheck, ShapeAssert, tree_text
 from .tracebacks import boundary
 
 __all__ = ["Expansion"]
@@ -213,6 +213,11 @@ def _summary(spec: KernelSpec, last_line: int) -> list[str]:
                 text = (f"{tree_text(check.tree, 0, names)}, at every launch (the writes to "
                         f"{check.array} at line {check.line} are race-free only then; a call "
                         "that fails it raises ValueError)")
+            elif isinstance(check, ShapeAssert):
+                names = tuple(p.name for p in spec.params)
+                line = v.sites[check.site].line if check.site < len(v.sites) else "?"
+                text = (f"assert {tree_text(check.tree, 0, names)} (line {line}), at every "
+                        "launch")
             else:  # pragma: no cover - every kind is listed above
                 text = repr(check)
             out += _wrap(f"#     launch check: {text}", "#       ")
@@ -280,6 +285,7 @@ def _proofs_of(kernel: ir.Kernel) -> list[str]:
         four = ", 4 elements" if s.kind == "vector" else ""
         out.append(f"    {_where(s.span, file)}  ({s.array}{axis}{four})")
     at_launch = {n.site for n in _nodes(kernel) if isinstance(n, ir.Assert) and n.at_launch}
+    shaped = {c.site for c in kernel.launch_checks if isinstance(c, ShapeAssert)}
     for kind, title in (("assert", "asserts"), ("zerodiv", "division checks"),
                         ("align", "alignment checks (load_vec4)")):
         sites = [s for s in kernel.sites if s.kind == kind]
@@ -287,7 +293,9 @@ def _proofs_of(kernel: ir.Kernel) -> list[str]:
             out.append(f"  {title}: {len(sites)}")
             for s in sites:
                 out.append(f"    {_where(s.span, file)}")
-                if s.id in at_launch:
+                if s.id in shaped:
+                    out.append("        checked by the launcher, at every launch (array shapes)")
+                elif s.id in at_launch:
                     out.append("        checked by the launcher, once per launch shape")
     for tail in (n for n in _nodes(kernel) if isinstance(n, ir.TailExit)):
         names = ", ".join(ref.var.name for ref, _ in tail.extents)

@@ -40,7 +40,7 @@ from .errors import GpuNativeError, SourceSpan
 from .lang.structs import StructField, StructInfo
 from .lang.types import COMPLEXES, SCALARS, VECTORS, ComplexInfo, ScalarInfo, VectorInfo
 from .nodes import fields
-from .spec import IndexFits, LaunchAssert, ParamCheck
+from .spec import IndexFits, LaunchAssert, ParamCheck, ShapeAssert
 
 __all__ = ["FORMAT", "SCHEMA", "decode_kernel", "encode_kernel"]
 
@@ -86,10 +86,12 @@ def _check_plain(check) -> tuple:
         return ("assert", check.site, check.tree)
     if type(check) is ParamCheck:
         return ("param", check.tree, check.param, check.array, check.line, check.file)
+    if type(check) is ShapeAssert:
+        return ("shape", check.site, check.tree)
     return ("fits", check.tree, check.limit, check.type, check.line, check.col, check.end_col)
 
 
-def _check_record(value) -> LaunchAssert | IndexFits | ParamCheck:
+def _check_record(value) -> LaunchAssert | IndexFits | ParamCheck | ShapeAssert:
     if type(value) is tuple and len(value) == 3 and value[0] == "assert" and \
             type(value[1]) is int and type(value[2]) is tuple:
         return LaunchAssert(value[2], value[1])
@@ -99,10 +101,14 @@ def _check_record(value) -> LaunchAssert | IndexFits | ParamCheck:
     if type(value) is tuple and len(value) == 6 and value[0] == "param" and \
             type(value[1]) is tuple:
         return ParamCheck(*value[1:])
+    if type(value) is tuple and len(value) == 3 and value[0] == "shape" and \
+            type(value[1]) is int and type(value[2]) is tuple:
+        return ShapeAssert(value[2], value[1])
     raise _Malformed(f"a launch check is {value!r:.60}")
 
 
-_INLINE = {LaunchAssert: _check_plain, IndexFits: _check_plain, ParamCheck: _check_plain}
+_INLINE = {LaunchAssert: _check_plain, IndexFits: _check_plain, ParamCheck: _check_plain,
+           ShapeAssert: _check_plain}
 _INLINE_FIELDS = {"Kernel": "launch_checks"}
 
 

@@ -34,6 +34,7 @@ __all__ = [
     "LaunchCheck",
     "Param",
     "ParamCheck",
+    "ShapeAssert",
     "Site",
     "Trait",
     "VariantSpec",
@@ -187,6 +188,19 @@ class ParamCheck(LaunchCheck):
 
 
 @node
+class ShapeAssert(LaunchCheck):
+    """An ``assert`` over the shapes of array parameters and the launch shape (``assert
+    a.shape[0] == grid_dim.y * BM``): the launcher tests it at every launch (inline, as a
+    :class:`ParamCheck`) and raises the ``KernelAssertionError`` of ``site`` when it fails, so
+    the bounds proofs may use it.  Its ``tree`` may hold ``("shape", param, axis)`` leaves (the
+    extent of the ``param``-th parameter along ``axis``); its arithmetic is exact: the checker
+    hoists only ``%`` and ``//`` by a positive constant, of shapes, and ``+``/``*`` of launch
+    indices that an :class:`IndexFits` keeps from wrapping."""
+
+    site: int
+
+
+@node
 class KernelOptions:
     """The ``@gpu_kernel`` options that change the generated code or its compilation."""
 
@@ -310,6 +324,7 @@ def _fields(record) -> tuple:
 def _variant_literal(v: VariantSpec) -> tuple:
     checks = tuple(("assert", c.tree, c.site) if isinstance(c, LaunchAssert)
                    else ("param", *_fields(c)) if isinstance(c, ParamCheck)
+                   else ("shape", c.tree, c.site) if isinstance(c, ShapeAssert)
                    else ("fits", *_fields(c)) for c in v.launch_checks)
     return (v.types, v.symbol, v.kernel_id, v.cuda, tuple(_fields(s) for s in v.sites),
             v.traits.names(), checks, v.ir, tuple(_fields(c) for c in v.consts))
@@ -357,6 +372,9 @@ def _tree(value, params: bool = False) -> tuple:
         ok = n == 2 and type(value[1]) is int
     elif op == "param":
         ok = params and n == 2 and type(value[1]) is int and value[1] >= 0
+    elif op == "shape":
+        ok = params and n == 3 and type(value[1]) is int and value[1] >= 0 and \
+            type(value[2]) is int and value[2] >= 0
     elif op == "sp":
         ok = n == 3 and type(value[1]) is str and type(value[2]) is int
     elif op in ("and", "or"):
@@ -384,6 +402,8 @@ def _read_check(value, files: int) -> LaunchCheck:
         return IndexFits(_tree(tree), _check(limit, int, "a limit"), _check(ty, str, "a type"),
                          _check(line, int, "a line"), _check(col, int, "a column"),
                          _optional_int(end_col, "a column"), _file_index(file, files))
+    if value[:1] == ("shape",) and len(value) == 3:
+        return ShapeAssert(_tree(value[1], True), _check(value[2], int, "an assert site"))
     if value[:1] == ("param",) and len(value) == 6:
         _, tree, param, array, line, file = value
         return ParamCheck(_tree(tree, True), _check(param, int, "a parameter index"),
@@ -474,6 +494,9 @@ def tree_text(tree: tuple, outer: int = 0, names: tuple[str, ...] = ()) -> str:
         return f"{tree[1]}.{'xyz'[tree[2]]}"
     if op == "param":
         return names[tree[1]] if tree[1] < len(names) else f"parameter {tree[1]}"
+    if op == "shape":
+        name = names[tree[1]] if tree[1] < len(names) else f"parameter {tree[1]}"
+        return f"{name}.shape[{tree[2]}]"
     prec = _PRECEDENCE.get(op, 0)
     if op in ("and", "or"):
         text = f" {op} ".join(tree_text(t, prec + 1, names) for t in tree[1])

@@ -32,6 +32,7 @@ from gpu_native import (
     f32,
     gpu_device,
     gpu_kernel,
+    grid_dim,
     lane_id,
     ldmatrix,
     local_array,
@@ -67,6 +68,11 @@ def gelu_tanh(x: f32) -> f32:
 def gemm_bias_gelu_kernel(a: CUDASlice2D[f16], b: CUDASlice2D[f16], bias: CUDASlice[f16],
                           c: CUDASliceMut2D[f16]):
     assert block_dim.x == THREADS and block_dim.y == 1, "launch with THREADS x 1 threads"
+    # The launcher checks these at every launch; the bounds proofs then drop the checks of
+    # every global access (a block's tile lies inside the arrays).
+    assert a.shape[0] == grid_dim.y * BM and c.shape[0] == a.shape[0], "M is grid_dim.y * BM"
+    assert b.shape[1] == grid_dim.x * BN and c.shape[1] == b.shape[1], "N is grid_dim.x * BN"
+    assert bias.shape[0] == b.shape[1] and b.shape[0] == a.shape[1], "shapes multiply"
     tile_a = shared_array(f16, (STAGES, BM, BK))
     tile_b = shared_array(f16, (STAGES, BK, BN))
     frag_a = local_array(f16, (MI, 8))
@@ -86,29 +92,30 @@ def gemm_bias_gelu_kernel(a: CUDASlice2D[f16], b: CUDASlice2D[f16], bias: CUDASl
                 acc[i, j, e] = 0.0
     # Prologue: the first STAGES - 1 slices in flight, one commit group each.
     for s in range(STAGES - 1):
-        for q in range(A_CHUNKS):
-            ca = tid + q * THREADS
-            ra = ca // 4
-            ka = ca % 4
-            # unsafe: thread tid copies chunks tid + q * THREADS, one per (thread, q), each to
-            #   its own 16 bytes (the swizzle permutes the chunks of one row).
-            with unsafe():
-                cp_async(tile_a, (s, ra, (ka ^ ((ra >> 1) & 3)) * 8),
-                         a, (block_row + ra, s * BK + ka * 8), 16)
-        for q in range(B_CHUNKS):
-            cb = tid + q * THREADS
-            rb = cb // 16
-            nb = cb % 16
-            # unsafe: as for tile_a, one 16-byte chunk per (thread, q).
-            with unsafe():
-                cp_async(tile_b, (s, rb, (nb ^ (rb & 7)) * 8),
-                         b, (s * BK + rb, block_col + nb * 8), 16)
+        if s < ktiles:   # K may be a single slice
+            for q in range(A_CHUNKS):
+                ca = tid + q * THREADS
+                ra = ca // 4
+                ka = ca % 4
+                # unsafe: thread tid copies chunks tid + q * THREADS, one per (thread, q), each to
+                #   its own 16 bytes (the swizzle permutes the chunks of one row).
+                with unsafe():
+                    cp_async(tile_a, (s, ra, (ka ^ ((ra >> 1) & 3)) * 8),
+                             a, (block_row + ra, s * BK + ka * 8), 16)
+            for q in range(B_CHUNKS):
+                cb = tid + q * THREADS
+                rb = cb // 16
+                nb = cb % 16
+                # unsafe: as for tile_a, one 16-byte chunk per (thread, q).
+                with unsafe():
+                    cp_async(tile_b, (s, rb, (nb ^ (rb & 7)) * 8),
+                             b, (s * BK + rb, block_col + nb * 8), 16)
         cp_async_commit()
     for kt in range(ktiles):
         cp_async_wait(STAGES - 2)
         sync_threads()
         # Refill the stage every warp finished with in the previous iteration.
-        nxt = kt + STAGES - 1
+        nxt = kt + (STAGES - 1)
         if nxt < ktiles:
             sn = nxt % STAGES
             for q in range(A_CHUNKS):

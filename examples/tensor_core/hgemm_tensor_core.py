@@ -46,6 +46,7 @@ from gpu_native import (
     f16,
     f32,
     gpu_kernel,
+    grid_dim,
     lane_id,
     ldmatrix,
     local_array,
@@ -77,6 +78,11 @@ B_CHUNKS = BK * BN // 8 // THREADS
 @gpu_kernel(Kernel2D)
 def hgemm_tc_kernel(a: CUDASlice2D[T], b: CUDASlice2D[T], c: CUDASliceMut2D[Out]):
     assert block_dim.x == THREADS and block_dim.y == 1, "launch with THREADS x 1 threads"
+    # The launcher checks these at every launch; the bounds proofs then drop the checks of
+    # every global access (a block's tile lies inside the arrays).
+    assert a.shape[0] == grid_dim.y * BM and c.shape[0] == a.shape[0], "M is grid_dim.y * BM"
+    assert b.shape[1] == grid_dim.x * BN and c.shape[1] == b.shape[1], "N is grid_dim.x * BN"
+    assert b.shape[0] == a.shape[1], "a's columns are b's rows"
     tile_a = shared_array(T, (STAGES, BM, BK))  # type: ignore[misc]  # a TypeVar as a dtype
     tile_b = shared_array(T, (STAGES, BK, BN))  # type: ignore[misc]  # a TypeVar as a dtype
     frag_a = local_array(T, (MI, 8))  # type: ignore[misc]  # a TypeVar as a dtype
@@ -96,29 +102,30 @@ def hgemm_tc_kernel(a: CUDASlice2D[T], b: CUDASlice2D[T], c: CUDASliceMut2D[Out]
                 acc[i, j, e] = 0.0
     # Prologue: the first STAGES - 1 slices in flight, one commit group each.
     for s in range(STAGES - 1):
-        for q in range(A_CHUNKS):
-            ca = tid + q * THREADS
-            ra = ca // 4
-            ka = ca % 4
-            # unsafe: thread tid copies chunks tid + q * THREADS, one per (thread, q), each to
-            #   its own 16 bytes (the swizzle permutes the chunks of one row).
-            with unsafe():
-                cp_async(tile_a, (s, ra, (ka ^ ((ra >> 1) & 3)) * 8),
-                         a, (block_row + ra, s * BK + ka * 8), 16)
-        for q in range(B_CHUNKS):
-            cb = tid + q * THREADS
-            rb = cb // 16
-            nb = cb % 16
-            # unsafe: as for tile_a, one 16-byte chunk per (thread, q).
-            with unsafe():
-                cp_async(tile_b, (s, rb, (nb ^ (rb & 7)) * 8),
-                         b, (s * BK + rb, block_col + nb * 8), 16)
+        if s < ktiles:   # K may be a single slice
+            for q in range(A_CHUNKS):
+                ca = tid + q * THREADS
+                ra = ca // 4
+                ka = ca % 4
+                # unsafe: thread tid copies chunks tid + q * THREADS, one per (thread, q), each
+                #   to its own 16 bytes (the swizzle permutes the chunks of one row).
+                with unsafe():
+                    cp_async(tile_a, (s, ra, (ka ^ ((ra >> 1) & 3)) * 8),
+                             a, (block_row + ra, s * BK + ka * 8), 16)
+            for q in range(B_CHUNKS):
+                cb = tid + q * THREADS
+                rb = cb // 16
+                nb = cb % 16
+                # unsafe: as for tile_a, one 16-byte chunk per (thread, q).
+                with unsafe():
+                    cp_async(tile_b, (s, rb, (nb ^ (rb & 7)) * 8),
+                             b, (s * BK + rb, block_col + nb * 8), 16)
         cp_async_commit()
     for kt in range(ktiles):
         cp_async_wait(STAGES - 2)
         sync_threads()
         # Refill the stage every warp finished with in the previous iteration.
-        nxt = kt + STAGES - 1
+        nxt = kt + (STAGES - 1)
         if nxt < ktiles:
             sn = nxt % STAGES
             for q in range(A_CHUNKS):

@@ -26,6 +26,7 @@ from ..analysis.ranges import (
 from ..errors import SourceSpan, TranspileError
 from .facts import (
     ConstKey,
+    Equal,
     Fact,
     Key,
     Less,
@@ -33,6 +34,8 @@ from .facts import (
     NonNegative,
     NotEqual,
     OpKey,
+    ShapeKey,
+    SpecialKey,
     VarKey,
     cond_facts,
     shows_at_least,
@@ -80,6 +83,12 @@ class BoundsProofs:
         self.no_wrap: NoWrapProofs  # wired by the type pass
         self.unique: UniqueWrites
         self.bounds = UpperBounds(HARDWARE, defs.single_def, self._known_upper)
+        # What the launcher checks at every launch (hoisted shape asserts, see
+        # StatementChecker.hoist_shape_assert): true in every thread of every launch that runs.
+        self.launch_facts: frozenset[Fact] = frozenset()
+        # The launch-shape products and sums of those facts (`grid_dim.y * BM`), each with the
+        # maximum of its type, which an IndexFits keeps it within.
+        self.launch_limits: dict[Key, int] = {}
 
     # ---- moving the facts along ------------------------------------------------------------
 
@@ -261,6 +270,8 @@ class BoundsProofs:
             # `ty * TM + i` under `assert block_dim.y == TY` and `i in range(TM)`: an interval
             # of the whole sum, from its parts' (not one fact about the index itself).
             return True
+        if not static and self.tiles_below(idx, bound_key, nonneg):
+            return True
         if not nonneg:
             return False
         if static and _fits_unsigned(idx, n):
@@ -314,6 +325,94 @@ class BoundsProofs:
             if d is not None:
                 return self.below(d, bound_key, static)
         return False
+
+    def tiles_below(self, idx: ir.Expr, bound: Key, no_wrap: bool = False) -> bool:
+        """Is ``0 <= idx < bound`` (an extent) proven, ``idx`` being a tile's element: ``x * c +
+        rest`` with ``x >= 0``, ``0 <= rest < c`` (a sum of parts) and ``x < q`` where ``q * c
+        <= bound``?  Then ``idx <= (q - 1) * c + c - 1 < bound``.
+
+        ``q * c <= bound`` from the launch facts (shape asserts the launcher checks at every
+        launch, see :attr:`launch_facts`): ``x < bound // c`` holds here (``nxt < ktiles`` with
+        ``ktiles = a.shape[1] // BK``), or ``x`` is ``block_idx`` along an axis where ``bound
+        == grid_dim * c`` was asserted; ``bound`` may be another extent asserted equal to it (through a chain).
+        Nothing wraps where ``no_wrap`` (``idx >= 0`` was proven, which proves it), or where
+        every part is nonnegative and every partial sum below ``bound``, which is at most the
+        maximum of each sum's and the product's type (an extent is below 2**48; ``grid_dim * c``
+        within the type an :class:`~gpu_native.spec.IndexFits` held it to)."""
+        sums: list[ir.BinOp] = []
+        terms = self._terms(idx, sums)
+        for i, term in enumerate(terms):
+            scaled = self._scaled(term)
+            if scaled is None:
+                continue
+            x, c = scaled
+            lo = hi = 0
+            for other in terms[:i] + terms[i + 1:]:
+                r = self.interval(other)
+                lo, hi = lo + r.lo, hi + r.hi
+            if lo < 0 or hi >= c or not self.is_nonneg(x):
+                continue
+            largest = self._tiles_within(x, c, bound)
+            if largest is None:
+                continue
+            assert isinstance(term, ir.BinOp)
+            if no_wrap or all(isinstance(e.ty, ir.ScalarType) and e.ty.info.is_int and
+                   largest <= e.ty.info.max for e in (*sums, term)):
+                return True
+        return False
+
+    def _terms(self, e: ir.Expr, sums: list[ir.BinOp]) -> list[ir.Expr]:
+        """The summands of ``e`` (through widening casts and locals assigned once); the sums
+        taken apart are appended to ``sums``."""
+        while True:
+            if isinstance(e, ir.Cast) and is_widening(e):
+                e = e.value
+            elif isinstance(e, ir.Local) and self.defs.single_def(e.var) is not None:
+                d = self.defs.single_def(e.var)
+                assert d is not None
+                e = d
+            else:
+                break
+        if isinstance(e, ir.BinOp) and e.op == "+":
+            sums.append(e)
+            return self._terms(e.left, sums) + self._terms(e.right, sums)
+        return [e]
+
+    def _scaled(self, e: ir.Expr) -> tuple[ir.Expr, int] | None:
+        """``(x, c)`` when ``e`` is ``x * c`` with ``c`` a positive constant."""
+        if not (isinstance(e, ir.BinOp) and e.op == "*"):
+            return None
+        for x, c in ((e.left, e.right), (e.right, e.left)):
+            value = constant_value(c)
+            if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+                return x, value
+        return None
+
+    def _tiles_within(self, x: ir.Expr, c: int, bound: Key) -> int | None:
+        """The largest value ``bound`` may take where ``x < q`` is proven for some ``q`` with
+        ``q * c <= bound`` (see :meth:`tiles_below`); ``None`` where it is not."""
+        extents = {bound}
+        grown = True
+        while grown:  # the extents asserted equal to it, through any chain of equalities
+            grown = False
+            for f in self.launch_facts:
+                if isinstance(f, Equal) and (f.left in extents) != (f.right in extents):
+                    extents |= {f.left, f.right}
+                    grown = True
+        kx = self.defs.key(x)
+        for n in extents:
+            if isinstance(n, ShapeKey) and Less(kx, OpKey("//", n, ConstKey(c))) in self.facts:
+                return HARDWARE.extent
+            if not isinstance(kx, SpecialKey) or kx.name != "block_idx":
+                continue
+            grid = SpecialKey("grid_dim", kx.axis)
+            for product in (OpKey("*", grid, ConstKey(c)), OpKey("*", ConstKey(c), grid)):
+                if Equal(n, product) in self.launch_facts or \
+                        Equal(product, n) in self.launch_facts:
+                    limit = self.launch_limits.get(product)
+                    if limit is not None:
+                        return limit
+        return None
 
     def at_least(self, e: ir.Expr, m: int) -> bool:
         """Is the integer ``e >= m`` proven (``m >= 1``)?"""

@@ -289,6 +289,12 @@ class Less(Fact):
             return limit - 1
         if isinstance(self.right, ShapeKey):
             return HARDWARE.extent - 1
+        right = self.right
+        if isinstance(right, OpKey) and right.op == "//" and isinstance(right.left, ShapeKey):
+            # `kt < a.shape[1] // BK`: below the largest extent's share.
+            c = right.right.integer
+            if c is not None and c > 0:
+                return HARDWARE.extent // c - 1
         return None
 
     def shows_at_least(self, value: Key, m: int) -> bool:

@@ -39,3 +39,69 @@ def launch_tree(e: ir.Expr, specials: tuple[str, ...], arithmetic: tuple[str, ..
         inner = launch_tree(e.operand, specials, arithmetic, single_def)
         return None if inner is None else ("not", inner)
     return None
+
+
+def shape_tree(e: ir.Expr, param_index: Callable[[str], int | None],
+               single_def: Callable[[ir.Var], ir.Expr | None],
+               fits: list[tuple[tuple, ir.BinOp]]) -> tuple | None:
+    """``e`` as a :class:`gpu_native.spec.ShapeAssert` tree, or ``None``: constants, the launch
+    shape (``block_dim``, ``grid_dim``) and the shapes of array parameters (``("shape", index,
+    axis)``, ``param_index`` giving a parameter's index), combined by comparisons, ``and``,
+    ``or``, ``not``, ``%`` and ``//`` by a positive constant, and ``+``/``*`` of the launch shape
+    alone.  The launcher evaluates the tree in exact integers, which is what the device computes
+    only where nothing wraps: shapes are below 2**48 and ``%``/``//`` by a positive constant
+    cannot wrap; each ``+``/``*`` is appended to ``fits`` (its tree and its expression) for an
+    :class:`~gpu_native.spec.IndexFits` that refuses a launch shape making it wrap."""
+    if isinstance(e, ir.Const) and isinstance(e.value, (bool, int)):
+        return ("c", int(e.value))
+    if isinstance(e, ir.Special) and e.name in ("block_dim", "grid_dim"):
+        return ("sp", e.name, e.axis)
+    if isinstance(e, ir.Shape):
+        var = e.array.var
+        index = param_index(var.name) if var.is_param else None
+        return None if index is None else ("shape", index, e.axis)
+    if isinstance(e, ir.Cast) and is_widening(e):
+        return shape_tree(e.value, param_index, single_def, fits)
+    if isinstance(e, ir.Local):
+        d = single_def(e.var)
+        return shape_tree(d, param_index, single_def, fits) if d is not None else None
+    if isinstance(e, ir.Compare):
+        left = shape_tree(e.left, param_index, single_def, fits)
+        right = shape_tree(e.right, param_index, single_def, fits)
+        return None if left is None or right is None else (e.op, left, right)
+    if isinstance(e, ir.BinOp) and e.op in ("%", "//"):
+        right = shape_tree(e.right, param_index, single_def, fits)
+        if right is None or right[0] != "c" or right[1] <= 0:
+            return None
+        left = shape_tree(e.left, param_index, single_def, fits)
+        return None if left is None else (e.op, left, right)
+    if isinstance(e, ir.BinOp) and e.op in ("+", "*"):
+        launch = launch_tree(e, ("block_dim", "grid_dim"), ("+", "*"), single_def)
+        if launch is None or not isinstance(e.ty, ir.ScalarType) or not e.ty.info.is_int:
+            return None
+        tree = _exact(launch)
+        fits.append((tree, e))
+        return tree
+    if isinstance(e, ir.BoolOp) and e.op in ("and", "or"):
+        parts = tuple(shape_tree(v, param_index, single_def, fits) for v in e.values)
+        return None if any(p is None for p in parts) else (e.op, parts)
+    if isinstance(e, ir.UnaryOp) and e.op == "not":
+        inner = shape_tree(e.operand, param_index, single_def, fits)
+        return None if inner is None else ("not", inner)
+    return None
+
+
+def has_shape(tree: tuple) -> bool:
+    """Does the tree read an array's shape?"""
+    if tree[0] == "shape":
+        return True
+    if tree[0] in ("and", "or"):
+        return any(has_shape(t) for t in tree[1])
+    return any(isinstance(t, tuple) and has_shape(t) for t in tree[1:])
+
+
+def _exact(tree: tuple) -> tuple:
+    """A launch tree without its arithmetic's types (exact, as a ShapeAssert's is)."""
+    if tree[0] in ("c", "sp"):
+        return tree
+    return (tree[0], _exact(tree[1]), _exact(tree[2]))

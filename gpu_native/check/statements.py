@@ -6,10 +6,10 @@ from __future__ import annotations
 from .. import ir
 from ..frontend import syntax as S
 from ..lang import registry as R
-from ..spec import LaunchAssert
+from ..spec import IndexFits, LaunchAssert, ShapeAssert
 from .checker_base import CheckerBase
 from .expressions import GeneratorType, UidValue, WeakConst
-from .launch import launch_tree
+from .launch import has_shape, launch_tree, shape_tree
 from .scope import registry_entry as _registered
 
 # What a launch-checked assert may use besides block_dim and grid_dim.
@@ -113,7 +113,28 @@ class StatementChecker(CheckerBase):
                                self.defs.single_def)
         if tree is not None:
             self.ctx.kernel.add_launch_check(LaunchAssert(tree, site))
+        elif self.is_kernel and self.depth == 0 and self.hoist_shape_assert(cond, site):
+            return [ir.Assert(s.span, cond, site, at_launch=True)], False
         return [ir.Assert(s.span, cond, site, at_launch=tree is not None)], False
+
+    def hoist_shape_assert(self, cond: ir.Expr, site: int) -> bool:
+        """``assert a.shape[0] == grid_dim.y * BM``, uniform over the launch and known to the
+        launcher, which checks it at every launch (a :class:`~gpu_native.spec.ShapeAssert`)
+        instead of every thread; what it says is then a launch fact the bounds proofs may use
+        (:attr:`~.bounds.BoundsProofs.launch_facts`).  False where it cannot be hoisted."""
+        fits: list[tuple[tuple, ir.BinOp]] = []
+        tree = shape_tree(cond, self.unique.param_index, self.defs.single_def, fits)
+        if tree is None or not has_shape(tree):
+            return False
+        for sub, e in fits:
+            ty = e.ty
+            assert isinstance(ty, ir.ScalarType) and isinstance(ty.info.max, int)
+            self.ctx.kernel.add_launch_check(IndexFits(sub, ty.info.max, str(ty), e.span.line,
+                                                       e.span.col, e.span.end_col))
+            self.bounds.launch_limits[self.defs.key(e)] = ty.info.max
+        self.ctx.kernel.add_launch_check(ShapeAssert(tree, site))
+        self.bounds.launch_facts |= self.bounds.facts_from(cond, True)
+        return True
 
     def visit_ExprStmt(self, s: S.ExprStmt):
         value = s.value

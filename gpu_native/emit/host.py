@@ -42,7 +42,7 @@ from __future__ import annotations
 from .. import abi
 from ..frontend import syntax as S
 from ..nodes import node
-from ..spec import KernelSpec, Param, ParamCheck
+from ..spec import KernelSpec, Param, ParamCheck, ShapeAssert
 
 __all__ = ["Launcher", "build_launcher", "decorator_parts", "exact_line_of", "kernel_block",
            "param_trees", "reserved_prefix"]
@@ -223,12 +223,13 @@ def _fill(items: list[str], first: str, rest: str, width: int) -> list[str]:
 
 
 def param_trees(spec: KernelSpec) -> tuple[tuple, ...]:
-    """The trees of the :class:`~gpu_native.spec.ParamCheck` records of every variant of
-    ``spec``, once each: what its launcher tests inline."""
+    """The trees of the :class:`~gpu_native.spec.ParamCheck` and
+    :class:`~gpu_native.spec.ShapeAssert` records of every variant of ``spec``, once each: what
+    its launcher tests inline."""
     trees: dict[tuple, None] = {}
     for v in spec.variants:
         for c in v.launch_checks:
-            if isinstance(c, ParamCheck):
+            if isinstance(c, (ParamCheck, ShapeAssert)):
                 trees.setdefault(c.tree)
     return tuple(trees)
 
@@ -241,6 +242,9 @@ def _python(tree: tuple, names: tuple[str, ...], r: str, used: set[str]) -> str:
         return repr(tree[1])
     if op == "param":
         return names[tree[1]]
+    if op == "shape":
+        # Read only after the argument's own test: a DeviceArray, whose shape is a tuple.
+        return f"{names[tree[1]]}.shape[{tree[2]}]"
     if op == "sp":
         used.add(tree[1])
         return f"{r}{tree[1]}_{'xyz'[tree[2]]}"

@@ -32,14 +32,23 @@ from ..lang.layouts import BlockDim1D, BlockDim2D, BlockDim3D, GridDim1D, GridDi
 from ..lang.structs import StructInfo, leaf_values, mismatch, parse_key, struct_info_of_dtype
 from ..lang.types import COMPLEX_CLASSES, SCALARS, VECTOR_CLASSES
 from ..nodes import Factory, node
-from ..spec import KernelSpec, LaunchCheck, Param, ParamCheck, Site, Trait, VariantSpec
+from ..spec import (
+    KernelSpec,
+    LaunchCheck,
+    Param,
+    ParamCheck,
+    ShapeAssert,
+    Site,
+    Trait,
+    VariantSpec,
+)
 from ..tracebacks import boundary, launcher_code, strip
 from . import backend as B
 from . import sizing
 from .arrays import DeviceArray, signature
 from .devices import _tls, bind_thread
 from .launch import ArgumentBuffer, fast_formats, make_submit, slot_formats
-from .launch_checks import check_launch, check_params
+from .launch_checks import check_launch, check_params, check_shapes
 from .records import register_kernel
 from .streams import DEFAULT_STREAM, as_stream
 
@@ -702,6 +711,8 @@ class LaunchContext:
             for p in self.kernel.params if p.ndim}
         self.keepalive: collections.deque = collections.deque()
         self.param_checks = tuple(c for c in variant.launch_checks if isinstance(c, ParamCheck))
+        self.shape_checks = tuple(c for c in variant.launch_checks
+                                  if isinstance(c, ShapeAssert))
 
     def fast_path(self) -> FastPath:
         """The pieces of a generated launcher's fast path (see :class:`FastPath`)."""
@@ -752,6 +763,11 @@ class LaunchContext:
                     values.append(self.scalar_argument(p, dtype, arg))
                     scalars.append(values[-1])
             self.check_overlap(arrays)
+            if self.shape_checks:
+                shapes = iter(arr.shape for _, arr in arrays)
+                check_shapes(self.variant.kernel_id, self.shape_checks,
+                             tuple(next(shapes) if p.ndim else None for p in k.params),
+                             self.config.grid, self.config.block)
             if self.param_checks:
                 check_params(k.__name__, tuple(p.name for p in k.params), self.param_checks,
                              tuple(scalars), self.config.grid, self.config.block)

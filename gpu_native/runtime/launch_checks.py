@@ -17,6 +17,11 @@ A third kind, :class:`~gpu_native.spec.ParamCheck`, depends on scalar arguments 
 every launch and sends a failing call to the checked path, where :func:`check_params` raises a
 ``ValueError`` naming the parameter.
 
+A fourth, :class:`~gpu_native.spec.ShapeAssert`, is an ``assert`` over the shapes of array
+arguments (``a.shape[0] == grid_dim.y * BM``): the generated launcher tests it inline at every
+launch too, and :func:`check_shapes` raises the assert's
+:class:`~gpu_native.errors.KernelAssertionError` on the checked path.
+
 Their trees are plain tuples: ``("c", value)``, ``("sp", name, axis)``, ``(op, left, right[,
 type])``, ``("and" | "or", parts)``, ``("not", tree)``.
 """
@@ -26,10 +31,10 @@ from __future__ import annotations
 import linecache
 
 from ..errors import LaunchError, SourceSpan, format_caret
-from ..spec import IndexFits, LaunchAssert, LaunchCheck, ParamCheck, tree_text
+from ..spec import IndexFits, LaunchAssert, LaunchCheck, ParamCheck, ShapeAssert, tree_text
 from .records import launch_assertion
 
-__all__ = ["check_launch", "check_params"]
+__all__ = ["check_launch", "check_params", "check_shapes"]
 
 _BITS = {"i8": (8, True), "i16": (16, True), "i32": (32, True), "i64": (64, True),
          "u8": (8, False), "u16": (16, False), "u32": (32, False), "u64": (64, False),
@@ -143,6 +148,8 @@ def _exact(tree, special, args) -> int:
         return special(tree[1], tree[2])
     if op == "param":
         return args[tree[1]]
+    if op == "shape":
+        return args[tree[1]][tree[2]]
     if op == "and":
         return int(all(_exact(t, special, args) for t in tree[1]))
     if op == "or":
@@ -152,6 +159,10 @@ def _exact(tree, special, args) -> int:
     a, b = _exact(tree[1], special, args), _exact(tree[2], special, args)
     if op in ("+", "-", "*"):
         return a + b if op == "+" else a - b if op == "-" else a * b
+    if op in ("//", "%"):
+        # A positive constant divisor (see gpu_native.check.launch.shape_tree): Python's
+        # floor division is C's on the nonnegative values a shape tree computes.
+        return a // b if op == "//" else a % b
     return int({"==": a == b, "!=": a != b, "<": a < b, "<=": a <= b, ">": a > b,
                 ">=": a >= b}[op])
 
@@ -180,3 +191,17 @@ def check_params(kernel_name: str, names: tuple[str, ...], checks: tuple[ParamCh
             f"{kernel_name}(): parameter '{name}' is {args[check.param]} but the writes to "
             f"{check.array} (line {check.line}) are race-free only when {text}{shown}; pass a "
             f"{name} that satisfies it, or launch another shape")
+
+
+def check_shapes(kernel_id: int, checks: tuple[ShapeAssert, ...], shapes, grid, block) -> None:
+    """Raise the ``KernelAssertionError`` of the first of ``checks`` that the arguments' shapes
+    (``shapes``: each parameter's shape tuple, ``None`` for a scalar, in parameter order) fail
+    on the launch shape ``grid``/``block`` (the kernel's own, 3-tuples)."""
+    def special(name: str, axis: int) -> int:
+        return {"block_dim": block, "grid_dim": grid}[name][axis]
+
+    for check in checks:
+        if not _exact(check.tree, special, shapes):
+            threads = grid[0] * grid[1] * grid[2] * block[0] * block[1] * block[2]
+            raise launch_assertion(kernel_id, check.site, threads,
+                                   "the arguments' shapes and the launch shape")

@@ -121,12 +121,14 @@ def raise_pending(slot: Slot | None) -> None:
                                               if len(races) > 1 else ""))
 
 
-def launch_assertion(kernel_id: int, site: int, threads: int) -> KernelError:
+def launch_assertion(kernel_id: int, site: int, threads: int,
+                     depends: str = "the grid and block") -> KernelError:
     """The error of an assert the launcher checked for every thread at once (it depends only on
-    the launch shape): the same exception the device would have raised."""
+    ``depends``, the launch shape unless said otherwise): the same exception the device would
+    have raised."""
     return _build({"kernel": kernel_id, "site": site, "block": (0, 0, 0), "thread": (0, 0, 0),
                    "count": threads, "index": 0, "length": 0},
-                  where="  (checked at launch: it depends only on the grid and block, so every "
+                  where=f"  (checked at launch: it depends only on {depends}, so every "
                         "thread would fail it)")
 
 
