@@ -52,6 +52,16 @@ def make_venv(where: Path) -> Path:
     return python
 
 
+def _outer_checkout_on_path(python: Path, source: Path, env: dict) -> bool:
+    """Does ``python`` (a venv seeing this environment's site-packages) find a ``gpu_native``
+    package on a plain sys.path entry other than ``source``?"""
+    proc = subprocess.run([str(python), "-c", "import json, sys; print(json.dumps(sys.path))"],
+                          capture_output=True, text=True, env=env, check=True)
+    entries = [Path(p) for p in json.loads(proc.stdout) if p]
+    return any((p / "gpu_native" / "__init__.py").is_file() and p.resolve() != source.resolve()
+               for p in entries)
+
+
 def pip_install(python: Path, target: Path, *, editable: bool | str, env: dict) -> None:
     """``editable``: False (a wheel), True (setuptools' default editable install) or a
     setuptools ``editable_mode`` (``"compat"``, as the README installs a checkout)."""
@@ -327,6 +337,13 @@ class TestInstalledPth:
         source = _copy_distribution(tmp_path / "gpu_native_src")
         python = make_venv(tmp_path / "venv")
         env = _plain_env(tmp_path)
+        if editable is True and _outer_checkout_on_path(python, source, env):
+            # setuptools' default editable install is a finder that Python consults after
+            # sys.path; this venv sees the outer environment's site-packages, where a compat
+            # install (as the README's and CI's) puts the outer checkout on sys.path, which then
+            # wins.  That is setuptools' ordering, not gpu_native's; the compat case runs below.
+            pytest.skip("the outer checkout is on sys.path (a compat editable install): a "
+                        "finder-based editable install in a system-site venv cannot win over it")
         pip_install(python, source, editable=editable, env=env)
         pth = site_packages(python) / "gpu_native.pth"
         assert pth.read_text() == (ROOT / "gpu_native.pth").read_text()
