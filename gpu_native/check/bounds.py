@@ -195,8 +195,9 @@ class BoundsProofs:
                 raise TranspileError(f"{width} elements from index {c} are out of bounds for "
                                      f"axis {axis} of '{base.var.name}' with size {n}",
                                      last.span)
-        if shape is not None and static and self.interval(last).within(
-                Interval(0, shape[axis] - width)):
+        if (shape is not None and static and self.interval(last).within(
+                Interval(0, shape[axis] - width))) or (
+                not static and self.vector_fits(base, axis, last, width)):
             checks.append(None)
         else:
             checks.append(self.ctx.kernel.new_site("vector", span, base.var.name, axis,
@@ -209,6 +210,16 @@ class BoundsProofs:
         align = None if aligned else self.ctx.kernel.new_site("align", span, base.var.name,
                                                               axis, base.ty.ndim)
         return tuple(checks), align
+
+    def vector_fits(self, base: ir.ArrayRef, axis: int, last: ir.Expr, width: int) -> bool:
+        """Do ``width`` elements from ``last`` lie inside axis ``axis`` of the array parameter
+        ``base``?  Where ``last`` is a proven index of it and a multiple of ``width``, as its
+        extent is by a launch fact (``assert a.shape[1] % 4 == 0``): then so is the extent less
+        the index, which is positive, so at least ``width``."""
+        var = base.var
+        return (var.is_param and not base.ty.strided
+                and self.shape_multiples.get((var.name, axis), 1) % width == 0
+                and self.multiple_of(last, width) and self.index_proven(base, axis, last))
 
     def multiple_of(self, e: ir.Expr, k: int) -> bool:
         """Is the integer ``e`` a multiple of ``k`` as computed (wrapping modulo 2**bits keeps
