@@ -285,7 +285,8 @@ def _proofs_of(kernel: ir.Kernel) -> list[str]:
         four = ", 4 elements" if s.kind == "vector" else ""
         out.append(f"    {_where(s.span, file)}  ({s.array}{axis}{four})")
     at_launch = {n.site for n in _nodes(kernel) if isinstance(n, ir.Assert) and n.at_launch}
-    shaped = {c.site for c in kernel.launch_checks if isinstance(c, ShapeAssert)}
+    shaped = {c.site: "an argument's address" if "'ptr'" in repr(c.tree) else "array shapes"
+              for c in kernel.launch_checks if isinstance(c, ShapeAssert)}
     for kind, title in (("assert", "asserts"), ("zerodiv", "division checks"),
                         ("align", "alignment checks (load_vec4)")):
         sites = [s for s in kernel.sites if s.kind == kind]
@@ -294,7 +295,8 @@ def _proofs_of(kernel: ir.Kernel) -> list[str]:
             for s in sites:
                 out.append(f"    {_where(s.span, file)}")
                 if s.id in shaped:
-                    out.append("        checked by the launcher, at every launch (array shapes)")
+                    out.append(f"        checked by the launcher, at every launch "
+                               f"({shaped[s.id]})")
                 elif s.id in at_launch:
                     out.append("        checked by the launcher, once per launch shape")
     for tail in (n for n in _nodes(kernel) if isinstance(n, ir.TailExit)):

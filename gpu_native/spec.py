@@ -195,7 +195,9 @@ class ShapeAssert(LaunchCheck):
     the bounds proofs may use it.  Its ``tree`` may hold ``("shape", param, axis)`` leaves (the
     extent of the ``param``-th parameter along ``axis``); its arithmetic is exact: the checker
     hoists only ``%`` and ``//`` by a positive constant, of shapes, and ``+``/``*`` of launch
-    indices that an :class:`IndexFits` keeps from wrapping."""
+    indices that an :class:`IndexFits` keeps from wrapping.  The bounds proofs add their own,
+    of ``("ptr", param)`` leaves (the address of an array argument, in bytes): ``address(a) %
+    16 == 0``, on which a proof of a global access's alignment rests."""
 
     site: int
 
@@ -370,7 +372,7 @@ def _tree(value, params: bool = False) -> tuple:
     n = len(value)
     if op == "c":
         ok = n == 2 and type(value[1]) is int
-    elif op == "param":
+    elif op in ("param", "ptr"):
         ok = params and n == 2 and type(value[1]) is int and value[1] >= 0
     elif op == "shape":
         ok = params and n == 3 and type(value[1]) is int and value[1] >= 0 and \
@@ -494,9 +496,9 @@ def tree_text(tree: tuple, outer: int = 0, names: tuple[str, ...] = ()) -> str:
         return f"{tree[1]}.{'xyz'[tree[2]]}"
     if op == "param":
         return names[tree[1]] if tree[1] < len(names) else f"parameter {tree[1]}"
-    if op == "shape":
+    if op in ("shape", "ptr"):
         name = names[tree[1]] if tree[1] < len(names) else f"parameter {tree[1]}"
-        return f"{name}.shape[{tree[2]}]"
+        return f"{name}.shape[{tree[2]}]" if op == "shape" else f"address({name})"
     prec = _PRECEDENCE.get(op, 0)
     if op in ("and", "or"):
         text = f" {op} ".join(tree_text(t, prec + 1, names) for t in tree[1])

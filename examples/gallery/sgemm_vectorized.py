@@ -64,6 +64,12 @@ TOLERANCE = ("norm", 1e-5)
 @gpu_kernel(Kernel2D, max_registers=128)
 def sgemm_vectorized_kernel(a: CUDASlice2D[f32], b: CUDASlice2D[f32], c: CUDASliceMut2D[f32]):
     assert block_dim.x == THREADS and block_dim.y == 1, "launch with 256 x 1 threads per block"
+    # The launcher checks these at every launch (any M; N and K multiples of 4, see the
+    # wrapper). With them, and 16-byte aligned a and b (which it checks too), every vec4f load
+    # of a row is proven aligned and, once its first element is in bounds, all four are.
+    assert a.shape[0] == c.shape[0] and b.shape[1] == c.shape[1], "a and b fit c"
+    assert b.shape[0] == a.shape[1], "a's columns are b's rows"
+    assert a.shape[1] % 4 == 0 and b.shape[1] % 4 == 0, "N and K are multiples of 4"
     # Two buffers of each tile: A transposed (k, row), B as rows of vec4f (k, column / 4).
     tile_a = shared_array(f32, (2, BK, BM))
     tile_b = shared_array(vec4f, (2, BK, BN // 4))
@@ -98,9 +104,11 @@ def sgemm_vectorized_kernel(a: CUDASlice2D[f32], b: CUDASlice2D[f32], c: CUDASli
             va = vec4f()
             vb = vec4f()
             if step < steps:
-                if block_row + a_row < m and k0 + a_k < depth:
+                # Each guard against the extents of the array it reads (equal to c's, by the
+                # asserts above): what the bounds proofs compare with.
+                if block_row + a_row < a.shape[0] and k0 + a_k < depth:
                     va = load_vec4(a, block_row + a_row, k0 + a_k)
-                if k0 + b_k < depth and block_col + b_col < n:
+                if k0 + b_k < b.shape[0] and block_col + b_col < b.shape[1]:
                     vb = load_vec4(b, k0 + b_k, block_col + b_col)
             if step > 0 and step <= steps:
                 prev = 1 - buf

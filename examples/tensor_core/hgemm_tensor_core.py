@@ -83,6 +83,9 @@ def hgemm_tc_kernel(a: CUDASlice2D[T], b: CUDASlice2D[T], c: CUDASliceMut2D[Out]
     assert a.shape[0] == grid_dim.y * BM and c.shape[0] == a.shape[0], "M is grid_dim.y * BM"
     assert b.shape[1] == grid_dim.x * BN and c.shape[1] == b.shape[1], "N is grid_dim.x * BN"
     assert b.shape[0] == a.shape[1], "a's columns are b's rows"
+    # With 16-byte aligned arrays (which the launcher checks), every row of a and b then starts
+    # on a 16-byte boundary and no cp_async source needs a per-thread alignment check.
+    assert a.shape[1] % BK == 0, "K is a multiple of BK"
     tile_a = shared_array(T, (STAGES, BM, BK))  # type: ignore[misc]  # a TypeVar as a dtype
     tile_b = shared_array(T, (STAGES, BK, BN))  # type: ignore[misc]  # a TypeVar as a dtype
     frag_a = local_array(T, (MI, 8))  # type: ignore[misc]  # a TypeVar as a dtype

@@ -24,6 +24,7 @@ from ..analysis.ranges import (
     type_interval,
 )
 from ..errors import SourceSpan, TranspileError
+from ..spec import ShapeAssert
 from .facts import (
     ConstKey,
     Equal,
@@ -89,6 +90,10 @@ class BoundsProofs:
         # The launch-shape products and sums of those facts (`grid_dim.y * BM`), each with the
         # maximum of its type, which an IndexFits keeps it within.
         self.launch_limits: dict[Key, int] = {}
+        # (array parameter, axis) -> m where a launch fact says `a.shape[axis] % m == 0`.
+        self.shape_multiples: dict[tuple[str, int], int] = {}
+        # (parameter index, bytes) -> the site of the launch check of its address's alignment.
+        self.pointer_sites: dict[tuple[int, int], int] = {}
 
     # ---- moving the facts along ------------------------------------------------------------
 
@@ -190,8 +195,9 @@ class BoundsProofs:
                 raise TranspileError(f"{width} elements from index {c} are out of bounds for "
                                      f"axis {axis} of '{base.var.name}' with size {n}",
                                      last.span)
-        if shape is not None and static and self.interval(last).within(
-                Interval(0, shape[axis] - width)):
+        if (shape is not None and static and self.interval(last).within(
+                Interval(0, shape[axis] - width))) or (
+                not static and self.vector_fits(base, axis, last, width)):
             checks.append(None)
         else:
             checks.append(self.ctx.kernel.new_site("vector", span, base.var.name, axis,
@@ -199,9 +205,21 @@ class BoundsProofs:
             k = self.defs.key(last)
             self.pending.add(NonNegative(k))
             self.pending.add(Less(k, self.bound_key(base, axis, last)))
-        align = None if self.aligned(base, indices, width) else self.ctx.kernel.new_site("align", span, base.var.name,
+        aligned = self.aligned(base, indices, width) or self.launch_aligned(
+            base, indices, width, span, "load_vec4()")
+        align = None if aligned else self.ctx.kernel.new_site("align", span, base.var.name,
                                                               axis, base.ty.ndim)
         return tuple(checks), align
+
+    def vector_fits(self, base: ir.ArrayRef, axis: int, last: ir.Expr, width: int) -> bool:
+        """Do ``width`` elements from ``last`` lie inside axis ``axis`` of the array parameter
+        ``base``?  Where ``last`` is a proven index of it and a multiple of ``width``, as its
+        extent is by a launch fact (``assert a.shape[1] % 4 == 0``): then so is the extent less
+        the index, which is positive, so at least ``width``."""
+        var = base.var
+        return (var.is_param and not base.ty.strided
+                and self.shape_multiples.get((var.name, axis), 1) % width == 0
+                and self.multiple_of(last, width) and self.index_proven(base, axis, last))
 
     def multiple_of(self, e: ir.Expr, k: int) -> bool:
         """Is the integer ``e`` a multiple of ``k`` as computed (wrapping modulo 2**bits keeps
@@ -239,6 +257,64 @@ class BoundsProofs:
         shape = base.ty.shape
         return (base.ty.space == "shared" and shape is not None and shape[0] >= 0
                 and shape[-1] % width == 0 and self.multiple_of(indices[-1], width))
+
+    def note_shape_multiples(self, cond: ir.Expr) -> None:
+        """Record the ``a.shape[axis] % m == 0`` conjuncts of the launch-checked ``cond``, and
+        the ``a.shape[axis] == grid_dim.x * BN`` ones with a visible multiple of a power of two
+        (exact: the launcher keeps the product from wrapping), in :attr:`shape_multiples`, for
+        :meth:`launch_aligned`."""
+        if isinstance(cond, ir.BoolOp) and cond.op == "and":
+            for v in cond.values:
+                self.note_shape_multiples(v)
+            return
+        if not isinstance(cond, ir.Compare) or cond.op != "==":
+            return
+        for a, b in ((cond.left, cond.right), (cond.right, cond.left)):
+            shape = _uncast(a, self.defs.single_def)
+            if isinstance(shape, ir.Shape) and shape.array.var.is_param:
+                m = next((m for m in (16, 8, 4, 2) if self.multiple_of(b, m)), None)
+                if m is not None:
+                    where = (shape.array.var.name, shape.axis)
+                    self.shape_multiples[where] = max(m, self.shape_multiples.get(where, 1))
+            a = _uncast(a, self.defs.single_def)
+            m = constant_value(a.right) if isinstance(a, ir.BinOp) and a.op == "%" else None
+            if constant_value(b) != 0 or not isinstance(m, int) or m <= 0:
+                continue
+            assert isinstance(a, ir.BinOp)
+            shape = _uncast(a.left, self.defs.single_def)
+            if isinstance(shape, ir.Shape) and shape.array.var.is_param:
+                where = (shape.array.var.name, shape.axis)
+                self.shape_multiples[where] = max(m, self.shape_multiples.get(where, 1))
+
+    def launch_aligned(self, base: ir.ArrayRef, indices, width: int, span: SourceSpan,
+                       what: str) -> bool:
+        """Is ``&base[indices]`` of a global array parameter aligned to ``width`` elements
+        once the launcher has checked the parameter's address (which it is then asked to, at
+        every launch)?  Where the array is row-major, its last extent a multiple of ``width`` by
+        a launch fact (``assert a.shape[1] % 8 == 0``; every row stride is then one) and the
+        last index a multiple of it.  ``what`` names the access in the launch check's error."""
+        var = base.var
+        index = self.unique.param_index(var.name) if var.is_param else None
+        if (index is None or base.ty.space != "global" or base.ty.strided
+                or not self.ctx.options.bounds_check
+                or not self.multiple_of(indices[-1], width)):
+            return False
+        if base.ty.ndim > 1 and self.shape_multiples.get((var.name, base.ty.ndim - 1), 1) \
+                % width:
+            return False
+        elem = base.ty.elem
+        if not isinstance(elem, ir.ScalarType):
+            return False
+        nbytes = width * elem.info.itemsize
+        site = self.pointer_sites.get((index, nbytes))
+        if site is None:
+            site = self.ctx.kernel.new_site(
+                "assert", span, message=f"{what}: the address of array '{var.name}' is not "
+                f"aligned to {nbytes} bytes (the kernel's alignment proof assumes it)")
+            self.pointer_sites[(index, nbytes)] = site
+            tree = ("==", ("%", ("ptr", index), ("c", nbytes)), ("c", 0))
+            self.ctx.kernel.add_launch_check(ShapeAssert(tree, site))
+        return True
 
     def bound_key(self, base: ir.ArrayRef, axis: int, idx: ir.Expr) -> Key:
         shape = base.ty.shape
@@ -598,3 +674,14 @@ def _fits_unsigned(e: ir.Expr, n: int) -> bool:
         e = e.value
     ty = e.ty
     return isinstance(ty, ir.ScalarType) and ty.info.kind == "uint" and (1 << ty.info.bits) <= n
+
+
+def _uncast(e: ir.Expr, single_def) -> ir.Expr:
+    """``e`` through widening casts and locals assigned once."""
+    while True:
+        if isinstance(e, ir.Cast) and is_widening(e):
+            e = e.value
+        elif isinstance(e, ir.Local) and single_def(e.var) is not None:
+            e = single_def(e.var)
+        else:
+            return e

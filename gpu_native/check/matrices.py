@@ -229,11 +229,12 @@ class MatrixChecker(CheckerBase):
                               call.span, "global")
         unique = self._writable(d, "cp_async()'s dst", call.span)
         what = f"cp_async(): an address is not aligned to {nbytes} bytes"
-        # The shared destination's alignment may be proven; a global source's pointer and
-        # strides are known only at run time.
+        # The shared destination's alignment may be proven; a global source's too, from a
+        # launch fact on its row length and the address the launcher then checks.
         dst_align = self.alignment_site(call.span, what,
                                         self.bounds.aligned(d.array, d.indices, width[0]))
-        src_align = self.alignment_site(call.span, what)
+        src_align = self.alignment_site(call.span, what, self.bounds.launch_aligned(
+            s.array, s.indices, width[0], call.span, "cp_async()"))
         return ir.MatrixOp(call.span, "cp_async", (d, s), (nbytes, dst_align, src_align),
                            unique)
 

@@ -134,6 +134,7 @@ class StatementChecker(CheckerBase):
             self.bounds.launch_limits[self.defs.key(e)] = ty.info.max
         self.ctx.kernel.add_launch_check(ShapeAssert(tree, site))
         self.bounds.launch_facts |= self.bounds.facts_from(cond, True)
+        self.bounds.note_shape_multiples(cond)
         return True
 
     def visit_ExprStmt(self, s: S.ExprStmt):

@@ -245,6 +245,9 @@ def _python(tree: tuple, names: tuple[str, ...], r: str, used: set[str]) -> str:
     if op == "shape":
         # Read only after the argument's own test: a DeviceArray, whose shape is a tuple.
         return f"{names[tree[1]]}.shape[{tree[2]}]"
+    if op == "ptr":
+        # Likewise: the DeviceArray's address (a slot, not the property).
+        return f"{names[tree[1]]}._gn_ptr"
     if op == "sp":
         used.add(tree[1])
         return f"{r}{tree[1]}_{'xyz'[tree[2]]}"

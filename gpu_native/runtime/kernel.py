@@ -764,9 +764,9 @@ class LaunchContext:
                     scalars.append(values[-1])
             self.check_overlap(arrays)
             if self.shape_checks:
-                shapes = iter(arr.shape for _, arr in arrays)
+                given = iter(arr for _, arr in arrays)
                 check_shapes(self.variant.kernel_id, self.shape_checks,
-                             tuple(next(shapes) if p.ndim else None for p in k.params),
+                             tuple(next(given) if p.ndim else None for p in k.params),
                              self.config.grid, self.config.block)
             if self.param_checks:
                 check_params(k.__name__, tuple(p.name for p in k.params), self.param_checks,

@@ -149,7 +149,9 @@ def _exact(tree, special, args) -> int:
     if op == "param":
         return args[tree[1]]
     if op == "shape":
-        return args[tree[1]][tree[2]]
+        return args[tree[1]].shape[tree[2]]
+    if op == "ptr":
+        return args[tree[1]].ptr
     if op == "and":
         return int(all(_exact(t, special, args) for t in tree[1]))
     if op == "or":
@@ -193,15 +195,24 @@ def check_params(kernel_name: str, names: tuple[str, ...], checks: tuple[ParamCh
             f"{name} that satisfies it, or launch another shape")
 
 
-def check_shapes(kernel_id: int, checks: tuple[ShapeAssert, ...], shapes, grid, block) -> None:
-    """Raise the ``KernelAssertionError`` of the first of ``checks`` that the arguments' shapes
-    (``shapes``: each parameter's shape tuple, ``None`` for a scalar, in parameter order) fail
-    on the launch shape ``grid``/``block`` (the kernel's own, 3-tuples)."""
+def check_shapes(kernel_id: int, checks: tuple[ShapeAssert, ...], arrays, grid, block) -> None:
+    """Raise the ``KernelAssertionError`` of the first of ``checks`` that the array arguments
+    (``arrays``: each parameter's ``DeviceArray``, ``None`` for a scalar, in parameter order;
+    their shapes and addresses) fail on the launch shape ``grid``/``block`` (the kernel's own,
+    3-tuples)."""
     def special(name: str, axis: int) -> int:
         return {"block_dim": block, "grid_dim": grid}[name][axis]
 
     for check in checks:
-        if not _exact(check.tree, special, shapes):
+        if not _exact(check.tree, special, arrays):
             threads = grid[0] * grid[1] * grid[2] * block[0] * block[1] * block[2]
-            raise launch_assertion(kernel_id, check.site, threads,
-                                   "the arguments' shapes and the launch shape")
+            depends = ("an argument's address" if _reads_address(check.tree)
+                       else "the arguments' shapes and the launch shape")
+            raise launch_assertion(kernel_id, check.site, threads, depends)
+
+
+def _reads_address(tree) -> bool:
+    """Does the check's tree read an argument's address (a ``("ptr", param)`` leaf)?"""
+    if type(tree) is not tuple:
+        return False
+    return tree[:1] == ("ptr",) or any(_reads_address(t) for t in tree[1:])
