@@ -153,6 +153,7 @@ def row_sums(a: CUDASlice2D[f32], out: CUDASliceMut2D[f32]):
 FLAT4 = VEC_HEAD + """
 @gpu_kernel(Kernel1D)
 def sums(a: CUDASlice[f32], out: CUDASliceMut[f32]):
+    assert a.shape[0] % 4 == 0, "whole vectors"
     i = block_idx.x * block_dim.x + thread_idx.x
     if i < out.shape[0] and i * 4 < a.shape[0]:
         v = load_vec4(a, i * 4)
@@ -187,9 +188,12 @@ def test_without_the_row_length_fact_the_alignment_check_stays():
     assert len(sites_of(odd, "align")) == 1
 
 
-def test_a_one_dimensional_vector_needs_only_the_address():
+def test_a_one_dimensional_vector_with_a_length_fact():
     assert sites_of(FLAT4, "align") == []
     assert len(address_checks(FLAT4)) == 1
+    # Without a contract for a, its per-thread check (a KernelIndexError) stays.
+    near = FLAT4.replace('    assert a.shape[0] % 4 == 0, "whole vectors"\n', "")
+    assert len(sites_of(near, "align")) == 1 and address_checks(near) == []
 
 
 CP16 = HEAD + """from gpu_native import cp_async, cp_async_commit, cp_async_wait, shared_array, f16, unsafe
