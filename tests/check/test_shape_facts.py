@@ -262,3 +262,13 @@ def test_a_misaligned_row_view_is_refused_at_launch(backend, kernel_module):
     np.testing.assert_array_equal(out.to_host(), [[6, 22, 38]])
     with pytest.raises(KernelAssertionError, match="address of array 'a'"):
         run(wide.reshape(24)[1:13].reshape(1, 12))  # 4 bytes past a 16-byte boundary
+
+
+def test_an_address_check_survives_the_spec_literal():
+    # What the cache stores and reads back: the ("ptr", param) leaf is a valid tree.
+    from gpu_native.spec import KernelSpec
+
+    spec = kernel_of(ROWS4)
+    back = KernelSpec.from_literal(spec.to_literal())
+    assert [c for c in back.variants[0].launch_checks if isinstance(c, ShapeAssert)] == [
+        c for c in spec.variants[0].launch_checks if isinstance(c, ShapeAssert)]
