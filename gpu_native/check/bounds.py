@@ -290,8 +290,8 @@ class BoundsProofs:
                        what: str) -> bool:
         """Is ``&base[indices]`` of a global array parameter aligned to ``width`` elements
         once the launcher has checked the parameter's address (which it is then asked to, at
-        every launch)?  Where the array is row-major, its last extent a multiple of ``width`` by
-        a launch fact (``assert a.shape[1] % 8 == 0``; every row stride is then one) and the
+        every launch)?  Where the array is row-major, its last extent (its only one, 1-D) a
+        multiple of ``width`` by a launch fact (``assert a.shape[1] % 8 == 0``; every row stride is then one) and the
         last index a multiple of it.  ``what`` names the access in the launch check's error."""
         var = base.var
         index = self.unique.param_index(var.name) if var.is_param else None
@@ -299,8 +299,10 @@ class BoundsProofs:
                 or not self.ctx.options.bounds_check
                 or not self.multiple_of(indices[-1], width)):
             return False
-        if base.ty.ndim > 1 and self.shape_multiples.get((var.name, base.ty.ndim - 1), 1) \
-                % width:
+        # Needless for a 1-D array's own alignment, the fact is asked of it too: a kernel opts
+        # in by stating its contract, and one without keeps the per-thread check (and its
+        # KernelIndexError).
+        if self.shape_multiples.get((var.name, base.ty.ndim - 1), 1) % width:
             return False
         elem = base.ty.elem
         if not isinstance(elem, ir.ScalarType):

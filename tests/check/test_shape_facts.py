@@ -132,3 +132,143 @@ def test_a_launch_that_fails_a_shape_assert_is_refused_before_it_runs(backend, k
     np.testing.assert_array_equal(b2.to_host(), 0)  # nothing ran
     with pytest.raises(KernelAssertionError, match="sizes"):
         launch(m.copy, 3)(a, b)  # the grid does not cover a
+
+
+# ---- global alignment from the launch facts -----------------------------------------------
+
+VEC_HEAD = HEAD + "from gpu_native import load_vec4\n"
+
+ROWS4 = VEC_HEAD + """
+@gpu_kernel(Kernel1D)
+def row_sums(a: CUDASlice2D[f32], out: CUDASliceMut2D[f32]):
+    assert a.shape[1] % 4 == 0 and out.shape[1] == a.shape[1] // 4, "whole vectors"
+    assert out.shape[0] == a.shape[0], "rows"
+    r = block_idx.x * block_dim.x + thread_idx.x
+    if r < a.shape[0]:
+        for k4 in range(a.shape[1] // 4):
+            v = load_vec4(a, r, k4 * 4)
+            out[r, k4] = v.x + v.y + v.z + v.w
+"""
+
+FLAT4 = VEC_HEAD + """
+@gpu_kernel(Kernel1D)
+def sums(a: CUDASlice[f32], out: CUDASliceMut[f32]):
+    assert a.shape[0] % 4 == 0, "whole vectors"
+    i = block_idx.x * block_dim.x + thread_idx.x
+    if i < out.shape[0] and i * 4 < a.shape[0]:
+        v = load_vec4(a, i * 4)
+        out[i] = v.x + v.y + v.z + v.w
+"""
+
+
+def sites_of(source: str, kind: str) -> list:
+    return [s for s in kernel_of(source).variants[0].sites if s.kind == kind]
+
+
+def address_checks(source: str) -> list[ShapeAssert]:
+    return [c for c in kernel_of(source).variants[0].launch_checks
+            if isinstance(c, ShapeAssert) and "'ptr'" in repr(c.tree)]
+
+
+def test_a_row_length_fact_proves_a_global_vector_aligned_and_whole():
+    # a.shape[1] % 4 == 0: every row starts 16 bytes apart, k4 * 4 is a multiple of 4, and the
+    # launcher checks a's address; the vector's last axis is proven too (k4 * 4 < a.shape[1]).
+    assert sites_of(ROWS4, "align") == []
+    assert [c.tree for c in address_checks(ROWS4)] == [
+        ("==", ("%", ("ptr", 0), ("c", 16)), ("c", 0))]
+    assert sites_of(ROWS4, "vector") == []
+
+
+def test_without_the_row_length_fact_the_alignment_check_stays():
+    near = ROWS4.replace("a.shape[1] % 4 == 0 and ", "")
+    assert len(sites_of(near, "align")) == 1
+    assert address_checks(near) == []
+    # An index not visibly a multiple of 4 keeps it too.
+    odd = ROWS4.replace("load_vec4(a, r, k4 * 4)", "load_vec4(a, r, k4 * 4 + r % 2)")
+    assert len(sites_of(odd, "align")) == 1
+
+
+def test_a_one_dimensional_vector_with_a_length_fact():
+    assert sites_of(FLAT4, "align") == []
+    assert len(address_checks(FLAT4)) == 1
+    # Without a contract for a, its per-thread check (a KernelIndexError) stays.
+    near = FLAT4.replace('    assert a.shape[0] % 4 == 0, "whole vectors"\n', "")
+    assert len(sites_of(near, "align")) == 1 and address_checks(near) == []
+
+
+CP16 = HEAD + """from gpu_native import cp_async, cp_async_commit, cp_async_wait, shared_array, f16, unsafe
+@gpu_kernel(Kernel1D)
+def stage(a: CUDASlice2D[f16], out: CUDASliceMut2D[f16]):
+    assert block_dim.x == 32
+    assert a.shape[0] == grid_dim.x * 4 and a.shape[1] == 64, "tiles"
+    assert out.shape[0] == a.shape[0] and out.shape[1] == 64, "out"
+    t = shared_array(f16, (4, 64))
+    r = thread_idx.x // 8
+    k = (thread_idx.x % 8) * 8
+    with unsafe():
+        cp_async(t, (r, k), a, (block_idx.x * 4 + r, k), 16)
+    cp_async_commit()
+    cp_async_wait(0)
+    out[block_idx.x * 4 + r, k] = t[r, k]
+"""
+
+
+def test_cp_async_sources_aligned_by_a_row_length_fact():
+    def messages(source):
+        return [s.message for s in sites_of(source, "assert") if "cp_async" in s.message]
+
+    # a.shape[1] == 64: its rows are 128 bytes apart; the address check names the array.
+    (msg,) = messages(CP16)
+    assert "address of array 'a'" in msg and "16 bytes" in msg
+    assert len(address_checks(CP16)) == 1
+    # Without it, the per-thread check stays (both the source's and, proven, not the dest's).
+    near = CP16.replace(" and a.shape[1] == 64", "")
+    assert len(messages(near)) == 1 and address_checks(near) == []
+    assert "not aligned to 16 bytes" in messages(near)[0]
+
+
+# ---- the launcher refuses a misaligned base --------------------------------------------------
+
+
+def test_a_misaligned_view_is_refused_at_launch(backend, kernel_module):
+    m = kernel_module(FLAT4)
+    flat = gn.to_device(np.arange(33, dtype=np.float32))
+    out = gn.to_device(np.zeros(8, np.float32))
+
+    def run(a):
+        m.sums.launch(gn.GridDim1D(1), gn.BlockDim1D(8), 0, gn.DEFAULT_STREAM)(a, out)
+
+    for _ in range(2):  # the second call takes the fast path
+        run(flat[:32])
+    np.testing.assert_array_equal(out.to_host(), np.arange(32).reshape(8, 4).sum(axis=1))
+    out.copy_from_host(np.zeros(8, np.float32))
+    with pytest.raises(KernelAssertionError) as info:
+        run(flat[1:])  # 4 bytes past a 16-byte boundary
+    text = str(info.value)
+    assert "address of array 'a'" in text and "not aligned to 16 bytes" in text
+    assert "checked at launch" in text
+    np.testing.assert_array_equal(out.to_host(), 0)  # nothing ran
+
+
+def test_a_misaligned_row_view_is_refused_at_launch(backend, kernel_module):
+    m = kernel_module(ROWS4)
+    wide = gn.to_device(np.arange(2 * 12, dtype=np.float32).reshape(2, 12))
+    out = gn.to_device(np.zeros((1, 3), np.float32))
+
+    def run(a):
+        m.row_sums.launch(gn.GridDim1D(1), gn.BlockDim1D(32), 0, gn.DEFAULT_STREAM)(a, out)
+
+    run(wide[:1])
+    np.testing.assert_array_equal(out.to_host(), [[6, 22, 38]])
+    with pytest.raises(KernelAssertionError, match="address of array 'a'"):
+        run(wide.reshape(24)[1:13].reshape(1, 12))  # 4 bytes past a 16-byte boundary
+
+
+def test_an_address_check_survives_the_spec_literal():
+    # What the cache stores and reads back: the ("ptr", param) leaf is a valid tree.
+    from gpu_native.spec import KernelSpec
+
+    spec = kernel_of(ROWS4)
+    back = KernelSpec.from_literal(spec.to_literal())
+    assert [c for c in back.variants[0].launch_checks if isinstance(c, ShapeAssert)] == [
+        c for c in spec.variants[0].launch_checks if isinstance(c, ShapeAssert)]
