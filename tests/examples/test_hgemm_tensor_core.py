@@ -47,3 +47,15 @@ def test_hgemm_tc_refuses_ragged_sizes():
 def test_hgemm_tc_large_on_gpu():
     result, reference = hg.run(1024, 1024, 1024, dtype=gn.f16, out=gn.f32, seed=3)
     assert _rel(result, reference) <= TOLERANCE[gn.f32]
+
+
+def test_a_misaligned_input_is_refused_at_launch(sim):
+    """A contiguous view 2 bytes past a 16-byte boundary: the launcher checks the address the
+    kernel's cp_async alignment proof assumes, before any thread runs, and writes nothing."""
+    flat = gn.to_device(np.ones(128 * 32 + 1, np.float16), dtype=gn.f16)
+    a = flat[1:].reshape(128, 32)
+    b = gn.to_device(np.ones((32, 128), np.float16), dtype=gn.f16)
+    c = gn.zeros((128, 128), gn.f32)
+    with pytest.raises(gn.KernelAssertionError, match="address of array 'a' is not aligned"):
+        hg.hgemm_tc(a, b, c)
+    assert not c.to_host().any()
