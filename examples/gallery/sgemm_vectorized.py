@@ -12,8 +12,10 @@ Linear Algebra" (SC 2008), a thread's 8 x 8 outputs are four 4 x 4 quadrants 64 
 columns apart, so the 16 threads of a half-warp read 16 consecutive ``vec4f`` of the B tile
 (no bank conflicts) and the 4 x 4 quadrants of C they write are contiguous rows of 64 floats.
 
-What it exercises: ``load_vec4`` from global arrays (checked: bounds of all four elements and
-16-byte alignment) and from a shared ``f32`` array (proven: rows of 128, an index ``ty * 4 +
+What it exercises: ``load_vec4`` from global arrays (proven: the first element by its guard,
+all four and the 16-byte alignment by the shape contract, N and K multiples of 4, with the
+launcher checking the arrays' addresses; the columns' sums with ``block_idx.x * BN`` by the
+assert that the grid covers c, which keeps ``grid_dim.x * BN`` within i32) and from a shared ``f32`` array (proven: rows of 128, an index ``ty * 4 +
 64 * h``), a shared array of ``vec4f``, per-thread register arrays under constant-trip loops,
 shared stores through ``tid // 2`` / ``tid % 2`` and ``tid // 32`` / ``tid % 32`` (one thread
 coordinate split by a constant), a buffer index that alternates with the loop, coarsened
@@ -40,6 +42,7 @@ from gpu_native import (
     block_idx,
     f32,
     gpu_kernel,
+    grid_dim,
     load_vec4,
     local_array,
     shared_array,
@@ -69,6 +72,9 @@ def sgemm_vectorized_kernel(a: CUDASlice2D[f32], b: CUDASlice2D[f32], c: CUDASli
     # of a row is proven aligned and, once its first element is in bounds, all four are.
     assert a.shape[0] == c.shape[0] and b.shape[1] == c.shape[1], "a and b fit c"
     assert b.shape[0] == a.shape[1], "a's columns are b's rows"
+    # The grid covers c (as the wrapper launches it); the launcher then also keeps
+    # grid_dim.x * BN within int32, so no column index below wraps.
+    assert grid_dim.x * BN >= c.shape[1], "the grid covers c's columns"
     assert a.shape[1] % 4 == 0 and b.shape[1] % 4 == 0, "N and K are multiples of 4"
     # Two buffers of each tile: A transposed (k, row), B as rows of vec4f (k, column / 4).
     tile_a = shared_array(f32, (2, BK, BM))

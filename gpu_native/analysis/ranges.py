@@ -323,7 +323,8 @@ class UpperBounds:
         if isinstance(e, (ir.Special, ir.LaneId, ir.UidComponent)):
             leaf = self.limits.leaf(e)
             assert leaf is not None  # every launch index, lane id and uid has an interval
-            return leaf.hi
+            fact = self.known(e)  # thread_idx.x < 16 under `assert block_dim.x == 16`
+            return leaf.hi if fact is None else min(leaf.hi, fact)
         if isinstance(e, ir.Shape):
             return self.limits.extent
         best = self.known(e)
@@ -358,6 +359,10 @@ class UpperBounds:
             return left * right
         if e.op in ("//", ">>") and left is not None:
             return left
+        if e.op == "-" and left is not None and isinstance(rc, int) and rc >= 0 and \
+                isinstance(e.ty, ir.ScalarType) and e.ty.info.kind == "int":
+            # Signed, and nonnegative (this class's premise): left >= rc, so nothing wrapped.
+            return left - rc
         if e.op == "%" and isinstance(rc, int) and rc > 0:
             return rc - 1
         if e.op == "&":

@@ -145,9 +145,10 @@ class BoundsProofs:
 
     @contextlib.contextmanager
     def without_facts(self):
-        """Prove something that must hold wherever the value was computed, not only here."""
+        """Prove something that must hold wherever the value was computed, not only here:
+        from the launch facts alone (what the launcher checked before the kernel ran)."""
         saved = self.facts
-        self.facts = frozenset()
+        self.facts = self.launch_facts
         try:
             yield
         finally:
@@ -361,7 +362,7 @@ class BoundsProofs:
     def below(self, idx: ir.Expr, bound_key: Key, static: bool) -> bool:
         """Is ``idx < bound_key`` proven (``static``: the bound is a constant)?"""
         k = self.defs.key(idx)
-        if shows_below(self.facts, k, bound_key, static):
+        if any(shows_below(self.facts, k, b, static) for b in self.equal_extents(bound_key)):
             return True
         limit = bound_key.integer
         e = idx
@@ -469,16 +470,8 @@ class BoundsProofs:
     def _tiles_within(self, x: ir.Expr, c: int, bound: Key) -> int | None:
         """The largest value ``bound`` may take where ``x < q`` is proven for some ``q`` with
         ``q * c <= bound`` (see :meth:`tiles_below`); ``None`` where it is not."""
-        extents = {bound}
-        grown = True
-        while grown:  # the extents asserted equal to it, through any chain of equalities
-            grown = False
-            for f in self.launch_facts:
-                if isinstance(f, Equal) and (f.left in extents) != (f.right in extents):
-                    extents |= {f.left, f.right}
-                    grown = True
         kx = self.defs.key(x)
-        for n in extents:
+        for n in self.equal_extents(bound):
             if isinstance(n, ShapeKey) and Less(kx, OpKey("//", n, ConstKey(c))) in self.facts:
                 return HARDWARE.extent
             if not isinstance(kx, SpecialKey) or kx.name != "block_idx":
@@ -491,6 +484,20 @@ class BoundsProofs:
                     if limit is not None:
                         return limit
         return None
+
+    def equal_extents(self, bound: Key) -> set[Key]:
+        """``bound`` and the values the launch facts assert equal to it, through any chain of
+        equalities (``assert b.shape[1] == c.shape[1]``: a guard ``col < b.shape[1]`` bounds an
+        index of ``c``'s axis 1 too)."""
+        extents = {bound}
+        grown = True
+        while grown:
+            grown = False
+            for f in self.launch_facts:
+                if isinstance(f, Equal) and (f.left in extents) != (f.right in extents):
+                    extents |= {f.left, f.right}
+                    grown = True
+        return extents
 
     def at_least(self, e: ir.Expr, m: int) -> bool:
         """Is the integer ``e >= m`` proven (``m >= 1``)?"""
@@ -507,9 +514,10 @@ class BoundsProofs:
             inner = inner.value
         if isinstance(inner, ir.Local):
             d = self.defs.single_def(inner.var)
-            if d is not None:
-                return self.at_least(d, m)
-        return False
+            if d is not None and self.at_least(d, m):
+                return True
+        # `a.shape[1] + BK` (in i64): from the intervals of its parts, as computed.
+        return self.interval(e).lo >= m
 
     def is_positive(self, e: ir.Expr) -> bool:
         """Is the integer ``e >= 1`` proven, by the facts or by the launch's limits
@@ -609,7 +617,33 @@ class BoundsProofs:
         return self.bounds.upper(e)
 
     def _known_upper(self, e: ir.Expr) -> int | None:
-        return upper_bound(self.facts, self.defs.key(e))
+        tile = self.block_tile_limit(e)
+        known = upper_bound(self.facts, self.defs.key(e))
+        return tile if known is None else known if tile is None else min(tile, known)
+
+    def block_tile_limit(self, e: ir.Expr) -> int | None:
+        """The largest ``block_idx.x * BN`` where the launcher keeps ``grid_dim.x * BN`` within
+        its type (an :class:`~gpu_native.spec.IndexFits` of a hoisted shape assert such as
+        ``assert grid_dim.x * BN >= c.shape[1]``): that limit less ``BN``, reached without
+        wrapping, so a tile's element ``block_idx.x * BN + i`` (``i < BN``) cannot wrap either.
+        ``None`` for any other ``e``."""
+        if not (isinstance(e, ir.BinOp) and e.op == "*"):
+            return None
+        k = self.defs.key(e)
+        if not isinstance(k, OpKey):
+            return None
+        full = type_interval(e.ty)
+        for x, c in ((k.left, k.right), (k.right, k.left)):
+            n = c.integer
+            if isinstance(x, SpecialKey) and x.name == "block_idx" and n is not None and n > 0:
+                grid = SpecialKey("grid_dim", x.axis)
+                limit = self.launch_limits.get(OpKey("*", grid, c),
+                                               self.launch_limits.get(OpKey("*", c, grid)))
+                # (A limit of a wider type than e's, as keys see through widening casts, says
+                # nothing of e's own arithmetic.)
+                if limit is not None and full is not None and limit <= full.hi:
+                    return limit - n
+        return None
 
     def counter_fits(self, stop: ir.Expr, step: ir.Expr, ty: ir.ScalarType) -> bool:
         """Can a range() counter step past ``stop`` without leaving ``ty``?  The step must be
@@ -654,6 +688,9 @@ class _FactRanges(ValueRanges):
             self.open.discard(id(var))
 
     def range(self, e: ir.Expr) -> Interval | None:
+        tile = self._block_tile(e)
+        if tile is not None:
+            return tile
         r = super().range(e)
         if r is None:
             return None
@@ -667,6 +704,11 @@ class _FactRanges(ValueRanges):
             hi = known
         # Contradictory facts mean the code is unreachable; keep a well-formed interval.
         return Interval(lo, max(lo, hi))
+
+
+    def _block_tile(self, e: ir.Expr) -> Interval | None:
+        limit = self.proofs.block_tile_limit(e)
+        return None if limit is None else Interval(0, limit)
 
 
 def _fits_unsigned(e: ir.Expr, n: int) -> bool:

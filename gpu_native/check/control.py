@@ -9,7 +9,7 @@ from ..lang import registry as R
 from . import promote as P
 from .checker_base import CheckerBase
 from .expressions import LAYOUTS, WeakConst
-from .facts import Less, NonNegative, join, kill, stable
+from .facts import ConstKey, Less, NonNegative, join, kill, stable
 from .resolve import assigned_names
 from .scope import registry_entry as _registered
 
@@ -186,6 +186,13 @@ class ControlFlowChecker(CheckerBase):
             extra.add(Less(key(ir.Local(var.span, var.ty, var)), key(stop)))
             if bounds.is_nonneg(start):
                 extra.add(NonNegative(key(ir.Local(var.span, var.ty, var))))
+            # And below a constant where stop has a known bound, from its definition alone
+            # (no fact of the entry, which the body may end): `range(0, steps + 1, 2)` with
+            # `steps = (a.shape[1] + 7) // 8` keeps `turn * 8` from wrapping.
+            with bounds.without_facts():
+                limit = bounds.upper(stop) if bounds.is_nonneg(stop) else None
+            if limit is not None:
+                extra.add(Less(key(ir.Local(var.span, var.ty, var)), ConstKey(limit)))
         before = set(self.assigned)
         self.assigned.add(var.name)
         head: list[ir.Stmt] = []

@@ -113,6 +113,8 @@ class StatementChecker(CheckerBase):
                                self.defs.single_def)
         if tree is not None:
             self.ctx.kernel.add_launch_check(LaunchAssert(tree, site))
+            # True in every thread of every launch that runs, before this line too.
+            self.bounds.launch_facts |= self.bounds.facts_from(cond, True)
         elif self.is_kernel and self.depth == 0 and self.hoist_shape_assert(cond, site):
             return [ir.Assert(s.span, cond, site, at_launch=True)], False
         return [ir.Assert(s.span, cond, site, at_launch=tree is not None)], False

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import gpu_native as gn
-from gpu_native.errors import KernelAssertionError
+from gpu_native.errors import KernelAssertionError, LaunchError
 from gpu_native.rewrite import transpile_module
 from gpu_native.spec import IndexFits, ShapeAssert
 
@@ -272,3 +272,75 @@ def test_an_address_check_survives_the_spec_literal():
     back = KernelSpec.from_literal(spec.to_literal())
     assert [c for c in back.variants[0].launch_checks if isinstance(c, ShapeAssert)] == [
         c for c in spec.variants[0].launch_checks if isinstance(c, ShapeAssert)]
+
+
+# ---- extents asserted equal, a grid that covers, a loop below a known stop -----------------
+
+COVER = HEAD + """
+@gpu_kernel(Kernel2D)
+def fill(b: CUDASlice2D[f32], c: CUDASliceMut2D[f32]):
+    assert block_dim.x == 16 and block_dim.y == 1
+    assert b.shape[0] == c.shape[0] and b.shape[1] == c.shape[1], "same shapes"
+    assert grid_dim.x * 64 >= c.shape[1], "the grid covers c"
+    col0 = block_idx.x * 64 + thread_idx.x
+    row = block_idx.y
+    for j in range(4):
+        col = col0 + j * 16
+        if row < c.shape[0] and col < b.shape[1]:
+            c[row, col] = b[row, col] + 1.0
+"""
+
+
+def test_a_guard_on_an_extent_asserted_equal_bounds_the_other():
+    # `col < b.shape[1]` guards c's axis 1 too (b.shape[1] == c.shape[1] at every launch).
+    assert index_checks(COVER) == set()
+    assert index_checks(COVER.replace(" and b.shape[1] == c.shape[1]", "")) == {(10, "c", 1)}
+
+
+def test_a_covering_grid_keeps_the_column_tile_from_wrapping():
+    # Without the assert, block_idx.x * 64 may wrap in i32 (grid_dim.x reaches 2**31 - 1): the
+    # sum is not known nonnegative and both stores' column checks stay.
+    kernel = kernel_of(COVER)
+    assert any(isinstance(c, IndexFits) and c.tree == ("*", ("sp", "grid_dim", 0), ("c", 64))
+               for c in kernel.variants[0].launch_checks)
+    uncovered = COVER.replace('    assert grid_dim.x * 64 >= c.shape[1], "the grid covers c"\n',
+                              "")
+    assert index_checks(uncovered) == {(9, "b", 1), (9, "c", 1)}
+
+
+def test_a_grid_whose_tile_would_wrap_is_refused(sim, kernel_module):
+    m = kernel_module(COVER)
+    b = gn.to_device(np.arange(8 * 64, dtype=np.float32).reshape(8, 64))
+    c = gn.to_device(np.zeros((8, 64), np.float32))
+    launch2 = m.fill.launch
+    launch2(gn.GridDim2D(1, 8), gn.BlockDim2D(16, 1), 0, gn.DEFAULT_STREAM)(b, c)
+    np.testing.assert_array_equal(c.to_host(), b.to_host() + 1)
+    with pytest.raises(LaunchError, match=r"`grid_dim\.x \* 64` reach .* past the i32 maximum"):
+        launch2(gn.GridDim2D(2**31 // 64, 8), gn.BlockDim2D(16, 1), 0, gn.DEFAULT_STREAM)(b, c)
+
+
+STEPS = HEAD + """
+@gpu_kernel(Kernel1D)
+def sums(a: CUDASlice2D[f32], out: CUDASliceMut[f32], spare: i64):
+    assert block_dim.x == 32
+    assert out.shape[0] == a.shape[0], "one sum per row"
+    row = block_idx.x
+    depth = a.shape[1]
+    steps = (depth + 8 - 1) // 8
+    total = 0.0
+    for turn in range(0, steps + 1, 2):
+        for half in range(2):
+            k = (turn + half) * 8 + thread_idx.x % 8
+            if row < a.shape[0] and k < depth:
+                total += a[row, k]
+    if row < out.shape[0] and thread_idx.x == 0:
+        out[row] = total
+"""
+
+
+def test_a_loop_counter_below_a_known_stop_keeps_its_multiples_from_wrapping():
+    # turn < steps + 1 <= (2**48 + 7) // 8 + 1: (turn + half) * 8 stays within i64, so the
+    # guard proves k; before, turn was bounded only by the type and k might have wrapped.
+    assert index_checks(STEPS) == set()
+    unknown = STEPS.replace("steps = (depth + 8 - 1) // 8", "steps = spare")
+    assert index_checks(unknown) == {(12, "a", 1)}
