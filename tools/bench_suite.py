@@ -30,6 +30,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -57,6 +58,9 @@ class Row:
     note: str = ""
 
 
+WARM_SECONDS = 0.2
+
+
 def timed(fn, iters: int = 20, warmup: int = 3, reps: int = 5) -> float:
     """Median milliseconds per call of ``fn``, from CUDA events on the legacy default stream
     (which every library here launches on, so the events bracket their kernels too).  Each sample
@@ -65,6 +69,14 @@ def timed(fn, iters: int = 20, warmup: int = 3, reps: int = 5) -> float:
     for _ in range(warmup):
         fn()
     gn.synchronize()
+    # Then at least WARM_SECONDS of back-to-back calls: a variant timed right after a run-time
+    # compilation (seconds of an idle GPU) otherwise meets clocks still ramping up (seen: a
+    # bf16 GEMM's first variant 13% slower than the same code timed next).
+    start = time.perf_counter()
+    while time.perf_counter() - start < WARM_SECONDS:
+        for _ in range(reps):
+            fn()
+        gn.synchronize()
     times = []
     for _ in range(iters):
         start, end = gn.Event(), gn.Event()
