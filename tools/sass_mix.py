@@ -225,11 +225,12 @@ def classify(instructions: list[Instruction]) -> Counter[str]:
 def main_loop(instructions: list[Instruction]) -> list[Instruction]:
     """The instructions of the kernel's main loop: the span of a backward branch (its target to
     the branch) holding the most HMMA and FFMA, the shortest such span on a tie; empty if the
-    kernel has no backward branch."""
+    kernel has no loop."""
     best: tuple[int, int] | None = None
     best_span: list[Instruction] = []
     for index, branch in enumerate(instructions):
-        if branch.target is None or branch.target > branch.offset:
+        # (a branch to itself is the trap loop after the last EXIT, not a loop of the program)
+        if branch.target is None or branch.target >= branch.offset:
             continue
         span = [i for i in instructions[:index + 1] if i.offset >= branch.target]
         work = sum(i.opcode.split(".")[0] in ("HMMA", "FFMA") for i in span)
