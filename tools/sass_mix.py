@@ -372,6 +372,21 @@ def table(mixes: list[Mix], markdown: bool) -> str:
                      for row in [header, *rows])
 
 
+def report(names: list[str], arch: str, tool: Path, markdown: bool) -> str:
+    """The tables of the benchmarks ``names`` (keys of :data:`PAIRS`) for ``arch``, each under a
+    title naming the three kernels' entry points."""
+    parts = []
+    for name in names:
+        pair = PAIRS[name]
+        builds = [compile_example(pair, True, arch), compile_example(pair, False, arch),
+                  compile_hand_written(pair, arch)]
+        mixes = [measure(tool, cubin, symbol) for cubin, symbol in builds]
+        title = f"{name}: {', '.join(f'`{m.symbol}`' for m in mixes)}, {arch}"
+        parts.append(f"### {title}\n\n" if markdown else f"{title}\n")
+        parts[-1] += table(mixes, markdown)
+    return "\n\n".join(parts)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python3 -m tools.sass_mix",
                                      description=__doc__.splitlines()[0])
@@ -392,15 +407,8 @@ def main(argv: list[str] | None = None) -> int:
     except DisassemblerNotFound as exc:
         print(f"sass_mix: {exc}", file=sys.stderr)
         return 2
-    for name in names:
-        pair = PAIRS[name]
-        builds = [compile_example(pair, True, args.arch), compile_example(pair, False, args.arch),
-                  compile_hand_written(pair, args.arch)]
-        mixes = [measure(tool, cubin, symbol) for cubin, symbol in builds]
-        title = f"{name}: {', '.join(f'`{m.symbol}`' for m in mixes)}, {args.arch}"
-        print(f"\n### {title}\n" if args.markdown else f"\n{title}")
-        print(table(mixes, args.markdown))
-    print(f"\n(disassembled by {tool})" if not args.markdown else "")
+    print(report(names, args.arch, tool, args.markdown))
+    print(f"\n(disassembled by {tool})", file=sys.stderr)
     return 0
 
 
