@@ -8,7 +8,8 @@ Triton where it applies, and the library call a user would otherwise make (PyTor
 Every variant's output is checked before it is timed; times are medians of CUDA-event timings
 after a warm-up; inputs are several times larger than the 60 MB L2 and random.  The run ends
 with the launch-overhead table (tools/bench_launch.py) and, unless ``--quick`` or ``--only``, the
-time to first result in fresh processes (tools/bench_startup.py).
+time to first result in fresh processes (tools/bench_startup.py), and, where nvdisasm or
+cuobjdump is installed, the SASS instruction mix of the GEMMs run (tools/sass_mix.py).
 
     python tools/bench_suite.py --out DIR [--quick] [--numba-pythonpath PATH] [--docs]
     python tools/bench_suite.py --out DIR --only sgemm_tiled    # one benchmark (or several, a,b)
@@ -798,6 +799,27 @@ def startup_table(numba_pythonpath: str | None) -> tuple[str, dict]:
     return "\n".join(lines), data
 
 
+def sass_table(names: list[str], arch: str) -> str | None:
+    """The SASS instruction mix of the GEMM benchmarks among ``names`` beside their hand-written
+    CUDA (tools/sass_mix.py), or why it was not made; ``None`` when none of them ran."""
+    sys.path.insert(0, str(ROOT))           # tools/sass_mix.py is imported as tools.sass_mix
+    from tools import sass_mix
+
+    wanted = [n for n in names if n in sass_mix.PAIRS]
+    if not wanted:
+        return None
+    try:
+        tool = sass_mix.find_disassembler()
+    except sass_mix.DisassemblerNotFound as exc:
+        return f"Not made: {exc}."
+    try:
+        tables = sass_mix.report(wanted, arch, tool, markdown=True)
+    except Exception as exc:  # the timings are measured already: report, do not lose them
+        return f"Not made: {exc!r}."
+    return (f"`python3 -m tools.sass_mix --markdown --arch {arch}`: static instruction counts "
+            "of each kernel, whole kernel / one iteration of its main loop.\n\n" + tables)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="bench-out")
@@ -838,6 +860,9 @@ def main(argv=None) -> int:
 
     launch = bench_launch.measure(bursts=200)
     extra["Launch overhead (host time per launch)"] = bench_launch.table(launch)
+    sass = sass_table(names, gn.Device(0).arch)
+    if sass is not None:
+        extra["SASS instruction mix"] = sass
     if startup is not None:
         extra["Time to first result (fresh processes, tools/bench_startup.py)"] = startup[0]
     meta = {"device": gn.Device(0).name, "date": datetime.date.today().isoformat(),

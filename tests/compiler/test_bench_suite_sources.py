@@ -299,3 +299,22 @@ def test_unchecked_gemm_bias_gelu_computes_the_fused_product(suite):
         out = c.to_host().astype(np.float64)
     ref = module.reference(a, b, bias)
     assert np.linalg.norm(out - ref) <= 2e-3 * np.linalg.norm(ref)
+
+
+# ---- the SASS instruction mix (tools/sass_mix.py) -------------------------------------------------
+
+
+def test_suite_reports_the_sass_mix_of_the_gemms_it_ran(suite, monkeypatch):
+    from tools import sass_mix
+
+    assert suite.sass_table(["vector_add", "sgemm"], "sm_90") is None
+    monkeypatch.setattr(sass_mix.shutil, "which", lambda name: None)
+    monkeypatch.setattr(sass_mix, "_bundled_dirs", lambda: [])
+    text = suite.sass_table(["vector_add", "hgemm_tc"], "sm_90")
+    assert text.startswith("Not made: ") and "gpu-native[sass]" in text
+    monkeypatch.setattr(sass_mix, "find_disassembler", lambda: ROOT / "nvdisasm")
+    monkeypatch.setattr(sass_mix, "report", lambda names, arch, tool, markdown: (
+        f"{names} {arch} {tool.name} {markdown}"))
+    text = suite.sass_table(["hgemm_tc", "sgemm", "gemm_bias_gelu"], "sm_90")
+    assert text.startswith("`python3 -m tools.sass_mix --markdown --arch sm_90`")
+    assert text.endswith("['hgemm_tc', 'gemm_bias_gelu'] sm_90 nvdisasm True")
