@@ -64,8 +64,11 @@ def main(argv=None) -> int:
         # layout differs between Triton versions), each with what identifies it.
         fresh = [k for k in _compiled(tuner.fn) if id(k) not in seen]
         seen |= {id(k) for k in fresh}
+        best = tuner.best_config
         for i, k in enumerate(fresh):
             meta = k.metadata
+            if (meta.num_warps, meta.num_stages) != (best.num_warps, best.num_stages):
+                continue   # (a configuration autotuning tried and did not keep)
             record = {"num_warps": meta.num_warps, "num_stages": meta.num_stages,
                       "shared": meta.shared, "name": meta.name}
             cubin = k.asm.get("cubin")

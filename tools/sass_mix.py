@@ -173,7 +173,9 @@ def _ldg(width: str) -> Test:
 
 # The rows of the table, in order: (label, test of an opcode's base and its set of modifiers).
 CLASSES: tuple[tuple[str, Test], ...] = (
-    ("HMMA (tensor core)", _ops("HMMA")),
+    ("HMMA (tensor core, mma.sync)", _ops("HMMA")),
+    ("HGMMA (tensor core, warpgroup wgmma)", _ops("HGMMA")),
+    ("UTMALDG, UBLKCP (tensor memory accelerator)", _ops("UTMALDG", "UBLKCP")),
     ("LDSM (ldmatrix)", _ops("LDSM")),
     ("LDGSTS (cp.async)", _ops("LDGSTS")),
     ("LDG.128", _ldg("128")),
@@ -354,10 +356,11 @@ def measure(tool: Path, cubin: bytes, symbol: str) -> Mix:
     return Mix(symbol, classify(instructions), classify(main_loop(instructions)), registers, frame)
 
 
-def table(mixes: list[Mix], markdown: bool) -> str:
+def table(mixes: list[Mix], markdown: bool, columns: list[str] | None = None) -> str:
     """The rows of :data:`CLASSES` (those non-zero in some kernel) with ``kernel / loop`` counts,
-    one column per kernel of :data:`COLUMNS`; then registers and the stack frame."""
-    header = ["instructions: whole kernel / one main-loop iteration", *COLUMNS]
+    one column per kernel, headed by ``columns`` (default :data:`COLUMNS`); then registers and
+    the stack frame."""
+    header = ["instructions: whole kernel / one main-loop iteration", *(columns or COLUMNS)]
     labels = [name for name, _ in CLASSES] + [OTHER, TOTAL]
     rows = [[label, *(f"{m.kernel[label]} / {m.loop[label]}" for m in mixes)]
             for label in labels if any(m.kernel[label] for m in mixes)]
@@ -394,6 +397,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--markdown", action="store_true", help="markdown tables")
     parser.add_argument("--arch", default="sm_90", help="GPU architecture (default sm_90)")
     parser.add_argument("--disassembler", help="path of nvdisasm or cuobjdump")
+    parser.add_argument("--cubin", type=Path, action="append", default=[],
+                        help="also (or only) a table of this cubin's functions, e.g. a peer's "
+                             "from tools/peer_kernels.py (repeatable)")
     args = parser.parse_args(argv)
     names = list(PAIRS)
     if args.only:
@@ -407,6 +413,15 @@ def main(argv: list[str] | None = None) -> int:
     except DisassemblerNotFound as exc:
         print(f"sass_mix: {exc}", file=sys.stderr)
         return 2
+    if args.cubin:
+        for path in args.cubin:
+            cubin = path.read_bytes()
+            functions = parse_sass(disassemble(tool, cubin))
+            mixes = [measure(tool, cubin, symbol) for symbol in functions]
+            print(f"### {path.name}: {', '.join(f'`{m.symbol}`' for m in mixes)}\n")
+            print(table(mixes, args.markdown, [m.symbol for m in mixes]) + "\n")
+        if not args.only:
+            return 0
     print(report(names, args.arch, tool, args.markdown))
     print(f"\n(disassembled by {tool})", file=sys.stderr)
     return 0

@@ -136,7 +136,7 @@ def test_parses_both_disassemblers_alike(text):
 
 def test_counts_each_class_once_and_leaves_out_nops():
     counts = sass_mix.classify(sass_mix.parse_sass(NVDISASM)["first"])
-    assert counts["HMMA (tensor core)"] == 1 and counts["FFMA"] == 1
+    assert counts["HMMA (tensor core, mma.sync)"] == 1 and counts["FFMA"] == 1
     assert (counts["LDG.128"], counts["LDG.64"], counts["LDG, 32 bits or less"]) == (1, 1, 1)
     assert counts["MOV, IMAD.MOV, CS2R (moves)"] == 1 and counts["IMAD (not IMAD.MOV)"] == 0
     assert counts["BRA"] == 4 and counts["ISETP (integer compare)"] == 1
@@ -275,10 +275,21 @@ def test_real_disassembly_of_a_tensor_core_kernel():
     tool = _disassembler()
     assert tool is not None
     mix = sass_mix.measure(tool, cubin, variant.symbol + "_i32")
-    assert mix.kernel["HMMA (tensor core)"] == 1
+    assert mix.kernel["HMMA (tensor core, mma.sync)"] == 1
     assert mix.kernel["LDSM (ldmatrix)"] == 2
     assert mix.kernel["LDGSTS (cp.async)"] == 2
     assert mix.kernel["BAR"] == 1 and mix.loop[TOTAL] == 0      # no loop
     assert mix.registers > 0 and mix.frame == 0
     assert set(sass_mix.parse_sass(sass_mix.disassemble(tool, cubin))) >= {
         variant.symbol, variant.symbol + "_i32"}
+
+
+def test_warpgroup_mma_and_tensor_memory_copies_have_rows_of_their_own():
+    # A peer's Hopper kernel (Triton, cuBLAS): wgmma and TMA, not "uniform datapath" or "other".
+    ops = ["HGMMA.64x256x16.F32", "HGMMA.64x256x16.F32.gsb0", "UTMALDG.2D", "UBLKCP.S.G",
+           "UIADD3", "WARPGROUP.ARRIVE"]
+    counts = sass_mix.classify([sass_mix.Instruction(16 * i, op) for i, op in enumerate(ops)])
+    assert counts["HGMMA (tensor core, warpgroup wgmma)"] == 2
+    assert counts["UTMALDG, UBLKCP (tensor memory accelerator)"] == 2
+    assert counts["uniform datapath (ULDC, UIADD3, S2UR...)"] == 1
+    assert counts[sass_mix.OTHER] == 1 and counts[sass_mix.TOTAL] == 6
