@@ -11,7 +11,10 @@ reference from :mod:`tools.fuzz.reference`.  Every fourth seed is a straight-lin
 elementwise kernel (``--straight-every``); of the others, every third also loads at computed
 indices, some out of range (``--indexing-every``): those must raise ``KernelIndexError`` for one
 of the failing lanes' indices, and a bounds check dropped by a wrong proof shows up as a read
-past the array that raises nothing.  Cases run in worker processes (one CUDA
+past the array that raises nothing.  Some of the rest use the language's other features
+(``--bits-every``, ``--tuples-every``, ``--vectors-every``, ``--complex-every``, and
+``--structs-every``, ``--const-every``, ``--rng-every`` for ``@gpu_struct`` values,
+``const_array`` tables and Philox draws).  Cases run in worker processes (one CUDA
 context each) so that NVRTC compiles in parallel; ``--time-limit`` stops submitting new cases in
 time to write the summary.  Every failing case is written out with its source, so it can be
 replayed with ``--replay SEED``.

@@ -14,7 +14,7 @@ from tools.fuzz.generator import Config, random_kernel
 from tools.fuzz.harness import Workspace, run_case
 from tools.fuzz.records_reference import block, philox4x32_10
 
-from .test_fuzz_codegen import NVRTC
+from .test_fuzz_codegen import NVRTC, needs_cxx
 
 FIRST_SEED = 2_000_000
 CASES = 6
@@ -124,3 +124,16 @@ def test_the_driver_gives_each_new_kind_its_seeds():
     assert [(c.structs, c.tables, c.rng) for c in configs] == [
         (True, False, False), (False, True, False), (False, False, True)] * 2
     assert np.all([not (c.bits or c.complex) for c in configs])
+
+
+@needs_cxx
+def test_struct_and_rng_kernels_compiled_for_the_host(workspace):
+    """The generated C++ of struct and Philox kernels built by the host compiler (with the
+    vectors' alignment, so the structs' static_asserts hold) against the reference."""
+    for config, first in ((Config(max_statements=5, max_depth=3, structs=True), 3000),
+                          (Config(max_statements=5, max_depth=3, rng=True), 4000)):
+        kernels = [random_kernel(s, config) for s in range(FIRST_SEED + first,
+                                                           FIRST_SEED + first + 3)]
+        results = [run_case(k, workspace, backends=("host",)) for k in kernels]
+        failed = [r for r in results if not r.ok]
+        assert not failed, "\n\n".join(r.report() for r in failed[:2])

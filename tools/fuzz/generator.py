@@ -19,7 +19,9 @@ ffs brev byte_perm funnelshift_*``) and ``bitcast``; with ``Config(tuples=True)`
 divmod(a, b)``, ``x, y = e1, e2``, ``for off in (c1, c2):`` and ``enumerate(range(...))``; with ``Config(vectors=True)`` vector locals (``vec2f`` ... ``vec4i``),
 their ``+ - *``, ``dot``, ``length_sq``, ``length`` and components; with ``Config(complex=True)``
 ``complex64``/``complex128`` locals, ``+ - * /``, ``-``, ``conjugate()``, ``.real``, ``.imag``
-and ``abs``; statements: annotated declarations, assignments, augmented
+and ``abs``; with ``Config(structs=True)``, ``Config(tables=True)`` and ``Config(rng=True)``
+``@gpu_struct`` values and arrays, ``const_array`` tables and Philox draws (see
+:mod:`tools.fuzz.records`); statements: annotated declarations, assignments, augmented
 assignments, ``if``/``else``, ``for ... in range(...)`` (constant and data-dependent bounds and
 steps), ``while`` loops with a counter, ``break``/``continue``, early ``return`` and stores into the
 outputs through the uid.  Every loop carries a guard counter that breaks out after far more

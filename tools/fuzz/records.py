@@ -362,8 +362,8 @@ class RecordGen:
         if not self.in_devfn and any(s == t for _n, s, _w in self.r.sarrays):
             options.append("load")
         fns = [f for f in self.r.devfns if f.result == t]
-        if fns and not self.in_devfn and depth > 0:
-            options.append("call")
+        if fns and not self.in_devfn:
+            options += ["call", "call"]
         kind = d.choice(options)
         if kind == "var":
             return d.choice([v for v in self.slocals if v.ty == t])
@@ -434,7 +434,7 @@ class RecordGen:
                 elif ft == "bool" and t in TYPES:
                     options.append(Cast(t, e, t))
         fns = [f for f in self.r.devfns if f.result == t or f.result in self.r.structs]
-        if fns and not self.in_devfn and depth > 1 and d.chance(0.3):
+        if fns and not self.in_devfn and d.chance(0.4):
             fn = d.choice(fns)
             if fn.result == t:
                 return self.call(fn, depth - 1)
