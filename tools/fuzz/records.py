@@ -295,6 +295,12 @@ class RecordGen:
                 name = self.g.fresh("rng")
                 body.append(self.seed(name))
                 self.rngs.append(name)
+            # Locals drawn up front, which later expressions read.
+            for _ in range(d.integer(1, 2)):
+                draw = self.draw(d.choice(self.rngs))
+                var = Var(self.g.fresh("r"), draw.ty)
+                body.append(Decl(var.name, var.ty, draw))
+                self.g.locals.append(var)
         return body
 
     def table(self) -> None:
@@ -536,8 +542,9 @@ class RecordGen:
         d, g = self.d, self.g
         name = d.choice([n for n, tb in self.r.tables.items() if len(tb.shape) == 1])  \
             if any(len(tb.shape) == 1 for tb in self.r.tables.values()) else None
-        if name is None:
-            return [self.draw_statement()] if self.rngs else []
+        if name is None:  # no 1-D table: a read stored instead (a block is never empty)
+            t = d.choice(g.types)
+            return [Store(g.output(t), d.integer(0, g.n_out - 1), t, self.table_read(t, 2))]
         tb = self.r.tables[name]
         guard = g.fresh("g")
         g.guards.append(guard)
@@ -590,7 +597,7 @@ class RecordGen:
                 Bin(op, other, draw, draw.ty, draw.ty)
         targets = [v for v in g.locals if v.name != "i" and not v.name.startswith("j")
                    and assignable(draw.ty, v.ty)]
-        if targets and d.chance(0.75):
+        if targets and d.chance(0.5):
             return g_assign(d.choice(targets).name, value)
         t = d.choice(g.types)
         if not assignable(draw.ty, t):
