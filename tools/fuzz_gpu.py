@@ -11,7 +11,10 @@ reference from :mod:`tools.fuzz.reference`.  Every fourth seed is a straight-lin
 elementwise kernel (``--straight-every``); of the others, every third also loads at computed
 indices, some out of range (``--indexing-every``): those must raise ``KernelIndexError`` for one
 of the failing lanes' indices, and a bounds check dropped by a wrong proof shows up as a read
-past the array that raises nothing.  Cases run in worker processes (one CUDA
+past the array that raises nothing.  Some of the rest use the language's other features
+(``--bits-every``, ``--tuples-every``, ``--vectors-every``, ``--complex-every``, and
+``--structs-every``, ``--const-every``, ``--rng-every`` for ``@gpu_struct`` values,
+``const_array`` tables and Philox draws).  Cases run in worker processes (one CUDA
 context each) so that NVRTC compiles in parallel; ``--time-limit`` stops submitting new cases in
 time to write the summary.  Every failing case is written out with its source, so it can be
 replayed with ``--replay SEED``.
@@ -65,10 +68,22 @@ def config_for(seed: int, args):
     every_complex = getattr(args, "complex_every", 0)
     complex_ = bool(every_complex) and seed % every_complex == 5 % every_complex \
         and straight is None and not (indexing or bits or tuples or vectors)
+    # Every seventeenth, nineteenth and twenty-third (of the rest) use @gpu_struct values,
+    # const_array tables and Philox generators (tools/fuzz/records.py); 0 replays seeds of runs
+    # made before these options.
+    taken = straight is not None or indexing or bits or tuples or vectors or complex_
+    every_structs = getattr(args, "structs_every", 0)
+    structs = bool(every_structs) and seed % every_structs == 6 % every_structs and not taken
+    every_tables = getattr(args, "const_every", 0)
+    tables = bool(every_tables) and seed % every_tables == 7 % every_tables \
+        and not (taken or structs)
+    every_rng = getattr(args, "rng_every", 0)
+    rng = bool(every_rng) and seed % every_rng == 8 % every_rng \
+        and not (taken or structs or tables)
     return generator.Config(known_bugs=args.known_bugs, straight=straight,
                           max_statements=args.max_statements, max_depth=args.max_depth,
                           indexing=indexing, bits=bits, tuples=tuples, vectors=vectors,
-                          complex=complex_)
+                          complex=complex_, structs=structs, tables=tables, rng=rng)
 
 
 def run_chunk(seeds: list[int], args, workdir: str) -> list[dict]:
@@ -134,6 +149,13 @@ def main(argv=None) -> int:
                         help="every Nth kernel uses vector locals, dot and length (0: none)")
     parser.add_argument("--complex-every", type=int, default=13,
                         help="every Nth kernel uses complex64 and complex128 (0: none)")
+    parser.add_argument("--structs-every", type=int, default=17,
+                        help="every Nth kernel uses @gpu_struct locals, fields, device functions "
+                             "and arrays of structs (0: none)")
+    parser.add_argument("--const-every", type=int, default=19,
+                        help="every Nth kernel reads const_array tables (0: none)")
+    parser.add_argument("--rng-every", type=int, default=23,
+                        help="every Nth kernel draws from Philox generators (0: none)")
     parser.add_argument("--max-statements", type=int, default=6)
     parser.add_argument("--max-depth", type=int, default=4)
     parser.add_argument("--jobs", type=int, default=max(1, min(14, (os.cpu_count() or 2) - 2)))

@@ -2,6 +2,8 @@
 
 * :mod:`.generator` makes the kernels (seed ``k`` always gives the same kernel, launch and
   inputs) and writes their source;
+* :mod:`.records` adds ``@gpu_struct`` values, ``const_array`` tables and Philox draws to
+  the generator (their reference semantics in :mod:`.records_reference`);
 * :mod:`.reference` evaluates a kernel lane by lane from ``docs/language.md`` alone;
 * :mod:`.harness` runs one through the real pipeline on a backend and compares it with the
   reference;

@@ -19,7 +19,9 @@ ffs brev byte_perm funnelshift_*``) and ``bitcast``; with ``Config(tuples=True)`
 divmod(a, b)``, ``x, y = e1, e2``, ``for off in (c1, c2):`` and ``enumerate(range(...))``; with ``Config(vectors=True)`` vector locals (``vec2f`` ... ``vec4i``),
 their ``+ - *``, ``dot``, ``length_sq``, ``length`` and components; with ``Config(complex=True)``
 ``complex64``/``complex128`` locals, ``+ - * /``, ``-``, ``conjugate()``, ``.real``, ``.imag``
-and ``abs``; statements: annotated declarations, assignments, augmented
+and ``abs``; with ``Config(structs=True)``, ``Config(tables=True)`` and ``Config(rng=True)``
+``@gpu_struct`` values and arrays, ``const_array`` tables and Philox draws (see
+:mod:`tools.fuzz.records`); statements: annotated declarations, assignments, augmented
 assignments, ``if``/``else``, ``for ... in range(...)`` (constant and data-dependent bounds and
 steps), ``while`` loops with a counter, ``break``/``continue``, early ``return`` and stores into the
 outputs through the uid.  Every loop carries a guard counter that breaks out after far more
@@ -506,6 +508,7 @@ class Kernel:
     grid: int
     input_seed: int
     known_bugs: tuple[str, ...] = ()  # which PATTERNS (past or open bugs) this kernel contains
+    records: object = None  # records.Records: structs, tables, device functions (or None)
 
     def arrays(self) -> list[tuple[str, str, bool]]:
         """(name, element type, writable) of every array parameter, in order."""
@@ -520,6 +523,8 @@ class Kernel:
                 out.append((f"out_{t}", t, True))
             else:
                 out.append((f"o_{t}", t, True))
+        if self.records is not None:
+            out += self.records.arrays()  # 1-D arrays of structs
         return out
 
     def input_name(self, t: str, slot: int) -> str:
@@ -563,6 +568,11 @@ def random_inputs(kernel: Kernel) -> dict[str, np.ndarray]:
     for name, t, writable in kernel.arrays():
         if writable:
             continue
+        if kernel.records is not None and kernel.records.is_struct(t):
+            from .records import random_struct_array
+
+            out[name] = random_struct_array(kernel.records, t, kernel.n, rng)
+            continue
         size = int(np.prod(shape))
         edges = edge_values(t)
         pick = rng.integers(0, len(edges), size)
@@ -597,8 +607,17 @@ OUTPUT_SENTINEL = {"f32": -7.25, "f64": -7.25, "i32": -12345, "i64": -12345, "u3
 
 def initial_outputs(kernel: Kernel) -> dict[str, np.ndarray]:
     shape = (kernel.n, kernel.n_out) if kernel.layout == "2d" else (kernel.n,)
-    return {name: np.full(shape, OUTPUT_SENTINEL[t], dtype=NUMPY[t])
-            for name, t, writable in kernel.arrays() if writable}
+    out = {}
+    for name, t, writable in kernel.arrays():
+        if not writable:
+            continue
+        if kernel.records is not None and kernel.records.is_struct(t):
+            from .records import initial_struct_array
+
+            out[name] = initial_struct_array(kernel.records, t, kernel.n)
+        else:
+            out[name] = np.full(shape, OUTPUT_SENTINEL[t], dtype=NUMPY[t])
+    return out
 
 
 # ---- drawers -----------------------------------------------------------------------------------
@@ -699,6 +718,11 @@ class Config:
     # Complex locals and arithmetic, .real, .imag, abs and conjugate (CNew, CBin, CUnary,
     # CReal).  Off by default, likewise.
     complex: bool = False
+    # @gpu_struct locals, fields, device functions and arrays of structs; const_array tables;
+    # Philox generators and their draws (tools/fuzz/records.py).  Off by default, likewise.
+    structs: bool = False
+    tables: bool = False
+    rng: bool = False
 
 
 class Generator:
@@ -707,6 +731,7 @@ class Generator:
         self.c = config or Config()
         self.counter = 0
         self.known: set[str] = set()  # the PATTERNS this kernel contains
+        self.rec = None  # records.RecordGen, with Config(structs/tables/rng)
 
     def allowed(self, pattern: str) -> bool:
         return self.c.known_bugs or pattern not in OPEN_BUGS
@@ -752,6 +777,11 @@ class Generator:
         self.guards: list[str] = []
         self.counters: list[str] = []
         self.loop_depth = 0
+        if c.structs or c.tables or c.rng:
+            from .records import RecordGen
+
+            self.rec = RecordGen(self)
+            body += self.rec.setup()
         for _ in range(d.integer(1, c.max_statements)):
             body.extend(self.statement(0))
         for t in self.types:
@@ -763,7 +793,8 @@ class Generator:
         block = d.choice([32, 64, 128, 7, 1])
         grid = -(-n // block) + (1 if d.chance(0.2) else 0)
         return Kernel(name, layout, self.types, self.n_in, self.n_out, decls + body, n, block,
-                      grid, d.integer(0, 2**31 - 1), tuple(sorted(self.known)))
+                      grid, d.integer(0, 2**31 - 1), tuple(sorted(self.known)),
+                      self.rec.r if self.rec else None)
 
     def fresh(self, prefix: str) -> str:
         self.counter += 1
@@ -789,6 +820,8 @@ class Generator:
             kinds += ["vassign", "vassign", "vcomponent"]
         if self.c.complex:
             kinds += ["cassign", "cassign"]
+        if self.rec is not None:
+            kinds += self.rec.statement_kinds(depth)
         if not self.straight:
             if self.loop_depth:
                 kinds += ["break", "continue"]
@@ -807,6 +840,8 @@ class Generator:
                                 [self.value_for(v.ty, self.c.max_depth - 1) for v in targets])]
         if kind == "tuple-for":
             return [self.tuple_loop(depth)]
+        if kind.startswith("rec-"):
+            return self.rec.statement(kind, depth)
         if kind == "cassign":
             var = d.choice(self.clocals)
             return [Assign(var.name, self.complex_expr(var.ty, self.c.max_depth))]
@@ -1256,7 +1291,11 @@ class Generator:
             kinds += ["vector", "vector"]
         if self.c.complex and t in FLOATS:
             kinds += ["complex", "complex"]
+        if self.rec is not None:
+            kinds += self.rec.expr_kinds(t)
         kind = d.choice(kinds)
+        if kind.startswith("rec-"):
+            return self.rec.expr(kind, t, depth)
         if kind == "complex":
             ct = "complex64" if t == "f32" else "complex128"
             return CReal(d.choice(["real", "imag", "abs"]), self.complex_expr(ct, depth - 1), t)
@@ -1453,7 +1492,12 @@ class Printer:
         self.k = kernel
 
     def expr(self, e: Expr) -> str:
-        return getattr(self, "p_" + type(e).__name__)(e)
+        method = getattr(self, "p_" + type(e).__name__, None)
+        if method is None:
+            from .records import print_expr
+
+            return print_expr(self, e)
+        return method(e)
 
     def p_Lit(self, e: Lit) -> str:
         return literal_text(e.value)
@@ -1563,7 +1607,7 @@ class Printer:
                 out.append(f"{pad}{s.name} = {self.expr(s.value)}")
             elif isinstance(s, AugAssign):
                 out.append(f"{pad}{s.name} {s.op}= {self.expr(s.value)}")
-            elif isinstance(s, Store):
+            elif type(s) is Store:  # not records.SStore, an element of a struct array
                 index = f"i, {s.slot}" if self.k.layout == "2d" else "i"
                 out.append(f"{pad}{s.array}[{index}] = {self.expr(s.value)}")
             elif isinstance(s, If):
@@ -1603,8 +1647,10 @@ class Printer:
                 out.append(f"{pad}continue")
             elif isinstance(s, Return):
                 out.append(f"{pad}return")
-            else:  # pragma: no cover
-                raise TypeError(s)
+            else:
+                from .records import print_stmt
+
+                out += print_stmt(self, s, pad)
         return out
 
 
@@ -1627,11 +1673,17 @@ def kernel_source(k: Kernel) -> str:
     """The module that defines the kernel, as a user would write it."""
     params = []
     for name, t, writable in k.arrays():
-        kind = ("CUDASliceMut" if writable else "CUDASlice") + ("2D" if k.layout == "2d" else "")
+        flat = k.layout != "2d" or (k.records is not None and k.records.is_struct(t))
+        kind = ("CUDASliceMut" if writable else "CUDASlice") + ("" if flat else "2D")
         params.append(f"{name}: {kind}[{t}]")
     printer = Printer(k)
-    lines = [HEADER.format(name=k.name, n=k.n, block=k.block, grid=k.grid, seed=k.input_seed),
-             "@gpu_kernel(Kernel1D)",
+    lines = [HEADER.format(name=k.name, n=k.n, block=k.block, grid=k.grid, seed=k.input_seed)]
+    if k.records is not None:
+        from . import records
+
+        lines[0] = lines[0].rstrip("\n") + "\n" + records.IMPORTS + "import numpy as np\n\n"
+        lines += records.module_source(printer, k.records)
+    lines += ["@gpu_kernel(Kernel1D)",
              f"def {k.name}(",
              *(f"    {p}," for p in params),
              "):",

@@ -113,6 +113,9 @@ def _launch_host(module, kernel: generator.Kernel, inputs: dict[str, np.ndarray]
                  index32: bool = False):
     from . import host_cuda
 
+    if kernel.records is not None and kernel.records.tables:
+        raise NotImplementedError("the host build does not set const_array tables (__constant__ "
+                                  "arrays the runtime fills at load): use sim or cuda")
     initial = generator.initial_outputs(kernel)
     arrays = [np.ascontiguousarray(initial[name] if writable else inputs[name]).copy()
               for name, _t, writable in kernel.arrays()]

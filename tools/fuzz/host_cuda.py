@@ -37,7 +37,7 @@ using std::isnan; using std::isinf; using std::isfinite;
 #define __forceinline__ inline
 #define __noinline__
 #define __restrict__
-#define __align__(x)
+#define __align__(x) alignas(x)
 struct uint3 { unsigned int x, y, z; };
 struct alignas(16) float4 { float x, y, z, w; };
 struct alignas(16) int4 { int x, y, z, w; };

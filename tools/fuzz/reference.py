@@ -98,6 +98,7 @@ from .generator import (
     walk,
     with_literal,
 )
+from .records_reference import RecordsLane, collect_types, compare_structs, struct_value
 
 INF = math.inf
 BITS_OF = {"i32": 32, "u32": 32, "i64": 64}
@@ -287,7 +288,7 @@ class Expected:
     index_errors: dict[int, tuple[set[int], bool]] = field(default_factory=dict)
 
 
-class Lane:
+class Lane(RecordsLane):
     """One thread's execution."""
 
     def __init__(self, kernel: Kernel, inputs: dict, uid: int, types: dict[str, str]):
@@ -989,11 +990,15 @@ def evaluate(kernel: Kernel, inputs: dict[str, np.ndarray]) -> Expected:
     outputs = {name: np.empty(arr.shape, dtype=object)
                for name, arr in initial_outputs(kernel).items()}
     initial = initial_outputs(kernel)
+    records = kernel.records
     for name, arr in initial.items():
         t = next(t for n, t, _w in kernel.arrays() if n == name)
         flat = outputs[name].reshape(-1)
         for k, v in enumerate(arr.reshape(-1)):
-            flat[k] = V(int(v) if t in INTS else NUMPY[t](v))
+            if records is not None and records.is_struct(t):
+                flat[k] = struct_value(records, t, v)
+            else:
+                flat[k] = V(int(v) if t in INTS else NUMPY[t](v))
     # The grid tail (docs/language.md): a kernel that indexes an array with its bare uid (every
     # Load and Store) skips the threads past n; one that does not runs them all.
     lanes = kernel.n if _contains(kernel.body, (Load, Store)) else kernel.grid * kernel.block
@@ -1003,9 +1008,12 @@ def evaluate(kernel: Kernel, inputs: dict[str, np.ndarray]) -> Expected:
     index_errors: dict[int, tuple[set[int], bool]] = {}
     types = {"i": "i64"}
     _collect_types(kernel.body, types)
+    if records is not None:
+        collect_types(records, types, _collect_types)
     with np.errstate(all="ignore"):
         for uid in range(lanes):
             lane = Lane(kernel, inputs, uid, types)
+            lane.initial = initial
             lane.collect = collect
             try:
                 lane.run(kernel.body)
@@ -1024,7 +1032,7 @@ def evaluate(kernel: Kernel, inputs: dict[str, np.ndarray]) -> Expected:
             if uid >= kernel.n:
                 continue
             for (array, slot), value in lane.stores.items():
-                if kernel.layout == "2d":
+                if outputs[array].ndim == 2:
                     outputs[array][uid, slot] = value
                 else:
                     outputs[array][uid] = value
@@ -1111,6 +1119,9 @@ def compare(kernel: Kernel, expected: Expected, got: dict[str, np.ndarray],
         return verdict
     for name, t, writable in kernel.arrays():
         if not writable:
+            continue
+        if kernel.records is not None and kernel.records.is_struct(t):
+            compare_structs(kernel, expected, name, t, got[name], verdict, label)
             continue
         want = expected.outputs[name]
         have = got[name]
