@@ -219,7 +219,8 @@ def const_code(value, ty: ir.ScalarType) -> str:
     if single:
         # The float32 value itself, so NVRTC does not round a decimal a second time (and a
         # literal beyond the float32 range becomes inf, as f32(x) does on the host).
-        f = float(np.float32(f))
+        with np.errstate(over="ignore"):   # the overflow to inf is the intent, not a warning
+            f = float(np.float32(f))
     if math.isnan(f):
         return "__int_as_float(0x7fffffff)" if single else "__longlong_as_double(0x7ff8000000000000LL)"
     if math.isinf(f):

@@ -53,11 +53,12 @@ def constant(value, info: ScalarInfo):
         if info.is_signed and v >= 1 << (info.bits - 1):
             v -= 1 << info.bits
         return dt.type(v)
-    if info.name == "bf16":
-        return round_bf16(np.float32(value))[()]
-    if info.name == "f16":
-        return np.float16(np.float64(value))
-    return dt.type(value)
+    with np.errstate(over="ignore"):   # beyond the type's range is inf, as on the device
+        if info.name == "bf16":
+            return round_bf16(np.float32(value))[()]
+        if info.name == "f16":
+            return np.float16(np.float64(value))
+        return dt.type(value)
 
 
 def zero(info: ScalarInfo):

@@ -577,3 +577,22 @@ def test_loading_on_the_gpu_sets_each_table_by_its_symbol(kernel_module):
     assert copies[0] == (1000, np.linspace(-1, 1, 7).astype(np.float32).tobytes())
     assert copies[2] == (3000, np.array([[3, 1, 4], [1, 5, 9]], np.int32).tobytes())
     assert calls[-1] == ("sync", ("stream", 1))
+
+
+def test_a_constant_beyond_f32_is_inf_without_a_numpy_warning(sim, kernel_module, recwarn):
+    # f32(1e300) is inf on the device and on the host: the emitter and the simulator convert it
+    # without letting NumPy's overflow warning reach the user.
+    m = kernel_module("""
+from gpu_native import CUDASliceMut, FlatLayout1D, Kernel1D, bf16, f16, f32, gpu_kernel
+
+@gpu_kernel(Kernel1D)
+def big(out: CUDASliceMut[f32]):
+    i = FlatLayout1D.uid()
+    if i < len(out):
+        out[i] = f32(1e300) + f32(f16(1e300)) + f32(bf16(1e300))
+""")
+    out = gn.to_device(np.zeros(4, np.float32))
+    m.big.launch(gn.GridDim1D(1), gn.BlockDim1D(32), 0, gn.DEFAULT_STREAM)(out)
+    np.testing.assert_array_equal(out.to_host(), np.inf)
+    overflow = [w for w in recwarn.list if issubclass(w.category, RuntimeWarning)]
+    assert not overflow, [str(w.message) for w in overflow]
