@@ -82,7 +82,12 @@ class TestCodeWithoutAFile:
         assert proc.returncode == 1
         assert "cannot find the source of kernel 'add_step' (defined in <stdin>)" in proc.stderr
         assert "gn.register_source" in proc.stderr
-        assert "Traceback" in proc.stderr and "gpu_native/" not in proc.stderr
+        # None of gpu_native's frames but, on Python 3.10, the decorator's own (which a bare
+        # `raise` there cannot drop: see gpu_native.tracebacks).
+        frames = [line for line in proc.stderr.splitlines() if line.startswith('  File "')]
+        assert frames[0].startswith('  File "<stdin>", line ')
+        assert len(frames) == 1 + (sys.version_info < (3, 11))
+        assert all("gpu_native/decorators.py" in line for line in frames[1:])
 
     def test_exec_inside_python_c_does_not_take_the_command_for_its_source(self, tmp_path):
         # Both are "<string>"; the command defines no `plus_one`, so it is not taken for the
