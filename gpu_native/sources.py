@@ -7,7 +7,8 @@ compiled from (see :mod:`gpu_native.decorators`), and that text is found here:
 * :mod:`linecache`, which holds the lines of files, of notebook cells (IPython registers each cell
   there, under the file name it compiles the cell with) and of strings given to
   :func:`register_source`;
-* ``python -c CODE``: the command is in ``sys.orig_argv``;
+* ``python -c CODE``: the command is in ``sys.orig_argv`` (Python 3.13 also puts it in
+  :mod:`linecache`, as ``<string>``);
 * ``python - < file``: standard input, when it is a regular file, is read again (``pread``, so
   nothing the program reads from it moves);
 * IPython's ``%%time`` cells, which the magic compiles a second time under ``<timed exec>``: the
@@ -81,7 +82,11 @@ def function_source(code: CodeType, name: str, globals_: dict) -> str | None:
     linecache.checkcache(filename)
     lines = linecache.getlines(filename, globals_)
     if lines:
-        return "".join(lines)
+        text = "".join(lines)
+        # A name in angle brackets is no file and may be shared: Python 3.13 keeps the command of
+        # `python -c` in linecache as "<string>", the name exec() of a string compiles under too.
+        if not _pseudo(filename) or defines(text, name, code.co_firstlineno):
+            return text
     finder = _FINDERS.get(filename)
     if finder is None:
         return None
@@ -92,6 +97,11 @@ def function_source(code: CodeType, name: str, globals_: dict) -> str | None:
     if source is None or not defines(source, name, code.co_firstlineno):
         return None
     return source
+
+
+def _pseudo(filename: str) -> bool:
+    """Whether ``filename`` names no file (``<string>``, ``<stdin>``, a registered source)."""
+    return filename.startswith("<") and filename.endswith(">")
 
 
 def defines(source: str, name: str, line: int) -> bool:

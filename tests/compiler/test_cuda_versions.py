@@ -259,7 +259,7 @@ class TestPackaging:
 
     @pytest.fixture(scope="class")
     def project(self):
-        tomllib = pytest.importorskip("tomllib")
+        tomllib = pytest.importorskip("tomllib" if sys.version_info >= (3, 11) else "tomli")
         with open(ROOT / "pyproject.toml", "rb") as f:
             return tomllib.load(f)["project"]
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import glob
 import os
+import sys
 import textwrap
 from pathlib import Path
 
@@ -75,7 +76,7 @@ class TestGeneratedSource:
 
 class TestPackaging:
     def test_package_data_ships_every_header_and_matches_only_real_files(self):
-        tomllib = pytest.importorskip("tomllib")
+        tomllib = pytest.importorskip("tomllib" if sys.version_info >= (3, 11) else "tomli")
         config = tomllib.loads((ROOT / "pyproject.toml").read_text())
         patterns = config["tool"]["setuptools"]["package-data"]["gpu_native"]
         package = ROOT / "gpu_native"

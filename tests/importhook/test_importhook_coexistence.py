@@ -44,11 +44,23 @@ needs_wheel_builds = pytest.mark.skipif(
 
 def make_venv(where: Path) -> Path:
     """A venv that sees this environment's packages (pip, setuptools, numpy, libcst...);
-    created without pip of its own, which takes seconds."""
+    created without pip of its own, which takes seconds.
+
+    Where the tests run in a venv themselves, ``--system-site-packages`` shows the base
+    interpreter's packages, not this environment's: a ``.pth`` that sorts last adds this
+    environment's site-packages (with their ``.pth`` files, as the system's are processed).
+    """
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", "--system-site-packages",
                     str(where)], check=True, capture_output=True)
     python = where / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
     assert python.exists()
+    if sys.prefix != sys.base_prefix:
+        import sysconfig
+
+        paths = sysconfig.get_paths()
+        line = "; ".join(f"site.addsitedir({d!r})"
+                         for d in dict.fromkeys([paths["purelib"], paths["platlib"]]))
+        (site_packages(python) / "zz_outer_environment.pth").write_text(f"import site; {line}\n")
     return python
 
 

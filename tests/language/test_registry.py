@@ -156,7 +156,8 @@ _PYTHON = {
 
 
 def _reference(name: str):
-    return _PYTHON.get(name) or getattr(math, name)
+    # math.cbrt and math.exp2 are Python 3.11's; NumPy's call the same C library functions.
+    return _PYTHON.get(name) or getattr(math, name, None) or getattr(np, name)
 
 
 def _operands(entry: R.Entry, n: int):
