@@ -27,7 +27,6 @@ from gpu_native import (
     f32,
     gpu_kernel,
     u32,
-    unsafe,
 )
 
 THREADS = 256
@@ -41,12 +40,10 @@ def compact_kernel(x: CUDASlice[f32], out: CUDASliceMut[f32], count: CUDASliceMu
                    threshold: f32):
     i: UniqueId = FlatLayout1D.uid()
     if i < len(x) and x[i] > threshold:
+        # A ticket: fetch_add(1) on a counter nothing else in the kernel changes returns
+        # another value to every thread, so no two threads write the same slot.
         slot = count.atomic_ref(0).fetch_add(1)
-        # unsafe: the checker does not treat the value an atomic returns as a unique index;
-        #   race-free because slot is the old value of fetch_add(1) on one counter that nothing
-        #   else writes, so no two threads of the launch get the same slot.
-        with unsafe():
-            out[slot] = x[i]
+        out[slot] = x[i]
 
 
 def compact(x, threshold: float):

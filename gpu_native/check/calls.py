@@ -441,7 +441,9 @@ class CallChecker(CheckerBase):
             raise self.error(f"an atomic store cannot have {order} order", e.span)
         checks = self.bounds.checks(base, handle.indices, e.span)
         result_ty = ir.VOID if op == "store" else ty
-        return ir.Atomic(e.span, result_ty, op, base, handle.indices, checks, operands, order)
+        atomic = ir.Atomic(e.span, result_ty, op, base, handle.indices, checks, operands, order)
+        self.unique.note_atomic(atomic)
+        return atomic
 
     # ---- device functions ---------------------------------------------------------------------
 
@@ -472,6 +474,9 @@ class CallChecker(CheckerBase):
                 if p.name not in got:
                     got[p.name] = self.const_expr(defaults[p.name], e.span)
         args = [got[name] for name in names]
+        for arg in args:
+            if isinstance(arg, ir.ArrayRef):   # the callee may change it (voids its tickets)
+                self.unique.note_passed(arg.var, arg.span)
         return self.ctx.program.call_device(self, scan, fndef, args, e.span)
 
     def call_divmod(self, e: S.Call) -> ir.Expr:

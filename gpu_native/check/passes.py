@@ -98,6 +98,7 @@ class UniqueWritesPass(CheckPass):
     def run(self, unit: FunctionUnit) -> None:
         assert unit.checker is not None
         unit.checker.unique.check_reads()
+        unit.checker.unique.check_tickets()
 
 
 class NoWrapPass(CheckPass):

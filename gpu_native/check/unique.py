@@ -14,6 +14,11 @@ Where that rule does not apply (several stores per thread, warp-split indices, s
 launch), the store is proven from the affine forms of every store into the array
 (:mod:`.ownership`); a refusal then says which threads can meet, with an example.
 
+The value an *atomic ticket* returns (``count.atomic_ref(0).fetch_add(1)``: an add of a positive
+constant at constant indices) is unique over the grid (the block, for a shared counter), provided
+nothing else in the function changes the counter: :meth:`UniqueWrites.check_tickets` refuses the
+store otherwise, once the whole body is known.
+
 A store that a condition leaves to fewer threads than its index tells apart (``if tid == 1:
 s[0] = v``, ``if tid == 0: out[block_idx.x] = v``) is proven against every other store of the
 array, and every read of a global array it writes against it: the owner-index rules assume each
@@ -86,6 +91,19 @@ class Unique:
 
     coords: frozenset[str]
     scale: int = 1
+
+
+def is_ticket(e: ir.Atomic) -> bool:
+    """Is ``e`` a ticket draw, ``count.atomic_ref(0).fetch_add(1)``: an atomic add of a positive
+    constant to one element (constant indices) of an array parameter (or shared array)?  Each
+    draw returns another value where nothing else changes the array (checked at the end,
+    :meth:`UniqueWrites.check_tickets`)."""
+    if e.op != "add" or not e.operands:
+        return False
+    k = constant_value(e.operands[0])
+    return (isinstance(k, int) and not isinstance(k, bool) and k > 0
+            and (e.array.var.is_param or e.array.ty.space == "shared")
+            and all(isinstance(constant_value(i), int) for i in e.indices))
 
 
 def grid_coords(axis: int) -> frozenset[str]:
@@ -164,6 +182,11 @@ class UniqueWrites:
         # the launcher checks each assumption (a ParamCheck) at every launch.
         self.param_names: tuple[str, ...] = ()
         self.assumptions: dict[str, Assumption] = {}
+        # Atomic tickets (R7): the stores whose index is a value a ticket draw returned (the
+        # draw, the store, the array), and per array (by variable id) the first thing that
+        # changes it otherwise (where, and what), which voids its tickets (:meth:`check_tickets`).
+        self.ticket_stores: list[tuple[ir.Atomic, SourceSpan, ir.ArrayRef]] = []
+        self.counter_changes: dict[int, tuple[SourceSpan, str]] = {}
 
     # ---- assumptions on scalar parameters --------------------------------------------------
 
@@ -263,6 +286,13 @@ class UniqueWrites:
                     e.ty.info.bits >= src.info.bits:
                 return self.classify(e.value)
             return None
+        if isinstance(e, ir.Atomic):
+            if not is_ticket(e):
+                return None
+            # Every draw returns another value (see is_ticket): unique over the whole grid, or
+            # over the block for a counter in shared memory.
+            return Unique(required_coords(3, "global" if e.array.ty.space == "global"
+                                          else "shared"))
         if isinstance(e, ir.BinOp):
             left, right = e.left, e.right
             if e.op == "+":
@@ -360,6 +390,7 @@ class UniqueWrites:
         ``unsafe``: inside ``with unsafe():``."""
         if base.ty.space == "local":
             return "uid", (), ""
+        self.counter_changes.setdefault(id(base.var), (span, "a store"))
         keys = tuple(self.defs.key(i) for i in indices)
         self.store_parity.setdefault(id(base.var), []).append(
             frozenset() if unsafe else store_parities(self.forms, keys, self.bounds.facts))
@@ -547,6 +578,9 @@ class UniqueWrites:
         if not required:
             return "single", ()
         if required <= covered:
+            for position in owners:
+                for draw in self._tickets(indices[position]):
+                    self.ticket_stores.append((draw, span, base))
             return "uid", tuple(owners)
         if param_coords and not self.is_kernel:
             for c in param_coords:
@@ -614,6 +648,50 @@ class UniqueWrites:
             if not ordered_either(store.position, where, grid=True):
                 return store.span
         return None
+
+    def _tickets(self, e: ir.Expr) -> list[ir.Atomic]:
+        """The ticket draws whose value the index ``e`` is computed from (as :meth:`classify`
+        follows it: locals assigned once, widening casts, arithmetic)."""
+        if isinstance(e, ir.Atomic):
+            return [e] if is_ticket(e) else []
+        if isinstance(e, ir.Local):
+            d = self.defs.single_def(e.var)
+            return self._tickets(d) if d is not None else []
+        if isinstance(e, ir.Cast):
+            return self._tickets(e.value)
+        if isinstance(e, ir.BinOp):
+            return self._tickets(e.left) + self._tickets(e.right)
+        return []
+
+    def note_atomic(self, e: ir.Atomic) -> None:
+        """An atomic operation: all but loads and additions of a positive constant change its
+        array in a way that voids the array's tickets."""
+        k = constant_value(e.operands[0]) if e.operands else None
+        if e.op == "load" or (e.op == "add" and isinstance(k, int) and k > 0):
+            return
+        self.counter_changes.setdefault(id(e.array.var), (e.span, f"an atomic {e.op}"))
+
+    def note_passed(self, var: ir.Var, span: SourceSpan) -> None:
+        """An array is passed to a device function, which may change it."""
+        self.counter_changes.setdefault(id(var), (span, "a device function call it is passed to"))
+
+    def check_tickets(self) -> None:
+        """Once the body is known: a store indexed by a ticket is race-free only if nothing
+        but positive ``fetch_add`` changes the ticket's array in the kernel (R7): then every
+        draw returns another value, as long as the counter does not wrap (2**32 draws of a u32
+        counter, all but ``len(out)`` of them outside the array: an index error)."""
+        for draw, span, base in self.ticket_stores:
+            change = self.counter_changes.get(id(draw.array.var))
+            if change is None:
+                continue
+            where, what = change
+            counter = draw.array.var.name
+            raise TranspileError(
+                f"store into '{base.var.name}' through a value drawn from '{counter}' at line "
+                f"{draw.span.line}: the values an atomic add returns are unique only while "
+                f"nothing else changes '{counter}', but {what} does at line {where.line}", span,
+                "keep the counter for the draws alone (reset it in another launch), or use "
+                "`with unsafe():` if you know the draws cannot repeat")
 
     def check_reads(self) -> None:
         """Once the body is known: a thread may read a writable array only at the elements it
