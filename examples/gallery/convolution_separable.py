@@ -14,7 +14,8 @@ Pixels outside the image count as zero.
 
 What it exercises: shared stores ``tile[ty, tx + i * BX]`` in a loop (one row of the tile per
 thread row, ``STEPS + 2`` elements per thread), global stores of a coarsened thread
-``dst[row, x]`` with ``x = col + (i - HALO) * BX``, a 2-D launch with a ``block_dim`` assert,
+``dst[row, x]`` with ``x = col + (i - HALO) * BX`` (``x`` assigned in two loops: each store
+sees the assignment that reaches it), a 2-D launch with a ``block_dim`` assert,
 zero-padded halos, a filter read from constant memory (a module-level ``const_array``).
 """
 
@@ -37,7 +38,6 @@ from gpu_native import (
     shared_array,
     sync_threads,
     thread_idx,
-    unsafe,
 )
 
 RADIUS = 4               # filter half-width: 2 * RADIUS + 1 taps
@@ -85,13 +85,10 @@ def convolve_rows_kernel(src: CUDASlice2D[f32], dst: CUDASliceMut2D[f32]):
         for j in range(-RADIUS, RADIUS + 1):
             total += WEIGHTS[RADIUS - j] * tile[ty, tx + i * ROW_BX + j]
         x = col + (i - HALO) * ROW_BX
+        # x is assigned in both loops: here it holds this loop's value, block_idx.x * (STEPS *
+        # ROW_BX) + (i - HALO) * ROW_BX + tx, a mixed-radix number, one per (block, i, tx).
         if row < h and x < w:
-            # unsafe: x is assigned in both loops, and the checker has no single value for a
-            #   variable assigned twice (so no form of this index); race-free because x = block_idx.x * (STEPS * ROW_BX) + (i - HALO) * ROW_BX + tx
-            #   with 0 <= tx < ROW_BX and 0 <= i - HALO < STEPS is a mixed-radix number, one per
-            #   (block, i, tx).
-            with unsafe():
-                dst[row, x] = total
+            dst[row, x] = total
 
 
 @gpu_kernel(Kernel2D)
@@ -118,11 +115,7 @@ def convolve_columns_kernel(src: CUDASlice2D[f32], dst: CUDASliceMut2D[f32]):
             total += WEIGHTS[RADIUS - j] * tile[tx, ty + i * COL_BY + j]
         y = row + (i - HALO) * COL_BY
         if col < w and y < h:
-            # unsafe: y is assigned in both loops, as x in the row pass; race-free because
-            #   y = block_idx.y * (STEPS * COL_BY) + (i - HALO) * COL_BY + ty is a mixed-radix
-            #   number, one per (block, i, ty).
-            with unsafe():
-                dst[y, col] = total
+            dst[y, col] = total
 
 
 def convolve_separable(image):

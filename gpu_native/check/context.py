@@ -90,6 +90,14 @@ class Definitions:
         :meth:`gpu_native.check.nowrap.NoWrapProofs.prove`).
     ``grid_stride_vars``
         The ids of the variables of ``grid_stride`` loops (unique and nonnegative).
+    ``reaching``
+        The value a local assigned more than once holds from an assignment to the end of the
+        block it is in (``x = col + i * BX`` in each of two loops: in each, the stores after it
+        see that value), unless it or a variable its value reads is assigned first.  Only
+        values of plain arithmetic over locals and launch values (no memory, no call), and not
+        one that reads the variable itself (``x = x + 1``).  Nested blocks drop what they add
+        (:meth:`enter_block`, :meth:`leave_block`): after an ``if`` or a loop the variable may
+        hold either branch's value.
     ``fixed``
         The value a variable assigned more than once holds over a stretch of code where it is
         known: each copy of a loop over a tuple (``for n in a.shape:``), the counter of
@@ -104,15 +112,18 @@ class Definitions:
         self.binops: set[int] = set()
         self.grid_stride_vars: set[int] = set()
         self.fixed: dict[int, ir.Expr] = {}
+        self.reaching: dict[int, ir.Expr] = {}
 
     def single_def(self, var: ir.Var) -> ir.Expr | None:
         """The value of ``var`` if it is a local assigned exactly once (and assigned by now),
-        or one known where it is read (see ``fixed``)."""
+        or one known where it is read (see ``fixed`` and ``reaching``)."""
         value = self.fixed.get(id(var))
         if value is not None:
             return value
-        if var.is_param or self.assign_counts.get(var.name, 0) != 1:
+        if var.is_param:
             return None
+        if self.assign_counts.get(var.name, 0) != 1:
+            return self.reaching.get(id(var))
         return self.values.get(id(var))
 
     def key(self, e: ir.Expr) -> Key:
@@ -129,6 +140,9 @@ class Definitions:
         ``r = i; i = n``, ``r`` still holds the old ``i``, and reading ``r`` as ``i`` would
         apply what is known of the new ``i`` to it.  ``r`` is opaque from here on."""
         gone = id(var)
+        if self.reaching:
+            self.reaching = {k: v for k, v in self.reaching.items()
+                             if k != gone and gone not in ir.variables_read(v)}
         if self.fixed:
             self.fixed = {k: v for k, v in self.fixed.items()
                           if k != gone and gone not in ir.variables_read(v)}
@@ -144,8 +158,33 @@ class Definitions:
             self.forget(var)
 
     def record(self, var: ir.Var, value: ir.Expr) -> None:
-        """``var = value`` was checked: remember the value of a local assigned once."""
+        """``var = value`` was checked: remember the value of a local assigned once, and the
+        value that reaches the rest of the block of one assigned more than once."""
         self.forget(var)
-        if self.assign_counts.get(var.name, 0) == 1 and not var.is_param:
+        if var.is_param:
+            return
+        if self.assign_counts.get(var.name, 0) == 1:
             self.values[id(var)] = value
             self.binops.update(id(n) for n in ir.walk(value) if isinstance(n, ir.BinOp))
+        elif _plain(value) and id(var) not in ir.variables_read(value):
+            self.reaching[id(var)] = value
+            self.binops.update(id(n) for n in ir.walk(value) if isinstance(n, ir.BinOp))
+
+    def enter_block(self) -> dict[int, ir.Expr]:
+        """A block begins: what reaches it (for :meth:`leave_block`)."""
+        return dict(self.reaching)
+
+    def leave_block(self, entry: dict[int, ir.Expr]) -> None:
+        """The block ends: what it assigned no longer surely reaches what follows; what reached
+        it still does unless the block ended it."""
+        self.reaching = {k: v for k, v in entry.items() if self.reaching.get(k) is v}
+
+
+_PLAIN = (ir.Const, ir.Local, ir.BinOp, ir.UnaryOp, ir.Cast, ir.Special, ir.LaneId,
+          ir.UidComponent, ir.Shape, ir.ArrayRef)
+
+
+def _plain(value: ir.Expr) -> bool:
+    """Is ``value`` integer arithmetic over locals, constants and launch values alone (what a
+    reaching definition may stand for: it reads no memory and has no effect)?"""
+    return all(isinstance(n, _PLAIN) for n in ir.walk(value))

@@ -27,6 +27,7 @@ class StatementChecker(CheckerBase):
         the barrier phases need to know of it (:class:`.phases.Phases`)."""
         phases = self.unique.phases
         phases.enter(kind)
+        reaching = self.defs.enter_block()
         out: list[ir.Stmt] = []
         exits = False
         for s in stmts:
@@ -43,6 +44,7 @@ class StatementChecker(CheckerBase):
             self.bounds.commit()
             out.extend(result)
         phases.leave(runs_once)
+        self.defs.leave_block(reaching)
         return tuple(out), exits
 
     # ---- simple statements --------------------------------------------------------------------

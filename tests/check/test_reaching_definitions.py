@@ -1,0 +1,127 @@
+"""Reaching definitions (the gallery's rule R8): a local assigned more than once holds, from an
+assignment to the end of its block, the value assigned, unless it or a variable that value reads
+is assigned first.  ``x = col + (i - HALO) * BX`` in each of two loops then gives the store
+``dst[row, x]`` after it a form the unique-write and bounds proofs can use.  After a branch or a
+loop that assigns it, the variable may hold either value, and nothing is assumed."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from gpu_native.errors import TranspileError
+from gpu_native.rewrite import transpile_module
+
+ROOT = Path(__file__).resolve().parents[2]
+
+HEAD = """\
+from gpu_native import (gpu_kernel, Kernel1D, CUDASlice, CUDASliceMut, f32, i32, i64, block_dim,
+                        block_idx, thread_idx)
+"""
+
+TWO_LOOPS = HEAD + """
+@gpu_kernel(Kernel1D)
+def k(src: CUDASlice[f32], dst: CUDASliceMut[f32]):
+    assert block_dim.x == 32
+    tid = thread_idx.x
+    base = i64(block_idx.x) * 128 + tid
+    for i in range(4):
+        x = base + i * 32
+        if x < len(src):
+            v = src[x]
+    for i in range(4):
+        x = base + i * 32
+        if x < len(dst):
+            dst[x] = f32(i)
+"""
+
+
+def transpile(source: str):
+    return transpile_module(textwrap.dedent(source), "reaching.py", "reaching")
+
+
+def index_checks(source: str) -> set[tuple[int, str]]:
+    (kernel,) = transpile(source).kernels
+    return {(s.line - kernel.line, s.array) for s in kernel.variants[0].sites
+            if s.kind == "index"}
+
+
+def refused(source: str) -> str:
+    with pytest.raises(TranspileError) as info:
+        transpile(source)
+    return str(info.value)
+
+
+def test_the_assignment_that_reaches_a_store_proves_it():
+    # Unique (a mixed-radix number of block, i and tid) and in bounds (the guard), although x
+    # is assigned in two loops.
+    assert index_checks(TWO_LOOPS) == set()
+
+
+@pytest.mark.parametrize("between", [
+    "        if tid < 16:\n            x = base\n",      # a branch may have assigned it
+    "        base = i64(tid)\n",                          # what its value reads changed
+    "        x = x + 1\n",                                # its value reads itself
+])
+def test_nothing_is_assumed_where_another_value_may_reach(between):
+    source = TWO_LOOPS.replace("        if x < len(dst):\n",
+                               between + "        if x < len(dst):\n")
+    if "base = i64(tid)" in between:
+        source = source.replace("    base = i64(block_idx.x)", "    base = i64(0)\n    base = i64(block_idx.x)")
+    assert "store into 'dst'" in refused(source)
+
+
+def test_a_value_assigned_in_a_loop_does_not_reach_past_it():
+    source = TWO_LOOPS.replace("""        if x < len(dst):
+            dst[x] = f32(i)
+""", """        x = base + 1
+    if x < len(dst):
+        dst[x] = 1.0
+""").replace("    for i in range(4):\n        x = base + i * 32\n        if x < len(src):",
+             "    x = base\n    for i in range(4):\n        x = base + i * 32\n        if x < len(src):")
+    assert "store into 'dst'" in refused(source)
+
+
+def test_a_value_read_from_memory_is_not_carried():
+    # Only plain arithmetic reaches: a load may change before the use.
+    source = TWO_LOOPS.replace("        x = base + i * 32\n        if x < len(dst):",
+                               "        x = i32(src[base])\n        if x < len(dst):")
+    assert "store into 'dst'" in refused(source)
+
+
+def test_the_separable_convolution_is_race_free_on_the_race_detector(rng, examples_path,
+                                                                    monkeypatch):
+    """The gallery's kernels, whose output stores R8 proves, run on the simulator with its race
+    detector watching the output (by default it shadows only arrays a launch reads and writes)."""
+    from gpu_native.simulator import compile_kernel
+    from gpu_native.simulator import program as sim_program
+    from tools.fuzz.indices import _WRITES, SimErrors
+
+    monkeypatch.syspath_prepend(str(examples_path / "gallery"))
+    import convolution_separable as m
+
+    path = Path(m.__file__)
+    module = transpile_module(path.read_text(), str(path), "convolution_separable")
+    kernels = {ck.fn.name: ck.specializations[0] for ck in module.checked}
+    h, w = 40, 150
+    src = rng.standard_normal((h, w)).astype(np.float32)
+    for name, block, grid in (
+            ("convolve_rows_kernel", (m.ROW_BX, m.ROW_BY),
+             (-(-w // (m.STEPS * m.ROW_BX)), -(-h // m.ROW_BY))),
+            ("convolve_columns_kernel", (m.COL_BX, m.COL_BY),
+             (-(-w // m.COL_BX), -(-h // (m.STEPS * m.COL_BY))))):
+        kernel = kernels[name]
+        program = compile_kernel(kernel)
+        uses = sim_program._accesses(kernel)
+        program.shadowed = {k for k, p in enumerate(kernel.params)
+                            if uses.get(id(p), set()) & _WRITES}
+        assert program.shadowed   # dst is watched
+        dst = np.full((h, w), np.nan, np.float32)
+        errors = SimErrors()
+        program.run((*grid, 1), (*block, 1), 0, [src, dst], errors,
+                    [np.asarray(m.WEIGHTS, np.float32)])
+        assert errors.races == [] and not errors.fails
+        assert not np.isnan(dst).any()   # every pixel written
