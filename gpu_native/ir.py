@@ -928,12 +928,13 @@ def mark_no_wrap(body, proven: dict[int, BinOp]):
         if isinstance(item, tuple):
             new = tuple(visit(x) for x in item)
             return item if all(a is b for a, b in zip(new, item)) else new
-        if not isinstance(item, (Expr, Stmt)):
+        # (A MatrixOp's operands are Operands, which hold index expressions too.)
+        if not isinstance(item, (Expr, Stmt, Operand)):
             return item
         changes = {}
         for name in fields(item):
             value = getattr(item, name)
-            if isinstance(value, (Expr, Stmt, tuple)):
+            if isinstance(value, (Expr, Stmt, Operand, tuple)):
                 new = visit(value)
                 if new is not value:
                     changes[name] = new

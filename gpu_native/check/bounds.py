@@ -120,6 +120,11 @@ class BoundsProofs:
         the assignment (it is computed from the old values), and the facts name the value
         stored, which no later assignment to another variable changes."""
         facts: set[Fact] = set()
+        # Its constant right shifts of nonnegative values are logical shifts, proven here where
+        # the value is computed (a use elsewhere proves only what holds without the facts).
+        for node in ir.walk(value):
+            if isinstance(node, ir.BinOp) and node.op == ">>" and _constant_shift(node):
+                self.is_nonneg(node)
         single = not var.is_param and self.defs.assign_counts.get(var.name, 0) == 1
         full = type_interval(var.ty)
         if not single and full is not None and var.ty != ir.BOOL and \
@@ -589,7 +594,13 @@ class BoundsProofs:
                 return (self.is_nonneg(e.left) and self.is_nonneg(e.right)
                         and self.no_wrap.holds(e))
             if e.op in ("//", ">>"):
-                return self.is_nonneg(e.left) and self.is_nonneg(e.right)
+                if not (self.is_nonneg(e.left) and self.is_nonneg(e.right)):
+                    return False
+                if e.op == ">>" and _constant_shift(e):
+                    # x >> n of a nonnegative x is the logical shift: plain C (see
+                    # gn_asr32 for what the arithmetic one costs).
+                    self.no_wrap.prove(e, lambda e: self.is_nonneg(e.left))
+                return True
             if e.op == "%":
                 return self.is_nonneg(e.right)
             if e.op == "&":
@@ -709,6 +720,13 @@ class _FactRanges(ValueRanges):
     def _block_tile(self, e: ir.Expr) -> Interval | None:
         limit = self.proofs.block_tile_limit(e)
         return None if limit is None else Interval(0, limit)
+
+
+def _constant_shift(e: ir.BinOp) -> bool:
+    """Is ``e``'s shift amount a constant within its type's width?"""
+    n = constant_value(e.right)
+    return (isinstance(n, int) and isinstance(e.ty, ir.ScalarType) and e.ty.info.is_int
+            and 0 <= n < e.ty.info.bits)
 
 
 def _fits_unsigned(e: ir.Expr, n: int) -> bool:

@@ -105,6 +105,14 @@ def _same_value(a: object, b: object) -> bool:
                for name in fields(a) if name not in ("span", "checks"))
 
 
+def _constant_int(e: ir.Expr) -> int:
+    """The integer literal ``e`` (through casts), which the checker proved it is."""
+    while isinstance(e, ir.Cast):
+        e = e.value
+    assert isinstance(e, ir.Const) and isinstance(e.value, int), e
+    return e.value
+
+
 def _sext_may_widen(e: ir.Expr) -> bool:
     """Signed 32-bit (or narrower) arithmetic whose result may have wrapped (not proven in
     range): its sign extension to 64 bits must stay after the wrap (see gn_sext32)."""
@@ -737,6 +745,11 @@ class CudaEmitter(VectorEmitter, MatrixEmitter, StructEmitter):
                 return f"gn_sq<{ct}>({lhs})"
             pow_fn = R.spelling(R.MATH_OPS["pow"].cuda, info)
             return f"{pow_fn}({lhs}, {float(n)}{'f' if info.name == 'f32' else ''})"
+        if op == ">>" and e.no_wrap and info.is_int:
+            # Proven: a nonnegative value shifted by a constant within its width, the logical
+            # shift (which the device compiler can fold, unlike gn_shr's bit-field extract).
+            ut = _UNSIGNED.get(ct, ct)
+            return f"(({ct})(({ut})({lhs}) >> {_constant_int(e.right)}))"
         if op in ("<<", ">>"):
             return f"gn_{'shl' if op == '<<' else 'shr'}<{ct}>({lhs}, (gn_i64)({rhs}))"
         if op in ("&", "|", "^"):

@@ -229,6 +229,8 @@ class Index32Emitter(CudaEmitter):
         if isinstance(e, ir.BinOp):
             left, op = self.expr32(e.left), e.op
             if op == ">>":
+                if e.no_wrap:   # a nonnegative value, a constant shift (see emit_BinOp)
+                    return f"((int)((unsigned int)({left}) >> {self.expr(e.right)}))"
                 return f"gn_shr<int>({left}, (gn_i64)({self.expr(e.right)}))"
             right = self.expr32(e.right)
             if op in ("//", "%"):
