@@ -125,3 +125,37 @@ def test_the_separable_convolution_is_race_free_on_the_race_detector(rng, exampl
                     [np.asarray(m.WEIGHTS, np.float32)])
         assert errors.races == [] and not errors.fails
         assert not np.isnan(dst).any()   # every pixel written
+
+
+def test_generated_reaching_forms_are_race_free_where_accepted():
+    """The race fuzzer's forms of an index through a local assigned twice (tools/fuzz/indices.py,
+    ``REACHING``): those the checker accepts never race on the simulator, and most
+    reassignments just before the store are accepted while reads that another value may reach
+    are refused (unless a condition leaves one writer)."""
+    import random
+
+    from tools.fuzz import indices
+
+    counts = {"reassigned": [0, 0], "branch": [0, 0], "stale": [0, 0]}
+    for seed in range(1000):
+        source = indices.generated(random.Random(seed))
+        if "    x = tid * 3\n" not in source:
+            continue
+        kind = ("branch" if "x = tid\n" in source else
+                "stale" if source.index("[x] = tid + 1") < source.rindex("x = ") else
+                "reassigned")
+        try:
+            module = transpile_module(indices.HEADER + source, "k.py", "k")
+        except TranspileError:
+            counts[kind][1] += 1
+            continue
+        counts[kind][0] += 1
+        kernel = module.checked[0].specializations[0]
+        for grid, block in indices.launch_shapes(kernel)[:2]:
+            out = np.full(indices.OUT_SIZE, indices.POISON, np.int32)
+            errors = indices.run_sim(kernel, grid, block, out)
+            assert errors.races == [], f"{source}\n{errors.races[0]}"
+    assert counts["reassigned"][0] >= 10, counts
+    for kind in ("branch", "stale"):
+        accepted, refused = counts[kind]
+        assert refused > 4 * accepted, counts

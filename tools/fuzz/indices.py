@@ -3,7 +3,8 @@
 :func:`generated` draws one kernel that stores ``tid + 1`` into a global or a shared array through
 an index built from the idioms the proofs know: affine in the thread coordinates, ``%`` and ``//``
 parts, lane/warp splits, a second store at an offset, a condition that pins some threads, loops
-(counted, and strided by the launch), and single-block asserts.  Many draws are near misses the
+(counted, and strided by the launch), single-block asserts, and an index that reaches the store
+through a local assigned more than once (:data:`REACHING`).  Many draws are near misses the
 checker must refuse; whatever it accepts must be race-free on every launch shape its asserts allow.
 
 :func:`run_sim` runs an accepted kernel on the simulator with its race detector watching every
@@ -88,7 +89,35 @@ def generated(r: random.Random) -> str:
     lines.append(f"{indent}{target}[{index}] = tid + 1")
     if second is not None:
         lines.append(f"{indent}{target}[{index} + {second}] = tid + 2")
+    # Drawn last, so that a seed drawing no such form gives the source it always gave.
+    reaching = r.choice(REACHING)
+    if reaching is not None:
+        lines = _through_a_local(lines, reaching, indent, target, index)
     return "\n".join(lines) + "\n"
+
+
+#: How the first store's index may reach it through a local assigned more than once (the
+#: reaching definitions the proofs follow, R8): assigned just before the store in the loop
+#: (provable when the index is), reassigned in a branch before it (unknown after the join), or
+#: read before this iteration assigns it (the previous iteration's or the first value).
+REACHING = [None, None, None, None, None, None, "reassigned", "branch", "stale"]
+
+
+def _through_a_local(lines: list[str], how: str, indent: str, target: str,
+                     index: str) -> list[str]:
+    """``lines`` with the first store's index moved into a local ``x`` assigned twice."""
+    store = f"{indent}{target}[{index}] = tid + 1"
+    at = lines.index(store)
+    loop = next(k for k, line in enumerate(lines) if line.startswith("    for j in "))
+    via = f"{indent}{target}[x] = tid + 1"
+    assign = f"{indent}x = {index}"
+    if how == "reassigned":
+        body = [assign, via]
+    elif how == "branch":
+        body = [assign, f"{indent}if lane < 3:", f"{indent}    x = tid", via]
+    else:  # "stale"
+        body = [via, assign]
+    return lines[:loop] + ["    x = tid * 3"] + lines[loop:at] + body + lines[at + 1:]
 
 
 def uses_shared(source: str) -> bool:
