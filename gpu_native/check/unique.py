@@ -98,12 +98,14 @@ def is_ticket(e: ir.Atomic) -> bool:
     constant to one element (constant indices) of an array parameter (or shared array)?  Each
     draw returns another value where nothing else changes the array (checked at the end,
     :meth:`UniqueWrites.check_tickets`)."""
-    if e.op != "add" or not e.operands:
-        return False
-    k = constant_value(e.operands[0])
-    return (isinstance(k, int) and not isinstance(k, bool) and k > 0
+    return (_adds_a_positive_constant(e)
             and (e.array.var.is_param or e.array.ty.space == "shared")
             and all(isinstance(constant_value(i), int) for i in e.indices))
+
+
+def _adds_a_positive_constant(e: ir.Atomic) -> bool:
+    k = constant_value(e.operands[0]) if e.op == "add" and e.operands else None
+    return isinstance(k, int) and not isinstance(k, bool) and k > 0
 
 
 def grid_coords(axis: int) -> frozenset[str]:
@@ -666,8 +668,7 @@ class UniqueWrites:
     def note_atomic(self, e: ir.Atomic) -> None:
         """An atomic operation: all but loads and additions of a positive constant change its
         array in a way that voids the array's tickets."""
-        k = constant_value(e.operands[0]) if e.operands else None
-        if e.op == "load" or (e.op == "add" and isinstance(k, int) and k > 0):
+        if e.op == "load" or _adds_a_positive_constant(e):
             return
         self.counter_changes.setdefault(id(e.array.var), (e.span, f"an atomic {e.op}"))
 

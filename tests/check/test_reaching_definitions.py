@@ -96,9 +96,7 @@ def test_the_separable_convolution_is_race_free_on_the_race_detector(rng, exampl
                                                                     monkeypatch):
     """The gallery's kernels, whose output stores R8 proves, run on the simulator with its race
     detector watching the output (by default it shadows only arrays a launch reads and writes)."""
-    from gpu_native.simulator import compile_kernel
-    from gpu_native.simulator import program as sim_program
-    from tools.fuzz.indices import _WRITES, SimErrors
+    from tools.fuzz.indices import run_sim
 
     monkeypatch.syspath_prepend(str(examples_path / "gallery"))
     import convolution_separable as m
@@ -113,16 +111,10 @@ def test_the_separable_convolution_is_race_free_on_the_race_detector(rng, exampl
              (-(-w // (m.STEPS * m.ROW_BX)), -(-h // m.ROW_BY))),
             ("convolve_columns_kernel", (m.COL_BX, m.COL_BY),
              (-(-w // m.COL_BX), -(-h // (m.STEPS * m.COL_BY))))):
-        kernel = kernels[name]
-        program = compile_kernel(kernel)
-        uses = sim_program._accesses(kernel)
-        program.shadowed = {k for k, p in enumerate(kernel.params)
-                            if uses.get(id(p), set()) & _WRITES}
-        assert program.shadowed   # dst is watched
         dst = np.full((h, w), np.nan, np.float32)
-        errors = SimErrors()
-        program.run((*grid, 1), (*block, 1), 0, [src, dst], errors,
-                    [np.asarray(m.WEIGHTS, np.float32)])
+        errors = run_sim(kernels[name], grid, block, src, dst,
+                         consts=[np.asarray(m.WEIGHTS, np.float32)])
+        assert errors.watched   # dst is watched
         assert errors.races == [] and not errors.fails
         assert not np.isnan(dst).any()   # every pixel written
 

@@ -158,6 +158,7 @@ class SimErrors:
 
     fails: list = field(default_factory=list)
     races: list = field(default_factory=list)
+    watched: set = field(default_factory=set)  # the parameters the race detector shadowed
 
     def fail(self, site, index, length, block, thread):
         self.fails.append((site, index, length, tuple(block), tuple(thread)))
@@ -169,18 +170,25 @@ class SimErrors:
 _WRITES = frozenset({"store", "unsafe", "atomic"})
 
 
-def run_sim(kernel: ir.Kernel, grid: int, block: int, *args) -> SimErrors:
+def run_sim(kernel: ir.Kernel, grid, block, *args, consts=()) -> SimErrors:
     """Run ``kernel`` on the simulator with ``args`` (NumPy arrays, written in place), its race
-    detector on and watching every array the kernel writes; returns what it reported."""
+    detector on and watching every array the kernel writes; returns what it reported.
+    ``grid`` and ``block`` are sizes or tuples of up to three; ``consts`` the values of the
+    kernel's ``const_array`` tables, in the order of ``kernel.consts``."""
     program = compile_kernel(kernel)
     # A race between two plain stores of different blocks must be reported too, not only one
     # between a store and a load; the set is the kernel's own, so setting it is idempotent.
     uses = sim_program._accesses(kernel)
     program.shadowed = {k for k, p in enumerate(kernel.params)
                         if isinstance(p.ty, ir.ArrayType) and uses.get(id(p), set()) & _WRITES}
-    errors = SimErrors()
-    program.run((grid, 1, 1), (block, 1, 1), 0, list(args), errors)
+    errors = SimErrors(watched=set(program.shadowed))
+    program.run(_dims(grid), _dims(block), 0, list(args), errors, consts)
     return errors
+
+
+def _dims(size) -> tuple[int, int, int]:
+    sizes = tuple(size) if isinstance(size, tuple) else (size,)
+    return (*sizes, 1, 1, 1)[:3]  # type: ignore[return-value]
 
 
 def compare(sim: np.ndarray, gpu: np.ndarray, shared: bool) -> tuple[int, list[int]]:
