@@ -151,3 +151,19 @@ def test_generated_reaching_forms_are_race_free_where_accepted():
     for kind in ("branch", "stale"):
         accepted, refused = counts[kind]
         assert refused > 4 * accepted, counts
+
+
+@pytest.mark.parametrize("body", [
+    # an augmented assignment ends the value that reached it
+    "    t = 0\n    t = tid\n    t *= 0\n    out[t] = tid\n",
+    # a while loop that may assign it
+    "    t = 0\n    t = tid\n    while n > 0:\n        t = 3\n        n -= 1\n    out[t] = tid\n",
+    # a break that leaves the loop before the second assignment
+    "    t = 0\n    for i in range(4):\n        t = tid + i * 32\n        if n > 2:\n"
+    "            break\n        t = 5\n    out[t] = tid\n",
+])
+def test_a_path_that_may_change_the_value_leaves_nothing_assumed(body):
+    source = HEAD + (
+        "\n@gpu_kernel(Kernel1D)\ndef k(out: CUDASliceMut[i32], n: i32):\n"
+        "    assert block_dim.x == 32\n    tid = thread_idx.x\n" + body)
+    assert "store into 'out'" in refused(source)
