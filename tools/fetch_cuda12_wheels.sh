@@ -2,7 +2,7 @@
 # Download what tools/device_cuda12.sh installs on the GPU machine (Python 3.12, x86-64, no
 # network there): gpu_native's CUDA 12 dependencies into .whl/cu12, libcst and platformdirs
 # (which that machine lacks) into .whl unless they are there already, and hypothesis for the
-# tests into .whl/test.  Run it here, from the
+# tests (and the setuptools that builds the project) into .whl/test.  Run it here, from the
 # project root; .whl is ignored by git and carried to the device run ("carry": [".whl"]).
 #
 #   bash tools/fetch_cuda12_wheels.sh
@@ -33,7 +33,9 @@ fi
 # pytest cannot even collect the modules that use it (installed into the venv only).
 mkdir -p .whl/test
 rm -f .whl/test/*.whl
-get -d .whl/test hypothesis attrs sortedcontainers
+# setuptools >= 77 builds the project (its SPDX license field): the device's Python may have an
+# older one, and tools/device_run.sh puts .whl/test ahead of it on PYTHONPATH.
+get -d .whl/test hypothesis attrs sortedcontainers 'setuptools>=77'
 for name in cuda_bindings cuda_pathfinder nvidia_cuda_nvrtc_cu12 nvidia_cuda_runtime_cu12; do
   ls .whl/cu12/"$name"-*.whl >/dev/null 2>&1 || { echo "missing: $name (no network?)" >&2; exit 1; }
 done

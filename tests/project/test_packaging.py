@@ -67,8 +67,10 @@ def test_license_metadata_names_the_license_file():
     text = (ROOT / "LICENSE").read_text(encoding="utf-8")
     assert "Apache License" in text and "Version 2.0, January 2004" in text
     assert "END OF TERMS AND CONDITIONS" in text
-    assert project["license"] == {"text": "Apache-2.0"}
-    assert "License :: OSI Approved :: Apache Software License" in project["classifiers"]
+    # The SPDX expression (PEP 639) names the license, the license-files the text.
+    assert project["license"] == "Apache-2.0"
+    assert project["license-files"] == ["LICENSE"]
+    assert not any(c.startswith("License ::") for c in project["classifiers"])
 
 
 def test_python_classifiers_start_at_requires_python():
@@ -113,7 +115,8 @@ def test_wheel_and_sdist_contents(tmp_path):
     sources = {p.relative_to(ROOT).as_posix() for p in (ROOT / "gpu_native").rglob("*.py")
                if "__pycache__" not in p.parts}
     assert sources <= names, sorted(sources - names)
-    assert "License: Apache-2.0" in metadata or "License-Expression: Apache-2.0" in metadata
+    assert "License-Expression: Apache-2.0" in metadata
+    assert "License-File: LICENSE" in metadata
     assert "Classifier: Environment :: GPU :: NVIDIA CUDA :: 13" in metadata
     assert "Classifier: Typing :: Typed" in metadata
 
