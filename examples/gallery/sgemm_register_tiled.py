@@ -27,6 +27,7 @@ from gpu_native import (
     block_dim,
     block_idx,
     f32,
+    grid_dim,
     gpu_kernel,
     local_array,
     shared_array,
@@ -52,6 +53,13 @@ TOLERANCE = ("norm", 1e-5)
 def sgemm_register_tiled_kernel(a: CUDASlice2D[f32], b: CUDASlice2D[f32],
                                 c: CUDASliceMut2D[f32]):
     assert block_dim.x == TX and block_dim.y == TY, "launch with TX x TY threads per block"
+    # The shape contract, checked by the launcher once per launch: with it, the guards below
+    # (against c's extents and a's depth) bound the loads of a and b as well.
+    assert a.shape[0] == c.shape[0] and b.shape[1] == c.shape[1], "a @ b has c's shape"
+    assert b.shape[0] == a.shape[1], "a's columns are b's rows"
+    # The grid covers c's columns (as the wrapper launches it): the launcher then keeps
+    # grid_dim.x * BN within i32, so no column index block_idx.x * BN + col can wrap.
+    assert grid_dim.x * BN >= c.shape[1], "the grid covers c's columns"
     tile_a = shared_array(f32, (BM, BK))
     tile_b = shared_array(f32, (BK, BN))
     tx = thread_idx.x
