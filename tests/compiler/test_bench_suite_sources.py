@@ -130,7 +130,14 @@ def test_unchecked_gallery_sgemm_compiles_without_bounds_checks(suite):
     assert source.count("bounds_check=False") == 1
     (kernel,) = transpile_module(source, "sgemm_register_tiled_unchecked.py",
                                  "sgemm_register_tiled_unchecked").kernels
-    (with_checks,) = transpile_module(checked, "sgemm_register_tiled.py",
+    # The example proves every index from its shape contract; without the contract its loads
+    # are checked (the control that the search below would see checks).
+    contract = '    assert grid_dim.x * BN >= c.shape[1], "the grid covers c\'s columns"\n'
+    assert contract in checked
+    (proven,) = transpile_module(checked, "sgemm_register_tiled.py",
+                                 "sgemm_register_tiled").kernels
+    assert not any("gn_chk32(" in v.cuda for v in proven.variants)
+    (with_checks,) = transpile_module(checked.replace(contract, ""), "sgemm_register_tiled.py",
                                       "sgemm_register_tiled").kernels
     assert any("gn_chk32(" in v.cuda for v in with_checks.variants)
     for variant in kernel.variants:
