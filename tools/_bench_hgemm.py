@@ -175,6 +175,116 @@ the input type) and ``gemm_bias_gelu_f16`` (C = gelu_tanh(A @ B + bias)); argume
 HGEMM_CUDA_KERNELS = ("hgemm_tc_f16", "hgemm_tc_bf16", "gemm_bias_gelu_f16")
 
 
+# examples/tensor_core/sgemm_tf32.py, hand-written with inline PTX: 128 threads (4 warps, 2 x 2,
+# each a 64 x 64 sub-tile as 4 x 8 m16n8k8 accumulators) compute a 128 x 128 tile of C.  K is
+# walked in 8-deep slices through a 4-stage ring of shared slices of A (128 x 8, rows padded to
+# 12 floats) and B (8 x 128, rows padded to 136) filled by 16-byte cp.async copies three slices
+# ahead.  Each slice: every lane loads its A fragments (rows g, g + 8 at columns t, t + 4) and B
+# fragments (column g at rows t, t + 4) element by element, rounds them with cvt.rna.tf32.f32,
+# and issues 32 mma.sync.  M and N multiples of 128, K of 8.
+SGEMM_TF32_CUDA = r"""
+constexpr int BM = 128, BN = 128, BK = 8, STAGES = 4, WM = 64, WN = 64, WARPS_N = BN / WN;
+constexpr int THREADS = (BM / WM) * WARPS_N * 32, MI = WM / 16, NJ = WN / 8;
+constexpr int A_ROW = BK + 4, B_ROW = BN + 8;
+constexpr int A_CHUNKS = BM * BK / 4 / THREADS, B_CHUNKS = BK * BN / 4 / THREADS;
+
+__device__ __forceinline__ void cp_async16(void* dst, const void* src) {
+    const unsigned d = (unsigned)__cvta_generic_to_shared(dst);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(d), "l"(src) : "memory");
+}
+__device__ __forceinline__ unsigned tf32(float x) {
+    unsigned r;
+    asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
+    return r;
+}
+
+extern "C" __global__ void __launch_bounds__(THREADS) sgemm_tf32(
+        const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C,
+        int M, int K, int N) {
+    __shared__ __align__(16) float tile_a[STAGES][BM][A_ROW];
+    __shared__ __align__(16) float tile_b[STAGES][BK][B_ROW];
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, t = lane & 3;
+    const int warp_row = (warp / WARPS_N) * WM, warp_col = (warp % WARPS_N) * WN;
+    const int block_row = blockIdx.y * BM, block_col = blockIdx.x * BN;
+    const int ktiles = K / BK;
+    float acc[MI][NJ][4];
+    unsigned frag_a[MI][4], frag_b[NJ][2];
+#pragma unroll
+    for (int i = 0; i < MI; ++i)
+#pragma unroll
+        for (int j = 0; j < NJ; ++j)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.0f;
+    auto load = [&](int stage, int kt) {
+#pragma unroll
+        for (int q = 0; q < A_CHUNKS; ++q) {
+            const int ca = tid + q * THREADS, ra = ca / 2, ka = ca % 2;
+            cp_async16(&tile_a[stage][ra][ka * 4],
+                       A + (long long)(block_row + ra) * K + kt * BK + ka * 4);
+        }
+#pragma unroll
+        for (int q = 0; q < B_CHUNKS; ++q) {
+            const int cb = tid + q * THREADS, rb = cb / 32, nb = cb % 32;
+            cp_async16(&tile_b[stage][rb][nb * 4],
+                       B + (long long)(kt * BK + rb) * N + block_col + nb * 4);
+        }
+    };
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; ++s) {
+        if (s < ktiles) load(s, s);
+        asm volatile("cp.async.commit_group;" ::: "memory");
+    }
+    for (int kt = 0; kt < ktiles; ++kt) {
+        asm volatile("cp.async.wait_group %0;" :: "n"(STAGES - 2) : "memory");
+        __syncthreads();
+        const int nxt = kt + STAGES - 1;
+        if (nxt < ktiles) load(nxt % STAGES, nxt);
+        asm volatile("cp.async.commit_group;" ::: "memory");
+        const int st = kt % STAGES;
+#pragma unroll
+        for (int i = 0; i < MI; ++i) {
+            const int r = warp_row + i * 16 + g;
+            frag_a[i][0] = tf32(tile_a[st][r][t]);
+            frag_a[i][1] = tf32(tile_a[st][r + 8][t]);
+            frag_a[i][2] = tf32(tile_a[st][r][t + 4]);
+            frag_a[i][3] = tf32(tile_a[st][r + 8][t + 4]);
+        }
+#pragma unroll
+        for (int j = 0; j < NJ; ++j) {
+            const int col = warp_col + j * 8 + g;
+            frag_b[j][0] = tf32(tile_b[st][t][col]);
+            frag_b[j][1] = tf32(tile_b[st][t + 4][col]);
+        }
+#pragma unroll
+        for (int i = 0; i < MI; ++i)
+#pragma unroll
+            for (int j = 0; j < NJ; ++j) {
+                float* c = acc[i][j];
+                asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
+                    "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+                    : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                    : "r"(frag_a[i][0]), "r"(frag_a[i][1]), "r"(frag_a[i][2]),
+                      "r"(frag_a[i][3]), "r"(frag_b[j][0]), "r"(frag_b[j][1]));
+            }
+    }
+#pragma unroll
+    for (int i = 0; i < MI; ++i)
+#pragma unroll
+        for (int j = 0; j < NJ; ++j) {
+            const int row = block_row + warp_row + i * 16 + g;
+            const int col = block_col + warp_col + j * 8 + 2 * t;
+            float* p = C + (long long)row * N + col;
+            p[0] = acc[i][j][0];
+            p[1] = acc[i][j][1];
+            p[8 * (long long)N] = acc[i][j][2];
+            p[8 * (long long)N + 1] = acc[i][j][3];
+        }
+}
+"""
+"""The hand-written TF32 GEMM ``sgemm_tf32``: arguments ``(A, B, C, M, K, N)`` (f32), grid
+``(N / 128, M / 128)``, 128 threads."""
+
+
 class TensorCoreBenches:
     """The tensor-core rows of tools/bench_suite.py's ``Suite`` (a base class of it)."""
 
@@ -253,6 +363,44 @@ class TensorCoreBenches:
     def bgemm_tc(self):
         self.tc_rows("bgemm_tc", self.torch.bfloat16, "hgemm_tc_bf16", 1e-2,
                      "bf16 in, bf16 out")
+
+    def sgemm_tf32(self):
+        import sgemm_tf32 as ex
+
+        torch, cp = self.torch, self.cp
+        bench = "sgemm_tf32"
+        m = 1024 if self.quick else 4096
+        work = 2.0 * m * m * m
+        a, b = self.randn(m, m), self.randn(m, m)
+        ref = a.double() @ b.double()
+        c = torch.full((m, m), float("nan"), device="cuda", dtype=torch.float32)
+        # TF32 rounds each input to 10 fraction bits: about 2**-11 relative per product, so the
+        # Frobenius error against the f64 product of the f32 inputs is ~3e-4; an f32 kernel
+        # (or a wrong fragment) would be at 1e-7 or at 1.
+        measure = self.tc_measure(c, ref.float(), 1e-3)
+        ga, gb, gc = (gn.to_device(t) for t in (a, b, c))
+        ms, ok = measure(lambda: ex.sgemm_tf32(ga, gb, gc))
+        self.add(bench, "gpu_native (tensor_core/sgemm_tf32, fp32 in and out, TF32 mma)", ms,
+                 work, "TFLOP/s", ok)
+        un = self.unchecked("tensor_core/sgemm_tf32")
+        ms, ok = measure(lambda: un.sgemm_tf32(ga, gb, gc))
+        self.add(bench, "gpu_native, bounds_check=False", ms, work, "TFLOP/s", ok)
+        k = self.raw(SGEMM_TF32_CUDA, "sgemm_tf32")
+        ca, cb, cc = cp.asarray(a), cp.asarray(b), cp.asarray(c)
+        args = (ca, cb, cc, np.int32(m), np.int32(m), np.int32(m))
+        ms, ok = measure(lambda: k((m // ex.BN, m // ex.BM), (ex.THREADS,), args))
+        self.add(bench, "CUDA C++, same algorithm and launch (inline PTX)", ms, work, "TFLOP/s",
+                 ok)
+        saved = torch.backends.cuda.matmul.allow_tf32
+        torch.backends.cuda.matmul.allow_tf32 = True
+        try:
+            ms, ok = measure(lambda: torch.matmul(a, b, out=c))
+        finally:
+            torch.backends.cuda.matmul.allow_tf32 = saved
+        self.add(bench, "torch.matmul (cuBLAS, fp32 with allow_tf32)", ms, work, "TFLOP/s", ok)
+        # tl.dot multiplies f32 inputs in TF32 by default (the tutorial's configurations, some
+        # of which need more shared memory in f32 than a block has: the autotuner skips those).
+        self.triton_matmul_row(bench, a, b, c, measure, work)
 
     def gemm_bias_gelu(self):
         import gemm_bias_gelu as ex

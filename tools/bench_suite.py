@@ -14,7 +14,7 @@ cuobjdump is installed, the SASS instruction mix of the GEMMs run (tools/sass_mi
     python tools/bench_suite.py --out DIR [--quick] [--numba-pythonpath PATH] [--docs]
     python tools/bench_suite.py --out DIR --only sgemm_tiled    # one benchmark (or several, a,b)
     python tools/bench_suite.py --out DIR --only sgemm_vectorized
-    python tools/bench_suite.py --out DIR --only hgemm_tc,bgemm_tc,gemm_bias_gelu   # tensor cores
+    python tools/bench_suite.py --out DIR --only hgemm_tc,bgemm_tc,gemm_bias_gelu,sgemm_tf32   # tensor cores
 
 writes ``DIR/bench.json``, ``DIR/bench.md`` (the table) and ``DIR/bench.png`` (the chart); with
 ``--docs`` also ``docs/benchmarks.md``.
@@ -692,7 +692,7 @@ class Suite(TensorCoreBenches):
 
 
 BENCHES = ("vector_add", "block_reduce", "sgemm", "sgemm_tiled", "sgemm_vectorized", "transpose",
-           "stencil", "hgemm_tc", "bgemm_tc", "gemm_bias_gelu")
+           "stencil", "hgemm_tc", "bgemm_tc", "gemm_bias_gelu", "sgemm_tf32")
 """The benchmarks, in run order: each is a method of :class:`Suite`."""
 
 

@@ -305,6 +305,8 @@ PAIRS = {
                      (("T", "bf16"), ("Out", "bf16")), "HGEMM_CUDA", "hgemm_tc_bf16"),
     "gemm_bias_gelu": Pair("tensor_core/gemm_bias_gelu", "gemm_bias_gelu_kernel", (),
                            "HGEMM_CUDA", "gemm_bias_gelu_f16"),
+    "sgemm_tf32": Pair("tensor_core/sgemm_tf32", "sgemm_tf32_kernel", (), "SGEMM_TF32_CUDA",
+                       "sgemm_tf32"),
 }
 COLUMNS = ("gpu_native", "gpu_native, bounds_check=False", "CUDA C++ (hand-written)")
 

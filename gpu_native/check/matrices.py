@@ -3,7 +3,8 @@
 
 A *fragment* is the last axis of a ``local_array``: its element type and extent are the
 fragment's type (an ``f16``/``bf16`` A operand of ``mma.m16n8k16`` holds 8 elements per lane, a B
-operand 4, an ``f32`` accumulator 4), and the indices before it pick one fragment of an array of
+operand 4, an ``f32`` accumulator 4; ``f32`` A and B operands, multiplied as tf32 by
+``mma.m16n8k8``, hold 4 and 2), and the indices before it pick one fragment of an array of
 them.  So fragments need no type of their own: they are registers when every index is a constant
 after unrolling, which the device compiler sees, and the simulator reads them like any local.
 
@@ -24,9 +25,12 @@ from ..lang import registry as R
 from .checker_base import CheckerBase
 from .expressions import WeakConst
 
-# The fragment extents (last axis of the local array) of mma.m16n8k16, by operand.
+# The fragment extents (last axis of the local array) of mma.m16n8k16, by operand; f32 inputs
+# multiply as tf32 in mma.m16n8k8, whose A and B fragments hold half as many elements.
 A_FRAGMENT, B_FRAGMENT, ACC_FRAGMENT = 8, 4, 4
+TF32_A_FRAGMENT, TF32_B_FRAGMENT = 4, 2
 _HALF_TYPES = ("f16", "bf16")
+_MMA_TYPES = ("f16", "bf16", "f32")
 _CP_ASYNC_BYTES = (4, 8, 16)
 
 
@@ -180,12 +184,19 @@ class MatrixChecker(CheckerBase):
         return ir.MatrixOp(call.span, "ldmatrix", (frag, src), (num, trans, align))
 
     def matrix_mma(self, call: S.Call, got: dict) -> ir.Stmt:
-        a = self.fragment(got["a"], got["a_index"], _HALF_TYPES, A_FRAGMENT,
-                          "mma_sync()'s a", call.span)
-        a_elem = a.array.ty.elem
+        # The A fragment's element type picks the shape: f16/bf16 m16n8k16, f32 (as tf32)
+        # m16n8k8; its extent is checked once the type is known.
+        a_base = self._array(got["a"], "mma_sync()'s a")
+        a_elem = a_base.ty.elem
         assert isinstance(a_elem, ir.ScalarType)
-        b = self.fragment(got["b"], got["b_index"], (a_elem.name,), B_FRAGMENT,
-                          "mma_sync()'s b", call.span)
+        if a_elem.name not in _MMA_TYPES:
+            raise self.error(f"mma_sync()'s a must hold f16, bf16 or f32 (tf32) elements, not "
+                             f"{a_elem}", got["a"].span)
+        tf32 = a_elem.name == "f32"
+        a = self.fragment(got["a"], got["a_index"], (a_elem.name,),
+                          TF32_A_FRAGMENT if tf32 else A_FRAGMENT, "mma_sync()'s a", call.span)
+        b = self.fragment(got["b"], got["b_index"], (a_elem.name,),
+                          TF32_B_FRAGMENT if tf32 else B_FRAGMENT, "mma_sync()'s b", call.span)
         acc = self.fragment(got["acc"], got["acc_index"], ("f32",), ACC_FRAGMENT,
                             "mma_sync()'s acc", call.span)
         return ir.MatrixOp(call.span, "mma", (acc, a, b))

@@ -82,9 +82,13 @@ class MatrixEmitter:
         acc, a, b = s.operands
         elem = a.array.ty.elem
         assert isinstance(elem, ir.ScalarType)
+        operands = (f"({self.operand_address(acc)}, {self.operand_address(a)}, "
+                    f"{self.operand_address(b)});")
+        if elem.name == "f32":
+            self.line("gn_mma_m16n8k8_tf32" + operands)
+            return
         bf16 = "true" if elem.name == "bf16" else "false"
-        self.line(f"gn_mma_m16n8k16<{bf16}>({self.operand_address(acc)}, "
-                  f"{self.operand_address(a)}, {self.operand_address(b)});")
+        self.line(f"gn_mma_m16n8k16<{bf16}>" + operands)
 
     def matrix_store_matrix(self, s: ir.MatrixOp) -> None:
         from .cuda import convert

@@ -421,7 +421,8 @@ _add(Entry("unsafe", "gpu_native", "context",
 
 # ---- gpu_native: warp matrix multiply-accumulate and asynchronous copies ---------------------
 # A fragment is the last axis of a local_array: its element type and extent are the fragment's
-# type (f16/bf16 A: 8 elements, B: 4; f32 accumulator: 4, for mma.m16n8k16), and the indices
+# type (f16/bf16 A: 8 elements, B: 4; f32 accumulator: 4, for mma.m16n8k16; f32 A: 4, B: 2 for
+# the tf32 mma.m16n8k8), and the indices
 # before it pick one fragment of an array of them.  See docs/language.md, "Warp matrices".
 
 _FRAG_DOC = ("Lane l = 4g + t holds, of the 16 x 16 A tile, rows g and g + 8 at columns 2t, "
@@ -429,6 +430,11 @@ _FRAG_DOC = ("Lane l = 4g + t holds, of the 16 x 16 A tile, rows g and g + 8 at 
              "g, cols 2t + 8..; 6-7: row g + 8, cols 2t + 8..); of the 16 x 8 B tile, column g "
              "at rows 2t, 2t + 1, 2t + 8, 2t + 9; of the 16 x 8 accumulator, row g at columns "
              "2t, 2t + 1 (elements 0-1) and row g + 8 (elements 2-3), as PTX's mma.m16n8k16.")
+_TF32_DOC = ("With ``f32`` fragments (tf32, ``mma.m16n8k8``): of the 16 x 8 A tile, lane 4g + t "
+             "holds rows g, g + 8, g, g + 8 at columns t, t, t + 4, t + 4 (elements 0-3); of the "
+             "8 x 8 B tile, column g at rows t and t + 4; the accumulator as above.  Each input "
+             "is rounded to tf32 (10 fraction bits, to nearest, ties away from zero: "
+             "``cvt.rna.tf32.f32``) as the product is issued, on the GPU and the simulator.")
 _add(Entry("ldmatrix", "gpu_native", "statement",
            "warp-wide: load `num` (1, 2, 4) 8 x 8 matrices of 16-bit elements from shared "
            "memory into the fragment `frag[frag_index]`; each lane gives `src[src_index]`, the "
@@ -447,16 +453,17 @@ _add(Entry("ldmatrix", "gpu_native", "statement",
                 "both: a column such as ``(chunk ^ (row & 7)) * 8``).  Every lane of the warp "
                 "must execute it."))
 _add(Entry("mma_sync", "gpu_native", "statement",
-           "warp-wide `acc[acc_index] += a[a_index] @ b[b_index]`: one 16 x 8 x 16 "
-           "tensor-core multiply-accumulate (`mma.sync.m16n8k16`, f16 or bf16 inputs, f32 "
-           "accumulator)", _params("acc:array acc_index:int a:array a_index:int b:array "
-                                   "b_index:int"), "None", "matrix_op", "gn_mma_m16n8k16",
-           "mma", since="0.3.0",
-           more="``a`` and ``b`` are ``local_array`` fragments of one type, ``f16`` or "
-                "``bf16``, with last axes of 8 and 4 elements; ``acc`` an ``f32`` one of 4.  "
-                + _FRAG_DOC + "  Products of f16 or bf16 are exact in f32; the simulator sums "
-                "each of them and the accumulator exactly and rounds once, which the tensor "
-                "cores match to within a few f32 ulps.  Every lane of the warp must execute it."))
+           "warp-wide `acc[acc_index] += a[a_index] @ b[b_index]`: one tensor-core "
+           "multiply-accumulate, 16 x 8 x 16 for f16 or bf16 inputs (`mma.sync.m16n8k16`), "
+           "16 x 8 x 8 for f32 inputs multiplied as tf32 (`mma.sync.m16n8k8`); f32 accumulator",
+           _params("acc:array acc_index:int a:array a_index:int b:array b_index:int"), "None",
+           "matrix_op", "gn_mma_m16n8k16", "mma", since="0.3.0",
+           more="``a`` and ``b`` are ``local_array`` fragments of one type: ``f16`` or "
+                "``bf16`` with last axes of 8 and 4 elements, or ``f32`` (tf32) with 4 and 2; "
+                "``acc`` an ``f32`` one of 4.  " + _FRAG_DOC + "  " + _TF32_DOC + "  Products "
+                "of f16, bf16 or tf32 numbers are exact in f32; the simulator sums each of them "
+                "and the accumulator exactly and rounds once, which the tensor cores match to "
+                "within a few f32 ulps.  Every lane of the warp must execute it."))
 _add(Entry("store_matrix", "gpu_native", "statement",
            "warp-wide: store the 16 x 8 accumulator fragment `acc[acc_index]` to the tile of "
            "the 2-D array `dst` whose top-left element is `dst[dst_index]` (converted to "

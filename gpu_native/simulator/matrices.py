@@ -5,8 +5,9 @@
 The lanes of one warp are gathered by their warp slot and lane (as the shuffles of
 :mod:`.warp` are): ``ldmatrix`` hands lane 4g + t the elements PTX names from the rows the lanes
 addressed; ``mma`` builds each warp's 16 x 16 A, 16 x 8 B and 16 x 8 accumulator from the
-fragments in PTX's ``m16n8k16`` layout, computes ``C + A @ B`` in float64 and rounds once to
-f32.  Products of f16 or bf16 numbers are exact in f32 and a sum of 16 of them and C is exact
+fragments in PTX's ``m16n8k16`` layout (16 x 8 A and 8 x 8 B in ``m16n8k8``'s for f32
+fragments, each element first rounded to tf32 as ``cvt.rna.tf32.f32`` rounds it), computes
+``C + A @ B`` in float64 and rounds once to f32.  Products of f16 or bf16 numbers are exact in f32 and a sum of 16 of them and C is exact
 or nearly so in float64, so the simulator's result is the correctly rounded one; the tensor
 cores add in an unspecified order with truncated alignment, so the GPU may differ from it by a
 few f32 ulps of the largest term per ``mma`` (tests compare against float64 with a relative
@@ -35,6 +36,11 @@ _B_ROW = np.stack([2 * _T, 2 * _T + 1, 2 * _T + 8, 2 * _T + 9], axis=1)
 _B_COL = np.stack([_G] * 4, axis=1)
 _C_ROW = np.stack([_G, _G, _G + 8, _G + 8], axis=1)
 _C_COL = np.stack([2 * _T, 2 * _T + 1] * 2, axis=1)
+# mma.m16n8k8 with tf32 inputs: A is 16 x 8, B 8 x 8, the accumulator as above.
+_TF32_A_ROW = np.stack([_G, _G + 8, _G, _G + 8], axis=1)
+_TF32_A_COL = np.stack([_T, _T, _T + 4, _T + 4], axis=1)
+_TF32_B_ROW = np.stack([_T, _T + 4], axis=1)
+_TF32_B_COL = np.stack([_G, _G], axis=1)
 
 
 def _mask(chunk, m) -> np.ndarray:
@@ -46,6 +52,18 @@ def _floats(array, raw: np.ndarray) -> np.ndarray:
     if array.is_bf16:
         return ops.bits_to_bf16(raw).astype(np.float64)
     return raw.astype(np.float64)
+
+
+def tf32(values: np.ndarray) -> np.ndarray:
+    """f32 ``values`` rounded to tf32 as ``cvt.rna.tf32.f32`` does: to the nearest value with 10
+    fraction bits, ties away from zero, the low 13 bits of the f32 word cleared (infinities and
+    NaNs pass unchanged; a value that rounds past the largest finite one becomes infinite)."""
+    bits = np.ascontiguousarray(values, np.float32).view(np.uint32)
+    finite = (bits & 0x7F800000) != 0x7F800000
+    # Adding half a tf32 ulp to the magnitude rounds ties away from zero; a carry out of the
+    # fraction moves into the exponent, which is the correct rounding too.
+    rounded = np.where(finite, (bits + np.uint32(0x1000)) & np.uint32(0xFFFFE000), bits)
+    return rounded.astype(np.uint32).view(np.float32)
 
 
 def _bounds(chunk, operand, m, loc: int):
@@ -97,6 +115,8 @@ def mma(chunk, operands, params, m, loc: int):
         return False
     acc, a, b = acc_op[0], a_op[0], b_op[0]
     live = _mask(chunk, m)
+    if a.info.name == "f32":
+        return _mma_tf32(chunk, (acc, a, b), (coff, aoff, boff), m, live)
     lanes = np.arange(chunk.L)
     av = _floats(a, a.per_lane()[lanes[:, None], aoff[:, None] + np.arange(8)])
     bv = _floats(b, b.per_lane()[lanes[:, None], boff[:, None] + np.arange(4)])
@@ -112,6 +132,33 @@ def mma(chunk, operands, params, m, loc: int):
     cmat = np.zeros((nslots, 16, 8))
     amat[w, _A_ROW[lane], _A_COL[lane]] = av
     bmat[w, _B_ROW[lane], _B_COL[lane]] = bv
+    cmat[w[live], _C_ROW[lane[live]], _C_COL[lane[live]]] = cv[live]
+    d = (cmat + amat @ bmat).astype(np.float32)
+    out = d[w, _C_ROW[lane], _C_COL[lane]]
+    rows = np.flatnonzero(live)
+    cper[rows[:, None], ccols[rows]] = out[rows]
+    return m
+
+
+def _mma_tf32(chunk, arrays, offsets, m, live: np.ndarray):
+    """``mma.m16n8k8`` of f32 fragments rounded to tf32: products of tf32 numbers (11-bit
+    significands) are exact in float64, as is their sum with C to within its rounding."""
+    (acc, a, b), (coff, aoff, boff) = arrays, offsets
+    lanes = np.arange(chunk.L)
+    av = tf32(a.per_lane()[lanes[:, None], aoff[:, None] + np.arange(4)]).astype(np.float64)
+    bv = tf32(b.per_lane()[lanes[:, None], boff[:, None] + np.arange(2)]).astype(np.float64)
+    cper = acc.per_lane()
+    ccols = coff[:, None] + np.arange(4)
+    cv = cper[lanes[:, None], ccols].astype(np.float64)
+    av[~live] = 0
+    bv[~live] = 0
+    wslot, lane, nslots = _slots(chunk)
+    w = wslot[:, None]
+    amat = np.zeros((nslots, 16, 8))
+    bmat = np.zeros((nslots, 8, 8))
+    cmat = np.zeros((nslots, 16, 8))
+    amat[w, _TF32_A_ROW[lane], _TF32_A_COL[lane]] = av
+    bmat[w, _TF32_B_ROW[lane], _TF32_B_COL[lane]] = bv
     cmat[w[live], _C_ROW[lane[live]], _C_COL[lane[live]]] = cv[live]
     d = (cmat + amat @ bmat).astype(np.float32)
     out = d[w, _C_ROW[lane], _C_COL[lane]]

@@ -258,6 +258,22 @@ def test_hand_written_tensor_core_gemm_compiles_cleanly(suite, arch, symbol):
     assert symbol.encode() in image.image
 
 
+@pytest.mark.parametrize("arch", [pytest.param("sm_80", marks=pytest.mark.slow), "sm_90"])
+def test_hand_written_tf32_gemm_compiles_cleanly(suite, arch):
+    import _bench_hgemm
+    import sgemm_tf32 as ex
+
+    source = _bench_hgemm.SGEMM_TF32_CUDA
+    # The same tiling and padding as the example it is compared against.
+    assert (f"BM = {ex.BM}, BN = {ex.BN}, BK = {ex.BK}, STAGES = {ex.STAGES}, WM = {ex.WM}, "
+            f"WN = {ex.WN},") in source
+    assert "A_ROW = BK + 4, B_ROW = BN + 8;" in source
+    assert (ex.A_ROW, ex.B_ROW) == (ex.BK + 4, ex.BN + 8)
+    image = compile_request(BuildRequest(source=source, symbol="sgemm_tf32", arch=arch))
+    assert image.kind == "cubin" and image.image[:4] == b"\x7fELF"
+    assert image.log.strip("\x00").strip() == ""
+
+
 def test_unchecked_hgemm_tc_has_no_checks_and_computes_the_product(suite):
     from gpu_native.runtime.backend import use
 

@@ -27,6 +27,7 @@ FILES = sorted([*(ROOT / "examples").glob("*.py"),
                 HELPERS / "kernels_complex.py",
                 HELPERS / "kernels_unroll.py",
                 HELPERS / "kernels_structs.py",
+                HELPERS / "kernels_tf32.py",
                 *(ROOT / "tools").glob("_bench*.py")])
 
 

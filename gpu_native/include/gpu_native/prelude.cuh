@@ -757,6 +757,20 @@ __device__ __forceinline__ void gn_mma_m16n8k16(float* c, const void* a, const v
             : "r"(A[0]), "r"(A[1]), "r"(A[2]), "r"(A[3]), "r"(B[0]), "r"(B[1]));
 }
 
+/* acc += a @ b: one m16n8k8 tensor-core product of f32 inputs rounded to tf32 (to nearest, ties
+   away from zero: cvt.rna), f32 accumulator. */
+__device__ __forceinline__ void gn_mma_m16n8k8_tf32(float* c, const float* a, const float* b) {
+    unsigned A[4], B[2];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(A[i]) : "f"(a[i]));
+#pragma unroll
+    for (int i = 0; i < 2; ++i) asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(B[i]) : "f"(b[i]));
+    asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
+        "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(A[0]), "r"(A[1]), "r"(A[2]), "r"(A[3]), "r"(B[0]), "r"(B[1]));
+}
+
 /* cp.async of N bytes global -> shared (16 bytes bypass L1: .cg), and its groups. */
 template <int N>
 __device__ __forceinline__ void gn_cp_async(void* dst, const void* src) {
