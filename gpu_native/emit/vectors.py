@@ -55,7 +55,8 @@ class VectorEmitter:
 
     def emit_VecCall(self, e: ir.VecCall) -> str:
         args = [self.expr(a) for a in e.args]
-        if e.name == "splat" and e.ty.info.name in HALF_VECTORS:
+        if e.name == "splat" and isinstance(e.ty, ir.VectorType) and (
+                e.ty.info.name in HALF_VECTORS):
             return f"gn_psplat({args[0]})"  # __half2half2, __bfloat162bfloat162
         if e.name in ("convert", "splat"):
             # Each component converted (or the scalar repeated) once the argument is evaluated.
