@@ -540,7 +540,7 @@ for _vinfo in VECTORS.values():
                f"{', '.join(_vinfo.components)})`, `{_vinfo.name}(s)` (every component s), "
                f"`{_vinfo.name}()` (zero), `{_vinfo.name}(v)` (converts another {_vinfo.n}-vector)",
                _params("*args"), _vinfo.name, "call_vector_make", _vinfo.c_name, value=_vinfo,
-               since="0.2.0",
+               since="0.3.0" if _vinfo.elem.name in ("f16", "bf16") else "0.2.0",
                more="Arithmetic ``+ - * /`` is elementwise between two vectors of one type, and "
                     "with a scalar operand broadcast to every component (a scalar must promote "
                     "to the element type: ``vec3f * f64`` is refused); unary ``-``; components "
