@@ -105,3 +105,11 @@ def axpy_half2(a: f16, x: CUDASlice[vec2h], y: CUDASliceMut[vec2h]):
     i = FlatLayout1D.uid()
     if i < len(y):
         y[i] = fma(vec2h(a), x[i], y[i])
+
+
+@gpu_kernel(Kernel1D)
+def scale_vec2bf(a: CUDASlice[vec2bf], p: vec2bf, out: CUDASliceMut[vec2bf]):
+    """A vec2bf parameter by value (its slots hold bf16 bits, packed by the checked path)."""
+    i = FlatLayout1D.uid()
+    if i < len(a):
+        out[i] = a[i] * p

@@ -348,3 +348,12 @@ def test_the_docs_snippet_runs(tmp_path, monkeypatch, capsys):
     with use("sim"):
         importlib.import_module("half2_doc_snippet")
     assert capsys.readouterr().out.splitlines()[-1] == "ok"
+
+
+def test_a_vec2bf_parameter(backend, kh):
+    a = np.array([[1.0, 2.0], [-3.0, 0.5]], np.float32)
+    out = gn.empty(2, gn.vec2bf)
+    for p in (gn.vec2bf(1.01, -2.0), (1.01, -2.0)):  # 1.01 rounds to bf16 1.0078125
+        run(kh.scale_vec2bf, 2, gn.to_device(a, dtype=gn.vec2bf), p, out)
+        got = np.asarray(out.to_host(), np.float64)
+        assert got.tolist() == [[1.0078125, -4.0], [_bf16_round(-3 * 1.0078125)[()], -1.0]]
