@@ -54,6 +54,7 @@ from .lang.intrinsics import cross as cross
 from .lang.intrinsics import ctz as ctz
 from .lang.intrinsics import dot as dot
 from .lang.intrinsics import ffs as ffs
+from .lang.intrinsics import fma as fma
 from .lang.intrinsics import funnelshift_l as funnelshift_l
 from .lang.intrinsics import funnelshift_lc as funnelshift_lc
 from .lang.intrinsics import funnelshift_r as funnelshift_r
@@ -63,6 +64,7 @@ from .lang.intrinsics import lane_id as lane_id
 from .lang.intrinsics import ldmatrix as ldmatrix
 from .lang.intrinsics import length as length
 from .lang.intrinsics import length_sq as length_sq
+from .lang.intrinsics import load_vec2 as load_vec2
 from .lang.intrinsics import load_vec4 as load_vec4
 from .lang.intrinsics import local_array as local_array
 from .lang.intrinsics import match_all as match_all
@@ -132,8 +134,10 @@ from .lang.types import u8 as u8
 from .lang.types import u16 as u16
 from .lang.types import u32 as u32
 from .lang.types import u64 as u64
+from .lang.types import vec2bf as vec2bf
 from .lang.types import vec2d as vec2d
 from .lang.types import vec2f as vec2f
+from .lang.types import vec2h as vec2h
 from .lang.types import vec2i as vec2i
 from .lang.types import vec3d as vec3d
 from .lang.types import vec3f as vec3f
@@ -241,6 +245,7 @@ __all__ = [
     "f32",
     "f64",
     "ffs",
+    "fma",
     "from_dlpack",
     "funnelshift_l",
     "funnelshift_lc",
@@ -259,6 +264,7 @@ __all__ = [
     "ldmatrix",
     "length",
     "length_sq",
+    "load_vec2",
     "load_vec4",
     "local_array",
     "match_all",
@@ -291,8 +297,10 @@ __all__ = [
     "u64",
     "unroll",
     "unsafe",
+    "vec2bf",
     "vec2d",
     "vec2f",
+    "vec2h",
     "vec2i",
     "vec3d",
     "vec3f",

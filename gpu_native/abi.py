@@ -58,6 +58,7 @@ FLOAT_MAX = {"f16": 65504.0, "bf16": 2.0**128 - 2.0**120, "f32": 2.0**128 - 2.0*
 COMPLEX_SLOTS = {"complex64": ("f32", 2), "complex128": ("f64", 2)}
 VECTOR_SLOTS = {f"vec{n}{suffix}": (elem, n) for elem, suffix in (("f32", "f"), ("f64", "d"),
                                                                  ("i32", "i")) for n in (2, 3, 4)}
+VECTOR_SLOTS.update({"vec2h": ("f16", 2), "vec2bf": ("bf16", 2)})
 POINTER_FORMAT = "Q"
 EXTENT_FORMAT = "q"
 SLOT_SIZE = 8

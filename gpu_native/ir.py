@@ -197,6 +197,8 @@ I64 = scalar("i64")
 U32 = scalar("u32")
 U64 = scalar("u64")
 F32 = scalar("f32")
+F16 = scalar("f16")
+BF16 = scalar("bf16")
 F64 = scalar("f64")
 
 

@@ -15,6 +15,7 @@ cuobjdump is installed, the SASS instruction mix of the GEMMs run (tools/sass_mi
     python tools/bench_suite.py --out DIR --only sgemm_tiled    # one benchmark (or several, a,b)
     python tools/bench_suite.py --out DIR --only sgemm_vectorized
     python tools/bench_suite.py --out DIR --only hgemm_tc,bgemm_tc,gemm_bias_gelu,sgemm_tf32   # tensor cores
+    python tools/bench_suite.py --out DIR --only horner_half2     # vec2h against scalar f16
 
 writes ``DIR/bench.json``, ``DIR/bench.md`` (the table) and ``DIR/bench.png`` (the chart); with
 ``--docs`` also ``docs/benchmarks.md``.
@@ -43,6 +44,7 @@ sys.path.insert(0, str(ROOT / "examples" / "gallery"))
 sys.path.insert(0, str(ROOT / "examples" / "tensor_core"))
 sys.path.insert(0, str(ROOT / "tools"))
 
+from _bench_half2 import Half2Benches  # noqa: E402
 from _bench_hgemm import TensorCoreBenches  # noqa: E402
 
 import gpu_native as gn  # noqa: E402
@@ -241,7 +243,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 2) sgemm_vectorized(
 """
 
 
-class Suite(TensorCoreBenches):
+class Suite(TensorCoreBenches, Half2Benches):
     def __init__(self, quick: bool):
         import cupy as cp
         import torch
@@ -692,7 +694,7 @@ class Suite(TensorCoreBenches):
 
 
 BENCHES = ("vector_add", "block_reduce", "sgemm", "sgemm_tiled", "sgemm_vectorized", "transpose",
-           "stencil", "hgemm_tc", "bgemm_tc", "gemm_bias_gelu", "sgemm_tf32")
+           "stencil", "hgemm_tc", "bgemm_tc", "gemm_bias_gelu", "sgemm_tf32", "horner_half2")
 """The benchmarks, in run order: each is a method of :class:`Suite`."""
 
 

@@ -175,8 +175,8 @@ class BoundsProofs:
             self.pending.add(Less(k, self.bound_key(base, axis, idx)))
         return tuple(checks)
 
-    def vector_checks(self, base: ir.ArrayRef, indices, width: int, span: SourceSpan
-                      ) -> tuple[tuple[int | None, ...], int | None]:
+    def vector_checks(self, base: ir.ArrayRef, indices, width: int, span: SourceSpan,
+                      what: str = "load_vec4()") -> tuple[tuple[int | None, ...], int | None]:
         """The checks of ``load_vec4(base, *indices)`` (``width`` elements from the last index
         on): each axis's site or ``None``, and the site of the alignment check or ``None``.
 
@@ -212,7 +212,7 @@ class BoundsProofs:
             self.pending.add(NonNegative(k))
             self.pending.add(Less(k, self.bound_key(base, axis, last)))
         aligned = self.aligned(base, indices, width) or self.launch_aligned(
-            base, indices, width, span, "load_vec4()")
+            base, indices, width, span, what)
         align = None if aligned else self.ctx.kernel.new_site("align", span, base.var.name,
                                                               axis, base.ty.ndim)
         return tuple(checks), align

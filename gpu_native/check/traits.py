@@ -93,13 +93,16 @@ def uses_half(node) -> bool:
         seen.add(id(x))
         if isinstance(x, ir.ScalarType):
             return x.info.name in ("f16", "bf16")
+        if isinstance(x, ir.VectorType):  # vec2h, vec2bf
+            return x.info.elem.name in ("f16", "bf16")
         if isinstance(x, (ir.ArrayType,)):
             return walk(x.elem)
         if isinstance(x, ir.TupleType):
             return walk(x.elems)
-        if isinstance(x, ir.StructType):  # a field of f16
-            return any(f.info.name == "f16" or (isinstance(f.info, StructInfo) and walk(
-                ir.StructType(f.info))) for f in x.info.fields)
+        if isinstance(x, ir.StructType):  # a field of f16, bf16, vec2h or vec2bf
+            return any(getattr(f.info, "elem", f.info).name in ("f16", "bf16") or (
+                isinstance(f.info, StructInfo) and walk(ir.StructType(f.info)))
+                for f in x.info.fields)
         if isinstance(x, (tuple, list)):
             return any(walk(i) for i in x)
         if isinstance(x, (ir.Expr, ir.Stmt, ir.Var, ir.SharedDecl, ir.LocalArrayDecl)):

@@ -10,6 +10,10 @@ The rules, as a Warp or NumPy user expects them:
   or silently widened); ``/`` on integer vectors is refused as it is for integers.
 * Vectors of different types never mix: ``vec3f + vec3d`` and ``vec3f + vec3i`` are refused;
   ``vec3f(v)`` converts (component by component, as the scalar casts do).
+* The packed pairs ``vec2h`` and ``vec2bf`` (CUDA's ``__half2``, ``__nv_bfloat162``) take
+  ``+ - * /``, unary ``-``, ``fma(a, b, c)`` and ``min``/``max``; the sums of lanes (``dot``,
+  ``length`` ...) are refused, since they would round in 16 bits: convert to ``vec2f`` first.
+  A scalar operand must be of the element type (or a literal): ``vec2h * f32`` is refused.
 * A vector operand that must be used several times is evaluated once (the broadcast scalar too):
   the emitters compute each operand into a value before taking its components.
 """
@@ -20,6 +24,7 @@ from .. import ir
 from ..errors import SourceSpan
 from ..frontend import syntax as S
 from ..lang import registry as R
+from ..lang.types import HALF_VECTORS
 from . import promote as P
 from .checker_base import CheckerBase
 from .expressions import WeakConst
@@ -171,6 +176,14 @@ class VectorChecker(CheckerBase):
             if a.ty != ty:
                 raise self.error(f"{name}() needs two vectors of one type, not {ty} and {a.ty}",
                                  e.span)
+        packed = ty.info.name in HALF_VECTORS
+        if name == "fma" and not packed:
+            raise self.error(f"fma() takes packed 16-bit pairs (vec2h, vec2bf), not {ty}", e.span,
+                             "use math.fma on the components")
+        if name != "fma" and packed:
+            raise self.error(f"{name}() does not take the packed {ty}: it computes + - * fma "
+                             "lane by lane, and a sum of its lanes rounds in 16 bits", e.span,
+                             "convert it to f32 first, e.g. vec2f(v)")
         if name == "cross" and ty.n != 3:
             raise self.error(f"cross() takes 3-vectors, not {ty}", e.span)
         if name in _FLOAT_ONLY and not ty.elem.info.is_float:
@@ -220,9 +233,10 @@ class VectorChecker(CheckerBase):
             raise self.error(f"{name}()'s x must be an array, not {base.ty}", e.args[0].span)
         elem = base.ty.elem
         ty = ir.vector_of(elem, width) if isinstance(elem, ir.ScalarType) else None
-        if ty is None or elem not in (ir.F32, ir.I32):
-            raise self.error(f"{name}() reads arrays of f32 or i32, not of {elem}", e.span,
-                             "index an array of vectors directly: v[i]")
+        takes = (ir.F32, ir.I32) if width == 4 else (ir.F16, ir.BF16)
+        if ty is None or elem not in takes:
+            raise self.error(f"{name}() reads arrays of {' or '.join(map(str, takes))}, not of "
+                             f"{elem}", e.span, "index an array of vectors directly: v[i]")
         if base.ty.space not in ("global", "shared"):
             raise self.error(f"{name}() reads global or shared arrays, not a {base.ty.space} "
                              "array", e.span, "index the per-thread array element by element")
@@ -238,7 +252,7 @@ class VectorChecker(CheckerBase):
                 "writing one of them", e.span,
                 "read it from a read-only parameter (CUDASlice), or use `with unsafe():`")
         indices = self.indices(base, tuple(e.args[1:]), e.span)
-        checks, align = self.bounds.vector_checks(base, indices, width, e.span)
+        checks, align = self.bounds.vector_checks(base, indices, width, e.span, f"{name}()")
         self.unique.note_load(base, indices, e.span, self.unsafe_depth > 0)
         self.traits.note_vector_load()
         return ir.Load(e.span, ty, base, indices, checks, width, align)

@@ -93,7 +93,8 @@ def _scalar_test(p: Param, generic: bool, r: str) -> tuple[tuple[str, ...], str 
         # which refuses the first and passes the others.
         limit = abi.FLOAT_OVERFLOW[p.dtype]
         return (f"{name}.__class__ is {r}float", f"-{limit!r} < {name} < {limit!r}"), "float"
-    if (p.dtype in abi.VECTOR_SLOTS or p.dtype in abi.COMPLEX_SLOTS) and not generic:
+    if (p.dtype in abi.VECTOR_SLOTS or p.dtype in abi.COMPLEX_SLOTS) and not generic and (
+            p.dtype != "vec2bf"):  # a bf16 slot holds bits, which the slow path makes
         # A vector (complex number) of the parameter's own class holds its components (parts)
         # converted already.
         return (f"{name}.__class__ is {r}{p.dtype}",), p.dtype

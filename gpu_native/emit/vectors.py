@@ -13,6 +13,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .. import ir
+from ..lang.types import HALF_VECTORS
+
+_PACKED_OPS = {"+": "gn_padd", "-": "gn_psub", "*": "gn_pmul", "/": "gn_pdiv"}
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -32,6 +35,11 @@ class VectorEmitter:
         return f"({self.expr(e.value)}).{'xyzw'[e.index]}"
 
     def emit_VecBinOp(self, e: ir.VecBinOp) -> str:
+        if e.ty.info.name in HALF_VECTORS:
+            # The prelude's gn_padd ... on __half2 / __nv_bfloat162, a scalar operand splat.
+            args = ", ".join(self.expr(x) if isinstance(x.ty, ir.VectorType)
+                             else f"gn_psplat({self.expr(x)})" for x in (e.left, e.right))
+            return f"{_PACKED_OPS[e.op]}({args})"
         if e.op in ("*", "/") and e.ty.elem == ir.F32:
             scaled = cuda._scale_by_power_of_two(e)
             if scaled is not None and isinstance(getattr(e, scaled[0]).ty, ir.VectorType):
@@ -41,10 +49,15 @@ class VectorEmitter:
         return f"({self.expr(e.left)} {e.op} {self.expr(e.right)})"
 
     def emit_VecUnary(self, e: ir.VecUnary) -> str:
+        if e.ty.info.name in HALF_VECTORS:
+            return f"gn_pneg({self.expr(e.operand)})"
         return f"(-{self.expr(e.operand)})"
 
     def emit_VecCall(self, e: ir.VecCall) -> str:
         args = [self.expr(a) for a in e.args]
+        if e.name == "splat" and isinstance(e.ty, ir.VectorType) and (
+                e.ty.info.name in HALF_VECTORS):
+            return f"gn_psplat({args[0]})"  # __half2half2, __bfloat162bfloat162
         if e.name in ("convert", "splat"):
             # Each component converted (or the scalar repeated) once the argument is evaluated.
             ty = e.ty
@@ -57,6 +70,8 @@ class VectorEmitter:
                 items = ", ".join("__gn_v" for _ in range(ty.n))
             return (f"([](const {cuda.ctype(src)} __gn_v) {{ return {cuda.ctype(ty)}{{{items}}}; }}"
                     f"({args[0]}))")
+        if e.name == "fma":
+            return f"gn_pfma({', '.join(args)})"
         return f"gn_{e.name}({', '.join(args)})"
 
     def emit_ComplexCall(self, e: ir.ComplexCall) -> str:

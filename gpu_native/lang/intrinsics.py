@@ -39,6 +39,7 @@ __all__ = [
     "ctz",
     "dot",
     "ffs",
+    "fma",
     "funnelshift_l",
     "funnelshift_lc",
     "funnelshift_r",
@@ -48,6 +49,7 @@ __all__ = [
     "ldmatrix",
     "length",
     "length_sq",
+    "load_vec2",
     "load_vec4",
     "local_array",
     "match_all",
@@ -372,6 +374,16 @@ def length_sq(v: Any) -> Any:
 @_intrinsic
 def normalize(v: V) -> V:
     _device_only("normalize()")
+
+
+@_intrinsic
+def fma(a: V, b: V, c: V) -> V:
+    _device_only("fma()")
+
+
+@_intrinsic
+def load_vec2(x: Any, *indices: int) -> Any:
+    _device_only("load_vec2()")
 
 
 @_intrinsic

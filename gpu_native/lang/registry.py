@@ -547,7 +547,7 @@ for _vinfo in VECTORS.values():
                f"{', '.join(_vinfo.components)})`, `{_vinfo.name}(s)` (every component s), "
                f"`{_vinfo.name}()` (zero), `{_vinfo.name}(v)` (converts another {_vinfo.n}-vector)",
                _params("*args"), _vinfo.name, "call_vector_make", _vinfo.c_name, value=_vinfo,
-               since="0.2.0",
+               since="0.3.0" if _vinfo.elem.name in ("f16", "bf16") else "0.2.0",
                more="Arithmetic ``+ - * /`` is elementwise between two vectors of one type, and "
                     "with a scalar operand broadcast to every component (a scalar must promote "
                     "to the element type: ``vec3f * f64`` is refused); unary ``-``; components "
@@ -574,6 +574,21 @@ _add(Entry("load_vec4", "gpu_native", "call",
                 "4 * h``, a loop counter stepping by 4); a global array's (its pointer, the "
                 "row length and ``j``) is checked at run time with the bounds checks.  A "
                 "misaligned or out-of-range load is a ``KernelIndexError``."))
+_add(Entry("load_vec2", "gpu_native", "call",
+           "the two elements `x[..., j]` and `x[..., j + 1]` of an `f16` or `bf16` array (global "
+           "or shared) as one 4-byte load: a `vec2h` or `vec2bf`; `j` must be even",
+           _params("x:array *indices:int"), "vector", "call_load_vec", "gn_vload",
+           "load_vec", value=2, since="0.3.0",
+           more="The bounds and alignment rules are ``load_vec4``'s, with pairs: the address "
+                "must be 4-byte aligned (proven for a shared array with rows of an even length "
+                "and an index visibly even, or for a global one by a shape contract such as "
+                "``assert a.shape[0] % 2 == 0``; checked at run time otherwise)."))
+_add(Entry("fma", "gpu_native", "call",
+           "`a * b + c` of packed 16-bit pairs (`vec2h`, `vec2bf`), each lane rounded once: "
+           "CUDA's `__hfma2`", _params("a:vector b:vector c:vector"), "vector", "call_vector",
+           "__hfma2", "fma", since="0.3.0",
+           more="All three operands are vectors of one packed type; for scalars use "
+                "``math.fma``."))
 for _axis, _attr in enumerate("xyzw"):
     _add(Entry(_attr, "vector", "attribute", f"component {_axis} of a vector (a local's can be "
                "assigned)", value=_axis, since="0.2.0"))

@@ -200,7 +200,7 @@ def field_info(name: str) -> ScalarInfo | VectorInfo:
     """The info of a scalar or vector field type by name (``ValueError`` for any other)."""
     if name in FIELD_SCALARS:
         return SCALARS[name]
-    if name in VECTORS:
+    if name in VECTORS and VECTORS[name].elem.name != "bf16":
         return VECTORS[name]
     raise ValueError(f"{name} is not a struct field type")
 
@@ -242,7 +242,7 @@ def struct_info_of_dtype(dtype: np.dtype) -> StructInfo:
         elif fdt.subdtype is not None:
             base, shape = fdt.subdtype
             info = next((v for v in VECTORS.values() if (v.n,) == shape and
-                         np.dtype(v.elem.numpy) == base), None)
+                         v.elem.name != "bf16" and np.dtype(v.elem.numpy) == base), None)
         else:
             info = next((SCALARS[s] for s in FIELD_SCALARS
                          if np.dtype(SCALARS[s].numpy) == fdt), None)
@@ -295,10 +295,11 @@ def _host_field_info(cls_name: str, name: str, ann: Any) -> Any:
         info = element_info(ann)
     except (TypeError, KeyError):
         info = None
-    if info is None or info.name == "bf16":
+    if info is None or getattr(info, "elem", info).name == "bf16":
+        # bf16 has no NumPy dtype of its own, so no structured dtype holds one.
         raise TypeError(f"field '{name}' of struct {cls_name} has type {ann!r}; a struct field "
                         "is a scalar type (bool_, i8 ... u64, f16, f32, f64), a vector type "
-                        "(vec3f ...) or another @gpu_struct class")
+                        "(vec3f ..., vec2h, not vec2bf) or another @gpu_struct class")
     return info
 
 

@@ -63,8 +63,10 @@ __all__ = [
     "u16",
     "u32",
     "u64",
+    "vec2bf",
     "vec2d",
     "vec2f",
+    "vec2h",
     "vec2i",
     "vec3d",
     "vec3f",
@@ -326,6 +328,12 @@ VECTORS: dict[str, VectorInfo] = {
     f"vec{n}{suffix}": VectorInfo(f"vec{n}{suffix}", SCALARS[elem], n)
     for elem, suffix in _VECTOR_SUFFIX.items() for n in (2, 3, 4)
 }
+# The packed pairs of 16-bit floats, CUDA's __half2 and __nv_bfloat162 (two lanes in one 32-bit
+# register, computed by one f16x2/bf16x2 instruction): pairs only, as the hardware packs them.
+VECTORS["vec2h"] = VectorInfo("vec2h", SCALARS["f16"], 2)
+VECTORS["vec2bf"] = VectorInfo("vec2bf", SCALARS["bf16"], 2)
+HALF_VECTORS = ("vec2h", "vec2bf")
+"""The packed 16-bit pairs among :data:`VECTORS` (``__half2``, ``__nv_bfloat162`` in CUDA)."""
 
 
 class _VectorMeta(type):
@@ -475,6 +483,14 @@ if TYPE_CHECKING:
         x: int
         y: int
 
+    class vec2h(_FloatVector):
+        x: float
+        y: float
+
+    class vec2bf(_FloatVector):
+        x: float
+        y: float
+
     class vec3i(_IntVector):
         x: int
         y: int
@@ -489,10 +505,12 @@ else:
     vec2f, vec3f, vec4f = _vector("vec2f"), _vector("vec3f"), _vector("vec4f")
     vec2d, vec3d, vec4d = _vector("vec2d"), _vector("vec3d"), _vector("vec4d")
     vec2i, vec3i, vec4i = _vector("vec2i"), _vector("vec3i"), _vector("vec4i")
+    vec2h, vec2bf = _vector("vec2h"), _vector("vec2bf")
 
 VECTOR_CLASSES: dict[str, type] = {
     "vec2f": vec2f, "vec3f": vec3f, "vec4f": vec4f, "vec2d": vec2d, "vec3d": vec3d,
-    "vec4d": vec4d, "vec2i": vec2i, "vec3i": vec3i, "vec4i": vec4i,
+    "vec4d": vec4d, "vec2i": vec2i, "vec3i": vec3i, "vec4i": vec4i, "vec2h": vec2h,
+    "vec2bf": vec2bf,
 }
 
 

@@ -469,11 +469,11 @@ class DeviceArray(_ArrayBase):
         else:
             out = self._strided_to_host()
         raise_pending(None)
-        if self._info.name == "bf16":
+        if self.scalar_info.name == "bf16":  # bf16, or vec2bf's (n, 2) lanes
             dtype = bf16_dtype()
             if dtype is not None:
                 return out.view(dtype)
-            return bf16_bits_to_f32(out).reshape(self.shape)
+            return bf16_bits_to_f32(out).reshape(self.host_shape)
         return out
 
     def _strided_to_host(self) -> np.ndarray:

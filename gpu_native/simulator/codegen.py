@@ -742,7 +742,9 @@ class FunctionEmitter:
     def emit_VecBinOp(self, e: ir.VecBinOp, m: str) -> str:
         n = e.ty.n
         left, right = self.operand(e.left, n, m), self.operand(e.right, n, m)
-        return f"({''.join(f'({a} {e.op} {b}), ' for a, b in zip(left, right))})"
+        # bf16 lanes compute in f32 and round once, as scalar bf16 operations do.
+        bf = "_gn_bf" if e.ty.elem.info.name == "bf16" else ""
+        return f"({''.join(f'{bf}({a} {e.op} {b}), ' for a, b in zip(left, right))})"
 
     def emit_VecUnary(self, e: ir.VecUnary, m: str) -> str:
         return f"({''.join(f'(-{x}), ' for x in self.components(e.operand, m))})"

@@ -88,7 +88,7 @@ def where(m, a, b):
 
 def _poison(dtype: np.dtype, info) -> object:
     """What uninitialised shared and local memory holds in the simulator: NaN or 0xCD bytes."""
-    if info.name == "bf16":
+    if _scalar_info(info).name == "bf16":
         return np.uint16(0x7FC0)
     if dtype.kind == "f":
         return dtype.type(math.nan)
@@ -115,7 +115,7 @@ class _Array:
     def _setup(self, name: str, info) -> None:
         self.name = name
         self.info = info
-        self.is_bf16 = info.name == "bf16"
+        self.is_bf16 = _scalar_info(info).name == "bf16"  # bf16 or vec2bf: memory holds bits
         self.width = info.n if info.kind in ("vector", "complex") else 0
         self.is_struct = info.kind == "struct"
         if self.is_struct:
@@ -575,6 +575,8 @@ class Chunk:
         if array.is_struct:  # a struct: the tuple of its fields
             return structs.to_value(v, array.info), m
         if array.width:  # a vector: its components (copies: memory may change under them)
+            if array.is_bf16:  # vec2bf: its lanes' bits
+                v = ops.bits_to_bf16(v)
             return (tuple(v[:, k] for k in range(array.width)) if v.ndim == 2
                     else tuple(v[k] for k in range(array.width))), m
         if array.is_bf16:
@@ -632,6 +634,8 @@ class Chunk:
             vec = isinstance(v, np.ndarray) and v.ndim == 1
         elif width:  # a vector: its components side by side, one row per lane
             lanes = [c for c in value if isinstance(c, np.ndarray) and c.ndim == 1]
+            if array.is_bf16:  # vec2bf: its lanes' bits
+                value = tuple(ops.bf16_to_bits(c) for c in value)
             v = np.stack(np.broadcast_arrays(*value), axis=-1) if lanes else np.array(
                 value, dtype=data.dtype)
             vec = v.ndim == 2

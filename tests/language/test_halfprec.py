@@ -142,7 +142,7 @@ def test_the_docs_snippet_runs(tmp_path, monkeypatch, capsys):
     from gpu_native.runtime.backend import use
 
     text = (Path(__file__).parents[2] / "docs" / "language.md").read_text()
-    part = text[text.index("\n### Half precision"):text.index("\n## Statements\n")]
+    part = text[text.index("\n### Half precision"):text.index("\n### Packed pairs")]
     (snippet,) = re.findall(r"```python\n(.*?)```", part, re.S)
     (tmp_path / "half_doc_snippet.py").write_text(snippet)
     monkeypatch.syspath_prepend(str(tmp_path))

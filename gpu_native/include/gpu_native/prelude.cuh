@@ -712,6 +712,39 @@ GN_VEC_CROSS(gn_vec3i)
 #undef GN_C3
 #undef GN_C2
 
+/* ---- packed 16-bit pairs: gn_vec2h (__half2) and gn_vec2bf (__nv_bfloat162) ----------------
+   CUDA's own types (two lanes in one 32-bit register, .x the low half, as NumPy's (n, 2) float16
+   stores them), present where the kernel includes cuda_fp16.h / cuda_bf16.h (it does when it
+   uses a 16-bit type).  + - * are the _rn intrinsics, one f16x2/bf16x2 instruction each that the
+   device compiler does not contract into an FMA (PTX: a .rn add or mul is never fused), so each
+   lane is rounded once as the simulator rounds it; a fused multiply-add is written as one
+   (gn_pfma, __hfma2).  Division is each lane's f32 quotient through gn_fdiv, rounded once, as
+   scalar half division is.  Named functions, not operators: cuda_fp16.hpp already defines the
+   operators of __half2 (as the contractible __hadd2 ...). */
+#define GN_PACKED(V, S, HALF, SPLAT)                                                          \
+    __device__ __forceinline__ V gn_padd(V a, V b) { return __hadd2_rn(a, b); }               \
+    __device__ __forceinline__ V gn_psub(V a, V b) { return __hsub2_rn(a, b); }               \
+    __device__ __forceinline__ V gn_pmul(V a, V b) { return __hmul2_rn(a, b); }               \
+    __device__ __forceinline__ V gn_pfma(V a, V b, V c) { return __hfma2(a, b, c); }          \
+    __device__ __forceinline__ V gn_pneg(V a) { return __hneg2(a); }                          \
+    __device__ __forceinline__ V gn_psplat(S s) { return SPLAT(s); }                          \
+    __device__ __forceinline__ V gn_pdiv(V a, V b) {                                          \
+        return V{__float2##HALF##_rn(gn_fdiv(__##HALF##2float(a.x), __##HALF##2float(b.x))),    \
+                 __float2##HALF##_rn(gn_fdiv(__##HALF##2float(a.y), __##HALF##2float(b.y)))}; } \
+    __device__ __forceinline__ V gn_min(V a, V b) {                                           \
+        return V{gn_min<S>(a.x, b.x), gn_min<S>(a.y, b.y)}; }                                 \
+    __device__ __forceinline__ V gn_max(V a, V b) {                                           \
+        return V{gn_max<S>(a.x, b.x), gn_max<S>(a.y, b.y)}; }
+#if defined(__CUDA_FP16_H__)
+typedef __half2 gn_vec2h;
+GN_PACKED(gn_vec2h, __half, half, __half2half2)
+#endif
+#if defined(__CUDA_BF16_H__)
+typedef __nv_bfloat162 gn_vec2bf;
+GN_PACKED(gn_vec2bf, __nv_bfloat16, bfloat16, __bfloat162bfloat162)
+#endif
+#undef GN_PACKED
+
 /* ---- warp matrices and asynchronous copies (PTX ldmatrix, mma.sync, cp.async) ----
    A fragment is a local array of 16-bit or f32 elements, declared __align__(16) by the emitter
    so that its elements pair into the 32-bit registers PTX names; every index into it is a

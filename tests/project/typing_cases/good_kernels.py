@@ -28,11 +28,14 @@ from gpu_native import (
     MemoryOrder,
     bool_,
     dot,
+    f16,
     f32,
     f64,
+    fma,
     gpu_device,
     gpu_kernel,
     i32,
+    load_vec2,
     local_array,
     normalize,
     philox,
@@ -42,6 +45,8 @@ from gpu_native import (
     thread_idx,
     u32,
     unsafe,
+    vec2f,
+    vec2h,
     vec3f,
 )
 
@@ -103,6 +108,18 @@ def many(a: CUDASlice[f32], out: CUDASliceMut[f32], counts: CUDASliceMut[u32],
         assert_type(j, int)
     with unsafe():
         out[0] = 0.0
+
+
+@gpu_kernel(Kernel1D)
+def pairs(a: CUDASlice[vec2h], x: CUDASlice[f16], s: f16, out: CUDASliceMut[vec2h]):
+    i = FlatLayout1D.uid()
+    v = fma(a[i], vec2h(s), a[i]) * 0.5 - a[i]
+    assert_type(v, vec2h)
+    assert_type(v.y, float)
+    assert_type(vec2f(v), vec2f)
+    # load_vec2, like load_vec4, is Any to checkers: f16 and bf16 arrays both index to float.
+    v += load_vec2(x, 2 * i)
+    out[i] = v
 
 
 @gpu_kernel(Kernel2D)
