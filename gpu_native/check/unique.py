@@ -843,6 +843,13 @@ def _only_its_thread(single: StoreForm, other: StoreForm, required: frozenset[st
     for digit, pin in other.pins.items():
         if value(digit) != pin.value or pin.value is None:
             return False
+    # That thread must run ``other`` too: a condition around it (``if tid < 1:``) that leaves
+    # it out leaves the element to another thread.
+    whole = [(Digit(c), n) for c, n in (other.whole or {}).items()]
+    for digit, n in list(other.ranges.items()) + whole:
+        v = value(digit)
+        if v is not None and n is not None and not n.terms and not 0 <= v < n.const:
+            return False
     for mine, theirs in zip(single.dims, other.dims):
         if digits_of(mine) or any(value(a) is None for m, _ in theirs.terms for a in m):
             return False
