@@ -34,7 +34,7 @@ from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
 import numpy as np
 
-from tools.fuzz import indices
+from tools.fuzz import indices, scaled
 
 CHUNK = 16
 
@@ -183,10 +183,14 @@ def main(argv=None) -> int:
                         help="seconds; no new cases start after it (default 180)")
     parser.add_argument("--out", default="fuzz_races_summary.json", help="JSON summary file")
     parser.add_argument("--replay", type=int, help="run one seed in this process and print it")
+    parser.add_argument("--family", choices=("indices", "scaled"), default="indices",
+                        help="indices: affine indices (default); scaled: shared-array stores "
+                             "scaled by a loop variable (tools/fuzz/scaled.py)")
     args = parser.parse_args(argv)
+    generate = scaled.generated if args.family == "scaled" else indices.generated
 
     if args.replay is not None:
-        source = indices.generated(random.Random(args.replay))
+        source = generate(random.Random(args.replay))
         print(source)
         with tempfile.TemporaryDirectory() as workdir:
             (item,) = run_chunk([(args.replay, source)], args.backend, args.nvrtc, workdir)
@@ -197,7 +201,7 @@ def main(argv=None) -> int:
     seen: set[str] = set()
     cases = []
     for seed in range(args.start, args.start + args.seeds):
-        source = indices.generated(random.Random(seed))
+        source = generate(random.Random(seed))
         if source not in seen:
             seen.add(source)
             cases.append((seed, source))

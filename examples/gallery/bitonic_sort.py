@@ -7,8 +7,10 @@ two elements, ``s[tid]`` and ``s[tid + HALF]``, and at every step of the network
 swaps one pair ``(pos, pos + stride)`` with ``pos = 2 * tid - (tid & (stride - 1))``.
 
 What it exercises: two shared-memory stores per thread through disjoint halves, the
-compare-and-swap of a sorting network (each thread writes the two elements of its own pair), two
-global stores per thread, ``u32`` bit arithmetic, nested ``while`` loops around ``sync_threads()``.
+compare-and-swap of a sorting network (each thread writes the two elements of its own pair:
+``pos`` is ``tid`` with a 0 bit inserted at ``log2(stride)``, and ``pos + stride`` has it set,
+which the checker proves for each power of two ``stride`` takes between two barriers), two global
+stores per thread, ``u32`` bit arithmetic, nested ``while`` loops around ``sync_threads()``.
 """
 
 import numpy as np
@@ -29,7 +31,6 @@ from gpu_native import (
     sync_threads,
     thread_idx,
     u32,
-    unsafe,
 )
 
 HALF = 128           # threads per block
@@ -65,15 +66,10 @@ def bitonic_sort_kernel(keys: CUDASlice2D[u32], sorted_keys: CUDASliceMut2D[u32]
             if (a > b) == ascending:
                 va = s_val[pos]
                 vb = s_val[pos + stride]
-                # unsafe: pos = 2 * tid - (tid & (stride - 1)) is no affine function of tid,
-                #   so the checker cannot tell the threads' pairs apart; race-free because pos is
-                #   tid with a 0 bit inserted at bit log2(stride), so the pairs (pos, pos +
-                #   stride) of one step partition [0, N) among the threads.
-                with unsafe():
-                    s_key[pos] = b
-                    s_key[pos + stride] = a
-                    s_val[pos] = vb
-                    s_val[pos + stride] = va
+                s_key[pos] = b
+                s_key[pos + stride] = a
+                s_val[pos] = vb
+                s_val[pos + stride] = va
             stride //= 2
         size *= 2
     sync_threads()

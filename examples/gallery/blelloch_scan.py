@@ -9,8 +9,10 @@ block's offset.
 
 What it exercises: two global stores per thread (``out[base + tid]`` and
 ``out[base + tid + BLOCK]``), the tree-indexed shared stores of the up- and down-sweep
-(``temp[offset * (2 * tid + 2) - 1]``), a store by one thread (``tid == 0``), a multi-kernel
-pipeline on the host.
+(``temp[offset * (2 * tid + 2) - 1]``, proven per barrier interval with the value ``offset``
+takes there: a scale the whole block shares, and ``ai`` and ``bi`` apart by the parity of
+their cofactors), a store by one thread (``tid == 0``, after the last up-sweep step, which only
+thread 0 runs), a multi-kernel pipeline on the host.
 """
 
 import numpy as np
@@ -31,7 +33,6 @@ from gpu_native import (
     shared_array,
     sync_threads,
     thread_idx,
-    unsafe,
 )
 
 BLOCK = 128              # threads per block
@@ -64,11 +65,7 @@ def block_scan_kernel(x: CUDASlice[i32], out: CUDASliceMut[i32], block_sums: CUD
         if tid < d:
             ai = offset * (2 * tid + 1) - 1
             bi = offset * (2 * tid + 2) - 1
-            # unsafe: bi = offset * (2 * tid + 2) - 1 scales tid by offset, a loop variable the
-            #   checker does not know to be nonzero (only constant factors keep an index
-            #   unique); race-free because offset is the same power of two in every thread.
-            with unsafe():
-                temp[bi] += temp[ai]
+            temp[bi] += temp[ai]
         offset *= 2
         d //= 2
     if tid == 0:
@@ -83,12 +80,8 @@ def block_scan_kernel(x: CUDASlice[i32], out: CUDASliceMut[i32], block_sums: CUD
             ai = offset * (2 * tid + 1) - 1
             bi = offset * (2 * tid + 2) - 1
             t = temp[ai]
-            # unsafe: two owning indices, each scaled by the loop variable offset (as in the
-            #   up-sweep); race-free because ai and bi are tid * 2 * offset plus offset - 1 and
-            #   2 * offset - 1, so no thread's ai is another thread's bi.
-            with unsafe():
-                temp[ai] = temp[bi]
-                temp[bi] += t
+            temp[ai] = temp[bi]
+            temp[bi] += t
         d *= 2
     sync_threads()
     if base + tid < len(out):

@@ -631,7 +631,11 @@ def prove_pair(a: StoreForm, b: StoreForm, required: frozenset[str]) -> PairProo
     thread_digits = {d for d in ranges if d.is_thread and d.coord in required}
     pinned = {d for d in thread_digits if d in equal}
     rules: list[str] = []
-    forced = set(pinned) | {d for d, n in ranges.items() if n is not None and n == const(1)}
+    # A digit is the same in both threads where each store leaves it one known value, and the
+    # two values agree (a range of one in one store says nothing of the other's thread).
+    forced = set(pinned) | {d for d in ranges
+                            if _fixed_value(a, d) is not None
+                            and _fixed_value(a, d) == _fixed_value(b, d)}
     dims = list(zip(a.dims, b.dims))
     progress = True
     while progress:
@@ -663,6 +667,17 @@ def prove_pair(a: StoreForm, b: StoreForm, required: frozenset[str]) -> PairProo
     for d in sorted(pinned, key=repr):
         rules.append(f"one thread by {d.text()}")
     return PairProof(True, ", ".join(dict.fromkeys(rules)))
+
+
+def _fixed_value(f: StoreForm, d: Digit) -> int | None:
+    """The one value the digit ``d`` can have in a thread that runs the store ``f``: 0 where
+    its range there is one value, a pinned constant, else ``None``."""
+    n = f.ranges.get(d) if d in f.ranges else (
+        (f.whole or {}).get(d.coord) if d.is_thread else None)
+    if n is not None and n == const(1):
+        return 0
+    pin = f.pins.get(d)
+    return pin.value if pin is not None else None
 
 
 def _coefficients(p: Poly) -> dict:

@@ -99,6 +99,8 @@ class UniqueWritesPass(CheckPass):
         assert unit.checker is not None
         unit.checker.unique.check_reads()
         unit.checker.unique.check_tickets()
+        assert unit.body is not None
+        unit.checker.unique.check_scaled(unit.body)
 
 
 class NoWrapPass(CheckPass):

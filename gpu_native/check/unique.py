@@ -58,6 +58,7 @@ from .ownership import (
 )
 from .parity import read_parities, store_parities
 from .phases import Phases, Position, entry_value, ordered, ordered_either
+from .strides import ScaledStores, scale_vars
 from .witness import collision
 
 if TYPE_CHECKING:
@@ -189,6 +190,9 @@ class UniqueWrites:
         # changes it otherwise (where, and what), which voids its tickets (:meth:`check_tickets`).
         self.ticket_stores: list[tuple[ir.Atomic, SourceSpan, ir.ArrayRef]] = []
         self.counter_changes: dict[int, tuple[SourceSpan, str]] = {}
+        # R3 for loop variables: shared-array stores scaled by a variable the whole block
+        # shares, proven per barrier interval once the body is known (see :mod:`.strides`).
+        self.scaled = ScaledStores()
 
     # ---- assumptions on scalar parameters --------------------------------------------------
 
@@ -408,17 +412,21 @@ class UniqueWrites:
             kind, owners = self._classic(base, indices, span)
         except TranspileError as classic:
             refused = classic
+        if refused is not None and self._defer_scaled(base, indices, keys, span, form):
+            return "uid", (), _SCALED_PROOF
         if refused is not None:
             # Outside the handler: a refusal of the ownership proof is reported as itself, not
             # as raised "during handling" of the classic rule's.
             proof = self.prove_array(base, span, refused)
             self.check_exact(base, indices, span, form)  # type: ignore[arg-type]
+            self._note_shared(base, indices, keys, span, form)
             kind, owners = "uid", tuple(range(len(indices)))
             if not form.pins:  # type: ignore[union-attr]
                 self.written_keys.setdefault(id(base.var), []).append(keys)
             self.check_narrowed(base, span,
                                 _Checked(form, self.phases.position(), narrowed, span))
             return kind, owners, proof
+        self._note_shared(base, indices, keys, span, form)
         if kind == "uid":
             self.written_keys.setdefault(id(base.var), []).append(keys)
             # The classic rule reasons about exact integers too: `i64(p + u * 4) + j` is unique
@@ -433,6 +441,40 @@ class UniqueWrites:
         self.check_narrowed(base, span, _Checked(form, self.phases.position(),
                                                  narrowed or kind == "single", span))
         return kind, owners, ""
+
+    # ---- stores scaled by a loop variable (hooks of :mod:`.strides`) ------------------------
+
+    def _note_shared(self, base: ir.ArrayRef, indices, keys, span: SourceSpan, form) -> None:
+        """Remember a store of a kernel's shared array, checked by the ordinary rules: a store
+        of the array scaled by a loop variable is proven against it at the end."""
+        if self.is_kernel and base.ty.space == "shared":
+            self.scaled.note(base.var, indices, keys, self.bounds.facts, span,
+                             _index_text(base, span), (), form)
+
+    def _defer_scaled(self, base: ir.ArrayRef, indices, keys, span: SourceSpan, form) -> bool:
+        """A kernel's shared-array store whose index has no form because it reads a local
+        assigned more than once (``offset * (2 * tid + 2) - 1``): leave it to
+        :meth:`check_scaled`, which knows the values the local takes."""
+        if not (self.is_kernel and base.ty.space == "shared" and isinstance(form, str)):
+            return False
+        needs = scale_vars(keys, (), self.is_uniform_var)
+        if not needs:
+            return False
+        facts = tuple(sorted(self.bounds.facts, key=repr))
+        needs = scale_vars(keys, facts, self.is_uniform_var)
+        exact = tuple(index_is_exact(i, self.bounds, self.defs.single_def) for i in indices)
+        rec = self.scaled.note(base.var, indices, keys, facts, span, _index_text(base, span),
+                               exact, None)
+        self.scaled.defer(rec, needs)
+        return True
+
+    def check_scaled(self, body: tuple[ir.Stmt, ...]) -> None:
+        """Once the body is known: prove the stores :meth:`_defer_scaled` left (see
+        :mod:`.strides`)."""
+        required = required_coords(self.ctx.ndim, "shared")
+        self.scaled.check(body, self.forms,
+                          lambda a, b: prove_pair(a, b, required),
+                          self.ctx.kernel.add_launch_check)
 
     def check_narrowed(self, base: ir.ArrayRef, span: SourceSpan, new: _Checked) -> None:
         """Prove a store against the array's earlier stores where either is narrowed to fewer
@@ -599,6 +641,8 @@ class UniqueWrites:
                    owners: tuple[int, ...] = ()) -> str:
         """A store was checked: every store of an array must go through the same owner indices,
         or be proven disjoint from the others (then the rule that did it is returned)."""
+        if self.scaled.is_deferred(indices):
+            return ""  # proven at the end, against every store of the array (:mod:`.strides`)
         if unique == "uid" and base.ty.space != "local":
             # Only the owner positions must agree: a thread may write any element of its own
             # rows (acc[i, 0], acc[i, 1], ...), never through a different row index.
@@ -799,12 +843,23 @@ def _only_its_thread(single: StoreForm, other: StoreForm, required: frozenset[st
     for digit, pin in other.pins.items():
         if value(digit) != pin.value or pin.value is None:
             return False
+    # That thread must run ``other`` too: a condition around it (``if tid < 1:``) that leaves
+    # it out leaves the element to another thread.
+    whole = [(Digit(c), n) for c, n in (other.whole or {}).items()]
+    for digit, n in list(other.ranges.items()) + whole:
+        v = value(digit)
+        if v is not None and n is not None and not n.terms and not 0 <= v < n.const:
+            return False
     for mine, theirs in zip(single.dims, other.dims):
         if digits_of(mine) or any(value(a) is None for m, _ in theirs.terms for a in m):
             return False
         if mine.terms or evaluate(theirs, value) != mine.const:  # type: ignore[arg-type]
             return False
     return True
+
+
+_SCALED_PROOF = ("unique: affine in the thread's index in every barrier interval, with the "
+                 "values the block's loop variables take there (a scale by a loop variable)")
 
 
 def _index_text(base: ir.ArrayRef, span: SourceSpan) -> str:

@@ -1,0 +1,597 @@
+"""Stores into a shared array scaled by a loop variable the whole block shares (rule R3 for loop
+variables).
+
+The tree-indexed stores of a scan or a sorting network scale the thread's index by a value that
+a loop doubles or halves (``temp[offset * (2 * tid + 2) - 1]``, ``s[2 * tid - (tid & (stride -
+1))]``).  The affine forms of :mod:`.ownership` have no atom for such a variable: it is assigned
+more than once, so it is no launch-uniform value, and a product of it with a digit is not
+affine in anything the forms know.  This module proves those stores once the whole kernel body
+is known, from what the block's threads all do.
+
+**The block's trace.**  The kernel body is run once on the *uniform* values alone
+(:class:`Trace`): integer locals whose values every thread of the block computes alike
+(constants and the arithmetic of such values), through ``if``/``while``/``range`` whose
+conditions are such values.  A condition that may differ between threads (``if tid < d:``)
+runs both branches as *divergent* code: a variable one assigns differs between threads after
+it.  Each ``sync_threads()`` on the uniform path begins a new *barrier interval*.  For every
+store into a shared array, the trace records the intervals it runs in and, for each, the
+values of the variables its index and conditions read.  The trace gives up (and every store it
+was to prove is refused) where it cannot follow the block: a barrier under a condition or a
+loop that is not uniform and known, a ``break``/``continue``/``return`` under a thread-dependent
+condition, a call of a device function, too many steps.
+
+**The proof.**  Two threads of a block can write one element at once only in one barrier
+interval.  For every interval in which a store scaled by a traced variable and another store of
+the array (or itself) both run, and every value each may see there, both stores' indices are
+written with those values as constants and proven apart with :func:`.ownership.prove_pair`:
+``offset * (2 * tid + 2) - 1`` with ``offset == 4`` is the affine ``8 * tid + 7``.  A value of
+``0`` for a scale (``offset`` starting at 0, or halved once too often) leaves the index the
+same in every thread, and the proof fails; a ``stride`` that is not a power of two leaves
+``tid & (stride - 1)`` a mask that is no split of ``tid``, and the proof fails.  The values of
+one interval are proven against each other in every combination, so a loop with no barrier in
+it is proven for a thread in one iteration against another thread in any other.
+
+Stores checked by the ordinary rules are not proven again; a store of the array that needs no
+trace is paired with the traced one by its own form (which holds for every value of its loop
+counters).  Writes of the array by anything but a plain store (an atomic, a matrix operation)
+refuse the proof, as does a store inside ``with unsafe():`` (it is not modelled at all, as in
+the ordinary rules).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+from .. import ir
+from ..errors import SourceSpan, TranspileError
+from ..nodes import fields, node, replace
+from ..spec import IndexFits
+from .facts import ConstKey, Key, OpKey, VarKey
+from .ownership import (
+    Forms,
+    PairProof,
+    StoreForm,
+    digit_terms,
+    fits_check,
+    largest_difference,
+)
+
+__all__ = ["ScaledStores", "Trace", "scale_vars", "substitute_keys"]
+
+UNIFORM = "U"  # the same in every thread of the block, value not known
+THREAD = "T"  # may differ between threads
+_MAX_STEPS = 200_000  # statements the trace runs before it gives up
+_MAX_PAIRS = 20_000  # pair proofs one kernel may ask for
+
+
+class _Abort(Exception):
+    """The trace cannot follow the block here: ``reason`` says why."""
+
+    def __init__(self, reason: str, span: SourceSpan | None = None):
+        super().__init__(reason)
+        self.reason = reason
+        self.span = span
+
+
+class _Jump(Exception):
+    def __init__(self, kind: str, level: int):
+        super().__init__(kind)
+        self.kind = kind
+        self.level = level
+
+
+def _wrap(value: int, ty) -> int | str:
+    if not isinstance(ty, ir.ScalarType):
+        return UNIFORM
+    info = ty.info
+    if info.kind == "bool":
+        return int(bool(value))
+    if info.kind not in ("int", "uint"):
+        return UNIFORM
+    value &= (1 << info.bits) - 1
+    if info.kind == "int" and value >= 1 << (info.bits - 1):
+        value -= 1 << info.bits
+    return value
+
+
+def _arith(op: str, a: int, b: int) -> int | None:
+    if op == "+":
+        return a + b
+    if op == "-":
+        return a - b
+    if op == "*":
+        return a * b
+    if op in ("//", "%"):
+        if b == 0:
+            return None
+        return a // b if op == "//" else a % b
+    if op == "&":
+        return a & b
+    if op == "|":
+        return a | b
+    if op == "^":
+        return a ^ b
+    if op == "<<":
+        return a << b if 0 <= b < 64 else None
+    if op == ">>":
+        return a >> b if 0 <= b < 64 else None
+    return None
+
+
+_COMPARE = {"<": int.__lt__, "<=": int.__le__, ">": int.__gt__, ">=": int.__ge__,
+            "==": int.__eq__, "!=": int.__ne__}
+
+
+class Trace:
+    """One run of a kernel body on the values every thread of a block shares (see the module
+    docstring).  ``watch`` maps the ``id`` of a store's index tuple to the variables whose values
+    it needs; after :meth:`run`, ``seen`` maps it to the set of ``(interval, values)`` it ran
+    with, and ``aborted`` is ``None`` or why the trace gave up."""
+
+    def __init__(self, watch: dict[int, tuple[ir.Var, ...]], launch: dict | None = None):
+        self.watch = watch
+        self.launch = launch or {}
+        self.env: dict[int, object] = {}
+        self.interval = 0
+        self.level = 0  # how many thread-dependent conditions hold the statement being run
+        self.steps = 0
+        self.seen: dict[int, set[tuple[int, tuple]]] = {}
+        self.aborted: _Abort | None = None
+
+    def run(self, body: tuple[ir.Stmt, ...]) -> None:
+        try:
+            for n in ir.walk(body):
+                if isinstance(n, ir.Call):
+                    raise _Abort("it calls a device function (which may hold a barrier)",
+                                 n.span)
+            self.block(body)
+        except _Jump as jump:
+            if jump.kind != "return":
+                self.aborted = _Abort(f"a `{jump.kind}` outside any loop the trace follows")
+        except _Abort as abort:
+            self.aborted = abort
+
+    # -- values --
+
+    def value(self, e: ir.Expr) -> object:
+        if isinstance(e, ir.Const):
+            v = e.value
+            return int(v) if isinstance(v, (bool, int)) else UNIFORM
+        if isinstance(e, ir.Local):
+            got = self.env.get(id(e.var))
+            if got is not None:
+                return got
+            return UNIFORM if e.var.is_param else THREAD
+        if isinstance(e, ir.Special):
+            if e.name == "thread_idx":
+                return THREAD
+            if e.name in ("block_dim", "grid_dim"):
+                return self.launch.get((e.name, e.axis), UNIFORM)
+            return UNIFORM  # block_idx: one value in a block
+        if isinstance(e, ir.Shape):
+            return UNIFORM
+        parts: list[object]
+        if isinstance(e, ir.BinOp):
+            parts = [self.value(e.left), self.value(e.right)]
+            done = _combine(parts)
+            if done is not None:
+                return done
+            r = _arith(e.op, *parts)  # type: ignore[arg-type]
+            return UNIFORM if r is None else _wrap(r, e.ty)
+        if isinstance(e, ir.Compare):
+            parts = [self.value(e.left), self.value(e.right)]
+            done = _combine(parts)
+            if done is not None:
+                return done
+            return int(_COMPARE[e.op](*parts))  # type: ignore[arg-type]
+        if isinstance(e, ir.BoolOp):
+            parts = [self.value(v) for v in e.values]
+            done = _combine(parts)
+            if done is not None:
+                return done
+            truth = [bool(p) for p in parts]
+            return int(all(truth) if e.op == "and" else any(truth))
+        if isinstance(e, ir.UnaryOp):
+            inner = self.value(e.operand)
+            if not isinstance(inner, int):
+                return inner
+            if e.op == "not":
+                return int(not inner)
+            return _wrap(-inner if e.op == "-" else ~inner, e.ty)
+        if isinstance(e, ir.Cast):
+            inner = self.value(e.value)
+            return _wrap(inner, e.ty) if isinstance(inner, int) else inner
+        if isinstance(e, ir.Select):
+            parts = [self.value(e.cond), self.value(e.then), self.value(e.orelse)]
+            done = _combine(parts)
+            if done is not None:
+                return done
+            return parts[1] if parts[0] else parts[2]
+        return THREAD  # memory, atomics, random draws, lane ids, uids
+
+    # -- statements --
+
+    def block(self, stmts: tuple[ir.Stmt, ...]) -> None:
+        for s in stmts:
+            self.statement(s)
+
+    def statement(self, s: ir.Stmt) -> None:
+        self.steps += 1
+        if self.steps > _MAX_STEPS:
+            raise _Abort(f"the block runs more than {_MAX_STEPS} statements", s.span)
+        if isinstance(s, ir.Assign):
+            self.env[id(s.var)] = self.value(s.value)
+        elif isinstance(s, ir.Store):
+            wanted = self.watch.get(id(s.indices))
+            if wanted is not None:
+                values = tuple(self.env.get(id(v), UNIFORM if v.is_param else THREAD)
+                               for v in wanted)
+                self.seen.setdefault(id(s.indices), set()).add((self.interval, values))
+        elif isinstance(s, ir.Barrier):
+            if s.scope in ("block", "grid"):
+                if self.level:
+                    raise _Abort("a barrier under a condition that may differ between threads",
+                                 s.span)
+                self.interval += 1
+        elif isinstance(s, ir.If):
+            cond = self.value(s.cond)
+            if isinstance(cond, int):
+                self.block(s.then if cond else s.orelse)
+            else:
+                self.diverge((s.then, s.orelse))
+        elif isinstance(s, ir.While):
+            self.loop_while(s)
+        elif isinstance(s, ir.ForRange):
+            self.loop_range(s)
+        elif isinstance(s, ir.GridStride):
+            self.unknown_loop(s.body, s.var)
+        elif isinstance(s, (ir.Break, ir.Continue, ir.Return)):
+            kind = type(s).__name__.lower()
+            if self.level and kind == "return":
+                raise _Abort("a `return` under a condition that may differ between threads",
+                             s.span)
+            raise _Jump(kind, self.level)
+        elif hasattr(s, "body") or hasattr(s, "then"):
+            raise _Abort(f"a {type(s).__name__} statement", s.span)
+
+    def diverge(self, branches) -> None:
+        """Branches some threads take and others do not: each runs from the values before, and
+        a variable either assigns differs between threads after them."""
+        before = dict(self.env)
+        assigned: set[int] = set()
+        self.level += 1
+        try:
+            for branch in branches:
+                self.env = dict(before)
+                self.block(branch)
+                assigned |= _assigned(branch)
+        finally:
+            self.level -= 1
+        self.env = before
+        for v in assigned:
+            self.env[v] = THREAD
+
+    def loop_while(self, s: ir.While) -> None:
+        if self.level:
+            self.unknown_loop(s.body)
+            return
+        while True:
+            cond = self.value(s.cond)
+            if not isinstance(cond, int):
+                self.unknown_loop(s.body)
+                return
+            if not cond:
+                return
+            if self.iteration(s.body):
+                return
+
+    def loop_range(self, s: ir.ForRange) -> None:
+        start, stop, step = (self.value(e) for e in (s.start, s.stop, s.step))
+        if self.level or not all(isinstance(v, int) for v in (start, stop, step)) or step == 0:
+            self.unknown_loop(s.body, s.var)
+            return
+        v: int = start  # type: ignore[assignment]
+        while (v < stop) if step > 0 else (v > stop):  # type: ignore[operator]
+            self.env[id(s.var)] = v
+            if self.iteration(s.body):
+                break
+            self.steps += 1
+            if self.steps > _MAX_STEPS:
+                raise _Abort(f"the block runs more than {_MAX_STEPS} statements", s.span)
+            v += step  # type: ignore[operator]
+        self.env[id(s.var)] = THREAD
+
+    def iteration(self, body) -> bool:
+        """One iteration of a uniform loop; True when it breaks out."""
+        try:
+            self.block(body)
+        except _Jump as jump:
+            if jump.kind == "return":
+                raise
+            if jump.level != self.level:
+                raise _Abort(f"a `{jump.kind}` under a condition that may differ between "
+                             "threads") from None
+            return jump.kind == "break"
+        return False
+
+    def unknown_loop(self, body, var: ir.Var | None = None) -> None:
+        """A loop whose trip count may differ between threads or is not known: its variables
+        differ between threads; a barrier in it cannot be followed."""
+        for n in ir.walk(body):
+            if isinstance(n, ir.Barrier) and n.scope in ("block", "grid"):
+                raise _Abort("a barrier in a loop whose trip count the trace does not know",
+                             n.span)
+        assigned = _assigned(body) | ({id(var)} if var is not None else set())
+        for v in assigned:
+            self.env[v] = THREAD
+        self.level += 1
+        try:
+            self.block(body)
+        except _Jump as jump:
+            if jump.kind == "return":
+                raise _Abort("a `return` in a loop the trace does not follow") from None
+        finally:
+            self.level -= 1
+        for v in assigned:
+            self.env[v] = THREAD
+
+
+def _combine(parts: list[object]) -> object | None:
+    if any(p == THREAD for p in parts):
+        return THREAD
+    if any(p == UNIFORM for p in parts):
+        return UNIFORM
+    return None
+
+
+def _assigned(body) -> set[int]:
+    return {id(n.var) for n in ir.walk(body) if isinstance(n, (ir.Assign, ir.ForRange,
+                                                               ir.GridStride))}
+
+
+# ---- keys with known values ---------------------------------------------------------------
+
+
+def substitute_keys(x, values: dict[int, int]):
+    """A key or fact with each :class:`~.facts.VarKey` whose variable ``values`` holds (by id)
+    written as that constant, and the integer operations of constants folded."""
+    if isinstance(x, VarKey):
+        v = values.get(id(x.var))
+        return x if v is None else ConstKey(v)
+    if isinstance(x, tuple):
+        return tuple(substitute_keys(i, values) for i in x)
+    if not hasattr(type(x), "__node_fields__"):
+        return x
+    changes = {}
+    for name in fields(x):
+        old = getattr(x, name)
+        if isinstance(old, (Key, tuple)) or hasattr(type(old), "__node_fields__"):
+            new = substitute_keys(old, values)
+            if new is not old:
+                changes[name] = new
+    out = replace(x, **changes) if changes else x
+    if isinstance(out, OpKey):
+        a, b = out.left.integer, out.right.integer
+        if isinstance(out.left, ConstKey) and isinstance(out.right, ConstKey) and \
+                a is not None and b is not None:
+            r = _arith(out.op, a, b)
+            if r is not None:
+                return ConstKey(r)
+        # x & 0 and x % 1 are 0, x // 1 is x: a mask of a stride of 1 keeps nothing.
+        if (out.op == "&" and b == 0 and isinstance(out.right, ConstKey)) or (
+                out.op == "%" and b == 1 and isinstance(out.right, ConstKey)):
+            return ConstKey(0)
+        if out.op == "//" and b == 1 and isinstance(out.right, ConstKey):
+            return out.left
+    return out
+
+
+def _var_keys(x) -> Iterator[ir.Var]:
+    if isinstance(x, VarKey):
+        yield x.var
+    elif isinstance(x, tuple):
+        for i in x:
+            yield from _var_keys(i)
+    elif hasattr(type(x), "__node_fields__"):
+        for name in fields(x):
+            yield from _var_keys(getattr(x, name))
+
+
+def scale_vars(keys, facts, is_uniform: Callable[[ir.Var], bool]) -> tuple[ir.Var, ...]:
+    """The locals (not launch-uniform parameters) a store's index keys and facts read as
+    variables assigned more than once: the values the trace must give it."""
+    found: dict[int, ir.Var] = {}
+    for var in _var_keys((tuple(keys), tuple(facts))):
+        if not is_uniform(var):
+            found.setdefault(id(var), var)
+    return tuple(found.values())
+
+
+# ---- the records and the proof ----------------------------------------------------------------
+
+
+@node(frozen=False, eq=False)
+class _Recorded:
+    """A store into a shared array: what its proof needs, and (``traced``) whether it waits for
+    the trace (its form needs the values of ``needs``)."""
+
+    array: ir.Var
+    indices: tuple
+    keys: tuple
+    facts: tuple
+    span: SourceSpan
+    text: str
+    exact: tuple  # per index: True, "ring" or False (see ownership.index_is_exact)
+    form: object = None  # its form where it needs no trace
+    needs: tuple = ()
+    traced: bool = False
+
+
+class ScaledStores:
+    """The stores of a kernel's shared arrays, for the proofs of the ones scaled by a traced
+    variable (:meth:`defer`), made at the end by :meth:`check`."""
+
+    def __init__(self) -> None:
+        self.stores: list[_Recorded] = []
+        self.deferred: set[int] = set()  # ids of the index tuples of deferred stores
+        self.other_writes: dict[int, SourceSpan] = {}
+
+    def note(self, array: ir.Var, indices, keys, facts, span: SourceSpan, text: str,
+             exact: tuple, form: object) -> _Recorded:
+        rec = _Recorded(array, tuple(indices) if not isinstance(indices, tuple) else indices,
+                        tuple(keys), tuple(facts), span, text, exact, form)
+        self.stores.append(rec)
+        return rec
+
+    def defer(self, rec: _Recorded, needs: tuple[ir.Var, ...]) -> None:
+        rec.traced, rec.needs = True, needs
+        self.deferred.add(id(rec.indices))
+
+    def is_deferred(self, indices) -> bool:
+        return id(indices) in self.deferred
+
+    def check(self, body: tuple[ir.Stmt, ...], forms: Forms,
+              prove: Callable[[StoreForm, StoreForm], PairProof],
+              add_check: Callable[[IndexFits], None]) -> None:
+        """Prove every deferred store against every store of its array that runs in one barrier
+        interval with it (see the module docstring); a TranspileError for the first that fails."""
+        traced = [r for r in self.stores if r.traced]
+        if not traced:
+            return
+        arrays = {id(r.array) for r in traced}
+        for n in ir.walk(body):
+            array = getattr(n, "array", None)
+            if isinstance(array, ir.ArrayRef) and id(array.var) in arrays and not isinstance(
+                    n, (ir.Store, ir.Load)) and not (isinstance(n, ir.Atomic) and n.op == "load"):
+                raise TranspileError(
+                    f"store into '{array.var.name}' scaled by a loop variable: the array is "
+                    f"also written by {type(n).__name__.lower()} here, which the proof of "
+                    "those stores does not model", traced[0].span,
+                    "write the array through plain stores only, or use `with unsafe():`")
+        ours = [r for r in self.stores if id(r.array) in arrays]
+        watch = {id(r.indices): r.needs for r in ours}
+        trace = Trace(watch, _launch_values(body))
+        trace.run(body)
+        if trace.aborted is not None:
+            where = f" (line {trace.aborted.span.line})" if trace.aborted.span else ""
+            rec = traced[0]
+            raise TranspileError(
+                f"store into '{rec.array.name}' through an index scaled by "
+                f"{_names(rec.needs)}, which is not one affine function of the thread: the "
+                f"values it takes in each barrier interval are not known, because of "
+                f"{trace.aborted.reason}{where}", rec.span, _HINT)
+        pairs = 0
+        cache: dict[tuple, StoreForm | str] = {}
+        for a in traced:
+            for b in ours:
+                if b.traced and ours.index(b) < ours.index(a):
+                    continue  # that pair was proven from b's side
+                for va, vb in _meetings(trace.seen.get(id(a.indices), set()),
+                                        trace.seen.get(id(b.indices), set())):
+                    pairs += 1
+                    if pairs > _MAX_PAIRS:
+                        raise TranspileError(
+                            f"store into '{a.array.name}': too many cases ({_MAX_PAIRS}) to "
+                            "prove it apart from the array's other stores", a.span, _HINT)
+                    fa = self.form(a, va, forms, cache, add_check)
+                    fb = self.form(b, vb, forms, cache, add_check)
+                    outcome = prove(fa, fb)
+                    if not outcome.ok:
+                        values = ", ".join(f"{v.name} = {x}" for v, x in zip(a.needs, va))
+                        if b.traced and vb != va:
+                            values += " in one thread and " + ", ".join(
+                                f"{v.name} = {x}" for v, x in zip(b.needs, vb)) + " in the other,"
+                        other = "itself in another thread" if a is b else \
+                            f"the store at line {b.span.line}"
+                        raise TranspileError(
+                            f"store into '{a.array.name}' may meet {other} in one barrier "
+                            f"interval: with {values} {outcome.text}", a.span, _HINT)
+
+    def form(self, rec: _Recorded, values: tuple, forms: Forms, cache: dict,
+             add_check: Callable[[IndexFits], None]) -> StoreForm:
+        if not rec.traced:
+            if not isinstance(rec.form, StoreForm):
+                raise TranspileError(
+                    f"store into '{rec.array.name}' cannot be shown apart from the stores "
+                    f"scaled by a loop variable: its index {rec.form}", rec.span, _HINT)
+            return rec.form
+        got = cache.get((id(rec), values))
+        if got is not None:
+            assert isinstance(got, StoreForm)
+            return got
+        known = {}
+        for var, v in zip(rec.needs, values):
+            if not isinstance(v, int):
+                raise TranspileError(
+                    f"store into '{rec.array.name}' through an index that reads '{var.name}', "
+                    "which may differ between the threads of the block (it is assigned under a "
+                    "condition, in a loop whose trip count is not known, or from a thread's "
+                    "own values), so nothing shows which thread writes which element",
+                    rec.span, _HINT)
+            known[id(var)] = v
+        keys = substitute_keys(rec.keys, known)
+        facts = substitute_keys(rec.facts, known)
+        form = forms.store(keys, facts, "shared", rec.span.line, rec.text)
+        if isinstance(form, str):
+            what = ", ".join(f"{v.name} = {x}" for v, x in zip(rec.needs, values))
+            raise TranspileError(f"store into '{rec.array.name}' with {what}: its index {form}",
+                                 rec.span, _HINT)
+        for position, exact in enumerate(rec.exact):
+            if exact is True:
+                continue
+            tree = largest_difference(digit_terms(form.dims[position], form.ranges)) \
+                if exact == "ring" else None
+            idx = rec.indices[position]
+            check = fits_check(tree, idx.ty, rec.span) if tree is not None else None
+            if tree is None or (check is not None and _constant(tree)):
+                raise TranspileError(
+                    f"store into '{rec.array.name}': its index may wrap around in {idx.ty}, "
+                    "and then two threads could write the same element", idx.span,
+                    "compute the index in i64, or keep the scale small enough")
+            if check is not None:
+                add_check(check)
+        cache[(id(rec), values)] = form
+        return form
+
+
+_HINT = ("a scale must be the same in every thread of the block (assigned outside any "
+         "thread-dependent condition, from constants and launch values) and never 0 where the "
+         "store runs; separate the stores with sync_threads(), or use `with unsafe():` if you "
+         "know the store is race-free")
+
+
+def _names(variables) -> str:
+    return " and ".join(f"'{v.name}'" for v in variables) or "a local"
+
+
+def _constant(tree: tuple) -> bool:
+    if tree[0] == "c":
+        return True
+    if tree[0] == "sp":
+        return False
+    return all(_constant(t) for t in tree[1:3])
+
+
+def _meetings(sa: set, sb: set) -> Iterator[tuple[tuple, tuple]]:
+    """The pairs of values two stores run with in one barrier interval, in a fixed order."""
+    by_interval: dict[int, list[tuple]] = {}
+    for interval, values in sb:
+        by_interval.setdefault(interval, []).append(values)
+    done = set()
+    for interval, va in sorted(sa, key=repr):
+        for vb in sorted(by_interval.get(interval, ()), key=repr):
+            if (va, vb) not in done:
+                done.add((va, vb))
+                yield va, vb
+
+
+def _launch_values(body) -> dict:
+    """``assert block_dim.x == 256`` (checked by the launcher): the launch extents it fixes."""
+    out: dict = {}
+    for s in body:
+        if isinstance(s, ir.Assert) and isinstance(s.cond, ir.Compare) and s.cond.op == "==":
+            for a, b in ((s.cond.left, s.cond.right), (s.cond.right, s.cond.left)):
+                if isinstance(a, ir.Special) and a.name in ("block_dim", "grid_dim") and \
+                        isinstance(b, ir.Const) and isinstance(b.value, int):
+                    out[(a.name, a.axis)] = b.value
+    return out

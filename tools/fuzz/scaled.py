@@ -1,0 +1,55 @@
+"""Kernels for the race fuzzer whose shared-array stores are scaled by a loop variable the block
+shares (rule R3 for loop variables, :mod:`gpu_native.check.strides`): the tree indices of a
+Blelloch scan, a bitonic network's bit insertion, a plain ``scale * tid``; provable forms and
+near misses (a scale that starts at 0 or 3, is halved to 0, steps by -1, is assigned under a
+thread-dependent condition, no barrier in the loop, cofactors of equal parity).  The module
+bodies have the shape :func:`tools.fuzz.indices.generated` gives (a kernel ``k`` writing
+``s = shared_array(i32, SHARED_SIZE)``), so that the same runner checks them."""
+
+from __future__ import annotations
+
+import random
+
+from .indices import SHARED_SIZE
+
+#: Pairs of stores (one or two indices of the scale ``sc``): provable, and near misses.
+SHAPES = [
+    ("sc * tid",),
+    ("sc * (2 * tid + 1) - 1", "sc * (2 * tid + 2) - 1"),
+    ("2 * tid - (tid & (sc - 1))", "2 * tid - (tid & (sc - 1)) + sc"),
+    ("sc * (2 * tid + 2) - 1",),
+    ("sc * (2 * tid + 1)", "sc * (2 * tid + 3)"),  # equal parity: t meets t' + 1
+    ("2 * tid - (tid & (sc - 1))", "2 * tid - (tid & (sc - 1)) + sc - 1"),  # overlaps
+]
+
+
+def generated(r: random.Random) -> str:
+    """One module body defining kernel ``k``, drawn from ``r`` (the same state, the same
+    source)."""
+    b = r.choice([32, 64, 128])
+    trips = r.choice([1, 2, 3, 4])
+    shape = r.choice(SHAPES)
+    direction = r.choice(["up", "up", "down", "shift", "minus"])
+    top = 1 << (trips - 1)
+    start = {"up": 1, "shift": 1, "down": top, "minus": top}[direction]
+    start = r.choice([start, start, start, start, 0, 3, top // 2 if direction == "down" else start])
+    step = {"up": "sc *= 2", "shift": "sc <<= 1", "down": "sc //= 2", "minus": "sc -= 1"}[direction]
+    barrier = r.random() < 0.85
+    limit = r.choice([b, b // 2, "d + 1", None])
+    uniform = r.random() < 0.9
+    lines = ["@gpu_kernel(Kernel1D)", "def k(out: CUDASliceMut[i32]):",
+             f"    assert block_dim.x == {b}", "    tid = thread_idx.x",
+             f"    s = shared_array(i32, {SHARED_SIZE})", f"    sc = {start}"]
+    if not uniform:
+        lines += ["    if tid < 3:", "        sc = 1"]
+    lines += ["    d = 0", f"    while d < {trips}:"]
+    if barrier:
+        lines.append("        sync_threads()")
+    indent = "        "
+    if limit is not None:
+        lines.append(f"        if tid < {limit}:")
+        indent += "    "
+    for n, index in enumerate(shape):
+        lines.append(f"{indent}s[{index}] = tid + {n + 1}")
+    lines += [f"        {step}", "        d += 1"]
+    return "\n".join(lines) + "\n"
