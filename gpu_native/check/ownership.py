@@ -652,10 +652,9 @@ def prove_pair(a: StoreForm, b: StoreForm, required: frozenset[str]) -> PairProo
     ranges: dict = {}
     for f in (a, b):
         for d, n in f.ranges.items():
-            if d in ranges and ranges[d] != n:
-                ranges[d] = n if n is not None and ranges[d] is None else ranges[d]
-            else:
-                ranges.setdefault(d, n)
+            # A digit's value in each thread lies in its own store's range (``if tid < 16:``
+            # narrows one store only): the pair needs the larger of the two.
+            ranges[d] = _wider(ranges[d], n) if d in ranges else n
     from .splits import implied, prepare
     ranges = prepare(ranges)  # a split by a K not shown >= 1 bounds nothing
     thread_digits = {d for d in ranges if d.is_thread and d.coord in required}
@@ -701,6 +700,17 @@ def prove_pair(a: StoreForm, b: StoreForm, required: frozenset[str]) -> PairProo
     for d in sorted(pinned, key=repr):
         rules.append(f"one thread by {d.text()}")
     return PairProof(True, ", ".join(dict.fromkeys(rules)))
+
+
+def _wider(m: Poly | None, n: Poly | None) -> Poly | None:
+    """The larger of two ranges (``None``, not bounded, where neither is shown larger)."""
+    if m == n or m is None or n is None:
+        return m if m == n else None
+    if _magnitude(m) is None or _magnitude(n) is None:
+        return None
+    if nonnegative(m.plus(n.scaled(-1))):
+        return m
+    return n if nonnegative(n.plus(m.scaled(-1))) else None
 
 
 def _coefficients(p: Poly) -> dict:

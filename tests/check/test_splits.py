@@ -195,3 +195,19 @@ def test_near_miss_is_refused(tmp_path, case):
     text = str(info.value)
     for message in messages:
         assert message in text, text
+
+
+def test_a_condition_narrows_only_its_own_stores_range(tmp_path):
+    """``if tid < 16: s[tid + 16]`` beside ``s[tid]``: thread 4's first store and thread 20's
+    second both write ``s[20]``; the pair proof must use the wider range of ``tid`` (the pair's
+    ranges used to be merged by taking the first store's, narrowed by its condition)."""
+    with pytest.raises(TranspileError, match="written through two different indices"):
+        build(tmp_path, """
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f32]):
+    assert block_dim.x == 64
+    s = shared_array(f32, 64)
+    s[thread_idx.x] = 2.0
+    if thread_idx.x < 16:
+        s[thread_idx.x + 16] = 1.0
+""")
