@@ -34,9 +34,11 @@ from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
 import numpy as np
 
-from tools.fuzz import indices
+from tools.fuzz import indices, splits
 
 CHUNK = 16
+#: The generators ``--family`` picks: each draws a module body from a random state.
+FAMILIES = {"indices": indices.generated, "splits": splits.generated}
 
 
 def _transpile(source: str, name: str):
@@ -183,10 +185,13 @@ def main(argv=None) -> int:
                         help="seconds; no new cases start after it (default 180)")
     parser.add_argument("--out", default="fuzz_races_summary.json", help="JSON summary file")
     parser.add_argument("--replay", type=int, help="run one seed in this process and print it")
+    parser.add_argument("--family", choices=sorted(FAMILIES), default="indices",
+                        help="the generator: tools/fuzz/indices.py (default) or "
+                             "tools/fuzz/splits.py (flat values split by // and %%, XOR)")
     args = parser.parse_args(argv)
 
     if args.replay is not None:
-        source = indices.generated(random.Random(args.replay))
+        source = FAMILIES[args.family](random.Random(args.replay))
         print(source)
         with tempfile.TemporaryDirectory() as workdir:
             (item,) = run_chunk([(args.replay, source)], args.backend, args.nvrtc, workdir)
@@ -197,7 +202,7 @@ def main(argv=None) -> int:
     seen: set[str] = set()
     cases = []
     for seed in range(args.start, args.start + args.seeds):
-        source = indices.generated(random.Random(seed))
+        source = FAMILIES[args.family](random.Random(seed))
         if source not in seen:
             seen.add(source)
             cases.append((seed, source))
