@@ -643,7 +643,8 @@ class PairProof:
 def prove_pair(a: StoreForm, b: StoreForm, required: frozenset[str]) -> PairProof:
     """Can a thread's store ``a`` and another thread's store ``b`` write the same element?
     ``required``: the thread coordinates that tell threads apart here."""
-    split = _split((a, b))
+    from .splits import align_loops
+    split = _split((a, align_loops(a, b)))  # one name per loop variable (.splits)
     if isinstance(split, str):
         return PairProof(False, split)
     (a, b), _ = split

@@ -37,6 +37,7 @@ from .facts import ShapeKey
 from .ownership import (
     Digit,
     Poly,
+    StoreForm,
     _magnitude,
     _unassume,
     atom,
@@ -51,7 +52,7 @@ from .ownership import (
     substitute,
 )
 
-__all__ = ["Derived", "deep", "derive", "derived_range", "derived_text", "derived_value", "implied",
+__all__ = ["Derived", "align_loops", "deep", "derive", "derived_range", "derived_text", "derived_value", "implied",
            "nested_atoms", "nested_digits", "prepare"]
 
 DERIVED = "derived"  # the coord of every derived digit
@@ -248,3 +249,35 @@ def derived_value(d: Derived, value: Callable[[object], int]) -> int:
     if y == 0:
         return 0
     return x // y if d.op == "hi" else x % y
+
+
+def align_loops(a: StoreForm, b: StoreForm) -> StoreForm:
+    """``b`` with each loop counter renamed to ``a``'s counter of the same loop variable name
+    (one each): the prologue's ``for q in range(4)`` and the main loop's copy of it give the
+    same split digits.  Sound: the pair proof reads a counter in two threads as two values, each
+    within the pair's (wider, see :func:`.ownership.prove_pair`) range, whatever its name."""
+    def loops(f: StoreForm) -> dict[str, list[Digit]]:
+        found: dict[str, list[Digit]] = {}
+        digits = set(f.ranges) | {d for p in f.dims for d in nested_digits(p)}
+        for d in sorted(digits, key=repr):
+            if d.coord.startswith("loop:"):
+                found.setdefault(d.coord[5:].split("@")[0], []).append(d)
+        return found
+
+    if a is b:
+        return b
+    mine, theirs = loops(a), loops(b)
+    rename = {ds[0]: mine[n][0] for n, ds in theirs.items()
+              if len(ds) == 1 and len(mine.get(n, ())) == 1 and ds[0] != mine[n][0]}
+    if not rename:
+        return b
+    replace = deep(lambda x: atom(rename[x]) if x in rename else None)
+
+    def digit(d):
+        (mono, _), = substitute(atom(d), replace).terms
+        return mono[0]
+
+    return StoreForm(tuple(substitute(p, replace) for p in b.dims),
+                     {digit(d): v for d, v in b.pins.items()},
+                     {digit(d): n for d, n in b.ranges.items()},
+                     b.line, b.text, b.single, b.whole, b.launch)

@@ -211,3 +211,48 @@ def k(out: CUDASliceMut[f32]):
     if thread_idx.x < 16:
         s[thread_idx.x + 16] = 1.0
 """)
+
+
+# ---- cp_async: a run of elements per thread ----------------------------------------------------
+
+CP_ASYNC = HEADER.replace("lane_id,", "lane_id, cp_async, cp_async_commit, cp_async_wait,") + """
+@gpu_kernel(Kernel1D)
+def k(a: CUDASlice[f16], out: CUDASliceMut[f16]):
+    assert block_dim.x == 64
+    tile = shared_array(f16, (32, 32))
+    tid = thread_idx.x
+    for q in range(2):
+        c = tid + q * 64
+        r = c // 4
+        kk = c % 4
+        if i64(block_idx.x) * 1024 + r * 32 + kk * 8 + 8 <= len(a):
+            cp_async(tile, (r, (kk ^ ((r >> 1) & 3)) * 8), a, (block_idx.x * 1024 + r * 32 + kk * 8,), 16)
+    cp_async_commit()
+    cp_async_wait(0)
+    sync_threads()
+    for q in range(2):
+        c = tid + q * 64
+        for e in range(8):
+            out[block_idx.x * 1024 + c * 8 + e] = tile[c // 4, ((c % 4) ^ (((c // 4) >> 1) & 3)) * 8 + e]
+"""
+
+
+def test_cp_async_into_a_swizzled_tile_needs_no_unsafe(backend, kernel_module):
+    kernel = kernel_module(CP_ASYNC).k
+    x = np.arange(2048).astype(np.float16)
+    out = gn.empty(2048, gn.f16)
+    launch(kernel, gn.GridDim1D(2), gn.BlockDim1D(64))(gn.to_device(x), out)
+    np.testing.assert_array_equal(out.to_host(), x)
+
+
+@pytest.mark.parametrize("change", [
+    ("(kk ^ ((r >> 1) & 3)) * 8), a", "kk * 4), a"),        # 8-element runs 4 apart overlap
+    ("(kk ^ ((r >> 1) & 3)) * 8), a", "(kk ^ (kk & 1)) * 8), a"),
+    ("c = tid + q * 64\n        r", "c = tid + q * 63\n        r"),
+])
+def test_cp_async_near_miss_is_refused(tmp_path, change):
+    source = CP_ASYNC.replace(*change)
+    assert source != CP_ASYNC
+    with pytest.raises(TranspileError, match="cp_async"):
+        from gpu_native.rewrite import transpile_module
+        transpile_module(source, str(tmp_path / "k.py"), "k")
