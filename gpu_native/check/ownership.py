@@ -28,6 +28,12 @@ dimension has no solution at all (the stores' offsets differ by a multiple the d
 make up).  A coordinate pinned by a condition (``if lane == 0:``) is equal in both threads when
 both stores are under the same pin.
 
+**Splits.**  A digit may also be *derived*: ``f // K``, ``f % K`` of a never-negative flat value
+``f`` (``ty * TX + tx + load * THREADS``, the FFT's ``t % half``), or ``x ^ g``.  Where both parts
+of a split are shown equal in two threads, ``f`` is a further dimension of the proof; where an
+XOR is, and ``g`` depends only on equal digits, so is ``x`` (:mod:`.splits`).  The two stores'
+ranges of a digit are merged to the wider one.
+
 **Wrapping.**  Forms are exact for the values as mathematical integers.  An index computed in a
 fixed-width type is exact when its arithmetic is proven not to wrap; otherwise, with no widening
 cast in between, it agrees with the exact value modulo ``2**bits``, and two different exact
