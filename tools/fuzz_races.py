@@ -34,9 +34,12 @@ from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
 import numpy as np
 
-from tools.fuzz import indices, scaled
+from tools.fuzz import indices, scaled, splits
 
 CHUNK = 16
+#: The generators ``--family`` picks: each draws a module body from a random state.
+FAMILIES = {"indices": indices.generated, "scaled": scaled.generated,
+            "splits": splits.generated}
 
 
 def _transpile(source: str, name: str):
@@ -183,11 +186,13 @@ def main(argv=None) -> int:
                         help="seconds; no new cases start after it (default 180)")
     parser.add_argument("--out", default="fuzz_races_summary.json", help="JSON summary file")
     parser.add_argument("--replay", type=int, help="run one seed in this process and print it")
-    parser.add_argument("--family", choices=("indices", "scaled"), default="indices",
-                        help="indices: affine indices (default); scaled: shared-array stores "
-                             "scaled by a loop variable (tools/fuzz/scaled.py)")
+    parser.add_argument("--family", choices=sorted(FAMILIES), default="indices",
+                        help="the generator: tools/fuzz/indices.py (affine indices, the "
+                             "default), tools/fuzz/scaled.py (shared-array stores scaled by a "
+                             "loop variable) or tools/fuzz/splits.py (flat values split by // "
+                             "and %%, XOR)")
     args = parser.parse_args(argv)
-    generate = scaled.generated if args.family == "scaled" else indices.generated
+    generate = FAMILIES[args.family]
 
     if args.replay is not None:
         source = generate(random.Random(args.replay))

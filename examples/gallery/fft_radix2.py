@@ -11,7 +11,8 @@ are rows of two f32 (real, imaginary).
 
 What it exercises: a gather through a bijective index function (``dst[i] = src[bitrev(i)]``),
 an in-place butterfly writing two elements ``a[j]`` and ``a[j + half]`` of a 2-D array, ``//``
-and ``%`` index arithmetic with a launch parameter, ``math.sin``/``math.cos`` on ``f32``.
+and ``%`` index arithmetic with a launch parameter (proven race-free, the launcher checking
+``half >= 1``), ``math.sin``/``math.cos`` on ``f32``.
 """
 
 import math
@@ -33,7 +34,6 @@ from gpu_native import (
     gpu_kernel,
     i32,
     i64,
-    unsafe,
 )
 
 THREADS = 128
@@ -73,15 +73,13 @@ def butterfly_kernel(a: CUDASliceMut2D[f32], half: i64):
         xi = a[j + half, 1]
         vr = xr * wr - xi * wi
         vi = xr * wi + xi * wr
-        # unsafe: j = (t // half) * (2 * half) + t % half splits the uid with // and % by a
-        #   launch parameter, which no rule follows, and j + half is a second owning index;
-        #   race-free because t -> (t // half, t % half) is one-to-one and t % half < half, so
-        #   j and j + half are the two halves of group t // half, each element hit once.
-        with unsafe():
-            a[j, 0] = ur + vr
-            a[j, 1] = ui + vi
-            a[j + half, 0] = ur - vr
-            a[j + half, 1] = ui - vi
+        # Proven unique (R6 and R1): t -> (t // half, t % half) is one-to-one for half >= 1
+        #   (the launcher checks it), and t % half < half puts j and j + half in the two
+        #   halves of group t // half (stride 2 * half): each element is written once.
+        a[j, 0] = ur + vr
+        a[j, 1] = ui + vi
+        a[j + half, 0] = ur - vr
+        a[j + half, 1] = ui - vi
 
 
 def fft(x):

@@ -9,8 +9,8 @@ a TM x TN sub-tile of C in registers from TM values of A and TN values of B per 
 
 What it exercises: several outputs per thread ``c[row0 + i, col0 + j]`` with
 ``row0 = block_idx.y * BM + ty * TM``, shared tile loads through a flat index split with ``//``
-and ``%``, 2-D ``local_array`` accumulators, bounds guards for sizes that are not multiples of
-the tile.
+and ``%`` (proven unique: the flat index is one value per thread and load), 2-D
+``local_array`` accumulators, bounds guards for sizes that are not multiples of the tile.
 """
 
 import numpy as np
@@ -33,7 +33,6 @@ from gpu_native import (
     shared_array,
     sync_threads,
     thread_idx,
-    unsafe,
 )
 
 BM = 64                   # block tile of C: BM x BN
@@ -85,13 +84,10 @@ def sgemm_register_tiled_kernel(a: CUDASlice2D[f32], b: CUDASlice2D[f32],
             v = f32(0.0)
             if block_row + r < m and k0 + ka < depth:
                 v = a[block_row + r, k0 + ka]
-            # unsafe: (flat_a // BK, flat_a % BK) splits flat_a = ty * TX + tx + load * THREADS
-            #   with // and %, which the checker follows only for one thread coordinate;
-            #   race-free because tid = ty * TX + tx < THREADS, so flat_a is one value per
-            #   (thread, load) and the split is one-to-one.  (Its bounds are proven: each name
-            #   here is assigned once, so the checker reads r and ka through their values.)
-            with unsafe():
-                tile_a[r, ka] = v
+            # Proven unique (R6): flat_a = ty * TX + tx + load * THREADS is one value per
+            #   (thread, load), since tid = ty * TX + tx < THREADS (the assert), and
+            #   (flat_a // BK, flat_a % BK) is one element per flat_a.
+            tile_a[r, ka] = v
         for load in range(BK * BN // THREADS):
             flat_b = tid + load * THREADS
             kb = flat_b // BN
@@ -99,11 +95,8 @@ def sgemm_register_tiled_kernel(a: CUDASlice2D[f32], b: CUDASlice2D[f32],
             v = f32(0.0)
             if k0 + kb < depth and block_col + col < n:
                 v = b[k0 + kb, block_col + col]
-            # unsafe: the same loop counter and // and % split as for tile_a; race-free because,
-            #   as there, flat_b is one value per (thread, load) and (flat_b // BN, flat_b % BN)
-            #   one element per flat_b.
-            with unsafe():
-                tile_b[kb, col] = v
+            # Proven unique as for tile_a: one flat_b per (thread, load), split by BN.
+            tile_b[kb, col] = v
         sync_threads()
         for k in range(BK):
             for i in range(TM):

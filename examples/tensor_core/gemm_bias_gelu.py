@@ -100,19 +100,16 @@ def gemm_bias_gelu_kernel(a: CUDASlice2D[f16], b: CUDASlice2D[f16], bias: CUDASl
                 ca = tid + q * THREADS
                 ra = ca // 4
                 ka = ca % 4
-                # unsafe: thread tid copies chunks tid + q * THREADS, one per (thread, q), each to
-                #   its own 16 bytes (the swizzle permutes the chunks of one row).
-                with unsafe():
-                    cp_async(tile_a, (s, ra, (ka ^ ((ra >> 1) & 3)) * 8),
-                             a, (block_row + ra, s * BK + ka * 8), 16)
+                # Proven unique, no unsafe block: (ra, ka) splits tid + q * THREADS (one value
+                #   per (thread, q)), and XOR with (ra >> 1) & 3 permutes row ra's 4 chunks.
+                cp_async(tile_a, (s, ra, (ka ^ ((ra >> 1) & 3)) * 8),
+                         a, (block_row + ra, s * BK + ka * 8), 16)
             for q in range(B_CHUNKS):
                 cb = tid + q * THREADS
                 rb = cb // 16
                 nb = cb % 16
-                # unsafe: as for tile_a, one 16-byte chunk per (thread, q).
-                with unsafe():
-                    cp_async(tile_b, (s, rb, (nb ^ (rb & 7)) * 8),
-                             b, (s * BK + rb, block_col + nb * 8), 16)
+                cp_async(tile_b, (s, rb, (nb ^ (rb & 7)) * 8),
+                         b, (s * BK + rb, block_col + nb * 8), 16)
         cp_async_commit()
     for kt in range(ktiles):
         cp_async_wait(STAGES - 2)
@@ -125,18 +122,14 @@ def gemm_bias_gelu_kernel(a: CUDASlice2D[f16], b: CUDASlice2D[f16], bias: CUDASl
                 ca = tid + q * THREADS
                 ra = ca // 4
                 ka = ca % 4
-                # unsafe: one 16-byte chunk per (thread, q), as in the prologue.
-                with unsafe():
-                    cp_async(tile_a, (sn, ra, (ka ^ ((ra >> 1) & 3)) * 8),
-                             a, (block_row + ra, nxt * BK + ka * 8), 16)
+                cp_async(tile_a, (sn, ra, (ka ^ ((ra >> 1) & 3)) * 8),
+                         a, (block_row + ra, nxt * BK + ka * 8), 16)
             for q in range(B_CHUNKS):
                 cb = tid + q * THREADS
                 rb = cb // 16
                 nb = cb % 16
-                # unsafe: one 16-byte chunk per (thread, q), as in the prologue.
-                with unsafe():
-                    cp_async(tile_b, (sn, rb, (nb ^ (rb & 7)) * 8),
-                             b, (nxt * BK + rb, block_col + nb * 8), 16)
+                cp_async(tile_b, (sn, rb, (nb ^ (rb & 7)) * 8),
+                         b, (nxt * BK + rb, block_col + nb * 8), 16)
         cp_async_commit()
         st = kt % STAGES
         for kk in range(BK // 16):

@@ -13,8 +13,12 @@ the last one (a row of 8 for ``ldmatrix``, ``nbytes`` for ``cp_async``, the 16 x
 for ``store_matrix``), each proven or checked by :mod:`.bounds`; so is the 16-byte alignment of
 an ``ldmatrix`` row and of a ``cp_async`` destination in shared memory.  A fragment's own axis is whole
 by construction (its extent is checked here), so only its leading indices are checked.  A write
-into shared or global memory covers several elements per thread, which the uniqueness rules do
-not follow: it must be inside ``with unsafe():``, where the simulator's race detector watches it.
+into shared or global memory covers several elements per thread.  ``cp_async``'s run of
+``nbytes`` along the last axis is proven like a store whose last index is ``index + e``, ``e`` in
+``[0, width)`` (:meth:`.unique.UniqueWrites.store_span`): a swizzled tile ``(s, ra, (ka ^ ((ra >>
+1) & 3)) * 8)`` with ``(ra, ka)`` a split of ``tid + q * THREADS`` is (see :mod:`.splits`).
+``store_matrix`` writes a 16 x 8 tile through the lanes of a warp, which the uniqueness rules do
+not model: it must be inside ``with unsafe():``, where the simulator's race detector watches it.
 """
 
 from __future__ import annotations
@@ -150,10 +154,16 @@ class MatrixChecker(CheckerBase):
         last_checks = self.bounds.checks(base, last, span)
         return ir.Operand(base, indices, checks, last, last_checks)
 
-    def _writable(self, op: ir.Operand, what: str, span) -> str:
+    def _writable(self, op: ir.Operand, what: str, span, width: int = 0) -> str:
+        """How a write through ``op`` is race-free: ``unsafe``, or (``width``: a run of that
+        many elements along the last axis, as ``cp_async`` writes) ``uid`` where the unique-write
+        proofs show each thread's run its own (see :meth:`.unique.UniqueWrites.store_span`)."""
         base = op.array
         if not base.ty.mutable or base.ty.space == "const":
             raise self.error(f"{what} '{base.var.name}' is read-only", span)
+        if width and self.unsafe_depth == 0:
+            self.unique.store_span(base, op.indices, width, span, what.split("'")[0])
+            return "uid"
         if self.unsafe_depth == 0:
             raise self.error(
                 f"{what} '{base.var.name}' is written several elements per thread, which the "
@@ -238,7 +248,7 @@ class MatrixChecker(CheckerBase):
                               call.span, "shared")
         s = self.span_operand(got["src"], got["src_index"], width, "cp_async()'s src",
                               call.span, "global")
-        unique = self._writable(d, "cp_async()'s dst", call.span)
+        unique = self._writable(d, "cp_async()'s dst", call.span, width[0])
         what = f"cp_async(): an address is not aligned to {nbytes} bytes"
         # The shared destination's alignment may be proven; a global source's too, from a
         # launch fact on its row length and the address the launcher then checks.

@@ -28,6 +28,12 @@ dimension has no solution at all (the stores' offsets differ by a multiple the d
 make up).  A coordinate pinned by a condition (``if lane == 0:``) is equal in both threads when
 both stores are under the same pin.
 
+**Splits.**  A digit may also be *derived*: ``f // K``, ``f % K`` of a never-negative flat value
+``f`` (``ty * TX + tx + load * THREADS``, the FFT's ``t % half``), or ``x ^ g``.  Where both parts
+of a split are shown equal in two threads, ``f`` is a further dimension of the proof; where an
+XOR is, and ``g`` depends only on equal digits, so is ``x`` (:mod:`.splits`).  The two stores'
+ranges of a digit are merged to the wider one.
+
 **Wrapping.**  Forms are exact for the values as mathematical integers.  An index computed in a
 fixed-width type is exact when its arithmetic is proven not to wrap; otherwise, with no widening
 cast in between, it agrees with the exact value modulo ``2**bits``, and two different exact
@@ -65,6 +71,7 @@ from .facts import (
 if TYPE_CHECKING:
     from .bounds import BoundsProofs
     from .context import Definitions
+    from .splits import Derived
 
 __all__ = ["Assumption", "Digit", "Forms", "LoopDigit", "Pin", "StoreForm", "assume",
            "param_atoms", "prove_pair"]
@@ -82,12 +89,16 @@ class Digit:
     coord: str
     part: str = "all"
     radix: int = 0
+    of: Derived | None = None  # a function of other digits (coord "derived", see .splits)
 
     @property
     def is_thread(self) -> bool:
-        return not self.coord.startswith("loop:")
+        return self.coord[:3] in ("tid", "bid")
 
     def text(self) -> str:
+        if self.of is not None:
+            from .splits import derived_text
+            return derived_text(self.of)
         if not self.is_thread:
             return self.coord[5:].split("@")[0]
         name = f"{'thread_idx' if self.coord[0] == 't' else 'block_idx'}.{'xyz'[int(self.coord[3])]}"
@@ -243,10 +254,11 @@ class Assumption:
 def param_atoms(forms: Iterable[StoreForm]) -> list[VarKey]:
     """The integer scalar parameters that appear as atoms in ``forms``' indices."""
     found: dict[str, VarKey] = {}
+    from .splits import nested_atoms
     for f in forms:
         for p in f.dims:
             for m, _ in p.terms:
-                for a in m:
+                for a in nested_atoms(m):  # a split's radix may be a parameter (t % half)
                     if isinstance(a, VarKey) and a.var.is_param and isinstance(
                             a.var.ty, ir.ScalarType) and a.var.ty.info.kind in ("int", "uint"):
                         found.setdefault(a.var.name, a)
@@ -256,7 +268,8 @@ def param_atoms(forms: Iterable[StoreForm]) -> list[VarKey]:
 def candidate_bounds(ndim: int) -> list[Poly]:
     """The bounds a parameter is tried against: a block's extent along an axis, then the grid's
     (a row pitch at least the width of the launch)."""
-    out = [atom(SpecialKey("block_dim", a)) for a in range(ndim)]
+    out = [const(1)]  # a positive radix (t % half: see .splits)
+    out += [atom(SpecialKey("block_dim", a)) for a in range(ndim)]
     out += [mul(atom(SpecialKey("grid_dim", a)), atom(SpecialKey("block_dim", a)))
             for a in range(ndim)]
     return out
@@ -264,10 +277,19 @@ def candidate_bounds(ndim: int) -> list[Poly]:
 
 def assume(form: StoreForm, assumption: Assumption) -> StoreForm:
     """``form`` under ``assumption`` (its bound written with the launch's known extents)."""
+    from .splits import deep
     bound = substitute(assumption.bound, form.launch.get)
-    sub = Assumption(assumption.var, bound)
-    dims = tuple(substitute(p, sub.replace) for p in form.dims)
-    return StoreForm(dims, form.pins, form.ranges, form.line, form.text, form.single,
+    replace = deep(Assumption(assumption.var, bound).replace)
+
+    def digit(d):  # a derived digit may hold the parameter (t % half)
+        (mono, _), = substitute(atom(d), replace).terms
+        return mono[0]
+
+    dims = tuple(substitute(p, replace) for p in form.dims)
+    ranges = {digit(d): None if n is None else substitute(n, replace)
+              for d, n in form.ranges.items()}
+    pins = {digit(d): v for d, v in form.pins.items()}
+    return StoreForm(dims, pins, ranges, form.line, form.text, form.single,
                      form.whole, form.launch)
 
 
@@ -391,7 +413,15 @@ class Forms:
             return left.scaled(1 << right.const)
         if is_uniform(left) and is_uniform(right):
             return atom(k)
-        # A digit split in a radix: tid % 32, tid & 31, tid // 32, tid >> 5.
+        radix = self._radix(k, left, right)
+        if radix is not None:
+            return radix
+        from .splits import derive  # a split of a flat value, an XOR (see .splits)
+        return derive(k.op, left, right)
+
+    @staticmethod
+    def _radix(k: OpKey, left: Poly, right: Poly) -> Poly | None:
+        """A digit split in a radix: tid % 32, tid & 31, tid // 32, tid >> 5."""
         if right.terms or left.const or len(left.terms) != 1:
             return None
         (mono, coefficient), = left.terms
@@ -455,8 +485,9 @@ class Forms:
                         "nothing shows which thread writes which element")
             dims.append(p)
         facts = sorted(facts, key=repr)  # a fixed order: the same pins on every run
+        from .splits import deep, nested_digits
         subst = self._launch_equalities(facts)
-        dims = [substitute(p, subst) for p in dims]
+        dims = [substitute(p, deep(subst)) for p in dims]
         pins: dict = {}
         for f in facts:
             if isinstance(f, Equal):
@@ -477,11 +508,11 @@ class Forms:
                             pins[digit] = Pin((a, b), value)
         if space == "shared":
             # Threads of different blocks never share a shared array: block_idx is uniform.
-            dims = [substitute(p, lambda a: atom(("block", a)) if isinstance(a, Digit) and
-                               a.coord.startswith("bid") else None) for p in dims]
+            dims = [substitute(p, deep(lambda a: atom(("block", a)) if isinstance(a, Digit) and
+                                    a.coord.startswith("bid") else None)) for p in dims]
         ranges: dict = {}
         for p in dims:
-            for digit in digits_of(p):
+            for digit in nested_digits(p):  # and those a split is computed from (.splits)
                 ranges[digit] = self._range(digit, facts, subst)
         for digit in pins:
             ranges.setdefault(digit, self._range(digit, facts, subst))
@@ -517,6 +548,9 @@ class Forms:
         return n
 
     def _full_range(self, digit: Digit, facts: list, subst) -> Poly | None:
+        if digit.of is not None:
+            from .splits import derived_range
+            return derived_range(digit.of, lambda d: self._range(d, facts, subst))
         if not digit.is_thread:
             for loop in self.loops.values():
                 if loop.digit == digit:
@@ -615,7 +649,8 @@ class PairProof:
 def prove_pair(a: StoreForm, b: StoreForm, required: frozenset[str]) -> PairProof:
     """Can a thread's store ``a`` and another thread's store ``b`` write the same element?
     ``required``: the thread coordinates that tell threads apart here."""
-    split = _split((a, b))
+    from .splits import align_loops
+    split = _split((a, align_loops(a, b)))  # one name per loop variable (.splits)
     if isinstance(split, str):
         return PairProof(False, split)
     (a, b), _ = split
@@ -624,10 +659,11 @@ def prove_pair(a: StoreForm, b: StoreForm, required: frozenset[str]) -> PairProo
     ranges: dict = {}
     for f in (a, b):
         for d, n in f.ranges.items():
-            if d in ranges and ranges[d] != n:
-                ranges[d] = n if n is not None and ranges[d] is None else ranges[d]
-            else:
-                ranges.setdefault(d, n)
+            # A digit's value in each thread lies in its own store's range (``if tid < 16:``
+            # narrows one store only): the pair needs the larger of the two.
+            ranges[d] = _wider(ranges[d], n) if d in ranges else n
+    from .splits import implied, prepare
+    ranges = prepare(ranges)  # a split by a K not shown >= 1 bounds nothing
     thread_digits = {d for d in ranges if d.is_thread and d.coord in required}
     pinned = {d for d in thread_digits if d in equal}
     rules: list[str] = []
@@ -637,6 +673,7 @@ def prove_pair(a: StoreForm, b: StoreForm, required: frozenset[str]) -> PairProo
                             if _fixed_value(a, d) is not None
                             and _fixed_value(a, d) == _fixed_value(b, d)}
     dims = list(zip(a.dims, b.dims))
+    used: set = set()
     progress = True
     while progress:
         progress = False
@@ -650,6 +687,13 @@ def prove_pair(a: StoreForm, b: StoreForm, required: frozenset[str]) -> PairProo
             if new:
                 forced |= new
                 progress = True
+        # Splits and XORs of digits now equal (see .splits): a flat value equal in both
+        # threads is one more dimension; an XOR's digit is equal.
+        more_dims, more = implied(forced, ranges, used)
+        if more_dims or more - forced:
+            dims += more_dims
+            forced |= more
+            progress = True
     missing = sorted({d for d in thread_digits if d not in forced}, key=repr)
     uncovered = sorted(c for c in required if not any(d.coord == c for d in ranges)
                        and c not in a.single and c not in b.single)
@@ -678,6 +722,17 @@ def _fixed_value(f: StoreForm, d: Digit) -> int | None:
         return 0
     pin = f.pins.get(d)
     return pin.value if pin is not None else None
+
+
+def _wider(m: Poly | None, n: Poly | None) -> Poly | None:
+    """The larger of two ranges (``None``, not bounded, where neither is shown larger)."""
+    if m == n or m is None or n is None:
+        return m if m == n else None
+    if _magnitude(m) is None or _magnitude(n) is None:
+        return None
+    if nonnegative(m.plus(n.scaled(-1))):
+        return m
+    return n if nonnegative(n.plus(m.scaled(-1))) else None
 
 
 def _coefficients(p: Poly) -> dict:
@@ -826,7 +881,9 @@ def index_is_exact(e: ir.Expr, bounds: BoundsProofs, single_def, depth: int = 0)
                 return walk(x.value, True, d + 1)
             return True  # a narrowing or float cast is an atom (uniform, or the form failed)
         if isinstance(x, ir.BinOp):
-            ok = walk(x.left, under_cast, d + 1) and walk(x.right, under_cast, d + 1)
+            # A split or an XOR of a wrapped value is no function of the exact one (.splits).
+            inner = under_cast or x.op in ("//", "%", "&", ">>", "^", "|")
+            ok = walk(x.left, inner, d + 1) and walk(x.right, inner, d + 1)
             if not ok:
                 return False
             if x.op in ("+", "*", "-", "<<") and isinstance(x.ty, ir.ScalarType):
@@ -928,15 +985,14 @@ def param_difference(terms: Iterable[tuple[Poly, Poly | None]],
     for c, n in terms:
         if n is None:
             return None
-        nm = _magnitude(n.plus(const(-1)))
-        signed = c
+        signed, reach = c, n.plus(const(-1))  # a split's range may be a parameter (t % half)
         for a in assumptions:
-            signed = substitute(signed, a.replace)
+            signed, reach = substitute(signed, a.replace), substitute(reach, a.replace)
         m = _magnitude(signed)
-        if nm is None or m is None:
+        if _magnitude(reach) != reach or m is None:
             return None
         ct = poly_tree(c if m == signed else c.scaled(-1), param_index)
-        nt = poly_tree(nm)
+        nt = poly_tree(n.plus(const(-1)), param_index)
         if ct is None or nt is None:
             return None
         product = ct if nt == ("c", 1) else nt if ct == ("c", 1) else ("*", ct, nt)

@@ -31,7 +31,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .. import ir
-from ..analysis.ranges import constant_value, is_widening
+from ..analysis.ranges import Affine, constant_value, is_widening
 from ..errors import SourceSpan, TranspileError
 from ..nodes import node
 from ..spec import ParamCheck
@@ -475,6 +475,32 @@ class UniqueWrites:
         self.scaled.check(body, self.forms,
                           lambda a, b: prove_pair(a, b, required),
                           self.ctx.kernel.add_launch_check)
+
+    def store_span(self, base: ir.ArrayRef, indices, width: int, span: SourceSpan,
+                   what: str) -> str:
+        """A write of ``width`` elements along the last axis from ``indices`` (``cp_async``'s
+        shared destination): proven as a store whose last index is ``indices[-1] + e`` with
+        ``e`` a counter in ``[0, width)`` (the thread's own footprint), or refused."""
+        self.counter_changes.setdefault(id(base.var), (span, what))
+        keys = tuple(self.defs.key(i) for i in indices)
+        self.store_parity.setdefault(id(base.var), []).append(frozenset())
+        space = "global" if base.ty.space == "global" else "shared"
+        form = self.forms.store(keys, self.bounds.facts, space, span.line,
+                                f"{base.var.name}[...]")
+        if isinstance(form, StoreForm):
+            footprint = Digit(f"loop:{what} footprint@{span.line}:{span.col}")
+            form.dims = form.dims[:-1] + (form.dims[-1].plus(Affine.of((footprint,))),)
+            form.ranges[footprint] = Affine(width)
+        self.store_forms.setdefault(id(base.var), []).append(form)
+        classic = TranspileError(
+            f"{what} '{base.var.name}' is written several elements per thread, through an "
+            "index not provably unique", span, _UNIQUE_HINT[space])
+        proof = self.prove_array(base, span, classic)
+        assert isinstance(form, StoreForm)  # prove_array refuses a store without a form
+        self.check_exact(base, indices, span, form)
+        narrowed = bool(pinned(self.bounds.facts) & required_coords(self.ctx.ndim, space))
+        self.check_narrowed(base, span, _Checked(form, self.phases.position(), narrowed, span))
+        return proof
 
     def check_narrowed(self, base: ir.ArrayRef, span: SourceSpan, new: _Checked) -> None:
         """Prove a store against the array's earlier stores where either is narrowed to fewer

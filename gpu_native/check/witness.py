@@ -12,6 +12,7 @@ import itertools
 
 from .facts import SpecialKey
 from .ownership import Digit, StoreForm, evaluate
+from .splits import derived_value, nested_digits
 
 __all__ = ["collision"]
 
@@ -77,8 +78,8 @@ def _runs(form: StoreForm, thread: dict) -> bool:
 
 
 def _elements(form: StoreForm, thread: dict, sizes: dict):
-    loops = sorted({a for p in form.dims for m, _ in p.terms for a in m
-                    if isinstance(a, Digit) and not a.is_thread}, key=repr)
+    loops = sorted({a for p in form.dims for a in nested_digits(p)
+                    if not a.is_thread and a.of is None}, key=repr)
     trips = []
     for d in loops:
         n = form.ranges.get(d)
@@ -94,6 +95,8 @@ def _elements(form: StoreForm, thread: dict, sizes: dict):
 
 def _value(atom, counters: dict, thread: dict, sizes: dict) -> int:
     """An atom's value in the example (uniform values other than the launch's are 0)."""
+    if isinstance(atom, Digit) and atom.of is not None:  # a split or an XOR (.splits)
+        return derived_value(atom.of, lambda a: _value(a, counters, thread, sizes))
     if isinstance(atom, Digit):
         return _digit(atom, thread) if atom.is_thread else counters[atom]
     if isinstance(atom, SpecialKey) and atom.name in sizes:

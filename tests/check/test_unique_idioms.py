@@ -152,15 +152,15 @@ def k(idx: CUDASlice[i32], out: CUDASliceMut[f32]):
     i = FlatLayout1D.uid()
     out[idx[i]] = 1.0
 """, ["not provably unique", "not an affine function"]),
-    "swap with the neighbour": ("""
+    "XOR with a bit of the same digit": ("""
 @gpu_kernel(Kernel1D)
 def k(out: CUDASliceMut[f32]):
     s = shared_array(f32, 64)
     tid = thread_idx.x
-    s[tid ^ 1] = 1.0
+    s[tid ^ (tid & 1)] = 1.0
     sync_threads()
     out[FlatLayout1D.uid()] = s[tid]
-""", ["not an affine function"]),
+""", ["thread_idx.x = 0 and thread_idx.x = 1 both write s[0]"]),
     "half the threads": ("""
 @gpu_kernel(Kernel1D)
 def k(out: CUDASliceMut[f32]):

@@ -1,0 +1,283 @@
+"""Splits of a flat value and XOR swizzles: digits that are functions of other digits.
+
+The ownership proofs (:mod:`.ownership`) follow ``tid % 32`` and ``tid // 32``: one thread
+coordinate split by a constant.  The standard idioms split more: a flat value made of several
+digits (``flat = ty * TX + tx + load * THREADS``, then ``tile[flat // BK, flat % BK]``), a
+thread id split by a launch parameter (the FFT's ``t // half`` and ``t % half``), and a chunk
+index XOR-ed with bits of its row (``(ka ^ ((ra >> 1) & 3)) * 8``, the bank-conflict swizzle of
+tensor-core kernels).  This module gives each such value a *derived digit*: a
+:class:`~.ownership.Digit` whose ``of`` is a :class:`Derived` that says how it is computed.
+
+**Ranges.**  A derived digit is built only from a flat value ``f`` that is never negative (every
+coefficient positive, every atom a digit or a positive launch value) and a launch-uniform ``K``:
+``f % K`` lies in ``[0, K)`` and ``f // K`` in ``[0, max(f) // K]``, for ``K >= 1``.  ``f & M``
+(``M + 1`` a power of two) is ``f % (M + 1)``, ``f >> s`` is ``f // 2**s``.  ``x ^ y`` of two
+values in ``[0, 2**m)`` lies in ``[0, 2**m)``.  Where ``K >= 1`` is not shown (a parameter's sign
+is unknown until the launcher checks it; see :func:`.ownership.assume`), the split digits count
+as unbounded integers and prove nothing of ``f``.
+
+**Rules** (:func:`implied`, applied while the pair proof shows digits equal in both threads):
+
+- R6, split: where ``f // K`` and ``f % K`` are both equal in both threads and ``K >= 1``, so is
+  ``f = K * (f // K) + f % K``: the proof gains the dimension ``f == f'``, which the mixed-radix
+  rule then reads like any index (``f`` unique per (thread, iteration) makes every digit equal).
+- XOR: where ``x ^ y`` is equal in both threads and ``y`` is a function of values already shown
+  equal (``(ra >> 1) & 3`` with ``ra`` equal), so is ``x``: XOR with a fixed value is one-to-one.
+
+Each thread's own values are exact only when ``f`` does not wrap: :func:`.ownership.index_is_exact`
+asks that of every operand of ``//``, ``%``, ``&``, ``>>`` and ``^``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ..nodes import node
+from .facts import ShapeKey
+from .ownership import (
+    Digit,
+    Poly,
+    StoreForm,
+    _magnitude,
+    _unassume,
+    atom,
+    const,
+    digits_of,
+    evaluate,
+    is_uniform,
+    mul,
+    nonnegative,
+    poly_text,
+    positive_atom,
+    substitute,
+)
+
+__all__ = ["Derived", "align_loops", "deep", "derive", "derived_range", "derived_text", "derived_value", "implied",
+           "nested_atoms", "nested_digits", "prepare"]
+
+DERIVED = "derived"  # the coord of every derived digit
+
+
+@node
+class Derived:
+    """How a derived digit is computed: ``op`` "hi" (``flat // other``), "lo" (``flat %
+    other``) or "xor" (``flat ^ other``)."""
+
+    op: str
+    flat: Poly
+    other: Poly
+
+
+def _digit(op: str, flat: Poly, other: Poly) -> Poly:
+    return atom(Digit(DERIVED, of=Derived(op, flat, other)))
+
+
+def never_negative(p: Poly) -> bool:
+    """Is ``p >= 0`` for every value of its atoms, digits at least 0?  (Every coefficient and
+    the constant at least 0; every atom a digit, a launch extent, an array extent or a
+    checked parameter's slack.)"""
+    if p.const < 0:
+        return False
+    return all(k >= 0 and all(isinstance(a, (Digit, ShapeKey)) or positive_atom(a) for a in m)
+               for m, k in p.terms)
+
+
+def derive(op: str, left: Poly, right: Poly) -> Poly | None:
+    """The polynomial of ``left op right`` as a derived digit, or ``None`` (see the module
+    docstring for the forms)."""
+    if is_uniform(left) or not never_negative(left):
+        return None
+    if op == "^":
+        return _digit("xor", left, right) if never_negative(right) else None
+    if not is_uniform(right):
+        return None
+    if op in ("//", "%"):
+        if not right.terms and right.const < 1:
+            return None
+        return _digit("hi" if op == "//" else "lo", left, right)
+    c = right.const
+    if right.terms:
+        return None
+    if op == ">>" and 0 <= c < 63:
+        return _digit("hi", left, const(1 << c))
+    if op == "&" and c > 0 and c & (c + 1) == 0:
+        return _digit("lo", left, const(c + 1))
+    return None
+
+
+def _shows_positive(k: Poly) -> bool:
+    """Is ``k >= 1`` on every launch (a constant, or launch extents and checked slacks)?"""
+    if not k.terms:
+        return k.const >= 1
+    return _magnitude(k) == k and nonnegative(k.plus(const(-1)))
+
+
+def largest(p: Poly, range_of: Callable[[Digit], Poly | None]) -> Poly | None:
+    """The largest value of a never-negative ``p`` (each digit below its range), or ``None``."""
+    if not never_negative(p):
+        return None
+    out = const(p.const)
+    for mono, k in p.terms:
+        ds = [a for a in mono if isinstance(a, Digit)]
+        if len(ds) > 1 or any(isinstance(a, ShapeKey) for a in mono):
+            return None
+        rest = const(k)
+        for a in mono:
+            if not isinstance(a, Digit):
+                rest = mul(rest, atom(a))
+        if ds:
+            n = range_of(ds[0])
+            if n is None or _magnitude(n) is None:
+                return None
+            rest = mul(rest, n.plus(const(-1)))
+        out = out.plus(rest)
+    return out
+
+
+def derived_range(d: Derived, range_of: Callable[[Digit], Poly | None]) -> Poly | None:
+    """The range ``[0, n)`` of a derived digit: ``n``, or ``None`` when not bounded."""
+    top = largest(d.flat, range_of)
+    if d.op == "xor":
+        other = largest(d.other, range_of)
+        if top is None or other is None or top.terms or other.terms:
+            return None
+        return const(1 << max(top.const, other.const).bit_length())
+    k = d.other
+    if d.op == "lo":
+        if not k.terms and top is not None and not top.terms:
+            return const(min(k.const, top.const + 1))
+        return k
+    # hi: at most max(f) // K, at most max(f) for any K >= 1 (prepare() drops it otherwise).
+    if top is None:
+        return None
+    if not k.terms and not top.terms:
+        return const(top.const // k.const + 1)
+    return top.plus(const(1))
+
+
+def deep(replace: Callable[[object], Poly | None]) -> Callable[[object], Poly | None]:
+    """``replace`` for :func:`.ownership.substitute` that also rewrites inside derived digits
+    (the same flat value in two stores stays one digit)."""
+
+    def go(a) -> Poly | None:
+        if isinstance(a, Digit) and a.of is not None:
+            d = a.of
+            flat, other = substitute(d.flat, go), substitute(d.other, go)
+            if flat == d.flat and other == d.other:
+                return replace(a)
+            return _digit(d.op, flat, other)
+        return replace(a)
+
+    return go
+
+
+def nested_atoms(mono) -> list:
+    """The atoms of a monomial and, inside each derived digit, of its operands."""
+    out = []
+    for a in mono:
+        out.append(a)
+        if isinstance(a, Digit) and a.of is not None:
+            for p in (a.of.flat, a.of.other):
+                for m, _ in p.terms:
+                    out.extend(nested_atoms(m))
+    return out
+
+
+def nested_digits(p: Poly) -> set[Digit]:
+    """The digits of ``p``, and those its derived digits are computed from."""
+    return {a for m, _ in p.terms for a in nested_atoms(m) if isinstance(a, Digit)}
+
+
+def prepare(ranges: dict) -> dict:
+    """The merged ranges of a pair, with the split digits of a ``K`` not shown ``>= 1``
+    unbounded (their ranges assumed it)."""
+    out = dict(ranges)
+    for d in ranges:
+        if d.of is not None and d.of.op in ("hi", "lo") and not _shows_positive(d.of.other):
+            out[d] = None
+    return out
+
+
+def _determined(p: Poly, forced: set) -> bool:
+    """Is ``p`` the same in both threads: every digit in it shown equal, or derived from such?"""
+    for m, _ in p.terms:
+        for a in m:
+            if isinstance(a, Digit) and a not in forced and not (
+                    a.of is not None and _determined(a.of.flat, forced)
+                    and _determined(a.of.other, forced)):
+                return False
+    return True
+
+
+def implied(forced: set, ranges: dict, used: set) -> tuple[list[tuple[Poly, Poly]], set]:
+    """What the digits shown equal (``forced``) imply: new dimensions (a split's flat value,
+    equal in both threads) and new equal digits (the XOR rule).  ``used``: the flat values
+    already given as dimensions (updated)."""
+    dims: list[tuple[Poly, Poly]] = []
+    more: set = set()
+    for d in sorted(ranges, key=repr):
+        if d.of is None or d not in forced:
+            continue
+        if d.of.op == "hi":
+            lo = Digit(DERIVED, of=Derived("lo", d.of.flat, d.of.other))
+            key = (d.of.flat, d.of.other)
+            if lo in forced and key not in used and _shows_positive(d.of.other):
+                used.add(key)
+                dims.append((d.of.flat, d.of.flat))
+        elif d.of.op == "xor":
+            for side, rest in ((d.of.flat, d.of.other), (d.of.other, d.of.flat)):
+                ds = digits_of(side)
+                if len(ds) == 1 and side == atom(next(iter(ds))) and _determined(rest, forced):
+                    more |= ds - forced
+    return dims, more
+
+
+def derived_text(d: Derived) -> str:
+    """How a derived digit reads in a message."""
+    def part(p: Poly) -> str:
+        text = poly_text(_unassume(p))
+        return text if len(p.terms) + (1 if p.const else 0) <= 1 else f"({text})"
+    sign = {"hi": "//", "lo": "%", "xor": "^"}[d.op]
+    return f"{part(d.flat)} {sign} {part(d.other)}"
+
+
+def derived_value(d: Derived, value: Callable[[object], int]) -> int:
+    """The digit's value where each atom of its operands has ``value``."""
+    x, y = evaluate(d.flat, value), evaluate(d.other, value)
+    if d.op == "xor":
+        return x ^ y
+    if y == 0:
+        return 0
+    return x // y if d.op == "hi" else x % y
+
+
+def align_loops(a: StoreForm, b: StoreForm) -> StoreForm:
+    """``b`` with each loop counter renamed to ``a``'s counter of the same loop variable name
+    (one each): the prologue's ``for q in range(4)`` and the main loop's copy of it give the
+    same split digits.  Sound: the pair proof reads a counter in two threads as two values, each
+    within the pair's (wider, see :func:`.ownership.prove_pair`) range, whatever its name."""
+    def loops(f: StoreForm) -> dict[str, list[Digit]]:
+        found: dict[str, list[Digit]] = {}
+        digits = set(f.ranges) | {d for p in f.dims for d in nested_digits(p)}
+        for d in sorted(digits, key=repr):
+            if d.coord.startswith("loop:"):
+                found.setdefault(d.coord[5:].split("@")[0], []).append(d)
+        return found
+
+    if a is b:
+        return b
+    mine, theirs = loops(a), loops(b)
+    rename = {ds[0]: mine[n][0] for n, ds in theirs.items()
+              if len(ds) == 1 and len(mine.get(n, ())) == 1 and ds[0] != mine[n][0]}
+    if not rename:
+        return b
+    replace = deep(lambda x: atom(rename[x]) if x in rename else None)
+
+    def digit(d):
+        (mono, _), = substitute(atom(d), replace).terms
+        return mono[0]
+
+    return StoreForm(tuple(substitute(p, replace) for p in b.dims),
+                     {digit(d): v for d, v in b.pins.items()},
+                     {digit(d): n for d, n in b.ranges.items()},
+                     b.line, b.text, b.single, b.whole, b.launch)
