@@ -99,6 +99,7 @@ class UniqueWritesPass(CheckPass):
         assert unit.checker is not None
         unit.checker.unique.check_reads()
         unit.checker.unique.check_tickets()
+        unit.checker.unique.check_ticket_pins(unit.body)
 
 
 class NoWrapPass(CheckPass):

@@ -35,7 +35,8 @@ from ..analysis.ranges import constant_value, is_widening
 from ..errors import SourceSpan, TranspileError
 from ..nodes import node
 from ..spec import ParamCheck
-from .facts import pinned
+from .facts import Pinned, pinned
+from .lastblock import TicketPinned, TicketUse, check_ticket_pins, ticket_facts
 from .ownership import (
     Assumption,
     Digit,
@@ -189,6 +190,11 @@ class UniqueWrites:
         # changes it otherwise (where, and what), which voids its tickets (:meth:`check_tickets`).
         self.ticket_stores: list[tuple[ir.Atomic, SourceSpan, ir.ArrayRef]] = []
         self.counter_changes: dict[int, tuple[SourceSpan, str]] = {}
+        # The last ticket (R7, :mod:`.lastblock`): the stores that need a pin from a ticket's
+        # value, and where each store into a one-element shared array (a flag) is, by its
+        # ArrayRef's id.
+        self.ticket_pins: list[TicketUse] = []
+        self.flag_positions: dict[int, Position] = {}
 
     # ---- assumptions on scalar parameters --------------------------------------------------
 
@@ -327,6 +333,44 @@ class UniqueWrites:
                 return None
         return None
 
+    def classify_untied(self, e: ir.Expr) -> Unique | None:
+        """:meth:`classify`, but ``None`` for a value computed from a ticket draw: an equality
+        with one pins threads only while the draws cannot repeat, which :meth:`ticket_facts`
+        leaves to the end of the body to prove."""
+        return None if self._tickets(e) else self.classify(e)
+
+    def ticket_facts(self, cond: ir.Expr, truth: bool) -> set:
+        """The pins a ticket comparison or a flag that carries one makes where ``cond`` is
+        ``truth`` (see :mod:`.lastblock`)."""
+        return ticket_facts(cond, truth, self)
+
+    def ticket_draws(self, e: ir.Expr) -> list[ir.Atomic]:
+        """The ticket draws whose value ``e`` is computed from."""
+        return self._tickets(e)
+
+    def note_ticket_pins(self, required: frozenset[str], covered, span: SourceSpan,
+                         base: ir.ArrayRef | None) -> str:
+        """A store (or ``UniqueId`` argument) was accepted: where it needs coordinates that
+        only a ticket's value pins, remember it for :meth:`check_ticket_pins`; the rule's
+        text for ``expand --proofs``, or ``""``."""
+        facts = self.bounds.facts
+        plain = {f.coord for f in facts if type(f) is Pinned}
+        sources = []
+        for f in sorted((f for f in facts if isinstance(f, TicketPinned)), key=repr):
+            if f.coord in required and f.coord not in plain and f.coord not in covered and \
+                    f.source not in sources:
+                sources.append(f.source)
+        if not sources:
+            return ""
+        self.ticket_pins.append(TicketUse(tuple(sources), span, base))
+        return ("one thread: the conditions around it leave one thread of the grid, through "
+                "the value an atomic ticket returned (R7, the last ticket)")
+
+    def check_ticket_pins(self, body: tuple[ir.Stmt, ...]) -> None:
+        """Once the body is known: the ticket pins the stores needed hold (R7, the last
+        ticket; see :mod:`.lastblock`)."""
+        check_ticket_pins(self, body)
+
     def is_uniform(self, e: ir.Expr) -> bool:
         """Is ``e`` the same for every thread of the launch, for the whole kernel?"""
         if isinstance(e, ir.Const):
@@ -393,6 +437,8 @@ class UniqueWrites:
         if base.ty.space == "local":
             return "uid", (), ""
         self.counter_changes.setdefault(id(base.var), (span, "a store"))
+        if base.ty.space == "shared" and base.ty.shape == (1,):
+            self.flag_positions[id(base)] = self.phases.position()
         keys = tuple(self.defs.key(i) for i in indices)
         self.store_parity.setdefault(id(base.var), []).append(
             frozenset() if unsafe else store_parities(self.forms, keys, self.bounds.facts))
@@ -432,7 +478,12 @@ class UniqueWrites:
                                              idx.span, _WRAP_HINT)
         self.check_narrowed(base, span, _Checked(form, self.phases.position(),
                                                  narrowed or kind == "single", span))
-        return kind, owners, ""
+        covered: set[str] = set()
+        for idx in indices:
+            u = self.classify(idx)
+            covered |= u.coords if u is not None else set()
+        return kind, owners, self.note_ticket_pins(required_coords(self.ctx.ndim, space),
+                                                   covered, span, base)
 
     def check_narrowed(self, base: ir.ArrayRef, span: SourceSpan, new: _Checked) -> None:
         """Prove a store against the array's earlier stores where either is narrowed to fewer
@@ -761,6 +812,7 @@ class UniqueWrites:
                     f"{what} is a UniqueId used to write memory, but this value is not "
                     "provably unique", span, "pass a unique id such as "
                     "FlatLayout1D.uid()")
+            self.note_ticket_pins(required_coords(self.ctx.ndim, space), coords, span, None)
             for c in params:
                 self.unique_param_uses.setdefault(c[6:], set()).add(space)
 
