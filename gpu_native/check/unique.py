@@ -36,7 +36,7 @@ from ..errors import SourceSpan, TranspileError
 from ..nodes import node
 from ..spec import ParamCheck
 from .facts import Pinned, pinned
-from .lastblock import TicketPinned, TicketUse, check_ticket_pins, ticket_facts
+from .lastblock import FlagRead, TicketPinned, TicketUse, check_ticket_pins, ticket_facts
 from .ownership import (
     Assumption,
     Digit,
@@ -363,8 +363,16 @@ class UniqueWrites:
         if not sources:
             return ""
         self.ticket_pins.append(TicketUse(tuple(sources), span, base))
-        return ("one thread: the conditions around it leave one thread of the grid, through "
-                "the value an atomic ticket returned (R7, the last ticket)")
+        whose = []
+        for source in sources:
+            if isinstance(source, FlagRead):
+                whose.append(f"the flag '{source.array.var.name}' (line "
+                             f"{source.load.span.line}) selects one block of the grid, the one "
+                             "whose atomic ticket won")
+            else:
+                whose.append(f"one thread of the grid draws from '{source.draw.array.var.name}' "
+                             f"(line {source.draw.span.line}) the value it is compared with")
+        return f"unique: {'; '.join(whose)} (R7, the last ticket)"
 
     def check_ticket_pins(self, body: tuple[ir.Stmt, ...]) -> None:
         """Once the body is known: the ticket pins the stores needed hold (R7, the last
@@ -871,8 +879,9 @@ def _hint_for(a: StoreForm, b: StoreForm, outcome: PairProof, space: str) -> str
     if missing and all(d.coord.startswith("bid") for d in missing) and space == "global":
         return ("every block that runs this store writes the same elements: index by the block "
                 "too (out[block_idx.x * BLOCK + tid]); if only one block can get here (the "
-                "last-block pattern), the checker cannot see that: wrap the store in "
-                "`with unsafe():`")
+                "last-block pattern), select it by a flag its thread 0 writes from an atomic "
+                "ticket (is_last[0] = 1 if drawn == grid_dim.x - 1 else 0; sync_threads(); "
+                "if is_last[0] == 1: ...), or wrap the store in `with unsafe():`")
     if any(d.part != "all" for d in missing):
         return ("one writer per warp needs the other part pinned: `if lane == 0: "
                 "partial[wid] = v` (lane = tid % 32, wid = tid // 32); or index with both parts")

@@ -73,7 +73,9 @@ def test_the_last_block_writes_out_and_resets_the_counter_without_unsafe():
     got = stores(LAST)
     for name in ("out", "ticket"):
         assert got[name].unique == "single"
-        assert "the last ticket" in got[name].proof
+        assert got[name].proof == ("unique: the flag 'is_last' (line 15) selects one block of "
+                                   "the grid, the one whose atomic ticket won (R7, the last "
+                                   "ticket)")
 
 
 @pytest.mark.parametrize("old, new", [
@@ -98,6 +100,8 @@ def direct(ticket: CUDASliceMut[u32], out: CUDASliceMut[f32]):
             ticket[0] = 0
 """)
     assert got["out"].unique == got["ticket"].unique == "single"
+    assert got["out"].proof.startswith("unique: one thread of the grid draws from 'ticket' "
+                                       "(line 9) the value it is compared with")
 
 
 def test_a_first_thread_with_a_counter_that_cannot_wrap():
