@@ -101,7 +101,7 @@ def direct(ticket: CUDASliceMut[u32], out: CUDASliceMut[f32]):
 """)
     assert got["out"].unique == got["ticket"].unique == "single"
     assert got["out"].proof.startswith("unique: one thread of the grid draws from 'ticket' "
-                                       "(line 9) the value it is compared with")
+                                       "(line 8) the value it is compared with")
 
 
 def test_a_first_thread_with_a_counter_that_cannot_wrap():
