@@ -17,6 +17,9 @@ docs/gallery.md).  Relaxed atomics cost nothing here and say what the code relie
 What it exercises: ``if tid == 0 and is_last: out[0] = ...`` after an atomic ticket, a block-
 uniform flag broadcast through shared memory, atomic loads of other blocks' partial sums, a
 plain store that resets the atomic counter, barriers inside a branch that is uniform per block.
+The checker proves the last block's stores race-free (the last ticket, rule R7 in
+docs/gallery.md): the flag is nonzero in the one block whose draw returned ``grid_dim.x - 1``,
+and after that block's reset no other draw of the launch can return it again.
 """
 
 import numpy as np
@@ -42,7 +45,6 @@ from gpu_native import (
     sync_threads,
     thread_idx,
     u32,
-    unsafe,
 )
 
 THREADS = 128
@@ -86,13 +88,11 @@ def sum_last_block_kernel(x: CUDASlice[f32], partial: CUDASliceMut[f32],
                 cache[tid] += cache[tid + stride]
             stride //= 2
         if tid == 0:
-            # unsafe: tid == 0 pins the thread in its block, but which block runs this depends on
-            #   a value an atomic returned (is_last), which no index rule follows; race-free
-            #   because the grid draws grid_dim.x tickets, so exactly one block draws the last,
-            #   and every other block's fetch_add came before it (this block's acquire saw them).
-            with unsafe():
-                out[0] = cache[0]
-                ticket[0] = 0
+            # One thread of the grid (R7, the last ticket): is_last is nonzero in the one block
+            # whose draw returned grid_dim.x - 1, and only that thread resets the counter, so no
+            # later draw of this launch can return that value again.
+            out[0] = cache[0]
+            ticket[0] = 0
 
 
 def device_sum(x, ticket, blocks: int = 24):

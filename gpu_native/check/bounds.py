@@ -99,8 +99,8 @@ class BoundsProofs:
 
     def facts_from(self, cond: ir.Expr, truth: bool) -> set[Fact]:
         """The facts that hold where ``cond`` evaluated to ``truth``."""
-        return cond_facts(cond, truth, self.unique.classify, self.unique.is_uniform,
-                          self.defs.key)
+        return cond_facts(cond, truth, self.unique.classify_untied, self.unique.is_uniform,
+                          self.defs.key) | self.unique.ticket_facts(cond, truth)
 
     def assume(self, cond: ir.Expr, truth: bool) -> None:
         """From here on, ``cond`` evaluated to ``truth``."""

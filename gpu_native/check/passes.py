@@ -101,6 +101,7 @@ class UniqueWritesPass(CheckPass):
         unit.checker.unique.check_tickets()
         assert unit.body is not None
         unit.checker.unique.check_scaled(unit.body)
+        unit.checker.unique.check_ticket_pins(unit.body)
 
 
 class NoWrapPass(CheckPass):

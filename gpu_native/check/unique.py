@@ -35,7 +35,8 @@ from ..analysis.ranges import Affine, constant_value, is_widening
 from ..errors import SourceSpan, TranspileError
 from ..nodes import node
 from ..spec import ParamCheck
-from .facts import pinned
+from .facts import Pinned, pinned
+from .lastblock import FlagRead, TicketPinned, TicketUse, check_ticket_pins, ticket_facts
 from .ownership import (
     Assumption,
     Digit,
@@ -193,6 +194,11 @@ class UniqueWrites:
         # R3 for loop variables: shared-array stores scaled by a variable the whole block
         # shares, proven per barrier interval once the body is known (see :mod:`.strides`).
         self.scaled = ScaledStores()
+        # The last ticket (R7, :mod:`.lastblock`): the stores that need a pin from a ticket's
+        # value, and where each store into a one-element shared array (a flag) is, by its
+        # ArrayRef's id.
+        self.ticket_pins: list[TicketUse] = []
+        self.flag_positions: dict[int, Position] = {}
 
     # ---- assumptions on scalar parameters --------------------------------------------------
 
@@ -331,6 +337,52 @@ class UniqueWrites:
                 return None
         return None
 
+    def classify_untied(self, e: ir.Expr) -> Unique | None:
+        """:meth:`classify`, but ``None`` for a value computed from a ticket draw: an equality
+        with one pins threads only while the draws cannot repeat, which :meth:`ticket_facts`
+        leaves to the end of the body to prove."""
+        return None if self._tickets(e) else self.classify(e)
+
+    def ticket_facts(self, cond: ir.Expr, truth: bool) -> set:
+        """The pins a ticket comparison or a flag that carries one makes where ``cond`` is
+        ``truth`` (see :mod:`.lastblock`)."""
+        return ticket_facts(cond, truth, self)
+
+    def ticket_draws(self, e: ir.Expr) -> list[ir.Atomic]:
+        """The ticket draws whose value ``e`` is computed from."""
+        return self._tickets(e)
+
+    def note_ticket_pins(self, required: frozenset[str], covered, span: SourceSpan,
+                         base: ir.ArrayRef | None) -> str:
+        """A store (or ``UniqueId`` argument) was accepted: where it needs coordinates that
+        only a ticket's value pins, remember it for :meth:`check_ticket_pins`; the rule's
+        text for ``expand --proofs``, or ``""``."""
+        facts = self.bounds.facts
+        plain = {f.coord for f in facts if type(f) is Pinned}
+        sources = []
+        for f in sorted((f for f in facts if isinstance(f, TicketPinned)), key=repr):
+            if f.coord in required and f.coord not in plain and f.coord not in covered and \
+                    f.source not in sources:
+                sources.append(f.source)
+        if not sources:
+            return ""
+        self.ticket_pins.append(TicketUse(tuple(sources), span, base))
+        whose = []
+        for source in sources:
+            if isinstance(source, FlagRead):
+                whose.append(f"the flag '{source.array.var.name}' (line "
+                             f"{source.load.span.line}) selects one block of the grid, the one "
+                             "whose atomic ticket won")
+            else:
+                whose.append(f"one thread of the grid draws from '{source.draw.array.var.name}' "
+                             f"(line {source.draw.span.line}) the value it is compared with")
+        return f"unique: {'; '.join(whose)} (R7, the last ticket)"
+
+    def check_ticket_pins(self, body: tuple[ir.Stmt, ...]) -> None:
+        """Once the body is known: the ticket pins the stores needed hold (R7, the last
+        ticket; see :mod:`.lastblock`)."""
+        check_ticket_pins(self, body)
+
     def is_uniform(self, e: ir.Expr) -> bool:
         """Is ``e`` the same for every thread of the launch, for the whole kernel?"""
         if isinstance(e, ir.Const):
@@ -397,6 +449,8 @@ class UniqueWrites:
         if base.ty.space == "local":
             return "uid", (), ""
         self.counter_changes.setdefault(id(base.var), (span, "a store"))
+        if base.ty.space == "shared" and base.ty.shape == (1,):
+            self.flag_positions[id(base)] = self.phases.position()
         keys = tuple(self.defs.key(i) for i in indices)
         self.store_parity.setdefault(id(base.var), []).append(
             frozenset() if unsafe else store_parities(self.forms, keys, self.bounds.facts))
@@ -440,7 +494,12 @@ class UniqueWrites:
                                              idx.span, _WRAP_HINT)
         self.check_narrowed(base, span, _Checked(form, self.phases.position(),
                                                  narrowed or kind == "single", span))
-        return kind, owners, ""
+        covered: set[str] = set()
+        for idx in indices:
+            u = self.classify(idx)
+            covered |= u.coords if u is not None else set()
+        return kind, owners, self.note_ticket_pins(required_coords(self.ctx.ndim, space),
+                                                   covered, span, base)
 
     # ---- stores scaled by a loop variable (hooks of :mod:`.strides`) ------------------------
 
@@ -831,6 +890,7 @@ class UniqueWrites:
                     f"{what} is a UniqueId used to write memory, but this value is not "
                     "provably unique", span, "pass a unique id such as "
                     "FlatLayout1D.uid()")
+            self.note_ticket_pins(required_coords(self.ctx.ndim, space), coords, span, None)
             for c in params:
                 self.unique_param_uses.setdefault(c[6:], set()).add(space)
 
@@ -900,8 +960,9 @@ def _hint_for(a: StoreForm, b: StoreForm, outcome: PairProof, space: str) -> str
     if missing and all(d.coord.startswith("bid") for d in missing) and space == "global":
         return ("every block that runs this store writes the same elements: index by the block "
                 "too (out[block_idx.x * BLOCK + tid]); if only one block can get here (the "
-                "last-block pattern), the checker cannot see that: wrap the store in "
-                "`with unsafe():`")
+                "last-block pattern), select it by a flag its thread 0 writes from an atomic "
+                "ticket (is_last[0] = 1 if drawn == grid_dim.x - 1 else 0; sync_threads(); "
+                "if is_last[0] == 1: ...), or wrap the store in `with unsafe():`")
     if any(d.part != "all" for d in missing):
         return ("one writer per warp needs the other part pinned: `if lane == 0: "
                 "partial[wid] = v` (lane = tid % 32, wid = tid // 32); or index with both parts")
