@@ -51,4 +51,6 @@ def test_sgemm_tf32_refuses_ragged_sizes(sim):
 @pytest.mark.gpu
 def test_sgemm_tf32_large_on_gpu():
     result, reference = ex.run(1024, 1024, 1024, seed=3)
-    assert _rel(result, reference) <= 1e-6
+    # 128 k-steps of f32 accumulation on the tensor cores (which align and truncate as they
+    # add): 2.4e-6 on the H200, where the simulator's once-rounded sums give 5e-8.
+    assert _rel(result, reference) <= 1e-5
