@@ -559,6 +559,12 @@ class UniqueWrites:
         self.check_exact(base, indices, span, form)
         narrowed = bool(pinned(self.bounds.facts) & required_coords(self.ctx.ndim, space))
         self.check_narrowed(base, span, _Checked(form, self.phases.position(), narrowed, span))
+        # A thread writes elements no index of it names: every later plain store of the array is
+        # proven against this one (:meth:`note_store`), and a read of it is its own element only
+        # where the thread also writes that index plainly (:meth:`check_reads`).
+        self.multi_owner.add(id(base.var))
+        self.store_keys.setdefault(id(base.var), (((), (("footprint", span.line, span.col),)),
+                                                  span))
         return proof
 
     def check_narrowed(self, base: ir.ArrayRef, span: SourceSpan, new: _Checked) -> None:
