@@ -192,3 +192,19 @@ def k(c: CUDASliceMut2D[f32]):
 """
     with pytest.raises(TranspileError, match=r"store_matrix\(\) into .c. in a device function"):
         transpile_module(source, str(tmp_path / "k.py"), "k")
+
+
+@pytest.mark.parametrize("path", [
+    "examples/tensor_core/hgemm_tensor_core.py", "examples/tensor_core/gemm_bias_gelu.py",
+    "examples/tensor_core/sgemm_tf32.py", "tests/helpers/kernels_tf32.py"])
+def test_the_tensor_core_kernels_store_their_tiles_proven(path):
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    text = Expansion.of((root / path).read_text(), str(root / path), "m").proofs()
+    lines = text.splitlines()
+    stores = [k for k, line in enumerate(lines) if line.lstrip().startswith("L")
+              and "  store_matrix(" in line]
+    assert stores, text
+    for k in stores:
+        assert "a 16 x 8 tile per warp from a warp-uniform origin" in lines[k + 1], text
