@@ -732,12 +732,14 @@ class MatrixOp(Stmt):
     ``cp_async`` (shared destination, global source; ``params`` = (nbytes, the destination's
     alignment site, the source's)), ``cp_async_commit`` (none) or
     ``cp_async_wait`` (none; ``params`` = (n,)).  ``unique`` is how a write to a shared or global
-    destination was accepted, as :attr:`Store.unique`."""
+    destination was accepted, as :attr:`Store.unique`, and ``proof`` the rule that proved it
+    (for ``expand --proofs``)."""
 
     op: str
     operands: tuple[Operand, ...] = ()
     params: tuple[int, ...] = ()
     unique: str = ""
+    proof: str = ""
 
 
 @node

@@ -34,12 +34,12 @@ from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
 import numpy as np
 
-from tools.fuzz import indices, scaled, splits
+from tools.fuzz import indices, scaled, splits, tiles
 
 CHUNK = 16
 #: The generators ``--family`` picks: each draws a module body from a random state.
 FAMILIES = {"indices": indices.generated, "scaled": scaled.generated,
-            "splits": splits.generated}
+            "splits": splits.generated, "tiles": tiles.generated}
 
 
 def _transpile(source: str, name: str):
@@ -189,8 +189,8 @@ def main(argv=None) -> int:
     parser.add_argument("--family", choices=sorted(FAMILIES), default="indices",
                         help="the generator: tools/fuzz/indices.py (affine indices, the "
                              "default), tools/fuzz/scaled.py (shared-array stores scaled by a "
-                             "loop variable) or tools/fuzz/splits.py (flat values split by // "
-                             "and %%, XOR)")
+                             "loop variable), tools/fuzz/splits.py (flat values split by // "
+                             "and %%, XOR) or tools/fuzz/tiles.py (store_matrix tiles)")
     args = parser.parse_args(argv)
     generate = FAMILIES[args.family]
 

@@ -17,8 +17,11 @@ into shared or global memory covers several elements per thread.  ``cp_async``'s
 ``nbytes`` along the last axis is proven like a store whose last index is ``index + e``, ``e`` in
 ``[0, width)`` (:meth:`.unique.UniqueWrites.store_span`): a swizzled tile ``(s, ra, (ka ^ ((ra >>
 1) & 3)) * 8)`` with ``(ra, ka)`` a split of ``tid + q * THREADS`` is (see :mod:`.splits`).
-``store_matrix`` writes a 16 x 8 tile through the lanes of a warp, which the uniqueness rules do
-not model: it must be inside ``with unsafe():``, where the simulator's race detector watches it.
+``store_matrix`` writes a 16 x 8 tile through the lanes of a warp: lane ``4g + t`` writes rows
+``r + g``, ``r + g + 8`` at columns ``c + 2t``, ``c + 2t + 1``.  It is proven like a store at ``(r +
+8h + g, c + 2t + e)``, ``h`` and ``e`` counters in ``[0, 2)``, from an origin ``(r, c)`` the same
+in every lane of the warp (:meth:`.unique.UniqueWrites.store_tile`, :mod:`.warptiles`): tiles
+whose origins step by 16 rows or 8 columns between warps and iterations are apart.
 """
 
 from __future__ import annotations
@@ -154,23 +157,28 @@ class MatrixChecker(CheckerBase):
         last_checks = self.bounds.checks(base, last, span)
         return ir.Operand(base, indices, checks, last, last_checks)
 
-    def _writable(self, op: ir.Operand, what: str, span, width: int = 0) -> str:
-        """How a write through ``op`` is race-free: ``unsafe``, or (``width``: a run of that
-        many elements along the last axis, as ``cp_async`` writes) ``uid`` where the unique-write
-        proofs show each thread's run its own (see :meth:`.unique.UniqueWrites.store_span`)."""
+    def _writable(self, op: ir.Operand, what: str, span, width: int = 0,
+                  tile: bool = False) -> tuple[str, str]:
+        """How a write through ``op`` is race-free, and the rule that proved it: ``unsafe``, or
+        ``uid`` where the unique-write proofs show each thread's elements its own: (``width``) a
+        run of that many along the last axis, as ``cp_async`` writes (see
+        :meth:`.unique.UniqueWrites.store_span`), or (``tile``) ``store_matrix``'s 16 x 8 tile
+        from a warp-uniform origin (:meth:`.unique.UniqueWrites.store_tile`)."""
         base = op.array
         if not base.ty.mutable or base.ty.space == "const":
             raise self.error(f"{what} '{base.var.name}' is read-only", span)
         if width and self.unsafe_depth == 0:
-            self.unique.store_span(base, op.indices, width, span, what.split("'")[0])
-            return "uid"
+            return "uid", self.unique.store_span(base, op.indices, width, span,
+                                                 what.split("'")[0])
+        if tile and self.unsafe_depth == 0:
+            return "uid", self.unique.store_tile(base, op.indices, span)
         if self.unsafe_depth == 0:
             raise self.error(
                 f"{what} '{base.var.name}' is written several elements per thread, which the "
                 "uniqueness rules do not follow", span,
                 "put the statement inside `with unsafe():` and say in a comment why no two "
                 "threads write one element (the simulator's race detector checks it)")
-        return "unsafe"
+        return "unsafe", ""
 
     # ---- the statements -----------------------------------------------------------------------
 
@@ -225,8 +233,8 @@ class MatrixChecker(CheckerBase):
         if elem.name not in ("f16", "bf16", "f32"):
             raise self.error(f"store_matrix() writes f16, bf16 or f32 arrays, not {elem}",
                              call.span)
-        unique = self._writable(dst, "store_matrix()'s dst", call.span)
-        return ir.MatrixOp(call.span, "store_matrix", (dst, acc), (), unique)
+        unique, proof = self._writable(dst, "store_matrix()'s dst", call.span, tile=True)
+        return ir.MatrixOp(call.span, "store_matrix", (dst, acc), (), unique, proof)
 
     def matrix_cp_async(self, call: S.Call, got: dict) -> ir.Stmt:
         nbytes = self._const(got["nbytes"], 0, "cp_async()'s nbytes")
@@ -248,7 +256,7 @@ class MatrixChecker(CheckerBase):
                               call.span, "shared")
         s = self.span_operand(got["src"], got["src_index"], width, "cp_async()'s src",
                               call.span, "global")
-        unique = self._writable(d, "cp_async()'s dst", call.span, width[0])
+        unique, proof = self._writable(d, "cp_async()'s dst", call.span, width[0])
         what = f"cp_async(): an address is not aligned to {nbytes} bytes"
         # The shared destination's alignment may be proven; a global source's too, from a
         # launch fact on its row length and the address the launcher then checks.
@@ -257,7 +265,7 @@ class MatrixChecker(CheckerBase):
         src_align = self.alignment_site(call.span, what, self.bounds.launch_aligned(
             s.array, s.indices, width[0], call.span, "cp_async()"))
         return ir.MatrixOp(call.span, "cp_async", (d, s), (nbytes, dst_align, src_align),
-                           unique)
+                           unique, proof)
 
     def matrix_cp_async_commit(self, call: S.Call, got: dict) -> ir.Stmt:
         return ir.MatrixOp(call.span, "cp_async_commit")

@@ -60,6 +60,7 @@ from .ownership import (
 from .parity import read_parities, store_parities
 from .phases import Phases, Position, entry_value, ordered, ordered_either
 from .strides import ScaledStores, scale_vars
+from .warptiles import in_device_function, warp_tile
 from .witness import collision
 
 if TYPE_CHECKING:
@@ -540,6 +541,41 @@ class UniqueWrites:
         """A write of ``width`` elements along the last axis from ``indices`` (``cp_async``'s
         shared destination): proven as a store whose last index is ``indices[-1] + e`` with
         ``e`` a counter in ``[0, width)`` (the thread's own footprint), or refused."""
+        def run(form: StoreForm) -> StoreForm:
+            footprint = Digit(f"loop:{what} footprint@{span.line}:{span.col}")
+            form.dims = form.dims[:-1] + (form.dims[-1].plus(Affine.of((footprint,))),)
+            form.ranges[footprint] = Affine(width)
+            return form
+
+        space = "global" if base.ty.space == "global" else "shared"
+        return self._store_footprint(base, indices, span, what, run, TranspileError(
+            f"{what} '{base.var.name}' is written several elements per thread, through an "
+            "index not provably unique", span, _UNIQUE_HINT[space]))
+
+    def store_tile(self, base: ir.ArrayRef, indices, span: SourceSpan) -> str:
+        """``store_matrix``'s 16 x 8 tile at ``indices``, written by the lanes of a warp: proven
+        as a store of each lane's own four elements from a warp-uniform origin (see
+        :mod:`.warptiles`), or refused."""
+        what = f"store_matrix() into '{base.var.name}'"
+        if not self.is_kernel:
+            raise in_device_function(span, what)
+
+        def run(form: StoreForm) -> StoreForm:
+            return warp_tile(form, self.ctx.ndim, span, what)
+
+        proof = self._store_footprint(base, indices, span, what, run, TranspileError(
+            f"{what}: the 16 x 8 tiles of two warps (or of two calls) may overlap", span,
+            "step the origin by at least 16 rows or 8 columns between warps and between "
+            "iterations (row = block_row + (warp // WARPS_N) * WM + i * 16 with WM = 16 * MI), "
+            "or use `with unsafe():`"), keep_hint=True)
+        return proof.replace("unique: ", "unique: a 16 x 8 tile per warp from a warp-uniform "
+                             "origin (each lane's 4 elements), ", 1)
+
+    def _store_footprint(self, base: ir.ArrayRef, indices, span: SourceSpan, what: str,
+                         widen, classic: TranspileError, keep_hint: bool = False) -> str:
+        """A write of several elements per thread from ``indices``: its form, ``widen``-ed to
+        the thread's footprint, proven against every store of the array (``classic``: the
+        error, with the reason added; ``keep_hint``: with its own hint, not the pair's)."""
         self.counter_changes.setdefault(id(base.var), (span, what))
         keys = tuple(self.defs.key(i) for i in indices)
         self.store_parity.setdefault(id(base.var), []).append(frozenset())
@@ -547,18 +583,27 @@ class UniqueWrites:
         form = self.forms.store(keys, self.bounds.facts, space, span.line,
                                 f"{base.var.name}[...]")
         if isinstance(form, StoreForm):
-            footprint = Digit(f"loop:{what} footprint@{span.line}:{span.col}")
-            form.dims = form.dims[:-1] + (form.dims[-1].plus(Affine.of((footprint,))),)
-            form.ranges[footprint] = Affine(width)
+            form = widen(form)
         self.store_forms.setdefault(id(base.var), []).append(form)
-        classic = TranspileError(
-            f"{what} '{base.var.name}' is written several elements per thread, through an "
-            "index not provably unique", span, _UNIQUE_HINT[space])
-        proof = self.prove_array(base, span, classic)
+        error: TranspileError | None = None
+        try:
+            proof = self.prove_array(base, span, classic)
+        except TranspileError as refused:
+            if not keep_hint:
+                raise
+            error = TranspileError(refused.message, span, classic.hint)
+        if error is not None:
+            raise error  # outside the handler: reported as itself
         assert isinstance(form, StoreForm)  # prove_array refuses a store without a form
         self.check_exact(base, indices, span, form)
         narrowed = bool(pinned(self.bounds.facts) & required_coords(self.ctx.ndim, space))
         self.check_narrowed(base, span, _Checked(form, self.phases.position(), narrowed, span))
+        # A thread writes elements no index of it names: every later plain store of the array is
+        # proven against this one (:meth:`note_store`), and a read of it is its own element only
+        # where the thread also writes that index plainly (:meth:`check_reads`).
+        self.multi_owner.add(id(base.var))
+        self.store_keys.setdefault(id(base.var), (((), (("footprint", span.line, span.col),)),
+                                                  span))
         return proof
 
     def check_narrowed(self, base: ir.ArrayRef, span: SourceSpan, new: _Checked) -> None:

@@ -470,11 +470,14 @@ _add(Entry("store_matrix", "gpu_native", "statement",
            "`dst`'s type)", _params("dst:array dst_index:int acc:array acc_index:int"), "None",
            "matrix_op", "gn_store_matrix", "store_matrix", since="0.3.0",
            more="Lane 4g + t writes rows ``r + g`` and ``r + g + 8`` at columns ``c + 2t`` and "
-                "``c + 2t + 1``: the lanes of one warp write 128 distinct elements.  Whether "
-                "two warps' tiles overlap is not proven, so a store into a global array must "
-                "be inside ``with unsafe():`` (the simulator's race detector watches it).  The "
-                "tile's corners are bounds checked in every lane; ``dst_index`` should be the "
-                "same in every lane of the warp."))
+                "``c + 2t + 1``: the lanes of one warp write the 128 elements of the tile.  "
+                "Outside ``with unsafe():`` the checker proves that no two tiles meet: "
+                "``dst_index`` must be the same in every lane of the warp (from ``thread_idx.x "
+                "// 32``, ``block_idx``, loop counters and uniform values, never the lane), the "
+                "block one row of threads or rows of whole warps (``assert block_dim.y == 1`` "
+                "in a Kernel2D), and the origins of two warps or two calls 16 rows or 8 "
+                "columns apart (``(warp // WARPS_N) * 64 + i * 16``); ``expand --proofs`` "
+                "names the rule.  The tile's corners are bounds checked in every lane."))
 _add(Entry("cp_async", "gpu_native", "statement",
            "copy `nbytes` (4, 8 or 16) bytes from the global array `src` at `src[src_index]` to "
            "the shared array `dst` at `dst[dst_index]` without waiting (PTX `cp.async`)",

@@ -39,6 +39,13 @@ def _accesses(kernel: ir.Kernel) -> dict[int, set[str]]:
                             else "store" if isinstance(n, ir.Store) else None)
                     if kind is not None:
                         uses.setdefault(id(root), set()).add(kind)
+                if isinstance(n, ir.MatrixOp) and n.op in ("store_matrix", "cp_async"):
+                    # store_matrix writes its global destination; cp_async reads its source.
+                    ref = n.operands[0 if n.op == "store_matrix" else 1].array
+                    if ref.ty.space == "global":
+                        kind = ("load" if n.op == "cp_async" else
+                                "unsafe" if n.unique == "unsafe" else "store")
+                        uses.setdefault(id(binding.get(id(ref.var), ref.var)), set()).add(kind)
                 if isinstance(n, ir.Call) and depth < 32:
                     inner = {}
                     for p, a in zip(n.function.params, n.args):

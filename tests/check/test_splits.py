@@ -256,3 +256,23 @@ def test_cp_async_near_miss_is_refused(tmp_path, change):
     with pytest.raises(TranspileError, match="cp_async"):
         from gpu_native.rewrite import transpile_module
         transpile_module(source, str(tmp_path / "k.py"), "k")
+
+
+CP_ASYNC_THEN_STORE = HEADER.replace("lane_id,", "lane_id, cp_async,") + """
+@gpu_kernel(Kernel1D)
+def k(a: CUDASlice[f16]):
+    assert block_dim.x == 64
+    tile = shared_array(f16, (2, 512))
+    tid = thread_idx.x
+    cp_async(tile, (0, tid * 8), a, (tid * 8,), 16)
+    tile[ROW, tid] = f16(1.0)
+"""
+
+
+def test_a_plain_store_after_cp_async_is_proven_against_its_run(tmp_path):
+    """Thread 1's ``tile[0, 1]`` lies in thread 0's run ``tile[0, 0:8]``: the plain store, which
+    the classic rule accepts on its own (``tid`` is unique), was not proven against the run."""
+    build(tmp_path, CP_ASYNC_THEN_STORE.replace("ROW", "1"))
+    with pytest.raises(TranspileError, match=r"thread_idx.x = 0 and thread_idx.x = 1 both "
+                                             r"write tile\[0, 1\]"):
+        build(tmp_path, CP_ASYNC_THEN_STORE.replace("ROW", "0"))

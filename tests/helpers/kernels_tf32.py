@@ -18,7 +18,6 @@ from gpu_native import (
     local_array,
     mma_sync,
     store_matrix,
-    unsafe,
 )
 
 
@@ -47,7 +46,7 @@ def tf32_tiles(a: CUDASlice2D[f32], b: CUDASlice2D[f32], c: CUDASliceMut2D[f32])
         frag_b[0] = b[k + t, col + g]
         frag_b[1] = b[k + t + 4, col + g]
         mma_sync(acc, (), frag_a, (), frag_b, ())
-    # unsafe: each block's warp stores its own 16 x 8 tile; store_matrix writes 128 distinct
-    #   elements of it.
-    with unsafe():
-        store_matrix(c, (row, col), acc, ())
+    # Proven unique, no unsafe block: the origin comes from block_idx alone (the same in every
+    #   lane), the warp writes the 128 elements of its 16 x 8 tile, and blocks step by 16 rows
+    #   and 8 columns.
+    store_matrix(c, (row, col), acc, ())
