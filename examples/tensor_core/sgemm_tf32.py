@@ -46,7 +46,6 @@ from gpu_native import (
     store_matrix,
     sync_threads,
     thread_idx,
-    unsafe,
 )
 
 BM = 128                  # block tile of C
@@ -100,17 +99,12 @@ def sgemm_tf32_kernel(a: CUDASlice2D[f32], b: CUDASlice2D[f32], c: CUDASliceMut2
                 ca = tid + q * THREADS
                 ra = ca // 2
                 ka = ca % 2
-                # unsafe: thread tid copies chunks tid + q * THREADS, one per (thread, q), each
-                #   to its own 16 bytes.
-                with unsafe():
-                    cp_async(tile_a, (s, ra, ka * 4), a, (block_row + ra, s * BK + ka * 4), 16)
+                cp_async(tile_a, (s, ra, ka * 4), a, (block_row + ra, s * BK + ka * 4), 16)
             for q in range(B_CHUNKS):
                 cb = tid + q * THREADS
                 rb = cb // 32
                 nb = cb % 32
-                # unsafe: as for tile_a, one 16-byte chunk per (thread, q).
-                with unsafe():
-                    cp_async(tile_b, (s, rb, nb * 4), b, (s * BK + rb, block_col + nb * 4), 16)
+                cp_async(tile_b, (s, rb, nb * 4), b, (s * BK + rb, block_col + nb * 4), 16)
         cp_async_commit()
     for kt in range(ktiles):
         cp_async_wait(STAGES - 2)
@@ -123,18 +117,14 @@ def sgemm_tf32_kernel(a: CUDASlice2D[f32], b: CUDASlice2D[f32], c: CUDASliceMut2
                 ca = tid + q * THREADS
                 ra = ca // 2
                 ka = ca % 2
-                # unsafe: one 16-byte chunk per (thread, q), as in the prologue.
-                with unsafe():
-                    cp_async(tile_a, (sn, ra, ka * 4), a, (block_row + ra, nxt * BK + ka * 4),
-                             16)
+                cp_async(tile_a, (sn, ra, ka * 4), a, (block_row + ra, nxt * BK + ka * 4),
+                         16)
             for q in range(B_CHUNKS):
                 cb = tid + q * THREADS
                 rb = cb // 32
                 nb = cb % 32
-                # unsafe: one 16-byte chunk per (thread, q), as in the prologue.
-                with unsafe():
-                    cp_async(tile_b, (sn, rb, nb * 4), b, (nxt * BK + rb, block_col + nb * 4),
-                             16)
+                cp_async(tile_b, (sn, rb, nb * 4), b, (nxt * BK + rb, block_col + nb * 4),
+                         16)
         cp_async_commit()
         st = kt % STAGES
         for i in range(MI):
