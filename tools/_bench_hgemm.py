@@ -213,9 +213,6 @@ HGEMM_WGMMA_CUDA = r"""
 #ifndef WG_EARLY_LOAD
 #define WG_EARLY_LOAD 0
 #endif
-#ifndef WG_BSWAP
-#define WG_BSWAP 0
-#endif
 #ifndef WG_GROUP
 #define WG_GROUP 8
 #endif
@@ -243,12 +240,20 @@ __device__ __forceinline__ unsigned pack16(float lo, float hi) {
 }
 
 template <bool BF16>
+__device__ __forceinline__ u16 to16(float x) {
+    u16 h;
+    if (BF16) asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(x));
+    else asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(x));
+    return h;
+}
+
+template <bool BF16>
 __device__ __forceinline__ void wgmma_tile(float* acc, u64 da, u64 db) {
     if (BF16) { @WGMMA_BF16@ }
     else { @WGMMA_F16@ }
 }
 
-template <bool BF16, bool OUT32>
+template <bool BF16, int OUT>
 __device__ __forceinline__ void hgemm_wgmma_body(
         const u16* __restrict__ A, const u16* __restrict__ B, void* __restrict__ C,
         int M, int K, int N, unsigned char* smem_raw) {
@@ -301,8 +306,7 @@ __device__ __forceinline__ void hgemm_wgmma_body(
 #pragma unroll
         for (int kk = 0; kk < BK / 16; ++kk) {
             const u64 da = smem_desc(sa + kk * 32, 16, 1024);
-            const u64 db = WG_BSWAP ? smem_desc(sb + kk * 2048, 1024, BK * 128)
-                                    : smem_desc(sb + kk * 2048, BK * 128, 1024);
+            const u64 db = smem_desc(sb + kk * 2048, BK * 128, 1024);
             wgmma_tile<BF16>(acc, da, db);
         }
         asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
@@ -315,34 +319,46 @@ __device__ __forceinline__ void hgemm_wgmma_body(
         }
     }
     asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+    // The accumulators are written by the asynchronous MMA, which the compiler does not know:
+    // without this the conversions below (register reads only) may be scheduled before the wait.
+#pragma unroll
+    for (int i = 0; i < 128; ++i) asm volatile("" : "+f"(acc[i]) :: "memory");
     const int row = block_row + wg * 64 + (t >> 5) * 16 + ((t & 31) >> 2);
     const int col0 = block_col + 2 * (t & 3);
 #pragma unroll
     for (int j = 0; j < 64; ++j) {
         const long long o = (long long)row * N + col0 + 8 * j;
-        if (OUT32) {
+        if (OUT == 1) {
             float* c = (float*)C;
             *(float2*)(c + o) = make_float2(acc[4 * j], acc[4 * j + 1]);
             *(float2*)(c + o + 8ll * N) = make_float2(acc[4 * j + 2], acc[4 * j + 3]);
-        } else {
+        } else if (OUT == 0) {
             u16* c = (u16*)C;
             *(unsigned*)(c + o) = pack16<BF16>(acc[4 * j], acc[4 * j + 1]);
             *(unsigned*)(c + o + 8ll * N) = pack16<BF16>(acc[4 * j + 2], acc[4 * j + 3]);
+        } else {
+            u16* c = (u16*)C;
+            c[o] = to16<BF16>(acc[4 * j]);
+            c[o + 1] = to16<BF16>(acc[4 * j + 1]);
+            c[o + 8ll * N] = to16<BF16>(acc[4 * j + 2]);
+            c[o + 8ll * N + 1] = to16<BF16>(acc[4 * j + 3]);
         }
     }
 }
 
-#define HGEMM_WGMMA_KERNEL(NAME, BF16, OUT32)                                                  \
+#define HGEMM_WGMMA_KERNEL(NAME, BF16, OUT)                                                  \
     extern "C" __global__ void __launch_bounds__(THREADS, 1) NAME(                             \
             const u16* __restrict__ A, const u16* __restrict__ B, void* __restrict__ C,        \
             int M, int K, int N) {                                                              \
         extern __shared__ __align__(1024) unsigned char smem_raw[];                            \
-        hgemm_wgmma_body<BF16, OUT32>(A, B, C, M, K, N, smem_raw);                              \
+        hgemm_wgmma_body<BF16, OUT>(A, B, C, M, K, N, smem_raw);                                  \
     }
-HGEMM_WGMMA_KERNEL(hgemm_wgmma_f16, false, false)
-HGEMM_WGMMA_KERNEL(hgemm_wgmma_bf16, true, false)
-HGEMM_WGMMA_KERNEL(hgemm_wgmma_f16_f32, false, true)
-HGEMM_WGMMA_KERNEL(hgemm_wgmma_bf16_f32, true, true)
+HGEMM_WGMMA_KERNEL(hgemm_wgmma_f16, false, 0)
+HGEMM_WGMMA_KERNEL(hgemm_wgmma_bf16, true, 0)
+HGEMM_WGMMA_KERNEL(hgemm_wgmma_f16_f32, false, 1)
+HGEMM_WGMMA_KERNEL(hgemm_wgmma_bf16_f32, true, 1)
+HGEMM_WGMMA_KERNEL(hgemm_wgmma_f16_e, false, 2)
+HGEMM_WGMMA_KERNEL(hgemm_wgmma_bf16_e, true, 2)
 """.replace("@WGMMA_F16@", _wgmma_asm("f16")).replace("@WGMMA_BF16@", _wgmma_asm("bf16"))
 """The hand-written Hopper GEMMs (compile for ``sm_90a``): ``hgemm_wgmma_f16``,
 ``hgemm_wgmma_bf16`` (output in the input type), ``hgemm_wgmma_f16_f32``, ``hgemm_wgmma_bf16_f32``

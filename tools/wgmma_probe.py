@@ -5,7 +5,7 @@ runs on a machine where the package is not installed.  The CUDA sources are read
 tools/_bench_hgemm.py without importing it (that module imports gpu_native).
 
 For each variant of the kernel's compile-time knobs (``-DWG_STAGES``, ``-DWG_EARLY_LOAD``,
-``-DWG_BSWAP``, ``-DWG_GROUP``) it checks the f16 and bf16 products, with 16-bit and f32 outputs,
+``-DWG_GROUP``) it checks the f16 and bf16 products, with 16-bit and f32 outputs,
 against NumPy float64 products of the rounded inputs (relative Frobenius error) on random
 512 x 512 x 512 inputs, then 4096^3; and times 4096^3 f16 and bf16 against ``torch.matmul``
 (cuBLAS, same precision), the existing mma.sync kernel (``HGEMM_CUDA``) and, when importable,
@@ -133,8 +133,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=None)
     ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--variants", default="4,0,0,8;3,0,0,8;4,1,0,8;4,0,1,8;4,0,0,0",
-                    help="STAGES,EARLY_LOAD,BSWAP,GROUP;... (the first correct one is timed "
+    ap.add_argument("--variants", default="4,0,8;3,0,8;4,1,8;4,0,1;4,0,16",
+                    help="STAGES,EARLY_LOAD,GROUP;... (the first correct one is timed "
                          "against the references; all correct ones are timed)")
     opts = ap.parse_args()
     t_start = time.perf_counter()
@@ -185,46 +185,51 @@ def run(opts):
 
     variants = []
     for spec in opts.variants.split(";"):
-        stages, early, bswap, group = (int(x) for x in spec.split(","))
-        defines = (f"WG_STAGES={stages}", f"WG_EARLY_LOAD={early}", f"WG_BSWAP={bswap}",
-                   f"WG_GROUP={group}")
+        stages, early, group = (int(x) for x in spec.split(","))
+        defines = (f"WG_STAGES={stages}", f"WG_EARLY_LOAD={early}", f"WG_GROUP={group}")
         shared = stages * (128 + 256) * 64 * 2 + 1024
         t0 = time.perf_counter()
         cubin = nvrtc_compile(src["HGEMM_WGMMA_CUDA"], "sm_90a", defines)
         fns = {name: ks.load(cubin, name, shared) for name in
                ("hgemm_wgmma_f16", "hgemm_wgmma_bf16", "hgemm_wgmma_f16_f32",
-                "hgemm_wgmma_bf16_f32")}
+                "hgemm_wgmma_bf16_f32", "hgemm_wgmma_f16_e", "hgemm_wgmma_bf16_e")}
         say(f"variant {spec}: compiled in {time.perf_counter() - t0:.1f} s, shared {shared}")
         variants.append((spec, fns, shared))
 
     # ---- correctness at 512^3 (every variant, every output) -----------------------------------
-    tol = {("f16", False): 2e-3, ("bf16", False): 1e-2, ("f16", True): 1e-5,
-           ("bf16", True): 1e-5}
+    tol = {"": 2e-3, "_e": 2e-3, "_f32": 1e-5}
     good = []
     for spec, fns, shared in variants:
-        ok_all = True
+        passed = {}
         for label, dtype in (("f16", torch.float16), ("bf16", torch.bfloat16)):
             a, b, ref = inputs(512, 512, 512, dtype)
-            for out32 in (False, True):
-                name = f"hgemm_wgmma_{label}" + ("_f32" if out32 else "")
+            # f32 output first, then the packed 16-bit store, the element-wise one, the packed
+            # one again (a first-launch effect would show as a difference).
+            for suffix in ("_f32", "", "_e", ""):
+                name = f"hgemm_wgmma_{label}{suffix}"
                 c = torch.full((512, 512), float("nan"), device="cuda",
-                               dtype=torch.float32 if out32 else dtype)
+                               dtype=torch.float32 if suffix == "_f32" else dtype)
                 wgmma_call(fns[name], shared, a, b, c)()
                 torch.cuda.synchronize()
                 e = rel(c, ref)
-                ok = e <= tol[(label, out32)]
-                ok_all &= ok
+                limit = tol[suffix] * (5 if label == "bf16" and suffix != "_f32" else 1)
+                ok = e <= limit
+                passed[name] = ok
                 say(f"  [{spec}] 512^3 {name}: rel Frobenius error {e:.3e} "
                     f"{'ok' if ok else 'WRONG'}")
-                if not ok and label == "f16" and out32:
-                    d = c.double().cpu().numpy() - ref
-                    blk = np.abs(d).reshape(4, 128, 2, 256).mean(axis=(0, 2))
-                    say("    mean |err| by tile row (16-row bands):",
-                        np.round(blk.reshape(8, 16, 256).mean(axis=(1, 2)), 3).tolist())
-                    say("    by tile column (32-col bands):",
-                        np.round(blk.reshape(128, 8, 32).mean(axis=(0, 2)), 3).tolist())
-        if ok_all:
-            good.append((spec, fns, shared))
+                if not ok:
+                    d = c.double().cpu().numpy()
+                    say("    c[0,:6]", np.round(d[0, :6], 3).tolist(), "ref[0,:6]",
+                        np.round(ref[0, :6], 3).tolist(), "zeros",
+                        float((d == 0).mean()), "c[9,1],c[100,300]", d[9, 1], d[100, 300],
+                        "ref", ref[9, 1], ref[100, 300])
+        if passed["hgemm_wgmma_f16_f32"] and passed["hgemm_wgmma_bf16_f32"]:
+            out16 = {}
+            for label in ("f16", "bf16"):
+                for suffix in ("", "_e"):
+                    if passed[f"hgemm_wgmma_{label}{suffix}"] and label not in out16:
+                        out16[label] = f"hgemm_wgmma_{label}{suffix}"
+            good.append((spec, fns, shared, out16))
     if not good:
         say("no variant is correct; stopping")
         return
@@ -260,8 +265,19 @@ def run(opts):
             say(f"  {m}^3 {label:4s} {name:34s} {ms:7.4f} ms  {work / ms / 1e9:6.1f} TFLOP/s  "
                 f"err {max(e1, e2):.2e} {'ok' if ok else 'WRONG'}")
 
-        for spec, fns, shared in good:
-            row(f"wgmma [{spec}]", wgmma_call(fns[f"hgemm_wgmma_{label}"], shared, a, b, c))
+        c32 = torch.full((m, m), float("nan"), device="cuda", dtype=torch.float32)
+        for spec, fns, shared, out16 in good:
+            if label in out16:
+                row(f"wgmma [{spec}] {out16[label][12:]}",
+                    wgmma_call(fns[out16[label]], shared, a, b, c))
+            fn = wgmma_call(fns[f"hgemm_wgmma_{label}_f32"], shared, a, b, c32)
+            fn()
+            torch.cuda.synchronize()
+            e1 = rel(c32, ref)
+            ms = timed(fn)
+            results[(label, f"f32out [{spec}]")] = ms
+            say(f"  {m}^3 {label:4s} {'wgmma f32 out [' + spec + ']':34s} {ms:7.4f} ms  "
+                f"{work / ms / 1e9:6.1f} TFLOP/s  err {e1:.2e}")
         row("HGEMM_CUDA (mma.sync)", lambda: ks.launch(
             tc[label], (m // 128, m // 128), (128,), 0,
             (a.data_ptr(), b.data_ptr(), c.data_ptr(), a.data_ptr(), m, m, m),
@@ -272,10 +288,10 @@ def run(opts):
                 row("Triton tutorial (autotuned)", lambda: triton_mm(a, b, out=c))
             except Exception as exc:
                 say("  triton failed:", repr(exc)[:300])
-        best = min(results[(label, f"wgmma [{s}]")] for s, _, _ in good)
         cub = results[(label, "torch.matmul (cuBLAS)")]
-        say(f"  {label}: best wgmma {best:.4f} ms = {cub / best:.3f}x cuBLAS speed "
-            f"(goal >= 0.7)")
+        for key, ms in sorted(results.items()):
+            if key[0] == label:
+                say(f"  {label}: {key[1]:40s} {ms:.4f} ms = {cub / ms:.3f}x cuBLAS speed")
 
     bench("f16", torch.float16, 2e-3)
     bench("bf16", torch.bfloat16, 1e-2)
