@@ -205,7 +205,8 @@ def run(opts):
             a, b, ref = inputs(512, 512, 512, dtype)
             # f32 output first, then the packed 16-bit store, the element-wise one, the packed
             # one again (a first-launch effect would show as a difference).
-            for suffix in ("_f32", "", "_e", ""):
+            suffixes = ("_f32",) if os.environ.get("WG_SKIP16") else ("_f32", "", "_e", "")
+            for suffix in suffixes:
                 name = f"hgemm_wgmma_{label}{suffix}"
                 c = torch.full((512, 512), float("nan"), device="cuda",
                                dtype=torch.float32 if suffix == "_f32" else dtype)
@@ -227,7 +228,7 @@ def run(opts):
             out16 = {}
             for label in ("f16", "bf16"):
                 for suffix in ("", "_e"):
-                    if passed[f"hgemm_wgmma_{label}{suffix}"] and label not in out16:
+                    if passed.get(f"hgemm_wgmma_{label}{suffix}") and label not in out16:
                         out16[label] = f"hgemm_wgmma_{label}{suffix}"
             good.append((spec, fns, shared, out16))
     if not good:
