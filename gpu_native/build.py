@@ -9,10 +9,11 @@ it has to compile (see ``docs/architecture.md``).
 
 from __future__ import annotations
 
+from .errors import CompileError
 from .nodes import node
 from .spec import KernelSpec, Trait, VariantSpec
 
-__all__ = ["BuildRequest", "kernel_label", "parse_arch", "wgmma_arch"]
+__all__ = ["BuildRequest", "kernel_label", "parse_arch", "uses_wgmma", "wgmma_arch"]
 
 # The architecture warpgroup MMA (PTX ``wgmma``) compiles for: sm_90's arch-specific target,
 # whose code runs on sm_90 devices only (not forward compatible, as plain sm_90 code is).
@@ -31,6 +32,11 @@ def parse_arch(arch: str) -> tuple[int, str]:
                      "(for a device of compute capability 9.0)")
 
 
+def uses_wgmma(variant: VariantSpec) -> bool:
+    """Does the variant use warpgroup MMA (and so build for sm_90a only)?"""
+    return Trait.USES_WGMMA in variant.traits
+
+
 def wgmma_arch(arch: str, label: str = "") -> str:
     """The architecture to build a kernel that uses warpgroup MMA for, on a device of ``arch``:
     ``sm_90a`` for an sm_90 device (or ``arch`` already ``sm_90a``).
@@ -41,8 +47,6 @@ def wgmma_arch(arch: str, label: str = "") -> str:
         ``arch`` is not sm_90: ``wgmma`` exists on sm_90a only, and sm_90a code runs on no other
         architecture.
     """
-    from .errors import CompileError
-
     number, _ = parse_arch(arch)
     if number != 90:
         who = f"kernel {label}" if label else "a kernel"

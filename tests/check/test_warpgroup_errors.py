@@ -85,6 +85,16 @@ CASES = {
     "store into a shared array": (_GOOD.replace(
         "        warpgroup_store(c, (0, 0), acc)", "        warpgroup_store(ta, (0, 0), acc)  # <-"),
         "must be a global array"),
+    "swizzled array passed to a device function": ("""
+@gpu_device
+def first(t: CUDASliceMut3D[f16]) -> f16:
+    return t[0, 0, 0]
+
+@gpu_kernel(Kernel1D)
+def k(c: CUDASliceMut[f16]):
+    ta = shared_array(f16, (2, 64, 64), swizzle=128)
+    c[FlatLayout1D.uid()] = first(ta)  # <-
+""", "'ta' is a swizzled shared array"),
     "wait of a variable": (_case("    warpgroup_wait(0)", "    warpgroup_wait(c.shape[0])"),
                            "warpgroup_wait()'s n must be a constant"),
 }

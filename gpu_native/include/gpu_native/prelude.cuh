@@ -821,11 +821,6 @@ template <int N>
 __device__ __forceinline__ void gn_cp_async_wait() {
     asm volatile("cp.async.wait_group %0;" :: "n"(N) : "memory");
 }
-/* A nonzero low address bit under `mask` fails the check (an assert site). */
-__device__ __forceinline__ bool gn_aligned(const void* p, unsigned mask) {
-    return (((unsigned long long)p) & mask) == 0;
-}
-
 /* ---- swizzled shared arrays and warpgroup MMA (sm_90a; gpu_native/check/warpgroup.py) ----
    A swizzled array of R x C 16-bit elements per leading index (C a multiple of 64) is stored as
    C / 64 column blocks of R rows of 128 bytes; row r's 16-byte chunk k sits at chunk k ^ (r & 7)
@@ -870,6 +865,10 @@ __device__ __forceinline__ void gn_fence_proxy_async() {
 /* Thread t's place in its warpgroup, from its linear index in the block. */
 __device__ __forceinline__ int gn_warpgroup_thread() {
     return (int)((threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)) & 127u);
+}
+/* A nonzero low address bit under `mask` fails the check (an assert site). */
+__device__ __forceinline__ bool gn_aligned(const void* p, unsigned mask) {
+    return (((unsigned long long)p) & mask) == 0;
 }
 
 /* ---- complex numbers: gn_complex64, gn_complex128 (gpu_native/lang/types.py's ComplexInfo) ----
