@@ -6,7 +6,6 @@ from __future__ import annotations
 import importlib
 import re
 
-import numpy as np
 import pytest
 
 import gpu_native as gn
