@@ -546,8 +546,7 @@ _add(Entry("warpgroup_wait", "gpu_native", "statement",
            more="An ordering no-op on the simulator, which multiplies at once."))
 _add(Entry("warpgroup_store", "gpu_native", "statement",
            "warpgroup-wide: store the 64 x n accumulator `acc` of `warpgroup_mma` to the tile of "
-           "the 2-D global array `dst` whose top-left element is `dst[dst_index]` (converted to "
-           "`dst`'s type)", _params("dst:array dst_index:int acc:array"), "None", "matrix_op",
+           "the 2-D global f32 array `dst` whose top-left element is `dst[dst_index]`", _params("dst:array dst_index:int acc:array"), "None", "matrix_op",
            "gn_wgmma_store", "warpgroup_store", since="0.3.0",
            more=_WG_LAYOUT + "  The tile's corners are bounds checked; as for "
                 "``store_matrix``, the store must be inside ``with unsafe():``.  Every thread "
