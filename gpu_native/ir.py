@@ -735,8 +735,12 @@ class MatrixOp(Stmt):
     alignment site)), ``mma`` (accumulator, a, b), ``store_matrix`` (destination, accumulator),
     ``cp_async`` (shared destination, global source; ``params`` = (nbytes, the destination's
     alignment site, the source's)), ``cp_async_commit`` (none) or
-    ``cp_async_wait`` (none; ``params`` = (n,)).  ``unique`` is how a write to a shared or global
-    destination was accepted, as :attr:`Store.unique`."""
+    ``cp_async_wait`` (none; ``params`` = (n,)); or a warpgroup statement
+    (:mod:`gpu_native.check.warpgroup`): ``warpgroup_mma`` (accumulator, a, b; ``params`` = (n,
+    the whole-warpgroups launch check's site, the slices' alignment site or -1)),
+    ``warpgroup_store`` (destination, accumulator; ``params`` = (n,)), ``warpgroup_arrive``,
+    ``warpgroup_commit``, ``warpgroup_wait`` (``params`` = (n,)).  ``unique`` is how a write to a
+    shared or global destination was accepted, as :attr:`Store.unique`."""
 
     op: str
     operands: tuple[Operand, ...] = ()
