@@ -90,6 +90,11 @@ from .lang.intrinsics import threadfence_system as threadfence_system
 from .lang.intrinsics import unroll as unroll
 from .lang.intrinsics import unsafe as unsafe
 from .lang.intrinsics import warp_size as warp_size
+from .lang.intrinsics import warpgroup_arrive as warpgroup_arrive
+from .lang.intrinsics import warpgroup_commit as warpgroup_commit
+from .lang.intrinsics import warpgroup_mma as warpgroup_mma
+from .lang.intrinsics import warpgroup_store as warpgroup_store
+from .lang.intrinsics import warpgroup_wait as warpgroup_wait
 from .lang.layouts import BlockDim1D as BlockDim1D
 from .lang.layouts import BlockDim2D as BlockDim2D
 from .lang.layouts import BlockDim3D as BlockDim3D
@@ -309,5 +314,10 @@ __all__ = [
     "vec4f",
     "vec4i",
     "warp_size",
+    "warpgroup_arrive",
+    "warpgroup_commit",
+    "warpgroup_mma",
+    "warpgroup_store",
+    "warpgroup_wait",
     "zeros",
 ]

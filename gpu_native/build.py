@@ -9,10 +9,15 @@ it has to compile (see ``docs/architecture.md``).
 
 from __future__ import annotations
 
+from .errors import CompileError
 from .nodes import node
 from .spec import KernelSpec, Trait, VariantSpec
 
-__all__ = ["BuildRequest", "kernel_label", "parse_arch"]
+__all__ = ["BuildRequest", "kernel_label", "parse_arch", "uses_wgmma", "wgmma_arch"]
+
+# The architecture warpgroup MMA (PTX ``wgmma``) compiles for: sm_90's arch-specific target,
+# whose code runs on sm_90 devices only (not forward compatible, as plain sm_90 code is).
+WGMMA_ARCH = "sm_90a"
 
 
 def parse_arch(arch: str) -> tuple[int, str]:
@@ -25,6 +30,32 @@ def parse_arch(arch: str) -> tuple[int, str]:
             return int(digits), suffix
     raise ValueError(f"invalid GPU architecture {arch!r}: expected a name like 'sm_90' "
                      "(for a device of compute capability 9.0)")
+
+
+def uses_wgmma(variant: VariantSpec) -> bool:
+    """Does the variant use warpgroup MMA (and so build for sm_90a only)?"""
+    return Trait.USES_WGMMA in variant.traits
+
+
+def wgmma_arch(arch: str, label: str = "") -> str:
+    """The architecture to build a kernel that uses warpgroup MMA for, on a device of ``arch``:
+    ``sm_90a`` for an sm_90 device (or ``arch`` already ``sm_90a``).
+
+    Raises
+    ------
+    CompileError
+        ``arch`` is not sm_90: ``wgmma`` exists on sm_90a only, and sm_90a code runs on no other
+        architecture.
+    """
+    number, _ = parse_arch(arch)
+    if number != 90:
+        who = f"kernel {label}" if label else "a kernel"
+        raise CompileError(
+            f"{who} uses warpgroup MMA (warpgroup_mma, PTX wgmma), which exists only on sm_90 "
+            f"GPUs (Hopper: H100, H200; built for {WGMMA_ARCH}, which no other architecture "
+            f"runs); this device is {arch}. Use mma_sync (examples/tensor_core/"
+            "hgemm_tensor_core.py) on other GPUs")
+    return WGMMA_ARCH
 
 
 def kernel_label(module: str, name: str, types: tuple[tuple[str, str], ...] = ()) -> str:
@@ -67,10 +98,12 @@ class BuildRequest:
         the rewritten module embeds).  ``gpu-native precompile`` builds its requests this way, so
         the runtime does too: then both compute the same keys."""
         options = spec.options
+        label = kernel_label(spec.module, spec.name, variant.types)
+        if Trait.USES_WGMMA in variant.traits:
+            arch = wgmma_arch(arch, label)
         return cls(
             source=variant.cuda, symbol=variant.symbol, arch=arch,
             fastmath=bool(options.fastmath), max_registers=options.max_registers,
             uses_half=Trait.USES_HALF in variant.traits,
             uses_grid_sync=Trait.USES_GRID_SYNC in variant.traits,
-            label=kernel_label(spec.module, spec.name, variant.types),
-            module=spec.module, module_file=module_file, driver_version=driver_version)
+            label=label, module=spec.module, module_file=module_file, driver_version=driver_version)

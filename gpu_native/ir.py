@@ -129,6 +129,10 @@ class ArrayType(Type):
     # A global array annotated `CUDASlice2D[T, Strided]`: addressed through element strides
     # passed with the launch, not row-major (see docs/language.md, Array views).
     strided: bool = False
+    # A shared array declared `shared_array(T, shape, swizzle=128)`: indexed logically, stored in
+    # the 128-byte swizzle warpgroup MMA reads (gpu_native.emit.cuda.array_offset), in the
+    # dynamic shared memory (see docs/language.md, Warpgroup matrices).
+    swizzle: int = 0
 
     def __str__(self) -> str:
         if self.space == "global":
@@ -731,9 +735,13 @@ class MatrixOp(Stmt):
     alignment site)), ``mma`` (accumulator, a, b), ``store_matrix`` (destination, accumulator),
     ``cp_async`` (shared destination, global source; ``params`` = (nbytes, the destination's
     alignment site, the source's)), ``cp_async_commit`` (none) or
-    ``cp_async_wait`` (none; ``params`` = (n,)).  ``unique`` is how a write to a shared or global
-    destination was accepted, as :attr:`Store.unique`, and ``proof`` the rule that proved it
-    (for ``expand --proofs``)."""
+    ``cp_async_wait`` (none; ``params`` = (n,)); or a warpgroup statement
+    (:mod:`gpu_native.check.warpgroup`): ``warpgroup_mma`` (accumulator, a, b; ``params`` = (n,
+    the whole-warpgroups launch check's site, the slices' alignment site or -1)),
+    ``warpgroup_store`` (destination, accumulator; ``params`` = (n,)), ``warpgroup_arrive``,
+    ``warpgroup_commit``, ``warpgroup_wait`` (``params`` = (n,)).  ``unique`` is how a write to a
+    shared or global destination was accepted, as :attr:`Store.unique`, and ``proof`` the rule
+    that proved it (for ``expand --proofs``)."""
 
     op: str
     operands: tuple[Operand, ...] = ()
@@ -823,13 +831,30 @@ STATIC_SHARED_LIMIT = 48 * 1024
 SHARED_ALIGN = 16  # every shared array is declared __align__(16) (gpu_native.emit.cuda)
 
 
+def swizzled_layout(shared: Iterable[SharedDecl]) -> list[tuple[SharedDecl, int]]:
+    """The swizzled shared arrays of ``shared`` with their byte offsets from the 1024-aligned
+    start of the dynamic shared memory, in declaration order (each a multiple of 1024 bytes)."""
+    out, offset = [], 0
+    for decl in shared:
+        if decl.ty.swizzle:
+            out.append((decl, offset))
+            size = decl.ty.elem.info.itemsize
+            for n in decl.shape:
+                size *= n
+            offset += size
+    return out
+
+
+SWIZZLE_ALIGN = 1024  # a 128-byte swizzle repeats every 8 rows: its arrays are 1024-aligned
+
+
 def static_shared_bytes(shared: Iterable[SharedDecl]) -> int:
     """The bytes of static shared memory that the :class:`SharedDecl` entries of ``shared``
     occupy, laid out in order, each aligned to :data:`SHARED_ALIGN` as the CUDA emitter declares
     them (the dynamic shared array takes none)."""
     total = 0
     for decl in shared:
-        if decl.dynamic:
+        if decl.dynamic or decl.ty.swizzle:  # swizzled arrays live in the dynamic memory
             continue
         size = decl.ty.elem.info.itemsize
         for n in decl.shape:
@@ -874,6 +899,7 @@ class KernelTraits:
     uses_half: bool = False
     uses_print: bool = False
     uses_grid_sync: bool = False
+    uses_wgmma: bool = False  # warpgroup MMA: built for sm_90a only (gpu_native.build)
 
 
 @node(eq=False, frozen=False)

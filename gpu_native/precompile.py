@@ -36,7 +36,7 @@ from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
 
 from ._version import __version__
-from .build import BuildRequest, parse_arch
+from .build import BuildRequest, parse_arch, uses_wgmma
 from .cache.keys import SCHEMA_VERSION, artifact_id, compile_options
 from .cache.locations import SHIPPED_DIRNAME
 from .cache.store import ArtifactStore, write_file_atomic
@@ -205,6 +205,8 @@ def plan(modules: Sequence[SourceModule], archs: Sequence[str]) -> list[Job]:
         for kernel in transpiled.kernels:
             for variant in kernel.variants:
                 for arch in archs:
+                    if uses_wgmma(variant) and parse_arch(arch)[0] != 90:
+                        continue  # sm_90a code, which runs on sm_90 devices only
                     request = BuildRequest.for_variant(kernel, variant, arch, module.path)
                     jobs.append(Job(request, kernel.name, variant.types, kernel.line))
     return jobs

@@ -83,7 +83,7 @@ def _traits(kernel: ir.Kernel) -> Trait:
     t = kernel.traits
     traits = Trait(0)
     for name in ("uid_only", "uses_barriers", "uses_shared", "uses_dynamic_shared", "uses_warp",
-                 "uses_half", "uses_print", "uses_grid_sync"):
+                 "uses_half", "uses_print", "uses_grid_sync", "uses_wgmma"):
         if getattr(t, name):
             traits |= Trait[name.upper()]
     if t.uid_only and vector_plan(kernel) is not None:

@@ -71,6 +71,9 @@ class Trait(enum.Flag):
     USES_PRINT = enum.auto()
     #: Calls ``grid_sync()``: includes ``<cooperative_groups.h>`` (a compile option, as USES_HALF).
     USES_GRID_SYNC = enum.auto()
+    #: Uses warpgroup MMA (``warpgroup_mma``, PTX ``wgmma``): compiled for ``sm_90a``, which runs
+    #: on sm_90 devices only (an arch-specific target is not forward compatible).
+    USES_WGMMA = enum.auto()
 
     @classmethod
     def from_names(cls, names: tuple[str, ...]) -> Trait:
@@ -493,6 +496,8 @@ def tree_text(tree: tuple, outer: int = 0, names: tuple[str, ...] = ()) -> str:
     if op == "c":
         return repr(tree[1])
     if op == "sp":
+        if tree[1] == "shared_mem_bytes":
+            return "shared_mem_bytes"
         return f"{tree[1]}.{'xyz'[tree[2]]}"
     if op == "param":
         return names[tree[1]] if tree[1] < len(names) else f"parameter {tree[1]}"

@@ -475,6 +475,11 @@ class CallChecker(CheckerBase):
                     got[p.name] = self.const_expr(defaults[p.name], e.span)
         args = [got[name] for name in names]
         for arg in args:
+            if isinstance(arg, ir.ArrayRef) and arg.ty.swizzle:
+                # A device function indexes its array parameters row-major.
+                raise self.error(f"'{arg.var.name}' is a swizzled shared array: index it in "
+                                 "the kernel that declares it, not in a device function",
+                                 arg.span)
             if isinstance(arg, ir.ArrayRef):   # the callee may change it (voids its tickets)
                 self.unique.note_passed(arg.var, arg.span)
         return self.ctx.program.call_device(self, scan, fndef, args, e.span)

@@ -14,7 +14,6 @@ from .context import Definitions, FunctionContext
 from .control import ControlFlowChecker
 from .expressions import ExpressionChecker
 from .generators import GeneratorChecker
-from .matrices import MatrixChecker
 from .nowrap import NoWrapProofs
 from .resolve import Declarations, annotation, assigned_names
 from .statements import StatementChecker
@@ -24,10 +23,11 @@ from .traits import TraitNotes
 from .tuples import TupleChecker
 from .unique import UniqueWrites
 from .vectors import VectorChecker
+from .warpgroup import WarpgroupChecker
 
 
 class FunctionChecker(StatementChecker, ControlFlowChecker, TupleChecker, ExpressionChecker,
-                      CallChecker, GeneratorChecker, VectorChecker, MatrixChecker,
+                      CallChecker, GeneratorChecker, VectorChecker, WarpgroupChecker,
                       ComplexChecker, StructChecker):
     """The type pass over one function body: every expression typed, every name resolved,
     every conversion explicit (see :mod:`gpu_native.ir`).

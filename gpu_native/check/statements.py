@@ -346,7 +346,7 @@ class StatementChecker(CheckerBase):
         if name in self.vars or self.decl.assign_counts.get(name, 0) != 1:
             raise self.error(f"'{name}' holds an array and must be assigned exactly once",
                              call.span)
-        got = self.args(call, ("dtype", "shape"), 2, f"{which}()")
+        got = self.args(call, ("dtype", "shape", "swizzle"), 2, f"{which}()")
         elem = self.annotation(got["dtype"])
         if not isinstance(elem, (ir.ScalarType, ir.VectorType, ir.StructType)):
             raise self.error(f"{which}()'s dtype must be a scalar type such as f32, a vector "
@@ -364,13 +364,19 @@ class StatementChecker(CheckerBase):
                                  "functions as parameters", call.span)
             if dynamic and any(d.dynamic for d in self.shared):
                 raise self.error("a kernel has one dynamic shared array", call.span)
-            ty = ir.ArrayType(elem, len(shape), True, "shared", (-1,) if dynamic else shape)
+            swizzle = self.swizzle_of(got, elem, shape, call)
+            ty = ir.ArrayType(elem, len(shape), True, "shared", (-1,) if dynamic else shape,
+                              swizzle=swizzle)
             var = self.new_var(name, ty, call.span, register=False)
             self.shared.append(ir.SharedDecl(var, dynamic))
-            if not dynamic:
+            if swizzle:
+                self.note_swizzled(name, call)
+            elif not dynamic:
                 self.check_static_shared(name, call)
             self.traits.note_shared(dynamic)
         else:
+            if "swizzle" in got:
+                raise self.error("only shared arrays are swizzled", got["swizzle"].span)
             ty = ir.ArrayType(elem, len(shape), True, "local", shape)
             var = self.new_var(name, ty, call.span, register=False)
             self.local_arrays.append(ir.LocalArrayDecl(var))

@@ -23,6 +23,7 @@ class TraitNotes:
     uses_warp: bool = False
     uses_print: bool = False
     uses_grid_sync: bool = False
+    uses_wgmma: bool = False
 
     def note_special(self, name: str) -> None:
         """``thread_idx`` and the like, a warp operation (``"warp"``) or ``lane_id``."""
@@ -53,6 +54,10 @@ class TraitNotes:
         """``load_vec4``: its checks report the physical thread (no ``_uids`` entry point)."""
         self.uid_only = False
 
+    def note_wgmma(self) -> None:
+        """A warpgroup operation (``warpgroup_mma`` ...): the kernel is built for sm_90a."""
+        self.uses_wgmma = True
+
     def note_print(self) -> None:
         self.uses_print = True
 
@@ -62,6 +67,7 @@ class TraitNotes:
         self.uses_warp = self.uses_warp or callee.uses_warp
         self.uses_print = self.uses_print or callee.uses_print
         self.uses_grid_sync = self.uses_grid_sync or callee.uses_grid_sync
+        self.uses_wgmma = self.uses_wgmma or callee.uses_wgmma
         self.uses_shared = self.uses_shared or callee.uses_shared
         self.uid_only = self.uid_only and callee.uid_only
 
@@ -80,6 +86,7 @@ def kernel_traits(notes: TraitNotes, ndim: int, parts: tuple,
         uses_half=uses_half(parts) or any(uses_half(d) for d in device_functions),
         uses_print=notes.uses_print,
         uses_grid_sync=notes.uses_grid_sync,
+        uses_wgmma=notes.uses_wgmma,
     )
 
 

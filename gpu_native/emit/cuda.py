@@ -20,7 +20,7 @@ from ..locate import display_file as display_name
 from ..nodes import fields, is_node
 from .cnames import cname, component_name, extent_name, stride_name
 from .entry_points import ENTRY_POINTS
-from .matrices import MatrixEmitter, fragment_arrays
+from .matrices import fragment_arrays
 from .prelude import GRID_SYNC_INCLUDES, HALF_INCLUDES, PRELUDE_INCLUDE
 from .structs import (
     StructEmitter,
@@ -33,6 +33,7 @@ from .structs import (
     tuple_types,
 )
 from .vectors import VectorEmitter
+from .warpgroup import WarpgroupEmitter, wgmma_accumulators
 
 _XYZ = "xyz"
 # The barriers by scope ("block", "warp", "grid"), as the IR's Barrier names them.
@@ -193,6 +194,17 @@ def ctype(ty: ir.Type) -> str:
     raise TypeError(f"no C type for {ty}")  # pragma: no cover
 
 
+def array_offset(ref: ir.ArrayRef, parts: list[str], extents: list[str]) -> str:
+    """The offset of an element in its array's storage: row-major, or for a swizzled shared
+    array (``shared_array(T, shape, swizzle=128)``) the prelude's ``gn_swz128`` of its leading
+    axes' row-major offset, row and column."""
+    if not ref.ty.swizzle:
+        return row_major(parts, extents)
+    lead = row_major(parts[:-2], extents[:-2]) if len(parts) > 2 else "0"
+    return (f"gn_swz128<{extents[-2]}, {extents[-1]}>((int)({lead}), (int)({parts[-2]}), "
+            f"(int)({parts[-1]}))")
+
+
 def row_major(parts: list[str], extents: list[str]) -> str:
     """The offset of an element from its indices: ``(i * n1 + j) * n2 + k``."""
     offset = parts[0]
@@ -281,7 +293,7 @@ def const_declarations(consts: tuple[ir.ConstDecl, ...]) -> str:
     return "\n".join(lines) + "\n"
 
 
-class CudaEmitter(VectorEmitter, MatrixEmitter, StructEmitter):
+class CudaEmitter(VectorEmitter, WarpgroupEmitter, StructEmitter):
     """Emits one kernel specialisation (and the device functions it reaches) as CUDA C++."""
 
     def __init__(self, kernel: ir.Kernel, display_file: str):
@@ -357,10 +369,17 @@ class CudaEmitter(VectorEmitter, MatrixEmitter, StructEmitter):
                      local_arrays: tuple[ir.LocalArrayDecl, ...],
                      shared: tuple[ir.SharedDecl, ...] = (),
                      body: tuple[ir.Stmt, ...] = ()) -> None:
+        swizzled = dict((id(d), offset) for d, offset in ir.swizzled_layout(shared))
+        if swizzled:
+            self.line("extern __shared__ __align__(1024) unsigned char __gn_swz_smem[];")
+            self.line("unsigned char* __gn_swz = gn_swizzle_base(__gn_swz_smem);")
         for decl in shared:
             var = decl.var
             elem = ctype(decl.ty.elem)
-            if decl.dynamic:
+            if id(decl) in swizzled:
+                self.line(f"{elem}* {cname(var)} = reinterpret_cast<{elem}*>(__gn_swz + "
+                          f"{swizzled[id(decl)]});")
+            elif decl.dynamic:
                 self.line("extern __shared__ __align__(16) unsigned char __gn_dyn_smem[];")
                 self.line(f"{elem}* {cname(var)} = reinterpret_cast<{elem}*>(__gn_dyn_smem);")
                 self.line(f"const gn_i64 {extent_name(var, 0)} = "
@@ -369,6 +388,7 @@ class CudaEmitter(VectorEmitter, MatrixEmitter, StructEmitter):
                 size = math.prod(decl.shape)
                 self.line(f"__shared__ __align__(16) {elem} {cname(var)}[{size}];")
         fragments = self.fragments = fragment_arrays(body) if local_arrays else set()
+        self.wg_accumulators = wgmma_accumulators(body) if local_arrays else []
         for local in local_arrays:
             align = "__align__(16) " if id(local.var) in fragments else ""
             self.line(f"{align}{ctype(local.ty.elem)} {cname(local.var)}"
@@ -574,6 +594,9 @@ class CudaEmitter(VectorEmitter, MatrixEmitter, StructEmitter):
 
     def emit_Barrier(self, s: ir.Barrier) -> None:
         fn = _BARRIERS[s.scope].cuda
+        if s.scope == "block" and self.kernel.traits.uses_wgmma:
+            # This thread's shared-memory writes, visible to the next wgmma's reads after it.
+            self.line("gn_fence_proxy_async();")
         if s.scope != "warp":
             self.line(f"{fn}();")
         else:
@@ -677,7 +700,7 @@ class CudaEmitter(VectorEmitter, MatrixEmitter, StructEmitter):
                                 for axis, part in enumerate(parts))
             return f"{cname(ref.var)}[{offset}]"
         extents = [self.extent(ref, axis) for axis in range(len(parts))]
-        return f"{cname(ref.var)}[{row_major(parts, extents)}]"
+        return f"{cname(ref.var)}[{array_offset(ref, parts, extents)}]"
 
     def emit_Const(self, e: ir.Const) -> str:
         return const_code(e.value, e.ty)

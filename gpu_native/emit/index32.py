@@ -23,7 +23,7 @@ from __future__ import annotations
 from .. import abi, ir
 from ..analysis.ranges import Interval, LaunchLimits, ValueRanges, type_interval
 from .cnames import cname, extent_name
-from .cuda import _EXPR, _XYZ, CudaEmitter, row_major
+from .cuda import _EXPR, _XYZ, CudaEmitter, array_offset
 from .entry_points import ENTRY_POINTS
 
 I32_MIN, I32_MAX = -(1 << 31), (1 << 31) - 1
@@ -286,7 +286,7 @@ class Index32Emitter(CudaEmitter):
                  f"{helpers.check32}(__gn_err, {code}, {n}, {site}u{helpers.origin})"
                  for code, n, site in zip(codes, extents, checks)]
         # In bounds, the offset is below the array's size: below 2**31 here.
-        return f"{name}[{row_major(parts, extents)}]"
+        return f"{name}[{array_offset(ref, parts, extents)}]"
 
     # ---- statements ------------------------------------------------------------------------
 

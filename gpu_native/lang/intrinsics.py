@@ -75,6 +75,11 @@ __all__ = [
     "unroll",
     "unsafe",
     "warp_size",
+    "warpgroup_arrive",
+    "warpgroup_commit",
+    "warpgroup_mma",
+    "warpgroup_store",
+    "warpgroup_wait",
 ]
 
 warp_size: int = GPU_NATIVE["warp_size"].value
@@ -94,13 +99,15 @@ def _intrinsic(fn: F) -> F:
 
 # The shape's length picks the array type (an int is one dimension), for type checkers.
 @overload
-def shared_array(dtype: type[T], shape: int | tuple[int]) -> CUDASliceMut[T]: ...
+def shared_array(dtype: type[T], shape: int | tuple[int], swizzle: int = 0) -> CUDASliceMut[T]: ...
 @overload
-def shared_array(dtype: type[T], shape: tuple[int, int]) -> CUDASliceMut2D[T]: ...
+def shared_array(dtype: type[T], shape: tuple[int, int], swizzle: int = 0
+                 ) -> CUDASliceMut2D[T]: ...
 @overload
-def shared_array(dtype: type[T], shape: tuple[int, int, int]) -> CUDASliceMut3D[T]: ...
+def shared_array(dtype: type[T], shape: tuple[int, int, int], swizzle: int = 0
+                 ) -> CUDASliceMut3D[T]: ...
 @_intrinsic
-def shared_array(dtype: type[T], shape: Any) -> Any:
+def shared_array(dtype: type[T], shape: Any, swizzle: int = 0) -> Any:
     _device_only("shared_array()")
 
 
@@ -220,6 +227,31 @@ def cp_async_commit() -> None:
 @_intrinsic
 def cp_async_wait(n: int = 0) -> None:
     _device_only("cp_async_wait()")
+
+
+@_intrinsic
+def warpgroup_arrive() -> None:
+    _device_only("warpgroup_arrive()")
+
+
+@_intrinsic
+def warpgroup_mma(acc: Any, a: Any, a_index: Any, b: Any, b_index: Any, n: int) -> None:
+    _device_only("warpgroup_mma()")
+
+
+@_intrinsic
+def warpgroup_commit() -> None:
+    _device_only("warpgroup_commit()")
+
+
+@_intrinsic
+def warpgroup_wait(n: int = 0) -> None:
+    _device_only("warpgroup_wait()")
+
+
+@_intrinsic
+def warpgroup_store(dst: Any, dst_index: Any, acc: Any) -> None:
+    _device_only("warpgroup_store()")
 
 
 @_intrinsic

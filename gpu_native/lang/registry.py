@@ -322,9 +322,13 @@ for _axis, _attr in enumerate("xyz"):
 # ---- gpu_native: memory, barriers, warps ------------------------------------------------------
 
 _add(Entry("shared_array", "gpu_native", "allocation", "block shared memory of constant shape",
-           _params("dtype:type shape:shape"),
+           _params("dtype:type shape:shape swizzle:int=0"),
            more="``shape`` is a compile-time constant.  ``shared_array(f32, 0)`` declares the "
-                "dynamic shared array, sized by the launch's ``shared_mem_bytes``."))
+                "dynamic shared array, sized by the launch's ``shared_mem_bytes``.  "
+                "``swizzle=128`` (f16/bf16, last axis a multiple of 64, the one before a "
+                "multiple of 8) stores the array in the 128-byte swizzle ``warpgroup_mma`` "
+                "reads, in the dynamic shared memory (see docs/language.md, Warpgroup "
+                "matrices)."))
 _add(Entry("local_array", "gpu_native", "allocation", "a per-thread array of constant shape",
            _params("dtype:type shape:shape")))
 _add(Entry("const_array", "gpu_native", "declaration",
@@ -503,6 +507,53 @@ _add(Entry("cp_async_wait", "gpu_native", "statement",
            "cp_async_wait", since="0.3.0",
            more="The simulator performs a group's copies here (reading the source when the copy "
                 "was issued), so reading a destination before its wait sees the old contents."))
+
+# ---- gpu_native: Hopper warpgroup matrix multiply-accumulate (sm_90a) ------------------------
+# See check/warpgroup.py and docs/language.md, "Warpgroup matrices".
+
+_WG_LAYOUT = ("Thread t of the warpgroup (its 128 threads, 4 consecutive warps) holds rows 16 * "
+              "(t // 32) + (t % 32) // 4 (elements 4j, 4j + 1) and that row + 8 (elements 4j + "
+              "2, 4j + 3), at columns 8j + 2 * (t % 4) and the next, as PTX's wgmma "
+              "accumulator.")
+_add(Entry("warpgroup_arrive", "gpu_native", "statement",
+           "warpgroup-wide: order this warpgroup's register and shared-memory accesses before "
+           "the `warpgroup_mma` that follow (PTX `wgmma.fence`)", (), "None", "matrix_op",
+           "gn_wgmma_fence", "warpgroup_arrive", since="0.3.0",
+           more="An ordering no-op on the simulator.  Every thread of the warpgroup must "
+                "execute it."))
+_add(Entry("warpgroup_mma", "gpu_native", "statement",
+           "warpgroup-wide `acc += a[a_index: 64 x 16] @ b[b_index: 16 x n]` from swizzled "
+           "shared arrays (PTX `wgmma.mma_async.m64nNk16`, f16 or bf16 in, f32 accumulator; "
+           "sm_90 only)",
+           _params("acc:array a:array a_index:int b:array b_index:int n:int"), "None",
+           "matrix_op", "gn_wgmma", "warpgroup_mma", since="0.3.0",
+           more="``a`` and ``b`` are ``shared_array(T, shape, swizzle=128)`` arrays of one "
+                "16-bit type: A is the 64 x 16 slice whose first element is ``a[a_index]`` "
+                "(its row a multiple of 8, its column of 16), B the 16 x n slice from "
+                "``b[b_index]`` (row a multiple of 8, column of 64; n 64, 128, 192 or 256), "
+                "both checked at their corners.  ``acc`` is a ``local_array(f32, (n // 2,))``. "
+                + _WG_LAYOUT + "  Issued asynchronously: ``warpgroup_commit()`` closes a "
+                "group and ``warpgroup_wait(n)`` waits for it; read ``acc`` and overwrite the "
+                "tiles only after that.  The simulator computes each product in float64 and "
+                "rounds it to f32 at once.  A kernel that uses it compiles for sm_90a and runs "
+                "on sm_90 GPUs only.  Every thread of the warpgroup must execute it."))
+_add(Entry("warpgroup_commit", "gpu_native", "statement",
+           "warpgroup-wide: close the group of `warpgroup_mma` issued since the last commit "
+           "(PTX `wgmma.commit_group`)", (), "None", "matrix_op", "gn_wgmma_commit",
+           "warpgroup_commit", since="0.3.0",
+           more="An ordering no-op on the simulator, which multiplies at once."))
+_add(Entry("warpgroup_wait", "gpu_native", "statement",
+           "warpgroup-wide: wait until at most `n` (a constant) committed `warpgroup_mma` groups "
+           "are still running (PTX `wgmma.wait_group`)", _params("n:int=0"), "None",
+           "matrix_op", "gn_wgmma_wait", "warpgroup_wait", since="0.3.0",
+           more="An ordering no-op on the simulator, which multiplies at once."))
+_add(Entry("warpgroup_store", "gpu_native", "statement",
+           "warpgroup-wide: store the 64 x n accumulator `acc` of `warpgroup_mma` to the tile of "
+           "the 2-D global f32 array `dst` whose top-left element is `dst[dst_index]`", _params("dst:array dst_index:int acc:array"), "None", "matrix_op",
+           "gn_wgmma_store", "warpgroup_store", since="0.3.0",
+           more=_WG_LAYOUT + "  The tile's corners are bounds checked; as for "
+                "``store_matrix``, the store must be inside ``with unsafe():``.  Every thread "
+                "of the warpgroup must execute it."))
 
 # ---- gpu_native: bit manipulation ------------------------------------------------------------
 

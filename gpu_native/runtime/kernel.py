@@ -489,7 +489,7 @@ class _Config:
         checks = variant.launch_checks
         if checks:
             check_launch(k.__name__, k.spec_file, variant.kernel_id, checks, self.grid,
-                         self.block, k.spec.files)
+                         self.block, k.spec.files, self.shared_mem_bytes)
         trailing: tuple[tuple[str, int], ...] = (("Q", self.slot.device_ptr),)
         grid, block = self.grid, self.block
         index32 = False

@@ -104,12 +104,15 @@ def _span(file: str, line: int, col: int, end_col: int | None) -> SourceSpan:
 
 
 def check_launch(kernel_name: str, file: str, kernel_id: int, checks: tuple[LaunchCheck, ...],
-                 grid, block, files: tuple[str, ...] = ()) -> None:
+                 grid, block, files: tuple[str, ...] = (), shared_mem_bytes: int = 0) -> None:
     """Raise if the launch shape ``grid``/``block`` (3-tuples) fails one of ``checks``.
 
     ``file`` is the kernel's file, ``files`` those of other modules a check may be in
-    (:attr:`~gpu_native.spec.KernelSpec.files`)."""
+    (:attr:`~gpu_native.spec.KernelSpec.files`); ``shared_mem_bytes`` is the launch's dynamic
+    shared memory (a swizzled shared array's check, ``("sp", "shared_mem_bytes", 0)``)."""
     def special(name: str, axis: int) -> int:
+        if name == "shared_mem_bytes":
+            return shared_mem_bytes
         return {"block_dim": block, "grid_dim": grid}[name][axis]
 
     for check in checks:

@@ -24,6 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import ops
+from .warpgroup import OPS as WARPGROUP_OPS
 
 I64 = np.dtype(np.int64)
 
@@ -265,4 +266,5 @@ def cp_async_wait(chunk, operands, params, m, loc: int):
 
 
 OPS = {"ldmatrix": ldmatrix, "mma": mma, "store_matrix": store_matrix, "cp_async": cp_async,
-       "cp_async_commit": cp_async_commit, "cp_async_wait": cp_async_wait}
+       "cp_async_commit": cp_async_commit, "cp_async_wait": cp_async_wait,
+       **WARPGROUP_OPS}

@@ -341,3 +341,49 @@ def test_suite_reports_the_sass_mix_of_the_gemms_it_ran(suite, monkeypatch):
     text = suite.sass_table(["hgemm_tc", "sgemm", "gemm_bias_gelu"], "sm_90")
     assert text.startswith("`python3 -m tools.sass_mix --markdown --arch sm_90`")
     assert text.endswith("['hgemm_tc', 'gemm_bias_gelu'] sm_90 nvdisasm True")
+
+
+# ---- hgemm_wgmma, bgemm_wgmma (tools/_bench_hgemm.py) ---------------------------------------------
+
+
+@pytest.mark.parametrize("symbol", ["hgemm_wgmma_f16_f32", "hgemm_wgmma_bf16_f32"])
+def test_hand_written_wgmma_gemm_compiles_for_sm_90a_as_the_suite_builds_it(suite, symbol):
+    import _bench_hgemm
+    import hgemm_wgmma as ex
+
+    # The same tile and ring as the example it is compared against.
+    assert (ex.BM, ex.BN, ex.BK, ex.THREADS) == (_bench_hgemm.WGMMA_BM, _bench_hgemm.WGMMA_BN,
+                                                 _bench_hgemm.WGMMA_BK,
+                                                 _bench_hgemm.WGMMA_THREADS)
+    assert _bench_hgemm.wgmma_shared_bytes(ex.STAGES) == ex.SHARED_BYTES
+    source = f"#define WG_STAGES {ex.STAGES}\n" + _bench_hgemm.HGEMM_WGMMA_CUDA
+    image = compile_request(BuildRequest(source=source, symbol=symbol, arch="sm_90a"))
+    assert (image.kind, image.target) == ("cubin", "sm_90a")
+    assert symbol.encode() in image.image
+
+
+def test_unchecked_hgemm_wgmma_has_no_checks_and_computes_the_product(suite):
+    import gpu_native as gn
+    from gpu_native.runtime.backend import use
+
+    source = suite.unchecked_source("tensor_core/hgemm_wgmma")
+    assert source.count("@gpu_kernel(Kernel2D, bounds_check=False)") == 1
+    (kernel,) = transpile_module(source, "hgemm_wgmma_unchecked.py",
+                                 "hgemm_wgmma_unchecked").kernels
+    for variant in kernel.variants:
+        assert "gn_chk" not in variant.cuda and "gn_assert" not in variant.cuda
+    module = suite.unchecked("tensor_core/hgemm_wgmma")
+    rng = np.random.default_rng(7)
+    a = rng.standard_normal((128, 128)).astype(np.float16)
+    b = rng.standard_normal((128, 256)).astype(np.float16)
+    with use("sim"):
+        c = gn.empty((128, 256), gn.f32)
+        module.hgemm_wgmma(gn.to_device(a), gn.to_device(b), c)
+        out = c.to_host()
+    ref = a.astype(np.float64) @ b.astype(np.float64)
+    assert np.linalg.norm(out - ref) <= 1e-5 * np.linalg.norm(ref)
+
+
+def test_the_suite_offers_the_wgmma_gemms(suite):
+    assert {"hgemm_wgmma", "bgemm_wgmma"} <= set(suite.BENCHES)
+    assert callable(suite.Suite.hgemm_wgmma) and callable(suite.Suite.bgemm_wgmma)

@@ -45,6 +45,11 @@ def _variants():
 @pytest.mark.parametrize("kernel, variant", list(_variants()))
 @pytest.mark.parametrize("arch", [pytest.param("sm_80", marks=pytest.mark.slow), "sm_90"])
 def test_compiles_cleanly(kernel, variant, arch):
+    if Trait.USES_WGMMA in variant.traits:
+        # Warpgroup MMA builds for sm_90a only (gpu_native.build.wgmma_arch).
+        if arch != "sm_90":
+            pytest.skip("warpgroup MMA compiles for sm_90a only")
+        arch = "sm_90a"
     request = BuildRequest(source=variant.cuda, symbol=variant.symbol, arch=arch,
                            fastmath=kernel.options.fastmath,
                            max_registers=kernel.options.max_registers,

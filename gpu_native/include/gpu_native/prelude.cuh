@@ -821,6 +821,51 @@ template <int N>
 __device__ __forceinline__ void gn_cp_async_wait() {
     asm volatile("cp.async.wait_group %0;" :: "n"(N) : "memory");
 }
+/* ---- swizzled shared arrays and warpgroup MMA (sm_90a; gpu_native/check/warpgroup.py) ----
+   A swizzled array of R x C 16-bit elements per leading index (C a multiple of 64) is stored as
+   C / 64 column blocks of R rows of 128 bytes; row r's 16-byte chunk k sits at chunk k ^ (r & 7)
+   (the 128-byte swizzle of a wgmma descriptor, applied by the hardware to address bits 4-6 from
+   bits 7-9: the arrays start 1024-byte aligned).  The element offset of (lead, r, c):  */
+template <int R, int C>
+__device__ __forceinline__ int gn_swz128(int lead, int r, int c) {
+    return lead * (R * C) + (c >> 6) * (R * 64) + r * 64 + ((((c >> 3) & 7) ^ (r & 7)) << 3)
+           + (c & 7);
+}
+/* The start of the swizzled arrays: the dynamic shared memory rounded up to 1024 bytes. */
+__device__ __forceinline__ unsigned char* gn_swizzle_base(unsigned char* smem) {
+    const unsigned a = (unsigned)__cvta_generic_to_shared(smem);
+    return smem + ((1024u - (a & 1023u)) & 1023u);
+}
+/* A shared-memory matrix descriptor of the 128-byte swizzle: start, leading and stride byte
+   offsets (>> 4), layout type 1 (bits 62-63). */
+__device__ __forceinline__ unsigned long long gn_wgmma_desc(unsigned addr, unsigned lbo,
+                                                            unsigned sbo) {
+    return (unsigned long long)((addr & 0x3FFFF) >> 4)
+           | ((unsigned long long)(lbo >> 4) << 16) | ((unsigned long long)(sbo >> 4) << 32)
+           | (1ull << 62);
+}
+template <int N>
+__device__ __forceinline__ void gn_wgmma_wait() {
+    asm volatile("wgmma.wait_group.sync.aligned %0;" :: "n"(N) : "memory");
+}
+template <int Unused = 0>
+__device__ __forceinline__ void gn_wgmma_fence() {
+    asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+}
+template <int Unused = 0>
+__device__ __forceinline__ void gn_wgmma_commit() {
+    asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+}
+/* Generic-proxy writes to shared memory (stores, cp.async) made visible to wgmma's async proxy:
+   before each barrier of a kernel that uses warpgroup MMA. */
+template <int Unused = 0>
+__device__ __forceinline__ void gn_fence_proxy_async() {
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+}
+/* Thread t's place in its warpgroup, from its linear index in the block. */
+__device__ __forceinline__ int gn_warpgroup_thread() {
+    return (int)((threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)) & 127u);
+}
 /* A nonzero low address bit under `mask` fails the check (an assert site). */
 __device__ __forceinline__ bool gn_aligned(const void* p, unsigned mask) {
     return (((unsigned long long)p) & mask) == 0;

@@ -1,0 +1,176 @@
+"""Half-precision GEMM on Hopper's warpgroup tensor cores: C = A @ B (f16 or bf16 inputs, f32
+accumulation and output), with ``warpgroup_mma`` (PTX ``wgmma``), for sm_90 GPUs (H100, H200).
+examples/tensor_core/hgemm_tensor_core.py is the same product with the ``mma.sync`` of every GPU
+since sm_80.
+
+Algorithm (as Triton's best 4096^3 configuration on an H200: a 128 x 256 x 64 tile, 8 warps,
+cp.async, no TMA): a block of 256 threads, two warpgroups of 128, computes a 128 x 256 tile of C;
+warpgroup w the rows 64w .. 64w + 63, with one m64n256k16 accumulator (128 f32 registers a
+thread).  K is walked in 64-deep slices through a 4-stage ring of shared slices of A (128 x 64)
+and B (64 x 256), filled by 16-byte ``cp_async`` copies from every thread three slices ahead.
+Per slice: wait for its copies, barrier, ``warpgroup_arrive()``, four ``warpgroup_mma`` (16-deep
+steps), ``warpgroup_commit()``, ``warpgroup_wait(1)`` (the previous slice's products are done,
+this one's may still run), a barrier (both warpgroups are done with the previous slice), then the
+copies of slice kt + 3 into the previous slice's stage.
+
+Shared layout: both tiles are ``shared_array(T, shape, swizzle=128)``, indexed logically here (no
+XOR in this file); the language stores them in the 128-byte swizzle the wgmma descriptors name
+(in 64-column blocks, each 8-row group 1024 bytes), in the dynamic shared memory: the launch
+passes ``SHARED_BYTES`` (192 KiB of tiles, plus 1 KiB to align them; more than the 48 KiB of
+static shared memory, so the launcher opts the kernel in).  A is read K-major (its rows are 64 K
+elements) and B N-major (its rows are 256 N elements), which is how both arrive from row-major
+``a`` and ``b``: no transpose anywhere.
+
+Sizes: M a multiple of 128, N of 256, K of 64 (the wrapper raises ValueError otherwise); every
+global access is proven in bounds from the shape asserts, and the shared ones too.  The same
+algorithm in CUDA C++ is tools/_bench_hgemm.py's ``HGEMM_WGMMA_CUDA`` (``hgemm_wgmma_f16_f32``),
+which adds a grouped block order for L2 reuse.
+
+Tolerance: as hgemm_tensor_core.py's with an f32 output: a few f32 ulps times sqrt(K) relative
+to float64 (the simulator rounds each 16-deep product once to f32).
+"""
+
+from typing import TypeVar
+
+import numpy as np
+
+import gpu_native as gn
+from gpu_native import (
+    DEFAULT_STREAM,
+    BlockDim1D,
+    CUDASlice2D,
+    CUDASliceMut2D,
+    GridDim2D,
+    Kernel2D,
+    bf16,
+    block_dim,
+    block_idx,
+    cp_async,
+    cp_async_commit,
+    cp_async_wait,
+    f16,
+    f32,
+    gpu_kernel,
+    grid_dim,
+    local_array,
+    shared_array,
+    sync_threads,
+    thread_idx,
+    unsafe,
+    warpgroup_arrive,
+    warpgroup_commit,
+    warpgroup_mma,
+    warpgroup_store,
+    warpgroup_wait,
+)
+
+T = TypeVar("T", f16, bf16)   # the input element type
+
+BM = 128                  # block tile of C
+BN = 256
+BK = 64                   # depth of one shared slice: one 128-byte swizzled row of A
+STAGES = 4                # slices in flight
+THREADS = 256             # two warpgroups, each 64 rows of the tile
+A_CHUNKS = BM * BK // 8 // THREADS   # 16-byte copies per thread per slice of A
+B_CHUNKS = BK * BN // 8 // THREADS
+SHARED_BYTES = STAGES * (BM + BN) * BK * 2 + 1024   # the launch's dynamic shared memory
+
+
+@gpu_kernel(Kernel2D)
+def hgemm_wgmma_kernel(a: CUDASlice2D[T], b: CUDASlice2D[T], c: CUDASliceMut2D[f32]):
+    assert block_dim.x == THREADS and block_dim.y == 1, "launch with THREADS x 1 threads"
+    assert a.shape[0] == grid_dim.y * BM and c.shape[0] == a.shape[0], "M is grid_dim.y * BM"
+    assert b.shape[1] == grid_dim.x * BN and c.shape[1] == b.shape[1], "N is grid_dim.x * BN"
+    assert b.shape[0] == a.shape[1], "a's columns are b's rows"
+    assert a.shape[1] % BK == 0, "K is a multiple of BK"
+    tile_a = shared_array(T, (STAGES, BM, BK), swizzle=128)  # type: ignore[misc]  # a TypeVar
+    tile_b = shared_array(T, (STAGES, BK, BN), swizzle=128)  # type: ignore[misc]  # a TypeVar
+    acc = local_array(f32, (BN // 2,))
+    tid = thread_idx.x
+    wg = tid // 128
+    block_row = block_idx.y * BM
+    block_col = block_idx.x * BN
+    ktiles = a.shape[1] // BK
+    for i in range(BN // 2):
+        acc[i] = 0.0
+    # Prologue: the first STAGES - 1 slices in flight, one commit group each.
+    for s in range(STAGES - 1):
+        if s < ktiles:
+            for q in range(A_CHUNKS):
+                ca = tid + q * THREADS
+                ra = ca // 8
+                ka = ca % 8
+                cp_async(tile_a, (s, ra, ka * 8), a, (block_row + ra, s * BK + ka * 8), 16)
+            for q in range(B_CHUNKS):
+                cb = tid + q * THREADS
+                rb = cb // 32
+                nb = cb % 32
+                cp_async(tile_b, (s, rb, nb * 8), b, (s * BK + rb, block_col + nb * 8), 16)
+        cp_async_commit()
+    for kt in range(ktiles):
+        cp_async_wait(STAGES - 2)
+        sync_threads()
+        st = kt % STAGES
+        warpgroup_arrive()
+        for kk in range(BK // 16):
+            warpgroup_mma(acc, tile_a, (st, wg * 64, kk * 16), tile_b, (st, kk * 16, 0), BN)
+        warpgroup_commit()
+        warpgroup_wait(1)
+        # Every warpgroup is done with the previous slice: refill its stage.
+        sync_threads()
+        nxt = kt + (STAGES - 1)
+        if nxt < ktiles:
+            sn = nxt % STAGES
+            for q in range(A_CHUNKS):
+                ca = tid + q * THREADS
+                ra = ca // 8
+                ka = ca % 8
+                cp_async(tile_a, (sn, ra, ka * 8), a, (block_row + ra, nxt * BK + ka * 8), 16)
+            for q in range(B_CHUNKS):
+                cb = tid + q * THREADS
+                rb = cb // 32
+                nb = cb % 32
+                cp_async(tile_b, (sn, rb, nb * 8), b, (nxt * BK + rb, block_col + nb * 8), 16)
+        cp_async_commit()
+    warpgroup_wait(0)
+    # unsafe: each warpgroup stores its own 64 x 256 part of the block's own 128 x 256 tile;
+    #   within a warpgroup, warpgroup_store writes 64 * 256 distinct elements.
+    with unsafe():
+        warpgroup_store(c, (block_row + wg * 64, block_col), acc)
+
+
+def _check_shapes(a, b, c) -> None:
+    m, k = a.shape
+    if b.shape[0] != k or c.shape != (m, b.shape[1]):
+        raise ValueError(f"shapes do not multiply: a {a.shape}, b {b.shape}, c {c.shape}")
+    if m % BM or c.shape[1] % BN or k % BK:
+        raise ValueError(f"hgemm_wgmma needs M a multiple of {BM}, N of {BN}, K of {BK}; got "
+                         f"M={m}, N={c.shape[1]}, K={k}")
+
+
+def hgemm_wgmma(a, b, c, stream=DEFAULT_STREAM):
+    """``c[...] = a @ b`` on Hopper tensor cores (a, b: f16 or bf16; c: f32)."""
+    _check_shapes(a, b, c)
+    grid = GridDim2D(c.shape[1] // BN, c.shape[0] // BM)
+    hgemm_wgmma_kernel.launch(grid, BlockDim1D(THREADS), SHARED_BYTES, stream)(a, b, c)
+
+
+def run(m: int = 128, k: int = 128, n: int = 256, dtype=f16, seed=None):
+    """``a @ b`` for random inputs on the current backend, and its float64 reference."""
+    rng = np.random.default_rng(seed)
+    host = np.float16 if dtype is f16 else np.float32
+    a = rng.standard_normal((m, k)).astype(host)
+    b = rng.standard_normal((k, n)).astype(host)
+    da, db = gn.to_device(a, dtype=dtype), gn.to_device(b, dtype=dtype)
+    c = gn.empty((m, n), f32)
+    hgemm_wgmma(da, db, c)
+    # The reference multiplies the inputs as the kernel sees them (bf16-rounded).
+    a64 = da.to_host().astype(np.float64)
+    b64 = db.to_host().astype(np.float64)
+    return c.to_host().astype(np.float64), a64 @ b64
+
+
+if __name__ == "__main__":
+    result, reference = run()
+    err = np.linalg.norm(result - reference) / np.linalg.norm(reference)
+    print(f"hgemm_wgmma on {gn.backend()}: relative error {err:.2e}")

@@ -1,0 +1,102 @@
+"""Warpgroup MMA and swizzled shared arrays (docs/language.md, "Warpgroup matrices"): the docs
+snippet on the simulator, the swizzled layout the CUDA emitter writes, the launch checks."""
+
+from __future__ import annotations
+
+import importlib
+import re
+
+import pytest
+
+import gpu_native as gn
+from tests.helpers import ROOT
+
+
+def _snippet() -> str:
+    text = (ROOT / "docs" / "language.md").read_text()
+    part = text[text.index("\n## Warpgroup matrices"):text.index("\n## The safety rules\n")]
+    (snippet,) = re.findall(r"```python\n(.*?)```", part, re.S)
+    return snippet
+
+
+def _import_snippet(tmp_path, monkeypatch):
+    (tmp_path / "wg_doc_snippet.py").write_text(_snippet())
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return importlib.import_module("wg_doc_snippet")
+
+
+def test_the_docs_snippet_runs(tmp_path, monkeypatch, capsys):
+    from gpu_native.runtime.backend import use
+
+    with use("sim"):
+        _import_snippet(tmp_path, monkeypatch)
+    assert capsys.readouterr().out.splitlines()[-1] == "ok"
+
+
+def test_the_emitter_stores_swizzled_elements_where_wgmma_reads_them(tmp_path, monkeypatch,
+                                                                     sim):
+    mod = _import_snippet(tmp_path, monkeypatch)
+    cuda = mod.mm64.cuda_source
+    # Every access to the tiles goes through the 128-byte swizzle, in the dynamic memory.
+    assert "gn_swz128<64, 64>" in cuda and "gn_swz128<16, 64>" in cuda
+    assert "extern __shared__ __align__(1024) unsigned char __gn_swz_smem[];" in cuda
+    assert "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16" in cuda
+    assert "gn_fence_proxy_async();" in cuda   # before the barrier
+
+
+def _swz128(r: int, c: int, rows: int, cols: int) -> int:
+    """The prelude's gn_swz128 for one leading index 0."""
+    return (c >> 6) * (rows * 64) + r * 64 + ((((c >> 3) & 7) ^ (r & 7)) << 3) + (c & 7)
+
+
+def test_the_swizzle_is_the_hand_written_kernels_layout():
+    """gn_swz128 puts A's and B's 16-byte chunks where tools/_bench_hgemm.py's verified
+    HGEMM_WGMMA_CUDA copies them (A: r * 128 + ((ch ^ (r & 7)) << 4) bytes; B, 64-column
+    blocks of BK rows: blk * BK * 128 + r * 128 + ((ch ^ (r & 7)) << 4)), and is a permutation."""
+    for r in range(128):
+        for ch in range(8):
+            assert 2 * _swz128(r, ch * 8, 128, 64) == r * 128 + ((ch ^ (r & 7)) << 4)
+    for r in range(64):
+        for nc in range(32):
+            blk, ch = nc >> 3, nc & 7
+            assert 2 * _swz128(r, nc * 8, 64, 256) == blk * 64 * 128 + r * 128 + (
+                (ch ^ (r & 7)) << 4)
+    seen = {_swz128(r, c, 64, 256) for r in range(64) for c in range(256)}
+    assert seen == set(range(64 * 256))
+
+
+def test_a_block_that_is_not_whole_warpgroups_is_refused_at_launch(tmp_path, monkeypatch, sim):
+    mod = _import_snippet(tmp_path, monkeypatch)
+    a = gn.zeros((64, 16), gn.f16)
+    b = gn.zeros((16, 64), gn.f16)
+    c = gn.zeros((64, 64), gn.f32)
+    with pytest.raises(gn.KernelAssertionError, match="multiple of 128"):
+        mod.mm64.launch(gn.GridDim1D(1), gn.BlockDim1D(96), 16384)(a, b, c)
+    assert not c.to_host().any()   # refused before any thread ran
+
+
+@pytest.mark.gpu
+def test_the_docs_snippet_runs_on_an_sm_90_gpu(tmp_path, monkeypatch, capsys, cuda_backend):
+    from gpu_native.runtime import driver
+
+    if driver.device_properties(0)["arch"] != "sm_90":
+        pytest.skip("warpgroup MMA needs an sm_90 GPU")
+    _import_snippet(tmp_path, monkeypatch)
+    assert capsys.readouterr().out.splitlines()[-1] == "ok"
+
+
+def test_a_misaligned_slice_is_reported_at_its_line(tmp_path, monkeypatch, sim):
+    """An A slice starting off a swizzle row group (row 4): checked with the bounds checks, it
+    fails at the warpgroup_mma line on the simulator (the GPU checks the descriptor's start)."""
+    source = _snippet().replace("warpgroup_mma(acc, ta, (0, 0), tb, (0, 0), 64)",
+                                "warpgroup_mma(acc, ta, (t // 128 + 4, 0), tb, (0, 0), 64)")
+    source = source[:source.index("rng = ")].replace("shared_array(f16, (64, 64), swizzle=128)",
+                                                      "shared_array(f16, (128, 64), swizzle=128)")
+    (tmp_path / "wg_misaligned.py").write_text(source)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    mod = importlib.import_module("wg_misaligned")
+    a, b, c = gn.zeros((64, 16), gn.f16), gn.zeros((16, 64), gn.f16), gn.zeros((64, 64), gn.f32)
+    with pytest.raises(gn.KernelAssertionError, match="swizzle row group") as info:
+        mod.mm64.launch(gn.GridDim1D(1), gn.BlockDim1D(128), 32768)(a, b, c)
+        c.to_host()   # the kernel's errors are reported at the next synchronizing call
+    assert "warpgroup_mma(acc, ta, (t // 128 + 4, 0)" in str(info.value)
