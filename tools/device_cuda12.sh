@@ -88,8 +88,9 @@ for step in ${STEPS:-gpu nvrtc}; do
       status=$((status | ${PIPESTATUS[0]})) ;;
     nvrtc)
       "$PY" -m pytest -m "not gpu" -q -p no:cacheprovider -p pytest_cuda_versions -rfE "$@" \
-        tests/test_nvrtc_all.py tests/test_compiler.py tests/test_nvrtc_bugs.py \
-        tests/test_toolkit.py tests/test_cuda_versions.py 2>&1 \
+        tests/compiler/test_nvrtc_all.py tests/compiler/test_compiler.py \
+        tests/emit/test_nvrtc_bugs.py tests/compiler/test_toolkit.py \
+        tests/compiler/test_cuda_versions.py 2>&1 \
         | tee "$OUT/nvrtc-tests-cuda12.log" | tail -20
       status=$((status | ${PIPESTATUS[0]})) ;;
     *) echo "unknown step: $step" >&2; exit 2 ;;
