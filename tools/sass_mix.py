@@ -294,6 +294,7 @@ class Pair:
     types: tuple[tuple[str, str], ...]
     source: str
     symbol: str
+    hand_arch: str = ""   # the hand-written kernel's target where it is not the run's (sm_90a)
 
 
 PAIRS = {
@@ -307,6 +308,8 @@ PAIRS = {
                            "HGEMM_CUDA", "gemm_bias_gelu_f16"),
     "sgemm_tf32": Pair("tensor_core/sgemm_tf32", "sgemm_tf32_kernel", (), "SGEMM_TF32_CUDA",
                        "sgemm_tf32"),
+    "hgemm_wgmma": Pair("tensor_core/hgemm_wgmma", "hgemm_wgmma_kernel", (("T", "f16"),),
+                        "HGEMM_WGMMA_CUDA", "hgemm_wgmma_f16_f32", "sm_90a"),
 }
 COLUMNS = ("gpu_native", "gpu_native, bounds_check=False", "CUDA C++ (hand-written)")
 
@@ -336,7 +339,8 @@ def compile_hand_written(pair: Pair, arch: str) -> tuple[bytes, str]:
     from tools import _bench_hgemm, bench_suite
 
     source = getattr(bench_suite, pair.source, None) or getattr(_bench_hgemm, pair.source)
-    image = compile_request(BuildRequest(source=source, symbol=pair.symbol, arch=arch))
+    image = compile_request(BuildRequest(source=source, symbol=pair.symbol,
+                                         arch=pair.hand_arch or arch))
     return image.image, pair.symbol
 
 
