@@ -399,6 +399,37 @@ class Forms:
             return None
         return None  # OpaqueKey and anything new
 
+    def culprit(self, k: Key, depth: int = 0) -> str:
+        """Why ``k`` has no polynomial, naming the innermost part that has none: what the
+        refusal of a store through it says."""
+        # A load is the reason whatever its index (a gather's value is data, not an index).
+        for part in () if isinstance(k, LoadKey) else k.parts():
+            if depth < 48 and self.poly(part) is None:
+                return self.culprit(part, depth + 1)
+        if isinstance(k, LoadKey):
+            ty = k.array.ty
+            space = ty.space if isinstance(ty, ir.ArrayType) else "memory"
+            if isinstance(ty, ir.ArrayType) and ty.space == "global" and not ty.mutable:
+                return (f"'{k.array.name}[...]' is read at an index that differs between "
+                        "threads: a value loaded from memory, such as a permutation, which no "
+                        "index rule follows")
+            return (f"'{k.array.name}[...]' is read from a {space} array the kernel may "
+                    "change: a value loaded from memory, which no index rule follows")
+        if isinstance(k, VarKey):
+            return (f"'{k.var.name}' is assigned more than once, and its value at the store "
+                    "is neither the one assignment that reaches it nor a value every thread "
+                    "shares")
+        if isinstance(k, LaneKey):
+            return "lane_id() outside a kernel of one-dimensional blocks"
+        if isinstance(k, OpKey):
+            return (f"a '{k.op}' of thread-dependent values (a product of two thread values, "
+                    "or a division, remainder or bit operation the split rules do not follow)")
+        if isinstance(k, (UnaryKey, CastKey, MathKey)):
+            return "a conversion or function of a thread-dependent value"
+        if isinstance(k, ConstKey):
+            return "a constant that is not an integer"
+        return "a value the proofs do not model (a call's result, an atomic's, a random draw)"
+
     def _op(self, k: OpKey, depth: int) -> Poly | None:
         left, right = self.poly(k.left, depth), self.poly(k.right, depth)
         if left is None or right is None:
@@ -480,9 +511,8 @@ class Forms:
             p = self.poly(k)
             if p is None:
                 return ("depends on a value that is not an affine function of the thread's "
-                        "coordinates and loop counters (a value read from writable memory, a "
-                        "variable assigned more than once, a product of two thread values), so "
-                        "nothing shows which thread writes which element")
+                        f"coordinates and loop counters ({self.culprit(k)}), so nothing shows "
+                        "which thread writes which element")
             dims.append(p)
         facts = sorted(facts, key=repr)  # a fixed order: the same pins on every run
         from .splits import deep, nested_digits

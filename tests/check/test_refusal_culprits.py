@@ -1,0 +1,84 @@
+"""A store refused because its index has no affine form names the part of the index that has
+none: a value loaded from memory, a local whose value at the store is not known, an operation of
+thread values the rules do not follow (instead of a list of every possible cause)."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from gpu_native.errors import TranspileError
+from gpu_native.rewrite import transpile_module
+
+HEAD = """\
+from gpu_native import (gpu_kernel, Kernel1D, CUDASlice, CUDASliceMut, f32, i32, u32, block_dim,
+                        thread_idx, FlatLayout1D)
+"""
+
+
+def refusal(body: str) -> str:
+    source = HEAD + textwrap.dedent(body)
+    with pytest.raises(TranspileError) as info:
+        transpile_module(source, "culprit.py", "culprit")
+    return str(info.value)
+
+
+def test_a_gather_names_the_array_it_reads():
+    text = refusal("""
+@gpu_kernel(Kernel1D)
+def k(perm: CUDASlice[i32], out: CUDASliceMut[f32]):
+    i = FlatLayout1D.uid()
+    if i < len(perm):
+        out[perm[i]] = 1.0
+""")
+    assert "'perm[...]' is read at an index that differs between threads" in text, text
+    assert "culprit.py:" in text
+
+
+def test_a_load_from_an_array_the_kernel_writes_names_it():
+    text = refusal("""
+@gpu_kernel(Kernel1D)
+def k(slots: CUDASliceMut[i32], out: CUDASliceMut[f32]):
+    i = FlatLayout1D.uid()
+    if i < len(slots):
+        out[slots[0] + i] = 1.0
+""")
+    assert "'slots[...]' is read from a global array the kernel may change" in text, text
+
+
+def test_a_local_assigned_under_a_thread_dependent_branch_is_named():
+    text = refusal("""
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f32]):
+    assert block_dim.x == 64
+    t = thread_idx.x
+    j = t
+    if t % 3 == 0:
+        j = t + 1
+    out[j] = 1.0
+""")
+    assert "'j' is assigned more than once" in text, text
+
+
+def test_a_remainder_by_a_thread_value_is_named():
+    text = refusal("""
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f32]):
+    assert block_dim.x == 64
+    t = thread_idx.x
+    out[t % (t + 1)] = 1.0
+""")
+    assert "a '%' of thread-dependent values" in text, text
+
+
+def test_a_product_of_two_thread_values_has_a_form_and_a_witness():
+    # t * t is a polynomial: the refusal shows two threads that write one element instead.
+    text = refusal("""
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f32]):
+    assert block_dim.x == 64
+    t = thread_idx.x
+    out[t * t] = 1.0
+""")
+    assert "both write out[0]" in text, text
