@@ -39,9 +39,11 @@ def _accesses(kernel: ir.Kernel) -> dict[int, set[str]]:
                             else "store" if isinstance(n, ir.Store) else None)
                     if kind is not None:
                         uses.setdefault(id(root), set()).add(kind)
-                if isinstance(n, ir.MatrixOp) and n.op in ("store_matrix", "cp_async"):
-                    # store_matrix writes its global destination; cp_async reads its source.
-                    ref = n.operands[0 if n.op == "store_matrix" else 1].array
+                if isinstance(n, ir.MatrixOp) and n.op in ("store_matrix", "warpgroup_store",
+                                                           "cp_async"):
+                    # store_matrix and warpgroup_store write their global destination; cp_async
+                    # reads its source.
+                    ref = n.operands[1 if n.op == "cp_async" else 0].array
                     if ref.ty.space == "global":
                         kind = ("load" if n.op == "cp_async" else
                                 "unsafe" if n.unique == "unsafe" else "store")

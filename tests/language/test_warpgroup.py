@@ -75,6 +75,51 @@ def test_a_block_that_is_not_whole_warpgroups_is_refused_at_launch(tmp_path, mon
     assert not c.to_host().any()   # refused before any thread ran
 
 
+TWO_WARPGROUPS = """
+from gpu_native import (CUDASlice2D, CUDASliceMut2D, Kernel1D, f16, f32, gpu_kernel, local_array,
+                        shared_array, sync_threads, thread_idx, unsafe, warpgroup_arrive,
+                        warpgroup_commit, warpgroup_mma, warpgroup_store, warpgroup_wait)
+
+
+@gpu_kernel(Kernel1D)
+def twice(a: CUDASlice2D[f16], b: CUDASlice2D[f16], c: CUDASliceMut2D[f32]):
+    ta = shared_array(f16, (64, 64), swizzle=128)
+    tb = shared_array(f16, (16, 64), swizzle=128)
+    acc = local_array(f32, (32,))
+    t = thread_idx.x
+    if t < 128:
+        for q in range(8):
+            e = t + q * 128
+            with unsafe():
+                ta[e // 16, e % 16] = a[e // 16, e % 16]
+                tb[e // 64, e % 64] = b[e // 64, e % 64]
+    for i in range(32):
+        acc[i] = 0.0
+    sync_threads()
+    warpgroup_arrive()
+    warpgroup_mma(acc, ta, (0, 0), tb, (0, 0), 64)
+    warpgroup_commit()
+    warpgroup_wait(0)
+    with unsafe():   # a race: both warpgroups write the one tile
+        warpgroup_store(c, (0, 0), acc)
+"""
+
+
+def test_the_race_detector_watches_warpgroup_store(tmp_path, monkeypatch, sim):
+    """Two warpgroups storing their tiles at one origin (inside `with unsafe():`) are reported
+    as a race on the simulator: warpgroup_store's destination is shadowed like any written
+    array."""
+    (tmp_path / "wg_twice.py").write_text(TWO_WARPGROUPS)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    mod = importlib.import_module("wg_twice")
+    a = gn.zeros((64, 16), gn.f16)
+    b = gn.zeros((16, 64), gn.f16)
+    c = gn.zeros((64, 64), gn.f32)
+    with pytest.raises(gn.DeviceRaceError, match=r"data race on c\["):
+        mod.twice.launch(gn.GridDim1D(1), gn.BlockDim1D(256), 16384)(a, b, c)
+        c.to_host()
+
+
 @pytest.mark.gpu
 def test_the_docs_snippet_runs_on_an_sm_90_gpu(tmp_path, monkeypatch, capsys, cuda_backend):
     from gpu_native.runtime import driver
