@@ -107,6 +107,11 @@ def ldmatrix(chunk, operands, params, m, loc: int):
     return m
 
 
+# The shapes of mma by input type: K, and each fragment's (row, column) by element.
+_SHAPES = {"half": (16, (_A_ROW, _A_COL), (_B_ROW, _B_COL)),
+           "tf32": (8, (_TF32_A_ROW, _TF32_A_COL), (_TF32_B_ROW, _TF32_B_COL))}
+
+
 def mma(chunk, operands, params, m, loc: int):
     acc_op, a_op, b_op = operands
     coff, m = _bounds(chunk, acc_op, m, loc)
@@ -116,11 +121,17 @@ def mma(chunk, operands, params, m, loc: int):
         return False
     acc, a, b = acc_op[0], a_op[0], b_op[0]
     live = _mask(chunk, m)
-    if a.info.name == "f32":
-        return _mma_tf32(chunk, (acc, a, b), (coff, aoff, boff), m, live)
+    # f32 fragments multiply as tf32 (mma.m16n8k8): each input rounded as cvt.rna rounds it;
+    # products of tf32 (11-bit significands) or f16/bf16 numbers are exact in float64.
+    is_tf32 = a.info.name == "f32"
+    k, (a_rows, a_cols), (b_rows, b_cols) = _SHAPES["tf32" if is_tf32 else "half"]
     lanes = np.arange(chunk.L)
-    av = _floats(a, a.per_lane()[lanes[:, None], aoff[:, None] + np.arange(8)])
-    bv = _floats(b, b.per_lane()[lanes[:, None], boff[:, None] + np.arange(4)])
+    araw = a.per_lane()[lanes[:, None], aoff[:, None] + np.arange(a_rows.shape[1])]
+    braw = b.per_lane()[lanes[:, None], boff[:, None] + np.arange(b_rows.shape[1])]
+    if is_tf32:
+        av, bv = tf32(araw).astype(np.float64), tf32(braw).astype(np.float64)
+    else:
+        av, bv = _floats(a, araw), _floats(b, braw)
     cper = acc.per_lane()
     ccols = coff[:, None] + np.arange(4)
     cv = cper[lanes[:, None], ccols].astype(np.float64)
@@ -128,38 +139,11 @@ def mma(chunk, operands, params, m, loc: int):
     bv[~live] = 0
     wslot, lane, nslots = _slots(chunk)
     w = wslot[:, None]
-    amat = np.zeros((nslots, 16, 16))
-    bmat = np.zeros((nslots, 16, 8))
+    amat = np.zeros((nslots, 16, k))
+    bmat = np.zeros((nslots, k, 8))
     cmat = np.zeros((nslots, 16, 8))
-    amat[w, _A_ROW[lane], _A_COL[lane]] = av
-    bmat[w, _B_ROW[lane], _B_COL[lane]] = bv
-    cmat[w[live], _C_ROW[lane[live]], _C_COL[lane[live]]] = cv[live]
-    d = (cmat + amat @ bmat).astype(np.float32)
-    out = d[w, _C_ROW[lane], _C_COL[lane]]
-    rows = np.flatnonzero(live)
-    cper[rows[:, None], ccols[rows]] = out[rows]
-    return m
-
-
-def _mma_tf32(chunk, arrays, offsets, m, live: np.ndarray):
-    """``mma.m16n8k8`` of f32 fragments rounded to tf32: products of tf32 numbers (11-bit
-    significands) are exact in float64, as is their sum with C to within its rounding."""
-    (acc, a, b), (coff, aoff, boff) = arrays, offsets
-    lanes = np.arange(chunk.L)
-    av = tf32(a.per_lane()[lanes[:, None], aoff[:, None] + np.arange(4)]).astype(np.float64)
-    bv = tf32(b.per_lane()[lanes[:, None], boff[:, None] + np.arange(2)]).astype(np.float64)
-    cper = acc.per_lane()
-    ccols = coff[:, None] + np.arange(4)
-    cv = cper[lanes[:, None], ccols].astype(np.float64)
-    av[~live] = 0
-    bv[~live] = 0
-    wslot, lane, nslots = _slots(chunk)
-    w = wslot[:, None]
-    amat = np.zeros((nslots, 16, 8))
-    bmat = np.zeros((nslots, 8, 8))
-    cmat = np.zeros((nslots, 16, 8))
-    amat[w, _TF32_A_ROW[lane], _TF32_A_COL[lane]] = av
-    bmat[w, _TF32_B_ROW[lane], _TF32_B_COL[lane]] = bv
+    amat[w, a_rows[lane], a_cols[lane]] = av
+    bmat[w, b_rows[lane], b_cols[lane]] = bv
     cmat[w[live], _C_ROW[lane[live]], _C_COL[lane[live]]] = cv[live]
     d = (cmat + amat @ bmat).astype(np.float32)
     out = d[w, _C_ROW[lane], _C_COL[lane]]
