@@ -39,6 +39,18 @@ def _gpu_arch() -> str | None:
     return gn.Device(0).arch
 
 
+def _worker_gpu() -> str:
+    """Which GPU this worker process runs on: the first entry of ``CUDA_VISIBLE_DEVICES`` (what
+    dask-cuda sets per worker), ``shared`` when every worker sees every GPU, ``-`` on the
+    simulator."""
+    import gpu_native as gn
+
+    if gn.backend() != "cuda":
+        return "-"
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES", "")
+    return visible.split(",")[0] if visible else "shared"
+
+
 def make_cluster(workers: int):
     """dask-cuda's one-worker-per-GPU cluster where there are GPUs and dask-cuda, else a local
     cluster of ``workers`` processes."""
@@ -84,7 +96,9 @@ def main(argv=None) -> int:
         with cluster, Client(cluster) as client:
             # client.run is typed for async clients too; this one is synchronous: a dict.
             backends = cast(dict, client.run(lambda: __import__("gpu_native").backend()))
-            print(f"{kind}: {len(backends)} workers, backends {sorted(set(backends.values()))}")
+            gpus = cast(dict, client.run(_worker_gpu))
+            print(f"{kind}: {len(backends)} workers, backends {sorted(set(backends.values()))}, "
+                  f"GPUs {sorted(gpus.values())}")
             rng = np.random.default_rng()
             host = rng.uniform(-1.0, 2.0, args.n).astype(np.float32)
             x = da.from_array(host, chunks=args.chunk)

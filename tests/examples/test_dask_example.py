@@ -54,7 +54,8 @@ def test_two_workers_on_the_simulator(tmp_path):
     proc = _run(tmp_path, "--n", "300007", "--chunk", "40000", "--workers", "2",
                 GPU_NATIVE_BACKEND="sim")
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "distributed.LocalCluster (2 processes): 2 workers, backends ['sim']" in proc.stdout
+    assert ("distributed.LocalCluster (2 processes): 2 workers, backends ['sim'], GPUs ['-', '-']"
+            in proc.stdout), proc.stdout
     m = re.search(r"300007 elements in 8 chunks: [\d.]+ s, max abs error (\S+)", proc.stdout)
     assert m and float(m.group(1)) <= 1e-6, proc.stdout
 
@@ -67,5 +68,23 @@ def test_workers_on_the_gpu_use_the_precompiled_kernels(tmp_path):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert re.search(r"precompiled 1 kernel\(s\) for sm_\d+", proc.stdout), proc.stdout
     assert "backends ['cuda']" in proc.stdout, proc.stdout
+    m = re.search(r"elements in 11 chunks: [\d.]+ s, max abs error (\S+)", proc.stdout)
+    assert m and float(m.group(1)) <= 1e-6, proc.stdout
+
+
+@pytest.mark.gpu
+def test_dask_cuda_puts_one_worker_on_each_gpu(tmp_path):
+    pytest.importorskip("distributed")
+    pytest.importorskip("dask_cuda")
+    from gpu_native.runtime import driver as D
+
+    gpus = D.device_count()
+    if gpus < 2:
+        pytest.skip("needs two or more GPUs")
+    proc = _run(tmp_path, "--n", "50000017", "--chunk", "5000000")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    expected = sorted(str(i) for i in range(gpus))
+    assert (f"dask_cuda.LocalCUDACluster: {gpus} workers, backends ['cuda'], GPUs {expected}"
+            in proc.stdout), proc.stdout
     m = re.search(r"elements in 11 chunks: [\d.]+ s, max abs error (\S+)", proc.stdout)
     assert m and float(m.group(1)) <= 1e-6, proc.stdout
