@@ -448,15 +448,11 @@ class CudaBackend(Backend):
     def pointer_device(self, ptr: int) -> int | None:
         """The device ordinal owning a device pointer, or None if it is not device memory."""
         drv = self.drv
-        attr = drv.CUpointer_attribute.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL
-        res = drv.cuPointerGetAttribute(attr, ptr)
-        if res[0] != self.success:
-            return None
         mem = drv.cuPointerGetAttribute(drv.CUpointer_attribute.CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
                                         ptr)
-        if mem[0] == self.success and int(mem[1]) == int(drv.CUmemorytype.CU_MEMORYTYPE_HOST):
+        if mem[0] != self.success or int(mem[1]) == int(drv.CUmemorytype.CU_MEMORYTYPE_HOST):
             return None
-        return int(res[1])
+        return 0 if D.device_count() == 1 else D.pointer_ordinal(ptr)
 
 
 def select() -> Backend:

@@ -8,6 +8,8 @@ in this process.
 
 from __future__ import annotations
 
+import ctypes
+import sys
 import threading
 from functools import cache
 
@@ -179,6 +181,27 @@ def primary_context(ordinal: int):
                             "cuDevicePrimaryCtxRetain")
                 _contexts[ordinal] = ctx
     return ctx
+
+
+def pointer_ordinal(ptr: int) -> int | None:
+    """``CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL`` of ``ptr``, or None where the driver has none.
+
+    Asked of the driver library itself: some cuda.bindings releases (13.3.1 among them; 12.9.10
+    and 13.4 are right) read this one attribute back from the wrong field and answer 0 whatever
+    the device, which on a machine of several GPUs put every foreign array on device 0."""
+    value = ctypes.c_int(-1)
+    attr = int(driver().CUpointer_attribute.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL)
+    err = _driver_library().cuPointerGetAttribute(ctypes.byref(value), attr, ptr)
+    return value.value if err == 0 else None
+
+
+@cache
+def _driver_library():
+    """The driver library cuda.bindings loaded (dlopen returns the same handle)."""
+    lib = ctypes.CDLL("nvcuda.dll" if sys.platform == "win32" else "libcuda.so.1")
+    lib.cuPointerGetAttribute.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_ulonglong]
+    lib.cuPointerGetAttribute.restype = ctypes.c_int
+    return lib
 
 
 def make_current(ordinal: int) -> None:

@@ -464,3 +464,78 @@ class TestSeveralGpus:
             gn.synchronize()
         backend._nonblocking.pop(int(raw), None)
         D.check(drv.cuStreamDestroy(raw))
+
+
+class _Foreign:
+    """A foreign array as the CUDA array interface (v2) describes one: only a pointer."""
+
+    def __init__(self, ptr: int, n: int):
+        self.__cuda_array_interface__ = {"shape": (n,), "typestr": "<f4", "data": (ptr, False),
+                                         "version": 2}
+
+
+def _mapped_allocation(drv, D, ordinal: int, size: int):
+    """``size`` bytes of device ``ordinal`` mapped with cuMemCreate (as PyTorch's expandable
+    segments are): memory that belongs to no context.  Returns (pointer, release)."""
+    prop = drv.CUmemAllocationProp()
+    prop.type = drv.CUmemAllocationType.CU_MEM_ALLOCATION_TYPE_PINNED
+    prop.location.type = drv.CUmemLocationType.CU_MEM_LOCATION_TYPE_DEVICE
+    prop.location.id = ordinal
+    grain = D.check(drv.cuMemGetAllocationGranularity(
+        prop, drv.CUmemAllocationGranularity_flags.CU_MEM_ALLOC_GRANULARITY_MINIMUM))
+    size = -(-size // grain) * grain
+    handle = D.check(drv.cuMemCreate(size, prop, 0))
+    ptr = D.check(drv.cuMemAddressReserve(size, 0, 0, 0))
+    D.check(drv.cuMemMap(ptr, size, 0, handle, 0))
+    access = drv.CUmemAccessDesc()
+    access.location = prop.location
+    access.flags = drv.CUmemAccess_flags.CU_MEM_ACCESS_FLAGS_PROT_READWRITE
+    D.check(drv.cuMemSetAccess(ptr, size, [access], 1))
+
+    def release():
+        D.check(drv.cuMemUnmap(ptr, size))
+        D.check(drv.cuMemAddressFree(ptr, size))
+        D.check(drv.cuMemRelease(handle))
+
+    return int(ptr), release
+
+
+class TestForeignArraysOnSeveralGpus:
+    """A foreign array's device comes from its memory: the interface names only a pointer."""
+
+    pytestmark = [pytest.mark.gpu,
+                  pytest.mark.skipif(_gpu_count() < 2, reason="needs two or more GPUs")]
+
+    @pytest.fixture(autouse=True)
+    def _cuda(self, cuda_backend):
+        yield
+
+    def test_memory_of_a_context_is_found_on_its_device(self, kr):
+        data = host(4096, 3)
+        with gn.Device(1):
+            own = gn.to_device(data)
+            wrapped = gn.from_dlpack(_Foreign(own.ptr, len(data)))
+            assert wrapped.device == 1
+            out = gn.zeros(len(data))
+            kr.add(_Foreign(own.ptr, len(data)), wrapped, out)
+        np.testing.assert_array_equal(out.to_host(), data * 2)
+        with pytest.raises(ValueError, match="lives on device 1, but the launch is on device 0"):
+            kr.add(_Foreign(own.ptr, len(data)), gn.zeros(len(data)), gn.zeros(len(data)))
+
+    def test_memory_mapped_with_cumemcreate_is_found_on_its_device(self, kr):
+        from gpu_native.runtime import driver as D
+
+        drv, n = D.driver(), 4096
+        with gn.Device(1):
+            ptr, release = _mapped_allocation(drv, D, 1, n * 4)
+            try:
+                data = host(n, 4)
+                D.check(drv.cuMemcpyHtoD(ptr, data, n * 4))
+                foreign = gn.from_dlpack(_Foreign(ptr, n))
+                assert foreign.device == 1
+                out = gn.zeros(n)
+                kr.add(foreign, foreign, out)
+                np.testing.assert_array_equal(out.to_host(), data * 2)
+            finally:
+                gn.Device(1).synchronize()
+                release()

@@ -66,6 +66,10 @@ def test_command_line_summary(tool, sim, tmp_path, capsys):
 
 @pytest.mark.gpu
 def test_allocate_launch_free_holds_gpu_and_host_memory_flat(tool, cuda_backend):
+    if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) > 1:
+        # cuMemGetInfo counts every process's memory on the device, and the other workers'
+        # tests allocate and free while this one samples.
+        pytest.skip("measures the device's memory in use: run it without pytest -n")
     result = tool.memory_loop(GPU_LAUNCHES)
     print("\n" + report(result))
     assert not result["errors"], result["errors"]
