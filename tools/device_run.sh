@@ -8,7 +8,8 @@
 #   bash tools/device_run.sh fuzzraces      # tools/fuzz_races.py: unique-write proofs, GPU vs sim
 #
 # The wheels come from ../shared/tools/fetch-device-wheels.sh (carry ".whl"; .whl/test and .whl/dask
-# from tools/fetch_cuda12_wheels.sh and tools/fetch_dask_wheels.sh); .whl/extra holds
+# from tools/fetch_cuda12_wheels.sh and tools/fetch_dask_wheels.sh, .whl/daskcuda from the
+# latter too); .whl/extra holds
 # numpy<2.3 for the Numba-CUDA comparison, installed apart and put on its PYTHONPATH only.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -20,6 +21,12 @@ if ls .whl/*.whl >/dev/null 2>&1; then
   python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl \
     $(ls .whl/test/*.whl .whl/dask/*.whl 2>/dev/null) || exit 1
   export PYTHONPATH=/tmp/site
+fi
+if ls .whl/daskcuda/*.whl >/dev/null 2>&1; then
+  # dask-cuda pins older dask and distributed: installed apart, and first on the path.
+  python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/dcsite \
+    .whl/daskcuda/*.whl || exit 1
+  export PYTHONPATH=/tmp/dcsite${PYTHONPATH:+:$PYTHONPATH}
 fi
 python3 -m pip install -q --no-deps --no-build-isolation . >"$OUT/install.log" 2>&1 || {
   cat "$OUT/install.log"; exit 1; }

@@ -3,6 +3,11 @@
 # machine without network: tools/device_run.sh installs them beside the project, so that
 # tests/examples/test_dask_example.py runs there.  Run from the project root.  NumPy is left out:
 # the GPU machine has its own.
+#
+# .whl/daskcuda: dask-cuda (one worker per GPU), its rapids-dask-dependency, and the dask and
+# distributed versions that pins.  Install it apart (pip install --target /tmp/dcsite) and put it
+# first on PYTHONPATH for the Dask tests only; the GPU machine has the rest of what it needs
+# (pynvml, cuda-core, pandas).
 set -euo pipefail
 cd "$(git rev-parse --show-toplevel)"
 mkdir -p .whl/dask
@@ -14,4 +19,14 @@ rm -f .whl/dask/numpy-*.whl
 # hypothesis's wheels in .whl/test carry sortedcontainers too; one copy installs.
 [ -e .whl/test/sortedcontainers-*.whl ] 2>/dev/null && rm -f .whl/dask/sortedcontainers-*.whl
 for w in .whl/test/*.whl; do rm -f ".whl/dask/$(basename "$w")"; done
-ls .whl/dask
+mkdir -p .whl/daskcuda
+rm -f .whl/daskcuda/*.whl
+fetch() { python3 -m pip download -q --no-deps -d .whl/daskcuda "$@" 2>&1 | grep -v '^WARNING: Location' || true; }
+requires() {  # the Requires-Dist lines of wheel $1 that name one of the packages in $2 (a regex)
+  unzip -p "$1" '*.dist-info/METADATA' | sed -n "s/^Requires-Dist: \\($2\\)\\([^;]*\\)$/\\1\\2/p"
+}
+fetch dask-cuda
+fetch "$(requires .whl/daskcuda/dask_cuda-*.whl rapids-dask-dependency)"
+mapfile -t pins < <(requires .whl/daskcuda/rapids_dask_dependency-*.whl 'dask\|distributed')
+fetch "${pins[@]}"
+ls .whl/dask .whl/daskcuda
