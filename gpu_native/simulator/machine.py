@@ -291,6 +291,7 @@ class Chunk:
         self.shared = [launch.make_shared(spec, nblocks) for spec in launch.program.shared_specs]
         self.consts = launch.consts  # the kernel's constant arrays (ConstArray), as ir.Kernel.consts
         self.async_copies = None  # cp_async copies in flight (simulator.matrices.AsyncCopies)
+        self.async_reads = None  # warpgroup_mma reads in flight (simulator.warpgroup.AsyncReads)
 
     # ---- lane information (computed on demand, dropped on compaction) ----
 

@@ -238,6 +238,9 @@ class Launch:
             "write-after-write": (f"{me} writes it at {here} and {other} wrote it at {there}"),
             "atomic-vs-plain": (f"{me} updates it atomically at {here} and {other} wrote it "
                                 f"with a plain store at {there}"),
+            "write-during-async-read": (f"{other} writes it at {there} while the "
+                                        f"warpgroup_mma of {me}'s warpgroup at {here} may "
+                                        f"still be reading it"),
         }[c.kind]
         if b1 != b2:
             why = ("threads of different blocks are not ordered within one launch; use an "
@@ -246,6 +249,10 @@ class Launch:
                 why = ("threads of different blocks are ordered only by a grid_sync() between "
                        "the two accesses; add one, use an atomic, or give each element one "
                        "writer")
+        elif c.kind == "write-during-async-read":
+            why = ("warpgroup_mma reads its shared operands until the warpgroup_wait that "
+                   "retires its group; write them only after that wait, and after a "
+                   "sync_threads() when another warpgroup's threads write them")
         elif c.kind == "write-after-write":
             why = ("nothing orders the two writes, so the result depends on timing on the "
                    "GPU; give each element one writer or use an atomic")

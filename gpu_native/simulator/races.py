@@ -36,7 +36,8 @@ I64 = np.int64
 @dataclass
 class Conflict:
     """One detected race: ``kind`` is "read-after-write", "read-after-atomic",
-    "write-after-write", "write-after-read" or "atomic-vs-plain"."""
+    "write-after-write", "write-after-read", "atomic-vs-plain" or "write-during-async-read"
+    (``thread`` read at ``loc`` asynchronously, and ``other`` wrote before the read retired)."""
 
     kind: str
     element: int  # flat element offset into the shadowed storage
@@ -61,6 +62,11 @@ class Shadow:
         self.w_atomic = np.zeros(size, bool)
         self.w_ver = np.zeros(size, I64)
         self.w_ep = None if row_size is not None else np.zeros(size, I64)
+        # Every write's turn (``clock``) and writer, kept across barriers: an asynchronous read
+        # (``warpgroup_mma``'s) is checked against the writes made while it was in flight.
+        self.clock = 0
+        self.w_clock = np.zeros(size, I64)
+        self.w_last = np.full(size, -1, I64)
         self.dirty = False  # a write is recorded since the history was last cleared
         self.buf = np.empty(0, I64)  # logged reads: element offsets ...
         self.nlog = 0
@@ -204,6 +210,9 @@ class Shadow:
         self.w_tid[e] = t
         self.w_loc[e] = loc
         self.w_atomic[e] = atomic
+        self.clock += 1
+        self.w_clock[e] = self.clock
+        self.w_last[e] = t
         self.w_ver[e] = ver
         if self.w_ep is not None:
             self.w_ep[e] = ep
@@ -215,6 +224,16 @@ class Shadow:
                 found = Conflict("write-after-write", int(e[j]), int(t[j]),
                                  int(self.w_tid[e[j]]), loc, loc)
         return found
+
+    def written_since(self, e, stamp: int, t: int, loc: int) -> Conflict | None:
+        """An asynchronous read of elements ``e`` by thread ``t`` (at ``loc``), issued when
+        ``clock`` was ``stamp`` and now retired: the first write made while it was in flight."""
+        hit = self.w_clock[e] > stamp
+        if not hit.any():
+            return None
+        k = int(e[int(np.argmax(hit))])
+        return Conflict("write-during-async-read", k, t, int(self.w_last[k]), loc,
+                        int(self.w_loc[k]))
 
     def forget(self, rows: np.ndarray | None) -> None:
         """A barrier: drop the history of the blocks (rows of a shared array) that passed it."""

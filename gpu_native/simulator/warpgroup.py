@@ -7,9 +7,17 @@ invisible to a kernel's meaning), at the indices of the warpgroup's first execut
 must be the same in all of them); gathers the accumulator from the threads' fragments in the
 PTX layout, computes ``C + A @ B`` in float64 and rounds once to f32 (products of f16 or bf16
 numbers and their sums of 16 are exact in float64 or nearly so; the tensor cores may differ by a
-few f32 ulps, as for ``mma_sync``).  The multiply is synchronous here, so ``warpgroup_arrive``,
-``warpgroup_commit`` and ``warpgroup_wait`` order nothing and are no-ops.  A thread that does not
-execute the statement keeps its fragment.
+few f32 ulps, as for ``mma_sync``).  A thread that does not execute the statement keeps its
+fragment.
+
+The multiply is synchronous here, but on the GPU it reads its shared operands until the
+``warpgroup_wait`` that retires its group, so the race detector holds the read open that long:
+``warpgroup_mma`` checks its reads as any read (against unordered earlier writes), and joins the
+warpgroup's open group; ``warpgroup_commit`` closes the group; ``warpgroup_wait(n)`` retires all
+but the ``n`` newest groups, reporting any write to their operands made since they were issued
+(by any thread, a barrier notwithstanding) and any ``cp_async`` into them still in flight (it
+may land before the read ends), and logs the reads again as made at the wait, so a
+later write that no barrier orders after it is a race too.
 """
 
 from __future__ import annotations
@@ -19,6 +27,7 @@ import functools
 import numpy as np
 
 from . import ops
+from .races import Conflict
 
 I64 = np.dtype(np.int64)
 
@@ -92,6 +101,7 @@ def warpgroup_mma(chunk, operands, params, m, loc: int):
     baddr = boff + (0 if bbase is None else np.broadcast_to(bbase, (chunk.L,)))
     amat = _tile(a, chunk, aaddr[lead], 64, 16)
     bmat = _tile(b, chunk, baddr[lead], 16, n)
+    _open_reads(chunk, ((a, aaddr[lead], 64, 16), (b, baddr[lead], 16, n)), lead, loc)
     rows, cols = fragment_layout(n)
     slot = np.searchsorted(groups, wg[live])
     cper = acc.per_lane()
@@ -128,10 +138,98 @@ def warpgroup_store(chunk, operands, params, m, loc: int):
     return m
 
 
+# ---- the asynchronous reads, for the race detector ---------------------------------------------
+
+
+class AsyncReads:
+    """Per warpgroup (by its first thread's global id // 128): the reads of its open group and
+    of its committed groups not yet retired, each ``(array, elements, clock when issued,
+    reading thread, location)``."""
+
+    def __init__(self):
+        self.open: dict[int, list] = {}
+        self.committed: dict[int, list[list]] = {}
+
+
+def _flat(array, off: np.ndarray, rows: int, cols: int) -> np.ndarray:
+    row_len = array.dims[-1]
+    return (off[:, None, None] + np.arange(rows)[:, None] * row_len + np.arange(cols)).reshape(-1)
+
+
+def _open_reads(chunk, tiles, lead: np.ndarray, loc: int) -> None:
+    gtid = chunk._info("gtid")[lead].astype(I64)
+    for array, offs, rows, cols in tiles:
+        shadow = array.shadow
+        if shadow is None:
+            continue
+        if chunk.async_reads is None:
+            chunk.async_reads = AsyncReads()
+        ver = chunk.sync_version
+        for t, off in zip(gtid, offs):
+            e = _flat(array, np.asarray([off], I64), rows, cols)
+            found = shadow.read(e, np.full(len(e), t, I64), ver, None, loc)
+            if found is not None:
+                chunk.launch.report_race(array, found)
+            chunk.async_reads.open.setdefault(int(t) // 128, []).append(
+                (array, e, shadow.clock, int(t), loc))
+
+
+def _live_warpgroups(chunk, m) -> list[int]:
+    lanes = np.flatnonzero(_live(chunk, m))
+    return [int(g) for g in np.unique(chunk._info("gtid")[lanes].astype(I64) // 128)]
+
+
+def warpgroup_commit(chunk, operands, params, m, loc: int):
+    state = chunk.async_reads
+    if m is not False and state is not None:
+        for g in _live_warpgroups(chunk, m):
+            state.committed.setdefault(g, []).append(state.open.pop(g, []))
+    return m
+
+
+def warpgroup_wait(chunk, operands, params, m, loc: int):
+    state = chunk.async_reads
+    if m is False or state is None:
+        return m
+    keep = params[0]
+    for g in _live_warpgroups(chunk, m):
+        groups = state.committed.get(g, [])
+        while len(groups) > keep:
+            for array, e, stamp, t, at in groups.pop(0):
+                shadow = array.shadow
+                found = shadow.written_since(e, stamp, t, at) or _copy_in_flight(chunk, array,
+                                                                                  e, t, at)
+                if found is None:
+                    found = shadow.read(e, np.full(len(e), t, I64), chunk.sync_version, None, at)
+                if found is not None:
+                    chunk.launch.report_race(array, found)
+    return m
+
+
+def _copy_in_flight(chunk, array, e: np.ndarray, t: int, loc: int) -> Conflict | None:
+    """A ``cp_async`` into elements ``e`` of ``array`` issued and not yet landed: on the GPU it
+    may land while the read being retired was still in flight."""
+    copies = chunk.async_copies
+    if copies is None:
+        return None
+    for dst, daddr, values, live, _group, at in copies.pending:
+        if dst is not array or not live.any():
+            continue
+        lanes = np.flatnonzero(live)
+        spans = daddr[lanes][:, None] + np.arange(values.shape[1])
+        hit = np.isin(spans, e).any(axis=1)
+        if hit.any():
+            j = int(np.argmax(hit))
+            writer = int(chunk._info("gtid")[lanes[j]])
+            return Conflict("write-during-async-read", int(spans[j][np.isin(spans[j], e)][0]),
+                            t, writer, loc, at)
+    return None
+
+
 def _ordering(chunk, operands, params, m, loc: int):
     return m
 
 
 OPS = {"warpgroup_mma": warpgroup_mma, "warpgroup_store": warpgroup_store,
-       "warpgroup_arrive": _ordering, "warpgroup_commit": _ordering,
-       "warpgroup_wait": _ordering}
+       "warpgroup_arrive": _ordering, "warpgroup_commit": warpgroup_commit,
+       "warpgroup_wait": warpgroup_wait}

@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib
 import re
 
+import numpy as np
 import pytest
 
 import gpu_native as gn
@@ -145,3 +146,118 @@ def test_a_misaligned_slice_is_reported_at_its_line(tmp_path, monkeypatch, sim):
         mod.mm64.launch(gn.GridDim1D(1), gn.BlockDim1D(128), 32768)(a, b, c)
         c.to_host()   # the kernel's errors are reported at the next synchronizing call
     assert "warpgroup_mma(acc, ta, (t // 128 + 4, 0)" in str(info.value)
+
+
+IN_FLIGHT = """
+from gpu_native import (CUDASlice2D, CUDASliceMut2D, Kernel1D, cp_async, cp_async_commit,
+                        cp_async_wait, f16, f32, gpu_kernel, local_array, shared_array,
+                        sync_threads, thread_idx, unsafe, warpgroup_arrive, warpgroup_commit,
+                        warpgroup_mma, warpgroup_store, warpgroup_wait, block_dim)
+
+
+@gpu_kernel(Kernel1D)
+def overwrite(a: CUDASlice2D[f16], b: CUDASlice2D[f16], c: CUDASliceMut2D[f32], when: int):
+    ta = shared_array(f16, (2, 64, 64), swizzle=128)
+    tb = shared_array(f16, (16, 64), swizzle=128)
+    acc = local_array(f32, (32,))
+    assert block_dim.x == 128
+    t = thread_idx.x
+    cp_async(ta, (0, t // 2, (t % 2) * 8), a, (t // 2, (t % 2) * 8), 16)
+    cp_async_commit()
+    cp_async_wait(0)
+    for q in range(8):
+        e = t + q * 128
+        tb[e // 64, e % 64] = b[e // 64, e % 64]
+    for i in range(32):
+        acc[i] = 0.0
+    sync_threads()
+    warpgroup_arrive()
+    warpgroup_mma(acc, ta, (0, 0, 0), tb, (0, 0), 64)
+    warpgroup_commit()
+    if when == 1:       # a race: the MMA may still read stage 0 (the barrier orders nothing)
+        sync_threads()
+        cp_async(ta, (0, t // 2, (t % 2) * 8), a, (t // 2, (t % 2) * 8), 16)
+        cp_async_commit()
+        cp_async_wait(0)
+    warpgroup_wait(0)
+    if when == 3:       # race-free: the MMA has retired, and a barrier orders every thread
+        sync_threads()
+        cp_async(ta, (0, t // 2, (t % 2) * 8), a, (t // 2, (t % 2) * 8), 16)
+        cp_async_commit()
+        cp_async_wait(0)
+    if when == 4:       # race-free: the other stage, which no MMA reads
+        cp_async(ta, (1, t // 2, (t % 2) * 8), a, (t // 2, (t % 2) * 8), 16)
+        cp_async_commit()
+        cp_async_wait(0)
+    with unsafe():
+        warpgroup_store(c, (0, 0), acc)
+
+
+@gpu_kernel(Kernel1D)
+def copy_in_flight(a: CUDASlice2D[f16], b: CUDASlice2D[f16], c: CUDASliceMut2D[f32]):
+    ta = shared_array(f16, (64, 64), swizzle=128)
+    tb = shared_array(f16, (16, 64), swizzle=128)
+    acc = local_array(f32, (32,))
+    assert block_dim.x == 128
+    t = thread_idx.x
+    cp_async(ta, (t // 2, (t % 2) * 8), a, (t // 2, (t % 2) * 8), 16)
+    cp_async_commit()
+    cp_async_wait(0)
+    for q in range(8):
+        e = t + q * 128
+        tb[e // 64, e % 64] = b[e // 64, e % 64]
+    for i in range(32):
+        acc[i] = 0.0
+    sync_threads()
+    warpgroup_arrive()
+    warpgroup_mma(acc, ta, (0, 0), tb, (0, 0), 64)
+    warpgroup_commit()
+    cp_async(ta, (t // 2, (t % 2) * 8), a, (t // 2, (t % 2) * 8), 16)   # lands at the wait below
+    cp_async_commit()
+    warpgroup_wait(0)
+    cp_async_wait(0)
+    with unsafe():
+        warpgroup_store(c, (0, 0), acc)
+"""
+
+
+@pytest.fixture
+def in_flight(tmp_path, monkeypatch):
+    (tmp_path / "wg_in_flight.py").write_text(IN_FLIGHT)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return importlib.import_module("wg_in_flight")
+
+
+def _operands():
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((64, 16)).astype(np.float16)
+    b = rng.standard_normal((16, 64)).astype(np.float16)
+    return gn.to_device(a), gn.to_device(b), gn.zeros((64, 64), gn.f32), a, b
+
+
+@pytest.mark.parametrize("when", [1, 3, 4])
+def test_a_write_to_a_warpgroup_mma_operand_before_its_wait_is_a_race(in_flight, sim, when):
+    """warpgroup_mma reads its shared operands until the warpgroup_wait that retires it: a
+    copy into them before that wait is reported even with a barrier between (``when`` 1); one
+    after the wait and a barrier (3), or into another stage (4), is not."""
+    a, b, c, ha, hb = _operands()
+    launch = in_flight.overwrite.launch(gn.GridDim1D(1), gn.BlockDim1D(128), 24576)
+    if when == 1:
+        with pytest.raises(gn.DeviceRaceError, match=r"data race on shared array ta\[0, .*"
+                           r"while the warpgroup_mma of thread .* may still be reading it"):
+            launch(a, b, c, when)
+            c.to_host()
+        return
+    launch(a, b, c, when)
+    got = c.to_host().astype(np.float64)
+    want = ha.astype(np.float64) @ hb.astype(np.float64)
+    assert np.allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_a_copy_issued_before_the_wait_lands_during_the_read(in_flight, sim):
+    """A cp_async into an operand, issued while the MMA is in flight and waited for only after
+    the MMA's wait, may land while the MMA reads: a race (the simulator lands it later)."""
+    a, b, c, *_ = _operands()
+    with pytest.raises(gn.DeviceRaceError, match="may still be reading it"):
+        in_flight.copy_in_flight.launch(gn.GridDim1D(1), gn.BlockDim1D(128), 16384)(a, b, c)
+        c.to_host()
