@@ -312,9 +312,10 @@ def _wgmma_asm(dtype: str) -> str:
 # (cp.async.wait_group), fence.proxy.async (generic-proxy writes made visible to wgmma's async
 # proxy), barrier, wgmma.fence, 4 wgmma (k16 steps: A's descriptor advances 32 bytes inside the
 # swizzle row, B's 2048 bytes = 16 rows), commit, wait until at most one group is in flight;
-# with WG_EARLY_LOAD 0 a second barrier (every warpgroup done with the previous slice) precedes
-# the copies of slice kt + STAGES - 1 into the previous slice's stage; with 1 the copies of
-# slice kt + STAGES - 2 go right after the first barrier (one barrier, one slice less ahead).
+# with WG_EARLY_LOAD 1 (the default, and examples/tensor_core/hgemm_wgmma.py's order) the copies
+# of slice kt + STAGES - 2 go right after the first barrier (one barrier, one slice less ahead);
+# with 0 a second barrier (every warpgroup done with the previous slice) precedes the copies of
+# slice kt + STAGES - 1 into the previous slice's stage.
 # The epilogue stores the fragment (thread t: rows 16*(t/32) + (t%32)/4 (+8), columns
 # 8*j + 2*(t%4) (+1)) as pairs.  M a multiple of 128, N of 256, K of 64; no bounds checks.
 #
@@ -331,7 +332,7 @@ HGEMM_WGMMA_CUDA = r"""
 #define WG_STAGES 4
 #endif
 #ifndef WG_EARLY_LOAD
-#define WG_EARLY_LOAD 0
+#define WG_EARLY_LOAD 1
 #endif
 #ifndef WG_GROUP
 #define WG_GROUP 8

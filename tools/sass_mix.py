@@ -12,7 +12,7 @@ entry point the suite's 4096-cubed launches run: ``<symbol>_i32``, the 32-bit in
 It disassembles each cubin with ``nvdisasm`` or ``cuobjdump`` (the pip wheels
 ``nvidia-cuda-nvdisasm`` / ``nvidia-cuda-cuobjdump``: ``pip install 'gpu-native[sass]'``) and
 counts the static instructions by class, in the whole kernel and in one iteration of its main
-loop (the backward branch whose span holds the most HMMA and FFMA).  Registers and the stack frame
+loop (the backward branch whose span holds the most HMMA, HGMMA and FFMA).  Registers and the stack frame
 come from the cubin's ``.nv.info`` section, so they need no disassembler.
 
     python3 -m tools.sass_mix [--only hgemm_tc,bgemm_tc] [--markdown] [--disassembler PATH]
@@ -226,8 +226,8 @@ def classify(instructions: list[Instruction]) -> Counter[str]:
 
 def main_loop(instructions: list[Instruction]) -> list[Instruction]:
     """The instructions of the kernel's main loop: the span of a backward branch (its target to
-    the branch) holding the most HMMA and FFMA, the shortest such span on a tie; empty if the
-    kernel has no loop."""
+    the branch) holding the most HMMA, HGMMA and FFMA, the shortest such span on a tie; empty if
+    the kernel has no loop."""
     best: tuple[int, int] | None = None
     best_span: list[Instruction] = []
     for index, branch in enumerate(instructions):
@@ -235,7 +235,7 @@ def main_loop(instructions: list[Instruction]) -> list[Instruction]:
         if branch.target is None or branch.target >= branch.offset:
             continue
         span = [i for i in instructions[:index + 1] if i.offset >= branch.target]
-        work = sum(i.opcode.split(".")[0] in ("HMMA", "FFMA") for i in span)
+        work = sum(i.opcode.split(".")[0] in ("HMMA", "HGMMA", "FFMA") for i in span)
         if best is None or (work, -len(span)) > best:
             best, best_span = (work, -len(span)), span
     return best_span
