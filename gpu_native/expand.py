@@ -310,7 +310,7 @@ def _proofs_of(kernel: ir.Kernel) -> list[str]:
             writes.append((n.span, owner, rule))
         elif isinstance(n, ir.Atomic) and n.op != "load":
             writes.append((n.span, owner, f"atomic {n.op}"))
-        elif isinstance(n, ir.MatrixOp) and n.op in ("store_matrix", "cp_async"):
+        elif isinstance(n, ir.MatrixOp) and n.op in ("store_matrix", "cp_async", "warpgroup_store"):
             space = n.operands[0].array.ty.space
             rule = n.proof or _STORE_RULES.get((n.unique, space), f"{n.unique} ({space})")
             writes.append((n.span, owner, rule))

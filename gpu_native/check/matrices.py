@@ -158,12 +158,14 @@ class MatrixChecker(CheckerBase):
         return ir.Operand(base, indices, checks, last, last_checks)
 
     def _writable(self, op: ir.Operand, what: str, span, width: int = 0,
-                  tile: bool = False) -> tuple[str, str]:
+                  tile: bool = False, group_cols: int = 0) -> tuple[str, str]:
         """How a write through ``op`` is race-free, and the rule that proved it: ``unsafe``, or
         ``uid`` where the unique-write proofs show each thread's elements its own: (``width``) a
         run of that many along the last axis, as ``cp_async`` writes (see
         :meth:`.unique.UniqueWrites.store_span`), or (``tile``) ``store_matrix``'s 16 x 8 tile
-        from a warp-uniform origin (:meth:`.unique.UniqueWrites.store_tile`)."""
+        from a warp-uniform origin (:meth:`.unique.UniqueWrites.store_tile`), or
+        (``group_cols``) ``warpgroup_store``'s 64 x ``group_cols`` tile from a
+        warpgroup-uniform origin."""
         base = op.array
         if not base.ty.mutable or base.ty.space == "const":
             raise self.error(f"{what} '{base.var.name}' is read-only", span)
@@ -172,6 +174,8 @@ class MatrixChecker(CheckerBase):
                                                  what.split("'")[0])
         if tile and self.unsafe_depth == 0:
             return "uid", self.unique.store_tile(base, op.indices, span)
+        if group_cols and self.unsafe_depth == 0:
+            return "uid", self.unique.store_tile(base, op.indices, span, group_cols)
         if self.unsafe_depth == 0:
             raise self.error(
                 f"{what} '{base.var.name}' is written several elements per thread, which the "

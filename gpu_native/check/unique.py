@@ -552,24 +552,35 @@ class UniqueWrites:
             f"{what} '{base.var.name}' is written several elements per thread, through an "
             "index not provably unique", span, _UNIQUE_HINT[space]))
 
-    def store_tile(self, base: ir.ArrayRef, indices, span: SourceSpan) -> str:
-        """``store_matrix``'s 16 x 8 tile at ``indices``, written by the lanes of a warp: proven
-        as a store of each lane's own four elements from a warp-uniform origin (see
-        :mod:`.warptiles`), or refused."""
-        what = f"store_matrix() into '{base.var.name}'"
+    def store_tile(self, base: ir.ArrayRef, indices, span: SourceSpan, group_cols: int = 0
+                   ) -> str:
+        """``store_matrix``'s 16 x 8 tile at ``indices``, written by the lanes of a warp (or,
+        with ``group_cols``, ``warpgroup_store``'s 64 x ``group_cols`` tile, written by the
+        threads of a warpgroup): proven as a store of each thread's own elements from a
+        warp-uniform (warpgroup-uniform) origin (see :mod:`.warptiles`), or refused."""
+        op = "warpgroup_store" if group_cols else "store_matrix"
+        what = f"{op}() into '{base.var.name}'"
         if not self.is_kernel:
             raise in_device_function(span, what)
 
         def run(form: StoreForm) -> StoreForm:
-            return warp_tile(form, self.ctx.ndim, span, what)
+            return warp_tile(form, self.ctx.ndim, span, what, group_cols)
 
+        if group_cols:
+            shape, step = f"64 x {group_cols}", f"64 rows or {group_cols} columns"
+            example = "row = block_row + (thread_idx.x // 128) * 64"
+        else:
+            shape, step = "16 x 8", "16 rows or 8 columns"
+            example = ("row = block_row + (warp // WARPS_N) * WM + i * 16 with WM = 16 * MI")
+        unit = "warpgroup" if group_cols else "warp"
         proof = self._store_footprint(base, indices, span, what, run, TranspileError(
-            f"{what}: the 16 x 8 tiles of two warps (or of two calls) may overlap", span,
-            "step the origin by at least 16 rows or 8 columns between warps and between "
-            "iterations (row = block_row + (warp // WARPS_N) * WM + i * 16 with WM = 16 * MI), "
-            "or use `with unsafe():`"), keep_hint=True)
-        return proof.replace("unique: ", "unique: a 16 x 8 tile per warp from a warp-uniform "
-                             "origin (each lane's 4 elements), ", 1)
+            f"{what}: the {shape} tiles of two {unit}s (or of two calls) may overlap", span,
+            f"step the origin by at least {step} between {unit}s and between iterations "
+            f"({example}), or use `with unsafe():`"), keep_hint=True)
+        share = (f"each thread's {group_cols // 2} elements" if group_cols
+                 else "each lane's 4 elements")
+        return proof.replace("unique: ", f"unique: a {shape} tile per {unit} from a "
+                             f"{unit}-uniform origin ({share}), ", 1)
 
     def _store_footprint(self, base: ir.ArrayRef, indices, span: SourceSpan, what: str,
                          widen, classic: TranspileError, keep_hint: bool = False) -> str:

@@ -171,7 +171,7 @@ class WarpgroupChecker(MatrixChecker):
             # one, for a cause not yet found.
             raise self.error(f"warpgroup_store() writes f32 arrays, not {elem}", call.span,
                              "store to an f32 array and convert in a second pass")
-        unique, proof = self._writable(dst, "warpgroup_store()'s dst", call.span)
+        unique, proof = self._writable(dst, "warpgroup_store()'s dst", call.span, group_cols=n)
         return ir.MatrixOp(call.span, "warpgroup_store", (dst, acc), (n,), unique, proof)
 
     def matrix_warpgroup_arrive(self, call: S.Call, got: dict) -> ir.Stmt:

@@ -45,34 +45,54 @@ from __future__ import annotations
 
 from ..errors import SourceSpan, TranspileError
 from .facts import SpecialKey
-from .ownership import Digit, StoreForm, atom, const
-from .splits import derive, nested_digits
+from .ownership import Digit, Poly, StoreForm, atom, const, substitute
+from .splits import deep, derive, nested_digits
 
-__all__ = ["LANE", "in_device_function", "lane_dependence", "lanes_are_split", "tile_form",
+__all__ = ["LANE", "WARP", "group_tile_form", "in_device_function", "lane_dependence", "lanes_are_split", "tile_form",
            "warp_tile"]
 
 LANE = Digit("tid0", "lo", 32)  # the hardware lane, where :func:`lanes_are_split` holds
+WARP = Digit("tid0", "hi", 32)  # the warp: thread_idx.x // 32, where the lanes are split
 
 
-def lanes_are_split(form: StoreForm, ndim: int) -> bool:
-    """Is the hardware lane ``thread_idx.x % 32``, and each other thread coordinate the same in
-    every lane of a warp, in the threads that run this store?  (See the module docstring.)"""
+def lanes_are_split(form: StoreForm, ndim: int, group: int = 32) -> bool:
+    """Is the hardware lane ``thread_idx.x % 32`` (the thread of a warpgroup ``thread_idx.x %
+    128``: ``group``), and each other thread coordinate the same in every thread of a warp (a
+    warpgroup), in the threads that run this store?  (See the module docstring.)"""
     if ndim == 1:
         return True
     width = form.launch.get(SpecialKey("block_dim", 0))
-    if width is not None and not width.terms and width.const % 32 == 0:
+    if width is not None and not width.terms and width.const % group == 0:
         return True
     return all((form.whole or {}).get(f"tid{a}") == const(1) for a in range(1, ndim))
 
 
-def lane_dependence(form: StoreForm) -> Digit | None:
-    """A digit of the origin that differs between the lanes of a warp, or ``None``: any digit of
-    ``thread_idx.x`` but a split ``thread_idx.x // (32 * k)``."""
+def lane_dependence(form: StoreForm, group: int = 32) -> Digit | None:
+    """A digit of the origin that differs between the threads of a warp (``group`` 128: of a
+    warpgroup), or ``None``: any digit of ``thread_idx.x`` but a split ``thread_idx.x //
+    (group * k)`` (for a warpgroup also ``thread_idx.x // 32`` split by ``// (4 * k)``)."""
     for p in form.dims:
         for d in sorted(nested_digits(p), key=repr):
-            if d.coord == "tid0" and not (d.part == "hi" and d.radix % 32 == 0):
+            if d.coord == "tid0" and not (d.part == "hi" and d.radix % group == 0) \
+                    and not _warp_split_by_groups(p, d, group):
                 return d
     return None
+
+
+def _warp_split_by_groups(p, d: Digit, group: int) -> bool:
+    """Is every use of the warp digit ``d`` in ``p`` inside ``d // (group // 32 * k)``?"""
+    if group == 32 or d != WARP:
+        return False
+    for mono, _ in p.terms:
+        for a in mono:
+            if a == d:
+                return False
+            if isinstance(a, Digit) and a.of is not None and d in nested_digits(a.of.flat):
+                ok = (a.of.op == "hi" and a.of.flat == atom(WARP) and not a.of.other.terms
+                      and a.of.other.const % (group // 32) == 0)
+                if not ok:
+                    return False
+    return True
 
 
 def tile_form(form: StoreForm, where: str) -> StoreForm:
@@ -103,18 +123,77 @@ def in_device_function(span: SourceSpan, what: str) -> TranspileError:
         "store the tile in the kernel, or use `with unsafe():`")
 
 
-def warp_tile(form: StoreForm, ndim: int, span: SourceSpan, what: str) -> StoreForm:
-    """The form of ``store_matrix``'s tile at the origin ``form`` (:func:`tile_form`), or a
-    TranspileError where the lanes are no split of ``thread_idx.x`` or the origin is not the
-    same in every lane of the warp (see the module docstring)."""
-    if not lanes_are_split(form, ndim):
+def group_tile_form(form: StoreForm, where: str, width: int) -> StoreForm:
+    """``form`` (the origin's) with each thread's ``warpgroup_store`` footprint added: rows
+    ``+ 16 * w + 8 * h + L // 4`` (``w = (thread_idx.x // 32) % 4``, the warp in the
+    warpgroup), columns ``+ 8 * j + 2 * (L % 4) + e`` (``j`` in ``[0, width // 8)``)."""
+    form = _in_warps(form)
+    g, t = derive("//", atom(LANE), const(4)), derive("%", atom(LANE), const(4))
+    w = derive("%", atom(WARP), const(4))
+    assert g is not None and t is not None and w is not None  # split by positive constants
+    h = Digit(f"loop:warpgroup_store()'s rows + 8@{where}")
+    e = Digit(f"loop:warpgroup_store()'s second column@{where}")
+    j = Digit(f"loop:warpgroup_store()'s column groups@{where}")
+    rows = form.dims[-2].plus(w.scaled(16)).plus(atom(h).scaled(8)).plus(g)
+    cols = form.dims[-1].plus(atom(j).scaled(8)).plus(atom(e)).plus(t.scaled(2))
+    ranges = dict(form.ranges)
+    ranges.update({h: const(2), e: const(2), j: const(width // 8), LANE: const(32)})
+    for p, n in ((g, 8), (t, 4), (w, 4)):
+        (mono, _), = p.terms
+        ranges[mono[0]] = const(n)
+    return StoreForm(form.dims[:-2] + (rows, cols), form.pins, ranges, form.line, form.text,
+                     form.single, form.whole, form.launch)
+
+
+def _in_warps(form: StoreForm) -> StoreForm:
+    """``form`` with each ``thread_idx.x // (32 * k)`` of the origin written ``thread_idx.x //
+    32 // k``: the footprint splits ``thread_idx.x`` at 32, and the proofs relate digits of one
+    radix only."""
+    swaps: dict[Digit, Poly] = {}
+    ranges = dict(form.ranges)
+    for p in form.dims:
+        for d in nested_digits(p):
+            if d.coord == "tid0" and d.part == "hi" and d.radix > 32 and d.radix % 32 == 0:
+                split = derive("//", atom(WARP), const(d.radix // 32))
+                assert split is not None  # a digit split by a positive constant
+                swaps[d] = split
+                (mono, _), = split.terms
+                ranges[mono[0]] = ranges.get(d)
+                r = ranges.pop(d, None)
+                if r is not None and not r.terms and WARP not in ranges:
+                    ranges[WARP] = const(r.const * (d.radix // 32))
+    if not swaps:
+        return form
+    dims = tuple(substitute(p, deep(lambda a: swaps.get(a))) for p in form.dims)
+    return StoreForm(dims, form.pins, ranges, form.line, form.text, form.single, form.whole,
+                     form.launch)
+
+
+def warp_tile(form: StoreForm, ndim: int, span: SourceSpan, what: str,
+              group_cols: int = 0) -> StoreForm:
+    """The form of ``store_matrix``'s tile at the origin ``form`` (:func:`tile_form`), or (with
+    ``group_cols``) of ``warpgroup_store``'s (:func:`group_tile_form`), or a TranspileError where
+    the lanes are no split of ``thread_idx.x`` or the origin is not the same in every thread of
+    the warp (warpgroup) (see the module docstring)."""
+    group = 128 if group_cols else 32
+    unit = "warpgroup" if group_cols else "warp"
+    members = "threads of a warpgroup" if group_cols else "lanes of a warp"
+    if not lanes_are_split(form, ndim, group):
         raise TranspileError(
-            f"{what}: the lanes of a warp are thread_idx.x % 32 only where the block is one "
-            "row of threads or its rows are whole warps, which nothing here shows", span,
-            "assert block_dim.y == 1 (or block_dim.x == a multiple of 32) at the top of the "
-            "kernel")
-    lane = lane_dependence(form)
+            f"{what}: the {members} are thread_idx.x % {group} only where the block "
+            f"is one row of threads or its rows are whole {unit}s, which nothing here shows",
+            span, f"assert block_dim.y == 1 (or block_dim.x == a multiple of {group}) at the "
+            "top of the kernel")
+    lane = lane_dependence(form, group)
     if lane is not None:
+        if group_cols:
+            raise TranspileError(
+                f"{what}: the tile's origin depends on the thread within the warpgroup "
+                f"({lane.text()}); warpgroup_store writes the 64 x {group_cols} tile at one "
+                "origin per warpgroup, so the origin must be the same in all its 128 threads",
+                span, "compute the origin from the warpgroup (thread_idx.x // 128), block_idx, "
+                "loop counters and uniform values, e.g. (block_row + (thread_idx.x // 128) * "
+                "64, block_col)")
         raise TranspileError(
             f"{what}: the tile's origin depends on the lane ({lane.text()}); store_matrix "
             "writes the 16 x 8 tile at one origin per warp, so the origin must be the same in "
@@ -122,4 +201,5 @@ def warp_tile(form: StoreForm, ndim: int, span: SourceSpan, what: str) -> StoreF
             "compute the origin from the warp (thread_idx.x // 32), block_idx, loop counters "
             "and uniform values, e.g. ((warp // WARPS_N) * WM + i * 16, (warp % WARPS_N) * WN "
             "+ j * 8)")
-    return tile_form(form, f"{span.line}:{span.col}")
+    where = f"{span.line}:{span.col}"
+    return group_tile_form(form, where, group_cols) if group_cols else tile_form(form, where)

@@ -81,7 +81,7 @@ CASES = {
         "cannot also have the dynamic shared array"),
     "store without unsafe": (_GOOD.replace("    with unsafe():\n        warpgroup_store(c, (0, 0), acc)",
                                            "    warpgroup_store(c, (0, 0), acc)  # <-"),
-                             "written several elements per thread"),
+                             "the 64 x 64 tiles of two warpgroups (or of two calls) may overlap"),
     "store into a shared array": (_GOOD.replace(
         "        warpgroup_store(c, (0, 0), acc)", "        warpgroup_store(ta, (0, 0), acc)  # <-"),
         "must be a global array"),
