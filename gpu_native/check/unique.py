@@ -171,6 +171,7 @@ class UniqueWrites:
         # every full index key a thread writes (a read at one of them reads its own element).
         self.forms = Forms(defs, self.is_uniform_var, ctx.ndim, is_kernel)
         self.store_forms: dict[int, list[StoreForm | str]] = {}
+        self.store_positions: dict[int, list[Position]] = {}  # where each form's store is
         self.written_keys: dict[int, list[tuple]] = {}
         self.multi_owner: set[int] = set()
         # Every checked store, by array: a store that a condition narrows to fewer threads
@@ -461,6 +462,7 @@ class UniqueWrites:
         form = self.forms.store(keys, self.bounds.facts, space, span.line,
                                 _index_text(base, span))
         self.store_forms.setdefault(id(base.var), []).append(form)
+        self.store_positions.setdefault(id(base.var), []).append(self.phases.position())
         narrowed = bool(pinned(self.bounds.facts) & required_coords(self.ctx.ndim, space))
         refused: TranspileError | None = None
         try:
@@ -596,6 +598,7 @@ class UniqueWrites:
         if isinstance(form, StoreForm):
             form = widen(form)
         self.store_forms.setdefault(id(base.var), []).append(form)
+        self.store_positions.setdefault(id(base.var), []).append(self.phases.position())
         error: TranspileError | None = None
         try:
             proof = self.prove_array(base, span, classic)
@@ -659,6 +662,11 @@ class UniqueWrites:
         space = "global" if base.ty.space == "global" else "shared"
         forms = self.store_forms[id(base.var)]
         newest = forms[-1]
+        if space == "shared":
+            # A pair of a shared array that a barrier orders cannot race (see :mod:`.phases`).
+            positions = self.store_positions[id(base.var)]
+            forms = [f for f, at in zip(forms, positions)
+                     if f is newest or not ordered(at, positions[-1])]
         required = required_coords(self.ctx.ndim, space)
         for earlier in forms:
             if isinstance(earlier, str):

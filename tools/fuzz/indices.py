@@ -93,7 +93,33 @@ def generated(r: random.Random) -> str:
     reaching = r.choice(REACHING)
     if reaching is not None:
         lines = _through_a_local(lines, reaching, indent, target, index)
+    if space == "shared" and second is not None and pin is None and "tid" not in loop:
+        lines = _with_barriers(lines, r.choice(BARRIERS), target)
     return "\n".join(lines) + "\n"
+
+
+#: Where barriers go between a shared array's two stores in the loop (a pair a barrier orders is
+#: not compared, :mod:`gpu_native.check.phases`): between them (orders the first before the
+#: second, not the second before the next iteration's first), at the top of the body or at its
+#: bottom (the reverse), or both.  Only in loops every thread runs alike and under no condition.
+BARRIERS = [None, None, None, None, "between", "top", "bottom", "between+top", "between+bottom"]
+
+
+def _with_barriers(lines: list[str], where: str | None, target: str) -> list[str]:
+    if where is None:
+        return lines
+    second = next(k for k, line in enumerate(lines) if line.strip().startswith(f"{target}[")
+                  and line.rstrip().endswith("= tid + 2"))
+    loop = next(k for k, line in enumerate(lines) if line.startswith("    for j in "))
+    barrier = "        sync_threads()"
+    out = list(lines)
+    if "bottom" in where:
+        out.insert(second + 1, barrier)
+    if "between" in where:
+        out.insert(second, barrier)
+    if "top" in where:
+        out.insert(loop + 1, barrier)
+    return out
 
 
 #: How the first store's index may reach it through a local assigned more than once (the

@@ -1,0 +1,114 @@
+"""Two stores of a shared array that a ``sync_threads()`` orders are not compared by the
+ownership proofs, whatever rule proves each: a plain store and a ``cp_async`` of the same tile,
+or two stores through different indices, across a barrier.  (Such a pair was refused when either
+store needed the ownership proofs, although no two threads can write an element at once.)
+
+Accepted kernels run on the simulator with its race detector watching; the near misses differ in
+the barrier and are refused, and really race (``unsafe``-wrapped, the detector reports them).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gpu_native.errors import TranspileError
+from tests.simulator.support import build, launch
+
+HEAD = """
+from gpu_native import cp_async, cp_async_commit, cp_async_wait
+"""
+
+REFILL = HEAD + """
+@gpu_kernel(Kernel1D)
+def k(a: CUDASlice2D[f16], c: CUDASliceMut2D[f16]):
+    assert block_dim.x == 128 and grid_dim.x == 1
+    ta = shared_array(f16, (64, 16))
+    t = thread_idx.x
+    for q in range(8):
+        e = t + q * 128
+        ta[e // 16, e % 16] = f16(0.0)
+    sync_threads()  # <-- barrier
+    cp_async(ta, (t // 2, (t % 2) * 8), a, (t // 2, (t % 2) * 8), 16)
+    cp_async_commit()
+    cp_async_wait(0)
+    sync_threads()
+    for q in range(8):
+        e = t + q * 128
+        c[e // 16, e % 16] = ta[e // 16, e % 16]
+"""
+
+SHIFTED = """
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f32]):
+    assert block_dim.x == 64 and grid_dim.x == 1
+    s = shared_array(f32, (65,))
+    t = thread_idx.x
+    s[t] = f32(t)
+    sync_threads()  # <-- barrier
+    s[t + 1] = f32(2 * t)
+    sync_threads()
+    out[t] = s[t]
+"""
+
+IN_A_LOOP = HEAD + """
+@gpu_kernel(Kernel1D)
+def k(a: CUDASlice2D[f16], c: CUDASliceMut2D[f16]):
+    assert block_dim.x == 128 and grid_dim.x == 1
+    ta = shared_array(f16, (64, 16))
+    t = thread_idx.x
+    for step in range(3):
+        sync_threads()  # <-- barrier
+        for q in range(8):
+            e = t + q * 128
+            ta[e // 16, e % 16] = f16(0.0)
+        sync_threads()
+        cp_async(ta, (t // 2, (t % 2) * 8), a, (t // 2, (t % 2) * 8), 16)
+        cp_async_commit()
+        cp_async_wait(0)
+    sync_threads()
+    for q in range(8):
+        e = t + q * 128
+        c[e // 16, e % 16] = ta[e // 16, e % 16]
+"""
+
+CASES = {"refill": REFILL, "shifted": SHIFTED, "in a loop": IN_A_LOOP}
+
+
+def _run(kernels, case):
+    if case == "shifted":
+        out = np.zeros(64, np.float32)
+        errors = launch(kernels["k"], 1, 64, out)
+        return errors, out, np.r_[0, 2 * np.arange(63)].astype(np.float32)
+    a = np.random.default_rng(3).standard_normal((64, 16)).astype(np.float16)
+    c = np.zeros((64, 16), np.float16)
+    errors = launch(kernels["k"], 1, 128, a, c)
+    return errors, c, a
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_a_pair_a_barrier_orders_is_accepted_and_race_free(tmp_path, case):
+    errors, got, want = _run(build(tmp_path, CASES[case]), case)
+    assert errors.races == []
+    np.testing.assert_array_equal(got, want)
+
+
+def _without_barrier(source: str) -> str:
+    out = "\n".join(line for line in source.splitlines() if not line.endswith("# <-- barrier"))
+    assert out != source
+    return out
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_without_the_barrier_the_pair_is_refused(tmp_path, case):
+    with pytest.raises(TranspileError, match=r"not provably unique|may meet|two different"):
+        build(tmp_path, _without_barrier(CASES[case]))
+
+
+@pytest.mark.parametrize("case", ["refill", "shifted"])
+def test_without_the_barrier_the_pair_really_races(tmp_path, case):
+    source = _without_barrier(CASES[case]).replace(
+        "    cp_async(ta,", "    with unsafe():\n        cp_async(ta,").replace(
+        "    s[t + 1] = f32(2 * t)", "    with unsafe():\n        s[t + 1] = f32(2 * t)")
+    errors, _, _ = _run(build(tmp_path, source), case)
+    assert errors.races, "the detector saw no race"
