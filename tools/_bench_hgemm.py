@@ -324,9 +324,11 @@ def _wgmma_asm(dtype: str) -> str:
 # variant); the 16-bit-output kernels (packed pairs and element-wise alike) are NOT: row 0's
 # first columns are right, most of C comes out 0, and a later launch faulted with an illegal
 # address.  Their SASS epilogue (F2FP after WARPGROUP.DEPBAR, STG at row * N + col) reads right,
-# so the cause is still open; the 16-bit kernels are not timed.  bench_suite's hgemm_wgmma and
-# bgemm_wgmma rows time the f32-output kernels (hgemm_wgmma_f16_f32, hgemm_wgmma_bf16_f32) beside
-# examples/tensor_core/hgemm_wgmma.py.
+# so the cause is still open; the 16-bit kernels are not timed.  (gpu_native's own 16-bit
+# warpgroup_store, which converts by pairs with __floats2half2_rn, is right on the H200 and leaves
+# the wgmma asynchronous; converted one element at a time ptxas serialized them, C7514.)
+# bench_suite's hgemm_wgmma and bgemm_wgmma rows time the f32-output kernels
+# (hgemm_wgmma_f16_f32, hgemm_wgmma_bf16_f32) beside examples/tensor_core/hgemm_wgmma.py.
 HGEMM_WGMMA_CUDA = r"""
 #ifndef WG_STAGES
 #define WG_STAGES 4

@@ -31,6 +31,9 @@ origin): no ``unsafe`` anywhere.  The same
 algorithm in CUDA C++ is tools/_bench_hgemm.py's ``HGEMM_WGMMA_CUDA`` (``hgemm_wgmma_f16_f32``),
 which adds a grouped block order for L2 reuse.
 
+Output type: ``c`` is f32 here; ``warpgroup_store`` also writes f16 and bf16 (annotate ``c:
+CUDASliceMut2D[T]`` for C in the input type: tests/examples/test_hgemm_wgmma.py runs it so).
+
 Tolerance: as hgemm_tensor_core.py's with an f32 output: a few f32 ulps times sqrt(K) relative
 to float64 (the simulator rounds each 16-deep product once to f32).
 """

@@ -541,19 +541,26 @@ _add(Entry("warpgroup_commit", "gpu_native", "statement",
            "warpgroup-wide: close the group of `warpgroup_mma` issued since the last commit "
            "(PTX `wgmma.commit_group`)", (), "None", "matrix_op", "gn_wgmma_commit",
            "warpgroup_commit", since="0.3.0",
-           more="An ordering no-op on the simulator, which multiplies at once."))
+           more="The simulator multiplies at once; its race detector keeps the group's shared "
+                "reads open until the ``warpgroup_wait`` that retires them."))
 _add(Entry("warpgroup_wait", "gpu_native", "statement",
            "warpgroup-wide: wait until at most `n` (a constant) committed `warpgroup_mma` groups "
            "are still running (PTX `wgmma.wait_group`)", _params("n:int=0"), "None",
            "matrix_op", "gn_wgmma_wait", "warpgroup_wait", since="0.3.0",
-           more="An ordering no-op on the simulator, which multiplies at once."))
+           more="The simulator multiplies at once; its race detector reports a write into a "
+                "retired group's shared operands made, or a ``cp_async`` into them still in "
+                "flight, while the group ran."))
 _add(Entry("warpgroup_store", "gpu_native", "statement",
            "warpgroup-wide: store the 64 x n accumulator `acc` of `warpgroup_mma` to the tile of "
-           "the 2-D global f32 array `dst` whose top-left element is `dst[dst_index]`", _params("dst:array dst_index:int acc:array"), "None", "matrix_op",
-           "gn_wgmma_store", "warpgroup_store", since="0.3.0",
-           more=_WG_LAYOUT + "  The tile's corners are bounds checked; as for "
-                "``store_matrix``, the store must be inside ``with unsafe():``.  Every thread "
-                "of the warpgroup must execute it."))
+           "the 2-D global f32, f16 or bf16 array `dst` whose top-left element is "
+           "`dst[dst_index]`", _params("dst:array dst_index:int acc:array"), "None",
+           "matrix_op", "gn_wgmma_store", "warpgroup_store", since="0.3.0",
+           more=_WG_LAYOUT + "  The tile's corners are bounds checked.  Outside ``with "
+                "unsafe():`` the checker proves that no two tiles meet: the origin must be the "
+                "same in the warpgroup's 128 threads (built from ``thread_idx.x // 128``, block "
+                "coordinates, loop counters, uniform values) and origins must step by 64 rows "
+                "or n columns.  Each thread stores its elements by pairs where they are aligned "
+                "to a pair.  Every thread of the warpgroup must execute it."))
 
 # ---- gpu_native: bit manipulation ------------------------------------------------------------
 

@@ -95,9 +95,9 @@ def k(c: CUDASliceMut[f16]):
     ta = shared_array(f16, (2, 64, 64), swizzle=128)
     c[FlatLayout1D.uid()] = first(ta)  # <-
 """, "'ta' is a swizzled shared array"),
-    "16-bit output": (_GOOD.replace("def k(c: CUDASliceMut2D[f32]):", "def k(c: CUDASliceMut2D[f16]):").replace(
+    "f64 output": (_GOOD.replace("def k(c: CUDASliceMut2D[f32]):", "def k(c: CUDASliceMut2D[f64]):").replace(
         "        warpgroup_store(c, (0, 0), acc)", "        warpgroup_store(c, (0, 0), acc)  # <-"),
-        "warpgroup_store() writes f32 arrays, not f16"),
+        "warpgroup_store() writes f32, f16 or bf16 arrays, not f64"),
     "wait of a variable": (_case("    warpgroup_wait(0)", "    warpgroup_wait(c.shape[0])"),
                            "warpgroup_wait()'s n must be a constant"),
 }
