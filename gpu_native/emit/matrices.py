@@ -14,6 +14,10 @@ from typing import TYPE_CHECKING
 
 from .. import ir
 
+#: The pair type of each output element type of a fragment store, and how two floats make one.
+PAIRS = {"f32": ("float2", "make_float2"), "f16": ("__half2", "__floats2half2_rn"),
+         "bf16": ("__nv_bfloat162", "__floats2bfloat162_rn")}
+
 if TYPE_CHECKING:
     from collections.abc import Callable
 
@@ -91,7 +95,6 @@ class MatrixEmitter:
         self.line(f"gn_mma_m16n8k16<{bf16}>" + operands)
 
     def matrix_store_matrix(self, s: ir.MatrixOp) -> None:
-        from .cuda import convert
 
         dst, acc = s.operands
         elem = dst.array.ty.elem
@@ -105,9 +108,31 @@ class MatrixEmitter:
         self.line(f"const float* __gn_a = {a};")
         self.line("const int __gn_lane = gn_lane_id();")
         self.line(f"__gn_p += (gn_i64)(__gn_lane >> 2) * {ld} + 2 * (__gn_lane & 3);")
-        for k, offset in enumerate(("0", "1", f"8 * (gn_i64){ld}", f"8 * (gn_i64){ld} + 1")):
-            self.line(f"__gn_p[{offset}] = {convert(f'__gn_a[{k}]', ir.F32, elem)};")
+        self.store_pairs(elem, ld, "__gn_a[{k}]", "0")
         self.line("}")
+
+    def store_pairs(self, elem: ir.ScalarType, ld: str, value: str, column: str) -> None:
+        """Store an accumulator fragment's four elements of one thread (``value`` with ``{k}``
+        for element k: two column pairs, the second 8 rows down) from ``__gn_p + column``: by
+        pairs (one store of two) where ``__gn_p`` is aligned to a pair and the rows are an even
+        number of elements apart, else one by one.  The pairs halve the stores; for a 16-bit
+        output of ``warpgroup_store`` they also keep ptxas from serializing the wgmma (C7514:
+        converted one at a time, the accumulators are "read by non-wgmma instructions")."""
+        from .cuda import convert
+
+        pair_t, pack = PAIRS.get(elem.name, (None, None))
+        if pair_t is not None:
+            mask = 2 * elem.info.itemsize - 1
+            self.line(f"if ((((unsigned long long)__gn_p) & {mask}) == 0 && ({ld} & 1) == 0) {{")
+            for k, offset in enumerate(("0", f"8 * (gn_i64){ld}")):
+                self.line(f"*({pair_t}*)&__gn_p[{column} + {offset}] = "
+                          f"{pack}({value.format(k=2 * k)}, {value.format(k=2 * k + 1)});")
+            self.line("} else {")
+        for k, offset in enumerate(("0", "1", f"8 * (gn_i64){ld}", f"8 * (gn_i64){ld} + 1")):
+            self.line(f"__gn_p[{column} + {offset}] = "
+                      f"{convert(value.format(k=k), ir.F32, elem)};")
+        if pair_t is not None:
+            self.line("}")
 
     def matrix_cp_async(self, s: ir.MatrixOp) -> None:
         dst, src = s.operands

@@ -96,7 +96,6 @@ class WarpgroupEmitter(MatrixEmitter):
         self.line("}")
 
     def matrix_warpgroup_store(self, s: ir.MatrixOp) -> None:
-        from .cuda import convert
 
         dst, acc = s.operands
         n = s.params[0]
@@ -111,31 +110,10 @@ class WarpgroupEmitter(MatrixEmitter):
         self.line("const int __gn_t = gn_warpgroup_thread();")
         self.line(f"__gn_p += (gn_i64)((__gn_t >> 5) * 16 + ((__gn_t & 31) >> 2)) * {ld} "
                   "+ 2 * (__gn_t & 3);")
-        pair = _PAIRS.get(elem.name)
-        if pair is not None:
-            # Each thread's elements as pairs (one store of two) where its first element is
-            # aligned to a pair and the rows are an even number of elements apart.  For 16-bit
-            # outputs this matters most: converted one by one, ptxas serializes the kernel's
-            # wgmma (C7514: "non wgmma instructions reading accumulator registers"), which cost
-            # 8% on an H200; converted by pairs it does not.
-            pair_t, pack = pair
-            mask = 2 * elem.info.itemsize - 1
-            self.line(f"if ((((unsigned long long)__gn_p) & {mask}) == 0 && ({ld} & 1) == 0) {{")
-            self.line("#pragma unroll")
-            self.line(f"for (int __gn_j = 0; __gn_j < {n // 8}; ++__gn_j) {{")
-            for k, offset in enumerate(("0", f"8 * (gn_i64){ld}")):
-                self.line(f"*({pair_t}*)&__gn_p[8 * __gn_j + {offset}] = "
-                          f"{pack}({a}[4 * __gn_j + {2 * k}], {a}[4 * __gn_j + {2 * k + 1}]);")
-            self.line("}")
-            self.line("} else {")
         self.line("#pragma unroll")
         self.line(f"for (int __gn_j = 0; __gn_j < {n // 8}; ++__gn_j) {{")
-        for k, offset in enumerate(("0", "1", f"8 * (gn_i64){ld}", f"8 * (gn_i64){ld} + 1")):
-            self.line(f"__gn_p[8 * __gn_j + {offset}] = "
-                      f"{convert(f'{a}[4 * __gn_j + {k}]', ir.F32, elem)};")
+        self.store_pairs(elem, ld, f"{a}[4 * __gn_j + {{k}}]", "8 * __gn_j")
         self.line("}")
-        if pair is not None:
-            self.line("}")
         self.line("}")
 
     def matrix_warpgroup_arrive(self, s: ir.MatrixOp) -> None:
@@ -151,9 +129,5 @@ class WarpgroupEmitter(MatrixEmitter):
             # makes ptxas wait for every group (and serialize the wgmma).
             self.fence_accumulators()
 
-
-#: The pair type of each output element type, and how two floats make one.
-_PAIRS = {"f32": ("float2", "make_float2"), "f16": ("__half2", "__floats2half2_rn"),
-          "bf16": ("__nv_bfloat162", "__floats2bfloat162_rn")}
 
 __all__ = ["WarpgroupEmitter", "wgmma_accumulators", "wgmma_asm"]

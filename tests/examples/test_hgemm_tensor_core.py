@@ -59,3 +59,21 @@ def test_a_misaligned_input_is_refused_at_launch(sim):
     with pytest.raises(gn.KernelAssertionError, match="address of array 'a' is not aligned"):
         hg.hgemm_tc(a, b, c)
     assert not c.to_host().any()
+
+
+@pytest.mark.parametrize("out", [gn.f32, gn.f16, gn.bf16])
+def test_an_output_not_aligned_to_a_pair(backend, out):
+    """An output view one element into its allocation: store_matrix's pairs are not aligned,
+    and each element is stored on its own (the other branch of the emitted store)."""
+    m, k, n = 128, 64, 128
+    rng = np.random.default_rng(7)
+    a = rng.standard_normal((m, k)).astype(np.float16)
+    b = rng.standard_normal((k, n)).astype(np.float16)
+    da, db = gn.to_device(a), gn.to_device(b)
+    flat = gn.to_device(np.full(m * n + 2, np.nan, np.float32), dtype=out)
+    c = flat[1:m * n + 1].reshape(m, n)
+    hg.hgemm_tc(da, db, c)
+    got = flat.to_host().astype(np.float64)
+    assert np.isnan(got[0]) and np.isnan(got[-1])     # the neighbours are untouched
+    want = a.astype(np.float64) @ b.astype(np.float64)
+    assert _rel(got[1:-1].reshape(m, n), want) <= TOLERANCE[out]
