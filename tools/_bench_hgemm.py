@@ -18,8 +18,9 @@ import gpu_native as gn
 # B (32 x 128) filled by 16-byte cp.async copies two slices ahead, with the example's XOR swizzle
 # (A: chunk ^ ((row >> 1) & 3); B: chunk ^ (row & 7)).  Each 16-deep step: ldmatrix.x4 per 16
 # rows of A, ldmatrix.x4.trans per 16 columns of B, 32 mma.sync.  The epilogue stores each
-# accumulator element by element, as store_matrix does; GELU adds bias[col] and applies the tanh
-# GELU first (examples/tensor_core/gemm_bias_gelu.py).  16-bit elements are passed as unsigned
+# accumulator element by element (store_matrix now stores aligned pairs, one store of two: the
+# one place the two differ, docs/benchmarks.md run 32); GELU adds bias[col] and applies the
+# tanh GELU first (examples/tensor_core/gemm_bias_gelu.py).  16-bit elements are passed as unsigned
 # short and converted with cvt, so no header is needed.  M and N multiples of 128, K of 32.
 HGEMM_CUDA = r"""
 constexpr int BM = 128, BN = 128, BK = 32, STAGES = 3, WM = 64, WN = 64, WARPS_N = BN / WN;
