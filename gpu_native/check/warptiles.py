@@ -164,7 +164,8 @@ def _in_warps(form: StoreForm) -> StoreForm:
                     ranges[WARP] = const(r.const * (d.radix // 32))
     if not swaps:
         return form
-    dims = tuple(substitute(p, deep(lambda a: swaps.get(a))) for p in form.dims)
+    dims = tuple(substitute(p, deep(lambda a: swaps.get(a) if isinstance(a, Digit) else None))
+                 for p in form.dims)
     return StoreForm(dims, form.pins, ranges, form.line, form.text, form.single, form.whole,
                      form.launch)
 
