@@ -48,7 +48,7 @@ from .facts import SpecialKey
 from .ownership import Digit, Poly, StoreForm, atom, const, substitute
 from .splits import deep, derive, nested_digits
 
-__all__ = ["LANE", "WARP", "group_tile_form", "in_device_function", "lane_dependence", "lanes_are_split", "tile_form",
+__all__ = ["LANE", "WARP", "in_device_function", "lane_dependence", "lanes_are_split", "tile_form",
            "warp_tile"]
 
 LANE = Digit("tid0", "lo", 32)  # the hardware lane, where :func:`lanes_are_split` holds
@@ -95,24 +95,37 @@ def _warp_split_by_groups(p, d: Digit, group: int) -> bool:
     return True
 
 
-def tile_form(form: StoreForm, where: str) -> StoreForm:
-    """``form`` (the origin's) with each lane's footprint added: rows ``+ 8 * h + L // 4``,
-    columns ``+ 2 * (L % 4) + e``; ``where`` makes the counters ``h`` and ``e`` this
-    statement's own."""
+def tile_form(form: StoreForm, where: str, width: int = 0) -> StoreForm:
+    """``form`` (the origin's) with each lane's ``store_matrix`` footprint added: rows ``+ 8 * h
+    + L // 4``, columns ``+ 2 * (L % 4) + e``; with ``width``, each thread's ``warpgroup_store``
+    footprint: rows ``+ 16 * w`` more (``w = (thread_idx.x // 32) % 4``, the warp in the
+    warpgroup), columns ``+ 8 * j`` more (``j`` in ``[0, width // 8)``).  ``where`` makes the
+    counters ``h``, ``e`` and ``j`` this statement's own."""
+    op = "warpgroup_store" if width else "store_matrix"
+    if width:
+        form = _in_warps(form)
     g, t = derive("//", atom(LANE), const(4)), derive("%", atom(LANE), const(4))
     assert g is not None and t is not None  # a digit split by a positive constant
-    h = Digit(f"loop:store_matrix()'s rows + 8@{where}")
-    e = Digit(f"loop:store_matrix()'s second column@{where}")
+    h = Digit(f"loop:{op}()'s rows + 8@{where}")
+    e = Digit(f"loop:{op}()'s second column@{where}")
     rows = form.dims[-2].plus(atom(h).scaled(8)).plus(g)
     cols = form.dims[-1].plus(atom(e)).plus(t.scaled(2))
     ranges = dict(form.ranges)
     ranges.update({h: const(2), e: const(2), LANE: const(32)})
-    for p, n in ((g, 8), (t, 4)):
+    splits = [(g, 8), (t, 4)]
+    if width:
+        w = derive("%", atom(WARP), const(4))
+        assert w is not None
+        j = Digit(f"loop:{op}()'s column groups@{where}")
+        rows = rows.plus(w.scaled(16))
+        cols = cols.plus(atom(j).scaled(8))
+        ranges[j] = const(width // 8)
+        splits.append((w, 4))
+    for p, n in splits:
         (mono, _), = p.terms
         ranges[mono[0]] = const(n)
     return StoreForm(form.dims[:-2] + (rows, cols), form.pins, ranges, form.line, form.text,
                      form.single, form.whole, form.launch)
-
 
 
 def in_device_function(span: SourceSpan, what: str) -> TranspileError:
@@ -121,28 +134,6 @@ def in_device_function(span: SourceSpan, what: str) -> TranspileError:
         f"{what} in a device function: which threads form a warp depends on the calling "
         "kernel's block shape, so the tile is not proven", span,
         "store the tile in the kernel, or use `with unsafe():`")
-
-
-def group_tile_form(form: StoreForm, where: str, width: int) -> StoreForm:
-    """``form`` (the origin's) with each thread's ``warpgroup_store`` footprint added: rows
-    ``+ 16 * w + 8 * h + L // 4`` (``w = (thread_idx.x // 32) % 4``, the warp in the
-    warpgroup), columns ``+ 8 * j + 2 * (L % 4) + e`` (``j`` in ``[0, width // 8)``)."""
-    form = _in_warps(form)
-    g, t = derive("//", atom(LANE), const(4)), derive("%", atom(LANE), const(4))
-    w = derive("%", atom(WARP), const(4))
-    assert g is not None and t is not None and w is not None  # split by positive constants
-    h = Digit(f"loop:warpgroup_store()'s rows + 8@{where}")
-    e = Digit(f"loop:warpgroup_store()'s second column@{where}")
-    j = Digit(f"loop:warpgroup_store()'s column groups@{where}")
-    rows = form.dims[-2].plus(w.scaled(16)).plus(atom(h).scaled(8)).plus(g)
-    cols = form.dims[-1].plus(atom(j).scaled(8)).plus(atom(e)).plus(t.scaled(2))
-    ranges = dict(form.ranges)
-    ranges.update({h: const(2), e: const(2), j: const(width // 8), LANE: const(32)})
-    for p, n in ((g, 8), (t, 4), (w, 4)):
-        (mono, _), = p.terms
-        ranges[mono[0]] = const(n)
-    return StoreForm(form.dims[:-2] + (rows, cols), form.pins, ranges, form.line, form.text,
-                     form.single, form.whole, form.launch)
 
 
 def _in_warps(form: StoreForm) -> StoreForm:
@@ -173,7 +164,7 @@ def _in_warps(form: StoreForm) -> StoreForm:
 def warp_tile(form: StoreForm, ndim: int, span: SourceSpan, what: str,
               group_cols: int = 0) -> StoreForm:
     """The form of ``store_matrix``'s tile at the origin ``form`` (:func:`tile_form`), or (with
-    ``group_cols``) of ``warpgroup_store``'s (:func:`group_tile_form`), or a TranspileError where
+    ``group_cols``) of ``warpgroup_store``'s, or a TranspileError where
     the lanes are no split of ``thread_idx.x`` or the origin is not the same in every thread of
     the warp (warpgroup) (see the module docstring)."""
     group = 128 if group_cols else 32
@@ -202,5 +193,4 @@ def warp_tile(form: StoreForm, ndim: int, span: SourceSpan, what: str,
             "compute the origin from the warp (thread_idx.x // 32), block_idx, loop counters "
             "and uniform values, e.g. ((warp // WARPS_N) * WM + i * 16, (warp % WARPS_N) * WN "
             "+ j * 8)")
-    where = f"{span.line}:{span.col}"
-    return group_tile_form(form, where, group_cols) if group_cols else tile_form(form, where)
+    return tile_form(form, f"{span.line}:{span.col}", group_cols)
