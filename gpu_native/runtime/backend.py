@@ -452,7 +452,7 @@ class CudaBackend(Backend):
                                         ptr)
         if mem[0] != self.success or int(mem[1]) == int(drv.CUmemorytype.CU_MEMORYTYPE_HOST):
             return None
-        return 0 if D.device_count() == 1 else D.pointer_ordinal(ptr)
+        return D.pointer_ordinal(ptr)
 
 
 def select() -> Backend:
