@@ -183,6 +183,21 @@ class AsyncCopies:
         self.committed = np.zeros(lanes, I64)
         self.pending: list[list] = []  # [dst, flat offsets, values, live lanes, group, loc]
 
+    def landing_in(self, array, elements: np.ndarray) -> tuple[int, int, int] | None:
+        """A copy into ``elements`` of ``array`` issued and not yet landed: (an element it
+        writes, the copying lane, its location), or None."""
+        for dst, daddr, values, live, _group, loc in self.pending:
+            if dst is not array or not live.any():
+                continue
+            lanes = np.flatnonzero(live)
+            spans = daddr[lanes][:, None] + np.arange(values.shape[1])
+            hit = np.isin(spans, elements)
+            rows = hit.any(axis=1)
+            if rows.any():
+                j = int(np.argmax(rows))
+                return int(spans[j][hit[j]][0]), int(lanes[j]), loc
+        return None
+
     def compact(self, keep: np.ndarray) -> None:
         self.committed = self.committed[keep]
         for rec in self.pending:

@@ -62,11 +62,12 @@ class Shadow:
         self.w_atomic = np.zeros(size, bool)
         self.w_ver = np.zeros(size, I64)
         self.w_ep = None if row_size is not None else np.zeros(size, I64)
-        # Every write's turn (``clock``) and writer, kept across barriers: an asynchronous read
-        # (``warpgroup_mma``'s) is checked against the writes made while it was in flight.
+        # Of a shared array, every write's turn (``clock``) and writer, kept across barriers: an
+        # asynchronous read (``warpgroup_mma``'s, of shared operands only) is checked against the
+        # writes made while it was in flight.
         self.clock = 0
-        self.w_clock = np.zeros(size, I64)
-        self.w_last = np.full(size, -1, I64)
+        self.w_clock = None if row_size is None else np.zeros(size, I64)
+        self.w_last = None if row_size is None else np.full(size, -1, I64)
         self.dirty = False  # a write is recorded since the history was last cleared
         self.buf = np.empty(0, I64)  # logged reads: element offsets ...
         self.nlog = 0
@@ -210,9 +211,10 @@ class Shadow:
         self.w_tid[e] = t
         self.w_loc[e] = loc
         self.w_atomic[e] = atomic
-        self.clock += 1
-        self.w_clock[e] = self.clock
-        self.w_last[e] = t
+        if self.w_clock is not None and self.w_last is not None:
+            self.clock += 1
+            self.w_clock[e] = self.clock
+            self.w_last[e] = t
         self.w_ver[e] = ver
         if self.w_ep is not None:
             self.w_ep[e] = ep
@@ -228,6 +230,7 @@ class Shadow:
     def written_since(self, e, stamp: int, t: int, loc: int) -> Conflict | None:
         """An asynchronous read of elements ``e`` by thread ``t`` (at ``loc``), issued when
         ``clock`` was ``stamp`` and now retired: the first write made while it was in flight."""
+        assert self.w_clock is not None and self.w_last is not None  # a shared array's
         hit = self.w_clock[e] > stamp
         if not hit.any():
             return None

@@ -209,21 +209,12 @@ def warpgroup_wait(chunk, operands, params, m, loc: int):
 def _copy_in_flight(chunk, array, e: np.ndarray, t: int, loc: int) -> Conflict | None:
     """A ``cp_async`` into elements ``e`` of ``array`` issued and not yet landed: on the GPU it
     may land while the read being retired was still in flight."""
-    copies = chunk.async_copies
-    if copies is None:
+    found = None if chunk.async_copies is None else chunk.async_copies.landing_in(array, e)
+    if found is None:
         return None
-    for dst, daddr, values, live, _group, at in copies.pending:
-        if dst is not array or not live.any():
-            continue
-        lanes = np.flatnonzero(live)
-        spans = daddr[lanes][:, None] + np.arange(values.shape[1])
-        hit = np.isin(spans, e).any(axis=1)
-        if hit.any():
-            j = int(np.argmax(hit))
-            writer = int(chunk._info("gtid")[lanes[j]])
-            return Conflict("write-during-async-read", int(spans[j][np.isin(spans[j], e)][0]),
-                            t, writer, loc, at)
-    return None
+    element, lane, at = found
+    return Conflict("write-during-async-read", element, t, int(chunk._info("gtid")[lane]), loc,
+                    at)
 
 
 def _ordering(chunk, operands, params, m, loc: int):
