@@ -35,7 +35,7 @@ from ..analysis.ranges import Affine, constant_value, is_widening
 from ..errors import SourceSpan, TranspileError
 from ..nodes import node
 from ..spec import ParamCheck
-from .facts import Pinned, pinned
+from .facts import Pinned, SpecialKey, pinned
 from .lastblock import FlagRead, TicketPinned, TicketUse, check_ticket_pins, ticket_facts
 from .ownership import (
     Assumption,
@@ -1027,6 +1027,15 @@ def _hint_for(a: StoreForm, b: StoreForm, outcome: PairProof, space: str) -> str
                 "last-block pattern), select it by a flag its thread 0 writes from an atomic "
                 "ticket (is_last[0] = 1 if drawn == grid_dim.x - 1 else 0; sync_threads(); "
                 "if is_last[0] == 1: ...), or wrap the store in `with unsafe():`")
+    strides = _constant_block_strides(a)
+    if strides:
+        steps = " and ".join(f"{k} per block along {n} (block_idx.{n} * {k} + thread_idx.{n})"
+                             for n, k in strides)
+        asserts = " and ".join(f"block_dim.{n} == {k}" for n, k in strides)
+        return (f"the index steps by {steps}, which tells threads apart only in blocks no "
+                f"larger than that: assert it (`assert {asserts}` at the top of the kernel, "
+                "checked once per launch), or step by the block's extent "
+                "(block_idx.x * block_dim.x + thread_idx.x)")
     if any(d.part != "all" for d in missing):
         return ("one writer per warp needs the other part pinned: `if lane == 0: "
                 "partial[wid] = v` (lane = tid % 32, wid = tid // 32); or index with both parts")
@@ -1035,6 +1044,21 @@ def _hint_for(a: StoreForm, b: StoreForm, outcome: PairProof, space: str) -> str
                 "with 0 <= tid < B known (`assert block_dim.x == B`), or a loop "
                 "`for j in range(K): s[tid + j * B]`; otherwise use `with unsafe():`")
     return _UNIQUE_HINT[space]
+
+
+def _constant_block_strides(form: StoreForm) -> list[tuple[str, int]]:
+    """The axes along which ``form`` holds ``block_idx * k + thread_idx`` (k > 1 a constant)
+    with the block's extent along it unknown: ``[("y", 16), ("x", 16)]``."""
+    found = []
+    for p in form.dims:
+        coefficients = {m[0].coord: k for m, k in p.terms
+                        if len(m) == 1 and isinstance(m[0], Digit) and m[0].part == "all"}
+        for axis, name in enumerate("xyz"):
+            k = coefficients.get(f"bid{axis}")
+            if (coefficients.get(f"tid{axis}") == 1 and isinstance(k, int) and k > 1
+                    and SpecialKey("block_dim", axis) not in form.launch):
+                found.append((name, k))
+    return found
 
 
 def _blockwise_uid(a: ir.Expr, b: ir.Expr) -> int | None:

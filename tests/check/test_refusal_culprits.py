@@ -82,3 +82,30 @@ def k(out: CUDASliceMut[f32]):
     out[t * t] = 1.0
 """)
     assert "both write out[0]" in text, text
+
+
+TILED = """
+from gpu_native import Kernel2D, CUDASliceMut2D, block_idx
+
+@gpu_kernel(Kernel2D)
+def k(c: CUDASliceMut2D[f32]):
+    x = block_idx.x * 16 + thread_idx.x
+    y = block_idx.y * 16 + thread_idx.y
+    if y < c.shape[0] and x < c.shape[1]:
+        c[y, x] = 1.0
+"""
+
+
+def test_a_constant_block_stride_asks_for_the_block_shape_assert():
+    """The Numba documentation's tiled matmul indexes ``block_idx.x * TPB + thread_idx.x``:
+    unique only in blocks of at most TPB threads, which the refusal says to assert."""
+    text = refusal(TILED)
+    assert "steps by 16 per block along y" in text and "16 per block along x" in text, text
+    assert "`assert block_dim.y == 16 and block_dim.x == 16`" in text, text
+
+
+def test_with_the_block_shape_asserted_the_store_is_proven():
+    source = HEAD + textwrap.dedent(TILED).replace(
+        "    x = block_idx.x", "    assert block_dim.x == 16 and block_dim.y == 16\n"
+        "    x = block_idx.x")
+    transpile_module(source, "culprit.py", "culprit")
