@@ -169,7 +169,41 @@ class WarpgroupChecker(MatrixChecker):
             raise self.error(f"warpgroup_store() writes f32, f16 or bf16 arrays, not {elem}",
                              call.span, "store to an f32 array and convert in a second pass")
         unique, proof = self._writable(dst, "warpgroup_store()'s dst", call.span, group_cols=n)
-        return ir.MatrixOp(call.span, "warpgroup_store", (dst, acc), (n,), unique, proof)
+        operands: tuple[ir.Operand, ...] = (dst, acc)
+        if got.get("staging") is not None:
+            staging = self._staging(got, dst, n, call.span)
+            how, rule = self._writable(staging, "warpgroup_store()'s staging", call.span,
+                                       group_cols=n)
+            operands += (staging,)
+            if unique == "uid" and how == "uid":
+                proof = f"{proof}; its staging tile in '{staging.array.var.name}': {rule}"
+            else:
+                unique = "unsafe"
+        return ir.MatrixOp(call.span, "warpgroup_store", operands, (n,), unique, proof)
+
+    def _staging(self, got: dict, dst: ir.Operand, n: int, span) -> ir.Operand:
+        """``warpgroup_store``'s ``staging``: the 64 x n region of a swizzled shared array of
+        the destination's 16-bit type the tile passes through on its way to a coalesced
+        store."""
+        if got.get("staging_index") is None:
+            raise self.error("warpgroup_store()'s staging needs its staging_index, the "
+                             "region's top-left element", span)
+        elem = dst.array.ty.elem
+        assert isinstance(elem, ir.ScalarType)
+        if elem.name == "f32":
+            raise self.error("warpgroup_store()'s staging is for f16 and bf16 outputs (the "
+                             "swizzled shared arrays hold 16-bit elements); store an f32 tile "
+                             "without it", got["staging"].span)
+        staging = self._swizzled(got["staging"], got["staging_index"], (WGMMA_M, n),
+                                 "warpgroup_store()'s staging", span)
+        if staging.array.ty.elem != elem:
+            raise self.error(f"warpgroup_store()'s staging holds {staging.array.ty.elem}, not "
+                             f"dst's {elem}", got["staging"].span)
+        if not self.bounds.multiple_of(staging.indices[-1], 8):
+            raise self.error("warpgroup_store()'s staging_index must start its column on a "
+                             "16-byte chunk (a multiple of 8, visibly: a constant, or `k * 64`)",
+                             got["staging_index"].span)
+        return staging
 
     def matrix_warpgroup_arrive(self, call: S.Call, got: dict) -> ir.Stmt:
         self.traits.note_wgmma()

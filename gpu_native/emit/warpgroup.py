@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from .. import ir
 from .cnames import cname
-from .matrices import MatrixEmitter
+from .matrices import PAIRS, MatrixEmitter
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -96,7 +96,9 @@ class WarpgroupEmitter(MatrixEmitter):
         self.line("}")
 
     def matrix_warpgroup_store(self, s: ir.MatrixOp) -> None:
-
+        if len(s.operands) == 3:
+            self.staged_warpgroup_store(s)
+            return
         dst, acc = s.operands
         n = s.params[0]
         elem = dst.array.ty.elem
@@ -114,6 +116,71 @@ class WarpgroupEmitter(MatrixEmitter):
         self.line(f"for (int __gn_j = 0; __gn_j < {n // 8}; ++__gn_j) {{")
         self.store_pairs(elem, ld, f"{a}[4 * __gn_j + {{k}}]", "8 * __gn_j")
         self.line("}")
+        self.line("}")
+
+    def staged_warpgroup_store(self, s: ir.MatrixOp) -> None:
+        """``warpgroup_store`` through a swizzled shared region: each thread's pairs into the
+        region (the swizzle spreads a warp's eight rows over all banks), a barrier of the
+        warpgroup's own 128 threads, then 16-byte row chunks from the region to ``dst``, a warp
+        writing whole rows (element by element where ``dst`` is not 16-byte aligned), and the
+        barrier again, so that the region is free when the statement ends."""
+        from .cuda import row_major
+
+        dst, acc, staging = s.operands
+        n = s.params[0]
+        elem = dst.array.ty.elem
+        assert isinstance(elem, ir.ScalarType)
+        pair_t, pack = PAIRS[elem.name]
+        ld = self.extent(dst.array, 1)
+        ref = staging.array
+        extents = [self.extent(ref, axis) for axis in range(ref.ty.ndim)]
+        a = cname(acc.array.var)
+        ct = elem.info.c_name
+        chunks = n // 8        # 16-byte chunks in a row of the tile
+        self.line("{")
+        self.line(f"(void){self.operand_address(staging)};")
+        self.line(f"{ct}* __gn_p = {self.operand_address(dst)};")
+        parts = [f"(int)({self.expr(i)})" for i in staging.indices]
+        lead = row_major(parts[:-2], extents[:-2]) if len(parts) > 2 else "0"
+        self.line(f"const int __gn_sl = {lead};")
+        self.line(f"const int __gn_sr = {parts[-2]};")
+        self.line(f"const int __gn_sc = {parts[-1]};")
+        s_name = cname(ref.var)
+
+        def at(row: str, col: str) -> str:
+            return (f"{s_name}[gn_swz128<{extents[-2]}, {extents[-1]}>(__gn_sl, __gn_sr + {row}, "
+                    f"__gn_sc + {col})]")
+
+        self.line("const int __gn_t = gn_warpgroup_thread();")
+        self.line("const int __gn_r = (__gn_t >> 5) * 16 + ((__gn_t & 31) >> 2);")
+        self.line("#pragma unroll")
+        self.line(f"for (int __gn_j = 0; __gn_j < {chunks}; ++__gn_j) {{")
+        self.line("const int __gn_c = 8 * __gn_j + 2 * (__gn_t & 3);")
+        for k, row in enumerate(("__gn_r", "__gn_r + 8")):
+            self.line(f"*({pair_t}*)&{at(row, '__gn_c')} = "
+                      f"{pack}({a}[4 * __gn_j + {2 * k}], {a}[4 * __gn_j + {2 * k + 1}]);")
+        self.line("}")
+        self.line("gn_warpgroup_barrier();")
+        self.line(f"if ((((unsigned long long)__gn_p) & 15) == 0 && ({ld} & 7) == 0) {{")
+        self.line("#pragma unroll")
+        self.line(f"for (int __gn_q = 0; __gn_q < {n // 16}; ++__gn_q) {{")
+        self.line("const int __gn_k = __gn_t + 128 * __gn_q;")
+        self.line(f"const int __gn_row = __gn_k / {chunks}, __gn_col = (__gn_k % {chunks}) * 8;")
+        self.line(f"*(uint4*)&__gn_p[(gn_i64)__gn_row * {ld} + __gn_col] = "
+                  f"*(const uint4*)&{at('__gn_row', '__gn_col')};")
+        self.line("}")
+        self.line("} else {")
+        self.line(f"for (int __gn_q = 0; __gn_q < {n // 16}; ++__gn_q) {{")
+        self.line("const int __gn_k = __gn_t + 128 * __gn_q;")
+        self.line(f"const int __gn_row = __gn_k / {chunks}, __gn_col = (__gn_k % {chunks}) * 8;")
+        self.line("#pragma unroll")
+        self.line("for (int __gn_e = 0; __gn_e < 8; ++__gn_e) {")
+        self.line(f"__gn_p[(gn_i64)__gn_row * {ld} + __gn_col + __gn_e] = "
+                  f"{at('__gn_row', '__gn_col + __gn_e')};")
+        self.line("}")
+        self.line("}")
+        self.line("}")
+        self.line("gn_warpgroup_barrier();")
         self.line("}")
 
     def matrix_warpgroup_arrive(self, s: ir.MatrixOp) -> None:

@@ -250,7 +250,8 @@ def warpgroup_wait(n: int = 0) -> None:
 
 
 @_intrinsic
-def warpgroup_store(dst: Any, dst_index: Any, acc: Any) -> None:
+def warpgroup_store(dst: Any, dst_index: Any, acc: Any, staging: Any = None,
+                    staging_index: Any = None) -> None:
     _device_only("warpgroup_store()")
 
 

@@ -553,14 +553,27 @@ _add(Entry("warpgroup_wait", "gpu_native", "statement",
 _add(Entry("warpgroup_store", "gpu_native", "statement",
            "warpgroup-wide: store the 64 x n accumulator `acc` of `warpgroup_mma` to the tile of "
            "the 2-D global f32, f16 or bf16 array `dst` whose top-left element is "
-           "`dst[dst_index]`", _params("dst:array dst_index:int acc:array"), "None",
+           "`dst[dst_index]`; with `staging` (a swizzled shared array of dst's 16-bit type), "
+           "through its 64 x n region at `staging_index`, then in coalesced 16-byte stores",
+           _params("dst:array dst_index:int acc:array staging:array=None "
+                   "staging_index:int=None"), "None",
            "matrix_op", "gn_wgmma_store", "warpgroup_store", since="0.3.0",
            more=_WG_LAYOUT + "  The tile's corners are bounds checked.  Outside ``with "
                 "unsafe():`` the checker proves that no two tiles meet: the origin must be the "
                 "same in the warpgroup's 128 threads (built from ``thread_idx.x // 128``, block "
                 "coordinates, loop counters, uniform values) and origins must step by 64 rows "
                 "or n columns.  Each thread stores its elements by pairs where they are aligned "
-                "to a pair.  Every thread of the warpgroup must execute it."))
+                "to a pair.  Every thread of the warpgroup must execute it.  With ``staging``, "
+                "each thread writes its elements into the staging region (the 128-byte swizzle "
+                "keeps that free of bank conflicts), the warpgroup waits for its own threads "
+                "(a named barrier), and each thread then copies 16-byte row chunks of the "
+                "region to ``dst``, so that a warp writes whole rows: 32-byte sectors filled, "
+                "where the direct store fills half of each for a 16-bit output.  The staging "
+                "region must be free: no ``warpgroup_mma`` of any warpgroup still reading it "
+                "(``warpgroup_wait(0)`` then ``sync_threads()`` when it is a ring stage), and "
+                "regions of different warpgroups proven apart (index it by ``thread_idx.x // "
+                "128``).  Its contents are overwritten.  Where ``dst`` is not 16-byte aligned "
+                "(its start or row length), the chunks are copied element by element."))
 
 # ---- gpu_native: bit manipulation ------------------------------------------------------------
 

@@ -114,27 +114,34 @@ def warpgroup_mma(chunk, operands, params, m, loc: int):
 
 
 def warpgroup_store(chunk, operands, params, m, loc: int):
-    dst_op, acc_op = operands
+    # With a staging region (a third operand), each thread also writes its elements there, as
+    # the device does before its coalesced copy: the race detector sees those shared writes
+    # (against a warpgroup_mma still reading the region, or another thread's use of it).  The
+    # copy's reads, ordered by the warpgroup's own barrier, are not modelled.
+    acc_op = operands[1]
     n = params[0]
     coff, m = _bounds(chunk, acc_op, m, loc)
-    array, indices, checks, last, last_checks = dst_op
-    _, m = chunk.offset(array, last, last_checks, m, loc)
-    _, m = chunk.offset(array, indices, checks, m, loc)
-    if m is False:
-        return False
-    _, t = _warpgroups(chunk)
-    rows, cols = fragment_layout(n)
-    row0 = np.asarray(indices[0], I64)
-    col0 = np.asarray(indices[1], I64)
-    per = acc_op[0].per_lane()
-    lanes = np.arange(chunk.L)
-    cast = ops.cast_function(acc_op[0].info, array.info)
-    for e in range(n // 2):
-        value = cast(per[lanes, coff + e])
-        m = chunk.store(array, (row0 + rows[t, e], col0 + cols[t, e]), (None, None), value, m,
-                        loc)
+    targets = []
+    for op in operands[:1] + operands[2:]:
+        array, indices, checks, last, last_checks = op
+        _, m = chunk.offset(array, last, last_checks, m, loc)
+        _, m = chunk.offset(array, indices, checks, m, loc)
         if m is False:
             return False
+        targets.append((array, tuple(np.asarray(i, I64) for i in indices)))
+    _, t = _warpgroups(chunk)
+    rows, cols = fragment_layout(n)
+    per = acc_op[0].per_lane()
+    lanes = np.arange(chunk.L)
+    for array, origin in targets[::-1]:   # the staging region first, as on the device
+        cast = ops.cast_function(acc_op[0].info, array.info)
+        lead, row0, col0 = origin[:-2], origin[-2], origin[-1]
+        for e in range(n // 2):
+            value = cast(per[lanes, coff + e])
+            index = lead + (row0 + rows[t, e], col0 + cols[t, e])
+            m = chunk.store(array, index, (None,) * len(index), value, m, loc)
+            if m is False:
+                return False
     return m
 
 

@@ -862,6 +862,13 @@ template <int Unused = 0>
 __device__ __forceinline__ void gn_fence_proxy_async() {
     asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
 }
+/* A barrier of the 128 threads of this thread's warpgroup alone (named barrier 1 + its index in
+   the block; barrier 0 is __syncthreads): warpgroup_store's staging. */
+__device__ __forceinline__ void gn_warpgroup_barrier() {
+    const unsigned id =
+        1u + ((threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)) >> 7);
+    asm volatile("bar.sync %0, 128;" :: "r"(id) : "memory");
+}
 /* Thread t's place in its warpgroup, from its linear index in the block. */
 __device__ __forceinline__ int gn_warpgroup_thread() {
     return (int)((threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)) & 127u);
