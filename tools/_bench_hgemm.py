@@ -317,19 +317,19 @@ def _wgmma_asm(dtype: str) -> str:
 # of slice kt + STAGES - 2 go right after the first barrier (one barrier, one slice less ahead);
 # with 0 a second barrier (every warpgroup done with the previous slice) precedes the copies of
 # slice kt + STAGES - 1 into the previous slice's stage.
-# The epilogue stores the fragment (thread t: rows 16*(t/32) + (t%32)/4 (+8), columns
-# 8*j + 2*(t%4) (+1)) as pairs.  M a multiple of 128, N of 256, K of 64; no bounds checks.
+# The epilogue (thread t holds rows 16*(t/32) + (t%32)/4 (+8), columns 8*j + 2*(t%4) (+1), j <
+# 32): a 16-bit output (OUT 0, as examples/tensor_core/hgemm_wgmma.py's warpgroup_store with a
+# staging region) passes through the ring's B slice of stage w and leaves in 16-byte row chunks;
+# f32 (OUT 1) is stored by pairs straight from the fragment, OUT 2 element by element.  M a
+# multiple of 128, N of 256, K of 64; no bounds checks.
 #
-# Status on the H200 (tools/wgmma_probe.py): the f32-output kernels are right (512^3, relative
-# Frobenius error 6.4e-7 f16 / 3.9e-7 bf16 against float64, every WG_STAGES / WG_EARLY_LOAD
-# variant); the 16-bit-output kernels (packed pairs and element-wise alike) are NOT: row 0's
-# first columns are right, most of C comes out 0, and a later launch faulted with an illegal
-# address.  Their SASS epilogue (F2FP after WARPGROUP.DEPBAR, STG at row * N + col) reads right,
-# so the cause is still open; the 16-bit kernels are not timed.  (gpu_native's own 16-bit
-# warpgroup_store, which converts by pairs with __floats2half2_rn, is right on the H200 and leaves
-# the wgmma asynchronous; converted one element at a time ptxas serialized them, C7514.)
-# bench_suite's hgemm_wgmma and bgemm_wgmma rows time the f32-output kernels
-# (hgemm_wgmma_f16_f32, hgemm_wgmma_bf16_f32) beside examples/tensor_core/hgemm_wgmma.py.
+# Until 2026-12-04 the epilogue loop ran j to 64, past the 128 accumulators of a thread: undefined
+# behaviour: for the f32 output the compiler dropped the extra stores (64 STG, its results were
+# right); the 16-bit output came out wrong (most of C zero, a later launch faulting), the
+# "cause still open" of the earlier notes.  With j < 32 both are right (bench_suite checks
+# every output it times against the float32 product).
+# bench_suite's hgemm_wgmma and bgemm_wgmma rows time the 16-bit-output kernels (hgemm_wgmma_f16,
+# hgemm_wgmma_bf16) beside examples/tensor_core/hgemm_wgmma.py.
 HGEMM_WGMMA_CUDA = r"""
 #ifndef WG_STAGES
 #define WG_STAGES 4
@@ -447,19 +447,44 @@ __device__ __forceinline__ void hgemm_wgmma_body(
     // MMA writes them behind the compiler's back.  (It did not change this kernel's SASS.)
 #pragma unroll
     for (int i = 0; i < 128; ++i) asm volatile("" : "+f"(acc[i]) :: "memory");
+    if (OUT == 0) {
+        // 16-bit output, staged: every warpgroup's products are retired past this barrier, so
+        // warpgroup w writes its 64 x 256 tile into stage w's B slice (its shape, in the same
+        // 128-byte swizzle: a warp's eight rows of pairs fall in distinct banks), waits for its
+        // own 128 threads (named barrier 1 + w), then copies it out in 16-byte row chunks (a
+        // warp stores 512 contiguous bytes of one row).
+        __syncthreads();
+        unsigned char* tile = smem_raw + (base - (unsigned)__cvta_generic_to_shared(smem_raw))
+                              + wg * STAGE_BYTES + A_BYTES;
+        auto at = [&](int r, int col) {    // byte offset of element (r, col) of the tile
+            return (col >> 6) * (BK * 128) + r * 128 + ((((col >> 3) & 7) ^ (r & 7)) << 4)
+                   + (col & 7) * 2;
+        };
+        const int r0 = (t >> 5) * 16 + ((t & 31) >> 2);
+#pragma unroll
+        for (int j = 0; j < 32; ++j) {
+            const int col = 8 * j + 2 * (t & 3);
+            *(unsigned*)(tile + at(r0, col)) = pack16<BF16>(acc[4 * j], acc[4 * j + 1]);
+            *(unsigned*)(tile + at(r0 + 8, col)) = pack16<BF16>(acc[4 * j + 2], acc[4 * j + 3]);
+        }
+        asm volatile("bar.sync %0, 128;" :: "r"(1 + wg) : "memory");
+        u16* c = (u16*)C + (long long)(block_row + wg * 64) * N + block_col;
+#pragma unroll
+        for (int q = 0; q < 16; ++q) {
+            const int k = t + 128 * q, r = k >> 5, col = (k & 31) * 8;
+            *(uint4*)(c + (long long)r * N + col) = *(const uint4*)(tile + at(r, col));
+        }
+        return;
+    }
     const int row = block_row + wg * 64 + (t >> 5) * 16 + ((t & 31) >> 2);
     const int col0 = block_col + 2 * (t & 3);
 #pragma unroll
-    for (int j = 0; j < 64; ++j) {
+    for (int j = 0; j < 32; ++j) {    // the m64n256 fragment: 32 column groups of 4 elements
         const long long o = (long long)row * N + col0 + 8 * j;
         if (OUT == 1) {
             float* c = (float*)C;
             *(float2*)(c + o) = make_float2(acc[4 * j], acc[4 * j + 1]);
             *(float2*)(c + o + 8ll * N) = make_float2(acc[4 * j + 2], acc[4 * j + 3]);
-        } else if (OUT == 0) {
-            u16* c = (u16*)C;
-            *(unsigned*)(c + o) = pack16<BF16>(acc[4 * j], acc[4 * j + 1]);
-            *(unsigned*)(c + o + 8ll * N) = pack16<BF16>(acc[4 * j + 2], acc[4 * j + 3]);
         } else {
             u16* c = (u16*)C;
             c[o] = to16<BF16>(acc[4 * j]);
@@ -492,6 +517,7 @@ HGEMM_WGMMA_KERNEL(hgemm_wgmma_bf16_e, true, 2)
 HGEMM_WGMMA_KERNELS = ("hgemm_wgmma_f16", "hgemm_wgmma_bf16", "hgemm_wgmma_f16_f32",
                        "hgemm_wgmma_bf16_f32")
 WGMMA_BM, WGMMA_BN, WGMMA_BK, WGMMA_THREADS = 128, 256, 64, 256
+WGMMA_ROUNDS = 3   # interleaved timing rounds of the hgemm_wgmma / bgemm_wgmma rows
 
 
 def wgmma_shared_bytes(stages: int = 4) -> int:
@@ -598,10 +624,11 @@ class TensorCoreBenches:
         fn.max_dynamic_shared_size_bytes = wgmma_shared_bytes(stages)
         return fn
 
-    def wgmma_rows(self, bench, dtype, cuda_name, label):
-        """``hgemm_wgmma`` / ``bgemm_wgmma``: examples/tensor_core/hgemm_wgmma.py (f32 output)
-        against the hand-written kernel of the same algorithm, cuBLAS with an f32 output and
-        Triton's tutorial kernel writing f32 (sm_90 GPUs only)."""
+    def wgmma_rows(self, bench, dtype, cuda_name, tolerance, label):
+        """``hgemm_wgmma`` / ``bgemm_wgmma``: examples/tensor_core/hgemm_wgmma.py (C in the input
+        type, through its staging region) against the hand-written kernel of the same algorithm,
+        cuBLAS (``torch.matmul``) and Triton's tutorial kernel, all writing the 16-bit type
+        (sm_90 GPUs only)."""
         import hgemm_wgmma as ex
 
         torch, cp = self.torch, self.cp
@@ -613,43 +640,51 @@ class TensorCoreBenches:
         work = 2.0 * m * m * m
         a, b = self.randn(m, m).to(dtype), self.randn(m, m).to(dtype)
         ref = a.float() @ b.float()
-        c = torch.full((m, m), float("nan"), device="cuda", dtype=torch.float32)
-        # f32 accumulation and output: the error is the reference's own (cuBLAS f32, ~1e-6).
-        measure = self.tc_measure(c, ref, 1e-4)
+        c = torch.full((m, m), float("nan"), device="cuda", dtype=dtype)
+        # One rounding of each output to the 16-bit type, as in hgemm_tc / bgemm_tc.
+        measure = self.tc_measure(c, ref, tolerance)
         ga, gb, gc = (gn.to_device(t) for t in (a, b, c))
-        ms, ok = measure(lambda: ex.hgemm_wgmma(ga, gb, gc))
-        self.add(bench, f"gpu_native (tensor_core/hgemm_wgmma, {label})", ms, work, "TFLOP/s",
-                 ok)
         un = self.unchecked("tensor_core/hgemm_wgmma")
-        ms, ok = measure(lambda: un.hgemm_wgmma(ga, gb, gc))
-        self.add(bench, "gpu_native, bounds_check=False", ms, work, "TFLOP/s", ok)
         k = self.hand_wgmma(cuda_name, ex.STAGES)
-        ca, cb = (cp.asarray(t.view(torch.int16)) for t in (a, b))
-        cc = cp.asarray(c)
+        ca, cb, cc = (cp.asarray(t.view(torch.int16)) for t in (a, b, c))
         args = (ca, cb, cc, np.int32(m), np.int32(m), np.int32(m))
         grid = (m // WGMMA_BN, m // WGMMA_BM)
         shared = wgmma_shared_bytes(ex.STAGES)
-        ms, ok = measure(lambda: k(grid, (WGMMA_THREADS,), args, shared_mem=shared))
-        self.add(bench, "CUDA C++, same algorithm + grouped block order (inline PTX)", ms, work,
-                 "TFLOP/s", ok)
-        try:    # one cuBLAS call writing f32 (PyTorch 2.9 and newer)
-            torch.mm(a[:128, :128], b[:128, :128], out_dtype=torch.float32,
-                     out=torch.empty(128, 128, device="cuda"))
-            ms, ok = measure(lambda: torch.mm(a, b, out_dtype=torch.float32, out=c))
-            variant = "torch.mm(out_dtype=float32) (cuBLAS, one kernel)"
-        except (TypeError, RuntimeError):
-            ms, ok = measure(lambda: c.copy_(torch.matmul(a, b)))
-            variant = "torch.matmul then copy to f32 (cuBLAS 16-bit output, 2 kernels)"
-        self.add(bench, variant, ms, work, "TFLOP/s", ok)
-        self.triton_matmul_row(bench, a, b, c, measure, work)
+        variants = {
+            f"gpu_native (tensor_core/hgemm_wgmma, {label})": lambda: ex.hgemm_wgmma(ga, gb, gc),
+            "gpu_native, bounds_check=False": lambda: un.hgemm_wgmma(ga, gb, gc),
+            "CUDA C++, same algorithm + grouped block order (inline PTX)":
+                lambda: k(grid, (WGMMA_THREADS,), args, shared_mem=shared),
+            "torch.matmul (cuBLAS)": lambda: torch.matmul(a, b, out=c),
+        }
+        if self.triton:
+            import triton_matmul
+
+            # Autotuning runs on the first call (inside measure's checked launch), not timed.
+            variants["Triton tutorial 03 matmul (autotuned)"] = (
+                lambda: triton_matmul.matmul(a, b, out=c))
+        # These GEMMs run at the H200's power limit, where one timing of a kernel varied by 10%
+        # (run 35: the checked and unchecked kernels, whose SASS is the same, 0.282 and 0.255
+        # ms): every variant is timed in ROUNDS interleaved rounds, and its best kept.
+        best: dict[str, tuple[float, bool]] = {}
+        for _ in range(WGMMA_ROUNDS):
+            for name, fn in variants.items():
+                ms, ok = measure(fn)
+                old = best.get(name)
+                best[name] = (min(ms, old[0]) if old else ms, ok and (old is None or old[1]))
+        for name, (ms, ok) in best.items():
+            self.add(bench, name, ms, work, "TFLOP/s", ok)
+        if not self.triton:
+            self.add(bench, "Triton tutorial 03 matmul", None, work, "TFLOP/s", None,
+                     "triton not importable")
 
     def hgemm_wgmma(self):
-        self.wgmma_rows("hgemm_wgmma", self.torch.float16, "hgemm_wgmma_f16_f32",
-                        "fp16 in, fp32 out")
+        self.wgmma_rows("hgemm_wgmma", self.torch.float16, "hgemm_wgmma_f16", 2e-3,
+                        "fp16 in, fp16 out")
 
     def bgemm_wgmma(self):
-        self.wgmma_rows("bgemm_wgmma", self.torch.bfloat16, "hgemm_wgmma_bf16_f32",
-                        "bf16 in, fp32 out")
+        self.wgmma_rows("bgemm_wgmma", self.torch.bfloat16, "hgemm_wgmma_bf16", 1e-2,
+                        "bf16 in, bf16 out")
 
     def sgemm_tf32(self):
         import sgemm_tf32 as ex

@@ -309,7 +309,7 @@ PAIRS = {
     "sgemm_tf32": Pair("tensor_core/sgemm_tf32", "sgemm_tf32_kernel", (), "SGEMM_TF32_CUDA",
                        "sgemm_tf32"),
     "hgemm_wgmma": Pair("tensor_core/hgemm_wgmma", "hgemm_wgmma_kernel", (("T", "f16"),),
-                        "HGEMM_WGMMA_CUDA", "hgemm_wgmma_f16_f32", "sm_90a"),
+                        "HGEMM_WGMMA_CUDA", "hgemm_wgmma_f16", "sm_90a"),
 }
 COLUMNS = ("gpu_native", "gpu_native, bounds_check=False", "CUDA C++ (hand-written)")
 

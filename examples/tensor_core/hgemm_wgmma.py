@@ -1,5 +1,5 @@
-"""Half-precision GEMM on Hopper's warpgroup tensor cores: C = A @ B (f16 or bf16 inputs, f32
-accumulation and output), with ``warpgroup_mma`` (PTX ``wgmma``), for sm_90 GPUs (H100, H200).
+"""Half-precision GEMM on Hopper's warpgroup tensor cores: C = A @ B (f16 or bf16 inputs and
+output, f32 accumulation), with ``warpgroup_mma`` (PTX ``wgmma``), for sm_90 GPUs (H100, H200).
 examples/tensor_core/hgemm_tensor_core.py is the same product with the ``mma.sync`` of every GPU
 since sm_80.
 
@@ -16,6 +16,13 @@ barrier a slice, and the copies are issued before the MMAs they overlap; refilli
 slice's stage instead (three slices ahead) needs a second barrier after the wait and was 6%
 slower on an H200.
 
+Epilogue: after ``warpgroup_wait(0)`` and a barrier no MMA reads the ring, and
+``warpgroup_store`` passes each warpgroup's 64 x 256 tile through stage w of ``tile_b`` (its
+``staging`` region: the same shape, swizzled, so the fragment's pairs land without bank
+conflicts) and out in 16-byte row chunks, a warp writing whole rows.  Stored straight from the
+fragment, a warp's 4-byte pairs fill half of each 32-byte sector; staged, the 4096^3 GEMM was 4%
+faster on an H200 (docs/benchmarks.md).
+
 Shared layout: both tiles are ``shared_array(T, shape, swizzle=128)``, indexed logically here (no
 XOR in this file); the language stores them in the 128-byte swizzle the wgmma descriptors name
 (in 64-column blocks, each 8-row group 1024 bytes), in the dynamic shared memory: the launch
@@ -27,15 +34,18 @@ elements) and B N-major (its rows are 256 N elements), which is how both arrive 
 Sizes: M a multiple of 128, N of 256, K of 64 (the wrapper raises ValueError otherwise); every
 global access is proven in bounds from the shape asserts, and the shared ones too; every write
 is proven race-free, ``warpgroup_store``'s too (a 64 x 256 tile from each warpgroup's own
-origin): no ``unsafe`` anywhere.  The same
-algorithm in CUDA C++ is tools/_bench_hgemm.py's ``HGEMM_WGMMA_CUDA`` (``hgemm_wgmma_f16_f32``),
-which adds a grouped block order for L2 reuse.
+origin, and its staging region, stage ``wg``, after the barrier that orders it behind the
+ring's copies): no ``unsafe`` anywhere.  The same algorithm in CUDA C++ is
+tools/_bench_hgemm.py's ``HGEMM_WGMMA_CUDA`` (``hgemm_wgmma_f16``, ``hgemm_wgmma_bf16``), which
+adds a grouped block order for L2 reuse.
 
-Output type: ``c`` is f32 here; ``warpgroup_store`` also writes f16 and bf16 (annotate ``c:
-CUDASliceMut2D[T]`` for C in the input type: tests/examples/test_hgemm_wgmma.py runs it so).
+Output type: ``c`` is in the input type here; ``warpgroup_store`` also writes f32 (annotate ``c:
+CUDASliceMut2D[f32]`` and drop the staging arguments, which are for 16-bit outputs:
+tests/examples/test_hgemm_wgmma.py runs it so).
 
-Tolerance: as hgemm_tensor_core.py's with an f32 output: a few f32 ulps times sqrt(K) relative
-to float64 (the simulator rounds each 16-deep product once to f32).
+Tolerance: one rounding of each f32 result to the output type (half an ulp: 2^-11 relative in
+f16, 2^-8 in bf16) over the f32 accumulation's few ulps times sqrt(K) (the simulator rounds
+each 16-deep product once to f32).
 """
 
 from typing import TypeVar
@@ -84,7 +94,7 @@ SHARED_BYTES = STAGES * (BM + BN) * BK * 2 + 1024   # the launch's dynamic share
 
 
 @gpu_kernel(Kernel2D)
-def hgemm_wgmma_kernel(a: CUDASlice2D[T], b: CUDASlice2D[T], c: CUDASliceMut2D[f32]):
+def hgemm_wgmma_kernel(a: CUDASlice2D[T], b: CUDASlice2D[T], c: CUDASliceMut2D[T]):
     assert block_dim.x == THREADS and block_dim.y == 1, "launch with THREADS x 1 threads"
     assert a.shape[0] == grid_dim.y * BM and c.shape[0] == a.shape[0], "M is grid_dim.y * BM"
     assert b.shape[1] == grid_dim.x * BN and c.shape[1] == b.shape[1], "N is grid_dim.x * BN"
@@ -139,8 +149,12 @@ def hgemm_wgmma_kernel(a: CUDASlice2D[T], b: CUDASlice2D[T], c: CUDASliceMut2D[f
         warpgroup_commit()
         warpgroup_wait(1)
     warpgroup_wait(0)
-    # Proven: each warpgroup's 64 x 256 tile, the rows 64 * wg of the block's 128 x 256 tile.
-    warpgroup_store(c, (block_row + wg * 64, block_col), acc)
+    # Past this barrier no warpgroup_mma reads the ring: stage wg of tile_b (64 x 256, the
+    # shape of a warpgroup's tile) stages warpgroup wg's output on its way to coalesced stores.
+    sync_threads()
+    # Proven: each warpgroup's 64 x 256 tile, the rows 64 * wg of the block's 128 x 256 tile,
+    # and its staging region, stage wg.
+    warpgroup_store(c, (block_row + wg * 64, block_col), acc, tile_b, (wg, 0, 0))
 
 
 def _check_shapes(a, b, c) -> None:
@@ -153,7 +167,7 @@ def _check_shapes(a, b, c) -> None:
 
 
 def hgemm_wgmma(a, b, c, stream=DEFAULT_STREAM):
-    """``c[...] = a @ b`` on Hopper tensor cores (a, b: f16 or bf16; c: f32)."""
+    """``c[...] = a @ b`` on Hopper tensor cores (a, b and c all f16 or all bf16)."""
     _check_shapes(a, b, c)
     grid = GridDim2D(c.shape[1] // BN, c.shape[0] // BM)
     hgemm_wgmma_kernel.launch(grid, BlockDim1D(THREADS), SHARED_BYTES, stream)(a, b, c)
@@ -166,7 +180,7 @@ def run(m: int = 128, k: int = 128, n: int = 256, dtype=f16, seed=None):
     a = rng.standard_normal((m, k)).astype(host)
     b = rng.standard_normal((k, n)).astype(host)
     da, db = gn.to_device(a, dtype=dtype), gn.to_device(b, dtype=dtype)
-    c = gn.empty((m, n), f32)
+    c = gn.empty((m, n), dtype)
     hgemm_wgmma(da, db, c)
     # The reference multiplies the inputs as the kernel sees them (bf16-rounded).
     a64 = da.to_host().astype(np.float64)
