@@ -138,3 +138,69 @@ def test_the_staged_store_matches_numpy_on_the_simulator(tmp_path, monkeypatch, 
     got = c.to_host().astype(np.float64)
     # One rounding to f16 of an exact f32 sum of 16 exact products.
     assert np.linalg.norm(got - want) <= 1e-3 * np.linalg.norm(want)
+
+
+# The same product staged through a 2-D swizzled array (no leading index: the warpgroup picks
+# its 64 rows), and with bf16 elements.
+_TWO_D = (_GOOD.replace("    out = shared_array(f16, (2, 64, 64), swizzle=128)",
+                        "    out = shared_array(f16, (128, 64), swizzle=128)")
+          .replace("acc, out, (wg, 0, 0))", "acc, out, (wg * 64, 0))"))
+_BF16 = _GOOD.replace("f16", "bf16")
+
+
+@pytest.mark.parametrize("body", [_GOOD, _TWO_D, _BF16], ids=["3-d", "2-d", "bf16"])
+def test_the_staged_store_compiles_for_sm_90a(body, tmp_path):
+    """NVRTC (on the CPU) builds every entry point of the staged store."""
+    from gpu_native.build import BuildRequest
+    from gpu_native.compiler.nvrtc import compile_request
+
+    source = HEADER + textwrap.dedent(body)
+    path = tmp_path / "staged_build.py"
+    path.write_text(source)
+    (spec,) = rewrite_module(source, str(path), "staged_build").kernels
+    (variant,) = spec.variants
+    image = compile_request(BuildRequest.for_variant(spec, variant, "sm_90"))
+    assert (image.kind, image.target) == ("cubin", "sm_90a")
+    assert variant.symbol.encode() in image.image
+
+
+@pytest.mark.parametrize("body", [_TWO_D, _BF16], ids=["2-d", "bf16"])
+def test_the_other_staging_forms_match_numpy_on_the_simulator(body, tmp_path, monkeypatch, sim):
+    name = "staged_2d" if body is _TWO_D else "staged_bf16"
+    (tmp_path / f"{name}.py").write_text(HEADER + textwrap.dedent(body))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    module = importlib.import_module(name)
+    bf16 = body is _BF16
+    rng = np.random.default_rng(12)
+    a = rng.standard_normal((256, 16)).astype(np.float32)
+    b = rng.standard_normal((16, 64)).astype(np.float32)
+    dtype = gn.bf16 if bf16 else gn.f16
+    da, db = gn.to_device(a, dtype=dtype), gn.to_device(b, dtype=dtype)
+    c = gn.to_device(np.full((256, 64), np.nan, np.float32), dtype=dtype)
+    shared = (128 * 64 + 16 * 64 + 2 * 64 * 64) * 2 + 1024
+    module.k.launch(gn.GridDim1D(2), gn.BlockDim1D(256), shared)(da, db, c)
+    want = da.to_host().astype(np.float64) @ db.to_host().astype(np.float64)
+    got = c.to_host().astype(np.float64)
+    # One rounding to the 16-bit type: half an ulp (2^-11 f16, 2^-8 bf16).
+    assert np.linalg.norm(got - want) <= (4e-3 if bf16 else 1e-3) * np.linalg.norm(want)
+
+
+def test_staging_over_the_other_warpgroups_operand_is_a_race_on_the_simulator(
+        tmp_path, monkeypatch, sim):
+    """Each warpgroup stages in the rows of ``ta`` the other one's ``warpgroup_mma`` read: the
+    regions are apart, so the checker accepts it, but nothing orders the other warpgroup's read
+    before the writes (its wait retires its own group only): the race detector reports it."""
+    body = _GOOD.replace(STORE, "    warpgroup_store(c, (block_idx.x * 128 + wg * 64, 0), acc, ta, "
+                                "((1 - wg) * 64, 0))")
+    (tmp_path / "staged_race.py").write_text(HEADER + textwrap.dedent(body))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    module = importlib.import_module("staged_race")
+    a = gn.zeros((256, 16), gn.f16)
+    b = gn.zeros((16, 64), gn.f16)
+    c = gn.zeros((256, 64), gn.f16)
+    shared = (128 * 64 + 16 * 64 + 2 * 64 * 64) * 2 + 1024
+    with pytest.raises(gn.DeviceRaceError, match=r"data race on shared array ta\[") as found:
+        module.k.launch(gn.GridDim1D(2), gn.BlockDim1D(256), shared)(a, b, c)
+        c.to_host()
+    mma = next(i for i, line in enumerate(body.splitlines(), 1) if "warpgroup_mma(" in line)
+    assert f"staged_race.py:{mma + HEADER.count(chr(10))}" in str(found.value)
