@@ -55,6 +55,12 @@ def collision(a: StoreForm, b: StoreForm, required: frozenset[str], ndim: int) -
 
 
 def _extent(a: StoreForm, b: StoreForm, name: str, axis: int, default: int) -> int:
+    # An extent an assert fixed (`assert block_dim.y == 1`) first: an example must be a launch
+    # the kernel accepts.
+    for form in (a, b):
+        n = form.launch.get(SpecialKey(name, axis))
+        if n is not None and not n.terms and n.const > 0:
+            return min(n.const, default * 4)
     for form in (a, b):
         n = form.ranges.get(Digit(("tid" if name == "block_dim" else "bid") + str(axis)))
         if n is not None and not n.terms and 0 < n.const <= default * 4:

@@ -170,3 +170,6 @@ def test_the_staging_region_needs_the_barrier_after_the_last_mma(tmp_path):
     copy = next(i for i, line in enumerate(lines) if "cp_async(tile_b" in line) + 1
     assert "warpgroup_store() into 'tile_b'" in str(refused.value)
     assert f"the store at line {copy}" in str(refused.value)
+    # The example of two threads meeting is a launch the kernel accepts (block_dim.y == 1).
+    assert "thread_idx.y = 0) and" in str(refused.value)
+    assert "thread_idx.y = 1" not in str(refused.value)
