@@ -172,9 +172,7 @@ class MatrixChecker(CheckerBase):
         if width and self.unsafe_depth == 0:
             return "uid", self.unique.store_span(base, op.indices, width, span,
                                                  what.split("'")[0])
-        if tile and self.unsafe_depth == 0:
-            return "uid", self.unique.store_tile(base, op.indices, span)
-        if group_cols and self.unsafe_depth == 0:
+        if (tile or group_cols) and self.unsafe_depth == 0:
             return "uid", self.unique.store_tile(base, op.indices, span, group_cols)
         if self.unsafe_depth == 0:
             raise self.error(

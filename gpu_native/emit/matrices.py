@@ -95,7 +95,6 @@ class MatrixEmitter:
         self.line(f"gn_mma_m16n8k16<{bf16}>" + operands)
 
     def matrix_store_matrix(self, s: ir.MatrixOp) -> None:
-
         dst, acc = s.operands
         elem = dst.array.ty.elem
         assert isinstance(elem, ir.ScalarType)
