@@ -170,7 +170,7 @@ class WarpgroupChecker(MatrixChecker):
                              call.span, "store to an f32 array and convert in a second pass")
         unique, proof = self._writable(dst, "warpgroup_store()'s dst", call.span, group_cols=n)
         operands: tuple[ir.Operand, ...] = (dst, acc)
-        if got.get("staging") is not None:
+        if _given(got, "staging") is not None:
             staging = self._staging(got, dst, n, call.span)
             how, rule = self._writable(staging, "warpgroup_store()'s staging", call.span,
                                        group_cols=n)
@@ -185,7 +185,7 @@ class WarpgroupChecker(MatrixChecker):
         """``warpgroup_store``'s ``staging``: the 64 x n region of a swizzled shared array of
         the destination's 16-bit type the tile passes through on its way to a coalesced
         store."""
-        if got.get("staging_index") is None:
+        if _given(got, "staging_index") is None:
             raise self.error("warpgroup_store()'s staging needs its staging_index, the "
                              "region's top-left element", span)
         elem = dst.array.ty.elem
@@ -219,3 +219,10 @@ class WarpgroupChecker(MatrixChecker):
         if not 0 <= n <= 7:
             raise self.error(f"warpgroup_wait() takes 0 to 7 pending groups, not {n}", call.span)
         return ir.MatrixOp(call.span, "warpgroup_wait", (), (n,))
+
+
+def _given(got: dict, name: str) -> S.Expr | None:
+    """The argument ``name`` of a call, or None where it is left out or written ``None`` (the
+    default the signature shows)."""
+    e = got.get(name)
+    return None if e is None or (isinstance(e, S.Name) and e.id == "None") else e

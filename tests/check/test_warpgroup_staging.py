@@ -204,3 +204,19 @@ def test_staging_over_the_other_warpgroups_operand_is_a_race_on_the_simulator(
         c.to_host()
     mma = next(i for i, line in enumerate(body.splitlines(), 1) if "warpgroup_mma(" in line)
     assert f"staged_race.py:{mma + HEADER.count(chr(10))}" in str(found.value)
+
+
+def test_staging_written_none_is_the_store_without_staging(tmp_path):
+    """``staging=None`` (the default the signature shows) is the direct store, not a staging
+    region missing its index."""
+    from gpu_native.expand import Expansion
+
+    body = _GOOD.replace(STORE, "    warpgroup_store(c, (block_idx.x * 128 + wg * 64, 0), acc, "
+                                "staging=None, staging_index=None)")
+    source = HEADER + textwrap.dedent(body)
+    path = tmp_path / "unstaged.py"
+    path.write_text(source)
+    (kernel,) = rewrite_module(source, str(path), "unstaged").kernels
+    assert "gn_warpgroup_barrier" not in kernel.variants[0].cuda
+    proofs = Expansion.of(source, str(path), "unstaged").proofs("k")
+    assert "a 64 x 64 tile per warpgroup" in proofs and "staging tile" not in proofs
