@@ -7,8 +7,8 @@ import textwrap
 
 import pytest
 
-from gpu_native.errors import TranspileError
 from gpu_native.rewrite import rewrite_module
+from tests.helpers import located_transpile_error
 
 HEADER = """\
 from gpu_native import *
@@ -103,24 +103,11 @@ def k(c: CUDASliceMut[f16]):
 }
 
 
-def _expected_line(source: str) -> int:
-    return next(i for i, line in enumerate(source.splitlines(), 1) if "# <-" in line)
-
-
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_warpgroup_misuse_is_a_located_transpile_error(name, tmp_path):
     body, message = CASES[name]
-    source = HEADER + textwrap.dedent(body)
-    path = tmp_path / "bad_wg.py"
-    path.write_text(source)
-    with pytest.raises(TranspileError) as info:
-        rewrite_module(source, str(path), "bad_wg")
-    err = info.value
-    text = str(err)
-    assert message in text, text
-    assert err.span is not None and err.span.line == _expected_line(source), text
-    assert text.startswith(f"{path}:{err.span.line}:{err.span.col + 1}: error: ")
-    assert set(text.splitlines()[2].strip()) == {"^"}
+    err = located_transpile_error(HEADER + textwrap.dedent(body), tmp_path / "bad_wg.py", message)
+    assert set(str(err).splitlines()[2].strip()) == {"^"}
 
 
 def test_the_well_formed_kernel_transpiles(tmp_path):

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 import gpu_native as gn
-from gpu_native.errors import TranspileError
 from gpu_native.rewrite import rewrite_module
+from tests.helpers import located_transpile_error
 
 HEADER = """\
 from gpu_native import *
@@ -86,23 +86,10 @@ CASES = {
 }
 
 
-def _expected_line(source: str) -> int:
-    return next(i for i, line in enumerate(source.splitlines(), 1) if "# <-" in line)
-
-
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_staging_misuse_is_a_located_transpile_error(name, tmp_path):
     body, message = CASES[name]
-    source = HEADER + textwrap.dedent(body)
-    path = tmp_path / "bad_staging.py"
-    path.write_text(source)
-    with pytest.raises(TranspileError) as info:
-        rewrite_module(source, str(path), "bad_staging")
-    err = info.value
-    text = str(err)
-    assert message in text, text
-    assert err.span is not None and err.span.line == _expected_line(source), text
-    assert text.startswith(f"{path}:{err.span.line}:{err.span.col + 1}: error: ")
+    located_transpile_error(HEADER + textwrap.dedent(body), tmp_path / "bad_staging.py", message)
 
 
 def test_the_staged_store_is_proven_and_emitted_with_the_warpgroup_barrier(tmp_path):

@@ -1,5 +1,5 @@
 """What tests of several folders share: the repository's paths, the environment of a child
-process, and the kernel modules beside this file (``kernels_runtime``, ``kernels_language`` and the
+process, the check of a located transpile error, and the kernel modules beside this file (``kernels_runtime``, ``kernels_language`` and the
 device functions of ``kernels_helpers``), imported as ``tests.helpers.kernels_runtime``."""
 
 from __future__ import annotations
@@ -33,3 +33,24 @@ def gpu_available() -> bool:
         return driver.available()
     except Exception:
         return False
+
+
+def located_transpile_error(source: str, path: Path, message: str):
+    """Transpile ``source`` (written to ``path``) and return the TranspileError it must raise:
+    one whose text holds ``message``, at the line marked ``# <-``, starting ``path:line:col:
+    error: ``."""
+    import pytest
+
+    from gpu_native.errors import TranspileError
+    from gpu_native.rewrite import rewrite_module
+
+    path.write_text(source)
+    with pytest.raises(TranspileError) as info:
+        rewrite_module(source, str(path), path.stem)
+    err = info.value
+    text = str(err)
+    marked = next(i for i, line in enumerate(source.splitlines(), 1) if "# <-" in line)
+    assert message in text, text
+    assert err.span is not None and err.span.line == marked, text
+    assert text.startswith(f"{path}:{err.span.line}:{err.span.col + 1}: error: ")
+    return err
