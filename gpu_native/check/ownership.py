@@ -34,12 +34,9 @@ of a split are shown equal in two threads, ``f`` is a further dimension of the p
 XOR is, and ``g`` depends only on equal digits, so is ``x`` (:mod:`.splits`).  The two stores'
 ranges of a digit are merged to the wider one.
 
-**Wrapping.**  Forms are exact for the values as mathematical integers.  An index computed in a
-fixed-width type is exact when its arithmetic is proven not to wrap; otherwise, with no widening
-cast in between, it agrees with the exact value modulo ``2**bits``, and two different exact
-values stay different when they differ by less than that: the largest difference is then bounded
-from the hardware's limits, or checked by the launcher (an
-:class:`~gpu_native.spec.IndexFits` record).
+**Wrapping.**  Forms are exact for the values as mathematical integers; where an index is
+computed in a fixed-width type, :mod:`.wrapping` shows it still tells the threads apart (or
+has the launcher check that it does).  The polynomials themselves are :mod:`.poly`'s.
 """
 
 from __future__ import annotations
@@ -48,9 +45,8 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 from .. import ir
-from ..analysis.ranges import HARDWARE, Affine, is_widening
+from ..analysis.ranges import HARDWARE, Affine
 from ..nodes import Factory, node
-from ..spec import IndexFits
 from .facts import (
     CastKey,
     ConstKey,
@@ -67,148 +63,30 @@ from .facts import (
     UnaryKey,
     VarKey,
 )
+from .poly import (
+    Digit,
+    Poly,
+    Slack,
+    atom,
+    coefficients,
+    const,
+    digits_of,
+    is_uniform,
+    magnitude,
+    mul,
+    nonnegative,
+    ordered_terms,
+    poly_text,
+    positive_atom,
+    substitute,
+    unassume,
+)
 
 if TYPE_CHECKING:
-    from .bounds import BoundsProofs
     from .context import Definitions
-    from .splits import Derived
 
 __all__ = ["Assumption", "Digit", "Forms", "LoopDigit", "Pin", "StoreForm", "assume",
            "param_atoms", "prove_pair"]
-
-
-# ---- polynomials over digits and uniform atoms -----------------------------------------------
-
-
-@node
-class Digit:
-    """A value that differs between threads (``coord`` "tid0".."bid2") or between iterations
-    (``coord`` "loop:N"): the whole coordinate (``part`` "all"), or its ``part`` "lo" (``x %
-    radix``) or "hi" (``x // radix``)."""
-
-    coord: str
-    part: str = "all"
-    radix: int = 0
-    of: Derived | None = None  # a function of other digits (coord "derived", see .splits)
-
-    @property
-    def is_thread(self) -> bool:
-        return self.coord[:3] in ("tid", "bid")
-
-    def text(self) -> str:
-        if self.of is not None:
-            from .splits import derived_text
-            return derived_text(self.of)
-        if not self.is_thread:
-            return self.coord[5:].split("@")[0]
-        name = f"{'thread_idx' if self.coord[0] == 't' else 'block_idx'}.{'xyz'[int(self.coord[3])]}"
-        if self.part == "lo":
-            return f"{name} % {self.radix}"
-        if self.part == "hi":
-            return f"{name} // {self.radix}"
-        return name
-
-
-Poly = Affine  # symbols are monomials: sorted tuples of atoms (Digits and uniform Keys)
-
-
-def _atom_order(a) -> str:
-    return repr(a)
-
-
-def const(c: int) -> Poly:
-    return Affine(c)
-
-
-def atom(a) -> Poly:
-    return Affine.of((a,))
-
-
-def mul(p: Poly, q: Poly) -> Poly:
-    """The product of two polynomials."""
-    out = Affine(p.const * q.const)
-    for m, k in p.terms:
-        out = out.plus(Affine(0, frozenset({(m, k * q.const)})) if q.const else Affine())
-    for m, k in q.terms:
-        out = out.plus(Affine(0, frozenset({(m, k * p.const)})) if p.const else Affine())
-    for m1, k1 in p.terms:
-        for m2, k2 in q.terms:
-            mono = tuple(sorted(m1 + m2, key=_atom_order))
-            out = out.plus(Affine(0, frozenset({(mono, k1 * k2)})))
-    return out
-
-
-def digits_of(p: Poly) -> set[Digit]:
-    return {a for m, _ in p.terms for a in m if isinstance(a, Digit)}
-
-
-def is_uniform(p: Poly) -> bool:
-    return not digits_of(p)
-
-
-def substitute(p: Poly, replace: Callable[[object], Poly | None]) -> Poly:
-    """``p`` with each atom ``a`` for which ``replace(a)`` is a polynomial replaced by it."""
-    out = Affine(p.const)
-    for m, k in _ordered(p.terms):
-        term = const(k)
-        for a in m:
-            r = replace(a)
-            term = mul(term, r if r is not None else atom(a))
-        out = out.plus(term)
-    return out
-
-
-def evaluate(p: Poly, value: Callable[[object], int]) -> int:
-    total = p.const
-    for m, k in p.terms:
-        v = k
-        for a in m:
-            v *= value(a)
-        total += v
-    return total
-
-
-def nonnegative(p: Poly) -> bool:
-    """Is ``p >= 0`` for every value of its atoms, each at least 1 (``block_dim``, ``grid_dim``)?
-    (Sufficient: no monomial with a negative coefficient, and ``p(1, ..., 1) >= 0``.)"""
-    if all(k >= 0 for _, k in p.terms) and evaluate(p, lambda a: 1) >= 0:
-        return True
-    # Each atom as 1 + a' with a' >= 0: nonnegative coefficients then show it (``(S - 1) * b +
-    # G * b`` with S >= 1, which an assumption on a parameter makes).
-    shifted = substitute(p, lambda a: atom(a).plus(const(1)))
-    return shifted.const >= 0 and all(k >= 0 for _, k in shifted.terms)
-
-
-def positive_atom(a) -> bool:
-    return isinstance(a, (SpecialKey, Slack)) and (isinstance(a, Slack) or a.name in (
-        "block_dim", "grid_dim"))
-
-
-def _ordered(terms) -> list:
-    """A polynomial's terms in a fixed order (by monomial)."""
-    return sorted(terms, key=lambda t: repr(t[0]))
-
-
-def poly_text(p: Poly) -> str:
-    parts = []
-    for m, k in sorted(p.terms, key=lambda t: repr(t[0])):
-        names = " * ".join(_atom_text(a) for a in m)
-        parts.append(names if k == 1 else f"{k} * {names}")
-    if p.const or not parts:
-        parts.append(str(p.const))
-    return " + ".join(parts).replace("+ -", "- ")
-
-
-def _atom_text(a) -> str:
-    if isinstance(a, Digit):
-        return a.text()
-    if isinstance(a, Slack):
-        return f"({a.name} - {poly_text(a.bound)} + 1)"
-    if isinstance(a, SpecialKey):
-        return f"{a.name}.{'xyz'[a.axis]}"
-    if isinstance(a, VarKey):
-        return a.var.name
-    return "..."
 
 
 # ---- assumptions on scalar parameters ---------------------------------------------------------
@@ -218,24 +96,6 @@ def _atom_text(a) -> str:
 # launcher can check ``stride >= E`` at every launch (E a polynomial of block_dim and grid_dim);
 # under that assumption ``stride == E - 1 + S`` with ``S = stride - E + 1 >= 1``, a positive atom
 # like block_dim, and the forms with that substitution are exact for every launch that passes.
-
-
-@node
-class Slack:
-    """``name - bound + 1`` (at least 1 where the launcher checked ``name >= bound``)."""
-
-    var: VarKey
-    bound: Affine
-
-    @property
-    def name(self) -> str:
-        return self.var.var.name
-
-
-def _unassume(p: Poly) -> Poly:
-    """``p`` with each :class:`Slack` written back as its parameter (for the rule's text)."""
-    return substitute(p, lambda a: atom(a.var).plus(a.bound.scaled(-1)).plus(const(1))
-                      if isinstance(a, Slack) else None)
 
 
 @node
@@ -485,7 +345,7 @@ class Forms:
         # ``start + step * k`` is the loop variable's value whatever the step).
         if start_poly is None or step_poly is None or not (
                 (not step_poly.terms and step_poly.const != 0)
-                or (_magnitude(step_poly) == step_poly and nonnegative(step_poly.plus(
+                or (magnitude(step_poly) == step_poly and nonnegative(step_poly.plus(
                     const(-1))))
                 or (is_uniform(step_poly) and param_atoms([StoreForm((step_poly,), {}, {}, 0,
                                                                      "")]))):
@@ -735,9 +595,9 @@ def prove_pair(a: StoreForm, b: StoreForm, required: frozenset[str]) -> PairProo
                          " can reach the same element",
                          tuple(missing) + tuple(Digit(c) for c in uncovered))
     for pa, _ in dims:
-        for d, c in sorted(_coefficients(pa).items(), key=lambda t: repr(t[0])):
+        for d, c in sorted(coefficients(pa).items(), key=lambda t: repr(t[0])):
             if d not in pinned:
-                rules.append(f"{d.text()} (stride {poly_text(_unassume(_magnitude(c) or c))})")
+                rules.append(f"{d.text()} (stride {poly_text(unassume(magnitude(c) or c))})")
     for d in sorted(pinned, key=repr):
         rules.append(f"one thread by {d.text()}")
     return PairProof(True, ", ".join(dict.fromkeys(rules)))
@@ -758,23 +618,11 @@ def _wider(m: Poly | None, n: Poly | None) -> Poly | None:
     """The larger of two ranges (``None``, not bounded, where neither is shown larger)."""
     if m == n or m is None or n is None:
         return m if m == n else None
-    if _magnitude(m) is None or _magnitude(n) is None:
+    if magnitude(m) is None or magnitude(n) is None:
         return None
     if nonnegative(m.plus(n.scaled(-1))):
         return m
     return n if nonnegative(n.plus(m.scaled(-1))) else None
-
-
-def _coefficients(p: Poly) -> dict:
-    """Each digit of ``p`` and its coefficient (a polynomial of uniform atoms)."""
-    out: dict = {}
-    for mono, k in p.terms:
-        digits = [a for a in mono if isinstance(a, Digit)]
-        if len(digits) == 1:
-            rest = tuple(a for a in mono if a is not digits[0])
-            c = Affine(0, frozenset({(rest, k)})) if rest else const(k)
-            out[digits[0]] = out.get(digits[0], Affine()).plus(c)
-    return out
 
 
 def _dimension(pa: Poly, pb: Poly, ranges: dict, forced: set):
@@ -784,7 +632,7 @@ def _dimension(pa: Poly, pb: Poly, ranges: dict, forced: set):
     offsets = Affine(pa.const - pb.const)
     coefficient: dict = {}
     for side, p in ((1, pa), (-1, pb)):
-        for mono, k in _ordered(p.terms):
+        for mono, k in ordered_terms(p.terms):
             ds = [x for x in mono if isinstance(x, Digit)]
             if len(ds) > 1:
                 return None
@@ -850,26 +698,16 @@ def _apart(offsets: Poly, coefficient: dict, ranges: dict, forced: set) -> bool:
     return lo > 0 or hi < 0
 
 
-def _magnitude(c: Poly) -> Poly | None:
-    if any(not all(positive_atom(x) for x in m) for m, _ in c.terms):
-        return None
-    if nonnegative(c):
-        return c
-    if nonnegative(c.scaled(-1)):
-        return c.scaled(-1)
-    return None
-
-
 def _mixed_radix(terms):
     """``terms`` in an order where each coefficient exceeds what the smaller ones can sum to
     (then ``sum(c * delta) == 0`` with ``|delta| < n`` forces every delta to 0); ``None`` when
     no such order is shown."""
     items = []
     for c, n, ds in terms:
-        m = _magnitude(c)
+        m = magnitude(c)
         if m is None or (m.const == 0 and not m.terms):
             return None
-        if n is not None and _magnitude(n) is None:
+        if n is not None and magnitude(n) is None:
             return None
         items.append((m, n, ds))
     ordered = []
@@ -889,153 +727,5 @@ def _mixed_radix(terms):
                 return None  # only the largest digit may be unbounded
             reach = reach.plus(mul(m, n.plus(const(-1))))
     return ordered
-
-
-# ---- wrapping -------------------------------------------------------------------------------
-
-
-def index_is_exact(e: ir.Expr, bounds: BoundsProofs, single_def, depth: int = 0) -> bool | str:
-    """Does the index ``e`` equal its mathematical value?  True when every ``+ - *`` on a
-    thread-varying path is proven not to wrap; "ring" when some may, but none below a widening
-    cast (then the value is right modulo ``2**bits``); False otherwise."""
-    state = {"ring": False}
-
-    def walk(x: ir.Expr, under_cast: bool, d: int) -> bool:
-        if d > 48:
-            return False
-        if isinstance(x, ir.Local):
-            v = single_def(x.var)
-            return True if v is None else walk(v, under_cast, d + 1)
-        if isinstance(x, ir.Cast):
-            if is_widening(x):
-                return walk(x.value, True, d + 1)
-            return True  # a narrowing or float cast is an atom (uniform, or the form failed)
-        if isinstance(x, ir.BinOp):
-            # A split or an XOR of a wrapped value is no function of the exact one (.splits).
-            inner = under_cast or x.op in ("//", "%", "&", ">>", "^", "|")
-            ok = walk(x.left, inner, d + 1) and walk(x.right, inner, d + 1)
-            if not ok:
-                return False
-            if x.op in ("+", "*", "-", "<<") and isinstance(x.ty, ir.ScalarType):
-                # An unsigned value is never negative, wrapped or not: it is exact only where
-                # the sum or product is proven to stay within its type.
-                if (bounds.no_wrap.holds(x) if x.op in ("+", "*") else False) \
-                        if x.ty.info.kind == "uint" else bounds.is_nonneg(x):
-                    return True
-                if under_cast:
-                    return False
-                state["ring"] = True
-            return True
-        if isinstance(x, ir.UnaryOp):
-            if not walk(x.operand, under_cast, d + 1):
-                return False
-            if x.op == "-":
-                if under_cast:
-                    return False
-                state["ring"] = True
-            return True
-        return True
-
-    if not walk(e, False, depth):
-        return False
-    return "ring" if state["ring"] else True
-
-
-def digit_terms(p: Poly, ranges: dict) -> list[tuple[Poly, Poly | None]]:
-    """The terms of ``p`` that hold one digit: (its coefficient, the digit's range)."""
-    return [(c, ranges.get(d)) for d, c in sorted(_coefficients(p).items(),
-                                                   key=lambda t: repr(t[0]))]
-
-
-def largest_difference(terms: Iterable[tuple[Poly, Poly | None]]) -> tuple | None:
-    """A launch-check tree (see :class:`~gpu_native.spec.LaunchCheck`) of the largest
-    ``sum(|c| * (n - 1))``, or ``None`` when a range is not bounded by the launch."""
-    tree: tuple = ("c", 0)
-    for c, n in terms:
-        if n is None:
-            return None
-        m, nm = _magnitude(c), _magnitude(n.plus(const(-1)))
-        if m is None or nm is None:
-            return None
-        tree = ("+", tree, ("*", _tree(m), _tree(nm), "i64"), "i64")
-    return tree
-
-
-def _tree(p: Poly) -> tuple:
-    out: tuple = ("c", p.const)
-    for m, k in _ordered(p.terms):
-        t: tuple = ("c", k)
-        for a in m:
-                t = ("*", t, ("sp", a.name, a.axis), "i64")
-        out = ("+", out, t, "i64")
-    return out
-
-
-def hardware_value(tree: tuple) -> int:
-    """The largest value of a tree built by :func:`largest_difference` on any launch."""
-    op = tree[0]
-    if op == "c":
-        return tree[1]
-    if op == "sp":
-        return HARDWARE.special(tree[1], tree[2]).hi
-    a, b = hardware_value(tree[1]), hardware_value(tree[2])
-    return a + b if op == "+" else a * b
-
-
-def poly_tree(p: Poly, param_index: Callable[[str], int | None] = lambda name: None
-              ) -> tuple | None:
-    """``p`` as an exact launch-check tree (see :class:`~gpu_native.spec.ParamCheck`): its atoms
-    ``block_dim``/``grid_dim`` and the scalar parameters ``param_index`` numbers; ``None`` for
-    any other atom."""
-    out: tuple | None = None
-    for m, k in _ordered(p.terms):
-        t: tuple | None = None if k == 1 else ("c", k)
-        for a in m:
-            if positive_atom(a) and isinstance(a, SpecialKey):
-                leaf: tuple = ("sp", a.name, a.axis)
-            elif isinstance(a, VarKey) and param_index(a.var.name) is not None:
-                leaf = ("param", param_index(a.var.name))
-            else:
-                return None
-            t = leaf if t is None else ("*", t, leaf)
-        out = t if out is None else ("+", out, t)
-    if out is None or p.const:
-        c: tuple = ("c", abs(p.const))
-        out = ("c", p.const) if out is None else ("+" if p.const > 0 else "-", out, c)
-    return out
-
-
-def param_difference(terms: Iterable[tuple[Poly, Poly | None]],
-                     assumptions: Iterable[Assumption],
-                     param_index: Callable[[str], int | None]) -> tuple | None:
-    """As :func:`largest_difference`, for coefficients that hold scalar parameters whose sign
-    the ``assumptions`` give: an exact tree over the launch and the parameters, or ``None``."""
-    assumptions = list(assumptions)
-    tree: tuple | None = None
-    for c, n in terms:
-        if n is None:
-            return None
-        signed, reach = c, n.plus(const(-1))  # a split's range may be a parameter (t % half)
-        for a in assumptions:
-            signed, reach = substitute(signed, a.replace), substitute(reach, a.replace)
-        m = _magnitude(signed)
-        if _magnitude(reach) != reach or m is None:
-            return None
-        ct = poly_tree(c if m == signed else c.scaled(-1), param_index)
-        nt = poly_tree(n.plus(const(-1)), param_index)
-        if ct is None or nt is None:
-            return None
-        product = ct if nt == ("c", 1) else nt if ct == ("c", 1) else ("*", ct, nt)
-        tree = product if tree is None else ("+", tree, product)
-    return tree
-
-
-def fits_check(tree: tuple, ty: ir.ScalarType, span) -> IndexFits | None:
-    """The launch check that keeps a ``ring`` index exact: ``None`` when the hardware's limits
-    already do."""
-    limit = (1 << (ty.info.bits - 1)) - 1 if ty.info.kind == "int" else (1 << ty.info.bits) - 1
-    if hardware_value(tree) <= limit:
-        return None
-    return IndexFits(tree, limit, str(ty), span.line, span.col, span.end_col)
 
 

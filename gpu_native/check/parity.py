@@ -17,7 +17,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from .facts import Equal, Key, OpKey
-from .ownership import Forms, Poly, is_uniform
+from .ownership import Forms
+from .poly import Poly, is_uniform
 
 __all__ = ["read_parities", "store_parities"]
 

@@ -6,7 +6,7 @@ digits (``flat = ty * TX + tx + load * THREADS``, then ``tile[flat // BK, flat %
 thread id split by a launch parameter (the FFT's ``t // half`` and ``t % half``), and a chunk
 index XOR-ed with bits of its row (``(ka ^ ((ra >> 1) & 3)) * 8``, the bank-conflict swizzle of
 tensor-core kernels).  This module gives each such value a *derived digit*: a
-:class:`~.ownership.Digit` whose ``of`` is a :class:`Derived` that says how it is computed.
+:class:`~.poly.Digit` whose ``of`` is a :class:`Derived` that says how it is computed.
 
 **Ranges.**  A derived digit is built only from a flat value ``f`` that is never negative (every
 coefficient positive, every atom a digit or a positive launch value) and a launch-uniform ``K``:
@@ -24,7 +24,7 @@ as unbounded integers and prove nothing of ``f``.
 - XOR: where ``x ^ y`` is equal in both threads and ``y`` is a function of values already shown
   equal (``(ra >> 1) & 3`` with ``ra`` equal), so is ``x``: XOR with a fixed value is one-to-one.
 
-Each thread's own values are exact only when ``f`` does not wrap: :func:`.ownership.index_is_exact`
+Each thread's own values are exact only when ``f`` does not wrap: :func:`.wrapping.index_is_exact`
 asks that of every operand of ``//``, ``%``, ``&``, ``>>`` and ``^``.
 """
 
@@ -34,22 +34,22 @@ from collections.abc import Callable
 
 from ..nodes import node
 from .facts import ShapeKey
-from .ownership import (
+from .ownership import StoreForm
+from .poly import (
     Digit,
     Poly,
-    StoreForm,
-    _magnitude,
-    _unassume,
     atom,
     const,
     digits_of,
     evaluate,
     is_uniform,
+    magnitude,
     mul,
     nonnegative,
     poly_text,
     positive_atom,
     substitute,
+    unassume,
 )
 
 __all__ = ["Derived", "align_loops", "deep", "derive", "derived_range", "derived_text", "derived_value", "implied",
@@ -109,7 +109,7 @@ def _shows_positive(k: Poly) -> bool:
     """Is ``k >= 1`` on every launch (a constant, or launch extents and checked slacks)?"""
     if not k.terms:
         return k.const >= 1
-    return _magnitude(k) == k and nonnegative(k.plus(const(-1)))
+    return magnitude(k) == k and nonnegative(k.plus(const(-1)))
 
 
 def largest(p: Poly, range_of: Callable[[Digit], Poly | None]) -> Poly | None:
@@ -127,7 +127,7 @@ def largest(p: Poly, range_of: Callable[[Digit], Poly | None]) -> Poly | None:
                 rest = mul(rest, atom(a))
         if ds:
             n = range_of(ds[0])
-            if n is None or _magnitude(n) is None:
+            if n is None or magnitude(n) is None:
                 return None
             rest = mul(rest, n.plus(const(-1)))
         out = out.plus(rest)
@@ -156,7 +156,7 @@ def derived_range(d: Derived, range_of: Callable[[Digit], Poly | None]) -> Poly 
 
 
 def deep(replace: Callable[[object], Poly | None]) -> Callable[[object], Poly | None]:
-    """``replace`` for :func:`.ownership.substitute` that also rewrites inside derived digits
+    """``replace`` for :func:`.poly.substitute` that also rewrites inside derived digits
     (the same flat value in two stores stays one digit)."""
 
     def go(a) -> Poly | None:
@@ -235,7 +235,7 @@ def implied(forced: set, ranges: dict, used: set) -> tuple[list[tuple[Poly, Poly
 def derived_text(d: Derived) -> str:
     """How a derived digit reads in a message."""
     def part(p: Poly) -> str:
-        text = poly_text(_unassume(p))
+        text = poly_text(unassume(p))
         return text if len(p.terms) + (1 if p.const else 0) <= 1 else f"({text})"
     sign = {"hi": "//", "lo": "%", "xor": "^"}[d.op]
     return f"{part(d.flat)} {sign} {part(d.other)}"

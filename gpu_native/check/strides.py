@@ -47,14 +47,8 @@ from ..errors import SourceSpan, TranspileError
 from ..nodes import fields, node, replace
 from ..spec import IndexFits
 from .facts import ConstKey, Key, OpKey, VarKey
-from .ownership import (
-    Forms,
-    PairProof,
-    StoreForm,
-    digit_terms,
-    fits_check,
-    largest_difference,
-)
+from .ownership import Forms, PairProof, StoreForm
+from .wrapping import digit_terms, fits_check, largest_difference
 
 __all__ = ["ScaledStores", "Trace", "scale_vars", "substitute_keys"]
 
@@ -421,7 +415,7 @@ class _Recorded:
     facts: tuple
     span: SourceSpan
     text: str
-    exact: tuple  # per index: True, "ring" or False (see ownership.index_is_exact)
+    exact: tuple  # per index: True, "ring" or False (see wrapping.index_is_exact)
     form: object = None  # its form where it needs no trace
     needs: tuple = ()
     traced: bool = False

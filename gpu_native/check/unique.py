@@ -39,29 +39,28 @@ from .facts import Pinned, SpecialKey, pinned
 from .lastblock import FlagRead, TicketPinned, TicketUse, check_ticket_pins, ticket_facts
 from .ownership import (
     Assumption,
-    Digit,
     Forms,
     PairProof,
     StoreForm,
     assume,
     candidate_bounds,
-    digit_terms,
-    digits_of,
-    evaluate,
-    fits_check,
-    index_is_exact,
-    largest_difference,
     param_atoms,
-    param_difference,
-    poly_text,
-    poly_tree,
     prove_pair,
 )
 from .parity import read_parities, store_parities
 from .phases import Phases, Position, entry_value, ordered, ordered_either
+from .poly import Digit, digits_of, evaluate, poly_text
 from .strides import ScaledStores, scale_vars
 from .warptiles import in_device_function, warp_tile
 from .witness import collision
+from .wrapping import (
+    digit_terms,
+    fits_check,
+    index_is_exact,
+    largest_difference,
+    param_difference,
+    poly_tree,
+)
 
 if TYPE_CHECKING:
     from .bounds import BoundsProofs

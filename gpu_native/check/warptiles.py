@@ -45,7 +45,8 @@ from __future__ import annotations
 
 from ..errors import SourceSpan, TranspileError
 from .facts import SpecialKey
-from .ownership import Digit, Poly, StoreForm, atom, const, substitute
+from .ownership import StoreForm
+from .poly import Digit, Poly, atom, const, substitute
 from .splits import deep, derive, nested_digits
 
 __all__ = ["LANE", "WARP", "in_device_function", "lane_dependence", "lanes_are_split", "tile_form",

@@ -11,7 +11,8 @@ from __future__ import annotations
 import itertools
 
 from .facts import SpecialKey
-from .ownership import Digit, StoreForm, evaluate
+from .ownership import StoreForm
+from .poly import Digit, evaluate
 from .splits import derived_value, nested_digits
 
 __all__ = ["collision"]

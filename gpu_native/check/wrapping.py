@@ -1,0 +1,172 @@
+"""Wrapping: when an index computed in a fixed-width type still tells threads apart.
+
+The ownership proofs (:mod:`.ownership`) hold for indices as mathematical integers.  An index
+computed in a fixed-width type is exact when its arithmetic is proven not to wrap
+(:func:`index_is_exact`); otherwise, with no widening cast in between, it agrees with the exact
+value modulo ``2**bits``, and two different exact values stay different when they differ by less
+than that.  The largest difference (:func:`largest_difference`, :func:`param_difference`) is then
+bounded from the hardware's limits, or checked by the launcher (:func:`fits_check`, an
+:class:`~gpu_native.spec.IndexFits` record).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
+
+from .. import ir
+from ..analysis.ranges import HARDWARE, is_widening
+from ..spec import IndexFits
+from .facts import SpecialKey, VarKey
+from .poly import Poly, coefficients, const, magnitude, ordered_terms, positive_atom, substitute
+
+if TYPE_CHECKING:
+    from .bounds import BoundsProofs
+    from .ownership import Assumption
+
+
+def index_is_exact(e: ir.Expr, bounds: BoundsProofs, single_def, depth: int = 0) -> bool | str:
+    """Does the index ``e`` equal its mathematical value?  True when every ``+ - *`` on a
+    thread-varying path is proven not to wrap; "ring" when some may, but none below a widening
+    cast (then the value is right modulo ``2**bits``); False otherwise."""
+    state = {"ring": False}
+
+    def walk(x: ir.Expr, under_cast: bool, d: int) -> bool:
+        if d > 48:
+            return False
+        if isinstance(x, ir.Local):
+            v = single_def(x.var)
+            return True if v is None else walk(v, under_cast, d + 1)
+        if isinstance(x, ir.Cast):
+            if is_widening(x):
+                return walk(x.value, True, d + 1)
+            return True  # a narrowing or float cast is an atom (uniform, or the form failed)
+        if isinstance(x, ir.BinOp):
+            # A split or an XOR of a wrapped value is no function of the exact one (.splits).
+            inner = under_cast or x.op in ("//", "%", "&", ">>", "^", "|")
+            ok = walk(x.left, inner, d + 1) and walk(x.right, inner, d + 1)
+            if not ok:
+                return False
+            if x.op in ("+", "*", "-", "<<") and isinstance(x.ty, ir.ScalarType):
+                # An unsigned value is never negative, wrapped or not: it is exact only where
+                # the sum or product is proven to stay within its type.
+                if (bounds.no_wrap.holds(x) if x.op in ("+", "*") else False) \
+                        if x.ty.info.kind == "uint" else bounds.is_nonneg(x):
+                    return True
+                if under_cast:
+                    return False
+                state["ring"] = True
+            return True
+        if isinstance(x, ir.UnaryOp):
+            if not walk(x.operand, under_cast, d + 1):
+                return False
+            if x.op == "-":
+                if under_cast:
+                    return False
+                state["ring"] = True
+            return True
+        return True
+
+    if not walk(e, False, depth):
+        return False
+    return "ring" if state["ring"] else True
+
+
+def digit_terms(p: Poly, ranges: dict) -> list[tuple[Poly, Poly | None]]:
+    """The terms of ``p`` that hold one digit: (its coefficient, the digit's range)."""
+    return [(c, ranges.get(d)) for d, c in sorted(coefficients(p).items(),
+                                                   key=lambda t: repr(t[0]))]
+
+
+def largest_difference(terms: Iterable[tuple[Poly, Poly | None]]) -> tuple | None:
+    """A launch-check tree (see :class:`~gpu_native.spec.LaunchCheck`) of the largest
+    ``sum(|c| * (n - 1))``, or ``None`` when a range is not bounded by the launch."""
+    tree: tuple = ("c", 0)
+    for c, n in terms:
+        if n is None:
+            return None
+        m, nm = magnitude(c), magnitude(n.plus(const(-1)))
+        if m is None or nm is None:
+            return None
+        tree = ("+", tree, ("*", _tree(m), _tree(nm), "i64"), "i64")
+    return tree
+
+
+def _tree(p: Poly) -> tuple:
+    out: tuple = ("c", p.const)
+    for m, k in ordered_terms(p.terms):
+        t: tuple = ("c", k)
+        for a in m:
+                t = ("*", t, ("sp", a.name, a.axis), "i64")
+        out = ("+", out, t, "i64")
+    return out
+
+
+def hardware_value(tree: tuple) -> int:
+    """The largest value of a tree built by :func:`largest_difference` on any launch."""
+    op = tree[0]
+    if op == "c":
+        return tree[1]
+    if op == "sp":
+        return HARDWARE.special(tree[1], tree[2]).hi
+    a, b = hardware_value(tree[1]), hardware_value(tree[2])
+    return a + b if op == "+" else a * b
+
+
+def poly_tree(p: Poly, param_index: Callable[[str], int | None] = lambda name: None
+              ) -> tuple | None:
+    """``p`` as an exact launch-check tree (see :class:`~gpu_native.spec.ParamCheck`): its atoms
+    ``block_dim``/``grid_dim`` and the scalar parameters ``param_index`` numbers; ``None`` for
+    any other atom."""
+    out: tuple | None = None
+    for m, k in ordered_terms(p.terms):
+        t: tuple | None = None if k == 1 else ("c", k)
+        for a in m:
+            if positive_atom(a) and isinstance(a, SpecialKey):
+                leaf: tuple = ("sp", a.name, a.axis)
+            elif isinstance(a, VarKey) and param_index(a.var.name) is not None:
+                leaf = ("param", param_index(a.var.name))
+            else:
+                return None
+            t = leaf if t is None else ("*", t, leaf)
+        out = t if out is None else ("+", out, t)
+    if out is None or p.const:
+        c: tuple = ("c", abs(p.const))
+        out = ("c", p.const) if out is None else ("+" if p.const > 0 else "-", out, c)
+    return out
+
+
+def param_difference(terms: Iterable[tuple[Poly, Poly | None]],
+                     assumptions: Iterable[Assumption],
+                     param_index: Callable[[str], int | None]) -> tuple | None:
+    """As :func:`largest_difference`, for coefficients that hold scalar parameters whose sign
+    the ``assumptions`` give: an exact tree over the launch and the parameters, or ``None``."""
+    assumptions = list(assumptions)
+    tree: tuple | None = None
+    for c, n in terms:
+        if n is None:
+            return None
+        signed, reach = c, n.plus(const(-1))  # a split's range may be a parameter (t % half)
+        for a in assumptions:
+            signed, reach = substitute(signed, a.replace), substitute(reach, a.replace)
+        m = magnitude(signed)
+        if magnitude(reach) != reach or m is None:
+            return None
+        ct = poly_tree(c if m == signed else c.scaled(-1), param_index)
+        nt = poly_tree(n.plus(const(-1)), param_index)
+        if ct is None or nt is None:
+            return None
+        product = ct if nt == ("c", 1) else nt if ct == ("c", 1) else ("*", ct, nt)
+        tree = product if tree is None else ("+", tree, product)
+    return tree
+
+
+def fits_check(tree: tuple, ty: ir.ScalarType, span) -> IndexFits | None:
+    """The launch check that keeps a ``ring`` index exact: ``None`` when the hardware's limits
+    already do."""
+    limit = (1 << (ty.info.bits - 1)) - 1 if ty.info.kind == "int" else (1 << ty.info.bits) - 1
+    if hardware_value(tree) <= limit:
+        return None
+    return IndexFits(tree, limit, str(ty), span.line, span.col, span.end_col)
+
+
