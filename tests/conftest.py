@@ -140,7 +140,7 @@ def launch_paths(monkeypatch):
     buffer the launcher was given), ``failed`` and ``slow`` count the calls of those.  Only
     launchers made while the fixture is active are recorded."""
     from gpu_native.nodes import replace
-    from gpu_native.runtime.kernel import LaunchContext
+    from gpu_native.runtime.context import LaunchContext
 
     record = {"fast": [], "failed": 0, "slow": 0}
     fast_path = LaunchContext.fast_path

@@ -14,7 +14,7 @@ holding its *launcher factory*:
                                 else _gn_slow(a, b, c))
 
 The runtime calls the factory once per launch configuration and thread, with a
-``LaunchContext``; ``fast_path()`` returns a ``FastPath`` record (gpu_native.runtime.kernel),
+``LaunchContext``; ``fast_path()`` returns a ``FastPath`` record (gpu_native.runtime.context),
 whose named fields the set-up line binds to closure variables, so the launch itself reads no
 attribute of the runtime.  The returned lambda is what ``kernel.launch(grid, block,
 shared_mem_bytes, stream)`` hands back.  Its parameters are the kernel's own (keyword arguments
