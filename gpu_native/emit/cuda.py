@@ -11,24 +11,32 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
 from .. import abi, ir
 from .._version import __version__
 from ..lang import registry as R
 from ..locate import display_file as display_name
-from ..nodes import fields, is_node
 from .cnames import cname, component_name, extent_name, stride_name
 from .entry_points import ENTRY_POINTS
 from .matrices import fragment_arrays
+from .operands import (
+    constant_int,
+    may_be_product,
+    nonnegative,
+    nonpositive,
+    product_locals,
+    scale_by_power_of_two,
+    sext_may_widen,
+    taken_nonnegative,
+    taken_nonpositive,
+)
 from .prelude import GRID_SYNC_INCLUDES, HALF_INCLUDES, PRELUDE_INCLUDE
+from .spelling import array_offset, const_code, const_declarations, convert, ctype
 from .structs import (
     StructEmitter,
     gather,
     leaf_names,
     struct_definition,
     struct_infos,
-    tuple_name,
     tuple_struct,
     tuple_types,
 )
@@ -45,254 +53,6 @@ _BARRIER_VOTES = {e.op: e for e in R.by_form("call") if e.check == "call_barrier
 _UNSIGNED = {"int": "unsigned int", "long long": "unsigned long long"}
 
 
-def _nonpositive(e: ir.Expr) -> bool:
-    """A constant that may be <= 0 (-0.0 included): a literal <= 0, or any expression of literals
-    alone (``abs(-5) * -1.0``), which the device compiler folds but we do not evaluate."""
-    return _constant_may_be(e, lambda v: v <= 0)
-
-
-def _nonnegative(e: ir.Expr) -> bool:
-    """A constant that may be >= 0: a literal >= 0, or any expression of literals alone."""
-    return _constant_may_be(e, lambda v: v >= 0)
-
-
-def _constant_may_be(e: ir.Expr, sign) -> bool:
-    if isinstance(e, ir.Const):
-        return not isinstance(e.value, bool) and sign(e.value)
-    return _constant(e)
-
-
-def _constant(e: ir.Expr) -> bool:
-    if isinstance(e, ir.Const):
-        return True
-    if not isinstance(e, (ir.BinOp, ir.UnaryOp, ir.Cast, ir.MathCall)):
-        return False
-    children = [getattr(e, name) for name in fields(e)]
-    flat = [c for x in children for c in (x if isinstance(x, tuple) else (x,))]
-    return all(_constant(c) for c in flat if isinstance(c, ir.Expr))
-
-# Float functions whose result ptxas may take to be >= 0 although it can be NaN.
-_TAKEN_NONNEGATIVE = frozenset({"abs", "fabs", "exp", "exp2", "sqrt", "hypot", "cosh"})
-
-
-def _taken_nonnegative(e: ir.Expr) -> bool:
-    """``fabs(x)``, ``x * x``, ``exp2(x)`` and the like: >= 0 unless NaN."""
-    if isinstance(e, ir.MathCall):
-        return e.name in _TAKEN_NONNEGATIVE
-    if isinstance(e, ir.VecCall):  # a square root, or a sum of squares
-        return e.name in ("length", "length_sq") or (
-            e.name == "dot" and _same_value(e.args[0], e.args[1]))
-    if isinstance(e, ir.BinOp):
-        if e.op == "**":
-            return isinstance(e.right, ir.Const) and e.right.value % 2 == 0
-        return e.op == "*" and _same_value(e.left, e.right)
-    return False
-
-
-def _taken_nonpositive(e: ir.Expr) -> bool:
-    """The negation of an expression ptxas takes to be >= 0 (``-fabs(x)``)."""
-    return isinstance(e, ir.UnaryOp) and e.op == "-" and _taken_nonnegative(e.operand)
-
-
-def _same_value(a: object, b: object) -> bool:
-    """The same expression, wherever it was written (spans and check sites aside)."""
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, tuple) and isinstance(b, tuple):  # both or neither: the types are one
-        return len(a) == len(b) and all(_same_value(x, y) for x, y in zip(a, b))
-    if not is_node(a):
-        return a == b
-    return all(_same_value(getattr(a, name), getattr(b, name))
-               for name in fields(a) if name not in ("span", "checks"))
-
-
-def _constant_int(e: ir.Expr) -> int:
-    """The integer literal ``e`` (through casts), which the checker proved it is."""
-    while isinstance(e, ir.Cast):
-        e = e.value
-    assert isinstance(e, ir.Const) and isinstance(e.value, int), e
-    return e.value
-
-
-def _sext_may_widen(e: ir.Expr) -> bool:
-    """Signed 32-bit (or narrower) arithmetic whose result may have wrapped (not proven in
-    range): its sign extension to 64 bits must stay after the wrap (see gn_sext32)."""
-    ty = e.ty
-    if not (isinstance(ty, ir.ScalarType) and ty.info.is_signed and ty.info.bits <= 32):
-        return False
-    if isinstance(e, ir.BinOp):
-        return e.op in ("+", "-", "*", "<<") and not e.no_wrap
-    return isinstance(e, ir.UnaryOp) and e.op == "-"
-
-
-def _scale_by_power_of_two(e: ir.BinOp | ir.VecBinOp) -> tuple[str, float] | None:
-    """For ``x * c``, ``c * x`` or ``x / c`` in f32 with a literal ``c = ±2**k``, 1 <= |k| <= 3:
-    which operand ``x`` is (``"left"`` or ``"right"``) and the factor (``1 / c`` for a division,
-    which is exact).  See gn_fscale in the prelude."""
-    def factor(c: ir.Expr) -> float | None:
-        if not isinstance(c, ir.Const) or isinstance(c.value, bool) or not c.value:
-            return None
-        mantissa, exponent = math.frexp(abs(float(c.value)))
-        return float(c.value) if mantissa == 0.5 and 1 <= abs(exponent - 1) <= 3 else None
-
-    if e.op == "/":
-        f = factor(e.right)
-        return None if f is None else ("left", 1.0 / f)
-    if e.op == "*":
-        f = factor(e.right)
-        if f is not None:
-            return "left", f
-        f = factor(e.left)
-        if f is not None:
-            return "right", f
-    return None
-
-
-def _product_locals(bodies) -> set[int]:
-    """The ids of the variables that may hold the result of a multiply (see _may_be_product)."""
-    assigns = [(id(n.var), n.value) for body in bodies for n in ir.walk(body)
-               if isinstance(n, ir.Assign)]
-    found: set[int] = set()
-    while True:
-        more = {var for var, value in assigns if var not in found
-                and _may_be_product(value, found)}
-        if not more:
-            return found
-        found |= more
-
-
-def _may_be_product(e: ir.Expr, product_locals: set[int]) -> bool:
-    """Whether ``e`` may reach ptxas as the result of a plain FMUL, through negation, abs,
-    a select or a variable: what it folds a power-of-two scale into (see gn_fscale)."""
-    if isinstance(e, ir.BinOp):
-        return e.op in ("*", "**")
-    if isinstance(e, ir.UnaryOp):
-        return e.op == "-" and _may_be_product(e.operand, product_locals)
-    if isinstance(e, ir.Cast):
-        return e.ty == e.value.ty and _may_be_product(e.value, product_locals)
-    if isinstance(e, ir.Select):
-        return any(_may_be_product(x, product_locals) for x in (e.then, e.orelse))
-    if isinstance(e, ir.MathCall):
-        return e.name in ("abs", "fabs", "min", "max") and any(
-            _may_be_product(x, product_locals) for x in e.args)
-    if isinstance(e, ir.Local):
-        return id(e.var) in product_locals
-    if isinstance(e, ir.Load):
-        # A per-thread array indexed by constants lives in registers: it may hold a product.
-        return e.array.ty.space == "local"
-    # A vector's component may be a product made inside a prelude function.
-    return isinstance(e, (ir.Call, ir.TupleItem, ir.VecComponent, ir.VecCall, ir.ComplexCall))
-
-
-def ctype(ty: ir.Type) -> str:
-    if isinstance(ty, (ir.ScalarType, ir.VectorType, ir.StructType)):
-        return ty.info.c_name
-    if isinstance(ty, ir.VoidType):
-        return "void"
-    if isinstance(ty, ir.TupleType):
-        return tuple_name(ty)
-    raise TypeError(f"no C type for {ty}")  # pragma: no cover
-
-
-def array_offset(ref: ir.ArrayRef, parts: list[str], extents: list[str]) -> str:
-    """The offset of an element in its array's storage: row-major, or for a swizzled shared
-    array (``shared_array(T, shape, swizzle=128)``) the prelude's ``gn_swz128`` of its leading
-    axes' row-major offset, row and column."""
-    if not ref.ty.swizzle:
-        return row_major(parts, extents)
-    lead = row_major(parts[:-2], extents[:-2]) if len(parts) > 2 else "0"
-    return (f"gn_swz128<{extents[-2]}, {extents[-1]}>((int)({lead}), (int)({parts[-2]}), "
-            f"(int)({parts[-1]}))")
-
-
-def row_major(parts: list[str], extents: list[str]) -> str:
-    """The offset of an element from its indices: ``(i * n1 + j) * n2 + k``."""
-    offset = parts[0]
-    for axis in range(1, len(parts)):
-        inner = f"({offset})" if axis > 1 else offset
-        offset = f"{inner} * {extents[axis]} + {parts[axis]}"
-    return offset
-
-
-def const_code(value, ty: ir.ScalarType) -> str:
-    """A C++ literal for ``value`` of type ``ty``."""
-    info = ty.info
-    if info.kind == "bool":
-        return "true" if value else "false"
-    if info.is_int:
-        v = int(value)
-        if info.name == "i32":
-            return "(-2147483647 - 1)" if v == -(1 << 31) else str(v)
-        if info.name == "i64":
-            return "(-9223372036854775807LL - 1)" if v == -(1 << 63) else f"{v}LL"
-        if info.name == "u32":
-            return f"{v}u"
-        if info.name == "u64":
-            return f"{v}ull"
-        return f"(({info.c_name}){v})"
-    f = float(value)
-    if info.name in ("f16", "bf16"):
-        # One rounding, from the double, as f16(x) does on the host.
-        conv = "__double2half" if info.name == "f16" else "__double2bfloat16"
-        return f"{conv}({const_code(f, ir.F64)})"
-    single = info.name == "f32"
-    if single:
-        # The float32 value itself, so NVRTC does not round a decimal a second time (and a
-        # literal beyond the float32 range becomes inf, as f32(x) does on the host).
-        with np.errstate(over="ignore"):   # the overflow to inf is the intent, not a warning
-            f = float(np.float32(f))
-    if math.isnan(f):
-        return "__int_as_float(0x7fffffff)" if single else "__longlong_as_double(0x7ff8000000000000LL)"
-    if math.isinf(f):
-        if single:
-            return "__int_as_float(0x7f800000)" if f > 0 else "__int_as_float(0xff800000)"
-        return ("__longlong_as_double(0x7ff0000000000000LL)" if f > 0
-                else "__longlong_as_double(0xfff0000000000000LL)")
-    text = repr(f)
-    if "e" not in text and "." not in text:
-        text += ".0"
-    return text + ("f" if single else "")
-
-
-def convert(code: str, src: ir.ScalarType, dst: ir.ScalarType) -> str:
-    """C++ for converting ``code`` from ``src`` to ``dst`` with the language's semantics."""
-    if src == dst:
-        return code
-    s, d = src.info, dst.info
-    if d.kind == "bool":
-        return f"({code} != 0)"
-    if s.name == "f16":
-        code, s = f"__half2float({code})", ir.F32.info
-    elif s.name == "bf16":
-        code, s = f"__bfloat162float({code})", ir.F32.info
-    if d.name in ("f16", "bf16"):
-        half = "half" if d.name == "f16" else "bfloat16"
-        if s.name == "f64":
-            return f"__double2{half}({code})"
-        return f"__float2{half}_rn((float)({code}))"
-    if d.is_float:
-        return f"(({d.c_name})({code}))"
-    if s.is_float:
-        if d.name == "i64":
-            return f"gn_f2i64((double)({code}))"
-        if d.name == "u64":
-            return f"gn_f2u64((double)({code}))"
-        return f"gn_f2i<{d.c_name}>((double)({code}), {d.min}.0, {d.max}.0)"
-    return f"(({d.c_name})({code}))"
-
-
-def const_declarations(consts: tuple[ir.ConstDecl, ...]) -> str:
-    """The ``__constant__`` variables of a kernel's constant arrays.  They have no initialiser:
-    the runtime copies each one's values in when it loads the module (``cuModuleGetGlobal`` of
-    the symbol, then ``cuMemcpyHtoD``), from the array the Python module holds."""
-    lines = ["// Constant arrays: set from the imported module when the kernel is loaded "
-             "(cuModuleGetGlobal + cuMemcpyHtoD)."]
-    for decl in consts:
-        lines.append(f"__constant__ {ctype(decl.ty.elem)} {decl.symbol}[{math.prod(decl.shape)}];"
-                     f"  // {decl.module}.{decl.name}: {decl.ty.elem}, shape {decl.shape}")
-    return "\n".join(lines) + "\n"
-
-
 class CudaEmitter(VectorEmitter, WarpgroupEmitter, StructEmitter):
     """Emits one kernel specialisation (and the device functions it reaches) as CUDA C++."""
 
@@ -304,7 +64,7 @@ class CudaEmitter(VectorEmitter, WarpgroupEmitter, StructEmitter):
         self.counter = 0
         self.last_line = -1
         # Device-function parameters may be passed anything: count them as products.
-        self.product_locals = _product_locals(
+        self.product_locals = product_locals(
             [kernel.body, *(fn.body for fn in kernel.device_functions)]) | {
             id(p) for fn in kernel.device_functions for p in fn.params}
 
@@ -722,8 +482,8 @@ class CudaEmitter(VectorEmitter, WarpgroupEmitter, StructEmitter):
             ut = _UNSIGNED[ct]
             return f"(({ct})(({ut})({lhs}) {op} ({ut})({rhs})))"
         if op in ("*", "/") and info.name == "f32":
-            scaled = _scale_by_power_of_two(e)
-            if scaled is not None and _may_be_product(getattr(e, scaled[0]),
+            scaled = scale_by_power_of_two(e)
+            if scaled is not None and may_be_product(getattr(e, scaled[0]),
                                                       self.product_locals):
                 # ptxas would fold the scale into the multiply that produced x (see gn_fscale).
                 x = lhs if scaled[0] == "left" else rhs
@@ -772,7 +532,7 @@ class CudaEmitter(VectorEmitter, WarpgroupEmitter, StructEmitter):
             # Proven: a nonnegative value shifted by a constant within its width, the logical
             # shift (which the device compiler can fold, unlike gn_shr's bit-field extract).
             ut = _UNSIGNED.get(ct, ct)
-            return f"(({ct})(({ut})({lhs}) >> {_constant_int(e.right)}))"
+            return f"(({ct})(({ut})({lhs}) >> {constant_int(e.right)}))"
         if op in ("<<", ">>"):
             return f"gn_{'shl' if op == '<<' else 'shr'}<{ct}>({lhs}, (gn_i64)({rhs}))"
         if op in ("&", "|", "^"):
@@ -804,16 +564,16 @@ class CudaEmitter(VectorEmitter, WarpgroupEmitter, StructEmitter):
             # The constant may also appear only after NVVM folds (`abs(x) >= n * 0`, fuzz seed
             # 24530), so a left side ptxas takes to be non-negative gets the test whatever the
             # right side is.
-            if e.op in (">", ">=") and (_nonpositive(e.right) or _taken_nonnegative(e.left)):
+            if e.op in (">", ">=") and (nonpositive(e.right) or taken_nonnegative(e.left)):
                 return f"gn_{'gt' if e.op == '>' else 'ge'}_ord({left}, {right})"
-            if e.op in ("<", "<=") and (_nonpositive(e.left) or _taken_nonnegative(e.right)):
+            if e.op in ("<", "<=") and (nonpositive(e.left) or taken_nonnegative(e.right)):
                 return f"gn_{'gt' if e.op == '<' else 'ge'}_ord({right}, {left})"
             # The mirror image: x < c and x <= c for a constant c >= 0, which ptxas folds to
             # true where it takes x to be <= 0 (`2e18 > -v` for v = fabs(y): fuzz seed 47326,
             # where v was a variable, so any x gets the test).
-            if e.op in ("<", "<=") and (_nonnegative(e.right) or _taken_nonpositive(e.left)):
+            if e.op in ("<", "<=") and (nonnegative(e.right) or taken_nonpositive(e.left)):
                 return f"gn_{'lt' if e.op == '<' else 'le'}_ord({left}, {right})"
-            if e.op in (">", ">=") and (_nonnegative(e.left) or _taken_nonpositive(e.right)):
+            if e.op in (">", ">=") and (nonnegative(e.left) or taken_nonpositive(e.right)):
                 return f"gn_{'lt' if e.op == '>' else 'le'}_ord({right}, {left})"
         return f"({left} {e.op} {right})"
 
@@ -828,7 +588,7 @@ class CudaEmitter(VectorEmitter, WarpgroupEmitter, StructEmitter):
         src, dst = e.value.ty, e.ty
         assert isinstance(src, ir.ScalarType)  # the checker converts scalars only
         code = self.expr(e.value)
-        if dst.info.is_int and dst.info.bits == 64 and _sext_may_widen(e.value):
+        if dst.info.is_int and dst.info.bits == 64 and sext_may_widen(e.value):
             # NVVM may widen the wrapped 32-bit arithmetic instead (see gn_sext32).
             return convert(f"gn_sext32({code})", ir.I64, dst)
         return convert(code, src, dst)

@@ -23,8 +23,9 @@ from __future__ import annotations
 from .. import abi, ir
 from ..analysis.ranges import Interval, LaunchLimits, ValueRanges, type_interval
 from .cnames import cname, extent_name
-from .cuda import _EXPR, _XYZ, CudaEmitter, array_offset
+from .cuda import _EXPR, _XYZ, CudaEmitter
 from .entry_points import ENTRY_POINTS
+from .spelling import array_offset
 
 I32_MIN, I32_MAX = -(1 << 31), (1 << 31) - 1
 I32 = Interval(I32_MIN, I32_MAX)

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .. import ir
+from .spelling import convert
 
 #: The pair type of each output element type of a fragment store, and how two floats make one.
 PAIRS = {"f32": ("float2", "make_float2"), "f16": ("__half2", "__floats2half2_rn"),
@@ -117,8 +118,6 @@ class MatrixEmitter:
         number of elements apart, else one by one.  The pairs halve the stores; for a 16-bit
         output of ``warpgroup_store`` they also keep ptxas from serializing the wgmma (C7514:
         converted one at a time, the accumulators are "read by non-wgmma instructions")."""
-        from .cuda import convert
-
         pair_t, pack = PAIRS.get(elem.name, (None, None))
         if pair_t is not None:
             mask = 2 * elem.info.itemsize - 1

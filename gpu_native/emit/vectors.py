@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING
 
 from .. import ir
 from ..lang.types import HALF_VECTORS
+from .operands import scale_by_power_of_two
+from .spelling import const_code, convert, ctype
 
 _PACKED_OPS = {"+": "gn_padd", "-": "gn_psub", "*": "gn_pmul", "/": "gn_pdiv"}
 
@@ -29,7 +31,7 @@ class VectorEmitter:
 
     def emit_VecMake(self, e: ir.VecMake) -> str:
         # A braced list evaluates its items left to right, as the simulator does.
-        return f"{cuda.ctype(e.ty)}{{{', '.join(self.expr(i) for i in e.items)}}}"
+        return f"{ctype(e.ty)}{{{', '.join(self.expr(i) for i in e.items)}}}"
 
     def emit_VecComponent(self, e: ir.VecComponent) -> str:
         return f"({self.expr(e.value)}).{'xyzw'[e.index]}"
@@ -41,11 +43,11 @@ class VectorEmitter:
                              else f"gn_psplat({self.expr(x)})" for x in (e.left, e.right))
             return f"{_PACKED_OPS[e.op]}({args})"
         if e.op in ("*", "/") and e.ty.elem == ir.F32:
-            scaled = cuda._scale_by_power_of_two(e)
+            scaled = scale_by_power_of_two(e)
             if scaled is not None and isinstance(getattr(e, scaled[0]).ty, ir.VectorType):
                 # ptxas would fold the scale into the multiplies that made the components.
                 vector = self.expr(getattr(e, scaled[0]))
-                return f"gn_fscale({vector}, {cuda.const_code(scaled[1], ir.F32)})"
+                return f"gn_fscale({vector}, {const_code(scaled[1], ir.F32)})"
         return f"({self.expr(e.left)} {e.op} {self.expr(e.right)})"
 
     def emit_VecUnary(self, e: ir.VecUnary) -> str:
@@ -64,11 +66,11 @@ class VectorEmitter:
             assert isinstance(ty, ir.VectorType)
             src = e.args[0].ty
             if isinstance(src, ir.VectorType):
-                items = ", ".join(cuda.convert(f"__gn_v.{c}", src.elem, ty.elem)
+                items = ", ".join(convert(f"__gn_v.{c}", src.elem, ty.elem)
                                   for c in src.info.components)
             else:
                 items = ", ".join("__gn_v" for _ in range(ty.n))
-            return (f"([](const {cuda.ctype(src)} __gn_v) {{ return {cuda.ctype(ty)}{{{items}}}; }}"
+            return (f"([](const {ctype(src)} __gn_v) {{ return {ctype(ty)}{{{items}}}; }}"
                     f"({args[0]}))")
         if e.name == "fma":
             return f"gn_pfma({', '.join(args)})"
@@ -78,6 +80,3 @@ class VectorEmitter:
         # The prelude's gn_cmul, gn_cdiv, gn_cexp ..., overloaded on the two complex types.
         return f"gn_c{e.name}({', '.join(self.expr(a) for a in e.args)})"
 
-
-# The C++ spellings of types, constants and conversions; last, since that module imports this one.
-from . import cuda  # noqa: E402

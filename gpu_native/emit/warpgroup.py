@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from .. import ir
 from .cnames import cname
 from .matrices import PAIRS, MatrixEmitter
+from .spelling import row_major
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -124,8 +125,6 @@ class WarpgroupEmitter(MatrixEmitter):
         warpgroup's own 128 threads, then 16-byte row chunks from the region to ``dst``, a warp
         writing whole rows (element by element where ``dst`` is not 16-byte aligned), and the
         barrier again, so that the region is free when the statement ends."""
-        from .cuda import row_major
-
         dst, acc, staging = s.operands
         n = s.params[0]
         elem = dst.array.ty.elem
