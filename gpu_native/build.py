@@ -13,7 +13,8 @@ from .errors import CompileError
 from .nodes import node
 from .spec import KernelSpec, Trait, VariantSpec
 
-__all__ = ["BuildRequest", "kernel_label", "parse_arch", "uses_wgmma", "wgmma_arch"]
+__all__ = ["BuildRequest", "arch_refusal", "kernel_label", "parse_arch", "uses_wgmma",
+           "wgmma_arch"]
 
 # The architecture warpgroup MMA (PTX ``wgmma``) compiles for: sm_90's arch-specific target,
 # whose code runs on sm_90 devices only (not forward compatible, as plain sm_90 code is).
@@ -58,6 +59,17 @@ def wgmma_arch(arch: str, label: str = "") -> str:
     return WGMMA_ARCH
 
 
+def arch_refusal(variant: VariantSpec, arch: str, label: str = "") -> str | None:
+    """Why ``variant`` cannot be built for ``arch``: it uses a construct that only newer GPUs
+    have (:attr:`~gpu_native.spec.VariantSpec.min_arch`); ``None`` where it can."""
+    if not variant.min_arch or parse_arch(arch)[0] >= variant.min_arch:
+        return None
+    who = f"kernel {label}" if label else "the kernel"
+    return (f"{who} cannot be built for {arch}: it uses {variant.arch_use}, which only GPUs of "
+            f"sm_{variant.min_arch} (compute capability {variant.min_arch // 10}."
+            f"{variant.min_arch % 10}) and newer have")
+
+
 def kernel_label(module: str, name: str, types: tuple[tuple[str, str], ...] = ()) -> str:
     """The human name of one kernel specialisation: ``"pkg.mod.add_kernel[T=f32]"``."""
     base = f"{module}.{name}" if module else name
@@ -96,11 +108,20 @@ class BuildRequest:
                     driver_version: int | None = None) -> BuildRequest:
         """The request for one variant of a kernel spec (the :class:`~gpu_native.spec.KernelSpec`
         the rewritten module embeds).  ``gpu-native precompile`` builds its requests this way, so
-        the runtime does too: then both compute the same keys."""
+        the runtime does too: then both compute the same keys.
+
+        Raises
+        ------
+        CompileError
+            The variant cannot be built for ``arch`` (:func:`wgmma_arch`, :func:`arch_refusal`).
+        """
         options = spec.options
         label = kernel_label(spec.module, spec.name, variant.types)
         if Trait.USES_WGMMA in variant.traits:
             arch = wgmma_arch(arch, label)
+        refusal = arch_refusal(variant, arch, label)
+        if refusal is not None:
+            raise CompileError(refusal)
         return cls(
             source=variant.cuda, symbol=variant.symbol, arch=arch,
             fastmath=bool(options.fastmath), max_registers=options.max_registers,

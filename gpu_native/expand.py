@@ -192,6 +192,8 @@ def _summary(spec: KernelSpec, last_line: int) -> list[str]:
         types = "[" + ", ".join(f"{a}={b}" for a, b in v.types) + "] " if v.types else ""
         out.append(f"#   variant {types}{v.symbol} (kernel id {v.kernel_id:#018x})")
         out.append(f"#     traits: {', '.join(v.traits.names()) or 'none'}")
+        if v.min_arch:
+            out.append(f"#     GPUs: sm_{v.min_arch} and newer (it uses {v.arch_use})")
         counts: dict[str, int] = {}
         for site in v.sites:
             counts[site.kind] = counts.get(site.kind, 0) + 1

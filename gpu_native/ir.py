@@ -900,6 +900,8 @@ class KernelTraits:
     uses_print: bool = False
     uses_grid_sync: bool = False
     uses_wgmma: bool = False  # warpgroup MMA: built for sm_90a only (gpu_native.build)
+    min_arch: int = 0  # the oldest architecture it builds for (sm_80: 80), 0 for any
+    arch_use: str = ""  # what needs min_arch, and where ("cp_async at kernels.py:42")
 
 
 @node(eq=False, frozen=False)

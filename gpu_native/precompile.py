@@ -36,7 +36,7 @@ from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
 
 from ._version import __version__
-from .build import BuildRequest, parse_arch, uses_wgmma
+from .build import BuildRequest, arch_refusal, kernel_label, parse_arch, uses_wgmma
 from .cache.keys import SCHEMA_VERSION, artifact_id, compile_options
 from .cache.locations import SHIPPED_DIRNAME
 from .cache.store import ArtifactStore, write_file_atomic
@@ -78,6 +78,8 @@ class PrecompileReport:
     artifacts: int = 0
     ptx_fallbacks: list[tuple[str, str]] = field(default_factory=list)  # (arch, PTX target)
     warnings: list[str] = field(default_factory=list)
+    # Kernels left out of an arch whose GPUs cannot run them, and why (see plan()).
+    skipped: list[str] = field(default_factory=list)
     seconds: float = 0.0
     # Files of out_dir that other accounts cannot read though the umask would let them.
     private_files: list[str] = field(default_factory=list)
@@ -193,8 +195,11 @@ def display_file(module: str, path: str) -> str:
     return shown(module, path)
 
 
-def plan(modules: Sequence[SourceModule], archs: Sequence[str]) -> list[Job]:
-    """Transpile ``modules`` and list one job per kernel specialisation and arch."""
+def plan(modules: Sequence[SourceModule], archs: Sequence[str],
+         skipped: list[str] | None = None) -> list[Job]:
+    """Transpile ``modules`` and list one job per kernel specialisation and arch.  A kernel is
+    not built for an arch its GPUs cannot run (warpgroup MMA off sm_90, ``cp_async`` before
+    sm_80 ...): ``skipped`` (when given) receives one line per such kernel saying why."""
     from .frontend.source import read_source
     from .rewrite import transpile_module
 
@@ -204,11 +209,23 @@ def plan(modules: Sequence[SourceModule], archs: Sequence[str]) -> list[Job]:
         transpiled = transpile_module(source, module.path, module.name)
         for kernel in transpiled.kernels:
             for variant in kernel.variants:
+                label = kernel_label(kernel.module, kernel.name, variant.types)
+                left_out = []
                 for arch in archs:
                     if uses_wgmma(variant) and parse_arch(arch)[0] != 90:
-                        continue  # sm_90a code, which runs on sm_90 devices only
+                        left_out.append(arch)  # sm_90a code, which runs on sm_90 devices only
+                        continue
+                    if arch_refusal(variant, arch) is not None:
+                        left_out.append(arch)
+                        continue
                     request = BuildRequest.for_variant(kernel, variant, arch, module.path)
                     jobs.append(Job(request, kernel.name, variant.types, kernel.line))
+                if left_out and skipped is not None:
+                    why = ("it uses warpgroup MMA, which is built for sm_90 only"
+                           if uses_wgmma(variant) else
+                           f"it uses {variant.arch_use}, which needs sm_{variant.min_arch} "
+                           "or newer")
+                    skipped.append(f"{label} was not built for {', '.join(left_out)}: {why}")
     return jobs
 
 
@@ -442,7 +459,12 @@ def precompile(targets: Sequence[str], archs: Sequence[str], out_dir: str, *,
     if not modules:
         raise GpuNativeError("no kernels found in " + ", ".join(targets)
                              + " (no module there mentions gpu_kernel)")
-    work = plan(modules, archs)
+    skipped: list[str] = []
+    work = plan(modules, archs, skipped)
+    if not work and skipped:
+        raise GpuNativeError("nothing to build for " + ", ".join(archs) + ": "
+                             + "; ".join(skipped))
+    report.skipped = skipped
     if not work:
         one = len(modules) == 1
         names = ", ".join(os.path.relpath(m.path) for m in modules[:3])

@@ -179,7 +179,8 @@ def transpile_module(source: str, path: str, module_name: str | None = None,
                 sites=_sites(k, files), traits=_traits(k),
                 launch_checks=_launch_checks(k, files), ir=encoded,
                 consts=tuple(ConstArray(d.name, d.module, d.ty.elem.name, d.shape, d.symbol)
-                             for d in k.consts)))
+                             for d in k.consts),
+                min_arch=k.traits.min_arch, arch_use=k.traits.arch_use))
         options = ck.options  # the checker's options are the spec's record
         kernels.append(KernelSpec(
             name=ck.fn.name, module=scan.module_name, file=path, line=ck.fn.first_line,

@@ -42,12 +42,12 @@ __all__ = [
 ]
 
 # The layout of the spec literal and the protocol of the launcher factory with the runtime
-# (``LaunchContext.fast_path``): 6, variants list their constant arrays; 5, the options hold
-# ``cooperative``; 4, sites and launch checks
-# name their file (3: typed records,
-# a FastPath record and the arrays' launch attributes; 2: a dict literal, a positional tuple
-# from fast_path).
-SCHEMA = 7
+# (``LaunchContext.fast_path``): 8, variants name the oldest architecture they build for; 7,
+# parameters say whether they are strided; 6, variants list their constant arrays; 5, the
+# options hold ``cooperative``; 4, sites and launch checks name their file; 3, typed records, a
+# FastPath record and the arrays' launch attributes; 2, a dict literal, a positional tuple from
+# fast_path.
+SCHEMA = 8
 # The first element of every spec literal: anything else is not a spec (a foreign ``_spec=``).
 _TAG = "gpu_native.KernelSpec"
 
@@ -251,6 +251,10 @@ class VariantSpec:
     launch_checks: tuple[LaunchCheck, ...] = ()
     ir: bytes = b""
     consts: tuple[ConstArray, ...] = ()
+    #: The oldest architecture the variant builds for, as its compute capability times ten (80:
+    #: sm_80), or 0 for every one; ``arch_use`` names what needs it and where.
+    min_arch: int = 0
+    arch_use: str = ""
 
 
 @node
@@ -332,7 +336,8 @@ def _variant_literal(v: VariantSpec) -> tuple:
                    else ("shape", c.tree, c.site) if isinstance(c, ShapeAssert)
                    else ("fits", *_fields(c)) for c in v.launch_checks)
     return (v.types, v.symbol, v.kernel_id, v.cuda, tuple(_fields(s) for s in v.sites),
-            v.traits.names(), checks, v.ir, tuple(_fields(c) for c in v.consts))
+            v.traits.names(), checks, v.ir, tuple(_fields(c) for c in v.consts), v.min_arch,
+            v.arch_use)
 
 
 # ---- reading a literal back ------------------------------------------------------------------
@@ -437,8 +442,8 @@ def _read_site(value, files: int) -> Site:
 
 def _read_variant(value, files: int) -> VariantSpec:
     """A variant whose sites and checks may name ``files`` files (the kernel's and others)."""
-    types, symbol, kernel_id, cuda, sites, traits, checks, ir, consts = _tuple(
-        value, "a variant", 9)
+    types, symbol, kernel_id, cuda, sites, traits, checks, ir, consts, min_arch, arch_use = \
+        _tuple(value, "a variant", 11)
     for pair in _tuple(types, "the variant's types"):
         _strings(_tuple(pair, "a specialisation", 2), "a specialisation")
     return VariantSpec(
@@ -448,7 +453,8 @@ def _read_variant(value, files: int) -> VariantSpec:
         Trait.from_names(_strings(traits, "the traits")),
         tuple(_read_check(c, files) for c in _tuple(checks, "the launch checks")),
         _check(ir, bytes, "the IR"),
-        tuple(_read_const(c) for c in _tuple(consts, "the constant arrays")))
+        tuple(_read_const(c) for c in _tuple(consts, "the constant arrays")),
+        _check(min_arch, int, "an architecture"), _check(arch_use, str, "an architecture's use"))
 
 
 def _read_const(value) -> ConstArray:

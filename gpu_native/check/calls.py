@@ -96,6 +96,9 @@ class CallChecker(CheckerBase):
                                      f"to a local, `rng = {sym.name}(seed, uid)`, and draw from "
                                      "it, `rng.uniform()`", e.span)
                 raise self.error(f"gpu_native.{sym.name} cannot be called in a kernel", e.span)
+            arch = R.GPU_NATIVE[sym.name].arch
+            if arch:
+                self.traits.note_arch(arch, f"{sym.name} at {e.span.file}:{e.span.line}")
             return getattr(self, handler)(sym.name, e)
         if sym.kind == "math":
             return self.call_math(sym.name, e)

@@ -151,6 +151,9 @@ class StatementChecker(CheckerBase):
                 sym = self.ctx.resolver.dotted(value.func)
             entry = _registered(sym)
             if entry is not None and entry.form == "statement":
+                if entry.arch:
+                    self.traits.note_arch(entry.arch, f"{entry.name} at {value.span.file}:"
+                                                      f"{value.span.line}")
                 return [getattr(self, entry.check)(entry.name, value)], False
         expr = self.expr(value)
         if isinstance(expr, WeakConst):

@@ -24,6 +24,8 @@ class TraitNotes:
     uses_print: bool = False
     uses_grid_sync: bool = False
     uses_wgmma: bool = False
+    arch: int = 0          # the oldest architecture whose GPUs have everything it uses
+    arch_use: str = ""     # the first use that needs ``arch``, and where
 
     def note_special(self, name: str) -> None:
         """``thread_idx`` and the like, a warp operation (``"warp"``) or ``lane_id``."""
@@ -58,6 +60,12 @@ class TraitNotes:
         """A warpgroup operation (``warpgroup_mma`` ...): the kernel is built for sm_90a."""
         self.uses_wgmma = True
 
+    def note_arch(self, arch: int, use: str) -> None:
+        """A construct that only GPUs of compute capability ``arch / 10`` or newer have
+        (``use`` names it and where it is)."""
+        if arch > self.arch:
+            self.arch, self.arch_use = arch, use
+
     def note_print(self) -> None:
         self.uses_print = True
 
@@ -69,6 +77,7 @@ class TraitNotes:
         self.uses_grid_sync = self.uses_grid_sync or callee.uses_grid_sync
         self.uses_wgmma = self.uses_wgmma or callee.uses_wgmma
         self.uses_shared = self.uses_shared or callee.uses_shared
+        self.note_arch(callee.arch, callee.arch_use)
         self.uid_only = self.uid_only and callee.uid_only
 
 
@@ -87,6 +96,8 @@ def kernel_traits(notes: TraitNotes, ndim: int, parts: tuple,
         uses_print=notes.uses_print,
         uses_grid_sync=notes.uses_grid_sync,
         uses_wgmma=notes.uses_wgmma,
+        min_arch=notes.arch,
+        arch_use=notes.arch_use,
     )
 
 

@@ -79,6 +79,8 @@ def run(args: argparse.Namespace) -> int:
         progress.finish()
     for text in report.warnings:
         print(f"gpu-native: NVRTC warnings for {text}", file=sys.stderr)
+    for text in report.skipped:
+        print(f"gpu-native: note: {text}", file=sys.stderr)
     if report.private_files:
         import shlex
 

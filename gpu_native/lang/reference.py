@@ -95,6 +95,8 @@ def markdown() -> str:
                         entry.check in checks if checks else id(entry) not in claimed):
                     listed.add(id(entry))
                     doc = entry.doc.replace("|", "\\|")
+                    if entry.arch:
+                        doc += f" (sm_{entry.arch} and newer GPUs)"
                     lines.append(f"| {_name(entry)} | {doc} | {_cuda(entry)} | {entry.since} |")
     missing = [e.name for e in ENTRIES if id(e) not in listed]
     if missing:  # pragma: no cover - a new (namespace, form) pair needs a place in SECTIONS

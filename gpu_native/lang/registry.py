@@ -165,6 +165,10 @@ class Entry:
         The gpu_native version it appeared in.
     more : str
         Further documentation for the host stub (after ``doc``).
+    arch : int
+        The oldest GPU architecture that has it, as its compute capability times ten (``80``
+        for sm_80), or 0 for every one: a kernel that uses it is built for that architecture
+        or a newer one only (:attr:`gpu_native.spec.VariantSpec.min_arch`).
     """
 
     name: str
@@ -180,6 +184,7 @@ class Entry:
     value: Any = None
     since: str = "0.1.0"
     more: str = ""
+    arch: int = 0
 
     @property
     def ir_name(self) -> str:
@@ -407,10 +412,10 @@ _add(Entry("activemask", "gpu_native", "call", "a `u32` whose bit k is set when 
                 "can name fewer lanes there; use it as a hint, not to decide who takes part."))
 _add(Entry("match_any", "gpu_native", "call", "a `u32` of the lanes in `mask` whose `value` has "
            "the same bits as this lane's", _params("value:T mask:int=FULL_MASK"), "u32",
-           "call_match", "__match_any_sync", "match", value=_WORD_TYPES, since="0.2.0"))
+           "call_match", "__match_any_sync", "match", value=_WORD_TYPES, since="0.2.0", arch=70))
 _add(Entry("match_all", "gpu_native", "call", "`mask` when every lane in `mask` has the same bits "
            "in `value`, else 0", _params("value:T mask:int=FULL_MASK"), "u32", "call_match",
-           "gn_match_all", "match", value=_WORD_TYPES, since="0.2.0",
+           "gn_match_all", "match", value=_WORD_TYPES, since="0.2.0", arch=70,
            more="CUDA's ``__match_all_sync`` also sets a predicate; it is true exactly when the "
                 "result is nonzero (the calling lane is in its own ``mask``), so gpu_native "
                 "returns the mask alone: test ``match_all(v) != 0``."))
@@ -444,7 +449,7 @@ _add(Entry("ldmatrix", "gpu_native", "statement",
            "memory into the fragment `frag[frag_index]`; each lane gives `src[src_index]`, the "
            "first of one row's 8 elements", _params(
                "frag:array frag_index:int src:array src_index:int num:int=4 trans:bool=False"),
-           "None", "matrix_op", "gn_ldmatrix", "ldmatrix", since="0.3.0",
+           "None", "matrix_op", "gn_ldmatrix", "ldmatrix", since="0.3.0", arch=75,
            more="PTX ``ldmatrix.sync.aligned.m8n8.x{num}[.trans].shared.b16``: lanes 8j .. 8j "
                 "+ 7 give the rows of matrix j; lane 4g + t receives elements 2j, 2j + 1 of "
                 "its fragment from row g, columns 2t, 2t + 1 of matrix j (with ``trans=True``: "
@@ -461,7 +466,7 @@ _add(Entry("mma_sync", "gpu_native", "statement",
            "multiply-accumulate, 16 x 8 x 16 for f16 or bf16 inputs (`mma.sync.m16n8k16`), "
            "16 x 8 x 8 for f32 inputs multiplied as tf32 (`mma.sync.m16n8k8`); f32 accumulator",
            _params("acc:array acc_index:int a:array a_index:int b:array b_index:int"), "None",
-           "matrix_op", "gn_mma_m16n8k16", "mma", since="0.3.0",
+           "matrix_op", "gn_mma_m16n8k16", "mma", since="0.3.0", arch=80,
            more="``a`` and ``b`` are ``local_array`` fragments of one type: ``f16`` or "
                 "``bf16`` with last axes of 8 and 4 elements, or ``f32`` (tf32) with 4 and 2; "
                 "``acc`` an ``f32`` one of 4.  " + _FRAG_DOC + "  " + _TF32_DOC + "  Products "
@@ -486,7 +491,7 @@ _add(Entry("cp_async", "gpu_native", "statement",
            "copy `nbytes` (4, 8 or 16) bytes from the global array `src` at `src[src_index]` to "
            "the shared array `dst` at `dst[dst_index]` without waiting (PTX `cp.async`)",
            _params("dst:array dst_index:int src:array src_index:int nbytes:int"), "None",
-           "matrix_op", "gn_cp_async", "cp_async", since="0.3.0",
+           "matrix_op", "gn_cp_async", "cp_async", since="0.3.0", arch=80,
            more="The bytes are consecutive elements along the last axis of both arrays, which "
                 "must have one element type; both ends of both ranges are bounds checked, and "
                 "both addresses must be aligned to ``nbytes`` (checked with the bounds checks; "
@@ -500,11 +505,11 @@ _add(Entry("cp_async", "gpu_native", "statement",
                 "shared store (a ``BlockLayout`` uid) or inside ``with unsafe():``."))
 _add(Entry("cp_async_commit", "gpu_native", "statement",
            "close the group of this thread's `cp_async` copies issued since the last commit",
-           (), "None", "matrix_op", "gn_cp_async_commit", "cp_async_commit", since="0.3.0"))
+           (), "None", "matrix_op", "gn_cp_async_commit", "cp_async_commit", since="0.3.0", arch=80))
 _add(Entry("cp_async_wait", "gpu_native", "statement",
            "wait until at most `n` (a constant) of this thread's committed `cp_async` groups "
            "are still in flight", _params("n:int=0"), "None", "matrix_op", "gn_cp_async_wait",
-           "cp_async_wait", since="0.3.0",
+           "cp_async_wait", since="0.3.0", arch=80,
            more="The simulator performs a group's copies here (reading the source when the copy "
                 "was issued), so reading a destination before its wait sees the old contents."))
 

@@ -1,6 +1,7 @@
 """Every generated kernel (examples, examples/tensor_core and the gallery, test and benchmark
 kernels) compiles with NVRTC to cubin for sm_80 and sm_90 with an empty log: no errors and no
-warnings.  NVRTC runs on the CPU, so this runs in CI."""
+warnings; and for sm_75 (Turing, the oldest GPU of CUDA 13) each that uses nothing of newer GPUs
+(its ``min_arch``).  NVRTC runs on the CPU, so this runs in CI."""
 
 from __future__ import annotations
 
@@ -43,8 +44,11 @@ def _variants():
 
 
 @pytest.mark.parametrize("kernel, variant", list(_variants()))
-@pytest.mark.parametrize("arch", [pytest.param("sm_80", marks=pytest.mark.slow), "sm_90"])
+@pytest.mark.parametrize("arch", [pytest.param("sm_75", marks=pytest.mark.slow),
+                                  pytest.param("sm_80", marks=pytest.mark.slow), "sm_90"])
 def test_compiles_cleanly(kernel, variant, arch):
+    if variant.min_arch > int(arch[3:]):
+        pytest.skip(f"uses {variant.arch_use}, of sm_{variant.min_arch} and newer GPUs")
     if Trait.USES_WGMMA in variant.traits:
         # Warpgroup MMA builds for sm_90a only (gpu_native.build.wgmma_arch).
         if arch != "sm_90":

@@ -263,7 +263,8 @@ def test_generated_cuda_uses_the_packed_intrinsics(kh):
 
     # The operations are the non-contracting _rn intrinsics on CUDA's own pair types.
     for text in ("typedef __half2 gn_vec2h;", "typedef __nv_bfloat162 gn_vec2bf;",
-                 "__hadd2_rn(a, b)", "__hmul2_rn(a, b)", "__hfma2(a, b, c)"):
+                 "__hadd2_rn(a, b)", "__hmul2_rn(a, b)", "FMA(a, b, c)", "__hfma2)",
+                 "#define gn_bf16x2_fma __hfma2"):
         assert text in prelude, text
 
 

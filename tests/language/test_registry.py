@@ -37,6 +37,8 @@ class TestReferenceTable:
         rows = reference.markdown().splitlines()
         for entry in R.ENTRIES:
             doc = entry.doc.replace("|", "\\|")
+            if entry.arch:  # the GPUs that have it
+                doc += f" (sm_{entry.arch} and newer GPUs)"
             assert any(entry.name in row and f"| {doc} |" in row
                        and row.endswith(f"| {entry.since} |") for row in rows), entry.name
 

@@ -721,11 +721,11 @@ GN_VEC_CROSS(gn_vec3i)
    (gn_pfma, __hfma2).  Division is each lane's f32 quotient through gn_fdiv, rounded once, as
    scalar half division is.  Named functions, not operators: cuda_fp16.hpp already defines the
    operators of __half2 (as the contractible __hadd2 ...). */
-#define GN_PACKED(V, S, HALF, SPLAT)                                                          \
+#define GN_PACKED(V, S, HALF, SPLAT, FMA)                                                        \
     __device__ __forceinline__ V gn_padd(V a, V b) { return __hadd2_rn(a, b); }               \
     __device__ __forceinline__ V gn_psub(V a, V b) { return __hsub2_rn(a, b); }               \
     __device__ __forceinline__ V gn_pmul(V a, V b) { return __hmul2_rn(a, b); }               \
-    __device__ __forceinline__ V gn_pfma(V a, V b, V c) { return __hfma2(a, b, c); }          \
+    __device__ __forceinline__ V gn_pfma(V a, V b, V c) { return FMA(a, b, c); }              \
     __device__ __forceinline__ V gn_pneg(V a) { return __hneg2(a); }                          \
     __device__ __forceinline__ V gn_psplat(S s) { return SPLAT(s); }                          \
     __device__ __forceinline__ V gn_pdiv(V a, V b) {                                          \
@@ -737,11 +737,24 @@ GN_VEC_CROSS(gn_vec3i)
         return V{gn_max<S>(a.x, b.x), gn_max<S>(a.y, b.y)}; }
 #if defined(__CUDA_FP16_H__)
 typedef __half2 gn_vec2h;
-GN_PACKED(gn_vec2h, __half, half, __half2half2)
+GN_PACKED(gn_vec2h, __half, half, __half2half2, __hfma2)
 #endif
 #if defined(__CUDA_BF16_H__)
 typedef __nv_bfloat162 gn_vec2bf;
-GN_PACKED(gn_vec2bf, __nv_bfloat16, bfloat16, __bfloat162bfloat162)
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+/* The headers declare the bf16x2 __hfma2 from sm_80 on; below, each lane goes through f32, as
+   the headers compute the other bf16 pair operations there (docs/language.md: the bit-for-bit
+   promise for vec2bf holds from sm_80). */
+__device__ __forceinline__ gn_vec2bf gn_bf16x2_fma(gn_vec2bf a, gn_vec2bf b, gn_vec2bf c) {
+    return gn_vec2bf{
+        __float2bfloat16_rn(fmaf(__bfloat162float(a.x), __bfloat162float(b.x), __bfloat162float(c.x))),
+        __float2bfloat16_rn(fmaf(__bfloat162float(a.y), __bfloat162float(b.y), __bfloat162float(c.y)))};
+}
+#else
+#define gn_bf16x2_fma __hfma2
+#endif
+GN_PACKED(gn_vec2bf, __nv_bfloat16, bfloat16, __bfloat162bfloat162, gn_bf16x2_fma)
+#undef gn_bf16x2_fma
 #endif
 #undef GN_PACKED
 
