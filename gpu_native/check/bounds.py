@@ -28,6 +28,7 @@ from ..spec import ShapeAssert
 from .facts import (
     ConstKey,
     Equal,
+    Exact,
     Fact,
     Key,
     Less,
@@ -101,6 +102,26 @@ class BoundsProofs:
         """The facts that hold where ``cond`` evaluated to ``truth``."""
         return cond_facts(cond, truth, self.unique.classify_untied, self.unique.is_uniform,
                           self.defs.key) | self.unique.ticket_facts(cond, truth)
+
+    def exact_facts(self, cond: ir.Expr) -> set[Fact]:
+        """Which integer values ``cond`` compares are exact (:class:`~.facts.Exact`): built
+        without arithmetic that may wrap, as :func:`.wrapping.exact_value` shows without
+        proving anything new (no flag set, no launch check added but the one it names)."""
+        from .wrapping import exact_value
+
+        out: set[Fact] = set()
+        for node in ir.walk(cond):
+            if isinstance(node, ir.Compare):
+                for side in (node.left, node.right):
+                    ty = side.ty
+                    if not (isinstance(ty, ir.ScalarType) and ty.info.is_int):
+                        continue
+                    checks: list = []
+                    if exact_value(side, self.no_wrap.proven, self.defs.single_def, checks):
+                        for check in checks:
+                            self.ctx.kernel.add_launch_check(check)
+                        out.add(Exact(self.defs.key(side)))
+        return out
 
     def assume(self, cond: ir.Expr, truth: bool) -> None:
         """From here on, ``cond`` evaluated to ``truth``."""

@@ -9,7 +9,7 @@ from ..lang import registry as R
 from . import promote as P
 from .checker_base import CheckerBase
 from .expressions import LAYOUTS, WeakConst
-from .facts import ConstKey, Less, NonNegative, join, kill, stable
+from .facts import ConstKey, Exact, Less, NonNegative, join, kill, stable
 from .resolve import assigned_names
 from .scope import registry_entry as _registered
 
@@ -26,10 +26,11 @@ class ControlFlowChecker(CheckerBase):
         bounds.commit()
         before_facts, before_assigned = bounds.facts, set(self.assigned)
         self.depth += 1
-        bounds.facts = before_facts | bounds.facts_from(cond, True)
+        exact = bounds.exact_facts(cond)  # proven where the condition runs, true in both arms
+        bounds.facts = before_facts | bounds.facts_from(cond, True) | exact
         then, then_exits = self.block(s.body, "if")
         then_facts, then_assigned = bounds.facts, self.assigned
-        bounds.facts, self.assigned = before_facts | bounds.facts_from(cond, False), set(
+        bounds.facts, self.assigned = before_facts | bounds.facts_from(cond, False) | exact, set(
             before_assigned)
         orelse, else_exits = self.block(s.orelse, "if")
         else_facts, else_assigned = bounds.facts, self.assigned
@@ -78,6 +79,27 @@ class ControlFlowChecker(CheckerBase):
         bounds.facts = entry if broke else entry | bounds.facts_from(cond, False) | checked
         infinite = isinstance(cond, ir.Const) and cond.value is True and not broke
         return [ir.While(s.span, cond, body)], infinite
+
+    def _exact_loop_facts(self, var: ir.Local, start: ir.Expr | None, step: ir.Expr | None,
+                          stop: ir.Expr) -> set:
+        """:class:`~.facts.Exact` facts of a loop's body: the variable (a value of the loop's
+        own exact counter where ``start`` and ``step``, if any, are exact) and ``stop``."""
+        from .wrapping import exact_value
+
+        checks: list = []
+
+        def exact(e: ir.Expr | None) -> bool:
+            return e is None or exact_value(e, self.bounds.no_wrap.proven, self.defs.single_def,
+                                            checks)
+
+        out: set = set()
+        if exact(start) and exact(step):
+            out.add(Exact(self.defs.key(var)))
+        if exact(stop):
+            out.add(Exact(self.defs.key(stop)))
+        for check in checks:
+            self.ctx.kernel.add_launch_check(check)
+        return out
 
     def visit_For(self, s: S.For):
         it = s.iter
@@ -184,6 +206,9 @@ class ControlFlowChecker(CheckerBase):
         if step_sign > 0 or (step_sign == 0 and bounds.is_positive(step)):
             key = self.defs.key
             extra.add(Less(key(ir.Local(var.span, var.ty, var)), key(stop)))
+            # The generated loop never steps past `stop`: each value the variable takes is
+            # start + step * k exactly where those are exact (for the ownership proofs).
+            extra |= self._exact_loop_facts(ir.Local(var.span, var.ty, var), start, step, stop)
             if bounds.is_nonneg(start):
                 extra.add(NonNegative(key(ir.Local(var.span, var.ty, var))))
             # And below a constant where stop has a known bound, from its definition alone
@@ -301,7 +326,8 @@ class ControlFlowChecker(CheckerBase):
         self.defs.enter_loop(self.loop_assigned_vars(s.body))
         local = ir.Local(var.span, var.ty, var)
         key = self.defs.key
-        extra = {Less(key(local), key(stop)), NonNegative(key(local))}
+        extra = {Less(key(local), key(stop)), NonNegative(key(local)),
+                 *self._exact_loop_facts(local, None, None, stop)}
         before = set(self.assigned)
         self.assigned.add(var.name)
         self.unique.forget(self.loop_assigned_vars(s.body) | {var})

@@ -314,6 +314,18 @@ class NonNegative(Fact):
 
 
 @node
+class Exact(Fact):
+    """``value``'s arithmetic does not wrap: its machine value is its mathematical one (a side
+    of a comparison that :func:`.wrapping.index_is_exact` proves; the ownership proofs, which
+    reason about mathematical values, use a comparison's bound only with this)."""
+
+    value: Key
+
+    def keys(self) -> tuple[Key, ...]:
+        return (self.value,)
+
+
+@node
 class MultipleOf(Fact):
     """``value`` is a multiple of ``k`` (a local assigned ``(c ^ s) * 8``: the alignment proofs
     of ``ldmatrix`` and ``cp_async`` read it where the value's form is out of sight)."""

@@ -51,6 +51,7 @@ from .facts import (
     CastKey,
     ConstKey,
     Equal,
+    Exact,
     Key,
     LaneKey,
     Less,
@@ -149,8 +150,28 @@ def assume(form: StoreForm, assumption: Assumption) -> StoreForm:
     ranges = {digit(d): None if n is None else substitute(n, replace)
               for d, n in form.ranges.items()}
     pins = {digit(d): v for d, v in form.pins.items()}
+    bounded = tuple((substitute(q, replace), substitute(u, replace)) for q, u in form.bounded)
     return StoreForm(dims, pins, ranges, form.line, form.text, form.single,
-                     form.whole, form.launch)
+                     form.whole, form.launch, bounded)
+
+
+def guard_assumptions(forms: Iterable[StoreForm]) -> list[Assumption]:
+    """What the conditions around the stores show of uniform atoms, where the stores run: ``P <
+    U`` with ``P >= c`` (``if col < n:``) makes ``U >= c + 1``, so an unchanged parameter or
+    extent ``v`` with ``U == v + k`` is at least ``c + 1 - k``; where that is 1 or more, ``v`` is
+    a positive atom there, as the pair proof needs it, with no check by the launcher."""
+    best: dict = {}
+    for f in forms:
+        for q, u in f.bounded:
+            if u.const or len(u.terms) != 1:
+                continue
+            (mono, k), = u.terms
+            if k != 1 or len(mono) != 1 or not isinstance(mono[0], (VarKey, ShapeKey)):
+                continue
+            bound = q.const + 1
+            if bound >= 1 and bound > best.get(mono[0], 0):
+                best[mono[0]] = bound
+    return [Assumption(v, const(n)) for v, n in sorted(best.items(), key=lambda t: repr(t[0]))]
 
 
 # ---- forms of indices -----------------------------------------------------------------------
@@ -190,6 +211,10 @@ class StoreForm:
     single: frozenset = frozenset()  # coordinates the launch leaves one value (grid_dim.x == 1)
     whole: dict | None = None  # each thread coordinate's range
     launch: dict = Factory(dict)  # the launch extents an assert fixed (block_dim.x -> 256)
+    # Sums a condition around the store bounds: (P, U) with ``P < U`` wherever it runs, P a
+    # sum of digits with nonnegative coefficients, U uniform (``if col < n:``, col a thread's
+    # column): the digits of P then reach at most U - 1 - P.const together.
+    bounded: tuple = ()
 
 
 class Forms:
@@ -409,8 +434,24 @@ class Forms:
         whole = {c: self._range(Digit(c), facts, subst)
                  for c in (f"{t}{a}" for t in ("tid", "bid") for a in range(3))}
         single = frozenset(c for c, n in whole.items() if n == const(1))
+        bounded = []
+        exact = {f.value for f in facts if isinstance(f, Exact)}
+        for f in facts:
+            # A bound on the machine values that are the mathematical ones (no wrap).
+            if not isinstance(f, Less) or f.left not in exact or not (
+                    f.right in exact or f.right.integer is not None):
+                continue
+            q, u = self.poly(f.left), self.poly(f.right)
+            if q is None or u is None or not is_uniform(u) or not digits_of(q):
+                continue
+            q, u = substitute(q, deep(subst)), substitute(u, deep(subst))
+            if space == "shared":
+                q = substitute(q, deep(lambda a: atom(("block", a)) if isinstance(a, Digit) and
+                                       a.coord.startswith("bid") else None))
+            if _sum_of_digits(q):
+                bounded.append((q, u))
         return StoreForm(tuple(dims), pins, ranges, line, text, single, whole,
-                         getattr(subst, "__self__", {}))
+                         getattr(subst, "__self__", {}), tuple(bounded))
 
     def _launch_equalities(self, facts: list) -> Callable[[object], Poly | None]:
         """``assert block_dim.x == 256``: the atom ``block_dim.x`` is 256 here (the returned
@@ -523,7 +564,9 @@ def _split(forms: tuple[StoreForm, StoreForm]) -> tuple[tuple[StoreForm, StoreFo
                     ranges[hi] = None if top is None else const(-(-top.const // r))
         for coord in radix:
             ranges.pop(Digit(coord), None)
-        out.append(StoreForm(dims, pins, ranges, f.line, f.text, f.single, f.whole, f.launch))
+        bounded = tuple((substitute(q, rewrite), u) for q, u in f.bounded)
+        out.append(StoreForm(dims, pins, ranges, f.line, f.text, f.single, f.whole, f.launch,
+                             bounded))
     return (out[0], out[1]), {}
 
 
@@ -563,12 +606,14 @@ def prove_pair(a: StoreForm, b: StoreForm, required: frozenset[str]) -> PairProo
                             if _fixed_value(a, d) is not None
                             and _fixed_value(a, d) == _fixed_value(b, d)}
     dims = list(zip(a.dims, b.dims))
+    # A sum bounded in both stores bounds the difference of its digits between the threads.
+    bounded = [pair for pair in a.bounded if pair in b.bounded]
     used: set = set()
     progress = True
     while progress:
         progress = False
         for pa, pb in dims:
-            verdict = _dimension(pa, pb, ranges, forced)
+            verdict = _dimension(pa, pb, ranges, forced, _radix_bounds(bounded, forced))
             if verdict is None:
                 continue
             if verdict is True:
@@ -603,6 +648,32 @@ def prove_pair(a: StoreForm, b: StoreForm, required: frozenset[str]) -> PairProo
     return PairProof(True, ", ".join(dict.fromkeys(rules)))
 
 
+def _sum_of_digits(p: Poly) -> bool:
+    """Is ``p`` a constant plus digits times nonnegative uniform coefficients, one digit a term
+    (never below its constant: a digit is at least 0)?"""
+    if not digits_of(p):
+        return False
+    for mono, _ in p.terms:
+        if sum(isinstance(a, Digit) for a in mono) != 1:
+            return False
+    return all(magnitude(c) == c for c in coefficients(p).values())
+
+
+def _radix_bounds(bounded, forced: set) -> list[tuple[frozenset, Poly]]:
+    """For :func:`_mixed_radix`: each bounded sum as the set of its (digit, coefficient) terms
+    that differ between the threads (a forced digit is equal in both: it adds nothing to the
+    difference), and the most that difference can be, ``U - 1 - P.const``."""
+    out = []
+    for q, u in bounded:
+        reach = u.plus(const(-1 - q.const))
+        if magnitude(reach) != reach:
+            continue
+        key = frozenset((d, c) for d, c in coefficients(q).items() if d not in forced)
+        if key:
+            out.append((key, reach))
+    return out
+
+
 def _fixed_value(f: StoreForm, d: Digit) -> int | None:
     """The one value the digit ``d`` can have in a thread that runs the store ``f``: 0 where
     its range there is one value, a pinned constant, else ``None``."""
@@ -625,7 +696,7 @@ def _wider(m: Poly | None, n: Poly | None) -> Poly | None:
     return n if nonnegative(n.plus(m.scaled(-1))) else None
 
 
-def _dimension(pa: Poly, pb: Poly, ranges: dict, forced: set):
+def _dimension(pa: Poly, pb: Poly, ranges: dict, forced: set, bounds=()):
     """One index dimension of a pair: the digits it shows equal in both threads (a set), True
     when it shows the two stores never meet, or None when it shows nothing."""
     terms: list[tuple[Poly, Poly | None, set]] = []  # (coefficient, range, digits it stands for)
@@ -667,7 +738,7 @@ def _dimension(pa: Poly, pb: Poly, ranges: dict, forced: set):
     terms.sort(key=lambda t: (poly_text(t[0]), sorted(map(repr, t[2]))))
     if not terms:
         return set()
-    ordered = _mixed_radix(terms)
+    ordered = _mixed_radix(terms, bounds)
     if ordered is None:
         return None
     shown = set()
@@ -698,10 +769,12 @@ def _apart(offsets: Poly, coefficient: dict, ranges: dict, forced: set) -> bool:
     return lo > 0 or hi < 0
 
 
-def _mixed_radix(terms):
+def _mixed_radix(terms, bounds=()):
     """``terms`` in an order where each coefficient exceeds what the smaller ones can sum to
     (then ``sum(c * delta) == 0`` with ``|delta| < n`` forces every delta to 0); ``None`` when
-    no such order is shown."""
+    no such order is shown.  ``bounds`` (see :func:`_radix_bounds`) give the most some sets of
+    terms can sum to, where a condition bounds their sum (``row * n + col`` under ``if col <
+    n:``: the column's digits reach n - 1 together, whatever the grid)."""
     items = []
     for c, n, ds in terms:
         m = magnitude(c)
@@ -711,10 +784,11 @@ def _mixed_radix(terms):
             return None
         items.append((m, n, ds))
     ordered = []
-    reach = const(0)  # the largest |sum| of the digits placed so far
+    reaches = [const(0)]  # bounds of the largest |sum| of the digits placed so far
+    placed: set | None = set()  # their (digit, coefficient) terms, while each is a digit's
     while items:
         fits = [i for i, (m, _, _) in enumerate(items)
-                if nonnegative(m.plus(reach.scaled(-1)).plus(const(-1)))]
+                if any(nonnegative(m.plus(r.scaled(-1)).plus(const(-1))) for r in reaches)]
         if not fits:
             return None
         # The smallest coefficient goes next (a larger one placed early spends its reach).
@@ -723,9 +797,15 @@ def _mixed_radix(terms):
         m, n, ds = items.pop(smallest[0] if smallest else fits[0])
         ordered.append((m, n, ds))
         if items:
-            if n is None:
-                return None  # only the largest digit may be unbounded
-            reach = reach.plus(mul(m, n.plus(const(-1))))
+            digits = [d for d in ds if isinstance(d, Digit)]
+            if placed is not None and len(ds) == 1 and len(digits) == 1:
+                placed.add((digits[0], m))
+            else:
+                placed = None
+            # Only the largest digit may be unbounded, unless a bounded sum covers it.
+            reaches = [] if n is None else [r.plus(mul(m, n.plus(const(-1)))) for r in reaches]
+            if placed is not None:
+                reaches += [reach for key, reach in bounds if key == placed]
+            if not reaches:
+                return None
     return ordered
-
-

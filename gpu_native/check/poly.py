@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from ..analysis.ranges import Affine
 from ..nodes import node
-from .facts import SpecialKey, VarKey
+from .facts import ShapeKey, SpecialKey, VarKey
 
 if TYPE_CHECKING:
     from .splits import Derived
@@ -155,15 +155,17 @@ def atom_text(a) -> str:
 
 @node
 class Slack:
-    """``name - bound + 1`` (at least 1 where the launcher checked ``name >= bound``)."""
+    """``name - bound + 1``: at least 1 where the launcher checked ``name >= bound``, or where a
+    condition around the store shows it (``var`` a parameter's key, or an extent's)."""
 
-    var: VarKey
+    var: VarKey | ShapeKey
     bound: Affine
 
     @property
     def name(self) -> str:
+        if isinstance(self.var, ShapeKey):
+            return f"{self.var.array.name}.shape[{self.var.axis}]"
         return self.var.var.name
-
 
 
 def unassume(p: Poly) -> Poly:

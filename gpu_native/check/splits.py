@@ -280,4 +280,5 @@ def align_loops(a: StoreForm, b: StoreForm) -> StoreForm:
     return StoreForm(tuple(substitute(p, replace) for p in b.dims),
                      {digit(d): v for d, v in b.pins.items()},
                      {digit(d): n for d, n in b.ranges.items()},
-                     b.line, b.text, b.single, b.whole, b.launch)
+                     b.line, b.text, b.single, b.whole, b.launch,
+                     tuple((substitute(q, replace), u) for q, u in b.bounded))

@@ -35,7 +35,7 @@ from ..analysis.ranges import Affine, constant_value, is_widening
 from ..errors import SourceSpan, TranspileError
 from ..nodes import node
 from ..spec import ParamCheck
-from .facts import Pinned, SpecialKey, pinned
+from .facts import Pinned, SpecialKey, VarKey, pinned
 from .lastblock import FlagRead, TicketPinned, TicketUse, check_ticket_pins, ticket_facts
 from .ownership import (
     Assumption,
@@ -44,6 +44,7 @@ from .ownership import (
     StoreForm,
     assume,
     candidate_bounds,
+    guard_assumptions,
     param_atoms,
     prove_pair,
 )
@@ -54,8 +55,10 @@ from .strides import ScaledStores, scale_vars
 from .warptiles import in_device_function, warp_tile
 from .witness import collision
 from .wrapping import (
-    digit_terms,
+    extent_difference,
     fits_check,
+    fits_limit,
+    folded_terms,
     index_is_exact,
     largest_difference,
     param_difference,
@@ -212,6 +215,13 @@ class UniqueWrites:
         unchanged integer parameter, again under an assumption the launcher can check
         (``stride >= block_dim.x``; see :mod:`.ownership`), which is then recorded."""
         outcome = prove_pair(a, b, required)
+        if not outcome.ok:
+            # What the conditions around the stores show (``if col < n:`` makes n >= 1 there).
+            implied = guard_assumptions((a, b))
+            if implied:
+                for assumption in implied:
+                    a, b = assume(a, assumption), assume(b, assumption)
+                outcome = prove_pair(a, b, required)
         if outcome.ok or not self.is_kernel:
             return outcome
         known = list(self.assumptions.values())
@@ -706,32 +716,40 @@ class UniqueWrites:
             ty = idx.ty
             tree = None
             if exact == "ring" and isinstance(ty, ir.ScalarType):
-                terms = digit_terms(form.dims[position], form.ranges)
+                terms = folded_terms(form.dims[position], form.ranges, form.bounded)
                 tree = largest_difference(terms)
                 if tree is not None:
                     check = fits_check(tree, ty, span)
                     if check is not None:
                         self.ctx.kernel.add_launch_check(check)
                     continue
-                if self.add_param_fits(base, terms, ty, form.line):
+                if self.add_param_fits(base, terms, ty, form.line,
+                                       guard_assumptions((form,))):
                     continue
+                bound = extent_difference(terms)
+                if bound is not None and bound <= fits_limit(ty):
+                    continue  # the arrays' sizes keep it within the type
             raise TranspileError(_wrap_message(base, self._narrow_type(idx)), idx.span,
                                  _WRAP_HINT)
 
-    def add_param_fits(self, base: ir.ArrayRef, terms, ty: ir.ScalarType, line: int) -> bool:
-        """An index whose stride is a parameter the proofs assumed positive may wrap: record
-        the launcher's check that the largest difference of two threads' indices stays within
+    def add_param_fits(self, base: ir.ArrayRef, terms, ty: ir.ScalarType, line: int,
+                       implied: list[Assumption]) -> bool:
+        """An index whose stride is a parameter the proofs assumed positive (or that the
+        conditions around the store show positive: ``implied``) may wrap: record the
+        launcher's check that the largest difference of two threads' indices stays within
         ``ty`` (a :class:`~gpu_native.spec.ParamCheck`); False when there is none to make."""
         held = {v.var.name for v in param_atoms(
-            [StoreForm(tuple(c for c, _ in terms), {}, {}, line, "")])}
-        params = [n for n in self.assumptions if n in held]
+            [StoreForm(tuple(c for c, n in terms) + tuple(n for c, n in terms
+                                                         if n is not None), {}, {}, line, "")])}
+        assumed = {**{a.var.var.name: a for a in implied if isinstance(a.var, VarKey)},
+                   **self.assumptions}
+        params = [n for n in assumed if n in held]
         if not params:
             return False
-        tree = param_difference(terms, self.assumptions.values(), self.param_index)
+        tree = param_difference(terms, assumed.values(), self.param_index)
         if tree is None:
             return False
-        limit = (1 << (ty.info.bits - 1)) - 1 if ty.info.kind == "int" else \
-            (1 << ty.info.bits) - 1
+        limit = fits_limit(ty)
         index = self.param_index(params[0])
         assert index is not None
         self.ctx.kernel.add_launch_check(ParamCheck(

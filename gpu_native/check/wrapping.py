@@ -15,10 +15,19 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 from .. import ir
-from ..analysis.ranges import HARDWARE, is_widening
+from ..analysis.ranges import HARDWARE, Affine, is_widening
 from ..spec import IndexFits
-from .facts import SpecialKey, VarKey
-from .poly import Poly, coefficients, const, magnitude, ordered_terms, positive_atom, substitute
+from .facts import ShapeKey, SpecialKey, VarKey
+from .poly import (
+    Poly,
+    coefficients,
+    const,
+    magnitude,
+    mul,
+    ordered_terms,
+    positive_atom,
+    substitute,
+)
 
 if TYPE_CHECKING:
     from .bounds import BoundsProofs
@@ -72,10 +81,144 @@ def index_is_exact(e: ir.Expr, bounds: BoundsProofs, single_def, depth: int = 0)
     return "ring" if state["ring"] else True
 
 
+# The largest constant a thread coordinate may be scaled by in :func:`exact_value`: a block's
+# extent (``block_idx.x * 256 + thread_idx.x``), not a hash's multiplier.
+_COORDINATE_SCALE = 1024
+_LAUNCH_INDICES = ("thread_idx", "block_idx", "block_dim", "grid_dim")
+
+
+def exact_value(e: ir.Expr, proven: dict, single_def, checks: list, depth: int = 0) -> bool:
+    """Is ``e``'s machine value its mathematical one, shown without new proofs: every ``+ - *
+    <<`` on its way already proven not to wrap (``proven``, the no-wrap proofs' BinOps by id),
+    or a thread coordinate ``block_idx.x * block_dim.x + thread_idx.x`` (or with a constant of
+    at most a block's extent), for which ``checks`` receives the launch check that keeps it
+    within its type (:class:`~gpu_native.spec.IndexFits`: only grids of 2**31 threads along
+    an axis fail it in i32).  Reading a variable is exact: its value is what the proofs use."""
+    if depth > 48:
+        return False
+    if isinstance(e, (ir.Const, ir.Special, ir.Shape, ir.UidComponent, ir.LaneId)):
+        return True
+    if isinstance(e, ir.Local):
+        d = single_def(e.var)
+        return True if d is None else exact_value(d, proven, single_def, checks, depth + 1)
+    if isinstance(e, ir.Cast):
+        return is_widening(e) and exact_value(e.value, proven, single_def, checks, depth + 1)
+    if isinstance(e, ir.BinOp) and isinstance(e.ty, ir.ScalarType):
+        if e.op in ("+", "-", "*", "<<") and id(e) not in proven:
+            from .launch import launch_tree
+            tree = launch_tree(e, _LAUNCH_INDICES, ("+", "*"), single_def)
+            if tree is None or not _coordinate(tree):
+                return False
+            assert isinstance(e.ty.info.max, int)
+            if hardware_value(tree) > e.ty.info.max:  # a grid the hardware allows could wrap it
+                checks.append(IndexFits(tree, e.ty.info.max, str(e.ty), e.span.line,
+                                        e.span.col, e.span.end_col))
+            return True
+        return all(exact_value(side, proven, single_def, checks, depth + 1)
+                   for side in (e.left, e.right))
+    return False
+
+
+def _coordinate(tree: tuple) -> bool:
+    """A launch tree of thread coordinates whose constants are at most a block's extent."""
+    if tree[0] == "c":
+        return 0 <= tree[1] <= _COORDINATE_SCALE
+    if tree[0] == "sp":
+        return True
+    return _coordinate(tree[1]) and _coordinate(tree[2])
+
+
 def digit_terms(p: Poly, ranges: dict) -> list[tuple[Poly, Poly | None]]:
     """The terms of ``p`` that hold one digit: (its coefficient, the digit's range)."""
     return [(c, ranges.get(d)) for d, c in sorted(coefficients(p).items(),
                                                    key=lambda t: repr(t[0]))]
+
+
+def folded_terms(p: Poly, ranges: dict, bounded: Iterable[tuple[Poly, Poly]] = ()
+                 ) -> list[tuple[Poly, Poly | None]]:
+    """:func:`digit_terms`, with the digits of each bounded sum of the store (``P < U``, see
+    :class:`~.ownership.StoreForm`) that ``p`` holds as ``s * P`` taken together as one term
+    ``(s, U - P.const)``: ``row * n + col`` under ``if row < n and col < n:`` differs between
+    two threads by at most ``(n - 1) + n * (n - 1)``, whatever the grid."""
+    coeffs = coefficients(p)
+    terms: list[tuple[Poly, Poly | None]] = []
+    for q, u in bounded:
+        qc = coefficients(q)
+        if not qc or not set(qc) <= set(coeffs):
+            continue
+        scales = [_ratio(coeffs[d], qc[d]) for d in sorted(qc, key=repr)]
+        scale = next((r for r in scales if r is not None), None)
+        if scale is None or any(mul(scale, c) != coeffs[d] for d, c in qc.items()):
+            continue
+        terms.append((scale, u.plus(const(-q.const))))
+        for d in qc:
+            del coeffs[d]
+    return terms + [(c, ranges.get(d)) for d, c in sorted(coeffs.items(), key=lambda t: repr(t[0]))]
+
+
+def _ratio(c: Poly, k: Poly) -> Poly | None:
+    """``c / k`` where ``k`` is ``c`` or a constant that divides each coefficient of ``c``;
+    else ``None``."""
+    if c == k:
+        return const(1)
+    if k.terms or k.const <= 0:
+        return None
+    if c.const % k.const or any(v % k.const for _, v in c.terms):
+        return None
+    return Affine(c.const // k.const, frozenset((m, v // k.const) for m, v in c.terms))
+
+
+# An extent of an array, or a product of distinct extents of one array, counts at most its
+# elements, which a GPU's 49-bit virtual address space bounds.
+MAX_ELEMENTS = 1 << 48
+
+
+def extent_difference(terms: Iterable[tuple[Poly, Poly | None]]) -> int | None:
+    """An upper bound of ``sum(|c| * (n - 1))`` where coefficients and ranges are made of the
+    launch's extents and the arrays' (``i * a.shape[1] + j`` under ``if i < a.shape[0]:`` and
+    ``for j in range(a.shape[1])`` differs by at most ``a``'s element count): each monomial a
+    product of launch extents and of distinct extents of at most one array; ``None`` where a
+    term holds anything else (a parameter, an unbounded range, two arrays' extents)."""
+    total = 0
+    for c, n in terms:
+        if n is None:
+            return None
+        m, nm = magnitude(c), magnitude(n.plus(const(-1)))
+        if m is None and not _extents_only(c):
+            return None
+        product = mul(c if m is None else m, n.plus(const(-1)) if nm is None else nm)
+        for mono, k in product.terms:
+            if k < 0:
+                continue  # a product of nonnegative extents: it only lowers the sum
+            bound = _monomial_bound(mono)
+            if bound is None:
+                return None
+            total += k * bound
+        total += max(product.const, 0)
+    return total
+
+
+def _extents_only(c: Poly) -> bool:
+    """Is ``c`` a nonnegative combination of extents (positive coefficients)?"""
+    return c.const >= 0 and all(k > 0 for _, k in c.terms)
+
+
+def _monomial_bound(mono: tuple) -> int | None:
+    bound = 1
+    arrays: dict[int, set[int]] = {}  # the axes of each array's extents in the monomial
+    for a in mono:
+        if isinstance(a, ShapeKey):
+            axes = arrays.setdefault(id(a.array), set())
+            if a.axis in axes:
+                return None
+            axes.add(a.axis)
+        elif isinstance(a, SpecialKey) and a.name in ("block_dim", "grid_dim"):
+            bound *= HARDWARE.special(a.name, a.axis).hi
+        else:
+            return None
+    if len(arrays) > 1:
+        return None
+    return bound * (MAX_ELEMENTS if arrays else 1)
 
 
 def largest_difference(terms: Iterable[tuple[Poly, Poly | None]]) -> tuple | None:
@@ -161,10 +304,15 @@ def param_difference(terms: Iterable[tuple[Poly, Poly | None]],
     return tree
 
 
+def fits_limit(ty: ir.ScalarType) -> int:
+    """The largest difference of two exact values that ``ty``'s wrapped values keep apart."""
+    return (1 << (ty.info.bits - 1)) - 1 if ty.info.kind == "int" else (1 << ty.info.bits) - 1
+
+
 def fits_check(tree: tuple, ty: ir.ScalarType, span) -> IndexFits | None:
     """The launch check that keeps a ``ring`` index exact: ``None`` when the hardware's limits
     already do."""
-    limit = (1 << (ty.info.bits - 1)) - 1 if ty.info.kind == "int" else (1 << ty.info.bits) - 1
+    limit = fits_limit(ty)
     if hardware_value(tree) <= limit:
         return None
     return IndexFits(tree, limit, str(ty), span.line, span.col, span.end_col)

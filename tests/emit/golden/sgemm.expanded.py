@@ -33,11 +33,11 @@ TILE = 32
 #     error sites: 1 assert (`expand --proofs` lists them)
 #     launch check: assert block_dim.x == 32 and block_dim.y == 32 (line 27), once per
 #       launch shape
-#     launch check: block_idx.x * 32 stays within i32 (line 33), or the launch is
-#       refused
 #     launch check: block_idx.x * 32 + thread_idx.x stays within i32 (line 33), or the
 #       launch is refused
-#     CUDA C++: 5,193 characters (`expand --cuda`); simulator IR: 3,203 bytes
+#     launch check: block_idx.x * 32 stays within i32 (line 33), or the launch is
+#       refused
+#     CUDA C++: 5,193 characters (`expand --cuda`); simulator IR: 3,206 bytes
 @gpu_kernel(Kernel2D, _spec=...)  # L25
 def sgemm_kernel(_gn_context):  # L26
     _gn_fast = _gn_context.fast_path()       # L27
