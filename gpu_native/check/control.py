@@ -331,7 +331,10 @@ class ControlFlowChecker(CheckerBase):
         before = set(self.assigned)
         self.assigned.add(var.name)
         self.unique.forget(self.loop_assigned_vars(s.body) | {var})
+        # For the ownership proofs the variable is uid + k * (grid_dim.x * block_dim.x).
+        self.unique.forms.enter_grid_stride(var, var.name in self.decl.plain_assigned)
         body, _ = self.loop_body(s.body, entry, extra)
+        self.unique.leave_range_loop(var)
         self.assigned = before
         bounds.facts = entry
         return [ir.GridStride(s.span, var, stop, body)], False

@@ -383,6 +383,19 @@ class Forms:
         digit = Digit(f"loop:{var.name}@{self.loop_count}")
         self.loops[id(var)] = LoopDigit(digit, start_poly, step_poly, trip)
 
+    def enter_grid_stride(self, var: ir.Var, reassigned: bool) -> None:
+        """``for var in FlatLayout1D.grid_stride(n)`` begins: its body sees ``var`` as ``uid + k
+        * (grid_dim.x * block_dim.x)`` (nothing, where the body assigns ``var`` too)."""
+        if reassigned:
+            self.loops.pop(id(var), None)
+            return
+        self.loop_count += 1
+        block = atom(SpecialKey("block_dim", 0))
+        start = atom(Digit("tid0")).plus(mul(atom(Digit("bid0")), block))
+        step = mul(atom(SpecialKey("grid_dim", 0)), block)
+        digit = Digit(f"loop:{var.name}@{self.loop_count}")
+        self.loops[id(var)] = LoopDigit(digit, start, step, None)
+
     def leave_loop(self, var: ir.Var) -> None:
         self.loops.pop(id(var), None)
 
@@ -402,7 +415,8 @@ class Forms:
         facts = sorted(facts, key=repr)  # a fixed order: the same pins on every run
         from .splits import deep, nested_digits
         subst = self._launch_equalities(facts)
-        dims = [substitute(p, deep(subst)) for p in dims]
+        fold = self._folding(subst)
+        dims = [substitute(p, deep(fold)) for p in dims]
         pins: dict = {}
         for f in facts:
             if isinstance(f, Equal):
@@ -444,7 +458,7 @@ class Forms:
             q, u = self.poly(f.left), self.poly(f.right)
             if q is None or u is None or not is_uniform(u) or not digits_of(q):
                 continue
-            q, u = substitute(q, deep(subst)), substitute(u, deep(subst))
+            q, u = substitute(q, deep(fold)), substitute(u, deep(fold))
             if space == "shared":
                 q = substitute(q, deep(lambda a: atom(("block", a)) if isinstance(a, Digit) and
                                        a.coord.startswith("bid") else None))
@@ -465,6 +479,25 @@ class Forms:
                         if pb is not None and not pb.terms and pb.const >= 1:
                             known[a] = const(pb.const)
         return known.get
+
+    def _folding(self, subst: Callable[[object], Poly | None]) -> Callable[[object], Poly | None]:
+        """``subst`` (the launch's known extents), and a uniform ``//``, ``%``, shift or bit
+        operation of values it makes constants folded to its value: ``block_dim.x // 32`` is 4
+        under ``assert block_dim.x == 128``."""
+        def go(a) -> Poly | None:
+            known = subst(a)
+            if known is not None or not isinstance(a, OpKey) or a.op not in _FOLDED:
+                return known
+            left, right = self.poly(a.left), self.poly(a.right)
+            if left is None or right is None:
+                return None
+            left, right = substitute(left, go), substitute(right, go)
+            if left.terms or right.terms:
+                return None
+            value = _FOLDED[a.op](left.const, right.const)
+            return None if value is None else const(value)
+
+        return go
 
     def _range(self, digit: Digit, facts: list, subst) -> Poly | None:
         """The digit's range ``[0, n)``: ``n``, or ``None`` when not bounded; a fact ``digit <
@@ -506,6 +539,19 @@ class Forms:
         if whole.terms:  # at most the hardware's block (or grid) along this axis
             whole = const(HARDWARE.special(name, axis).hi)
         return const(-(-whole.const // digit.radix))
+
+
+# The uniform operations :meth:`Forms._folding` evaluates, as the language defines them (floor
+# division and remainder, arithmetic shifts); None where the operand is out of their range.
+_FOLDED: dict[str, Callable[[int, int], int | None]] = {
+    "//": lambda a, b: a // b if b > 0 else None,
+    "%": lambda a, b: a % b if b > 0 else None,
+    ">>": lambda a, b: a >> b if 0 <= b < 63 else None,
+    "<<": lambda a, b: a << b if 0 <= b < 31 and 0 <= a < 1 << 31 else None,
+    "&": lambda a, b: a & b,
+    "|": lambda a, b: a | b,
+    "^": lambda a, b: a ^ b,
+}
 
 
 # ---- the proof for a pair of stores ----------------------------------------------------------

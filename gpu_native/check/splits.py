@@ -18,9 +18,10 @@ as unbounded integers and prove nothing of ``f``.
 
 **Rules** (:func:`implied`, applied while the pair proof shows digits equal in both threads):
 
-- R6, split: where ``f // K`` and ``f % K`` are both equal in both threads and ``K >= 1``, so is
-  ``f = K * (f // K) + f % K``: the proof gains the dimension ``f == f'``, which the mixed-radix
-  rule then reads like any index (``f`` unique per (thread, iteration) makes every digit equal).
+- R6, split: where ``f // K`` and ``f % K`` are both equal in both threads, so is ``f = K * (f //
+  K) + f % K`` (for any ``K`` but 0, which stops the thread that divides by it before its store):
+  the proof gains the dimension ``f == f'``, which the mixed-radix rule then reads like any
+  index (``f`` unique per (thread, iteration) makes every digit equal).
 - XOR: where ``x ^ y`` is equal in both threads and ``y`` is a function of values already shown
   equal (``(ra >> 1) & 3`` with ``ra`` equal), so is ``x``: XOR with a fixed value is one-to-one.
 
@@ -221,7 +222,9 @@ def implied(forced: set, ranges: dict, used: set) -> tuple[list[tuple[Poly, Poly
         if d.of.op == "hi":
             lo = Digit(DERIVED, of=Derived("lo", d.of.flat, d.of.other))
             key = (d.of.flat, d.of.other)
-            if lo in forced and key not in used and _shows_positive(d.of.other):
+            # f == K * (f // K) + f % K for every K != 0 (floor division), and a thread that
+            # computed the split ran with K != 0: a zero divisor stops it before its store.
+            if lo in forced and key not in used:
                 used.add(key)
                 dims.append((d.of.flat, d.of.flat))
         elif d.of.op == "xor":

@@ -1053,6 +1053,12 @@ def _hint_for(a: StoreForm, b: StoreForm, outcome: PairProof, space: str) -> str
                 f"larger than that: assert it (`assert {asserts}` at the top of the kernel, "
                 "checked once per launch), or step by the block's extent "
                 "(block_idx.x * block_dim.x + thread_idx.x)")
+    if any(d.part == "hi" and Digit(d.coord, "lo", d.radix) in a.pins for d in missing):
+        # One lane of each warp already: the warp's index is what is not told apart.
+        return ("the lane is pinned, but the warp's index is not shown apart from the other "
+                "blocks' warps: step by a constant number of warps per block (WARPS = 4; "
+                "row = block_idx.x * WARPS + thread_idx.x // 32, with `assert block_dim.x == "
+                "WARPS * 32`), or assert the block size, which makes `block_dim.x // 32` a constant")
     if any(d.part != "all" for d in missing):
         return ("one writer per warp needs the other part pinned: `if lane == 0: "
                 "partial[wid] = v` (lane = tid % 32, wid = tid // 32); or index with both parts")

@@ -6,8 +6,10 @@ the grid.  The proofs take a comparison ``P < U`` whose sides are exact (no wrap
 the digits of ``P`` together (:mod:`gpu_native.check.ownership`); a block-stride loop's ``j <
 cols`` does the same.  These kernels once needed ``n >= block_dim.x * grid_dim.x`` at every
 launch (so a grid that overhangs the matrix, the usual ceil-div launch, was refused) or were
-refused outright.  Near misses stay refused, and generated draws (tools/fuzz/guarded.py) that
-the checker accepts run race-free on the simulator.
+refused outright.  Two neighbours of these idioms are here too: a warp per row whose warps per
+block are ``block_dim.x // 32`` under an asserted block size, and a grid-stride loop split into
+``idx // w, idx % w``.  Near misses stay refused, and generated draws (tools/fuzz/guarded.py)
+that the checker accepts run race-free on the simulator.
 """
 
 from __future__ import annotations
@@ -98,6 +100,36 @@ def test_a_thread_per_row_of_k(backend, kg):
     out = _poisoned(a.size)
     kg.thread_per_row_k[2, 32](gn.to_device(a), out, k)
     np.testing.assert_allclose(out.to_host(), a.astype(np.float64) - 1, rtol=1e-6)
+
+
+def test_a_warp_per_row_with_the_block_size_asserted(backend, kg):
+    x = np.random.default_rng(4).standard_normal(10).astype(np.float32)
+    y = _poisoned(10)
+    kg.warp_rows[3, 128](gn.to_device(x), y)
+    np.testing.assert_allclose(y.to_host(), x.astype(np.float64) * 2, rtol=1e-6)
+
+
+def test_a_grid_stride_loop_split_into_rows_and_columns(backend, kg):
+    a = np.random.default_rng(5).standard_normal((13, 29)).astype(np.float32)
+    b = gn.empty(a.shape, gn.f32)
+    b.fill(np.nan)
+    kg.flatten_grid_stride[2, 64](gn.to_device(a), b)
+    np.testing.assert_allclose(b.to_host(), a.astype(np.float64) + 1, rtol=1e-6)
+
+
+def test_a_warp_per_row_without_the_block_size_says_what_to_assert(tmp_path):
+    source = """
+        @gpu_kernel(Kernel1D)
+        def k(x: CUDASlice[f32], y: CUDASliceMut[f32]):
+            row = block_idx.x * (block_dim.x // 32) + thread_idx.x // 32
+            if thread_idx.x % 32 == 0 and row < len(y):
+                y[row] = x[row]
+        """
+    with pytest.raises(TranspileError) as info:
+        build(tmp_path, source, name="warp_rows_unasserted")
+    text = str(info.value)
+    assert "the lane is pinned, but the warp's index is not shown apart" in text
+    assert "assert block_dim.x == WARPS * 32" in text
 
 
 # ---- near misses --------------------------------------------------------------------------------

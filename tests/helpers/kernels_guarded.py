@@ -6,6 +6,7 @@ from gpu_native import (
     CUDASlice,
     CUDASlice2D,
     CUDASliceMut,
+    CUDASliceMut2D,
     FlatLayout1D,
     Kernel1D,
     Kernel2D,
@@ -60,3 +61,20 @@ def thread_per_row_k(a: CUDASlice[f32], out: CUDASliceMut[f32], k: i32):
     i = FlatLayout1D.uid()
     for j in range(k):
         out[i * k + j] = a[i * k + j] - 1.0
+
+
+@gpu_kernel(Kernel1D)
+def warp_rows(x: CUDASlice[f32], y: CUDASliceMut[f32]):
+    """A warp per row, its lane 0 writing; the warps per block from the asserted block size."""
+    assert block_dim.x == 128
+    row = block_idx.x * (block_dim.x // 32) + thread_idx.x // 32
+    if thread_idx.x % 32 == 0 and row < len(y):
+        y[row] = x[row] * 2.0
+
+
+@gpu_kernel(Kernel1D)
+def flatten_grid_stride(a: CUDASlice2D[f32], b: CUDASliceMut2D[f32]):
+    """A grid-stride loop over the elements of a 2-D array, split into row and column."""
+    h, w = a.shape
+    for idx in FlatLayout1D.grid_stride(h * w):
+        b[idx // w, idx % w] = a[idx // w, idx % w] + 1.0
