@@ -14,6 +14,7 @@ import math
 import numpy as np
 
 from ..errors import LaunchError
+from ..spec import LaunchAssert
 from .streams import DEFAULT_STREAM
 
 __all__ = ["SIM_BLOCK_SIZE", "block_shape", "check_cooperative", "cooperative_limit",
@@ -92,14 +93,44 @@ def forall_grid(kernel, variant, backend, device: int, extents: tuple[int, ...],
                 shared_mem_bytes: int) -> tuple[tuple, tuple]:
     """``(grid, block)`` of ``kernel.forall(shape)`` for one variant on one device; a
     cooperative kernel's grid is capped at the blocks that fit on the device at once."""
-    threads = occupancy_block_size(kernel, variant, backend, device, shared_mem_bytes)
-    grid, block = forall_config(extents, threads)
+    asserted = asserted_block(variant.launch_checks)
+    if asserted:
+        # The kernel fixes its block (`assert block_dim.x == 256`): that block, every axis it
+        # does not fix one thread wide.
+        ndim = kernel.ndim
+        block = tuple(asserted.get(axis, 1) for axis in range(ndim))
+        xyz = tuple(reversed(extents)) + (1,) * (ndim - len(extents))
+        grid = tuple(-(-n // b) for n, b in zip(xyz, block))
+    else:
+        threads = occupancy_block_size(kernel, variant, backend, device, shared_mem_bytes)
+        grid, block = forall_config(extents, threads)
     if kernel.options.cooperative:
         limit = min(cooperative_limit(backend, fn, device, math.prod(block), shared_mem_bytes)[0]
                     for fn in kernel._entry_functions(variant, backend, device))
         rest = math.prod(grid[1:])
         grid = (max(1, min(grid[0], limit // max(1, rest))), *grid[1:])
     return grid, block
+
+
+def asserted_block(checks) -> dict[int, int]:
+    """The block extents a kernel's asserts fix (``assert block_dim.x == 256 and block_dim.y ==
+    1``: ``{0: 256, 1: 1}``), read from its launch asserts (their ``==`` of a ``block_dim``
+    axis and a constant, alone or under ``and``)."""
+    found: dict[int, int] = {}
+
+    def visit(tree) -> None:
+        if tree[0] == "and":
+            for part in tree[1]:
+                visit(part)
+        elif tree[0] == "==":
+            for a, b in ((tree[1], tree[2]), (tree[2], tree[1])):
+                if a[0] == "sp" and a[1] == "block_dim" and b[0] == "c" and b[1] >= 1:
+                    found[a[2]] = b[1]
+
+    for check in checks:
+        if isinstance(check, LaunchAssert):
+            visit(check.tree)
+    return found
 
 
 def occupancy_block_size(kernel, variant, backend, device: int, shared_mem_bytes: int) -> int:

@@ -48,6 +48,20 @@ def plus_one(a: CUDASlice2D[f32], b: CUDASliceMut2D[f32]):
     if y < b.shape[0] and x < b.shape[1]:
         b[y, x] = a[y, x] + 1.0
 
+@gpu_kernel(Kernel1D)
+def fixed_block(out: CUDASliceMut[i32]):
+    assert block_dim.x == 96, "launch with 96 threads"
+    i = FlatLayout1D.uid()
+    if i < len(out):
+        out[i] = block_dim.x
+
+@gpu_kernel(Kernel2D)
+def fixed_tile(out: CUDASliceMut2D[i32]):
+    assert block_dim.x == 16 and block_dim.y == 8
+    x, y = FlatLayout2D.uid()
+    if y < out.shape[0] and x < out.shape[1]:
+        out[y, x] = block_dim.x * 100 + block_dim.y
+
 @gpu_kernel(Kernel3D)
 def coords(out: CUDASliceMut3D[i32]):
     x, y, z = FlatLayout3D.uid()
@@ -258,6 +272,19 @@ def test_forall_of_a_generic_kernel_picks_the_specialisation(km, backend, rng):
         y = gn.zeros(700, gn.f32 if dtype == np.float32 else gn.f64)
         km.axpy.forall(700)(dtype(3.0), gn.to_device(xs), y)
         np.testing.assert_allclose(y.to_host(), 3.0 * xs, rtol=1e-6)
+
+
+def test_forall_launches_the_block_the_kernel_asserts(km, backend):
+    """A kernel that fixes its block size (`assert block_dim.x == 96`) gets that block from
+    forall, not the occupancy API's, which its assert would refuse."""
+    out = gn.empty(1000, gn.i32)
+    out.fill(-1)
+    km.fixed_block.forall(1000)(out)
+    np.testing.assert_array_equal(out.to_host(), np.full(1000, 96, np.int32))
+    tile = gn.empty((37, 45), gn.i32)
+    tile.fill(-1)
+    km.fixed_tile.forall(tile.shape)(tile)
+    np.testing.assert_array_equal(tile.to_host(), np.full((37, 45), 1608, np.int32))
 
 
 def test_block_shapes():
