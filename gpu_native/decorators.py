@@ -195,30 +195,19 @@ _bound_cache: dict[str, frozenset[str]] = {}
 
 
 def _bound_names(source: str, digest: str) -> frozenset[str]:
-    """The names the source's module-level statements bind (its own definitions win over what
-    the namespace it runs in held before)."""
+    """The names the source binds in its global scope, in any way (its own definitions win over
+    what the namespace it runs in held before)."""
     names = _bound_cache.get(digest)
     if names is None:
         import ast
 
-        found: set[str] = set()
+        from .frontend.bindings import module_bindings
+
         try:
             tree = ast.parse(source)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             tree = ast.Module(body=[], type_ignores=[])  # the transpiler reports it
-        stack: list[ast.AST] = list(tree.body)
-        while stack:
-            node = stack.pop()
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                found.add(node.name)
-            elif isinstance(node, (ast.Import, ast.ImportFrom)):
-                found.update((a.asname or a.name).split(".")[0] for a in node.names)
-            elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
-                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-                found.update(t.id for t in targets if isinstance(t, ast.Name))
-            elif isinstance(node, (ast.If, ast.Try, ast.With, ast.For, ast.While)):
-                stack.extend(n for n in ast.iter_child_nodes(node) if isinstance(n, ast.stmt))
-        names = _bound_cache[digest] = frozenset(found)
+        names = _bound_cache[digest] = frozenset(module_bindings(tree, "<source>", []))
     return names
 
 

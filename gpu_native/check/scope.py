@@ -135,11 +135,15 @@ class Resolver:
 
     def name(self, name: str, span: SourceSpan) -> Sym:
         scan = self.scan
-        if name in scan.reassigned:
+        sites = scan.reassigned.get(name)
+        if sites is not None:
+            shown = [site.described() for site in sites[:3]]
+            more = f", and {len(sites) - 3} more" if len(sites) > 3 else ""
             raise TranspileError(
                 f"'{name}' is assigned more than once at module level, so a kernel cannot use it "
                 "as a compile-time constant", span,
-                "assign module constants used by kernels exactly once",
+                f"it is {', '.join(shown[:-1])} and {shown[-1]}{more}; assign module constants "
+                "used by kernels exactly once, with =",
             )
         if name in scan.typevars:
             return Sym("typevar", name, scan.typevars[name])
@@ -170,6 +174,14 @@ class Resolver:
             return Sym("builtin", name)
         if name == "None":
             return Sym("host", name, "None has no value in kernels")
+        site = scan.unfoldable.get(name)
+        if site is not None:
+            raise TranspileError(
+                f"'{name}' is not a constant a kernel can use: it is {site.described()}, "
+                "and a kernel folds only module constants assigned once, at the top level of "
+                "the module", span,
+                f"assign it once at module level ({name} = 4, a number, bool or tuple of them), "
+                "or pass it to the kernel as a parameter")
         return Sym("undefined", name)
 
     def _imported(self, module: str, attr: str | None, span: SourceSpan) -> Sym:
@@ -211,7 +223,8 @@ class Resolver:
                        "gpu_native cannot find")
         resolver = Resolver(other, self.locator)
         if attr in other.constants or attr in other.typevars or attr in other.const_arrays or \
-                attr in other.structs or other.function(attr) is not None:
+                attr in other.structs or other.function(attr) is not None or \
+                attr in other.reassigned or attr in other.unfoldable:
             return resolver.name(attr, span)
         if attr in other.imports:
             imp = other.imports[attr]

@@ -22,6 +22,7 @@ from typing import Any
 from ..errors import SourceSpan
 from ..nodes import Factory, node
 from . import syntax as S
+from .bindings import Binding, conflicts, module_bindings
 from .constarrays import ConstArrayDecl, const_array_decl
 from .convert import convert_function, decorated_first_line
 from .source import ast_span, check_depth, line_texts, parse_python
@@ -136,7 +137,11 @@ class ModuleScan:
     struct_types: dict = Factory(dict)  # the checker's memo: struct name -> its ir.StructType
     functions: list[S.FunctionDef] = Factory(list)
     host_names: dict[str, str] = Factory(dict)  # name -> "function" / "class" / ...
-    reassigned: set[str] = Factory(set)
+    # Names the module binds more than once (see .bindings): every place it binds them.
+    reassigned: dict[str, tuple[Binding, ...]] = Factory(dict)
+    # Names the module binds once, but not by a statement the scan reads as a definition
+    # (`N, M = 9, 1`, `for N in ...`, an assignment in a try block): where.
+    unfoldable: dict[str, Binding] = Factory(dict)
     hinted: set[str] = Factory(set)  # seeded from outside; the source may redefine
     # Names bound outside the source to host values: name -> what it is (see OuterName).
     described: dict[str, str] = Factory(dict)
@@ -354,9 +359,6 @@ class _Scanner:
             self.scan.constants.pop(name, None)
             self.scan.imports.pop(name, None)
             self.scan.described.pop(name, None)
-        elif name in self.scan.host_names or name in self.scan.constants or \
-                name in self.scan.const_arrays:
-            self.scan.reassigned.add(name)
         self.scan.host_names.setdefault(name, kind)
 
     def small(self, node: ast.stmt) -> None:
@@ -382,8 +384,6 @@ class _Scanner:
             for target in targets:
                 if isinstance(target, ast.Name):
                     self.assign(target, node.value)
-        elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
-            scan.reassigned.add(node.target.id)
 
     def star_import(self, module: str, alias: ast.alias) -> None:
         """``from gpu_native import *`` binds every name of ``gpu_native.__all__``, as Python
@@ -404,9 +404,6 @@ class _Scanner:
             scan.constants.pop(name, None)
             scan.imports.pop(name, None)
             scan.described.pop(name, None)
-        elif name in scan.constants or name in scan.host_names or name in scan.typevars or \
-                name in scan.const_arrays:
-            scan.reassigned.add(name)
         if value is None:
             return
         if isinstance(value, ast.Call) and self.resolves_to(value.func, CONST_ARRAY):
@@ -589,12 +586,19 @@ def scan_module(source: str, path: str, module_name: str | None = None,
         _Scanner(scan, is_package).run(tree)
     else:
         _Scanner(scan, is_package, hints.only, frozenset(hints.captured)).run(tree)
+    for name, sites in module_bindings(tree, path, scan.lines).items():
+        sites = conflicts(sites)
+        if len(sites) > 1:
+            scan.reassigned[name] = tuple(sites)
+        elif not sites[0].plain:
+            scan.unfoldable[name] = sites[0]
     if hints is not None:
         for name, outer in hints.captured.items():  # a closure's cells hide the module's names
             for table in (scan.constants, scan.imports, scan.const_arrays, scan.typevars,
                           scan.host_names, scan.described):
                 table.pop(name, None)
-            scan.reassigned.discard(name)
+            scan.reassigned.pop(name, None)
+            scan.unfoldable.pop(name, None)
             _seed(scan, name, outer)
     return scan
 
