@@ -118,8 +118,9 @@ def _kernel_from_source(fn: Callable[P, object]) -> Kernel[P]:
     # annotations and decorators.
     scope = _enclosing_scope(code) if "." in getattr(fn, "__qualname__", "") else None
     if scope:
-        scope = {name: scope[name] for name in _words_of(source, code) & set(scope)
-                 if name not in code.co_varnames}
+        # Only the decorators and the signature are evaluated there: the body sees a function's
+        # variables through its closure cells, and a class body's names not at all.
+        scope = {name: scope[name] for name in _signature_names(source, code) & set(scope)}
     if scope:
         only = code.co_firstlineno
     capture = _Capture()
@@ -211,20 +212,33 @@ def _bound_names(source: str, digest: str) -> frozenset[str]:
     return names
 
 
-def _words_of(source: str, code: types.CodeType) -> set[str]:
-    """The identifiers of the lines of the kernel of ``code`` (decorators included)."""
-    lines = source.splitlines()[code.co_firstlineno - 1:]
-    return set(_WORD.findall("\n".join(lines[:_kernel_length(lines)])))
+def _signature_names(source: str, code: types.CodeType) -> set[str]:
+    """The names the decorators, defaults and annotations of the function of ``code`` read:
+    what Python evaluated in the scope that defines it."""
+    import ast
 
-
-def _kernel_length(lines: list[str]) -> int:
-    """How many of ``lines`` (starting at a kernel's first decorator) are the kernel's."""
-    indent = len(lines[0]) - len(lines[0].lstrip()) if lines else 0
-    for i, text in enumerate(lines[1:], 1):
-        if text.strip() and not text.lstrip().startswith(("@", "def ", "async def ", ")")) and \
-                len(text) - len(text.lstrip()) <= indent:
-            return i
-    return len(lines)
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return set()  # the transpiler reports it
+    stack: list[ast.AST] = [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and \
+                node.name == code.co_name and \
+                min([node.lineno, *(d.lineno for d in node.decorator_list)]) == \
+                code.co_firstlineno:
+            args = node.args
+            read: list[ast.AST] = [*node.decorator_list, *args.defaults,
+                                   *(d for d in args.kw_defaults if d is not None)]
+            read += [a.annotation for a in (*args.posonlyargs, *args.args, *args.kwonlyargs,
+                                            args.vararg, args.kwarg)
+                     if a is not None and a.annotation is not None]
+            if node.returns is not None:
+                read.append(node.returns)
+            return {n.id for e in read for n in ast.walk(e) if isinstance(n, ast.Name)}
+        stack.extend(ast.iter_child_nodes(node))
+    return set()
 
 
 def _is_constant(value: object) -> bool:
