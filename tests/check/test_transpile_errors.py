@@ -11,6 +11,7 @@ import pytest
 
 from gpu_native.errors import TranspileError
 from gpu_native.rewrite import rewrite_module
+from tests.helpers import located_transpile_error
 
 HEADER = """\
 import math
@@ -465,6 +466,30 @@ def test_static_shared_memory_past_48_kib_points_to_the_dynamic_form(tmp_path):
         "hint: large buffers go in the dynamic shared array, `s = shared_array(f32, 0)`, sized "
         "at launch by shared_mem_bytes (up to the device's opt-in limit, 227 KiB on an H100 or "
         "H200); a kernel has one")
+
+
+@pytest.mark.parametrize("arrays, culprit, total", [
+    (["local_array(i32, 2**40)"], "'t1' (i32 x 1099511627776, 4398046511104 bytes)",
+     "4398046511104 bytes"),
+    (["local_array(f64, (256, 256))", "local_array(u8, 1)"],
+     "'t2' (u8 x 1, 1 bytes) brings this thread's local arrays to 524289 bytes (with the 1 "
+     "local array declared before it)", "524289 bytes"),
+])
+def test_local_arrays_past_512_kib_per_thread_are_refused(arrays, culprit, total, tmp_path):
+    # CUDA gives a thread 512 KiB of local memory; the simulator would try to allocate the
+    # arrays for every thread and fail inside numpy.
+    lines = "".join(f"    t{k} = {array}\n" for k, array in enumerate(arrays, 1))
+    marked = lines.rstrip("\n") + "  # <-\n"
+    source = HEADER + textwrap.dedent("""
+        @gpu_kernel(Kernel1D)
+        def k(a: CUDASliceMut[f32]):
+            i = FlatLayout1D.uid()
+        """) + marked + "    a[i] = 0.0\n"
+    err = located_transpile_error(source, tmp_path / "big_local.py", f"local array {culprit}")
+    assert f"local arrays to {total}" in str(err)
+    assert "more than the 524288 bytes (512 KiB) of local memory CUDA allows per thread" in \
+        str(err)
+    assert "pass a CUDASliceMut to the kernel" in (err.hint or "")
 
 
 def test_a_form_feed_line_does_not_shift_the_rewrite(tmp_path):
