@@ -264,6 +264,21 @@ def k(a: CUDASliceMut[f32]):
 def k(a: CUDASliceMut[f32]):
     pass
 """, "gpu_kernel has no option 'fast'"),
+    "string for a bool option": ("""
+@gpu_kernel(Kernel1D, bounds_check="no")  # <-
+def k(a: CUDASliceMut[f32]):
+    pass
+""", "bounds_check must be True or False"),
+    "None for a bool option": ("""
+@gpu_kernel(Kernel1D, fastmath=None)  # <-
+def k(a: CUDASliceMut[f32]):
+    pass
+""", "fastmath must be True or False"),
+    "string for an integer option": ("""
+@gpu_kernel(Kernel1D, max_registers="64")  # <-
+def k(a: CUDASliceMut[f32]):
+    pass
+""", "max_registers must be a positive integer"),
     "atomic on read-only": ("""
 @gpu_kernel(Kernel1D)
 def k(a: CUDASlice[f32]):
