@@ -21,7 +21,9 @@ never imports the transpiler.
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import inspect
 import os
 import re
 import sys
@@ -47,7 +49,46 @@ _MAX_REWRITES = 256
 _rewrite_lock = threading.Lock()
 
 
+def _misuse_told_by_source(decorator: Callable[P, R]) -> Callable[P, R]:
+    """Let the transpiler report a call of ``decorator`` that its signature refuses
+    (``@gpu_kernel(Kernel1D, bogus=1)``), as the import hook does: where no hook ran, the
+    decorator returned transpiles the function from its source, whose decorator line the
+    transpiler reads and refuses at the culprit, listing the options.  Only a call that is not
+    in the source as written (``gpu_kernel(Kernel1D, **options)(f)``) keeps Python's
+    ``TypeError``."""
+    signature = inspect.signature(decorator)
+
+    @functools.wraps(decorator)
+    def checked(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            signature.bind(*args, **kwargs)
+        except TypeError as exc:
+            message = f"@gpu_kernel(...): {exc}"
+            return _refused_call(message)  # type: ignore[return-value]
+        return decorator(*args, **kwargs)
+
+    return checked
+
+
+def _refused_call(message: str) -> Callable[[Callable[..., object]], Kernel]:
+    def decorate(fn: Callable[..., object]) -> Kernel:
+        try:
+            try:
+                _kernel_from_source(fn)
+            except TranspileError as exc:
+                if exc.span is not None:
+                    raise
+            # No source, or the call is not the decorator written there.
+            raise TypeError(message)
+        except Exception as exc:
+            strip(exc)
+            raise
+
+    return decorate
+
+
 @boundary
+@_misuse_told_by_source
 def gpu_kernel(kind: type[Kernel1D] | type[Kernel2D] | type[Kernel3D], *,
                bounds_check: bool = True, fastmath: bool = False,
                max_registers: int | None = None, cooperative: bool = False,
@@ -81,7 +122,7 @@ def gpu_kernel(kind: type[Kernel1D] | type[Kernel2D] | type[Kernel3D], *,
         see a ``Kernel[P]`` with the function's parameters ``P``, so launches are checked.
     """
     if kind not in _KINDS:
-        raise TypeError(f"@gpu_kernel takes Kernel1D, Kernel2D or Kernel3D, not {kind!r}")
+        return _refused_call(f"@gpu_kernel takes Kernel1D, Kernel2D or Kernel3D, not {kind!r}")
 
     def decorate(fn: Callable[P, object]) -> Kernel[P]:
         if _spec is not None:

@@ -9,6 +9,7 @@ transpiled, built and launched, not only decorated.
 from __future__ import annotations
 
 import linecache
+import os
 import subprocess
 import sys
 import textwrap
@@ -155,6 +156,52 @@ class TestExecOfAString:
             gn.register_source(b"x = 1")  # type: ignore[arg-type]
         with pytest.raises(TypeError, match="filename must be a str"):
             gn.register_source("x = 1", 3)  # type: ignore[arg-type]
+
+
+class TestMisuseOutsideTheHook:
+    """A decorator call or annotation that Python itself would refuse before the decorator can
+    run gets the import hook's located error, not an exception of typing or of the call."""
+
+    SOURCE = textwrap.dedent('''
+        from gpu_native import gpu_kernel, Kernel1D, CUDASliceMut, FlatLayout1D, f32
+
+        @gpu_kernel(Kernel1D)
+        def k(c: CUDASliceMut[f32]):
+            i = FlatLayout1D.uid()
+            c[i] = 1.0
+    ''')
+
+    @pytest.mark.parametrize("old, new, message", [
+        ("CUDASliceMut[f32]", "CUDASliceMut[f32, f32]",
+         "the second argument of CUDASliceMut[T, ...] is the layout"),
+        ("gpu_kernel(Kernel1D)", "gpu_kernel(Kernel1D, bogus=1)",
+         "gpu_kernel has no option 'bogus' (options: bounds_check, fastmath, max_registers, "
+         "cooperative, specializations)"),
+        ("gpu_kernel(Kernel1D)", "gpu_kernel(Kernel1D, Kernel1D)",
+         "gpu_kernel takes one positional argument"),
+        ("gpu_kernel(Kernel1D)", "gpu_kernel(f32)",
+         "gpu_kernel's first argument must be Kernel1D, Kernel2D or Kernel3D"),
+    ])
+    def test_the_decorator_reports_what_the_hook_reports(self, old, new, message, tmp_path):
+        from gpu_native.rewrite import rewrite_module
+
+        source = self.SOURCE.replace(old, new)
+        name = gn.register_source(source, f"<misuse {new}>")
+        with pytest.raises(TranspileError) as info:  # annotations evaluated, as in a script
+            exec(compile(source, name, "exec", dont_inherit=True), {"__name__": "misuse"})
+        with pytest.raises(TranspileError) as hooked:
+            rewrite_module(source, name, "misuse")
+        assert message in str(info.value)
+        assert str(info.value) == str(hooked.value)
+
+    def test_a_call_that_is_not_the_decorator_written_keeps_its_type_error(self):
+        source = self.SOURCE.replace("@gpu_kernel(Kernel1D)\n", "")
+        namespace: dict = {"__name__": "misuse"}
+        exec(compile(source, gn.register_source(source), "exec"), namespace)
+        with pytest.raises(TypeError, match="got an unexpected keyword argument 'bogus'") as info:
+            gn.gpu_kernel(gn.Kernel1D, bogus=1)(namespace["k"])
+        package = os.path.dirname(gn.__file__)
+        assert not [entry for entry in info.traceback if str(entry.path).startswith(package)]
 
 
 class TestCellsOfOneNamespace:
