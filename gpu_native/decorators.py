@@ -372,6 +372,8 @@ class _Capture:
             return OuterName("const", value)
         if isinstance(value, DeviceFunction):
             return self._device(value, filename)
+        if value is None:  # before the search below, where a missing name reads as None
+            return self._host(name, "holds None", closure)
         if getattr(gpu_native, name, None) is value:
             return OuterName("import", ("gpu_native", name))
         for attr in getattr(gpu_native, "__all__", ()):  # imported under another name

@@ -108,7 +108,9 @@ class TestClosures:
             assert out.dtype == dtype and out.tolist() == [0.5, 1.5, 2.5]
 
     @pytest.mark.parametrize("value, shown", [(np.ones(3, np.float32), "numpy.ndarray"),
-                                              ([1.0, 2.0], "holds a list")])
+                                              ([1.0, 2.0], "holds a list"),
+                                              (None, "and holds None: kernels take constants "
+                                                     "(int, float, bool and tuples of them)")])
     def test_a_closure_over_a_host_value_is_an_error_at_the_use(self, value, shown):
         with pytest.raises(TranspileError) as info:
             make_from(value)
