@@ -74,12 +74,11 @@ def _refused_call(message: str) -> Callable[[Callable[..., object]], Kernel]:
     def decorate(fn: Callable[..., object]) -> Kernel:
         try:
             try:
-                _kernel_from_source(fn)
+                _kernel_from_source(fn, refused=message)
             except TranspileError as exc:
                 if exc.span is not None:
                     raise
-            # No source, or the call is not the decorator written there.
-            raise TypeError(message)
+            raise TypeError(message)  # no source, or one that shows nothing wrong
         except Exception as exc:
             strip(exc)
             raise
@@ -136,7 +135,9 @@ def gpu_kernel(kind: type[Kernel1D] | type[Kernel2D] | type[Kernel3D], *,
     return decorate
 
 
-def _kernel_from_source(fn: Callable[P, object]) -> Kernel[P]:
+def _kernel_from_source(fn: Callable[P, object], refused: str | None = None) -> Kernel[P]:
+    """The kernel ``fn`` as its source defines it.  ``refused``: the message of the TypeError
+    to raise where the source has no such kernel (a refused call that was no decorator)."""
     if isinstance(fn, staticmethod):  # @gpu_kernel above @staticmethod: the kernel is no method
         fn = fn.__func__
     code = getattr(fn, "__code__", None)
@@ -172,8 +173,9 @@ def _kernel_from_source(fn: Callable[P, object]) -> Kernel[P]:
 
     build = find_kernel(result, fn.__name__, code.co_firstlineno)
     if build is None:
-        raise TranspileError(f"could not find kernel '{fn.__name__}' in {filename}", None,
-                             "decorate module-level or nested functions with @gpu_kernel(...)")
+        if refused is not None:
+            raise TypeError(refused)
+        raise _not_found(fn.__name__, filename, source, code.co_firstlineno)
     new_lines = source_lines(result.source)
     first = build.line
     last = _block_end(new_lines, first)
@@ -198,6 +200,24 @@ def _enclosing_scope(code: types.CodeType) -> dict[str, Any]:
         if code in frame.f_code.co_consts:
             return dict(frame.f_locals) if frame.f_locals is not frame.f_globals else {}
     return {}
+
+
+def _not_found(name: str, filename: str, source: str, line: int) -> TranspileError:
+    """The error for a function the transpiler did not take for a kernel: its decorator does not
+    name gpu_kernel as the scan reads names, or the call was no decorator at all."""
+    from .errors import SourceSpan
+    from .frontend.source import line_texts
+
+    lines = line_texts(source)
+    text = lines[line - 1] if 0 < line <= len(lines) else ""
+    col = len(text) - len(text.lstrip())
+    return TranspileError(
+        f"could not find kernel '{name}' in {filename}: gpu_native finds a kernel by a "
+        "decorator that names gpu_native's gpu_kernel, and the source has none here",
+        SourceSpan(filename, line, col, len(text.rstrip()) or None, text),
+        "write @gpu_kernel(...) (from gpu_native import gpu_kernel) or @gn.gpu_kernel(...); "
+        "another name for it is found only when assigned once at module level "
+        "(kern = gn.gpu_kernel), not when imported from elsewhere or made at run time")
 
 
 def _no_source(what: str, name: str, filename: str) -> TranspileError:

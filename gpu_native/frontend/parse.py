@@ -33,6 +33,8 @@ DEVICE_DECORATOR = "gpu_device"
 CONST_ARRAY = "const_array"
 STRUCT_DECORATOR = "gpu_struct"
 PACKAGE = "gpu_native"
+_DECORATORS = frozenset(f"{PACKAGE}.{name}" for name in (
+    KERNEL_DECORATOR, DEVICE_DECORATOR, CONST_ARRAY, STRUCT_DECORATOR))
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 # Statements whose imports count even though they sit in a block (`if TYPE_CHECKING:`, `try:`).
@@ -198,11 +200,15 @@ class _Scanner:
     """Walks a module's statements for imports, constants and gpu_native decorators."""
 
     def __init__(self, scan: ModuleScan, is_package: bool, only: int | None = None,
-                 captured: frozenset[str] = frozenset()):
+                 captured: frozenset[str] = frozenset(), bound_once: frozenset[str] = frozenset()):
         self.scan = scan
         self.is_package = is_package
         self.only = only
         self.captured = captured
+        # Module names bound exactly once (see .bindings): only such a name can stand for a
+        # decorator (`kern = gn.gpu_kernel`), as it holds the same value wherever it is used.
+        self.bound_once = bound_once
+        self.aliases: dict[str, str] = {}  # name -> the gpu_native decorator it holds
         self._symbols: symtable.SymbolTable | None = None
 
     def run(self, module: ast.Module) -> None:
@@ -308,20 +314,23 @@ class _Scanner:
     # ---- what a decorator refers to
 
     def resolves_to(self, expr: ast.expr, name: str) -> bool:
+        return self.full_name(expr) == f"{PACKAGE}.{name}"
+
+    def full_name(self, expr: ast.expr) -> str | None:
+        """What a (dotted) name refers to through the module's imports and decorator aliases:
+        ``gn.gpu_kernel`` after ``import gpu_native as gn`` is ``gpu_native.gpu_kernel``."""
         dotted = _dotted(expr)
         if dotted is None:
-            return False
+            return None
         head, _, rest = dotted.partition(".")
-        imported = self.scan.imports.get(head)
-        if imported is None:
-            return False
-        if not rest:
-            return imported.module == PACKAGE and imported.attr == name
-        if imported.attr is None:
-            full = f"{imported.module}.{rest}"
-        else:
-            full = f"{imported.module}.{imported.attr}.{rest}"
-        return full == f"{PACKAGE}.{name}"
+        base = self.aliases.get(head)
+        if base is None:
+            imported = self.scan.imports.get(head)
+            if imported is None:
+                return None
+            base = imported.module if imported.attr is None else \
+                f"{imported.module}.{imported.attr}"
+        return f"{base}.{rest}" if rest else base
 
     def _gn_decorator(self, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[str, int] | None:
         """("kernel" or "device", the decorator's index) for a gpu_native function."""
@@ -381,6 +390,11 @@ class _Scanner:
                 scan.imports[local] = ImportedName(module, alias.name, self.span(alias))
         elif isinstance(node, (ast.Assign, ast.AnnAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if len(targets) == 1 and isinstance(targets[0], ast.Name) and \
+                    targets[0].id in self.bound_once and node.value is not None:
+                full = self.full_name(node.value)
+                if full in _DECORATORS:
+                    self.aliases[targets[0].id] = full
             for target in targets:
                 if isinstance(target, ast.Name):
                     self.assign(target, node.value)
@@ -582,12 +596,14 @@ def scan_module(source: str, path: str, module_name: str | None = None,
             _seed(scan, name, outer)
         scan.hinted = set(hints.outer)
         scan.variant = hints.variant
+    bindings = {name: conflicts(sites)
+                for name, sites in module_bindings(tree, path, scan.lines).items()}
+    once = frozenset(name for name, sites in bindings.items() if len(sites) == 1)
     if hints is None:
-        _Scanner(scan, is_package).run(tree)
+        _Scanner(scan, is_package, bound_once=once).run(tree)
     else:
-        _Scanner(scan, is_package, hints.only, frozenset(hints.captured)).run(tree)
-    for name, sites in module_bindings(tree, path, scan.lines).items():
-        sites = conflicts(sites)
+        _Scanner(scan, is_package, hints.only, frozenset(hints.captured), once).run(tree)
+    for name, sites in bindings.items():
         if len(sites) > 1:
             scan.reassigned[name] = tuple(sites)
         elif not sites[0].plain:

@@ -204,6 +204,55 @@ class TestMisuseOutsideTheHook:
         assert not [entry for entry in info.traceback if str(entry.path).startswith(package)]
 
 
+class TestDecoratorAliases:
+    SOURCE = textwrap.dedent('''
+        import gpu_native as gn
+        from gpu_native import Kernel1D, CUDASlice, CUDASliceMut, FlatLayout1D, f32
+        kern = gn.gpu_kernel
+        dev = gn.gpu_device
+
+        @dev
+        def twice(x: f32) -> f32:
+            return x * 2.0
+
+        @kern(Kernel1D)
+        def k(a: CUDASlice[f32], c: CUDASliceMut[f32]):
+            i = FlatLayout1D.uid()
+            c[i] = twice(a[i])
+    ''')
+
+    def test_a_name_assigned_the_decorator_once_is_the_decorator(self, backend):
+        from gpu_native.rewrite import rewrite_module
+
+        assert [k.name for k in rewrite_module(self.SOURCE, "aliased.py", "aliased").kernels] \
+            == ["k"]
+        namespace: dict = {"__name__": "aliased"}
+        exec(compile(self.SOURCE, gn.register_source(self.SOURCE), "exec"), namespace)
+        a = gn.to_device(np.arange(3, dtype=np.float32))
+        c = gn.empty(3, gn.f32)
+        namespace["k"].forall(3)(a, c)
+        assert c.to_host().tolist() == [0.0, 2.0, 4.0]
+
+    @pytest.mark.parametrize("how", ["imported", "assigned twice"])
+    def test_another_name_is_a_located_error_at_the_decorator(self, how, tmp_path, monkeypatch):
+        (tmp_path / "aliases_elsewhere.py").write_text("import gpu_native as gn\n"
+                                                       "kern = gn.gpu_kernel\n")
+        monkeypatch.syspath_prepend(str(tmp_path))
+        if how == "imported":
+            source = self.SOURCE.replace("kern = gn.gpu_kernel",
+                                         "from aliases_elsewhere import kern")
+        else:
+            source = self.SOURCE.replace("kern = gn.gpu_kernel", "kern = gn.gpu_kernel\n" * 2)
+        name = gn.register_source(source, f"<alias {how}>")
+        with pytest.raises(TranspileError) as info:
+            exec(compile(source, name, "exec"), {"__name__": "aliased"})
+        line = source.splitlines().index("@kern(Kernel1D)") + 1
+        assert str(info.value).startswith(
+            f"{name}:{line}:1: error: could not find kernel 'k' in {name}: gpu_native finds a "
+            "kernel by a decorator that names gpu_native's gpu_kernel"), str(info.value)
+        assert "assigned once at module level (kern = gn.gpu_kernel)" in str(info.value)
+
+
 class TestCellsOfOneNamespace:
     """What a notebook does, without Jupyter: each cell compiled under a name of its own (as
     IPython's are) and run in one namespace."""
