@@ -75,12 +75,13 @@ def resolve(ctx: FunctionContext, fn: S.FunctionDef) -> Declarations:
             unique_params.add(id(var))
     ret_type: ir.Type = ir.VOID
     if fn.returns is not None:
+        ret = fn.returns
+        returns_none = isinstance(ret, S.Name) and ret.id == "None"
         if is_kernel:
-            ret = fn.returns
-            if not (isinstance(ret, S.Num) or (isinstance(ret, S.Name) and ret.id == "None")):
+            if not (returns_none or isinstance(ret, S.Num)):
                 raise TranspileError("kernels return nothing; drop the return annotation",
                                      ret.span)
-        else:
+        elif not returns_none:  # `-> None` is a device function that returns nothing
             ret_type = annotation(ctx, fn.returns, allow_device=True)
             if not isinstance(ret_type, (ir.ScalarType, ir.VectorType, ir.TupleType,
                                          ir.StructType)):

@@ -90,8 +90,13 @@ class StatementChecker(CheckerBase):
             example = "f32"
             if self.is_tuple(value):
                 example = f"tuple[{', '.join(['f32'] * self.tuple_length(value))}]"
-            raise self.error(f"{self.fn.name} has no return annotation, so it cannot return a "
-                             "value", s.value.span, f"annotate it, e.g. `-> {example}`")
+            if self.fn.returns is None:
+                raise self.error(f"{self.fn.name} has no return annotation, so it cannot return "
+                                 "a value", s.value.span, f"annotate it, e.g. `-> {example}`")
+            raise self.error(f"{self.fn.name} is declared `-> None`, so it cannot return a "
+                             "value", s.value.span,
+                             f"declare the type it returns instead, e.g. `-> {example}`, or "
+                             "write a bare `return`")
         # resolve.py checked it
         assert isinstance(ret_type, (ir.ScalarType, ir.VectorType, ir.TupleType, ir.StructType))
         value = self.coerce(self.expr(s.value), ret_type, "the returned value")

@@ -332,6 +332,16 @@ def k(a: CUDASliceMut[f32]):
     i = FlatLayout1D.uid()
     a[i] = maybe(a[i])
 """, "can reach its end without returning a f32"),
+    "value returned from a device function declared -> None": ("""
+@gpu_device
+def f(x: f32) -> None:
+    return x  # <-
+
+@gpu_kernel(Kernel1D)
+def k(a: CUDASliceMut[f32]):
+    i = FlatLayout1D.uid()
+    f(a[i])
+""", "f is declared `-> None`, so it cannot return a value"),
     "UniqueId kernel parameter": ("""
 @gpu_kernel(Kernel1D)
 def k(a: CUDASliceMut[f32], i: UniqueId):  # <-
