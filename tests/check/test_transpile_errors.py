@@ -452,6 +452,24 @@ def test_misuse_is_a_located_transpile_error(name, tmp_path):
     assert set(lines[2].strip()) == {"^"}
 
 
+@pytest.mark.parametrize("params, message, caret", [
+    ("a: CUDASliceMut[f32], *, n: i32", "keyword-only parameters are not supported in kernel "
+     "functions", "*"),
+    ("a: CUDASliceMut[f32], /, n: i32", "positional-only parameters (`/`) are not supported in "
+     "kernel functions", "/"),
+    ("a: CUDASliceMut[f32], *rest", "kernel functions cannot take *args or **kwargs", "*rest"),
+    ("a: CUDASliceMut[f32], **named", "kernel functions cannot take *args or **kwargs",
+     "**named"),
+])
+def test_parameters_that_are_not_positional_are_refused_at_the_marker(params, message, caret,
+                                                                      tmp_path):
+    source = HEADER + f"\n@gpu_kernel(Kernel1D)\ndef k({params}):  # <-\n    pass\n"
+    err = located_transpile_error(source, tmp_path / "params.py", message)
+    assert err.span is not None
+    shown = err.span.source_line[err.span.col:err.span.end_col]
+    assert shown == caret, (shown, str(err))
+
+
 def test_there_are_at_least_thirty_cases():
     assert len(CASES) >= 30
 
