@@ -18,10 +18,10 @@ import os
 from ..errors import SourceSpan, TranspileError
 from ..frontend import syntax as S
 from ..frontend.parse import PACKAGE, ModuleScan, scan_module
-from ..frontend.source import read_source
+from ..frontend.source import decode_source, read_source
 from ..lang import registry as R
 from ..lang.structs import StructInfo
-from ..locate import display_file, find_module_file
+from ..locate import archived_bytes, display_file, find_module_file
 from ..nodes import node
 
 # The names kernels can use, from the language's registry.
@@ -93,7 +93,9 @@ class ModuleLocator:
             if path is None:
                 self._scans[key] = None
             else:
-                self._scans[key] = scan_module(read_source(path), path, module)
+                archived = archived_bytes(path)
+                text = read_source(path) if archived is None else decode_source(archived, path)
+                self._scans[key] = scan_module(text, path, module)
         return self._scans[key]
 
     def used_paths(self) -> list[str]:
