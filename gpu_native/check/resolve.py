@@ -13,7 +13,7 @@ from ..errors import TranspileError
 from ..frontend import syntax as S
 from ..nodes import node
 from .context import FunctionContext
-from .scope import registry_entry
+from .scope import PYTHON_BUILTINS, registry_entry
 
 
 @node(eq=False)
@@ -205,7 +205,7 @@ def annotation(ctx: FunctionContext, e: S.Expr, allow_unique: bool = False,
         if bound is None:
             raise TranspileError(f"the TypeVar '{sym.name}' is not bound here", e.span)
         return bound
-    if sym.kind == "undefined":
+    if sym.kind == "undefined" and sym.name not in PYTHON_BUILTINS:  # str: not a kernel type
         raise TranspileError(f"name '{sym.name}' is not defined", e.span)
     raise TranspileError(f"'{sym.name}' is not a kernel type", e.span,
                          "use f32, i32, ..., CUDASlice[T], CUDASliceMut[T] or UniqueId")

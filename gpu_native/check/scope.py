@@ -13,6 +13,7 @@ neither defines nor imports is reported as such, at the name, saying what to imp
 
 from __future__ import annotations
 
+import builtins
 import os
 
 from ..errors import SourceSpan, TranspileError
@@ -31,6 +32,8 @@ MATH_CONSTANTS = {name: e.value for name, e in R.MATH.items() if e.form == "cons
 CMATH_FUNCTIONS = frozenset(name for name, e in R.CMATH.items() if e.form == "call")
 CMATH_CONSTANTS = {name: e.value for name, e in R.CMATH.items() if e.form == "constant"}
 BUILTINS = frozenset(R.BUILTINS)
+# Python's other builtins (sum, sorted, str, ...): named as such when a kernel uses one.
+PYTHON_BUILTINS = frozenset(name for name in dir(builtins) if not name.startswith("_")) - BUILTINS
 # Host array libraries by the names modules usually bind them to: `np.sqrt` in a kernel is a
 # reach for numpy, whether or not the module imports it.
 HOST_LIBRARIES = {"np": "numpy", "numpy": "numpy", "cp": "cupy", "cupy": "cupy",

@@ -416,6 +416,17 @@ def k(a: CUDASliceMut[f32]):
     i = FlatLayout1D.uid()
     a[i] = math.ldexp(a[i], 2**40)  # <-
 """, "math.ldexp()'s i: the literal 1099511627776 does not fit in i32"),
+    "Python builtin kernels do not have": ("""
+@gpu_kernel(Kernel1D)
+def k(a: CUDASliceMut[f32]):
+    i = FlatLayout1D.uid()
+    a[i] = sum(a[i], 1.0)  # <-
+""", "sum() is not supported in a kernel"),
+    "Python builtin type as an annotation": ("""
+@gpu_kernel(Kernel1D)
+def k(a: CUDASliceMut[f32]):
+    s: str = 1.0  # <-
+""", "'str' is not a kernel type"),
     "module attribute that is not a kernel name": ("""
 @gpu_kernel(Kernel1D)
 def k(a: CUDASliceMut[f32]):
