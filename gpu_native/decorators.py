@@ -21,7 +21,9 @@ never imports the transpiler.
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import inspect
 import os
 import re
 import sys
@@ -47,7 +49,45 @@ _MAX_REWRITES = 256
 _rewrite_lock = threading.Lock()
 
 
+def _misuse_told_by_source(decorator: Callable[P, R]) -> Callable[P, R]:
+    """Let the transpiler report a call of ``decorator`` that its signature refuses
+    (``@gpu_kernel(Kernel1D, bogus=1)``), as the import hook does: where no hook ran, the
+    decorator returned transpiles the function from its source, whose decorator line the
+    transpiler reads and refuses at the culprit, listing the options.  Only a call that is not
+    in the source as written (``gpu_kernel(Kernel1D, **options)(f)``) keeps Python's
+    ``TypeError``."""
+    signature = inspect.signature(decorator)
+
+    @functools.wraps(decorator)
+    def checked(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            signature.bind(*args, **kwargs)
+        except TypeError as exc:
+            message = f"@gpu_kernel(...): {exc}"
+            return _refused_call(message)  # type: ignore[return-value]
+        return decorator(*args, **kwargs)
+
+    return checked
+
+
+def _refused_call(message: str) -> Callable[[Callable[..., object]], Kernel]:
+    def decorate(fn: Callable[..., object]) -> Kernel:
+        try:
+            try:
+                _kernel_from_source(fn, refused=message)
+            except TranspileError as exc:
+                if exc.span is not None:
+                    raise
+            raise TypeError(message)  # no source, or one that shows nothing wrong
+        except Exception as exc:
+            strip(exc)
+            raise
+
+    return decorate
+
+
 @boundary
+@_misuse_told_by_source
 def gpu_kernel(kind: type[Kernel1D] | type[Kernel2D] | type[Kernel3D], *,
                bounds_check: bool = True, fastmath: bool = False,
                max_registers: int | None = None, cooperative: bool = False,
@@ -81,7 +121,7 @@ def gpu_kernel(kind: type[Kernel1D] | type[Kernel2D] | type[Kernel3D], *,
         see a ``Kernel[P]`` with the function's parameters ``P``, so launches are checked.
     """
     if kind not in _KINDS:
-        raise TypeError(f"@gpu_kernel takes Kernel1D, Kernel2D or Kernel3D, not {kind!r}")
+        return _refused_call(f"@gpu_kernel takes Kernel1D, Kernel2D or Kernel3D, not {kind!r}")
 
     def decorate(fn: Callable[P, object]) -> Kernel[P]:
         if _spec is not None:
@@ -95,7 +135,9 @@ def gpu_kernel(kind: type[Kernel1D] | type[Kernel2D] | type[Kernel3D], *,
     return decorate
 
 
-def _kernel_from_source(fn: Callable[P, object]) -> Kernel[P]:
+def _kernel_from_source(fn: Callable[P, object], refused: str | None = None) -> Kernel[P]:
+    """The kernel ``fn`` as its source defines it.  ``refused``: the message of the TypeError
+    to raise where the source has no such kernel (a refused call that was no decorator)."""
     if isinstance(fn, staticmethod):  # @gpu_kernel above @staticmethod: the kernel is no method
         fn = fn.__func__
     code = getattr(fn, "__code__", None)
@@ -118,8 +160,9 @@ def _kernel_from_source(fn: Callable[P, object]) -> Kernel[P]:
     # annotations and decorators.
     scope = _enclosing_scope(code) if "." in getattr(fn, "__qualname__", "") else None
     if scope:
-        scope = {name: scope[name] for name in _words_of(source, code) & set(scope)
-                 if name not in code.co_varnames}
+        # Only the decorators and the signature are evaluated there: the body sees a function's
+        # variables through its closure cells, and a class body's names not at all.
+        scope = {name: scope[name] for name in _signature_names(source, code) & set(scope)}
     if scope:
         only = code.co_firstlineno
     capture = _Capture()
@@ -130,8 +173,9 @@ def _kernel_from_source(fn: Callable[P, object]) -> Kernel[P]:
 
     build = find_kernel(result, fn.__name__, code.co_firstlineno)
     if build is None:
-        raise TranspileError(f"could not find kernel '{fn.__name__}' in {filename}", None,
-                             "decorate module-level or nested functions with @gpu_kernel(...)")
+        if refused is not None:
+            raise TypeError(refused)
+        raise _not_found(fn.__name__, filename, source, code.co_firstlineno)
     new_lines = source_lines(result.source)
     first = build.line
     last = _block_end(new_lines, first)
@@ -156,6 +200,24 @@ def _enclosing_scope(code: types.CodeType) -> dict[str, Any]:
         if code in frame.f_code.co_consts:
             return dict(frame.f_locals) if frame.f_locals is not frame.f_globals else {}
     return {}
+
+
+def _not_found(name: str, filename: str, source: str, line: int) -> TranspileError:
+    """The error for a function the transpiler did not take for a kernel: its decorator does not
+    name gpu_kernel as the scan reads names, or the call was no decorator at all."""
+    from .errors import SourceSpan
+    from .frontend.source import line_texts
+
+    lines = line_texts(source)
+    text = lines[line - 1] if 0 < line <= len(lines) else ""
+    col = len(text) - len(text.lstrip())
+    return TranspileError(
+        f"could not find kernel '{name}' in {filename}: gpu_native finds a kernel by a "
+        "decorator that names gpu_native's gpu_kernel, and the source has none here",
+        SourceSpan(filename, line, col, len(text.rstrip()) or None, text),
+        "write @gpu_kernel(...) (from gpu_native import gpu_kernel) or @gn.gpu_kernel(...); "
+        "another name for it is found only when assigned once at module level "
+        "(kern = gn.gpu_kernel), not when imported from elsewhere or made at run time")
 
 
 def _no_source(what: str, name: str, filename: str) -> TranspileError:
@@ -195,47 +257,49 @@ _bound_cache: dict[str, frozenset[str]] = {}
 
 
 def _bound_names(source: str, digest: str) -> frozenset[str]:
-    """The names the source's module-level statements bind (its own definitions win over what
-    the namespace it runs in held before)."""
+    """The names the source binds in its global scope, in any way (its own definitions win over
+    what the namespace it runs in held before)."""
     names = _bound_cache.get(digest)
     if names is None:
         import ast
 
-        found: set[str] = set()
+        from .frontend.bindings import module_bindings
+
         try:
             tree = ast.parse(source)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             tree = ast.Module(body=[], type_ignores=[])  # the transpiler reports it
-        stack: list[ast.AST] = list(tree.body)
-        while stack:
-            node = stack.pop()
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                found.add(node.name)
-            elif isinstance(node, (ast.Import, ast.ImportFrom)):
-                found.update((a.asname or a.name).split(".")[0] for a in node.names)
-            elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
-                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-                found.update(t.id for t in targets if isinstance(t, ast.Name))
-            elif isinstance(node, (ast.If, ast.Try, ast.With, ast.For, ast.While)):
-                stack.extend(n for n in ast.iter_child_nodes(node) if isinstance(n, ast.stmt))
-        names = _bound_cache[digest] = frozenset(found)
+        names = _bound_cache[digest] = frozenset(module_bindings(tree, "<source>", []))
     return names
 
 
-def _words_of(source: str, code: types.CodeType) -> set[str]:
-    """The identifiers of the lines of the kernel of ``code`` (decorators included)."""
-    lines = source.splitlines()[code.co_firstlineno - 1:]
-    return set(_WORD.findall("\n".join(lines[:_kernel_length(lines)])))
+def _signature_names(source: str, code: types.CodeType) -> set[str]:
+    """The names the decorators, defaults and annotations of the function of ``code`` read:
+    what Python evaluated in the scope that defines it."""
+    import ast
 
-
-def _kernel_length(lines: list[str]) -> int:
-    """How many of ``lines`` (starting at a kernel's first decorator) are the kernel's."""
-    indent = len(lines[0]) - len(lines[0].lstrip()) if lines else 0
-    for i, text in enumerate(lines[1:], 1):
-        if text.strip() and not text.lstrip().startswith(("@", "def ", "async def ", ")")) and \
-                len(text) - len(text.lstrip()) <= indent:
-            return i
-    return len(lines)
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return set()  # the transpiler reports it
+    stack: list[ast.AST] = [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and \
+                node.name == code.co_name and \
+                min([node.lineno, *(d.lineno for d in node.decorator_list)]) == \
+                code.co_firstlineno:
+            args = node.args
+            read: list[ast.AST] = [*node.decorator_list, *args.defaults,
+                                   *(d for d in args.kw_defaults if d is not None)]
+            read += [a.annotation for a in (*args.posonlyargs, *args.args, *args.kwonlyargs,
+                                            args.vararg, args.kwarg)
+                     if a is not None and a.annotation is not None]
+            if node.returns is not None:
+                read.append(node.returns)
+            return {n.id for e in read for n in ast.walk(e) if isinstance(n, ast.Name)}
+        stack.extend(ast.iter_child_nodes(node))
+    return set()
 
 
 def _is_constant(value: object) -> bool:
@@ -328,6 +392,8 @@ class _Capture:
             return OuterName("const", value)
         if isinstance(value, DeviceFunction):
             return self._device(value, filename)
+        if value is None:  # before the search below, where a missing name reads as None
+            return self._host(name, "holds None", closure)
         if getattr(gpu_native, name, None) is value:
             return OuterName("import", ("gpu_native", name))
         for attr in getattr(gpu_native, "__all__", ()):  # imported under another name

@@ -828,6 +828,9 @@ class ConstDecl(_ArrayDecl):
 # CUDA allows at most 48 KiB of *static* shared memory per block on every architecture; more
 # needs the dynamic shared array and the opt-in function attribute (which the launcher sets).
 STATIC_SHARED_LIMIT = 48 * 1024
+# CUDA's local memory per thread (every GPU since Fermi): what one function's local arrays may
+# take together.
+LOCAL_MEMORY_LIMIT = 512 * 1024
 SHARED_ALIGN = 16  # every shared array is declared __align__(16) (gpu_native.emit.cuda)
 
 
@@ -846,6 +849,17 @@ def swizzled_layout(shared: Iterable[SharedDecl]) -> list[tuple[SharedDecl, int]
 
 
 SWIZZLE_ALIGN = 1024  # a 128-byte swizzle repeats every 8 rows: its arrays are 1024-aligned
+
+
+def local_array_bytes(arrays: Iterable[LocalArrayDecl]) -> int:
+    """The bytes the local arrays of ``arrays`` take together (per thread)."""
+    total = 0
+    for decl in arrays:
+        size = decl.ty.elem.info.itemsize
+        for n in decl.shape:
+            size *= n
+        total += size
+    return total
 
 
 def static_shared_bytes(shared: Iterable[SharedDecl]) -> int:

@@ -2,12 +2,17 @@
 ``ModuleLocator`` (:mod:`gpu_native.check.scope`), kept free of libcst so that the import hook can check, on a
 warm import, that a cached rewrite's dependencies still resolve to the files it read.  And the
 name a module's file goes by in generated code and messages (:func:`display_file`).
+
+A module may also sit in a zip archive on ``sys.path`` (``PYTHONPATH=pkgs.zip``): it is found, and
+read, through :mod:`zipimport`, the loader Python imports it with, under the path zipimport gives
+it (``pkgs.zip/mypkg/devs.py``, as its ``__file__`` reads).
 """
 
 from __future__ import annotations
 
 import os
 import sys
+import zipimport
 
 
 def find_module_file(module: str, near: str | None = None,
@@ -30,11 +35,46 @@ def find_module_file(module: str, near: str | None = None,
     roots.extend(extra_roots)
     roots.extend(p or os.getcwd() for p in sys.path)
     for root in roots:
+        if os.path.isfile(root):  # a zip archive on sys.path, or no directory at all
+            found = _in_archive(module, root)
+            if found is not None:
+                return found
+            continue
         base = os.path.join(root, *parts)
         for candidate in (base + ".py", os.path.join(base, "__init__.py")):
             if os.path.isfile(candidate):
                 return candidate
     return None
+
+
+def _in_archive(module: str, archive: str) -> str | None:
+    """The path of ``module``'s source in the zip ``archive``, as zipimport names it, or None
+    (not there, or there without its source)."""
+    parts = module.split(".")
+    try:
+        importer = zipimport.zipimporter(os.path.join(archive, *parts[:-1]))
+        spec = importer.find_spec(module)
+    except (zipimport.ZipImportError, OSError):
+        return None
+    origin = spec.origin if spec is not None else None
+    return origin if origin and origin.endswith(".py") else None
+
+
+def archived_bytes(path: str) -> bytes | None:
+    """The bytes of ``path`` when it lies in a zip archive (``pkgs.zip/mypkg/devs.py``), read
+    through zipimport; None when no archive holds it."""
+    archive = os.path.dirname(path)
+    while archive and not os.path.exists(archive):
+        parent = os.path.dirname(archive)
+        if parent == archive:
+            return None
+        archive = parent
+    if not os.path.isfile(archive):
+        return None
+    try:
+        return zipimport.zipimporter(archive).get_data(path)
+    except (zipimport.ZipImportError, OSError):
+        return None
 
 
 def display_file(module_name: str, path: str) -> str:

@@ -14,6 +14,7 @@ from ..nodes import node
 from . import promote as P
 from .checker_base import CheckerBase
 from .constarrays import const_array_ref
+from .scope import PYTHON_BUILTINS
 
 
 @node
@@ -265,6 +266,11 @@ class ExpressionChecker(CheckerBase):
             if not entry.result:  # an untyped literal, as a module constant is (warp_size)
                 return WeakConst(e.span, ir.I64, entry.value)
             return ir.Const(e.span, ir.scalar(entry.result), entry.value)
+        if sym.kind == "undefined" and sym.name in PYTHON_BUILTINS:
+            raise self.error(f"{sym.name}() is not supported in a kernel", e.span,
+                             "the builtins kernels have are "
+                             f"{', '.join(sorted(R.BUILTINS))}; math.* and gpu_native's "
+                             "intrinsics cover the rest")
         if sym.kind == "undefined":
             raise self.error(f"name '{sym.name}' is not defined", e.span,
                              "kernels can use their parameters, locals, module constants, "

@@ -25,6 +25,7 @@ from .uncalled import check_uncalled
 
 MAX_SPECIALIZATIONS = 64
 KERNEL_OPTIONS = ("bounds_check", "fastmath", "max_registers", "cooperative", "specializations")
+_NO_VALUE = object()  # an option's value that is no constant (see Program._const)
 
 
 @node(frozen=False)
@@ -93,26 +94,30 @@ class Program:
                 specs = kw.value
                 continue
             v = kw.value
+            value = self._const(v)
+            hint = None if value is not _NO_VALUE else \
+                "an option's value is a literal or a module constant assigned once"
             if kw.name in ("bounds_check", "fastmath", "cooperative"):
-                value = self._const(v)
                 if not isinstance(value, bool):
-                    raise TranspileError(f"{kw.name} must be True or False", v.span)
-            else:
-                value = self._const(v)
-                if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-                    raise TranspileError(f"{kw.name} must be a positive integer", v.span)
+                    raise TranspileError(f"{kw.name} must be True or False", v.span, hint)
+            elif not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+                raise TranspileError(f"{kw.name} must be a positive integer", v.span, hint)
             values[kw.name] = value
         # Each value was checked above against its option, which mypy cannot follow by name.
         return ndim, ir.KernelOptions(**values), specs  # type: ignore[arg-type]
 
-    def _const(self, e: S.Expr):
-        if isinstance(e, S.Num):
+    def _const(self, e: S.Expr) -> object:
+        """The value of a decorator option: a literal (a string too, which no option takes) or
+        a module constant; ``_NO_VALUE`` for anything else."""
+        if isinstance(e, (S.Num, S.Str)):
             return e.value
         if isinstance(e, S.Name):
+            if e.id == "None":
+                return None
             sym = self.resolver.name(e.id, e.span)
             if sym.kind == "const":
                 return sym.value
-        raise TranspileError("expected a constant", e.span)
+        return _NO_VALUE
 
     def typevars_of(self, fn: S.FunctionDef) -> tuple[str, ...]:
         found: list[str] = []

@@ -13,7 +13,7 @@ from ..errors import TranspileError
 from ..frontend import syntax as S
 from ..nodes import node
 from .context import FunctionContext
-from .scope import registry_entry
+from .scope import PYTHON_BUILTINS, registry_entry
 
 
 @node(eq=False)
@@ -75,12 +75,13 @@ def resolve(ctx: FunctionContext, fn: S.FunctionDef) -> Declarations:
             unique_params.add(id(var))
     ret_type: ir.Type = ir.VOID
     if fn.returns is not None:
+        ret = fn.returns
+        returns_none = isinstance(ret, S.Name) and ret.id == "None"
         if is_kernel:
-            ret = fn.returns
-            if not (isinstance(ret, S.Num) or (isinstance(ret, S.Name) and ret.id == "None")):
+            if not (returns_none or isinstance(ret, S.Num)):
                 raise TranspileError("kernels return nothing; drop the return annotation",
                                      ret.span)
-        else:
+        elif not returns_none:  # `-> None` is a device function that returns nothing
             ret_type = annotation(ctx, fn.returns, allow_device=True)
             if not isinstance(ret_type, (ir.ScalarType, ir.VectorType, ir.TupleType,
                                          ir.StructType)):
@@ -204,7 +205,7 @@ def annotation(ctx: FunctionContext, e: S.Expr, allow_unique: bool = False,
         if bound is None:
             raise TranspileError(f"the TypeVar '{sym.name}' is not bound here", e.span)
         return bound
-    if sym.kind == "undefined":
+    if sym.kind == "undefined" and sym.name not in PYTHON_BUILTINS:  # str: not a kernel type
         raise TranspileError(f"name '{sym.name}' is not defined", e.span)
     raise TranspileError(f"'{sym.name}' is not a kernel type", e.span,
                          "use f32, i32, ..., CUDASlice[T], CUDASliceMut[T] or UniqueId")

@@ -13,15 +13,16 @@ neither defines nor imports is reported as such, at the name, saying what to imp
 
 from __future__ import annotations
 
+import builtins
 import os
 
 from ..errors import SourceSpan, TranspileError
 from ..frontend import syntax as S
 from ..frontend.parse import PACKAGE, ModuleScan, scan_module
-from ..frontend.source import read_source
+from ..frontend.source import decode_source, read_source
 from ..lang import registry as R
 from ..lang.structs import StructInfo
-from ..locate import display_file, find_module_file
+from ..locate import archived_bytes, display_file, find_module_file
 from ..nodes import node
 
 # The names kernels can use, from the language's registry.
@@ -31,6 +32,8 @@ MATH_CONSTANTS = {name: e.value for name, e in R.MATH.items() if e.form == "cons
 CMATH_FUNCTIONS = frozenset(name for name, e in R.CMATH.items() if e.form == "call")
 CMATH_CONSTANTS = {name: e.value for name, e in R.CMATH.items() if e.form == "constant"}
 BUILTINS = frozenset(R.BUILTINS)
+# Python's other builtins (sum, sorted, str, ...): named as such when a kernel uses one.
+PYTHON_BUILTINS = frozenset(name for name in dir(builtins) if not name.startswith("_")) - BUILTINS
 # Host array libraries by the names modules usually bind them to: `np.sqrt` in a kernel is a
 # reach for numpy, whether or not the module imports it.
 HOST_LIBRARIES = {"np": "numpy", "numpy": "numpy", "cp": "cupy", "cupy": "cupy",
@@ -93,7 +96,9 @@ class ModuleLocator:
             if path is None:
                 self._scans[key] = None
             else:
-                self._scans[key] = scan_module(read_source(path), path, module)
+                archived = archived_bytes(path)
+                text = read_source(path) if archived is None else decode_source(archived, path)
+                self._scans[key] = scan_module(text, path, module)
         return self._scans[key]
 
     def used_paths(self) -> list[str]:
@@ -135,11 +140,15 @@ class Resolver:
 
     def name(self, name: str, span: SourceSpan) -> Sym:
         scan = self.scan
-        if name in scan.reassigned:
+        sites = scan.reassigned.get(name)
+        if sites is not None:
+            shown = [site.described() for site in sites[:3]]
+            more = f", and {len(sites) - 3} more" if len(sites) > 3 else ""
             raise TranspileError(
                 f"'{name}' is assigned more than once at module level, so a kernel cannot use it "
                 "as a compile-time constant", span,
-                "assign module constants used by kernels exactly once",
+                f"it is {', '.join(shown[:-1])} and {shown[-1]}{more}; assign module constants "
+                "used by kernels exactly once, with =",
             )
         if name in scan.typevars:
             return Sym("typevar", name, scan.typevars[name])
@@ -170,6 +179,14 @@ class Resolver:
             return Sym("builtin", name)
         if name == "None":
             return Sym("host", name, "None has no value in kernels")
+        site = scan.unfoldable.get(name)
+        if site is not None:
+            raise TranspileError(
+                f"'{name}' is not a constant a kernel can use: it is {site.described()}, "
+                "and a kernel folds only module constants assigned once, at the top level of "
+                "the module", span,
+                f"assign it once at module level ({name} = 4, a number, bool or tuple of them), "
+                "or pass it to the kernel as a parameter")
         return Sym("undefined", name)
 
     def _imported(self, module: str, attr: str | None, span: SourceSpan) -> Sym:
@@ -211,7 +228,8 @@ class Resolver:
                        "gpu_native cannot find")
         resolver = Resolver(other, self.locator)
         if attr in other.constants or attr in other.typevars or attr in other.const_arrays or \
-                attr in other.structs or other.function(attr) is not None:
+                attr in other.structs or other.function(attr) is not None or \
+                attr in other.reassigned or attr in other.unfoldable:
             return resolver.name(attr, span)
         if attr in other.imports:
             imp = other.imports[attr]

@@ -90,8 +90,13 @@ class StatementChecker(CheckerBase):
             example = "f32"
             if self.is_tuple(value):
                 example = f"tuple[{', '.join(['f32'] * self.tuple_length(value))}]"
-            raise self.error(f"{self.fn.name} has no return annotation, so it cannot return a "
-                             "value", s.value.span, f"annotate it, e.g. `-> {example}`")
+            if self.fn.returns is None:
+                raise self.error(f"{self.fn.name} has no return annotation, so it cannot return "
+                                 "a value", s.value.span, f"annotate it, e.g. `-> {example}`")
+            raise self.error(f"{self.fn.name} is declared `-> None`, so it cannot return a "
+                             "value", s.value.span,
+                             f"declare the type it returns instead, e.g. `-> {example}`, or "
+                             "write a bare `return`")
         # resolve.py checked it
         assert isinstance(ret_type, (ir.ScalarType, ir.VectorType, ir.TupleType, ir.StructType))
         value = self.coerce(self.expr(s.value), ret_type, "the returned value")
@@ -383,6 +388,7 @@ class StatementChecker(CheckerBase):
             ty = ir.ArrayType(elem, len(shape), True, "local", shape)
             var = self.new_var(name, ty, call.span, register=False)
             self.local_arrays.append(ir.LocalArrayDecl(var))
+            self.check_local_memory(name, call)
         self.assigned.add(name)
 
     def check_static_shared(self, name: str, call: S.Call) -> None:
@@ -406,6 +412,28 @@ class StatementChecker(CheckerBase):
             f"large buffers go in the dynamic shared array, `{name} = shared_array({ty.elem}, 0)`,"
             " sized at launch by shared_mem_bytes (up to the device's opt-in limit, 227 KiB on "
             "an H100 or H200); a kernel has one")
+
+    def check_local_memory(self, name: str, call: S.Call) -> None:
+        """The local arrays declared so far must fit CUDA's 512 KiB of local memory per thread;
+        checked at the array that passes the limit (the device compiler would refuse the
+        generated code, and the simulator would try to allocate it for every thread)."""
+        total = ir.local_array_bytes(self.local_arrays)
+        limit = ir.LOCAL_MEMORY_LIMIT
+        if total <= limit:
+            return
+        decl = self.local_arrays[-1]
+        shape = decl.shape
+        size = ir.local_array_bytes([decl])
+        others = len(self.local_arrays) - 1
+        before = (f" (with the {others} local array{'s' if others > 1 else ''} declared before "
+                  "it)" if others else "")
+        dims = shape[0] if len(shape) == 1 else tuple(shape)
+        raise self.error(
+            f"local array '{name}' ({decl.ty.elem} x {dims}, {size} bytes) brings this "
+            f"thread's local arrays to {total} bytes{before}, more than the {limit} bytes "
+            "(512 KiB) of local memory CUDA allows per thread", call.span,
+            "a large buffer belongs in global memory: pass a CUDASliceMut to the kernel and "
+            "index it by the thread's unique id")
 
     def static_shape(self, e: S.Expr, which: str) -> tuple[int, ...]:
         if isinstance(e, S.Tuple):

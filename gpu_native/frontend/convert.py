@@ -15,6 +15,7 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from ..errors import SourceSpan, TranspileError
+from ..nodes import replace
 from . import syntax as S
 from .source import ast_span, too_deep
 
@@ -374,16 +375,31 @@ def decorated_first_line(fn: ast.FunctionDef | ast.AsyncFunctionDef, lines: list
         text = previous[:-1]
 
 
+def _first_character(span: SourceSpan) -> SourceSpan:
+    """``span`` narrowed to its first character (the `*` of a ParamStar, which owns its comma)."""
+    return replace(span, end_col=span.col + 1)
+
+
 def _function(conv: _Converter, node: cst.FunctionDef, kind: str,
               dec: cst.Decorator) -> S.FunctionDef:
     if node.asynchronous is not None:
         raise conv.fail(node, "a kernel cannot be `async`")
     params: list[S.Param] = []
     p = node.params
-    if p.star_arg not in (None, cst.MaybeSentinel.DEFAULT) or p.star_kwarg is not None:
-        raise conv.fail(node.name, f"{kind} functions cannot take *args or **kwargs")
-    if p.kwonly_params or p.posonly_params:
-        raise conv.fail(node.name, f"{kind} functions take plain positional parameters only")
+    passed = "a kernel's parameters are passed by position" if kind == "kernel" else \
+        "a call may still pass any parameter by keyword"
+    if isinstance(p.star_arg, cst.ParamStar):  # a bare `*`: the parameters after it
+        raise TranspileError(f"keyword-only parameters are not supported in {kind} functions",
+                             _first_character(conv.span(p.star_arg)),
+                             f"drop the `*`: {passed}")
+    if isinstance(p.star_arg, cst.Param) or p.star_kwarg is not None:
+        star = p.star_arg if isinstance(p.star_arg, cst.Param) else p.star_kwarg
+        assert star is not None  # one of the two is there
+        raise conv.fail(star, f"{kind} functions cannot take *args or **kwargs")
+    if p.posonly_ind is not None and not isinstance(p.posonly_ind, cst.MaybeSentinel):
+        raise TranspileError(f"positional-only parameters (`/`) are not supported in {kind} "
+                             "functions", _first_character(conv.span(p.posonly_ind)),
+                             f"drop the `/`: {passed}")
     for param in p.params:
         if param.default is not None and kind == "kernel":
             raise conv.fail(param, "parameters of kernels cannot have default values",

@@ -22,6 +22,7 @@ from typing import Any
 from ..errors import SourceSpan
 from ..nodes import Factory, node
 from . import syntax as S
+from .bindings import Binding, conflicts, module_bindings
 from .constarrays import ConstArrayDecl, const_array_decl
 from .convert import convert_function, decorated_first_line
 from .source import ast_span, check_depth, line_texts, parse_python
@@ -32,6 +33,8 @@ DEVICE_DECORATOR = "gpu_device"
 CONST_ARRAY = "const_array"
 STRUCT_DECORATOR = "gpu_struct"
 PACKAGE = "gpu_native"
+_DECORATORS = frozenset(f"{PACKAGE}.{name}" for name in (
+    KERNEL_DECORATOR, DEVICE_DECORATOR, CONST_ARRAY, STRUCT_DECORATOR))
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 # Statements whose imports count even though they sit in a block (`if TYPE_CHECKING:`, `try:`).
@@ -136,7 +139,11 @@ class ModuleScan:
     struct_types: dict = Factory(dict)  # the checker's memo: struct name -> its ir.StructType
     functions: list[S.FunctionDef] = Factory(list)
     host_names: dict[str, str] = Factory(dict)  # name -> "function" / "class" / ...
-    reassigned: set[str] = Factory(set)
+    # Names the module binds more than once (see .bindings): every place it binds them.
+    reassigned: dict[str, tuple[Binding, ...]] = Factory(dict)
+    # Names the module binds once, but not by a statement the scan reads as a definition
+    # (`N, M = 9, 1`, `for N in ...`, an assignment in a try block): where.
+    unfoldable: dict[str, Binding] = Factory(dict)
     hinted: set[str] = Factory(set)  # seeded from outside; the source may redefine
     # Names bound outside the source to host values: name -> what it is (see OuterName).
     described: dict[str, str] = Factory(dict)
@@ -193,11 +200,15 @@ class _Scanner:
     """Walks a module's statements for imports, constants and gpu_native decorators."""
 
     def __init__(self, scan: ModuleScan, is_package: bool, only: int | None = None,
-                 captured: frozenset[str] = frozenset()):
+                 captured: frozenset[str] = frozenset(), bound_once: frozenset[str] = frozenset()):
         self.scan = scan
         self.is_package = is_package
         self.only = only
         self.captured = captured
+        # Module names bound exactly once (see .bindings): only such a name can stand for a
+        # decorator (`kern = gn.gpu_kernel`), as it holds the same value wherever it is used.
+        self.bound_once = bound_once
+        self.aliases: dict[str, str] = {}  # name -> the gpu_native decorator it holds
         self._symbols: symtable.SymbolTable | None = None
 
     def run(self, module: ast.Module) -> None:
@@ -303,20 +314,23 @@ class _Scanner:
     # ---- what a decorator refers to
 
     def resolves_to(self, expr: ast.expr, name: str) -> bool:
+        return self.full_name(expr) == f"{PACKAGE}.{name}"
+
+    def full_name(self, expr: ast.expr) -> str | None:
+        """What a (dotted) name refers to through the module's imports and decorator aliases:
+        ``gn.gpu_kernel`` after ``import gpu_native as gn`` is ``gpu_native.gpu_kernel``."""
         dotted = _dotted(expr)
         if dotted is None:
-            return False
+            return None
         head, _, rest = dotted.partition(".")
-        imported = self.scan.imports.get(head)
-        if imported is None:
-            return False
-        if not rest:
-            return imported.module == PACKAGE and imported.attr == name
-        if imported.attr is None:
-            full = f"{imported.module}.{rest}"
-        else:
-            full = f"{imported.module}.{imported.attr}.{rest}"
-        return full == f"{PACKAGE}.{name}"
+        base = self.aliases.get(head)
+        if base is None:
+            imported = self.scan.imports.get(head)
+            if imported is None:
+                return None
+            base = imported.module if imported.attr is None else \
+                f"{imported.module}.{imported.attr}"
+        return f"{base}.{rest}" if rest else base
 
     def _gn_decorator(self, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[str, int] | None:
         """("kernel" or "device", the decorator's index) for a gpu_native function."""
@@ -354,9 +368,6 @@ class _Scanner:
             self.scan.constants.pop(name, None)
             self.scan.imports.pop(name, None)
             self.scan.described.pop(name, None)
-        elif name in self.scan.host_names or name in self.scan.constants or \
-                name in self.scan.const_arrays:
-            self.scan.reassigned.add(name)
         self.scan.host_names.setdefault(name, kind)
 
     def small(self, node: ast.stmt) -> None:
@@ -379,11 +390,14 @@ class _Scanner:
                 scan.imports[local] = ImportedName(module, alias.name, self.span(alias))
         elif isinstance(node, (ast.Assign, ast.AnnAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if len(targets) == 1 and isinstance(targets[0], ast.Name) and \
+                    targets[0].id in self.bound_once and node.value is not None:
+                full = self.full_name(node.value)
+                if full in _DECORATORS:
+                    self.aliases[targets[0].id] = full
             for target in targets:
                 if isinstance(target, ast.Name):
                     self.assign(target, node.value)
-        elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
-            scan.reassigned.add(node.target.id)
 
     def star_import(self, module: str, alias: ast.alias) -> None:
         """``from gpu_native import *`` binds every name of ``gpu_native.__all__``, as Python
@@ -404,9 +418,6 @@ class _Scanner:
             scan.constants.pop(name, None)
             scan.imports.pop(name, None)
             scan.described.pop(name, None)
-        elif name in scan.constants or name in scan.host_names or name in scan.typevars or \
-                name in scan.const_arrays:
-            scan.reassigned.add(name)
         if value is None:
             return
         if isinstance(value, ast.Call) and self.resolves_to(value.func, CONST_ARRAY):
@@ -585,16 +596,25 @@ def scan_module(source: str, path: str, module_name: str | None = None,
             _seed(scan, name, outer)
         scan.hinted = set(hints.outer)
         scan.variant = hints.variant
+    bindings = {name: conflicts(sites)
+                for name, sites in module_bindings(tree, path, scan.lines).items()}
+    once = frozenset(name for name, sites in bindings.items() if len(sites) == 1)
     if hints is None:
-        _Scanner(scan, is_package).run(tree)
+        _Scanner(scan, is_package, bound_once=once).run(tree)
     else:
-        _Scanner(scan, is_package, hints.only, frozenset(hints.captured)).run(tree)
+        _Scanner(scan, is_package, hints.only, frozenset(hints.captured), once).run(tree)
+    for name, sites in bindings.items():
+        if len(sites) > 1:
+            scan.reassigned[name] = tuple(sites)
+        elif not sites[0].plain:
+            scan.unfoldable[name] = sites[0]
     if hints is not None:
         for name, outer in hints.captured.items():  # a closure's cells hide the module's names
             for table in (scan.constants, scan.imports, scan.const_arrays, scan.typevars,
                           scan.host_names, scan.described):
                 table.pop(name, None)
-            scan.reassigned.discard(name)
+            scan.reassigned.pop(name, None)
+            scan.unfoldable.pop(name, None)
             _seed(scan, name, outer)
     return scan
 

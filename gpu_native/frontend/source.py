@@ -90,28 +90,41 @@ def decode_source(data: bytes, path: str) -> str:
     try:
         return _decode_source(data)
     except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        start = data.rfind(b"\n", 0, exc.start) + 1
-        end = data.find(b"\n", exc.start)
-        raw = data[start:end if end >= 0 else len(data)]
-        col = len(data[start:exc.start].decode(exc.encoding, errors="replace"))
-        text = raw.decode(exc.encoding, errors="replace").rstrip("\r")
-        byte = data[exc.start:exc.start + 1].hex()
-        declared = "declares no other encoding" if not _cookie_line(data) else \
-            f"is not valid {exc.encoding} as its coding line declares"
-        raise TranspileError(
-            f"cannot decode the file: byte 0x{byte} is not valid {exc.encoding}, and the file "
-            f"{declared}", SourceSpan(path, line, col, col + 1, text),
-            "save the file as UTF-8, or declare its encoding on its first or second line, e.g. "
-            "`# -*- coding: latin-1 -*-`") from None
+        raise _undecodable_byte(data, path, exc) from None
     except (SyntaxError, LookupError) as exc:  # a bad or unknown coding cookie
-        line = _cookie_line(data) or 1
+        line = _cookie_line(data)
+        if not line:
+            # No cookie: the tokenizer looked for one in the first two lines and could not
+            # decode them as UTF-8; the byte it stopped at is the one to show.
+            try:
+                data.decode("utf-8")
+            except UnicodeDecodeError as undecodable:
+                raise _undecodable_byte(data, path, undecodable) from None
+        line = line or 1
         texts = data.split(b"\n", 2)
         text = texts[line - 1].decode("utf-8", errors="replace").rstrip("\r") \
             if line <= len(texts) else ""
         message = exc.msg if isinstance(exc, SyntaxError) else str(exc)
         raise TranspileError(f"cannot decode the file: {message}",
                              SourceSpan(path, line, 0, None, text)) from None
+
+
+def _undecodable_byte(data: bytes, path: str, exc: UnicodeDecodeError) -> TranspileError:
+    """The error for the byte ``exc`` could not decode, at its line and column."""
+    line = data.count(b"\n", 0, exc.start) + 1
+    start = data.rfind(b"\n", 0, exc.start) + 1
+    end = data.find(b"\n", exc.start)
+    raw = data[start:end if end >= 0 else len(data)]
+    col = len(data[start:exc.start].decode(exc.encoding, errors="replace"))
+    text = raw.decode(exc.encoding, errors="replace").rstrip("\r")
+    byte = data[exc.start:exc.start + 1].hex()
+    declared = "declares no other encoding" if not _cookie_line(data) else \
+        f"is not valid {exc.encoding} as its coding line declares"
+    return TranspileError(
+        f"cannot decode the file: byte 0x{byte} is not valid {exc.encoding}, and the file "
+        f"{declared}", SourceSpan(path, line, col, col + 1, text),
+        "save the file as UTF-8, or declare its encoding on its first or second line, e.g. "
+        "`# -*- coding: latin-1 -*-`")
 
 
 def _cookie_line(data: bytes) -> int:

@@ -104,10 +104,22 @@ def _rewrite(fullname, source, data, source_sha, started, refused):
     if text is None:
         # Undecodable (no or a wrong coding cookie): Python's own compile of the bytes gives
         # Python's own SyntaxError, raised from the user's line as a plain import would.
+        undecodable: BaseException
         try:
-            return compile(data, path, "exec", dont_inherit=True)
+            code = compile(data, path, "exec", dont_inherit=True)
         except SyntaxError as exc:
             undecodable = exc
+        else:
+            # compile() of bytes skips the bytes of a comment, which a plain import of the file
+            # refuses: say what `gpu-native expand` says, at the byte.
+            from ..frontend.source import decode_source as decode_located
+
+            try:
+                decode_located(data, path)
+            except GpuNativeError as exc:
+                undecodable = exc
+            else:  # pragma: no cover - both decoders read the same cookie and bytes
+                return code
         _record(fullname, path, "error", None, (), started)
         return _raising_code(undecodable, data.decode("utf-8", "replace"), path)
     try:

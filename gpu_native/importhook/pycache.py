@@ -56,7 +56,7 @@ from typing import TypeGuard
 import _gpu_native_startup as _startup
 
 from .._version import __version__
-from ..locate import find_module_file
+from ..locate import archived_bytes, find_module_file
 
 FORMAT = 2
 _TAG = b"GNpy"
@@ -99,12 +99,14 @@ def source_digest(data: bytes) -> str:
 
 
 def file_digest(path: str) -> str | None:
-    """SHA-256 of a file's bytes, or None when it cannot be read."""
+    """SHA-256 of a file's bytes (also of one in a zip archive, see :mod:`gpu_native.locate`),
+    or None when it cannot be read."""
     try:
         with open(path, "rb") as f:
             return source_digest(f.read())
     except OSError:
-        return None
+        data = archived_bytes(path)
+        return None if data is None else source_digest(data)
 
 
 def make_key(fullname: str, path: str, source_sha: str,

@@ -334,7 +334,8 @@ _add(Entry("shared_array", "gpu_native", "allocation", "block shared memory of c
                 "multiple of 8) stores the array in the 128-byte swizzle ``warpgroup_mma`` "
                 "reads, in the dynamic shared memory (see docs/language.md, Warpgroup "
                 "matrices)."))
-_add(Entry("local_array", "gpu_native", "allocation", "a per-thread array of constant shape",
+_add(Entry("local_array", "gpu_native", "allocation",
+           "a per-thread array of constant shape (512 KiB at most)",
            _params("dtype:type shape:shape")))
 _add(Entry("const_array", "gpu_native", "declaration",
            "a read-only table in constant memory, `NAME = const_array(values, dtype, shape)` at "

@@ -689,7 +689,13 @@ class _ArrayParam(Generic[T]):
             # the annotation's source; at run time it is the array type of its element type.
             if isinstance(params, tuple) and len(params) == 2 and params[1] is Strided:
                 params = params[0]
-            return super().__class_getitem__(params)
+            try:
+                return super().__class_getitem__(params)
+            except TypeError:
+                # `CUDASliceMut[f32, f32]`: Python evaluates a kernel's annotations before its
+                # decorator runs, so typing's complaint would pre-empt the transpiler's, which
+                # says what is wrong at the annotation's line.
+                return cls
 
     def __init__(self) -> None:
         raise TypeError(

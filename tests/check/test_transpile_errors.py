@@ -11,6 +11,7 @@ import pytest
 
 from gpu_native.errors import TranspileError
 from gpu_native.rewrite import rewrite_module
+from tests.helpers import located_transpile_error
 
 HEADER = """\
 import math
@@ -263,6 +264,21 @@ def k(a: CUDASliceMut[f32]):
 def k(a: CUDASliceMut[f32]):
     pass
 """, "gpu_kernel has no option 'fast'"),
+    "string for a bool option": ("""
+@gpu_kernel(Kernel1D, bounds_check="no")  # <-
+def k(a: CUDASliceMut[f32]):
+    pass
+""", "bounds_check must be True or False"),
+    "None for a bool option": ("""
+@gpu_kernel(Kernel1D, fastmath=None)  # <-
+def k(a: CUDASliceMut[f32]):
+    pass
+""", "fastmath must be True or False"),
+    "string for an integer option": ("""
+@gpu_kernel(Kernel1D, max_registers="64")  # <-
+def k(a: CUDASliceMut[f32]):
+    pass
+""", "max_registers must be a positive integer"),
     "atomic on read-only": ("""
 @gpu_kernel(Kernel1D)
 def k(a: CUDASlice[f32]):
@@ -316,6 +332,16 @@ def k(a: CUDASliceMut[f32]):
     i = FlatLayout1D.uid()
     a[i] = maybe(a[i])
 """, "can reach its end without returning a f32"),
+    "value returned from a device function declared -> None": ("""
+@gpu_device
+def f(x: f32) -> None:
+    return x  # <-
+
+@gpu_kernel(Kernel1D)
+def k(a: CUDASliceMut[f32]):
+    i = FlatLayout1D.uid()
+    f(a[i])
+""", "f is declared `-> None`, so it cannot return a value"),
     "UniqueId kernel parameter": ("""
 @gpu_kernel(Kernel1D)
 def k(a: CUDASliceMut[f32], i: UniqueId):  # <-
@@ -390,6 +416,17 @@ def k(a: CUDASliceMut[f32]):
     i = FlatLayout1D.uid()
     a[i] = math.ldexp(a[i], 2**40)  # <-
 """, "math.ldexp()'s i: the literal 1099511627776 does not fit in i32"),
+    "Python builtin kernels do not have": ("""
+@gpu_kernel(Kernel1D)
+def k(a: CUDASliceMut[f32]):
+    i = FlatLayout1D.uid()
+    a[i] = sum(a[i], 1.0)  # <-
+""", "sum() is not supported in a kernel"),
+    "Python builtin type as an annotation": ("""
+@gpu_kernel(Kernel1D)
+def k(a: CUDASliceMut[f32]):
+    s: str = 1.0  # <-
+""", "'str' is not a kernel type"),
     "module attribute that is not a kernel name": ("""
 @gpu_kernel(Kernel1D)
 def k(a: CUDASliceMut[f32]):
@@ -424,6 +461,24 @@ def test_misuse_is_a_located_transpile_error(name, tmp_path):
     lines = text.splitlines()
     assert lines[1].strip() == source.splitlines()[err.span.line - 1].strip()
     assert set(lines[2].strip()) == {"^"}
+
+
+@pytest.mark.parametrize("params, message, caret", [
+    ("a: CUDASliceMut[f32], *, n: i32", "keyword-only parameters are not supported in kernel "
+     "functions", "*"),
+    ("a: CUDASliceMut[f32], /, n: i32", "positional-only parameters (`/`) are not supported in "
+     "kernel functions", "/"),
+    ("a: CUDASliceMut[f32], *rest", "kernel functions cannot take *args or **kwargs", "*rest"),
+    ("a: CUDASliceMut[f32], **named", "kernel functions cannot take *args or **kwargs",
+     "**named"),
+])
+def test_parameters_that_are_not_positional_are_refused_at_the_marker(params, message, caret,
+                                                                      tmp_path):
+    source = HEADER + f"\n@gpu_kernel(Kernel1D)\ndef k({params}):  # <-\n    pass\n"
+    err = located_transpile_error(source, tmp_path / "params.py", message)
+    assert err.span is not None
+    shown = err.span.source_line[err.span.col:err.span.end_col]
+    assert shown == caret, (shown, str(err))
 
 
 def test_there_are_at_least_thirty_cases():
@@ -465,6 +520,30 @@ def test_static_shared_memory_past_48_kib_points_to_the_dynamic_form(tmp_path):
         "hint: large buffers go in the dynamic shared array, `s = shared_array(f32, 0)`, sized "
         "at launch by shared_mem_bytes (up to the device's opt-in limit, 227 KiB on an H100 or "
         "H200); a kernel has one")
+
+
+@pytest.mark.parametrize("arrays, culprit, total", [
+    (["local_array(i32, 2**40)"], "'t1' (i32 x 1099511627776, 4398046511104 bytes)",
+     "4398046511104 bytes"),
+    (["local_array(f64, (256, 256))", "local_array(u8, 1)"],
+     "'t2' (u8 x 1, 1 bytes) brings this thread's local arrays to 524289 bytes (with the 1 "
+     "local array declared before it)", "524289 bytes"),
+])
+def test_local_arrays_past_512_kib_per_thread_are_refused(arrays, culprit, total, tmp_path):
+    # CUDA gives a thread 512 KiB of local memory; the simulator would try to allocate the
+    # arrays for every thread and fail inside numpy.
+    lines = "".join(f"    t{k} = {array}\n" for k, array in enumerate(arrays, 1))
+    marked = lines.rstrip("\n") + "  # <-\n"
+    source = HEADER + textwrap.dedent("""
+        @gpu_kernel(Kernel1D)
+        def k(a: CUDASliceMut[f32]):
+            i = FlatLayout1D.uid()
+        """) + marked + "    a[i] = 0.0\n"
+    err = located_transpile_error(source, tmp_path / "big_local.py", f"local array {culprit}")
+    assert f"local arrays to {total}" in str(err)
+    assert "more than the 524288 bytes (512 KiB) of local memory CUDA allows per thread" in \
+        str(err)
+    assert "pass a CUDASliceMut to the kernel" in (err.hint or "")
 
 
 def test_a_form_feed_line_does_not_shift_the_rewrite(tmp_path):

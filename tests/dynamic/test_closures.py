@@ -108,7 +108,9 @@ class TestClosures:
             assert out.dtype == dtype and out.tolist() == [0.5, 1.5, 2.5]
 
     @pytest.mark.parametrize("value, shown", [(np.ones(3, np.float32), "numpy.ndarray"),
-                                              ([1.0, 2.0], "holds a list")])
+                                              ([1.0, 2.0], "holds a list"),
+                                              (None, "and holds None: kernels take constants "
+                                                     "(int, float, bool and tuples of them)")])
     def test_a_closure_over_a_host_value_is_an_error_at_the_use(self, value, shown):
         with pytest.raises(TranspileError) as info:
             make_from(value)
@@ -140,6 +142,32 @@ class TestStaticmethod:
         ''')
         with pytest.raises(TranspileError, match="other decorators besides @gpu_kernel"):
             exec(compile(source, gn.register_source(source), "exec"), {"__name__": "m"})
+
+    CLASS_BODY_NAME = textwrap.dedent('''
+        from gpu_native import gpu_kernel, Kernel1D, CUDASlice, CUDASliceMut, FlatLayout1D, f32
+        SHIFT = 1.0
+
+        class Shifted:
+            SHIFT = 5.0
+
+            @staticmethod
+            @gpu_kernel(Kernel1D)
+            def add(a: CUDASlice[f32], c: CUDASliceMut[f32]):
+                i = FlatLayout1D.uid()
+                c[i] = a[i] + SHIFT
+    ''')
+
+    def test_the_body_does_not_see_the_class_body_names(self, backend):
+        # As in Python (and the import hook), a function body skips the class's namespace.
+        namespace = {"__name__": "shifted"}
+        exec(compile(self.CLASS_BODY_NAME, gn.register_source(self.CLASS_BODY_NAME), "exec"),
+             namespace)
+        assert _launch(namespace["Shifted"].add, [1, 2]) == [2.0, 3.0]
+
+    def test_a_name_of_the_class_body_alone_is_not_defined_in_the_kernel(self):
+        source = self.CLASS_BODY_NAME.replace("SHIFT = 1.0\n", "")
+        with pytest.raises(TranspileError, match="name 'SHIFT' is not defined"):
+            exec(compile(source, gn.register_source(source), "exec"), {"__name__": "shifted"})
 
 
 MODULE = textwrap.dedent('''

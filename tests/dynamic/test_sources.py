@@ -9,6 +9,7 @@ transpiled, built and launched, not only decorated.
 from __future__ import annotations
 
 import linecache
+import os
 import subprocess
 import sys
 import textwrap
@@ -155,6 +156,101 @@ class TestExecOfAString:
             gn.register_source(b"x = 1")  # type: ignore[arg-type]
         with pytest.raises(TypeError, match="filename must be a str"):
             gn.register_source("x = 1", 3)  # type: ignore[arg-type]
+
+
+class TestMisuseOutsideTheHook:
+    """A decorator call or annotation that Python itself would refuse before the decorator can
+    run gets the import hook's located error, not an exception of typing or of the call."""
+
+    SOURCE = textwrap.dedent('''
+        from gpu_native import gpu_kernel, Kernel1D, CUDASliceMut, FlatLayout1D, f32
+
+        @gpu_kernel(Kernel1D)
+        def k(c: CUDASliceMut[f32]):
+            i = FlatLayout1D.uid()
+            c[i] = 1.0
+    ''')
+
+    @pytest.mark.parametrize("old, new, message", [
+        ("CUDASliceMut[f32]", "CUDASliceMut[f32, f32]",
+         "the second argument of CUDASliceMut[T, ...] is the layout"),
+        ("gpu_kernel(Kernel1D)", "gpu_kernel(Kernel1D, bogus=1)",
+         "gpu_kernel has no option 'bogus' (options: bounds_check, fastmath, max_registers, "
+         "cooperative, specializations)"),
+        ("gpu_kernel(Kernel1D)", "gpu_kernel(Kernel1D, Kernel1D)",
+         "gpu_kernel takes one positional argument"),
+        ("gpu_kernel(Kernel1D)", "gpu_kernel(f32)",
+         "gpu_kernel's first argument must be Kernel1D, Kernel2D or Kernel3D"),
+    ])
+    def test_the_decorator_reports_what_the_hook_reports(self, old, new, message, tmp_path):
+        from gpu_native.rewrite import rewrite_module
+
+        source = self.SOURCE.replace(old, new)
+        name = gn.register_source(source, f"<misuse {new}>")
+        with pytest.raises(TranspileError) as info:  # annotations evaluated, as in a script
+            exec(compile(source, name, "exec", dont_inherit=True), {"__name__": "misuse"})
+        with pytest.raises(TranspileError) as hooked:
+            rewrite_module(source, name, "misuse")
+        assert message in str(info.value)
+        assert str(info.value) == str(hooked.value)
+
+    def test_a_call_that_is_not_the_decorator_written_keeps_its_type_error(self):
+        source = self.SOURCE.replace("@gpu_kernel(Kernel1D)\n", "")
+        namespace: dict = {"__name__": "misuse"}
+        exec(compile(source, gn.register_source(source), "exec"), namespace)
+        with pytest.raises(TypeError, match="got an unexpected keyword argument 'bogus'") as info:
+            gn.gpu_kernel(gn.Kernel1D, bogus=1)(namespace["k"])
+        package = os.path.dirname(gn.__file__)
+        assert not [entry for entry in info.traceback if str(entry.path).startswith(package)]
+
+
+class TestDecoratorAliases:
+    SOURCE = textwrap.dedent('''
+        import gpu_native as gn
+        from gpu_native import Kernel1D, CUDASlice, CUDASliceMut, FlatLayout1D, f32
+        kern = gn.gpu_kernel
+        dev = gn.gpu_device
+
+        @dev
+        def twice(x: f32) -> f32:
+            return x * 2.0
+
+        @kern(Kernel1D)
+        def k(a: CUDASlice[f32], c: CUDASliceMut[f32]):
+            i = FlatLayout1D.uid()
+            c[i] = twice(a[i])
+    ''')
+
+    def test_a_name_assigned_the_decorator_once_is_the_decorator(self, backend):
+        from gpu_native.rewrite import rewrite_module
+
+        assert [k.name for k in rewrite_module(self.SOURCE, "aliased.py", "aliased").kernels] \
+            == ["k"]
+        namespace: dict = {"__name__": "aliased"}
+        exec(compile(self.SOURCE, gn.register_source(self.SOURCE), "exec"), namespace)
+        a = gn.to_device(np.arange(3, dtype=np.float32))
+        c = gn.empty(3, gn.f32)
+        namespace["k"].forall(3)(a, c)
+        assert c.to_host().tolist() == [0.0, 2.0, 4.0]
+
+    @pytest.mark.parametrize("how", ["imported", "assigned twice"])
+    def test_another_name_is_a_located_error_at_the_decorator(self, how, tmp_path, monkeypatch):
+        (tmp_path / "aliases_elsewhere.py").write_text("import gpu_native as gn\n"
+                                                       "kern = gn.gpu_kernel\n")
+        monkeypatch.syspath_prepend(str(tmp_path))
+        if how == "imported":
+            source = self.SOURCE.replace("kern = gn.gpu_kernel",
+                                         "from aliases_elsewhere import kern")
+        else:
+            source = self.SOURCE.replace("kern = gn.gpu_kernel", "kern = gn.gpu_kernel\n" * 2)
+        name = gn.register_source(source, f"<alias {how}>")
+        with pytest.raises(TranspileError) as info:
+            exec(compile(source, name, "exec"), {"__name__": "aliased"})
+        line = source.splitlines().index("@kern(Kernel1D)") + 1
+        assert str(info.value).startswith(
+            f"{name}:{line}:1: error: could not find kernel 'k' in {name}: gpu_native finds a "
+            "kernel by a decorator that names gpu_native's gpu_kernel"), str(info.value)
+        assert "assigned once at module level (kern = gn.gpu_kernel)" in str(info.value)
 
 
 class TestCellsOfOneNamespace:

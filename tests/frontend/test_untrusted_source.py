@@ -390,6 +390,23 @@ def test_a_source_that_is_not_utf8_and_declares_nothing_is_a_located_error(tmp_p
                                  "is not valid utf-8"), out.stderr[:500]
 
 
+@pytest.mark.parametrize("line", [1, 3])  # where a coding cookie could be, and below
+@pytest.mark.parametrize("how", ["import", "expand"])
+def test_a_byte_that_is_not_utf8_in_a_comment_is_located_on_import_too(tmp_path,
+                                                                       isolated_cache, how,
+                                                                       line):
+    # Python's compile() of the bytes skips a comment's bytes (a plain import of the file
+    # refuses them): the import says what expand says, not that the kernel has no source.
+    (tmp_path / "comment.py").write_bytes(
+        b"import math\n" * (line - 1) + b"# caf\xe9\n" + SMALL_KERNEL.encode())
+    out = import_module("comment", tmp_path, isolated_cache) if how == "import" else \
+        expand("comment.py", tmp_path, isolated_cache)
+    assert out.returncode == 1
+    assert f"comment.py:{line}:6: error: cannot decode the file: byte 0xe9 is not valid utf-8, " \
+        "and the file declares no other encoding" in out.stderr, out.stderr[-2000:]
+    assert "cannot find the source" not in out.stderr
+
+
 @pytest.mark.parametrize("kind", ["fifo", "dev-zero"])
 @pytest.mark.parametrize("command", ["expand", "precompile"])
 def test_a_fifo_or_a_device_is_refused_as_not_a_regular_file(tmp_path, isolated_cache, kind,

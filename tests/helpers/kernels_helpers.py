@@ -40,3 +40,11 @@ def collatz_steps(n: i32) -> i32:
 @gpu_device
 def store_twice(out: CUDASliceMut[f32], i: UniqueId, value: f32):
     out[i] = 2.0 * value
+
+
+@gpu_device
+def store_clamped(out: CUDASliceMut[f32], i: UniqueId, value: f32) -> None:
+    if value < 0.0:
+        out[i] = 0.0
+        return
+    out[i] = value

@@ -53,6 +53,7 @@ from tests.helpers.kernels_helpers import (
     clamp,
     collatz_steps,
     square,
+    store_clamped,
     store_twice,
     sum_of_squares,
 )
@@ -292,6 +293,12 @@ def use_device_functions(x: CUDASlice[f32], n: CUDASlice[i32], out: CUDASliceMut
 def device_store(x: CUDASlice[f32], out: CUDASliceMut[f32]):
     i = FlatLayout1D.uid()
     store_twice(out, i, x[i])
+
+
+@gpu_kernel(Kernel1D)
+def device_store_clamped(x: CUDASlice[f32], out: CUDASliceMut[f32]):
+    i = FlatLayout1D.uid()
+    store_clamped(out, i, x[i])
 
 
 @gpu_kernel(Kernel1D, specializations=[f32, f64, i32])

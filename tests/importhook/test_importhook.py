@@ -16,6 +16,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import zipfile
 
 import pytest
 
@@ -29,6 +30,7 @@ from tests.importhook.support import (
     LAUNCH,
     MYKERNELS,
     NOT_UNIQUE,
+    USES_HELPERS,
     WARNS_LINE,
     hook_env,
     import_mykernels,
@@ -416,6 +418,35 @@ class TestWhereNoHookRuns:
         namespace: dict = {"__name__": "mykernels"}
         exec(compile(expanded, "/nonexistent/frozen_app/mykernels.py", "exec"), namespace)
         assert isinstance(namespace["add_kernel"], Kernel)
+
+    def test_a_package_in_a_zip_archive_finds_its_device_functions(self, tmp_path, work):
+        """zipimport, not the hook, imports a zipped package: its kernels are transpiled by
+        their decorator, and a device function of a sibling module is read from the archive,
+        as is one a hooked module outside the archive imports (whose rewrite stays cached)."""
+        archive = tmp_path / "kz.zip"
+        with zipfile.ZipFile(archive, "w") as zf:
+            zf.writestr("mypkg/__init__.py", "")
+            zf.writestr("mypkg/devs.py", HELPERS)
+            zf.writestr("mypkg/kern.py", USES_HELPERS.replace("from helpers import scale",
+                                                              "from .devs import scale"))
+        (work / "outside.py").write_text(USES_HELPERS.replace("from helpers import scale",
+                                                             "from mypkg.devs import scale"))
+        env = hook_env(tmp_path, GPU_NATIVE_DEBUG="1")
+        env["PYTHONPATH"] += os.pathsep + str(archive)
+        code = '''
+            import numpy as np, gpu_native as gn
+            import mypkg.kern, outside
+            for module in (mypkg.kern, outside):
+                a = gn.to_device(np.arange(4, dtype=np.float32))
+                c = gn.empty(4, gn.f32)
+                module.scaled.forall(4)(a, c)
+                print("RESULT", module.__name__, c.to_host().tolist())
+        '''
+        for cache in ("miss", "hit"):
+            proc = run_python(code, work, env)
+            for name in ("mypkg.kern", "outside"):
+                assert f"RESULT {name} [0.0, 2.0, 4.0, 6.0]" in proc.stdout, proc.stderr
+            assert f"rewrote outside ({work / 'outside.py'}): cache {cache}" in proc.stderr
 
 
 RELOADED = textwrap.dedent('''\

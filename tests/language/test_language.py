@@ -242,6 +242,14 @@ def test_device_function_storing_through_a_unique_id(backend, kl, rng):
     np.testing.assert_array_equal(out.to_host(), 2 * x)
 
 
+def test_a_device_function_declared_to_return_none(backend, kl, rng):
+    # `-> None`, as no annotation: a void function, whose bare `return` leaves early.
+    x = rng.standard_normal(300, dtype=np.float32)
+    out = filled(300, gn.f32, np.nan)
+    launch(kl.device_store_clamped, gn.GridDim1D(3), gn.BlockDim1D(100))(gn.to_device(x), out)
+    np.testing.assert_array_equal(out.to_host(), np.maximum(x, 0))
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32])
 def test_generic_kernel_specialisations(backend, kl, rng, dtype):
     n = 500

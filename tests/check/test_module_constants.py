@@ -1,0 +1,140 @@
+"""Module constants a kernel folds: assigned once, with ``=``, at the top level of the module.
+
+Every other way Python binds a global name could leave the kernel with a value the module no
+longer has, so each is refused where the kernel uses the name, through the hook's rewrite and in
+a script the decorator transpiles alike.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from gpu_native.rewrite import rewrite_module
+from tests.helpers import child_env, located_transpile_error
+
+HEADER = """\
+import contextlib
+from gpu_native import *
+N = 4
+"""
+
+KERNEL = """
+@gpu_kernel(Kernel1D)
+def k(c: CUDASliceMut[i32]):
+    i: UniqueId = FlatLayout1D.uid()
+    c[i] = N  # <-
+"""
+
+# Each binds N again after `N = 4`; the hint names how.
+REBINDINGS = {
+    "tuple unpacking": ("N, M = 9, 1", "assigned by unpacking (line 4)"),
+    "starred unpacking": ("*N, = [9]", "assigned by unpacking (line 4)"),
+    "for target": ("for N in (9,):\n    pass", "bound by a for loop (line 4)"),
+    "walrus": ("print((N := 9))", "assigned by an assignment expression (:=) (line 4)"),
+    "walrus in a comprehension": ("[(N := x) for x in (9,)]", "assignment expression"),
+    "walrus in a default": ("def g(a=(N := 9)):\n    pass", "assignment expression"),
+    "with target": ("with contextlib.nullcontext(9) as N:\n    pass",
+                    "bound by a with statement (line 4)"),
+    "from import as": ("from math import e as N", "imported (line 4)"),
+    "import as": ("import os as N", "imported (line 4)"),
+    "global in a function": ("def f():\n    global N\n    N = 9\nf()",
+                             "assigned in function f, which declares it global (line 6)"),
+    "global in a class": ("class C:\n    global N\n    N = 9",
+                          "in class C, which declares it global"),
+    "global with a walrus": ("def f():\n    global N\n    [(N := x) for x in (9,)]",
+                             "in function f, which declares it global"),
+    "del": ("del N", "deleted by a del statement (line 4)"),
+    "class": ("class N:\n    pass", "defined by a class statement (line 4)"),
+    "def": ("def N():\n    pass", "defined by a def statement (line 4)"),
+    "except as": ("try:\n    pass\nexcept ValueError as N:\n    pass",
+                  "bound by an except clause in a try block (line 6)"),
+    "match capture": ("match 9:\n    case N:\n        pass", "bound by a match pattern"),
+    "match star": ("match [9]:\n    case [*N]:\n        pass", "bound by a match pattern"),
+    "match rest": ("match {}:\n    case {**N}:\n        pass", "bound by a match pattern"),
+    "augmented": ("N += 5", "changed by an augmented assignment (line 4)"),
+    "annotated": ("N: int = 9", "assigned (line 3) and assigned (line 4)"),
+    "in an if block": ("if True:\n    N = 9", "assigned in an if block (line 5)"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(REBINDINGS))
+def test_a_constant_bound_again_is_refused_at_its_use(name, tmp_path):
+    extra, how = REBINDINGS[name]
+    source = HEADER + extra + "\n" + KERNEL
+    err = located_transpile_error(source, tmp_path / "consts.py",
+                                  "'N' is assigned more than once at module level")
+    assert how in (err.hint or ""), err.hint
+
+
+# None of these binds the module's N: the kernel folds 4.
+@pytest.mark.parametrize("extra", [
+    "N: int",
+    "def f():\n    N = 9",
+    "class C:\n    N = 9",
+    "f = lambda N=3: N",
+    "[N for N in (9,)]",
+    "def f():\n    global N\n    print(N)",
+    "import math\nif True:\n    import math",
+    "from gpu_native import i32\nfrom gpu_native import i32",
+])
+def test_bindings_of_other_scopes_leave_the_constant_alone(extra, tmp_path):
+    source = HEADER + extra + "\n" + KERNEL
+    result = rewrite_module(source, str(tmp_path / "consts.py"), "consts")
+    assert result.kernels
+
+
+@pytest.mark.parametrize("body, how", [
+    ("try:\n    N = 4  \nexcept Exception:\n    pass\n", "assigned in a try block (line 3)"),
+    ("if True:\n    N = 4\n", "assigned in an if block (line 3)"),
+    ("N, M = 9, 1\n", "assigned by unpacking (line 2)"),
+    ("for N in (9,):\n    pass\n", "bound by a for loop (line 2)"),
+])
+def test_a_name_bound_once_but_not_by_a_top_level_assignment_is_no_constant(body, how,
+                                                                           tmp_path):
+    source = "from gpu_native import *\n" + body + KERNEL
+    located_transpile_error(source, tmp_path / "consts.py",
+                            f"'N' is not a constant a kernel can use: it is {how}")
+
+
+def test_a_constant_imported_from_a_module_that_binds_it_twice(tmp_path):
+    (tmp_path / "sizes.py").write_text("N = 4\nfor N in (9,):\n    pass\n")
+    source = "from gpu_native import *\nfrom sizes import N\n" + KERNEL
+    sys.path.insert(0, str(tmp_path))
+    try:
+        located_transpile_error(source, tmp_path / "consts.py",
+                                "'N' is assigned more than once at module level")
+    finally:
+        sys.path.remove(str(tmp_path))
+
+
+PROGRAM = textwrap.dedent("""
+    import gpu_native as gn
+    from gpu_native import *
+    N = 4
+    N, M = 9, 1
+
+    @gpu_kernel(Kernel1D)
+    def k(c: CUDASliceMut[i32]):
+        i: UniqueId = FlatLayout1D.uid()
+        c[i] = N
+
+    c = gn.zeros(4, gn.i32)
+    k.forall(4)(c)
+    print("RESULT", c.to_host().tolist())
+""")
+
+
+@pytest.mark.parametrize("how", ["script", "import"])
+def test_a_rebound_constant_is_refused_in_a_script_and_through_the_hook(how, tmp_path):
+    (tmp_path / "rebound.py").write_text(PROGRAM)
+    args = ["rebound.py"] if how == "script" else ["-c", "import rebound"]
+    proc = subprocess.run([sys.executable, *args], cwd=tmp_path, capture_output=True, text=True,
+                          env=child_env(tmp_path / "cache", GPU_NATIVE_BACKEND="sim"),
+                          timeout=300)
+    assert "RESULT" not in proc.stdout, proc.stdout
+    assert "rebound.py:10:12: error: 'N' is assigned more than once at module level" in \
+        proc.stderr, proc.stderr
