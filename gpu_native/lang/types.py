@@ -673,11 +673,27 @@ class Strided:
         raise TypeError("Strided is an annotation argument: CUDASlice2D[f32, Strided]")
 
 
-class _ArrayParam(Generic[T]):
+class _Contiguous:
+    """The layout of an array parameter without ``Strided`` (C-contiguous): the default of the
+    annotations' second argument, never written."""
+
+
+if TYPE_CHECKING:
+    # A type parameter with a default (PEP 696), so that `CUDASlice[f32]` is
+    # `CUDASlice[f32, _Contiguous]` to type checkers; typing_extensions' stubs come with them.
+    from typing_extensions import TypeVar as _DefaultedTypeVar
+
+    Layout = _DefaultedTypeVar("Layout", default=_Contiguous)
+else:
+    Layout = TypeVar("Layout")
+
+
+class _ArrayParam(Generic[T, Layout]):
     """Common host-side stand-in for array parameter annotations: never instantiated.
 
     Type checkers see what a kernel can do with each kind (the ``if TYPE_CHECKING`` members):
-    an element read ``a[i]`` (``a[i, j]`` in 2-D) is a ``T``, a writable one takes a ``T``.
+    an element read ``a[i]`` (``a[i, j]`` in 2-D) is a ``T``, a writable one takes a ``T``.  The
+    second argument is the layout, ``Strided`` or (left out) C-contiguous.
     """
 
     ndim: ClassVar[int] = 1
@@ -685,14 +701,14 @@ class _ArrayParam(Generic[T]):
 
     if not TYPE_CHECKING:
         def __class_getitem__(cls, params):
-            # `CUDASlice2D[f32, Strided]`: the layout only matters to the transpiler, which reads
-            # the annotation's source; at run time it is the array type of its element type.
-            if isinstance(params, tuple) and len(params) == 2 and params[1] is Strided:
-                params = params[0]
+            # `CUDASlice[f32]`: the layout defaults to C-contiguous, as it does for type
+            # checkers; the transpiler reads the annotation's source, not this.
+            if not isinstance(params, tuple):
+                params = (params, _Contiguous)
             try:
                 return super().__class_getitem__(params)
             except TypeError:
-                # `CUDASliceMut[f32, f32]`: Python evaluates a kernel's annotations before its
+                # `CUDASliceMut[f32, f32, f32]`: Python evaluates a kernel's annotations before its
                 # decorator runs, so typing's complaint would pre-empt the transpiler's, which
                 # says what is wrong at the annotation's line.
                 return cls
@@ -725,14 +741,14 @@ class AtomicRef(Generic[T]):
         def store(self, value: T, order: MemoryOrder = ...) -> None: ...
 
 
-class CUDASlice(_ArrayParam[T]):
+class CUDASlice(_ArrayParam[T, Layout]):
     """A read-only 1-D device array parameter: ``a[i]``, ``len(a)``."""
 
     if TYPE_CHECKING:
         def __getitem__(self, index: int) -> T: ...
 
 
-class CUDASliceMut(_ArrayParam[T]):
+class CUDASliceMut(_ArrayParam[T, Layout]):
     """A writable 1-D device array parameter.  Plain stores need a unique index (see Safety)."""
 
     is_mutable = True
@@ -743,7 +759,7 @@ class CUDASliceMut(_ArrayParam[T]):
         def atomic_ref(self, index: int, /) -> AtomicRef[T]: ...
 
 
-class CUDASlice2D(_ArrayParam[T]):
+class CUDASlice2D(_ArrayParam[T, Layout]):
     """A read-only row-major 2-D device array parameter: ``a[i, j]``, ``a.shape[0]``."""
 
     ndim = 2
@@ -752,7 +768,7 @@ class CUDASlice2D(_ArrayParam[T]):
         def __getitem__(self, index: tuple[int, int]) -> T: ...
 
 
-class CUDASliceMut2D(_ArrayParam[T]):
+class CUDASliceMut2D(_ArrayParam[T, Layout]):
     """A writable row-major 2-D device array parameter."""
 
     ndim = 2
@@ -764,7 +780,7 @@ class CUDASliceMut2D(_ArrayParam[T]):
         def atomic_ref(self, i: int, j: int, /) -> AtomicRef[T]: ...
 
 
-class CUDASlice3D(_ArrayParam[T]):
+class CUDASlice3D(_ArrayParam[T, Layout]):
     """A read-only row-major 3-D device array parameter: ``a[i, j, k]``."""
 
     ndim = 3
@@ -773,7 +789,7 @@ class CUDASlice3D(_ArrayParam[T]):
         def __getitem__(self, index: tuple[int, int, int]) -> T: ...
 
 
-class CUDASliceMut3D(_ArrayParam[T]):
+class CUDASliceMut3D(_ArrayParam[T, Layout]):
     """A writable row-major 3-D device array parameter."""
 
     ndim = 3

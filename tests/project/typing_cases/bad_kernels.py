@@ -18,6 +18,7 @@ from gpu_native import (
     FlatLayout2D,
     Kernel1D,
     Kernel2D,
+    Strided,
     f32,
     gpu_device,
     gpu_kernel,
@@ -52,6 +53,12 @@ def copy2d(a: CUDASlice2D[f32], out: CUDASliceMut2D[f32]):
     out[y, x] = a[y, z]
     u = FlatLayout2D.uid()
     out[u.y, u.x] = a[u.x]  # error: a 2-D array takes two indices
+
+
+@gpu_kernel(Kernel1D)
+def strided(a: CUDASliceMut[i32, Strided]):
+    i = FlatLayout1D.uid()
+    a[i] = 0.5  # error: a float stored into an i32 element of a strided view
 
 
 d = gn.to_device(np.zeros(4, np.float32))

@@ -26,6 +26,7 @@ from gpu_native import (
     Kernel2D,
     Kernel3D,
     MemoryOrder,
+    Strided,
     bool_,
     dot,
     f16,
@@ -108,6 +109,13 @@ def many(a: CUDASlice[f32], out: CUDASliceMut[f32], counts: CUDASliceMut[u32],
         assert_type(j, int)
     with unsafe():
         out[0] = 0.0
+
+
+@gpu_kernel(Kernel2D)
+def strided_views(a: CUDASliceMut2D[f32, Strided], s: CUDASlice[f32, Strided]):
+    x, y = FlatLayout2D.uid()
+    assert_type(a[y, x] * s[x], float)
+    a[y, x] = a[y, x] * s[x]
 
 
 @gpu_kernel(Kernel1D)
