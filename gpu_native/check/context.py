@@ -113,6 +113,11 @@ class Definitions:
         self.grid_stride_vars: set[int] = set()
         self.fixed: dict[int, ir.Expr] = {}
         self.reaching: dict[int, ir.Expr] = {}
+        # The variables each value reads, by the value's id (the value kept, so no id is reused).
+        self._reads: dict[int, tuple[ir.Expr, frozenset[int]]] = {}
+        # For ``values``: the locals whose value reads each variable (an index, so that an
+        # assignment finds what it ends without reading every value).
+        self._readers: dict[int, set[int]] = {}
 
     def single_def(self, var: ir.Var) -> ir.Expr | None:
         """The value of ``var`` if it is a local assigned exactly once (and assigned by now),
@@ -140,15 +145,23 @@ class Definitions:
         ``r = i; i = n``, ``r`` still holds the old ``i``, and reading ``r`` as ``i`` would
         apply what is known of the new ``i`` to it.  ``r`` is opaque from here on."""
         gone = id(var)
+        reads = self._variables_read
         if self.reaching:
             self.reaching = {k: v for k, v in self.reaching.items()
-                             if k != gone and gone not in ir.variables_read(v)}
+                             if k != gone and gone not in reads(v)}
         if self.fixed:
             self.fixed = {k: v for k, v in self.fixed.items()
-                          if k != gone and gone not in ir.variables_read(v)}
-        if self.values:
-            self.values = {k: v for k, v in self.values.items()
-                           if gone not in ir.variables_read(v)}
+                          if k != gone and gone not in reads(v)}
+        for k in self._readers.pop(gone, ()):
+            self.values.pop(k, None)
+
+    def _variables_read(self, value: ir.Expr) -> frozenset[int]:
+        """:func:`ir.variables_read` of a value, once per value: every assignment asks it of
+        every value known (walking them each time made a kernel of n locals cost n**2 walks)."""
+        cached = self._reads.get(id(value))
+        if cached is None or cached[0] is not value:
+            cached = self._reads[id(value)] = (value, frozenset(ir.variables_read(value)))
+        return cached[1]
 
     def enter_loop(self, variables) -> None:
         """A loop whose body assigns ``variables`` begins: from its second iteration on, a
@@ -165,6 +178,8 @@ class Definitions:
             return
         if self.assign_counts.get(var.name, 0) == 1:
             self.values[id(var)] = value
+            for read in self._variables_read(value):
+                self._readers.setdefault(read, set()).add(id(var))
             self.binops.update(id(n) for n in ir.walk(value) if isinstance(n, ir.BinOp))
         elif _plain(value) and id(var) not in ir.variables_read(value):
             self.reaching[id(var)] = value
