@@ -646,17 +646,48 @@ def _is_vector(info: ScalarInfo | VectorInfo | None) -> TypeGuard[VectorInfo]:
 @boundary
 def empty(shape, dtype=None) -> DeviceArray:
     """A new uninitialised device array on the current device (``dtype`` defaults to f32; a
-    vector type such as ``gn.vec3f`` makes an array of ``shape`` vectors)."""
+    vector type such as ``gn.vec3f`` makes an array of ``shape`` vectors).
+
+    ``shape`` is an int or a tuple of ints (NumPy integers too): anything else is a
+    ``TypeError``, a negative extent or a size beyond the device's memory a ``ValueError``.
+    Memory the device has not got free is a ``CudaError`` (``CUDA_ERROR_OUT_OF_MEMORY``), on
+    the simulator too."""
     info = _resolve_dtype("f32" if dtype is None else dtype)
-    if isinstance(shape, (int, np.integer)):
-        shape = (int(shape),)
-    shape = tuple(int(s) for s in shape)
+    shape = _shape(shape)
     if any(s < 0 for s in shape):
         raise ValueError(f"negative dimension in shape {shape}")
     backend = B.select()
     device = current_device()
-    alloc = Allocation(backend, device, math.prod(shape) * info.itemsize)
+    alloc = Allocation(backend, device, _check_fits(shape, info, backend, device))
     return DeviceArray(backend, device, alloc.ptr, shape, info, alloc, alloc)
+
+
+def _check_fits(shape: tuple[int, ...], info, backend, device: int) -> int:
+    """The bytes an array of ``shape`` takes, or a ``ValueError`` if no allocation on the device
+    could hold them (a GPU would say out of memory; NumPy, on the simulator, would say less)."""
+    nbytes = math.prod(shape) * info.itemsize
+    total = backend.properties(device)["total_memory"]
+    if nbytes > total:
+        raise ValueError(f"an array of shape {shape} of {info.name} takes {nbytes:,} bytes, more "
+                         f"than the {total:,} bytes of memory device {device} has")
+    return nbytes
+
+
+def _shape(shape) -> tuple[int, ...]:
+    """``shape`` (an int or a sequence of them, NumPy integers too) as a tuple of ints; a float
+    is refused rather than truncated."""
+    if isinstance(shape, (int, np.integer)) and not isinstance(shape, (bool, np.bool_)):
+        return (int(shape),)
+    if isinstance(shape, (str, bytes)) or not hasattr(shape, "__iter__") or (
+            isinstance(shape, np.ndarray) and shape.ndim != 1):
+        raise TypeError(f"shape must be an int or a tuple of ints, not "
+                        f"{type(shape).__name__} {shape!r:.60}")
+    shape = tuple(shape)
+    for s in shape:
+        if isinstance(s, (bool, np.bool_)) or not hasattr(s, "__index__"):
+            raise TypeError(f"shape {shape!r:.60} must hold ints, not {type(s).__name__} "
+                            f"{s!r:.60}")
+    return tuple(operator.index(s) for s in shape)
 
 
 @boundary
@@ -703,23 +734,18 @@ def to_device(obj, dtype=None, *, stream=None) -> DeviceArray:
             return _as_vectors(arr, want)
         raise TypeError(f"array is {arr._info.name}, not {want.name}; convert on the host or in "
                         "a kernel")
-    if want is None:
-        dtype = obj.dtype if isinstance(obj, (np.ndarray, np.generic)) else np.asarray(obj).dtype
-        # A structured array is an array of structs of its own layout (a kernel parameter of
-        # a @gpu_struct type checks the layout at the launch).
-        info: ScalarInfo | VectorInfo = element_info(dtype)
-    else:
-        info = want
-    if isinstance(info, VectorInfo) and not isinstance(info, ComplexInfo):
-        data = host_data(obj, info.elem, "data given to to_device()")
-        if data.ndim == 0 or data.shape[-1] != info.n:
-            raise ValueError(f"an array of {info.name} is given as an array whose last axis "
-                             f"holds the {info.n} components, not one of shape {data.shape}")
-        shape = data.shape[:-1] or (1,)
-    else:
-        assert not isinstance(info, VectorInfo) or isinstance(info, ComplexInfo)
-        data = host_data(obj, info, "data given to to_device()")
-        shape = data.shape or (1,)
+    what = "data given to to_device()"
+    src = host_array(obj, what)
+    # A structured array is an array of structs of its own layout (a kernel parameter of a
+    # @gpu_struct type checks the layout at the launch).
+    info: ScalarInfo | VectorInfo = element_info(src.dtype) if want is None else want
+    if _is_vector(info) and (src.ndim == 0 or src.shape[-1] != info.n):
+        raise ValueError(f"an array of {info.name} is given as an array whose last axis "
+                         f"holds the {info.n} components, not one of shape {src.shape}")
+    shape = (src.shape[:-1] if _is_vector(info) else src.shape) or (1,)
+    # Before the host copy a conversion makes: a broadcast view may be far larger than memory.
+    _check_fits(shape, info, B.select(), current_device())
+    data = host_data(src, info.elem if _is_vector(info) else info, what)
     out = empty(shape, info.name)
     out._backend.copy_htod(out._gn_ptr, data)
     return out

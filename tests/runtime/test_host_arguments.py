@@ -270,3 +270,40 @@ class TestHostConversions:
         d = gn.empty(2, gn.vec3f)
         d.fill([1, 2, 3])
         assert d.to_host().tolist() == [[1, 2, 3]] * 2
+
+
+class TestAllocation:
+    @pytest.mark.parametrize("shape, message", [
+        (2.5, r"^shape must be an int or a tuple of ints, not float 2\.5$"),
+        ((2.0, 3), r"^shape \(2\.0, 3\) must hold ints, not float 2\.0$"),
+        ((4, np.float32(2)), r"must hold ints, not float32"),
+        (True, r"not bool True"),
+        ("12", r"not str '12'"),
+        (None, r"not NoneType None"),
+    ])
+    def test_a_shape_that_is_not_ints_is_a_type_error(self, backend, shape, message):
+        for make in (gn.empty, gn.zeros):
+            with pytest.raises(TypeError, match=message):
+                make(shape, gn.f32)
+
+    def test_integer_shapes_of_any_kind(self, backend):
+        assert gn.empty(np.uint8(4)).shape == (4,)
+        assert gn.zeros([np.int64(2), 3], gn.i32).shape == (2, 3)
+        assert gn.empty(np.array([3, 1])).shape == (3, 1)
+
+    @pytest.mark.parametrize("shape", [2**62, (2**40, 2**40), (2**21, 2**21, 2**21)])
+    def test_a_size_no_device_holds_is_a_value_error(self, backend, shape):
+        with pytest.raises(ValueError, match=r"an array of shape \(.*\) of f32 takes [\d,]+ "
+                                             r"bytes, more than the [\d,]+ bytes of memory "
+                                             r"device 0 has"):
+            gn.empty(shape, gn.f32)
+        with pytest.raises(ValueError, match=r"more than the"):
+            gn.to_device(np.broadcast_to(np.float32(0), (2**21, 2**21, 2**10)))
+
+    def test_the_simulator_runs_out_of_memory_as_a_gpu_does(self):
+        from gpu_native.runtime.sim_backend import SimMemory
+
+        with pytest.raises(gn.CudaError, match=r"CUDA_ERROR_OUT_OF_MEMORY \(2\): allocating "
+                                               r"\d+ bytes: out of memory") as caught:
+            SimMemory().alloc(2**63)
+        assert caught.value.name == "CUDA_ERROR_OUT_OF_MEMORY"
