@@ -52,6 +52,9 @@ _TRUE = frozenset({"1", "true", "yes", "on"})
 # gpu_native's own modules name the decorators without defining kernels: never rewrite them.
 _OWN = ("gpu_native.", "_gpu_native_startup")
 
+# Opens that must not wait on a FIFO (a writer, or a reader, that never comes).
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
+
 _stdlib = os.path.dirname(os.__file__) + os.sep
 _site_markers = tuple(_stdlib + name + os.sep for name in ("site-packages", "dist-packages"))
 
@@ -184,9 +187,9 @@ class KernelFinder:
             stamp = (st.st_mtime_ns, st.st_size)
             if _no_kernels.get(origin) == stamp:
                 return spec
-            with open(origin, "rb") as f:
+            with _open_regular(origin) as f:
                 data = f.read()
-        except OSError:
+        except OSError:  # a FIFO too: the import system reports it, the hook never waits on it
             return spec
         if not may_define_kernels(data):
             _no_kernels.add(origin, stamp)
@@ -263,7 +266,7 @@ class _NoKernels:
         entries: dict = {}
         try:
             self.file = _negative_cache_file()
-            with open(self.file, "rb") as f:
+            with _open_regular(self.file) as f:
                 # Whoever can write this file decides which modules the hook skips: only a file of
                 # this user's, in a directory of theirs, is believed (one fstat, one stat).
                 reason = _untrusted_record(self.file, os.fstat(f.fileno()))
@@ -304,7 +307,7 @@ class _NoKernels:
             return
         try:
             try:
-                with open(self.file, "rb") as f:
+                with _open_regular(self.file) as f:
                     if _untrusted_record(self.file, os.fstat(f.fileno())) is not None:
                         return
                     current = marshal.loads(f.read())
@@ -324,13 +327,29 @@ class _NoKernels:
                 current = dict(self.added)
             _private_dirs(os.path.dirname(self.file))
             tmp = f"{self.file}.{os.getpid()}.tmp"
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | _NONBLOCK, 0o600)
             with open(fd, "wb") as f:
                 f.write(marshal.dumps(current))
             os.replace(tmp, self.file)
             self.added = {}
         except Exception:
             pass
+
+
+def _open_regular(path: str):
+    """``path`` opened for reading in binary if it is a regular file, else ``OSError``.
+
+    Opened without blocking and checked on the descriptor (``gpu_native.files`` does the same for
+    the package): a FIFO in a cached file's place, or a module that is one, would otherwise hang
+    every import of every interpreter that reaches it."""
+    fd = os.open(path, os.O_RDONLY | _NONBLOCK | getattr(os, "O_BINARY", 0))
+    try:
+        if os.fstat(fd).st_mode & 0o170000 != 0o100000:  # not S_IFREG (no `stat` import)
+            raise OSError(f"{path}: not a regular file")
+        return open(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 def _untrusted_record(path: str, st: os.stat_result) -> tuple[str, str, str] | None:

@@ -42,6 +42,7 @@ from .cache.locations import SHIPPED_DIRNAME
 from .cache.store import ArtifactStore, write_file_atomic
 from .compiler.nvrtc import CompiledImage, compile_request, nvrtc_version
 from .errors import CompileError, GpuNativeError
+from .files import read_regular
 
 MANIFEST = "manifest.json"
 MANIFEST_FORMAT = "gpu_native-precompiled"
@@ -318,8 +319,7 @@ def _existing_manifest(out_dir: str) -> dict | None:
         raise GpuNativeError(f"--out {out_dir} exists and is not a directory")
     path = os.path.join(out_dir, MANIFEST)
     try:
-        with open(path, "rb") as f:
-            raw = f.read()
+        raw = read_regular(path)  # a FIFO in its place is refused, never waited on
     except (FileNotFoundError, NotADirectoryError):
         return None
     except OSError as exc:

@@ -56,6 +56,7 @@ from typing import TypeGuard
 import _gpu_native_startup as _startup
 
 from .._version import __version__
+from ..files import open_regular, read_regular
 from ..locate import find_module_file
 
 FORMAT = 2
@@ -101,9 +102,8 @@ def source_digest(data: bytes) -> str:
 def file_digest(path: str) -> str | None:
     """SHA-256 of a file's bytes, or None when it cannot be read."""
     try:
-        with open(path, "rb") as f:
-            return source_digest(f.read())
-    except OSError:
+        return source_digest(read_regular(path))
+    except OSError:  # a FIFO or a device too: never waited on or read without end
         return None
 
 
@@ -234,7 +234,7 @@ def read(cache_file: str, source: tuple[str, os.stat_result] | None = None
             reason = _startup.untrusted_reason(os.stat(directory))
             if reason is not None:
                 raise UntrustedEntry(_startup.CACHE_DIRECTORY, directory, reason)
-        with open(cache_file, "rb") as f:
+        with open_regular(cache_file) as f:  # a FIFO in its place: a miss, not a hang
             st = os.fstat(f.fileno())
             if source is None:
                 _check_private(cache_file, st)

@@ -20,6 +20,7 @@ from gpu_native import precompile as precompile_module
 from gpu_native.cache import SHIPPED_DIRNAME, artifact_id
 from gpu_native.errors import CompileError, GpuNativeError
 from gpu_native.precompile import find_modules, parse_archs, plan, precompile
+from tests.helpers import finishes
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(gpu_native.__file__)))
 
@@ -308,6 +309,14 @@ class TestOutputDirectory:
         (out / "manifest.json").write_text("[1, 2, 3]\n")
         assert cli.main(["precompile", "deploypkg", "--arch", "sm_90", "--out", "site"]) == 1
         assert "not written by gpu-native precompile" in capsys.readouterr().err
+
+    def test_a_fifo_in_place_of_manifest_json_is_refused_not_waited_on(self, tmp_path):
+        out = tmp_path / "site"
+        out.mkdir()
+        os.mkfifo(out / "manifest.json")
+        with pytest.raises(GpuNativeError, match=r"cannot read .*manifest\.json: a FIFO, not a "
+                                                 r"regular file"):
+            finishes(lambda: precompile_module._existing_manifest(str(out)))
 
     @pytest.mark.parametrize("existing", [True, pytest.param(False, marks=pytest.mark.slow)],
                              ids=["existing-out", "new-out"])
