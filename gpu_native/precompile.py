@@ -352,6 +352,9 @@ def _make_staging(out_dir: str) -> tuple[str, list[str]]:
     created = []
     missing = parent
     while missing and not os.path.isdir(missing):
+        if os.path.lexists(missing):  # a file (or /dev/null) where a directory must be
+            raise GpuNativeError(f"cannot write to {out_dir}: {missing} exists and is not a "
+                                 "directory")
         created.append(missing)
         missing = os.path.dirname(missing)
     try:

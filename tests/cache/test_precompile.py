@@ -310,6 +310,20 @@ class TestOutputDirectory:
         assert cli.main(["precompile", "deploypkg", "--arch", "sm_90", "--out", "site"]) == 1
         assert "not written by gpu-native precompile" in capsys.readouterr().err
 
+    @pytest.mark.parametrize("out", ["/dev/null/x", "afile/sub/x"])
+    def test_an_out_under_a_file_says_which_is_not_a_directory(self, tmp_path, monkeypatch,
+                                                                capsys, out):
+        monkeypatch.chdir(tmp_path)
+        (tmp_path / "k.py").write_text(many_kernels(["one"]))
+        (tmp_path / "afile").write_text("not a directory\n")
+        assert cli.main(["precompile", "k.py", "--arch", "sm_80", "--out", out]) == 1
+        err = capsys.readouterr().err
+        blocker = "/dev/null" if out.startswith("/dev") else str(tmp_path / "afile")
+        assert f"cannot write to {os.path.abspath(out)}: {blocker} exists and is not a " \
+               "directory" in err, err
+        assert "File exists" not in err and "Traceback" not in err
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["afile", "k.py"]
+
     def test_a_fifo_in_place_of_manifest_json_is_refused_not_waited_on(self, tmp_path):
         out = tmp_path / "site"
         out.mkdir()
