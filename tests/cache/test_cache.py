@@ -657,6 +657,27 @@ class TestCommands:
         total = next(x for x in out.splitlines() if x.startswith("size"))
         assert format_bytes(size) in total and "cap" in total, total
 
+    @pytest.mark.parametrize("command", ["cache", "doctor"])
+    def test_the_state_line_agrees_with_what_the_cache_holds(self, tmp_path, isolated_cache,
+                                                              capsys, command):
+        def state() -> str:
+            assert cli.main(["cache", "info"] if command == "cache" else ["doctor"]) == 0
+            out = capsys.readouterr().out
+            label = "state " if command == "cache" else "cache state "
+            return next(x for x in out.splitlines() if x.startswith(label)).split(None, 1 + (
+                command == "doctor"))[-1]
+
+        assert not isolated_cache.exists() or not any(isolated_cache.iterdir())
+        assert state().startswith("not created yet")
+        # The import hook made the cache (modules/) before any kernel was compiled.
+        source = tmp_path / "m.py"
+        source.write_text("X = 1\n")
+        write_rewritten_module(str(source), 1000)
+        assert state() == "writable (no kernel compiled into it yet)"
+        assert not (isolated_cache / "kernels").exists()  # a report creates nothing
+        (isolated_cache / "kernels").mkdir(mode=0o700)
+        assert state() == "writable"
+
     def test_doctor_without_a_gpu(self, capsys):
         assert cli.main(["doctor"]) == 0
         out = capsys.readouterr().out
