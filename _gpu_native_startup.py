@@ -17,9 +17,10 @@ them instead of a read.  The loader's heavy half lives in :mod:`gpu_native.impor
 
 Both caches live in ``<cache root>/modules/``, which another user may be able to write to (a
 shared or world-writable ``GPU_NATIVE_CACHE_DIR``).  Anything read from there decides what code
-runs, so it is used only when the directory and the file belong to this user and nobody else can
-write them (:func:`untrusted_reason`, the rule the kernel cache applies to its own directory);
-otherwise it is ignored with one :class:`CacheWarning`, left where it is, and not written to.
+runs, so it is used only when the cache root, the directory and the file belong to this user and
+nobody else can write them (:func:`untrusted_reason`, :func:`untrusted_folder`: the rule the kernel
+cache applies to its own); otherwise it is ignored with one :class:`CacheWarning`, left where it
+is, and not written to.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ if TYPE_CHECKING:
     from types import FrameType
 
 __all__ = ["CacheWarning", "GpuNativeWarning", "KernelFinder", "KernelModuleLoader", "install", "is_disabled",
-           "may_define_kernels", "status", "uninstall"]
+           "may_define_kernels", "status", "uninstall", "untrusted_folder"]
 
 # The bytes that mark a module as possibly defining kernels: gpu_native.frontend.parse's
 # has_gpu_decorators test, and the package name, since the transpiler only takes decorators
@@ -101,6 +102,23 @@ def untrusted_reason(st: os.stat_result) -> str | None:
         return "is owned by another user"
     if st.st_mode & 0o022:
         return "can be written by other users"
+    return None
+
+
+def untrusted_folder(directory: str) -> tuple[str, str] | None:
+    """``(path, why)`` when ``directory``, a folder of gpu_native's cache (``modules/``,
+    ``kernels/``), or the cache root that holds it, exists and is not private to this user
+    (:func:`untrusted_reason`); None when both are private, or not made yet (they are made
+    private).  The root counts because whoever may write there can rename the folder away and put
+    their own, or a link to another, in its place."""
+    for path in (os.path.dirname(directory), directory):
+        try:
+            st = os.stat(path)
+        except OSError:
+            continue
+        reason = untrusted_reason(st)
+        if reason is not None:
+            return path, reason
     return None
 
 
@@ -315,8 +333,7 @@ class _NoKernels:
                     current = {}
             except FileNotFoundError:
                 current = {}
-                directory = os.path.dirname(self.file)
-                if os.path.isdir(directory) and untrusted_reason(os.stat(directory)) is not None:
+                if untrusted_folder(os.path.dirname(self.file)) is not None:
                     return
             except Exception:
                 current = {}
@@ -358,10 +375,9 @@ def _untrusted_record(path: str, st: os.stat_result) -> tuple[str, str, str] | N
     reason = untrusted_reason(st)
     if reason is not None:
         return "the import hook's record of modules without kernels", path, reason
-    directory = os.path.dirname(path)
-    reason = untrusted_reason(os.stat(directory))
-    if reason is not None:
-        return CACHE_DIRECTORY, directory, reason
+    found = untrusted_folder(os.path.dirname(path))
+    if found is not None:
+        return CACHE_DIRECTORY, found[0], found[1]
     return None
 
 

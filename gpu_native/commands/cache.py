@@ -7,6 +7,8 @@ from __future__ import annotations
 import argparse
 import os
 
+import _gpu_native_startup as _startup
+
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("cache", help="show or clear the per-user cache of compiled kernels and "
@@ -46,7 +48,11 @@ def describe(store, modules) -> list[tuple[str, str]]:
 
     kernels, rewritten = usage(store, modules)
     root = os.path.dirname(store.directory)
-    if os.path.isdir(store.directory):
+    untrusted = _startup.untrusted_folder(store.directory)
+    if untrusted is not None:
+        state = (f"NOT used ({untrusted[0]} {untrusted[1]}): kernels are cached in memory and "
+                 "modules rewritten on every import")
+    elif os.path.isdir(store.directory):
         writable, why = store.probe_writable()
         state = "writable" if writable else f"NOT writable ({why}): kernels are cached in memory"
     elif os.path.isdir(root):

@@ -27,8 +27,9 @@ Trust.  The checksum detects damage, not tampering: anyone can recompute it, and
 code this process runs.  So an entry is read only from where no one but those who could edit the
 module anyway could have put it:
 
-* in gpu_native's cache directory, the directory and the file must belong to this user and be
-  writable by nobody else (the kernel cache's rule, :func:`_gpu_native_startup.untrusted_reason`);
+* in gpu_native's cache directory, the cache root, its ``modules/`` and the file must belong to
+  this user and be writable by nobody else (the kernel cache's rule,
+  :func:`_gpu_native_startup.untrusted_reason` and :func:`~_gpu_native_startup.untrusted_folder`);
 * beside the source, CPython's own rule is the baseline: it runs whatever pyc is in
   ``__pycache__``, trusting that directory as much as the source beside it, so whoever can write
   there can already run code in every plain module next to ours, and an owner check would only
@@ -230,10 +231,9 @@ def read(cache_file: str, source: tuple[str, os.stat_result] | None = None
     """
     try:
         if source is None:
-            directory = os.path.dirname(cache_file)
-            reason = _startup.untrusted_reason(os.stat(directory))
-            if reason is not None:
-                raise UntrustedEntry(_startup.CACHE_DIRECTORY, directory, reason)
+            found = _startup.untrusted_folder(os.path.dirname(cache_file))
+            if found is not None:
+                raise UntrustedEntry(_startup.CACHE_DIRECTORY, *found)
         with open_regular(cache_file) as f:  # a FIFO in its place: a miss, not a hang
             st = os.fstat(f.fileno())
             if source is None:
