@@ -17,9 +17,10 @@ them instead of a read.  The loader's heavy half lives in :mod:`gpu_native.impor
 
 Both caches live in ``<cache root>/modules/``, which another user may be able to write to (a
 shared or world-writable ``GPU_NATIVE_CACHE_DIR``).  Anything read from there decides what code
-runs, so it is used only when the directory and the file belong to this user and nobody else can
-write them (:func:`untrusted_reason`, the rule the kernel cache applies to its own directory);
-otherwise it is ignored with one :class:`CacheWarning`, left where it is, and not written to.
+runs, so it is used only when the cache root, the directory and the file belong to this user and
+nobody else can write them (:func:`untrusted_reason`, :func:`untrusted_folder`: the rule the kernel
+cache applies to its own); otherwise it is ignored with one :class:`CacheWarning`, left where it
+is, and not written to.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ if TYPE_CHECKING:
     from types import FrameType
 
 __all__ = ["CacheWarning", "GpuNativeWarning", "KernelFinder", "KernelModuleLoader", "install", "is_disabled",
-           "may_define_kernels", "status", "uninstall"]
+           "may_define_kernels", "status", "uninstall", "untrusted_folder"]
 
 # The bytes that mark a module as possibly defining kernels: gpu_native.frontend.parse's
 # has_gpu_decorators test, and the package name, since the transpiler only takes decorators
@@ -51,6 +52,9 @@ _NEGATIVE_CAP = 20_000
 _TRUE = frozenset({"1", "true", "yes", "on"})
 # gpu_native's own modules name the decorators without defining kernels: never rewrite them.
 _OWN = ("gpu_native.", "_gpu_native_startup")
+
+# Opens that must not wait on a FIFO (a writer, or a reader, that never comes).
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 
 _stdlib = os.path.dirname(os.__file__) + os.sep
 _site_markers = tuple(_stdlib + name + os.sep for name in ("site-packages", "dist-packages"))
@@ -98,6 +102,23 @@ def untrusted_reason(st: os.stat_result) -> str | None:
         return "is owned by another user"
     if st.st_mode & 0o022:
         return "can be written by other users"
+    return None
+
+
+def untrusted_folder(directory: str) -> tuple[str, str] | None:
+    """``(path, why)`` when ``directory``, a folder of gpu_native's cache (``modules/``,
+    ``kernels/``), or the cache root that holds it, exists and is not private to this user
+    (:func:`untrusted_reason`); None when both are private, or not made yet (they are made
+    private).  The root counts because whoever may write there can rename the folder away and put
+    their own, or a link to another, in its place."""
+    for path in (os.path.dirname(directory), directory):
+        try:
+            st = os.stat(path)
+        except OSError:
+            continue
+        reason = untrusted_reason(st)
+        if reason is not None:
+            return path, reason
     return None
 
 
@@ -184,9 +205,9 @@ class KernelFinder:
             stamp = (st.st_mtime_ns, st.st_size)
             if _no_kernels.get(origin) == stamp:
                 return spec
-            with open(origin, "rb") as f:
+            with _open_regular(origin) as f:
                 data = f.read()
-        except OSError:
+        except OSError:  # a FIFO too: the import system reports it, the hook never waits on it
             return spec
         if not may_define_kernels(data):
             _no_kernels.add(origin, stamp)
@@ -263,7 +284,7 @@ class _NoKernels:
         entries: dict = {}
         try:
             self.file = _negative_cache_file()
-            with open(self.file, "rb") as f:
+            with _open_regular(self.file) as f:
                 # Whoever can write this file decides which modules the hook skips: only a file of
                 # this user's, in a directory of theirs, is believed (one fstat, one stat).
                 reason = _untrusted_record(self.file, os.fstat(f.fileno()))
@@ -304,7 +325,7 @@ class _NoKernels:
             return
         try:
             try:
-                with open(self.file, "rb") as f:
+                with _open_regular(self.file) as f:
                     if _untrusted_record(self.file, os.fstat(f.fileno())) is not None:
                         return
                     current = marshal.loads(f.read())
@@ -312,8 +333,7 @@ class _NoKernels:
                     current = {}
             except FileNotFoundError:
                 current = {}
-                directory = os.path.dirname(self.file)
-                if os.path.isdir(directory) and untrusted_reason(os.stat(directory)) is not None:
+                if untrusted_folder(os.path.dirname(self.file)) is not None:
                     return
             except Exception:
                 current = {}
@@ -324,7 +344,7 @@ class _NoKernels:
                 current = dict(self.added)
             _private_dirs(os.path.dirname(self.file))
             tmp = f"{self.file}.{os.getpid()}.tmp"
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | _NONBLOCK, 0o600)
             with open(fd, "wb") as f:
                 f.write(marshal.dumps(current))
             os.replace(tmp, self.file)
@@ -333,16 +353,31 @@ class _NoKernels:
             pass
 
 
+def _open_regular(path: str):
+    """``path`` opened for reading in binary if it is a regular file, else ``OSError``.
+
+    Opened without blocking and checked on the descriptor (``gpu_native.files`` does the same for
+    the package): a FIFO in a cached file's place, or a module that is one, would otherwise hang
+    every import of every interpreter that reaches it."""
+    fd = os.open(path, os.O_RDONLY | _NONBLOCK | getattr(os, "O_BINARY", 0))
+    try:
+        if os.fstat(fd).st_mode & 0o170000 != 0o100000:  # not S_IFREG (no `stat` import)
+            raise OSError(f"{path}: not a regular file")
+        return open(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
 def _untrusted_record(path: str, st: os.stat_result) -> tuple[str, str, str] | None:
     """``(what, where, why)`` when the no-kernels file ``path`` (whose ``fstat`` is ``st``) or its
     directory is not private to this user; None when both are."""
     reason = untrusted_reason(st)
     if reason is not None:
         return "the import hook's record of modules without kernels", path, reason
-    directory = os.path.dirname(path)
-    reason = untrusted_reason(os.stat(directory))
-    if reason is not None:
-        return CACHE_DIRECTORY, directory, reason
+    found = untrusted_folder(os.path.dirname(path))
+    if found is not None:
+        return CACHE_DIRECTORY, found[0], found[1]
     return None
 
 

@@ -42,6 +42,7 @@ from .cache.locations import SHIPPED_DIRNAME
 from .cache.store import ArtifactStore, write_file_atomic
 from .compiler.nvrtc import CompiledImage, compile_request, nvrtc_version
 from .errors import CompileError, GpuNativeError
+from .files import read_regular
 
 MANIFEST = "manifest.json"
 MANIFEST_FORMAT = "gpu_native-precompiled"
@@ -318,8 +319,7 @@ def _existing_manifest(out_dir: str) -> dict | None:
         raise GpuNativeError(f"--out {out_dir} exists and is not a directory")
     path = os.path.join(out_dir, MANIFEST)
     try:
-        with open(path, "rb") as f:
-            raw = f.read()
+        raw = read_regular(path)  # a FIFO in its place is refused, never waited on
     except (FileNotFoundError, NotADirectoryError):
         return None
     except OSError as exc:
@@ -352,6 +352,9 @@ def _make_staging(out_dir: str) -> tuple[str, list[str]]:
     created = []
     missing = parent
     while missing and not os.path.isdir(missing):
+        if os.path.lexists(missing):  # a file (or /dev/null) where a directory must be
+            raise GpuNativeError(f"cannot write to {out_dir}: {missing} exists and is not a "
+                                 "directory")
         created.append(missing)
         missing = os.path.dirname(missing)
     try:

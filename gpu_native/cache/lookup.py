@@ -32,6 +32,8 @@ import time
 import warnings
 from collections.abc import Sequence
 
+import _gpu_native_startup as _startup
+
 from .. import log, toolkit
 from .._version import __version__
 from ..build import BuildRequest, parse_arch
@@ -141,25 +143,24 @@ def _warn_unwritable(store: ArtifactStore, exc: OSError) -> None:
 
 
 def _trusted(store: ArtifactStore) -> bool:
-    """Can this process trust what is in the user cache?  Not if someone else owns the directory
-    or can write into it: they could plant an entry whose hash matches.  Such a cache is not read
-    or written (one warning; compiled kernels stay in memory)."""
+    """Can this process trust what is in the user cache?  Not if someone else owns its directory
+    or the cache root above it, or can write into either: they could plant an entry whose hash
+    matches, or put a folder of their own (or a link) in the directory's place.  Such a cache is
+    not read or written, nor are its NVRTC records (one warning; compiled kernels stay in
+    memory)."""
     if store.directory in _degraded:
         return False
-    try:
-        st = os.stat(store.directory)
-    except OSError:
-        return True  # not created yet: it will be created private
-    getuid = getattr(os, "getuid", None)
-    foreign = getuid is not None and st.st_uid != getuid()
-    if foreign or st.st_mode & 0o022:
-        _degraded.add(store.directory)
-        who = "is owned by another user" if foreign else "can be written by other users"
-        _warn(f"gpu_native: the kernel cache at {store.directory} {who}, so its entries cannot be "
-              "trusted; compiled kernels are kept in memory for this process only. Make it "
-              "private (chmod 700) or set GPU_NATIVE_CACHE_DIR.")
-        return False
-    return True
+    found = _startup.untrusted_folder(store.directory)
+    if found is None:
+        return True  # private, or not made yet: it will be made private
+    _degraded.add(store.directory)
+    where, why = found
+    what = "kernel cache" if where == store.directory else \
+        "cache directory holding the kernel cache"
+    _warn(f"gpu_native: the {what} at {where} {why}, so its entries cannot be trusted; compiled "
+          "kernels are kept in memory for this process only. Make it private (chmod 700) or "
+          "set GPU_NATIVE_CACHE_DIR.")
+    return False
 
 
 def _unloadable(entry: StoredEntry, driver: tuple[int, int] | None) -> str | None:
@@ -296,10 +297,11 @@ def _find_or_build(request: BuildRequest) -> Artifact:
         _warn_unloadable(request, directory, reason)
 
     store = user_store()
-    version = nvrtc_probe.version_for_keys(locations.nvrtc_records_dir())
+    trusted = _trusted(store)
+    version = nvrtc_probe.version_for_keys(locations.nvrtc_records_dir() if trusted else None)
     key = cache_key(identity, version)
     entry = None
-    if _trusted(store):
+    if trusted:
         try:
             entry = store.get(key)
         except CorruptEntryError as exc:

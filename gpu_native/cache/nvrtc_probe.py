@@ -28,6 +28,7 @@ import json
 import os
 
 from .. import toolkit
+from ..files import read_regular
 from .keys import is_valid_key
 from .store import (
     make_private_dirs,
@@ -75,8 +76,7 @@ def _record_path(records_dir: str, fp: str) -> str:
 
 def _read_record(records_dir: str, fp: str) -> str | None:
     try:
-        with open(_record_path(records_dir, fp), "rb") as f:
-            record = json.loads(f.read(4096).decode("utf-8"))
+        record = json.loads(read_regular(_record_path(records_dir, fp), 4096).decode("utf-8"))
     except (OSError, ValueError, UnicodeDecodeError):
         return None
     if (isinstance(record, dict) and record.get("schema") == _RECORD_SCHEMA

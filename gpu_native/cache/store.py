@@ -34,6 +34,7 @@ import re
 import stat
 import time
 
+from ..files import NotRegularFileError, open_regular, read_regular
 from ..nodes import node
 from .keys import SCHEMA_VERSION, is_valid_key
 
@@ -97,20 +98,10 @@ def image_sha256(image: bytes) -> str:
 def read_head(path: str, size: int) -> bytes | None:
     """The first ``size`` bytes of the regular file ``path``, or None when it is not one (a
     symbolic link is never followed) or cannot be read."""
-    flags = (os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
-             | getattr(os, "O_BINARY", 0))
     try:
-        fd = os.open(path, flags)
+        return read_regular(path, size, follow_symlinks=False)
     except OSError:
         return None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        return os.read(fd, size)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
 
 
 def starts_like(head: bytes, prefix: bytes) -> bool:
@@ -246,10 +237,13 @@ class ArtifactStore:
     def _read(self, key: str) -> StoredEntry | None:
         meta_path = self.sidecar_path(key)
         try:
-            with open(meta_path, "rb") as f:
-                raw = f.read(_MAX_SIDECAR_BYTES + 1)
+            # Opened without blocking: a FIFO in its place would hang the load forever.
+            raw = read_regular(meta_path, _MAX_SIDECAR_BYTES + 1)
         except (FileNotFoundError, NotADirectoryError):
             return None
+        except NotRegularFileError as exc:
+            raise CorruptEntryError(meta_path, f"the sidecar is {exc.kind}, not a regular "
+                                               "file") from None
         except OSError as exc:
             raise UnreadableEntryError(meta_path, exc.strerror or type(exc).__name__) from None
         if len(raw) > _MAX_SIDECAR_BYTES:
@@ -261,11 +255,13 @@ class ArtifactStore:
         meta = _check_meta(meta, key, meta_path)
         image_path = self.image_path(key, meta["kind"])
         try:
-            with open(image_path, "rb") as f:
-                image = f.read()
+            image = read_regular(image_path)
         except FileNotFoundError:
             # Evicted (or never completed) between the two reads: a plain miss.
             return None
+        except NotRegularFileError as exc:
+            raise CorruptEntryError(image_path, f"the image is {exc.kind}, not a regular "
+                                                "file") from None
         except OSError as exc:
             raise UnreadableEntryError(image_path, exc.strerror or type(exc).__name__) from None
         if len(image) != meta["size"]:
@@ -477,8 +473,7 @@ class ArtifactStore:
                 continue
             path = os.path.join(self.directory, name)
             try:
-                with open(path, "rb"):
-                    pass
+                open_regular(path).close()  # a FIFO is reported, never waited on
             except FileNotFoundError:
                 continue
             except OSError as exc:

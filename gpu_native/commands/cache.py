@@ -7,6 +7,8 @@ from __future__ import annotations
 import argparse
 import os
 
+import _gpu_native_startup as _startup
+
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("cache", help="show or clear the per-user cache of compiled kernels and "
@@ -45,18 +47,28 @@ def describe(store, modules) -> list[tuple[str, str]]:
     from ..cache.housekeeping import usage
 
     kernels, rewritten = usage(store, modules)
-    if os.path.isdir(store.directory):
+    root = os.path.dirname(store.directory)
+    untrusted = _startup.untrusted_folder(store.directory)
+    if untrusted is not None:
+        state = (f"NOT used ({untrusted[0]} {untrusted[1]}): kernels are cached in memory and "
+                 "modules rewritten on every import")
+    elif os.path.isdir(store.directory):
         writable, why = store.probe_writable()
         state = "writable" if writable else f"NOT writable ({why}): kernels are cached in memory"
+    elif os.path.isdir(root):
+        # Made by the import hook (modules/) before any kernel was compiled: kernels/ comes with
+        # the first compile, and is not made here.
+        state = "writable (no kernel compiled into it yet)" if os.access(root, os.W_OK) else \
+            f"NOT writable ({root} is not writable): kernels would be cached in memory"
     else:
         state = "not created yet"
-        parent = os.path.dirname(store.directory)
+        parent = os.path.dirname(root)
         while parent and not os.path.isdir(parent) and os.path.dirname(parent) != parent:
             parent = os.path.dirname(parent)
         if not os.access(parent, os.W_OK):
             state += f" (and {parent} is not writable: kernels would be cached in memory)"
     lines = [
-        ("location", os.path.dirname(store.directory)),
+        ("location", root),
         ("state", state),
         ("kernels", f"{kernels.entries} ({format_bytes(kernels.size)}) in {store.directory}"),
         ("modules", f"{rewritten.entries} ({format_bytes(rewritten.size)}) in "

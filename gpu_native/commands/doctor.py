@@ -152,6 +152,7 @@ def _built_by(store, facts: dict) -> list[tuple[str, str]]:
 def _precompiled(directory: str, facts: dict) -> list[tuple[str, str]]:
     """The state of one precompiled directory, and every reason this account cannot use it."""
     from ..cache import ArtifactStore
+    from ..files import open_regular
 
     manifest = os.path.join(directory, "manifest.json")
     try:
@@ -163,8 +164,8 @@ def _precompiled(directory: str, facts: dict) -> list[tuple[str, str]]:
     if not is_dir:
         return [("precompiled", f"{directory} (missing)")]
     try:
-        with open(manifest, "rb"):
-            state = "found"
+        open_regular(manifest).close()  # a FIFO is reported, never waited on
+        state = "found"
     except FileNotFoundError:
         state = "no manifest.json"
     except OSError as exc:

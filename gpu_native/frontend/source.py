@@ -17,13 +17,12 @@ from __future__ import annotations
 
 import ast
 import io
-import os
 import re
-import stat
 import tokenize
 from importlib.util import decode_source as _decode_source
 
 from ..errors import GpuNativeError, SourceSpan, TranspileError
+from ..files import NotRegularFileError, read_regular
 
 # How deeply a kernel or device function may nest, in levels of CPython's tree where a statement
 # or a conditional expression counts two (see _levels).  The transpiler's passes (libcst's
@@ -64,22 +63,14 @@ def read_source_bytes(path: str) -> bytes:
     would block in ``open`` until a writer came) or a device swapped in after a check of the
     path is refused all the same.
     """
-    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) \
-        | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
     try:
-        fd = os.open(path, flags)
+        return read_regular(path)
+    except NotRegularFileError as exc:
+        what = "a directory" if exc.kind == "a directory" else "not a regular file"
+        raise GpuNativeError(f"cannot read {path}: {what} (gpu_native reads Python source "
+                             "files only)") from None
     except OSError as exc:
         raise GpuNativeError(f"cannot read {path}: {exc.strerror or exc}") from None
-    with open(fd, "rb", closefd=True) as f:
-        try:
-            mode = os.fstat(fd).st_mode
-            if not stat.S_ISREG(mode):
-                what = "a directory" if stat.S_ISDIR(mode) else "not a regular file"
-                raise GpuNativeError(f"cannot read {path}: {what} (gpu_native reads Python "
-                                     "source files only)")
-            return f.read()
-        except OSError as exc:
-            raise GpuNativeError(f"cannot read {path}: {exc.strerror or exc}") from None
 
 
 def decode_source(data: bytes, path: str) -> str:

@@ -27,8 +27,9 @@ Trust.  The checksum detects damage, not tampering: anyone can recompute it, and
 code this process runs.  So an entry is read only from where no one but those who could edit the
 module anyway could have put it:
 
-* in gpu_native's cache directory, the directory and the file must belong to this user and be
-  writable by nobody else (the kernel cache's rule, :func:`_gpu_native_startup.untrusted_reason`);
+* in gpu_native's cache directory, the cache root, its ``modules/`` and the file must belong to
+  this user and be writable by nobody else (the kernel cache's rule,
+  :func:`_gpu_native_startup.untrusted_reason` and :func:`~_gpu_native_startup.untrusted_folder`);
 * beside the source, CPython's own rule is the baseline: it runs whatever pyc is in
   ``__pycache__``, trusting that directory as much as the source beside it, so whoever can write
   there can already run code in every plain module next to ours, and an owner check would only
@@ -56,6 +57,7 @@ from typing import TypeGuard
 import _gpu_native_startup as _startup
 
 from .._version import __version__
+from ..files import open_regular, read_regular
 from ..locate import archived_bytes, find_module_file
 
 FORMAT = 2
@@ -102,9 +104,8 @@ def file_digest(path: str) -> str | None:
     """SHA-256 of a file's bytes (also of one in a zip archive, see :mod:`gpu_native.locate`),
     or None when it cannot be read."""
     try:
-        with open(path, "rb") as f:
-            return source_digest(f.read())
-    except OSError:
+        return source_digest(read_regular(path))
+    except OSError:  # a FIFO or a device too: never waited on or read without end
         data = archived_bytes(path)
         return None if data is None else source_digest(data)
 
@@ -232,11 +233,10 @@ def read(cache_file: str, source: tuple[str, os.stat_result] | None = None
     """
     try:
         if source is None:
-            directory = os.path.dirname(cache_file)
-            reason = _startup.untrusted_reason(os.stat(directory))
-            if reason is not None:
-                raise UntrustedEntry(_startup.CACHE_DIRECTORY, directory, reason)
-        with open(cache_file, "rb") as f:
+            found = _startup.untrusted_folder(os.path.dirname(cache_file))
+            if found is not None:
+                raise UntrustedEntry(_startup.CACHE_DIRECTORY, *found)
+        with open_regular(cache_file) as f:  # a FIFO in its place: a miss, not a hang
             st = os.fstat(f.fileno())
             if source is None:
                 _check_private(cache_file, st)

@@ -6,6 +6,7 @@ used, with a message that says so.  Launch dimensions (``GridDim1D`` ...) are or
 
 from __future__ import annotations
 
+import operator
 from typing import TYPE_CHECKING, Generic, NoReturn, TypeVar
 
 if TYPE_CHECKING:
@@ -207,8 +208,26 @@ block_dim = _Dim3("block_dim")
 grid_dim = _Dim3("grid_dim")
 
 
+def _extent(kind: str, axis: str | None, value) -> int:
+    """``value`` as one axis of a launch dimension: an int, or an integer of another kind (a
+    NumPy integer).  A float is refused rather than truncated: ``GridDim1D(1000 / 128)`` would
+    launch 7 blocks and leave the last elements unwritten."""
+    try:
+        if isinstance(value, bool):
+            raise TypeError
+        return operator.index(value)
+    except TypeError:
+        which = kind if axis is None else f"{kind}'s {axis}"
+        raise TypeError(f"{which} must be an int, not {type(value).__name__} {value!r:.60}; "
+                        "count with integer division, e.g. (n + 127) // 128") from None
+
+
 class GridDim1D(int):
-    """Number of blocks of a 1-D launch."""
+    """Number of blocks of a 1-D launch: an int (a NumPy integer too; a float is refused with
+    ``TypeError`` rather than truncated)."""
+
+    def __new__(cls, x: int) -> GridDim1D:
+        return int.__new__(cls, _extent(cls.__name__, None, x))
 
     @property
     def x(self) -> int:
@@ -219,7 +238,11 @@ class GridDim1D(int):
 
 
 class BlockDim1D(int):
-    """Threads per block of a 1-D launch."""
+    """Threads per block of a 1-D launch: an int (a NumPy integer too; a float is refused with
+    ``TypeError`` rather than truncated)."""
+
+    def __new__(cls, x: int) -> BlockDim1D:
+        return int.__new__(cls, _extent(cls.__name__, None, x))
 
     @property
     def x(self) -> int:
@@ -233,7 +256,13 @@ class _Dims(tuple):
     ndim = 3
 
     def __new__(cls, x: int, y: int = 1, z: int = 1):
-        return tuple.__new__(cls, (x, y, z))
+        return cls._make(x, y, z)
+
+    @classmethod
+    def _make(cls, x, y, z):
+        name = cls.__name__
+        return tuple.__new__(cls, (_extent(name, "x", x), _extent(name, "y", y),
+                                   _extent(name, "z", z)))
 
     x = property(lambda self: self[0])
     y = property(lambda self: self[1])
@@ -242,6 +271,9 @@ class _Dims(tuple):
     def __repr__(self) -> str:
         return f"{type(self).__name__}{tuple(self)[: self.ndim]}"
 
+    def __getnewargs__(self) -> tuple[int, ...]:  # pickle and copy call __new__ with these
+        return tuple(self)[: self.ndim]
+
 
 class GridDim2D(_Dims):
     """Blocks of a 2-D launch: ``GridDim2D(x, y)``."""
@@ -249,7 +281,7 @@ class GridDim2D(_Dims):
     ndim = 2
 
     def __new__(cls, x: int, y: int):
-        return tuple.__new__(cls, (x, y, 1))
+        return cls._make(x, y, 1)
 
 
 class BlockDim2D(_Dims):
@@ -258,18 +290,18 @@ class BlockDim2D(_Dims):
     ndim = 2
 
     def __new__(cls, x: int, y: int):
-        return tuple.__new__(cls, (x, y, 1))
+        return cls._make(x, y, 1)
 
 
 class GridDim3D(_Dims):
     """Blocks of a 3-D launch: ``GridDim3D(x, y, z)``."""
 
     def __new__(cls, x: int, y: int, z: int):
-        return tuple.__new__(cls, (x, y, z))
+        return cls._make(x, y, z)
 
 
 class BlockDim3D(_Dims):
     """Threads per block of a 3-D launch: ``BlockDim3D(x, y, z)``."""
 
     def __new__(cls, x: int, y: int, z: int):
-        return tuple.__new__(cls, (x, y, z))
+        return cls._make(x, y, z)

@@ -27,10 +27,11 @@ from typing import TYPE_CHECKING, Any, TypeGuard
 import numpy as np
 
 from .. import abi
-from ..lang.halfprec import bf16_bits_to_f32, bf16_dtype, f32_to_bf16_bits
+from ..lang.halfprec import bf16_bits_to_f32, bf16_dtype
 from ..lang.types import ComplexInfo, ScalarInfo, VectorInfo, element_info
 from ..tracebacks import boundary
 from . import backend as B
+from .conversions import host_array, host_data
 from .devices import current_device, on_device
 from .records import raise_pending
 
@@ -311,7 +312,7 @@ class DeviceArray(_ArrayBase):
         part of an inner axis).  An integer for every axis reads one element to the host."""
         if self.is_contiguous and key.__class__ is slice and key.step is None:
             # The common a[i:j] of a contiguous array, kept quick: a contiguous view.
-            start, stop, _ = key.indices(self.shape[0])
+            start, stop, _ = _slice_indices(key, self.shape[0], 0)
             return self._view(start * self.strides[0], (max(0, stop - start), *self.shape[1:]))
         if key.__class__ is int and self.ndim > 1 and self.is_contiguous and (
                 0 <= key < self.shape[0]):
@@ -331,7 +332,7 @@ class DeviceArray(_ArrayBase):
         strides: list[int] = []
         for axis, (k, n, s) in enumerate(zip(keys, self.shape, self.strides)):
             if isinstance(k, slice):
-                start, stop, step = k.indices(n)
+                start, stop, step = _slice_indices(k, n, axis)
                 shape.append(len(range(start, stop, step)))
                 strides.append(s * step)
                 offset += start * s if shape[-1] else 0
@@ -503,7 +504,7 @@ class DeviceArray(_ArrayBase):
         if self.device != current_device():
             with on_device(self.device):
                 return self.copy_from_host(host)
-        data = _host_data(host, self.scalar_info)
+        data = host_data(host, self.scalar_info, "data given to copy_from_host()")
         if data.shape != self.host_shape:
             what = "" if data.shape == self.shape else (
                 f" ({self._info.name} elements: a last axis of {self._info.n})"
@@ -514,11 +515,23 @@ class DeviceArray(_ArrayBase):
 
     @boundary
     def fill(self, value) -> None:
-        """Set every element to ``value``.  Raises ``TypeError`` for a read-only view."""
+        """Set every element to ``value`` (a number, or an array that broadcasts to
+        :attr:`host_shape`: a vector's components, say).
+
+        Raises ``TypeError`` for a read-only view or a value that is not a number, and
+        ``ValueError`` for one out of the element type's range (as ``to_device`` does)."""
         self._check_writable("fill")
         info = self.scalar_info
-        self.copy_from_host(np.full(self.host_shape, value, dtype=np.float32 if
-                                    info.name == "bf16" else info.dtype))
+        value = host_array(value, "fill value")
+        if info.name == "bf16" and value.dtype == np.uint16:
+            value = value.astype(np.float32)  # a fill value is a value, never bf16 bits
+        data = host_data(value, info, "fill value")
+        try:
+            data = np.broadcast_to(data, self.host_shape)
+        except ValueError:
+            raise ValueError(f"a fill value of shape {data.shape} does not broadcast to the "
+                             f"array's {self.host_shape}") from None
+        self.copy_from_host(np.ascontiguousarray(data))
 
     @boundary
     def copy(self) -> DeviceArray:
@@ -594,6 +607,32 @@ class DeviceArray(_ArrayBase):
         raise TypeError("a DeviceArray is in device memory; call .to_host() to get a NumPy array")
 
 
+def _slice_indices(key: slice, n: int, axis: int) -> tuple[int, int, int]:
+    """``key.indices(n)``, with the errors saying which slice and axis."""
+    if key.step is not None:
+        try:
+            step = operator.index(key.step)
+        except TypeError:
+            step = None
+        if step == 0:
+            raise ValueError(f"slice {_slice_text(key)} of axis {axis} has step 0; a step must "
+                             "be nonzero (a negative one reverses the axis)")
+    try:
+        return key.indices(n)
+    except TypeError:
+        bad = next((v for v in (key.start, key.stop, key.step)
+                    if v is not None and not hasattr(type(v), "__index__")), key)
+        raise TypeError(f"slice {_slice_text(key)} of axis {axis}: device arrays are sliced by "
+                        f"integers or None, not {type(bad).__name__}") from None
+
+
+def _slice_text(key: slice) -> str:
+    """A slice as it is written: ``::0``, ``1.5:``."""
+    parts = ["" if v is None else str(v) if isinstance(v, (int, np.integer)) else repr(v)
+             for v in (key.start, key.stop, key.step)]
+    return ":".join(parts if key.step is not None else parts[:2])
+
+
 def _resolve_dtype(dtype) -> ScalarInfo | VectorInfo:
     return element_info(dtype)
 
@@ -604,31 +643,51 @@ def _is_vector(info: ScalarInfo | VectorInfo | None) -> TypeGuard[VectorInfo]:
     return isinstance(info, VectorInfo) and not isinstance(info, ComplexInfo)
 
 
-def _host_data(obj, info: ScalarInfo | ComplexInfo) -> np.ndarray:
-    if info.name == "bf16":
-        arr = np.asarray(obj)
-        if arr.dtype == np.uint16:
-            return np.ascontiguousarray(arr)
-        if arr.dtype.name == "bfloat16":  # ml_dtypes' bfloat16: the bits as they are
-            return np.ascontiguousarray(arr).view(np.uint16)
-        return np.ascontiguousarray(f32_to_bf16_bits(arr.astype(np.float32)).reshape(arr.shape))
-    return np.ascontiguousarray(np.asarray(obj, dtype=info.dtype))
-
-
 @boundary
 def empty(shape, dtype=None) -> DeviceArray:
     """A new uninitialised device array on the current device (``dtype`` defaults to f32; a
-    vector type such as ``gn.vec3f`` makes an array of ``shape`` vectors)."""
+    vector type such as ``gn.vec3f`` makes an array of ``shape`` vectors).
+
+    ``shape`` is an int or a tuple of ints (NumPy integers too): anything else is a
+    ``TypeError``, a negative extent or a size beyond the device's memory a ``ValueError``.
+    Memory the device has not got free is a ``CudaError`` (``CUDA_ERROR_OUT_OF_MEMORY``), on
+    the simulator too."""
     info = _resolve_dtype("f32" if dtype is None else dtype)
-    if isinstance(shape, (int, np.integer)):
-        shape = (int(shape),)
-    shape = tuple(int(s) for s in shape)
+    shape = _shape(shape)
     if any(s < 0 for s in shape):
         raise ValueError(f"negative dimension in shape {shape}")
     backend = B.select()
     device = current_device()
-    alloc = Allocation(backend, device, math.prod(shape) * info.itemsize)
+    alloc = Allocation(backend, device, _check_fits(shape, info, backend, device))
     return DeviceArray(backend, device, alloc.ptr, shape, info, alloc, alloc)
+
+
+def _check_fits(shape: tuple[int, ...], info, backend, device: int) -> int:
+    """The bytes an array of ``shape`` takes, or a ``ValueError`` if no allocation on the device
+    could hold them (a GPU would say out of memory; NumPy, on the simulator, would say less)."""
+    nbytes = math.prod(shape) * info.itemsize
+    total = backend.properties(device)["total_memory"]
+    if nbytes > total:
+        raise ValueError(f"an array of shape {shape} of {info.name} takes {nbytes:,} bytes, more "
+                         f"than the {total:,} bytes of memory device {device} has")
+    return nbytes
+
+
+def _shape(shape) -> tuple[int, ...]:
+    """``shape`` (an int or a sequence of them, NumPy integers too) as a tuple of ints; a float
+    is refused rather than truncated."""
+    if isinstance(shape, (int, np.integer)) and not isinstance(shape, (bool, np.bool_)):
+        return (int(shape),)
+    if isinstance(shape, (str, bytes)) or not hasattr(shape, "__iter__") or (
+            isinstance(shape, np.ndarray) and shape.ndim != 1):
+        raise TypeError(f"shape must be an int or a tuple of ints, not "
+                        f"{type(shape).__name__} {shape!r:.60}")
+    shape = tuple(shape)
+    for s in shape:
+        if isinstance(s, (bool, np.bool_)) or not hasattr(s, "__index__"):
+            raise TypeError(f"shape {shape!r:.60} must hold ints, not {type(s).__name__} "
+                            f"{s!r:.60}")
+    return tuple(operator.index(s) for s in shape)
 
 
 @boundary
@@ -651,7 +710,12 @@ def to_device(obj, dtype=None, *, stream=None) -> DeviceArray:
     ``stream`` is the stream the wrapped array will be used on (default ``DEFAULT_STREAM``): it
     is made to wait for the foreign array's producer (see :func:`from_dlpack`).
 
-    ``dtype`` converts a host array to that element type.  A vector type (``gn.vec3f`` ...)
+    ``dtype`` converts a host array to that element type, checked where NumPy's conversion
+    would not be: a value the type cannot hold (``2**60`` or NaN for ``i32``, ``1e40`` for
+    ``f32``, a complex number with an imaginary part for a real type) is a ``ValueError``
+    naming the element, its value and the type's range, as a launch argument's is; fractions
+    truncate toward zero as in ``astype``, and data already of the type is copied unchecked.
+    ``copy_from_host`` and ``fill`` convert the same way.  A vector type (``gn.vec3f`` ...)
     takes an array whose last axis holds the components (``(n, 3)`` for ``n`` ``vec3f``s); a
     device array of the element's scalar type with such a last axis is seen as vectors without
     a copy.
@@ -670,23 +734,18 @@ def to_device(obj, dtype=None, *, stream=None) -> DeviceArray:
             return _as_vectors(arr, want)
         raise TypeError(f"array is {arr._info.name}, not {want.name}; convert on the host or in "
                         "a kernel")
-    if want is None:
-        dtype = obj.dtype if isinstance(obj, (np.ndarray, np.generic)) else np.asarray(obj).dtype
-        # A structured array is an array of structs of its own layout (a kernel parameter of
-        # a @gpu_struct type checks the layout at the launch).
-        info: ScalarInfo | VectorInfo = element_info(dtype)
-    else:
-        info = want
-    if isinstance(info, VectorInfo) and not isinstance(info, ComplexInfo):
-        data = _host_data(obj, info.elem)
-        if data.ndim == 0 or data.shape[-1] != info.n:
-            raise ValueError(f"an array of {info.name} is given as an array whose last axis "
-                             f"holds the {info.n} components, not one of shape {data.shape}")
-        shape = data.shape[:-1] or (1,)
-    else:
-        assert not isinstance(info, VectorInfo) or isinstance(info, ComplexInfo)
-        data = _host_data(obj, info)
-        shape = data.shape or (1,)
+    what = "data given to to_device()"
+    src = host_array(obj, what)
+    # A structured array is an array of structs of its own layout (a kernel parameter of a
+    # @gpu_struct type checks the layout at the launch).
+    info: ScalarInfo | VectorInfo = element_info(src.dtype) if want is None else want
+    if _is_vector(info) and (src.ndim == 0 or src.shape[-1] != info.n):
+        raise ValueError(f"an array of {info.name} is given as an array whose last axis "
+                         f"holds the {info.n} components, not one of shape {src.shape}")
+    shape = (src.shape[:-1] if _is_vector(info) else src.shape) or (1,)
+    # Before the host copy a conversion makes: a broadcast view may be far larger than memory.
+    _check_fits(shape, info, B.select(), current_device())
+    data = host_data(src, info.elem if _is_vector(info) else info, what)
     out = empty(shape, info.name)
     out._backend.copy_htod(out._gn_ptr, data)
     return out

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Generic, ParamSpec
 
 import numpy as np
 
-from .. import abi
+from .. import abi, settings
 from ..errors import LaunchError
 from ..lang.layouts import BlockDim1D, BlockDim2D, BlockDim3D, GridDim1D, GridDim2D, GridDim3D
 from ..lang.types import SCALARS
@@ -51,7 +51,7 @@ from .streams import DEFAULT_STREAM, as_stream
 # the thread's later uids).  GPU_NATIVE_UID_REMAP=0 launches such kernels exactly as written.
 UID_REMAP = os.environ.get("GPU_NATIVE_UID_REMAP", "1") != "0"
 UID_THREADS = 256
-UID_BLOCKS_PER_SM = int(os.environ.get("GPU_NATIVE_UID_BLOCKS_PER_SM", "0"))
+UID_BLOCKS_PER_SM = settings.integer("GPU_NATIVE_UID_BLOCKS_PER_SM", 0)
 # Kernels with a 32-bit index entry point run it when the grid and the arrays are small enough
 # (see gpu_native.abi); GPU_NATIVE_INDEX32=0 always runs the main, 64-bit one.
 INDEX32 = os.environ.get("GPU_NATIVE_INDEX32", "1") != "0"

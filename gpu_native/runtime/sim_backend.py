@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, SupportsInt
 import numpy as np
 
 from .. import log
-from ..errors import GpuNativeError, LaunchError
+from ..errors import CudaError, GpuNativeError, LaunchError
 from ..lang.structs import StructInfo
 from ..lang.types import VectorInfo, element_info
 from ..tracebacks import boundary
@@ -70,7 +70,12 @@ class SimMemory:
 
     def alloc(self, nbytes: int) -> int:
         size = max(_ALIGN, (nbytes + _ALIGN - 1) // _ALIGN * _ALIGN)
-        buf = np.empty(size, dtype=np.uint8)
+        try:
+            buf = np.empty(size, dtype=np.uint8)
+        except (MemoryError, ValueError):  # ValueError: past what NumPy can index
+            # What a GPU says when its memory is short (the simulator's is host memory).
+            raise CudaError("CUDA_ERROR_OUT_OF_MEMORY", 2, f"allocating {nbytes} bytes: out "
+                            "of memory (the simulator's device memory is host memory)") from None
         with self._lock:
             base = self._next
             self._next += size + _ALIGN  # a gap, so a pointer past one buffer is in no other

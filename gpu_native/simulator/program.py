@@ -8,7 +8,7 @@ import weakref
 
 import numpy as np
 
-from .. import ir
+from .. import ir, settings
 from . import codegen, ops
 from .machine import Chunk, ConstArray, GlobalArray, SharedArray, StridedArray
 from .races import Conflict, Shadow
@@ -135,7 +135,7 @@ class SimProgram:
                             f"{len(values)} given")
         if launch.nblocks == 0 or launch.T == 0:
             return
-        per_chunk = max(1, int(os.environ.get("GPU_NATIVE_SIM_LANES", _LANES_PER_CHUNK))
+        per_chunk = max(1, settings.integer("GPU_NATIVE_SIM_LANES", _LANES_PER_CHUNK, 1)
                         // launch.T)
         if self.kernel.options.cooperative:
             # Every block of a cooperative launch is resident at once (the launcher refused a

@@ -32,6 +32,7 @@ from gpu_native.cache import store as store_module
 from gpu_native.cache.store import CorruptEntryError
 from gpu_native.commands.cache import format_bytes
 from gpu_native.rewrite import transpile_module
+from tests.helpers import finishes
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(gpu_native.__file__)))
 
@@ -372,6 +373,73 @@ class TestCorruptEntries:
             store.get(key)
 
 
+class TestSpecialFilesInTheCache:
+    """A FIFO (or a directory, or a device) where an entry's file should be is never opened for a
+    blocking read: the entry is corrupt (rebuilt with one warning), or unreadable in reports."""
+
+    @pytest.mark.parametrize("which", ["json", "cubin"])
+    def test_the_store_calls_it_corrupt(self, tmp_path, which):
+        store = ArtifactStore(str(tmp_path / "s"))
+        key = "b" * 64
+        store.write(key, b"\x7fELF" + b"\0" * 60, "cubin", {})
+        path = tmp_path / "s" / f"{key}.{which}"
+        path.unlink()
+        os.mkfifo(path)
+        what = "sidecar" if which == "json" else "image"
+        with pytest.raises(CorruptEntryError, match=f"the {what} is a FIFO, not a regular file"):
+            finishes(lambda: store.get(key))
+        assert finishes(store.unreadable) == [(str(path), "a FIFO, not a regular file")]
+
+    @pytest.mark.parametrize("which", ["json", "cubin"])
+    def test_a_fifo_entry_is_rebuilt_with_one_warning(self, kernel_requests, isolated_cache,
+                                                      which):
+        request = kernel_requests["pkg.kern.scaled"]
+        good = find_or_build(request)
+        clear_memory_cache()
+        path = isolated_cache / "kernels" / f"{good.key}.{which}"
+        path.unlink()
+        os.mkfifo(path)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            rebuilt = finishes(lambda: find_or_build(request))
+        messages = cache_warnings(caught)
+        assert len(messages) == 1 and "corrupt" in messages[0], messages
+        assert "a FIFO, not a regular file" in messages[0], messages
+        assert rebuilt.origin == "compiled" and rebuilt.image == good.image
+        assert path.is_file()  # the FIFO was replaced by the rebuilt entry's file
+        clear_memory_cache()
+        assert find_or_build(request).origin == "cache"
+
+    @pytest.mark.parametrize("command", ["info", "doctor"])
+    def test_cache_info_and_doctor_report_a_fifo(self, tmp_path, command):
+        cache = tmp_path / "c"
+        (cache / "kernels").mkdir(parents=True, mode=0o700)
+        cache.chmod(0o700)
+        fifo = cache / "kernels" / f"{'f' * 64}.json"
+        os.mkfifo(fifo)
+        args = ["cache", "info"] if command == "info" else ["doctor"]
+        out = subprocess.run([sys.executable, "-m", "gpu_native", *args], capture_output=True,
+                             text=True, timeout=60,
+                             env=subprocess_env(GPU_NATIVE_CACHE_DIR=str(cache)))
+        assert out.returncode == 0, out.stderr
+        assert f"{fifo} (a FIFO, not a regular file)" in out.stdout, out.stdout
+
+    def test_a_fifo_nvrtc_record_is_a_miss(self, tmp_path):
+        records = tmp_path / "nvrtc"
+        records.mkdir()
+        os.mkfifo(nvrtc_probe._record_path(str(records), "fingerprint"))
+        assert finishes(lambda: nvrtc_probe._read_record(str(records), "fingerprint")) is None
+
+    def test_doctor_reports_a_fifo_manifest_of_a_precompiled_directory(self, tmp_path):
+        from gpu_native.commands import doctor
+
+        (tmp_path / "pre").mkdir()
+        os.mkfifo(tmp_path / "pre" / "manifest.json")
+        lines = finishes(lambda: doctor._precompiled(str(tmp_path / "pre"), {"devices": []}))
+        assert lines[0] == ("precompiled", f"{tmp_path / 'pre'} (manifest.json cannot be read: "
+                                           "a FIFO, not a regular file)")
+
+
 class TestUnwritableCache:
     def _check_degrades(self, kernel_requests):
         with warnings.catch_warnings(record=True) as caught:
@@ -588,6 +656,27 @@ class TestCommands:
         assert str(isolated_cache / "modules") in line
         total = next(x for x in out.splitlines() if x.startswith("size"))
         assert format_bytes(size) in total and "cap" in total, total
+
+    @pytest.mark.parametrize("command", ["cache", "doctor"])
+    def test_the_state_line_agrees_with_what_the_cache_holds(self, tmp_path, isolated_cache,
+                                                              capsys, command):
+        def state() -> str:
+            assert cli.main(["cache", "info"] if command == "cache" else ["doctor"]) == 0
+            out = capsys.readouterr().out
+            label = "state " if command == "cache" else "cache state "
+            return next(x for x in out.splitlines() if x.startswith(label)).split(None, 1 + (
+                command == "doctor"))[-1]
+
+        assert not isolated_cache.exists() or not any(isolated_cache.iterdir())
+        assert state().startswith("not created yet")
+        # The import hook made the cache (modules/) before any kernel was compiled.
+        source = tmp_path / "m.py"
+        source.write_text("X = 1\n")
+        write_rewritten_module(str(source), 1000)
+        assert state() == "writable (no kernel compiled into it yet)"
+        assert not (isolated_cache / "kernels").exists()  # a report creates nothing
+        (isolated_cache / "kernels").mkdir(mode=0o700)
+        assert state() == "writable"
 
     def test_doctor_without_a_gpu(self, capsys):
         assert cli.main(["doctor"]) == 0

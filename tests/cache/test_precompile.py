@@ -20,6 +20,7 @@ from gpu_native import precompile as precompile_module
 from gpu_native.cache import SHIPPED_DIRNAME, artifact_id
 from gpu_native.errors import CompileError, GpuNativeError
 from gpu_native.precompile import find_modules, parse_archs, plan, precompile
+from tests.helpers import finishes
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(gpu_native.__file__)))
 
@@ -308,6 +309,28 @@ class TestOutputDirectory:
         (out / "manifest.json").write_text("[1, 2, 3]\n")
         assert cli.main(["precompile", "deploypkg", "--arch", "sm_90", "--out", "site"]) == 1
         assert "not written by gpu-native precompile" in capsys.readouterr().err
+
+    @pytest.mark.parametrize("out", ["/dev/null/x", "afile/sub/x"])
+    def test_an_out_under_a_file_says_which_is_not_a_directory(self, tmp_path, monkeypatch,
+                                                                capsys, out):
+        monkeypatch.chdir(tmp_path)
+        (tmp_path / "k.py").write_text(many_kernels(["one"]))
+        (tmp_path / "afile").write_text("not a directory\n")
+        assert cli.main(["precompile", "k.py", "--arch", "sm_80", "--out", out]) == 1
+        err = capsys.readouterr().err
+        blocker = "/dev/null" if out.startswith("/dev") else str(tmp_path / "afile")
+        assert f"cannot write to {os.path.abspath(out)}: {blocker} exists and is not a " \
+               "directory" in err, err
+        assert "File exists" not in err and "Traceback" not in err
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["afile", "k.py"]
+
+    def test_a_fifo_in_place_of_manifest_json_is_refused_not_waited_on(self, tmp_path):
+        out = tmp_path / "site"
+        out.mkdir()
+        os.mkfifo(out / "manifest.json")
+        with pytest.raises(GpuNativeError, match=r"cannot read .*manifest\.json: a FIFO, not a "
+                                                 r"regular file"):
+            finishes(lambda: precompile_module._existing_manifest(str(out)))
 
     @pytest.mark.parametrize("existing", [True, pytest.param(False, marks=pytest.mark.slow)],
                              ids=["existing-out", "new-out"])

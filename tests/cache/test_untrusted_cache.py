@@ -221,6 +221,38 @@ def test_a_world_writable_cache_directory_is_not_trusted(requests, isolated_cach
     assert got.image != planted
 
 
+def test_a_world_writable_cache_root_is_not_trusted_either(requests, isolated_cache, capsys):
+    """docs/environment.md: a GPU_NATIVE_CACHE_DIR others can write is not used, although its
+    kernels/ is private: anyone may rename kernels/ away there and put their own in its place."""
+    from gpu_native import cli
+    from gpu_native.cache import artifact_id, user_store
+    from gpu_native.cache.locations import nvrtc_records_dir
+    from gpu_native.cache.nvrtc_probe import version_for_keys
+
+    pytest.importorskip("cuda.bindings.nvrtc")
+    store = user_store()
+    key = cache_key(artifact_id(requests[0]), version_for_keys(nvrtc_records_dir()))
+    planted = b"\x7fELF planted by someone else"
+    store.write(key, planted, "cubin", {})  # kernels/ is made private (0o700)
+    os.chmod(isolated_cache, 0o777)  # shared storage, writable by anyone
+    try:
+        got, messages = caught_cache_warnings(lambda: find_or_build(requests[0]))
+        assert got.image != planted and got.origin == "compiled"
+        assert messages == [
+            f"gpu_native: the cache directory holding the kernel cache at {isolated_cache} can "
+            "be written by other users, so its entries cannot be trusted; compiled kernels are "
+            "kept in memory for this process only. Make it private (chmod 700) or set "
+            "GPU_NATIVE_CACHE_DIR."]
+        assert [e.key for e in store.scan()] == [key]  # nothing written there either
+        assert cli.main(["cache", "info"]) == 0
+        state = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("state"))
+        assert state.split(None, 1)[1] == (
+            f"NOT used ({isolated_cache} can be written by other users): kernels are cached in "
+            "memory and modules rewritten on every import")
+    finally:
+        os.chmod(isolated_cache, 0o700)
+
+
 # ---- the import hook's caches: nothing is run from where someone else could write ---------------------
 
 FOREIGN_UID = 12345  # any user but the one running the tests
@@ -303,7 +335,8 @@ class TestImportHookCacheTrust:
     believed only where the user alone could have written them (the kernel cache's rule)."""
 
     @pytest.mark.parametrize("target,how", [
-        ("directory", "0o777"), pytest.param("directory", "0o770", marks=pytest.mark.slow),
+        ("directory", "0o777"), ("root", "0o777"),
+        pytest.param("directory", "0o770", marks=pytest.mark.slow),
         pytest.param("directory", "foreign", marks=pytest.mark.slow), ("file", "0o666"),
         pytest.param("file", "0o620", marks=pytest.mark.slow), pytest.param("file", "foreign", marks=pytest.mark.slow),
     ])
@@ -314,7 +347,10 @@ class TestImportHookCacheTrust:
         entry = Path(first["module"]["cache_file"])
         assert entry.parent == isolated_cache / "modules"
         planted = plant_entry(entry)
-        make_untrusted(entry.parent if target == "directory" else entry, how)
+        # The cache root counts too: whoever may write there can put a modules/ of their own
+        # (or a link to another) in place of the private one.
+        untrusted = {"file": entry, "directory": entry.parent, "root": isolated_cache}[target]
+        make_untrusted(untrusted, how)
 
         child, stderr = run_hooked(hooked_project, isolated_cache, PYTHONDONTWRITEBYTECODE="1")
         assert executed(hooked_project) == []
@@ -323,7 +359,7 @@ class TestImportHookCacheTrust:
         assert child["module"]["cache_file"] is None  # nor written there
         assert entry.read_bytes() == planted  # left where it is
         assert stderr.count("cannot be trusted") == 1, stderr
-        assert "CacheWarning" in stderr and str(entry if target == "file" else entry.parent) in stderr
+        assert "CacheWarning" in stderr and f"{untrusted} " in stderr, stderr
 
     @pytest.mark.parametrize("target", ["file", "directory"])
     def test_a_planted_entry_beside_the_source_writable_by_more_users_is_never_run(
@@ -347,7 +383,8 @@ class TestImportHookCacheTrust:
         assert again["module"]["cache"] == "hit" and executed(hooked_project) == []
 
     @pytest.mark.parametrize("target,how", [
-        ("private", None), ("directory", "0o777"), pytest.param("directory", "foreign", marks=pytest.mark.slow),
+        ("private", None), ("directory", "0o777"), ("root", "0o777"),
+        pytest.param("directory", "foreign", marks=pytest.mark.slow),
         pytest.param("file", "0o620", marks=pytest.mark.slow), pytest.param("file", "foreign", marks=pytest.mark.slow),
     ])
     def test_a_planted_no_kernels_record_hides_nothing(self, hooked_project, isolated_cache,
@@ -366,7 +403,8 @@ class TestImportHookCacheTrust:
         record.chmod(0o600)
         planted = record.read_bytes()
         if target != "private":
-            make_untrusted(record if target == "file" else record.parent, how)
+            make_untrusted({"file": record, "directory": record.parent,
+                            "root": isolated_cache}[target], how)
 
         child, stderr = run_hooked(hooked_project, isolated_cache)
         assert child["doubled"]

@@ -424,6 +424,14 @@ def test_a_fifo_or_a_device_is_refused_as_not_a_regular_file(tmp_path, isolated_
     assert "not a regular file" in out.stderr, out.stderr
 
 
+def test_a_directory_named_like_a_module_is_refused_as_a_directory(tmp_path, isolated_cache):
+    (tmp_path / "d.py").mkdir()
+    out = expand("d.py", tmp_path, isolated_cache)
+    assert out.returncode == 1
+    assert out.stderr == ("gpu-native: cannot read d.py: a directory (gpu_native reads Python "
+                          "source files only)\n"), out.stderr
+
+
 def test_precompile_of_a_directory_refuses_a_fifo_among_its_modules(tmp_path, isolated_cache):
     pkg = tmp_path / "pipes"
     pkg.mkdir()

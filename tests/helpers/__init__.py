@@ -1,5 +1,6 @@
 """What tests of several folders share: the repository's paths, the environment of a child
-process, the check of a located transpile error, and the kernel modules beside this file (``kernels_runtime``, ``kernels_language`` and the
+process, the check of a located transpile error, a call that must not block (on a FIFO), and
+the kernel modules beside this file (``kernels_runtime``, ``kernels_language`` and the
 device functions of ``kernels_helpers``), imported as ``tests.helpers.kernels_runtime``."""
 
 from __future__ import annotations
@@ -54,3 +55,27 @@ def located_transpile_error(source: str, path: Path, message: str):
     assert err.span is not None and err.span.line == marked, text
     assert text.startswith(f"{path}:{err.span.line}:{err.span.col + 1}: error: ")
     return err
+
+
+def finishes(fn, seconds: float = 30.0):
+    """``fn()``'s result (or its exception), or a failure if it is still running after
+    ``seconds``: what a read of a FIFO without a writer would do forever.  The call runs in a
+    daemon thread, which a failure leaves behind."""
+    import threading
+
+    result: list = []
+
+    def run():
+        try:
+            result.append((True, fn()))
+        except BaseException as exc:  # raised again below, in the test's thread
+            result.append((False, exc))
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    assert result, f"still running after {seconds} s: blocked on a FIFO?"
+    ok, value = result[0]
+    if not ok:
+        raise value
+    return value

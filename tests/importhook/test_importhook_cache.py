@@ -20,6 +20,7 @@ from tests.importhook.support import (
     HELPERS,
     HOSTLINES,
     MYKERNELS,
+    REPORT,
     USES_HELPERS,
     hook_env,
     report_of,
@@ -336,3 +337,45 @@ class TestDependencyResolution:
         assert pycache.is_current(key, "m", path, sha)
         (tmp_path / "no_such_module_xyz.py").write_text("A = 1\n")
         assert not pycache.is_current(key, "m", path, sha)
+
+
+class TestFifosInTheCaches:
+    """A FIFO where a cache file should be is a miss, never a blocking read: without a writer,
+    ``open()`` of it would hang every import that reaches it."""
+
+    @staticmethod
+    def run_quickly(code: str, cwd: Path, env: dict):
+        import subprocess
+
+        proc = subprocess.run([sys.executable, "-c", REPORT + textwrap.dedent(code)], cwd=cwd,
+                              env=env, capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 0, proc.stderr
+        return report_of(proc)
+
+    @pytest.mark.parametrize("where", ["pycache", "modules"])
+    def test_a_fifo_in_place_of_a_rewritten_module_is_a_miss(self, tmp_path, work, where):
+        extra = {"PYTHONDONTWRITEBYTECODE": "1"} if where == "modules" else {}
+        env = hook_env(tmp_path, **extra)
+        rep = self.run_quickly("import mykernels; report()", work, env)
+        entry = Path(rep["status"]["modules"]["mykernels"]["cache_file"])
+        assert (where == "modules") == str(entry).startswith(str(tmp_path / "gn_cache"))
+        entry.unlink()
+        os.mkfifo(entry)
+        rep = self.run_quickly("""
+            import mykernels
+            report(kind=type(mykernels.add_kernel).__name__)
+        """, work, env)
+        assert rep["kind"] == "Kernel"
+        assert rep["status"]["modules"]["mykernels"]["cache"] == "miss"
+        assert entry.is_file() and pycache.read(str(entry)) is not None  # written whole again
+
+    def test_a_fifo_in_place_of_the_no_kernels_record(self, tmp_path, work, monkeypatch):
+        (work / "later.py").write_text("X = 1\n")
+        env = hook_env(tmp_path)
+        monkeypatch.setenv("GPU_NATIVE_CACHE_DIR", env["GPU_NATIVE_CACHE_DIR"])
+        record = Path(startup._negative_cache_file())
+        record.parent.mkdir(parents=True, mode=0o700)
+        record.parent.parent.chmod(0o700)
+        os.mkfifo(record)
+        rep = self.run_quickly("import later, mykernels; report(x=later.X)", work, env)
+        assert rep["x"] == 1 and rep["status"]["modules"]["mykernels"]["cache"] == "miss"

@@ -235,6 +235,55 @@ class TestMainModule:
         assert out.stderr.startswith(f"{bad}:6:5: error: store into 'c'")
 
 
+class TestNumericVariables:
+    """A ``GPU_NATIVE_*`` variable that holds no number is ignored with a warning, as
+    ``GPU_NATIVE_CACHE_MAX_BYTES`` is: it fails no import and no launch."""
+
+    @pytest.mark.parametrize("text, expected", [
+        ("", 7), ("12", 12), (" 3 ", 3), ("0", 0), ("x", 7), ("1.5", 7), ("-1", 7), ("1e3", 7)])
+    def test_a_bad_value_warns_and_gives_the_default(self, monkeypatch, text, expected):
+        from gpu_native import settings
+
+        monkeypatch.setenv("GPU_NATIVE_UID_BLOCKS_PER_SM", text)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            assert settings.integer("GPU_NATIVE_UID_BLOCKS_PER_SM", 7) == expected
+        shown = [str(w.message) for w in caught if issubclass(w.category, gn.GpuNativeWarning)]
+        if text.strip() and expected == 7:
+            assert shown == [f"gpu_native: ignoring GPU_NATIVE_UID_BLOCKS_PER_SM={text.strip()!r}:"
+                             " expected an integer of at least 0; using 7"]
+        else:
+            assert not shown
+
+    def test_import_survives_a_bad_uid_blocks_per_sm(self, tmp_path):
+        from tests.helpers import child_env
+
+        code = ("import warnings; warnings.simplefilter('always'); import gpu_native; "
+                "from gpu_native.runtime import kernel; print(kernel.UID_BLOCKS_PER_SM)")
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                             env=child_env(tmp_path, GPU_NATIVE_UID_BLOCKS_PER_SM="x"),
+                             timeout=120)
+        assert out.returncode == 0, out.stderr
+        assert out.stdout.strip() == "0"
+        assert "GpuNativeWarning: gpu_native: ignoring GPU_NATIVE_UID_BLOCKS_PER_SM='x'" in (
+            out.stderr)
+
+    def test_a_launch_survives_bad_sim_lanes(self, kernel_module, monkeypatch):
+        monkeypatch.setenv("GPU_NATIVE_BACKEND", "sim")
+        monkeypatch.setenv("GPU_NATIVE_SIM_LANES", "abc")
+        km = kernel_module(KERNEL)
+        a = gn.to_device(np.arange(300, dtype=np.float32))
+        c = gn.empty(300, gn.f32)
+        with pytest.warns(gn.GpuNativeWarning, match=r"ignoring GPU_NATIVE_SIM_LANES='abc': "
+                                                     r"expected an integer of at least 1; "
+                                                     r"using 262144"):
+            km.double[3, 100](a, c)
+        np.testing.assert_array_equal(c.to_host(), np.arange(300, dtype=np.float32) * 2)
+        monkeypatch.setenv("GPU_NATIVE_SIM_LANES", "0")
+        with pytest.warns(gn.GpuNativeWarning, match=r"GPU_NATIVE_SIM_LANES='0'"):
+            km.double[3, 100](a, c)
+
+
 def variables_read_by_the_code() -> set[str]:
     found = set()
     for path in [*(ROOT / "gpu_native").rglob("*.py"), ROOT / "_gpu_native_startup.py"]:

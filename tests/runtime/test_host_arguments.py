@@ -131,3 +131,179 @@ class TestDeviceArrayViews:
         np.testing.assert_array_equal(a.to_host(), host)
         a.fill(3.0)  # the array itself stays writable
         np.testing.assert_array_equal(view.to_host(), np.full(8, 3.0, np.float32))
+
+    def test_a_zero_or_non_integer_slice_step_says_which_slice(self, backend):
+        a = gn.to_device(np.arange(12, dtype=np.float32).reshape(3, 4))
+        with pytest.raises(ValueError, match=r"^slice ::0 of axis 0 has step 0; a step must be "
+                                             r"nonzero \(a negative one reverses the axis\)$"):
+            a[::0]
+        with pytest.raises(ValueError, match=r"slice 1:3:0 of axis 1 has step 0"):
+            a[:, 1:3:np.int64(0)]
+        with pytest.raises(TypeError, match=r"slice 1.5: of axis 0: device arrays are sliced by "
+                                            r"integers or None, not float"):
+            a[1.5:]
+        assert a[::-2, 1::2].to_host().tolist() == [[9, 11], [1, 3]]
+
+
+I32_RANGE = "(-2147483648..2147483647)"
+F32_RANGE = "(finite values -3.4028235e+38..3.4028235e+38, or inf or nan)"
+
+
+class TestHostConversions:
+    """Host data converted to an array's element type (``to_device(..., dtype=)``,
+    ``copy_from_host``, ``fill``): a value the type cannot hold is refused, naming it."""
+
+    @pytest.mark.parametrize("data, dtype, message", [
+        (np.array([1, 2**60]), gn.i32, r"element \[1\] of the data given to to_device\(\) is "
+                                       r"1152921504606846976, out of range for i32 "
+                                       + re.escape(I32_RANGE)),
+        (np.array([np.nan]), gn.i32, r"element \[0\] .* is nan, out of range for i32"),
+        (np.array([[1.0], [-np.inf]]), gn.i64, r"element \[1, 0\] .* is -inf, out of range "
+                                               r"for i64"),
+        (np.array([-1, 5]), gn.u32, r"element \[0\] .* is -1, out of range for u32 "
+                                    r"\(0\.\.4294967295\)"),
+        (np.array([200.0]), gn.i8, r"is 200.0, out of range for i8 \(-128\.\.127\)"),
+        (np.array([2**64 - 1], np.uint64), gn.i64, r"is 18446744073709551615, out of range "
+                                                   r"for i64"),
+        (np.array([1e40, 1.0]), gn.f32, r"element \[0\] .* is 1e\+40, out of range for f32 "
+                                        + re.escape(F32_RANGE)),
+        (np.array([70000]), gn.f16, r"is 70000, out of range for f16 \(finite values "
+                                    r"-65504\.\.65504, or inf or nan\)"),
+        (np.array([3.4e38]), gn.bf16, r"is 3.4e\+38, out of range for bf16"),
+        (np.array([1e300 + 0j]), gn.complex64, r"out of range for f32"),
+        (np.array([[1e40, 2.0]]), gn.vec2f, r"element \[0, 0\] .* is 1e\+40, out of range"),
+        (np.array([1 + 2j]), gn.f32, r"is \(1\+2j\), which f32 cannot hold \(it has no "
+                                     r"imaginary part\)"),
+        ([1, 2**70], gn.i64, r"element \[1\] .* is 1180591620717411303424, out of range for "
+                             r"i64"),
+        ([1, 10**400], gn.f64, r"is 10000000000000000000\.\.\. \(401 digits\), out of range "
+                               r"for f64"),
+        (np.float64(np.nan), gn.u8, r"^the data given to to_device\(\) is nan, out of range "
+                                    r"for u8"),
+    ])
+    def test_to_device_refuses_what_the_type_cannot_hold(self, backend, data, dtype, message):
+        with pytest.raises(ValueError, match=message):
+            gn.to_device(data, dtype=dtype)
+
+    @pytest.mark.parametrize("data, dtype, error, message", [
+        (["1", "2"], gn.i32, TypeError, r"the data given to to_device\(\) must be numbers to "
+                                        r"convert to i32, not an array of <U1"),
+        (np.array([1, None], dtype=object), gn.f32, TypeError,
+         r"element \[1\] of the data given to to_device\(\) must be a number \(f32\), not "
+         r"NoneType None"),
+        ([[1], [1, 2]], gn.i32, ValueError, r"the data given to to_device\(\) is not an array "
+                                            r"NumPy can make"),
+        (np.zeros(3), "f32x", TypeError, r"f32x"),
+    ])
+    def test_to_device_refuses_what_is_not_numbers(self, backend, data, dtype, error, message):
+        with pytest.raises(error, match=message):
+            gn.to_device(data, dtype=dtype)
+
+    def test_values_that_fit_convert_exactly(self, backend):
+        def round_trip(data, dtype):
+            return gn.to_device(data, dtype=dtype).to_host()
+
+        ints = np.array([-2**31, -1, 0, 2**31 - 1])
+        assert round_trip(ints, gn.i32).tolist() == ints.tolist()
+        assert round_trip(np.array([0, 255], np.int64), gn.u8).tolist() == [0, 255]
+        # Fractions truncate toward zero, as astype does, as long as that fits.
+        assert round_trip(np.array([-128.9, -0.5, 127.9]), gn.i8).tolist() == [-128, 0, 127]
+        assert round_trip(np.array([-0.9, 255.5]), gn.u8).tolist() == [0, 255]
+        floats = round_trip(np.array([np.inf, -np.inf, np.nan, 3.4028234e38, 0.1]), gn.f32)
+        np.testing.assert_array_equal(floats, np.array([np.inf, -np.inf, np.nan, 3.4028234e38,
+                                                        0.1], np.float32))
+        assert round_trip(np.array([65504, -65504]), gn.f16).tolist() == [65504, -65504]
+        assert round_trip([1, 2**63], gn.u64).tolist() == [1, 2**63]
+        assert round_trip(np.array([1.5 + 0j]), gn.f32).tolist() == [1.5]
+        assert round_trip(np.array([True, False]), gn.i8).tolist() == [1, 0]
+        struct = np.zeros(2, [("x", "f8"), ("n", "i8")])
+        struct["x"], struct["n"] = [1.5, 2.5], [3, -4]
+        into = np.dtype([("a", "f4"), ("b", "i2")])
+        back = gn.to_device(struct, dtype=into).to_host()
+        assert back["a"].tolist() == [1.5, 2.5] and back["b"].tolist() == [3, -4]
+        struct["n"][1] = 2**40
+        with pytest.raises(ValueError, match=r"field 'b' of element \[1\] of the data given to "
+                                             r"to_device\(\) is 1099511627776, out of range for "
+                                             r"i16"):
+            gn.to_device(struct, dtype=into)
+
+    def test_copy_from_host_refuses_and_keeps_the_array(self, backend):
+        a = gn.to_device(np.arange(3, dtype=np.int32))
+        with pytest.raises(ValueError, match=r"element \[2\] of the data given to "
+                                             r"copy_from_host\(\) is 1099511627776, out of "
+                                             r"range for i32"):
+            a.copy_from_host(np.array([7, 8, 2**40]))
+        assert a.to_host().tolist() == [0, 1, 2]
+
+    @pytest.mark.parametrize("dtype, value, error, message", [
+        (gn.i32, float("nan"), ValueError, r"^the fill value is nan, out of range for i32 "
+                                           + re.escape(I32_RANGE) + "$"),
+        (gn.i32, 2**31, ValueError, r"the fill value is 2147483648, out of range for i32"),
+        (gn.i8, 1000, ValueError, r"the fill value is 1000, out of range for i8 \(-128\.\.127\)"),
+        (gn.f32, 1e40, ValueError, r"^the fill value is 1e\+40, out of range for f32 "
+                                   + re.escape(F32_RANGE) + "$"),
+        (gn.bf16, -1e39, ValueError, r"the fill value is -1e\+39, out of range for bf16"),
+        (gn.f16, 1e5, ValueError, r"the fill value is 100000.0, out of range for f16"),
+        (gn.i32, "x", TypeError, r"^the fill value must be a number \(i32\), not str 'x'$"),
+        (gn.f32, None, TypeError, r"the fill value must be a number \(f32\), not NoneType"),
+        (gn.vec2f, [1.0, 1e40], ValueError, r"element \[1\] of the fill value is 1e\+40"),
+        (gn.vec2f, [1.0, 2.0, 3.0], ValueError, r"a fill value of shape \(3,\) does not "
+                                                r"broadcast to the array's \(4, 2\)"),
+    ])
+    def test_fill_refuses_what_the_type_cannot_hold(self, backend, dtype, value, error,
+                                                    message):
+        a = gn.zeros(4, dtype)
+        with pytest.raises(error, match=message):
+            a.fill(value)
+        assert not a.to_host().any()
+
+    def test_fill_takes_values_that_fit(self, backend):
+        a = gn.empty(3, gn.i8)
+        a.fill(np.int64(-128))
+        assert a.to_host().tolist() == [-128] * 3
+        b = gn.empty(3, gn.bf16)
+        b.fill(np.uint16(3))  # a value, never bits
+        assert np.asarray(b.to_host(), np.float32).tolist() == [3.0] * 3
+        c = gn.empty(2, gn.f32)
+        c.fill(np.inf)
+        assert c.to_host().tolist() == [np.inf] * 2
+        d = gn.empty(2, gn.vec3f)
+        d.fill([1, 2, 3])
+        assert d.to_host().tolist() == [[1, 2, 3]] * 2
+
+
+class TestAllocation:
+    @pytest.mark.parametrize("shape, message", [
+        (2.5, r"^shape must be an int or a tuple of ints, not float 2\.5$"),
+        ((2.0, 3), r"^shape \(2\.0, 3\) must hold ints, not float 2\.0$"),
+        ((4, np.float32(2)), r"must hold ints, not float32"),
+        (True, r"not bool True"),
+        ("12", r"not str '12'"),
+        (None, r"not NoneType None"),
+    ])
+    def test_a_shape_that_is_not_ints_is_a_type_error(self, backend, shape, message):
+        for make in (gn.empty, gn.zeros):
+            with pytest.raises(TypeError, match=message):
+                make(shape, gn.f32)
+
+    def test_integer_shapes_of_any_kind(self, backend):
+        assert gn.empty(np.uint8(4)).shape == (4,)
+        assert gn.zeros([np.int64(2), 3], gn.i32).shape == (2, 3)
+        assert gn.empty(np.array([3, 1])).shape == (3, 1)
+
+    @pytest.mark.parametrize("shape", [2**62, (2**40, 2**40), (2**21, 2**21, 2**21)])
+    def test_a_size_no_device_holds_is_a_value_error(self, backend, shape):
+        with pytest.raises(ValueError, match=r"an array of shape \(.*\) of f32 takes [\d,]+ "
+                                             r"bytes, more than the [\d,]+ bytes of memory "
+                                             r"device 0 has"):
+            gn.empty(shape, gn.f32)
+        with pytest.raises(ValueError, match=r"more than the"):
+            gn.to_device(np.broadcast_to(np.float32(0), (2**21, 2**21, 2**10)))
+
+    def test_the_simulator_runs_out_of_memory_as_a_gpu_does(self):
+        from gpu_native.runtime.sim_backend import SimMemory
+
+        with pytest.raises(gn.CudaError, match=r"CUDA_ERROR_OUT_OF_MEMORY \(2\): allocating "
+                                               r"\d+ bytes: out of memory") as caught:
+            SimMemory().alloc(2**63)
+        assert caught.value.name == "CUDA_ERROR_OUT_OF_MEMORY"

@@ -216,6 +216,35 @@ def test_item_errors_name_what_is_wrong(km, backend, config, error, message):
         km.scale[config]
 
 
+@pytest.mark.parametrize("make, message", [
+    (lambda: gn.GridDim1D(1000 / 128), r"GridDim1D must be an int, not float 7.8125; count "
+                                       r"with integer division, e\.g\. \(n \+ 127\) // 128"),
+    (lambda: gn.BlockDim1D(125.9), r"BlockDim1D must be an int, not float 125.9"),
+    (lambda: gn.GridDim1D(True), r"GridDim1D must be an int, not bool"),
+    (lambda: gn.GridDim1D("12"), r"GridDim1D must be an int, not str"),
+    (lambda: gn.GridDim2D(1.5, 2), r"GridDim2D's x must be an int, not float 1.5"),
+    (lambda: gn.BlockDim2D(16, np.float32(8)), r"BlockDim2D's y must be an int, not float32"),
+    (lambda: gn.GridDim3D(1, 2, 2.0), r"GridDim3D's z must be an int, not float 2.0"),
+    (lambda: gn.BlockDim3D(8, 8, None), r"BlockDim3D's z must be an int, not NoneType"),
+])
+def test_launch_dimensions_refuse_what_they_would_truncate(make, message):
+    with pytest.raises(TypeError, match=message):
+        make()
+
+
+def test_launch_dimensions_take_any_integer():
+    import copy
+    import pickle
+
+    assert gn.GridDim1D(np.int64(7)) == 7 and type(gn.GridDim1D(np.int64(7)).x) is int
+    assert gn.BlockDim1D(np.uint16(128)).x == 128
+    assert gn.GridDim2D(np.int32(2), 3) == (2, 3, 1)
+    assert all(type(v) is int for v in gn.BlockDim3D(np.int8(1), np.int16(2), np.uint32(3)))
+    for dims in (gn.GridDim1D(5), gn.GridDim2D(5, 6), gn.BlockDim3D(4, 2, 1)):
+        assert pickle.loads(pickle.dumps(dims)) == dims and copy.copy(dims) == dims
+        assert type(pickle.loads(pickle.dumps(dims))) is type(dims)
+
+
 def test_a_launch_error_is_a_value_error():
     assert issubclass(gn.LaunchError, ValueError)
 

@@ -1,0 +1,33 @@
+"""The ``GPU_NATIVE_*`` environment variables that hold a number.
+
+A value that is not one is no reason to fail an import or a launch: it is ignored with a
+``GpuNativeWarning`` that names the variable, what it expects and the default used instead (as
+``GPU_NATIVE_CACHE_MAX_BYTES`` is, with a ``CacheWarning``: see :mod:`gpu_native.cache.locations`).
+The variables are listed in docs/environment.md.
+"""
+
+from __future__ import annotations
+
+import os
+
+from .errors import GpuNativeWarning
+from .log import warn
+
+__all__ = ["integer"]
+
+
+def integer(name: str, default: int, minimum: int = 0) -> int:
+    """The integer ``os.environ[name]`` holds (``default`` when it is unset or empty), or
+    ``default`` with a warning when it holds anything else or a value below ``minimum``."""
+    text = os.environ.get(name, "").strip()
+    if not text:
+        return default
+    try:
+        value = int(text)
+    except ValueError:
+        value = None
+    if value is None or value < minimum:
+        warn(f"gpu_native: ignoring {name}={text!r}: expected an integer of at least "
+             f"{minimum}; using {default}", GpuNativeWarning)
+        return default
+    return value
