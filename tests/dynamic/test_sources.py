@@ -201,7 +201,10 @@ class TestMisuseOutsideTheHook:
         with pytest.raises(TypeError, match="got an unexpected keyword argument 'bogus'") as info:
             gn.gpu_kernel(gn.Kernel1D, bogus=1)(namespace["k"])
         package = os.path.dirname(gn.__file__)
-        assert not [entry for entry in info.traceback if str(entry.path).startswith(package)]
+        ours = [entry for entry in info.traceback if str(entry.path).startswith(package)]
+        # Python 3.10 keeps the raising entry point's own frame, whatever strip() does (see
+        # tests/project/test_tracebacks.py); 3.11 drops it too.
+        assert len(ours) <= (sys.version_info < (3, 11)), ours
 
 
 class TestDecoratorAliases:
