@@ -399,19 +399,15 @@ class StatementChecker(CheckerBase):
         limit = ir.STATIC_SHARED_LIMIT
         if total <= limit:
             return
-        ty, shape = self.shared[-1].ty, self.shared[-1].shape
-        size = ir.static_shared_bytes(self.shared[-1:])
-        others = len([d for d in self.shared if not d.dynamic]) - 1
-        before = (f" (with the {others} shared array{'s' if others > 1 else ''} declared before "
-                  "it)" if others else "")
-        dims = shape[0] if len(shape) == 1 else tuple(shape)
-        raise self.error(
-            f"shared array '{name}' ({ty.elem} x {dims}, {size} bytes) brings the kernel's "
-            f"static shared memory to {total} bytes{before}, more than the {limit} bytes "
-            "(48 KiB) CUDA allows per block", call.span,
-            f"large buffers go in the dynamic shared array, `{name} = shared_array({ty.elem}, 0)`,"
-            " sized at launch by shared_mem_bytes (up to the device's opt-in limit, 227 KiB on "
-            "an H100 or H200); a kernel has one")
+        decl = self.shared[-1]
+        self.refuse_past_limit(
+            name, call, "shared", decl.ty.elem, decl.shape, ir.static_shared_bytes([decl]),
+            total, len([d for d in self.shared if not d.dynamic]) - 1,
+            f"the kernel's static shared memory to {total} bytes",
+            f"the {limit} bytes (48 KiB) CUDA allows per block",
+            f"large buffers go in the dynamic shared array, `{name} = shared_array("
+            f"{decl.ty.elem}, 0)`, sized at launch by shared_mem_bytes (up to the device's "
+            "opt-in limit, 227 KiB on an H100 or H200); a kernel has one")
 
     def check_local_memory(self, name: str, call: S.Call) -> None:
         """The local arrays declared so far must fit CUDA's 512 KiB of local memory per thread;
@@ -422,18 +418,21 @@ class StatementChecker(CheckerBase):
         if total <= limit:
             return
         decl = self.local_arrays[-1]
-        shape = decl.shape
-        size = ir.local_array_bytes([decl])
-        others = len(self.local_arrays) - 1
-        before = (f" (with the {others} local array{'s' if others > 1 else ''} declared before "
-                  "it)" if others else "")
-        dims = shape[0] if len(shape) == 1 else tuple(shape)
-        raise self.error(
-            f"local array '{name}' ({decl.ty.elem} x {dims}, {size} bytes) brings this "
-            f"thread's local arrays to {total} bytes{before}, more than the {limit} bytes "
-            "(512 KiB) of local memory CUDA allows per thread", call.span,
+        self.refuse_past_limit(
+            name, call, "local", decl.ty.elem, decl.shape, ir.local_array_bytes([decl]),
+            total, len(self.local_arrays) - 1, f"this thread's local arrays to {total} bytes",
+            f"the {limit} bytes (512 KiB) of local memory CUDA allows per thread",
             "a large buffer belongs in global memory: pass a CUDASliceMut to the kernel and "
             "index it by the thread's unique id")
+
+    def refuse_past_limit(self, name: str, call: S.Call, space: str, elem, shape, size: int,
+                          total: int, others: int, brings: str, limit: str, hint: str) -> None:
+        """Refuse the ``space`` array ``name`` that takes its kind of memory past ``limit``."""
+        before = (f" (with the {others} {space} array{'s' if others > 1 else ''} declared "
+                  "before it)" if others else "")
+        dims = shape[0] if len(shape) == 1 else tuple(shape)
+        raise self.error(f"{space} array '{name}' ({elem} x {dims}, {size} bytes) brings "
+                         f"{brings}{before}, more than {limit}", call.span, hint)
 
     def static_shape(self, e: S.Expr, which: str) -> tuple[int, ...]:
         if isinstance(e, S.Tuple):
