@@ -14,8 +14,6 @@ that the checker accepts run race-free on the simulator.
 
 from __future__ import annotations
 
-import random
-
 import numpy as np
 import pytest
 
@@ -23,7 +21,7 @@ import gpu_native as gn
 from gpu_native.errors import TranspileError
 from gpu_native.simulator import program as sim_program
 from gpu_native.spec import ParamCheck
-from tests.simulator.support import build
+from tests.simulator.support import build, generated_draws
 from tools.fuzz import guarded
 
 
@@ -187,21 +185,12 @@ def test_near_misses_are_refused(tmp_path, name):
 def test_generated_guarded_indices_accepted_only_when_race_free(tmp_path):
     """Every draw of tools/fuzz/guarded.py the checker accepts runs without a race for each n
     and launch shape its checks let through; the counts are printed (``pytest -s``)."""
-    r = random.Random(20261204)
     accepted = refused = launches = 0
-    seen: set[str] = set()
-    for number in range(300):
-        source = guarded.generated(r)
-        if source in seen:
-            continue
-        seen.add(source)
-        try:
-            kernels = build(tmp_path, source, name=f"guarded{number}")
-        except TranspileError:
+    for source, kernel in generated_draws(tmp_path, guarded.generated, 20261204, 300, "guarded"):
+        if kernel is None:
             refused += 1
             continue
         accepted += 1
-        kernel = kernels["k"]
         for n, grid, block in guarded.launches(kernel):
             errors = guarded.run(kernel, n, grid, block)
             launches += 1

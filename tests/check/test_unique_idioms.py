@@ -8,7 +8,6 @@ checks soundness: whatever the checker accepts runs race-free on several launch 
 
 from __future__ import annotations
 
-import random
 from pathlib import Path
 
 import numpy as np
@@ -18,7 +17,7 @@ import gpu_native as gn
 from gpu_native.errors import KernelAssertionError, TranspileError
 from gpu_native.expand import Expansion
 from gpu_native.simulator import program as sim_program
-from tests.simulator.support import build
+from tests.simulator.support import build, generated_draws
 from tools.fuzz import indices
 
 
@@ -256,21 +255,12 @@ def test_generated_indices_accepted_only_when_race_free(tmp_path):
     """Every generated kernel (tools/fuzz/indices.py) the checker accepts runs without a race on
     every launch shape its launch checks allow; the counts are printed (``pytest -s``).
     ``python3 -m tools.fuzz_races`` runs many more, and on a GPU too."""
-    r = random.Random(20261214)
     accepted = refused = launches = 0
-    seen: set[str] = set()
-    for n in range(400):
-        source = indices.generated(r)
-        if source in seen:
-            continue
-        seen.add(source)
-        try:
-            kernels = build(tmp_path, source, name=f"gen{n}")
-        except TranspileError:
+    for source, kernel in generated_draws(tmp_path, indices.generated, 20261214, 400, "gen"):
+        if kernel is None:
             refused += 1
             continue
         accepted += 1
-        kernel = kernels["k"]
         for grid, block in indices.launch_shapes(kernel):
             out = np.zeros(indices.OUT_SIZE, np.int32)
             errors = indices.run_sim(kernel, grid, block, out)

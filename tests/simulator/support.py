@@ -73,6 +73,26 @@ def build(tmp_path: Path, body: str, name: str = "simkernels") -> Kernels:
     return Kernels(path, transpile_module(source, str(path), name))
 
 
+def generated_draws(tmp_path: Path, generate, seed: int, count: int, prefix: str):
+    """``(source, kernel k or None where the checker refused it)`` for each distinct module body
+    of ``count`` draws of ``generate`` (a fuzz family of tools/fuzz) from ``Random(seed)``."""
+    import random
+
+    from gpu_native.errors import TranspileError
+
+    r = random.Random(seed)
+    seen: set[str] = set()
+    for n in range(count):
+        source = generate(r)
+        if source in seen:
+            continue
+        seen.add(source)
+        try:
+            yield source, build(tmp_path, source, name=f"{prefix}{n}")["k"]
+        except TranspileError:
+            yield source, None
+
+
 def launch(kernel: ir.Kernel, grid, block, *args, shared: int = 0) -> Errors:
     """Run ``kernel`` on the simulator; return what it reported."""
     grid = tuple(grid) if isinstance(grid, tuple) else (grid,)
