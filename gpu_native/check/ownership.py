@@ -654,12 +654,14 @@ def prove_pair(a: StoreForm, b: StoreForm, required: frozenset[str]) -> PairProo
     dims = list(zip(a.dims, b.dims))
     # A sum bounded in both stores bounds the difference of its digits between the threads.
     bounded = [pair for pair in a.bounded if pair in b.bounded]
+    conditions: list[str] = []  # the bounds a step of the proof needed, for its rule's text
     used: set = set()
     progress = True
     while progress:
         progress = False
         for pa, pb in dims:
-            verdict = _dimension(pa, pb, ranges, forced, _radix_bounds(bounded, forced))
+            verdict = _dimension(pa, pb, ranges, forced, _radix_bounds(bounded, forced),
+                                 conditions)
             if verdict is None:
                 continue
             if verdict is True:
@@ -691,6 +693,8 @@ def prove_pair(a: StoreForm, b: StoreForm, required: frozenset[str]) -> PairProo
                 rules.append(f"{d.text()} (stride {poly_text(unassume(magnitude(c) or c))})")
     for d in sorted(pinned, key=repr):
         rules.append(f"one thread by {d.text()}")
+    for text in dict.fromkeys(conditions):
+        rules.append(f"the condition {text}")
     return PairProof(True, ", ".join(dict.fromkeys(rules)))
 
 
@@ -705,10 +709,10 @@ def _sum_of_digits(p: Poly) -> bool:
     return all(magnitude(c) == c for c in coefficients(p).values())
 
 
-def _radix_bounds(bounded, forced: set) -> list[tuple[frozenset, Poly]]:
+def _radix_bounds(bounded, forced: set) -> list[tuple[frozenset, Poly, str]]:
     """For :func:`_mixed_radix`: each bounded sum as the set of its (digit, coefficient) terms
     that differ between the threads (a forced digit is equal in both: it adds nothing to the
-    difference), and the most that difference can be, ``U - 1 - P.const``."""
+    difference), the most that difference can be, ``U - 1 - P.const``, and the bound's text."""
     out = []
     for q, u in bounded:
         reach = u.plus(const(-1 - q.const))
@@ -716,7 +720,7 @@ def _radix_bounds(bounded, forced: set) -> list[tuple[frozenset, Poly]]:
             continue
         key = frozenset((d, c) for d, c in coefficients(q).items() if d not in forced)
         if key:
-            out.append((key, reach))
+            out.append((key, reach, f"{poly_text(unassume(q))} < {poly_text(unassume(u))}"))
     return out
 
 
@@ -742,7 +746,8 @@ def _wider(m: Poly | None, n: Poly | None) -> Poly | None:
     return n if nonnegative(n.plus(m.scaled(-1))) else None
 
 
-def _dimension(pa: Poly, pb: Poly, ranges: dict, forced: set, bounds=()):
+def _dimension(pa: Poly, pb: Poly, ranges: dict, forced: set, bounds=(),
+               conditions: list | None = None):
     """One index dimension of a pair: the digits it shows equal in both threads (a set), True
     when it shows the two stores never meet, or None when it shows nothing."""
     terms: list[tuple[Poly, Poly | None, set]] = []  # (coefficient, range, digits it stands for)
@@ -784,7 +789,7 @@ def _dimension(pa: Poly, pb: Poly, ranges: dict, forced: set, bounds=()):
     terms.sort(key=lambda t: (poly_text(t[0]), sorted(map(repr, t[2]))))
     if not terms:
         return set()
-    ordered = _mixed_radix(terms, bounds)
+    ordered = _mixed_radix(terms, bounds, conditions)
     if ordered is None:
         return None
     shown = set()
@@ -815,7 +820,7 @@ def _apart(offsets: Poly, coefficient: dict, ranges: dict, forced: set) -> bool:
     return lo > 0 or hi < 0
 
 
-def _mixed_radix(terms, bounds=()):
+def _mixed_radix(terms, bounds=(), conditions: list | None = None):
     """``terms`` in an order where each coefficient exceeds what the smaller ones can sum to
     (then ``sum(c * delta) == 0`` with ``|delta| < n`` forces every delta to 0); ``None`` when
     no such order is shown.  ``bounds`` (see :func:`_radix_bounds`) give the most some sets of
@@ -830,17 +835,28 @@ def _mixed_radix(terms, bounds=()):
             return None
         items.append((m, n, ds))
     ordered = []
-    reaches = [const(0)]  # bounds of the largest |sum| of the digits placed so far
+    # Bounds of the largest |sum| of the digits placed so far, each with the condition it
+    # rests on ("" for the digits' own ranges).
+    reaches: list[tuple[Poly, str]] = [(const(0), "")]
     placed: set | None = set()  # their (digit, coefficient) terms, while each is a digit's
+    needed: list[str] = []
     while items:
-        fits = [i for i, (m, _, _) in enumerate(items)
-                if any(nonnegative(m.plus(r.scaled(-1)).plus(const(-1))) for r in reaches)]
+        by: dict[int, list[str]] = {}  # each item that fits: the reaches it fits under
+        for i, (m, _, _) in enumerate(items):
+            under = [text for r, text in reaches
+                     if nonnegative(m.plus(r.scaled(-1)).plus(const(-1)))]
+            if under:
+                by[i] = under
+        fits = list(by)
         if not fits:
             return None
         # The smallest coefficient goes next (a larger one placed early spends its reach).
         smallest = [i for i in fits if all(nonnegative(o.plus(items[i][0].scaled(-1)))
                                            for o, _, _ in items)]
-        m, n, ds = items.pop(smallest[0] if smallest else fits[0])
+        chosen = smallest[0] if smallest else fits[0]
+        if "" not in by[chosen]:
+            needed.append(by[chosen][0])
+        m, n, ds = items.pop(chosen)
         ordered.append((m, n, ds))
         if items:
             digits = [d for d in ds if isinstance(d, Digit)]
@@ -849,9 +865,12 @@ def _mixed_radix(terms, bounds=()):
             else:
                 placed = None
             # Only the largest digit may be unbounded, unless a bounded sum covers it.
-            reaches = [] if n is None else [r.plus(mul(m, n.plus(const(-1)))) for r in reaches]
+            reaches = [] if n is None else [(r.plus(mul(m, n.plus(const(-1)))), text)
+                                            for r, text in reaches]
             if placed is not None:
-                reaches += [reach for key, reach in bounds if key == placed]
+                reaches += [(reach, text) for key, reach, text in bounds if key == placed]
             if not reaches:
                 return None
+    if conditions is not None:
+        conditions.extend(needed)
     return ordered

@@ -199,3 +199,17 @@ def test_generated_guarded_indices_accepted_only_when_race_free(tmp_path):
     print(f"\nguarded draws: {accepted} accepted, {refused} refused; "
           f"{launches} race-free launches of the accepted ones")
     assert accepted >= 30 and refused >= 30 and launches >= 300
+
+
+def test_expand_proofs_names_the_condition_a_store_needed(tmp_path):
+    import subprocess
+    import sys
+
+    from tests.helpers import HELPERS, child_env
+
+    out = subprocess.run([sys.executable, "-m", "gpu_native", "expand", "--proofs",
+                          str(HELPERS / "kernels_guarded.py")], capture_output=True, text=True,
+                         env=child_env(tmp_path, GPU_NATIVE_BACKEND="sim"),
+                         check=True).stdout
+    square = out[out.index("square_rows"):out.index("flatten")]
+    assert "the condition block_idx.x * block_dim.x + thread_idx.x < n" in square
