@@ -511,11 +511,17 @@ class DeviceFunction(Generic[P, R]):
 @overload
 def gpu_device(fn: Callable[P, R]) -> DeviceFunction[P, R]: ...
 @overload
-def gpu_device(fn: None = None, **options: Any) -> Callable[[Callable[P, R]],
-                                                            DeviceFunction[P, R]]: ...
-def gpu_device(fn: Callable[P, R] | None = None, **options: Any) -> Any:
+def gpu_device() -> Callable[[Callable[P, R]], DeviceFunction[P, R]]: ...
+@boundary
+def gpu_device(fn: Callable[P, R] | None = None, *args: object, **options: object) -> Any:
     """Mark a function as a device function (``@gpu_device``): typed like a kernel, callable from
-    kernels and other device functions, compiled into every kernel that calls it."""
+    kernels and other device functions, compiled into every kernel that calls it.  It takes no
+    options: a device function is compiled with the options of each kernel that calls it."""
+    if args or options or (fn is not None and not callable(fn)):
+        given = f"option '{next(iter(options))}'" if options else "argument"
+        raise TypeError(f"gpu_device takes no arguments, but is given an {given}: write "
+                        "@gpu_device (a device function is compiled with the options of each "
+                        "kernel that calls it)")
     if fn is None:
         return lambda f: DeviceFunction(f)
     return DeviceFunction(fn)

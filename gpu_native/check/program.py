@@ -43,6 +43,19 @@ def _c_ident(text: str) -> str:
     return re.sub(r"[^0-9A-Za-z_]", "_", text)
 
 
+def _check_device_decorator(fn: S.FunctionDef) -> None:
+    """Refuse arguments to ``@gpu_device``: it takes none, and one ignored would read as a
+    setting the function has (``@gpu_device(inline=True)``, ``@gpu_device(fastmath=True)``)."""
+    dec = fn.decorator
+    if isinstance(dec, S.Call) and (dec.args or dec.keywords):
+        first = dec.args[0] if dec.args else dec.keywords[0]
+        what = f"option '{first.name}'" if isinstance(first, S.Keyword) else "argument"
+        raise TranspileError(f"gpu_device takes no arguments, but device function "
+                             f"'{fn.name}' is given an {what}", first.span,
+                             "write @gpu_device: a device function is compiled into each kernel "
+                             "that calls it, with that kernel's options")
+
+
 class Program:
     """The checker's entry point for one module."""
 
@@ -56,6 +69,9 @@ class Program:
         self.checked_devices: set[tuple] = set()
 
     def check(self) -> list[CheckedKernel]:
+        for fn in self.scan.functions:
+            if fn.kind == "device":
+                _check_device_decorator(fn)
         kernels = []
         for fn in self.scan.functions:
             if fn.kind == "kernel":

@@ -28,6 +28,20 @@ def host_helper(x):
 """
 
 CASES = {
+    "option given to gpu_device": ("""
+@gpu_device(inline=True)  # <-
+def twice(x: f32) -> f32:
+    return x * 2.0
+
+@gpu_kernel(Kernel1D)
+def k(a: CUDASliceMut[f32]):
+    a[FlatLayout1D.uid()] = twice(1.0)
+""", "gpu_device takes no arguments, but device function 'twice' is given an option 'inline'"),
+    "argument given to gpu_device": ("""
+@gpu_device(f32)  # <-
+def twice(x: f32) -> f32:
+    return x * 2.0
+""", "gpu_device takes no arguments"),
     "strided layout argument": ("""
 @gpu_kernel(Kernel1D)
 def k(a: CUDASliceMut[f32, f64]):  # <-

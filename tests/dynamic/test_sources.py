@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 import gpu_native as gn
+from gpu_native.decorators import DeviceFunction
 from gpu_native.errors import TranspileError
 from tests.helpers import child_env
 
@@ -206,6 +207,18 @@ class TestMisuseOutsideTheHook:
         # tests/project/test_tracebacks.py); 3.11 drops it too.
         assert len(ours) <= (sys.version_info < (3, 11)), ours
 
+
+    def test_gpu_device_refuses_arguments_off_the_hook(self):
+        def twice(x):
+            return x * 2.0
+
+        assert isinstance(gn.gpu_device()(twice), DeviceFunction)
+        with pytest.raises(TypeError, match="gpu_device takes no arguments, but is given an "
+                                            "option 'bogus': write @gpu_device"):
+            gn.gpu_device(bogus=1)
+        with pytest.raises(TypeError, match="gpu_device takes no arguments, but is given an "
+                                            "argument"):
+            gn.gpu_device("twice")
 
 class TestDecoratorAliases:
     SOURCE = textwrap.dedent('''
