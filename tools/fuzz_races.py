@@ -6,9 +6,10 @@ and every accepted kernel run on the simulator's race detector and on the GPU.
     python3 -m tools.fuzz_races --backend sim --nvrtc --out races.json  # no GPU: simulator + NVRTC
 
 run from the repository root (``tools`` is a package there).  Seed ``k`` draws one kernel from
-:func:`tools.fuzz.indices.generated` (``random.Random(k)``); repeated sources are dropped.  Each
-kernel the checker accepts runs on every launch shape its asserts allow (grid 1-3, block 32-128)
-on the simulator, its race detector watching every written array: a race report means the proof
+the ``--family`` generator (:func:`tools.fuzz.indices.generated` by default; see
+:data:`FAMILIES`) with ``random.Random(k)``; repeated sources are dropped.  Each kernel the
+checker accepts runs on every launch shape its asserts allow (grid 1-3, block 32-128), and for
+the ``guarded`` family with each ``n`` the launcher's checks let through, on the simulator, its race detector watching every written array: a race report means the proof
 accepted a racy kernel (the main check).  With ``--backend cuda`` each launch also runs on the
 GPU, ``out`` poisoned (0xDEADBEEF) before each run on both: every element must agree bit for bit
 (written or still poisoned), and a device error must be raised on both or neither.  A kernel that
@@ -30,16 +31,45 @@ import sys
 import tempfile
 import time
 import traceback
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
-from tools.fuzz import indices, scaled, splits, tiles
+from tools.fuzz import guarded, indices, scaled, splits, tiles
 
 CHUNK = 16
-#: The generators ``--family`` picks: each draws a module body from a random state.
-FAMILIES = {"indices": indices.generated, "scaled": scaled.generated,
-            "splits": splits.generated, "tiles": tiles.generated}
+
+
+@dataclass(frozen=True)
+class Family:
+    """A generator ``--family`` picks: ``generated`` draws a module body from a random state;
+    ``launches`` gives, for a kernel the checker accepted, each ``(args, grid, block)`` to run it
+    with (``args`` the arguments after ``out``)."""
+
+    generated: Callable[[random.Random], str]
+    launches: Callable[[Any], Iterable[tuple[tuple, int, int]]]
+
+
+def _shapes(kernel) -> Iterator[tuple[tuple, int, int]]:
+    """The launch shapes of a kernel ``k(out)``: those its launch checks let through."""
+    for grid, block in indices.launch_shapes(kernel):
+        yield (), grid, block
+
+
+def _guarded_launches(kernel) -> Iterator[tuple[tuple, int, int]]:
+    """A kernel ``k(out, n)``: each ``n`` and shape the launcher's checks of ``n`` let through."""
+    for n, grid, block in guarded.launches(kernel):
+        yield (np.int32(n),), grid, block
+
+
+FAMILIES = {"indices": Family(indices.generated, _shapes),
+            "scaled": Family(scaled.generated, _shapes),
+            "splits": Family(splits.generated, _shapes),
+            "tiles": Family(tiles.generated, _shapes),
+            "guarded": Family(guarded.generated, _guarded_launches)}
 
 
 def _transpile(source: str, name: str):
@@ -77,15 +107,16 @@ def _nvrtc(fn) -> str:
     return "\n".join(logs)
 
 
-def _run_device(fn, grid: int, block: int, device: str):
-    """``out`` after one launch of ``fn`` from poison through the runtime on backend ``device``
-    (``cuda``; ``sim`` checks this half without a GPU), and the device error's type or None."""
+def _run_device(fn, grid: int, block: int, device: str, args: tuple = ()):
+    """``out`` after one launch ``fn(out, *args)`` from poison through the runtime on backend
+    ``device`` (``cuda``; ``sim`` checks this half without a GPU), and the device error's type or
+    None."""
     import gpu_native as gn
     from gpu_native.runtime.backend import use
 
     with use(device):
         out = gn.to_device(np.full(indices.OUT_SIZE, indices.POISON, np.int32))
-        fn.launch(gn.GridDim1D(grid), gn.BlockDim1D(block))(out)
+        fn.launch(gn.GridDim1D(grid), gn.BlockDim1D(block))(out, *args)
         error = None
         try:
             gn.synchronize()
@@ -94,10 +125,11 @@ def _run_device(fn, grid: int, block: int, device: str):
         return out.to_host(), error
 
 
-def run_one(seed: int, source: str, device: str | None, nvrtc: bool, directory: str) -> dict:
-    """Check one generated kernel and run it on the simulator, and when ``device`` names a
-    runtime backend (``cuda``) there too, compared: one plain dict of counts (and what went
-    wrong)."""
+def run_one(seed: int, source: str, device: str | None, nvrtc: bool, directory: str,
+            family: str = "indices") -> dict:
+    """Check one generated kernel of ``family`` and run it on the simulator, and when ``device``
+    names a runtime backend (``cuda``) there too, compared: one plain dict of counts (and what
+    went wrong)."""
     name = f"gnraces_{seed}_{os.getpid()}"
     item: dict = {"seed": seed, "accepted": False, "launches": 0, "gpu_launches": 0,
                   "compared": 0, "mismatches": [], "races": [], "sim_errors": 0,
@@ -123,28 +155,29 @@ def run_one(seed: int, source: str, device: str | None, nvrtc: bool, directory: 
             log = _nvrtc(fn)
             if log:
                 item["nvrtc_log"] = log[:400]
-        for grid, block in indices.launch_shapes(original):
+        for args, grid, block in FAMILIES[family].launches(original):
             # The original alone, as the checker saw it, then the kernel that is compared.
             runs = [original] if kernel is original else [original, kernel]
+            shape = f"grid {grid}, block {block}" + "".join(f", {a}" for a in args)
             for k in runs:
                 out = np.full(indices.OUT_SIZE, indices.POISON, np.int32)
-                errors = indices.run_sim(k, grid, block, out)
+                errors = indices.run_sim(k, grid, block, out, *args)
                 item["launches"] += 1
-                item["races"] += [f"grid {grid}, block {block}: {m}" for m in errors.races]
+                item["races"] += [f"{shape}: {m}" for m in errors.races]
                 item["sim_errors"] += bool(errors.fails)
             if not device:
                 continue
-            got, gpu_error = _run_device(fn, grid, block, device)
+            got, gpu_error = _run_device(fn, grid, block, device, tuple(map(int, args)))
             item["gpu_launches"] += 1
             if bool(errors.fails) != (gpu_error is not None):
                 item["error_disagreements"].append(
-                    f"grid {grid}, block {block}: simulator {errors.fails[:1] or 'no error'}, "
+                    f"{shape}: simulator {errors.fails[:1] or 'no error'}, "
                     f"GPU {gpu_error or 'no error'}")
             compared, differ = indices.compare(out, got, shared)
             item["compared"] += compared
             for i in differ[:4]:
                 item["mismatches"].append(
-                    f"grid {grid}, block {block}: out[{i}] simulator {out[i]:#x}, "
+                    f"{shape}: out[{i}] simulator {out[i]:#x}, "
                     f"GPU {got[i]:#x}" + (f" ({len(differ)} elements differ)" if i == differ[0]
                                          else ""))
     except Exception:
@@ -152,7 +185,8 @@ def run_one(seed: int, source: str, device: str | None, nvrtc: bool, directory: 
     return item
 
 
-def run_chunk(cases: list[tuple[int, str]], backend: str, nvrtc: bool, workdir: str) -> list[dict]:
+def run_chunk(cases: list[tuple[int, str]], backend: str, nvrtc: bool, workdir: str,
+              family: str = "indices") -> list[dict]:
     """Worker: run some cases, one dict each (the source only where something went wrong)."""
     os.environ.setdefault("GPU_NATIVE_CACHE_DIR", os.path.join(workdir, "cache"))
     directory = os.path.join(workdir, f"modules-{os.getpid()}")
@@ -161,7 +195,8 @@ def run_chunk(cases: list[tuple[int, str]], backend: str, nvrtc: bool, workdir: 
         sys.path.insert(0, directory)
     results = []
     for seed, source in cases:
-        item = run_one(seed, source, "cuda" if backend == "cuda" else None, nvrtc, directory)
+        item = run_one(seed, source, "cuda" if backend == "cuda" else None, nvrtc, directory,
+                       family)
         if item["mismatches"] or item["races"] or item["failure"] or item["error_disagreements"]:
             item["source"] = source
         results.append(item)
@@ -190,15 +225,18 @@ def main(argv=None) -> int:
                         help="the generator: tools/fuzz/indices.py (affine indices, the "
                              "default), tools/fuzz/scaled.py (shared-array stores scaled by a "
                              "loop variable), tools/fuzz/splits.py (flat values split by // "
-                             "and %%, XOR) or tools/fuzz/tiles.py (store_matrix tiles)")
+                             "and %%, XOR), tools/fuzz/tiles.py (store_matrix tiles) or "
+                             "tools/fuzz/guarded.py (row-major indices under a bound, "
+                             "launched with each n)")
     args = parser.parse_args(argv)
-    generate = FAMILIES[args.family]
+    generate = FAMILIES[args.family].generated
 
     if args.replay is not None:
         source = generate(random.Random(args.replay))
         print(source)
         with tempfile.TemporaryDirectory() as workdir:
-            (item,) = run_chunk([(args.replay, source)], args.backend, args.nvrtc, workdir)
+            (item,) = run_chunk([(args.replay, source)], args.backend, args.nvrtc, workdir,
+                                args.family)
         print(json.dumps(item, indent=1))
         return 1 if _bad(item) else 0
 
@@ -223,7 +261,7 @@ def main(argv=None) -> int:
                         stopped = True
                         break
                     pending.add(pool.submit(run_chunk, chunks.pop(0), args.backend, args.nvrtc,
-                                            workdir))
+                                            workdir, args.family))
                 if not pending:
                     break
                 done, pending = wait(pending, return_when=FIRST_COMPLETED)
@@ -244,6 +282,7 @@ def main(argv=None) -> int:
     bad = [r for r in results if _bad(r)]
     summary = {
         "tool": "tools/fuzz_races.py",
+        "family": args.family,
         "backend": args.backend,
         "nvrtc_compiled": args.nvrtc,
         "first_seed": args.start,
@@ -282,7 +321,7 @@ def main(argv=None) -> int:
           f"summary in {args.out}")
     for r in bad[:5]:
         print(f"\nseed {r['seed']} (replay: python3 -m tools.fuzz_races --replay {r['seed']}"
-              f"{' --backend sim' if args.backend == 'sim' else ''}):")
+              f" --family {args.family}{' --backend sim' if args.backend == 'sim' else ''}):")
         print("  " + str(r.get("source", "")).strip().replace("\n", "\n  "))
         for line in (r["races"][:3] + r["mismatches"][:4] + r["error_disagreements"][:2]
                      + ([r["failure"]] if r["failure"] else [])):

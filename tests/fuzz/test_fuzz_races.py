@@ -14,10 +14,11 @@ import numpy as np
 import pytest
 
 from tools import fuzz_races
-from tools.fuzz import indices
+from tools.fuzz import guarded, indices
 
-# Seeds whose kernels the checker accepts: 4 stores into shared memory, 37 into global memory.
-SHARED_SEED, GLOBAL_SEED = 4, 37
+# Seeds whose kernels the checker accepts: 4 stores into shared memory, 37 into global memory;
+# the guarded family's seed 2 takes a bound ``n`` too.
+SHARED_SEED, GLOBAL_SEED, GUARDED_SEED = 4, 37, 2
 
 
 def test_the_seeds_draw_what_the_tests_assume():
@@ -27,6 +28,7 @@ def test_the_seeds_draw_what_the_tests_assume():
     assert fuzz_races._transpile(shared, "a") is not None
     assert fuzz_races._transpile(plain, "b") is not None
     assert fuzz_races._transpile(indices.with_copy_out(shared), "c") is not None
+    assert fuzz_races._transpile(guarded.generated(random.Random(GUARDED_SEED)), "d") is not None
 
 
 @pytest.mark.parametrize("seed", [SHARED_SEED, GLOBAL_SEED])
@@ -38,6 +40,19 @@ def test_the_launcher_half_agrees_with_the_simulator(tmp_path, monkeypatch, seed
     item = fuzz_races.run_one(seed, source, "sim", False, str(tmp_path))
     assert item["failure"] is None, item["failure"]
     assert item["accepted"] and item["gpu_launches"] > 0
+    assert item["mismatches"] == [] and item["races"] == [] and item["error_disagreements"] == []
+    assert item["compared"] >= item["gpu_launches"] * 32
+
+
+def test_the_guarded_family_runs_each_n_through_the_launcher(tmp_path, monkeypatch):
+    """A kernel ``k(out, n)``: every ``n`` the launcher's checks let through runs on both halves,
+    and the launcher half passes ``n`` as the simulator half does."""
+    monkeypatch.syspath_prepend(str(tmp_path))
+    source = guarded.generated(random.Random(GUARDED_SEED))
+    item = fuzz_races.run_one(GUARDED_SEED, source, "sim", False, str(tmp_path), "guarded")
+    assert item["failure"] is None, item["failure"]
+    kernel = fuzz_races._transpile(source, "e")
+    assert item["gpu_launches"] == len(list(guarded.launches(kernel))) > len(guarded.NS)
     assert item["mismatches"] == [] and item["races"] == [] and item["error_disagreements"] == []
     assert item["compared"] >= item["gpu_launches"] * 32
 
@@ -70,11 +85,12 @@ def test_simulator_run_writes_the_summary(tmp_path, capsys):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("seed", [SHARED_SEED, GLOBAL_SEED])
-def test_the_gpu_agrees_with_the_simulator(tmp_path, monkeypatch, seed):
+@pytest.mark.parametrize("family, seed", [("indices", SHARED_SEED), ("indices", GLOBAL_SEED),
+                                          ("guarded", GUARDED_SEED)])
+def test_the_gpu_agrees_with_the_simulator(tmp_path, monkeypatch, family, seed):
     monkeypatch.syspath_prepend(str(tmp_path))
-    source = indices.generated(random.Random(seed))
-    item = fuzz_races.run_one(seed, source, "cuda", False, str(tmp_path))
+    source = fuzz_races.FAMILIES[family].generated(random.Random(seed))
+    item = fuzz_races.run_one(seed, source, "cuda", False, str(tmp_path), family)
     assert item["failure"] is None, item["failure"]
     assert item["gpu_launches"] > 0 and item["compared"] > 0
     assert item["mismatches"] == [] and item["races"] == [] and item["error_disagreements"] == []
