@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from .. import ir
 from ..errors import SourceSpan
 from ..nodes import Factory, node
-from ..spec import LaunchCheck
+from ..spec import IndexFits, LaunchCheck
 from .facts import Key, key
 from .scope import Resolver
 
@@ -49,8 +49,44 @@ class KernelContext:
         return site.id
 
     def add_launch_check(self, check: LaunchCheck) -> None:
-        if check not in self.launch_checks:
-            self.launch_checks.append(check)
+        """Record ``check``, unless one recorded implies it; drop those it implies.
+
+        An :class:`IndexFits` of ``block_idx.x * 32`` is implied by one of ``block_idx.x * 32 +
+        thread_idx.x`` with the same limit (the no-wrap proofs record both, one per operator):
+        the launcher's largest value of a sum of nonnegative terms is at least each term's."""
+        if check in self.launch_checks:
+            return
+        if isinstance(check, IndexFits):
+            if any(_implies(other, check) for other in self.launch_checks):
+                return
+            self.launch_checks[:] = [c for c in self.launch_checks if not _implies(check, c)]
+        self.launch_checks.append(check)
+
+
+def _implies(wider: LaunchCheck, narrower: LaunchCheck) -> bool:
+    return (isinstance(wider, IndexFits) and isinstance(narrower, IndexFits)
+            and wider.limit == narrower.limit
+            and _summand(narrower.tree, wider.tree))
+
+
+def _summand(part: tuple, whole: tuple) -> bool:
+    """Is ``part`` ``whole``, or a term of it, added to terms that are never negative?"""
+    if part == whole:
+        return True
+    if whole[0] != "+":
+        return False
+    left, right = whole[1], whole[2]
+    return (_summand(part, left) and _nonnegative(right)) or \
+        (_summand(part, right) and _nonnegative(left))
+
+
+def _nonnegative(tree: tuple) -> bool:
+    """A ``+``/``*`` tree of launch indices and constants of at least zero."""
+    if tree[0] == "c":
+        return tree[1] >= 0
+    if tree[0] == "sp":
+        return True
+    return tree[0] in ("+", "*") and _nonnegative(tree[1]) and _nonnegative(tree[2])
 
 
 @node(frozen=False)

@@ -15,7 +15,8 @@ import pytest
 
 import gpu_native as gn
 from gpu_native.rewrite import transpile_module
-from gpu_native.spec import IndexFits
+from gpu_native.runtime.launch_checks import check_launch
+from gpu_native.spec import IndexFits, tree_text
 
 HEADER = """\
 from gpu_native import *
@@ -142,6 +143,11 @@ def k(a: CUDASlice[f32], out: CUDASliceMut[f32]):
     assert {s.array for s in variant.sites if s.kind == "index"} == {"out"}
     fits = [c for c in variant.launch_checks if isinstance(c, IndexFits)]
     assert fits and all(c.limit == 2**31 - 1 and c.type == "i32" for c in fits)
+    # One check, of the whole sum: its product term is never larger, so it is not checked apart.
+    assert [tree_text(c.tree) for c in fits] == ["block_idx.x * block_dim.x + thread_idx.x"]
+    with pytest.raises(gn.LaunchError, match="past the i32 maximum"):
+        check_launch("k", "proofs.py", 0, variant.launch_checks, (2**24, 1, 1), (256, 1, 1))
+    check_launch("k", "proofs.py", 0, variant.launch_checks, (2**23 - 1, 1, 1), (256, 1, 1))
     # The same in 64 bits cannot wrap: proven with no launch check.
     source = HEADER + textwrap.dedent("""
 @gpu_kernel(Kernel1D)

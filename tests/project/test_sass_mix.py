@@ -189,7 +189,8 @@ def test_finds_the_disassembler_of_a_wheel_or_of_triton(tmp_path, monkeypatch):
     wheel = _executable(tmp_path / "nvidia" / "cu13" / "bin" / "nvdisasm")
     triton = _executable(tmp_path / "triton" / "backends" / "nvidia" / "bin" / "cuobjdump")
     (tmp_path / "triton" / "__init__.py").write_text("")
-    monkeypatch.syspath_prepend(str(tmp_path))
+    # Only these: an installed nvidia-cuda-nvdisasm wheel would join the namespace package.
+    monkeypatch.setattr(sys, "path", [str(tmp_path)])
     for name in ("nvidia", "triton"):
         monkeypatch.delitem(sys.modules, name, raising=False)
     monkeypatch.setattr(sass_mix.shutil, "which", lambda name: None)
