@@ -43,22 +43,26 @@ _SUPPORTED_HINT = (
     "`with unsafe():` and calls of gpu_native intrinsics, math functions and @gpu_device functions"
 )
 
-_UNSUPPORTED_EXPR: dict[type, str] = {
-    cst.Lambda: "lambda expressions",
-    cst.List: "list displays",
-    cst.Dict: "dict displays",
-    cst.Set: "set displays",
-    cst.ListComp: "list comprehensions",
-    cst.SetComp: "set comprehensions",
-    cst.DictComp: "dict comprehensions",
-    cst.GeneratorExp: "generator expressions",
-    cst.Await: "await",
-    cst.Yield: "yield",
-    cst.NamedExpr: "assignment expressions (:=)",
-    cst.FormattedString: "f-strings",
-    cst.Ellipsis: "`...`",
-    cst.Imaginary: "complex numbers",
-    cst.StarredElement: "starred expressions",
+# What each expression kernels refuse is called in the error, and what to write instead.
+_UNSUPPORTED_EXPR: dict[type, tuple[str, str | None]] = {
+    cst.Lambda: ("lambda expressions", "define a @gpu_device function and call it"),
+    cst.List: ("list displays", "a per-thread array is local_array(T, n); a constant "
+               "sequence is a tuple: for off in (16, 8, 4, 2, 1)"),
+    cst.Dict: ("dict displays", None),
+    cst.Set: ("set displays", None),
+    cst.ListComp: ("list comprehensions", "fill a local_array(T, n) in a for loop"),
+    cst.SetComp: ("set comprehensions", None),
+    cst.DictComp: ("dict comprehensions", None),
+    cst.GeneratorExp: ("generator expressions", "accumulate in a for loop over range()"),
+    cst.Await: ("await expressions", None),
+    cst.Yield: ("yield expressions", None),
+    cst.NamedExpr: ("assignment expressions (:=)", "assign the value on its own line first"),
+    cst.FormattedString: ("f-strings", "print() takes the values as arguments: "
+                          "print(\"x =\", x)"),
+    cst.Ellipsis: ("`...`", "an empty body is `pass`"),
+    cst.Imaginary: ("imaginary literals (`1j`)", "the imaginary unit is complex64(0, 1) (or "
+                    "complex128(0, 1))"),
+    cst.StarredElement: ("starred expressions", None),
 }
 
 _UNSUPPORTED_STMT: dict[type, str] = {
@@ -112,8 +116,9 @@ class _Converter:
             return S.Tuple(self.span(node), tuple(self.expr(e.value) for e in node.elements))
         handler = self._expr_handlers.get(type(node))
         if handler is None:
-            what = _UNSUPPORTED_EXPR.get(type(node), f"`{type(node).__name__}` expressions")
-            raise self.fail(node, f"{what} are not supported in kernels", _SUPPORTED_HINT)
+            what, hint = _UNSUPPORTED_EXPR.get(
+                type(node), (f"`{type(node).__name__}` expressions", _SUPPORTED_HINT))
+            raise self.fail(node, f"{what} are not supported in kernels", hint)
         return handler(self, node)
 
     def _name(self, node: cst.Name) -> S.Expr:

@@ -735,3 +735,26 @@ def test_a_local_read_before_its_assignment_is_not_taken_for_a_module(tmp_path):
         rewrite_module(source, str(tmp_path / "k4.py"), "k4")
     assert info.value.message == "local variable 'u' is used before it is assigned"
     assert (info.value.span.line, info.value.span.col) == (8, 14)
+
+
+@pytest.mark.parametrize("expression, message, hint", [
+    ("2.0 * 1j", "imaginary literals (`1j`) are not supported in kernels",
+     "the imaginary unit is complex64(0, 1)"),
+    ("sum(x for x in range(3))", "generator expressions are not supported in kernels",
+     "accumulate in a for loop over range()"),
+    ("(lambda t: t)(1.0)", "lambda expressions are not supported in kernels",
+     "define a @gpu_device function"),
+    ("[1.0, 2.0][0]", "list displays are not supported in kernels", "local_array(T, n)"),
+    ("{1: 2.0}[1]", "dict displays are not supported in kernels", None),
+])
+def test_an_unsupported_expression_says_what_to_write_instead(expression, message, hint,
+                                                             tmp_path):
+    source = HEADER + ("\n@gpu_kernel(Kernel1D)\ndef k(a: CUDASliceMut[f32]):\n"
+                       f"    a[FlatLayout1D.uid()] = {expression}  # <-\n")
+    err = located_transpile_error(source, tmp_path / "expressions.py", message)
+    if hint is None:
+        assert err.hint is None, err.hint
+    else:
+        assert hint in (err.hint or ""), err.hint
+        # Not the list of statements kernels support: it says nothing of expressions.
+        assert "if/elif/else" not in (err.hint or "")
