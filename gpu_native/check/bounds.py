@@ -40,6 +40,7 @@ from .facts import (
     SpecialKey,
     VarKey,
     cond_facts,
+    lower_bound,
     shows_at_least,
     shows_below,
     shows_within,
@@ -731,6 +732,11 @@ class _FactRanges(ValueRanges):
         lo, hi = r
         if lo < 0 and NonNegative(k) in facts:
             lo = 0
+        low = lower_bound(facts, k)
+        if low is not None and low > lo:
+            lo = low
+        if lo == 0 and NotEqual(k, ConstKey(0)) in facts:
+            lo = 1
         known = upper_bound(facts, k)
         if known is not None and known < hi:
             hi = known

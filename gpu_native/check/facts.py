@@ -393,6 +393,17 @@ def upper_bound(facts: Iterable[Fact], value: Key) -> int | None:
     return best
 
 
+def lower_bound(facts: Iterable[Fact], value: Key) -> int | None:
+    """The largest lower bound of ``value`` the facts give (``c < value``: ``c + 1``), or
+    ``None``."""
+    best = None
+    for f in facts:
+        if isinstance(f, Less) and f.right == value and f.left.integer is not None:
+            bound = f.left.integer + 1
+            best = bound if best is None else max(best, bound)
+    return best
+
+
 def pinned(facts: Iterable[Fact]) -> frozenset[str]:
     """The thread coordinates along which only one thread runs here."""
     return frozenset(f.coord for f in facts if isinstance(f, Pinned))

@@ -215,6 +215,9 @@ class StoreForm:
     # sum of digits with nonnegative coefficients, U uniform (``if col < n:``, col a thread's
     # column): the digits of P then reach at most U - 1 - P.const together.
     bounded: tuple = ()
+    # Each index's values where the store runs, as the generated code computes them: (lo, hi)
+    # from the bounds proofs' facts, or None; () where not computed.
+    spans: tuple = ()
 
 
 class Forms:
@@ -418,6 +421,7 @@ class Forms:
         fold = self._folding(subst)
         dims = [substitute(p, deep(fold)) for p in dims]
         pins: dict = {}
+        exact = {f.value for f in facts if isinstance(f, Exact)}
         for f in facts:
             if isinstance(f, Equal):
                 for a, b in ((f.left, f.right), (f.right, f.left)):
@@ -425,6 +429,9 @@ class Forms:
                     if pa is None or pb is None or not is_uniform(pb):
                         continue
                     pa = substitute(pa, subst)
+                    if a in exact and pb == const(0):
+                        for digit in _zero_sum_digits(pa):
+                            pins[digit] = Pin((a, b), 0)
                     ds = digits_of(pa)
                     if len(ds) == 1 and next(iter(ds)).is_thread:
                         (digit,) = ds
@@ -449,7 +456,6 @@ class Forms:
                  for c in (f"{t}{a}" for t in ("tid", "bid") for a in range(3))}
         single = frozenset(c for c, n in whole.items() if n == const(1))
         bounded = []
-        exact = {f.value for f in facts if isinstance(f, Exact)}
         for f in facts:
             # A bound on the machine values that are the mathematical ones (no wrap).
             if not isinstance(f, Less) or f.left not in exact or not (
@@ -539,6 +545,22 @@ class Forms:
         if whole.terms:  # at most the hardware's block (or grid) along this axis
             whole = const(HARDWARE.special(name, axis).hi)
         return const(-(-whole.const // digit.radix))
+
+
+def _zero_sum_digits(p: Poly) -> tuple[Digit, ...]:
+    """The thread digits of ``p`` when ``p == 0`` leaves each of them 0: ``p`` a sum of terms
+    each a thread digit times positive coefficients and launch extents (``block_idx.y *
+    block_dim.y + thread_idx.y``), so each term is at least 0 and 0 only with its digit."""
+    digits = []
+    if p.const or not p.terms:
+        return ()
+    for mono, k in p.terms:
+        ds = [a for a in mono if isinstance(a, Digit)]
+        if k <= 0 or len(ds) != 1 or not ds[0].is_thread or ds[0].of is not None or not all(
+                positive_atom(a) for a in mono if not isinstance(a, Digit)):
+            return ()
+        digits.append(ds[0])
+    return tuple(digits)
 
 
 # The uniform operations :meth:`Forms._folding` evaluates, as the language defines them (floor

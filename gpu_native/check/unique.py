@@ -214,6 +214,10 @@ class UniqueWrites:
         """:func:`.ownership.prove_pair`, and where it fails in a kernel whose indices hold an
         unchanged integer parameter, again under an assumption the launcher can check
         (``stride >= block_dim.x``; see :mod:`.ownership`), which is then recorded."""
+        if a is not b:
+            apart = _spans_apart(a, b)
+            if apart is not None:
+                return PairProof(True, apart)
         outcome = prove_pair(a, b, required)
         if not outcome.ok:
             # What the conditions around the stores show (``if col < n:`` makes n >= 1 there).
@@ -254,6 +258,21 @@ class UniqueWrites:
     def _assumed(outcome: PairProof, used: list[Assumption]) -> PairProof:
         conditions = " and ".join(f"{u.var.var.name} >= {poly_text(u.bound)}" for u in used)
         return PairProof(True, f"{outcome.text}, when {conditions} (the launcher checks it)")
+
+    def _index_spans(self, indices) -> tuple:
+        """Each index's values at the store (see :attr:`.ownership.StoreForm.spans`): the
+        interval the bounds proofs give it, raised to 1 where a fact shows it positive (``if i
+        > 0:``, the ``elif`` after ``if i == 0:``)."""
+        spans: list[tuple[int, int] | None] = []
+        for idx in indices:
+            lo, hi = self.bounds.interval(idx)
+            if lo > hi:  # not an integer: nothing known
+                spans.append(None)
+                continue
+            if lo < 1 <= hi and self.bounds.at_least(idx, 1):
+                lo = 1
+            spans.append((lo, hi))
+        return tuple(spans)
 
     # ---- what is known of a variable on entry to a loop -------------------------------------
 
@@ -470,6 +489,8 @@ class UniqueWrites:
         space = "global" if base.ty.space == "global" else "shared"
         form = self.forms.store(keys, self.bounds.facts, space, span.line,
                                 _index_text(base, span))
+        if isinstance(form, StoreForm):
+            form.spans = self._index_spans(indices)
         self.store_forms.setdefault(id(base.var), []).append(form)
         self.store_positions.setdefault(id(base.var), []).append(self.phases.position())
         narrowed = bool(pinned(self.bounds.facts) & required_coords(self.ctx.ndim, space))
@@ -1027,6 +1048,24 @@ def _only_its_thread(single: StoreForm, other: StoreForm, required: frozenset[st
 
 _SCALED_PROOF = ("unique: affine in the thread's index in every barrier interval, with the "
                  "values the block's loop variables take there (a scale by a loop variable)")
+
+
+def _spans_apart(a: StoreForm, b: StoreForm) -> str | None:
+    """Two stores whose values of one index never meet write different elements, whichever
+    threads run them (``if i == 0: out[0] = x`` beside ``elif i < n: out[i] = y``); the rule's
+    text, or None."""
+    for axis, (p, q) in enumerate(zip(a.spans, b.spans)):
+        if p is None or q is None or not (p[1] < q[0] or q[1] < p[0]):
+            continue
+        where = f"index {axis}: " if len(a.spans) > 1 else ""
+        return (f"the stores' index ranges do not meet ({where}{_span_text(p)} here, "
+                f"{_span_text(q)} at line {b.line})")
+    return None
+
+
+def _span_text(span: tuple[int, int]) -> str:
+    lo, hi = span
+    return str(lo) if lo == hi else f"{lo} to {hi}"
 
 
 def _index_text(base: ir.ArrayRef, span: SourceSpan) -> str:

@@ -38,21 +38,38 @@ def collision(a: StoreForm, b: StoreForm, required: frozenset[str], ndim: int) -
     if threads > _THREADS_LIMIT:
         return None
     sizes = {"block_dim": block, "grid_dim": grid}
-    seen: dict[tuple, tuple] = {}
+    # Two stores: one thread runs each (a store against itself was proven on its own, and the
+    # conditions the forms do not model, `if i == 0:` of a flat i, would make up examples).
+    seen: dict[tuple, dict[int, list]] = {}
     for values in itertools.product(*(range(n) for _, n in coords)):
         thread = dict(zip((c for c, _ in coords), values))
         for which, form in enumerate((a, b) if a is not b else (a,)):
             if not _runs(form, thread):
                 continue
             for element in _elements(form, thread, sizes):
+                if not _within(form, element):
+                    continue
                 key = tuple(thread[c] for c in sorted(required))
-                other = seen.get(element)
-                if other is not None and other[0] != key:
+                # Per element and store, the first two threads of different keys: one of
+                # them differs from any thread that comes later.
+                writers = seen.setdefault(element, {})
+                meets = [o for w, firsts in writers.items() if a is b or w != which
+                         for o in firsts if o[0] != key]
+                if meets:
+                    other = meets[0]
                     return (f"{_thread_text(other[2], required)} and "
                             f"{_thread_text(thread, required)} both write "
                             f"{form.text.split('[')[0]}[{', '.join(map(str, element))}]")
-                seen.setdefault(element, (key, which, thread))
+                firsts = writers.setdefault(which, [])
+                if len(firsts) < 2 and all(o[0] != key for o in firsts):
+                    firsts.append((key, which, thread))
     return None
+
+
+def _within(form: StoreForm, element: tuple) -> bool:
+    """Is ``element`` among the values the store's indices take where it runs (its spans)?"""
+    return all(span is None or span[0] <= v <= span[1]
+               for v, span in zip(element, form.spans))
 
 
 def _extent(a: StoreForm, b: StoreForm, name: str, axis: int, default: int) -> int:
