@@ -9,7 +9,7 @@ run from the repository root (``tools`` is a package there).  Seed ``k`` draws o
 the ``--family`` generator (:func:`tools.fuzz.indices.generated` by default; see
 :data:`FAMILIES`) with ``random.Random(k)``; repeated sources are dropped.  Each kernel the
 checker accepts runs on every launch shape its asserts allow (grid 1-3, block 32-128), and for
-the ``guarded`` family with each ``n`` the launcher's checks let through, on the simulator, its race detector watching every written array: a race report means the proof
+the ``guarded`` and ``ranges`` families with each ``n`` the launcher's checks let through, on the simulator, its race detector watching every written array: a race report means the proof
 accepted a racy kernel (the main check).  With ``--backend cuda`` each launch also runs on the
 GPU, ``out`` poisoned (0xDEADBEEF) before each run on both: every element must agree bit for bit
 (written or still poisoned), and a device error must be raised on both or neither.  A kernel that
@@ -38,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from tools.fuzz import guarded, indices, scaled, splits, tiles
+from tools.fuzz import guarded, indices, ranges, scaled, splits, tiles
 
 CHUNK = 16
 
@@ -69,7 +69,8 @@ FAMILIES = {"indices": Family(indices.generated, _shapes),
             "scaled": Family(scaled.generated, _shapes),
             "splits": Family(splits.generated, _shapes),
             "tiles": Family(tiles.generated, _shapes),
-            "guarded": Family(guarded.generated, _guarded_launches)}
+            "guarded": Family(guarded.generated, _guarded_launches),
+            "ranges": Family(ranges.generated, _guarded_launches)}
 
 
 def _transpile(source: str, name: str):
@@ -227,7 +228,8 @@ def main(argv=None) -> int:
                              "loop variable), tools/fuzz/splits.py (flat values split by // "
                              "and %%, XOR), tools/fuzz/tiles.py (store_matrix tiles) or "
                              "tools/fuzz/guarded.py (row-major indices under a bound, "
-                             "launched with each n)")
+                             "launched with each n) or tools/fuzz/ranges.py (two stores told "
+                             "apart by their index ranges, launched with each n)")
     args = parser.parse_args(argv)
     generate = FAMILIES[args.family].generated
 
