@@ -15,7 +15,7 @@ import pytest
 import gpu_native as gn
 from gpu_native.check.checker import FunctionChecker
 from gpu_native.emit.cnames import c_identifier
-from gpu_native.lang import intrinsics, layouts, reference, types
+from gpu_native.lang import intrinsics, layouts, params, reference, types
 from gpu_native.lang import registry as R
 from gpu_native.lang.types import SCALARS
 from gpu_native.simulator import ops
@@ -85,7 +85,7 @@ class TestHostSide:
         # something in a kernel, so the checker must know it.
         host_only = {f"{kind}Dim{n}D" for kind in ("Grid", "Block") for n in (1, 2, 3)}
         host_only |= {"SCALARS", "ScalarInfo", "scalar_info"}
-        for module in (intrinsics, layouts, types):
+        for module in (intrinsics, layouts, params, types):
             for name in module.__all__:
                 assert name in R.GPU_NATIVE or name in host_only, f"{module.__name__}.{name}"
 
