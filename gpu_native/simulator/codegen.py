@@ -24,6 +24,7 @@ from collections.abc import Callable
 from .. import ir
 from ..errors import SourceSpan
 from ..lang import registry
+from ..lang.entry import spelling
 from ..nodes import fields
 from . import philox
 from .builder import ProgramBuilder
@@ -573,7 +574,7 @@ class FunctionEmitter:
         assert isinstance(ty, ir.ScalarType)
         entry = registry.GENERATOR_METHODS[e.method]
         fn = self.prog.bind("rng", ("rng", e.method, ty.info.name),
-                            getattr(philox, registry.spelling(entry.sim, ty.info)))
+                            getattr(philox, spelling(entry.sim, ty.info)))
         key, sub, counter = (self.name(local.var) for local in e.state)
         args = [self.simple(self.expr(a, m), e.span) for a in e.args]
         if e.check is not None:
