@@ -14,6 +14,7 @@ import math
 from .. import abi, ir
 from .._version import __version__
 from ..lang import registry as R
+from ..lang.entry import spelling
 from ..locate import display_file as display_name
 from .cnames import cname, component_name, extent_name, stride_name
 from .entry_points import ENTRY_POINTS
@@ -526,7 +527,7 @@ class CudaEmitter(VectorEmitter, WarpgroupEmitter, StructEmitter):
                 return lhs
             if n == 2:
                 return f"gn_sq<{ct}>({lhs})"
-            pow_fn = R.spelling(R.MATH_OPS["pow"].cuda, info)
+            pow_fn = spelling(R.MATH_OPS["pow"].cuda, info)
             return f"{pow_fn}({lhs}, {float(n)}{'f' if info.name == 'f32' else ''})"
         if op == ">>" and e.no_wrap and info.is_int:
             # Proven: a nonnegative value shifted by a constant within its width, the logical
@@ -627,7 +628,7 @@ class CudaEmitter(VectorEmitter, WarpgroupEmitter, StructEmitter):
         entry = R.MATH_OPS[e.name]
         result = e.ty
         assert isinstance(result, ir.ScalarType)
-        fn = R.spelling(entry.cuda, ty.info).format(T=ty.info.c_name, R=result.info.c_name)
+        fn = spelling(entry.cuda, ty.info).format(T=ty.info.c_name, R=result.info.c_name)
         code = f"{fn}({', '.join(args)})"
         if entry.namespace == "gpu_native":
             # The bit intrinsics return CUDA's int or unsigned: the result type says which.
@@ -670,7 +671,7 @@ class CudaEmitter(VectorEmitter, WarpgroupEmitter, StructEmitter):
         # The counter is passed by reference: the prelude's gn_philox_* advance it.
         ty = e.ty
         assert isinstance(ty, ir.ScalarType)
-        fn = R.spelling(R.GENERATOR_METHODS[e.method].cuda, ty.info).format(T=ty.info.c_name)
+        fn = spelling(R.GENERATOR_METHODS[e.method].cuda, ty.info).format(T=ty.info.c_name)
         state = ", ".join(cname(local.var) for local in e.state)
         if not e.args:
             return f"{fn}({state})"
@@ -690,7 +691,7 @@ class CudaEmitter(VectorEmitter, WarpgroupEmitter, StructEmitter):
         ops = [self.expr(o) for o in e.operands]
         shared = e.array.ty.space == "shared"
         fence = "__threadfence_block()" if shared else "__threadfence()"
-        fn = R.spelling(R.ATOMIC_OPS[e.op].cuda, elem.info)
+        fn = spelling(R.ATOMIC_OPS[e.op].cuda, elem.info)
         if e.op == "sub":
             if elem.info.is_float:
                 call = f"{fn}({ptr}, -({ops[0]}))"

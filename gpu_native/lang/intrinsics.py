@@ -19,7 +19,8 @@ from .registry import MemoryOrder as MemoryOrder
 from .types import _Vector, f32
 
 if TYPE_CHECKING:
-    from .types import CUDASliceMut, CUDASliceMut2D, CUDASliceMut3D, _FloatVector, _IntVector
+    from .params import CUDASliceMut, CUDASliceMut2D, CUDASliceMut3D
+    from .types import _FloatVector, _IntVector
 
 __all__ = [
     "FULL_MASK",

@@ -1,4 +1,4 @@
-"""Scalar types, small vector types and array parameter types of the kernel language.
+"""The element types of the kernel language: scalars, small vectors and complex numbers.
 
 Each scalar type is a small class (``f32``, ``i32``, ...), so that annotations such as
 ``CUDASlice[f32]`` and ``x: f32`` are valid types for editors and type checkers.  The same class is
@@ -18,11 +18,15 @@ as NumPy and CUDA's ``cuFloatComplex`` store them) are classes too: an annotatio
 ``complex64`` array as it is) and a dtype tag.  On the host they are Python ``complex`` numbers
 whose parts are rounded to the type.  Their metadata is in :data:`COMPLEXES`
 (:class:`ComplexInfo`).
+
+:func:`element_info` reads any of them (or a ``@gpu_struct`` class, or a NumPy dtype) as the
+element type of an array.  The array parameter annotations that take these as their element
+type (``CUDASlice[f32]`` ...) and ``Const`` are in :mod:`.params`.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -30,7 +34,8 @@ if TYPE_CHECKING:
 
     from typing_extensions import Self
 
-    from .registry import MemoryOrder
+    # What type checkers take a host device array to be (runtime/arrays.py reads it here).
+    from .params import AnyArray as AnyArray
 
 import numpy as np
 
@@ -38,15 +43,7 @@ from ..nodes import node
 
 __all__ = [
     "SCALARS",
-    "CUDASlice",
-    "CUDASlice2D",
-    "CUDASlice3D",
-    "CUDASliceMut",
-    "CUDASliceMut2D",
-    "CUDASliceMut3D",
-    "Const",
     "ScalarInfo",
-    "Strided",
     "bf16",
     "bool_",
     "complex64",
@@ -656,180 +653,3 @@ else:
     complex64, complex128 = _complex("complex64"), _complex("complex128")
 
 COMPLEX_CLASSES: dict[str, type] = {"complex64": complex64, "complex128": complex128}
-
-
-T = TypeVar("T")
-
-
-class Strided:
-    """The layout argument of an array parameter that takes non-contiguous views:
-    ``a: CUDASlice2D[f32, Strided]`` accepts a transpose (``x.T``), a step slice (``x[:, ::2]``)
-    or any other strided view of device memory without a copy.  The array's element strides are
-    passed with the launch and used in its indexing; without ``Strided`` an array parameter takes
-    C-contiguous arrays only (and indexes them row-major, the fast path).
-    See docs/language.md, Array views."""
-
-    def __init__(self) -> None:
-        raise TypeError("Strided is an annotation argument: CUDASlice2D[f32, Strided]")
-
-
-class _Contiguous:
-    """The layout of an array parameter without ``Strided`` (C-contiguous): the default of the
-    annotations' second argument, never written."""
-
-
-if TYPE_CHECKING:
-    # A type parameter with a default (PEP 696), so that `CUDASlice[f32]` is
-    # `CUDASlice[f32, _Contiguous]` to type checkers; typing_extensions' stubs come with them.
-    from typing_extensions import TypeVar as _DefaultedTypeVar
-
-    Layout = _DefaultedTypeVar("Layout", default=_Contiguous)
-else:
-    Layout = TypeVar("Layout")
-
-
-class _ArrayParam(Generic[T, Layout]):
-    """Common host-side stand-in for array parameter annotations: never instantiated.
-
-    Type checkers see what a kernel can do with each kind (the ``if TYPE_CHECKING`` members):
-    an element read ``a[i]`` (``a[i, j]`` in 2-D) is a ``T``, a writable one takes a ``T``.  The
-    second argument is the layout, ``Strided`` or (left out) C-contiguous.
-    """
-
-    ndim: ClassVar[int] = 1
-    is_mutable: ClassVar[bool] = False
-
-    if not TYPE_CHECKING:
-        def __class_getitem__(cls, params):
-            # `CUDASlice[f32]`: the layout defaults to C-contiguous, as it does for type
-            # checkers; the transpiler reads the annotation's source, not this.
-            if not isinstance(params, tuple):
-                params = (params, _Contiguous)
-            try:
-                return super().__class_getitem__(params)
-            except TypeError:
-                # `CUDASliceMut[f32, f32, f32]`: Python evaluates a kernel's annotations before its
-                # decorator runs, so typing's complaint would pre-empt the transpiler's, which
-                # says what is wrong at the annotation's line.
-                return cls
-
-    def __init__(self) -> None:
-        raise TypeError(
-            f"{type(self).__name__} is a kernel parameter annotation; pass a device array "
-            "(gn.to_device(...)) when launching"
-        )
-
-    if TYPE_CHECKING:
-        shape: tuple[int, ...]
-        def __len__(self) -> int: ...
-
-
-class AtomicRef(Generic[T]):
-    """``x.atomic_ref(i)``: atomic read-modify-write operations on one element (kernels only)."""
-
-    if TYPE_CHECKING:
-        def fetch_add(self, value: T, order: MemoryOrder = ...) -> T: ...
-        def fetch_sub(self, value: T, order: MemoryOrder = ...) -> T: ...
-        def fetch_min(self, value: T, order: MemoryOrder = ...) -> T: ...
-        def fetch_max(self, value: T, order: MemoryOrder = ...) -> T: ...
-        def fetch_and(self, value: T, order: MemoryOrder = ...) -> T: ...
-        def fetch_or(self, value: T, order: MemoryOrder = ...) -> T: ...
-        def fetch_xor(self, value: T, order: MemoryOrder = ...) -> T: ...
-        def exchange(self, value: T, order: MemoryOrder = ...) -> T: ...
-        def compare_exchange(self, expected: T, desired: T, order: MemoryOrder = ...) -> T: ...
-        def load(self, order: MemoryOrder = ...) -> T: ...
-        def store(self, value: T, order: MemoryOrder = ...) -> None: ...
-
-
-class CUDASlice(_ArrayParam[T, Layout]):
-    """A read-only 1-D device array parameter: ``a[i]``, ``len(a)``."""
-
-    if TYPE_CHECKING:
-        def __getitem__(self, index: int) -> T: ...
-
-
-class CUDASliceMut(_ArrayParam[T, Layout]):
-    """A writable 1-D device array parameter.  Plain stores need a unique index (see Safety)."""
-
-    is_mutable = True
-
-    if TYPE_CHECKING:
-        def __getitem__(self, index: int) -> T: ...
-        def __setitem__(self, index: int, value: T) -> None: ...
-        def atomic_ref(self, index: int, /) -> AtomicRef[T]: ...
-
-
-class CUDASlice2D(_ArrayParam[T, Layout]):
-    """A read-only row-major 2-D device array parameter: ``a[i, j]``, ``a.shape[0]``."""
-
-    ndim = 2
-
-    if TYPE_CHECKING:
-        def __getitem__(self, index: tuple[int, int]) -> T: ...
-
-
-class CUDASliceMut2D(_ArrayParam[T, Layout]):
-    """A writable row-major 2-D device array parameter."""
-
-    ndim = 2
-    is_mutable = True
-
-    if TYPE_CHECKING:
-        def __getitem__(self, index: tuple[int, int]) -> T: ...
-        def __setitem__(self, index: tuple[int, int], value: T) -> None: ...
-        def atomic_ref(self, i: int, j: int, /) -> AtomicRef[T]: ...
-
-
-class CUDASlice3D(_ArrayParam[T, Layout]):
-    """A read-only row-major 3-D device array parameter: ``a[i, j, k]``."""
-
-    ndim = 3
-
-    if TYPE_CHECKING:
-        def __getitem__(self, index: tuple[int, int, int]) -> T: ...
-
-
-class CUDASliceMut3D(_ArrayParam[T, Layout]):
-    """A writable row-major 3-D device array parameter."""
-
-    ndim = 3
-    is_mutable = True
-
-    if TYPE_CHECKING:
-        def __getitem__(self, index: tuple[int, int, int]) -> T: ...
-        def __setitem__(self, index: tuple[int, int, int], value: T) -> None: ...
-        def atomic_ref(self, i: int, j: int, k: int, /) -> AtomicRef[T]: ...
-
-
-if TYPE_CHECKING:
-    class AnyArray(CUDASliceMut3D[Any], CUDASliceMut2D[Any], CUDASliceMut[Any],
-                   CUDASlice3D[Any], CUDASlice2D[Any], CUDASlice[Any]):
-        """What type checkers take a host device array to be (``DeviceArray``'s base for
-        them): an argument for any array parameter, whose element type and dimensions the
-        launch checks."""
-
-        def __getitem__(self, index: Any) -> Any: ...
-        def __setitem__(self, index: Any, value: Any) -> None: ...
-        def atomic_ref(self, *index: int) -> AtomicRef[Any]: ...
-
-
-if TYPE_CHECKING:
-    # A ``Const`` parameter takes a number, a bool or a tuple of them, and is the constant
-    # itself in the body: any type fits.
-    Const: TypeAlias = Any
-else:
-    class Const:
-        """A ``@gpu_device`` parameter that takes a compile-time constant (a number, a bool or a
-        tuple of them): ``def reduce(v: f32, offsets: Const) -> f32``.
-
-        The argument must be a literal, a module-level constant, another ``Const`` parameter or a
-        tuple of these.  The function is specialised per value: inside it, the parameter is the
-        constant itself, so ``for off in offsets:`` is unrolled and the bounds proofs know each
-        value.  The parameter is not passed at run time.
-        """
-
-
-ARRAY_PARAM_CLASSES: dict[str, type] = {
-    c.__name__: c
-    for c in (CUDASlice, CUDASliceMut, CUDASlice2D, CUDASliceMut2D, CUDASlice3D, CUDASliceMut3D)
-}

@@ -21,6 +21,7 @@ from fractions import Fraction
 import numpy as np
 
 from ..lang import registry
+from ..lang.entry import spelling
 from ..lang.types import ScalarInfo
 from . import bits
 
@@ -442,7 +443,7 @@ def math_function(name: str, info: ScalarInfo, result: ScalarInfo | None = None)
     :mod:`.bits` it names; one marked ``takes_types`` (``bitcast``) is called with both types
     to make it."""
     try:
-        fn = registry.spelling(registry.MATH_OPS[name].sim, info)
+        fn = spelling(registry.MATH_OPS[name].sim, info)
     except KeyError:
         raise NotImplementedError(f"math.{name} is not supported by the simulator") from None
     if isinstance(fn, str):

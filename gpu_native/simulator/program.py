@@ -10,7 +10,8 @@ import numpy as np
 
 from .. import ir, settings
 from . import codegen, ops
-from .machine import Chunk, ConstArray, GlobalArray, SharedArray, StridedArray
+from .machine import Chunk
+from .memory import ConstArray, GlobalArray, SharedArray, StridedArray
 from .races import Conflict, Shadow
 
 _LANES_PER_CHUNK = 1 << 18
@@ -98,7 +99,7 @@ class SimProgram:
         """Run every thread of the launch; write results into the array arguments in place.
 
         ``args`` holds one entry per kernel parameter: a C-contiguous NumPy array (a
-        :class:`~gpu_native.simulator.machine.StridedArray` for a ``Strided`` one; bf16: uint16
+        :class:`~gpu_native.simulator.memory.StridedArray` for a ``Strided`` one; bf16: uint16
         bit patterns; an array of vectors has a last axis of their length), a NumPy scalar, or
         a sequence of a vector's components; ``consts`` one per constant array the kernel reads
         (``kernel.consts``), in the same form, which the kernel never writes.  Device errors go

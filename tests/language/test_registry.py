@@ -15,8 +15,11 @@ import pytest
 import gpu_native as gn
 from gpu_native.check.checker import FunctionChecker
 from gpu_native.emit.cnames import c_identifier
+from gpu_native.lang import entry as entry_module
 from gpu_native.lang import intrinsics, layouts, reference, types
+from gpu_native.lang import params as params_module
 from gpu_native.lang import registry as R
+from gpu_native.lang.entry import spelling
 from gpu_native.lang.types import SCALARS
 from gpu_native.simulator import ops
 from tests.helpers import ROOT
@@ -63,11 +66,11 @@ class TestReferenceTable:
 def test_the_registry_imports_nothing_of_the_transpiler_simulator_or_runtime():
     import ast
 
-    for module in (R, reference):
+    for module in (R, entry_module, reference):
         tree = ast.parse(Path(module.__file__).read_text(encoding="utf-8"))
         for node in ast.walk(tree):
             if isinstance(node, ast.ImportFrom) and node.level:
-                assert node.module in ("types", "nodes", "registry"), (module, node.module)
+                assert node.module in ("types", "nodes", "entry", "registry"), (module, node.module)
             elif isinstance(node, (ast.Import, ast.ImportFrom)):
                 names = [a.name for a in node.names] if isinstance(node, ast.Import) else [
                     node.module]
@@ -85,7 +88,7 @@ class TestHostSide:
         # something in a kernel, so the checker must know it.
         host_only = {f"{kind}Dim{n}D" for kind in ("Grid", "Block") for n in (1, 2, 3)}
         host_only |= {"SCALARS", "ScalarInfo", "scalar_info"}
-        for module in (intrinsics, layouts, types):
+        for module in (intrinsics, layouts, params_module, types):
             for name in module.__all__:
                 assert name in R.GPU_NATIVE or name in host_only, f"{module.__name__}.{name}"
 
@@ -128,7 +131,7 @@ class TestConsumers:
         operands = entry.value or (("f32", "f64") if entry.name != "bitcast" else (
             "f32", "u16", "bf16", "i64"))
         for ty in operands:
-            assert isinstance(R.spelling(entry.cuda, SCALARS[ty]), str)
+            assert isinstance(spelling(entry.cuda, SCALARS[ty]), str)
             assert callable(ops.math_function(name, SCALARS[ty]))
 
     def test_every_cuda_spelling_is_reserved_from_kernel_variables(self):
@@ -137,11 +140,11 @@ class TestConsumers:
 
     def test_a_spelling_depends_on_the_operand_type(self):
         abs_ = R.BUILTINS["abs"].cuda
-        assert R.spelling(abs_, SCALARS["i16"]) == "gn_iabs<{T}>"
-        assert R.spelling(abs_, SCALARS["bf16"]) == "__habs"
-        assert R.spelling(abs_, SCALARS["f64"]) == "fabs"
+        assert spelling(abs_, SCALARS["i16"]) == "gn_iabs<{T}>"
+        assert spelling(abs_, SCALARS["bf16"]) == "__habs"
+        assert spelling(abs_, SCALARS["f64"]) == "fabs"
         with pytest.raises(KeyError):
-            R.spelling(R.MATH["sqrt"].cuda, SCALARS["f16"])
+            spelling(R.MATH["sqrt"].cuda, SCALARS["f16"])
 
 
 # ---- every math function, on the simulator, against Python -------------------------------------

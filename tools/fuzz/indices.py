@@ -47,7 +47,7 @@ OUT_SIZE = 1 << 17
 SHARED_SIZE = 2048
 #: What ``out`` holds before every launch (0xDEADBEEF): no store writes it (they write tid + 1, 2).
 POISON = np.int32(-0x21524111)
-#: What the simulator's uninitialised shared memory holds (0xCD bytes, see simulator/machine.py).
+#: What the simulator's uninitialised shared memory holds (0xCD bytes, see simulator/memory.py).
 SHARED_POISON = np.frombuffer(b"\xcd" * 4, np.int32)[0]
 
 
