@@ -282,6 +282,11 @@ class DeviceArray(_ArrayBase):
         size = self._info.itemsize
         return self._gn_ptr + lo * size, self._gn_ptr + (hi + 1) * size
 
+    def byte_layout(self) -> tuple[int, tuple[int, ...], tuple[int, ...], int]:
+        """``(address, shape, byte strides, element size)``: the bytes the view's elements
+        occupy, as :func:`gpu_native.runtime.disjoint.may_share_bytes` takes them."""
+        return self._gn_ptr, self.shape, self.byte_strides, self._info.itemsize
+
     @property
     def ptr(self) -> int:
         """The device address of the first element."""
