@@ -169,6 +169,29 @@ def test_a_read_view_that_meets_the_written_one_is_refused(kernels, backend):
         _launch1d(kernels.from_even, 12, d[1::2], d[23::-2], 1.0)  # the same cells, reversed
 
 
+def test_lent_host_views_are_split_in_place(kernels, sim, rng):
+    """On the simulator a strided host view (a NumPy one here; a CPU tensor's ``t[..., 0]``
+    takes the same road through DLPack) is lent as it is: the kernel writes the caller's
+    array, and interleaved views of it pass together."""
+    x = rng.standard_normal((10, 12)).astype(np.float32)
+    want = _want_butterfly(x, lambda a: a[:, ::2], lambda a: a[:, 1::2])
+    _butterfly(kernels, gn.from_dlpack(x[:, ::2]), gn.from_dlpack(x[:, 1::2]))
+    np.testing.assert_array_equal(x, want)
+    with pytest.raises(ValueError, match="argument 'even' of butterfly overlaps argument 'odd'"):
+        _butterfly(kernels, gn.from_dlpack(x[:, :6]), gn.from_dlpack(x[:, 5:11]))
+
+
+def test_a_tensors_last_axis_split_in_two(kernels, backend):
+    """PyTorch's ``t[..., 0]`` and ``t[..., 1]`` (real and imaginary parts stored as pairs)
+    passed straight to a launch: a CUDA tensor on the GPU, a CPU one on the simulator."""
+    torch = pytest.importorskip("torch")
+    t = torch.randn(37, 2, device="cuda" if backend == "cuda" else "cpu")
+    z = t[..., 0].cpu().numpy() + 1j * t[..., 1].cpu().numpy()
+    _launch1d(kernels.times_i, 37, t[..., 0], t[..., 1])
+    got = t.cpu().numpy()
+    np.testing.assert_array_equal(got[:, 0] + 1j * got[:, 1], (z * 1j).astype(np.complex64))
+
+
 def test_the_race_detector_watches_each_view_by_itself(kernels, sim):
     """Stores inside ``unsafe()`` give each view shadow memory of its own in the simulator:
     the launch proved the views apart, so no race can run between them, and none is reported
