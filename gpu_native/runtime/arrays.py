@@ -175,7 +175,8 @@ class DeviceArray(_ArrayBase):
         ``CUDASliceMut`` parameter.
     ``launch_base``
         The allocation the memory belongs to: arrays of different bases cannot overlap, which
-        is all a launcher's fast path checks (the checked path compares addresses).
+        is all a launcher's fast path checks (the checked path compares addresses, and tells
+        interleaved views of one allocation apart byte by byte).
     ``launch_args_strided``, ``launch_sig_strided``, ``launch_sig_strided_mut``
         The same for a ``Strided`` parameter: the packed parameters add one ``i64`` element
         stride per dimension; the signatures are set on every array, contiguous or not, and
