@@ -36,7 +36,7 @@ import math
 Layout = tuple[int, tuple[int, ...], tuple[int, ...], int]
 
 # Values tried before the search gives up (and the pair is refused as possibly sharing memory):
-# the same-stride case of three axes tries at most 8 leaves; a worst case stays under ~2 ms.
+# the same-stride case of three axes tries at most 6; a search that gives up takes about 2.4 ms.
 STEPS = 4096
 
 
