@@ -175,7 +175,8 @@ class DeviceArray(_ArrayBase):
         ``CUDASliceMut`` parameter.
     ``launch_base``
         The allocation the memory belongs to: arrays of different bases cannot overlap, which
-        is all a launcher's fast path checks (the checked path compares addresses).
+        is all a launcher's fast path checks (the checked path compares addresses, and tells
+        interleaved views of one allocation apart byte by byte).
     ``launch_args_strided``, ``launch_sig_strided``, ``launch_sig_strided_mut``
         The same for a ``Strided`` parameter: the packed parameters add one ``i64`` element
         stride per dimension; the signatures are set on every array, contiguous or not, and
@@ -281,6 +282,11 @@ class DeviceArray(_ArrayBase):
         lo, hi = element_span(self.shape, self.strides)
         size = self._info.itemsize
         return self._gn_ptr + lo * size, self._gn_ptr + (hi + 1) * size
+
+    def byte_layout(self) -> tuple[int, tuple[int, ...], tuple[int, ...], int]:
+        """``(address, shape, byte strides, element size)``: the bytes the view's elements
+        occupy, as :func:`gpu_native.runtime.disjoint.may_share_bytes` takes them."""
+        return self._gn_ptr, self.shape, self.byte_strides, self._info.itemsize
 
     @property
     def ptr(self) -> int:

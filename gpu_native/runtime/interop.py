@@ -573,13 +573,21 @@ def _lend_host(obj, what: str, backend) -> DeviceArray:
                         "array (gn.to_device)")
     else:
         raise TypeError(f"{what} must be an array, not {type(obj).__name__}")
-    if not host.flags.c_contiguous:
-        raise ValueError(f"{what} is not C-contiguous; pass a contiguous array "
-                         "(np.ascontiguousarray, .contiguous() in PyTorch)")
     info = element_info(host.dtype)
     shape = host.shape or (1,)
     if not 1 <= len(shape) <= 3:
         raise ValueError(f"{what} has {len(shape)} dimensions; kernels take 1 to 3")
-    loan = _Loan(backend.memory, host, obj)
-    return DeviceArray(backend, 0, loan.address, shape, info, loan, _LENT,
-                       writable=bool(host.flags.writeable))
+    if host.flags.c_contiguous:
+        loan = _Loan(backend.memory, host, obj)
+        return DeviceArray(backend, 0, loan.address, shape, info, loan, _LENT,
+                           writable=bool(host.flags.writeable))
+    # A strided view (t[..., 0], x[::2], t.T): the bytes from its lowest element to the end of
+    # its highest are lent, and the view is made over them, as a CUDA one would be.
+    strides = _element_strides(host.shape, host.strides, host.itemsize, what) or ()
+    lo, hi = element_span(host.shape, strides)
+    lowest = host[tuple(slice(n - 1, n) if s < 0 else slice(0, 1)
+                        for n, s in zip(host.shape, strides))].reshape(1)
+    span = np.lib.stride_tricks.as_strided(lowest, (hi - lo + 1,), (host.itemsize,))
+    loan = _Loan(backend.memory, span.view(np.uint8), obj)
+    return DeviceArray(backend, 0, loan.address - lo * host.itemsize, shape, info, loan, _LENT,
+                       writable=bool(host.flags.writeable), strides=strides)

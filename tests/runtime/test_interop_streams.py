@@ -462,7 +462,8 @@ def test_a_read_only_array_is_lent_read_only(sim, kr):
 
 
 @pytest.mark.parametrize("obj, error, match", [
-    (np.zeros((8, 2), np.float32)[:, 0], ValueError, "C-contiguous"),
+    (np.zeros(8, [("x", np.float32), ("n", np.int16)])["x"], ValueError,
+     "not multiples of its itemsize"),
     (np.zeros((2, 2, 2, 2), np.float32), ValueError, "4 dimensions"),
     (np.zeros(4, np.longdouble), TypeError, "float128"),
     (CudaCAI(0x1000), TypeError, "CPU simulator"),

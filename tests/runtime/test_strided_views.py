@@ -166,15 +166,6 @@ def test_a_self_overlapping_view_cannot_be_written(kernels, backend):
     np.testing.assert_array_equal(out.to_host(), np.broadcast_to(np.arange(6.0), (4, 6)))
 
 
-def test_interleaved_views_of_one_array_are_refused_together(kernels, backend):
-    """The overlap test compares the address ranges views span: a[:, ::2] and a[:, 1::2]
-    share no element, but the launcher does not prove that and refuses them."""
-    d = gn.to_device(np.zeros((4, 8)))
-    a = gn.to_device(np.zeros((4, 4), np.float32))
-    with pytest.raises(ValueError, match="overlaps argument 'b'"):
-        _launch2d(kernels.axpy2d, (4, 4), a, d[:, ::2], d[:, 1::2], 1.0)
-
-
 def test_strided_arguments_take_the_fast_path(kernels, backend, launch_paths):
     d = gn.to_device(np.ones((6, 6), np.float32))
     b = gn.to_device(np.ones((6, 6)))
