@@ -34,9 +34,6 @@ if TYPE_CHECKING:
 
     from typing_extensions import Self
 
-    # What type checkers take a host device array to be (runtime/arrays.py reads it here).
-    from .params import AnyArray as AnyArray
-
 import numpy as np
 
 from ..nodes import node

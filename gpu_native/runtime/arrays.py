@@ -150,7 +150,7 @@ if TYPE_CHECKING:
     # Type checkers take a device array to be an argument for any array parameter
     # (``CUDASlice[f32]``, ``CUDASliceMut2D[i32]`` ...); the launch checks its element type,
     # dimensions and writability.
-    from ..lang.types import AnyArray as _ArrayBase
+    from ..lang.params import AnyArray as _ArrayBase
 else:
     _ArrayBase = object
 

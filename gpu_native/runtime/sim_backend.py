@@ -423,7 +423,7 @@ class SimBackend(Backend):
     def _strided(self, ptr: int, info, shape: tuple[int, ...], strides: tuple[int, ...]):
         """A Strided parameter's memory: the elements its view spans, and where its first
         element is among them."""
-        from ..simulator.machine import StridedArray
+        from ..simulator.memory import StridedArray
         from .arrays import element_span
 
         lo, hi = element_span(shape, strides)

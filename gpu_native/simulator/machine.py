@@ -29,7 +29,6 @@ import numpy as np
 from ..errors import KernelIndexError
 from . import atomics, matrices, ops, structs, warp
 from .memory import LocalArray
-from .memory import StridedArray as StridedArray  # built by the runtime's simulator backend
 from .races import Conflict
 
 I64 = np.dtype(np.int64)
