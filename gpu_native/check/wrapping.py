@@ -370,6 +370,6 @@ def fits_in_i32(k, launch: dict) -> bool:
                 out = (0, min(a[1], c - 1 if x.op == "%" else c))
         else:
             return None
-        return out if 0 <= out[0] and out[1] <= top else None
+        return out if out[0] >= 0 and out[1] <= top else None
 
     return span(k, 0) is not None
