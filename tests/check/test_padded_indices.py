@@ -157,3 +157,56 @@ def k(x: CUDASlice[i32], out: CUDASliceMut[i32]):
     if u < len(x):
         out[u + (u >> 5)] = x[u]
 """)
+
+
+# ---- the padded tree sweeps of a scan -----------------------------------------------------------
+
+_SWEEP = """
+@gpu_kernel(Kernel1D)
+def k(x: CUDASlice[i32], out: CUDASliceMut[i32]):
+    assert block_dim.x == 64 and grid_dim.x == 1
+    temp = shared_array(i32, (132,))
+    tid = thread_idx.x
+    temp[tid + (tid >> 5)] = x[tid]
+    v = tid + 64
+    temp[v + (v >> 5)] = x[v]
+    offset = 1
+    d = 64
+    while d > 0:
+        {barrier}
+        if tid < d:
+            ai = offset * (2 * tid + 1) - 1
+            bi = offset * (2 * tid + 2) - 1
+            ai += ai >> 5
+            bi += bi {shift}
+            temp[bi] += temp[ai]
+            temp[ai] = 0
+        offset *= 2
+        d >>= 1
+    sync_threads()
+    out[tid] = temp[tid + (tid >> 5)]
+    out[v] = temp[v + (v >> 5)]
+"""
+
+
+def test_padded_up_sweep_is_proven_and_runs_race_free(tmp_path):
+    from tools.fuzz.indices import run_sim
+
+    kernel = build(tmp_path, _SWEEP.format(barrier="sync_threads()", shift=">> 5"))["k"]
+    x = np.arange(128, dtype=np.int32)
+    out = np.zeros(128, np.int32)
+    errors = run_sim(kernel, 1, 64, x, out)
+    assert errors.races == [] and errors.fails == []
+    # Each level adds the left child into the right one and clears the left: the root keeps all.
+    assert out[127] == x.sum() and (out[:127] == 0).all()
+
+
+@pytest.mark.parametrize("barrier, shift, message", [
+    # Without the barrier, one level's bi meets the next level's bi in another thread.
+    ("pass", ">> 5", "through the padded indices"),
+    # bi padded by another shift than ai: one thread's bi may be another's ai.
+    ("sync_threads()", ">> 4", "may meet the store at line"),
+])
+def test_padded_sweep_near_misses_are_refused(tmp_path, barrier, shift, message):
+    with pytest.raises(TranspileError, match=message):
+        build(tmp_path, _SWEEP.format(barrier=barrier, shift=shift))
