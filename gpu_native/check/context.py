@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from .. import ir
 from ..errors import SourceSpan
-from ..nodes import Factory, node
+from ..nodes import Factory, fields, node, replace
 from ..spec import IndexFits, LaunchCheck
 from .facts import Key, key
 from .scope import Resolver
@@ -208,7 +208,10 @@ class Definitions:
 
     def record(self, var: ir.Var, value: ir.Expr) -> None:
         """``var = value`` was checked: remember the value of a local assigned once, and the
-        value that reaches the rest of the block of one assigned more than once."""
+        value that reaches the rest of the block of one assigned more than once.  A value that
+        reads ``var`` itself (``bi += bi >> 5``) reaches as the value with the one of ``var``
+        that reached it put in (that value's reads still hold: an assignment forgets it)."""
+        earlier = self.reaching.get(id(var))
         self.forget(var)
         if var.is_param:
             return
@@ -217,7 +220,11 @@ class Definitions:
             for read in self._variables_read(value):
                 self._readers.setdefault(read, set()).add(id(var))
             self.binops.update(id(n) for n in ir.walk(value) if isinstance(n, ir.BinOp))
-        elif _plain(value) and id(var) not in ir.variables_read(value):
+        elif _plain(value):
+            if id(var) in ir.variables_read(value):
+                if earlier is None:
+                    return
+                value = _put_in(value, var, earlier)
             self.reaching[id(var)] = value
             self.binops.update(id(n) for n in ir.walk(value) if isinstance(n, ir.BinOp))
 
@@ -239,3 +246,21 @@ def _plain(value: ir.Expr) -> bool:
     """Is ``value`` integer arithmetic over locals, constants and launch values alone (what a
     reaching definition may stand for: it reads no memory and has no effect)?"""
     return all(isinstance(n, _PLAIN) for n in ir.walk(value))
+
+
+def _put_in(value: ir.Expr, var: ir.Var, earlier: ir.Expr) -> ir.Expr:
+    """``value`` with every read of ``var`` replaced by ``earlier`` (which does not read it)."""
+    def visit(item):
+        if isinstance(item, ir.Local) and item.var is var:
+            return earlier
+        if not isinstance(item, ir.Expr):
+            return item
+        changes = {}
+        for name in fields(item):
+            old = getattr(item, name)
+            new = visit(old) if isinstance(old, ir.Expr) else old
+            if new is not old:
+                changes[name] = new
+        return replace(item, **changes) if changes else item
+
+    return visit(value)

@@ -645,6 +645,7 @@ class PairProof:
     ok: bool
     text: str
     missing: tuple[Digit, ...] = ()
+    hint: str = ""  # what would make the pair provable, where a rule knows (.monotone)
 
 
 def prove_pair(a: StoreForm, b: StoreForm, required: frozenset[str]) -> PairProof:

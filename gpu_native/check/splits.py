@@ -54,7 +54,7 @@ from .poly import (
 )
 
 __all__ = ["Derived", "align_loops", "deep", "derive", "derived_range", "derived_text", "derived_value", "implied",
-           "nested_atoms", "nested_digits", "prepare"]
+           "nested_atoms", "nested_digits", "prepare", "shows_positive"]
 
 DERIVED = "derived"  # the coord of every derived digit
 
@@ -106,7 +106,7 @@ def derive(op: str, left: Poly, right: Poly) -> Poly | None:
     return None
 
 
-def _shows_positive(k: Poly) -> bool:
+def shows_positive(k: Poly) -> bool:
     """Is ``k >= 1`` on every launch (a constant, or launch extents and checked slacks)?"""
     if not k.terms:
         return k.const >= 1
@@ -194,7 +194,7 @@ def prepare(ranges: dict) -> dict:
     unbounded (their ranges assumed it)."""
     out = dict(ranges)
     for d in ranges:
-        if d.of is not None and d.of.op in ("hi", "lo") and not _shows_positive(d.of.other):
+        if d.of is not None and d.of.op in ("hi", "lo") and not shows_positive(d.of.other):
             out[d] = None
     return out
 

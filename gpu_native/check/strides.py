@@ -48,7 +48,7 @@ from ..nodes import fields, node, replace
 from ..spec import IndexFits
 from .facts import ConstKey, Key, OpKey, VarKey
 from .ownership import Forms, PairProof, StoreForm
-from .wrapping import digit_terms, fits_check, largest_difference
+from .wrapping import digit_terms, fits_check, fits_in_i32, largest_difference
 
 __all__ = ["ScaledStores", "Trace", "scale_vars", "substitute_keys"]
 
@@ -464,7 +464,8 @@ class ScaledStores:
                     "write the array through plain stores only, or use `with unsafe():`")
         ours = [r for r in self.stores if id(r.array) in arrays]
         watch = {id(r.indices): r.needs for r in ours}
-        trace = Trace(watch, _launch_values(body))
+        launch = _launch_values(body)
+        trace = Trace(watch, launch)
         trace.run(body)
         if trace.aborted is not None:
             where = f" (line {trace.aborted.span.line})" if trace.aborted.span else ""
@@ -487,8 +488,8 @@ class ScaledStores:
                         raise TranspileError(
                             f"store into '{a.array.name}': too many cases ({_MAX_PAIRS}) to "
                             "prove it apart from the array's other stores", a.span, _HINT)
-                    fa = self.form(a, va, forms, cache, add_check)
-                    fb = self.form(b, vb, forms, cache, add_check)
+                    fa = self.form(a, va, forms, cache, add_check, launch)
+                    fb = self.form(b, vb, forms, cache, add_check, launch)
                     outcome = prove(fa, fb)
                     if not outcome.ok:
                         values = ", ".join(f"{v.name} = {x}" for v, x in zip(a.needs, va))
@@ -502,7 +503,7 @@ class ScaledStores:
                             f"interval: with {values} {outcome.text}", a.span, _HINT)
 
     def form(self, rec: _Recorded, values: tuple, forms: Forms, cache: dict,
-             add_check: Callable[[IndexFits], None]) -> StoreForm:
+             add_check: Callable[[IndexFits], None], launch: dict) -> StoreForm:
         if not rec.traced:
             if not isinstance(rec.form, StoreForm):
                 raise TranspileError(
@@ -531,7 +532,9 @@ class ScaledStores:
             raise TranspileError(f"store into '{rec.array.name}' with {what}: its index {form}",
                                  rec.span, _HINT)
         for position, exact in enumerate(rec.exact):
-            if exact is True:
+            if exact is True or fits_in_i32(keys[position], launch):
+                # With the values the block's variables take here, no step of the index wraps
+                # (a padded index's split needs its operand exact: ``bi + (bi >> 5)``).
                 continue
             tree = largest_difference(digit_terms(form.dims[position], form.ranges)) \
                 if exact == "ring" else None

@@ -37,6 +37,7 @@ from ..nodes import node
 from ..spec import ParamCheck
 from .facts import Pinned, SpecialKey, VarKey, pinned
 from .lastblock import FlagRead, TicketPinned, TicketUse, check_ticket_pins, ticket_facts
+from .monotone import prove_padded
 from .ownership import (
     Assumption,
     Forms,
@@ -46,7 +47,6 @@ from .ownership import (
     candidate_bounds,
     guard_assumptions,
     param_atoms,
-    prove_pair,
 )
 from .parity import read_parities, store_parities
 from .phases import Phases, Position, entry_value, ordered, ordered_either
@@ -211,28 +211,30 @@ class UniqueWrites:
 
     def prove(self, a: StoreForm, b: StoreForm, required: frozenset[str], array: str
               ) -> PairProof:
-        """:func:`.ownership.prove_pair`, and where it fails in a kernel whose indices hold an
-        unchanged integer parameter, again under an assumption the launcher can check
-        (``stride >= block_dim.x``; see :mod:`.ownership`), which is then recorded."""
+        """Two stores whose index ranges never meet (:func:`_spans_apart`); else
+        :func:`.monotone.prove_padded` (the ownership proof), and where it fails in a kernel
+        whose indices hold an unchanged integer parameter, again under an assumption the
+        launcher can check (``stride >= block_dim.x``; see :mod:`.ownership`), which is then
+        recorded."""
         if a is not b:
             apart = _spans_apart(a, b)
             if apart is not None:
                 return PairProof(True, apart)
-        outcome = prove_pair(a, b, required)
+        outcome = prove_padded(a, b, required)
         if not outcome.ok:
             # What the conditions around the stores show (``if col < n:`` makes n >= 1 there).
             implied = guard_assumptions((a, b))
             if implied:
                 for assumption in implied:
                     a, b = assume(a, assumption), assume(b, assumption)
-                outcome = prove_pair(a, b, required)
+                outcome = prove_padded(a, b, required)
         if outcome.ok or not self.is_kernel:
             return outcome
         known = list(self.assumptions.values())
         for assumption in known:
             a, b = assume(a, assumption), assume(b, assumption)
         if known:
-            outcome = prove_pair(a, b, required)
+            outcome = prove_padded(a, b, required)
             if outcome.ok:
                 return self._assumed(outcome, known)
         for var in param_atoms((a, b)):
@@ -243,7 +245,7 @@ class UniqueWrites:
                 if tree is None:
                     continue
                 assumption = Assumption(var, bound)
-                tried = prove_pair(assume(a, assumption), assume(b, assumption), required)
+                tried = prove_padded(assume(a, assumption), assume(b, assumption), required)
                 if not tried.ok:
                     continue
                 self.assumptions[var.var.name] = assumption
@@ -565,7 +567,7 @@ class UniqueWrites:
         :mod:`.strides`)."""
         required = required_coords(self.ctx.ndim, "shared")
         self.scaled.check(body, self.forms,
-                          lambda a, b: prove_pair(a, b, required),
+                          lambda a, b: prove_padded(a, b, required),
                           self.ctx.kernel.add_launch_check)
 
     def store_span(self, base: ir.ArrayRef, indices, width: int, span: SourceSpan,
@@ -1076,6 +1078,8 @@ def _index_text(base: ir.ArrayRef, span: SourceSpan) -> str:
 
 def _hint_for(a: StoreForm, b: StoreForm, outcome: PairProof, space: str) -> str:
     """What would make the store provable, for the reason it is not."""
+    if outcome.hint:
+        return outcome.hint
     missing = outcome.missing
     if missing and all(d.coord.startswith("bid") for d in missing) and space == "global":
         return ("every block that runs this store writes the same elements: index by the block "

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from .. import ir
 from ..analysis.ranges import HARDWARE, Affine, is_widening
 from ..spec import IndexFits
-from .facts import ShapeKey, SpecialKey, VarKey
+from .facts import ConstKey, OpKey, ShapeKey, SpecialKey, UidKey, VarKey
 from .poly import (
     Poly,
     coefficients,
@@ -318,3 +318,58 @@ def fits_check(tree: tuple, ty: ir.ScalarType, span) -> IndexFits | None:
     return IndexFits(tree, limit, str(ty), span.line, span.col, span.end_col)
 
 
+
+
+# The operations :func:`fits_in_i32` follows, on intervals of values never negative.
+_SPLITS = ("//", ">>", "%", "&")
+
+
+def fits_in_i32(k, launch: dict) -> bool:
+    """Is every value the key ``k`` computes, and every partial result on the way, in ``[0,
+    2**31 - 1]``, for every thread of a block (``launch``: the extents an assert fixed,
+    ``("block_dim", 0) -> 128``)?  Then no step wraps, whatever integer type of 32 bits or more
+    computes it: the machine value is the exact one.  Only constants, ``thread_idx``,
+    ``block_dim`` and the block's uid are followed (a variable's or a narrowing cast's type may
+    be narrower); a stride's loop variable has been written as its value there
+    (:func:`.strides.substitute_keys`)."""
+    top = (1 << 31) - 1
+
+    def span(x, depth: int) -> tuple[int, int] | None:
+        if depth > 48:
+            return None
+        if isinstance(x, ConstKey):
+            v = x.integer
+            return None if v is None or isinstance(x.value, bool) else (v, v)
+        if isinstance(x, (SpecialKey, UidKey)):
+            if isinstance(x, UidKey) and x.scope != "block":
+                return None
+            name = "block_dim" if isinstance(x, UidKey) else x.name
+            if name not in ("thread_idx", "block_dim"):
+                return None
+            extent = launch.get(("block_dim", x.axis), HARDWARE.special("block_dim", x.axis).hi)
+            if name == "block_dim":
+                return (extent, extent) if ("block_dim", x.axis) in launch else (1, extent)
+            return 0, extent - 1
+        if not isinstance(x, OpKey):
+            return None
+        a, b = span(x.left, depth + 1), span(x.right, depth + 1)
+        if a is None or b is None:
+            return None
+        if x.op in ("+", "-", "*"):
+            ends = [p + q if x.op == "+" else p - q if x.op == "-" else p * q
+                    for p in a for q in b]
+            out = (min(ends), max(ends))
+        elif x.op in _SPLITS and a[0] >= 0 and b[0] == b[1] and (b[0] > 0 or (
+                x.op == ">>" and b[0] == 0)) and b[0] < 63:
+            c = b[0]
+            if x.op == "//":
+                out = (a[0] // c, a[1] // c)
+            elif x.op == ">>":
+                out = (a[0] >> c, a[1] >> c)
+            else:
+                out = (0, min(a[1], c - 1 if x.op == "%" else c))
+        else:
+            return None
+        return out if out[0] >= 0 and out[1] <= top else None
+
+    return span(k, 0) is not None

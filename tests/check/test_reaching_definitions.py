@@ -64,13 +64,30 @@ def test_the_assignment_that_reaches_a_store_proves_it():
 @pytest.mark.parametrize("between", [
     "        if tid < 16:\n            x = base\n",      # a branch may have assigned it
     "        base = i64(tid)\n",                          # what its value reads changed
-    "        x = x + 1\n",                                # its value reads itself
 ])
 def test_nothing_is_assumed_where_another_value_may_reach(between):
     source = TWO_LOOPS.replace("        if x < len(dst):\n",
                                between + "        if x < len(dst):\n")
     if "base = i64(tid)" in between:
         source = source.replace("    base = i64(block_idx.x)", "    base = i64(0)\n    base = i64(block_idx.x)")
+    assert "store into 'dst'" in refused(source)
+
+
+def test_an_assignment_that_reads_itself_reaches_with_the_value_before_it():
+    # x = x + 1 after x = base + i * 32 is base + i * 32 + 1: still unique, as the padded
+    # sweeps of a scan write it (ai += ai >> 5).
+    source = TWO_LOOPS.replace("        if x < len(dst):\n",
+                               "        x = x + 1\n        if x < len(dst):\n")
+    assert index_checks(source) == set()
+
+
+def test_an_assignment_that_reads_itself_with_nothing_before_it_is_not_followed():
+    # In the loop's body, x before x = x + 32 is the previous iteration's (or the first loop's).
+    source = TWO_LOOPS.replace("    for i in range(4):\n        x = base + i * 32\n"
+                               "        if x < len(dst):",
+                               "    x = base\n    for i in range(4):\n        x = x + 32\n"
+                               "        if x < len(dst):")
+    assert "x = x + 32" in source
     assert "store into 'dst'" in refused(source)
 
 
