@@ -35,7 +35,7 @@ from ..analysis.ranges import Affine, constant_value, is_widening
 from ..errors import SourceSpan, TranspileError
 from ..nodes import node
 from ..spec import ParamCheck
-from .facts import Pinned, SpecialKey, VarKey, pinned
+from .facts import Pinned, VarKey, pinned
 from .lastblock import FlagRead, TicketPinned, TicketUse, check_ticket_pins, ticket_facts
 from .monotone import prove_padded
 from .ownership import (
@@ -50,7 +50,9 @@ from .ownership import (
 )
 from .parity import read_parities, store_parities
 from .phases import Phases, Position, entry_value, ordered, ordered_either
-from .poly import Digit, digits_of, evaluate, poly_text
+from .poly import Digit, poly_text
+from .refusals import UNIQUE_HINT, WRAP_HINT, hint_for, index_text, wrap_message
+from .storepairs import only_its_thread, spans_apart
 from .strides import ScaledStores, scale_vars
 from .warptiles import in_device_function, warp_tile
 from .witness import collision
@@ -69,26 +71,6 @@ if TYPE_CHECKING:
     from .bounds import BoundsProofs
     from .context import Definitions, FunctionContext
     from .facts import Key
-
-_UNIQUE_HINT = {
-    "global": "index with a unique id (idx = FlatLayout1D.uid(); c[idx] = ...), use "
-              "c.atomic_ref(i) for read-modify-write, or wrap the store in `with unsafe():` if "
-              "you know it is race-free",
-    # A shared array is the block's own: the grid's uid indexes it past its end in every block
-    # but the first.
-    "shared": "index with the thread's index in the block (t = BlockLayout1D.uid(), or "
-              "thread_idx.x; s[t] = ...), use s.atomic_ref(i) for read-modify-write, or wrap "
-              "the store in `with unsafe():` if you know it is race-free",
-}
-
-
-_WRAP_HINT = "compute the index in i64 (e.g. i64(block_idx.x) * ...)"
-
-
-def _wrap_message(base: ir.ArrayRef, ty) -> str:
-    return (f"store into '{base.var.name}': its index may wrap around in {ty}, and then two "
-            "threads could write the same element")
-
 
 @node
 class Unique:
@@ -211,13 +193,13 @@ class UniqueWrites:
 
     def prove(self, a: StoreForm, b: StoreForm, required: frozenset[str], array: str
               ) -> PairProof:
-        """Two stores whose index ranges never meet (:func:`_spans_apart`); else
+        """Two stores whose index ranges never meet (:func:`spans_apart`); else
         :func:`.monotone.prove_padded` (the ownership proof), and where it fails in a kernel
         whose indices hold an unchanged integer parameter, again under an assumption the
         launcher can check (``stride >= block_dim.x``; see :mod:`.ownership`), which is then
         recorded."""
         if a is not b:
-            apart = _spans_apart(a, b)
+            apart = spans_apart(a, b)
             if apart is not None:
                 return PairProof(True, apart)
         outcome = prove_padded(a, b, required)
@@ -490,7 +472,7 @@ class UniqueWrites:
             return "unsafe", (), ""
         space = "global" if base.ty.space == "global" else "shared"
         form = self.forms.store(keys, self.bounds.facts, space, span.line,
-                                _index_text(base, span))
+                                index_text(base, span))
         if isinstance(form, StoreForm):
             form.spans = self._index_spans(indices)
         self.store_forms.setdefault(id(base.var), []).append(form)
@@ -525,8 +507,8 @@ class UniqueWrites:
             else:
                 for idx in (indices[p] for p in owners):
                     if index_is_exact(idx, self.bounds, self.defs.single_def) is not True:
-                        raise TranspileError(_wrap_message(base, self._narrow_type(idx)),
-                                             idx.span, _WRAP_HINT)
+                        raise TranspileError(wrap_message(base, self._narrow_type(idx)),
+                                             idx.span, WRAP_HINT)
         self.check_narrowed(base, span, _Checked(form, self.phases.position(),
                                                  narrowed or kind == "single", span))
         covered: set[str] = set()
@@ -543,7 +525,7 @@ class UniqueWrites:
         of the array scaled by a loop variable is proven against it at the end."""
         if self.is_kernel and base.ty.space == "shared":
             self.scaled.note(base.var, indices, keys, self.bounds.facts, span,
-                             _index_text(base, span), (), form)
+                             index_text(base, span), (), form)
 
     def _defer_scaled(self, base: ir.ArrayRef, indices, keys, span: SourceSpan, form) -> bool:
         """A kernel's shared-array store whose index has no form because it reads a local
@@ -557,7 +539,7 @@ class UniqueWrites:
         facts = tuple(sorted(self.bounds.facts, key=repr))
         needs = scale_vars(keys, facts, self.is_uniform_var)
         exact = tuple(index_is_exact(i, self.bounds, self.defs.single_def) for i in indices)
-        rec = self.scaled.note(base.var, indices, keys, facts, span, _index_text(base, span),
+        rec = self.scaled.note(base.var, indices, keys, facts, span, index_text(base, span),
                                exact, None)
         self.scaled.defer(rec, needs)
         return True
@@ -584,7 +566,7 @@ class UniqueWrites:
         space = "global" if base.ty.space == "global" else "shared"
         return self._store_footprint(base, indices, span, what, run, TranspileError(
             f"{what} '{base.var.name}' is written several elements per thread, through an "
-            "index not provably unique", span, _UNIQUE_HINT[space]))
+            "index not provably unique", span, UNIQUE_HINT[space]))
 
     def store_tile(self, base: ir.ArrayRef, indices, span: SourceSpan, group_cols: int = 0
                    ) -> str:
@@ -674,8 +656,8 @@ class UniqueWrites:
                     "separate the two stores with sync_threads() (shared memory), or use "
                     "`with unsafe():`")
             outcome = self.prove(a, b, required, base.var.name)
-            if not outcome.ok and not (_only_its_thread(a, b, required)
-                                       or _only_its_thread(b, a, required)):
+            if not outcome.ok and not (only_its_thread(a, b, required)
+                                       or only_its_thread(b, a, required)):
                 example = collision(a, b, required, self.ctx.ndim)
                 detail = f"{example}; " if example else ""
                 raise TranspileError(
@@ -704,7 +686,7 @@ class UniqueWrites:
             if isinstance(earlier, str):
                 which = "its index" if earlier is newest else "another store's index"
                 raise TranspileError(f"{classic.message}: {which} {earlier}", span,
-                                     classic.hint or _UNIQUE_HINT[space])
+                                     classic.hint or UNIQUE_HINT[space])
         rule = ""
         for earlier in forms:
             outcome = self.prove(newest, earlier, required, base.var.name)  # type: ignore[arg-type]
@@ -715,7 +697,7 @@ class UniqueWrites:
                 if example:
                     detail = f"{example}; {detail}"
                 raise TranspileError(f"{classic.message}: {detail}", span,
-                                     _hint_for(newest, earlier, outcome, space))  # type: ignore[arg-type]
+                                     hint_for(newest, earlier, outcome, space))  # type: ignore[arg-type]
             if earlier is newest:
                 rule = outcome.text
         others = [f.line for f in forms if f is not newest]  # type: ignore[union-attr]
@@ -752,8 +734,8 @@ class UniqueWrites:
                 bound = extent_difference(terms)
                 if bound is not None and bound <= fits_limit(ty):
                     continue  # the arrays' sizes keep it within the type
-            raise TranspileError(_wrap_message(base, self._narrow_type(idx)), idx.span,
-                                 _WRAP_HINT)
+            raise TranspileError(wrap_message(base, self._narrow_type(idx)), idx.span,
+                                 WRAP_HINT)
 
     def add_param_fits(self, base: ir.ArrayRef, terms, ty: ir.ScalarType, line: int,
                        implied: list[Assumption]) -> bool:
@@ -824,7 +806,7 @@ class UniqueWrites:
         raise TranspileError(
             f"store into '{base.var.name}' through an index that is not provably unique: two "
             f"threads of the {what} could write the same element", span,
-            _UNIQUE_HINT["global" if base.ty.space == "global" else "shared"])
+            UNIQUE_HINT["global" if base.ty.space == "global" else "shared"])
 
     def note_store(self, base: ir.ArrayRef, indices, span: SourceSpan, unique: str,
                    owners: tuple[int, ...] = ()) -> str:
@@ -872,7 +854,7 @@ class UniqueWrites:
             self.mutable_loads.append((base.var, keys, span, unsafe, parity, where))
             if not unsafe:
                 self.read_forms.append((base.var, self.forms.store(
-                    keys, self.bounds.facts, "global", span.line, _index_text(base, span)),
+                    keys, self.bounds.facts, "global", span.line, index_text(base, span)),
                     span, where))
 
     def unordered_store(self, var: ir.Var, where: Position) -> SourceSpan | None:
@@ -1010,121 +992,8 @@ class _Checked:
     span: SourceSpan
 
 
-def _only_its_thread(single: StoreForm, other: StoreForm, required: frozenset[str]) -> bool:
-    """Does only ``single``'s own thread reach its element through ``other``?  True when the
-    conditions around ``single`` leave one known thread (``if tid == 0 and block_idx.x == 0:
-    out[0]``), that thread satisfies ``other``'s pins and, put into ``other``'s index, names the
-    same element: ``other`` was proven to give different threads different elements, so no
-    other thread writes it (``out[block_idx.x]`` under ``if tid == 0:``)."""
-    values: dict[str, int] = {}
-    for digit, pin in single.pins.items():
-        if digit.part != "all" or pin.value is None:
-            return False
-        values[digit.coord] = pin.value
-    if not required <= set(values):
-        return False
-
-    def value(d) -> int | None:
-        if not isinstance(d, Digit) or d.coord not in values:
-            return None
-        v = values[d.coord]
-        return v if d.part == "all" else v % d.radix if d.part == "lo" else v // d.radix
-
-    for digit, pin in other.pins.items():
-        if value(digit) != pin.value or pin.value is None:
-            return False
-    # That thread must run ``other`` too: a condition around it (``if tid < 1:``) that leaves
-    # it out leaves the element to another thread.
-    whole = [(Digit(c), n) for c, n in (other.whole or {}).items()]
-    for digit, n in list(other.ranges.items()) + whole:
-        v = value(digit)
-        if v is not None and n is not None and not n.terms and not 0 <= v < n.const:
-            return False
-    for mine, theirs in zip(single.dims, other.dims):
-        if digits_of(mine) or any(value(a) is None for m, _ in theirs.terms for a in m):
-            return False
-        if mine.terms or evaluate(theirs, value) != mine.const:  # type: ignore[arg-type]
-            return False
-    return True
-
-
 _SCALED_PROOF = ("unique: affine in the thread's index in every barrier interval, with the "
                  "values the block's loop variables take there (a scale by a loop variable)")
-
-
-def _spans_apart(a: StoreForm, b: StoreForm) -> str | None:
-    """Two stores whose values of one index never meet write different elements, whichever
-    threads run them (``if i == 0: out[0] = x`` beside ``elif i < n: out[i] = y``); the rule's
-    text, or None."""
-    for axis, (p, q) in enumerate(zip(a.spans, b.spans)):
-        if p is None or q is None or not (p[1] < q[0] or q[1] < p[0]):
-            continue
-        where = f"index {axis}: " if len(a.spans) > 1 else ""
-        return (f"the stores' index ranges do not meet ({where}{_span_text(p)} here, "
-                f"{_span_text(q)} at line {b.line})")
-    return None
-
-
-def _span_text(span: tuple[int, int]) -> str:
-    lo, hi = span
-    return str(lo) if lo == hi else f"{lo} to {hi}"
-
-
-def _index_text(base: ir.ArrayRef, span: SourceSpan) -> str:
-    line = span.source_line or ""
-    text = line[span.col:span.end_col].strip() if span.end_col else ""
-    return text or base.var.name
-
-
-def _hint_for(a: StoreForm, b: StoreForm, outcome: PairProof, space: str) -> str:
-    """What would make the store provable, for the reason it is not."""
-    if outcome.hint:
-        return outcome.hint
-    missing = outcome.missing
-    if missing and all(d.coord.startswith("bid") for d in missing) and space == "global":
-        return ("every block that runs this store writes the same elements: index by the block "
-                "too (out[block_idx.x * BLOCK + tid]); if only one block can get here (the "
-                "last-block pattern), select it by a flag its thread 0 writes from an atomic "
-                "ticket (is_last[0] = 1 if drawn == grid_dim.x - 1 else 0; sync_threads(); "
-                "if is_last[0] == 1: ...), or wrap the store in `with unsafe():`")
-    strides = _constant_block_strides(a)
-    if strides:
-        steps = " and ".join(f"{k} per block along {n} (block_idx.{n} * {k} + thread_idx.{n})"
-                             for n, k in strides)
-        asserts = " and ".join(f"block_dim.{n} == {k}" for n, k in strides)
-        return (f"the index steps by {steps}, which tells threads apart only in blocks no "
-                f"larger than that: assert it (`assert {asserts}` at the top of the kernel, "
-                "checked once per launch), or step by the block's extent "
-                "(block_idx.x * block_dim.x + thread_idx.x)")
-    if any(d.part == "hi" and Digit(d.coord, "lo", d.radix) in a.pins for d in missing):
-        # One lane of each warp already: the warp's index is what is not told apart.
-        return ("the lane is pinned, but the warp's index is not shown apart from the other "
-                "blocks' warps: step by a constant number of warps per block (WARPS = 4; "
-                "row = block_idx.x * WARPS + thread_idx.x // 32, with `assert block_dim.x == "
-                "WARPS * 32`), or assert the block size, which makes `block_dim.x // 32` a constant")
-    if any(d.part != "all" for d in missing):
-        return ("one writer per warp needs the other part pinned: `if lane == 0: "
-                "partial[wid] = v` (lane = tid % 32, wid = tid // 32); or index with both parts")
-    if a is not b:
-        return ("several stores per thread must use disjoint offsets: s[tid] and s[tid + B] "
-                "with 0 <= tid < B known (`assert block_dim.x == B`), or a loop "
-                "`for j in range(K): s[tid + j * B]`; otherwise use `with unsafe():`")
-    return _UNIQUE_HINT[space]
-
-
-def _constant_block_strides(form: StoreForm) -> list[tuple[str, int]]:
-    """The axes along which ``form`` holds ``block_idx * k + thread_idx`` (k > 1 a constant)
-    with the block's extent along it unknown: ``[("y", 16), ("x", 16)]``."""
-    found = []
-    for p in form.dims:
-        coefficients = {m[0].coord: k for m, k in p.terms
-                        if len(m) == 1 and isinstance(m[0], Digit) and m[0].part == "all"}
-        for axis, name in enumerate("xyz"):
-            k = coefficients.get(f"bid{axis}")
-            if (coefficients.get(f"tid{axis}") == 1 and isinstance(k, int) and k > 1
-                    and SpecialKey("block_dim", axis) not in form.launch):
-                found.append((name, k))
-    return found
 
 
 def _blockwise_uid(a: ir.Expr, b: ir.Expr) -> int | None:

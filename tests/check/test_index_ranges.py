@@ -116,15 +116,15 @@ def test_stores_apart_are_accepted_and_race_free(tmp_path, name):
 
 def test_the_rule_names_the_ranges(tmp_path):
     from gpu_native.check.ownership import StoreForm
-    from gpu_native.check.unique import _spans_apart
+    from gpu_native.check.storepairs import spans_apart
 
     first = StoreForm((), {}, {}, 6, "out[0]", spans=((0, 0),))
     rest = StoreForm((), {}, {}, 8, "out[i]", spans=((1, 2**31 - 2),))
-    assert _spans_apart(rest, first) == (
+    assert spans_apart(rest, first) == (
         "the stores' index ranges do not meet (1 to 2147483646 here, 0 at line 6)")
-    assert _spans_apart(rest, StoreForm((), {}, {}, 9, "out[j]", spans=(None,))) is None
+    assert spans_apart(rest, StoreForm((), {}, {}, 9, "out[j]", spans=(None,))) is None
     touching = StoreForm((), {}, {}, 9, "out[j]", spans=((0, 1),))
-    assert _spans_apart(rest, touching) is None
+    assert spans_apart(rest, touching) is None
 
 
 @pytest.mark.parametrize("name", sorted(NEAR_MISSES))

@@ -1,0 +1,89 @@
+"""What a refused store's error says: the hint for each reason the unique-write proofs give
+(:mod:`.unique`), and how the store is named in it."""
+
+from __future__ import annotations
+
+from .. import ir
+from ..errors import SourceSpan
+from .facts import SpecialKey
+from .ownership import PairProof, StoreForm
+from .poly import Digit
+
+__all__ = ["UNIQUE_HINT", "WRAP_HINT", "constant_block_strides", "hint_for", "index_text",
+           "wrap_message"]
+
+UNIQUE_HINT = {
+    "global": "index with a unique id (idx = FlatLayout1D.uid(); c[idx] = ...), use "
+              "c.atomic_ref(i) for read-modify-write, or wrap the store in `with unsafe():` if "
+              "you know it is race-free",
+    # A shared array is the block's own: the grid's uid indexes it past its end in every block
+    # but the first.
+    "shared": "index with the thread's index in the block (t = BlockLayout1D.uid(), or "
+              "thread_idx.x; s[t] = ...), use s.atomic_ref(i) for read-modify-write, or wrap "
+              "the store in `with unsafe():` if you know it is race-free",
+}
+
+
+WRAP_HINT = "compute the index in i64 (e.g. i64(block_idx.x) * ...)"
+
+
+def wrap_message(base: ir.ArrayRef, ty) -> str:
+    return (f"store into '{base.var.name}': its index may wrap around in {ty}, and then two "
+            "threads could write the same element")
+
+
+def index_text(base: ir.ArrayRef, span: SourceSpan) -> str:
+    line = span.source_line or ""
+    text = line[span.col:span.end_col].strip() if span.end_col else ""
+    return text or base.var.name
+
+
+def hint_for(a: StoreForm, b: StoreForm, outcome: PairProof, space: str) -> str:
+    """What would make the store provable, for the reason it is not."""
+    if outcome.hint:
+        return outcome.hint
+    missing = outcome.missing
+    if missing and all(d.coord.startswith("bid") for d in missing) and space == "global":
+        return ("every block that runs this store writes the same elements: index by the block "
+                "too (out[block_idx.x * BLOCK + tid]); if only one block can get here (the "
+                "last-block pattern), select it by a flag its thread 0 writes from an atomic "
+                "ticket (is_last[0] = 1 if drawn == grid_dim.x - 1 else 0; sync_threads(); "
+                "if is_last[0] == 1: ...), or wrap the store in `with unsafe():`")
+    strides = constant_block_strides(a)
+    if strides:
+        steps = " and ".join(f"{k} per block along {n} (block_idx.{n} * {k} + thread_idx.{n})"
+                             for n, k in strides)
+        asserts = " and ".join(f"block_dim.{n} == {k}" for n, k in strides)
+        return (f"the index steps by {steps}, which tells threads apart only in blocks no "
+                f"larger than that: assert it (`assert {asserts}` at the top of the kernel, "
+                "checked once per launch), or step by the block's extent "
+                "(block_idx.x * block_dim.x + thread_idx.x)")
+    if any(d.part == "hi" and Digit(d.coord, "lo", d.radix) in a.pins for d in missing):
+        # One lane of each warp already: the warp's index is what is not told apart.
+        return ("the lane is pinned, but the warp's index is not shown apart from the other "
+                "blocks' warps: step by a constant number of warps per block (WARPS = 4; "
+                "row = block_idx.x * WARPS + thread_idx.x // 32, with `assert block_dim.x == "
+                "WARPS * 32`), or assert the block size, which makes `block_dim.x // 32` a constant")
+    if any(d.part != "all" for d in missing):
+        return ("one writer per warp needs the other part pinned: `if lane == 0: "
+                "partial[wid] = v` (lane = tid % 32, wid = tid // 32); or index with both parts")
+    if a is not b:
+        return ("several stores per thread must use disjoint offsets: s[tid] and s[tid + B] "
+                "with 0 <= tid < B known (`assert block_dim.x == B`), or a loop "
+                "`for j in range(K): s[tid + j * B]`; otherwise use `with unsafe():`")
+    return UNIQUE_HINT[space]
+
+
+def constant_block_strides(form: StoreForm) -> list[tuple[str, int]]:
+    """The axes along which ``form`` holds ``block_idx * k + thread_idx`` (k > 1 a constant)
+    with the block's extent along it unknown: ``[("y", 16), ("x", 16)]``."""
+    found = []
+    for p in form.dims:
+        coefficients = {m[0].coord: k for m, k in p.terms
+                        if len(m) == 1 and isinstance(m[0], Digit) and m[0].part == "all"}
+        for axis, name in enumerate("xyz"):
+            k = coefficients.get(f"bid{axis}")
+            if (coefficients.get(f"tid{axis}") == 1 and isinstance(k, int) and k > 1
+                    and SpecialKey("block_dim", axis) not in form.launch):
+                found.append((name, k))
+    return found
