@@ -21,7 +21,7 @@ import gpu_native as gn
 from gpu_native.errors import TranspileError
 from gpu_native.simulator import program as sim_program
 from gpu_native.spec import ParamCheck
-from tests.simulator.support import build, generated_draws
+from tests.simulator.support import build, race_free_draws
 from tools.fuzz import guarded
 
 
@@ -185,17 +185,11 @@ def test_near_misses_are_refused(tmp_path, name):
 def test_generated_guarded_indices_accepted_only_when_race_free(tmp_path):
     """Every draw of tools/fuzz/guarded.py the checker accepts runs without a race for each n
     and launch shape its checks let through; the counts are printed (``pytest -s``)."""
-    accepted = refused = launches = 0
-    for source, kernel in generated_draws(tmp_path, guarded.generated, 20261204, 300, "guarded"):
-        if kernel is None:
-            refused += 1
-            continue
-        accepted += 1
-        for n, grid, block in guarded.launches(kernel):
-            errors = guarded.run(kernel, n, grid, block)
-            launches += 1
-            assert errors.races == [], f"{source}\nn {n}, grid {grid}, block {block}: " \
-                f"{errors.races[0]}"
+    accepted, refused, launches = race_free_draws(
+        tmp_path, guarded.generated, 20261204, 300, "guarded",
+        lambda k: ((f"n {n}, grid {grid}, block {block}",
+                    lambda n=n, g=grid, b=block: guarded.run(k, n, g, b))
+                   for n, grid, block in guarded.launches(k)))
     print(f"\nguarded draws: {accepted} accepted, {refused} refused; "
           f"{launches} race-free launches of the accepted ones")
     assert accepted >= 30 and refused >= 30 and launches >= 300

@@ -17,7 +17,9 @@ import numpy as np
 import pytest
 
 from gpu_native.errors import TranspileError
-from tests.simulator.support import build
+from gpu_native.simulator import program as sim_program
+from tests.simulator.support import build, race_free_draws
+from tools.fuzz import guarded, ranges
 from tools.fuzz.indices import run_sim
 
 ACCEPTED = {
@@ -148,24 +150,14 @@ def test_a_refusal_gives_no_example_the_conditions_rule_out(tmp_path):
 def test_generated_pairs_accepted_only_when_race_free(tmp_path, monkeypatch):
     """Every draw of tools/fuzz/ranges.py the checker accepts runs without a race for each n and
     launch shape its checks let through; the counts are printed (``pytest -s``)."""
-    from gpu_native.simulator import program as sim_program
-    from tests.simulator.support import generated_draws
-    from tools.fuzz import guarded, ranges
-
     # Every written array is shadowed by the race detector, not only those also read.
     monkeypatch.setattr(sim_program, "_needs_shadow",
                         lambda kinds: bool(kinds & {"store", "unsafe", "atomic"}))
-    accepted = refused = launches = 0
-    for source, kernel in generated_draws(tmp_path, ranges.generated, 20261205, 300, "ranges"):
-        if kernel is None:
-            refused += 1
-            continue
-        accepted += 1
-        for n, grid, block in guarded.launches(kernel):
-            errors = guarded.run(kernel, n, grid, block)
-            launches += 1
-            assert errors.races == [], f"{source}\nn {n}, grid {grid}, block {block}: " \
-                f"{errors.races[0]}"
+    accepted, refused, launches = race_free_draws(
+        tmp_path, ranges.generated, 20261205, 300, "ranges",
+        lambda k: ((f"n {n}, grid {grid}, block {block}",
+                    lambda n=n, g=grid, b=block: guarded.run(k, n, g, b))
+                   for n, grid, block in guarded.launches(k)))
     print(f"\nrange draws: {accepted} accepted, {refused} refused; "
           f"{launches} race-free launches of the accepted ones")
     assert accepted >= 10 and refused >= 50

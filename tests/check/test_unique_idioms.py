@@ -17,7 +17,7 @@ import gpu_native as gn
 from gpu_native.errors import KernelAssertionError, TranspileError
 from gpu_native.expand import Expansion
 from gpu_native.simulator import program as sim_program
-from tests.simulator.support import build, generated_draws
+from tests.simulator.support import build, race_free_draws
 from tools.fuzz import indices
 
 
@@ -255,18 +255,11 @@ def test_generated_indices_accepted_only_when_race_free(tmp_path):
     """Every generated kernel (tools/fuzz/indices.py) the checker accepts runs without a race on
     every launch shape its launch checks allow; the counts are printed (``pytest -s``).
     ``python3 -m tools.fuzz_races`` runs many more, and on a GPU too."""
-    accepted = refused = launches = 0
-    for source, kernel in generated_draws(tmp_path, indices.generated, 20261214, 400, "gen"):
-        if kernel is None:
-            refused += 1
-            continue
-        accepted += 1
-        for grid, block in indices.launch_shapes(kernel):
-            out = np.zeros(indices.OUT_SIZE, np.int32)
-            errors = indices.run_sim(kernel, grid, block, out)
-            launches += 1
-            assert errors.races == [], f"{source}\ngrid {grid}, block {block}: " \
-                f"{errors.races[0]}"
+    accepted, refused, launches = race_free_draws(
+        tmp_path, indices.generated, 20261214, 400, "gen",
+        lambda k: ((f"grid {grid}, block {block}", lambda g=grid, b=block: indices.run_sim(
+            k, g, b, np.zeros(indices.OUT_SIZE, np.int32))) for grid, block in
+                   indices.launch_shapes(k)))
     print(f"\ngenerated kernels: {accepted} accepted, {refused} refused; "
           f"{launches} race-free launches of the accepted ones")
     assert accepted >= 40 and refused >= 40

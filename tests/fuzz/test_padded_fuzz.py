@@ -4,23 +4,16 @@ simulator's race detector, on any launch shape its asserts allow."""
 
 from __future__ import annotations
 
-from tests.simulator.support import generated_draws
+from tests.simulator.support import race_free_draws
 from tools.fuzz import padded
 
 
 def test_generated_padded_indices_accepted_only_when_race_free(tmp_path):
     """The counts are printed (``pytest -s``)."""
-    accepted = refused = launches = 0
-    for source, kernel in generated_draws(tmp_path, padded.generated, 20261215, 400, "padded"):
-        if kernel is None:
-            refused += 1
-            continue
-        accepted += 1
-        for grid, block in padded.launches(kernel):
-            errors = padded.run(kernel, grid, block)
-            launches += 1
-            assert errors.races == [], f"{source}\ngrid {grid}, block {block}: " \
-                f"{errors.races[0]}"
+    accepted, refused, launches = race_free_draws(
+        tmp_path, padded.generated, 20261215, 400, "padded",
+        lambda k: ((f"grid {grid}, block {block}", lambda g=grid, b=block: padded.run(k, g, b))
+                   for grid, block in padded.launches(k)))
     print(f"\npadded draws: {accepted} accepted, {refused} refused; "
           f"{launches} race-free launches of the accepted ones")
     assert accepted >= 40 and refused >= 100 and launches >= 150

@@ -93,6 +93,25 @@ def generated_draws(tmp_path: Path, generate, seed: int, count: int, prefix: str
             yield source, None
 
 
+def race_free_draws(tmp_path: Path, generate, seed: int, count: int, prefix: str,
+                    runs) -> tuple[int, int, int]:
+    """Every draw of :func:`generated_draws` the checker accepts, launched each way ``runs(kernel)``
+    gives (pairs of what the launch is, ``"grid 2, block 64"``, and a call that runs it on the
+    race detector and returns what it reported), must not race; ``(accepted, refused,
+    launches)``."""
+    accepted = refused = launches = 0
+    for source, kernel in generated_draws(tmp_path, generate, seed, count, prefix):
+        if kernel is None:
+            refused += 1
+            continue
+        accepted += 1
+        for what, run in runs(kernel):
+            errors = run()
+            launches += 1
+            assert errors.races == [], f"{source}\n{what}: {errors.races[0]}"
+    return accepted, refused, launches
+
+
 def launch(kernel: ir.Kernel, grid, block, *args, shared: int = 0) -> Errors:
     """Run ``kernel`` on the simulator; return what it reported."""
     grid = tuple(grid) if isinstance(grid, tuple) else (grid,)
