@@ -41,6 +41,7 @@ has the launcher check that it does).  The polynomials themselves are :mod:`.pol
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
@@ -67,6 +68,7 @@ from .facts import (
 from .poly import (
     Digit,
     Poly,
+    Quotient,
     Slack,
     atom,
     coefficients,
@@ -477,6 +479,7 @@ class Forms:
         """``assert block_dim.x == 256``: the atom ``block_dim.x`` is 256 here (the returned
         function is a dict's ``get``)."""
         known: dict = {}
+        divisors: dict = {}
         for f in facts:
             if isinstance(f, Equal):
                 for a, b in ((f.left, f.right), (f.right, f.left)):
@@ -484,6 +487,14 @@ class Forms:
                         pb = self.poly(b)
                         if pb is not None and not pb.terms and pb.const >= 1:
                             known[a] = const(pb.const)
+                    divisor = _divisor(a, b)
+                    if divisor is not None:
+                        extent, k = divisor
+                        divisors[extent] = math.lcm(divisors.get(extent, 1), k)
+        # ``assert block_dim.x % 32 == 0``: block_dim.x is 32 * Q, Q = block_dim.x // 32 >= 1.
+        for extent, k in divisors.items():
+            if extent not in known:
+                known[extent] = atom(Quotient(extent, k)).scaled(k)
         return known.get
 
     def _folding(self, subst: Callable[[object], Poly | None]) -> Callable[[object], Poly | None]:
@@ -498,8 +509,10 @@ class Forms:
             if left is None or right is None:
                 return None
             left, right = substitute(left, go), substitute(right, go)
-            if left.terms or right.terms:
+            if right.terms:
                 return None
+            if left.terms:
+                return _quotient_fold(a.op, left, right.const)
             value = _FOLDED[a.op](left.const, right.const)
             return None if value is None else const(value)
 
@@ -542,9 +555,38 @@ class Forms:
             return whole
         if digit.part == "lo":
             return const(digit.radix if whole.terms else min(digit.radix, whole.const))
-        if whole.terms:  # at most the hardware's block (or grid) along this axis
+        if whole.terms:
+            exact = _quotient_fold("//", whole, digit.radix)  # (32 * Q) // 32 is Q
+            if exact is not None:
+                return exact
+            # At most the hardware's block (or grid) along this axis.
             whole = const(HARDWARE.special(name, axis).hi)
         return const(-(-whole.const // digit.radix))
+
+
+def _divisor(a: Key, b: Key) -> tuple[SpecialKey, int] | None:
+    """``(block_dim.x, k)`` where ``a == b`` reads ``block_dim.x % k == 0`` (or grid_dim's)."""
+    if (isinstance(a, OpKey) and a.op == "%" and isinstance(a.left, SpecialKey)
+            and a.left.name in ("block_dim", "grid_dim") and b.integer == 0):
+        k = a.right.integer
+        if k is not None and k > 1:
+            return a.left, k
+    return None
+
+
+def _quotient_fold(op: str, left: Poly, c: int) -> Poly | None:
+    """``left op c`` for ``left`` a multiple of one :class:`~.poly.Quotient` (``32 * Q``) where
+    the division is exact: ``(32 * Q) // 8`` is ``4 * Q``, ``(32 * Q) % 8`` is 0."""
+    if left.const or len(left.terms) != 1:
+        return None
+    (mono, m), = left.terms
+    if len(mono) != 1 or not isinstance(mono[0], Quotient) or m <= 0:
+        return None
+    if op == ">>" and 0 <= c < 31:
+        op, c = "//", 1 << c
+    if op not in ("//", "%") or c <= 0 or m % c:
+        return None
+    return atom(mono[0]).scaled(m // c) if op == "//" else const(0)
 
 
 def _zero_sum_digits(p: Poly) -> tuple[Digit, ...]:

@@ -121,8 +121,8 @@ def nonnegative(p: Poly) -> bool:
 
 
 def positive_atom(a) -> bool:
-    return isinstance(a, (SpecialKey, Slack)) and (isinstance(a, Slack) or a.name in (
-        "block_dim", "grid_dim"))
+    return isinstance(a, (Slack, Quotient)) or (
+        isinstance(a, SpecialKey) and a.name in ("block_dim", "grid_dim"))
 
 
 def ordered_terms(terms) -> list:
@@ -145,12 +145,24 @@ def atom_text(a) -> str:
         return a.text()
     if isinstance(a, Slack):
         return f"({a.name} - {poly_text(a.bound)} + 1)"
+    if isinstance(a, Quotient):
+        return f"{atom_text(a.extent)} // {a.k}"
     if isinstance(a, SpecialKey):
         return f"{a.name}.{'xyz'[a.axis]}"
     if isinstance(a, VarKey):
         return a.var.name
     return "..."
 
+
+
+@node
+class Quotient:
+    """``extent // k`` where an assert shows ``extent % k == 0`` (``assert block_dim.x % 32 ==
+    0``): at least 1, and ``extent`` is ``k`` times it, so ``block_dim.x // 32`` (the warps of a
+    block) is a stride that ``thread_idx.x // 32`` never reaches."""
+
+    extent: SpecialKey
+    k: int
 
 
 @node

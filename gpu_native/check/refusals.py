@@ -63,7 +63,9 @@ def hint_for(a: StoreForm, b: StoreForm, outcome: PairProof, space: str) -> str:
         return ("the lane is pinned, but the warp's index is not shown apart from the other "
                 "blocks' warps: step by a constant number of warps per block (WARPS = 4; "
                 "row = block_idx.x * WARPS + thread_idx.x // 32, with `assert block_dim.x == "
-                "WARPS * 32`), or assert the block size, which makes `block_dim.x // 32` a constant")
+                "WARPS * 32`); or, stepping by `block_dim.x // 32`, assert that the block is "
+                "whole warps (`assert block_dim.x % 32 == 0`: else the last warp's index "
+                "reaches the next block's first)")
     if any(d.part != "all" for d in missing):
         return ("one writer per warp needs the other part pinned: `if lane == 0: "
                 "partial[wid] = v` (lane = tid % 32, wid = tid // 32); or index with both parts")

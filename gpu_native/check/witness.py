@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import itertools
 
-from .facts import SpecialKey
-from .ownership import StoreForm
-from .poly import Digit, evaluate
+from .facts import ConstKey, OpKey, SpecialKey
+from .ownership import _FOLDED, StoreForm
+from .poly import Digit, Quotient, evaluate
 from .splits import derived_value, nested_digits
 
 __all__ = ["collision"]
@@ -79,6 +79,9 @@ def _extent(a: StoreForm, b: StoreForm, name: str, axis: int, default: int) -> i
         n = form.launch.get(SpecialKey(name, axis))
         if n is not None and not n.terms and n.const > 0:
             return min(n.const, default * 4)
+        if n is not None and len(n.terms) == 1 and not n.const:
+            (_, k), = n.terms  # `assert block_dim.x % 32 == 0`: a multiple of 32
+            return k * max(1, default // k)
     for form in (a, b):
         n = form.ranges.get(Digit(("tid" if name == "block_dim" else "bid") + str(axis)))
         if n is not None and not n.terms and 0 < n.const <= default * 4:
@@ -123,9 +126,23 @@ def _value(atom, counters: dict, thread: dict, sizes: dict) -> int:
         return derived_value(atom.of, lambda a: _value(a, counters, thread, sizes))
     if isinstance(atom, Digit):
         return _digit(atom, thread) if atom.is_thread else counters[atom]
-    if isinstance(atom, SpecialKey) and atom.name in sizes:
-        return sizes[atom.name][atom.axis]
-    return 0
+    launch = _launch_value(atom, sizes)
+    return 0 if launch is None else launch
+
+
+def _launch_value(k, sizes: dict) -> int | None:
+    """The value of a uniform atom computed from the launch alone (``block_dim.x // 32``, the
+    :class:`~.poly.Quotient` of an assert), or ``None``."""
+    if isinstance(k, Quotient):
+        k = OpKey("//", k.extent, ConstKey(k.k))
+    if isinstance(k, SpecialKey) and k.name in sizes:
+        return sizes[k.name][k.axis]
+    if isinstance(k, ConstKey):
+        return k.integer
+    if isinstance(k, OpKey) and k.op in _FOLDED:
+        a, b = _launch_value(k.left, sizes), _launch_value(k.right, sizes)
+        return None if a is None or b is None else _FOLDED[k.op](a, b)
+    return None
 
 
 def _thread_text(thread: dict, required: frozenset[str]) -> str:

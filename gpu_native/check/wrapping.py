@@ -20,6 +20,7 @@ from ..spec import IndexFits
 from .facts import ConstKey, OpKey, ShapeKey, SpecialKey, UidKey, VarKey
 from .poly import (
     Poly,
+    Quotient,
     coefficients,
     const,
     magnitude,
@@ -214,6 +215,8 @@ def _monomial_bound(mono: tuple) -> int | None:
             axes.add(a.axis)
         elif isinstance(a, SpecialKey) and a.name in ("block_dim", "grid_dim"):
             bound *= HARDWARE.special(a.name, a.axis).hi
+        elif isinstance(a, Quotient):
+            bound *= HARDWARE.special(a.extent.name, a.extent.axis).hi // a.k
         else:
             return None
     if len(arrays) > 1:
@@ -240,9 +243,16 @@ def _tree(p: Poly) -> tuple:
     for m, k in ordered_terms(p.terms):
         t: tuple = ("c", k)
         for a in m:
-                t = ("*", t, ("sp", a.name, a.axis), "i64")
+            t = ("*", t, _leaf(a), "i64")
         out = ("+", out, t, "i64")
     return out
+
+
+def _leaf(a) -> tuple:
+    """The launch-check tree of a positive launch atom: ``block_dim.x``, ``block_dim.x // 32``."""
+    if isinstance(a, Quotient):
+        return ("//", ("sp", a.extent.name, a.extent.axis), ("c", a.k), "i64")
+    return ("sp", a.name, a.axis)
 
 
 def hardware_value(tree: tuple) -> int:
@@ -252,6 +262,8 @@ def hardware_value(tree: tuple) -> int:
         return tree[1]
     if op == "sp":
         return HARDWARE.special(tree[1], tree[2]).hi
+    if op == "//" and tree[2][0] == "c" and tree[2][1] > 0:
+        return hardware_value(tree[1]) // tree[2][1]
     a, b = hardware_value(tree[1]), hardware_value(tree[2])
     return a + b if op == "+" else a * b
 
@@ -265,8 +277,8 @@ def poly_tree(p: Poly, param_index: Callable[[str], int | None] = lambda name: N
     for m, k in ordered_terms(p.terms):
         t: tuple | None = None if k == 1 else ("c", k)
         for a in m:
-            if positive_atom(a) and isinstance(a, SpecialKey):
-                leaf: tuple = ("sp", a.name, a.axis)
+            if positive_atom(a) and isinstance(a, (SpecialKey, Quotient)):
+                leaf: tuple = _leaf(a)
             elif isinstance(a, VarKey) and param_index(a.var.name) is not None:
                 leaf = ("param", param_index(a.var.name))
             else:

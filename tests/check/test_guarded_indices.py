@@ -14,11 +14,13 @@ that the checker accepts run race-free on the simulator.
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
 import gpu_native as gn
-from gpu_native.errors import TranspileError
+from gpu_native.errors import KernelAssertionError, TranspileError
 from gpu_native.simulator import program as sim_program
 from gpu_native.spec import ParamCheck
 from tests.simulator.support import build, race_free_draws
@@ -107,6 +109,30 @@ def test_a_warp_per_row_with_the_block_size_asserted(backend, kg):
     np.testing.assert_allclose(y.to_host(), x.astype(np.float64) * 2, rtol=1e-6)
 
 
+@pytest.mark.parametrize("block", [32, 64, 96, 1024])
+def test_a_warp_per_row_with_any_block_of_whole_warps(backend, kg, block):
+    n = 3 * block // 32 - 1  # the last block's last warp has no row
+    x = np.random.default_rng(block).standard_normal(n).astype(np.float32)
+    y = _poisoned(n)
+    kg.warp_rows_whole_warps[3, block](gn.to_device(x), y)
+    np.testing.assert_allclose(y.to_host(), x.astype(np.float64) * 2, rtol=1e-6)
+
+
+@pytest.mark.parametrize("block", [64, 192])
+def test_two_outputs_per_warp_at_a_multiple_of_the_warps(backend, kg, block):
+    n = 3 * block // 16
+    x = np.random.default_rng(block).standard_normal(n).astype(np.float32)
+    y = _poisoned(n)
+    kg.warp_pairs_whole_warps[3, block](gn.to_device(x), y)
+    np.testing.assert_allclose(y.to_host(), x.astype(np.float64) * 2, rtol=1e-6)
+
+
+def test_a_block_of_a_partial_warp_is_refused_at_launch(backend, kg):
+    # 48 threads: warp 1 of block 0 and warp 0 of block 1 would both write y[1].
+    with pytest.raises(KernelAssertionError, match=re.escape("block_dim.x % 32 == 0")):
+        kg.warp_rows_whole_warps[2, 48](gn.to_device(np.ones(4, np.float32)), _poisoned(4))
+
+
 def test_a_grid_stride_loop_split_into_rows_and_columns(backend, kg):
     a = np.random.default_rng(5).standard_normal((13, 29)).astype(np.float32)
     b = gn.empty(a.shape, gn.f32)
@@ -128,6 +154,9 @@ def test_a_warp_per_row_without_the_block_size_says_what_to_assert(tmp_path):
     text = str(info.value)
     assert "the lane is pinned, but the warp's index is not shown apart" in text
     assert "assert block_dim.x == WARPS * 32" in text
+    assert "assert block_dim.x % 32 == 0" in text
+    # No made-up example: with 64 threads a block (two whole warps) no two threads meet.
+    assert "both write" not in text
 
 
 # ---- near misses --------------------------------------------------------------------------------

@@ -73,6 +73,27 @@ def warp_rows(x: CUDASlice[f32], y: CUDASliceMut[f32]):
 
 
 @gpu_kernel(Kernel1D)
+def warp_rows_whole_warps(x: CUDASlice[f32], y: CUDASliceMut[f32]):
+    """A warp per row with any block of whole warps: ``block_dim.x // 32`` warps per block."""
+    assert block_dim.x % 32 == 0
+    warps = block_dim.x // 32
+    row = block_idx.x * warps + (thread_idx.x >> 5)
+    if thread_idx.x & 31 == 0 and row < len(y):
+        y[row] = x[row] * 2.0
+
+
+@gpu_kernel(Kernel1D)
+def warp_pairs_whole_warps(x: CUDASlice[f32], y: CUDASliceMut[f32]):
+    """Two outputs per warp, ``2 * (block_dim.x // 32)`` per block: a multiple of the
+    quotient the assert names (``block_dim.x // 16`` under ``% 64 == 0``)."""
+    assert block_dim.x % 64 == 0
+    slot = block_idx.x * (block_dim.x // 16) + (thread_idx.x // 32) * 2
+    if thread_idx.x % 32 == 0 and slot + 1 < len(y):
+        y[slot] = x[slot] * 2.0
+        y[slot + 1] = x[slot + 1] * 2.0
+
+
+@gpu_kernel(Kernel1D)
 def flatten_grid_stride(a: CUDASlice2D[f32], b: CUDASliceMut2D[f32]):
     """A grid-stride loop over the elements of a 2-D array, split into row and column."""
     h, w = a.shape
