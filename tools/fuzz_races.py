@@ -38,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from tools.fuzz import guarded, indices, ranges, scaled, splits, tiles
+from tools.fuzz import guarded, indices, ranges, scaled, splits, tiles, warps
 
 CHUNK = 16
 
@@ -59,6 +59,12 @@ def _shapes(kernel) -> Iterator[tuple[tuple, int, int]]:
         yield (), grid, block
 
 
+def _warps_shapes(kernel) -> Iterator[tuple[tuple, int, int]]:
+    """The launch shapes of a whole-warps kernel ``k(out)``: blocks of 16s, not only of 32s."""
+    for grid, block in warps.launch_shapes(kernel):
+        yield (), grid, block
+
+
 def _guarded_launches(kernel) -> Iterator[tuple[tuple, int, int]]:
     """A kernel ``k(out, n)``: each ``n`` and shape the launcher's checks of ``n`` let through."""
     for n, grid, block in guarded.launches(kernel):
@@ -70,7 +76,8 @@ FAMILIES = {"indices": Family(indices.generated, _shapes),
             "splits": Family(splits.generated, _shapes),
             "tiles": Family(tiles.generated, _shapes),
             "guarded": Family(guarded.generated, _guarded_launches),
-            "ranges": Family(ranges.generated, _guarded_launches)}
+            "ranges": Family(ranges.generated, _guarded_launches),
+            "warps": Family(warps.generated, _warps_shapes)}
 
 
 def _transpile(source: str, name: str):

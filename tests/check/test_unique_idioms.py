@@ -18,7 +18,7 @@ from gpu_native.errors import KernelAssertionError, TranspileError
 from gpu_native.expand import Expansion
 from gpu_native.simulator import program as sim_program
 from tests.simulator.support import build, race_free_draws
-from tools.fuzz import indices
+from tools.fuzz import indices, warps
 
 
 @pytest.fixture(autouse=True)
@@ -263,6 +263,20 @@ def test_generated_indices_accepted_only_when_race_free(tmp_path):
     print(f"\ngenerated kernels: {accepted} accepted, {refused} refused; "
           f"{launches} race-free launches of the accepted ones")
     assert accepted >= 40 and refused >= 40
+
+
+def test_whole_warps_steps_accepted_only_when_race_free(tmp_path):
+    """The whole-warps draws of tools/fuzz/warps.py (``assert block_dim.x % d == 0``, a block
+    stepping by ``block_dim.x // q``, a warp's slot ``tid // m``) the checker accepts run
+    without a race on every launch shape their checks allow, blocks of 48 and 80 among them."""
+    accepted, refused, launches = race_free_draws(
+        tmp_path, warps.generated, 20261205, 100, "warps",
+        lambda k: ((f"grid {grid}, block {block}", lambda g=grid, b=block: indices.run_sim(
+            k, g, b, np.zeros(indices.OUT_SIZE, np.int32))) for grid, block in
+                   warps.launch_shapes(k)))
+    print(f"\nwhole-warps kernels: {accepted} accepted, {refused} refused; "
+          f"{launches} race-free launches of the accepted ones")
+    assert accepted >= 15 and refused >= 15
 
 
 @pytest.mark.slow
