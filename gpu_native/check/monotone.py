@@ -2,7 +2,7 @@
 
 Shared-memory code pads its indices to avoid bank conflicts: GPU Gems 3's scan stores
 ``temp[ai + (ai >> 5)]`` and ``temp[bi + (bi >> 5)]`` (``CONFLICT_FREE_OFFSET``), with ``ai =
-tid`` and ``bi = tid + HALF``.  The mixed-radix rule of :mod:`.ownership` proves the first alone
+tid`` and ``bi = tid + HALF``.  The mixed-radix rule of :mod:`.radix` proves the first alone
 (``tid + tid // 32`` is ``33 * (tid // 32) + tid % 32``) but not the pair: ``(tid + HALF) //
 32`` is a split of another flat value, whose strides prove nothing.  This module proves such a
 pair through the function both indices share.
@@ -35,8 +35,9 @@ different offsets after the padding are not reduced, and the refusal's hint says
 from __future__ import annotations
 
 from ..nodes import node, replace
-from .ownership import PairProof, StoreForm, prove_pair
+from .ownership import StoreForm
 from .poly import Digit, Poly, atom, const, digits_of, is_uniform, ordered_terms, poly_text
+from .radix import PairProof, prove_pair
 from .splits import nested_digits, shows_positive
 
 __all__ = ["Padded", "padded", "prove_padded"]
@@ -210,7 +211,7 @@ _HINT = ("a padded index u + (u >> 5) is proven where both stores pad the same w
 
 
 def prove_padded(a: StoreForm, b: StoreForm, required: frozenset[str]) -> PairProof:
-    """:func:`.ownership.prove_pair`, first with the padded dimensions of the two stores
+    """:func:`.radix.prove_pair`, first with the padded dimensions of the two stores
     reduced to their values (R10); where neither proves the pair, the failure of the reduced
     pair (which names the threads whose values meet), with a hint that says what the padding
     rule lacks."""

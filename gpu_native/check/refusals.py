@@ -6,8 +6,9 @@ from __future__ import annotations
 from .. import ir
 from ..errors import SourceSpan
 from .facts import SpecialKey
-from .ownership import PairProof, StoreForm
+from .ownership import StoreForm
 from .poly import Digit
+from .radix import PairProof
 
 __all__ = ["UNIQUE_HINT", "WRAP_HINT", "constant_block_strides", "hint_for", "index_text",
            "wrap_message"]

@@ -258,7 +258,7 @@ def align_loops(a: StoreForm, b: StoreForm) -> StoreForm:
     """``b`` with each loop counter renamed to ``a``'s counter of the same loop variable name
     (one each): the prologue's ``for q in range(4)`` and the main loop's copy of it give the
     same split digits.  Sound: the pair proof reads a counter in two threads as two values, each
-    within the pair's (wider, see :func:`.ownership.prove_pair`) range, whatever its name."""
+    within the pair's (wider, see :func:`.radix.prove_pair`) range, whatever its name."""
     def loops(f: StoreForm) -> dict[str, list[Digit]]:
         found: dict[str, list[Digit]] = {}
         digits = set(f.ranges) | {d for p in f.dims for d in nested_digits(p)}

@@ -23,7 +23,7 @@ condition, a call of a device function, too many steps.
 **The proof.**  Two threads of a block can write one element at once only in one barrier
 interval.  For every interval in which a store scaled by a traced variable and another store of
 the array (or itself) both run, and every value each may see there, both stores' indices are
-written with those values as constants and proven apart with :func:`.ownership.prove_pair`:
+written with those values as constants and proven apart with :func:`.radix.prove_pair`:
 ``offset * (2 * tid + 2) - 1`` with ``offset == 4`` is the affine ``8 * tid + 7``.  A value of
 ``0`` for a scale (``offset`` starting at 0, or halved once too often) leaves the index the
 same in every thread, and the proof fails; a ``stride`` that is not a power of two leaves
@@ -47,7 +47,8 @@ from ..errors import SourceSpan, TranspileError
 from ..nodes import fields, node, replace
 from ..spec import IndexFits
 from .facts import ConstKey, Key, OpKey, VarKey
-from .ownership import Forms, PairProof, StoreForm
+from .ownership import Forms, StoreForm
+from .radix import PairProof
 from .wrapping import digit_terms, fits_check, fits_in_i32, largest_difference
 
 __all__ = ["ScaledStores", "Trace", "scale_vars", "substitute_keys"]

@@ -41,7 +41,6 @@ from .monotone import prove_padded
 from .ownership import (
     Assumption,
     Forms,
-    PairProof,
     StoreForm,
     assume,
     candidate_bounds,
@@ -51,6 +50,7 @@ from .ownership import (
 from .parity import read_parities, store_parities
 from .phases import Phases, Position, entry_value, ordered, ordered_either
 from .poly import Digit, poly_text
+from .radix import PairProof
 from .refusals import UNIQUE_HINT, WRAP_HINT, hint_for, index_text, wrap_message
 from .storepairs import only_its_thread, spans_apart
 from .strides import ScaledStores, scale_vars

@@ -11,7 +11,7 @@ from __future__ import annotations
 import itertools
 
 from .facts import ConstKey, OpKey, SpecialKey
-from .ownership import _FOLDED, StoreForm
+from .ownership import FOLDED, StoreForm
 from .poly import Digit, Quotient, evaluate
 from .splits import derived_value, nested_digits
 
@@ -139,9 +139,9 @@ def _launch_value(k, sizes: dict) -> int | None:
         return sizes[k.name][k.axis]
     if isinstance(k, ConstKey):
         return k.integer
-    if isinstance(k, OpKey) and k.op in _FOLDED:
+    if isinstance(k, OpKey) and k.op in FOLDED:
         a, b = _launch_value(k.left, sizes), _launch_value(k.right, sizes)
-        return None if a is None or b is None else _FOLDED[k.op](a, b)
+        return None if a is None or b is None else FOLDED[k.op](a, b)
     return None
 
 

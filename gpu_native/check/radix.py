@@ -1,0 +1,347 @@
+"""Race-freedom of a pair of stores from their forms (:mod:`.ownership`): the mixed-radix rule.
+
+**The proof.**  Two threads ``T != T'`` collide on a pair of stores ``(s, s')`` of one array when
+every index dimension agrees.  In each dimension the difference is ``sum(c_d * delta_d)`` over
+the digits plus the difference of the two stores' uniform parts.  When the digits of a dimension
+form a *mixed radix* (sorted by coefficient, each coefficient exceeds the largest sum the smaller
+digits can make: ``c_k > sum(|c_j| * (n_j - 1))``), the only solution has every ``delta`` zero;
+those digits are then equal in both threads, drop out of the other dimensions, and the rule is
+applied again.  The pair is race-free when every digit of every thread coordinate that must be
+unique (the grid's for global memory, the block's for shared memory) is shown equal, or when a
+dimension has no solution at all (the stores' offsets differ by a multiple the digits cannot
+make up).  A coordinate pinned by a condition (``if lane == 0:``) is equal in both threads when
+both stores are under the same pin.
+"""
+
+from __future__ import annotations
+
+from ..analysis.ranges import HARDWARE, Affine
+from ..nodes import node
+from .ownership import Pin, StoreForm
+from .poly import (
+    Digit,
+    Poly,
+    atom,
+    coefficients,
+    const,
+    magnitude,
+    mul,
+    nonnegative,
+    ordered_terms,
+    poly_text,
+    positive_atom,
+    substitute,
+    unassume,
+)
+
+__all__ = ["PairProof", "prove_pair"]
+
+
+def _split(forms: tuple[StoreForm, StoreForm]) -> tuple[tuple[StoreForm, StoreForm], dict] | str:
+    """Both forms with every thread coordinate written in one radix (``tid`` as ``32 * (tid //
+    32) + tid % 32`` where either uses ``tid % 32``); the merged digit ranges."""
+    radix: dict[str, int] = {}
+    for f in forms:
+        for digit in list(f.ranges) + list(f.pins):
+            if digit.part != "all" and radix.setdefault(digit.coord, digit.radix) != digit.radix:
+                return f"{Digit(digit.coord).text()} is split in two different radices"
+    if not radix:
+        return forms, {}
+
+    def rewrite(a):
+        if isinstance(a, Digit) and a.part == "all" and a.coord in radix:
+            r = radix[a.coord]
+            return atom(Digit(a.coord, "hi", r)).scaled(r).plus(atom(Digit(a.coord, "lo", r)))
+        return None
+
+    out = []
+    for f in forms:
+        dims = tuple(substitute(p, rewrite) for p in f.dims)
+        pins = {}
+        for digit, value in f.pins.items():
+            if digit.part == "all" and digit.coord in radix:
+                r = radix[digit.coord]
+                v = value.value
+                pins[Digit(digit.coord, "hi", r)] = Pin(("hi", value.source),
+                                                        None if v is None else v // r)
+                pins[Digit(digit.coord, "lo", r)] = Pin(("lo", value.source),
+                                                        None if v is None else v % r)
+            else:
+                pins[digit] = value
+        ranges = dict(f.ranges)
+        # A split coordinate tells threads apart only by both of its parts: each is a digit of
+        # the pair, in the index or not.
+        for coord, r in radix.items():
+            for part in ("lo", "hi"):
+                ranges.setdefault(Digit(coord, part, r), None)
+        items = list(f.ranges.items()) + [(Digit(c), (f.whole or {}).get(c)) for c in radix]
+        for digit, n in items:
+            if digit.part == "all" and digit.coord in radix:
+                r = radix[digit.coord]
+                lo = Digit(digit.coord, "lo", r)
+                if ranges.get(lo) is None:
+                    ranges[lo] = const(r) if n is None or n.terms else const(min(r, n.const))
+                top = n
+                if n is not None and n.terms:
+                    name = "block_dim" if digit.coord.startswith("tid") else "grid_dim"
+                    top = const(HARDWARE.special(name, int(digit.coord[3])).hi)
+                hi = Digit(digit.coord, "hi", r)
+                if ranges.get(hi) is None:
+                    ranges[hi] = None if top is None else const(-(-top.const // r))
+        for coord in radix:
+            ranges.pop(Digit(coord), None)
+        bounded = tuple((substitute(q, rewrite), u) for q, u in f.bounded)
+        out.append(StoreForm(dims, pins, ranges, f.line, f.text, f.single, f.whole, f.launch,
+                             bounded))
+    return (out[0], out[1]), {}
+
+
+@node
+class PairProof:
+    """The outcome for a pair of stores: ``ok``, and the rule (or the reason it failed)."""
+
+    ok: bool
+    text: str
+    missing: tuple[Digit, ...] = ()
+    hint: str = ""  # what would make the pair provable, where a rule knows (.monotone)
+
+
+def prove_pair(a: StoreForm, b: StoreForm, required: frozenset[str]) -> PairProof:
+    """Can a thread's store ``a`` and another thread's store ``b`` write the same element?
+    ``required``: the thread coordinates that tell threads apart here."""
+    from .splits import align_loops
+    split = _split((a, align_loops(a, b)))  # one name per loop variable (.splits)
+    if isinstance(split, str):
+        return PairProof(False, split)
+    (a, b), _ = split
+    # Pins that both stores share (same digit, same value) hold the digit equal.
+    equal = {d for d, v in a.pins.items() if b.pins.get(d) == v}
+    ranges: dict = {}
+    for f in (a, b):
+        for d, n in f.ranges.items():
+            # A digit's value in each thread lies in its own store's range (``if tid < 16:``
+            # narrows one store only): the pair needs the larger of the two.
+            ranges[d] = _wider(ranges[d], n) if d in ranges else n
+    from .splits import implied, prepare
+    ranges = prepare(ranges)  # a split by a K not shown >= 1 bounds nothing
+    thread_digits = {d for d in ranges if d.is_thread and d.coord in required}
+    pinned = {d for d in thread_digits if d in equal}
+    rules: list[str] = []
+    # A digit is the same in both threads where each store leaves it one known value, and the
+    # two values agree (a range of one in one store says nothing of the other's thread).
+    forced = set(pinned) | {d for d in ranges
+                            if _fixed_value(a, d) is not None
+                            and _fixed_value(a, d) == _fixed_value(b, d)}
+    dims = list(zip(a.dims, b.dims))
+    # A sum bounded in both stores bounds the difference of its digits between the threads.
+    bounded = [pair for pair in a.bounded if pair in b.bounded]
+    conditions: list[str] = []  # the bounds a step of the proof needed, for its rule's text
+    used: set = set()
+    progress = True
+    while progress:
+        progress = False
+        for pa, pb in dims:
+            verdict = _dimension(pa, pb, ranges, forced, _radix_bounds(bounded, forced),
+                                 conditions)
+            if verdict is None:
+                continue
+            if verdict is True:
+                return PairProof(True, "the two stores' offsets never meet")
+            new = verdict - forced
+            if new:
+                forced |= new
+                progress = True
+        # Splits and XORs of digits now equal (see .splits): a flat value equal in both
+        # threads is one more dimension; an XOR's digit is equal.
+        more_dims, more = implied(forced, ranges, used)
+        if more_dims or more - forced:
+            dims += more_dims
+            forced |= more
+            progress = True
+    missing = sorted({d for d in thread_digits if d not in forced}, key=repr)
+    uncovered = sorted(c for c in required if not any(d.coord == c for d in ranges)
+                       and c not in a.single and c not in b.single)
+    if missing or uncovered:
+        names = [d.text() for d in missing] + [
+            f"{'thread_idx' if c[0] == 't' else 'block_idx'}.{'xyz'[int(c[3])]}"
+            for c in uncovered]
+        return PairProof(False, "two threads that differ only in " + " and ".join(names) +
+                         " can reach the same element",
+                         tuple(missing) + tuple(Digit(c) for c in uncovered))
+    for pa, _ in dims:
+        for d, c in sorted(coefficients(pa).items(), key=lambda t: repr(t[0])):
+            if d not in pinned:
+                rules.append(f"{d.text()} (stride {poly_text(unassume(magnitude(c) or c))})")
+    for d in sorted(pinned, key=repr):
+        rules.append(f"one thread by {d.text()}")
+    for text in dict.fromkeys(conditions):
+        rules.append(f"the condition {text}")
+    return PairProof(True, ", ".join(dict.fromkeys(rules)))
+
+
+
+def _radix_bounds(bounded, forced: set) -> list[tuple[frozenset, Poly, str]]:
+    """For :func:`_mixed_radix`: each bounded sum as the set of its (digit, coefficient) terms
+    that differ between the threads (a forced digit is equal in both: it adds nothing to the
+    difference), the most that difference can be, ``U - 1 - P.const``, and the bound's text."""
+    out = []
+    for q, u in bounded:
+        reach = u.plus(const(-1 - q.const))
+        if magnitude(reach) != reach:
+            continue
+        key = frozenset((d, c) for d, c in coefficients(q).items() if d not in forced)
+        if key:
+            out.append((key, reach, f"{poly_text(unassume(q))} < {poly_text(unassume(u))}"))
+    return out
+
+
+def _fixed_value(f: StoreForm, d: Digit) -> int | None:
+    """The one value the digit ``d`` can have in a thread that runs the store ``f``: 0 where
+    its range there is one value, a pinned constant, else ``None``."""
+    n = f.ranges.get(d) if d in f.ranges else (
+        (f.whole or {}).get(d.coord) if d.is_thread else None)
+    if n is not None and n == const(1):
+        return 0
+    pin = f.pins.get(d)
+    return pin.value if pin is not None else None
+
+
+def _wider(m: Poly | None, n: Poly | None) -> Poly | None:
+    """The larger of two ranges (``None``, not bounded, where neither is shown larger)."""
+    if m == n or m is None or n is None:
+        return m if m == n else None
+    if magnitude(m) is None or magnitude(n) is None:
+        return None
+    if nonnegative(m.plus(n.scaled(-1))):
+        return m
+    return n if nonnegative(n.plus(m.scaled(-1))) else None
+
+
+def _dimension(pa: Poly, pb: Poly, ranges: dict, forced: set, bounds=(),
+               conditions: list | None = None):
+    """One index dimension of a pair: the digits it shows equal in both threads (a set), True
+    when it shows the two stores never meet, or None when it shows nothing."""
+    terms: list[tuple[Poly, Poly | None, set]] = []  # (coefficient, range, digits it stands for)
+    offsets = Affine(pa.const - pb.const)
+    coefficient: dict = {}
+    for side, p in ((1, pa), (-1, pb)):
+        for mono, k in ordered_terms(p.terms):
+            ds = [x for x in mono if isinstance(x, Digit)]
+            if len(ds) > 1:
+                return None
+            if not ds:
+                offsets = offsets.plus(Affine(0, frozenset({(mono, side * k)})))
+                continue
+            (d,) = ds
+            rest = tuple(x for x in mono if x is not d)
+            c = Affine(0, frozenset({(rest, k)})) if rest else const(k)
+            coefficient.setdefault(d, [Affine(), Affine()])
+            coefficient[d][0 if side == 1 else 1] = coefficient[d][0 if side == 1 else 1].plus(c)
+    for d, (ca, cb) in coefficient.items():
+        if d in forced:
+            # Equal in both threads: the difference is (ca - cb) * d, a known-range offset.
+            diff = ca.plus(cb.scaled(-1))
+            if diff.terms or diff.const:
+                terms.append((diff, ranges.get(d), set()))
+            continue
+        if ca == cb:
+            terms.append((ca, ranges.get(d), {d}))
+        else:
+            for c in (ca, cb):
+                if c.terms or c.const:
+                    terms.append((c, ranges.get(d), set()))
+    if _apart(offsets, coefficient, ranges, forced):
+        return True
+    if offsets.terms or offsets.const:
+        if any(not all(positive_atom(x) for x in m) for m, _ in offsets.terms):
+            return None  # an unknown uniform difference: nothing is shown
+        terms.append((offsets, const(2), {"offset"}))
+    # A fixed order, whatever the hash order of the forms' sets: the same proof on every run.
+    terms.sort(key=lambda t: (poly_text(t[0]), sorted(map(repr, t[2]))))
+    if not terms:
+        return set()
+    ordered = _mixed_radix(terms, bounds, conditions)
+    if ordered is None:
+        return None
+    shown = set()
+    for _, _, ds in ordered:
+        shown |= ds
+    if "offset" in shown:
+        return True  # the offset term can only be zero, but it is not: no solution
+    return {d for d in shown if isinstance(d, Digit)}
+
+
+def _apart(offsets: Poly, coefficient: dict, ranges: dict, forced: set) -> bool:
+    """Interval disjointness: with constant coefficients and ranges, is the difference of the two
+    stores' indices in this dimension never zero?  (A halo column 0 beside centre columns ``tx +
+    1``: the difference is ``-(tx + 1) <= -1``.)  Each thread's digits are separate values,
+    except those shown equal in both threads."""
+    if offsets.terms:
+        return False
+    lo = hi = offsets.const
+    for d, (ca, cb) in coefficient.items():
+        n = ranges.get(d)
+        if ca.terms or cb.terms or n is None or n.terms or n.const < 1:
+            return False
+        top = n.const - 1
+        parts = [ca.const - cb.const] if d in forced else [ca.const, -cb.const]
+        for c in parts:
+            lo += min(0, c * top)
+            hi += max(0, c * top)
+    return lo > 0 or hi < 0
+
+
+def _mixed_radix(terms, bounds=(), conditions: list | None = None):
+    """``terms`` in an order where each coefficient exceeds what the smaller ones can sum to
+    (then ``sum(c * delta) == 0`` with ``|delta| < n`` forces every delta to 0); ``None`` when
+    no such order is shown.  ``bounds`` (see :func:`_radix_bounds`) give the most some sets of
+    terms can sum to, where a condition bounds their sum (``row * n + col`` under ``if col <
+    n:``: the column's digits reach n - 1 together, whatever the grid)."""
+    items = []
+    for c, n, ds in terms:
+        m = magnitude(c)
+        if m is None or (m.const == 0 and not m.terms):
+            return None
+        if n is not None and magnitude(n) is None:
+            return None
+        items.append((m, n, ds))
+    ordered = []
+    # Bounds of the largest |sum| of the digits placed so far, each with the condition it
+    # rests on ("" for the digits' own ranges).
+    reaches: list[tuple[Poly, str]] = [(const(0), "")]
+    placed: set | None = set()  # their (digit, coefficient) terms, while each is a digit's
+    needed: list[str] = []
+    while items:
+        by: dict[int, list[str]] = {}  # each item that fits: the reaches it fits under
+        for i, (m, _, _) in enumerate(items):
+            under = [text for r, text in reaches
+                     if nonnegative(m.plus(r.scaled(-1)).plus(const(-1)))]
+            if under:
+                by[i] = under
+        fits = list(by)
+        if not fits:
+            return None
+        # The smallest coefficient goes next (a larger one placed early spends its reach).
+        smallest = [i for i in fits if all(nonnegative(o.plus(items[i][0].scaled(-1)))
+                                           for o, _, _ in items)]
+        chosen = smallest[0] if smallest else fits[0]
+        if "" not in by[chosen]:
+            needed.append(by[chosen][0])
+        m, n, ds = items.pop(chosen)
+        ordered.append((m, n, ds))
+        if items:
+            digits = [d for d in ds if isinstance(d, Digit)]
+            if placed is not None and len(ds) == 1 and len(digits) == 1:
+                placed.add((digits[0], m))
+            else:
+                placed = None
+            # Only the largest digit may be unbounded, unless a bounded sum covers it.
+            reaches = [] if n is None else [(r.plus(mul(m, n.plus(const(-1)))), text)
+                                            for r, text in reaches]
+            if placed is not None:
+                reaches += [(reach, text) for key, reach, text in bounds if key == placed]
+            if not reaches:
+                return None
+    if conditions is not None:
+        conditions.extend(needed)
+    return ordered
