@@ -299,6 +299,40 @@ def _wgmma_asm(dtype: str) -> str:
             f'{{{regs}}}, %128, %129, p, 1, 1, 0, 1; }}" : {outs} : "l"(da), "l"(db), "r"(1));')
 
 
+# The device helpers of the Hopper GEMMs (this file's HGEMM_WGMMA_CUDA, tools/tma_probe.py's
+# kernels), after typedefs of u16 and u64: the 128-byte-swizzle shared-memory descriptor, f32
+# pairs and singles to 16 bits, and one m64n256k16 wgmma (its @WGMMA_F16@ / @WGMMA_BF16@ filled
+# by the including source with _wgmma_asm).
+WGMMA_DEVICE_HELPERS = r"""// Shared-memory matrix descriptor: start, leading and stride byte offsets (each >> 4), 128B
+// swizzle (layout type 1 in bits 62-63).
+__device__ __forceinline__ u64 smem_desc(unsigned addr, unsigned lbo, unsigned sbo) {
+    return (u64)((addr & 0x3FFFF) >> 4) | ((u64)(lbo >> 4) << 16) | ((u64)(sbo >> 4) << 32)
+           | (1ull << 62);
+}
+template <bool BF16>
+__device__ __forceinline__ unsigned pack16(float lo, float hi) {
+    unsigned r;
+    if (BF16) asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+    else asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+    return r;
+}
+
+template <bool BF16>
+__device__ __forceinline__ u16 to16(float x) {
+    u16 h;
+    if (BF16) asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(x));
+    else asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(x));
+    return h;
+}
+
+template <bool BF16>
+__device__ __forceinline__ void wgmma_tile(float* acc, u64 da, u64 db) {
+    if (BF16) { @WGMMA_BF16@ }
+    else { @WGMMA_F16@ }
+}
+"""
+
+
 # The Hopper (sm_90a) GEMM: warpgroup MMA (wgmma) from shared memory, the algorithm of Triton's
 # best 4096^3 configuration (128 x 256 x 64 tile, 8 warps, cp.async, no TMA).  256 threads = 2
 # warpgroups; warpgroup w computes rows 64w..64w+63 of the block's 128 x 256 tile of C with one
@@ -330,7 +364,7 @@ def _wgmma_asm(dtype: str) -> str:
 # every output it times against the float32 product).
 # bench_suite's hgemm_wgmma and bgemm_wgmma rows time the 16-bit-output kernels (hgemm_wgmma_f16,
 # hgemm_wgmma_bf16) beside examples/tensor_core/hgemm_wgmma.py.
-HGEMM_WGMMA_CUDA = r"""
+HGEMM_WGMMA_CUDA = (r"""
 #ifndef WG_STAGES
 #define WG_STAGES 4
 #endif
@@ -349,34 +383,7 @@ typedef unsigned long long u64;
 __device__ __forceinline__ void cp_async16(unsigned dst, const void* src) {
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(dst), "l"(src) : "memory");
 }
-// Shared-memory matrix descriptor: start, leading and stride byte offsets (each >> 4), 128B
-// swizzle (layout type 1 in bits 62-63).
-__device__ __forceinline__ u64 smem_desc(unsigned addr, unsigned lbo, unsigned sbo) {
-    return (u64)((addr & 0x3FFFF) >> 4) | ((u64)(lbo >> 4) << 16) | ((u64)(sbo >> 4) << 32)
-           | (1ull << 62);
-}
-template <bool BF16>
-__device__ __forceinline__ unsigned pack16(float lo, float hi) {
-    unsigned r;
-    if (BF16) asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
-    else asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
-    return r;
-}
-
-template <bool BF16>
-__device__ __forceinline__ u16 to16(float x) {
-    u16 h;
-    if (BF16) asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(x));
-    else asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(x));
-    return h;
-}
-
-template <bool BF16>
-__device__ __forceinline__ void wgmma_tile(float* acc, u64 da, u64 db) {
-    if (BF16) { @WGMMA_BF16@ }
-    else { @WGMMA_F16@ }
-}
-
+""" + WGMMA_DEVICE_HELPERS + r"""
 template <bool BF16, int OUT>
 __device__ __forceinline__ void hgemm_wgmma_body(
         const u16* __restrict__ A, const u16* __restrict__ B, void* __restrict__ C,
@@ -508,7 +515,7 @@ HGEMM_WGMMA_KERNEL(hgemm_wgmma_f16_f32, false, 1)
 HGEMM_WGMMA_KERNEL(hgemm_wgmma_bf16_f32, true, 1)
 HGEMM_WGMMA_KERNEL(hgemm_wgmma_f16_e, false, 2)
 HGEMM_WGMMA_KERNEL(hgemm_wgmma_bf16_e, true, 2)
-""".replace("@WGMMA_F16@", _wgmma_asm("f16")).replace("@WGMMA_BF16@", _wgmma_asm("bf16"))
+""").replace("@WGMMA_F16@", _wgmma_asm("f16")).replace("@WGMMA_BF16@", _wgmma_asm("bf16"))
 """The hand-written Hopper GEMMs (compile for ``sm_90a``): ``hgemm_wgmma_f16``,
 ``hgemm_wgmma_bf16`` (output in the input type), ``hgemm_wgmma_f16_f32``, ``hgemm_wgmma_bf16_f32``
 (f32 output); arguments ``(A, B, C, M, K, N)``, grid ``(N / 256, M / 128)``, 256 threads,

@@ -18,7 +18,6 @@ import argparse
 import ctypes
 import os
 import sys
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -78,23 +77,7 @@ __device__ __forceinline__ void tma_load2d(unsigned dst, const TmaDesc* map, uns
                  " [%0], [%1, {%3, %4}], [%2];"
                  :: "r"(dst), "l"((u64)map), "r"(bar), "r"(c0), "r"(c1) : "memory");
 }
-__device__ __forceinline__ u64 smem_desc(unsigned addr, unsigned lbo, unsigned sbo) {
-    return (u64)((addr & 0x3FFFF) >> 4) | ((u64)(lbo >> 4) << 16) | ((u64)(sbo >> 4) << 32)
-           | (1ull << 62);
-}
-template <bool BF16>
-__device__ __forceinline__ unsigned pack16(float lo, float hi) {
-    unsigned r;
-    if (BF16) asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
-    else asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
-    return r;
-}
-template <bool BF16>
-__device__ __forceinline__ void wgmma_tile(float* acc, u64 da, u64 db) {
-    if (BF16) { @WGMMA_BF16@ }
-    else { @WGMMA_F16@ }
-}
-
+@WGMMA_HELPERS@
 // One stage: A's 128 x 64 box (K-major rows of 128 bytes) and B's four 64 x 64 boxes (64
 // K-rows of 64 N-elements each, 8 KiB apart), all in the 128-byte swizzle the descriptors name.
 __device__ __forceinline__ void load_stage(unsigned stage, unsigned bar, const TmaDesc* am,
@@ -327,20 +310,7 @@ def main():
     ap.add_argument("--variants", default=",".join(VARIANTS))
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--size", type=int, default=4096)
-    opts = ap.parse_args()
-    t0 = time.perf_counter()
-    try:
-        run(opts)
-    except Exception as exc:    # the log must come back whatever happens
-        import traceback
-
-        say("FAILED:", repr(exc))
-        say(traceback.format_exc())
-    finally:
-        say(f"total {time.perf_counter() - t0:.1f} s")
-        if opts.out:
-            with open(opts.out, "w") as f:
-                f.write("\n".join(wp.LOG) + "\n")
+    wp.logged(run, ap.parse_args())
 
 
 def run(opts):
@@ -356,7 +326,8 @@ def run(opts):
     say("device:", torch.cuda.get_device_name(), "SMs", sms, "torch", torch.__version__)
     src = wp.sources()
     asm = src["_wgmma_asm"]
-    source = SOURCE.replace("@WGMMA_F16@", asm("f16")).replace("@WGMMA_BF16@", asm("bf16"))
+    source = (SOURCE.replace("@WGMMA_HELPERS@", src["WGMMA_DEVICE_HELPERS"])
+              .replace("@WGMMA_F16@", asm("f16")).replace("@WGMMA_BF16@", asm("bf16")))
     ks = wp.Kernels()
     kernels = {}
     for name in opts.variants.split(","):

@@ -36,14 +36,16 @@ def say(*parts):
 
 
 def sources() -> dict:
-    """HGEMM_CUDA and HGEMM_WGMMA_CUDA (and the helpers they are built with), evaluated from
+    """HGEMM_CUDA, WGMMA_DEVICE_HELPERS and HGEMM_WGMMA_CUDA (and the helpers they are built
+    with), evaluated from
     tools/_bench_hgemm.py's syntax tree without running its imports."""
     with open(os.path.join(HERE, "_bench_hgemm.py")) as f:
         tree = ast.parse(f.read())
     keep = [n for n in tree.body
             if (isinstance(n, ast.FunctionDef) and n.name == "_wgmma_asm")
             or (isinstance(n, ast.Assign) and isinstance(n.targets[0], ast.Name)
-                and n.targets[0].id in ("HGEMM_CUDA", "HGEMM_WGMMA_CUDA"))]
+                and n.targets[0].id in ("HGEMM_CUDA", "WGMMA_DEVICE_HELPERS",
+                                               "HGEMM_WGMMA_CUDA"))]
     ns: dict = {}
     exec(compile(ast.Module(keep, []), "_bench_hgemm.py", "exec"), ns)
     return ns
@@ -136,11 +138,16 @@ def main():
     ap.add_argument("--variants", default="4,0,8;3,0,8;4,1,8;4,0,1;4,0,16",
                     help="STAGES,EARLY_LOAD,GROUP;... (the first correct one is timed "
                          "against the references; all correct ones are timed)")
-    opts = ap.parse_args()
+    logged(run, ap.parse_args())
+
+
+def logged(body, opts) -> None:
+    """``body(opts)``, its failure said rather than raised, and the log written to ``opts.out``
+    whatever happens (the log must come back from the GPU machine)."""
     t_start = time.perf_counter()
     try:
-        run(opts)
-    except Exception as exc:    # the log must come back whatever happens
+        body(opts)
+    except Exception as exc:
         import traceback
 
         say("FAILED:", repr(exc))

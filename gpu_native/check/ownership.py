@@ -463,7 +463,8 @@ class Forms:
                          getattr(subst, "__self__", {}), tuple(bounded))
 
     def _launch_equalities(self, facts: list) -> Callable[[object], Poly | None]:
-        """``assert block_dim.x == 256``: the atom ``block_dim.x`` is 256 here (the returned
+        """``assert block_dim.x == 256``: the atom ``block_dim.x`` is 256 here; ``assert
+        block_dim.x % 32 == 0``: it is ``32 * Q``, Q a :class:`~.poly.Quotient` (the returned
         function is a dict's ``get``)."""
         known: dict = {}
         divisors: dict = {}

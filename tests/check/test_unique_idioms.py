@@ -250,16 +250,20 @@ def k(out: CUDASliceMut[T]):
 
 # ---- soundness: generated index expressions ----------------------------------------------------
 
+def _runs(shapes):
+    """For :func:`race_free_draws`: a kernel ``k(out)`` on the simulator's race detector, on
+    each launch shape ``shapes(k)`` gives."""
+    return lambda k: ((f"grid {grid}, block {block}", lambda g=grid, b=block: indices.run_sim(
+        k, g, b, np.zeros(indices.OUT_SIZE, np.int32))) for grid, block in shapes(k))
+
+
 @pytest.mark.slow
 def test_generated_indices_accepted_only_when_race_free(tmp_path):
     """Every generated kernel (tools/fuzz/indices.py) the checker accepts runs without a race on
     every launch shape its launch checks allow; the counts are printed (``pytest -s``).
     ``python3 -m tools.fuzz_races`` runs many more, and on a GPU too."""
     accepted, refused, launches = race_free_draws(
-        tmp_path, indices.generated, 20261214, 400, "gen",
-        lambda k: ((f"grid {grid}, block {block}", lambda g=grid, b=block: indices.run_sim(
-            k, g, b, np.zeros(indices.OUT_SIZE, np.int32))) for grid, block in
-                   indices.launch_shapes(k)))
+        tmp_path, indices.generated, 20261214, 400, "gen", _runs(indices.launch_shapes))
     print(f"\ngenerated kernels: {accepted} accepted, {refused} refused; "
           f"{launches} race-free launches of the accepted ones")
     assert accepted >= 40 and refused >= 40
@@ -270,10 +274,7 @@ def test_whole_warps_steps_accepted_only_when_race_free(tmp_path):
     stepping by ``block_dim.x // q``, a warp's slot ``tid // m``) the checker accepts run
     without a race on every launch shape their checks allow, blocks of 48 and 80 among them."""
     accepted, refused, launches = race_free_draws(
-        tmp_path, warps.generated, 20261205, 100, "warps",
-        lambda k: ((f"grid {grid}, block {block}", lambda g=grid, b=block: indices.run_sim(
-            k, g, b, np.zeros(indices.OUT_SIZE, np.int32))) for grid, block in
-                   warps.launch_shapes(k)))
+        tmp_path, warps.generated, 20261205, 100, "warps", _runs(warps.launch_shapes))
     print(f"\nwhole-warps kernels: {accepted} accepted, {refused} refused; "
           f"{launches} race-free launches of the accepted ones")
     assert accepted >= 15 and refused >= 15

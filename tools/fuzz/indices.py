@@ -163,12 +163,13 @@ def with_copy_out(source: str) -> str:
         f"            out[i64(block_idx.x) * {SHARED_SIZE} + t * 32 + tid] = s[t * 32 + tid]\n")
 
 
-def launch_shapes(kernel: ir.Kernel) -> list[tuple[int, int]]:
-    """The (grid, block) sizes of ``GRIDS`` x ``BLOCKS`` that the kernel's launch checks (its
+def launch_shapes(kernel: ir.Kernel, blocks: tuple[int, ...] = BLOCKS,
+                  grids: tuple[int, ...] = GRIDS) -> list[tuple[int, int]]:
+    """The (grid, block) sizes of ``grids`` x ``blocks`` that the kernel's launch checks (its
     asserts and the checks its proofs added) allow."""
     shapes = []
-    for block in BLOCKS:
-        for grid in GRIDS:
+    for block in blocks:
+        for grid in grids:
             try:
                 check_launch(kernel.name, "k.py", 0, kernel.launch_checks, (grid, 1, 1),
                              (block, 1, 1))

@@ -19,8 +19,8 @@ from __future__ import annotations
 import random
 
 from gpu_native import ir
-from gpu_native.errors import GpuNativeError
-from gpu_native.runtime.launch_checks import check_launch
+
+from . import indices
 
 #: Blocks of 16s that are not all whole warps (48, 80, 112), beside whole warps.
 BLOCKS = (16, 32, 48, 64, 80, 96, 112, 128, 192)
@@ -62,16 +62,7 @@ def generated(r: random.Random) -> str:
 def launch_shapes(kernel: ir.Kernel) -> list[tuple[int, int]]:
     """The (grid, block) sizes of :data:`GRIDS` x :data:`BLOCKS` that the kernel's launch checks
     allow."""
-    shapes = []
-    for block in BLOCKS:
-        for grid in GRIDS:
-            try:
-                check_launch(kernel.name, "k.py", 0, kernel.launch_checks, (grid, 1, 1),
-                             (block, 1, 1))
-            except GpuNativeError:  # a launch its asserts refuse
-                continue
-            shapes.append((grid, block))
-    return shapes
+    return indices.launch_shapes(kernel, BLOCKS, GRIDS)
 
 
 __all__ = ["BLOCKS", "GRIDS", "generated", "launch_shapes"]
