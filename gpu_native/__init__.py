@@ -87,6 +87,8 @@ from .lang.intrinsics import sync_warp as sync_warp
 from .lang.intrinsics import threadfence as threadfence
 from .lang.intrinsics import threadfence_block as threadfence_block
 from .lang.intrinsics import threadfence_system as threadfence_system
+from .lang.intrinsics import tma_load as tma_load
+from .lang.intrinsics import tma_wait as tma_wait
 from .lang.intrinsics import unroll as unroll
 from .lang.intrinsics import unsafe as unsafe
 from .lang.intrinsics import warp_size as warp_size
@@ -295,6 +297,8 @@ __all__ = [
     "threadfence",
     "threadfence_block",
     "threadfence_system",
+    "tma_load",
+    "tma_wait",
     "to_device",
     "u8",
     "u16",

@@ -194,6 +194,11 @@ def _summary(spec: KernelSpec, last_line: int) -> list[str]:
         out.append(f"#     traits: {', '.join(v.traits.names()) or 'none'}")
         if v.min_arch:
             out.append(f"#     GPUs: sm_{v.min_arch} and newer (it uses {v.arch_use})")
+        if v.tensor_maps:
+            maps = ", ".join(f"{spec.params[t.param].name} in {t.box_rows} x {t.box_cols} boxes"
+                             for t in v.tensor_maps)
+            out.extend(_wrap(f"#     tensor maps (hidden parameters the launcher encodes): "
+                             f"{maps}", "#       "))
         counts: dict[str, int] = {}
         for site in v.sites:
             counts[site.kind] = counts.get(site.kind, 0) + 1
@@ -312,7 +317,8 @@ def _proofs_of(kernel: ir.Kernel) -> list[str]:
             writes.append((n.span, owner, rule))
         elif isinstance(n, ir.Atomic) and n.op != "load":
             writes.append((n.span, owner, f"atomic {n.op}"))
-        elif isinstance(n, ir.MatrixOp) and n.op in ("store_matrix", "cp_async", "warpgroup_store"):
+        elif isinstance(n, ir.MatrixOp) and n.op in ("store_matrix", "cp_async", "warpgroup_store",
+                                                      "tma_load"):
             space = n.operands[0].array.ty.space
             rule = n.proof or _STORE_RULES.get((n.unique, space), f"{n.unique} ({space})")
             writes.append((n.span, owner, rule))

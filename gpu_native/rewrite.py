@@ -18,6 +18,7 @@ from .check.scope import ModuleLocator
 from .emit.cuda import emit_kernel
 from .emit.host import kernel_block, param_trees
 from .emit.index32 import wants_index32
+from .emit.tma import tensor_maps
 from .emit.uid_stride import vector_plan
 from .frontend.parse import ModuleScan, ScanHints, has_gpu_decorators, scan_module
 from .frontend.source import source_lines, too_deep
@@ -31,6 +32,7 @@ from .spec import (
     LaunchCheck,
     Param,
     Site,
+    TensorMap,
     Trait,
     VariantSpec,
 )
@@ -72,6 +74,16 @@ class _Files:
         if file not in self.others:
             self.others.append(file)
         return self.others.index(file) + 1
+
+
+def _tensor_maps(kernel: ir.Kernel) -> tuple[TensorMap, ...]:
+    """The tensor maps of a kernel's ``tma_load`` copies, as the launcher encodes them."""
+    index = {id(p): i for i, p in enumerate(kernel.params)}
+    out = []
+    for var, rows, cols in tensor_maps(kernel.body):
+        assert isinstance(var.ty, ir.ArrayType)  # a 2-D array parameter (gpu_native.check.tma)
+        out.append(TensorMap(index[id(var)], str(var.ty.elem), rows, cols))
+    return tuple(out)
 
 
 def _sites(kernel: ir.Kernel, files: _Files) -> tuple[Site, ...]:
@@ -180,7 +192,8 @@ def transpile_module(source: str, path: str, module_name: str | None = None,
                 launch_checks=_launch_checks(k, files), ir=encoded,
                 consts=tuple(ConstArray(d.name, d.module, d.ty.elem.name, d.shape, d.symbol)
                              for d in k.consts),
-                min_arch=k.traits.min_arch, arch_use=k.traits.arch_use))
+                min_arch=k.traits.min_arch, arch_use=k.traits.arch_use,
+                tensor_maps=_tensor_maps(k)))
         options = ck.options  # the checker's options are the spec's record
         kernels.append(KernelSpec(
             name=ck.fn.name, module=scan.module_name, file=path, line=ck.fn.first_line,

@@ -36,18 +36,19 @@ __all__ = [
     "ParamCheck",
     "ShapeAssert",
     "Site",
+    "TensorMap",
     "Trait",
     "VariantSpec",
     "tree_text",
 ]
 
 # The layout of the spec literal and the protocol of the launcher factory with the runtime
-# (``LaunchContext.fast_path``): 8, variants name the oldest architecture they build for; 7,
+# (``LaunchContext.fast_path``): 9, variants list their tensor maps; 8, variants name the oldest architecture they build for; 7,
 # parameters say whether they are strided; 6, variants list their constant arrays; 5, the
 # options hold ``cooperative``; 4, sites and launch checks name their file; 3, typed records, a
 # FastPath record and the arrays' launch attributes; 2, a dict literal, a positional tuple from
 # fast_path.
-SCHEMA = 8
+SCHEMA = 9
 # The first element of every spec literal: anything else is not a spec (a foreign ``_spec=``).
 _TAG = "gpu_native.KernelSpec"
 
@@ -237,6 +238,19 @@ class ConstArray:
 
 
 @node
+class TensorMap:
+    """A tensor map a kernel variant's ``tma_load`` copies read through (a hidden 128-byte
+    ``__grid_constant__`` parameter after the user's): the launcher encodes it for the array
+    passed as parameter ``param`` (an index into the kernel's parameters), a 2-D array of
+    ``dtype``, in boxes of ``box_rows`` x ``box_cols`` elements in the 128-byte swizzle."""
+
+    param: int
+    dtype: str
+    box_rows: int
+    box_cols: int
+
+
+@node
 class VariantSpec:
     """One specialisation of a kernel: its CUDA translation unit, its error sites, its traits and
     launch checks, and the encoded IR the simulator runs (:mod:`gpu_native.ircodec`; never part
@@ -255,6 +269,7 @@ class VariantSpec:
     #: sm_80), or 0 for every one; ``arch_use`` names what needs it and where.
     min_arch: int = 0
     arch_use: str = ""
+    tensor_maps: tuple[TensorMap, ...] = ()
 
 
 @node
@@ -337,7 +352,7 @@ def _variant_literal(v: VariantSpec) -> tuple:
                    else ("fits", *_fields(c)) for c in v.launch_checks)
     return (v.types, v.symbol, v.kernel_id, v.cuda, tuple(_fields(s) for s in v.sites),
             v.traits.names(), checks, v.ir, tuple(_fields(c) for c in v.consts), v.min_arch,
-            v.arch_use)
+            v.arch_use, tuple(_fields(t) for t in v.tensor_maps))
 
 
 # ---- reading a literal back ------------------------------------------------------------------
@@ -442,8 +457,8 @@ def _read_site(value, files: int) -> Site:
 
 def _read_variant(value, files: int) -> VariantSpec:
     """A variant whose sites and checks may name ``files`` files (the kernel's and others)."""
-    types, symbol, kernel_id, cuda, sites, traits, checks, ir, consts, min_arch, arch_use = \
-        _tuple(value, "a variant", 11)
+    types, symbol, kernel_id, cuda, sites, traits, checks, ir, consts, min_arch, arch_use, \
+        maps = _tuple(value, "a variant", 12)
     for pair in _tuple(types, "the variant's types"):
         _strings(_tuple(pair, "a specialisation", 2), "a specialisation")
     return VariantSpec(
@@ -454,7 +469,14 @@ def _read_variant(value, files: int) -> VariantSpec:
         tuple(_read_check(c, files) for c in _tuple(checks, "the launch checks")),
         _check(ir, bytes, "the IR"),
         tuple(_read_const(c) for c in _tuple(consts, "the constant arrays")),
-        _check(min_arch, int, "an architecture"), _check(arch_use, str, "an architecture's use"))
+        _check(min_arch, int, "an architecture"), _check(arch_use, str, "an architecture's use"),
+        tuple(_read_map(t) for t in _tuple(maps, "the tensor maps")))
+
+
+def _read_map(value) -> TensorMap:
+    param, dtype, rows, cols = _tuple(value, "a tensor map", 4)
+    return TensorMap(_check(param, int, "a parameter index"), _check(dtype, str, "a dtype"),
+                     _check(rows, int, "a box's rows"), _check(cols, int, "a box's columns"))
 
 
 def _read_const(value) -> ConstArray:

@@ -19,15 +19,15 @@ from .resolve import Declarations, annotation, assigned_names
 from .statements import StatementChecker
 from .structs import StructChecker
 from .tail import GridTail
+from .tma import TmaChecker, TmaUses
 from .traits import TraitNotes
 from .tuples import TupleChecker
 from .unique import UniqueWrites
 from .vectors import VectorChecker
-from .warpgroup import WarpgroupChecker
 
 
 class FunctionChecker(StatementChecker, ControlFlowChecker, TupleChecker, ExpressionChecker,
-                      CallChecker, GeneratorChecker, VectorChecker, WarpgroupChecker,
+                      CallChecker, GeneratorChecker, VectorChecker, TmaChecker,
                       ComplexChecker, StructChecker):
     """The type pass over one function body: every expression typed, every name resolved,
     every conversion explicit (see :mod:`gpu_native.ir`).
@@ -69,6 +69,8 @@ class FunctionChecker(StatementChecker, ControlFlowChecker, TupleChecker, Expres
         The device functions called directly.
     ``defs``
         What is known of the locals so far (:class:`.context.Definitions`), which the proofs read.
+    ``tma``
+        The tensor copies' maps and destinations (:class:`.tma.TmaUses`).
     """
 
     def __init__(self, ctx: FunctionContext, fn: S.FunctionDef, decl: Declarations):
@@ -105,12 +107,14 @@ class FunctionChecker(StatementChecker, ControlFlowChecker, TupleChecker, Expres
         self.no_wrap.bounds = self.bounds
         self.tail = GridTail(self.is_kernel, self.defs.single_def)
         self.traits = TraitNotes()
+        self.tma = TmaUses()
 
     # ---- the pass --------------------------------------------------------------------------
 
     def check_body(self) -> tuple[ir.Stmt, ...]:
         """Type the body; a device function with a return type must not fall off its end."""
         body, exits = self.block(self.fn.body)
+        self.check_tma()
         ret_type = self.decl.ret_type
         if not self.is_kernel and ret_type != ir.VOID and not exits:
             raise self.error(f"{self.fn.name} can reach its end without returning a "

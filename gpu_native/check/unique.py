@@ -568,6 +568,29 @@ class UniqueWrites:
             f"{what} '{base.var.name}' is written several elements per thread, through an "
             "index not provably unique", span, UNIQUE_HINT[space]))
 
+    def store_box(self, base: ir.ArrayRef, indices, box: tuple[int, int], span: SourceSpan
+                  ) -> str:
+        """``tma_load``'s write of the whole R x C slice at ``indices`` (its last two ``0``):
+        proven as a store whose last two indices run over ``[0, R)`` and ``[0, C)`` (the
+        issuing thread's footprint), or refused."""
+        what = f"tma_load() into '{base.var.name}'"
+
+        def run(form: StoreForm) -> StoreForm:
+            widened = list(form.dims)
+            for axis, extent in zip((-2, -1), box):
+                footprint = Digit(f"loop:{what} axis {axis}@{span.line}:{span.col}")
+                widened[axis] = widened[axis].plus(Affine.of((footprint,)))
+                form.ranges[footprint] = Affine(extent)
+            form.dims = tuple(widened)
+            return form
+
+        proof = self._store_footprint(base, indices, span, what, run, TranspileError(
+            f"{what}: two threads may copy into the same slice", span,
+            "issue the copies from one thread (`if thread_idx.x == 0:`) or give each thread "
+            "its own slices, or use `with unsafe():`"), keep_hint=True)
+        return proof.replace("unique: ", f"unique: a {box[0]} x {box[1]} slice per issuing "
+                             "thread, ", 1)
+
     def store_tile(self, base: ir.ArrayRef, indices, span: SourceSpan, group_cols: int = 0
                    ) -> str:
         """``store_matrix``'s 16 x 8 tile at ``indices``, written by the lanes of a warp (or,

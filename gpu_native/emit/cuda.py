@@ -41,6 +41,7 @@ from .structs import (
     tuple_struct,
     tuple_types,
 )
+from .tma import TmaEmitter, tma_destinations
 from .vectors import VectorEmitter
 from .warpgroup import WarpgroupEmitter, wgmma_accumulators
 
@@ -54,7 +55,7 @@ _BARRIER_VOTES = {e.op: e for e in R.by_form("call") if e.check == "call_barrier
 _UNSIGNED = {"int": "unsigned int", "long long": "unsigned long long"}
 
 
-class CudaEmitter(VectorEmitter, WarpgroupEmitter, StructEmitter):
+class CudaEmitter(VectorEmitter, WarpgroupEmitter, TmaEmitter, StructEmitter):
     """Emits one kernel specialisation (and the device functions it reaches) as CUDA C++."""
 
     def __init__(self, kernel: ir.Kernel, display_file: str):
@@ -64,6 +65,8 @@ class CudaEmitter(VectorEmitter, WarpgroupEmitter, StructEmitter):
         self.indent = 1
         self.counter = 0
         self.last_line = -1
+        self.tma_dsts = tma_destinations(kernel.body)
+        self.tma_names = {id(v): k for k, v in enumerate(self.tma_dsts)}
         # Device-function parameters may be passed anything: count them as products.
         self.product_locals = product_locals(
             [kernel.body, *(fn.body for fn in kernel.device_functions)]) | {
@@ -178,12 +181,14 @@ class CudaEmitter(VectorEmitter, WarpgroupEmitter, StructEmitter):
     def kernel_function(self, symbol: str | None = None) -> str:
         k = self.kernel
         params = self.params(k.params, kernel=True)
+        params += self.tma_params(k.body)
         params.append("gn_error_record* __restrict__ __gn_err")
         self.lines = []
         self.indent = 1
         self.last_line = -1
         self.vector_params(k.params)
         self.declarations(k.locals, k.local_arrays, k.shared, k.body)
+        self.tma_setup()
         self.block(k.body)
         sig = (f'extern "C" __global__ void {symbol or k.symbol}(\n    '
                + ",\n    ".join(params) + ")")
@@ -355,8 +360,9 @@ class CudaEmitter(VectorEmitter, WarpgroupEmitter, StructEmitter):
 
     def emit_Barrier(self, s: ir.Barrier) -> None:
         fn = _BARRIERS[s.scope].cuda
-        if s.scope == "block" and self.kernel.traits.uses_wgmma:
-            # This thread's shared-memory writes, visible to the next wgmma's reads after it.
+        if s.scope == "block" and (self.kernel.traits.uses_wgmma or self.tma_names):
+            # This thread's shared-memory accesses, ordered with the next wgmma's reads and
+            # tensor copies (the async proxy) after it.
             self.line("gn_fence_proxy_async();")
         if s.scope != "warp":
             self.line(f"{fn}();")

@@ -73,6 +73,8 @@ __all__ = [
     "threadfence",
     "threadfence_block",
     "threadfence_system",
+    "tma_load",
+    "tma_wait",
     "unroll",
     "unsafe",
     "warp_size",
@@ -254,6 +256,16 @@ def warpgroup_wait(n: int = 0) -> None:
 def warpgroup_store(dst: Any, dst_index: Any, acc: Any, staging: Any = None,
                     staging_index: Any = None) -> None:
     _device_only("warpgroup_store()")
+
+
+@_intrinsic
+def tma_load(dst: Any, dst_index: Any, src: Any, src_index: Any) -> None:
+    _device_only("tma_load()")
+
+
+@_intrinsic
+def tma_wait(dst: Any, dst_index: Any) -> None:
+    _device_only("tma_wait()")
 
 
 @_intrinsic

@@ -364,6 +364,46 @@ _add(Entry("cp_async_wait", "gpu_native", "statement",
            more="The simulator performs a group's copies here (reading the source when the copy "
                 "was issued), so reading a destination before its wait sees the old contents."))
 
+# ---- gpu_native: tensor memory accelerator copies (sm_90) -------------------------------------
+# See check/tma.py and docs/language.md, "Tensor copies (TMA)".
+
+_add(Entry("tma_load", "gpu_native", "statement",
+           "copy the tile of the 2-D global array `src` whose top-left element is "
+           "`src[src_index]` into the whole 2-D slice `dst[dst_index]` of a swizzled shared "
+           "array, by the GPU's tensor memory accelerator, without waiting (PTX "
+           "`cp.async.bulk.tensor`; sm_90)",
+           _params("dst:array dst_index:int src:array src_index:int"), "None",
+           "matrix_op", "gn_tma_load_2d", "tma_load", since="0.3.0", arch=90,
+           more="``dst`` is a ``shared_array(T, shape, swizzle=128)`` of f16 or bf16 and "
+                "``dst_index`` its leading indices (a stage of a ring; ``()`` for a 2-D array): "
+                "the copy fills the slice's R x C elements (R at most 256), in the 128-byte "
+                "swizzle ``warpgroup_mma`` reads.  ``src`` is a read-only 2-D kernel parameter "
+                "of the same type, its rows a multiple of 16 bytes and its start 16-byte "
+                "aligned (the launcher checks both, and describes it to the hardware once per "
+                "array); the tile's first and last elements are bounds checked.  One thread "
+                "issues the copy (``if thread_idx.x == 0:``): outside ``with unsafe():`` the "
+                "checker proves that no two threads write one slice.  The copy has landed once "
+                "``tma_wait(dst, dst_index)`` returns.  The simulator reads the source when "
+                "the copy is issued and writes the slice at the first ``tma_wait`` of it; its "
+                "race detector reports any thread's access to the slice while the copy is in "
+                "flight, and a read before the reader's own ``tma_wait``."))
+_add(Entry("tma_wait", "gpu_native", "statement",
+           "wait until the `tma_load` copies into the slice `dst[dst_index]` issued since the "
+           "last wait of it have landed",
+           _params("dst:array dst_index:int"), "None",
+           "matrix_op", "gn_mbar_wait", "tma_wait", since="0.3.0", arch=90,
+           more="Each slice of a ``tma_load`` destination has its own completion barrier (a "
+                "shared-memory ``mbarrier``, initialised when the kernel starts) and each "
+                "thread counts its waits of it, so every thread that reads a slice must wait "
+                "for each fill of it once, in order: the pattern of a pipeline where all "
+                "threads wait for stage ``kt % STAGES`` in step ``kt``.  The thread that "
+                "issued a fill completes it at its own wait, so the issuing thread waits too, "
+                "no later than the others.  Refilling a slice is ordered after every thread's "
+                "reads of it by a ``sync_threads()`` (and, for ``warpgroup_mma`` reads, its "
+                "``warpgroup_wait``), as for any shared store; the simulator reports a wait "
+                "that the GPU would pass before its copies land (a thread that skipped a "
+                "wait) and one that could never return."))
+
 # ---- gpu_native: Hopper warpgroup matrix multiply-accumulate (sm_90a) ------------------------
 # See check/warpgroup.py and docs/language.md, "Warpgroup matrices".
 

@@ -25,9 +25,10 @@ from ..lang.types import COMPLEX_CLASSES, SCALARS, VECTOR_CLASSES
 from ..nodes import Factory, node
 from ..spec import Param, ParamCheck, ShapeAssert
 from ..tracebacks import strip
+from . import tensormaps
 from .arrays import DeviceArray, signature
 from .disjoint import may_share_bytes
-from .launch import ArgumentBuffer, fast_formats, make_submit, slot_formats
+from .launch import ArgumentBuffer, fast_formats, first_slots, make_submit, slot_formats
 from .launch_checks import check_params, check_shapes
 
 if TYPE_CHECKING:
@@ -92,19 +93,30 @@ class LaunchContext:
         formats = slot_formats(self.kernel.params, self.types)
         self.pack_into = struct.Struct(
             "<" + "".join(fast_formats(self.kernel.params, self.types))).pack_into
-        self.buffer = ArgumentBuffer(len(formats), trailing)
+        # The tensor maps of tma_load copies: checked (and on the GPU encoded and passed) by
+        # the checked path, which every launch of such a kernel takes.
+        self.tensor_maps = variant.spec.tensor_maps
+        self.maps = len(self.tensor_maps) if config.backend.name == "cuda" else 0
+        self.buffer = ArgumentBuffer(len(formats), trailing, self.maps)
         self.formats, self.trailing = formats, trailing
         self.submit = make_submit(config.backend, fn, grid, block, config.shared_mem_bytes,
-                                  config.handle, trailing, formats, variant.label, config.launch)
+                                  config.handle, trailing, formats, variant.label, config.launch,
+                                  self.maps)
         # `fn` is the 32-bit index entry point: a call with an array of more than
         # abi.INDEX32_MAX_ELEMENTS elements submits through the main one instead.
         self.index32 = index32
         self.wide_submit: Callable[..., None] | None = None
         backend = config.backend
-        self.signatures = {
+        self.signatures: dict[str, object] = {
             p.name: signature(backend.name, config.device, self.types.get(p.dtype, p.dtype),
                               p.ndim, strided=p.strided)
             for p in self.kernel.params if p.ndim}
+        self.fast_launch = config.launch
+        if self.maps:
+            self.fast_launch = self.map_launch(config.launch)
+        elif self.tensor_maps:  # the simulator: the checked path checks the sources
+            for tm in self.tensor_maps:  # (a signature no argument carries)
+                self.signatures[self.kernel.params[tm.param].name] = object()
         self.keepalive: collections.deque = collections.deque()
         self.param_checks = tuple(c for c in variant.launch_checks if isinstance(c, ParamCheck))
         self.shape_checks = tuple(c for c in variant.launch_checks
@@ -115,7 +127,7 @@ class LaunchContext:
         c = self.config
         backend = c.backend
         return FastPath(DeviceArray, int, float, bool, self.signatures, self.pack_into,
-                        self.buffer.data, self.buffer.address, c.launch, self.fn,
+                        self.buffer.data, self.buffer.address, self.fast_launch, self.fn,
                         self.grid, self.block, c.shared_mem_bytes, c.handle, backend.success,
                         self.failed, self.slow, c.grid, c.block)
 
@@ -170,7 +182,14 @@ class LaunchContext:
             submit = self.submit
             if self.index32 and any(arr.launch_sig.wide for _, arr in arrays):
                 submit = self.wide_submit or self.make_wide_submit()
-            submit(*values)
+            if self.tensor_maps:
+                addresses = self.map_addresses(arrays)
+                if self.maps:
+                    submit(addresses, *values)
+                else:
+                    submit(*values)
+            else:
+                submit(*values)
             if foreign:
                 self.hold(foreign)
         except Exception as exc:  # a wrong argument: the user's launch line, not our frames
@@ -183,8 +202,47 @@ class LaunchContext:
         c.check_function(fn, self.variant)
         self.wide_submit = make_submit(c.backend, fn, self.grid, self.block, c.shared_mem_bytes,
                                        c.handle, self.trailing, self.formats, self.variant.label,
-                                       c.launch)
+                                       c.launch, self.maps)
         return self.wide_submit
+
+    def map_launch(self, launch):
+        """``launch`` (``cuLaunchKernel``) for the fast path of a kernel with tensor maps: each
+        map's source is read back from the slots the fast path packed (its address and extents)
+        and its encoded map's address set in the buffer's ``void*`` array (a cache lookup once
+        the array has been seen)."""
+        firsts = first_slots(self.kernel.params, self.types)
+        plan = [(firsts[tm.param] * abi.SLOT_SIZE, tm, self.where(self.kernel.params[tm.param]))
+                for tm in self.tensor_maps]
+        data, pointers, nslots = self.buffer.data, self.buffer.pointers, len(self.formats)
+        unpack = struct.Struct("<" + abi.POINTER_FORMAT + 2 * abi.EXTENT_FORMAT).unpack_from
+        encoded = tensormaps.encoded
+
+        def launch_with_maps(fn, gx, gy, gz, bx, by, bz, smem, stream, address, extra):
+            try:
+                for k, (offset, tm, where) in enumerate(plan):
+                    ptr, rows, cols = unpack(data, offset)
+                    pointers[nslots + k] = encoded(where, tm, ptr, (rows, cols))
+            except Exception as exc:  # a source the copy engine cannot read: the user's line
+                strip(exc)
+                raise
+            return launch(fn, gx, gy, gz, bx, by, bz, smem, stream, address, extra)
+
+        return launch_with_maps
+
+    def map_addresses(self, arrays: list[tuple[Param, DeviceArray]]) -> list[int]:
+        """Check each tensor map's source array (on every backend, so that the simulator
+        refuses what the GPU would) and, on the GPU, the host address of its encoded map."""
+        given = {p.name: arr for p, arr in arrays}
+        out = []
+        for tm in self.tensor_maps:
+            p = self.kernel.params[tm.param]
+            arr = given[p.name]
+            ptr, where = arr._gn_ptr, self.where(p)
+            if self.maps:
+                out.append(tensormaps.encoded(where, tm, ptr, arr.shape))
+            else:
+                tensormaps.check_source(where, ptr, arr.shape, arr._info.itemsize)
+        return out
 
     def where(self, p: Param) -> str:
         return f"argument '{p.name}' of {self.kernel.__name__}"

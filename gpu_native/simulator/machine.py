@@ -123,6 +123,7 @@ class Chunk:
         self.consts = launch.consts  # the kernel's constant arrays (ConstArray), as ir.Kernel.consts
         self.async_copies = None  # cp_async copies in flight (simulator.matrices.AsyncCopies)
         self.async_reads = None  # warpgroup_mma reads in flight (simulator.warpgroup.AsyncReads)
+        self.tma = None  # tensor copies' barriers and copies (simulator.tma.TmaState)
 
     # ---- lane information (computed on demand, dropped on compaction) ----
 
@@ -313,6 +314,8 @@ class Chunk:
             la.compact(keep)
         if self.async_copies is not None:
             self.async_copies.compact(keep)
+        if self.tma is not None:
+            self.tma.compact(keep)
         return (None, *(_kept(v, keep) for v in values))
 
     # ---- memory ----
@@ -517,6 +520,7 @@ class Chunk:
 
     def race(self, array, off, m, loc: int, kind: str) -> None:
         shadow = array.shadow
+        lanes = None
         if m is None:
             e = self.full(off)
             t = self._info("gtid")
@@ -526,6 +530,9 @@ class Chunk:
             e = self.full(off)[lanes]
             t = self._info("gtid")[lanes]
             blk = self._info("blk")[lanes]
+        if self.tma is not None and self.tma.open:  # a tensor copy in flight, or not waited for
+            self.tma.check(self, array, e, lanes, loc,
+                           "reads" if kind in ("read", "atomic-read") else "writes")
         ep = None if shadow.row is not None else self.epoch[blk]
         if kind == "read":
             found = shadow.read(e, t, self.sync_version, ep, loc)
@@ -561,6 +568,8 @@ class Chunk:
         if m is None:
             self.epoch += 1
             self._forget_shared(None)
+            if self.tma is not None:
+                self.tma.barrier(None)
             return
         blk = self._info("blk")
         here = np.bincount(blk[m], minlength=self.B)
@@ -582,6 +591,8 @@ class Chunk:
                 f"not synchronise); make every thread of the block reach the same {what}")
         self.epoch[here > 0] += 1
         self._forget_shared(here > 0)
+        if self.tma is not None:
+            self.tma.barrier(here > 0)
 
     def barrier_vote(self, op: str, what: str, m, pred, loc: int):
         """``sync_threads_count/and/or(pred)``: the barrier, then the count of the block's
@@ -638,6 +649,8 @@ class Chunk:
         self.sync_version += 1
         self.epoch += 1
         self._forget_shared(None)
+        if self.tma is not None:
+            self.tma.barrier(None)
         for shadow in launch.global_shadows:
             shadow.forget(None)
 

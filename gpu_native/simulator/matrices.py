@@ -16,7 +16,8 @@ tolerance).  A lane that does not execute the statement contributes zeros.
 ``cp_async`` reads its source when issued and writes its destination when a
 ``cp_async_wait`` lets its group complete (per thread: the group a copy joins is the number of
 commits that thread made before it), so code that reads a destination before waiting sees the
-old contents, as it may on the GPU.
+old contents, as it may on the GPU.  The tensor copies (``tma_load``, ``tma_wait``) are
+:mod:`.tma`'s.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import ops
+from .tma import OPS as TMA_OPS
 from .warpgroup import OPS as WARPGROUP_OPS
 
 I64 = np.dtype(np.int64)
@@ -266,4 +268,4 @@ def cp_async_wait(chunk, operands, params, m, loc: int):
 
 OPS = {"ldmatrix": ldmatrix, "mma": mma, "store_matrix": store_matrix, "cp_async": cp_async,
        "cp_async_commit": cp_async_commit, "cp_async_wait": cp_async_wait,
-       **WARPGROUP_OPS}
+       **WARPGROUP_OPS, **TMA_OPS}

@@ -37,7 +37,9 @@ I64 = np.int64
 class Conflict:
     """One detected race: ``kind`` is "read-after-write", "read-after-atomic",
     "write-after-write", "write-after-read", "atomic-vs-plain" or "write-during-async-read"
-    (``thread`` read at ``loc`` asynchronously, and ``other`` wrote before the read retired)."""
+    (``thread`` read at ``loc`` asynchronously, and ``other`` wrote before the read retired).
+    Accesses of a tensor copy's slice while the copy may be writing it are reported by
+    :mod:`.tma` in its own words (not as a ``Conflict``)."""
 
     kind: str
     element: int  # flat element offset into the shadowed storage
@@ -237,6 +239,11 @@ class Shadow:
         k = int(e[int(np.argmax(hit))])
         return Conflict("write-during-async-read", k, t, int(self.w_last[k]), loc,
                         int(self.w_loc[k]))
+
+    def unclaim(self, e) -> None:
+        """Forget the writer of elements ``e``, not the write's turn (which asynchronous reads
+        check): a tensor copy's write, which the copy's waits order instead of its issue."""
+        self.w_tid[e] = -1
 
     def forget(self, rows: np.ndarray | None) -> None:
         """A barrier: drop the history of the blocks (rows of a shared array) that passed it."""

@@ -50,7 +50,9 @@ def _floats(array, raw: np.ndarray) -> np.ndarray:
     return raw.astype(np.float64)
 
 
-def _bounds(chunk, operand, m, loc: int):
+def operand_offset(chunk, operand, m, loc: int):
+    """The flat offset (per lane) of an operand's first element in one block's or thread's
+    array, and the mask left after checking both its first and last elements' indices."""
     array, indices, checks, last, last_checks = operand
     if last:
         _, m = chunk.offset(array, last, last_checks, m, loc)
@@ -79,9 +81,9 @@ def _tile(array, chunk, off: np.ndarray, rows: int, cols: int) -> np.ndarray:
 def warpgroup_mma(chunk, operands, params, m, loc: int):
     acc_op, a_op, b_op = operands
     n, _shape_site, align_site = params
-    coff, m = _bounds(chunk, acc_op, m, loc)
-    aoff, m = _bounds(chunk, a_op, m, loc)
-    boff, m = _bounds(chunk, b_op, m, loc)
+    coff, m = operand_offset(chunk, acc_op, m, loc)
+    aoff, m = operand_offset(chunk, a_op, m, loc)
+    boff, m = operand_offset(chunk, b_op, m, loc)
     if m is False:
         return False
     if align_site >= 0:
@@ -120,7 +122,7 @@ def warpgroup_store(chunk, operands, params, m, loc: int):
     # copy's reads, ordered by the warpgroup's own barrier, are not modelled.
     acc_op = operands[1]
     n = params[0]
-    coff, m = _bounds(chunk, acc_op, m, loc)
+    coff, m = operand_offset(chunk, acc_op, m, loc)
     targets = []
     for op in operands[:1] + operands[2:]:
         array, indices, checks, last, last_checks = op
@@ -172,8 +174,11 @@ def _open_reads(chunk, tiles, lead: np.ndarray, loc: int) -> None:
         if chunk.async_reads is None:
             chunk.async_reads = AsyncReads()
         ver = chunk.sync_version
-        for t, off in zip(gtid, offs):
+        for t, off, lane in zip(gtid, offs, lead):
             e = _flat(array, np.asarray([off], I64), rows, cols)
+            if chunk.tma is not None:  # a tensor copy in flight, or not waited for
+                chunk.tma.check(chunk, array, e, np.full(len(e), lane, I64), loc,
+                                "reads (by a warpgroup_mma)")
             found = shadow.read(e, np.full(len(e), t, I64), ver, None, loc)
             if found is not None:
                 chunk.launch.report_race(array, found)

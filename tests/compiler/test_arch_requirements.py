@@ -73,7 +73,8 @@ def _specs(tmp_path) -> tuple[dict[str, KernelSpec], Path]:
 def test_the_registry_names_the_architectures():
     arch = {e.name: e.arch for e in R.ENTRIES if e.arch}
     assert arch == {"cp_async": 80, "cp_async_commit": 80, "cp_async_wait": 80,
-                    "mma_sync": 80, "ldmatrix": 75, "match_any": 70, "match_all": 70}
+                    "mma_sync": 80, "ldmatrix": 75, "match_any": 70, "match_all": 70,
+                    "tma_load": 90, "tma_wait": 90}
 
 
 def test_a_variant_names_its_oldest_architecture_and_first_use(tmp_path):

@@ -15,7 +15,7 @@ from tests.helpers import ROOT
 
 def _snippet() -> str:
     text = (ROOT / "docs" / "language.md").read_text()
-    part = text[text.index("\n## Warpgroup matrices"):text.index("\n## The safety rules\n")]
+    part = text[text.index("\n## Warpgroup matrices"):text.index("\n## Tensor copies")]
     (snippet,) = re.findall(r"```python\n(.*?)```", part, re.S)
     return snippet
 

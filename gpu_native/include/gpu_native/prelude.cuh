@@ -886,6 +886,45 @@ __device__ __forceinline__ void gn_warpgroup_barrier() {
 __device__ __forceinline__ int gn_warpgroup_thread() {
     return (int)((threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)) & 127u);
 }
+/* ---- tensor copies (sm_90; gpu_native/check/tma.py) ----
+   A tensor map (CUtensorMap: 128 opaque bytes the launcher encodes with cuTensorMapEncodeTiled),
+   passed as a __grid_constant__ parameter.  Each slice of a destination has an mbarrier that
+   expects one arrival a phase: the issuing thread adds each copy's bytes (expect_tx), the copies
+   complete them (complete_tx), and its arrival at its own tma_wait closes the phase. */
+struct __align__(64) gn_tma_map { unsigned long long v[16]; };
+__device__ __forceinline__ unsigned gn_smem_addr(const void* p) {
+    return (unsigned)__cvta_generic_to_shared(p);
+}
+__device__ __forceinline__ void gn_mbar_init(unsigned bar, unsigned count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(bar), "r"(count) : "memory");
+}
+/* The initialised barriers, visible to the copy engine (the async proxy). */
+__device__ __forceinline__ void gn_mbar_init_fence() {
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+}
+__device__ __forceinline__ void gn_mbar_expect_tx(unsigned bar, unsigned bytes) {
+    asm volatile("mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [%0], %1;"
+                 :: "r"(bar), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void gn_mbar_arrive(unsigned bar) {
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(bar) : "memory");
+}
+__device__ __forceinline__ void gn_mbar_wait(unsigned bar, unsigned parity) {
+    unsigned done;
+    do {
+        asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; "
+                     "selp.u32 %0, 1, 0, p; }" : "=r"(done) : "r"(bar), "r"(parity) : "memory");
+    } while (!done);
+}
+/* One box of a 2-D tensor map at (column c0, row c1) into shared memory at `dst`. */
+__device__ __forceinline__ void gn_tma_load_2d(unsigned dst, const gn_tma_map* map, unsigned bar,
+                                               int c0, int c1) {
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+                 " [%0], [%1, {%3, %4}], [%2];"
+                 :: "r"(dst), "l"((unsigned long long)map), "r"(bar), "r"(c0), "r"(c1)
+                 : "memory");
+}
 /* A nonzero low address bit under `mask` fails the check (an assert site). */
 __device__ __forceinline__ bool gn_aligned(const void* p, unsigned mask) {
     return (((unsigned long long)p) & mask) == 0;
