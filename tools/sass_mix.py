@@ -295,6 +295,7 @@ class Pair:
     source: str
     symbol: str
     hand_arch: str = ""   # the hand-written kernel's target where it is not the run's (sm_90a)
+    defines: tuple[str, ...] = ()   # -D options of the hand-written source ("NAME=VALUE")
 
 
 PAIRS = {
@@ -308,8 +309,10 @@ PAIRS = {
                            "HGEMM_CUDA", "gemm_bias_gelu_f16"),
     "sgemm_tf32": Pair("tensor_core/sgemm_tf32", "sgemm_tf32_kernel", (), "SGEMM_TF32_CUDA",
                        "sgemm_tf32"),
+    # The example's algorithm by hand is tools/tma_probe.py's sync4 with its block order.
     "hgemm_wgmma": Pair("tensor_core/hgemm_wgmma", "hgemm_wgmma_kernel", (("T", "f16"),),
-                        "HGEMM_WGMMA_CUDA", "hgemm_wgmma_f16", "sm_90a"),
+                        "TMA_PROBE", "tma_f16", "sm_90a",
+                        ("TS_MODE=0", "TS_STAGES=4", "TS_EPI=0", "TS_GROUP=1")),
 }
 COLUMNS = ("gpu_native", "gpu_native, bounds_check=False", "CUDA C++ (hand-written)")
 
@@ -338,7 +341,14 @@ def compile_hand_written(pair: Pair, arch: str) -> tuple[bytes, str]:
     from gpu_native.compiler.nvrtc import compile_request
     from tools import _bench_hgemm, bench_suite
 
-    source = getattr(bench_suite, pair.source, None) or getattr(_bench_hgemm, pair.source)
+    if pair.source == "TMA_PROBE":
+        sys.path.insert(0, str(ROOT / "tools"))
+        import tma_probe
+
+        source = tma_probe.source()
+    else:
+        source = getattr(bench_suite, pair.source, None) or getattr(_bench_hgemm, pair.source)
+    source = "".join(f"#define {d.replace('=', ' ', 1)}\n" for d in pair.defines) + source
     image = compile_request(BuildRequest(source=source, symbol=pair.symbol,
                                          arch=pair.hand_arch or arch))
     return image.image, pair.symbol

@@ -265,6 +265,8 @@ TS_KERNEL(tma_bf16, true)
 # name: (defines, threads, persistent)
 VARIANTS = {
     "sync4": (("TS_MODE=0", "TS_STAGES=4", "TS_EPI=0"), 256, False),
+    # The example's block order (row-major over the grid), no grouping for L2 reuse.
+    "sync4flat": (("TS_MODE=0", "TS_STAGES=4", "TS_EPI=0", "TS_GROUP=1"), 256, False),
     "ws4": (("TS_MODE=1", "TS_STAGES=4", "TS_EPI=0"), 384, False),
     "ws4reg": (("TS_MODE=1", "TS_STAGES=4", "TS_EPI=0", "TS_REG=1"), 384, False),
     "ws3": (("TS_MODE=1", "TS_STAGES=3", "TS_EPI=0"), 384, False),
@@ -304,6 +306,62 @@ def tensor_map(t, box_inner: int, box_outer: int):
     return tmap
 
 
+def source() -> str:
+    """The CUDA of every variant (``-D`` defines choose one)."""
+    src = wp.sources()
+    asm = src["_wgmma_asm"]
+    return (SOURCE.replace("@WGMMA_HELPERS@", src["WGMMA_DEVICE_HELPERS"])
+            .replace("@WGMMA_F16@", asm("f16")).replace("@WGMMA_BF16@", asm("bf16")))
+
+
+class HandWritten:
+    """The variants ``names``, compiled for sm_90a and loaded into torch's context (those that
+    fail to compile are reported and left out of :attr:`kernels`); :meth:`call` makes a
+    launch of one on torch tensors (``sms``: the persistent grid's size)."""
+
+    def __init__(self, names, sms: int):
+        ks = wp.Kernels()
+        text = source()
+        self.sms = sms
+        self.kernels: dict = {}
+        for name in names:
+            defines, threads, persistent = VARIANTS[name]
+            shared = shared_bytes(defines)
+            try:
+                cubin = wp.nvrtc_compile(text, "sm_90a", defines)
+                self.kernels[name] = (
+                    {lab: ks.load(cubin, f"tma_{lab}", shared) for lab in ("f16", "bf16")},
+                    threads, persistent, shared)
+                say(f"{name}: compiled, {threads} threads, shared {shared}")
+            except Exception as exc:
+                say(f"{name}: compile failed: {exc!r}"[:2000])
+
+    def call(self, name: str, label: str, a, b, c):
+        """A function that launches variant ``name`` (``label`` "f16" or "bf16") for ``c = a @
+        b`` on torch's current stream (its tensor maps encoded once, here)."""
+        fns, threads, persistent, shared = self.kernels[name]
+        m, k = a.shape
+        n = b.shape[1]
+        tiles = (m // 128) * (n // 256)
+        grid = min(tiles, self.sms) if persistent else tiles
+        amap, bmap = tensor_map(a, 64, 128), tensor_map(b, 64, 64)
+        return lambda: _launch(fns[label], grid, threads, shared, amap, bmap, c, m, k, n)
+
+
+def _launch(fn, grid, threads, shared, amap, bmap, c, m, k, n):
+    import torch
+    from cuda.bindings import driver as drv
+
+    keep = [ctypes.c_void_p(c.data_ptr()), ctypes.c_int(m), ctypes.c_int(k), ctypes.c_int(n)]
+    ptrs = [amap.getPtr(), bmap.getPtr()] + [ctypes.addressof(x) for x in keep]
+    params = (ctypes.c_void_p * len(ptrs))(*ptrs)
+    stream = drv.CUstream(torch.cuda.current_stream().cuda_stream)
+    err, = drv.cuLaunchKernel(fn, grid, 1, 1, threads, 1, 1, shared, stream,
+                              ctypes.addressof(params), 0)
+    if int(err) != 0:
+        raise RuntimeError(f"launch: {err}")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=None)
@@ -324,42 +382,8 @@ def run(opts):
     _, sms = drv.cuDeviceGetAttribute(
         drv.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev)
     say("device:", torch.cuda.get_device_name(), "SMs", sms, "torch", torch.__version__)
-    src = wp.sources()
-    asm = src["_wgmma_asm"]
-    source = (SOURCE.replace("@WGMMA_HELPERS@", src["WGMMA_DEVICE_HELPERS"])
-              .replace("@WGMMA_F16@", asm("f16")).replace("@WGMMA_BF16@", asm("bf16")))
-    ks = wp.Kernels()
-    kernels = {}
-    for name in opts.variants.split(","):
-        defines, threads, persistent = VARIANTS[name]
-        shared = shared_bytes(defines)
-        try:
-            cubin = wp.nvrtc_compile(source, "sm_90a", defines)
-            kernels[name] = ({lab: ks.load(cubin, f"tma_{lab}", shared) for lab in ("f16", "bf16")},
-                             threads, persistent, shared)
-            say(f"{name}: compiled, {threads} threads, shared {shared}")
-        except Exception as exc:
-            say(f"{name}: compile failed: {exc!r}"[:2000])
-
-    def launch(fn, grid, threads, shared, amap, bmap, c, m, k, n):
-        keep = [amap, bmap, ctypes.c_void_p(c.data_ptr()), ctypes.c_int(m), ctypes.c_int(k),
-                ctypes.c_int(n)]
-        ptrs = [amap.getPtr(), bmap.getPtr()] + [ctypes.addressof(x) for x in keep[2:]]
-        params = (ctypes.c_void_p * len(ptrs))(*ptrs)
-        stream = drv.CUstream(torch.cuda.current_stream().cuda_stream)
-        err, = drv.cuLaunchKernel(fn, grid, 1, 1, threads, 1, 1, shared, stream,
-                                  ctypes.addressof(params), 0)
-        if int(err) != 0:
-            raise RuntimeError(f"launch: {err}")
-
-    def call(name, label, a, b, c):
-        fns, threads, persistent, shared = kernels[name]
-        m, k = a.shape
-        n = b.shape[1]
-        tiles = (m // 128) * (n // 256)
-        grid = min(tiles, sms) if persistent else tiles
-        amap, bmap = tensor_map(a, 64, 128), tensor_map(b, 64, 64)
-        return lambda: launch(fns[label], grid, threads, shared, amap, bmap, c, m, k, n)
+    hand = HandWritten(opts.variants.split(","), sms)
+    kernels, call = hand.kernels, hand.call
 
     def rel(c, ref):
         d = c.double()

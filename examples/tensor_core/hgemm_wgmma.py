@@ -3,18 +3,19 @@ output, f32 accumulation), with ``warpgroup_mma`` (PTX ``wgmma``), for sm_90 GPU
 examples/tensor_core/hgemm_tensor_core.py is the same product with the ``mma.sync`` of every GPU
 since sm_80.
 
-Algorithm (as Triton's best 4096^3 configuration on an H200: a 128 x 256 x 64 tile, 8 warps,
-cp.async, no TMA): a block of 256 threads, two warpgroups of 128, computes a 128 x 256 tile of C;
-warpgroup w the rows 64w .. 64w + 63, with one m64n256k16 accumulator (128 f32 registers a
-thread).  K is walked in 64-deep slices through a 4-stage ring of shared slices of A (128 x 64)
-and B (64 x 256), filled by 16-byte ``cp_async`` copies from every thread two slices ahead.
-Per slice kt: wait for its copies, barrier, then the copies of slice kt + 2 into the stage of
-slice kt - 2 (whose products every warpgroup retired in the previous step, before this barrier),
-``warpgroup_arrive()``, four ``warpgroup_mma`` (16-deep steps), ``warpgroup_commit()``,
-``warpgroup_wait(1)`` (the previous slice's products are done, this one's may still run).  One
-barrier a slice, and the copies are issued before the MMAs they overlap; refilling the previous
-slice's stage instead (three slices ahead) needs a second barrier after the wait and was 6%
-slower on an H200.
+Algorithm: a block of 256 threads, two warpgroups of 128, computes a 128 x 256 tile of C
+(Triton's best 4096^3 configuration on an H200); warpgroup w the rows 64w .. 64w + 63, with one
+m64n256k16 accumulator (128 f32 registers a thread).  K is walked in 64-deep slices through a
+4-stage ring of shared slices of A (128 x 64) and B (64 x 256), which the GPU's tensor memory
+accelerator fills two slices ahead: thread 0 issues ``tma_load`` of each slice (one copy of A,
+one of B: whole slices, no per-thread copies), and every thread ``tma_wait``s for a stage before
+reading it.  Per slice kt: wait for its stage, barrier, then thread 0 refills the stage of
+slice kt - 2 (whose products every warpgroup retired in the previous step, before this
+barrier) with slice kt + 2, ``warpgroup_arrive()``, four ``warpgroup_mma`` (16-deep steps),
+``warpgroup_commit()``, ``warpgroup_wait(1)`` (the previous slice's products are done, this
+one's may still run).  One barrier a slice.  With 16-byte ``cp_async`` copies from every
+thread instead (this example until 0.3.0), the 4096^3 GEMM ran at 0.82x of Triton's tutorial
+kernel on an H100; the copies were the whole gap (docs/benchmarks.md).
 
 Epilogue: after ``warpgroup_wait(0)`` and a barrier no MMA reads the ring, and
 ``warpgroup_store`` passes each warpgroup's 64 x 256 tile through stage w of ``tile_b`` (its
@@ -27,17 +28,19 @@ Shared layout: both tiles are ``shared_array(T, shape, swizzle=128)``, indexed l
 XOR in this file); the language stores them in the 128-byte swizzle the wgmma descriptors name
 (in 64-column blocks, each 8-row group 1024 bytes), in the dynamic shared memory: the launch
 passes ``SHARED_BYTES`` (192 KiB of tiles, plus 1 KiB to align them; more than the 48 KiB of
-static shared memory, so the launcher opts the kernel in).  A is read K-major (its rows are 64 K
-elements) and B N-major (its rows are 256 N elements), which is how both arrive from row-major
-``a`` and ``b``: no transpose anywhere.
+static shared memory, so the launcher opts the kernel in).  The tensor copies write the same
+swizzle, so a slice arrives in the layout ``warpgroup_mma`` reads.  A is read K-major (its rows
+are 64 K elements) and B N-major (its rows are 256 N elements), which is how both arrive from
+row-major ``a`` and ``b``: no transpose anywhere.
 
-Sizes: M a multiple of 128, N of 256, K of 64 (the wrapper raises ValueError otherwise); every
+Sizes: M a multiple of 128, N of 256, K of 64 (the wrapper raises ValueError otherwise), and
+the arrays' rows a multiple of 16 bytes (the launcher checks that for the tensor copies); every
 global access is proven in bounds from the shape asserts, and the shared ones too; every write
-is proven race-free, ``warpgroup_store``'s too (a 64 x 256 tile from each warpgroup's own
-origin, and its staging region, stage ``wg``, after the barrier that orders it behind the
-ring's copies): no ``unsafe`` anywhere.  The same algorithm in CUDA C++ is
-tools/_bench_hgemm.py's ``HGEMM_WGMMA_CUDA`` (``hgemm_wgmma_f16``, ``hgemm_wgmma_bf16``), which
-adds a grouped block order for L2 reuse.
+is proven race-free, the tensor copies' too (thread 0 alone issues them), and
+``warpgroup_store``'s (a 64 x 256 tile from each warpgroup's own origin, and its staging
+region, stage ``wg``, after the barrier that orders it behind the ring's copies): no ``unsafe``
+anywhere.  The same algorithm in CUDA C++ is tools/tma_probe.py's ``sync4`` kernel, which adds a
+grouped block order for L2 reuse (``sync4flat`` is without it).
 
 Output type: ``c`` is in the input type here; ``warpgroup_store`` also writes f32 (annotate ``c:
 CUDASliceMut2D[f32]`` and drop the staging arguments, which are for 16-bit outputs:
@@ -63,9 +66,6 @@ from gpu_native import (
     bf16,
     block_dim,
     block_idx,
-    cp_async,
-    cp_async_commit,
-    cp_async_wait,
     f16,
     f32,
     gpu_kernel,
@@ -74,6 +74,8 @@ from gpu_native import (
     shared_array,
     sync_threads,
     thread_idx,
+    tma_load,
+    tma_wait,
     warpgroup_arrive,
     warpgroup_commit,
     warpgroup_mma,
@@ -88,8 +90,6 @@ BN = 256
 BK = 64                   # depth of one shared slice: one 128-byte swizzled row of A
 STAGES = 4                # slices in flight
 THREADS = 256             # two warpgroups, each 64 rows of the tile
-A_CHUNKS = BM * BK // 8 // THREADS   # 16-byte copies per thread per slice of A
-B_CHUNKS = BK * BN // 8 // THREADS
 SHARED_BYTES = STAGES * (BM + BN) * BK * 2 + 1024   # the launch's dynamic shared memory
 
 
@@ -110,39 +110,23 @@ def hgemm_wgmma_kernel(a: CUDASlice2D[T], b: CUDASlice2D[T], c: CUDASliceMut2D[T
     ktiles = a.shape[1] // BK
     for i in range(BN // 2):
         acc[i] = 0.0
-    # Prologue: the first STAGES - 2 slices in flight, one commit group each.
-    for s in range(STAGES - 2):
-        if s < ktiles:
-            for q in range(A_CHUNKS):
-                ca = tid + q * THREADS
-                ra = ca // 8
-                ka = ca % 8
-                cp_async(tile_a, (s, ra, ka * 8), a, (block_row + ra, s * BK + ka * 8), 16)
-            for q in range(B_CHUNKS):
-                cb = tid + q * THREADS
-                rb = cb // 32
-                nb = cb % 32
-                cp_async(tile_b, (s, rb, nb * 8), b, (s * BK + rb, block_col + nb * 8), 16)
-        cp_async_commit()
+    # Prologue: thread 0 starts the copies of the first STAGES - 2 slices.
+    if tid == 0:
+        for s in range(STAGES - 2):
+            if s < ktiles:
+                tma_load(tile_a, (s,), a, (block_row, s * BK))
+                tma_load(tile_b, (s,), b, (s * BK, block_col))
     for kt in range(ktiles):
-        cp_async_wait(STAGES - 3)
+        st = kt % STAGES
+        tma_wait(tile_a, (st,))
+        tma_wait(tile_b, (st,))
         sync_threads()
         # Slice kt - 2's stage: every warpgroup retired its products before the barrier above.
         nxt = kt + (STAGES - 2)
-        if nxt < ktiles:
+        if tid == 0 and nxt < ktiles:
             sn = nxt % STAGES
-            for q in range(A_CHUNKS):
-                ca = tid + q * THREADS
-                ra = ca // 8
-                ka = ca % 8
-                cp_async(tile_a, (sn, ra, ka * 8), a, (block_row + ra, nxt * BK + ka * 8), 16)
-            for q in range(B_CHUNKS):
-                cb = tid + q * THREADS
-                rb = cb // 32
-                nb = cb % 32
-                cp_async(tile_b, (sn, rb, nb * 8), b, (nxt * BK + rb, block_col + nb * 8), 16)
-        cp_async_commit()
-        st = kt % STAGES
+            tma_load(tile_a, (sn,), a, (block_row, nxt * BK))
+            tma_load(tile_b, (sn,), b, (nxt * BK, block_col))
         warpgroup_arrive()
         for kk in range(BK // 16):
             warpgroup_mma(acc, tile_a, (st, wg * 64, kk * 16), tile_b, (st, kk * 16, 0), BN)

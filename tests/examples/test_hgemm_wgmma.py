@@ -167,7 +167,7 @@ def test_the_staging_region_needs_the_barrier_after_the_last_mma(tmp_path):
     del lines[barrier[0]]
     with pytest.raises(TranspileError, match="may overlap") as refused:
         transpile_module("\n".join(lines) + "\n", "hgemm_wgmma.py", "hgemm_wgmma")
-    copy = next(i for i, line in enumerate(lines) if "cp_async(tile_b" in line) + 1
+    copy = next(i for i, line in enumerate(lines) if "tma_load(tile_b" in line) + 1
     assert "warpgroup_store() into 'tile_b'" in str(refused.value)
     assert f"the store at line {copy}" in str(refused.value)
     # The example of two threads meeting is a launch the kernel accepts (block_dim.y == 1).
