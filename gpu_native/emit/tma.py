@@ -131,7 +131,7 @@ class TmaEmitter:
         self.line("    gn_mbar_arrive(__gn_bar);")
         self.line(f"    __gn_tma{k}_issued &= ~(1u << __gn_stage);")
         self.line("}")
-        self.line(f"gn_mbar_wait(__gn_bar, (__gn_tma{k}_phase >> __gn_stage) & 1u);")
+        self.line(f"gn_mbar_wait(__gn_bar, (__gn_tma{k}_phase >> __gn_stage) & 1u, __gn_err);")
         self.line(f"__gn_tma{k}_phase ^= 1u << __gn_stage;")
         self.line("}")
 

@@ -910,12 +910,19 @@ __device__ __forceinline__ void gn_mbar_expect_tx(unsigned bar, unsigned bytes) 
 __device__ __forceinline__ void gn_mbar_arrive(unsigned bar) {
     asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(bar) : "memory");
 }
-__device__ __forceinline__ void gn_mbar_wait(unsigned bar, unsigned parity) {
+/* Wait for the phase of `parity`.  A thread that failed a check has exited, maybe before it
+   issued or closed the phase (unlike __syncthreads, an mbarrier does not count exited threads):
+   a waiter that finds the launch's error record set exits too, so the block ends and the error
+   is reported instead of the block hanging. */
+__device__ __forceinline__ void gn_mbar_wait(unsigned bar, unsigned parity,
+                                             const gn_error_record* rec) {
     unsigned done;
-    do {
+    for (;;) {
         asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; "
                      "selp.u32 %0, 1, 0, p; }" : "=r"(done) : "r"(bar), "r"(parity) : "memory");
-    } while (!done);
+        if (done) return;
+        if (*(const volatile unsigned int*)&rec->state != 0u) asm volatile("exit;");
+    }
 }
 /* One box of a 2-D tensor map at (column c0, row c1) into shared memory at `dst`. */
 __device__ __forceinline__ void gn_tma_load_2d(unsigned dst, const gn_tma_map* map, unsigned bar,
