@@ -912,8 +912,10 @@ __device__ __forceinline__ void gn_mbar_arrive(unsigned bar) {
 }
 /* Wait for the phase of `parity`.  A thread that failed a check has exited, maybe before it
    issued or closed the phase (unlike __syncthreads, an mbarrier does not count exited threads):
-   a waiter that finds the launch's error record set exits too, so the block ends and the error
-   is reported instead of the block hanging. */
+   a waiter that finds the launch's error record set stops waiting, so the block runs to its end
+   and the error is reported instead of the block hanging (the launch's outputs are then
+   unspecified).  It returns rather than exits: an exit here makes ptxas wait for the wgmma in
+   flight (C7517), serializing a pipeline. */
 __device__ __forceinline__ void gn_mbar_wait(unsigned bar, unsigned parity,
                                              const gn_error_record* rec) {
     unsigned done;
@@ -921,7 +923,7 @@ __device__ __forceinline__ void gn_mbar_wait(unsigned bar, unsigned parity,
         asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; "
                      "selp.u32 %0, 1, 0, p; }" : "=r"(done) : "r"(bar), "r"(parity) : "memory");
         if (done) return;
-        if (*(const volatile unsigned int*)&rec->state != 0u) asm volatile("exit;");
+        if (*(const volatile unsigned int*)&rec->state != 0u) return;
     }
 }
 /* One box of a 2-D tensor map at (column c0, row c1) into shared memory at `dst`. */
