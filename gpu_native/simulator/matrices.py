@@ -27,6 +27,7 @@ import numpy as np
 from . import ops
 from .tma import OPS as TMA_OPS
 from .warpgroup import OPS as WARPGROUP_OPS
+from .warpgroup import operand_offset
 
 I64 = np.dtype(np.int64)
 
@@ -69,23 +70,14 @@ def tf32(values: np.ndarray) -> np.ndarray:
     return rounded.astype(np.uint32).view(np.float32)
 
 
-def _bounds(chunk, operand, m, loc: int):
-    """The flat offset of an operand's first element (per lane), after checking both ends."""
-    array, indices, checks, last, last_checks = operand
-    if last:
-        _, m = chunk.offset(array, last, last_checks, m, loc)
-    off, m = chunk.offset(array, indices, checks, m, loc)
-    return np.broadcast_to(np.asarray(off, I64), (chunk.L,)), m
-
-
 def _slots(chunk) -> tuple[np.ndarray, np.ndarray, int]:
     return chunk._info("wslot"), chunk._info("laneid").astype(I64), chunk.B * chunk.W
 
 
 def ldmatrix(chunk, operands, params, m, loc: int):
     (frag_op, src_op), (num, trans, _align) = operands, params
-    foff, m = _bounds(chunk, frag_op, m, loc)
-    soff, m = _bounds(chunk, src_op, m, loc)
+    foff, m = operand_offset(chunk, frag_op, m, loc)
+    soff, m = operand_offset(chunk, src_op, m, loc)
     if m is False:
         return False
     frag, src = frag_op[0], src_op[0]
@@ -116,9 +108,9 @@ _SHAPES = {"half": (16, (_A_ROW, _A_COL), (_B_ROW, _B_COL)),
 
 def mma(chunk, operands, params, m, loc: int):
     acc_op, a_op, b_op = operands
-    coff, m = _bounds(chunk, acc_op, m, loc)
-    aoff, m = _bounds(chunk, a_op, m, loc)
-    boff, m = _bounds(chunk, b_op, m, loc)
+    coff, m = operand_offset(chunk, acc_op, m, loc)
+    aoff, m = operand_offset(chunk, a_op, m, loc)
+    boff, m = operand_offset(chunk, b_op, m, loc)
     if m is False:
         return False
     acc, a, b = acc_op[0], a_op[0], b_op[0]
@@ -156,7 +148,7 @@ def mma(chunk, operands, params, m, loc: int):
 
 def store_matrix(chunk, operands, params, m, loc: int):
     dst_op, acc_op = operands
-    coff, m = _bounds(chunk, acc_op, m, loc)
+    coff, m = operand_offset(chunk, acc_op, m, loc)
     array, indices, checks, last, last_checks = dst_op
     _, m = chunk.offset(array, last, last_checks, m, loc)
     _, m = chunk.offset(array, indices, checks, m, loc)
@@ -216,8 +208,8 @@ def _copies(chunk) -> AsyncCopies:
 def cp_async(chunk, operands, params, m, loc: int):
     dst_op, src_op = operands
     nbytes = params[0]
-    doff, m = _bounds(chunk, dst_op, m, loc)
-    soff, m = _bounds(chunk, src_op, m, loc)
+    doff, m = operand_offset(chunk, dst_op, m, loc)
+    soff, m = operand_offset(chunk, src_op, m, loc)
     if m is False:
         return False
     dst, src = dst_op[0], src_op[0]
