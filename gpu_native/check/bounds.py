@@ -458,12 +458,13 @@ class BoundsProofs:
                 lo, hi = lo + r.lo, hi + r.hi
             if lo < 0 or hi >= c or not self.is_nonneg(x):
                 continue
-            largest = self._tiles_within(x, c, bound)
+            inner: list[ir.Expr] = []
+            largest = self._tiles_within(x, c, bound, inner)
             if largest is None:
                 continue
             assert isinstance(term, ir.BinOp)
             if no_wrap or all(isinstance(e.ty, ir.ScalarType) and e.ty.info.is_int and
-                   largest <= e.ty.info.max for e in (*sums, term)):
+                   largest <= e.ty.info.max for e in (*sums, *inner, term)):
                 return True
         return False
 
@@ -494,23 +495,61 @@ class BoundsProofs:
                 return x, value
         return None
 
-    def _tiles_within(self, x: ir.Expr, c: int, bound: Key) -> int | None:
+    def _tiles_within(self, x: ir.Expr, c: int, bound: Key,
+                      inner: list[ir.Expr]) -> int | None:
         """The largest value ``bound`` may take where ``x < q`` is proven for some ``q`` with
-        ``q * c <= bound`` (see :meth:`tiles_below`); ``None`` where it is not."""
+        ``q * c <= bound`` (see :meth:`tiles_below`); ``None`` where it is not.  ``q`` is a
+        launch count (:meth:`block_count`) where the launch facts assert ``bound == q * c``;
+        the sums and products inside ``x`` are appended to ``inner`` (they must not wrap)."""
         kx = self.defs.key(x)
+        counts = self.block_counts(x, inner)
         for n in self.equal_extents(bound):
             if isinstance(n, ShapeKey) and Less(kx, OpKey("//", n, ConstKey(c))) in self.facts:
                 return HARDWARE.extent
-            if not isinstance(kx, SpecialKey) or kx.name != "block_idx":
-                continue
-            grid = SpecialKey("grid_dim", kx.axis)
-            for product in (OpKey("*", grid, ConstKey(c)), OpKey("*", ConstKey(c), grid)):
-                if Equal(n, product) in self.launch_facts or \
-                        Equal(product, n) in self.launch_facts:
-                    limit = self.launch_limits.get(product)
-                    if limit is not None:
-                        return limit
+            for count in counts:
+                for product in (OpKey("*", count, ConstKey(c)), OpKey("*", ConstKey(c), count)):
+                    if Equal(n, product) in self.launch_facts or \
+                            Equal(product, n) in self.launch_facts:
+                        limit = self.launch_limits.get(product)
+                        if limit is not None:
+                            return limit
         return None
+
+    def block_counts(self, x: ir.Expr, inner: list[ir.Expr]) -> list[Key]:
+        """Launch-uniform counts ``q`` (as the keys a shape assert may name them by) with ``0
+        <= x < q``: ``grid_dim.a`` for ``block_idx.a``, and for a block's index over several
+        axes, ``y * s + w`` with ``y < q_y`` and ``0 <= w < s`` (``block_idx.x`` under ``s =
+        grid_dim.x``, or ``w`` within a constant ``s``), ``q_y * s`` (both orders): ``y * s +
+        w <= (q_y - 1) * s + s - 1``.  A grouped block order (``block_idx.z * grid_dim.x +
+        block_idx.x`` for the block row) is such an index.  The sums and products taken
+        apart are appended to ``inner``."""
+        kx = self.defs.key(x)
+        if isinstance(kx, SpecialKey) and kx.name == "block_idx":
+            return [SpecialKey("grid_dim", kx.axis)]
+        sums: list[ir.BinOp] = []
+        terms = self._terms(x, sums)
+        if len(terms) != 2:
+            return []
+        counts: list[Key] = []
+        for hi, lo in (terms, terms[::-1]):
+            if not (isinstance(hi, ir.BinOp) and hi.op == "*") or not self.is_nonneg(lo):
+                continue
+            for y, s in ((hi.left, hi.right), (hi.right, hi.left)):
+                ks = self.defs.key(s)
+                kl = self.defs.key(lo)
+                size = constant_value(s)
+                if isinstance(size, int) and not isinstance(size, bool):
+                    if size <= 0 or not self.interval(lo).within(Interval(0, size - 1)):
+                        continue
+                elif not (isinstance(ks, SpecialKey) and ks.name == "grid_dim" and
+                          kl == SpecialKey("block_idx", ks.axis)):
+                    continue
+                below: list[ir.Expr] = []
+                for qy in self.block_counts(y, below):
+                    counts += [OpKey("*", qy, ks), OpKey("*", ks, qy)]
+                if counts and not inner:
+                    inner += [*sums, hi, *below]
+        return counts
 
     def equal_extents(self, bound: Key) -> set[Key]:
         """``bound`` and the values the launch facts assert equal to it, through any chain of

@@ -74,6 +74,56 @@ def test_a_tile_wider_than_its_step_is_not_proven():
     assert index_checks(wide) == {(5, "a", 0)}
 
 
+GROUPED = HEAD.replace("Kernel2D,", "Kernel2D, Kernel3D, GridDim3D, BlockDim1D,") + """
+@gpu_kernel(Kernel3D)
+def grouped(a: CUDASlice2D[f32], b: CUDASliceMut2D[f32]):
+    assert block_dim.x == 32 and block_dim.y == 1 and block_dim.z == 1
+    assert a.shape[0] == grid_dim.z * grid_dim.x * 4 and b.shape[0] == a.shape[0], "rows"
+    assert a.shape[1] == grid_dim.y * 32 and b.shape[1] == a.shape[1], "columns"
+    row = (block_idx.z * grid_dim.x + block_idx.x) * 4
+    src = (block_idx.z * grid_dim.x + block_idx.x) * 4
+    col = block_idx.y * 32 + thread_idx.x
+    for r in range(4):
+        b[row + r, col] = a[src + r, col]
+"""
+
+
+def test_a_grouped_block_order_proves_its_tiles():
+    # block_idx.z * grid_dim.x + block_idx.x < grid_dim.z * grid_dim.x: a block's index over
+    # two grid axes, whose tile of 4 rows the shape assert bounds.
+    assert index_checks(GROUPED) == set()
+    kernel = kernel_of(GROUPED)
+    # The launcher keeps the whole product within i32, so no partial sum of the row wraps.
+    assert any(isinstance(c, IndexFits) and c.tree[0] == "*" and c.tree[2] == ("c", 4)
+               for c in kernel.variants[0].launch_checks)
+
+
+SRC = "    src = (block_idx.z * grid_dim.x + block_idx.x) * 4"
+
+
+@pytest.mark.parametrize("old, new, checked", [
+    # w must be below the scale: block_idx.y is not below grid_dim.x.
+    (SRC, SRC.replace("+ block_idx.x", "+ block_idx.y"), {(9, "a", 0)}),
+    # the scale must be the grid axis that bounds w.
+    (SRC, SRC.replace("* grid_dim.x", "* grid_dim.y"), {(9, "a", 0)}),
+    # a constant scale with w possibly past it (block_idx.x < grid_dim.x, not < 2).
+    (SRC, SRC.replace("* grid_dim.x", "* 2"), {(9, "a", 0)}),
+    # the grid's count of rows is not asserted.
+    ("grid_dim.z * grid_dim.x * 4", "grid_dim.z * 4", {(9, "a", 0), (9, "b", 0)}),
+])
+def test_a_block_index_over_axes_that_may_pass_the_extent_keeps_its_checks(old, new, checked):
+    assert index_checks(GROUPED.replace(old, new)) == checked
+
+
+def test_a_grouped_block_order_runs_every_tile_once(backend, kernel_module):
+    m = kernel_module(GROUPED)
+    a = gn.to_device(np.arange(48 * 64, dtype=np.float32).reshape(48, 64))
+    b = gn.to_device(np.full((48, 64), np.nan, np.float32))
+    # 12 tiles of 4 rows: groups of 3 block rows (grid_dim.x), 4 groups, 2 column tiles.
+    m.grouped.launch(gn.GridDim3D(3, 2, 4), gn.BlockDim1D(32), 0, gn.DEFAULT_STREAM)(a, b)
+    np.testing.assert_array_equal(b.to_host(), a.to_host())
+
+
 TILES = HEAD + """
 @gpu_kernel(Kernel1D)
 def rows(a: CUDASlice2D[f32], out: CUDASliceMut[f32]):
