@@ -368,7 +368,7 @@ def test_unchecked_hgemm_wgmma_has_no_checks_and_computes_the_product(suite):
     from gpu_native.runtime.backend import use
 
     source = suite.unchecked_source("tensor_core/hgemm_wgmma")
-    assert source.count("@gpu_kernel(Kernel2D, bounds_check=False)") == 1
+    assert source.count("@gpu_kernel(Kernel3D, bounds_check=False)") == 1
     (kernel,) = transpile_module(source, "hgemm_wgmma_unchecked.py",
                                  "hgemm_wgmma_unchecked").kernels
     for variant in kernel.variants:

@@ -49,6 +49,27 @@ def test_hgemm_wgmma_two_blocks_each_way_and_a_full_ring(hopper):
     assert _rel(result, reference) <= TOLERANCE[gn.f16]
 
 
+def test_grouped_block_order_covers_every_tile(hopper):
+    """Two block rows to a group and two groups (grid (2, 1, 2)): the blocks' rows are
+    block_idx.z * 2 + block_idx.x, each tile of C written once, none skipped (C poisoned)."""
+    da, db, want = _inputs(512, 64, 256, gn.f16, 6)
+    c = gn.to_device(np.full((512, 256), np.nan, np.float16), dtype=gn.f16)
+    wg.hgemm_wgmma_kernel.launch(gn.GridDim3D(2, 1, 2), gn.BlockDim1D(wg.THREADS),
+                                 wg.SHARED_BYTES)(da, db, c)
+    assert _rel(c.to_host().astype(np.float64), want) <= TOLERANCE[gn.f16]
+
+
+def test_a_grid_that_misses_rows_is_refused(sim):
+    """The shape assert ties M to the grid's three axes: a grid of 3 block rows for M = 512
+    is refused at launch, before any thread runs."""
+    da, db, _ = _inputs(512, 64, 256, gn.f16, 7)
+    c = gn.empty((512, 256), gn.f16)
+    launch = wg.hgemm_wgmma_kernel.launch(gn.GridDim3D(3, 1, 1), gn.BlockDim1D(wg.THREADS),
+                                          wg.SHARED_BYTES)
+    with pytest.raises(gn.KernelAssertionError, match="M tiles"):
+        launch(da, db, c)
+
+
 def test_hgemm_wgmma_refuses_ragged_sizes(sim):
     a = gn.empty((128, 64), gn.f16)
     b = gn.empty((64, 128), gn.f16)
@@ -62,7 +83,7 @@ def test_too_little_shared_memory_is_refused_at_launch(sim):
     take is refused before any thread runs, at the array's declaration."""
     a, b = gn.zeros((128, 64), gn.f16), gn.zeros((64, 256), gn.f16)
     c = gn.zeros((128, 256), gn.f16)
-    launch = wg.hgemm_wgmma_kernel.launch(gn.GridDim2D(1, 1), gn.BlockDim1D(wg.THREADS),
+    launch = wg.hgemm_wgmma_kernel.launch(gn.GridDim3D(1, 1, 1), gn.BlockDim1D(wg.THREADS),
                                           wg.SHARED_BYTES - 1)
     with pytest.raises(gn.KernelAssertionError, match=f"shared_mem_bytes >= {wg.SHARED_BYTES}"):
         launch(a, b, c)
@@ -170,6 +191,6 @@ def test_the_staging_region_needs_the_barrier_after_the_last_mma(tmp_path):
     copy = next(i for i, line in enumerate(lines) if "tma_load(tile_b" in line) + 1
     assert "warpgroup_store() into 'tile_b'" in str(refused.value)
     assert f"the store at line {copy}" in str(refused.value)
-    # The example of two threads meeting is a launch the kernel accepts (block_dim.y == 1).
-    assert "thread_idx.y = 0) and" in str(refused.value)
+    # The two threads meeting are of a launch the kernel accepts (block_dim.y, .z == 1).
+    assert "thread_idx.y = 0, thread_idx.z = 0) and" in str(refused.value)
     assert "thread_idx.y = 1" not in str(refused.value)
