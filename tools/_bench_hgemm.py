@@ -634,8 +634,8 @@ class TensorCoreBenches:
     def wgmma_rows(self, bench, dtype, cuda_name, tolerance, label):
         """``hgemm_wgmma`` / ``bgemm_wgmma``: examples/tensor_core/hgemm_wgmma.py (C in the input
         type, through its staging region; TMA loads) against the hand-written kernel of the same
-        algorithm (tools/tma_probe.py's ``sync4flat``, and ``sync4`` with a grouped block
-        order), the hand-written per-thread ``cp.async`` kernel, cuBLAS (``torch.matmul``) and
+        algorithm (tools/tma_probe.py's ``sync4``, the example's grouped block order, and
+        ``sync4flat`` in row-major block order), the hand-written per-thread ``cp.async`` kernel, cuBLAS (``torch.matmul``) and
         Triton's tutorial kernel, all writing the 16-bit type (sm_90 GPUs only)."""
         import hgemm_wgmma as ex
 
@@ -658,8 +658,8 @@ class TensorCoreBenches:
         args = (ca, cb, cc, np.int32(m), np.int32(m), np.int32(m))
         grid = (m // WGMMA_BN, m // WGMMA_BM)
         shared = wgmma_shared_bytes(ex.STAGES)
-        # The same algorithm by hand (tools/tma_probe.py): the example's block order, and with
-        # a grouped one for L2 reuse.
+        # The same algorithm by hand (tools/tma_probe.py): the example's grouped block order,
+        # and the row-major one.
         import tma_probe
 
         hand = tma_probe.HandWritten(("sync4flat", "sync4"), self.torch.cuda.get_device_properties(
@@ -668,8 +668,8 @@ class TensorCoreBenches:
         variants = {
             f"gpu_native (tensor_core/hgemm_wgmma, {label})": lambda: ex.hgemm_wgmma(ga, gb, gc),
             "gpu_native, bounds_check=False": lambda: un.hgemm_wgmma(ga, gb, gc),
-            "CUDA C++, same algorithm (TMA, inline PTX)": hand.call("sync4flat", kind, a, b, c),
-            "CUDA C++, same algorithm + grouped block order": hand.call("sync4", kind, a, b, c),
+            "CUDA C++, same algorithm (TMA, inline PTX)": hand.call("sync4", kind, a, b, c),
+            "CUDA C++, same in row-major block order": hand.call("sync4flat", kind, a, b, c),
             "CUDA C++, per-thread cp.async ring + grouped block order (the example before TMA)":
                 lambda: k(grid, (WGMMA_THREADS,), args, shared_mem=shared),
             "torch.matmul (cuBLAS)": lambda: torch.matmul(a, b, out=c),

@@ -309,10 +309,14 @@ PAIRS = {
                            "HGEMM_CUDA", "gemm_bias_gelu_f16"),
     "sgemm_tf32": Pair("tensor_core/sgemm_tf32", "sgemm_tf32_kernel", (), "SGEMM_TF32_CUDA",
                        "sgemm_tf32"),
-    # The example's algorithm by hand is tools/tma_probe.py's sync4 with its block order.
+    # The example's algorithm by hand is tools/tma_probe.py's sync4 (with the same grouped
+    # block order, 8 block rows).
     "hgemm_wgmma": Pair("tensor_core/hgemm_wgmma", "hgemm_wgmma_kernel", (("T", "f16"),),
                         "TMA_PROBE", "tma_f16", "sm_90a",
-                        ("TS_MODE=0", "TS_STAGES=4", "TS_EPI=0", "TS_GROUP=1")),
+                        ("TS_MODE=0", "TS_STAGES=4", "TS_EPI=0", "TS_GROUP=8")),
+    "bgemm_wgmma": Pair("tensor_core/hgemm_wgmma", "hgemm_wgmma_kernel", (("T", "bf16"),),
+                        "TMA_PROBE", "tma_bf16", "sm_90a",
+                        ("TS_MODE=0", "TS_STAGES=4", "TS_EPI=0", "TS_GROUP=8")),
 }
 COLUMNS = ("gpu_native", "gpu_native, bounds_check=False", "CUDA C++ (hand-written)")
 

@@ -265,7 +265,7 @@ TS_KERNEL(tma_bf16, true)
 # name: (defines, threads, persistent)
 VARIANTS = {
     "sync4": (("TS_MODE=0", "TS_STAGES=4", "TS_EPI=0"), 256, False),
-    # The example's block order (row-major over the grid), no grouping for L2 reuse.
+    # Row-major block order over the grid (the example before it took the grouped order).
     "sync4flat": (("TS_MODE=0", "TS_STAGES=4", "TS_EPI=0", "TS_GROUP=1"), 256, False),
     "ws4": (("TS_MODE=1", "TS_STAGES=4", "TS_EPI=0"), 384, False),
     "ws4reg": (("TS_MODE=1", "TS_STAGES=4", "TS_EPI=0", "TS_REG=1"), 384, False),
