@@ -11,7 +11,7 @@ from .poly import Digit
 from .radix import PairProof
 
 __all__ = ["UNIQUE_HINT", "WRAP_HINT", "constant_block_strides", "hint_for", "index_text",
-           "wrap_message"]
+           "wrap_hint", "wrap_message"]
 
 UNIQUE_HINT = {
     "global": "index with a unique id (idx = FlatLayout1D.uid(); c[idx] = ...), use "
@@ -26,6 +26,17 @@ UNIQUE_HINT = {
 
 
 WRAP_HINT = "compute the index in i64 (e.g. i64(block_idx.x) * ...)"
+
+
+def wrap_hint(ty) -> str:
+    """What to do about an index that may wrap in ``ty``: widen it, unless it is 64 bits
+    already (then the proofs could not bound a part of it: a sum or product that may go
+    negative or past the type, such as a product by a quotient of two runtime values)."""
+    if isinstance(ty, ir.ScalarType) and ty.info.bits == 64:
+        return ("the proofs could not show every sum and product in this index stays "
+                "nonnegative and within i64: bound its parts with asserts the launcher checks "
+                "(on the shapes or the grid), or use `with unsafe():`")
+    return WRAP_HINT
 
 
 def wrap_message(base: ir.ArrayRef, ty) -> str:

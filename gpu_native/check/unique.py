@@ -51,7 +51,7 @@ from .parity import read_parities, store_parities
 from .phases import Phases, Position, entry_value, ordered, ordered_either
 from .poly import Digit, poly_text
 from .radix import PairProof
-from .refusals import UNIQUE_HINT, WRAP_HINT, hint_for, index_text, wrap_message
+from .refusals import UNIQUE_HINT, hint_for, index_text, wrap_hint, wrap_message
 from .storepairs import only_its_thread, spans_apart
 from .strides import ScaledStores, scale_vars
 from .warptiles import in_device_function, warp_tile
@@ -507,8 +507,8 @@ class UniqueWrites:
             else:
                 for idx in (indices[p] for p in owners):
                     if index_is_exact(idx, self.bounds, self.defs.single_def) is not True:
-                        raise TranspileError(wrap_message(base, self._narrow_type(idx)),
-                                             idx.span, WRAP_HINT)
+                        ty = self._narrow_type(idx)
+                        raise TranspileError(wrap_message(base, ty), idx.span, wrap_hint(ty))
         self.check_narrowed(base, span, _Checked(form, self.phases.position(),
                                                  narrowed or kind == "single", span))
         covered: set[str] = set()
@@ -757,8 +757,8 @@ class UniqueWrites:
                 bound = extent_difference(terms)
                 if bound is not None and bound <= fits_limit(ty):
                     continue  # the arrays' sizes keep it within the type
-            raise TranspileError(wrap_message(base, self._narrow_type(idx)), idx.span,
-                                 WRAP_HINT)
+            ty = self._narrow_type(idx)
+            raise TranspileError(wrap_message(base, ty), idx.span, wrap_hint(ty))
 
     def add_param_fits(self, base: ir.ArrayRef, terms, ty: ir.ScalarType, line: int,
                        implied: list[Assumption]) -> bool:
@@ -792,7 +792,12 @@ class UniqueWrites:
             d = self.defs.single_def(e.var)
             return e.ty if d is None else self._narrow_type(d, depth + 1)
         if isinstance(e, ir.Cast) and is_widening(e):
-            return e.value.ty
+            # Arithmetic below the cast wraps in its narrow type; a widened atom
+            # (`i64(block_idx.x)`) wraps nowhere, and what may wrap is in the wide type above.
+            inner = e.value
+            while isinstance(inner, ir.Local) and self.defs.single_def(inner.var) is not None:
+                inner = self.defs.single_def(inner.var)
+            return e.value.ty if isinstance(inner, (ir.BinOp, ir.UnaryOp)) else e.ty
         if isinstance(e, ir.BinOp):
             for side in (e.left, e.right):
                 ty = self._narrow_type(side, depth + 1)

@@ -259,6 +259,28 @@ def test_classic_index_that_may_wrap_is_refused(tmp_path):
     assert "its index may wrap around in i32" in text and "compute the index in i64" in text
 
 
+WIDE_UNPROVEN = """
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut2D[f32]):
+    assert block_dim.x == 1
+    pid = i64(block_idx.x)
+    g = 8 * (out.shape[1] // 4)
+    row = pid // g * 8 + pid % g % 8
+    out[row, (pid % g // 8) * 4] = 1.0  # <--
+"""
+
+
+def test_an_index_already_in_i64_is_not_told_to_be_widened(tmp_path):
+    """Widened from the block's index, the arithmetic is in i64: the refusal names i64, not
+    the i32 of ``block_idx.x`` (which wraps nowhere), and does not say to widen it.  (A grouped
+    block order over a 1-D grid; the product by a quotient of runtime values is not bounded.)"""
+    with pytest.raises(TranspileError) as info:
+        build(tmp_path, _kernel(WIDE_UNPROVEN, "# <--", wrap=False))
+    text = str(info.value)
+    assert "its index may wrap around in i64" in text
+    assert "compute the index in i64" not in text and "stays nonnegative and within i64" in text
+
+
 def test_classic_index_that_may_wrap_really_races(tmp_path):
     assert _races(tmp_path, WRAPPING, np.int32(0), grid=3, block=128) != []
 
