@@ -365,6 +365,10 @@ class UpperBounds:
             return left - rc
         if e.op == "%" and isinstance(rc, int) and rc > 0:
             return rc - 1
+        if e.op == "%" and right is not None:
+            # Python's modulo takes the divisor's sign: below a positive divisor, and at most 0
+            # for a negative one (a nonnegative result's divisor is nonnegative, see is_nonneg).
+            return max(right - 1, 0)
         if e.op == "&":
             known = [b for b in (left, right) if b is not None]
             return min(known) if known else type_max

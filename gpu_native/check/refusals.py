@@ -34,8 +34,8 @@ def wrap_hint(ty) -> str:
     negative or past the type, such as a product by a quotient of two runtime values)."""
     if isinstance(ty, ir.ScalarType) and ty.info.bits == 64:
         return ("the proofs could not show every sum and product in this index stays "
-                "nonnegative and within i64: bound its parts with asserts the launcher checks "
-                "(on the shapes or the grid), or use `with unsafe():`")
+                "nonnegative and within i64: bound its parts with asserts (on the parameters, "
+                "the shapes or the grid: `assert 0 < q < 1000000`), or use `with unsafe():`")
     return WRAP_HINT
 
 

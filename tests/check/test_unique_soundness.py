@@ -261,12 +261,26 @@ def test_classic_index_that_may_wrap_is_refused(tmp_path):
 
 WIDE_UNPROVEN = """
 @gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut2D[f32], q: i64):
+    assert block_dim.x == 1
+    assert q > 0  # <-- bound
+    pid = i64(block_idx.x)
+    g = 8 * q
+    row = pid // g * 8 + pid % g % 8
+    out[row, (pid % g // 8) * 4] = 1.0  # <--
+"""
+
+
+GROUPED_1D = """
+@gpu_kernel(Kernel1D)
 def k(out: CUDASliceMut2D[f32]):
     assert block_dim.x == 1
     pid = i64(block_idx.x)
     g = 8 * (out.shape[1] // 4)
     row = pid // g * 8 + pid % g % 8
-    out[row, (pid % g // 8) * 4] = 1.0  # <--
+    col = (pid % g // 8) * 4
+    for j in range(4):
+        out[row, col + j] = 1.0
 """
 
 
@@ -274,11 +288,26 @@ def test_an_index_already_in_i64_is_not_told_to_be_widened(tmp_path):
     """Widened from the block's index, the arithmetic is in i64: the refusal names i64, not
     the i32 of ``block_idx.x`` (which wraps nowhere), and does not say to widen it.  (A grouped
     block order over a 1-D grid; the product by a quotient of runtime values is not bounded.)"""
+    source = _kernel(WIDE_UNPROVEN, "# <--", wrap=False)
     with pytest.raises(TranspileError) as info:
-        build(tmp_path, _kernel(WIDE_UNPROVEN, "# <--", wrap=False))
+        build(tmp_path, source.replace("  # <-- bound", ""))
     text = str(info.value)
     assert "its index may wrap around in i64" in text
     assert "compute the index in i64" not in text and "stays nonnegative and within i64" in text
+    # What the hint says: with q bounded, 8 * q cannot wrap, and the store is proven.
+    build(tmp_path, source.replace("q > 0  # <-- bound", "0 < q < 1000000"))
+
+
+def test_a_grouped_block_order_over_a_1d_grid_is_race_free(tmp_path):
+    """Triton's grouped order by ``//`` and ``%`` of the block's index: unique, and its
+    ``(pid % g // 8) * 4`` below ``g`` from the shape's bound, so nothing wraps in i64."""
+    kernels = build(tmp_path, GROUPED_1D)
+    out = np.full((24, 16), np.nan, np.float32)
+    # 16 columns are 4 tiles of 4, so a group is 8 block rows x 4 tiles (g = 32 blocks); 24
+    # rows are 3 groups, 96 blocks, each writing its own 4 elements.
+    run = launch(kernels["k"], 96, 1, out)
+    assert run.races == [] and run.fails == []
+    assert np.all(out == 1.0)
 
 
 def test_classic_index_that_may_wrap_really_races(tmp_path):
