@@ -499,7 +499,7 @@ class BoundsProofs:
                       inner: list[ir.Expr]) -> int | None:
         """The largest value ``bound`` may take where ``x < q`` is proven for some ``q`` with
         ``q * c <= bound`` (see :meth:`tiles_below`); ``None`` where it is not.  ``q`` is a
-        launch count (:meth:`block_count`) where the launch facts assert ``bound == q * c``;
+        launch count (:meth:`block_counts`) where the launch facts assert ``bound == q * c``;
         the sums and products inside ``x`` are appended to ``inner`` (they must not wrap)."""
         kx = self.defs.key(x)
         counts = self.block_counts(x, inner)

@@ -795,8 +795,11 @@ class UniqueWrites:
             # Arithmetic below the cast wraps in its narrow type; a widened atom
             # (`i64(block_idx.x)`) wraps nowhere, and what may wrap is in the wide type above.
             inner = e.value
-            while isinstance(inner, ir.Local) and self.defs.single_def(inner.var) is not None:
-                inner = self.defs.single_def(inner.var)
+            for _ in range(48):  # (a chain of copies, not a cycle)
+                d = self.defs.single_def(inner.var) if isinstance(inner, ir.Local) else None
+                if d is None:
+                    break
+                inner = d
             return e.value.ty if isinstance(inner, (ir.BinOp, ir.UnaryOp)) else e.ty
         if isinstance(e, ir.BinOp):
             for side in (e.left, e.right):
