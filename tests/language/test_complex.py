@@ -83,7 +83,12 @@ def test_complex64_operators_match_numpy(backend, kc, rng):
                      np.zeros(n), acc], axis=1)
     got = out.to_host()
     assert got.dtype == np.complex64 and got.shape == (n, 16)
-    assert_close(got, want, 1e-5)
+    single = [j for j in range(16) if j != 10]
+    assert_close(got[:, single], want[:, single], 1e-5)
+    # mul_add(z, c, w) rounds z * c before it adds w: where the sum cancels, its error is a
+    # few roundings of |z * c| + |w|, not of the (small) result.
+    err = np.abs(got[:, 10].astype(np.complex128) - want[:, 10])
+    assert np.max(err / (np.abs(z * cc) + np.abs(w))) <= 1e-5
     np.testing.assert_allclose(real.to_host(), np.stack(
         [np.abs(z), z.real, z.imag, np.angle(z), np.abs(w), np.angle(w)], axis=1),
         rtol=1e-5, atol=1e-6)
