@@ -39,8 +39,9 @@ def wrap_hint(ty) -> str:
     return WRAP_HINT
 
 
-def wrap_message(base: ir.ArrayRef, ty) -> str:
-    return (f"store into '{base.var.name}': its index may wrap around in {ty}, and then two "
+def wrap_message(array: str, ty) -> str:
+    """The refusal of a store into ``array`` whose index may wrap around in ``ty``."""
+    return (f"store into '{array}': its index may wrap around in {ty}, and then two "
             "threads could write the same element")
 
 

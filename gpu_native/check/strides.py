@@ -49,6 +49,7 @@ from ..spec import IndexFits
 from .facts import ConstKey, Key, OpKey, VarKey
 from .ownership import Forms, StoreForm
 from .radix import PairProof
+from .refusals import wrap_message
 from .wrapping import digit_terms, fits_check, fits_in_i32, largest_difference
 
 __all__ = ["ScaledStores", "Trace", "scale_vars", "substitute_keys"]
@@ -542,10 +543,8 @@ class ScaledStores:
             idx = rec.indices[position]
             check = fits_check(tree, idx.ty, rec.span) if tree is not None else None
             if tree is None or (check is not None and _constant(tree)):
-                raise TranspileError(
-                    f"store into '{rec.array.name}': its index may wrap around in {idx.ty}, "
-                    "and then two threads could write the same element", idx.span,
-                    "compute the index in i64, or keep the scale small enough")
+                raise TranspileError(wrap_message(rec.array.name, idx.ty), idx.span,
+                                     "compute the index in i64, or keep the scale small enough")
             if check is not None:
                 add_check(check)
         cache[(id(rec), values)] = form

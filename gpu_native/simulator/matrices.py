@@ -149,9 +149,8 @@ def mma(chunk, operands, params, m, loc: int):
 def store_matrix(chunk, operands, params, m, loc: int):
     dst_op, acc_op = operands
     coff, m = operand_offset(chunk, acc_op, m, loc)
-    array, indices, checks, last, last_checks = dst_op
-    _, m = chunk.offset(array, last, last_checks, m, loc)
-    _, m = chunk.offset(array, indices, checks, m, loc)
+    _, m = operand_offset(chunk, dst_op, m, loc)   # both ends of the tile checked
+    array, indices = dst_op[0], dst_op[1]
     if m is False:
         return False
     lane = chunk._info("laneid").astype(I64)
