@@ -308,6 +308,11 @@ def test_a_grouped_block_order_over_a_1d_grid_is_race_free(tmp_path):
     run = launch(kernels["k"], 96, 1, out)
     assert run.races == [] and run.fails == []
     assert np.all(out == 1.0)
+    # No shape names its block count, so the stores keep their bounds checks: a 97th block
+    # (row 24 of 24) is an index error, not a write past the end.
+    out = np.full((24, 16), np.nan, np.float32)
+    run = launch(kernels["k"], 97, 1, out)
+    assert run.races == [] and run.fails and np.all(out == 1.0)
 
 
 def test_classic_index_that_may_wrap_really_races(tmp_path):
