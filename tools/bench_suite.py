@@ -68,7 +68,10 @@ def timed(fn, iters: int = 20, warmup: int = 3, reps: int = 5) -> float:
     """Median milliseconds per call of ``fn``, from CUDA events on the legacy default stream
     (which every library here launches on, so the events bracket their kernels too).  Each sample
     times ``reps`` calls back to back, so host-side launch costs overlap with device work instead
-    of showing up as idle time between the events."""
+    of showing up as idle time between the events; and one more call goes ahead of each
+    sample's start event, so the device is busy while the host launches the sample's first call
+    (else that call's host-side cost, 5 to 40 us by library, fell inside the sample, and a
+    slower launcher read as a slower kernel)."""
     for _ in range(warmup):
         fn()
     gn.synchronize()
@@ -83,6 +86,7 @@ def timed(fn, iters: int = 20, warmup: int = 3, reps: int = 5) -> float:
     times = []
     for _ in range(iters):
         start, end = gn.Event(), gn.Event()
+        fn()
         start.record()
         for _ in range(reps):
             fn()
