@@ -46,6 +46,17 @@ SOURCE = r"""
 #ifndef TS_GROUP
 #define TS_GROUP 8
 #endif
+// The example's generated code spelled by hand, one difference at a time (TS_MODE 0 only):
+#ifndef TS_ERRFLAG
+#define TS_ERRFLAG 0   // a failed try_wait reads an error flag (gn_mbar_wait's): 1 in device
+#endif             // memory; 2 in mapped host memory (where the error record is); 3 the same,
+                   // read once every 64 failed tries
+#ifndef TS_SPLIT
+#define TS_SPLIT 0     // A and B on barriers of their own, arrival deferred to the wait
+#endif
+#ifndef TS_PFENCE
+#define TS_PFENCE 0    // fence.proxy.async before each slice's __syncthreads
+#endif
 constexpr int BM = 128, BN = 256, BK = 64, STAGES = TS_STAGES;
 constexpr int A_BYTES = BM * BK * 2, B_BYTES = BK * BN * 2, STAGE_BYTES = A_BYTES + B_BYTES;
 constexpr int CONSUMERS = 256, THREADS = TS_MODE == 1 ? 384 : 256;
@@ -64,12 +75,29 @@ __device__ __forceinline__ void mbar_expect_tx(unsigned bar, unsigned bytes) {
 __device__ __forceinline__ void mbar_arrive(unsigned bar) {
     asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(bar) : "memory");
 }
+__device__ unsigned ts_error_flag = 0;
+__device__ const unsigned* ts_host_flag;   // set by the host: a mapped host word, zero
 __device__ __forceinline__ void mbar_wait(unsigned bar, unsigned parity) {
     unsigned done;
-    do {
+#if TS_ERRFLAG == 3
+    unsigned tries = 0;
+#endif
+    for (;;) {
         asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; "
                      "selp.u32 %0, 1, 0, p; }" : "=r"(done) : "r"(bar), "r"(parity) : "memory");
-    } while (!done);
+        if (done) return;
+#if TS_ERRFLAG == 1
+        if (*(const volatile unsigned*)&ts_error_flag != 0u) return;
+#elif TS_ERRFLAG == 2
+        if (*(const volatile unsigned*)ts_host_flag != 0u) return;
+#elif TS_ERRFLAG == 3
+        if ((++tries & 63u) == 0u && *(const volatile unsigned*)ts_host_flag != 0u) return;
+#endif
+    }
+}
+__device__ __forceinline__ void mbar_expect_tx_only(unsigned bar, unsigned bytes) {
+    asm volatile("mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [%0], %1;"
+                 :: "r"(bar), "r"(bytes) : "memory");
 }
 __device__ __forceinline__ void tma_load2d(unsigned dst, const TmaDesc* map, unsigned bar,
                                            int c0, int c1) {
@@ -155,7 +183,7 @@ __device__ __forceinline__ void body(const TmaDesc* am, const TmaDesc* bm, u16* 
     if (tid == 0) {
         for (int s = 0; s < STAGES; ++s) {
             mbar_init(bars + 8 * s, 1);
-            mbar_init(bars + 8 * (STAGES + s), CONSUMERS / 32);
+            mbar_init(bars + 8 * (STAGES + s), TS_SPLIT ? 1 : CONSUMERS / 32);
         }
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
         asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
@@ -171,17 +199,56 @@ __device__ __forceinline__ void body(const TmaDesc* am, const TmaDesc* bm, u16* 
 #pragma unroll
     for (int i = 0; i < 128; ++i) acc[i] = 0.0f;
     constexpr int AHEAD = STAGES - 2;
+#if TS_SPLIT
+    // The example's protocol: A's barrier bars[s], B's bars[STAGES + s], each with an
+    // expect_tx at issue and the issuing thread's arrival at its wait; phases in bit masks.
+    unsigned phase_a = 0, phase_b = 0, issued_a = 0, issued_b = 0;
+    auto issue = [&](int s, int kt) {
+        const unsigned stage = base + s * STAGE_BYTES, ba = bars + 8 * s,
+                       bb = bars + 8 * (STAGES + s);
+        mbar_expect_tx_only(ba, A_BYTES);
+        tma_load2d(stage, am, ba, kt * BK, row);
+        issued_a |= 1u << s;
+        mbar_expect_tx_only(bb, B_BYTES);
+#pragma unroll
+        for (int blk = 0; blk < 4; ++blk)
+            tma_load2d(stage + A_BYTES + blk * (BK * 128), bm, bb, col + blk * 64, kt * BK);
+        issued_b |= 1u << s;
+    };
+    if (tid == 0)
+        for (int s = 0; s < AHEAD && s < ktiles; ++s) issue(s, s);
+#else
     if (tid == 0)
         for (int s = 0; s < AHEAD && s < ktiles; ++s)
             load_stage(base + s * STAGE_BYTES, bars + 8 * s, am, bm, row, col, s);
+#endif
     for (int kt = 0; kt < ktiles; ++kt) {
         const int s = kt % STAGES;
+#if TS_SPLIT
+        {
+            const unsigned ba = bars + 8 * s, bb = bars + 8 * (STAGES + s);
+            if ((issued_a >> s) & 1u) { mbar_arrive(ba); issued_a &= ~(1u << s); }
+            mbar_wait(ba, (phase_a >> s) & 1u);
+            phase_a ^= 1u << s;
+            if ((issued_b >> s) & 1u) { mbar_arrive(bb); issued_b &= ~(1u << s); }
+            mbar_wait(bb, (phase_b >> s) & 1u);
+            phase_b ^= 1u << s;
+        }
+#else
         mbar_wait(bars + 8 * s, (kt / STAGES) & 1);
+#endif
+#if TS_PFENCE
+        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+#endif
         __syncthreads();
         const int nxt = kt + AHEAD;
+#if TS_SPLIT
+        if (tid == 0 && nxt < ktiles) issue(nxt % STAGES, nxt);
+#else
         if (tid == 0 && nxt < ktiles)
             load_stage(base + (nxt % STAGES) * STAGE_BYTES, bars + 8 * (nxt % STAGES), am, bm,
                        row, col, nxt);
+#endif
         mma_slice<BF16>(acc, base + s * STAGE_BYTES, wg);
         asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
     }
@@ -267,6 +334,14 @@ VARIANTS = {
     "sync4": (("TS_MODE=0", "TS_STAGES=4", "TS_EPI=0"), 256, False),
     # Row-major block order over the grid (the example before it took the grouped order).
     "sync4flat": (("TS_MODE=0", "TS_STAGES=4", "TS_EPI=0", "TS_GROUP=1"), 256, False),
+    # sync4 with one of the example's differences each, then with all three.
+    "sync4err": (("TS_MODE=0", "TS_STAGES=4", "TS_EPI=0", "TS_ERRFLAG=1"), 256, False),
+    "sync4host": (("TS_MODE=0", "TS_STAGES=4", "TS_EPI=0", "TS_ERRFLAG=2"), 256, False),
+    "sync4host64": (("TS_MODE=0", "TS_STAGES=4", "TS_EPI=0", "TS_ERRFLAG=3"), 256, False),
+    "sync4split": (("TS_MODE=0", "TS_STAGES=4", "TS_EPI=0", "TS_SPLIT=1"), 256, False),
+    "sync4fence": (("TS_MODE=0", "TS_STAGES=4", "TS_EPI=0", "TS_PFENCE=1"), 256, False),
+    "sync4gn": (("TS_MODE=0", "TS_STAGES=4", "TS_EPI=0", "TS_ERRFLAG=1", "TS_SPLIT=1",
+                 "TS_PFENCE=1"), 256, False),
     "ws4": (("TS_MODE=1", "TS_STAGES=4", "TS_EPI=0"), 384, False),
     "ws4reg": (("TS_MODE=1", "TS_STAGES=4", "TS_EPI=0", "TS_REG=1"), 384, False),
     "ws3": (("TS_MODE=1", "TS_STAGES=3", "TS_EPI=0"), 384, False),
@@ -332,9 +407,25 @@ class HandWritten:
                 self.kernels[name] = (
                     {lab: ks.load(cubin, f"tma_{lab}", shared) for lab in ("f16", "bf16")},
                     threads, persistent, shared)
+                for mod in ks.modules[-2:]:
+                    self._point_host_flag(ks, mod)
                 say(f"{name}: compiled, {threads} threads, shared {shared}")
             except Exception as exc:
                 say(f"{name}: compile failed: {exc!r}"[:2000])
+
+    _host_flag = None
+
+    def _point_host_flag(self, ks, mod) -> None:
+        """Point the module's ``ts_host_flag`` at a zero word of mapped host memory (the
+        kind of memory gpu_native's error records live in)."""
+        drv = ks.drv
+        if self._host_flag is None:
+            host = ks.check(drv.cuMemHostAlloc(4, drv.CU_MEMHOSTALLOC_DEVICEMAP))
+            ctypes.memset(host, 0, 4)
+            self._host_flag = (host, int(ks.check(drv.cuMemHostGetDevicePointer(host, 0))))
+        dptr, _size = ks.check(drv.cuModuleGetGlobal(mod, b"ts_host_flag"))
+        word = ctypes.c_uint64(self._host_flag[1])
+        ks.check(drv.cuMemcpyHtoD(dptr, ctypes.addressof(word), 8))
 
     def call(self, name: str, label: str, a, b, c):
         """A function that launches variant ``name`` (``label`` "f16" or "bf16") for ``c = a @
@@ -467,6 +558,9 @@ def run(opts):
                 ok = e1 <= tol and e2 <= tol
                 old = best.get(name)
                 best[name] = (min(ms, old[0]) if old else ms, ok and (old is None or old[1]))
+        if triton_mm is not None:
+            say(f"  Triton's {label} configuration:",
+                getattr(triton_matmul.matmul_kernel, "best_config", "unknown"))
         cub = best.get("torch.matmul (cuBLAS)", (float("nan"),))[0]
         tri = best.get("Triton tutorial (autotuned)", (float("nan"),))[0]
         for name, (ms, ok) in best.items():
