@@ -1,7 +1,8 @@
 """The SASS instruction mix of the benchmarked GEMM kernels beside their hand-written CUDA C++.
 
 For each benchmark of tools/bench_suite.py that compares a generated kernel with the same
-algorithm written by hand (``sgemm_vectorized``, ``hgemm_tc``, ``bgemm_tc``, ``gemm_bias_gelu``),
+algorithm written by hand (``sgemm_vectorized``, ``hgemm_tc``, ``bgemm_tc``, ``gemm_bias_gelu``,
+``gemm_bias_gelu_wgmma``),
 this compiles three kernels to a cubin with the project's own pipeline
 (:func:`gpu_native.compiler.nvrtc.compile_request`, NVRTC on the CPU, so no GPU is needed): the
 example's kernel as it is, with ``bounds_check=False`` (the suite's second row), and the hand-written
@@ -226,18 +227,22 @@ def classify(instructions: list[Instruction]) -> Counter[str]:
 
 def main_loop(instructions: list[Instruction]) -> list[Instruction]:
     """The instructions of the kernel's main loop: the span of a backward branch (its target to
-    the branch) holding the most HMMA, HGMMA and FFMA, the shortest such span on a tie; empty if
-    the kernel has no loop."""
-    best: tuple[int, int] | None = None
+    the branch) holding the most HMMA and HGMMA, or where there are none (a SIMT GEMM) the most
+    FFMA, the shortest such span on a tie; empty if the kernel has no loop.  (A tensor-core
+    GEMM's FFMA do not count: a fused GELU's epilogue holds more of them than the main loop, and
+    a branch back from a retry loop placed after the epilogue spans both.)"""
+    best: tuple[int, int, int] | None = None
     best_span: list[Instruction] = []
     for index, branch in enumerate(instructions):
         # (a branch to itself is the trap loop after the last EXIT, not a loop of the program)
         if branch.target is None or branch.target >= branch.offset:
             continue
         span = [i for i in instructions[:index + 1] if i.offset >= branch.target]
-        work = sum(i.opcode.split(".")[0] in ("HMMA", "HGMMA", "FFMA") for i in span)
-        if best is None or (work, -len(span)) > best:
-            best, best_span = (work, -len(span)), span
+        ops = [i.opcode.split(".")[0] for i in span]
+        tensor = sum(op in ("HMMA", "HGMMA") for op in ops)
+        key = (tensor, 0 if tensor else ops.count("FFMA"), -len(span))
+        if best is None or key > best:
+            best, best_span = key, span
     return best_span
 
 
@@ -317,6 +322,10 @@ PAIRS = {
     "bgemm_wgmma": Pair("tensor_core/hgemm_wgmma", "hgemm_wgmma_kernel", (("T", "bf16"),),
                         "TMA_PROBE", "tma_bf16", "sm_90a",
                         ("TS_MODE=0", "TS_STAGES=4", "TS_EPI=0", "TS_GROUP=8")),
+    "gemm_bias_gelu_wgmma": Pair("tensor_core/gemm_bias_gelu_wgmma",
+                                 "gemm_bias_gelu_wgmma_kernel", (("T", "f16"),), "TMA_PROBE",
+                                 "tma_f16", "sm_90a", ("TS_MODE=0", "TS_STAGES=4", "TS_EPI=0",
+                                                       "TS_GROUP=8", "TS_GELU=1")),
 }
 COLUMNS = ("gpu_native", "gpu_native, bounds_check=False", "CUDA C++ (hand-written)")
 
