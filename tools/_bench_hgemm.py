@@ -1,5 +1,5 @@
 """tools/bench_suite.py's tensor-core benchmarks (``hgemm_tc``, ``bgemm_tc``, ``gemm_bias_gelu``,
-``hgemm_wgmma``, ``bgemm_wgmma``)
+``hgemm_wgmma``, ``bgemm_wgmma``, ``gemm_bias_gelu_wgmma``)
 and the hand-written CUDA C++ they compare examples/tensor_core/ against.
 
 Kept out of bench_suite.py so that module stays readable; :class:`TensorCoreBenches` is a base of
@@ -680,9 +680,16 @@ class TensorCoreBenches:
             # Autotuning runs on the first call (inside measure's checked launch), not timed.
             variants["Triton tutorial 03 matmul (autotuned)"] = (
                 lambda: triton_matmul.matmul(a, b, out=c))
-        # These GEMMs run at the H200's power limit, where one timing of a kernel varied by 10%
-        # (run 35: the checked and unchecked kernels, whose SASS is the same, 0.282 and 0.255
-        # ms): every variant is timed in ROUNDS interleaved rounds, and its best kept.
+        self.interleaved(bench, variants, measure, work)
+        if not self.triton:
+            self.add(bench, "Triton tutorial 03 matmul", None, work, "TFLOP/s", None,
+                     "triton not importable")
+
+    def interleaved(self, bench, variants, measure, work):
+        """Time each of ``variants`` (name -> launch) in WGMMA_ROUNDS interleaved rounds and add
+        its best time: these GEMMs run at the GPU's power limit, where one timing of a kernel
+        varied by 10% (run 35: the checked and unchecked kernels, whose SASS is the same,
+        0.282 and 0.255 ms)."""
         best: dict[str, tuple[float, bool]] = {}
         for _ in range(WGMMA_ROUNDS):
             for name, fn in variants.items():
@@ -691,9 +698,6 @@ class TensorCoreBenches:
                 best[name] = (min(ms, old[0]) if old else ms, ok and (old is None or old[1]))
         for name, (ms, ok) in best.items():
             self.add(bench, name, ms, work, "TFLOP/s", ok)
-        if not self.triton:
-            self.add(bench, "Triton tutorial 03 matmul", None, work, "TFLOP/s", None,
-                     "triton not importable")
 
     def hgemm_wgmma(self):
         self.wgmma_rows("hgemm_wgmma", self.torch.float16, "hgemm_wgmma_f16", 2e-3,
@@ -741,21 +745,83 @@ class TensorCoreBenches:
         # of which need more shared memory in f32 than a block has: the autotuner skips those).
         self.triton_matmul_row(bench, a, b, c, measure, work)
 
-    def gemm_bias_gelu(self):
-        import gemm_bias_gelu as ex
-
-        torch, cp = self.torch, self.cp
-        gelu = torch.nn.functional.gelu
-        bench = "gemm_bias_gelu"
+    def gelu_problem(self):
+        """The fused benchmarks' inputs (f16, 4096^3; b scaled by 1/sqrt(K): pre-activations of
+        order 1, where GELU is far from linear), the f32 reference, a NaN-filled ``c``, the
+        checked ``measure`` and the GEMM's flops (the epilogue's are not counted)."""
+        torch = self.torch
         m = 1024 if self.quick else 4096
-        work = 2.0 * m * m * m      # the GEMM's flops (the epilogue's are not counted)
-        # b scaled by 1/sqrt(K): pre-activations of order 1, where GELU is far from linear.
         a = self.randn(m, m).half()
         b = (self.randn(m, m) / m ** 0.5).half()
         bias = self.randn(m).half()
-        ref = gelu(a.float() @ b.float() + bias.float(), approximate="tanh")
+        ref = torch.nn.functional.gelu(a.float() @ b.float() + bias.float(), approximate="tanh")
         c = torch.full((m, m), float("nan"), device="cuda", dtype=torch.float16)
-        measure = self.tc_measure(c, ref, 2e-3)
+        return m, a, b, bias, c, self.tc_measure(c, ref, 2e-3), 2.0 * m * m * m
+
+    def torch_gelu_unfused(self, a, b, bias, c):
+        """PyTorch's two kernels: ``addmm`` (cuBLAS, the bias in its epilogue) into a
+        temporary, then ``gelu(approximate="tanh")`` into ``c``."""
+        torch = self.torch
+        tmp = torch.empty_like(c)
+        try:        # gelu straight into c where this PyTorch offers the out= overload
+            gelu_out = torch.ops.aten.gelu.out
+        except (AttributeError, RuntimeError):
+            gelu_out = None
+
+        def run():
+            torch.addmm(bias, a, b, out=tmp)
+            if gelu_out is not None:
+                gelu_out(tmp, approximate="tanh", out=c)
+            else:
+                c.copy_(torch.nn.functional.gelu(tmp, approximate="tanh"))
+
+        return run
+
+    def gemm_bias_gelu_wgmma(self):
+        """examples/tensor_core/gemm_bias_gelu_wgmma.py (the TMA + ``wgmma`` GEMM with the
+        fused bias + GELU epilogue) against the same kernel by hand (tools/tma_probe.py's
+        ``sync4gelu``), PyTorch's two kernels and Triton's tutorial matmul with the same
+        epilogue (sm_90 GPUs only)."""
+        import gemm_bias_gelu_wgmma as ex
+
+        torch = self.torch
+        bench = "gemm_bias_gelu_wgmma"
+        if torch.cuda.get_device_capability() != (9, 0):
+            self.add(bench, "gpu_native (tensor_core/gemm_bias_gelu_wgmma)", None, 0, "TFLOP/s",
+                     None, "warpgroup MMA needs an sm_90 GPU")
+            return
+        _, a, b, bias, c, measure, work = self.gelu_problem()
+        ga, gb, gbias, gc = (gn.to_device(t) for t in (a, b, bias, c))
+        un = self.unchecked("tensor_core/gemm_bias_gelu_wgmma")
+        import tma_probe
+
+        hand = tma_probe.HandWritten(("sync4gelu",), torch.cuda.get_device_properties(
+            0).multi_processor_count)
+        variants = {
+            "gpu_native (tensor_core/gemm_bias_gelu_wgmma, fp16, fused epilogue)":
+                lambda: ex.gemm_bias_gelu_wgmma(ga, gb, gbias, gc),
+            "gpu_native, bounds_check=False": lambda: un.gemm_bias_gelu_wgmma(ga, gb, gbias, gc),
+            "CUDA C++, same algorithm (TMA, inline PTX)":
+                hand.call("sync4gelu", "f16", a, b, c, bias),
+            "torch: addmm (cuBLAS) then gelu(tanh), 2 kernels":
+                self.torch_gelu_unfused(a, b, bias, c),
+        }
+        if self.triton:
+            import triton_matmul
+
+            variants["Triton tutorial 03 matmul (autotuned, + bias + gelu(tanh) epilogue)"] = (
+                lambda: triton_matmul.matmul(a, b, out=c, bias=bias, activation="gelu_tanh"))
+        self.interleaved(bench, variants, measure, work)
+        if not self.triton:
+            self.add(bench, "Triton tutorial 03 matmul", None, work, "TFLOP/s", None,
+                     "triton not importable")
+
+    def gemm_bias_gelu(self):
+        import gemm_bias_gelu as ex
+
+        cp = self.cp
+        bench = "gemm_bias_gelu"
+        m, a, b, bias, c, measure, work = self.gelu_problem()
         ga, gb, gbias, gc = (gn.to_device(t) for t in (a, b, bias, c))
         ms, ok = measure(lambda: ex.gemm_bias_gelu(ga, gb, gbias, gc))
         self.add(bench, "gpu_native (tensor_core/gemm_bias_gelu, fp16, fused epilogue)", ms,
@@ -764,26 +830,12 @@ class TensorCoreBenches:
         ms, ok = measure(lambda: un.gemm_bias_gelu(ga, gb, gbias, gc))
         self.add(bench, "gpu_native, bounds_check=False", ms, work, "TFLOP/s", ok)
         k = self.raw(HGEMM_CUDA, "gemm_bias_gelu_f16")
-        ca, cb, cbias, cc = (cp.asarray(t.view(torch.int16)) for t in (a, b, bias, c))
+        ca, cb, cbias, cc = (cp.asarray(t.view(self.torch.int16)) for t in (a, b, bias, c))
         args = (ca, cb, cc, cbias, np.int32(m), np.int32(m), np.int32(m))
         ms, ok = measure(lambda: k((m // ex.BN, m // ex.BM), (ex.THREADS,), args))
         self.add(bench, "CUDA C++, same algorithm and launch (inline PTX)", ms, work, "TFLOP/s",
                  ok)
-        tmp = torch.empty_like(c)
-
-        try:        # gelu straight into c where this PyTorch offers the out= overload
-            gelu_out = torch.ops.aten.gelu.out
-        except (AttributeError, RuntimeError):
-            gelu_out = None
-
-        def torch_unfused():
-            torch.addmm(bias, a, b, out=tmp)
-            if gelu_out is not None:
-                gelu_out(tmp, approximate="tanh", out=c)
-            else:
-                c.copy_(gelu(tmp, approximate="tanh"))
-
-        ms, ok = measure(torch_unfused)
+        ms, ok = measure(self.torch_gelu_unfused(a, b, bias, c))
         self.add(bench, "torch: addmm (cuBLAS) then gelu(tanh), 2 kernels", ms, work, "TFLOP/s",
                  ok)
         self.triton_matmul_row(bench, a, b, c, measure, work, bias=bias,

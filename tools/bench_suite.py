@@ -14,7 +14,7 @@ cuobjdump is installed, the SASS instruction mix of the GEMMs run (tools/sass_mi
     python tools/bench_suite.py --out DIR [--quick] [--numba-pythonpath PATH] [--docs]
     python tools/bench_suite.py --out DIR --only sgemm_tiled    # one benchmark (or several, a,b)
     python tools/bench_suite.py --out DIR --only sgemm_vectorized
-    python tools/bench_suite.py --out DIR --only hgemm_tc,bgemm_tc,hgemm_wgmma,bgemm_wgmma,gemm_bias_gelu,sgemm_tf32   # tensor cores
+    python tools/bench_suite.py --out DIR --only hgemm_tc,bgemm_tc,hgemm_wgmma,bgemm_wgmma,gemm_bias_gelu,gemm_bias_gelu_wgmma,sgemm_tf32
     python tools/bench_suite.py --out DIR --only horner_half2     # vec2h against scalar f16
 
 writes ``DIR/bench.json``, ``DIR/bench.md`` (the table) and ``DIR/bench.png`` (the chart); with
@@ -699,7 +699,7 @@ class Suite(TensorCoreBenches, Half2Benches):
 
 BENCHES = ("vector_add", "block_reduce", "sgemm", "sgemm_tiled", "sgemm_vectorized", "transpose",
            "stencil", "hgemm_tc", "bgemm_tc", "hgemm_wgmma", "bgemm_wgmma", "gemm_bias_gelu",
-           "sgemm_tf32", "horner_half2")
+           "gemm_bias_gelu_wgmma", "sgemm_tf32", "horner_half2")
 """The benchmarks, in run order: each is a method of :class:`Suite`."""
 
 

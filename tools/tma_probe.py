@@ -57,6 +57,9 @@ SOURCE = r"""
 #ifndef TS_PFENCE
 #define TS_PFENCE 0    // fence.proxy.async before each slice's __syncthreads
 #endif
+#ifndef TS_GELU
+#define TS_GELU 0      // c = gelu_tanh(a @ b + bias), in f32 before the store (TS_MODE 0 only):
+#endif             // examples/tensor_core/gemm_bias_gelu_wgmma.py
 constexpr int BM = 128, BN = 256, BK = 64, STAGES = TS_STAGES;
 constexpr int A_BYTES = BM * BK * 2, B_BYTES = BK * BN * 2, STAGE_BYTES = A_BYTES + B_BYTES;
 constexpr int CONSUMERS = 256, THREADS = TS_MODE == 1 ? 384 : 256;
@@ -106,6 +109,23 @@ __device__ __forceinline__ void tma_load2d(unsigned dst, const TmaDesc* map, uns
                  :: "r"(dst), "l"((u64)map), "r"(bar), "r"(c0), "r"(c1) : "memory");
 }
 @WGMMA_HELPERS@
+template <bool BF16>
+__device__ __forceinline__ float from16(u16 h) {
+    float x;
+    if (BF16) x = __uint_as_float((unsigned)h << 16);
+    else asm("cvt.f32.f16 %0, %1;" : "=f"(x) : "h"(h));
+    return x;
+}
+// 0.5 x (1 + tanh(y)) as x sigmoid(2y), with the exp and division that the example's
+// fastmath=True (--use_fast_math) compiles its x / (1 + exp(-2y)) to: ex2.approx.ftz of the
+// argument times log2(e), and div.approx.ftz.
+__device__ __forceinline__ float gelu_tanh(float x) {
+    const float t = -1.5957691216057308f * 1.4426950408889634f * (x + 0.044715f * x * x * x);
+    float e, r;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(e) : "f"(t));
+    asm("div.approx.ftz.f32 %0, %1, %2;" : "=f"(r) : "f"(x), "f"(1.0f + e));
+    return r;
+}
 // One stage: A's 128 x 64 box (K-major rows of 128 bytes) and B's four 64 x 64 boxes (64
 // K-rows of 64 N-elements each, 8 KiB apart), all in the 128-byte swizzle the descriptors name.
 __device__ __forceinline__ void load_stage(unsigned stage, unsigned bar, const TmaDesc* am,
@@ -172,8 +192,9 @@ __device__ __forceinline__ void store_tile(const float* acc, unsigned char* tile
 }
 
 template <bool BF16>
-__device__ __forceinline__ void body(const TmaDesc* am, const TmaDesc* bm, u16* C, int M, int K,
-                                     int N, unsigned char* smem_raw) {
+__device__ __forceinline__ void body(const TmaDesc* am, const TmaDesc* bm, u16* C,
+                                     const u16* bias, int M, int K, int N,
+                                     unsigned char* smem_raw) {
     const int tid = threadIdx.x;
     const unsigned raw = (unsigned)__cvta_generic_to_shared(smem_raw);
     const unsigned base = (raw + 1023u) & ~1023u;
@@ -255,6 +276,18 @@ __device__ __forceinline__ void body(const TmaDesc* am, const TmaDesc* bm, u16* 
     asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
 #pragma unroll
     for (int i = 0; i < 128; ++i) asm volatile("" : "+f"(acc[i]) :: "memory");
+#if TS_GELU
+    // acc[4j + e]: column 8j + 2 (t % 4) + e % 2 of the warpgroup's tile.
+#pragma unroll
+    for (int j = 0; j < 32; ++j) {
+        const int cj = col + 8 * j + 2 * (t & 3);
+        const float b0 = from16<BF16>(bias[cj]), b1 = from16<BF16>(bias[cj + 1]);
+        acc[4 * j] = gelu_tanh(acc[4 * j] + b0);
+        acc[4 * j + 1] = gelu_tanh(acc[4 * j + 1] + b1);
+        acc[4 * j + 2] = gelu_tanh(acc[4 * j + 2] + b0);
+        acc[4 * j + 3] = gelu_tanh(acc[4 * j + 3] + b1);
+    }
+#endif
     __syncthreads();
     unsigned char* tile = TS_EPI == 2 ? nullptr : gbase + wg * STAGE_BYTES + A_BYTES;
     store_tile<BF16>(acc, tile, C, N, row + wg * 64, col, t, wg);
@@ -321,9 +354,9 @@ __device__ __forceinline__ void body(const TmaDesc* am, const TmaDesc* bm, u16* 
 #define TS_KERNEL(NAME, BF16)                                                                 \
     extern "C" __global__ void __launch_bounds__(THREADS, 1) NAME(                              \
             const __grid_constant__ TmaDesc am, const __grid_constant__ TmaDesc bm,              \
-            u16* __restrict__ C, int M, int K, int N) {                                         \
+            u16* __restrict__ C, const u16* __restrict__ bias, int M, int K, int N) {            \
         extern __shared__ __align__(1024) unsigned char smem_raw[];                             \
-        body<BF16>(&am, &bm, C, M, K, N, smem_raw);                                              \
+        body<BF16>(&am, &bm, C, bias, M, K, N, smem_raw);                                        \
     }
 TS_KERNEL(tma_f16, false)
 TS_KERNEL(tma_bf16, true)
@@ -342,6 +375,9 @@ VARIANTS = {
     "sync4fence": (("TS_MODE=0", "TS_STAGES=4", "TS_EPI=0", "TS_PFENCE=1"), 256, False),
     "sync4gn": (("TS_MODE=0", "TS_STAGES=4", "TS_EPI=0", "TS_ERRFLAG=1", "TS_SPLIT=1",
                  "TS_PFENCE=1"), 256, False),
+    # The fused GEMM + bias + GELU (examples/tensor_core/gemm_bias_gelu_wgmma.py): c =
+    # gelu_tanh(a @ b + bias); checked and timed by tools/bench_suite.py, not here.
+    "sync4gelu": (("TS_MODE=0", "TS_STAGES=4", "TS_EPI=0", "TS_GELU=1"), 256, False),
     "ws4": (("TS_MODE=1", "TS_STAGES=4", "TS_EPI=0"), 384, False),
     "ws4reg": (("TS_MODE=1", "TS_STAGES=4", "TS_EPI=0", "TS_REG=1"), 384, False),
     "ws3": (("TS_MODE=1", "TS_STAGES=3", "TS_EPI=0"), 384, False),
@@ -427,23 +463,27 @@ class HandWritten:
         word = ctypes.c_uint64(self._host_flag[1])
         ks.check(drv.cuMemcpyHtoD(dptr, ctypes.addressof(word), 8))
 
-    def call(self, name: str, label: str, a, b, c):
+    def call(self, name: str, label: str, a, b, c, bias=None):
         """A function that launches variant ``name`` (``label`` "f16" or "bf16") for ``c = a @
-        b`` on torch's current stream (its tensor maps encoded once, here)."""
+        b`` (``sync4gelu``: ``gelu_tanh(a @ b + bias)``) on torch's current stream (its tensor
+        maps encoded once, here)."""
         fns, threads, persistent, shared = self.kernels[name]
         m, k = a.shape
         n = b.shape[1]
         tiles = (m // 128) * (n // 256)
         grid = min(tiles, self.sms) if persistent else tiles
         amap, bmap = tensor_map(a, 64, 128), tensor_map(b, 64, 64)
-        return lambda: _launch(fns[label], grid, threads, shared, amap, bmap, c, m, k, n)
+        bias_ptr = 0 if bias is None else bias.data_ptr()
+        return lambda: _launch(fns[label], grid, threads, shared, amap, bmap, c, bias_ptr, m, k,
+                               n)
 
 
-def _launch(fn, grid, threads, shared, amap, bmap, c, m, k, n):
+def _launch(fn, grid, threads, shared, amap, bmap, c, bias_ptr, m, k, n):
     import torch
     from cuda.bindings import driver as drv
 
-    keep = [ctypes.c_void_p(c.data_ptr()), ctypes.c_int(m), ctypes.c_int(k), ctypes.c_int(n)]
+    keep = [ctypes.c_void_p(c.data_ptr()), ctypes.c_void_p(bias_ptr), ctypes.c_int(m),
+            ctypes.c_int(k), ctypes.c_int(n)]
     ptrs = [amap.getPtr(), bmap.getPtr()] + [ctypes.addressof(x) for x in keep]
     params = (ctypes.c_void_p * len(ptrs))(*ptrs)
     stream = drv.CUstream(torch.cuda.current_stream().cuda_stream)
@@ -456,7 +496,7 @@ def _launch(fn, grid, threads, shared, amap, bmap, c, m, k, n):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=None)
-    ap.add_argument("--variants", default=",".join(VARIANTS))
+    ap.add_argument("--variants", default=",".join(v for v in VARIANTS if v != "sync4gelu"))
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--size", type=int, default=4096)
     wp.logged(run, ap.parse_args())

@@ -389,3 +389,58 @@ def test_unchecked_hgemm_wgmma_has_no_checks_and_computes_the_product(suite):
 def test_the_suite_offers_the_wgmma_gemms(suite):
     assert {"hgemm_wgmma", "bgemm_wgmma"} <= set(suite.BENCHES)
     assert callable(suite.Suite.hgemm_wgmma) and callable(suite.Suite.bgemm_wgmma)
+
+
+# ---- gemm_bias_gelu_wgmma (tools/_bench_hgemm.py; the hand-written kernel in tools/tma_probe.py)
+
+
+@pytest.mark.parametrize("variant", ["sync4", "sync4flat", "sync4gelu"])
+def test_the_suites_tma_kernels_compile_for_sm_90a(suite, variant):
+    import tma_probe
+
+    defines = tma_probe.VARIANTS[variant][0]
+    source = "".join(f"#define {d.replace('=', ' ', 1)}\n" for d in defines) + tma_probe.source()
+    for symbol in ("tma_f16", "tma_bf16"):
+        image = compile_request(BuildRequest(source=source, symbol=symbol, arch="sm_90a"))
+        assert (image.kind, image.target) == ("cubin", "sm_90a")
+        assert symbol.encode() in image.image
+
+
+def test_the_hand_written_fused_kernel_is_the_gemm_with_the_gelu_epilogue(suite):
+    """sync4gelu is sync4 plus the epilogue: the same defines and TS_GELU=1, which adds the tanh
+    GELU of the accumulator plus the bias before the store."""
+    import tma_probe
+
+    gelu, plain = tma_probe.VARIANTS["sync4gelu"], tma_probe.VARIANTS["sync4"]
+    assert set(gelu[0]) - set(plain[0]) == {"TS_GELU=1"} and gelu[1:] == plain[1:]
+    assert "#if TS_GELU" in tma_probe.SOURCE and "gelu_tanh(acc[4 * j] + b0)" in tma_probe.SOURCE
+
+
+def test_unchecked_fused_wgmma_kernel_has_no_checks_and_computes_it(suite):
+    import gemm_bias_gelu_wgmma as ex
+
+    import gpu_native as gn
+    from gpu_native.runtime.backend import use
+
+    source = suite.unchecked_source("tensor_core/gemm_bias_gelu_wgmma")
+    assert source.count("@gpu_kernel(Kernel3D, bounds_check=False, fastmath=True)") == 1
+    (kernel,) = transpile_module(source, "gemm_bias_gelu_wgmma_unchecked.py",
+                                 "gemm_bias_gelu_wgmma_unchecked").kernels
+    for variant in kernel.variants:
+        assert "gn_chk" not in variant.cuda and "gn_assert" not in variant.cuda
+    module = suite.unchecked("tensor_core/gemm_bias_gelu_wgmma")
+    rng = np.random.default_rng(8)
+    a = rng.standard_normal((128, 64)).astype(np.float16)
+    b = (rng.standard_normal((64, 256)) / 8).astype(np.float16)
+    bias = rng.standard_normal(256).astype(np.float16)
+    with use("sim"):
+        c = gn.empty((128, 256), gn.f16)
+        module.gemm_bias_gelu_wgmma(gn.to_device(a), gn.to_device(b), gn.to_device(bias), c)
+        out = c.to_host().astype(np.float64)
+    ref = ex.reference(*(x.astype(np.float64) for x in (a, b, bias)))
+    assert np.linalg.norm(out - ref) <= 1e-3 * np.linalg.norm(ref)
+
+
+def test_the_suite_offers_the_fused_wgmma_gemm(suite):
+    assert "gemm_bias_gelu_wgmma" in suite.BENCHES
+    assert callable(suite.Suite.gemm_bias_gelu_wgmma)
