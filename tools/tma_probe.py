@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import ctypes
 import os
+import statistics
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -583,8 +584,14 @@ def run(opts):
         rows = {f"tma {name}": call(name, label, a, b, c) for name in kernels}
         rows.update(peers(a, b, c))
         best: dict = {}
-        for _ in range(opts.rounds):
-            for name, fn in rows.items():
+        times: dict = {name: [] for name in rows}
+        names = list(rows)
+        for r in range(opts.rounds):
+            # Each round starts one row later, so no row is always timed first (or right after
+            # the same neighbour): a position effect shows up as spread, not as a ratio.
+            order = names[r % len(names):] + names[:r % len(names)]
+            for name in order:
+                fn = rows[name]
                 c.fill_(float("nan"))
                 try:
                     fn()
@@ -598,6 +605,10 @@ def run(opts):
                 ok = e1 <= tol and e2 <= tol
                 old = best.get(name)
                 best[name] = (min(ms, old[0]) if old else ms, ok and (old is None or old[1]))
+                times[name].append((ms, order.index(name)))
+        for name, seen in times.items():
+            say(f"  {label} {name}: " + ", ".join(f"{ms:.4f}@{pos}" for ms, pos in seen)
+                + f"  (ms@position per round; median {statistics.median(ms for ms, _ in seen):.4f})")
         if triton_mm is not None:
             say(f"  Triton's {label} configuration:",
                 getattr(triton_matmul.matmul_kernel, "best_config", "unknown"))
