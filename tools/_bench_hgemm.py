@@ -754,9 +754,10 @@ class TensorCoreBenches:
         self.triton_matmul_row(bench, a, b, c, measure, work)
 
     def gelu_problem(self):
-        """The fused benchmarks' inputs (f16, 4096^3; b scaled by 1/sqrt(K): pre-activations of
-        order 1, where GELU is far from linear), the f32 reference, a NaN-filled ``c``, the
-        checked ``measure`` and the GEMM's flops (the epilogue's are not counted)."""
+        """The fused benchmarks' inputs (f16, 4096^3, 1024^3 with --quick; b scaled by
+        1/sqrt(K): pre-activations of order 1, where GELU is far from linear), the f32
+        reference, a NaN-filled ``c``, the checked ``measure`` and the GEMM's flops (the
+        epilogue's are not counted)."""
         torch = self.torch
         m = 1024 if self.quick else 4096
         a = self.randn(m, m).half()
