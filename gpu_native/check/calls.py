@@ -9,6 +9,7 @@ from .. import ir
 from ..errors import SourceSpan
 from ..frontend import syntax as S
 from ..lang import registry as R
+from ..lang.spellings import gpu_native_spelling
 from . import promote as P
 from .checker_base import CheckerBase
 from .expressions import ATOMIC_METHODS, LAYOUTS, AtomicHandle, GeneratorType, UidValue, WeakConst
@@ -51,7 +52,7 @@ class CallChecker(CheckerBase):
             if sym is not None:
                 return self.call_symbol(sym, e)
         raise self.error("only gpu_native intrinsics, math functions and @gpu_device functions "
-                         "can be called in kernels", e.func.span)
+                         "can be called in kernels", e.func.span, _foreign_hint(func))
 
     def is_module_path(self, e: S.Expr) -> bool:
         if self.is_local_root(e):
@@ -513,3 +514,22 @@ _GN_CALLS: dict[str, str] = {
 
 _BUILTIN_CALLS: dict[str, Callable] = {
     e.name: getattr(CallChecker, e.check) for e in R.BUILTINS.values() if e.form == "call"}
+
+
+def _foreign_hint(func: S.Expr) -> str | None:
+    """Where a refused callee is another GPU language's name (Numba-CUDA's
+    ``cuda.syncthreads``, a CUDA intrinsic), how gpu_native spells it."""
+    if not isinstance(func, S.Attribute):
+        return None
+    parts = [func.attr]
+    root: S.Expr = func.value
+    while isinstance(root, S.Attribute):
+        parts.append(root.attr)
+        root = root.value
+    if isinstance(root, S.Name):
+        parts.append(root.id)
+    ours = gpu_native_spelling(func.attr)
+    if ours is None:
+        return None
+    return f"{'.'.join(reversed(parts))} is not gpu_native's: gpu_native spells it {ours}"
+

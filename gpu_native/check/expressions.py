@@ -10,6 +10,7 @@ from .. import ir
 from ..errors import SourceSpan, TranspileError
 from ..frontend import syntax as S
 from ..lang import registry as R
+from ..lang.spellings import did_you_mean
 from ..nodes import node
 from . import promote as P
 from .checker_base import CheckerBase
@@ -272,7 +273,7 @@ class ExpressionChecker(CheckerBase):
                              f"{', '.join(sorted(R.BUILTINS))}; math.* and gpu_native's "
                              "intrinsics cover the rest")
         if sym.kind == "undefined":
-            raise self.error(f"name '{sym.name}' is not defined", e.span,
+            raise self.error(f"name '{sym.name}' is not defined{did_you_mean(sym.name)}", e.span,
                              "kernels can use their parameters, locals, module constants, "
                              "gpu_native names, math functions and @gpu_device functions")
         if sym.kind == "host":

@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import builtins
 import os
+import sys
 
 from ..errors import SourceSpan, TranspileError
 from ..frontend import syntax as S
 from ..frontend.parse import PACKAGE, ModuleScan, scan_module
 from ..frontend.source import decode_source, read_source
 from ..lang import registry as R
+from ..lang.spellings import did_you_mean
 from ..lang.structs import StructInfo
 from ..locate import archived_bytes, display_file, find_module_file
 from ..nodes import node
@@ -193,15 +195,14 @@ class Resolver:
         if attr is None:
             return Sym("module", module)
         if module == PACKAGE:
-            if attr in GN_NAMES:
-                return Sym("gn", attr)
-            return Sym("host", attr, f"gpu_native.{attr} is a host-side API")
+            return Sym("gn", attr) if attr in GN_NAMES else _not_kernel_api(attr)
         if module == "math":
             if attr in MATH_FUNCTIONS:
                 return Sym("math", attr)
             if attr in MATH_CONSTANTS:
                 return Sym("const", attr, MATH_CONSTANTS[attr])
-            return Sym("host", attr, f"math.{attr} is not available in kernels")
+            return Sym("host", attr, f"math.{attr} is not available in kernels"
+                       f"{did_you_mean(attr, 'math')}")
         if module == "cmath":
             if attr in CMATH_FUNCTIONS:
                 return Sym("cmath", attr)
@@ -243,8 +244,7 @@ class Resolver:
         """Resolve ``base.attr`` where ``base`` is a module or gpu_native name."""
         if base.kind == "module":
             return self._imported(base.name, attr, span) if base.name != PACKAGE else (
-                Sym("gn", attr) if attr in GN_NAMES
-                else Sym("host", attr, f"gpu_native.{attr} is a host-side API"))
+                Sym("gn", attr) if attr in GN_NAMES else _not_kernel_api(attr))
         if base.kind == "gn" and R.GPU_NATIVE[base.name].form == "enum":
             return Sym("order", attr.lower())
         return Sym("host", attr, f"'{base.name}.{attr}' is not available in kernels")
@@ -285,13 +285,23 @@ class Resolver:
             statement = f"import {name}"
         else:
             return TranspileError(
-                f"name '{name}' is not defined in {shown}", span,
+                f"name '{name}' is not defined in {shown}{did_you_mean(name)}", span,
                 f"'{name}' is used as a module here: import it in {shown}, or use math, "
                 "gpu_native and @gpu_device functions")
         return TranspileError(f"name '{name}' is not defined in {shown}: it is not imported there",
                               span,
                               f'add "{statement}" to {shown} (names in a function resolve in the '
                               "module that defines it)")
+
+
+def _not_kernel_api(attr: str) -> Sym:
+    """``gpu_native.<attr>`` that kernels cannot use: a host-side API of the package, or no name
+    of it at all (then how gpu_native spells what was meant, where that is known: CUDA's
+    ``shfl_down_sync`` is ``shfl_down``)."""
+    # The package is imported before anything is transpiled; its attributes are the host API.
+    if hasattr(sys.modules.get(PACKAGE), attr):
+        return Sym("host", attr, f"gpu_native.{attr} is a host-side API")
+    return Sym("host", attr, f"gpu_native has no '{attr}'{did_you_mean(attr)}")
 
 
 def _host_library(module: str) -> str | None:

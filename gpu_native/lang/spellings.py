@@ -1,0 +1,98 @@
+"""What other GPU languages call the things gpu_native names otherwise.
+
+Someone porting a kernel from CUDA C++ (``__syncthreads()``, ``threadIdx.x``, ``atomicAdd``),
+Numba-CUDA (``cuda.syncthreads()``, ``cuda.shfl_down_sync``, ``cuda.grid(1)``) or Triton
+(``tl.program_id``) writes those names first.  A kernel that uses one is refused, and the
+transpile error says how gpu_native spells it; a name that is none of these gets the closest
+kernel-language name instead, where one is close.
+"""
+
+from __future__ import annotations
+
+import difflib
+
+from . import registry as R
+
+
+def _same(*names: str) -> dict[str, str]:
+    """Each of ``names`` (a CUDA spelling, with and without its ``__``) to gpu_native's name:
+    the last of them."""
+    *foreign, ours = names
+    return {name: ours for name in foreign}
+
+
+#: A foreign name -> gpu_native's spelling of it (a name of the kernel language, or how to write
+#: it when it is no single name).
+FOREIGN: dict[str, str] = {
+    **_same("__syncthreads", "syncthreads", "sync_threads()"),
+    **_same("__syncthreads_count", "syncthreads_count", "sync_threads_count(predicate)"),
+    **_same("__syncthreads_and", "syncthreads_and", "sync_threads_and(predicate)"),
+    **_same("__syncthreads_or", "syncthreads_or", "sync_threads_or(predicate)"),
+    **_same("__syncwarp", "syncwarp", "sync_warp()"),
+    **_same("threadIdx", "thread_idx"),
+    **_same("blockIdx", "program_id", "block_idx"),
+    **_same("blockDim", "block_dim"),
+    **_same("gridDim", "num_programs", "grid_dim"),
+    **_same("warpSize", "warpsize", "warp_size"),
+    **_same("laneid", "__lane_id", "lane_id()"),
+    **_same("__shfl_down_sync", "shfl_down_sync", "shfl_down(value, delta), the mask last and optional"),
+    **_same("__shfl_up_sync", "shfl_up_sync", "shfl_up(value, delta), the mask last and optional"),
+    **_same("__shfl_xor_sync", "shfl_xor_sync", "shfl_xor(value, lane_mask), the mask last and optional"),
+    **_same("__shfl_sync", "shfl_sync", "shfl_idx(value, src_lane), the mask last and optional"),
+    **_same("__ballot_sync", "ballot_sync", "ballot(predicate), the mask last and optional"),
+    **_same("__all_sync", "all_sync(predicate), the mask last and optional"),
+    **_same("__any_sync", "any_sync(predicate), the mask last and optional"),
+    **_same("__activemask", "activemask()"),
+    **_same("__popc", "__popcll", "popc"),
+    **_same("__clz", "__clzll", "clz"),
+    **_same("__ffs", "__ffsll", "ffs"),
+    **_same("__brev", "__brevll", "brev"),
+    **_same("__byte_perm", "byte_perm"),
+    **_same("__threadfence", "threadfence()"),
+    **_same("__threadfence_block", "threadfence_block()"),
+    **_same("__threadfence_system", "threadfence_system()"),
+    **_same("atomicAdd", "x.atomic_ref(i).fetch_add(value)"),
+    **_same("atomicSub", "x.atomic_ref(i).fetch_sub(value)"),
+    **_same("atomicMin", "x.atomic_ref(i).fetch_min(value)"),
+    **_same("atomicMax", "x.atomic_ref(i).fetch_max(value)"),
+    **_same("atomicAnd", "x.atomic_ref(i).fetch_and(value)"),
+    **_same("atomicOr", "x.atomic_ref(i).fetch_or(value)"),
+    **_same("atomicXor", "x.atomic_ref(i).fetch_xor(value)"),
+    **_same("atomicExch", "x.atomic_ref(i).exchange(value)"),
+    **_same("atomicCAS", "x.atomic_ref(i).compare_exchange(expected, desired)"),
+    **_same("atomic", "x.atomic_ref(i).fetch_add(value) and its siblings"),
+    **_same("grid", "FlatLayout1D.uid() (a thread's index over the grid) or "
+            "FlatLayout1D.grid_stride(n)"),
+    **_same("gridsize", "FlatLayout1D.grid_stride(n)"),
+    **_same("shared", "shared_array(dtype, shape)"),
+    **_same("local", "local_array(dtype, shape)"),
+    **_same("__ldg", "a plain read, x[i] (a CUDASlice parameter is const and __restrict__)"),
+    **_same("__expf", "__sinf", "__cosf", "__logf", "__powf", "__fdividef",
+            "math.exp, math.sin ... with @gpu_kernel(..., fastmath=True)"),
+    **_same("rsqrtf", "math.rsqrt"),
+    **_same("fmaf", "math.fma"),
+}
+
+
+def gpu_native_spelling(name: str, module: str = "gpu_native") -> str | None:
+    """How gpu_native spells ``name``: its entry in :data:`FOREIGN`, else the closest name of
+    ``module`` (``"gpu_native"`` or ``"math"``) that kernels can use, else None."""
+    if name in FOREIGN:
+        return FOREIGN[name]
+    names = R.MATH if module == "math" else R.GPU_NATIVE
+    close = difflib.get_close_matches(name, list(names), n=1, cutoff=0.8)
+    if not close:
+        return None
+    return f"math.{close[0]}" if module == "math" else close[0]
+
+
+def did_you_mean(name: str, module: str = "gpu_native") -> str:
+    """`` (gpu_native spells it ...)`` for a foreign or mistyped ``name``; for one of
+    gpu_native's own names, that it is not imported; else ``""``."""
+    if module == "gpu_native" and name in R.GPU_NATIVE:
+        return f" (it is gpu_native's: from gpu_native import {name})"
+    ours = gpu_native_spelling(name, module)
+    return "" if ours is None or ours == name else f" (gpu_native spells it {ours})"
+
+
+__all__ = ["FOREIGN", "did_you_mean", "gpu_native_spelling"]

@@ -1,0 +1,118 @@
+"""Names from CUDA C++, Numba-CUDA and Triton in a kernel: the transpile error says how
+gpu_native spells them (gpu_native/lang/spellings.py), and a mistyped name gets the closest
+kernel-language name."""
+
+from __future__ import annotations
+
+import pytest
+
+from gpu_native.lang import registry as R
+from gpu_native.lang.spellings import FOREIGN, did_you_mean, gpu_native_spelling
+from tests.helpers import located_transpile_error
+
+HEADER = """\
+import math
+import gpu_native as gn
+from gpu_native import gpu_kernel, Kernel1D, CUDASliceMut, f32, thread_idx
+"""
+
+CASES = {
+    "CUDA's threadIdx": ("""
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f32]):
+    out[threadIdx.x] = 1.0  # <-
+""", "name 'threadIdx' is not defined (gpu_native spells it thread_idx)"),
+    "CUDA's __syncthreads": ("""
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f32]):
+    __syncthreads()  # <-
+    out[thread_idx.x] = 1.0
+""", "name '__syncthreads' is not defined (gpu_native spells it sync_threads())"),
+    "CUDA's atomicAdd": ("""
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f32]):
+    atomicAdd(out, 0, 1.0)  # <-
+""", "(gpu_native spells it x.atomic_ref(i).fetch_add(value))"),
+    "Numba's shfl_down_sync on gpu_native": ("""
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f32]):
+    v = f32(thread_idx.x)
+    v += gn.shfl_down_sync(0xffffffff, v, 16)  # <-
+    out[thread_idx.x] = v
+""", "gpu_native has no 'shfl_down_sync' (gpu_native spells it shfl_down(value, delta), the "
+     "mask last and optional)"),
+    "a foreign name imported from gpu_native": ("""
+from gpu_native import syncthreads
+
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f32]):
+    syncthreads()  # <-
+    out[thread_idx.x] = 1.0
+""", "gpu_native has no 'syncthreads' (gpu_native spells it sync_threads())"),
+    "Numba's cuda module": ("""
+from numba_is_not_here import cuda
+
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f32]):
+    cuda.syncthreads()  # <-
+    out[thread_idx.x] = 1.0
+""", "cuda.syncthreads is not gpu_native's: gpu_native spells it sync_threads()"),
+    "Triton's program_id": ("""
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f32]):
+    out[program_id.x] = 1.0  # <-
+""", "(gpu_native spells it block_idx)"),
+    "a mistyped math function": ("""
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f32]):
+    out[thread_idx.x] = math.sqrtt(2.0)  # <-
+""", "math.sqrtt is not available in kernels (gpu_native spells it math.sqrt)"),
+    "a mistyped gpu_native name": ("""
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f32]):
+    t = gn.shared_arr(f32, 32)  # <-
+    out[thread_idx.x] = 1.0
+""", "gpu_native has no 'shared_arr' (gpu_native spells it shared_array)"),
+    "gpu_native's own name, not imported": ("""
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f32]):
+    sync_threads()  # <-
+    out[thread_idx.x] = 1.0
+""", "name 'sync_threads' is not defined (it is gpu_native's: from gpu_native import "
+     "sync_threads)"),
+    "a host API of gpu_native stays one": ("""
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f32]):
+    gn.synchronize()  # <-
+    out[thread_idx.x] = 1.0
+""", "gpu_native.synchronize is a host-side API"),
+}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_a_foreign_name_is_refused_with_gpu_natives_spelling(name, tmp_path):
+    body, message = CASES[name]
+    located_transpile_error(HEADER + body, tmp_path / "k.py", message)
+
+
+def test_every_spelling_names_a_real_kernel_api():
+    """The table cannot point at a name the language does not have: each spelling starts with a
+    gpu_native kernel name, a math function, or an atomic_ref call (whose methods exist)."""
+    atomic_methods = {e.name for e in R.ENTRIES if e.namespace == "atomic_ref"}
+    for foreign, ours in FOREIGN.items():
+        head = ours.split("(")[0].split(" ")[0].rstrip(",")
+        if head.startswith("math."):
+            assert head[5:] in R.MATH, (foreign, ours)
+        elif head.startswith("x.atomic_ref"):
+            method = ours.split(").")[1].split("(")[0]
+            assert method in atomic_methods, (foreign, ours)
+        elif head == "a":      # "a plain read, x[i] ..."
+            continue
+        else:
+            assert head.split(".")[0] in R.GPU_NATIVE, (foreign, ours)
+        assert foreign not in R.GPU_NATIVE, foreign   # a foreign name, not one of ours
+
+
+def test_nothing_is_suggested_for_an_unrelated_name():
+    assert gpu_native_spelling("my_helper_table") is None
+    assert did_you_mean("tid2") == ""
