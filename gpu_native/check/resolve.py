@@ -11,6 +11,7 @@ from typing import Any
 from .. import ir
 from ..errors import TranspileError
 from ..frontend import syntax as S
+from ..lang.spellings import did_you_mean
 from ..nodes import node
 from .context import FunctionContext
 from .scope import PYTHON_BUILTINS, registry_entry
@@ -206,7 +207,8 @@ def annotation(ctx: FunctionContext, e: S.Expr, allow_unique: bool = False,
             raise TranspileError(f"the TypeVar '{sym.name}' is not bound here", e.span)
         return bound
     if sym.kind == "undefined" and sym.name not in PYTHON_BUILTINS:  # str: not a kernel type
-        raise TranspileError(f"name '{sym.name}' is not defined", e.span)
+        raise TranspileError(f"name '{sym.name}' is not defined{did_you_mean(sym.name)}",
+                             e.span)
     raise TranspileError(f"'{sym.name}' is not a kernel type", e.span,
                          "use f32, i32, ..., CUDASlice[T], CUDASliceMut[T] or UniqueId")
 

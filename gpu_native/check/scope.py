@@ -212,7 +212,7 @@ class Resolver:
         library = _host_library(module)
         if library is not None:
             return Sym("host", attr, f"{module}.{attr} is a host-side name: {library} is not "
-                       "supported in kernels")
+                       f"supported in kernels{did_you_mean(attr)}")
         if module == "typing":
             return Sym("host", attr, f"{module}.{attr} is a host-side name")
         return self.from_module(module, attr, span)

@@ -80,6 +80,19 @@ def k(out: CUDASliceMut[f32]):
     out[thread_idx.x] = 1.0
 """, "name 'sync_threads' is not defined (it is gpu_native's: from gpu_native import "
      "sync_threads)"),
+    "NumPy's float32 as an annotation": ("""
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f32], s: float32):  # <-
+    out[thread_idx.x] = s
+""", "name 'float32' is not defined (gpu_native spells it f32)"),
+    "np.float32 as a conversion": ("""
+import numpy as np
+
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f32]):
+    out[thread_idx.x] = np.float32(1.0)  # <-
+""", "numpy.float32 is a host-side name: numpy is not supported in kernels (gpu_native spells "
+     "it f32)"),
     "a host API of gpu_native stays one": ("""
 @gpu_kernel(Kernel1D)
 def k(out: CUDASliceMut[f32]):
