@@ -125,6 +125,18 @@ def backend(request):
 
 
 @pytest.fixture
+def hopper(backend):
+    """The backend, on the GPU only where it is an sm_90 one (warpgroup MMA and tensor copies
+    run nowhere else)."""
+    if backend == "cuda":
+        from gpu_native.runtime import driver
+
+        if driver.device_properties(0)["arch"] != "sm_90":
+            pytest.skip("warpgroup MMA and tensor copies need an sm_90 GPU")
+    return backend
+
+
+@pytest.fixture
 def cuda_backend():
     """For tests that only make sense on a real GPU (mark them ``gpu``)."""
     from gpu_native.runtime.backend import use

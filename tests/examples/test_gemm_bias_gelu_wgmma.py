@@ -34,17 +34,6 @@ def _rel(out, ref):
     return np.linalg.norm(out - ref) / np.linalg.norm(ref)
 
 
-@pytest.fixture
-def hopper(backend):
-    """The backend, on the GPU only where it is an sm_90 one (warpgroup MMA runs nowhere else)."""
-    if backend == "cuda":
-        from gpu_native.runtime import driver
-
-        if driver.device_properties(0)["arch"] != "sm_90":
-            pytest.skip("warpgroup MMA needs an sm_90 GPU")
-    return backend
-
-
 @pytest.mark.parametrize("dtype", [gn.f16, gn.bf16])
 def test_fused_gemm_bias_gelu_matches_numpy(hopper, dtype):
     result, reference = fused.run(128, 128, 256, dtype=dtype, seed=1)

@@ -16,17 +16,6 @@ from tests.helpers import kernels_tma as K
 SHARED = K.STAGES * K.R * K.C * 2 + 1024
 
 
-@pytest.fixture
-def hopper(backend):
-    """The backend, on the GPU only where it is an sm_90 one (tensor copies run nowhere else)."""
-    if backend == "cuda":
-        from gpu_native.runtime import driver
-
-        if driver.device_properties(0)["arch"] != "sm_90":
-            pytest.skip("tensor copies need an sm_90 GPU")
-    return backend
-
-
 def _ring(dtype, blocks: int, seed: int):
     rng = np.random.default_rng(seed)
     rows = blocks * K.TILES * K.R
