@@ -363,17 +363,25 @@ def test_hand_written_wgmma_gemm_compiles_for_sm_90a_as_the_suite_builds_it(suit
     assert symbol.encode() in image.image
 
 
+def _unchecked_without_checks(suite, example: str, decorator: str):
+    """The suite's ``bounds_check=False`` copy of examples/<example>.py, after checking that its
+    one kernel is declared ``decorator`` and that no specialisation keeps a bounds check or a
+    device-side assert."""
+    source = suite.unchecked_source(example)
+    assert source.count(decorator) == 1
+    name = example.split("/")[-1] + "_unchecked"
+    (kernel,) = transpile_module(source, f"{name}.py", name).kernels
+    for variant in kernel.variants:
+        assert "gn_chk" not in variant.cuda and "gn_assert" not in variant.cuda
+    return suite.unchecked(example)
+
+
 def test_unchecked_hgemm_wgmma_has_no_checks_and_computes_the_product(suite):
     import gpu_native as gn
     from gpu_native.runtime.backend import use
 
-    source = suite.unchecked_source("tensor_core/hgemm_wgmma")
-    assert source.count("@gpu_kernel(Kernel3D, bounds_check=False)") == 1
-    (kernel,) = transpile_module(source, "hgemm_wgmma_unchecked.py",
-                                 "hgemm_wgmma_unchecked").kernels
-    for variant in kernel.variants:
-        assert "gn_chk" not in variant.cuda and "gn_assert" not in variant.cuda
-    module = suite.unchecked("tensor_core/hgemm_wgmma")
+    module = _unchecked_without_checks(suite, "tensor_core/hgemm_wgmma",
+                                       "@gpu_kernel(Kernel3D, bounds_check=False)")
     rng = np.random.default_rng(7)
     a = rng.standard_normal((128, 128)).astype(np.float16)
     b = rng.standard_normal((128, 256)).astype(np.float16)
@@ -422,13 +430,9 @@ def test_unchecked_fused_wgmma_kernel_has_no_checks_and_computes_it(suite):
     import gpu_native as gn
     from gpu_native.runtime.backend import use
 
-    source = suite.unchecked_source("tensor_core/gemm_bias_gelu_wgmma")
-    assert source.count("@gpu_kernel(Kernel3D, bounds_check=False, fastmath=True)") == 1
-    (kernel,) = transpile_module(source, "gemm_bias_gelu_wgmma_unchecked.py",
-                                 "gemm_bias_gelu_wgmma_unchecked").kernels
-    for variant in kernel.variants:
-        assert "gn_chk" not in variant.cuda and "gn_assert" not in variant.cuda
-    module = suite.unchecked("tensor_core/gemm_bias_gelu_wgmma")
+    module = _unchecked_without_checks(
+        suite, "tensor_core/gemm_bias_gelu_wgmma",
+        "@gpu_kernel(Kernel3D, bounds_check=False, fastmath=True)")
     rng = np.random.default_rng(8)
     a = rng.standard_normal((128, 64)).astype(np.float16)
     b = (rng.standard_normal((64, 256)) / 8).astype(np.float16)
