@@ -324,6 +324,13 @@ __device__ __forceinline__ u16 to16(float x) {
     else asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(x));
     return h;
 }
+template <bool BF16>
+__device__ __forceinline__ float from16(u16 h) {
+    float x;
+    if (BF16) x = __uint_as_float((unsigned)h << 16);
+    else asm("cvt.f32.f16 %0, %1;" : "=f"(x) : "h"(h));
+    return x;
+}
 
 template <bool BF16>
 __device__ __forceinline__ void wgmma_tile(float* acc, u64 da, u64 db) {

@@ -110,13 +110,6 @@ __device__ __forceinline__ void tma_load2d(unsigned dst, const TmaDesc* map, uns
                  :: "r"(dst), "l"((u64)map), "r"(bar), "r"(c0), "r"(c1) : "memory");
 }
 @WGMMA_HELPERS@
-template <bool BF16>
-__device__ __forceinline__ float from16(u16 h) {
-    float x;
-    if (BF16) x = __uint_as_float((unsigned)h << 16);
-    else asm("cvt.f32.f16 %0, %1;" : "=f"(x) : "h"(h));
-    return x;
-}
 // 0.5 x (1 + tanh(y)) as x sigmoid(2y), with the exp and division that the example's
 // fastmath=True (--use_fast_math) compiles its x / (1 + exp(-2y)) to: ex2.approx.ftz of the
 // argument times log2(e), and div.approx.ftz.
