@@ -532,4 +532,3 @@ def _foreign_hint(func: S.Expr) -> str | None:
     if ours is None:
         return None
     return f"{'.'.join(reversed(parts))} is not gpu_native's: gpu_native spells it {ours}"
-

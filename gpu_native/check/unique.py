@@ -508,7 +508,8 @@ class UniqueWrites:
                 for idx in (indices[p] for p in owners):
                     if index_is_exact(idx, self.bounds, self.defs.single_def) is not True:
                         ty = self._narrow_type(idx)
-                        raise TranspileError(wrap_message(base.var.name, ty), idx.span, wrap_hint(ty))
+                        raise TranspileError(wrap_message(base.var.name, ty), idx.span,
+                                             wrap_hint(ty))
         self.check_narrowed(base, span, _Checked(form, self.phases.position(),
                                                  narrowed or kind == "single", span))
         covered: set[str] = set()

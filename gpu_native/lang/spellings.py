@@ -15,11 +15,14 @@ from . import registry as R
 
 
 def _same(*names: str) -> dict[str, str]:
-    """Each of ``names`` (a CUDA spelling, with and without its ``__``) to gpu_native's name:
-    the last of them."""
+    """Each of ``names`` but the last (other languages' spellings of one thing) to the last
+    (gpu_native's)."""
     *foreign, ours = names
     return {name: ours for name in foreign}
 
+
+# CUDA's warp intrinsics take the mask first; gpu_native's take it last, with a default.
+_MASK_LAST = ", the mask last and optional"
 
 #: A foreign name -> gpu_native's spelling of it (a name of the kernel language, or how to write
 #: it when it is no single name).
@@ -35,13 +38,13 @@ FOREIGN: dict[str, str] = {
     **_same("gridDim", "num_programs", "grid_dim"),
     **_same("warpSize", "warpsize", "warp_size"),
     **_same("laneid", "__lane_id", "lane_id()"),
-    **_same("__shfl_down_sync", "shfl_down_sync", "shfl_down(value, delta), the mask last and optional"),
-    **_same("__shfl_up_sync", "shfl_up_sync", "shfl_up(value, delta), the mask last and optional"),
-    **_same("__shfl_xor_sync", "shfl_xor_sync", "shfl_xor(value, lane_mask), the mask last and optional"),
-    **_same("__shfl_sync", "shfl_sync", "shfl_idx(value, src_lane), the mask last and optional"),
-    **_same("__ballot_sync", "ballot_sync", "ballot(predicate), the mask last and optional"),
-    **_same("__all_sync", "all_sync(predicate), the mask last and optional"),
-    **_same("__any_sync", "any_sync(predicate), the mask last and optional"),
+    **_same("__shfl_down_sync", "shfl_down_sync", "shfl_down(value, delta)" + _MASK_LAST),
+    **_same("__shfl_up_sync", "shfl_up_sync", "shfl_up(value, delta)" + _MASK_LAST),
+    **_same("__shfl_xor_sync", "shfl_xor_sync", "shfl_xor(value, lane_mask)" + _MASK_LAST),
+    **_same("__shfl_sync", "shfl_sync", "shfl_idx(value, src_lane)" + _MASK_LAST),
+    **_same("__ballot_sync", "ballot_sync", "ballot(predicate)" + _MASK_LAST),
+    **_same("__all_sync", "all_sync(predicate)" + _MASK_LAST),
+    **_same("__any_sync", "any_sync(predicate)" + _MASK_LAST),
     **_same("__activemask", "activemask()"),
     **_same("__popc", "__popcll", "popc"),
     **_same("__clz", "__clzll", "clz"),
