@@ -129,3 +129,33 @@ def test_every_spelling_names_a_real_kernel_api():
 def test_nothing_is_suggested_for_an_unrelated_name():
     assert gpu_native_spelling("my_helper_table") is None
     assert did_you_mean("tid2") == ""
+
+
+def test_a_kernels_own_names_are_never_taken_for_foreign_ones(tmp_path, monkeypatch, sim):
+    """A device function called atomicAdd, parameters called threadIdx and float32 and locals
+    called grid and shared are the kernel's own: they resolve and run as written."""
+    import importlib
+
+    import numpy as np
+
+    import gpu_native as gn
+
+    (tmp_path / "own_names.py").write_text("""\
+from gpu_native import gpu_kernel, gpu_device, Kernel1D, CUDASliceMut, f32, FlatLayout1D
+
+@gpu_device
+def atomicAdd(x: f32, y: f32) -> f32:
+    return x + y
+
+@gpu_kernel(Kernel1D)
+def k(threadIdx: CUDASliceMut[f32], float32: f32):
+    grid = FlatLayout1D.uid()
+    shared = float32
+    if grid < threadIdx.shape[0]:
+        threadIdx[grid] = atomicAdd(shared, 1.0)
+""")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    module = importlib.import_module("own_names")
+    out = gn.zeros((300,), gn.f32)
+    module.k.launch(gn.GridDim1D(3), gn.BlockDim1D(128))(out, 2.0)
+    assert np.all(out.to_host() == 3.0)
