@@ -8,6 +8,8 @@ its ``Suite`` and uses the suite's ``add``, ``raw``, ``timed`` and ``unchecked``
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 import gpu_native as gn
@@ -531,7 +533,8 @@ HGEMM_WGMMA_KERNEL(hgemm_wgmma_bf16_e, true, 2)
 HGEMM_WGMMA_KERNELS = ("hgemm_wgmma_f16", "hgemm_wgmma_bf16", "hgemm_wgmma_f16_f32",
                        "hgemm_wgmma_bf16_f32")
 WGMMA_BM, WGMMA_BN, WGMMA_BK, WGMMA_THREADS = 128, 256, 64, 256
-WGMMA_ROUNDS = 5   # interleaved timing rounds of the warpgroup GEMM rows
+# Interleaved timing rounds of the warpgroup GEMM rows (GN_BENCH_WGMMA_ROUNDS to change).
+WGMMA_ROUNDS = int(os.environ.get("GN_BENCH_WGMMA_ROUNDS", "5"))
 
 
 def wgmma_shared_bytes(stages: int = 4) -> int:
@@ -688,7 +691,10 @@ class TensorCoreBenches:
             variants["Triton tutorial 03 matmul (autotuned)"] = (
                 lambda: triton_matmul.matmul(a, b, out=c))
         self.interleaved(bench, variants, measure, work)
-        if not self.triton:
+        if self.triton:
+            print(f"  {bench} Triton's configuration:",
+                  getattr(triton_matmul.matmul_kernel, "best_config", "unknown"))
+        else:
             self.add(bench, "Triton tutorial 03 matmul", None, work, "TFLOP/s", None,
                      "triton not importable")
 

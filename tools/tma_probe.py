@@ -493,6 +493,9 @@ def main():
     ap.add_argument("--variants", default=",".join(v for v in VARIANTS if v != "sync4gelu"))
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--size", type=int, default=4096)
+    ap.add_argument("--sustain", type=float, default=0.0,
+                    help="then run each row back to back for this many seconds, twice, and log "
+                         "its SM clock, power and clock cycles a call (tools/nvml_meter.py)")
     wp.logged(run, ap.parse_args())
 
 
@@ -605,11 +608,37 @@ def run(opts):
         if triton_mm is not None:
             say(f"  Triton's {label} configuration:",
                 getattr(triton_matmul.matmul_kernel, "best_config", "unknown"))
+        if opts.sustain > 0:
+            sustain(torch, rows, names, label, opts.sustain)
         cub = best.get("torch.matmul (cuBLAS)", (float("nan"),))[0]
         tri = best.get("Triton tutorial (autotuned)", (float("nan"),))[0]
         for name, (ms, ok) in best.items():
             say(f"  {m}^3 {label:4s} {name:36s} {ms:7.4f} ms {work / ms / 1e9:6.1f} TFLOP/s "
                 f"{cub / ms:5.3f}x cuBLAS {tri / ms:5.3f}x Triton {'ok' if ok else 'WRONG'}")
+
+
+def sustain(torch, rows: dict, names: list, label: str, seconds: float) -> None:
+    """Each row back to back for ``seconds``, in two rounds (the second in reverse order), with
+    the SM clock and the energy read from NVML: at the power limit a faster kernel may be one
+    that spends fewer cycles or one that the GPU clocks higher, and ``kcycles`` (thousands of
+    clock cycles a call) tells which."""
+    import nvml_meter
+
+    try:
+        meter = nvml_meter.for_torch_device(torch)
+    except Exception as exc:
+        say("NVML not usable:", repr(exc)[:300])
+        return
+    seen: dict = {name: [] for name in names}
+    for order in (names, names[::-1]):
+        for name in order:
+            seen[name].append(nvml_meter.sustained(torch, meter, rows[name], seconds))
+    for name in names:
+        r = {k: statistics.fmean(x[k] for x in seen[name]) for k in seen[name][0]}
+        say(f"  sustained {label:4s} {name:36s} {r['ms']:.4f} ms  {r['mhz']:6.0f} MHz "
+            f"{r['watts']:5.0f} W  {r['mj']:6.1f} mJ/call  {r['kcycles']:6.1f} kcycles/call  "
+            f"(rounds: " + ", ".join(f"{x['ms']:.4f} ms@{x['mhz']:.0f}" for x in seen[name])
+            + ")")
 
 
 if __name__ == "__main__":
