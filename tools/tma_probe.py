@@ -9,7 +9,11 @@ need to beat Triton's tutorial kernel.  Self-contained apart from tools/wgmma_pr
 driver, timing) and, when importable, gpu_native's example and Triton's tutorial kernel, all
 timed in the same run, interleaved, best of ``--rounds``::
 
-    python3 tools/tma_probe.py [--out LOG] [--variants NAME,...] [--rounds 3]
+    python3 tools/tma_probe.py [--out LOG] [--variants NAME,...] [--rounds 3] [--sustain 2]
+
+``--sustain SECONDS`` then runs each row back to back that long and logs its SM clock, power,
+energy and clock cycles a call from NVML (tools/nvml_meter.py): at the GPU's power limit a
+kernel can be faster by taking fewer cycles or by drawing less power and being clocked higher.
 """
 
 from __future__ import annotations
