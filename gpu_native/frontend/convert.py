@@ -9,6 +9,7 @@ lines with libcst — the module's host code never reaches libcst — and conver
 from __future__ import annotations
 
 import ast
+import unicodedata
 from collections.abc import Callable
 
 import libcst as cst
@@ -124,7 +125,7 @@ class _Converter:
     def _name(self, node: cst.Name) -> S.Expr:
         if node.value in ("True", "False"):
             return S.Num(self.span(node), node.value == "True")
-        return S.Name(self.span(node), node.value)
+        return S.Name(self.span(node), identifier(node))
 
     def _integer(self, node: cst.Integer) -> S.Expr:
         return S.Num(self.span(node), int(node.evaluated_value))
@@ -178,7 +179,8 @@ class _Converter:
             if arg.star:
                 raise self.fail(arg, f"`{arg.star}` arguments are not supported in kernels")
             if arg.keyword is not None:
-                keywords.append(S.Keyword(arg.keyword.value, self.expr(arg.value), self.span(arg)))
+                keywords.append(S.Keyword(identifier(arg.keyword), self.expr(arg.value),
+                                          self.span(arg)))
             else:
                 if keywords:
                     raise self.fail(arg, "positional argument after keyword argument")
@@ -186,7 +188,7 @@ class _Converter:
         return S.Call(self.span(node), self.expr(node.func), tuple(args), tuple(keywords))
 
     def _attribute(self, node: cst.Attribute) -> S.Expr:
-        return S.Attribute(self.span(node), self.expr(node.value), node.attr.value)
+        return S.Attribute(self.span(node), self.expr(node.value), identifier(node.attr))
 
     def _subscript(self, node: cst.Subscript) -> S.Expr:
         index: list[S.Expr] = []
@@ -325,6 +327,14 @@ class _Converter:
 
 
 
+def identifier(name: cst.Name) -> str:
+    """A name as Python reads it: CPython folds identifiers to NFKC (``ｘ`` and ``x``, ``ﬁ``
+    and ``fi`` are one name), and so does the module scan, which reads CPython's tree; libcst
+    keeps the spelling, so a kernel would otherwise see two variables where Python sees one."""
+    text = name.value
+    return text if text.isascii() else unicodedata.normalize("NFKC", text)
+
+
 def convert_function(fn: ast.FunctionDef | ast.AsyncFunctionDef, kind: str, decorator: int,
                      path: str, lines: list[str]) -> S.FunctionDef:
     """Convert the ``kind`` ("kernel" or "device") function ``fn`` of a module.
@@ -411,7 +421,7 @@ def _function(conv: _Converter, node: cst.FunctionDef, kind: str,
                             "device functions can: `def f(x: f32, scale: f32 = 2.0)`")
         annotation = param.annotation.annotation if param.annotation is not None else None
         default = conv.expr(param.default) if param.default is not None else None
-        params.append(S.Param(param.name.value,
+        params.append(S.Param(identifier(param.name),
                               conv.expr(annotation) if annotation is not None else None,
                               conv.span(param), default))
     body_nodes = list(node.body.body) if isinstance(node.body, cst.IndentedBlock) else None
@@ -438,7 +448,7 @@ def _function(conv: _Converter, node: cst.FunctionDef, kind: str,
         others = tuple(o for o in others
                        if not (isinstance(o, S.Name) and o.id == "staticmethod"))
     fn = S.FunctionDef(
-        name=node.name.value,
+        name=identifier(node.name),
         params=tuple(params),
         returns=returns,
         body=body,
