@@ -147,7 +147,8 @@ class CallChecker(CheckerBase):
             raise self.error("float(x) takes exactly one argument", e.span)
         value = self.expr(e.args[0])
         if isinstance(value, WeakConst):
-            return WeakConst(e.span, ir.F64, float(value.value))
+            return WeakConst(e.span, ir.F64,
+                             self.int_as_float(value.value, ir.F64, "float()", e.span))
         return self.coerce(value, ir.F64, "float()", explicit=True)
 
     def call_bool(self, e: S.Call) -> ir.Expr:

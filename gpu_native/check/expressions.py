@@ -172,7 +172,7 @@ class ExpressionChecker(CheckerBase):
             elif info.kind == "bool":
                 value = bool(value)
             else:
-                value = float(value)
+                value = self.int_as_float(value, ty, what, e.span)
             return ir.Const(e.span, ty, value)
         e = self.materialize(e)
         if not isinstance(e.ty, ir.ScalarType):
@@ -188,6 +188,17 @@ class ExpressionChecker(CheckerBase):
         if isinstance(e, ir.Const) and ty.info.is_float and e.ty.info.is_int:
             return ir.Const(e.span, ty, float(e.value))
         return ir.Cast(e.span, ty, e)
+
+    def int_as_float(self, value: int | float, ty: ir.ScalarType, what: str,
+                     span: SourceSpan) -> float:
+        """``float(value)``, or the error of an integer past every float's range (Python
+        raises OverflowError for it at run time too)."""
+        try:
+            return float(value)
+        except OverflowError:
+            digits = int(value.bit_length() * 0.30103) + 1    # str() of it may be refused
+            raise self.error(f"{what}: an integer of about {digits} digits is too large for "
+                             f"{ty}", span) from None
 
     def to_bool(self, e: ir.Expr, what: str = "a condition") -> ir.Expr:
         """Python truthiness of a scalar: ``x != 0`` for numbers."""

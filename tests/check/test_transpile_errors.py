@@ -395,6 +395,26 @@ def k(a: CUDASliceMut[u8]):
     i = FlatLayout1D.uid()
     a[i] = u8(300)  # <-
 """, "300 does not fit in u8"),
+    "integer past every float's range in a float expression": ("""
+BIG = """ + str(2 ** 2000) + """
+
+@gpu_kernel(Kernel1D)
+def k(a: CUDASliceMut[f32]):
+    i = FlatLayout1D.uid()
+    a[i] = a[i] + BIG  # <-
+""", "right operand of +: an integer of about 603 digits is too large for f32"),
+    "integer past every float's range in a cast": ("""
+@gpu_kernel(Kernel1D)
+def k(a: CUDASliceMut[f64]):
+    i = FlatLayout1D.uid()
+    a[i] = f64(""" + str(2 ** 1100) + """)  # <-
+""", "f64(): an integer of about 332 digits is too large for f64"),
+    "integer past every float's range in float()": ("""
+@gpu_kernel(Kernel1D)
+def k(a: CUDASliceMut[f64]):
+    i = FlatLayout1D.uid()
+    a[i] = float(""" + str(-2 ** 1100) + """)  # <-
+""", "float(): an integer of about 332 digits is too large for f64"),
     "literal out of range for a store": ("""
 @gpu_kernel(Kernel1D)
 def k(a: CUDASliceMut[u8]):
