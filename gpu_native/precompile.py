@@ -8,7 +8,8 @@ and ship it inside the package.
 A build is all or nothing: it is compiled into a staging directory beside the output directory and
 moved into it only when every job succeeded; the first compile error stops it (naming the kernel's
 file:line) and leaves the output directory as it was.  A ``manifest.json`` there that this command
-did not write is refused before anything is built.  The output gets the modes the umask gives,
+did not write is refused before anything is built, and so is an existing directory that holds
+files but no manifest: a build writes into a new or empty directory or its own earlier output.  The output gets the modes the umask gives,
 not the per-user cache's private 0o700/0o600, since a deployment is often built by one account
 (a Docker build, a CI job) and run by another.
 
@@ -39,7 +40,7 @@ from ._version import __version__
 from .build import BuildRequest, arch_refusal, kernel_label, parse_arch, uses_wgmma
 from .cache.keys import SCHEMA_VERSION, artifact_id, compile_options
 from .cache.locations import SHIPPED_DIRNAME
-from .cache.store import ArtifactStore, write_file_atomic
+from .cache.store import SIDECAR_SUFFIX, ArtifactStore, write_file_atomic
 from .compiler.nvrtc import CompiledImage, compile_request, nvrtc_version
 from .errors import CompileError, GpuNativeError
 from .files import read_regular
@@ -82,8 +83,11 @@ class PrecompileReport:
     # Kernels left out of an arch whose GPUs cannot run them, and why (see plan()).
     skipped: list[str] = field(default_factory=list)
     seconds: float = 0.0
-    # Files of out_dir that other accounts cannot read though the umask would let them.
+    # Files this build and earlier ones wrote to out_dir (those its manifest lists), and out_dir
+    # itself, that other accounts cannot read though the umask would let them.
     private_files: list[str] = field(default_factory=list)
+    # Whether out_dir holds only files its manifest lists (a recursive chmod touches no other).
+    only_own_files: bool = True
 
     def ptx_summary(self) -> list[tuple[str, str, int]]:
         """(arch, PTX target, how many artifacts) for each arch built as PTX."""
@@ -336,6 +340,39 @@ def _existing_manifest(out_dir: str) -> dict | None:
     return manifest
 
 
+def _check_out(out_dir: str) -> dict | None:
+    """:func:`_existing_manifest`, and a refusal of an existing directory that holds files but no
+    manifest: it is someone else's (a home directory, ``/``, a source tree), and a build must
+    neither scatter artifacts among its files nor speak of them as its own."""
+    manifest = _existing_manifest(out_dir)
+    if manifest is None and os.path.isdir(out_dir):
+        try:
+            names = sorted(os.listdir(out_dir))
+        except OSError as exc:
+            raise GpuNativeError(f"cannot list --out {out_dir}: {exc.strerror}") from None
+        if names:
+            shown = ", ".join(names[:3]) + (" ..." if len(names) > 3 else "")
+            raise GpuNativeError(
+                f"--out {out_dir} already holds files ({shown}) and no {MANIFEST} of gpu-native "
+                "precompile, so it is not a directory of precompiled kernels; refusing to write "
+                "into it. Choose a new or empty --out directory.")
+    return manifest
+
+
+def _own_names(manifest: dict) -> set[str]:
+    """The file names in an output directory that a build wrote: the manifest, and the image
+    and sidecar of every artifact it lists."""
+    names = {MANIFEST}
+    for entry in manifest.get("kernels", ()):
+        artifacts = entry.get("artifacts") if isinstance(entry, dict) else None
+        for artifact in (artifacts.values() if isinstance(artifacts, dict) else ()):
+            if isinstance(artifact, dict) and isinstance(artifact.get("id"), str):
+                names.add(artifact["id"] + SIDECAR_SUFFIX)
+                if isinstance(artifact.get("kind"), str):
+                    names.add(f"{artifact['id']}.{artifact['kind']}")
+    return names
+
+
 def _mergeable(manifest: dict | None) -> dict | None:
     """``manifest`` when its kernels can be kept beside the new ones (same schema and version)."""
     if (manifest is not None and manifest.get("schema") == SCHEMA_VERSION
@@ -382,9 +419,11 @@ def _discard(staging: str | None, created: list[str]) -> None:
             os.rmdir(directory)
 
 
-def _commit(staging: str, out_dir: str) -> list[str]:
-    """Move a finished build into ``out_dir``; returns the files there that other accounts cannot
-    read although this umask would let them (left private by an earlier build).
+def _commit(staging: str, out_dir: str, own: set[str]) -> tuple[list[str], bool]:
+    """Move a finished build into ``out_dir``.  Returns the files named in ``own`` (what the
+    manifest lists), and ``out_dir`` itself, that other accounts cannot read although this umask
+    would let them (left private by an earlier build); and whether ``out_dir`` holds nothing
+    else, so that a recursive ``chmod`` of it touches only what gpu_native wrote.
 
     A new ``out_dir`` appears at once (one rename).  Into an existing one the files move one by
     one, each with an atomic ``os.replace``: images, then sidecars, then the manifest, so that a
@@ -394,7 +433,7 @@ def _commit(staging: str, out_dir: str) -> list[str]:
     shared = stat.S_IMODE(os.stat(staging).st_mode)
     try:
         os.rename(staging, out_dir)
-        return []
+        return [], True
     except OSError:
         if not os.path.isdir(out_dir):
             raise
@@ -405,13 +444,14 @@ def _commit(staging: str, out_dir: str) -> list[str]:
     # The bits for group and others that this umask grants (read, and search for directories).
     wanted = shared & 0o055
     private = []
-    for path in [out_dir, *(os.path.join(out_dir, n) for n in sorted(os.listdir(out_dir)))]:
+    present = sorted(os.listdir(out_dir))
+    for path in [out_dir, *(os.path.join(out_dir, n) for n in present if n in own)]:
         with contextlib.suppress(OSError):
-            st = os.stat(path)
+            st = os.lstat(path)
             need = wanted if stat.S_ISDIR(st.st_mode) else wanted & 0o044
             if need & ~st.st_mode:
                 private.append(path)
-    return private
+    return private, all(n in own for n in present)
 
 
 def _move_into(source: str, target: str) -> None:
@@ -435,7 +475,8 @@ def precompile(targets: Sequence[str], archs: Sequence[str], out_dir: str, *,
     """Build every kernel (and every specialisation a generic kernel declares) found in
     ``targets`` for every arch in ``archs``, into ``out_dir`` with a ``manifest.json``.
 
-    Needs no GPU.  Compiles in ``jobs`` processes (default: one per CPU).  The build goes into a
+    Needs no GPU.  Compiles in ``jobs`` processes (default: one per CPU).  ``out_dir`` is a new
+    or empty directory, or one an earlier build wrote (its manifest is there).  The build goes into a
     directory beside ``out_dir`` and moves into it only when every kernel compiled: the first
     error stops the build and leaves ``out_dir`` as it was.  A manifest already in ``out_dir``
     from the same gpu_native version is merged: kernels built now replace their old entries,
@@ -445,17 +486,21 @@ def precompile(targets: Sequence[str], archs: Sequence[str], out_dir: str, *,
     Raises
     ------
     GpuNativeError
-        Bad arguments, no kernels, an ``out_dir`` that holds a ``manifest.json`` of something
-        else (nothing is compiled or written then), or an unwritable ``out_dir``.
+        Bad arguments (an empty ``out_dir``), no kernels, an ``out_dir`` that holds a
+        ``manifest.json`` of something else or files but no manifest (nothing is compiled or
+        written then), or an unwritable ``out_dir``.
     CompileError
         A kernel did not compile; the message starts with its file:line.
     """
     started = time.perf_counter()
     archs = parse_archs(archs)
+    if not out_dir:  # abspath("") is the current directory, which nobody asked for
+        raise GpuNativeError("--out is empty: give the directory to build into (e.g. "
+                             "--out mypkg/__gpu_native__)")
     out = os.path.abspath(out_dir)
     if os.path.islink(out):  # build beside the directory it names, on its file system
         out = os.path.realpath(out)
-    _existing_manifest(out)
+    _check_out(out)
     major, minor = nvrtc_version()
     report = PrecompileReport(out, archs, f"{major}.{minor}")
     modules = find_modules(targets)
@@ -479,9 +524,10 @@ def precompile(targets: Sequence[str], archs: Sequence[str], out_dir: str, *,
     try:
         kernels = _build(work, ArtifactStore(staging, private=False), report, jobs, progress)
         report.kernels = len(kernels)
-        _write_manifest(report, staging, _mergeable(_existing_manifest(out)), kernels)
+        manifest = _write_manifest(report, staging, _mergeable(_check_out(out)), kernels)
         try:
-            report.private_files = _commit(staging, out)
+            report.private_files, report.only_own_files = _commit(staging, out,
+                                                                  _own_names(manifest))
         except OSError as exc:
             raise GpuNativeError(f"cannot move the build into {out}: {exc.strerror}") from None
     except BaseException:
@@ -531,7 +577,7 @@ def _kernel_id(entry: dict) -> tuple:
 
 
 def _write_manifest(report: PrecompileReport, directory: str, old: dict | None,
-                    built: list[dict]) -> None:
+                    built: list[dict]) -> dict:
     merged: dict[tuple, dict] = {}
     archs = list(report.archs)
     if old is not None:
@@ -556,3 +602,4 @@ def _write_manifest(report: PrecompileReport, directory: str, old: dict | None,
     }
     text = json.dumps(manifest, indent=2, ensure_ascii=False) + "\n"
     write_file_atomic(os.path.join(directory, MANIFEST), text.encode("utf-8"), 0o666)
+    return manifest

@@ -85,10 +85,14 @@ def run(args: argparse.Namespace) -> int:
         import shlex
 
         first, more = report.private_files[0], len(report.private_files) - 1
+        if report.only_own_files:  # nothing there but what gpu-native precompile wrote
+            fix = f"chmod -R a+rX {shlex.quote(report.out_dir)}"
+        else:
+            fix = "chmod a+rX " + " ".join(shlex.quote(p) for p in report.private_files)
         print(f"gpu-native: note: other accounts cannot read {first}"
               f"{f' (and {more} more there)' if more else ''}, though your umask would let them "
               "(left private by an earlier build); if another account runs this deployment: "
-              f"chmod -R a+rX {shlex.quote(report.out_dir)}", file=sys.stderr)
+              f"{fix}", file=sys.stderr)
     if not args.quiet:
         for arch, target, count in report.ptx_summary():
             print(f"gpu-native: note: {arch} is newer than NVRTC {report.nvrtc} knows, so its "

@@ -310,6 +310,38 @@ class TestOutputDirectory:
         assert cli.main(["precompile", "deploypkg", "--arch", "sm_90", "--out", "site"]) == 1
         assert "not written by gpu-native precompile" in capsys.readouterr().err
 
+    def test_a_directory_of_other_files_is_refused_and_nothing_written(self, built, tmp_path,
+                                                                        capsys):
+        # A home directory, say: artifacts must not land among its files, nor a note blame
+        # "an earlier build" for its private .ssh.
+        shutil.copytree(built / "deploypkg", tmp_path / "deploypkg")
+        home = tmp_path / "home"
+        (home / ".ssh").mkdir(parents=True)
+        (home / ".ssh").chmod(0o700)
+        (home / "notes.txt").write_text("mine\n")
+        before = listing(home)
+        assert cli.main(["precompile", "deploypkg", "--arch", "sm_90", "--out", "home"]) == 1
+        err = capsys.readouterr().err
+        assert f"--out {home} already holds files (.ssh, notes.txt)" in err, err
+        assert "new or empty --out directory" in err
+        assert "chmod" not in err and "Traceback" not in err
+        assert listing(home) == before and sorted(p.name for p in home.iterdir()) == [
+            ".ssh", "notes.txt"]
+        assert leftovers(tmp_path) == []
+        # An empty directory is built into.
+        (tmp_path / "empty").mkdir()
+        assert cli.main(["precompile", "deploypkg", "--arch", "sm_90", "--out", "empty",
+                         "-q"]) == 0
+        assert (tmp_path / "empty" / "manifest.json").exists()
+
+    def test_an_empty_out_is_refused(self, built, tmp_path, capsys):
+        shutil.copytree(built / "deploypkg", tmp_path / "deploypkg")
+        before = sorted(p.name for p in tmp_path.iterdir())
+        assert cli.main(["precompile", "deploypkg", "--arch", "sm_90", "--out", ""]) == 1
+        err = capsys.readouterr().err
+        assert "--out is empty" in err and "Traceback" not in err, err
+        assert sorted(p.name for p in tmp_path.iterdir()) == before
+
     @pytest.mark.parametrize("out", ["/dev/null/x", "afile/sub/x"])
     def test_an_out_under_a_file_says_which_is_not_a_directory(self, tmp_path, monkeypatch,
                                                                 capsys, out):
@@ -501,6 +533,22 @@ class TestOutputModes:
         err = capsys.readouterr().err
         assert f"other accounts cannot read {out} (and 1 more there)" in err, err
         assert f"chmod -R a+rX {out}" in err
+
+    def test_the_note_names_only_files_gpu_native_wrote(self, built, tmp_path, capsys):
+        # Files a user put beside a build are neither reported nor touched by a recursive chmod.
+        shutil.copytree(built / "deploypkg", tmp_path / "deploypkg")
+        out = build_with_umask(tmp_path, "kernels", 0o022)
+        old = sorted(out.glob("*.cubin"))[0]
+        old.chmod(0o600)
+        (out / ".ssh").mkdir(mode=0o700)
+        (out / "secret.txt").write_text("mine\n")
+        (out / "secret.txt").chmod(0o600)
+        capsys.readouterr()
+        build_with_umask(tmp_path, "kernels", 0o022, archs="sm_86")
+        err = capsys.readouterr().err
+        assert f"other accounts cannot read {old}, though" in err, err
+        assert f"chmod a+rX {old}" in err
+        assert ".ssh" not in err and "secret.txt" not in err and "chmod -R" not in err
 
 
 # Run as the reader.  Where this process may read every file whatever its mode (root, and no way
