@@ -77,7 +77,8 @@ class CudaEmitter(VectorEmitter, WarpgroupEmitter, TmaEmitter, StructEmitter):
     def emit(self) -> str:
         k = self.kernel
         out = [
-            f"// gpu_native {__version__}: kernel {k.name} of {k.module} (generated; do not edit)",
+            f"// gpu_native {__version__}: kernel {k.name} of {_comment_safe(k.module)} "
+            "(generated; do not edit)",
             f"#define GN_KERNEL_ID 0x{abi.kernel_id(k.module, k.symbol):016x}ull",
         ]
         if k.traits.uses_half:
@@ -208,7 +209,7 @@ class CudaEmitter(VectorEmitter, WarpgroupEmitter, TmaEmitter, StructEmitter):
         if fn.ret != ir.VOID:
             self.line("__builtin_unreachable();")
         sig = f"static __device__ {ctype(fn.ret)} {fn.symbol}(" + ", ".join(params) + ")"
-        return f"// @gpu_device {fn.module}.{fn.name}\n" + sig + "\n{\n" + "\n".join(
+        return f"// @gpu_device {_comment_safe(fn.module)}.{fn.name}\n" + sig + "\n{\n" + "\n".join(
             self.lines) + "\n}\n"
 
     # ---- statements ------------------------------------------------------------------------
@@ -377,8 +378,10 @@ class CudaEmitter(VectorEmitter, WarpgroupEmitter, TmaEmitter, StructEmitter):
         args: list[str] = []
         for item in s.items:
             if isinstance(item, str):
-                fmt.append(item.replace("\\", "\\\\").replace('"', '\\"').replace(
-                    "%", "%%").replace("\n", "\\n"))
+                # A NUL would end the format: each one is printed through %c.
+                parts = item.split("\0")
+                fmt.append("%c".join(_string_literal(p) for p in parts))
+                args.extend(["0"] * (len(parts) - 1))
                 continue
             ty = item.ty
             assert isinstance(ty, ir.ScalarType)
@@ -788,8 +791,31 @@ _EXPR: dict[type, str] = {
 
 
 def _directive_name(name: str) -> str:
-    """``name`` as a ``#line`` directive can hold it (forward slashes, no double quote)."""
-    return name.replace("\\", "/").replace('"', "'")
+    """``name`` as a ``#line`` directive can hold it (forward slashes, no double quote, no
+    control character: a file name may hold a newline, which would end the directive)."""
+    return _comment_safe(name).replace('"', "'")
+
+
+def _comment_safe(text: str) -> str:
+    """``text`` (a module or file name) as a ``//`` comment can hold it: a newline would end the
+    comment and a backslash at its end would splice the next line into it."""
+    return "".join("?" if ord(ch) < 0x20 or ch == "\x7f" else ch
+                   for ch in text.replace("\\", "/"))
+
+
+def _string_literal(text: str) -> str:
+    """``text`` inside a C string literal that is a ``printf`` format: quotes, backslashes
+    and ``%`` escaped, control characters as three-digit octal escapes (a hex escape would
+    swallow the hex digits after it).  NUL is not here: it would end the format."""
+    out = []
+    for ch in text.replace("%", "%%"):
+        if ch in ('"', "\\"):
+            out.append("\\" + ch)
+        elif ord(ch) < 0x20 or ch == "\x7f":
+            out.append(f"\\{ord(ch):03o}")
+        else:
+            out.append(ch)
+    return "".join(out)
 
 
 def emit_kernel(kernel: ir.Kernel, display_file: str) -> str:
