@@ -49,7 +49,9 @@ _PACKAGE = b"gpu_native"
 # Past this many entries, the no-kernels file drops files that no longer exist (temporary
 # directories come and go), and if that is not enough, keeps only this run's entries.
 _NEGATIVE_CAP = 20_000
+# What an on/off variable may hold (case and surrounding whitespace aside): see flag().
 _TRUE = frozenset({"1", "true", "yes", "on"})
+_FALSE = frozenset({"0", "false", "no", "off"})
 # gpu_native's own modules name the decorators without defining kernels: never rewrite them.
 _OWN = ("gpu_native.", "_gpu_native_startup")
 
@@ -122,8 +124,9 @@ def untrusted_folder(directory: str) -> tuple[str, str] | None:
     return None
 
 
-def warn_once(path: str, message: str) -> None:
-    """One :class:`CacheWarning` per ``path`` and process (a cache that cannot be trusted)."""
+def warn_once(path: str, message: str, category: type[Warning] | None = None) -> None:
+    """One :class:`CacheWarning` (or ``category``) per ``path`` and process (a cache that cannot
+    be trusted, a variable that holds nonsense)."""
     if path in _warned:
         return
     _warned.add(path)
@@ -137,7 +140,7 @@ def warn_once(path: str, message: str) -> None:
         if not frame.f_code.co_filename.startswith(_IMPORTLIB):
             level += 1
         frame = frame.f_back
-    warnings.warn(message, CacheWarning, stacklevel=level)
+    warnings.warn(message, category or CacheWarning, stacklevel=level)
 
 
 CACHE_DIRECTORY = "the import hook's cache directory"
@@ -154,14 +157,38 @@ def untrusted_cache_message(what: str, path: str, reason: str, consequence: str 
             "GPU_NATIVE_CACHE_DIR to a private directory.")
 
 
+def flag(name: str, default: bool | None) -> bool | None:
+    """The on/off environment variable ``name``: True for ``1``, ``true``, ``yes`` or ``on``,
+    False for ``0``, ``false``, ``no`` or ``off`` (in any case, with any surrounding
+    whitespace), ``default`` when it is unset or empty; anything else is ignored with one
+    :class:`GpuNativeWarning` per process that names the variable and its value, and gives
+    ``default``.
+
+    Every ``GPU_NATIVE_*`` on/off variable is read here (``gpu_native.settings.flag``), so they all
+    take the same spellings.  It lives in this module because the import hook reads
+    ``GPU_NATIVE_DISABLE_HOOK`` at interpreter startup, where nothing else may be imported.
+    """
+    text = os.environ.get(name, "").strip()
+    word = text.lower()
+    if word in _TRUE:
+        return True
+    if word in _FALSE:
+        return False
+    if text:
+        using = "leaving it unset" if default is None else f"using {'1' if default else '0'}"
+        warn_once(f"{name}={text}", f"gpu_native: ignoring {name}={text!r}: expected 1, true, "
+                  f"yes or on, or 0, false, no or off; {using}", GpuNativeWarning)
+    return default
+
+
 def is_disabled() -> bool:
     """Whether ``GPU_NATIVE_DISABLE_HOOK`` opts this process out of the import hook."""
-    return os.environ.get("GPU_NATIVE_DISABLE_HOOK", "").strip().lower() in _TRUE
+    return bool(flag("GPU_NATIVE_DISABLE_HOOK", False))
 
 
 def debug_enabled() -> bool:
     """Whether ``GPU_NATIVE_DEBUG`` asks for a line on stderr per rewritten module."""
-    return os.environ.get("GPU_NATIVE_DEBUG", "").strip().lower() in _TRUE
+    return bool(flag("GPU_NATIVE_DEBUG", False))
 
 
 def may_define_kernels(data: bytes) -> bool:

@@ -1,19 +1,23 @@
-"""The ``GPU_NATIVE_*`` environment variables that hold a number.
+"""The ``GPU_NATIVE_*`` environment variables that hold a number, or switch something on or off.
 
 A value that is not one is no reason to fail an import or a launch: it is ignored with a
 ``GpuNativeWarning`` that names the variable, what it expects and the default used instead (as
 ``GPU_NATIVE_CACHE_MAX_BYTES`` is, with a ``CacheWarning``: see :mod:`gpu_native.cache.locations`).
-The variables are listed in docs/environment.md.
+An on/off variable is read by :func:`flag`, which takes ``1``/``true``/``yes``/``on`` and
+``0``/``false``/``no``/``off`` and warns the same way of anything else.  The variables are listed in
+docs/environment.md.
 """
 
 from __future__ import annotations
 
 import os
 
+from _gpu_native_startup import flag as flag
+
 from .errors import GpuNativeWarning
 from .log import warn
 
-__all__ = ["integer"]
+__all__ = ["flag", "integer"]
 
 
 def integer(name: str, default: int, minimum: int = 0) -> int:

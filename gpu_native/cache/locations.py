@@ -29,13 +29,13 @@ import warnings
 # One warning class for every cache of gpu_native (compiled kernels, rewritten modules), defined
 # where interpreter startup can raise it without importing gpu_native.
 from _gpu_native_startup import CacheWarning as CacheWarning
+from _gpu_native_startup import flag
 
 SHIPPED_DIRNAME = "__gpu_native__"
 KERNELS_DIRNAME = "kernels"
 NVRTC_RECORDS_DIRNAME = "nvrtc"
 DEFAULT_MAX_BYTES = 1 << 30
 
-_TRUE = frozenset({"1", "true", "yes", "on"})
 _shipped_dirs: dict[str, tuple[str, ...]] = {}
 
 
@@ -95,7 +95,7 @@ def max_cache_bytes() -> int:
 
 def require_precompiled() -> bool:
     """Whether ``GPU_NATIVE_REQUIRE_PRECOMPILED`` forbids compiling."""
-    return os.environ.get("GPU_NATIVE_REQUIRE_PRECOMPILED", "").strip().lower() in _TRUE
+    return bool(flag("GPU_NATIVE_REQUIRE_PRECOMPILED", False))
 
 
 def env_precompiled_dirs() -> tuple[str, ...]:

@@ -40,6 +40,8 @@ import sys
 import threading
 from typing import TYPE_CHECKING
 
+from _gpu_native_startup import flag
+
 from .locations import require_precompiled
 
 if TYPE_CHECKING:
@@ -51,8 +53,6 @@ __all__ = ["MAX_VARIANTS", "device_ready", "note", "start", "wait_warm"]
 #: which a run uses few, should not keep a core busy compiling the rest.
 MAX_VARIANTS = 8
 
-_FALSE = frozenset({"0", "false", "no", "off"})
-_TRUE = frozenset({"1", "true", "yes", "on"})
 # A kernel with the constructs every generated kernel has (a global store, a thread index), so
 # that both the front end and ptxas do their one-time set-up.  Any arch will do for that.
 _WARM_SOURCE = b'extern "C" __global__ void gn_warmup(float* p) { p[threadIdx.x] = 1.0f; }'
@@ -71,12 +71,12 @@ _stopping = False
 
 
 def _wanted() -> bool:
-    setting = os.environ.get("GPU_NATIVE_PREFETCH", "").strip().lower()
-    if setting in _FALSE or require_precompiled():
+    setting = flag("GPU_NATIVE_PREFETCH", None)
+    if setting is False or require_precompiled():
         return False
     if os.environ.get("GPU_NATIVE_BACKEND", "").strip().lower() == "sim":
         return False
-    if setting in _TRUE:
+    if setting:
         return True
     if "gpu_native.compiler.nvrtc" in sys.modules:
         return False

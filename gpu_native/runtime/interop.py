@@ -25,20 +25,20 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import os
 import threading
 import weakref
 
 import numpy as np
 
 from ..lang.types import element_info
+from ..settings import flag
 from . import backend as B
 from .arrays import DeviceArray, element_span
 from .devices import current_device, on_device
 
 # Whether foreign arrays are synchronised with their producer's stream, and ours with their
 # consumer's (tests switch it off to show the race the handshake prevents).
-SYNC = os.environ.get("GPU_NATIVE_INTEROP_SYNC", "1") != "0"
+SYNC = bool(flag("GPU_NATIVE_INTEROP_SYNC", True))
 
 # ---- DLPack structures (dlpack.h: the 1.0 ABI, and the unversioned one every consumer reads) -----
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import os
 import weakref
 
 import numpy as np
@@ -19,8 +18,7 @@ _LANES_PER_CHUNK = 1 << 18
 
 def races_enabled() -> bool:
     """Race detection is on unless ``GPU_NATIVE_SIM_RACES=0``."""
-    return os.environ.get("GPU_NATIVE_SIM_RACES", "1").strip().lower() not in ("0", "false",
-                                                                              "no", "off")
+    return bool(settings.flag("GPU_NATIVE_SIM_RACES", True))
 
 
 def _accesses(kernel: ir.Kernel) -> dict[int, set[str]]:

@@ -284,6 +284,93 @@ class TestNumericVariables:
             km.double[3, 100](a, c)
 
 
+class TestOnOffVariables:
+    """Every on/off ``GPU_NATIVE_*`` variable is read by one parser (``settings.flag``): the same
+    words switch each on and off, and any other value is ignored with a warning naming it, as a
+    numeric variable's is."""
+
+    WORDS = [("1", True), ("TRUE", True), (" yes ", True), ("On", True), ("0", False),
+             ("false", False), (" 0", False), ("NO", False), ("off\n", False)]
+
+    @pytest.fixture(autouse=True)
+    def fresh_warnings(self, monkeypatch):
+        monkeypatch.setattr(_gpu_native_startup, "_warned", set())  # one warning per process
+
+    @pytest.mark.parametrize("default", [True, False, None])
+    @pytest.mark.parametrize("text, expected", [*WORDS, ("", None), ("  ", None), ("2", None),
+                                                ("enable", None), ("-1", None)])
+    def test_the_words_and_a_warning_for_any_other(self, monkeypatch, text, expected, default):
+        from gpu_native import settings
+
+        monkeypatch.setenv("GPU_NATIVE_TEST_SWITCH", text)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            got = settings.flag("GPU_NATIVE_TEST_SWITCH", default)
+        assert got is (default if expected is None else expected)
+        shown = [str(w.message) for w in caught if issubclass(w.category, gn.GpuNativeWarning)]
+        if text.strip() and expected is None:
+            using = "leaving it unset" if default is None else f"using {int(default)}"
+            assert shown == [f"gpu_native: ignoring GPU_NATIVE_TEST_SWITCH={text.strip()!r}: "
+                             f"expected 1, true, yes or on, or 0, false, no or off; {using}"]
+        else:
+            assert not shown
+
+    @pytest.mark.parametrize("name", ["GPU_NATIVE_DISABLE_HOOK", "GPU_NATIVE_DEBUG",
+                                      "GPU_NATIVE_REQUIRE_PRECOMPILED", "GPU_NATIVE_SIM_RACES"])
+    def test_every_variable_takes_the_words(self, monkeypatch, name):
+        from gpu_native.cache import locations
+        from gpu_native.simulator import program
+
+        read, default = {"GPU_NATIVE_DISABLE_HOOK": (_gpu_native_startup.is_disabled, False),
+                         "GPU_NATIVE_DEBUG": (_gpu_native_startup.debug_enabled, False),
+                         "GPU_NATIVE_REQUIRE_PRECOMPILED": (locations.require_precompiled, False),
+                         "GPU_NATIVE_SIM_RACES": (program.races_enabled, True)}[name]
+        for text, expected in [*self.WORDS, ("", default)]:
+            monkeypatch.setenv(name, text)
+            assert read() is expected, text
+        monkeypatch.setenv(name, "2")
+        with pytest.warns(gn.GpuNativeWarning, match=rf"ignoring {name}='2': expected 1, true"):
+            assert read() is default
+
+    def test_prefetch_off_and_a_bad_value(self, monkeypatch):
+        from gpu_native.cache import prefetch
+
+        monkeypatch.delenv("GPU_NATIVE_REQUIRE_PRECOMPILED", raising=False)
+        monkeypatch.setenv("GPU_NATIVE_PREFETCH", " Off ")
+        assert prefetch._wanted() is False
+        monkeypatch.setenv("GPU_NATIVE_PREFETCH", "sometimes")
+        with pytest.warns(gn.GpuNativeWarning, match=r"ignoring GPU_NATIVE_PREFETCH='sometimes'"
+                                                     r".*; leaving it unset"):
+            prefetch._wanted()
+
+    @pytest.mark.parametrize("text, expected, warned", [("false", "False", False),
+                                                         (" 0", "False", False),
+                                                         ("off", "False", False),
+                                                         ("maybe", "True", True)])
+    def test_interop_sync_read_at_import(self, tmp_path, text, expected, warned):
+        from tests.helpers import child_env
+
+        code = ("import warnings; warnings.simplefilter('always'); "
+                "from gpu_native.runtime import interop; print(interop.SYNC)")
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                             env=child_env(tmp_path, GPU_NATIVE_INTEROP_SYNC=text), timeout=120)
+        assert out.returncode == 0, out.stderr
+        assert out.stdout.strip() == expected
+        assert ("GpuNativeWarning: gpu_native: ignoring GPU_NATIVE_INTEROP_SYNC='maybe'"
+                in out.stderr) is warned, out.stderr
+
+    def test_the_startup_hook_warns_of_a_bad_disable_hook_and_stays_on(self, tmp_path):
+        """Read at interpreter startup, before gpu_native (or warnings) is imported."""
+        from tests.helpers import child_env
+
+        code = "import _gpu_native_startup as s; s.install(); print(s.status()['installed'])"
+        out = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True,
+                             env=child_env(tmp_path, GPU_NATIVE_DISABLE_HOOK="2"), timeout=60)
+        assert out.returncode == 0, out.stderr
+        assert out.stdout.strip() == "True"
+        assert out.stderr.count("ignoring GPU_NATIVE_DISABLE_HOOK='2'") == 1, out.stderr
+
+
 def variables_read_by_the_code() -> set[str]:
     found = set()
     for path in [*(ROOT / "gpu_native").rglob("*.py"), ROOT / "_gpu_native_startup.py"]:
