@@ -17,7 +17,10 @@ from _gpu_native_startup import flag as flag
 from .errors import GpuNativeWarning
 from .log import warn
 
-__all__ = ["flag", "integer"]
+__all__ = ["BACKENDS", "flag", "integer"]
+
+#: What ``GPU_NATIVE_BACKEND`` may hold (empty is ``auto``); ``gpu-native doctor`` names them too.
+BACKENDS = ("auto", "cuda", "sim")
 
 
 def integer(name: str, default: int, minimum: int = 0) -> int:

@@ -38,6 +38,19 @@ def _plural(count: int, word: str) -> str:
     return f"{count} {word}{'s' * (count != 1)}"
 
 
+def _not_a_directory(path: str) -> str | None:
+    """The nearest existing one of ``path`` and its parents when it is not a directory (a file
+    where the cache root should be), else None."""
+    while not os.path.isdir(path):
+        if os.path.lexists(path):
+            return path
+        parent = os.path.dirname(path)
+        if parent == path:
+            return None
+        path = parent
+    return None
+
+
 def describe(store, modules) -> list[tuple[str, str]]:
     """(label, value) lines describing the user cache; shared with ``gpu-native doctor``.
 
@@ -49,7 +62,11 @@ def describe(store, modules) -> list[tuple[str, str]]:
     kernels, rewritten = usage(store, modules)
     root = os.path.dirname(store.directory)
     untrusted = _startup.untrusted_folder(store.directory)
-    if untrusted is not None:
+    blocker = _not_a_directory(store.directory)
+    if blocker is not None:
+        state = (f"NOT usable ({blocker} is not a directory; set GPU_NATIVE_CACHE_DIR to a "
+                 "directory): kernels are cached in memory and modules rewritten on every import")
+    elif untrusted is not None:
         state = (f"NOT used ({untrusted[0]} {untrusted[1]}): kernels are cached in memory and "
                  "modules rewritten on every import")
     elif os.path.isdir(store.directory):

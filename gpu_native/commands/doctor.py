@@ -157,12 +157,15 @@ def _precompiled(directory: str, facts: dict) -> list[tuple[str, str]]:
     manifest = os.path.join(directory, "manifest.json")
     try:
         is_dir = stat.S_ISDIR(os.stat(directory).st_mode)
-    except FileNotFoundError:
-        is_dir = False
+    except (FileNotFoundError, NotADirectoryError):
+        is_dir = None
     except OSError as exc:  # a parent this account may not enter
         return [("precompiled", f"{directory} (cannot be reached: {exc.strerror})")]
-    if not is_dir:
+    if is_dir is None:
         return [("precompiled", f"{directory} (missing)")]
+    if not is_dir:
+        return [("precompiled", f"{directory} (INVALID: not a directory; GPU_NATIVE_PRECOMPILED "
+                 f"lists directories of precompiled kernels, separated by {os.pathsep!r})")]
     try:
         open_regular(manifest).close()  # a FIFO is reported, never waited on
         state = "found"
@@ -223,7 +226,13 @@ def _import_hook() -> list[tuple[str, str]]:
 
 
 def _backend(facts: dict) -> list[tuple[str, str]]:
-    chosen = os.environ.get("GPU_NATIVE_BACKEND", "auto").strip().lower() or "auto"
+    from ..settings import BACKENDS
+
+    raw = os.environ.get("GPU_NATIVE_BACKEND", "")
+    chosen = raw.strip().lower() or "auto"
+    if chosen not in BACKENDS:
+        return [("backend", f"INVALID: GPU_NATIVE_BACKEND={raw!r} is not a backend (choose one "
+                 f"of {', '.join(BACKENDS)}); launching a kernel raises GpuNativeError")]
     if chosen != "auto":
         return [("backend", f"{chosen} (GPU_NATIVE_BACKEND)")]
     if facts["driver"] and facts["devices"]:

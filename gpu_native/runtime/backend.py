@@ -22,6 +22,7 @@ import numpy as np
 
 from .. import log
 from ..errors import CudaError, GpuNativeError, GpuNativeWarning
+from ..settings import BACKENDS
 from . import driver as D
 
 _selected: Backend | None = None
@@ -464,7 +465,7 @@ def select() -> Backend:
         if _selected is not None:
             return _selected
         choice = os.environ.get("GPU_NATIVE_BACKEND", "auto").strip().lower() or "auto"
-        if choice not in ("auto", "cuda", "sim"):
+        if choice not in BACKENDS:
             raise GpuNativeError(f"GPU_NATIVE_BACKEND must be cuda, sim or auto, not {choice!r}")
         if choice == "sim":
             from .sim_backend import SimBackend

@@ -678,6 +678,42 @@ class TestCommands:
         (isolated_cache / "kernels").mkdir(mode=0o700)
         assert state() == "writable"
 
+    @pytest.mark.parametrize("command", ["cache", "doctor"])
+    @pytest.mark.parametrize("below", [False, True], ids=["the-root", "a-parent"])
+    def test_a_file_as_the_cache_directory_is_not_usable(self, tmp_path, monkeypatch, capsys,
+                                                         command, below):
+        afile = tmp_path / "afile"
+        afile.write_text("not a directory\n")
+        monkeypatch.setenv("GPU_NATIVE_CACHE_DIR", str(afile / "sub" if below else afile))
+        assert cli.main(["cache", "info"] if command == "cache" else ["doctor"]) == 0
+        out = capsys.readouterr().out
+        assert f"NOT usable ({afile} is not a directory; set GPU_NATIVE_CACHE_DIR to a " \
+               "directory)" in out, out
+        assert "not created yet" not in out
+        assert afile.read_text() == "not a directory\n"
+
+    def test_doctor_says_a_precompiled_file_is_not_a_directory(self, tmp_path, monkeypatch,
+                                                               capsys):
+        afile = tmp_path / "afile"
+        afile.write_text("x\n")
+        monkeypatch.setenv("GPU_NATIVE_PRECOMPILED",
+                           os.pathsep.join([str(afile), str(tmp_path / "gone")]))
+        assert cli.main(["doctor"]) == 0  # doctor reports; it does not fail
+        out = capsys.readouterr().out
+        assert f"{afile} (INVALID: not a directory; GPU_NATIVE_PRECOMPILED lists directories" \
+               in out, out
+        assert f"{tmp_path / 'gone'} (missing)" in out and f"{afile} (missing)" not in out
+
+    @pytest.mark.parametrize("value", ["bogus", " CUDA2 "])
+    def test_doctor_says_an_unknown_backend_is_invalid(self, monkeypatch, capsys, value):
+        monkeypatch.setenv("GPU_NATIVE_BACKEND", value)
+        assert cli.main(["doctor"]) == 0
+        out = capsys.readouterr().out
+        line = next(x for x in out.splitlines() if x.startswith("backend"))
+        assert f"INVALID: GPU_NATIVE_BACKEND={value!r} is not a backend (choose one of auto, " \
+               "cuda, sim)" in line, line
+        assert "Traceback" not in out
+
     def test_doctor_without_a_gpu(self, capsys):
         assert cli.main(["doctor"]) == 0
         out = capsys.readouterr().out
