@@ -19,21 +19,24 @@ def find_module_file(module: str, near: str | None = None,
                      extra_roots: tuple[str, ...] = ()) -> str | None:
     """The source file of ``module`` as the transpiler finds it, or None.
 
-    Searched in order: the directory holding the top-level package of ``near`` (the file whose
-    import is being resolved), the directory of ``near``, ``extra_roots``, then ``sys.path``
-    (``""`` meaning the current directory); in each, ``module``'s path as a ``.py`` file, then as a
-    package's ``__init__.py``.
+    Where ``near`` (the file whose import is being resolved) was imported through ``sys.path``
+    (the directory holding its top-level package is on it: the import hook's case), the order
+    is Python's own: ``extra_roots``, then ``sys.path`` (``""`` meaning the current directory),
+    then that directory and ``near``'s own.  Otherwise (``gpu-native expand`` or ``precompile``
+    of a file that the path does not reach) the file is read as if it were run: those two
+    directories first, then ``extra_roots`` and ``sys.path``.  In each root, ``module``'s path
+    as a ``.py`` file, then as a package's ``__init__.py``.
     """
     parts = module.split(".")
-    roots: list[str] = []
+    near_roots: list[str] = []
     if near:
         d = os.path.dirname(os.path.abspath(near))
         while os.path.exists(os.path.join(d, "__init__.py")):
             d = os.path.dirname(d)
-        roots.append(d)
-        roots.append(os.path.dirname(os.path.abspath(near)))
-    roots.extend(extra_roots)
-    roots.extend(p or os.getcwd() for p in sys.path)
+        near_roots = [d, os.path.dirname(os.path.abspath(near))]
+    path_roots = [*extra_roots, *(p or os.getcwd() for p in sys.path)]
+    on_path = bool(near_roots) and near_roots[0] in {os.path.abspath(p) for p in path_roots}
+    roots = path_roots + near_roots if on_path else near_roots + path_roots
     for root in roots:
         if os.path.isfile(root):  # a zip archive on sys.path, or no directory at all
             found = _in_archive(module, root)

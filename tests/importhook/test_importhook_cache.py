@@ -330,6 +330,19 @@ class TestDependencyResolution:
             assert rep["status"]["modules"]["uses_helpers"]["cache"] == outcome, dirs
             assert rep["out"] == [out] * 4, (dirs, rep["out"])
 
+    def test_a_module_ahead_on_the_path_wins_over_one_beside_the_kernel(self, tmp_path, work):
+        # `helpers` beside the kernel's module and in a directory ahead of it on sys.path:
+        # Python imports the latter, and so must the kernel (it once read the one beside it).
+        (work / "uses_helpers.py").write_text(USES_HELPERS)
+        (work / "helpers.py").write_text(HELPERS)
+        ahead = tmp_path / "ahead"
+        ahead.mkdir()
+        (ahead / "helpers.py").write_text(HELPERS_PLUS)
+        code = f"import sys; sys.path.insert(0, {str(ahead)!r})\n" + textwrap.dedent(self.CODE)
+        rep = report_of(run_python(code, work, hook_env(tmp_path)))
+        assert rep["helpers"] == str(ahead / "helpers.py")
+        assert rep["out"] == [102.0] * 4
+
     def test_a_name_that_resolved_to_nothing_is_checked_too(self, tmp_path):
         path = str(tmp_path / "m.py")
         sha = pycache.source_digest(b"x = 1\n")
