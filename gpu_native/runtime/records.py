@@ -62,6 +62,8 @@ class _Pool:
         self.records = self.view.view(RECORD_DTYPE)
         self.free = list(range(SLOTS_PER_BLOCK - 1, -1, -1))
         self.used: set[int] = set()
+        # slot -> the thread whose stream it records (None: a default stream, every thread's)
+        self.owners: dict[int, int | None] = {}
 
 
 class Slot:
@@ -82,7 +84,11 @@ class Slot:
                 self.pool.free.append(self.index)
 
 
-def new_slot(backend, ordinal: int) -> Slot:
+def new_slot(backend, ordinal: int, owner: int | None = None) -> Slot:
+    """A record for one stream on device ``ordinal``: ``owner`` is the ident of the thread
+    that first launched on the stream (its errors surface at that thread's device-wide
+    synchronisation, or at the stream's own), None for a default stream, which every thread
+    shares."""
     with _lock:
         pool = _pools.get((backend, ordinal))
         if pool is None or not pool.free:
@@ -91,6 +97,7 @@ def new_slot(backend, ordinal: int) -> Slot:
             _all_pools.append(pool)
         index = pool.free.pop()
         pool.used.add(index)
+        pool.owners[index] = owner
         pool.records[index] = 0
         return Slot(pool, index, id(pool) * SLOTS_PER_BLOCK + index)
 
@@ -104,11 +111,16 @@ def note_race(record_ptr: int, message: str) -> None:
 
 
 def raise_pending(slot: Slot | None) -> None:
-    """Raise the first error recorded for ``slot`` (or for every stream when None), clearing it."""
+    """Raise the first error recorded for ``slot``, clearing it.  With None (a device-wide
+    synchronisation), for the default streams and the streams this thread first launched on:
+    another thread's stream keeps its error for that thread, or for the stream's own
+    synchronize()."""
     if slot is not None:
         candidates = [(slot.pool, slot.index)]
     else:
-        candidates = [(pool, i) for pool in list(_all_pools) for i in sorted(pool.used)]
+        me = threading.get_ident()
+        candidates = [(pool, i) for pool in list(_all_pools) for i in sorted(pool.used)
+                      if pool.owners.get(i) in (None, me)]
     for pool, index in candidates:
         races = _races.pop(pool.device_ptr + index * abi.ERROR_RECORD_SIZE, None)
         rec = pool.records[index]

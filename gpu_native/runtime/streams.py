@@ -49,7 +49,7 @@ class Stream:
                 f"{device}; launch on a stream of the current device")
         slot = self._slot
         if slot is None:
-            slot = self._slot = new_slot(B.select(), self._device)
+            slot = self._slot = new_slot(B.select(), self._device, threading.get_ident())
         return self._handle, slot
 
     @property
@@ -228,6 +228,8 @@ class Event:
 
 @boundary
 def synchronize() -> None:
-    """Wait for all work on the current device; raise any error a kernel reported on it."""
+    """Wait for all work on the current device; raise any error a kernel reported on it on a
+    default stream or on a stream this thread launched on (another thread's stream keeps its
+    error for that thread's synchronisation, or the stream's own ``synchronize()``)."""
     B.select().device_sync()
     raise_pending(None)
