@@ -46,6 +46,7 @@ from .facts import (
     shows_within,
     split_offset,
     stable,
+    unread_facts,
     upper_bound,
 )
 from .facts import kill as kill_facts
@@ -102,7 +103,8 @@ class BoundsProofs:
     def facts_from(self, cond: ir.Expr, truth: bool) -> set[Fact]:
         """The facts that hold where ``cond`` evaluated to ``truth``."""
         return cond_facts(cond, truth, self.unique.classify_untied, self.unique.is_uniform,
-                          self.defs.key) | self.unique.ticket_facts(cond, truth)
+                          self.defs.key) | self.unique.ticket_facts(cond, truth) | \
+            unread_facts(cond, truth, self.unique.is_uniform, self.defs.key)
 
     def exact_facts(self, cond: ir.Expr) -> set[Fact]:
         """Which integer values ``cond`` compares are exact (:class:`~.facts.Exact`): built

@@ -6,7 +6,9 @@
   that nothing can match (:class:`OpaqueKey`) names a value that may change between two reads.
 * **Facts** are what dominating conditions and bounds checks prove: :class:`Less` for ``i < n``,
   :class:`NonNegative` for ``i >= 0``, :class:`NotEqual` for ``i != j``, and :class:`Pinned` when
-  a condition such as ``thread_idx.x == 0`` leaves one thread along a thread coordinate.  An
+  a condition such as ``thread_idx.x == 0`` leaves one thread along a thread coordinate;
+  :class:`Unread` marks a condition that differs between threads and that the other facts do
+  not capture (``if x[i] > 0.0:``), so that an example of a race can say it did not check it.  An
   assignment to a local assigned more than once gives its value's interval and
   :class:`MultipleOf` (see :meth:`gpu_native.check.bounds.BoundsProofs.assign`).  A check
   that passed is a fact for the rest of the thread, since a failing one ends it.  Bounds checks
@@ -32,7 +34,7 @@ __all__ = [
     "CastKey", "ConstKey", "Equal", "Fact", "Key", "LaneKey", "Less", "LoadKey", "MathKey",
     "MultipleOf", "NonNegative",
     "NotEqual", "OpKey", "OpaqueKey", "Pinned", "ShapeKey", "SpecialKey", "UidKey", "UnaryKey",
-    "VarKey", "cond_facts", "join", "key", "kill", "pinned", "shows_at_least", "shows_below",
+    "Unread", "VarKey", "cond_facts", "join", "key", "kill", "pinned", "shows_at_least", "shows_below",
     "shows_within", "split_offset", "stable", "upper_bound",
 ]
 
@@ -367,6 +369,15 @@ class Pinned(Fact):
     coord: str
 
 
+@node
+class Unread(Fact):
+    """A condition on ``line`` that may differ between threads holds here, and the facts
+    above do not say all of it (a comparison of a value read from memory, a flag, an ``or``):
+    only the examples of :mod:`.witness` read it, to say that they did not check it."""
+
+    line: int
+
+
 def shows_below(facts: Iterable[Fact], value: Key, bound: Key, static: bool) -> bool:
     """Does one of ``facts`` show ``value < bound`` (see :meth:`Less.shows_below`)?"""
     return any(isinstance(f, Less) and f.shows_below(value, bound, static) for f in facts)
@@ -499,6 +510,30 @@ def cond_facts(cond: ir.Expr, truth: bool, classify: Callable[[ir.Expr], Unique 
         op = cond.op if truth else _NEGATE[cond.op]
         return stable(_compare_facts(op, cond.left, cond.right, classify, uniform, key))
     return set()
+
+
+def unread_facts(cond: ir.Expr, truth: bool, uniform: Callable[[ir.Expr], bool],
+                 key: Callable[[ir.Expr], Key] = key) -> set[Fact]:
+    """An :class:`Unread` for each part of ``cond`` (where it evaluated to ``truth``) that
+    differs between threads and that :func:`cond_facts` does not capture whole: anything but
+    an ``and`` of integer comparisons ``<``, ``==``, ``!=`` (or against a constant) of values
+    that are not read from memory."""
+    if uniform(cond):
+        return set()
+    if isinstance(cond, ir.UnaryOp) and cond.op == "not":
+        return unread_facts(cond.operand, not truth, uniform, key)
+    if isinstance(cond, ir.BoolOp) and (cond.op == "and") == truth:
+        out: set[Fact] = set()
+        for v in cond.values:
+            out |= unread_facts(v, truth, uniform, key)
+        return out
+    if isinstance(cond, ir.Compare) and all(
+            isinstance(side.ty, ir.ScalarType) and side.ty.info.is_int
+            and not key(side).reads_memory() for side in (cond.left, cond.right)):
+        op = cond.op if truth else _NEGATE[cond.op]
+        if op in ("<", ">", "==", "!=") or _is_const(cond.left) or _is_const(cond.right):
+            return set()
+    return {Unread(cond.span.line)}
 
 
 def _compare_facts(op: str, left: ir.Expr, right: ir.Expr, classify, uniform, key) -> set[Fact]:

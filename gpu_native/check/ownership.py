@@ -48,11 +48,14 @@ from .facts import (
     Less,
     LoadKey,
     MathKey,
+    NonNegative,
+    NotEqual,
     OpKey,
     ShapeKey,
     SpecialKey,
     UidKey,
     UnaryKey,
+    Unread,
     VarKey,
 )
 from .poly import (
@@ -75,8 +78,8 @@ from .poly import (
 if TYPE_CHECKING:
     from .context import Definitions
 
-__all__ = ["FOLDED", "Assumption", "Digit", "Forms", "LoopDigit", "Pin", "StoreForm", "assume",
-           "param_atoms"]
+__all__ = ["FOLDED", "Assumption", "Digit", "Forms", "Guard", "LoopDigit", "Pin", "StoreForm",
+           "assume", "param_atoms"]
 
 
 # ---- assumptions on scalar parameters ---------------------------------------------------------
@@ -141,7 +144,7 @@ def assume(form: StoreForm, assumption: Assumption) -> StoreForm:
     pins = {digit(d): v for d, v in form.pins.items()}
     bounded = tuple((substitute(q, replace), substitute(u, replace)) for q, u in form.bounded)
     return StoreForm(dims, pins, ranges, form.line, form.text, form.single,
-                     form.whole, form.launch, bounded)
+                     form.whole, form.launch, bounded, form.spans, form.guards, form.unread_guards)
 
 
 def guard_assumptions(forms: Iterable[StoreForm]) -> list[Assumption]:
@@ -186,6 +189,16 @@ class Pin:
     value: int | None = None
 
 
+@node
+class Guard:
+    """A condition around a store as a comparison of two polynomials (``op`` one of ``==``,
+    ``!=``, ``<``, ``>=``): what an example of two threads that meet must pass (:mod:`.witness`)."""
+
+    op: str
+    left: Poly
+    right: Poly
+
+
 @node(frozen=False, eq=False)
 class StoreForm:
     """One store as the proof sees it: its index polynomials, the pins of the conditions around
@@ -207,6 +220,10 @@ class StoreForm:
     # Each index's values where the store runs, as the generated code computes them: (lo, hi)
     # from the bounds proofs' facts, or None; () where not computed.
     spans: tuple = ()
+    # The comparisons around the store that depend on the thread, for examples (:mod:`.witness`);
+    # ``unread_guards``: the lines of the conditions there that no guard reads.
+    guards: tuple[Guard, ...] = ()
+    unread_guards: tuple[int, ...] = ()
 
 
 class Forms:
@@ -459,8 +476,42 @@ class Forms:
                                        a.coord.startswith("bid") else None))
             if _sum_of_digits(q):
                 bounded.append((q, u))
+        guards, unread = self._guards(facts, fold, space)
         return StoreForm(tuple(dims), pins, ranges, line, text, single, whole,
-                         getattr(subst, "__self__", {}), tuple(bounded))
+                         getattr(subst, "__self__", {}), tuple(bounded), (), guards, unread)
+
+    def _guards(self, facts: list, fold, space: str) -> tuple[tuple[Guard, ...], tuple[int, ...]]:
+        """The comparisons among ``facts`` that depend on the thread, as :class:`Guard`
+        records, and the lines of the conditions an example cannot check (:class:`~.facts.Unread`),
+        and whether a comparison has a side with no polynomial (a variable assigned more than
+        once: its line unknown, 0)."""
+        from .splits import deep
+        guards = []
+        unread: set[int] = set()
+        for f in facts:
+            if isinstance(f, Unread):
+                unread.add(f.line)
+                continue
+            if isinstance(f, (Equal, NotEqual, Less)):
+                op = {Equal: "==", NotEqual: "!=", Less: "<"}[type(f)]
+                sides = (f.left, f.right)
+            elif isinstance(f, NonNegative):
+                op, sides = ">=", (f.value, ConstKey(0))
+            else:
+                continue
+            left, right = self.poly(sides[0]), self.poly(sides[1])
+            if left is None or right is None:
+                unread.add(0)
+                continue
+            left, right = (substitute(p, deep(fold)) for p in (left, right))
+            if space == "shared":  # as the indices: block_idx is uniform in a shared array
+                left, right = (substitute(p, deep(
+                    lambda a: atom(("block", a)) if isinstance(a, Digit) and
+                    a.coord.startswith("bid") else None)) for p in (left, right))
+            if is_uniform(left) and is_uniform(right):
+                continue  # the same in both threads of an example
+            guards.append(Guard(op, left, right))
+        return tuple(guards), tuple(sorted(unread))
 
     def _launch_equalities(self, facts: list) -> Callable[[object], Poly | None]:
         """``assert block_dim.x == 256``: the atom ``block_dim.x`` is 256 here; ``assert

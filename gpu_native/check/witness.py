@@ -4,6 +4,13 @@ The ownership proofs (:mod:`.ownership`) say *why* a store is not provable; an e
 the user's terms ("thread_idx.x = 0 and thread_idx.x = 16 both write s[0]").  The search runs
 only for the error message, over a small launch (a block of up to 64 threads along x, two blocks
 along x), so it may find nothing even where threads do meet on a larger one.
+
+An example must be real: both threads pass the conditions around their stores (the forms'
+:class:`~.ownership.Guard` records, ``if tid % 32 == 0:`` of a flat ``tid``), with a value
+every thread shares that the launch does not give (``n`` of ``if i < n:``) taken as large as
+the comparison needs.  A condition the example cannot evaluate (a value read from memory, or
+such a value compared any other way) is named instead of taken as passed: the pair is then
+"threads that meet if both pass the conditions around the store".
 """
 
 from __future__ import annotations
@@ -11,9 +18,9 @@ from __future__ import annotations
 import itertools
 
 from .facts import ConstKey, OpKey, SpecialKey
-from .ownership import FOLDED, StoreForm
+from .ownership import FOLDED, Guard, StoreForm
 from .poly import Digit, Quotient, evaluate
-from .splits import derived_value, nested_digits
+from .splits import derived_value, nested_atoms, nested_digits
 
 __all__ = ["collision"]
 
@@ -38,6 +45,8 @@ def collision(a: StoreForm, b: StoreForm, required: frozenset[str], ndim: int) -
     if threads > _THREADS_LIMIT:
         return None
     sizes = {"block_dim": block, "grid_dim": grid}
+    unchecked = bool(a.unread_guards or b.unread_guards) or any(
+        _unchecked(g, form, sizes) for form in (a, b) for g in form.guards)
     # Two stores: one thread runs each (a store against itself was proven on its own, and the
     # conditions the forms do not model, `if i == 0:` of a flat i, would make up examples).
     seen: dict[tuple, dict[int, list]] = {}
@@ -57,13 +66,25 @@ def collision(a: StoreForm, b: StoreForm, required: frozenset[str], ndim: int) -
                          for o in firsts if o[0] != key]
                 if meets:
                     other = meets[0]
-                    return (f"{_thread_text(other[2], required)} and "
+                    text = (f"{_thread_text(other[2], required)} and "
                             f"{_thread_text(thread, required)} both write "
                             f"{form.text.split('[')[0]}[{', '.join(map(str, element))}]")
+                    return f"{text}{_unchecked_text(a, b)}" if unchecked else text
                 firsts = writers.setdefault(which, [])
                 if len(firsts) < 2 and all(o[0] != key for o in firsts):
                     firsts.append((key, which, thread))
     return None
+
+
+def _unchecked_text(a: StoreForm, b: StoreForm) -> str:
+    """What an example says of the conditions it could not evaluate."""
+    lines = sorted({n for form in (a, b) for n in form.unread_guards if n})
+    if not lines:
+        return (", if both pass the conditions around the store, which this example does not "
+                "evaluate")
+    where = " and ".join(str(n) for n in lines)
+    return (f", if both pass the condition{'s' if len(lines) > 1 else ''} on line"
+            f"{'s' if len(lines) > 1 else ''} {where}, which this example does not evaluate")
 
 
 def _within(form: StoreForm, element: tuple) -> bool:
@@ -105,6 +126,8 @@ def _runs(form: StoreForm, thread: dict) -> bool:
 
 
 def _elements(form: StoreForm, thread: dict, sizes: dict):
+    """The elements ``thread`` writes through ``form``, in the iterations that pass its
+    guards."""
     loops = sorted({a for p in form.dims for a in nested_digits(p)
                     if not a.is_thread and a.of is None}, key=repr)
     trips = []
@@ -117,7 +140,51 @@ def _elements(form: StoreForm, thread: dict, sizes: dict):
         def value(atom, c: dict = counters):
             return _value(atom, c, thread, sizes)
 
-        yield tuple(evaluate(p, value) for p in form.dims)
+        if all(_passes(g, value, counters, sizes) for g in form.guards):
+            yield tuple(evaluate(p, value) for p in form.dims)
+
+
+def _unknown(p, sizes: dict, counters=None) -> bool:
+    """Does ``p`` hold an atom the example gives no value: a uniform value the launch does
+    not give (a parameter, an array's extent), or a loop counter the store's index does not
+    enumerate (``counters``, where given)?"""
+    for mono, _ in p.terms:
+        for a in nested_atoms(mono):
+            if isinstance(a, Digit):
+                if not a.is_thread and a.of is None and counters is not None and \
+                        a not in counters:
+                    return True
+            elif _launch_value(a, sizes) is None:
+                return True
+    return False
+
+
+def _large(g: Guard, sizes: dict) -> bool:
+    """``x < U`` with ``U`` uniform and unknown (``if i < n:``): a launch with ``U`` large
+    enough passes it, whatever the thread."""
+    return g.op == "<" and not nested_digits(g.right) and _unknown(g.right, sizes)
+
+
+def _unchecked(g: Guard, form: StoreForm, sizes: dict) -> bool:
+    """Is ``g`` a condition the example cannot decide (see the module docstring)?"""
+    loops = {a for p in form.dims for a in nested_digits(p) if not a.is_thread and a.of is None}
+    if _large(g, sizes) and not _unknown(g.left, sizes, loops):
+        # Taken large only where the index does not read it (there it is taken as 0).
+        read = {a for p in form.dims for m, _ in p.terms for a in nested_atoms(m)}
+        return any(a in read for m, _ in g.right.terms for a in nested_atoms(m))
+    return _unknown(g.left, sizes, loops) or _unknown(g.right, sizes, loops)
+
+
+def _passes(g: Guard, value, counters: dict, sizes: dict) -> bool:
+    """Does the thread (with these loop counters) pass ``g``?  An undecidable guard counts as
+    passed (the example then says so, see :func:`collision`)."""
+    if _large(g, sizes):
+        return True
+    if _unknown(g.left, sizes, counters) or _unknown(g.right, sizes, counters):
+        return True
+    left, right = evaluate(g.left, value), evaluate(g.right, value)
+    return {"==": left == right, "!=": left != right, "<": left < right,
+            ">=": left >= right}[g.op]
 
 
 def _value(atom, counters: dict, thread: dict, sizes: dict) -> int:
