@@ -43,6 +43,7 @@ from .context import LaunchContext
 from .devices import _tls, bind_thread
 from .launch_checks import check_launch
 from .records import register_kernel
+from .sizing import EXACT_DIMS, EXACT_INTS
 from .streams import DEFAULT_STREAM, as_stream
 
 # Kernels that depend only on their uid run in blocks of UID_THREADS threads, each thread taking
@@ -189,7 +190,13 @@ class Kernel(Generic[P]):
         dropped when it changes device.
         """
         try:
-            return _tls.launchers[(self, grid, block, shared_mem_bytes, stream)]
+            launcher = _tls.launchers[(self, grid, block, shared_mem_bytes, stream)]
+            # A key equal to a cached one may hold a float or a bool (1.0 == True == 1): those
+            # are configured, and so refused, as on a miss.
+            if (type(shared_mem_bytes) in EXACT_INTS
+                    and (type(grid) in EXACT_DIMS or sizing.is_exact(grid))
+                    and (type(block) in EXACT_DIMS or sizing.is_exact(block))):
+                return launcher
         except (AttributeError, KeyError, TypeError):
             pass
         # Not in the cache: configure, outside the handler so that a refusal does not carry the
@@ -209,7 +216,10 @@ class Kernel(Generic[P]):
         ``stream`` is what :meth:`launch` accepts, or ``0`` for the default stream.
         """
         try:
-            return _tls.launchers[(self, config)]
+            launcher = _tls.launchers[(self, config)]
+            if ((len(config) == 2 and type(config[0]) in EXACT_DIMS
+                    and type(config[1]) in EXACT_DIMS) or sizing.is_exact_item(config)):
+                return launcher  # (a float or a bool equal to a cached key is refused below)
         except (AttributeError, KeyError, TypeError):
             pass
         try:
@@ -235,7 +245,10 @@ class Kernel(Generic[P]):
         """
         key = (self, sizing.forall_shape, shape, shared_mem_bytes, stream)
         try:
-            return _tls.launchers[key]
+            launcher = _tls.launchers[key]
+            if (type(shared_mem_bytes) in EXACT_INTS
+                    and (type(shape) in EXACT_DIMS or sizing.is_exact(shape))):
+                return launcher  # (a float or a bool equal to a cached key is refused below)
         except (AttributeError, KeyError, TypeError):
             pass
         try:

@@ -4,21 +4,25 @@ launches.
 
 Everything here runs once per launch configuration (its result is cached with the launcher in
 the thread's launcher cache, see :mod:`gpu_native.runtime.kernel`): none of it is on the path of
-a launch whose configuration was seen before.
+a launch whose configuration was seen before, but for :func:`is_exact` and :func:`is_exact_item`,
+which tell a cached key from an equal float or bool.
 """
 
 from __future__ import annotations
 
 import math
+import numbers
 
 import numpy as np
 
 from ..errors import LaunchError
+from ..lang.layouts import BlockDim1D, BlockDim2D, BlockDim3D, GridDim1D, GridDim2D, GridDim3D
 from ..spec import LaunchAssert
-from .streams import DEFAULT_STREAM
+from .streams import DEFAULT_STREAM, Stream
 
-__all__ = ["SIM_BLOCK_SIZE", "block_shape", "check_cooperative", "cooperative_limit",
-           "forall_config", "forall_grid", "forall_shape", "item_config", "occupancy_block_size"]
+__all__ = ["EXACT_DIMS", "EXACT_INTS", "SIM_BLOCK_SIZE", "block_shape", "check_cooperative",
+           "cooperative_limit", "forall_config", "forall_grid", "forall_shape", "is_exact",
+           "is_exact_item", "item_config", "occupancy_block_size"]
 
 # The simulator has no occupancy to measure: forall gives every kernel this many threads a block.
 SIM_BLOCK_SIZE = 256
@@ -26,6 +30,49 @@ SIM_BLOCK_SIZE = 256
 
 def _int(value) -> bool:
     return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
+# The launcher caches are keyed by the configuration as given, and 1.0, True, np.float64(1.0)
+# and Fraction(1) all equal 1 (with its hash): a cached launcher is taken only for a key of these
+# types, so that kernel[1.0, 8] is refused after kernel[1, 8] ran just as before.
+EXACT_INTS = frozenset({int, GridDim1D, BlockDim1D, np.int8, np.int16, np.int32, np.int64,
+                        np.uint8, np.uint16, np.uint32, np.uint64, np.intc, np.uintc,
+                        np.longlong, np.ulonglong})
+EXACT_DIMS = EXACT_INTS | {GridDim2D, GridDim3D, BlockDim2D, BlockDim3D}
+
+
+def is_exact(value) -> bool:
+    """Whether ``value`` (a grid, a block or a forall shape) equals only values of the same
+    meaning: an int, a launch dimension, or a tuple of ints."""
+    kind = type(value)
+    return kind in EXACT_DIMS or (kind is tuple and EXACT_INTS.issuperset(map(type, value)))
+
+
+def is_exact_item(config) -> bool:
+    """Whether the key of ``kernel[...]`` equals only keys of the same meaning (see
+    :func:`is_exact`); its stream may be an int (``0``) or a stream, not a bool or a float."""
+    if type(config) is not tuple:
+        return False
+    n = len(config)
+    if n > 2:
+        if n > 4 or (n == 4 and type(config[3]) not in EXACT_INTS):
+            return False
+        stream = config[2]
+        if not (type(stream) in EXACT_INTS or isinstance(stream, Stream)
+                or not isinstance(stream, (numbers.Number, np.generic))):
+            return False
+    elif n < 2:
+        return False
+    # is_exact of the grid and the block, written out: this runs on every launch through
+    # kernel[grid, block] with tuples.
+    grid, block = config[0], config[1]
+    if type(grid) is tuple and type(block) is tuple:
+        return EXACT_INTS.issuperset(map(type, grid + block))
+    kind = type(grid)
+    if kind not in EXACT_DIMS and not (kind is tuple and EXACT_INTS.issuperset(map(type, grid))):
+        return False
+    kind = type(block)
+    return kind in EXACT_DIMS or (kind is tuple and EXACT_INTS.issuperset(map(type, block)))
 
 
 def item_config(name: str, config) -> tuple:

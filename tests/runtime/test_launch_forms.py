@@ -216,6 +216,30 @@ def test_item_errors_name_what_is_wrong(km, backend, config, error, message):
         km.scale[config]
 
 
+@pytest.mark.parametrize("cached, twin", [
+    (lambda k: k[1, 8], lambda k: k[1.0, 8]),
+    (lambda k: k[1, 8], lambda k: k[True, 8]),
+    (lambda k: k[1, 8], lambda k: k[1, np.float64(8.0)]),
+    (lambda k: k[(1,), (8,)], lambda k: k[(1.0,), (8,)]),
+    (lambda k: k[1, 8, 0], lambda k: k[1, 8, False]),
+    (lambda k: k[1, 8, 0], lambda k: k[1, 8, 0.0]),
+    (lambda k: k[1, 8, 0, 1], lambda k: k[1, 8, 0, True]),
+    (lambda k: k.launch(1, 8), lambda k: k.launch(1.0, 8)),
+    (lambda k: k.launch((1,), 8), lambda k: k.launch((True,), 8)),
+    (lambda k: k.launch(1, 8, 4), lambda k: k.launch(1, 8, 4.0)),
+    (lambda k: k.forall(8), lambda k: k.forall(8.0)),
+    (lambda k: k.forall((1,)), lambda k: k.forall((True,))),
+])
+def test_a_float_or_bool_equal_to_a_cached_configuration_is_still_refused(km, backend, cached,
+                                                                         twin):
+    # The launcher caches are keyed by value, and 1.0 == True == 1: a configuration launched
+    # before must not make its float or bool twin acceptable.
+    cached(km.scale)
+    with pytest.raises(TypeError, match=r"must be (an int|GridDim1D|BlockDim1D)|not bool|"
+                                        r"expected a stream"):
+        twin(km.scale)
+
+
 @pytest.mark.parametrize("make, message", [
     (lambda: gn.GridDim1D(1000 / 128), r"GridDim1D must be an int, not float 7.8125; count "
                                        r"with integer division, e\.g\. \(n \+ 127\) // 128"),
