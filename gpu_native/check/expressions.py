@@ -83,6 +83,16 @@ LAYOUTS = {e.name: e.value for e in R.by_form("layout")}  # name -> (scope, ndim
 SPECIALS = tuple(e.name for e in R.by_form("dim3"))
 AXES = R.AXES
 ATOMIC_METHODS = {name: e.op for name, e in R.ATOMIC_METHODS.items()}
+# NumPy's and Numba's array attributes that a kernel's array does not have, and what it has.
+_NUMPY_ARRAY_ATTRIBUTES = {
+    "size": "the element count is len(a) for a 1-D array, a.shape[0] * a.shape[1] for a 2-D one",
+    "ndim": "an array's rank is its type's: CUDASlice is 1-D, CUDASlice2D 2-D, CUDASlice3D 3-D",
+    "dtype": "an array's element type is its annotation's (CUDASlice[f32]); a generic kernel "
+             "names it with its TypeVar",
+    "strides": "index the array by its logical indices (a[i, j]): the launcher passes the "
+               "strides",
+    "T": "index the transpose by swapped indices (a[j, i])",
+}
 
 
 class ExpressionChecker(CheckerBase):
@@ -570,6 +580,9 @@ class ExpressionChecker(CheckerBase):
             raise self.error(f"{e.attr} is a method of the generator: call it, "
                              f"{e.value.id if isinstance(e.value, S.Name) else 'rng'}"
                              f".{e.attr}()", e.span)
+        if isinstance(base, ir.ArrayRef) and e.attr in _NUMPY_ARRAY_ATTRIBUTES:
+            raise self.error(f"attribute .{e.attr} of an array is not supported in kernels",
+                             e.span, _NUMPY_ARRAY_ATTRIBUTES[e.attr])
         raise self.error(f"attribute .{e.attr} is not supported here", e.span)
 
     def axis_of(self, attr: str, span: SourceSpan) -> int:

@@ -13,6 +13,9 @@ from .launch import has_shape, launch_tree, shape_tree
 from .scope import registry_entry as _registered
 
 # What a launch-checked assert may use besides block_dim and grid_dim.
+_SIZED_AT_LAUNCH = ("a block-sized buffer is either constant (BLOCK = 256; assert block_dim.x == "
+                    "BLOCK; shared_array(f32, BLOCK)) or the dynamic shared array, "
+                    "shared_array(f32, 0), sized by the launch's shared-memory bytes")
 _LAUNCH_OPS = ("+", "-", "*", "//", "%", "==", "!=", "<", "<=", ">", ">=", "and", "or", "not")
 
 
@@ -444,7 +447,7 @@ class StatementChecker(CheckerBase):
             values = (values,)
         if not all(isinstance(v, int) and not isinstance(v, bool) for v in values):
             raise self.error(f"{which}()'s shape must be a constant integer or a tuple of them",
-                             e.span)
+                             e.span, _SIZED_AT_LAUNCH if which == "shared_array" else None)
         return self._checked_shape(values, e, which)
 
     def _checked_shape(self, dims, e: S.Expr, which: str) -> tuple[int, ...]:

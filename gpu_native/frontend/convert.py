@@ -66,6 +66,9 @@ _UNSUPPORTED_EXPR: dict[type, tuple[str, str | None]] = {
     cst.StarredElement: ("starred expressions", None),
 }
 
+_NESTED_DEF_HINT = ("define it at module level as a @gpu_device function (it may take the "
+                    "values it needs as parameters) and call it from the kernel")
+
 _UNSUPPORTED_STMT: dict[type, str] = {
     cst.Try: "try statements",
     cst.ClassDef: "class definitions",
@@ -252,7 +255,9 @@ class _Converter:
         handler = self._compound_handlers.get(type(node))
         if handler is None:
             what = _UNSUPPORTED_STMT.get(type(node), f"`{type(node).__name__}` statements")
-            raise self.fail(node, f"{what} are not supported in kernels", _SUPPORTED_HINT)
+            raise self.fail(node, f"{what} are not supported in kernels",
+                            _NESTED_DEF_HINT if isinstance(node, cst.FunctionDef)
+                            else _SUPPORTED_HINT)
         return [handler(self, node)]
 
     def _if(self, node: cst.If) -> S.Stmt:

@@ -778,3 +778,23 @@ def test_an_unsupported_expression_says_what_to_write_instead(expression, messag
         assert hint in (err.hint or ""), err.hint
         # Not the list of statements kernels support: it says nothing of expressions.
         assert "if/elif/else" not in (err.hint or "")
+
+
+@pytest.mark.parametrize("statements, message, hint", [
+    ("if i < a.size:  # <-\n        a[i] = 0.0", "attribute .size of an array is not supported",
+     "len(a) for a 1-D array"),
+    ("a[i] = f32(a.ndim)  # <-", "attribute .ndim of an array is not supported",
+     "CUDASlice is 1-D"),
+    ("s = shared_array(f32, block_dim.x)  # <-\n    a[i] = 0.0",
+     "shared_array()'s shape must be a constant integer",
+     "the dynamic shared array, shared_array(f32, 0)"),
+    ("def sq(v: f32) -> f32:  # <-\n        return v * v\n    a[i] = sq(a[i])",
+     "nested function definitions are not supported in kernels",
+     "define it at module level as a @gpu_device function"),
+])
+def test_what_a_numba_or_cuda_user_writes_first_gets_a_hint(statements, message, hint,
+                                                            tmp_path):
+    source = HEADER + ("\n@gpu_kernel(Kernel1D)\ndef k(a: CUDASliceMut[f32]):\n"
+                       f"    i = FlatLayout1D.uid()\n    {statements}\n")
+    err = located_transpile_error(source, tmp_path / "first_tries.py", message)
+    assert hint in (err.hint or ""), err.hint
