@@ -12,6 +12,8 @@ import threading
 import weakref
 from typing import SupportsInt
 
+import numpy as np
+
 from ..errors import GpuNativeError
 from ..tracebacks import boundary
 from . import backend as B
@@ -169,6 +171,12 @@ def as_stream(obj) -> Stream:
                             f"with __cuda_stream__), got {type(obj).__name__}")
     else:
         value = protocol() if callable(protocol) else protocol
+        if not (isinstance(value, tuple) and len(value) == 2 and all(
+                isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
+                for v in value)):
+            raise TypeError(f"{type(obj).__name__}.__cuda_stream__ must return a (version, "
+                            f"handle) pair of ints, but it returned {type(value).__name__} "
+                            f"{value!r:.60}")
         value = value[1]
     value = int(value)
     if value == 0:

@@ -15,7 +15,7 @@ import pytest
 
 import gpu_native as gn
 from gpu_native.runtime import interop
-from gpu_native.runtime.streams import DEFAULT_STREAM
+from gpu_native.runtime.streams import DEFAULT_STREAM, as_stream
 
 
 @pytest.fixture(scope="module")
@@ -270,6 +270,19 @@ def test_stream_zero_and_non_ints_are_refused(sim):
     for bad in ("7", 7.0, True):
         with pytest.raises(TypeError, match="'stream' entry"):
             interop.wait_for_producer(backend, 0, bad, StubStream(7, True))
+
+
+@pytest.mark.parametrize("returned", ["x", (0,), (0, 7, 1), [0, 7], (0, "7"), (0, 7.0),
+                                      (0, True), None])
+def test_a_malformed_cuda_stream_result_is_refused_naming_it(sim, returned):
+    class Foreign:
+        def __cuda_stream__(self):
+            return returned
+
+    with pytest.raises(TypeError, match=r"Foreign\.__cuda_stream__ must return a \(version, "
+                                        r"handle\) pair of ints, but it returned "
+                                        + type(returned).__name__):
+        as_stream(Foreign())
 
 
 def test_no_handshake_when_switched_off(sim, monkeypatch):
