@@ -194,7 +194,8 @@ def check_params(kernel_name: str, names: tuple[str, ...], checks: tuple[ParamCh
             shown = f" ({_exact(side, special, args):,})"
         raise ValueError(
             f"{kernel_name}(): parameter '{name}' is {args[check.param]} but the writes to "
-            f"{check.array} (line {check.line}) are race-free only when {text}{shown}; pass a "
+            f"{check.array} (line {check.line}) were proven race-free for {text}{shown} only "
+            f"(the proof's condition, which may be stricter than the kernel needs); pass a "
             f"{name} that satisfies it, or launch another shape")
 
 

@@ -93,8 +93,9 @@ def test_a_stride_below_the_block_is_refused_before_the_launch(backend, kernel_m
     with pytest.raises(ValueError) as info:
         launch(m.k, gn.GridDim1D(4), gn.BlockDim1D(32))(out, 16)
     assert str(info.value).startswith(
-        "k(): parameter 'stride' is 16 but the writes to out (line 6) are race-free only when "
-        "stride >= block_dim.x (32)")
+        "k(): parameter 'stride' is 16 but the writes to out (line 6) were proven race-free for "
+        "stride >= block_dim.x (32) only (the proof's condition, which may be stricter than the "
+        "kernel needs)")
     np.testing.assert_array_equal(out.to_host(), 0)  # nothing ran
     with pytest.raises(ValueError, match="'stride' is -32"):
         launch(m.k, gn.GridDim1D(4), gn.BlockDim1D(32))(out, -32)
