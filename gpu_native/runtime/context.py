@@ -424,7 +424,11 @@ def _float_argument(where: str, dtype: str, arg) -> float | int:
         value = float(arg)
     except OverflowError:  # an int beyond even f64's range
         value = None
-    if value is not None and math.isfinite(value):
+    if value is not None and not math.isfinite(value) and isinstance(arg, np.floating):
+        # A finite np.longdouble beyond f64's range becomes inf in float() without a word.
+        if np.isfinite(arg):
+            value = None
+    elif value is not None and math.isfinite(value):
         limit = abi.FLOAT_OVERFLOW.get("f32" if dtype == "bf16" else dtype, math.inf)
         if not -limit < value < limit:
             value = None
@@ -437,6 +441,7 @@ def _float_argument(where: str, dtype: str, arg) -> float | int:
             value = None
     if value is None:
         top = abi.FLOAT_MAX[dtype]
-        raise ValueError(f"{where} is {arg}, out of range for {dtype} (finite values "
+        # (str: format() prints a finite np.longdouble beyond f64 as inf)
+        raise ValueError(f"{where} is {arg!s}, out of range for {dtype} (finite values "
                          f"{-top:.8g}..{top:.8g}, or inf or nan)")
     return value if bits is None else bits

@@ -82,6 +82,23 @@ class TestFloatScalarRange:
                 launcher(out, value)
         assert (out.to_host() == 0).all()
 
+    @pytest.mark.skipif(np.finfo(np.longdouble).max <= np.finfo(np.float64).max,
+                        reason="np.longdouble is f64 on this platform")
+    def test_a_finite_longdouble_beyond_f64_is_refused_and_its_inf_and_nan_pass(self, k,
+                                                                                 backend):
+        # float() turns such a value into inf without a word, as np.float32 does not for f32.
+        out = gn.zeros(4, gn.f64)
+        launcher = k.put_f64.launch(gn.GridDim1D(1), gn.BlockDim1D(32))
+        for value in (np.longdouble("1e4000"), np.longdouble("-1e4000")):
+            expected = (f"argument 'value' of put_f64 is {value!s}, out of range for f64 "
+                        f"(finite values {RANGE_TEXT['f64']}, or inf or nan)")
+            with pytest.raises(ValueError, match=re.escape(expected)):
+                launcher(out, value)
+        assert (out.to_host() == 0).all()
+        for text in ("inf", "-inf", "nan", "1e300"):
+            launcher(out, np.longdouble(text))
+            np.testing.assert_array_equal(out.to_host(), np.full(4, float(text)))
+
     @pytest.mark.parametrize("dtype", ["f32", "f16", "bf16"])
     def test_values_that_round_into_range_inf_and_nan_pass(self, k, backend, dtype,
                                                             launch_paths):
