@@ -57,8 +57,13 @@ def hint_for(a: StoreForm, b: StoreForm, outcome: PairProof, space: str) -> str:
         return outcome.hint
     missing = outcome.missing
     if missing and all(d.coord.startswith("bid") for d in missing) and space == "global":
-        return ("every block that runs this store writes the same elements: index by the block "
-                "too (out[block_idx.x * BLOCK + tid]); if only one block can get here (the "
+        axes = sorted({"xyz"[int(d.coord[3:])] for d in missing})
+        names = " and ".join(f"block_idx.{n}" for n in axes)
+        asserts = " and ".join(f"grid_dim.{n} == 1" for n in axes)
+        return (f"every block that runs this store writes the same elements (its index does not "
+                f"depend on {names}): if the grid is one block wide there, say so (`assert "
+                f"{asserts}`, checked once per launch); else index by the block too "
+                "(out[block_idx.x * BLOCK + tid]); if only one block can get here (the "
                 "last-block pattern), select it by a flag its thread 0 writes from an atomic "
                 "ticket (is_last[0] = 1 if drawn == grid_dim.x - 1 else 0; sync_threads(); "
                 "if is_last[0] == 1: ...), or wrap the store in `with unsafe():`")

@@ -798,3 +798,22 @@ def test_what_a_numba_or_cuda_user_writes_first_gets_a_hint(statements, message,
                        f"    i = FlatLayout1D.uid()\n    {statements}\n")
     err = located_transpile_error(source, tmp_path / "first_tries.py", message)
     assert hint in (err.hint or ""), err.hint
+
+
+def test_a_store_that_ignores_one_grid_axis_is_told_to_assert_it(tmp_path):
+    source = HEADER + textwrap.dedent("""
+        @gpu_kernel(Kernel2D)
+        def k(x: CUDASlice[f32], y: CUDASliceMut[f32]):
+            assert block_dim.x == 32 and block_dim.y == 8
+            row = block_idx.x * 8 + thread_idx.y
+            if thread_idx.x == 0 and row < len(y):
+                y[row] = x[row]  # <-
+        """)
+    err = located_transpile_error(source, tmp_path / "grid_y.py", "not provably unique")
+    assert err.hint.startswith(
+        "every block that runs this store writes the same elements (its index does not depend "
+        "on block_idx.y): if the grid is one block wide there, say so (`assert grid_dim.y == "
+        "1`, checked once per launch)"), err.hint
+    # What the hint says is what makes it provable.
+    fixed = source.replace("block_dim.y == 8", "block_dim.y == 8 and grid_dim.y == 1")
+    rewrite_module(fixed, str(tmp_path / "grid_y_fixed.py"), "grid_y_fixed")
