@@ -363,13 +363,14 @@ class Kernel(Generic[P]):
                                 f"{type(value).__name__} {value!r:.60}")
         else:
             dims = (int(value), 1, 1) if ndim == 1 else tuple(int(v) for v in value)
-        if ndim > self.ndim:
+        if any(d < 1 for d in dims):
+            raise LaunchError(f"{what} dimensions must be at least 1, got {value!r}")
+        # Extra axes of extent 1 ((32, 1) for a Kernel1D) change no thread's coordinates.
+        if ndim > self.ndim and any(d != 1 for d in dims[self.ndim:]):
             names = {1: "Kernel1D", 2: "Kernel2D", 3: "Kernel3D"}
             raise LaunchError(
                 f"{self.__name__} is a {names[self.ndim]} kernel but was launched with a "
                 f"{ndim}-D {what} {value!r}; its unique ids would not be unique")
-        if any(d < 1 for d in dims):
-            raise LaunchError(f"{what} dimensions must be at least 1, got {value!r}")
         x, y, z = dims
         return x, y, z
 

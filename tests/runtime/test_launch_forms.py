@@ -210,10 +210,23 @@ def test_a_generic_kernel_launches_by_item(km, backend, rng):
     (((2, 2), 32), gn.LaunchError, r"scale is a Kernel1D kernel but was launched with a 2-D "
                                    r"grid"),
     ((1, (8, 8)), gn.LaunchError, r"Kernel1D kernel but was launched with a 2-D block"),
+    ((1, (8, 1, 2)), gn.LaunchError, r"Kernel1D kernel but was launched with a 3-D block"),
 ])
 def test_item_errors_name_what_is_wrong(km, backend, config, error, message):
     with pytest.raises(error, match=message):
         km.scale[config]
+
+
+@pytest.mark.parametrize("grid, block", [
+    ((4,), (256, 1)), ((4, 1), 256), ((4, 1, 1), (256, 1, 1)),
+    (gn.GridDim2D(4, 1), gn.BlockDim3D(256, 1, 1)),
+])
+def test_extra_axes_of_extent_one_launch_a_1d_kernel(km, backend, grid, block):
+    # (256, 1) is a 1-D block as CUDA sees it: no thread's coordinates change.
+    host = np.random.default_rng().standard_normal(1000).astype(np.float32)
+    out = gn.to_device(np.full(1000, np.nan, np.float32))
+    km.scale[grid, block](gn.to_device(host), out, 3.0)
+    np.testing.assert_allclose(out.to_host(), host.astype(np.float64) * 3.0, rtol=1e-6)
 
 
 @pytest.mark.parametrize("cached, twin", [
