@@ -211,11 +211,18 @@ class DeviceArray(_ArrayBase):
         strides = c_strides(shape) if contiguous else tuple(int(s) for s in strides or ())
         self.strides = strides
         self.is_contiguous = contiguous
+        size = math.prod(shape)
+        if not size or size * info.itemsize > _MAX_BYTES:
+            _check_span(shape, info)
         # The kernel parameters this array passes (its address, then its extents), packed once:
         # a launcher's fast path copies them into its argument buffer as they are.
-        self.launch_args = _ARGS[ndim].pack(ptr, *shape)
-        self.launch_args_strided = _STRIDED_ARGS[ndim].pack(ptr, *shape, *strides)
-        wide = math.prod(shape) > abi.INDEX32_MAX_ELEMENTS
+        try:
+            self.launch_args = _ARGS[ndim].pack(ptr, *shape)
+            self.launch_args_strided = _STRIDED_ARGS[ndim].pack(ptr, *shape, *strides)
+        except struct.error:  # a foreign view's stride beyond 64 bits
+            raise ValueError(f"an array of shape {shape} and element strides {strides} cannot "
+                             "be passed to kernels: its strides do not fit 64 bits") from None
+        wide = size > abi.INDEX32_MAX_ELEMENTS
         strided = signature(backend.name, device, info.name, ndim, wide, strided=True)
         sig = signature(backend.name, device, info.name, ndim, wide) if contiguous else strided
         self.launch_sig = sig
@@ -664,8 +671,30 @@ def empty(shape, dtype=None) -> DeviceArray:
         raise ValueError(f"negative dimension in shape {shape}")
     backend = B.select()
     device = current_device()
-    alloc = Allocation(backend, device, _check_fits(shape, info, backend, device))
+    nbytes = _check_fits(shape, info, backend, device)
+    _check_span(shape, info)  # (an empty array fits any device)
+    alloc = Allocation(backend, device, nbytes)
     return DeviceArray(backend, device, alloc.ptr, shape, info, alloc, alloc)
+
+
+# The most bytes an array may span: kernels take extents and strides as int64, and NumPy (the
+# host side of every copy) counts bytes in a signed 64-bit integer.
+_MAX_BYTES = 2**63 - 1
+
+
+def _check_span(shape: tuple[int, ...], info) -> None:
+    """Refuse a shape whose bytes, counted as NumPy counts them (its empty axes skipped), exceed
+    :data:`_MAX_BYTES`: ``(0, 2**62)`` of ``f32`` holds nothing, but a row of it would span
+    ``2**64`` bytes, which no int64 stride and no host array can."""
+    span = info.itemsize
+    for axis, n in enumerate(shape):
+        if n:
+            span *= n
+        if span > _MAX_BYTES:
+            raise ValueError(f"an array of shape {shape} of {info.name} cannot be made: axis "
+                             f"{axis}'s extent {n} is too large (its nonempty axes span "
+                             f"{span:,} bytes, more than the 2**63 - 1 that kernels' int64 "
+                             "strides and NumPy can address, even beside an empty axis)")
 
 
 def _check_fits(shape: tuple[int, ...], info, backend, device: int) -> int:

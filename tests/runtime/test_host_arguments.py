@@ -317,6 +317,21 @@ class TestAllocation:
         with pytest.raises(ValueError, match=r"more than the"):
             gn.to_device(np.broadcast_to(np.float32(0), (2**21, 2**21, 2**10)))
 
+    @pytest.mark.parametrize("shape, axis", [((0, 2**62), 1), ((0, 2**63), 1), ((0, 2**64), 1),
+                                             ((2**62, 0), 0), ((0, 2**31, 2**31), 2)])
+    def test_an_empty_array_whose_other_axes_overflow_64_bits_is_a_value_error(self, backend,
+                                                                               shape, axis):
+        # It holds nothing, but its strides, and NumPy's array of its shape, would not fit.
+        message = (rf"^an array of shape {re.escape(str(shape))} of f32 cannot be made: axis "
+                   rf"{axis}'s extent {shape[axis]} is too large \(its nonempty axes span "
+                   r"[\d,]+ bytes, more than the 2\*\*63 - 1")
+        for make in (gn.empty, gn.zeros):
+            with pytest.raises(ValueError, match=message):
+                make(shape, gn.f32)
+        widest = gn.empty((0, 2**61 - 1), gn.f32)
+        assert widest.view(gn.u8).shape == (0, 2**63 - 4)
+        assert widest.to_host().shape == (0, 2**61 - 1)
+
     def test_the_simulator_runs_out_of_memory_as_a_gpu_does(self):
         from gpu_native.runtime.sim_backend import SimMemory
 
