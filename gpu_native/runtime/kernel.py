@@ -14,7 +14,6 @@ their grid can be resident at once.
 
 from __future__ import annotations
 
-import os
 import sys
 import threading
 from collections.abc import Callable
@@ -50,12 +49,12 @@ from .streams import DEFAULT_STREAM, as_stream
 # one uid (or one chunk of four); UID_BLOCKS_PER_SM > 0 caps the grid so that threads loop
 # instead, for kernels that cannot fail (a failing uid ends its physical thread, which would skip
 # the thread's later uids).  GPU_NATIVE_UID_REMAP=0 launches such kernels exactly as written.
-UID_REMAP = os.environ.get("GPU_NATIVE_UID_REMAP", "1") != "0"
+UID_REMAP = bool(settings.flag("GPU_NATIVE_UID_REMAP", True))
 UID_THREADS = 256
 UID_BLOCKS_PER_SM = settings.integer("GPU_NATIVE_UID_BLOCKS_PER_SM", 0)
 # Kernels with a 32-bit index entry point run it when the grid and the arrays are small enough
 # (see gpu_native.abi); GPU_NATIVE_INDEX32=0 always runs the main, 64-bit one.
-INDEX32 = os.environ.get("GPU_NATIVE_INDEX32", "1") != "0"
+INDEX32 = bool(settings.flag("GPU_NATIVE_INDEX32", True))
 _thread_caches: list[dict] = []  # every thread's launcher cache (cleared on a backend change)
 _cache_lock = threading.Lock()
 

@@ -359,6 +359,23 @@ class TestOnOffVariables:
         assert ("GpuNativeWarning: gpu_native: ignoring GPU_NATIVE_INTEROP_SYNC='maybe'"
                 in out.stderr) is warned, out.stderr
 
+    @pytest.mark.parametrize("name", ["GPU_NATIVE_INDEX32", "GPU_NATIVE_UID_REMAP"])
+    def test_the_launchers_switches_read_at_import(self, tmp_path, name):
+        # Only "0" itself turned them off: "false" or "off" left them on without a word.
+        from tests.helpers import child_env
+
+        attribute = name.removeprefix("GPU_NATIVE_")
+        code = ("import warnings; warnings.simplefilter('always'); "
+                f"from gpu_native.runtime import kernel; print(kernel.{attribute})")
+        for text, expected, warned in [("off", "False", False), (" False ", "False", False),
+                                       ("0", "False", False), ("yes", "True", False),
+                                       ("nope", "True", True)]:
+            out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                                 env=child_env(tmp_path, **{name: text}), timeout=120)
+            assert out.returncode == 0, out.stderr
+            assert out.stdout.strip() == expected, text
+            assert (f"ignoring {name}='nope'" in out.stderr) is warned, out.stderr
+
     def test_the_startup_hook_warns_of_a_bad_disable_hook_and_stays_on(self, tmp_path):
         """Read at interpreter startup, before gpu_native (or warnings) is imported."""
         from tests.helpers import child_env
