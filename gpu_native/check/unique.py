@@ -6,7 +6,8 @@ index in the block) and ``bid0..2`` (block index), and ``param:NAME`` for a devi
 ``UniqueId`` parameter (its callers prove it).  A grid uid covers both of its axis; a block uid
 covers ``tid``; ``block_idx`` covers ``bid``.  Adding a launch-uniform value, multiplying by a
 nonzero constant, and widening casts keep uniqueness; ``u * K + j`` with ``0 <= j < K`` proven
-does too.  A store is accepted when its indices cover every coordinate of the grid (global
+does too, and so does ``u // K`` where a dominating condition pins ``u % K`` (``if tid % 32 ==
+0: y[tid // 32]``).  A store is accepted when its indices cover every coordinate of the grid (global
 memory) or block (shared memory) that a dominating condition has not pinned (``if
 thread_idx.x == 0:``), or inside ``with unsafe():``.
 
@@ -35,7 +36,7 @@ from ..analysis.ranges import Affine, constant_value, is_widening
 from ..errors import SourceSpan, TranspileError
 from ..nodes import node
 from ..spec import ParamCheck
-from .facts import Pinned, VarKey, pinned
+from .facts import Equal, OpKey, Pinned, VarKey, pinned, split_offset
 from .lastblock import FlagRead, TicketPinned, TicketUse, check_ticket_pins, ticket_facts
 from .monotone import prove_padded
 from .ownership import (
@@ -349,6 +350,64 @@ class UniqueWrites:
                     if u is not None and isinstance(bc, int) and bc != 0:
                         return Unique(u.coords, u.scale * abs(bc))
                 return None
+            if e.op in ("//", ">>"):
+                return self._pinned_quotient(left, right, e.op)
+        return None
+
+    def _pinned_quotient(self, left: ir.Expr, right: ir.Expr, op: str) -> Unique | None:
+        """``u // K`` (``u >> s``: K = 2**s) where a condition pins ``u % M`` to a constant, K
+        dividing M (``if tid % 32 == 0: y[tid // 32]``; ``lane = tid & 31``): floor division
+        gives ``u == K * (u // K) + u % K``, and ``u % K`` is fixed, so equal quotients mean
+        equal ``u``.  ``u`` may carry a constant offset, ``(u - c) // K``, whose remainder is
+        then fixed too (exact integers: the store's wrap check covers the index)."""
+        k = constant_value(right)
+        if not isinstance(k, int) or isinstance(k, bool):
+            return None
+        if op == ">>":
+            k = 1 << k if 0 <= k < 63 else 0
+        if k <= 0:
+            return None
+        base = left
+        candidates = [left]
+        while True:  # (u - c) // K: the pin may be on u
+            if isinstance(base, ir.Local) and self.defs.single_def(base.var) is not None:
+                base = self.defs.single_def(base.var)
+                continue
+            offset = split_offset(base)
+            if offset is None:
+                break
+            base = offset[0]
+            candidates.append(base)
+        u = self.classify(left) or self._flat_uid(base)
+        if u is None:
+            return None
+        keys = {self.defs.key(c) for c in candidates}
+        for f in self.bounds.facts:
+            if type(f) is not Equal:
+                continue
+            for a, b in ((f.left, f.right), (f.right, f.left)):
+                if b.integer is None or not isinstance(a, OpKey) or a.left not in keys:
+                    continue
+                m = a.right.integer
+                if m is None or m <= 0:
+                    continue
+                if a.op == "&" and m & (m + 1) == 0:
+                    m += 1
+                elif a.op != "%":
+                    continue
+                if m % k == 0:
+                    return Unique(u.coords)
+        return None
+
+    def _flat_uid(self, e: ir.Expr) -> Unique | None:
+        """``block_idx.a * block_dim.a + thread_idx.a`` along any axis.  (:meth:`classify`'s
+        ``or`` of two axes skips axis 0, where the affine proofs take the store instead.)"""
+        if not (isinstance(e, ir.BinOp) and e.op == "+"):
+            return None
+        for a, b in ((e.left, e.right), (e.right, e.left)):
+            axis = _blockwise_uid(a, b)
+            if axis is not None:
+                return Unique(grid_coords(axis))
         return None
 
     def classify_untied(self, e: ir.Expr) -> Unique | None:
