@@ -81,6 +81,9 @@ class CheckerBase:
                    ir.StructType, what: str,
                    explicit: bool = False) -> ir.Expr: ...
 
+        def int_as_float(self, value: int | float, ty: ir.ScalarType, what: str,
+                         span: SourceSpan) -> float: ...
+
         def to_bool(self, e: ir.Expr, what: str = "a condition") -> ir.Expr: ...
 
         def common_type(self, a: ir.Expr, b: ir.Expr, span: SourceSpan

@@ -205,8 +205,8 @@ class ExpressionChecker(CheckerBase):
         raises OverflowError for it at run time too)."""
         try:
             return float(value)
-        except OverflowError:
-            digits = int(value.bit_length() * 0.30103) + 1    # str() of it may be refused
+        except OverflowError:   # only an int overflows float()
+            digits = int(int(value).bit_length() * 0.30103) + 1    # str() of it may be refused
             raise self.error(f"{what}: an integer of about {digits} digits is too large for "
                              f"{ty}", span) from None
 
