@@ -370,8 +370,9 @@ class UniqueWrites:
         base = left
         candidates = [left]
         while True:  # (u - c) // K: the pin may be on u
-            if isinstance(base, ir.Local) and self.defs.single_def(base.var) is not None:
-                base = self.defs.single_def(base.var)
+            defined = self.defs.single_def(base.var) if isinstance(base, ir.Local) else None
+            if defined is not None:
+                base = defined
                 continue
             offset = split_offset(base)
             if offset is None:
