@@ -817,3 +817,29 @@ def test_a_store_that_ignores_one_grid_axis_is_told_to_assert_it(tmp_path):
     # What the hint says is what makes it provable.
     fixed = source.replace("block_dim.y == 8", "block_dim.y == 8 and grid_dim.y == 1")
     rewrite_module(fixed, str(tmp_path / "grid_y_fixed.py"), "grid_y_fixed")
+
+
+def test_a_grid_stride_while_loop_is_pointed_to_the_for_loops_the_proofs_follow(tmp_path):
+    loop = """
+        @gpu_kernel(Kernel1D)
+        def k(x: CUDASlice[f32], a: f32, y: CUDASliceMut[f32]):
+            i = block_idx.x * block_dim.x + thread_idx.x
+            stride = block_dim.x * grid_dim.x
+            while i < len(x):
+                y[i] = a * x[i]  # <-
+                i += stride
+        """
+    err = located_transpile_error(HEADER + textwrap.dedent(loop), tmp_path / "while_loop.py",
+                                  "not provably unique")
+    assert ("a counter that a while loop steps is followed when written as `for i in "
+            "range(start, stop, step)` (a grid-stride loop: `for i in "
+            "FlatLayout1D.grid_stride(n)`)") in err.message
+    # The form it names is accepted.
+    rewritten = HEADER + textwrap.dedent("""
+        @gpu_kernel(Kernel1D)
+        def k(x: CUDASlice[f32], a: f32, y: CUDASliceMut[f32]):
+            for i in range(block_idx.x * block_dim.x + thread_idx.x, len(x),
+                           block_dim.x * grid_dim.x):
+                y[i] = a * x[i]
+        """)
+    rewrite_module(rewritten, str(tmp_path / "for_loop.py"), "for_loop")
