@@ -257,6 +257,34 @@ class TestOptimizationLevel:
         assert f".opt-{len(flag) - 1}." in next(iter(files[(flag,)]))
         assert ".opt-" not in next(iter(files[()]))
 
+    def test_a_kernels_asserts_stay_under_o(self, tmp_path, work):
+        # The proofs rely on them: -O drops the host's asserts, never a kernel's.
+        (work / "asserting.py").write_text(textwrap.dedent("""\
+            from gpu_native import gpu_kernel, Kernel1D, CUDASliceMut, FlatLayout1D, f32
+            from gpu_native import block_dim
+
+
+            @gpu_kernel(Kernel1D)
+            def k(a: CUDASliceMut[f32]):
+                assert block_dim.x == 64
+                a[FlatLayout1D.uid()] = 1.0
+            """))
+        code = """
+            import gpu_native as gn, asserting
+            a = gn.zeros(128, gn.f32)
+            try:
+                asserting.k[2, 32](a)
+                gn.synchronize()
+                outcome = "ran"
+            except gn.KernelAssertionError as exc:
+                outcome = str(exc)
+            report(outcome=outcome, debug=__debug__)
+            """
+        rep = report_of(run_python(code, work, hook_env(tmp_path, GPU_NATIVE_BACKEND="sim"),
+                                   args=("-O",)))
+        assert rep["debug"] is False
+        assert "asserting.py\", line 7, in k" in rep["outcome"], rep["outcome"]
+
     def test_the_key_names_the_optimization_level(self, tmp_path):
         path = str(tmp_path / "m.py")
         sha = pycache.source_digest(b"x = 1\n")
