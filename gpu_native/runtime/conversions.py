@@ -161,7 +161,8 @@ def _float_range(src: np.ndarray, bad: np.ndarray, what: str, name: str,
                  field: str) -> ValueError:
     index = _first(bad)
     top = abi.FLOAT_MAX[name]
-    return ValueError(f"{_where(what, src, index, field)} is {src[index].item()}, out of range "
+    # str() of the element itself: .item() and format() turn a longdouble past f64 into inf.
+    return ValueError(f"{_where(what, src, index, field)} is {src[index]!s}, out of range "
                       f"for {name} (finite values {-top:.8g}..{top:.8g}, or inf or nan)")
 
 

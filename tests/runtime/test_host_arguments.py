@@ -99,6 +99,19 @@ class TestFloatScalarRange:
             launcher(out, np.longdouble(text))
             np.testing.assert_array_equal(out.to_host(), np.full(4, float(text)))
 
+    @pytest.mark.skipif(np.finfo(np.longdouble).max <= np.finfo(np.float64).max,
+                        reason="np.longdouble is f64 on this platform")
+    def test_fill_and_to_device_name_a_longdouble_beyond_f64_by_its_value(self, backend):
+        # NumPy's format() of the element (an f-string) and .item() showed it as inf.
+        value = np.longdouble("-1e4000")
+        with pytest.raises(ValueError, match=re.escape("the fill value is -1e+4000, out of "
+                                                       "range for f64")):
+            gn.zeros(4, gn.f64).fill(value)
+        with pytest.raises(ValueError, match=re.escape("element [1] of the data given to "
+                                                       "to_device() is -1e+4000, out of range "
+                                                       "for f32")):
+            gn.to_device(np.array([1, value], np.longdouble), dtype=gn.f32)
+
     @pytest.mark.parametrize("dtype", ["f32", "f16", "bf16"])
     def test_values_that_round_into_range_inf_and_nan_pass(self, k, backend, dtype,
                                                             launch_paths):
