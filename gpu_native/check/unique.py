@@ -323,7 +323,9 @@ class UniqueWrites:
         if isinstance(e, ir.BinOp):
             left, right = e.left, e.right
             if e.op == "+":
-                grid = _blockwise_uid(left, right) or _blockwise_uid(right, left)
+                grid = _blockwise_uid(left, right)
+                if grid is None:
+                    grid = _blockwise_uid(right, left)
                 if grid is not None:
                     return Unique(grid_coords(grid))
                 for a, b in ((left, right), (right, left)):
@@ -379,7 +381,7 @@ class UniqueWrites:
                 break
             base = offset[0]
             candidates.append(base)
-        u = self.classify(left) or self._flat_uid(base)
+        u = self.classify(left)
         if u is None:
             return None
         keys = {self.defs.key(c) for c in candidates}
@@ -400,22 +402,19 @@ class UniqueWrites:
                     return Unique(u.coords)
         return None
 
-    def _flat_uid(self, e: ir.Expr) -> Unique | None:
-        """``block_idx.a * block_dim.a + thread_idx.a`` along any axis.  (:meth:`classify`'s
-        ``or`` of two axes skips axis 0, where the affine proofs take the store instead.)"""
-        if not (isinstance(e, ir.BinOp) and e.op == "+"):
-            return None
-        for a, b in ((e.left, e.right), (e.right, e.left)):
-            axis = _blockwise_uid(a, b)
-            if axis is not None:
-                return Unique(grid_coords(axis))
-        return None
-
     def classify_untied(self, e: ir.Expr) -> Unique | None:
         """:meth:`classify`, but ``None`` for a value computed from a ticket draw: an equality
         with one pins threads only while the draws cannot repeat, which :meth:`ticket_facts`
-        leaves to the end of the body to prove."""
-        return None if self._tickets(e) else self.classify(e)
+        leaves to the end of the body to prove.  An equality pins threads (:func:`.facts.cond_facts`)
+        only where ``e`` is exact too: ``col == 5`` holds in two threads where ``col`` wraps
+        around (an i32 ``block_idx.x * block_dim.x + thread_idx.x`` past 2**31, ``thread_idx.x *
+        2**30``), so a value that may wrap pins nothing."""
+        if self._tickets(e):
+            return None
+        u = self.classify(e)
+        if u is None or index_is_exact(e, self.bounds, self.defs.single_def) is not True:
+            return None
+        return u
 
     def ticket_facts(self, cond: ir.Expr, truth: bool) -> set:
         """The pins a ticket comparison or a flag that carries one makes where ``cond`` is
@@ -1089,21 +1088,29 @@ _SCALED_PROOF = ("unique: affine in the thread's index in every barrier interval
 
 
 def _blockwise_uid(a: ir.Expr, b: ir.Expr) -> int | None:
-    """Recognise ``block_idx.a * block_dim.a + thread_idx.a``: the grid uid along ``a``."""
-    while isinstance(a, ir.Cast):
-        a = a.value
-    while isinstance(b, ir.Cast):
-        b = b.value
+    """Recognise ``block_idx.a * block_dim.a + thread_idx.a``: the grid uid along ``a``.  Only
+    casts that keep every value are looked through (``i32(u8(thread_idx.y))`` repeats every 256
+    threads of a block 512 tall)."""
+    a, b = _strip_exact_casts(a), _strip_exact_casts(b)
     if not (isinstance(b, ir.Special) and b.name == "thread_idx"):
         return None
     if not (isinstance(a, ir.BinOp) and a.op == "*"):
         return None
-    parts = []
-    for side in (a.left, a.right):
-        while isinstance(side, ir.Cast):
-            side = side.value
-        parts.append(side)
+    parts = [_strip_exact_casts(side) for side in (a.left, a.right)]
     names = {(p.name, p.axis) for p in parts if isinstance(p, ir.Special)}
     if names == {("block_idx", b.axis), ("block_dim", b.axis)}:
         return b.axis
     return None
+
+
+def _strip_exact_casts(e: ir.Expr) -> ir.Expr:
+    """``e`` without the casts that keep its value: widening ones, and a launch coordinate (never
+    negative, below 2**31) cast to an integer type of 32 bits or more."""
+    while isinstance(e, ir.Cast):
+        keeps = is_widening(e) or (
+            isinstance(e.value, ir.Special) and isinstance(e.ty, ir.ScalarType)
+            and e.ty.info.is_int and e.ty.info.bits >= 32)
+        if not keeps:
+            break
+        e = e.value
+    return e

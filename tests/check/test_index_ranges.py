@@ -88,15 +88,22 @@ NEAR_MISSES = {
             if i > 1 and i < len(out):
                 out[i - 1] = 2.0
         """,
-    # row == 1 is one thread along y only for some launches: (thread_idx.y = 1, block_idx.y
-    # = 0) and (0, 1) with blocks one thread tall.
-    "row_one": """
+    # A narrowing cast is no flat coordinate: with blocks 512 tall, thread_idx.y = 3 and 259
+    # give the same row 3.
+    "narrowed_row": """
         @gpu_kernel(Kernel2D)
-        def k(out: CUDASliceMut2D[f32]):
-            col = block_idx.x * block_dim.x + thread_idx.x
-            row = block_idx.y * block_dim.y + thread_idx.y
-            if col < out.shape[1] and row == 1:
-                out[0, col] = 1.0
+        def k(out: CUDASliceMut[f32]):
+            row = block_idx.y * block_dim.y + i32(u8(thread_idx.y))
+            if row == 3 and thread_idx.x == 0 and block_idx.x == 0:
+                out[0] = 1.0
+        """,
+    # A value that wraps pins nothing: u * 2**62 is 0 in the threads whose uids are 0 and 4.
+    "wrapped_pin": """
+        @gpu_kernel(Kernel1D)
+        def k(out: CUDASliceMut[f32]):
+            u = FlatLayout1D.uid()
+            if u * 4611686018427387904 == 0:
+                out[0] = 1.0
         """,
 }
 
@@ -133,6 +140,36 @@ def test_the_rule_names_the_ranges(tmp_path):
 def test_near_misses_stay_refused(tmp_path, name):
     with pytest.raises(TranspileError, match=r"could race|may meet|not provably unique"):
         build(tmp_path, NEAR_MISSES[name], name=name)
+
+
+ROW_ONE = """
+    @gpu_kernel(Kernel2D)
+    def k(out: CUDASliceMut2D[f32]):
+        col = block_idx.x * block_dim.x + thread_idx.x
+        row = block_idx.y * block_dim.y + thread_idx.y
+        if col < out.shape[1] and row == 1:
+            out[0, col] = 1.0
+    """
+
+
+def test_a_flat_row_equal_to_a_constant_is_one_row_of_threads(tmp_path):
+    """``row == 1`` leaves one row of threads in every launch, so ``out[0, col]`` under it is
+    race-free (this was once a near miss).  Within a launch ``block_dim.y`` is one number and
+    ``0 <= thread_idx.y < block_dim.y``, so ``block_idx.y * block_dim.y + thread_idx.y == 1``
+    has one solution (``1 // block_dim.y``, ``1 % block_dim.y``): (thread_idx.y = 1, block_idx.y
+    = 0) and (0, 1) are threads of two different launches, blocks at least two tall and blocks
+    one tall.  ``row`` cannot wrap in i32 (65535 blocks of 1024), and ``col`` tells the threads
+    of that row apart.  Run at both kinds of launch, with the race detector on."""
+    kernel = build(tmp_path, ROW_ONE, name="row_one")["k"]
+    shape = (3, 37)
+    for grid, block in (((2, 3), (32, 4)), ((5, 4), (8, 1)), ((3, 2), (16, 2)), ((40, 3), (1, 1)),
+                        ((1, 1), (64, 16))):
+        out = np.full(shape, np.nan, np.float32)
+        errors = run_sim(kernel, grid, block, out)
+        assert errors.races == [] and errors.fails == [], (grid, block, errors)
+        expected = np.full(shape, np.nan, np.float32)
+        expected[0] = 1.0
+        np.testing.assert_array_equal(out, expected, err_msg=f"grid {grid}, block {block}")
 
 
 def test_a_refusal_gives_no_example_the_conditions_rule_out(tmp_path):
