@@ -17,6 +17,7 @@ from ..frontend.source import too_deep
 from ..nodes import node
 from .checker_base import CheckerBase
 from .context import FunctionContext, KernelContext
+from .expressions import WeakConst
 from .passes import check_function
 from .resolve import param_defaults
 from .scope import ModuleLocator, Resolver, registry_entry
@@ -333,7 +334,12 @@ class Program:
                      fndef: S.FunctionDef, args: list[ir.Expr], span: SourceSpan
                      ) -> dict[str, ir.ScalarType]:
         binding: dict[str, ir.ScalarType] = {}
-        for p, arg in zip(fndef.params, args):
+        # Typed arguments bind first: a literal takes the type the others give its TypeVar
+        # (softplus(x[i], 2.0) with x of f32 is softplus[f32]), as it takes an operand's.
+        pairs = list(zip(fndef.params, args))
+        pairs.sort(key=lambda pair: isinstance(pair[1], WeakConst))
+        literals = {id(arg) for _, arg in pairs if isinstance(arg, WeakConst)}
+        for p, arg in pairs:
             ann = p.annotation
             tv = None
             array = False
@@ -358,6 +364,8 @@ class Program:
                                          arg.span)
                 ty = elem
             else:
+                if id(arg) in literals and tv in binding:
+                    continue      # converted to the bound type where the call is checked
                 ty = caller.scalar_of(caller.materialize(arg), f"argument '{p.name}'")
             self._bind_typevar(scan, fndef, p.name, tv, ty, arg, binding)
         return binding
