@@ -22,6 +22,7 @@ from . import importhook as importhook  # installs the import hook unless GPU_NA
 from ._version import __version__ as __version__
 from .decorators import gpu_device as gpu_device
 from .decorators import gpu_kernel as gpu_kernel
+from .decorators import gpu_struct as gpu_struct
 from .errors import CompileError as CompileError
 from .errors import ContextLostError as ContextLostError
 from .errors import CudaError as CudaError
@@ -125,7 +126,6 @@ from .lang.params import CUDASliceMut as CUDASliceMut
 from .lang.params import CUDASliceMut2D as CUDASliceMut2D
 from .lang.params import CUDASliceMut3D as CUDASliceMut3D
 from .lang.params import Strided as Strided
-from .lang.structs import gpu_struct as gpu_struct
 from .lang.types import bf16 as bf16
 from .lang.types import bool_ as bool_
 from .lang.types import complex64 as complex64

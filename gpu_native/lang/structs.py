@@ -323,13 +323,25 @@ def gpu_struct(cls: type) -> type:
     a kernel argument for a parameter of its type, and ``P.dtype`` is the NumPy structured dtype
     with the C layout, for the arrays (``gn.to_device(np.zeros(n, P.dtype))``).
 
-    Raises ``TypeError`` for a field of a type no struct holds.
+    Raises ``TypeError`` for a field of a type no struct holds, a field with a default value,
+    and anything else in the class body (a method, an assignment): what the kernels' checker
+    refuses once a kernel uses the struct, refused here even where none does.
     """
     hints = typing.get_type_hints(cls)
     own = list(inspect.get_annotations(cls))  # this class's own fields, in order
     if not own:
         raise TypeError(f"@gpu_struct class {cls.__name__} declares no fields "
                         "(annotate them: `x: f32`)")
+    for name in vars(cls):
+        if name.startswith("__") and name.endswith("__"):
+            continue                # the class's own machinery (__module__, __doc__ ...)
+        if name in own:
+            raise TypeError(f"field '{name}' of struct {cls.__name__} has a default value; "
+                            f"struct fields have none ({cls.__name__}() sets every field to "
+                            "zero)")
+        raise TypeError(f"struct {cls.__name__} may only declare fields (`x: f32`); methods, "
+                        f"assignments and other statements ('{name}') are not supported in a "
+                        "@gpu_struct class")
     infos = [(name, _host_field_info(cls.__name__, name, hints[name])) for name in own]
     info = c_layout(cls.__name__, cls.__module__, infos)
     names = tuple(name for name, _ in infos)

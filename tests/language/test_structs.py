@@ -672,3 +672,38 @@ def test_two_structs_of_one_name_are_refused(tmp_path):
         """)
     _expect_error(source, r"two different structs are called P \(one in struct_a, one in "
                           r"struct_b\)", str(tmp_path / "two_structs.py"))
+
+
+@pytest.mark.parametrize("body, message", [
+    ("a: gn.f32 = 1.0\n    b: gn.f32", "field 'a' of struct Q has a default value; struct fields "
+                                       "have none (Q() sets every field to zero)"),
+    ("a: gn.f32\n\n    def norm(self):\n        return abs(self.a)",
+     "struct Q may only declare fields (`x: f32`); methods, assignments and other statements "
+     "('norm') are not supported"),
+    ("a: gn.f32\n    SCALE = 2", "('SCALE') are not supported"),
+])
+def test_the_decorator_refuses_what_the_checker_refuses_even_unused(body, message, tmp_path,
+                                                                      monkeypatch):
+    # With no kernel using the struct the class was accepted, and Q() silently dropped the
+    # default (a = 0.0 where the class says 1.0).
+    import importlib
+
+    (tmp_path / "struct_body.py").write_text(
+        f"import gpu_native as gn\n\n\n@gn.gpu_struct\nclass Q:\n    {body}\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    sys.modules.pop("struct_body", None)
+    with pytest.raises(TypeError, match=re.escape(message)) as info:
+        importlib.import_module("struct_body")
+    # The user's decorator line is the last frame, not one of gpu_native's.
+    assert info.traceback[-1].path.name == "struct_body.py", info.traceback
+
+
+def test_a_docstring_and_annotations_only_are_a_struct():
+    @gn.gpu_struct
+    class P:
+        """A documented struct."""
+
+        x: gn.f32
+        n: gn.i32
+
+    assert P() == P(0.0, 0) and P.__doc__ == "A documented struct."
