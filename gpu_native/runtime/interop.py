@@ -211,12 +211,12 @@ def hand_over(arr: DeviceArray, stream) -> None:
     or 1 the legacy default stream, 2 the per-thread default stream, -1 no synchronisation,
     another int a ``CUstream``; 0 is not allowed."""
     stream = _stream_number(stream, "__dlpack__'s stream")
+    if stream == 0:   # refused on the simulator too: code that passes there must on the GPU
+        raise ValueError("__dlpack__(stream=0) is not allowed by DLPack (it is ambiguous); "
+                         "pass 1 for the legacy default stream or 2 for the per-thread one")
     backend = arr._backend
     if backend.name != "cuda":
         return  # the simulator's work is done when its launch returns
-    if stream == 0:
-        raise ValueError("__dlpack__(stream=0) is not allowed by DLPack (it is ambiguous); "
-                         "pass 1 for the legacy default stream or 2 for the per-thread one")
     if stream == -1 or not SYNC:
         return
     with _device_current(arr.device):

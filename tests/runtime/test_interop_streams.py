@@ -522,3 +522,11 @@ def test_wrappers_of_one_device_allocation_share_a_launch_base(sim):
     third_obj = CudaCAI(0x30000)
     third = interop._from_cai(third_obj, third_obj.__cuda_array_interface__, "c", other)
     assert third.launch_base is not first.launch_base
+
+
+def test_stream_zero_is_refused_on_the_simulator_too(sim):
+    # It passed there and failed on the GPU: the simulator mirrors the GPU's refusals.
+    a = gn.to_device(np.arange(4, dtype=np.float32))
+    with pytest.raises(ValueError, match=r"__dlpack__\(stream=0\) is not allowed by DLPack"):
+        a.__dlpack__(stream=0)
+    assert a.__dlpack__(stream=-1) is not None and a.__dlpack__(stream=1) is not None
