@@ -40,6 +40,12 @@ def cmd_expand(args: argparse.Namespace) -> int:
     from .expand import Expansion
 
     expansion = Expansion.of(source, args.file, module_name)
+    if not expansion.kernel_names and not expansion.module.scan.functions:
+        # Not an error (a module of host code expands to itself), but nothing was checked: a
+        # decorator imported from another module under another name is not seen here.
+        print(f"gpu-native: note: no kernels found in {args.file}; the transpiler finds a "
+              "kernel by its @gpu_kernel decorator, imported from gpu_native into this module",
+              file=sys.stderr)
     if args.kernel and args.kernel not in expansion.kernel_names:
         names = ", ".join(expansion.kernel_names) or "none"
         print(f"gpu-native: no kernel named {args.kernel!r} in {args.file} (kernels: {names})",

@@ -216,3 +216,33 @@ class TestCommandLine:
         assert main(["expand", str(path), "--proofs", "--kernel", "unchecked"]) == 0
         out = capsys.readouterr().out
         assert out.startswith("kernel unchecked (") and "kernel rules" not in out
+
+
+def test_a_file_without_kernels_is_printed_with_a_note(tmp_path, capsys):
+    # A kernel whose decorator is another module's alias of gpu_kernel is not found by a
+    # transpiler that does not run the module: expand printed the file as if nothing were
+    # there to check, where the import refuses it.
+    (tmp_path / "mydec.py").write_text("import gpu_native as gn\n\nkern = gn.gpu_kernel\n")
+    aliased = tmp_path / "aliased.py"
+    aliased.write_text(textwrap.dedent("""\
+        from gpu_native import Kernel1D, CUDASliceMut, FlatLayout1D, f32
+        from mydec import kern
+
+
+        @kern(Kernel1D)
+        def k(a: CUDASliceMut[f32]):
+            a[FlatLayout1D.uid()] = 1.0
+        """))
+    for args in ([], ["--proofs"]):
+        assert main(["expand", str(aliased), *args]) == 0
+        out, err = capsys.readouterr()
+        assert out == (aliased.read_text() if not args else "")
+        assert err == (f"gpu-native: note: no kernels found in {aliased}; the transpiler finds a "
+                       "kernel by its @gpu_kernel decorator, imported from gpu_native into this "
+                       "module\n")
+    # A module of device functions only is checked, and needs no note.
+    devices = tmp_path / "devices.py"
+    devices.write_text("from gpu_native import gpu_device, f32\n\n\n@gpu_device\n"
+                       "def sq(x: f32) -> f32:\n    return x * x\n")
+    assert main(["expand", str(devices)]) == 0
+    assert capsys.readouterr().err == ""
