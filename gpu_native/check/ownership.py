@@ -309,6 +309,11 @@ class Forms:
                         "index rule follows")
             return (f"'{k.array.name}[...]' is read from a {space} array the kernel may "
                     "change: a value loaded from memory, which no index rule follows")
+        if isinstance(k, VarKey) and k.var.is_param:
+            return (f"'{k.var.name}' is a parameter of this device function, and the proofs "
+                    "do not follow what its callers pass for it; declare it `"
+                    f"{k.var.name}: UniqueId` where each caller passes a unique id (its callers "
+                    "then prove that), or wrap the store in `with unsafe():`")
         if isinstance(k, VarKey):
             return (f"'{k.var.name}' is assigned more than once, and its value at the store "
                     "is neither the one assignment that reaches it nor a value every thread "

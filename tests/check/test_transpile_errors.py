@@ -843,3 +843,23 @@ def test_a_grid_stride_while_loop_is_pointed_to_the_for_loops_the_proofs_follow(
                 y[i] = a * x[i]
         """)
     rewrite_module(rewritten, str(tmp_path / "for_loop.py"), "for_loop")
+
+
+def test_a_store_through_a_device_functions_plain_parameter_names_it_as_one(tmp_path):
+    # It was said to be "assigned more than once", which a parameter never is.
+    source = HEADER + textwrap.dedent("""
+        @gpu_device
+        def put(s: CUDASliceMut[f32], t: i32, v: f32):
+            s[t] = v  # <-
+
+
+        @gpu_kernel(Kernel1D)
+        def k(a: CUDASliceMut[f32]):
+            i = FlatLayout1D.uid()
+            put(a, i32(i), 1.0)
+        """)
+    err = located_transpile_error(source, tmp_path / "param_index.py", "not provably unique")
+    assert ("'t' is a parameter of this device function, and the proofs do not follow what its "
+            "callers pass for it; declare it `t: UniqueId` where each caller passes a unique id"
+            ) in err.message
+    assert "assigned more than once" not in err.message
