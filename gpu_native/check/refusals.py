@@ -10,7 +10,7 @@ from .ownership import StoreForm
 from .poly import Digit
 from .radix import PairProof
 
-__all__ = ["UNIQUE_HINT", "WRAP_HINT", "constant_block_strides", "hint_for", "index_text",
+__all__ = ["UNIQUE_HINT", "WRAP_HINT", "block_multiple", "constant_block_strides", "hint_for", "index_text",
            "wrap_hint", "wrap_message"]
 
 UNIQUE_HINT = {
@@ -78,6 +78,13 @@ def hint_for(a: StoreForm, b: StoreForm, outcome: PairProof, space: str) -> str:
                 "(block_idx.x * block_dim.x + thread_idx.x)")
     if any(d.part == "hi" and Digit(d.coord, "lo", d.radix) in a.pins for d in missing):
         # One lane of each warp already: the warp's index is what is not told apart.
+        if block_multiple(a, 0) % 32 == 0:
+            # The assert the hint below asks for is there: the split is what does not match.
+            return ("the block is whole warps (its assert is there), but the quotient does not "
+                    "match the remainder that is pinned: with `lane = thread_idx.x % 32` pinned "
+                    "(`if lane == 0:`), index by `(block_idx.x * block_dim.x + thread_idx.x) "
+                    "// 32` (or a divisor of 32); a coarser quotient (`// 64`) or a finer pin "
+                    "(`thread_idx.x % 16 == 0` with `// 32`) leaves two writers an element")
         return ("the lane is pinned, but the warp's index is not shown apart from the other "
                 "blocks' warps: step by a constant number of warps per block (WARPS = 4; "
                 "row = block_idx.x * WARPS + thread_idx.x // 32, with `assert block_dim.x == "
@@ -92,6 +99,20 @@ def hint_for(a: StoreForm, b: StoreForm, outcome: PairProof, space: str) -> str:
                 "with 0 <= tid < B known (`assert block_dim.x == B`), or a loop "
                 "`for j in range(K): s[tid + j * B]`; otherwise use `with unsafe():`")
     return UNIQUE_HINT[space]
+
+
+def block_multiple(form: StoreForm, axis: int) -> int:
+    """What the asserts around ``form`` show the block's extent along ``axis`` a multiple of
+    (``assert block_dim.x == 128``: 128; ``assert block_dim.x % 32 == 0``: 32); 1 for nothing."""
+    extent = form.launch.get(SpecialKey("block_dim", axis))
+    if extent is None:
+        return 1
+    if not extent.terms:
+        return max(extent.const, 1)
+    if extent.const == 0 and len(extent.terms) == 1:
+        (_, k), = extent.terms
+        return max(k, 1)
+    return 1
 
 
 def constant_block_strides(form: StoreForm) -> list[tuple[str, int]]:

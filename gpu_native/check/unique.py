@@ -29,6 +29,7 @@ orders are left out (:mod:`.phases`).
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 from .. import ir
@@ -36,7 +37,7 @@ from ..analysis.ranges import Affine, constant_value, is_widening
 from ..errors import SourceSpan, TranspileError
 from ..nodes import node
 from ..spec import ParamCheck
-from .facts import Equal, OpKey, Pinned, VarKey, pinned, split_offset
+from .facts import Equal, OpKey, Pinned, SpecialKey, VarKey, pinned, split_offset
 from .lastblock import FlagRead, TicketPinned, TicketUse, check_ticket_pins, ticket_facts
 from .monotone import prove_padded
 from .ownership import (
@@ -361,7 +362,10 @@ class UniqueWrites:
         dividing M (``if tid % 32 == 0: y[tid // 32]``; ``lane = tid & 31``): floor division
         gives ``u == K * (u // K) + u % K``, and ``u % K`` is fixed, so equal quotients mean
         equal ``u``.  ``u`` may carry a constant offset, ``(u - c) // K``, whose remainder is
-        then fixed too (exact integers: the store's wrap check covers the index)."""
+        then fixed too (exact integers: the store's wrap check covers the index).  With ``u``
+        the flat id ``block_idx.a * block_dim.a + thread_idx.a`` and the block a known multiple
+        of M along ``a`` (an assert), a pin of ``thread_idx.a % M`` pins ``u % M``: the block's
+        offset is a multiple of M."""
         k = constant_value(right)
         if not isinstance(k, int) or isinstance(k, bool):
             return None
@@ -385,11 +389,15 @@ class UniqueWrites:
         if u is None:
             return None
         keys = {self.defs.key(c) for c in candidates}
+        # u = block_idx.a * block_dim.a + thread_idx.a: where the block is a multiple of M along
+        # a, u % M == thread_idx.a % M, so a pin of the thread's lane pins u's.
+        axes = (self._flat_axis(c) for c in candidates)
+        block_multiple = {ax: self._block_multiple(ax) for ax in axes if ax is not None}
         for f in self.bounds.facts:
             if type(f) is not Equal:
                 continue
             for a, b in ((f.left, f.right), (f.right, f.left)):
-                if b.integer is None or not isinstance(a, OpKey) or a.left not in keys:
+                if b.integer is None or not isinstance(a, OpKey):
                     continue
                 m = a.right.integer
                 if m is None or m <= 0:
@@ -398,9 +406,48 @@ class UniqueWrites:
                     m += 1
                 elif a.op != "%":
                     continue
+                if a.left not in keys and not (
+                        isinstance(a.left, SpecialKey) and a.left.name == "thread_idx"
+                        and a.left.axis in block_multiple
+                        and block_multiple[a.left.axis] % m == 0):
+                    continue
                 if m % k == 0:
                     return Unique(u.coords)
         return None
+
+    def _flat_axis(self, e: ir.Expr) -> int | None:
+        """The axis ``a`` where ``e`` is ``block_idx.a * block_dim.a + thread_idx.a`` (through
+        locals assigned once), or ``None``."""
+        while isinstance(e, ir.Local):
+            d = self.defs.single_def(e.var)
+            if d is None:
+                return None
+            e = d
+        if not (isinstance(e, ir.BinOp) and e.op == "+"):
+            return None
+        axis = _blockwise_uid(e.left, e.right)
+        return axis if axis is not None else _blockwise_uid(e.right, e.left)
+
+    def _block_multiple(self, axis: int) -> int:
+        """A number the block's extent along ``axis`` is a known multiple of, from the asserts
+        that hold here: ``block_dim.x % 32 == 0`` (or ``block_dim.x & 31 == 0``) gives 32,
+        ``block_dim.x == 96`` gives 96; 1 where none says more."""
+        extent = SpecialKey("block_dim", axis)
+        multiple = 1
+        for f in self.bounds.facts:
+            if type(f) is not Equal:
+                continue
+            for a, b in ((f.left, f.right), (f.right, f.left)):
+                if a == extent and b.integer is not None and b.integer > 0:
+                    multiple = math.lcm(multiple, b.integer)
+                if not (isinstance(a, OpKey) and a.left == extent and b.integer == 0):
+                    continue
+                m = a.right.integer
+                if m is not None and m > 0 and a.op == "%":
+                    multiple = math.lcm(multiple, m)
+                elif m is not None and m > 0 and a.op == "&" and m & (m + 1) == 0:
+                    multiple = math.lcm(multiple, m + 1)
+        return multiple
 
     def classify_untied(self, e: ir.Expr) -> Unique | None:
         """:meth:`classify`, but ``None`` for a value computed from a ticket draw: an equality

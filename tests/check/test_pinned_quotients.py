@@ -232,3 +232,202 @@ def test_the_other_variables_race_is_real(tmp_path):
     y = np.zeros(3, np.float32)
     errors = run_sim(kernel, 2, 48, x, y)
     assert errors.races, "blocks of 48: uids 32 and 48 both write y[1]"
+
+
+# ---- a pin on the thread's lane, in blocks of whole warps ------------------------------------
+#
+# With u = block_idx.x * block_dim.x + thread_idx.x and block_dim.x a multiple of M (asserted),
+# u % M == thread_idx.x % M: a pin on the thread's lane pins u's, and u // K (K dividing M) is
+# unique as above.  Each kernel runs at several block sizes its assert lets through.
+
+WHOLE_WARPS = {
+    "lane_of_thread": ("""
+        @gpu_kernel(Kernel1D)
+        def k(x: CUDASlice[f32], y: CUDASliceMut[f32]):
+            assert block_dim.x % 32 == 0
+            tid = block_idx.x * block_dim.x + thread_idx.x
+            if thread_idx.x % 32 == 0 and tid < len(x):
+                y[tid // 32] = x[tid]
+        """, every(32), (32, 64, 96, 160)),
+    "lane_local_mask_shift": ("""
+        @gpu_kernel(Kernel1D)
+        def k(x: CUDASlice[f32], y: CUDASliceMut[f32]):
+            assert block_dim.x % 32 == 0
+            lane = thread_idx.x & 31
+            tid = block_idx.x * block_dim.x + thread_idx.x
+            if lane == 0 and tid < len(x):
+                y[tid >> 5] = x[tid]
+        """, every(32), (32, 64, 96, 160)),
+    # A multiple of 64 is a multiple of 32.
+    "coarser_assert": ("""
+        @gpu_kernel(Kernel1D)
+        def k(x: CUDASlice[f32], y: CUDASliceMut[f32]):
+            assert block_dim.x % 64 == 0
+            lane = thread_idx.x % 32
+            if lane == 0 and block_idx.x * block_dim.x + thread_idx.x < len(x):
+                y[(block_idx.x * block_dim.x + thread_idx.x) // 32] = \
+                    x[block_idx.x * block_dim.x + thread_idx.x]
+        """, every(32), (64, 128, 192)),
+    # A block of a fixed size that is whole warps.
+    "asserted_extent": ("""
+        @gpu_kernel(Kernel1D)
+        def k(x: CUDASlice[f32], y: CUDASliceMut[f32]):
+            assert block_dim.x == 96
+            tid = block_idx.x * block_dim.x + thread_idx.x
+            if thread_idx.x % 32 == 0 and tid < len(x):
+                y[tid // 32] = x[tid]
+        """, every(32), (96,)),
+    # The pin's modulus a multiple of the quotient's: tid % 16 is fixed too.
+    "divisor_quotient": ("""
+        @gpu_kernel(Kernel1D)
+        def k(x: CUDASlice[f32], y: CUDASliceMut[f32]):
+            assert block_dim.x % 32 == 0
+            tid = block_idx.x * block_dim.x + thread_idx.x
+            if thread_idx.x % 32 == 0 and tid < len(x):
+                y[tid // 16] = x[tid]
+        """, lambda x, out: np.where(np.arange(len(out)) % 2 == 0,
+                                     every(32)(x, out[::2].copy()).repeat(2)[:len(out)], out),
+        (32, 64, 128)),
+    # Another lane than 0, and a constant added before the division.
+    "offset": ("""
+        @gpu_kernel(Kernel1D)
+        def k(x: CUDASlice[f32], y: CUDASliceMut[f32]):
+            assert block_dim.x % 4 == 0
+            tid = block_idx.x * block_dim.x + thread_idx.x
+            if thread_idx.x % 4 == 3 and tid < len(x):
+                y[(tid + 1) // 4 - 1] = x[tid]
+        """, every(4, 3), (4, 12, 64, 100)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(WHOLE_WARPS))
+def test_a_pinned_lane_of_the_thread_in_whole_warps_is_accepted_and_race_free(tmp_path, name):
+    source, reference, blocks = WHOLE_WARPS[name]
+    kernel = build(tmp_path, source, name=name)["k"]
+    for seed, block in enumerate(blocks):
+        rng = np.random.default_rng(seed + 100 * len(name))
+        x = rng.standard_normal(N).astype(np.float32)
+        out = np.full(N, np.nan, np.float32)
+        errors = run_sim(kernel, -(-N // block), block, x, out)
+        assert errors.races == [] and errors.fails == [], (block, errors)
+        np.testing.assert_array_equal(out, reference(x, np.full(N, np.nan, np.float32)),
+                                      err_msg=f"block {block}")
+
+
+def test_along_y(tmp_path):
+    """The same along ``y``: one row of threads in four writes a row of ``out``."""
+    kernel = build(tmp_path, """
+        @gpu_kernel(Kernel2D)
+        def k(a: CUDASlice2D[f32], out: CUDASliceMut2D[f32]):
+            assert block_dim.y % 4 == 0
+            col = block_idx.x * block_dim.x + thread_idx.x
+            row = block_idx.y * block_dim.y + thread_idx.y
+            if thread_idx.y % 4 == 0 and row < a.shape[0] and col < a.shape[1]:
+                out[row // 4, col] = a[row, col]
+        """, name="along_y")["k"]
+    rng = np.random.default_rng(11)
+    a = rng.standard_normal((50, 37)).astype(np.float32)
+    for block in ((8, 4), (4, 8), (32, 12)):
+        out = np.full((13, 37), np.nan, np.float32)
+        grid = (-(-37 // block[0]), -(-50 // block[1]))
+        errors = run_sim(kernel, grid, block, a, out)
+        assert errors.races == [] and errors.fails == [], (block, errors)
+        np.testing.assert_array_equal(out, a[::4], err_msg=f"block {block}")
+
+
+MATVEC_WHOLE_WARPS = """
+    @gpu_kernel(Kernel1D)
+    def k(A: CUDASlice2D[f32], x: CUDASlice[f32], y: CUDASliceMut[f32]):
+        {assert_}
+        warp = (block_idx.x * block_dim.x + thread_idx.x) // 32
+        lane = thread_idx.x % 32
+        acc = f32(0.0)
+        if warp < A.shape[0]:
+            for j in range(lane, A.shape[1], 32):
+                acc += A[warp, j] * x[j]
+        for off in (16, 8, 4, 2, 1):
+            acc += shfl_down(acc, off)
+        if lane == 0 and warp < A.shape[0]:
+            {store}
+    """
+
+
+def test_the_new_users_warp_per_row_matvec(tmp_path):
+    """The new-user trial's kernel: the lane is ``thread_idx.x % 32``, the warp a quotient of
+    the flat id, under ``assert block_dim.x % 32 == 0`` (it was refused, and told to add the
+    assert it had)."""
+    source = MATVEC_WHOLE_WARPS.format(assert_="assert block_dim.x % 32 == 0",
+                                       store="y[warp] = acc")
+    kernel = build(tmp_path, source, name="matvec_whole_warps")["k"]
+    rng = np.random.default_rng(5)
+    A = rng.standard_normal((37, 70)).astype(np.float32)
+    x = rng.standard_normal(70).astype(np.float32)
+    for block in (32, 64, 96, 128):
+        y = np.full(37, np.nan, np.float32)
+        errors = run_sim(kernel, -(-37 * 32 // block), block, A, x, y)
+        assert errors.races == [] and errors.fails == [], (block, errors)
+        np.testing.assert_allclose(y, A.astype(np.float64) @ x, rtol=1e-4, atol=1e-4)
+
+
+WHOLE_WARPS_REFUSED = {
+    # Without the assert a block of 48 has one and a half warps: block 0's thread 32 and block
+    # 1's thread 0 (u = 32 and 48, lanes 0 and 0) both write y[1].
+    "no_assert": MATVEC_WHOLE_WARPS.format(assert_="pass", store="y[warp] = acc"),
+    # Blocks of 48 are a multiple of 16: the same two threads.
+    "assert_16": MATVEC_WHOLE_WARPS.format(assert_="assert block_dim.x % 16 == 0",
+                                           store="y[warp] = acc"),
+    # Threads 0 and 16 both write y[0].
+    "finer_pin": """
+        @gpu_kernel(Kernel1D)
+        def k(x: CUDASlice[f32], y: CUDASliceMut[f32]):
+            assert block_dim.x % 32 == 0
+            tid = block_idx.x * block_dim.x + thread_idx.x
+            if thread_idx.x % 16 == 0:
+                y[tid // 32] = x[tid]
+        """,
+    # Threads 0 and 32 both write y[0].
+    "coarser_quotient": """
+        @gpu_kernel(Kernel1D)
+        def k(x: CUDASlice[f32], y: CUDASliceMut[f32]):
+            assert block_dim.x % 32 == 0
+            tid = block_idx.x * block_dim.x + thread_idx.x
+            if thread_idx.x % 32 == 0:
+                y[tid // 64] = x[tid]
+        """,
+    # The pin is on the lane along y, not along x: u = 0 and u = 1 (thread_idx.y = 0) both
+    # write y[0, 0].
+    "other_axis": """
+        @gpu_kernel(Kernel2D)
+        def k(x: CUDASlice[f32], y: CUDASliceMut2D[f32]):
+            assert block_dim.x % 32 == 0
+            assert block_dim.y % 32 == 0
+            u = block_idx.x * block_dim.x + thread_idx.x
+            if thread_idx.y % 32 == 0:
+                y[block_idx.y, u // 32] = x[u]
+        """,
+}
+
+
+@pytest.mark.parametrize("name", sorted(WHOLE_WARPS_REFUSED))
+def test_whole_warp_near_misses_stay_refused(tmp_path, name):
+    with pytest.raises(TranspileError, match=r"not provably unique"):
+        build(tmp_path, WHOLE_WARPS_REFUSED[name], name=name)
+
+
+def test_the_refused_matvec_without_the_assert_races_on_blocks_of_48(tmp_path):
+    """The near miss races for real (inside `unsafe()`): blocks of 48 threads."""
+    source = MATVEC_WHOLE_WARPS.format(assert_="pass", store="""with unsafe():
+                y[warp] = acc""")
+    kernel = build(tmp_path, source, name="matvec_unsafe")["k"]
+    rng = np.random.default_rng(9)
+    A = rng.standard_normal((4, 40)).astype(np.float32)
+    x = rng.standard_normal(40).astype(np.float32)
+    errors = run_sim(kernel, 3, 48, A, x, np.zeros(4, np.float32))
+    assert errors.races, "blocks of 48: threads 32 of block 0 and 0 of block 1 both write y[1]"
+
+
+def test_the_hint_does_not_ask_for_the_assert_that_is_there(tmp_path):
+    with pytest.raises(TranspileError) as info:
+        build(tmp_path, WHOLE_WARPS_REFUSED["coarser_quotient"], name="hint")
+    hint = str(info.value).split("hint:")[-1]
+    assert "assert block_dim.x % 32 == 0" not in hint and "whole warps" in hint, hint
