@@ -118,6 +118,11 @@ def param_atoms(forms: Iterable[StoreForm]) -> list[VarKey]:
     return [found[n] for n in sorted(found)]
 
 
+def _steps_by(n: Poly, stepped) -> bool:
+    """Whether every atom of the symbolic bound ``n`` is a factor of some index term."""
+    return all(a in stepped for mono, _ in n.terms for a in mono)
+
+
 def candidate_bounds(ndim: int) -> list[Poly]:
     """The bounds a parameter is tried against: a block's extent along an axis, then the grid's
     (a row pitch at least the width of the launch)."""
@@ -460,11 +465,15 @@ class Forms:
             dims = [substitute(p, deep(lambda a: atom(("block", a)) if isinstance(a, Digit) and
                                     a.coord.startswith("bid") else None)) for p in dims]
         ranges: dict = {}
+        # Extents the indices step by (block_idx.x * block_dim.x + t): a digit bounded by one of
+        # them keeps that bound, which the pair proof needs, over a constant one a fact gives
+        # (t < 128 after a checked s[t], where block_dim.x may be smaller).
+        stepped = {a for p in dims for mono, _ in p.terms for a in mono}
         for p in dims:
             for digit in nested_digits(p):  # and those a split is computed from (.splits)
-                ranges[digit] = self._range(digit, facts, subst)
+                ranges[digit] = self._range(digit, facts, subst, stepped)
         for digit in pins:
-            ranges.setdefault(digit, self._range(digit, facts, subst))
+            ranges.setdefault(digit, self._range(digit, facts, subst, stepped))
         whole = {c: self._range(Digit(c), facts, subst)
                  for c in (f"{t}{a}" for t in ("tid", "bid") for a in range(3))}
         single = frozenset(c for c, n in whole.items() if n == const(1))
@@ -564,10 +573,14 @@ class Forms:
 
         return go
 
-    def _range(self, digit: Digit, facts: list, subst) -> Poly | None:
+    def _range(self, digit: Digit, facts: list, subst, stepped: frozenset | set = frozenset()
+               ) -> Poly | None:
         """The digit's range ``[0, n)``: ``n``, or ``None`` when not bounded; a fact ``digit <
-        c`` (``if lane < WARPS:``) narrows it."""
-        n = self._full_range(digit, facts, subst)
+        c`` (``if lane < WARPS:``) narrows it, unless ``n`` is an extent in ``stepped`` (one
+        the indices step by: both bounds hold, and the proof needs that one)."""
+        n = self._full_range(digit, facts, subst, stepped)
+        if n is not None and n.terms and _steps_by(n, stepped):
+            return n
         for f in facts:
             if isinstance(f, Less) and f.right.integer is not None and \
                     self.poly(f.left) == atom(digit):
@@ -576,7 +589,8 @@ class Forms:
                     n = const(bound)
         return n
 
-    def _full_range(self, digit: Digit, facts: list, subst) -> Poly | None:
+    def _full_range(self, digit: Digit, facts: list, subst,
+                    stepped: frozenset | set = frozenset()) -> Poly | None:
         if digit.of is not None:
             from .splits import derived_range
             return derived_range(digit.of, lambda d: self._range(d, facts, subst))
@@ -592,6 +606,8 @@ class Forms:
         whole = substitute(atom(SpecialKey(name, axis)), subst)
         special = SpecialKey("thread_idx" if name == "block_dim" else "block_idx", axis)
         for f in facts:
+            if whole.terms and _steps_by(whole, stepped):
+                break   # the extent an index steps by stays the bound (see _range)
             if isinstance(f, Less) and f.left == special and f.right.integer is not None:
                 bound = f.right.integer
                 if not whole.terms:
