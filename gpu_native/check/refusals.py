@@ -69,9 +69,9 @@ def hint_for(a: StoreForm, b: StoreForm, outcome: PairProof, space: str) -> str:
                 "if is_last[0] == 1: ...), or wrap the store in `with unsafe():`")
     strides = constant_block_strides(a)
     if strides:
-        steps = " and ".join(f"{k} per block along {n} (block_idx.{n} * {k} + thread_idx.{n})"
-                             for n, k in strides)
-        asserts = " and ".join(f"block_dim.{n} == {k}" for n, k in strides)
+        steps = " and ".join(f"{k} per block (block_idx.{b} * {k} + thread_idx.{n})"
+                             for n, b, k in strides)
+        asserts = " and ".join(dict.fromkeys(f"block_dim.{n} == {k}" for n, _, k in strides))
         return (f"the index steps by {steps}, which tells threads apart only in blocks no "
                 f"larger than that: assert it (`assert {asserts}` at the top of the kernel, "
                 "checked once per launch), or step by the block's extent "
@@ -115,16 +115,22 @@ def block_multiple(form: StoreForm, axis: int) -> int:
     return 1
 
 
-def constant_block_strides(form: StoreForm) -> list[tuple[str, int]]:
-    """The axes along which ``form`` holds ``block_idx * k + thread_idx`` (k > 1 a constant)
-    with the block's extent along it unknown: ``[("y", 16), ("x", 16)]``."""
+def constant_block_strides(form: StoreForm) -> list[tuple[str, str, int]]:
+    """Where an index of ``form`` holds ``block_idx.b * k + thread_idx.n`` (k > 1 a constant)
+    with the block's extent along ``n`` unknown, ``(n, b, k)``: ``[("y", "y", 16), ("x", "x",
+    16)]``, or ``("x", "y", 32)`` for a transpose's ``block_idx.y * 32 + thread_idx.x``."""
     found = []
     for p in form.dims:
         coefficients = {m[0].coord: k for m, k in p.terms
                         if len(m) == 1 and isinstance(m[0], Digit) and m[0].part == "all"}
         for axis, name in enumerate("xyz"):
-            k = coefficients.get(f"bid{axis}")
-            if (coefficients.get(f"tid{axis}") == 1 and isinstance(k, int) and k > 1
-                    and SpecialKey("block_dim", axis) not in form.launch):
-                found.append((name, k))
+            if (coefficients.get(f"tid{axis}") != 1
+                    or SpecialKey("block_dim", axis) in form.launch):
+                continue
+            # The block axis of the same name first (the common case), then any other.
+            for b in sorted(range(3), key=lambda b: b != axis):
+                k = coefficients.get(f"bid{b}")
+                if isinstance(k, int) and k > 1:
+                    found.append((name, "xyz"[b], k))
+                    break
     return found

@@ -100,8 +100,30 @@ def test_a_constant_block_stride_asks_for_the_block_shape_assert():
     """The Numba documentation's tiled matmul indexes ``block_idx.x * TPB + thread_idx.x``:
     unique only in blocks of at most TPB threads, which the refusal says to assert."""
     text = refusal(TILED)
-    assert "steps by 16 per block along y" in text and "16 per block along x" in text, text
+    assert ("steps by 16 per block (block_idx.y * 16 + thread_idx.y) and 16 per block "
+            "(block_idx.x * 16 + thread_idx.x)") in text, text
     assert "`assert block_dim.y == 16 and block_dim.x == 16`" in text, text
+
+
+TRANSPOSED = """
+from gpu_native import Kernel2D, CUDASlice2D, CUDASliceMut2D, block_idx
+
+@gpu_kernel(Kernel2D)
+def k(odata: CUDASliceMut2D[f32], idata: CUDASlice2D[f32]):
+    ox = block_idx.y * 32 + thread_idx.x
+    oy = block_idx.x * 32 + thread_idx.y
+    if ox < idata.shape[0] and oy < idata.shape[1]:
+        odata[oy, ox] = idata[ox, oy]
+"""
+
+
+def test_a_transposed_block_stride_asks_for_the_block_shape_assert_too():
+    # The CUDA samples' transpose writes block_idx.y * TILE + thread_idx.x: the block axis and
+    # the thread axis differ, and the refusal gave the generic 1-D hint (FlatLayout1D.uid()).
+    text = refusal(TRANSPOSED)
+    assert "(block_idx.y * 32 + thread_idx.x)" in text, text
+    assert "`assert block_dim.y == 32 and block_dim.x == 32`" in text, text
+    assert "FlatLayout1D.uid()" not in text, text
 
 
 def test_with_the_block_shape_asserted_the_store_is_proven():
