@@ -463,7 +463,8 @@ class ScaledStores:
                     f"store into '{array.var.name}' scaled by a loop variable: the array is "
                     f"also written by {type(n).__name__.lower()} here, which the proof of "
                     "those stores does not model", traced[0].span,
-                    "write the array through plain stores only, or use `with unsafe():`")
+                    "write the array through plain stores only, or use `with unsafe():`; " +
+                    _WHILE_HINT)
         ours = [r for r in self.stores if id(r.array) in arrays]
         watch = {id(r.indices): r.needs for r in ours}
         launch = _launch_values(body)
@@ -524,7 +525,7 @@ class ScaledStores:
                     "which may differ between the threads of the block (it is assigned under a "
                     "condition, in a loop whose trip count is not known, or from a thread's "
                     "own values), so nothing shows which thread writes which element",
-                    rec.span, _HINT)
+                    rec.span, f"{_WHILE_HINT}; else {_HINT}")
             known[id(var)] = v
         keys = substitute_keys(rec.keys, known)
         facts = substitute_keys(rec.facts, known)
@@ -551,6 +552,12 @@ class ScaledStores:
         return form
 
 
+# A block-stride loop written as CUDA writes it (b = thread_idx.x; while b < N: ...; b +=
+# block_dim.x) reaches the loop-variable proofs, which need a uniform scale; as a range() loop
+# the index rules prove it.
+_WHILE_HINT = ("if the index is stepped by a while loop (b = thread_idx.x; while b < N: ...; b "
+               "+= block_dim.x), write the loop as `for b in range(thread_idx.x, N, "
+               "block_dim.x):`, whose stores the index rules prove")
 _HINT = ("a scale must be the same in every thread of the block (assigned outside any "
          "thread-dependent condition, from constants and launch values) and never 0 where the "
          "store runs; separate the stores with sync_threads(), or use `with unsafe():` if you "

@@ -863,3 +863,33 @@ def test_a_store_through_a_device_functions_plain_parameter_names_it_as_one(tmp_
             "callers pass for it; declare it `t: UniqueId` where each caller passes a unique id"
             ) in err.message
     assert "assigned more than once" not in err.message
+
+
+@pytest.mark.parametrize("after", ["sh.atomic_ref(i32(data[0])).fetch_add(1)",
+                                   "hist[block_idx.x] = sh[0]"])
+def test_a_block_stride_while_loop_is_pointed_to_its_range_loop(after, tmp_path):
+    loop = f"""
+        @gpu_kernel(Kernel1D)
+        def k(data: CUDASlice[u8], hist: CUDASliceMut[i32]):
+            sh = shared_array(i32, (256,))
+            b = thread_idx.x
+            while b < 256:
+                sh[b] = 0  # <-
+                b += block_dim.x
+            sync_threads()
+            if thread_idx.x == 0:
+                {after}
+        """
+    err = located_transpile_error(HEADER + textwrap.dedent(loop), tmp_path / "while_init.py",
+                                  "store into 'sh'")
+    assert ("write the loop as `for b in range(thread_idx.x, N, block_dim.x):`, whose stores "
+            "the index rules prove") in (err.hint or ""), err.hint
+    # The loop it names is accepted.
+    fixed = loop.replace("""            b = thread_idx.x
+            while b < 256:
+                sh[b] = 0  # <-
+                b += block_dim.x""", """            for b in range(thread_idx.x, 256, block_dim.x):
+                sh[b] = 0""")
+    assert fixed != loop
+    rewrite_module(HEADER + textwrap.dedent(fixed), str(tmp_path / "range_init.py"),
+                   "range_init")
