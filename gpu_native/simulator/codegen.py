@@ -475,6 +475,9 @@ class FunctionEmitter:
         r, d = self.tmp("r"), self.tmp("d")
         self.line(f"{r} = {self.prog.zero(e.ty)}", e.span)
         self.line(f"{d} = _gn.deaths", e.span)
+        # The statement's own mask, for a race's advice: a barrier may go before a statement
+        # whose conditional expression only is divergent (Machine._divergence).
+        self.line(f"_gn.outer.append({m})", e.span)
         for branch, fn in ((e.then, "_gn_and"), (e.orelse, "_gn_andnot")):
             need = self.tmp("n")
             self.line(f"{need} = {fn}({m}, {c})", branch.span)
@@ -483,6 +486,7 @@ class FunctionEmitter:
             x = self.expr(branch, need)
             self.line(f"{r} = {where}({need}, {x}, {r})", branch.span)
             self.indent -= 1
+        self.line("_gn.outer.pop()", e.span)
         self.line(f"{m} = _gn.prune({m}, {d})", e.span)
         return r
 

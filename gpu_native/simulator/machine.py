@@ -124,6 +124,9 @@ class Chunk:
         self.async_copies = None  # cp_async copies in flight (simulator.matrices.AsyncCopies)
         self.async_reads = None  # warpgroup_mma reads in flight (simulator.warpgroup.AsyncReads)
         self.tma = None  # tensor copies' barriers and copies (simulator.tma.TmaState)
+        # The masks of the statements whose conditional expressions are running a branch (the
+        # outermost first): what _divergence judges, since a barrier can go before them.
+        self.outer: list = []
 
     # ---- lane information (computed on demand, dropped on compaction) ----
 
@@ -546,7 +549,11 @@ class Chunk:
     def _divergence(self, m, gtid: int) -> tuple[int, int] | None:
         """For an access under mask ``m`` by global thread ``gtid``: ``None`` when every live
         thread of its block runs it, else (divergent code, where ``sync_threads()`` cannot be
-        called) the lanes of its warp that run it and the live lanes of that warp, as bit masks."""
+        called) the lanes of its warp that run it and the live lanes of that warp, as bit masks.
+        Inside a conditional expression the statement's mask counts: only a branch diverges,
+        and a sync_threads() before the statement is reached by every thread."""
+        if self.outer:
+            m = self.outer[0]
         if m is None:
             return None
         lane = int(np.argmax(self._info("gtid") == gtid))

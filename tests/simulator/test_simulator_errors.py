@@ -120,6 +120,14 @@ def warp_exchange(x: CUDASlice[f32], out: CUDASliceMut[f32], limit: i32, fence: 
         out[i] = s[t ^ 1]
 
 @gpu_kernel(Kernel1D)
+def exchange_in_expression(x: CUDASlice[f32], out: CUDASliceMut[f32]):
+    s = shared_array(f32, 64)
+    t = BlockLayout1D.uid()
+    i = FlatLayout1D.uid()
+    s[t] = x[i]
+    out[i] = s[t + 1] if t < 63 else f32(0.0)
+
+@gpu_kernel(Kernel1D)
 def exchange_in_branch(x: CUDASlice[f32], out: CUDASliceMut[f32]):
     s = shared_array(f32, 64)
     t = BlockLayout1D.uid()
@@ -315,6 +323,19 @@ class TestRaces:
             "timing; add sync_threads() between them where every thread of the block reaches "
             "it: this access is in divergent code, so end the branch before the barrier and "
             "open another after it"]
+
+    def test_a_read_in_a_conditional_expression_asks_for_sync_threads(self, k):
+        # Only the expression's branch diverges: a sync_threads() before the statement is
+        # reached by every thread (the advice was sync_warp, "sync_threads() cannot be used").
+        x = np.arange(64, dtype=np.float32)
+        errors = launch(k["exchange_in_expression"], 1, 64, x, poisoned(64, np.float32))
+        read, write = at(k, "exchange_in_expression", "out[i] = s[t + 1] if t < 63 else "
+                         "f32(0.0)", "s[t] = x[i]")
+        assert errors.races == [
+            "data race on shared array s[1] of block (0, 0, 0): thread (0, 0, 0) reads it at "
+            f"{read} after thread (1, 0, 0) wrote it at {write}; no sync_threads() lies between "
+            "the two accesses, so on the GPU the result depends on timing; add sync_threads() "
+            "between them"]
 
     def test_missing_barrier_within_a_warp_in_divergent_code_asks_for_sync_warp(self, k):
         # Lanes 0..15 of warp 0 exchange through shared memory inside `if t < 16:`, where
