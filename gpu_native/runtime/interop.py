@@ -98,8 +98,12 @@ _capsule_set_name = ctypes.pythonapi.PyCapsule_SetName
 _capsule_set_name.restype = ctypes.c_int
 _capsule_set_name.argtypes = [ctypes.py_object, ctypes.c_char_p]
 
-_exports: dict[int, tuple] = {}  # address of our managed tensor -> what keeps it alive
-_exports_lock = threading.Lock()
+# Address of our managed tensor -> what keeps it alive.  No lock: one insertion per export and
+# one pop per release, each atomic.  A release runs in a ctypes callback, which a consumer may
+# call while an exception is propagating (NumPy's view of an array dies on the way out of a
+# failed expression); there every call returns with the error still set and Python raises a
+# SystemError after it, so a lock taken there stayed taken and every later export hung.
+_exports: dict[int, tuple] = {}
 
 
 def _dl_dtype(info) -> DLDataType:
@@ -125,8 +129,7 @@ _DL_NAMES = {(_DL_INT, 8): "i8", (_DL_INT, 16): "i16", (_DL_INT, 32): "i32", (_D
 def _delete_export(address):
     if address is None:  # NULL: not one of ours
         return
-    with _exports_lock:
-        _exports.pop(address, None)
+    _exports.pop(address, None)
 
 
 # The destructor receives the dying capsule as a raw pointer: wrapping it in a py_object would
@@ -144,8 +147,7 @@ def _destroy_capsule(capsule):
     for name in (_LEGACY_NAME, _VERSIONED_NAME):
         if _raw_is_valid(capsule, name):
             address = _raw_pointer(capsule, name)
-            with _exports_lock:
-                _exports.pop(address, None)
+            _exports.pop(address, None)
 
 
 # ---- streams -------------------------------------------------------------------------------------
@@ -308,8 +310,7 @@ def to_dlpack(arr: DeviceArray, stream=None, max_version=None, dl_device=None, c
     tensor.byte_offset = 0
     managed.deleter = _delete_export
     address = ctypes.addressof(managed)
-    with _exports_lock:
-        _exports[address] = (managed, shape, arr, strides)
+    _exports[address] = (managed, shape, arr, strides)
     name = _VERSIONED_NAME if versioned else _LEGACY_NAME
     return _capsule_new(address, name, ctypes.cast(_destroy_capsule, ctypes.c_void_p))
 

@@ -530,3 +530,26 @@ def test_stream_zero_is_refused_on_the_simulator_too(sim):
     with pytest.raises(ValueError, match=r"__dlpack__\(stream=0\) is not allowed by DLPack"):
         a.__dlpack__(stream=0)
     assert a.__dlpack__(stream=-1) is not None and a.__dlpack__(stream=1) is not None
+
+
+def test_a_release_during_an_exception_leaves_later_exports_working(tmp_path):
+    # NumPy's view dies while TypeError propagates: the release callback ran with the error
+    # set, its lock's __enter__ raised SystemError after taking the lock, and the next export
+    # waited for it forever.  (The pending exception itself is still replaced: a ctypes
+    # callback cannot keep it; see docs/interop.md.)
+    import subprocess
+    import sys
+
+    from tests.helpers import child_env
+
+    code = (
+        "import numpy as np, gpu_native as gn\n"
+        "a = gn.to_device(np.arange(4, dtype=np.float32))\n"
+        "try:\n"
+        "    float(np.from_dlpack(a))\n"
+        "except BaseException:\n"
+        "    pass\n"
+        "print(np.from_dlpack(a).tolist(), flush=True)\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120, env=child_env(tmp_path, GPU_NATIVE_BACKEND="sim"))
+    assert "[0.0, 1.0, 2.0, 3.0]" in proc.stdout, (proc.returncode, proc.stdout, proc.stderr)
