@@ -187,6 +187,10 @@ class Program:
         if not isinstance(specs, S.Tuple):
             raise TranspileError("specializations= must be a list, e.g. [f32, f64] or "
                                  "[(f32, i32), (f64, i64)]", specs.span)
+        if not specs.elts:
+            raise TranspileError("specializations= must list at least one specialisation, e.g. "
+                                 "[f32, f64] (or leave it out: every combination of the "
+                                 "TypeVars' types)", specs.span)
         combos = []
         for item in specs.elts:
             elts = item.elts if isinstance(item, S.Tuple) else (item,)

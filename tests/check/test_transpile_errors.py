@@ -415,6 +415,14 @@ def k(a: CUDASliceMut[f64]):
     i = FlatLayout1D.uid()
     a[i] = float(""" + str(-2 ** 1100) + """)  # <-
 """, "float(): an integer of about 332 digits is too large for f64"),
+    "empty specializations": ("""
+T = TypeVar("T", f32, f64)
+
+@gpu_kernel(Kernel1D, specializations=[])  # <-
+def k(a: CUDASlice[T], c: CUDASliceMut[T]):
+    i = FlatLayout1D.uid()
+    c[i] = a[i] * 2
+""", "specializations= must list at least one specialisation"),
     "literal out of range for a store": ("""
 @gpu_kernel(Kernel1D)
 def k(a: CUDASliceMut[u8]):
