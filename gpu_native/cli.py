@@ -30,7 +30,7 @@ def cmd_expand(args: argparse.Namespace) -> int:
     source = read_source(args.file)
     module_name = args.module
     if args.exact:
-        if args.kernel:
+        if args.kernel is not None:
             raise SystemExit("gpu-native expand: --exact prints the whole module; --kernel "
                              "goes with the other forms")
         from .rewrite import rewrite_module
@@ -46,7 +46,7 @@ def cmd_expand(args: argparse.Namespace) -> int:
         print(f"gpu-native: note: no kernels found in {args.file}; the transpiler finds a "
               "kernel by its @gpu_kernel decorator, imported from gpu_native into this module",
               file=sys.stderr)
-    if args.kernel and args.kernel not in expansion.kernel_names:
+    if args.kernel is not None and args.kernel not in expansion.kernel_names:
         names = ", ".join(expansion.kernel_names) or "none"
         print(f"gpu-native: no kernel named {args.kernel!r} in {args.file} (kernels: {names})",
               file=sys.stderr)

@@ -246,3 +246,11 @@ def test_a_file_without_kernels_is_printed_with_a_note(tmp_path, capsys):
                        "def sq(x: f32) -> f32:\n    return x * x\n")
     assert main(["expand", str(devices)]) == 0
     assert capsys.readouterr().err == ""
+
+
+def test_an_empty_kernel_name_is_an_unknown_kernel(tmp_path, capsys):
+    # --kernel '' printed nothing and exited 0 (an empty name read as no filter).
+    path = tmp_path / "one.py"
+    path.write_text(SOURCE)
+    assert main(["expand", str(path), "--kernel", ""]) == 2
+    assert "no kernel named '' in" in capsys.readouterr().err
