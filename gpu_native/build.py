@@ -27,7 +27,8 @@ def parse_arch(arch: str) -> tuple[int, str]:
         digits = arch[3:]
         suffix = digits[-1:] if digits[-1:] in ("a", "f") else ""
         digits = digits[: len(digits) - len(suffix)]
-        if 2 <= len(digits) <= 3 and digits.isascii() and digits.isdigit():
+        # No leading zero: NVRTC knows sm_90, not sm_090.
+        if 2 <= len(digits) <= 3 and digits.isascii() and digits.isdigit() and digits[0] != "0":
             return int(digits), suffix
     raise ValueError(f"invalid GPU architecture {arch!r}: expected a name like 'sm_90' "
                      "(for a device of compute capability 9.0)")
