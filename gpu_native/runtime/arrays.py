@@ -351,6 +351,8 @@ class DeviceArray(_ArrayBase):
                 offset += start * s if shape[-1] else 0
                 continue
             try:
+                if isinstance(k, (bool, np.bool_)):  # NumPy reads a[True] as a mask, not a row
+                    raise TypeError
                 i = operator.index(k)
             except TypeError:
                 raise TypeError(f"device arrays are indexed by integers, slices and '...', "

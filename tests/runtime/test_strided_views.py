@@ -192,6 +192,14 @@ def test_basic_indexing_matches_numpy(backend, index):
     np.testing.assert_array_equal(v.to_host(), x[index])
 
 
+@pytest.mark.parametrize("index", [True, False, np.bool_(True), (0, True), (slice(None), False)])
+def test_a_bool_index_is_refused_not_read_as_a_row(backend, index):
+    # NumPy reads a[True] as a mask (a new axis); a device array read it as row 1.
+    d = gn.to_device(np.zeros((3, 4), np.float32))
+    with pytest.raises(TypeError, match=r"indexed by integers, slices and '\.\.\.', not bool"):
+        d[index]
+
+
 @pytest.mark.parametrize("axes", [(), (1, 0, 2), (2, 0, 1), (-1, 0, 1)])
 def test_transpose_matches_numpy(backend, axes):
     x = np.random.default_rng().standard_normal((3, 4, 5))
