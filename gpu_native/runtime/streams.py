@@ -76,14 +76,14 @@ class Stream:
 
     def record(self, event: Event | None = None) -> Event:
         """Record an event on this stream (a new one unless given) and return it."""
-        event = event if event is not None else Event()
+        event = _event(event, "record's event") if event is not None else Event()
         event.record(self)
         return event
 
     def wait(self, event: Event) -> None:
         """Make later work on this stream wait for ``event``."""
         handle, _ = self._resolve(self._device)
-        B.select().stream_wait_event(handle, event._handle)
+        B.select().stream_wait_event(handle, _event(event, "wait's event")._handle)
 
     def __del__(self) -> None:
         try:
@@ -141,7 +141,7 @@ class _DefaultStream(Stream):
 
     def wait(self, event: Event) -> None:
         handle, _ = self._resolve(current_device())
-        B.select().stream_wait_event(handle, event._handle)
+        B.select().stream_wait_event(handle, _event(event, "wait's event")._handle)
 
     def __repr__(self) -> str:
         return "gpu_native.DEFAULT_STREAM"
@@ -197,17 +197,27 @@ def as_stream(obj) -> Stream:
         return stream
 
 
+def _event(value, what: str) -> Event:
+    """``value``, or a TypeError naming ``what`` when it is not an Event."""
+    if not isinstance(value, Event):
+        raise TypeError(f"{what} must be a gpu_native Event, not {type(value).__name__} "
+                        f"{value!r:.40}")
+    return value
+
+
 class Event:
     """A CUDA event: a point in a stream to wait for or to time against."""
 
-    __slots__ = ("__weakref__", "_handle")
+    __slots__ = ("__weakref__", "_handle", "_recorded")
 
     def __init__(self) -> None:
         self._handle = B.select().event_create()
+        self._recorded = False
 
     def record(self, stream: Stream = DEFAULT_STREAM) -> Event:
         handle, _ = as_stream(stream)._resolve(current_device())
         B.select().event_record(self._handle, handle)
+        self._recorded = True
         return self
 
     @boundary
@@ -219,8 +229,17 @@ class Event:
         """True once all work before the event has finished."""
         return B.select().event_query(self._handle)
 
+    @boundary
     def elapsed_time(self, end: Event) -> float:
-        """Milliseconds between this event and ``end`` (both recorded and complete)."""
+        """Milliseconds between this event and ``end`` (both recorded and complete).
+
+        Raises ``TypeError`` when ``end`` is not an Event, ``ValueError`` when either event
+        was never recorded (the simulator answered with a meaningless number)."""
+        _event(end, "elapsed_time's end")
+        for which, event in (("this event", self), ("end", end)):
+            if not event._recorded:
+                raise ValueError(f"elapsed_time: {which} was never recorded; record both "
+                                 "events on a stream first (event.record(stream))")
         return B.select().event_elapsed_ms(self._handle, end._handle)
 
     def __del__(self) -> None:

@@ -2,7 +2,8 @@
 (``to_host()``, ``gn.synchronize()``) raises the errors of the default stream and of the streams
 its own thread launched on, and leaves another thread's stream its error.  It once took every
 stream's error: thread B's ``to_host()`` after a correct launch raised the IndexError of thread
-A's kernel, and A's ``s.synchronize()`` then raised nothing."""
+A's kernel, and A's ``s.synchronize()`` then raised nothing.  Also: events and streams given
+what they cannot use say so."""
 
 from __future__ import annotations
 
@@ -75,3 +76,25 @@ def test_the_launching_threads_own_device_wide_sync_still_raises(backend, kr):
     with pytest.raises(gn.KernelIndexError):
         gn.synchronize()
     s.synchronize()           # raised once, then cleared
+
+
+def test_event_misuse_is_a_clear_error(backend):
+    # An unrecorded event timed as -58780799.86 ms on the simulator; a non-Event argument was
+    # an AttributeError from inside the runtime.
+    start = gn.Event().record()
+    with pytest.raises(ValueError, match="elapsed_time: end was never recorded"):
+        start.elapsed_time(gn.Event())
+    with pytest.raises(ValueError, match="elapsed_time: this event was never recorded"):
+        gn.Event().elapsed_time(start)
+    with pytest.raises(TypeError, match="elapsed_time's end must be a gpu_native Event, not int"):
+        start.elapsed_time(5)
+    s = gn.Stream()
+    with pytest.raises(TypeError, match="wait's event must be a gpu_native Event, not NoneType"):
+        s.wait(None)
+    with pytest.raises(TypeError, match="record's event must be a gpu_native Event, not int"):
+        s.record(5)
+    with pytest.raises(TypeError, match="wait's event must be a gpu_native Event, not str"):
+        gn.DEFAULT_STREAM.wait("x")
+    end = s.record()
+    end.synchronize()
+    assert start.elapsed_time(end) >= 0.0
