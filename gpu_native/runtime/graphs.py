@@ -54,6 +54,7 @@ class Graph:
         self._capturing = False
         self._graph: object = None  # the CUgraph and CUgraphExec, once captured
         self._exec: object = None
+        self._ended = False  # a capture ended without an exception (the simulator's _exec)
         self.launches = 0
 
     def __enter__(self) -> Graph:
@@ -71,6 +72,12 @@ class Graph:
         self._capturing = False
         backend = B.select()
         if backend.name != "cuda":
+            # As the GPU's: a capture that raised leaves nothing to replay.
+            if exc_type is not None:
+                self._captured.clear()
+                self.launches = 0
+            else:
+                self._ended = True
             return
         drv = D.driver()
         graph = D.check(drv.cuStreamEndCapture(self.stream._handle), "ending the capture")
@@ -93,14 +100,15 @@ class Graph:
     def replay(self, stream=DEFAULT_STREAM) -> None:
         """Run the captured launches, in order, on ``stream``."""
         backend = B.select()
+        target = as_stream(stream)    # the simulator refuses what the GPU refuses
+        if self._exec is None and not self._ended:
+            raise GpuNativeError("nothing was captured: launch on graph.stream inside "
+                                 "`with graph:` first")
         if backend.name != "cuda":
             for launcher, args in self._captured:
                 launcher(*args)
             return
-        if self._exec is None:
-            raise GpuNativeError("nothing was captured: launch on graph.stream inside "
-                                 "`with graph:` first")
-        handle, _ = as_stream(stream)._resolve(current_device())
+        handle, _ = target._resolve(current_device())
         D.check(D.driver().cuGraphLaunch(self._exec, handle), "replaying the graph")
 
     @boundary

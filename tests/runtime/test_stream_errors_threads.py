@@ -98,3 +98,39 @@ def test_event_misuse_is_a_clear_error(backend):
     end = s.record()
     end.synchronize()
     assert start.elapsed_time(end) >= 0.0
+
+
+GRAPH_KERNEL = """
+from gpu_native import gpu_kernel, Kernel1D, CUDASliceMut, FlatLayout1D, f32
+
+
+@gpu_kernel(Kernel1D)
+def bump(a: CUDASliceMut[f32]):
+    i = FlatLayout1D.uid()
+    if i < len(a):
+        a[i] = a[i] + 1.0
+"""
+
+
+def test_a_graph_on_the_simulator_refuses_what_the_gpu_refuses(sim, kernel_module):
+    m = kernel_module(GRAPH_KERNEL)
+    a = gn.zeros(64, gn.f32)
+    with pytest.raises(gn.GpuNativeError, match="nothing was captured"):
+        gn.Graph().replay()
+    # A capture that raised leaves nothing to replay (it ran its launches once on the GPU's
+    # capture stream: none on the simulator, which replays).
+    g = gn.Graph()
+    with pytest.raises(RuntimeError, match="stop"), g:
+        m.bump[1, 64, g.stream](a)
+        raise RuntimeError("stop")
+    with pytest.raises(gn.GpuNativeError, match="nothing was captured"):
+        g.replay()
+    g = gn.Graph()
+    with g:
+        m.bump[1, 64, g.stream](a)
+    with pytest.raises(TypeError, match="expected a stream"):
+        g.replay(stream="garbage")
+    g.replay()
+    g.replay()
+    g.synchronize()
+    np.testing.assert_array_equal(a.to_host(), np.full(64, 2.0, np.float32))
