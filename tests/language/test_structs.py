@@ -6,6 +6,7 @@ transpile errors."""
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 import textwrap
@@ -694,8 +695,12 @@ def test_the_decorator_refuses_what_the_checker_refuses_even_unused(body, messag
     sys.modules.pop("struct_body", None)
     with pytest.raises(TypeError, match=re.escape(message)) as info:
         importlib.import_module("struct_body")
-    # The user's decorator line is the last frame, not one of gpu_native's.
-    assert info.traceback[-1].path.name == "struct_body.py", info.traceback
+    # The user's decorator line, and none of gpu_native's frames past its entry point (which
+    # Python 3.10 keeps: docs/environment.md, GPU_NATIVE_TRACEBACK).
+    names = [os.path.basename(str(entry.path)) for entry in info.traceback]
+    assert "struct_body.py" in names and "structs.py" not in names, info.traceback
+    if sys.version_info >= (3, 11):
+        assert names[-1] == "struct_body.py", info.traceback
 
 
 def test_a_docstring_and_annotations_only_are_a_struct():
