@@ -189,13 +189,15 @@ class Kernel(Generic[P]):
         dropped when it changes device.
         """
         try:
-            launcher = _tls.launchers[(self, grid, block, shared_mem_bytes, stream)]
+            entry = _tls.launchers[(self, grid, block, shared_mem_bytes, stream)]
             # A key equal to a cached one may hold a float or a bool (1.0 == True == 1): those
-            # are configured, and so refused, as on a miss.
-            if (type(shared_mem_bytes) in EXACT_INTS
-                    and (type(grid) in EXACT_DIMS or sizing.is_exact(grid))
-                    and (type(block) in EXACT_DIMS or sizing.is_exact(block))):
-                return launcher
+            # are configured, and so refused, as on a miss.  The very objects that were
+            # configured (a launch in a loop passes the same ones) need no second look.
+            if ((entry[0] is grid and entry[1] is block and entry[2] is shared_mem_bytes)
+                    or (type(shared_mem_bytes) in EXACT_INTS
+                        and (type(grid) in EXACT_DIMS or sizing.is_exact(grid))
+                        and (type(block) in EXACT_DIMS or sizing.is_exact(block)))):
+                return entry[3]
         except (AttributeError, KeyError, TypeError):
             pass
         # Not in the cache: configure, outside the handler so that a refusal does not carry the
@@ -215,10 +217,13 @@ class Kernel(Generic[P]):
         ``stream`` is what :meth:`launch` accepts, or ``0`` for the default stream.
         """
         try:
-            launcher = _tls.launchers[(self, config)]
-            if ((len(config) == 2 and type(config[0]) in EXACT_DIMS
-                    and type(config[1]) in EXACT_DIMS) or sizing.is_exact_item(config)):
-                return launcher  # (a float or a bool equal to a cached key is refused below)
+            entry = _tls.launchers[(self, config)]
+            # (A float or a bool equal to a cached key is refused below.)  ``kernel[1, 256]``
+            # passes the same constant tuple on every call: that object was checked when cached.
+            if (entry[0] is config or (len(config) == 2 and type(config[0]) in EXACT_DIMS
+                                       and type(config[1]) in EXACT_DIMS)
+                    or sizing.is_exact_item(config)):
+                return entry[1]
         except (AttributeError, KeyError, TypeError):
             pass
         try:
@@ -227,7 +232,7 @@ class Kernel(Generic[P]):
             strip(exc)
             raise
         try:
-            _thread_cache()[(self, config)] = launcher
+            _thread_cache()[(self, config)] = (config, launcher)
         except TypeError:  # an unhashable entry (a list): works, just not cached
             pass
         return launcher
@@ -244,10 +249,11 @@ class Kernel(Generic[P]):
         """
         key = (self, sizing.forall_shape, shape, shared_mem_bytes, stream)
         try:
-            launcher = _tls.launchers[key]
-            if (type(shared_mem_bytes) in EXACT_INTS
-                    and (type(shape) in EXACT_DIMS or sizing.is_exact(shape))):
-                return launcher  # (a float or a bool equal to a cached key is refused below)
+            entry = _tls.launchers[key]
+            if ((entry[0] is shape and entry[1] is shared_mem_bytes)
+                    or (type(shared_mem_bytes) in EXACT_INTS
+                        and (type(shape) in EXACT_DIMS or sizing.is_exact(shape)))):
+                return entry[2]  # (a float or a bool equal to a cached key is refused below)
         except (AttributeError, KeyError, TypeError):
             pass
         try:
@@ -416,7 +422,8 @@ class Kernel(Generic[P]):
         if graph is not None:
             launcher = _capturing(launcher, graph)
         try:
-            _thread_cache()[(self, grid, block, shared_mem_bytes, stream)] = launcher
+            _thread_cache()[(self, grid, block, shared_mem_bytes, stream)] = (
+                grid, block, shared_mem_bytes, launcher)
         except TypeError:  # an unhashable grid (a list, say): works, just not cached
             pass
         return launcher
@@ -449,7 +456,7 @@ class Kernel(Generic[P]):
             launcher = self._sized(next(iter(self.variants.values())), extents, stream,
                                    shared_mem_bytes)
         try:
-            _thread_cache()[key] = launcher
+            _thread_cache()[key] = (shape, shared_mem_bytes, launcher)
         except TypeError:
             pass
         return launcher

@@ -253,6 +253,37 @@ def test_a_float_or_bool_equal_to_a_cached_configuration_is_still_refused(km, ba
         twin(km.scale)
 
 
+@pytest.mark.parametrize("form", [
+    lambda k: k[4, 256],
+    lambda k: k[(4,), (256,)],
+    lambda k: k[4, 256, 0],
+    lambda k: k[4, 256, gn.DEFAULT_STREAM, 0],
+    lambda k: k.launch(4, 256),
+    lambda k: k.launch(gn.GridDim1D(4), gn.BlockDim1D(256)),
+    lambda k: k.forall(1000),
+])
+def test_a_configuration_launched_again_reuses_its_launcher(km, backend, form):
+    # The second lookup of a configuration (the same constant objects, or equal fresh ones)
+    # returns the launcher the first one built, and it still launches correctly.
+    first = form(km.scale)
+    again = form(km.scale)
+    assert again is first and callable(first)
+    host = np.random.default_rng().standard_normal(1000).astype(np.float32)
+    for _ in range(2):
+        out = gn.to_device(np.full(1000, np.nan, np.float32))
+        form(km.scale)(gn.to_device(host), out, 3.0)
+        np.testing.assert_allclose(out.to_host(), host.astype(np.float64) * 3.0, rtol=1e-6)
+
+
+def test_an_equal_configuration_built_afresh_reuses_the_launcher(km, backend):
+    blocks = int("300")  # equal to the constant below, but another object
+    assert blocks is not int("300")
+    assert km.scale[(300, 256)] is km.scale[(blocks, 256)]
+    assert km.scale[(300, 256)] is km.scale[tuple([300, 256])]
+    assert km.scale.launch(300, 256, 0) is km.scale.launch(blocks, 256, np.int64(0))
+    assert km.scale.forall(300) is km.scale.forall(blocks)
+
+
 @pytest.mark.parametrize("make, message", [
     (lambda: gn.GridDim1D(1000 / 128), r"GridDim1D must be an int, not float 7.8125; count "
                                        r"with integer division, e\.g\. \(n \+ 127\) // 128"),
