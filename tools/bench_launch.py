@@ -105,7 +105,11 @@ def measure(bursts: int = 300) -> dict:
     def ours_reused():
         launcher(x, y, z, 1)
 
+    def ours_item():
+        bk.tiny[1, 1](x, y, z, 1)
+
     launchers["gpu_native: k.launch(...)(args)"] = ours
+    launchers["gpu_native: k[1, 1](args)"] = ours_item
     launchers["gpu_native: reused launcher"] = ours_reused
 
     # Raw cuda.bindings: the entry point gpu_native launches for this kernel, its arguments
