@@ -24,20 +24,9 @@ import gpu_native as gn
 # one place the two differ, docs/benchmarks.md run 32); GELU adds bias[col] and applies the
 # tanh GELU first (examples/tensor_core/gemm_bias_gelu.py).  16-bit elements are passed as unsigned
 # short and converted with cvt, so no header is needed.  M and N multiples of 128, K of 32.
-HGEMM_CUDA = r"""
-constexpr int BM = 128, BN = 128, BK = 32, STAGES = 3, WM = 64, WN = 64, WARPS_N = BN / WN;
-constexpr int THREADS = (BM / WM) * WARPS_N * 32, MI = WM / 16, NJ = WN / 8;
-constexpr int A_CHUNKS = BM * BK / 8 / THREADS, B_CHUNKS = BK * BN / 8 / THREADS;
-typedef unsigned short u16;
-
-__device__ __forceinline__ unsigned smem_addr(const void* p) {
-    return (unsigned)__cvta_generic_to_shared(p);
-}
-__device__ __forceinline__ void cp_async16(void* dst, const void* src) {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(smem_addr(dst)), "l"(src)
-                 : "memory");
-}
-template <bool BF16>
+# f32 to a 16-bit float (round to nearest even) and back, the type chosen by BF16; both CUDA
+# sources below include it after a typedef of u16.
+TO_FROM_16 = r"""template <bool BF16>
 __device__ __forceinline__ u16 to16(float x) {
     u16 h;
     if (BF16) asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(x));
@@ -51,7 +40,22 @@ __device__ __forceinline__ float from16(u16 h) {
     else asm("cvt.f32.f16 %0, %1;" : "=f"(x) : "h"(h));
     return x;
 }
-__device__ __forceinline__ float gelu_tanh(float x) {
+"""
+
+HGEMM_CUDA = (r"""
+constexpr int BM = 128, BN = 128, BK = 32, STAGES = 3, WM = 64, WN = 64, WARPS_N = BN / WN;
+constexpr int THREADS = (BM / WM) * WARPS_N * 32, MI = WM / 16, NJ = WN / 8;
+constexpr int A_CHUNKS = BM * BK / 8 / THREADS, B_CHUNKS = BK * BN / 8 / THREADS;
+typedef unsigned short u16;
+
+__device__ __forceinline__ unsigned smem_addr(const void* p) {
+    return (unsigned)__cvta_generic_to_shared(p);
+}
+__device__ __forceinline__ void cp_async16(void* dst, const void* src) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(smem_addr(dst)), "l"(src)
+                 : "memory");
+}
+""" + TO_FROM_16 + r"""__device__ __forceinline__ float gelu_tanh(float x) {
     const float inner = 0.7978845608028654f * (x + 0.044715f * x * x * x);
     return 0.5f * x * (1.0f + tanhf(inner));
 }
@@ -170,7 +174,7 @@ __device__ __forceinline__ void hgemm_tc_body(
 HGEMM_TC_KERNEL(hgemm_tc_f16, false, false)
 HGEMM_TC_KERNEL(hgemm_tc_bf16, true, false)
 HGEMM_TC_KERNEL(gemm_bias_gelu_f16, false, true)
-"""
+""")
 """The hand-written tensor-core GEMMs: ``hgemm_tc_f16``, ``hgemm_tc_bf16`` (C = A @ B, output in
 the input type) and ``gemm_bias_gelu_f16`` (C = gelu_tanh(A @ B + bias)); arguments
 ``(A, B, C, bias, M, K, N)`` (``bias`` unused but for the last), grid ``(N / 128, M / 128)``,
@@ -305,7 +309,7 @@ def _wgmma_asm(dtype: str) -> str:
 # kernels), after typedefs of u16 and u64: the 128-byte-swizzle shared-memory descriptor, f32
 # pairs and singles to 16 bits, and one m64n256k16 wgmma (its @WGMMA_F16@ / @WGMMA_BF16@ filled
 # by the including source with _wgmma_asm).
-WGMMA_DEVICE_HELPERS = r"""// Shared-memory matrix descriptor: start, leading and stride byte offsets (each >> 4), 128B
+WGMMA_DEVICE_HELPERS = (r"""// Shared-memory matrix descriptor: start, leading and stride byte offsets (each >> 4), 128B
 // swizzle (layout type 1 in bits 62-63).
 __device__ __forceinline__ u64 smem_desc(unsigned addr, unsigned lbo, unsigned sbo) {
     return (u64)((addr & 0x3FFFF) >> 4) | ((u64)(lbo >> 4) << 16) | ((u64)(sbo >> 4) << 32)
@@ -319,27 +323,13 @@ __device__ __forceinline__ unsigned pack16(float lo, float hi) {
     return r;
 }
 
-template <bool BF16>
-__device__ __forceinline__ u16 to16(float x) {
-    u16 h;
-    if (BF16) asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(x));
-    else asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(x));
-    return h;
-}
-template <bool BF16>
-__device__ __forceinline__ float from16(u16 h) {
-    float x;
-    if (BF16) x = __uint_as_float((unsigned)h << 16);
-    else asm("cvt.f32.f16 %0, %1;" : "=f"(x) : "h"(h));
-    return x;
-}
-
+""" + TO_FROM_16 + r"""
 template <bool BF16>
 __device__ __forceinline__ void wgmma_tile(float* acc, u64 da, u64 db) {
     if (BF16) { @WGMMA_BF16@ }
     else { @WGMMA_F16@ }
 }
-"""
+""")
 
 
 # The Hopper (sm_90a) GEMM: warpgroup MMA (wgmma) from shared memory, the algorithm of Triton's

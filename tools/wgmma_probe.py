@@ -44,8 +44,8 @@ def sources() -> dict:
     keep = [n for n in tree.body
             if (isinstance(n, ast.FunctionDef) and n.name == "_wgmma_asm")
             or (isinstance(n, ast.Assign) and isinstance(n.targets[0], ast.Name)
-                and n.targets[0].id in ("HGEMM_CUDA", "WGMMA_DEVICE_HELPERS",
-                                               "HGEMM_WGMMA_CUDA"))]
+                and n.targets[0].id in ("TO_FROM_16", "HGEMM_CUDA", "WGMMA_DEVICE_HELPERS",
+                                        "HGEMM_WGMMA_CUDA"))]
     ns: dict = {}
     exec(compile(ast.Module(keep, []), "_bench_hgemm.py", "exec"), ns)
     return ns
