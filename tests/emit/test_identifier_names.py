@@ -16,14 +16,11 @@ import pytest
 
 import gpu_native as gn
 from gpu_native import ir
-from gpu_native.cache import BuildRequest
-from gpu_native.compiler.nvrtc import compile_request
 from gpu_native.emit.cnames import c_identifier
 from gpu_native.emit.prelude import PRELUDE_INCLUDE
 from gpu_native.headers import header_text
 from gpu_native.rewrite import rewrite_module, transpile_module
-from gpu_native.spec import Trait
-from tests.helpers import EXAMPLES, HELPERS
+from tests.helpers import EXAMPLES, HELPERS, compiled_cleanly
 
 # Names the generated launcher used for its own values before they were prefixed, its prefix and
 # names made with it, and the classes its fast path compares with.
@@ -144,15 +141,7 @@ def test_name_works_in_every_role(name, kernel_module, backend, launch_paths):
 @pytest.mark.slow
 @pytest.mark.parametrize("name", NAMES)
 def test_name_compiles_with_nvrtc(name):
-    mod = transpile_module(_source(name), f"{_module_name(name)}.py", _module_name(name))
-    for kernel in mod.kernels:
-        for variant in kernel.variants:
-            image = compile_request(BuildRequest(
-                source=variant.cuda, symbol=variant.symbol, arch="sm_90", fastmath=False,
-                max_registers=None, uses_half=Trait.USES_HALF in variant.traits,
-                label=variant.symbol))
-            assert image.kind == "cubin"
-            assert image.log.strip("\x00").strip() == ""
+    compiled_cleanly(_source(name), f"{_module_name(name)}.py", _module_name(name))
 
 
 # Pairs of names whose generated names could meet: a keyword and its old escape, a name and the
@@ -190,11 +179,7 @@ def test_names_whose_generated_names_could_meet(first, second, kernel_module, ba
     np.testing.assert_array_equal(out.to_host(), host - host * np.float32(3))
     k.swap.launch(gn.GridDim1D(8), gn.BlockDim1D(128))(a, out)
     np.testing.assert_array_equal(out.to_host(), host * np.float32(2) - host * np.float32(3))
-    for kernel in transpile_module(source, "pair.py", "pair").kernels:
-        for variant in kernel.variants:
-            compile_request(BuildRequest(source=variant.cuda, symbol=variant.symbol,
-                                         arch="sm_90", fastmath=False, max_registers=None,
-                                         uses_half=False, label=variant.symbol))
+    compiled_cleanly(source, "pair.py", "pair")
 
 
 class TestCppNames:

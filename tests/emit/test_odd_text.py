@@ -12,11 +12,8 @@ import textwrap
 import pytest
 
 import gpu_native as gn
-from gpu_native.cache import BuildRequest
-from gpu_native.compiler.nvrtc import compile_request
-from gpu_native.rewrite import transpile_module
 from gpu_native.runtime.backend import use
-from gpu_native.spec import Trait
+from tests.helpers import compiled_cleanly
 
 pytestmark = pytest.mark.usefixtures("isolated_cache")
 
@@ -33,23 +30,8 @@ PRINTS = textwrap.dedent("""\
     """)
 
 
-def compiled(source: str, path: str, module: str) -> list[str]:
-    """Every variant's CUDA, each checked to compile with NVRTC without a message."""
-    cudas = []
-    for kernel in transpile_module(source, path, module).kernels:
-        for variant in kernel.variants:
-            image = compile_request(BuildRequest(
-                source=variant.cuda, symbol=variant.symbol, arch="sm_90", fastmath=False,
-                max_registers=None, uses_half=Trait.USES_HALF in variant.traits,
-                label=variant.symbol))
-            assert image.kind == "cubin"
-            assert image.log.strip("\x00").strip() == ""
-            cudas.append(variant.cuda)
-    return cudas
-
-
 def test_print_strings_with_control_characters_compile():
-    cuda = compiled(PRINTS, "prints.py", "prints")[0]
+    cuda = compiled_cleanly(PRINTS, "prints.py", "prints")[0]
     line = next(text for text in cuda.splitlines() if "printf(" in text)
     assert "\x00" not in cuda and "\x1b" not in cuda and "\t" not in line
     # The NULs are printed through %c, each with its own 0 after the value of 7 they surround.
@@ -72,7 +54,7 @@ def test_print_strings_with_control_characters_on_the_simulator(tmp_path, monkey
 def test_module_and_file_names_with_control_characters_compile(name):
     source = PRINTS.replace('print("nul\\x00mid\\ttab%d\\x1b[0m\\x7f\\\\\\"q", 7, "\\x00")',
                             "pass")
-    cuda = compiled(source, f"/tmp/{name}.py", name)[0]
+    cuda = compiled_cleanly(source, f"/tmp/{name}.py", name)[0]
     first, directive = cuda.splitlines()[0], next(
         text for text in cuda.splitlines() if text.startswith("#line"))
     assert first.startswith("// gpu_native ") and first.endswith("(generated; do not edit)")

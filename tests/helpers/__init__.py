@@ -1,5 +1,6 @@
 """What tests of several folders share: the repository's paths, the environment of a child
-process, the check of a located transpile error, a call that must not block (on a FIFO), and
+process, the check of a located transpile error, a call that must not block (on a FIFO), the
+NVRTC compile of a transpiled module, and
 the kernel modules beside this file (``kernels_runtime``, ``kernels_language`` and the
 device functions of ``kernels_helpers``), imported as ``tests.helpers.kernels_runtime``."""
 
@@ -55,6 +56,27 @@ def located_transpile_error(source: str, path: Path, message: str):
     assert err.span is not None and err.span.line == marked, text
     assert text.startswith(f"{path}:{err.span.line}:{err.span.col + 1}: error: ")
     return err
+
+
+def compiled_cleanly(source: str, path: str, module: str) -> list[str]:
+    """Transpile ``source`` as module ``module`` at ``path`` and compile every variant of every
+    kernel with NVRTC for sm_90: each must give a cubin and no message.  Returns their CUDA."""
+    from gpu_native.cache import BuildRequest
+    from gpu_native.compiler.nvrtc import compile_request
+    from gpu_native.rewrite import transpile_module
+    from gpu_native.spec import Trait
+
+    cudas = []
+    for kernel in transpile_module(source, path, module).kernels:
+        for variant in kernel.variants:
+            image = compile_request(BuildRequest(
+                source=variant.cuda, symbol=variant.symbol, arch="sm_90", fastmath=False,
+                max_registers=None, uses_half=Trait.USES_HALF in variant.traits,
+                label=variant.symbol))
+            assert image.kind == "cubin"
+            assert image.log.strip("\x00").strip() == "", image.log
+            cudas.append(variant.cuda)
+    return cudas
 
 
 def finishes(fn, seconds: float = 30.0):
