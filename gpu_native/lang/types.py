@@ -165,16 +165,22 @@ class _IntScalar(int, metaclass=_ScalarMeta):
     info: ClassVar[ScalarInfo]
 
     def __new__(cls, value: Any = 0):
-        # Wrap like the device does, so host-side use of a tag agrees with the kernel.
+        # Convert as the device does, so host-side use of a tag agrees with the kernel: an int
+        # wraps; a float truncates toward zero and saturates at the type's range, NaN gives 0.
         info = cls.info
-        v = int(value)
         if info.kind == "bool":
-            v = 1 if v else 0
-        else:
-            mask = (1 << info.bits) - 1
-            v &= mask
-            if info.kind == "int" and v > info.max:
-                v -= 1 << info.bits
+            return super().__new__(cls, 1 if value else 0)
+        if isinstance(value, (float, np.floating)):
+            f = float(value)
+            if f != f:
+                return super().__new__(cls, 0)
+            if f >= info.max:
+                return super().__new__(cls, info.max)
+            if f <= info.min:
+                return super().__new__(cls, info.min)
+        v = int(value) & ((1 << info.bits) - 1)
+        if info.kind == "int" and v > info.max:
+            v -= 1 << info.bits
         return super().__new__(cls, v)
 
 
@@ -187,7 +193,8 @@ class _FloatScalar(float, metaclass=_ScalarMeta):
             from .halfprec import round_bf16
 
             return super().__new__(cls, round_bf16(float(value)))
-        return super().__new__(cls, float(np.dtype(info.numpy).type(value)))
+        with np.errstate(over="ignore"):  # beyond the range is infinity, as on the device
+            return super().__new__(cls, float(np.dtype(info.numpy).type(value)))
 
 
 def _scalar(name: str, base: type) -> type:
@@ -348,9 +355,12 @@ class _Vector(metaclass=_VectorMeta):
     """A small vector value on the host: a kernel argument for a vector parameter.
 
     ``vec3f(x, y, z)``; ``vec3f(s)`` repeats one scalar; ``vec3f()`` is zero; ``vec3f(seq)``
-    takes the components of any sequence of three numbers.  Components are converted as the
-    scalar type converts (``f32(x)`` rounds, ``i32(x)`` wraps) and read as ``.x .y .z .w``, by
-    index, or by iterating.  There is no arithmetic on the host: compute with NumPy arrays.
+    takes the components of any sequence of three numbers; ``vec3i(v)`` converts another
+    vector.  Components convert as in a kernel: ``f32(x)`` rounds, an int narrows by wrapping,
+    a float vector's components to ``vec3i`` truncate and saturate (NaN gives 0), and a float
+    given as a component of an int vector is refused, as ``x: i32 = 0.5`` is.  They are read
+    as ``.x .y .z .w``, by index, or by iterating.  There is no arithmetic on the host: compute
+    with NumPy arrays.
     """
 
     info: ClassVar[VectorInfo]
@@ -359,6 +369,7 @@ class _Vector(metaclass=_VectorMeta):
     def __init__(self, *args: Any) -> None:
         info = type(self).info
         n = info.n
+        converting = len(args) == 1 and isinstance(args[0], _Vector)
         if len(args) == 1 and not isinstance(args[0], (int, float, np.number)):
             args = tuple(args[0])
             if len(args) != n:
@@ -371,6 +382,15 @@ class _Vector(metaclass=_VectorMeta):
             raise TypeError(f"{type(self).__name__}() takes 0, 1 or {n} arguments "
                             f"({len(args)} given)")
         make = SCALAR_CLASSES[info.elem.name]
+        if info.elem.kind != "float" and not converting:
+            for k, a in enumerate(args):
+                if isinstance(a, (float, np.floating, complex, np.complexfloating)):
+                    name = type(self).__name__
+                    raise TypeError(
+                        f"{name}'s {_COMPONENTS[k]} must be an int, not {type(a).__name__} "
+                        f"{a!r:.40}: a kernel refuses a float for an {info.elem.name} as "
+                        f"`x: {info.elem.name} = 0.5` is; convert with int(), or a float "
+                        f"vector with {name}(v), which truncates and saturates")
         self._values = tuple(make(a) for a in args)
 
     def __len__(self) -> int:

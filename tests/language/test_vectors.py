@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 import textwrap
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -279,6 +280,34 @@ class TestArrays:
             gn.vec3f(1, 2, 3) + gn.vec3f(1, 2, 3)
         with pytest.raises(AttributeError):
             gn.vec3f().w
+
+    def test_host_conversions_agree_with_the_kernel_s(self, sim, kv):
+        # test_conversions_and_broadcast's first row, converted on the host and in a kernel.
+        row = np.array([1.7, -2.5, 3e10], np.float32)
+        iout, dout, fout = gn.empty(1, gn.vec3i), gn.empty(1, gn.vec3d), gn.empty(1, gn.vec4i)
+        run(kv.convert, 1, gn.to_device(row[None], dtype=gn.vec3f), iout, dout, fout)
+        on_host = gn.vec3i(gn.vec3f(*row))
+        assert on_host == gn.vec3i(1, -2, 2**31 - 1)
+        np.testing.assert_array_equal(iout.to_host()[0], list(on_host))
+        assert gn.vec3i(gn.vec3d(np.nan, -np.inf, -0.9)) == gn.vec3i(0, -2**31, 0)
+        assert gn.vec2i(gn.vec2f(1e40, -1e40)) == gn.vec2i(2**31 - 1, -2**31)
+        # A float component of an int vector is refused, as `x: i32 = 0.5` is in a kernel.
+        for bad in [(0.5, 1, 2), (1, np.float32(2.0), 3), ([1, 2, 2.5],), (1.0,)]:
+            with pytest.raises(TypeError, match=r"vec3i's [xyz] must be an int, not float"):
+                gn.vec3i(*bad)
+
+    def test_host_scalars_convert_as_the_device_does(self):
+        # Float to int truncates toward zero, saturates and takes NaN to 0; ints wrap.
+        cases = [(gn.i32, 0.5, 0), (gn.i32, -0.9, 0), (gn.i32, 1e10, 2**31 - 1),
+                 (gn.i32, -1e10, -2**31), (gn.i32, np.nan, 0), (gn.u8, -3.5, 0),
+                 (gn.u8, np.float32(300.0), 255), (gn.i64, np.inf, 2**63 - 1),
+                 (gn.u64, 1e19, 10**19), (gn.i32, 2**32 + 5, 5), (gn.u8, -1, 255),
+                 (gn.bool_, 0.5, 1), (gn.bool_, 0, 0)]
+        for ty, value, want in cases:
+            assert ty(value) == want, (ty, value)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # no NumPy overflow warning from gpu_native's code
+            assert gn.f32(1e40) == np.inf and gn.vec3f(-1e40).x == -np.inf
 
 
 class TestArguments:
