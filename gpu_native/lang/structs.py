@@ -367,6 +367,14 @@ def gpu_struct(cls: type) -> type:
                 value = _zero(f.info)
             setattr(self, f.name, value)
 
+    def __setattr__(self, key: str, value: Any) -> None:
+        # A misspelt field would be a new attribute that no kernel reads: refuse it, as a
+        # class with __slots__ does.
+        if key not in names:
+            raise AttributeError(f"{cls.__name__} has no field '{key}'; it has "
+                                 f"{', '.join(names)}")
+        object.__setattr__(self, key, value)
+
     def __repr__(self) -> str:
         return f"{cls.__name__}({', '.join(f'{n}={getattr(self, n)!r}' for n in names)})"
 
@@ -375,7 +383,7 @@ def gpu_struct(cls: type) -> type:
             return NotImplemented
         return all(getattr(self, n) == getattr(other, n) for n in names)
 
-    members = {"__init__": __init__, "__repr__": __repr__, "__eq__": __eq__, "__hash__": None,
+    members = {"__init__": __init__, "__setattr__": __setattr__, "__repr__": __repr__, "__eq__": __eq__, "__hash__": None,
                "__gpu_struct__": info, "dtype": info.dtype, "__match_args__": names}
     for key, member in members.items():
         setattr(cls, key, member)

@@ -219,6 +219,13 @@ def test_nested_layout_and_host_class(ks):
     assert ks.Outer().inner == ks.Inner()
     with pytest.raises(TypeError, match="Particle has no field 'speed'"):
         ks.Particle(speed=1.0)
+    # A misspelt field set after construction is refused too (it was a new attribute that no
+    # launch reads, so the kernel got the old value).
+    p.mass = 3.0
+    assert p.mass == 3.0
+    with pytest.raises(AttributeError, match="Particle has no field 'mas'; it has pos, vel, mass"):
+        p.mas = 4.0
+    assert p == ks.Particle(mass=3.0)
 
 
 def test_the_generated_structs_compile_with_their_layout_checks(tmp_path):
