@@ -37,7 +37,7 @@ from ..analysis.ranges import Affine, constant_value, is_widening
 from ..errors import SourceSpan, TranspileError
 from ..nodes import node
 from ..spec import ParamCheck
-from .facts import Equal, OpKey, Pinned, SpecialKey, VarKey, pinned, split_offset
+from .facts import Equal, LaneKey, OpKey, Pinned, SpecialKey, VarKey, pinned, split_offset
 from .lastblock import FlagRead, TicketPinned, TicketUse, check_ticket_pins, ticket_facts
 from .monotone import prove_padded
 from .ownership import (
@@ -397,19 +397,27 @@ class UniqueWrites:
             if type(f) is not Equal:
                 continue
             for a, b in ((f.left, f.right), (f.right, f.left)):
-                if b.integer is None or not isinstance(a, OpKey):
+                if b.integer is None:
                     continue
-                m = a.right.integer
-                if m is None or m <= 0:
+                if isinstance(a, LaneKey):
+                    # lane_id() is thread_idx.x % 32 where blocks are one-dimensional.
+                    if not (self.is_kernel and self.ctx.ndim == 1):
+                        continue
+                    pinned, m = SpecialKey("thread_idx", 0), 32
+                elif isinstance(a, OpKey):
+                    pinned, m = a.left, a.right.integer
+                    if m is None or m <= 0:
+                        continue
+                    if a.op == "&" and m & (m + 1) == 0:
+                        m += 1
+                    elif a.op != "%":
+                        continue
+                else:
                     continue
-                if a.op == "&" and m & (m + 1) == 0:
-                    m += 1
-                elif a.op != "%":
-                    continue
-                if a.left not in keys and not (
-                        isinstance(a.left, SpecialKey) and a.left.name == "thread_idx"
-                        and a.left.axis in block_multiple
-                        and block_multiple[a.left.axis] % m == 0):
+                if pinned not in keys and not (
+                        isinstance(pinned, SpecialKey) and pinned.name == "thread_idx"
+                        and pinned.axis in block_multiple
+                        and block_multiple[pinned.axis] % m == 0):
                     continue
                 if m % k == 0:
                     return Unique(u.coords)
@@ -417,12 +425,16 @@ class UniqueWrites:
 
     def _flat_axis(self, e: ir.Expr) -> int | None:
         """The axis ``a`` where ``e`` is ``block_idx.a * block_dim.a + thread_idx.a`` (through
-        locals assigned once), or ``None``."""
+        locals assigned once; a grid uid's component is that sum), or ``None``."""
         while isinstance(e, ir.Local):
             d = self.defs.single_def(e.var)
             if d is None:
                 return None
             e = d
+        if isinstance(e, ir.UidComponent):
+            # (A kernel that reads thread_idx or lane_id(), as a pin of the lane does, is
+            # never launched with its uids remapped.)
+            return e.axis if e.scope == "grid" else None
         if not (isinstance(e, ir.BinOp) and e.op == "+"):
             return None
         axis = _blockwise_uid(e.left, e.right)

@@ -288,6 +288,25 @@ WHOLE_WARPS = {
         """, lambda x, out: np.where(np.arange(len(out)) % 2 == 0,
                                      every(32)(x, out[::2].copy()).repeat(2)[:len(out)], out),
         (32, 64, 128)),
+    # lane_id() is thread_idx.x % 32 in a Kernel1D (its blocks are one-dimensional).
+    "lane_id": ("""
+        @gpu_kernel(Kernel1D)
+        def k(x: CUDASlice[f32], y: CUDASliceMut[f32]):
+            assert block_dim.x % 32 == 0
+            tid = block_idx.x * block_dim.x + thread_idx.x
+            if lane_id() == 0 and tid < len(x):
+                y[tid // 32] = x[tid]
+        """, every(32), (32, 64, 96, 160)),
+    "lane_id_local_early_return": ("""
+        @gpu_kernel(Kernel1D)
+        def k(x: CUDASlice[f32], y: CUDASliceMut[f32]):
+            assert block_dim.x % 64 == 0
+            lane = lane_id()
+            tid = FlatLayout1D.uid()
+            if lane != 5 or tid >= len(x):
+                return
+            y[tid >> 5] = x[tid]
+        """, every(32, 5), (64, 128)),
     # Another lane than 0, and a constant added before the division.
     "offset": ("""
         @gpu_kernel(Kernel1D)
@@ -393,6 +412,24 @@ WHOLE_WARPS_REFUSED = {
             tid = block_idx.x * block_dim.x + thread_idx.x
             if thread_idx.x % 32 == 0:
                 y[tid // 64] = x[tid]
+        """,
+    # lane_id() without the assert: blocks of 48 put threads 32 of block 0 and 0 of block 1
+    # (flat ids 32 and 48, both lane 0) on y[1].
+    "lane_id_unasserted": """
+        @gpu_kernel(Kernel1D)
+        def k(x: CUDASlice[f32], y: CUDASliceMut[f32]):
+            tid = block_idx.x * block_dim.x + thread_idx.x
+            if lane_id() == 0:
+                y[tid // 32] = x[tid]
+        """,
+    # In a 2-D block the lane counts threads of the flattened block, not thread_idx.x % 32.
+    "lane_id_2d": """
+        @gpu_kernel(Kernel2D)
+        def k(x: CUDASlice[f32], y: CUDASliceMut2D[f32]):
+            assert block_dim.x % 32 == 0
+            u = block_idx.x * block_dim.x + thread_idx.x
+            if lane_id() == 0:
+                y[block_idx.y, u // 32] = x[u]
         """,
     # The pin is on the lane along y, not along x: u = 0 and u = 1 (thread_idx.y = 0) both
     # write y[0, 0].
