@@ -247,6 +247,14 @@ class Resolver:
                 Sym("gn", attr) if attr in GN_NAMES else _not_kernel_api(attr))
         if base.kind == "gn" and R.GPU_NATIVE[base.name].form == "enum":
             return Sym("order", attr.lower())
+        if base.kind == "gn" and base.name in ("Kernel1D", "Kernel2D", "Kernel3D") \
+                and attr in R.LAYOUT_METHODS:
+            # The decorator's argument is not a layout: the uid and its loops live on
+            # FlatLayoutND (a common first guess, after `@gpu_kernel(Kernel1D)`).
+            layout = f"FlatLayout{base.name[6:]}"
+            return Sym("host", attr, f"'{base.name}.{attr}' is not available in kernels; "
+                       f"{base.name} only says how the kernel is launched, and a thread's "
+                       f"unique id and grid loops come from its layout: {layout}.{attr}()")
         return Sym("host", attr, f"'{base.name}.{attr}' is not available in kernels")
 
     def dotted(self, expr: S.Expr) -> Sym | None:

@@ -475,6 +475,14 @@ def k(a: CUDASliceMut[f32]):
     i = FlatLayout1D.uid()
     a[i] = math.frexp(a[i])  # <-
 """, "math.frexp is not available in kernels"),
+    "the uid asked of the kernel's class instead of its layout": ("""
+@gpu_kernel(Kernel2D)
+def k(a: CUDASliceMut2D[f32]):
+    i, j = Kernel2D.uid()  # <-
+    a[i, j] = 1.0
+""", "'Kernel2D.uid' is not available in kernels; Kernel2D only says how the kernel is "
+     "launched, and a thread's unique id and grid loops come from its layout: "
+     "FlatLayout2D.uid()"),
 }
 
 
