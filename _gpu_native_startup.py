@@ -140,6 +140,19 @@ def warn_once(path: str, message: str, category: type[Warning] | None = None) ->
         if not frame.f_code.co_filename.startswith(_IMPORTLIB):
             level += 1
         frame = frame.f_back
+    caller = frame
+    while caller is not None and caller.f_code.co_filename == "<string>":
+        caller = caller.f_back
+    if caller is not frame and caller is not None \
+            and caller.f_code.co_filename.endswith(("site.py", "<frozen site>")):
+        # At interpreter startup, from gpu_native.pth (site.py execs its line, which execs
+        # ours): name that file and line, not "<string>" (site.addpackage reads the file
+        # ``fullname``, its line ``n`` counted from 0).
+        pth, n = caller.f_locals.get("fullname"), caller.f_locals.get("n")
+        warnings.warn_explicit(message, category or CacheWarning,
+                               pth if isinstance(pth, str) else "gpu_native.pth",
+                               n + 1 if isinstance(n, int) else 1)
+        return
     warnings.warn(message, category or CacheWarning, stacklevel=level)
 
 

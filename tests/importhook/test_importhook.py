@@ -63,6 +63,17 @@ class TestRewriteOnImport:
         assert launched["libcst"] is False and launched["transpiler"] == []
         assert launched["nvrtc"] == [] and warm["nvrtc"] == []
 
+    def test_a_bad_switch_read_at_startup_is_attributed_to_the_pth_line(self, tmp_path, work):
+        # The hook reads GPU_NATIVE_DISABLE_HOOK from gpu_native.pth, before any user code: the
+        # warning names that file and line (it said "<string>:6", the pth's exec).
+        env = hook_env(tmp_path, GPU_NATIVE_DISABLE_HOOK="maybe")
+        proc = run_python("pass", work, env)
+        lines = [line for line in proc.stderr.splitlines() if "GpuNativeWarning" in line]
+        assert len(lines) == 1, proc.stderr
+        where, _, message = lines[0].partition(": GpuNativeWarning: ")
+        assert where.endswith("gpu_native.pth:3"), lines[0]
+        assert message.startswith("gpu_native: ignoring GPU_NATIVE_DISABLE_HOOK='maybe'")
+
     def test_import_gpu_native_installs_the_hook(self, tmp_path, work):
         # -S: no .pth file runs, even where gpu_native is pip-installed (site-packages are put
         # on the path by hand).
