@@ -74,7 +74,11 @@ class Cleared:
 
     kernels: Usage
     modules: Usage
+    other: int
+    """Our other files: records of modules without kernels, NVRTC version records and
+    temporary files left by writers that died."""
     records: int
+    """Of which NVRTC version records."""
     kept: tuple[str, ...]
 
 
@@ -131,23 +135,27 @@ class ModuleCache:
         """Delete the file ``name`` if it is ours; whether it was deleted."""
         return unlink_if(os.path.join(self.directory, name), lambda _p: self.is_own_file(name))
 
-    def clear(self) -> tuple[Usage, list[str]]:
-        """Delete every file of ours; returns what was removed and the names of the files kept."""
+    def clear(self) -> tuple[Usage, int, list[str]]:
+        """Delete every file of ours; returns the rewritten modules removed, how many other
+        files of ours were (records of modules without kernels, temporary files), and the
+        names of the files kept."""
         try:
             names = sorted(os.listdir(self.directory))
         except OSError:
-            return Usage(0, 0), []
+            return Usage(0, 0), 0, []
         sizes = {e.name: e.size for e in self.scan()}
-        count = size = 0
+        count = size = other = 0
         kept = []
         for name in names:
             if self.remove_own(name):
                 if name in sizes:
                     count += 1
                     size += sizes[name]
+                else:
+                    other += 1
             elif os.path.lexists(os.path.join(self.directory, name)):
                 kept.append(name)
-        return Usage(count, size), kept
+        return Usage(count, size), other, kept
 
 
 def modules_cache() -> ModuleCache:
@@ -177,10 +185,11 @@ def evict(store: ArtifactStore, modules: ModuleCache, keep: str | None = None) -
 
 def clear(store: ArtifactStore, modules: ModuleCache, records_dir: str) -> Cleared:
     """Delete every file of ours from the three folders (``gpu-native cache clear``)."""
-    count, size = store.clear()
-    cleared_modules, kept_modules = modules.clear()
+    count, size, temps = store.clear()
+    cleared_modules, other, kept_modules = modules.clear()
     records = nvrtc_probe.clear_records(records_dir)
     kept = [os.path.join(store.directory, n) for n in store.foreign_files()]
     kept += [os.path.join(modules.directory, n) for n in kept_modules]
     kept += [os.path.join(records_dir, n) for n in nvrtc_probe.foreign_records(records_dir)]
-    return Cleared(Usage(count, size), cleared_modules, records, tuple(kept))
+    return Cleared(Usage(count, size), cleared_modules, temps + other + records, records,
+                   tuple(kept))

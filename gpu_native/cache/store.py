@@ -434,19 +434,21 @@ class ArtifactStore:
                               lambda k=e.key: self.remove_own(k)) for e in entries],
                             self.max_bytes)
 
-    def clear(self) -> tuple[int, int]:
-        """Delete every entry and temporary file of ours; returns (entries, bytes) removed.
+    def clear(self) -> tuple[int, int, int]:
+        """Delete every entry and temporary file of ours; returns (entries, their bytes,
+        temporary files) removed.
 
         Files that are not ours (see the module docstring) stay where they are.
         """
-        count = size = 0
+        count = size = temps = 0
         for entry in self.scan():
             if self.remove_own(entry.key):
                 count += 1
                 size += entry.size
         for name in self.temp_files():
-            unlink_if(os.path.join(self.directory, name), lambda _p, n=name: self.is_own_file(n))
-        return count, size
+            temps += unlink_if(os.path.join(self.directory, name),
+                               lambda _p, n=name: self.is_own_file(n))
+        return count, size, temps
 
     def foreign_files(self) -> list[str]:
         """Names of the files in the directory that this store did not write (kept by

@@ -107,10 +107,15 @@ def run(args: argparse.Namespace) -> int:
     if args.cache_action == "clear":
         # The NVRTC version records are cheap to rebuild; clearing them too leaves a clean slate.
         cleared = housekeeping.clear(store, modules, nvrtc_records_dir())
-        print(f"removed {_plural(cleared.kernels.entries, 'compiled kernel')} "
-              f"({format_bytes(cleared.kernels.size)}) from {store.directory} and "
-              f"{_plural(cleared.modules.entries, 'rewritten module')} "
-              f"({format_bytes(cleared.modules.size)}) from {modules.directory}")
+        parts = [f"{_plural(cleared.kernels.entries, 'compiled kernel')} "
+                 f"({format_bytes(cleared.kernels.size)}) from {store.directory}",
+                 f"{_plural(cleared.modules.entries, 'rewritten module')} "
+                 f"({format_bytes(cleared.modules.size)}) from {modules.directory}"]
+        if cleared.other:
+            parts.append(f"{_plural(cleared.other, 'other file')} of gpu_native's (NVRTC "
+                         "version records, records of modules without kernels, temporary "
+                         "files)")
+        print(f"removed {', '.join(parts[:-1])} and {parts[-1]}")
         if cleared.kept:
             shown = ", ".join(cleared.kept[:3]) + (", ..." if len(cleared.kept) > 3 else "")
             print(f"kept {_plural(len(cleared.kept), 'file')} that gpu_native did not write: "

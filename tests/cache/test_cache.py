@@ -625,6 +625,12 @@ class TestCommands:
         import_kernel_module(tmp_path / "src", isolated_cache)
         assert our_module_files(isolated_cache / "modules")  # a rewrite and the record
         assert entry_files(isolated_cache / "nvrtc")
+        # What the summary calls other files: the no-kernels records, the NVRTC records and a
+        # temporary file left in each folder by a writer that died.
+        (isolated_cache / "kernels" / f".{'e' * 64}.cubin.4321.89abcdef.tmp").write_bytes(b"\x7fELF")
+        others = len([n for n in our_module_files(isolated_cache / "modules")
+                      if n.endswith(".marshal")])
+        others += len(entry_files(isolated_cache / "nvrtc")) + 1
         for name, data in FOREIGN_FILES.items():
             (isolated_cache / name).write_bytes(data)
         precious = tmp_path / "precious.cubin"
@@ -642,6 +648,8 @@ class TestCommands:
         assert sorted(entry_files(isolated_cache / "nvrtc")) == sorted(
             n.split("/")[1] for n in FOREIGN_FILES if n.startswith("nvrtc/"))
         assert "removed 1 compiled kernel" in out and "2 rewritten modules" in out, out
+        assert f" and {others} other files of gpu_native's (NVRTC version records" in out, out
+        assert not (isolated_cache / "kernels" / f".{'e' * 64}.cubin.4321.89abcdef.tmp").exists()
         assert f"kept {len(FOREIGN_FILES) + 1} files that gpu_native did not write" in out, out
 
     def test_cache_info_counts_rewritten_modules(self, tmp_path, isolated_cache, capsys):
