@@ -28,7 +28,7 @@ from ..analysis.ranges import HARDWARE
 from ..nodes import node
 
 if TYPE_CHECKING:
-    from .unique import Unique
+    from .classify import Unique
 
 __all__ = [
     "CastKey", "ConstKey", "Equal", "Fact", "Key", "LaneKey", "Less", "LoadKey", "MathKey",

@@ -1,7 +1,7 @@
 """The last ticket (R7): a condition on the value an atomic ticket returned leaves one thread.
 
 ``drawn = ctr.atomic_ref(0).fetch_add(1)`` returns another value to every draw while nothing
-else changes ``ctr`` (:func:`.unique.is_ticket`), so ``drawn == C`` with ``C`` launch-uniform
+else changes ``ctr`` (:func:`.classify.is_ticket`), so ``drawn == C`` with ``C`` launch-uniform
 holds in at most one thread of the grid: under it every thread coordinate is *pinned*.  The
 cuda-samples ``threadFenceReduction`` kernel carries that one winner to its whole block through
 shared memory and lets it reset the counter for the next launch::

@@ -9,11 +9,13 @@ nonzero constant, and widening casts keep uniqueness; ``u * K + j`` with ``0 <= 
 does too, and so does ``u // K`` where a dominating condition pins ``u % K`` (``if tid % 32 ==
 0: y[tid // 32]``).  A store is accepted when its indices cover every coordinate of the grid (global
 memory) or block (shared memory) that a dominating condition has not pinned (``if
-thread_idx.x == 0:``), or inside ``with unsafe():``.
+thread_idx.x == 0:``), or inside ``with unsafe():``.  What an index is unique in is read in
+:mod:`.classify`.
 
 Where that rule does not apply (several stores per thread, warp-split indices, strides from the
 launch), the store is proven from the affine forms of every store into the array
-(:mod:`.ownership`); a refusal then says which threads can meet, with an example.
+(:mod:`.ownership`, :mod:`.pairproofs`); a refusal then says which threads can meet, with an
+example.
 
 The value an *atomic ticket* returns (``count.atomic_ref(0).fetch_add(1)``: an add of a positive
 constant at constant indices) is unique over the grid (the block, for a shared counter), provided
@@ -29,87 +31,32 @@ orders are left out (:mod:`.phases`).
 
 from __future__ import annotations
 
-import math
 from typing import TYPE_CHECKING
 
 from .. import ir
-from ..analysis.ranges import Affine, constant_value, is_widening
+from ..analysis.ranges import Affine, constant_value
 from ..errors import SourceSpan, TranspileError
-from ..nodes import node
-from ..spec import ParamCheck
-from .facts import Equal, LaneKey, OpKey, Pinned, SpecialKey, VarKey, pinned, split_offset
+from .classify import IndexClasses, adds_a_positive_constant, required_coords
+from .facts import Pinned, pinned
 from .lastblock import FlagRead, TicketPinned, TicketUse, check_ticket_pins, ticket_facts
 from .monotone import prove_padded
-from .ownership import (
-    Assumption,
-    Forms,
-    StoreForm,
-    assume,
-    candidate_bounds,
-    guard_assumptions,
-    param_atoms,
-)
+from .ownership import Assumption, Forms, StoreForm
+from .pairproofs import CheckedStore, PairProofs
 from .parity import read_parities, store_parities
-from .phases import Phases, Position, entry_value, ordered, ordered_either
-from .poly import Digit, poly_text
-from .radix import PairProof
-from .refusals import UNIQUE_HINT, hint_for, index_text, wrap_hint, wrap_message
-from .storepairs import only_its_thread, spans_apart
+from .phases import Phases, Position, entry_value, ordered_either
+from .poly import Digit
+from .refusals import UNIQUE_HINT, index_text, wrap_hint, wrap_message
 from .strides import ScaledStores, scale_vars
 from .warptiles import in_device_function, warp_tile
-from .witness import collision
-from .wrapping import (
-    extent_difference,
-    fits_check,
-    fits_limit,
-    folded_terms,
-    index_is_exact,
-    largest_difference,
-    param_difference,
-    poly_tree,
-)
+from .wrapping import index_is_exact
 
 if TYPE_CHECKING:
     from .bounds import BoundsProofs
     from .context import Definitions, FunctionContext
     from .facts import Key
 
-@node
-class Unique:
-    """An index that is injective in the thread coordinates ``coords``; ``scale`` is its stride."""
 
-    coords: frozenset[str]
-    scale: int = 1
-
-
-def is_ticket(e: ir.Atomic) -> bool:
-    """Is ``e`` a ticket draw, ``count.atomic_ref(0).fetch_add(1)``: an atomic add of a positive
-    constant to one element (constant indices) of an array parameter (or shared array)?  Each
-    draw returns another value where nothing else changes the array (checked at the end,
-    :meth:`UniqueWrites.check_tickets`)."""
-    return (_adds_a_positive_constant(e)
-            and (e.array.var.is_param or e.array.ty.space == "shared")
-            and all(isinstance(constant_value(i), int) for i in e.indices))
-
-
-def _adds_a_positive_constant(e: ir.Atomic) -> bool:
-    k = constant_value(e.operands[0]) if e.op == "add" and e.operands else None
-    return isinstance(k, int) and not isinstance(k, bool) and k > 0
-
-
-def grid_coords(axis: int) -> frozenset[str]:
-    return frozenset({f"tid{axis}", f"bid{axis}"})
-
-
-def required_coords(ndim: int, space: str) -> frozenset[str]:
-    """Coordinates a store must be unique in: every thread of the grid (global) or block (shared)."""
-    coords = {f"tid{a}" for a in range(ndim)}
-    if space == "global":
-        coords |= {f"bid{a}" for a in range(ndim)}
-    return frozenset(coords)
-
-
-class UniqueWrites:
+class UniqueWrites(IndexClasses, PairProofs):
     """The unique-write proofs of one function, made as the type pass reaches each store.
 
     Reads: the type pass's :class:`~.context.Definitions` (single assignments, the variables of
@@ -117,6 +64,10 @@ class UniqueWrites:
     (:attr:`.bounds.BoundsProofs.facts`: pinned coordinates; ``0 <= j < K`` for ``u * K + j``).
     Produces: how each store is race-free (``Store.unique``), and a TranspileError for a store,
     or a read of an array the function writes, that could race.
+
+    Two bases hold parts of it, on the state below: :class:`.classify.IndexClasses` (what an
+    index is unique in, whether a value is launch-uniform) and :class:`.pairproofs.PairProofs`
+    (a store proven against the other stores of its array, from their forms).
 
     State:
 
@@ -166,7 +117,7 @@ class UniqueWrites:
         # barrier orders are left out (see :mod:`.phases`).
         self.phases = Phases()
         self.known: dict[int, int] = {}
-        self.checked_stores: dict[int, list[_Checked]] = {}
+        self.checked_stores: dict[int, list[CheckedStore]] = {}
         self.read_forms: list[tuple[ir.Var, StoreForm | str, SourceSpan, Position]] = []
         # Per array: the parities each store is confined to (see :mod:`.parity`).
         self.store_parity: dict[int, list[frozenset]] = {}
@@ -187,78 +138,6 @@ class UniqueWrites:
         # ArrayRef's id.
         self.ticket_pins: list[TicketUse] = []
         self.flag_positions: dict[int, Position] = {}
-
-    # ---- assumptions on scalar parameters --------------------------------------------------
-
-    def param_index(self, name: str) -> int | None:
-        return self.param_names.index(name) if name in self.param_names else None
-
-    def prove(self, a: StoreForm, b: StoreForm, required: frozenset[str], array: str
-              ) -> PairProof:
-        """Two stores whose index ranges never meet (:func:`spans_apart`); else
-        :func:`.monotone.prove_padded` (the ownership proof), and where it fails in a kernel
-        whose indices hold an unchanged integer parameter, again under an assumption the
-        launcher can check (``stride >= block_dim.x``; see :mod:`.ownership`), which is then
-        recorded."""
-        if a is not b:
-            apart = spans_apart(a, b)
-            if apart is not None:
-                return PairProof(True, apart)
-        outcome = prove_padded(a, b, required)
-        if not outcome.ok:
-            # What the conditions around the stores show (``if col < n:`` makes n >= 1 there).
-            implied = guard_assumptions((a, b))
-            if implied:
-                for assumption in implied:
-                    a, b = assume(a, assumption), assume(b, assumption)
-                outcome = prove_padded(a, b, required)
-        if outcome.ok or not self.is_kernel:
-            return outcome
-        known = list(self.assumptions.values())
-        for assumption in known:
-            a, b = assume(a, assumption), assume(b, assumption)
-        if known:
-            outcome = prove_padded(a, b, required)
-            if outcome.ok:
-                return self._assumed(outcome, known)
-        for var in param_atoms((a, b)):
-            if self.param_index(var.var.name) is None:
-                continue
-            for bound in candidate_bounds(self.ctx.ndim):
-                tree = poly_tree(bound)
-                if tree is None:
-                    continue
-                assumption = Assumption(var, bound)
-                tried = prove_padded(assume(a, assumption), assume(b, assumption), required)
-                if not tried.ok:
-                    continue
-                self.assumptions[var.var.name] = assumption
-                index = self.param_index(var.var.name)
-                assert index is not None
-                self.ctx.kernel.add_launch_check(ParamCheck(
-                    (">=", ("param", index), tree), index, array, a.line))
-                return self._assumed(tried, [*known, assumption])
-        return outcome
-
-    @staticmethod
-    def _assumed(outcome: PairProof, used: list[Assumption]) -> PairProof:
-        conditions = " and ".join(f"{u.var.var.name} >= {poly_text(u.bound)}" for u in used)
-        return PairProof(True, f"{outcome.text}, when {conditions} (the launcher checks it)")
-
-    def _index_spans(self, indices) -> tuple:
-        """Each index's values at the store (see :attr:`.ownership.StoreForm.spans`): the
-        interval the bounds proofs give it, raised to 1 where a fact shows it positive (``if i
-        > 0:``, the ``elif`` after ``if i == 0:``)."""
-        spans: list[tuple[int, int] | None] = []
-        for idx in indices:
-            lo, hi = self.bounds.interval(idx)
-            if lo > hi:  # not an integer: nothing known
-                spans.append(None)
-                continue
-            if lo < 1 <= hi and self.bounds.at_least(idx, 1):
-                lo = 1
-            spans.append((lo, hi))
-        return tuple(spans)
 
     # ---- what is known of a variable on entry to a loop -------------------------------------
 
@@ -285,195 +164,33 @@ class UniqueWrites:
         return self.is_kernel and var.is_param and self.defs.assign_counts.get(var.name, 0) == 0 \
             and id(var) not in self.defs.unique_params
 
-    # ---- what an index is unique in --------------------------------------------------------
+    def note_range_loop(self, var: ir.Var, start: ir.Expr, step: ir.Expr, step_sign: int,
+                        plain_assigned: set[str], stop: ir.Expr | None = None) -> None:
+        """``for var in range(start, stop, step)``: with ``0 <= start < step`` and ``start``
+        unique, threads visit disjoint values of ``var``.  For the ownership proofs, inside the
+        loop ``var`` is ``start + step * k`` (:meth:`leave_range_loop` ends that)."""
+        if stop is not None and var.name not in plain_assigned:
+            stop_max = self.bounds.upper(stop) if self.bounds.is_nonneg(stop) else None
+            start_value = constant_value(start)
+            start_min = start_value if isinstance(start_value, int) else (
+                0 if self.bounds.is_nonneg(start) else None)
+            self.forms.enter_loop(var, self.defs.key(start), stop_max, self.defs.key(step),
+                                  start_min)
+        else:
+            self.forms.leave_loop(var)
+        start_unique = self.classify(start)
+        self.range_unique_vars.pop(id(var), None)
+        if (start_unique is not None and step_sign > 0
+                and isinstance(step, ir.Const) and isinstance(step.value, int)
+                and self.bounds.in_range(start, step.value)
+                and var.name not in plain_assigned):
+            self.range_unique_vars[id(var)] = start_unique.coords
 
-    def classify(self, e: ir.Expr) -> Unique | None:
-        """Which thread coordinates ``e`` is injective in (see the module docstring)."""
-        if isinstance(e, ir.UidComponent):
-            if e.scope == "grid":
-                return Unique(grid_coords(e.axis))
-            return Unique(frozenset({f"tid{e.axis}"}))
-        if isinstance(e, ir.Special):
-            if e.name == "thread_idx":
-                return Unique(frozenset({f"tid{e.axis}"}))
-            if e.name == "block_idx":
-                return Unique(frozenset({f"bid{e.axis}"}))
-            return None
-        if isinstance(e, ir.Local):
-            if id(e.var) in self.defs.unique_params:
-                return Unique(frozenset({f"param:{e.var.name}"}))
-            if id(e.var) in self.defs.grid_stride_vars:
-                return Unique(grid_coords(0))
-            if id(e.var) in self.range_unique_vars:
-                return Unique(self.range_unique_vars[id(e.var)])
-            d = self.defs.single_def(e.var)
-            return self.classify(d) if d is not None else None
-        if isinstance(e, ir.Cast):
-            src = e.value.ty
-            if isinstance(src, ir.ScalarType) and src.info.is_int and e.ty.info.is_int and \
-                    e.ty.info.bits >= src.info.bits:
-                return self.classify(e.value)
-            return None
-        if isinstance(e, ir.Atomic):
-            if not is_ticket(e):
-                return None
-            # Every draw returns another value (see is_ticket): unique over the whole grid, or
-            # over the block for a counter in shared memory.
-            return Unique(required_coords(3, "global" if e.array.ty.space == "global"
-                                          else "shared"))
-        if isinstance(e, ir.BinOp):
-            left, right = e.left, e.right
-            if e.op == "+":
-                grid = _blockwise_uid(left, right)
-                if grid is None:
-                    grid = _blockwise_uid(right, left)
-                if grid is not None:
-                    return Unique(grid_coords(grid))
-                for a, b in ((left, right), (right, left)):
-                    u = self.classify(a)
-                    if u is None:
-                        continue
-                    if self.is_uniform(b):
-                        return u
-                    if u.scale > 1 and self.bounds.in_range(b, u.scale):
-                        # u*K + j with 0 <= j < K: the blocks of K are disjoint across u, and j
-                        # (a thread index, or a per-thread loop counter) never leaves its block.
-                        inner = self.classify(b)
-                        return Unique(u.coords | (inner.coords if inner else frozenset()))
-                return None
-            if e.op == "-":
-                u = self.classify(left)
-                if u is not None and self.is_uniform(right):
-                    return u
-                return None
-            if e.op == "*":
-                for a, b in ((left, right), (right, left)):
-                    u = self.classify(a)
-                    bc = constant_value(b)
-                    if u is not None and isinstance(bc, int) and bc != 0:
-                        return Unique(u.coords, u.scale * abs(bc))
-                return None
-            if e.op in ("//", ">>"):
-                return self._pinned_quotient(left, right, e.op)
-        return None
+    def leave_range_loop(self, var: ir.Var) -> None:
+        """The body of the loop over ``var`` ends: its counter is no longer a digit."""
+        self.forms.leave_loop(var)
 
-    def _pinned_quotient(self, left: ir.Expr, right: ir.Expr, op: str) -> Unique | None:
-        """``u // K`` (``u >> s``: K = 2**s) where a condition pins ``u % M`` to a constant, K
-        dividing M (``if tid % 32 == 0: y[tid // 32]``; ``lane = tid & 31``): floor division
-        gives ``u == K * (u // K) + u % K``, and ``u % K`` is fixed, so equal quotients mean
-        equal ``u``.  ``u`` may carry a constant offset, ``(u - c) // K``, whose remainder is
-        then fixed too (exact integers: the store's wrap check covers the index).  With ``u``
-        the flat id ``block_idx.a * block_dim.a + thread_idx.a`` and the block a known multiple
-        of M along ``a`` (an assert), a pin of ``thread_idx.a % M`` pins ``u % M``: the block's
-        offset is a multiple of M."""
-        k = constant_value(right)
-        if not isinstance(k, int) or isinstance(k, bool):
-            return None
-        if op == ">>":
-            k = 1 << k if 0 <= k < 63 else 0
-        if k <= 0:
-            return None
-        base = left
-        candidates = [left]
-        while True:  # (u - c) // K: the pin may be on u
-            defined = self.defs.single_def(base.var) if isinstance(base, ir.Local) else None
-            if defined is not None:
-                base = defined
-                continue
-            offset = split_offset(base)
-            if offset is None:
-                break
-            base = offset[0]
-            candidates.append(base)
-        u = self.classify(left)
-        if u is None:
-            return None
-        keys = {self.defs.key(c) for c in candidates}
-        # u = block_idx.a * block_dim.a + thread_idx.a: where the block is a multiple of M along
-        # a, u % M == thread_idx.a % M, so a pin of the thread's lane pins u's.
-        axes = (self._flat_axis(c) for c in candidates)
-        block_multiple = {ax: self._block_multiple(ax) for ax in axes if ax is not None}
-        for f in self.bounds.facts:
-            if type(f) is not Equal:
-                continue
-            for a, b in ((f.left, f.right), (f.right, f.left)):
-                if b.integer is None:
-                    continue
-                if isinstance(a, LaneKey):
-                    # lane_id() is thread_idx.x % 32 where blocks are one-dimensional.
-                    if not (self.is_kernel and self.ctx.ndim == 1):
-                        continue
-                    pinned, m = SpecialKey("thread_idx", 0), 32
-                elif isinstance(a, OpKey):
-                    pinned, m = a.left, a.right.integer
-                    if m is None or m <= 0:
-                        continue
-                    if a.op == "&" and m & (m + 1) == 0:
-                        m += 1
-                    elif a.op != "%":
-                        continue
-                else:
-                    continue
-                if pinned not in keys and not (
-                        isinstance(pinned, SpecialKey) and pinned.name == "thread_idx"
-                        and pinned.axis in block_multiple
-                        and block_multiple[pinned.axis] % m == 0):
-                    continue
-                if m % k == 0:
-                    return Unique(u.coords)
-        return None
-
-    def _flat_axis(self, e: ir.Expr) -> int | None:
-        """The axis ``a`` where ``e`` is ``block_idx.a * block_dim.a + thread_idx.a`` (through
-        locals assigned once; a grid uid's component is that sum), or ``None``."""
-        while isinstance(e, ir.Local):
-            d = self.defs.single_def(e.var)
-            if d is None:
-                return None
-            e = d
-        if isinstance(e, ir.UidComponent):
-            # (A kernel that reads thread_idx or lane_id(), as a pin of the lane does, is
-            # never launched with its uids remapped.)
-            return e.axis if e.scope == "grid" else None
-        if not (isinstance(e, ir.BinOp) and e.op == "+"):
-            return None
-        axis = _blockwise_uid(e.left, e.right)
-        return axis if axis is not None else _blockwise_uid(e.right, e.left)
-
-    def _block_multiple(self, axis: int) -> int:
-        """A number the block's extent along ``axis`` is a known multiple of, from the asserts
-        that hold here: ``block_dim.x % 32 == 0`` (or ``block_dim.x & 31 == 0``) gives 32,
-        ``block_dim.x == 96`` gives 96; 1 where none says more."""
-        extent = SpecialKey("block_dim", axis)
-        multiple = 1
-        for f in self.bounds.facts:
-            if type(f) is not Equal:
-                continue
-            for a, b in ((f.left, f.right), (f.right, f.left)):
-                if a == extent and b.integer is not None and b.integer > 0:
-                    multiple = math.lcm(multiple, b.integer)
-                if not (isinstance(a, OpKey) and a.left == extent and b.integer == 0):
-                    continue
-                m = a.right.integer
-                if m is not None and m > 0 and a.op == "%":
-                    multiple = math.lcm(multiple, m)
-                elif m is not None and m > 0 and a.op == "&" and m & (m + 1) == 0:
-                    multiple = math.lcm(multiple, m + 1)
-        return multiple
-
-    def classify_untied(self, e: ir.Expr) -> Unique | None:
-        """:meth:`classify`, but ``None`` for a value computed from a ticket draw: an equality
-        with one pins threads only while the draws cannot repeat, which :meth:`ticket_facts`
-        leaves to the end of the body to prove.  An equality pins threads (:func:`.facts.cond_facts`)
-        only where ``e`` is exact too: ``col == 5`` holds in two threads where ``col`` wraps
-        around (an i32 ``block_idx.x * block_dim.x + thread_idx.x`` past 2**31, ``thread_idx.x *
-        2**30``), so a value that may wrap pins nothing."""
-        if self._tickets(e):
-            return None
-        u = self.classify(e)
-        if u is None or index_is_exact(e, self.bounds, self.defs.single_def) is not True:
-            return None
-        return u
+    # ---- atomic tickets (R7; see :mod:`.lastblock`) ----------------------------------------
 
     def ticket_facts(self, cond: ir.Expr, truth: bool) -> set:
         """The pins a ticket comparison or a flag that carries one makes where ``cond`` is
@@ -514,61 +231,6 @@ class UniqueWrites:
         """Once the body is known: the ticket pins the stores needed hold (R7, the last
         ticket; see :mod:`.lastblock`)."""
         check_ticket_pins(self, body)
-
-    def is_uniform(self, e: ir.Expr) -> bool:
-        """Is ``e`` the same for every thread of the launch, for the whole kernel?"""
-        if isinstance(e, ir.Const):
-            return True
-        if isinstance(e, ir.Local):
-            var = e.var
-            if var.is_param:
-                return self.defs.assign_counts.get(var.name, 0) == 0 and id(var) not in \
-                    self.defs.unique_params
-            d = self.defs.single_def(var)
-            return d is not None and self.is_uniform(d)
-        if isinstance(e, ir.Shape):
-            return e.array.ty.space == "global" or e.array.ty.shape is not None
-        if isinstance(e, ir.Special):
-            return e.name in ("block_dim", "grid_dim")
-        if isinstance(e, ir.Load):
-            return (e.array.ty.space == "global" and not e.array.ty.mutable
-                    and all(self.is_uniform(i) for i in e.indices))
-        if isinstance(e, (ir.BinOp, ir.UnaryOp, ir.Cast, ir.Compare, ir.Select, ir.MathCall,
-                          ir.BoolOp)):
-            for value in vars(e).values():
-                if isinstance(value, ir.Expr) and not self.is_uniform(value):
-                    return False
-                if isinstance(value, tuple) and not all(
-                        self.is_uniform(v) for v in value if isinstance(v, ir.Expr)):
-                    return False
-            return True
-        return False
-
-    def note_range_loop(self, var: ir.Var, start: ir.Expr, step: ir.Expr, step_sign: int,
-                        plain_assigned: set[str], stop: ir.Expr | None = None) -> None:
-        """``for var in range(start, stop, step)``: with ``0 <= start < step`` and ``start``
-        unique, threads visit disjoint values of ``var``.  For the ownership proofs, inside the
-        loop ``var`` is ``start + step * k`` (:meth:`leave_range_loop` ends that)."""
-        if stop is not None and var.name not in plain_assigned:
-            stop_max = self.bounds.upper(stop) if self.bounds.is_nonneg(stop) else None
-            start_value = constant_value(start)
-            start_min = start_value if isinstance(start_value, int) else (
-                0 if self.bounds.is_nonneg(start) else None)
-            self.forms.enter_loop(var, self.defs.key(start), stop_max, self.defs.key(step),
-                                  start_min)
-        else:
-            self.forms.leave_loop(var)
-        start_unique = self.classify(start)
-        self.range_unique_vars.pop(id(var), None)
-        if (start_unique is not None and step_sign > 0
-                and isinstance(step, ir.Const) and isinstance(step.value, int)
-                and self.bounds.in_range(start, step.value)
-                and var.name not in plain_assigned):
-            self.range_unique_vars[id(var)] = start_unique.coords
-
-    def leave_range_loop(self, var: ir.Var) -> None:
-        """The body of the loop over ``var`` ends: its counter is no longer a digit."""
-        self.forms.leave_loop(var)
 
     # ---- stores and reads ------------------------------------------------------------------
 
@@ -613,7 +275,7 @@ class UniqueWrites:
             if not form.pins:  # type: ignore[union-attr]
                 self.written_keys.setdefault(id(base.var), []).append(keys)
             self.check_narrowed(base, span,
-                                _Checked(form, self.phases.position(), narrowed, span))
+                                CheckedStore(form, self.phases.position(), narrowed, span))
             return kind, owners, proof
         self._note_shared(base, indices, keys, span, form)
         if kind == "uid":
@@ -628,14 +290,29 @@ class UniqueWrites:
                         ty = self._narrow_type(idx)
                         raise TranspileError(wrap_message(base.var.name, ty), idx.span,
                                              wrap_hint(ty))
-        self.check_narrowed(base, span, _Checked(form, self.phases.position(),
-                                                 narrowed or kind == "single", span))
+        self.check_narrowed(base, span, CheckedStore(form, self.phases.position(),
+                                                     narrowed or kind == "single", span))
         covered: set[str] = set()
         for idx in indices:
             u = self.classify(idx)
             covered |= u.coords if u is not None else set()
         return kind, owners, self.note_ticket_pins(required_coords(self.ctx.ndim, space),
                                                    covered, span, base)
+
+    def _index_spans(self, indices) -> tuple:
+        """Each index's values at the store (see :attr:`.ownership.StoreForm.spans`): the
+        interval the bounds proofs give it, raised to 1 where a fact shows it positive (``if i
+        > 0:``, the ``elif`` after ``if i == 0:``)."""
+        spans: list[tuple[int, int] | None] = []
+        for idx in indices:
+            lo, hi = self.bounds.interval(idx)
+            if lo > hi:  # not an integer: nothing known
+                spans.append(None)
+                continue
+            if lo < 1 <= hi and self.bounds.at_least(idx, 1):
+                lo = 1
+            spans.append((lo, hi))
+        return tuple(spans)
 
     # ---- stores scaled by a loop variable (hooks of :mod:`.strides`) ------------------------
 
@@ -767,7 +444,7 @@ class UniqueWrites:
         assert isinstance(form, StoreForm)  # prove_array refuses a store without a form
         self.check_exact(base, indices, span, form)
         narrowed = bool(pinned(self.bounds.facts) & required_coords(self.ctx.ndim, space))
-        self.check_narrowed(base, span, _Checked(form, self.phases.position(), narrowed, span))
+        self.check_narrowed(base, span, CheckedStore(form, self.phases.position(), narrowed, span))
         # A thread writes elements no index of it names: every later plain store of the array is
         # proven against this one (:meth:`note_store`), and a read of it is its own element only
         # where the thread also writes that index plainly (:meth:`check_reads`).
@@ -775,157 +452,6 @@ class UniqueWrites:
         self.store_keys.setdefault(id(base.var), (((), (("footprint", span.line, span.col),)),
                                                   span))
         return proof
-
-    def check_narrowed(self, base: ir.ArrayRef, span: SourceSpan, new: _Checked) -> None:
-        """Prove a store against the array's earlier stores where either is narrowed to fewer
-        threads by a condition (``if tid == 1: s[0] = v`` beside ``s[tid] = u``: threads 0
-        and 1 both write ``s[0]``); the pair of a shared array that a barrier orders is left
-        out."""
-        space = "global" if base.ty.space == "global" else "shared"
-        required = required_coords(self.ctx.ndim, space)
-        stores = self.checked_stores.setdefault(id(base.var), [])
-        for earlier in stores:
-            if not (new.narrowed or earlier.narrowed):
-                continue
-            if space == "shared" and ordered(earlier.position, new.position):
-                continue
-            a, b = new.form, earlier.form
-            if isinstance(a, str) or isinstance(b, str):
-                line = b.line if isinstance(b, StoreForm) else "?"
-                raise TranspileError(
-                    f"store into '{base.var.name}' cannot be shown apart from the store at line "
-                    f"{line}: {a if isinstance(a, str) else b}", span,
-                    "separate the two stores with sync_threads() (shared memory), or use "
-                    "`with unsafe():`")
-            outcome = self.prove(a, b, required, base.var.name)
-            if not outcome.ok and not (only_its_thread(a, b, required)
-                                       or only_its_thread(b, a, required)):
-                example = collision(a, b, required, self.ctx.ndim)
-                detail = f"{example}; " if example else ""
-                raise TranspileError(
-                    f"store into '{base.var.name}' may meet the store at line {b.line} in "
-                    f"another thread: {detail}{outcome.text}", span,
-                    "a store that a condition leaves to some threads (`if tid == 0:`) must "
-                    "write elements no other thread writes in the same phase; separate them "
-                    "with sync_threads() (shared memory), index them apart, or use "
-                    "`with unsafe():`")
-        stores.append(new)
-
-    def prove_array(self, base: ir.ArrayRef, span: SourceSpan, classic: TranspileError) -> str:
-        """Prove every pair of the array's stores race-free from their forms (see
-        :mod:`.ownership`); the rule for the newest store, or ``classic`` raised with the
-        reason (and an example of two threads that meet, where one is found)."""
-        space = "global" if base.ty.space == "global" else "shared"
-        forms = self.store_forms[id(base.var)]
-        newest = forms[-1]
-        if space == "shared":
-            # A pair of a shared array that a barrier orders cannot race (see :mod:`.phases`).
-            positions = self.store_positions[id(base.var)]
-            forms = [f for f, at in zip(forms, positions)
-                     if f is newest or not ordered(at, positions[-1])]
-        required = required_coords(self.ctx.ndim, space)
-        for earlier in forms:
-            if isinstance(earlier, str):
-                which = "its index" if earlier is newest else "another store's index"
-                raise TranspileError(f"{classic.message}: {which} {earlier}", span,
-                                     classic.hint or UNIQUE_HINT[space])
-        rule = ""
-        for earlier in forms:
-            outcome = self.prove(newest, earlier, required, base.var.name)  # type: ignore[arg-type]
-            if not outcome.ok:
-                example = collision(newest, earlier, required, self.ctx.ndim)  # type: ignore[arg-type]
-                other = "" if earlier is newest else f" and the store at line {earlier.line}"  # type: ignore[union-attr]
-                detail = f"{outcome.text}{other}"
-                if example:
-                    detail = f"{example}; {detail}"
-                raise TranspileError(f"{classic.message}: {detail}", span,
-                                     hint_for(newest, earlier, outcome, space))  # type: ignore[arg-type]
-            if earlier is newest:
-                rule = outcome.text
-        others = [f.line for f in forms if f is not newest]  # type: ignore[union-attr]
-        text = f"unique: affine in {rule}" if rule else "unique: affine index"
-        if others:
-            text += f"; disjoint from the stores at line{'s' if len(others) > 1 else ''} " + \
-                ", ".join(str(n) for n in sorted(set(others)))
-        return text
-
-    def check_exact(self, base: ir.ArrayRef, indices, span: SourceSpan, form: StoreForm,
-                    positions: tuple[int, ...] | None = None) -> None:
-        """The forms are exact integers: an index that may wrap must still tell threads apart
-        (see :mod:`.ownership`), or it is refused.  ``positions``: the indices to check (all by
-        default)."""
-        for position, idx in enumerate(indices):
-            if positions is not None and position not in positions:
-                continue
-            exact = index_is_exact(idx, self.bounds, self.defs.single_def)
-            if exact is True:
-                continue
-            ty = idx.ty
-            tree = None
-            if exact == "ring" and isinstance(ty, ir.ScalarType):
-                terms = folded_terms(form.dims[position], form.ranges, form.bounded)
-                tree = largest_difference(terms)
-                if tree is not None:
-                    check = fits_check(tree, ty, span)
-                    if check is not None:
-                        self.ctx.kernel.add_launch_check(check)
-                    continue
-                if self.add_param_fits(base, terms, ty, form.line,
-                                       guard_assumptions((form,))):
-                    continue
-                bound = extent_difference(terms)
-                if bound is not None and bound <= fits_limit(ty):
-                    continue  # the arrays' sizes keep it within the type
-            ty = self._narrow_type(idx)
-            raise TranspileError(wrap_message(base.var.name, ty), idx.span, wrap_hint(ty))
-
-    def add_param_fits(self, base: ir.ArrayRef, terms, ty: ir.ScalarType, line: int,
-                       implied: list[Assumption]) -> bool:
-        """An index whose stride is a parameter the proofs assumed positive (or that the
-        conditions around the store show positive: ``implied``) may wrap: record the
-        launcher's check that the largest difference of two threads' indices stays within
-        ``ty`` (a :class:`~gpu_native.spec.ParamCheck`); False when there is none to make."""
-        held = {v.var.name for v in param_atoms(
-            [StoreForm(tuple(c for c, n in terms) + tuple(n for c, n in terms
-                                                         if n is not None), {}, {}, line, "")])}
-        assumed = {**{a.var.var.name: a for a in implied if isinstance(a.var, VarKey)},
-                   **self.assumptions}
-        params = [n for n in assumed if n in held]
-        if not params:
-            return False
-        tree = param_difference(terms, assumed.values(), self.param_index)
-        if tree is None:
-            return False
-        limit = fits_limit(ty)
-        index = self.param_index(params[0])
-        assert index is not None
-        self.ctx.kernel.add_launch_check(ParamCheck(
-            ("<=", tree, ("c", limit)), index, base.var.name, line))
-        return True
-
-    def _narrow_type(self, e: ir.Expr, depth: int = 0):
-        """The type the index's arithmetic may wrap in: below its first widening cast."""
-        if depth > 48:
-            return e.ty
-        if isinstance(e, ir.Local):
-            d = self.defs.single_def(e.var)
-            return e.ty if d is None else self._narrow_type(d, depth + 1)
-        if isinstance(e, ir.Cast) and is_widening(e):
-            # Arithmetic below the cast wraps in its narrow type; a widened atom
-            # (`i64(block_idx.x)`) wraps nowhere, and what may wrap is in the wide type above.
-            inner = e.value
-            for _ in range(48):  # (a chain of copies, not a cycle)
-                d = self.defs.single_def(inner.var) if isinstance(inner, ir.Local) else None
-                if d is None:
-                    break
-                inner = d
-            return e.value.ty if isinstance(inner, (ir.BinOp, ir.UnaryOp)) else e.ty
-        if isinstance(e, ir.BinOp):
-            for side in (e.left, e.right):
-                ty = self._narrow_type(side, depth + 1)
-                if ty != e.ty:
-                    return ty
-        return e.ty
 
     def _classic(self, base: ir.ArrayRef, indices, span: SourceSpan
                  ) -> tuple[str, tuple[int, ...]]:
@@ -1016,24 +542,10 @@ class UniqueWrites:
                 return store.span
         return None
 
-    def _tickets(self, e: ir.Expr) -> list[ir.Atomic]:
-        """The ticket draws whose value the index ``e`` is computed from (as :meth:`classify`
-        follows it: locals assigned once, widening casts, arithmetic)."""
-        if isinstance(e, ir.Atomic):
-            return [e] if is_ticket(e) else []
-        if isinstance(e, ir.Local):
-            d = self.defs.single_def(e.var)
-            return self._tickets(d) if d is not None else []
-        if isinstance(e, ir.Cast):
-            return self._tickets(e.value)
-        if isinstance(e, ir.BinOp):
-            return self._tickets(e.left) + self._tickets(e.right)
-        return []
-
     def note_atomic(self, e: ir.Atomic) -> None:
         """An atomic operation: all but loads and additions of a positive constant change its
         array in a way that voids the array's tickets."""
-        if e.op == "load" or _adds_a_positive_constant(e):
+        if e.op == "load" or adds_a_positive_constant(e):
             return
         self.counter_changes.setdefault(id(e.array.var), (e.span, f"an atomic {e.op}"))
 
@@ -1131,45 +643,5 @@ class UniqueWrites:
                 self.unique_param_uses.setdefault(c[6:], set()).add(space)
 
 
-@node(frozen=False, eq=False)
-class _Checked:
-    """A checked store: its form, where it is (for the barrier phases), and whether a condition
-    leaves it to fewer threads than its index tells apart (``narrowed``)."""
-
-    form: StoreForm | str
-    position: Position
-    narrowed: bool
-    span: SourceSpan
-
-
 _SCALED_PROOF = ("unique: affine in the thread's index in every barrier interval, with the "
                  "values the block's loop variables take there (a scale by a loop variable)")
-
-
-def _blockwise_uid(a: ir.Expr, b: ir.Expr) -> int | None:
-    """Recognise ``block_idx.a * block_dim.a + thread_idx.a``: the grid uid along ``a``.  Only
-    casts that keep every value are looked through (``i32(u8(thread_idx.y))`` repeats every 256
-    threads of a block 512 tall)."""
-    a, b = _strip_exact_casts(a), _strip_exact_casts(b)
-    if not (isinstance(b, ir.Special) and b.name == "thread_idx"):
-        return None
-    if not (isinstance(a, ir.BinOp) and a.op == "*"):
-        return None
-    parts = [_strip_exact_casts(side) for side in (a.left, a.right)]
-    names = {(p.name, p.axis) for p in parts if isinstance(p, ir.Special)}
-    if names == {("block_idx", b.axis), ("block_dim", b.axis)}:
-        return b.axis
-    return None
-
-
-def _strip_exact_casts(e: ir.Expr) -> ir.Expr:
-    """``e`` without the casts that keep its value: widening ones, and a launch coordinate (never
-    negative, below 2**31) cast to an integer type of 32 bits or more."""
-    while isinstance(e, ir.Cast):
-        keeps = is_widening(e) or (
-            isinstance(e.value, ir.Special) and isinstance(e.ty, ir.ScalarType)
-            and e.ty.info.is_int and e.ty.info.bits >= 32)
-        if not keeps:
-            break
-        e = e.value
-    return e

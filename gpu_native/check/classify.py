@@ -1,0 +1,340 @@
+"""What an index is unique in, for the unique-write proofs' classic rule (see :mod:`.unique`):
+the thread coordinates that an index expression tells apart (:meth:`IndexClasses.classify`), and
+whether a value is the same in every thread of the launch (:meth:`IndexClasses.is_uniform`).
+
+:class:`IndexClasses` is a base of :class:`.unique.UniqueWrites`: it reads an index, the
+function's definitions and the facts that hold there, never the stores.  The bounds proofs read
+it back: an equality with a unique index pins a coordinate (:meth:`IndexClasses.classify_untied`).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+from .. import ir
+from ..analysis.ranges import constant_value, is_widening
+from ..nodes import node
+from .facts import Equal, LaneKey, OpKey, SpecialKey, split_offset
+from .wrapping import index_is_exact
+
+if TYPE_CHECKING:
+    from .bounds import BoundsProofs
+    from .context import Definitions, FunctionContext
+    from .facts import Key
+
+__all__ = ["IndexClasses", "Unique", "adds_a_positive_constant", "grid_coords", "is_ticket",
+           "required_coords"]
+
+
+@node
+class Unique:
+    """An index that is injective in the thread coordinates ``coords``; ``scale`` is its stride."""
+
+    coords: frozenset[str]
+    scale: int = 1
+
+
+def is_ticket(e: ir.Atomic) -> bool:
+    """Is ``e`` a ticket draw, ``count.atomic_ref(0).fetch_add(1)``: an atomic add of a positive
+    constant to one element (constant indices) of an array parameter (or shared array)?  Each
+    draw returns another value where nothing else changes the array (checked at the end,
+    :meth:`.unique.UniqueWrites.check_tickets`)."""
+    return (adds_a_positive_constant(e)
+            and (e.array.var.is_param or e.array.ty.space == "shared")
+            and all(isinstance(constant_value(i), int) for i in e.indices))
+
+
+def adds_a_positive_constant(e: ir.Atomic) -> bool:
+    """Does ``e`` add a positive integer constant (a draw, were its indices constant)?"""
+    k = constant_value(e.operands[0]) if e.op == "add" and e.operands else None
+    return isinstance(k, int) and not isinstance(k, bool) and k > 0
+
+
+def grid_coords(axis: int) -> frozenset[str]:
+    return frozenset({f"tid{axis}", f"bid{axis}"})
+
+
+def required_coords(ndim: int, space: str) -> frozenset[str]:
+    """Coordinates a store must be unique in: every thread of the grid (global) or block (shared)."""
+    coords = {f"tid{a}" for a in range(ndim)}
+    if space == "global":
+        coords |= {f"bid{a}" for a in range(ndim)}
+    return frozenset(coords)
+
+
+class IndexClasses:
+    """What an index is unique in, and whether a value is launch-uniform: the part of
+    :class:`.unique.UniqueWrites` that reads an index, not the stores.
+
+    It adds nothing at run time: the attributes below are set by
+    :meth:`UniqueWrites.__init__ <.unique.UniqueWrites>` (documented there).
+    """
+
+    ctx: FunctionContext
+    defs: Definitions
+    is_kernel: bool
+    bounds: BoundsProofs
+    range_unique_vars: dict[int, frozenset]
+
+    def classify(self, e: ir.Expr) -> Unique | None:
+        """Which thread coordinates ``e`` is injective in (see :mod:`.unique`)."""
+        if isinstance(e, ir.UidComponent):
+            if e.scope == "grid":
+                return Unique(grid_coords(e.axis))
+            return Unique(frozenset({f"tid{e.axis}"}))
+        if isinstance(e, ir.Special):
+            if e.name == "thread_idx":
+                return Unique(frozenset({f"tid{e.axis}"}))
+            if e.name == "block_idx":
+                return Unique(frozenset({f"bid{e.axis}"}))
+            return None
+        if isinstance(e, ir.Local):
+            if id(e.var) in self.defs.unique_params:
+                return Unique(frozenset({f"param:{e.var.name}"}))
+            if id(e.var) in self.defs.grid_stride_vars:
+                return Unique(grid_coords(0))
+            if id(e.var) in self.range_unique_vars:
+                return Unique(self.range_unique_vars[id(e.var)])
+            d = self.defs.single_def(e.var)
+            return self.classify(d) if d is not None else None
+        if isinstance(e, ir.Cast):
+            src = e.value.ty
+            if isinstance(src, ir.ScalarType) and src.info.is_int and e.ty.info.is_int and \
+                    e.ty.info.bits >= src.info.bits:
+                return self.classify(e.value)
+            return None
+        if isinstance(e, ir.Atomic):
+            if not is_ticket(e):
+                return None
+            # Every draw returns another value (see is_ticket): unique over the whole grid, or
+            # over the block for a counter in shared memory.
+            return Unique(required_coords(3, "global" if e.array.ty.space == "global"
+                                          else "shared"))
+        if isinstance(e, ir.BinOp):
+            left, right = e.left, e.right
+            if e.op == "+":
+                grid = _blockwise_uid(left, right)
+                if grid is None:
+                    grid = _blockwise_uid(right, left)
+                if grid is not None:
+                    return Unique(grid_coords(grid))
+                for a, b in ((left, right), (right, left)):
+                    u = self.classify(a)
+                    if u is None:
+                        continue
+                    if self.is_uniform(b):
+                        return u
+                    if u.scale > 1 and self.bounds.in_range(b, u.scale):
+                        # u*K + j with 0 <= j < K: the blocks of K are disjoint across u, and j
+                        # (a thread index, or a per-thread loop counter) never leaves its block.
+                        inner = self.classify(b)
+                        return Unique(u.coords | (inner.coords if inner else frozenset()))
+                return None
+            if e.op == "-":
+                u = self.classify(left)
+                if u is not None and self.is_uniform(right):
+                    return u
+                return None
+            if e.op == "*":
+                for a, b in ((left, right), (right, left)):
+                    u = self.classify(a)
+                    bc = constant_value(b)
+                    if u is not None and isinstance(bc, int) and bc != 0:
+                        return Unique(u.coords, u.scale * abs(bc))
+                return None
+            if e.op in ("//", ">>"):
+                return self._pinned_quotient(left, right, e.op)
+        return None
+
+    def _pinned_quotient(self, left: ir.Expr, right: ir.Expr, op: str) -> Unique | None:
+        """``u // K`` (``u >> s``: K = 2**s) where a condition pins ``u % M`` to a constant, K
+        dividing M (``if tid % 32 == 0: y[tid // 32]``; ``lane = tid & 31``): floor division
+        gives ``u == K * (u // K) + u % K``, and ``u % K`` is fixed, so equal quotients mean
+        equal ``u``.  ``u`` may carry a constant offset, ``(u - c) // K``, whose remainder is
+        then fixed too (exact integers: the store's wrap check covers the index).  With ``u``
+        the flat id ``block_idx.a * block_dim.a + thread_idx.a`` and the block a known multiple
+        of M along ``a`` (an assert), a pin of ``thread_idx.a % M`` pins ``u % M``: the block's
+        offset is a multiple of M."""
+        k = constant_value(right)
+        if not isinstance(k, int) or isinstance(k, bool):
+            return None
+        if op == ">>":
+            k = 1 << k if 0 <= k < 63 else 0
+        if k <= 0:
+            return None
+        base = left
+        candidates = [left]
+        while True:  # (u - c) // K: the pin may be on u
+            defined = self.defs.single_def(base.var) if isinstance(base, ir.Local) else None
+            if defined is not None:
+                base = defined
+                continue
+            offset = split_offset(base)
+            if offset is None:
+                break
+            base = offset[0]
+            candidates.append(base)
+        u = self.classify(left)
+        if u is None:
+            return None
+        keys = {self.defs.key(c) for c in candidates}
+        # u = block_idx.a * block_dim.a + thread_idx.a: where the block is a multiple of M along
+        # a, u % M == thread_idx.a % M, so a pin of the thread's lane pins u's.
+        axes = (self._flat_axis(c) for c in candidates)
+        block_multiple = {ax: self._block_multiple(ax) for ax in axes if ax is not None}
+        pinned: Key  # a fact fixes pinned % m
+        m: int | None
+        for f in self.bounds.facts:
+            if type(f) is not Equal:
+                continue
+            for a, b in ((f.left, f.right), (f.right, f.left)):
+                if b.integer is None:
+                    continue
+                if isinstance(a, LaneKey):
+                    # lane_id() is thread_idx.x % 32 where blocks are one-dimensional.
+                    if not (self.is_kernel and self.ctx.ndim == 1):
+                        continue
+                    pinned, m = SpecialKey("thread_idx", 0), 32
+                elif isinstance(a, OpKey):
+                    pinned, m = a.left, a.right.integer
+                    if m is None or m <= 0:
+                        continue
+                    if a.op == "&" and m & (m + 1) == 0:
+                        m += 1
+                    elif a.op != "%":
+                        continue
+                else:
+                    continue
+                if pinned not in keys and not (
+                        isinstance(pinned, SpecialKey) and pinned.name == "thread_idx"
+                        and pinned.axis in block_multiple
+                        and block_multiple[pinned.axis] % m == 0):
+                    continue
+                if m % k == 0:
+                    return Unique(u.coords)
+        return None
+
+    def _flat_axis(self, e: ir.Expr) -> int | None:
+        """The axis ``a`` where ``e`` is ``block_idx.a * block_dim.a + thread_idx.a`` (through
+        locals assigned once; a grid uid's component is that sum), or ``None``."""
+        while isinstance(e, ir.Local):
+            d = self.defs.single_def(e.var)
+            if d is None:
+                return None
+            e = d
+        if isinstance(e, ir.UidComponent):
+            # (A kernel that reads thread_idx or lane_id(), as a pin of the lane does, is
+            # never launched with its uids remapped.)
+            return e.axis if e.scope == "grid" else None
+        if not (isinstance(e, ir.BinOp) and e.op == "+"):
+            return None
+        axis = _blockwise_uid(e.left, e.right)
+        return axis if axis is not None else _blockwise_uid(e.right, e.left)
+
+    def _block_multiple(self, axis: int) -> int:
+        """A number the block's extent along ``axis`` is a known multiple of, from the asserts
+        that hold here: ``block_dim.x % 32 == 0`` (or ``block_dim.x & 31 == 0``) gives 32,
+        ``block_dim.x == 96`` gives 96; 1 where none says more."""
+        extent = SpecialKey("block_dim", axis)
+        multiple = 1
+        for f in self.bounds.facts:
+            if type(f) is not Equal:
+                continue
+            for a, b in ((f.left, f.right), (f.right, f.left)):
+                if a == extent and b.integer is not None and b.integer > 0:
+                    multiple = math.lcm(multiple, b.integer)
+                if not (isinstance(a, OpKey) and a.left == extent and b.integer == 0):
+                    continue
+                m = a.right.integer
+                if m is not None and m > 0 and a.op == "%":
+                    multiple = math.lcm(multiple, m)
+                elif m is not None and m > 0 and a.op == "&" and m & (m + 1) == 0:
+                    multiple = math.lcm(multiple, m + 1)
+        return multiple
+
+    def classify_untied(self, e: ir.Expr) -> Unique | None:
+        """:meth:`classify`, but ``None`` for a value computed from a ticket draw: an equality
+        with one pins threads only while the draws cannot repeat, which
+        :meth:`.unique.UniqueWrites.ticket_facts` leaves to the end of the body to prove.  An
+        equality pins threads (:func:`.facts.cond_facts`) only where ``e`` is exact too: ``col == 5`` holds in two threads where ``col`` wraps
+        around (an i32 ``block_idx.x * block_dim.x + thread_idx.x`` past 2**31, ``thread_idx.x *
+        2**30``), so a value that may wrap pins nothing."""
+        if self._tickets(e):
+            return None
+        u = self.classify(e)
+        if u is None or index_is_exact(e, self.bounds, self.defs.single_def) is not True:
+            return None
+        return u
+
+    def _tickets(self, e: ir.Expr) -> list[ir.Atomic]:
+        """The ticket draws whose value the index ``e`` is computed from (as :meth:`classify`
+        follows it: locals assigned once, widening casts, arithmetic)."""
+        if isinstance(e, ir.Atomic):
+            return [e] if is_ticket(e) else []
+        if isinstance(e, ir.Local):
+            d = self.defs.single_def(e.var)
+            return self._tickets(d) if d is not None else []
+        if isinstance(e, ir.Cast):
+            return self._tickets(e.value)
+        if isinstance(e, ir.BinOp):
+            return self._tickets(e.left) + self._tickets(e.right)
+        return []
+
+    def is_uniform(self, e: ir.Expr) -> bool:
+        """Is ``e`` the same for every thread of the launch, for the whole kernel?"""
+        if isinstance(e, ir.Const):
+            return True
+        if isinstance(e, ir.Local):
+            var = e.var
+            if var.is_param:
+                return self.defs.assign_counts.get(var.name, 0) == 0 and id(var) not in \
+                    self.defs.unique_params
+            d = self.defs.single_def(var)
+            return d is not None and self.is_uniform(d)
+        if isinstance(e, ir.Shape):
+            return e.array.ty.space == "global" or e.array.ty.shape is not None
+        if isinstance(e, ir.Special):
+            return e.name in ("block_dim", "grid_dim")
+        if isinstance(e, ir.Load):
+            return (e.array.ty.space == "global" and not e.array.ty.mutable
+                    and all(self.is_uniform(i) for i in e.indices))
+        if isinstance(e, (ir.BinOp, ir.UnaryOp, ir.Cast, ir.Compare, ir.Select, ir.MathCall,
+                          ir.BoolOp)):
+            for value in vars(e).values():
+                if isinstance(value, ir.Expr) and not self.is_uniform(value):
+                    return False
+                if isinstance(value, tuple) and not all(
+                        self.is_uniform(v) for v in value if isinstance(v, ir.Expr)):
+                    return False
+            return True
+        return False
+
+
+def _blockwise_uid(a: ir.Expr, b: ir.Expr) -> int | None:
+    """Recognise ``block_idx.a * block_dim.a + thread_idx.a``: the grid uid along ``a``.  Only
+    casts that keep every value are looked through (``i32(u8(thread_idx.y))`` repeats every 256
+    threads of a block 512 tall)."""
+    a, b = _strip_exact_casts(a), _strip_exact_casts(b)
+    if not (isinstance(b, ir.Special) and b.name == "thread_idx"):
+        return None
+    if not (isinstance(a, ir.BinOp) and a.op == "*"):
+        return None
+    parts = [_strip_exact_casts(side) for side in (a.left, a.right)]
+    names = {(p.name, p.axis) for p in parts if isinstance(p, ir.Special)}
+    if names == {("block_idx", b.axis), ("block_dim", b.axis)}:
+        return b.axis
+    return None
+
+
+def _strip_exact_casts(e: ir.Expr) -> ir.Expr:
+    """``e`` without the casts that keep its value: widening ones, and a launch coordinate (never
+    negative, below 2**31) cast to an integer type of 32 bits or more."""
+    while isinstance(e, ir.Cast):
+        keeps = is_widening(e) or (
+            isinstance(e.value, ir.Special) and isinstance(e.ty, ir.ScalarType)
+            and e.ty.info.is_int and e.ty.info.bits >= 32)
+        if not keeps:
+            break
+        e = e.value
+    return e

@@ -1,0 +1,293 @@
+"""The unique-write proofs that set a store against the other stores of its array: each pair
+proven apart from their affine forms (:mod:`.ownership`), where need be under an assumption on a
+scalar parameter that the launcher checks, and every index of the forms checked not to wrap (the
+forms are exact integers).
+
+:class:`PairProofs` is a base of :class:`.unique.UniqueWrites`, which turns to it where the
+classic rule does not prove a store: an array written through several indices, a store that a
+condition leaves to fewer threads than its index tells apart, a write of several elements per
+thread.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .. import ir
+from ..analysis.ranges import is_widening
+from ..errors import SourceSpan, TranspileError
+from ..nodes import node
+from ..spec import ParamCheck
+from .classify import required_coords
+from .facts import VarKey
+from .monotone import prove_padded
+from .ownership import (
+    Assumption,
+    StoreForm,
+    assume,
+    candidate_bounds,
+    guard_assumptions,
+    param_atoms,
+)
+from .phases import Position, ordered
+from .poly import poly_text
+from .radix import PairProof
+from .refusals import UNIQUE_HINT, hint_for, wrap_hint, wrap_message
+from .storepairs import only_its_thread, spans_apart
+from .witness import collision
+from .wrapping import (
+    extent_difference,
+    fits_check,
+    fits_limit,
+    folded_terms,
+    index_is_exact,
+    largest_difference,
+    param_difference,
+    poly_tree,
+)
+
+if TYPE_CHECKING:
+    from .bounds import BoundsProofs
+    from .context import Definitions, FunctionContext
+
+__all__ = ["CheckedStore", "PairProofs"]
+
+
+@node(frozen=False, eq=False)
+class CheckedStore:
+    """A checked store: its form, where it is (for the barrier phases), and whether a condition
+    leaves it to fewer threads than its index tells apart (``narrowed``)."""
+
+    form: StoreForm | str
+    position: Position
+    narrowed: bool
+    span: SourceSpan
+
+
+class PairProofs:
+    """A store proven against the other stores of its array, from their forms: the part of
+    :class:`.unique.UniqueWrites` that the classic rule leaves to the ownership proof.
+
+    It adds nothing at run time: the attributes below are set by
+    :meth:`UniqueWrites.__init__ <.unique.UniqueWrites>` (documented there).
+    """
+
+    ctx: FunctionContext
+    defs: Definitions
+    is_kernel: bool
+    bounds: BoundsProofs
+    param_names: tuple[str, ...]
+    assumptions: dict[str, Assumption]
+    store_forms: dict[int, list[StoreForm | str]]
+    store_positions: dict[int, list[Position]]
+    checked_stores: dict[int, list[CheckedStore]]
+
+    # ---- assumptions on scalar parameters --------------------------------------------------
+
+    def param_index(self, name: str) -> int | None:
+        return self.param_names.index(name) if name in self.param_names else None
+
+    def prove(self, a: StoreForm, b: StoreForm, required: frozenset[str], array: str
+              ) -> PairProof:
+        """Two stores whose index ranges never meet (:func:`spans_apart`); else
+        :func:`.monotone.prove_padded` (the ownership proof), and where it fails in a kernel
+        whose indices hold an unchanged integer parameter, again under an assumption the
+        launcher can check (``stride >= block_dim.x``; see :mod:`.ownership`), which is then
+        recorded."""
+        if a is not b:
+            apart = spans_apart(a, b)
+            if apart is not None:
+                return PairProof(True, apart)
+        outcome = prove_padded(a, b, required)
+        if not outcome.ok:
+            # What the conditions around the stores show (``if col < n:`` makes n >= 1 there).
+            implied = guard_assumptions((a, b))
+            if implied:
+                for assumption in implied:
+                    a, b = assume(a, assumption), assume(b, assumption)
+                outcome = prove_padded(a, b, required)
+        if outcome.ok or not self.is_kernel:
+            return outcome
+        known = list(self.assumptions.values())
+        for assumption in known:
+            a, b = assume(a, assumption), assume(b, assumption)
+        if known:
+            outcome = prove_padded(a, b, required)
+            if outcome.ok:
+                return self._assumed(outcome, known)
+        for var in param_atoms((a, b)):
+            if self.param_index(var.var.name) is None:
+                continue
+            for bound in candidate_bounds(self.ctx.ndim):
+                tree = poly_tree(bound)
+                if tree is None:
+                    continue
+                assumption = Assumption(var, bound)
+                tried = prove_padded(assume(a, assumption), assume(b, assumption), required)
+                if not tried.ok:
+                    continue
+                self.assumptions[var.var.name] = assumption
+                index = self.param_index(var.var.name)
+                assert index is not None
+                self.ctx.kernel.add_launch_check(ParamCheck(
+                    (">=", ("param", index), tree), index, array, a.line))
+                return self._assumed(tried, [*known, assumption])
+        return outcome
+
+    @staticmethod
+    def _assumed(outcome: PairProof, used: list[Assumption]) -> PairProof:
+        conditions = " and ".join(f"{u.var.var.name} >= {poly_text(u.bound)}" for u in used)
+        return PairProof(True, f"{outcome.text}, when {conditions} (the launcher checks it)")
+
+    # ---- a store against the others of its array -------------------------------------------
+
+    def check_narrowed(self, base: ir.ArrayRef, span: SourceSpan, new: CheckedStore) -> None:
+        """Prove a store against the array's earlier stores where either is narrowed to fewer
+        threads by a condition (``if tid == 1: s[0] = v`` beside ``s[tid] = u``: threads 0
+        and 1 both write ``s[0]``); the pair of a shared array that a barrier orders is left
+        out."""
+        space = "global" if base.ty.space == "global" else "shared"
+        required = required_coords(self.ctx.ndim, space)
+        stores = self.checked_stores.setdefault(id(base.var), [])
+        for earlier in stores:
+            if not (new.narrowed or earlier.narrowed):
+                continue
+            if space == "shared" and ordered(earlier.position, new.position):
+                continue
+            a, b = new.form, earlier.form
+            if isinstance(a, str) or isinstance(b, str):
+                line = b.line if isinstance(b, StoreForm) else "?"
+                raise TranspileError(
+                    f"store into '{base.var.name}' cannot be shown apart from the store at line "
+                    f"{line}: {a if isinstance(a, str) else b}", span,
+                    "separate the two stores with sync_threads() (shared memory), or use "
+                    "`with unsafe():`")
+            outcome = self.prove(a, b, required, base.var.name)
+            if not outcome.ok and not (only_its_thread(a, b, required)
+                                       or only_its_thread(b, a, required)):
+                example = collision(a, b, required, self.ctx.ndim)
+                detail = f"{example}; " if example else ""
+                raise TranspileError(
+                    f"store into '{base.var.name}' may meet the store at line {b.line} in "
+                    f"another thread: {detail}{outcome.text}", span,
+                    "a store that a condition leaves to some threads (`if tid == 0:`) must "
+                    "write elements no other thread writes in the same phase; separate them "
+                    "with sync_threads() (shared memory), index them apart, or use "
+                    "`with unsafe():`")
+        stores.append(new)
+
+    def prove_array(self, base: ir.ArrayRef, span: SourceSpan, classic: TranspileError) -> str:
+        """Prove every pair of the array's stores race-free from their forms (see
+        :mod:`.ownership`); the rule for the newest store, or ``classic`` raised with the
+        reason (and an example of two threads that meet, where one is found)."""
+        space = "global" if base.ty.space == "global" else "shared"
+        forms = self.store_forms[id(base.var)]
+        newest = forms[-1]
+        if space == "shared":
+            # A pair of a shared array that a barrier orders cannot race (see :mod:`.phases`).
+            positions = self.store_positions[id(base.var)]
+            forms = [f for f, at in zip(forms, positions)
+                     if f is newest or not ordered(at, positions[-1])]
+        required = required_coords(self.ctx.ndim, space)
+        for earlier in forms:
+            if isinstance(earlier, str):
+                which = "its index" if earlier is newest else "another store's index"
+                raise TranspileError(f"{classic.message}: {which} {earlier}", span,
+                                     classic.hint or UNIQUE_HINT[space])
+        rule = ""
+        for earlier in forms:
+            outcome = self.prove(newest, earlier, required, base.var.name)  # type: ignore[arg-type]
+            if not outcome.ok:
+                example = collision(newest, earlier, required, self.ctx.ndim)  # type: ignore[arg-type]
+                other = "" if earlier is newest else f" and the store at line {earlier.line}"  # type: ignore[union-attr]
+                detail = f"{outcome.text}{other}"
+                if example:
+                    detail = f"{example}; {detail}"
+                raise TranspileError(f"{classic.message}: {detail}", span,
+                                     hint_for(newest, earlier, outcome, space))  # type: ignore[arg-type]
+            if earlier is newest:
+                rule = outcome.text
+        others = [f.line for f in forms if f is not newest]  # type: ignore[union-attr]
+        text = f"unique: affine in {rule}" if rule else "unique: affine index"
+        if others:
+            text += f"; disjoint from the stores at line{'s' if len(others) > 1 else ''} " + \
+                ", ".join(str(n) for n in sorted(set(others)))
+        return text
+
+    def check_exact(self, base: ir.ArrayRef, indices, span: SourceSpan, form: StoreForm,
+                    positions: tuple[int, ...] | None = None) -> None:
+        """The forms are exact integers: an index that may wrap must still tell threads apart
+        (see :mod:`.ownership`), or it is refused.  ``positions``: the indices to check (all by
+        default)."""
+        for position, idx in enumerate(indices):
+            if positions is not None and position not in positions:
+                continue
+            exact = index_is_exact(idx, self.bounds, self.defs.single_def)
+            if exact is True:
+                continue
+            ty = idx.ty
+            tree = None
+            if exact == "ring" and isinstance(ty, ir.ScalarType):
+                terms = folded_terms(form.dims[position], form.ranges, form.bounded)
+                tree = largest_difference(terms)
+                if tree is not None:
+                    check = fits_check(tree, ty, span)
+                    if check is not None:
+                        self.ctx.kernel.add_launch_check(check)
+                    continue
+                if self.add_param_fits(base, terms, ty, form.line,
+                                       guard_assumptions((form,))):
+                    continue
+                bound = extent_difference(terms)
+                if bound is not None and bound <= fits_limit(ty):
+                    continue  # the arrays' sizes keep it within the type
+            ty = self._narrow_type(idx)
+            raise TranspileError(wrap_message(base.var.name, ty), idx.span, wrap_hint(ty))
+
+    def add_param_fits(self, base: ir.ArrayRef, terms, ty: ir.ScalarType, line: int,
+                       implied: list[Assumption]) -> bool:
+        """An index whose stride is a parameter the proofs assumed positive (or that the
+        conditions around the store show positive: ``implied``) may wrap: record the
+        launcher's check that the largest difference of two threads' indices stays within
+        ``ty`` (a :class:`~gpu_native.spec.ParamCheck`); False when there is none to make."""
+        held = {v.var.name for v in param_atoms(
+            [StoreForm(tuple(c for c, n in terms) + tuple(n for c, n in terms
+                                                         if n is not None), {}, {}, line, "")])}
+        assumed = {**{a.var.var.name: a for a in implied if isinstance(a.var, VarKey)},
+                   **self.assumptions}
+        params = [n for n in assumed if n in held]
+        if not params:
+            return False
+        tree = param_difference(terms, assumed.values(), self.param_index)
+        if tree is None:
+            return False
+        limit = fits_limit(ty)
+        index = self.param_index(params[0])
+        assert index is not None
+        self.ctx.kernel.add_launch_check(ParamCheck(
+            ("<=", tree, ("c", limit)), index, base.var.name, line))
+        return True
+
+    def _narrow_type(self, e: ir.Expr, depth: int = 0):
+        """The type the index's arithmetic may wrap in: below its first widening cast."""
+        if depth > 48:
+            return e.ty
+        if isinstance(e, ir.Local):
+            d = self.defs.single_def(e.var)
+            return e.ty if d is None else self._narrow_type(d, depth + 1)
+        if isinstance(e, ir.Cast) and is_widening(e):
+            # Arithmetic below the cast wraps in its narrow type; a widened atom
+            # (`i64(block_idx.x)`) wraps nowhere, and what may wrap is in the wide type above.
+            inner = e.value
+            for _ in range(48):  # (a chain of copies, not a cycle)
+                d = self.defs.single_def(inner.var) if isinstance(inner, ir.Local) else None
+                if d is None:
+                    break
+                inner = d
+            return e.value.ty if isinstance(inner, (ir.BinOp, ir.UnaryOp)) else e.ty
+        if isinstance(e, ir.BinOp):
+            for side in (e.left, e.right):
+                ty = self._narrow_type(side, depth + 1)
+                if ty != e.ty:
+                    return ty
+        return e.ty
