@@ -3,7 +3,7 @@
 ``if i == 0: out[0] = x`` beside ``elif i < n: out[i] = y`` (a boundary element written by one
 thread, the rest by the others) has no race: the second store's index is at least 1 where it
 runs.  The pair proof takes each store's index interval from the bounds proofs' facts at the
-store (:meth:`gpu_native.check.unique.UniqueChecker._index_spans`); intervals apart along any
+store (:meth:`gpu_native.check.unique.UniqueWrites._index_spans`); intervals apart along any
 axis prove the pair.  Overlapping intervals are left to the other rules (so a relation between
 two values, ``if i < n - 1: out[i]`` beside ``elif i == n - 1: out[n - 1]``, is not taken), and
 the near misses here, which do race, stay refused.  A condition ``row == 0`` on a flat value
