@@ -1,5 +1,6 @@
 """Generated pairs of stores told apart by their index ranges (``gpu_native/check/pairproofs.py``
-with ``storepairs.spans_apart``: two stores whose values of an index never meet write different elements).
+and ``storepairs.spans_apart``: two stores whose values of an index never meet write different
+elements).
 
 :func:`generated` draws a kernel ``k(out, n)`` with two stores into ``out``: one under a
 condition on the thread's flat index ``i`` (``if i == 0: out[0] = ...``, ``i < c``, ``i == n``),
