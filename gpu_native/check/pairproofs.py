@@ -29,7 +29,7 @@ from .ownership import (
     guard_assumptions,
     param_atoms,
 )
-from .phases import Position, ordered
+from .phases import Phases, Position, may_be_ordered_later, ordered
 from .poly import poly_text
 from .radix import PairProof
 from .refusals import UNIQUE_HINT, hint_for, wrap_hint, wrap_message
@@ -50,7 +50,7 @@ if TYPE_CHECKING:
     from .bounds import BoundsProofs
     from .context import Definitions, FunctionContext
 
-__all__ = ["CheckedStore", "PairProofs"]
+__all__ = ["CheckedStore", "DeferredPair", "PairProofs"]
 
 
 @node(frozen=False, eq=False)
@@ -62,6 +62,19 @@ class CheckedStore:
     position: Position
     narrowed: bool
     span: SourceSpan
+
+
+@node(frozen=False, eq=False)
+class DeferredPair:
+    """A pair of stores into a shared array that a barrier may yet order (see
+    :func:`.phases.may_be_ordered_later`): proven once the body is known, if it is not.
+    ``classic`` is the error of an array written through several indices; None for a store a
+    condition narrows (:meth:`PairProofs.check_narrowed`)."""
+
+    base: ir.ArrayRef
+    new: CheckedStore
+    earlier: CheckedStore
+    classic: TranspileError | None
 
 
 class PairProofs:
@@ -81,6 +94,8 @@ class PairProofs:
     store_forms: dict[int, list[StoreForm | str]]
     store_positions: dict[int, list[Position]]
     checked_stores: dict[int, list[CheckedStore]]
+    phases: Phases
+    deferred_pairs: list[DeferredPair]
 
     # ---- assumptions on scalar parameters --------------------------------------------------
 
@@ -146,35 +161,58 @@ class PairProofs:
         threads by a condition (``if tid == 1: s[0] = v`` beside ``s[tid] = u``: threads 0
         and 1 both write ``s[0]``); the pair of a shared array that a barrier orders is left
         out."""
-        space = "global" if base.ty.space == "global" else "shared"
-        required = required_coords(self.ctx.ndim, space)
+        shared = base.ty.space != "global"
         stores = self.checked_stores.setdefault(id(base.var), [])
         for earlier in stores:
             if not (new.narrowed or earlier.narrowed):
                 continue
-            if space == "shared" and ordered(earlier.position, new.position):
+            if shared and ordered(earlier.position, new.position):
                 continue
-            a, b = new.form, earlier.form
-            if isinstance(a, str) or isinstance(b, str):
-                line = b.line if isinstance(b, StoreForm) else "?"
-                raise TranspileError(
-                    f"store into '{base.var.name}' cannot be shown apart from the store at line "
-                    f"{line}: {a if isinstance(a, str) else b}", span,
-                    "separate the two stores with sync_threads() (shared memory), or use "
-                    "`with unsafe():`")
-            outcome = self.prove(a, b, required, base.var.name)
-            if not outcome.ok and not (only_its_thread(a, b, required)
-                                       or only_its_thread(b, a, required)):
-                example = collision(a, b, required, self.ctx.ndim)
-                detail = f"{example}; " if example else ""
-                raise TranspileError(
-                    f"store into '{base.var.name}' may meet the store at line {b.line} in "
-                    f"another thread: {detail}{outcome.text}", span,
-                    "a store that a condition leaves to some threads (`if tid == 0:`) must "
-                    "write elements no other thread writes in the same phase; separate them "
-                    "with sync_threads() (shared memory), index them apart, or use "
-                    "`with unsafe():`")
+            if shared and may_be_ordered_later(earlier.position, new.position, self.phases):
+                self.deferred_pairs.append(DeferredPair(base, new, earlier, None))
+                continue
+            self._prove_narrowed(base, new, earlier)
         stores.append(new)
+
+    def _prove_narrowed(self, base: ir.ArrayRef, new: CheckedStore,
+                        earlier: CheckedStore) -> None:
+        """:meth:`check_narrowed` of one pair: refused unless proven apart."""
+        space = "global" if base.ty.space == "global" else "shared"
+        required = required_coords(self.ctx.ndim, space)
+        a, b, span = new.form, earlier.form, new.span
+        if isinstance(a, str) or isinstance(b, str):
+            line = b.line if isinstance(b, StoreForm) else "?"
+            raise TranspileError(
+                f"store into '{base.var.name}' cannot be shown apart from the store at line "
+                f"{line}: {a if isinstance(a, str) else b}", span,
+                "separate the two stores with sync_threads() (shared memory), or use "
+                "`with unsafe():`")
+        outcome = self.prove(a, b, required, base.var.name)
+        if not outcome.ok and not (only_its_thread(a, b, required)
+                                   or only_its_thread(b, a, required)):
+            example = collision(a, b, required, self.ctx.ndim)
+            detail = f"{example}; " if example else ""
+            raise TranspileError(
+                f"store into '{base.var.name}' may meet the store at line {b.line} in "
+                f"another thread: {detail}{outcome.text}", span,
+                "a store that a condition leaves to some threads (`if tid == 0:`) must "
+                "write elements no other thread writes in the same phase; separate them "
+                "with sync_threads() (shared memory), index them apart, or use "
+                "`with unsafe():`")
+
+    def check_deferred_pairs(self) -> None:
+        """Once the body is known: each pair of shared-array stores left for a barrier that
+        might come later in its loop is ordered by one, or proven as it would have been."""
+        for pair in self.deferred_pairs:
+            if ordered(pair.earlier.position, pair.new.position):
+                continue
+            if pair.classic is None:
+                self._prove_narrowed(pair.base, pair.new, pair.earlier)
+            else:
+                assert isinstance(pair.new.form, StoreForm)
+                assert isinstance(pair.earlier.form, StoreForm)
+                self._prove_pair(pair.base, pair.new.form, pair.earlier.form, pair.new.span,
+                                 pair.classic, "shared")
 
     def prove_array(self, base: ir.ArrayRef, span: SourceSpan, classic: TranspileError) -> str:
         """Prove every pair of the array's stores race-free from their forms (see
@@ -184,11 +222,23 @@ class PairProofs:
         forms = self.store_forms[id(base.var)]
         newest = forms[-1]
         if space == "shared":
-            # A pair of a shared array that a barrier orders cannot race (see :mod:`.phases`).
+            # A pair of a shared array that a barrier orders cannot race (see :mod:`.phases`);
+            # one that a barrier later in their loop may order is proven at the end if not.
             positions = self.store_positions[id(base.var)]
-            forms = [f for f, at in zip(forms, positions)
-                     if f is newest or not ordered(at, positions[-1])]
-        required = required_coords(self.ctx.ndim, space)
+            now = positions[-1]
+            kept = []
+            for f, at in zip(forms, positions):
+                if f is not newest and ordered(at, now):
+                    continue
+                if (f is not newest and isinstance(f, StoreForm)
+                        and isinstance(newest, StoreForm)
+                        and may_be_ordered_later(at, now, self.phases)):
+                    self.deferred_pairs.append(DeferredPair(
+                        base, CheckedStore(newest, now, False, span),
+                        CheckedStore(f, at, False, span), classic))
+                    continue
+                kept.append(f)
+            forms = kept
         for earlier in forms:
             if isinstance(earlier, str):
                 which = "its index" if earlier is newest else "another store's index"
@@ -196,15 +246,7 @@ class PairProofs:
                                      classic.hint or UNIQUE_HINT[space])
         rule = ""
         for earlier in forms:
-            outcome = self.prove(newest, earlier, required, base.var.name)  # type: ignore[arg-type]
-            if not outcome.ok:
-                example = collision(newest, earlier, required, self.ctx.ndim)  # type: ignore[arg-type]
-                other = "" if earlier is newest else f" and the store at line {earlier.line}"  # type: ignore[union-attr]
-                detail = f"{outcome.text}{other}"
-                if example:
-                    detail = f"{example}; {detail}"
-                raise TranspileError(f"{classic.message}: {detail}", span,
-                                     hint_for(newest, earlier, outcome, space))  # type: ignore[arg-type]
+            outcome = self._prove_pair(base, newest, earlier, span, classic, space)  # type: ignore[arg-type]
             if earlier is newest:
                 rule = outcome.text
         others = [f.line for f in forms if f is not newest]  # type: ignore[union-attr]
@@ -213,6 +255,22 @@ class PairProofs:
             text += f"; disjoint from the stores at line{'s' if len(others) > 1 else ''} " + \
                 ", ".join(str(n) for n in sorted(set(others)))
         return text
+
+    def _prove_pair(self, base: ir.ArrayRef, newest: StoreForm, earlier: StoreForm,
+                    span: SourceSpan, classic: TranspileError, space: str) -> PairProof:
+        """:meth:`prove_array` of one pair: its proof, or ``classic`` raised with the reason
+        (and an example of two threads that meet, where one is found)."""
+        required = required_coords(self.ctx.ndim, space)
+        outcome = self.prove(newest, earlier, required, base.var.name)
+        if not outcome.ok:
+            example = collision(newest, earlier, required, self.ctx.ndim)
+            other = "" if earlier is newest else f" and the store at line {earlier.line}"
+            detail = f"{outcome.text}{other}"
+            if example:
+                detail = f"{example}; {detail}"
+            raise TranspileError(f"{classic.message}: {detail}", span,
+                                 hint_for(newest, earlier, outcome, space))
+        return outcome
 
     def check_exact(self, base: ir.ArrayRef, indices, span: SourceSpan, form: StoreForm,
                     positions: tuple[int, ...] | None = None) -> None:

@@ -97,6 +97,7 @@ class UniqueWritesPass(CheckPass):
 
     def run(self, unit: FunctionUnit) -> None:
         assert unit.checker is not None
+        unit.checker.unique.check_deferred_pairs()
         unit.checker.unique.check_reads()
         unit.checker.unique.check_tickets()
         assert unit.body is not None

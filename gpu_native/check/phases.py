@@ -15,8 +15,9 @@ For stores ``A`` before ``B`` (in source order), with ``S`` the deepest list hol
 * **B, then A in a later iteration** (a loop holds both): a barrier before ``A``'s statement at
   ``S``'s top level, or dominating ``A`` inside its statement, runs in that iteration before
   ``A``; so does one after ``B``'s statement at ``S``'s top level that no ``break``,
-  ``continue`` or ``return`` can skip (known only once the list has been walked: the reads,
-  checked at the end, see it; a store checked against earlier stores does not).
+  ``continue`` or ``return`` can skip (known only once the list has been walked: the reads
+  are checked at the end, and a pair of stores that only such a barrier could order is
+  proven then if none did, :func:`may_be_ordered_later`).
 
 A barrier inside a loop body counts at the loop statement itself (for the lists around it) only
 when the body surely runs once (a constant-true first test) and reaches the barrier before any
@@ -30,7 +31,7 @@ from __future__ import annotations
 from .. import ir
 from ..nodes import node
 
-__all__ = ["Frame", "Phases", "Position", "ordered", "ordered_either"]
+__all__ = ["Frame", "Phases", "Position", "may_be_ordered_later", "ordered", "ordered_either"]
 
 
 class Frame:
@@ -109,14 +110,20 @@ class Phases:
         return Position(tuple((f, f.index) for f in self.stack))
 
 
-def ordered(a: Position, b: Position, grid: bool = False) -> bool:
-    """Does a barrier separate every execution of the store at ``a`` from every execution of the
-    store at ``b`` (``a`` the earlier in source order) in another thread of the block (``grid``:
-    a ``grid_sync()``, in any other thread of the grid)?"""
+def _common(a: Position, b: Position) -> int:
+    """How many lists, from the body down, hold both ``a`` and ``b``."""
     common = 0
     while (common < len(a.path) and common < len(b.path)
            and a.path[common][0] is b.path[common][0]):
         common += 1
+    return common
+
+
+def ordered(a: Position, b: Position, grid: bool = False) -> bool:
+    """Does a barrier separate every execution of the store at ``a`` from every execution of the
+    store at ``b`` (``a`` the earlier in source order) in another thread of the block (``grid``:
+    a ``grid_sync()``, in any other thread of the grid)?"""
+    common = _common(a, b)
     if common == 0:
         return False
     frame, index_a = a.path[common - 1]
@@ -138,6 +145,25 @@ def ordered(a: Position, b: Position, grid: bool = False) -> bool:
     stop = frame.first_jump
     return any(index_b < b and (stop is None or b < stop)
                for b in (frame.grid_barriers if grid else frame.barriers))
+
+
+def may_be_ordered_later(a: Position, b: Position, phases: Phases) -> bool:
+    """Whether :func:`ordered` of ``a`` and ``b`` (a block's barrier), false now, may hold once
+    the walk has left the list that holds both: a barrier between them runs in each iteration,
+    and the one that would order ``b`` before ``a`` of the next iteration may still come after
+    ``b`` in that list, which is still being walked (a phase that ends with ``sync_threads()``
+    in a loop)."""
+    common = _common(a, b)
+    if common == 0 or a.path[common - 1][1] == b.path[common - 1][1]:
+        return False
+    frame = a.path[common - 1][0]
+    if not any(frame is f for f in phases.stack) or frame.first_jump is not None:
+        return False
+    if not any(f.is_loop for f, _ in a.path[:common]):
+        return False
+    index_a, index_b = a.path[common - 1][1], b.path[common - 1][1]
+    return frame.barrier_between(index_a, index_b) or any(
+        f.barrier_between(0, i) for f, i in b.path[common:])
 
 
 def ordered_either(a: Position, b: Position, grid: bool = False) -> bool:

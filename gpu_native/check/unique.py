@@ -41,7 +41,7 @@ from .facts import Pinned, pinned
 from .lastblock import FlagRead, TicketPinned, TicketUse, check_ticket_pins, ticket_facts
 from .monotone import prove_padded
 from .ownership import Assumption, Forms, StoreForm
-from .pairproofs import CheckedStore, PairProofs
+from .pairproofs import CheckedStore, DeferredPair, PairProofs
 from .parity import read_parities, store_parities
 from .phases import Phases, Position, entry_value, ordered_either
 from .poly import Digit
@@ -90,6 +90,9 @@ class UniqueWrites(IndexClasses, PairProofs):
     ``phases``, ``known``
         The barrier phases (:mod:`.phases`), and the constant values of variables where every
         path sees them (whether a loop surely runs once).
+    ``deferred_pairs``
+        Pairs of shared-array stores in a loop that a barrier later in it may order, proven at
+        the end where none does (:meth:`check_deferred_pairs`).
     ``store_parity``
         Per array, the parities each store is confined to (:mod:`.parity`).
     """
@@ -116,6 +119,7 @@ class UniqueWrites(IndexClasses, PairProofs):
         # above assume every store's index tells all threads apart; shared-array pairs that a
         # barrier orders are left out (see :mod:`.phases`).
         self.phases = Phases()
+        self.deferred_pairs: list[DeferredPair] = []
         self.known: dict[int, int] = {}
         self.checked_stores: dict[int, list[CheckedStore]] = {}
         self.read_forms: list[tuple[ir.Var, StoreForm | str, SourceSpan, Position]] = []

@@ -112,3 +112,75 @@ def test_without_the_barrier_the_pair_really_races(tmp_path, case):
         "    s[t + 1] = f32(2 * t)", "    with unsafe():\n        s[t + 1] = f32(2 * t)")
     errors, _, _ = _run(build(tmp_path, source), case)
     assert errors.races, "the detector saw no race"
+
+
+# Each phase ends with its barrier (as CUDA code usually writes it), in a loop: the odd phase of
+# one round and the even phase of the next are ordered by the barrier at the end of the body,
+# which the walk reaches only after both stores (they are proven, or not, once it has).
+ODD_EVEN = """
+@gpu_kernel(Kernel1D)
+def k(x: CUDASlice[f32], out: CUDASliceMut[f32]):
+    assert block_dim.x == 64
+    s = shared_array(f32, (64,))
+    t = thread_idx.x
+    s[t] = x[block_idx.x * 64 + t]
+    sync_threads()
+    for rnd in range(ROUNDS):
+        if t % 2 == 0:
+            a = s[t]
+            b = s[t + 1]
+            s[t] = min(a, b)
+            s[t + 1] = max(a, b)
+        sync_threads()
+        if t % 2 == 1 and t + 1 < 64:
+            a = s[t]
+            b = s[t + 1]
+            s[t] = min(a, b)
+            s[t + 1] = max(a, b)
+        LAST
+    out[block_idx.x * 64 + t] = s[t]
+"""
+
+
+def _odd_even(rounds: int, last: str = "sync_threads()") -> str:
+    return ODD_EVEN.replace("ROUNDS", str(rounds)).replace("LAST", last)
+
+
+def test_phases_that_end_with_their_barrier_in_a_loop_are_accepted_and_race_free(tmp_path):
+    # 32 rounds of odd-even transposition sort each block of 64 elements.
+    kernel = build(tmp_path, _odd_even(32))["k"]
+    x = np.random.default_rng(11).standard_normal(128).astype(np.float32)
+    out = np.full(128, np.nan, np.float32)
+    errors = launch(kernel, 2, 64, x, out)
+    assert errors.races == [] and errors.fails == []
+    np.testing.assert_array_equal(out, np.sort(x.reshape(2, 64), axis=1).ravel())
+
+
+@pytest.mark.parametrize("last", [
+    "pass",                                           # no barrier closes the round
+    "if rnd == 99:\n            continue\n        sync_threads()",  # a jump can skip it
+    "if t < 64:\n            sync_threads()",         # not at the loop body's top level
+])
+def test_a_round_that_may_end_without_its_barrier_is_refused(tmp_path, last):
+    with pytest.raises(TranspileError, match=r"written through several indices|may meet"):
+        build(tmp_path, _odd_even(4, last))
+
+
+def test_without_the_closing_barrier_the_rounds_really_race(tmp_path):
+    source = _odd_even(4, "pass").replace(
+        "        if t % 2 == 0:\n            a = s[t]\n            b = s[t + 1]\n"
+        "            s[t] = min(a, b)\n            s[t + 1] = max(a, b)",
+        "        if t % 2 == 0:\n            a = s[t]\n            b = s[t + 1]\n"
+        "            with unsafe():\n                s[t] = min(a, b)\n"
+        "                s[t + 1] = max(a, b)")
+    source = source.replace(
+        "        if t % 2 == 1 and t + 1 < 64:\n            a = s[t]\n            b = s[t + 1]\n"
+        "            s[t] = min(a, b)\n            s[t + 1] = max(a, b)",
+        "        if t % 2 == 1 and t + 1 < 64:\n            a = s[t]\n            b = s[t + 1]\n"
+        "            with unsafe():\n                s[t] = min(a, b)\n"
+        "                s[t + 1] = max(a, b)")
+    assert source.count("unsafe") == 2
+    errors = launch(build(tmp_path, source)["k"], 1, 64,
+                    np.random.default_rng(5).standard_normal(64).astype(np.float32),
+                    np.zeros(64, np.float32))
+    assert errors.races, "the detector saw no race"
