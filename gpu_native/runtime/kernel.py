@@ -243,7 +243,8 @@ class Kernel(Generic[P]):
         suggests for this kernel on this device.
 
         ``shape`` is an int (a 1-D problem) or a tuple of up to 3 ints in NumPy order (rows
-        first: ``forall(out.shape)``); the last axis maps to x.  On the simulator every kernel
+        first: ``forall(out.shape)``); the last axis maps to x.  A shape with an extent of 0
+        launches nothing (the launcher checks only its stream and how many arguments it gets).  On the simulator every kernel
         gets blocks of 256 threads.  For a cooperative kernel the grid is capped at the blocks
         that can be resident at once (its threads then loop with ``grid_stride``).
         """
@@ -434,7 +435,21 @@ class Kernel(Generic[P]):
                 shared_mem_bytes, (bool, np.bool_)):
             raise TypeError(f"shared_mem_bytes must be an int, not "
                             f"{type(shared_mem_bytes).__name__} {shared_mem_bytes!r:.60}")
-        if self.typevars:
+        if 0 in extents:
+            # An empty problem (a stage whose input came out empty) launches nothing, as
+            # Numba's forall(0) does; its stream and argument count are still checked.
+            as_stream(stream)
+
+            def nothing(*args):
+                try:
+                    _select_variant(self, args)
+                except Exception as exc:
+                    strip(exc)
+                    raise
+
+            nothing.__qualname__ = nothing.__name__ = self.__name__
+            launcher = nothing
+        elif self.typevars:
             # The block size depends on the specialisation, which the arguments choose.
             chosen: dict = {}
 

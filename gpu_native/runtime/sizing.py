@@ -96,7 +96,7 @@ def item_config(name: str, config) -> tuple:
 
 def forall_shape(name: str, ndim: int, shape) -> tuple[int, ...]:
     """The extents of ``kernel.forall(shape)`` (an int, or a tuple of 1 to 3 ints in NumPy
-    order: rows first), checked against a ``Kernel{ndim}D`` kernel."""
+    order: rows first; 0 is an empty problem), checked against a ``Kernel{ndim}D`` kernel."""
     if _int(shape):
         extents: tuple[int, ...] = (int(shape),)
     elif isinstance(shape, tuple) and all(_int(n) for n in shape):
@@ -107,9 +107,8 @@ def forall_shape(name: str, ndim: int, shape) -> tuple[int, ...]:
     else:
         raise TypeError(f"{name}.forall(shape): shape must be an int or a tuple of 1 to 3 ints "
                         f"(NumPy order), not {type(shape).__name__} {shape!r:.60}")
-    if any(n < 1 for n in extents):
-        raise LaunchError(f"{name}.forall(shape): every extent must be at least 1, got "
-                          f"{shape!r}")
+    if any(n < 0 for n in extents):
+        raise LaunchError(f"{name}.forall(shape): an extent cannot be negative, got {shape!r}")
     if len(extents) > ndim:
         raise LaunchError(f"{name}.forall({shape!r}) needs a {len(extents)}-D launch, but "
                           f"{name} is a Kernel{ndim}D kernel; its unique ids would not be unique")

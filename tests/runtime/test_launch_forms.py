@@ -394,7 +394,7 @@ def test_block_shapes():
 
 
 @pytest.mark.parametrize("shape, error, message", [
-    (0, gn.LaunchError, r"scale\.forall\(shape\): every extent must be at least 1, got 0"),
+    (-1, gn.LaunchError, r"scale\.forall\(shape\): an extent cannot be negative, got -1"),
     ((2, 3), gn.LaunchError, r"scale\.forall\(\(2, 3\)\) needs a 2-D launch, but scale is a "
                              r"Kernel1D kernel"),
     (1.5, TypeError, r"shape must be an int or a tuple of 1 to 3 ints \(NumPy order\), not "
@@ -404,6 +404,21 @@ def test_block_shapes():
 def test_forall_errors(km, backend, shape, error, message):
     with pytest.raises(error, match=message):
         km.scale.forall(shape)
+
+
+def test_forall_of_an_empty_problem_launches_nothing(km, backend):
+    # A stage whose input came out empty: no launch (CUDA refuses a grid of 0 blocks), as
+    # Numba's forall(0) does; the argument count and the stream are still checked.
+    x, out = gn.empty(0, gn.f32), gn.empty(0, gn.f32)
+    km.scale.forall(0)(x, out, 3.0)
+    km.scale.forall(len(x), gn.Stream())(x, out, 3.0)
+    with pytest.raises(TypeError, match=r"scale\(\) takes 3 arguments \(x, out, k\) but 2"):
+        km.scale.forall(0)(x, out)
+    with pytest.raises(TypeError, match=r"expected a stream|stream"):
+        km.scale.forall(0, stream="default")
+    sentinel = gn.to_device(np.full(4, 7.0, np.float32))
+    km.scale.forall((0,))(gn.empty(0, gn.f32), sentinel, 3.0)  # nothing runs, nothing written
+    np.testing.assert_array_equal(sentinel.to_host(), np.full(4, 7.0, np.float32))
 
 
 # ---- cooperative kernels -------------------------------------------------------------------------
