@@ -4,7 +4,9 @@ thread taking its output slot from a global atomic counter (the output order is 
 Source algorithm: the atomic-counter filter of A. Adinets, "CUDA Pro Tip: Optimized Filtering
 with Warp-Aggregated Atomics" (NVIDIA developer blog, 2014), its first version ``filter_k``:
 ``if (src[i] > 0) dst[atomicAdd(nres, 1)] = src[i];``.  (The blog goes on to aggregate the
-atomics per warp; that needs a population count, which the kernel language does not have yet.)
+atomics per warp: ``ballot``, ``popc``, one ``fetch_add`` by the warp's leader, ``shfl_idx`` of
+its result.  Each lane's slot is then the warp's ticket plus its rank among the warp's passing
+lanes, a store the unique-write proofs do not follow: it needs ``with unsafe():``.)
 
 What it exercises: a store through an index returned by ``atomic_ref(0).fetch_add(1)``, which
 is unique because every ``fetch_add`` returns a different old value; the guard ``i < n`` of the

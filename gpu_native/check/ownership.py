@@ -322,7 +322,10 @@ class Forms:
         if isinstance(k, VarKey):
             return (f"'{k.var.name}' is assigned more than once, and its value at the store "
                     "is neither the one assignment that reaches it nor a value every thread "
-                    "shares; a counter that a while loop steps is followed when written as "
+                    "shares (the proofs follow arithmetic over the thread's coordinates and "
+                    "launch values, not a value chosen under a condition or returned by a "
+                    "shuffle, an atomic or a call); a counter that a while loop steps is "
+                    "followed when written as "
                     f"`for {k.var.name} in range(start, stop, step)` (a grid-stride loop: "
                     f"`for {k.var.name} in FlatLayout1D.grid_stride(n)`)")
         if isinstance(k, LaneKey):

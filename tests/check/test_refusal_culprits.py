@@ -61,6 +61,32 @@ def k(out: CUDASliceMut[f32]):
     assert "'j' is assigned more than once" in text, text
 
 
+def test_a_warp_aggregated_ticket_is_named_as_a_shuffled_value():
+    # Adinets' warp-aggregated filter: the slot is the leader's ticket shuffled to the warp,
+    # plus the lane's rank; the refusal says the proofs do not follow a shuffle's result (it
+    # spoke only of while-loop counters).
+    text = refusal("""
+from gpu_native import ballot, popc, lane_id, shfl_idx, ffs
+
+@gpu_kernel(Kernel1D)
+def k(src: CUDASlice[f32], dst: CUDASliceMut[f32], nres: CUDASliceMut[i32]):
+    i = FlatLayout1D.uid()
+    pred = i < len(src) and src[i] > 0.0
+    mask = ballot(pred)
+    lane = lane_id()
+    leader = ffs(mask) - 1
+    base = 0
+    if lane == leader:
+        base = nres.atomic_ref(0).fetch_add(popc(mask))
+    base = shfl_idx(base, leader)
+    if pred:
+        dst[base + popc(mask & ((u32(1) << u32(lane)) - u32(1)))] = src[i]
+""")
+    assert ("'base' is assigned more than once" in text
+            and "not a value chosen under a condition or returned by a shuffle, an atomic or a "
+                "call" in text), text
+
+
 def test_a_remainder_by_a_thread_value_is_named():
     text = refusal("""
 @gpu_kernel(Kernel1D)
