@@ -264,7 +264,8 @@ class PairProofs:
         outcome = self.prove(newest, earlier, required, base.var.name)
         if not outcome.ok:
             example = collision(newest, earlier, required, self.ctx.ndim)
-            other = "" if earlier is newest else f" and the store at line {earlier.line}"
+            other = "" if earlier is newest else (f" through this store and the one at line "
+                                                  f"{earlier.line}")
             detail = f"{outcome.text}{other}"
             if example:
                 detail = f"{example}; {detail}"

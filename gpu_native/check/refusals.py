@@ -9,6 +9,7 @@ from .facts import SpecialKey
 from .ownership import StoreForm
 from .poly import Digit
 from .radix import PairProof
+from .splits import nested_digits
 
 __all__ = ["UNIQUE_HINT", "WRAP_HINT", "block_multiple", "constant_block_strides", "hint_for", "index_text",
            "wrap_hint", "wrap_message"]
@@ -76,6 +77,33 @@ def hint_for(a: StoreForm, b: StoreForm, outcome: PairProof, space: str) -> str:
                 f"larger than that: assert it (`assert {asserts}` at the top of the kernel, "
                 "checked once per launch), or step by the block's extent "
                 "(block_idx.x * block_dim.x + thread_idx.x)")
+    if space == "shared" and any(
+            d.coord.startswith("loop:") for form in (a, b) for g in form.guards
+            for side in (g.left, g.right) for d in nested_digits(side)):
+        # `if t % 2 == phase % 2:`: which threads store depends on the round, and the proofs
+        # compare each thread in any round with each other in any round.
+        return ("which threads run the store depends on a loop counter (a parity chosen by the "
+                "round, say), and the proofs do not follow that across rounds: give each round "
+                "its phases with conditions of the thread alone, each ending with "
+                "sync_threads() (`for r in range(n // 2): if t % 2 == 0: ...; sync_threads(); "
+                "if t % 2 == 1: ...; sync_threads()`), or use `with unsafe():`")
+    group = next((d for d in missing if d.part == "hi" and d.radix != 32
+                  and Digit(d.coord, "lo", d.radix) in a.pins), None)
+    if group is not None:
+        # The warp hints below, for a pin of another modulus (`if thread_idx.x % 4 == 0:`).
+        r, axis = group.radix, "xyz"[int(group.coord[3:])]
+        flat = f"(block_idx.{axis} * block_dim.{axis} + thread_idx.{axis})"
+        if block_multiple(a, int(group.coord[3:])) % r == 0:
+            return (f"the block is a multiple of {r} threads along {axis} (its assert is "
+                    f"there), but the quotient does not match the remainder that is pinned: "
+                    f"with `thread_idx.{axis} % {r}` pinned, index by `{flat} // {r}` (or a "
+                    f"divisor of {r}); a coarser quotient or a finer pin leaves two writers an "
+                    "element")
+        return (f"`thread_idx.{axis} % {r}` is pinned, but the quotient is not shown apart from "
+                f"the other blocks' threads: assert that the block is a multiple of {r} "
+                f"threads (`assert block_dim.{axis} % {r} == 0`: else the last group's index "
+                "reaches the next block's first), or step by a constant number of groups per "
+                f"block (`assert block_dim.{axis} == G * {r}`)")
     if any(d.part == "hi" and Digit(d.coord, "lo", d.radix) in a.pins for d in missing):
         # One lane of each warp already: the warp's index is what is not told apart.
         if block_multiple(a, 0) % 32 == 0:

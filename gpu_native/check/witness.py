@@ -45,8 +45,8 @@ def collision(a: StoreForm, b: StoreForm, required: frozenset[str], ndim: int) -
     if threads > _THREADS_LIMIT:
         return None
     sizes = {"block_dim": block, "grid_dim": grid}
-    unchecked = bool(a.unread_guards or b.unread_guards) or any(
-        _unchecked(g, form, sizes) for form in (a, b) for g in form.guards)
+    undecided = any(_unchecked(g, form, sizes) for form in (a, b) for g in form.guards)
+    unchecked = bool(a.unread_guards or b.unread_guards) or undecided
     # Two stores: one thread runs each (a store against itself was proven on its own, and the
     # conditions the forms do not model, `if i == 0:` of a flat i, would make up examples).
     seen: dict[tuple, dict[int, list]] = {}
@@ -69,17 +69,19 @@ def collision(a: StoreForm, b: StoreForm, required: frozenset[str], ndim: int) -
                     text = (f"{_thread_text(other[2], required)} and "
                             f"{_thread_text(thread, required)} both write "
                             f"{form.text.split('[')[0]}[{', '.join(map(str, element))}]")
-                    return f"{text}{_unchecked_text(a, b)}" if unchecked else text
+                    return f"{text}{_unchecked_text(a, b, undecided)}" if unchecked else text
                 firsts = writers.setdefault(which, [])
                 if len(firsts) < 2 and all(o[0] != key for o in firsts):
                     firsts.append((key, which, thread))
     return None
 
 
-def _unchecked_text(a: StoreForm, b: StoreForm) -> str:
-    """What an example says of the conditions it could not evaluate."""
+def _unchecked_text(a: StoreForm, b: StoreForm, undecided: bool = False) -> str:
+    """What an example says of the conditions it could not evaluate (``undecided``: a guard
+    it took as passed, whose line it does not know, such as a parity of a loop counter the
+    index does not read: then it names none, lest the lines it names seem the only ones)."""
     lines = sorted({n for form in (a, b) for n in form.unread_guards if n})
-    if not lines:
+    if not lines or undecided or any(0 in form.unread_guards for form in (a, b)):
         return (", if both pass the conditions around the store, which this example does not "
                 "evaluate")
     where = " and ".join(str(n) for n in lines)

@@ -468,3 +468,26 @@ def test_the_hint_does_not_ask_for_the_assert_that_is_there(tmp_path):
         build(tmp_path, WHOLE_WARPS_REFUSED["coarser_quotient"], name="hint")
     hint = str(info.value).split("hint:")[-1]
     assert "assert block_dim.x % 32 == 0" not in hint and "whole warps" in hint, hint
+
+
+@pytest.mark.parametrize("assert_, quotient, hint", [
+    ("pass", 4, "`thread_idx.x % 4` is pinned, but the quotient is not shown apart from the "
+                "other blocks' threads: assert that the block is a multiple of 4 threads "
+                "(`assert block_dim.x % 4 == 0`"),
+    ("assert block_dim.x % 4 == 0", 8, "the block is a multiple of 4 threads along x (its "
+                                       "assert is there), but the quotient does not match"),
+])
+def test_a_pin_of_another_modulus_than_a_warp_gets_its_own_hint(tmp_path, assert_, quotient,
+                                                                  hint):
+    # The hints spoke of warps and lanes (`assert block_dim.x % 32 == 0`) for any modulus.
+    with pytest.raises(TranspileError) as info:
+        build(tmp_path, f"""
+            @gpu_kernel(Kernel1D)
+            def k(x: CUDASlice[f32], y: CUDASliceMut[f32]):
+                {assert_}
+                tid = block_idx.x * block_dim.x + thread_idx.x
+                if thread_idx.x % 4 == 0:
+                    y[tid // {quotient}] = x[tid]
+            """, name="modulus")
+    assert hint in (info.value.hint or ""), info.value.hint
+    assert "warp" not in (info.value.hint or "")

@@ -97,3 +97,34 @@ def k(x: CUDASlice[f32], y: CUDASliceMut[f32]):
 """)
     threads = example_threads(text)
     assert all(t % 8 == 3 for t, _ in threads), text
+
+
+def test_a_guard_on_a_loop_counter_s_parity_is_not_left_out_of_the_caveat():
+    # Odd-even transposition with the parity chosen by the round: the example cannot evaluate
+    # `t % 2 == phase % 2` (the index does not read `phase`), so it must not name only the
+    # data-dependent condition on another line as the one it skipped.
+    text = refusal("""
+    from gpu_native import shared_array, sync_threads
+
+    @gpu_kernel(Kernel1D)
+    def k(x: CUDASlice[f32], out: CUDASliceMut[f32]):
+        assert block_dim.x == 64
+        s = shared_array(f32, (64,))
+        t = thread_idx.x
+        s[t] = x[block_idx.x * 64 + t]
+        sync_threads()
+        for phase in range(64):
+            if t % 2 == phase % 2 and t + 1 < 64:
+                a = s[t]
+                b = s[t + 1]
+                if a > b:
+                    s[t] = b
+                    s[t + 1] = a
+            sync_threads()
+        out[block_idx.x * 64 + t] = s[t]
+    """)
+    assert "if both pass the conditions around the store, which this example does not " \
+           "evaluate" in text, text
+    assert "condition on line" not in text, text
+    # The hint says what the proofs do follow: phases of constant parity in each round.
+    assert "depends on a loop counter" in text and "if t % 2 == 0: ...; sync_threads()" in text

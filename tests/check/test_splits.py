@@ -152,10 +152,11 @@ def k(out: CUDASliceMut2D[f32]):
         FFT.replace("a[j + half] = a[j + half] + 10", "a[j + half - 1] = a[j + half - 1] + 10"),
         # No example: the small launch's only meetings were of one store with itself, at
         # a[-1] with half = 0, which no launch runs.
-        ["store into 'a'", "can reach the same element and the store at line 18"]),
+        ["store into 'a'", "can reach the same element through this store and the one at "
+                            "line 18"]),
     "a stride of half, not 2 * half": (
         FFT.replace("(t // half) * (2 * half)", "(t // half) * half"),
-        ["store into 'a'", "the store at line"]),
+        ["store into 'a'", "and the one at line"]),
     "a divisor the launcher cannot check": (
         FFT.replace("half: i64):", "half: i64, other: i64):").replace(
             "(t // half) * (2 * half) + t % half",
