@@ -10,6 +10,7 @@ it back: an equality with a unique index pins a coordinate (:meth:`IndexClasses.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from .. import ir
@@ -114,9 +115,9 @@ class IndexClasses:
         if isinstance(e, ir.BinOp):
             left, right = e.left, e.right
             if e.op == "+":
-                grid = _blockwise_uid(left, right)
+                grid = _blockwise_uid(left, right, self._resolved)
                 if grid is None:
-                    grid = _blockwise_uid(right, left)
+                    grid = _blockwise_uid(right, left, self._resolved)
                 if grid is not None:
                     return Unique(grid_coords(grid))
                 for a, b in ((left, right), (right, left)):
@@ -229,8 +230,18 @@ class IndexClasses:
             return e.axis if e.scope == "grid" else None
         if not (isinstance(e, ir.BinOp) and e.op == "+"):
             return None
-        axis = _blockwise_uid(e.left, e.right)
-        return axis if axis is not None else _blockwise_uid(e.right, e.left)
+        axis = _blockwise_uid(e.left, e.right, self._resolved)
+        return axis if axis is not None else _blockwise_uid(e.right, e.left, self._resolved)
+
+    def _resolved(self, e: ir.Expr) -> ir.Expr:
+        """``e`` through the locals assigned once (``tid = thread_idx.x``: ``tid`` is
+        ``thread_idx.x``)."""
+        while isinstance(e, ir.Local):
+            d = self.defs.single_def(e.var)
+            if d is None:
+                break
+            e = d
+        return e
 
     def _block_multiple(self, axis: int) -> int:
         """A number the block's extent along ``axis`` is a known multiple of, from the asserts
@@ -311,16 +322,24 @@ class IndexClasses:
         return False
 
 
-def _blockwise_uid(a: ir.Expr, b: ir.Expr) -> int | None:
-    """Recognise ``block_idx.a * block_dim.a + thread_idx.a``: the grid uid along ``a``.  Only
-    casts that keep every value are looked through (``i32(u8(thread_idx.y))`` repeats every 256
-    threads of a block 512 tall)."""
-    a, b = _strip_exact_casts(a), _strip_exact_casts(b)
+def _blockwise_uid(a: ir.Expr, b: ir.Expr,
+                   resolve: Callable[[ir.Expr], ir.Expr] | None = None) -> int | None:
+    """Recognise ``block_idx.a * block_dim.a + thread_idx.a``: the grid uid along ``a`` (each
+    part looked up through ``resolve``, where given: locals assigned once).  Only casts that
+    keep every value are looked through (``i32(u8(thread_idx.y))`` repeats every 256 threads of
+    a block 512 tall)."""
+    def part(x: ir.Expr) -> ir.Expr:
+        x = _strip_exact_casts(x)
+        if resolve is not None:
+            x = _strip_exact_casts(resolve(x))
+        return x
+
+    a, b = part(a), part(b)
     if not (isinstance(b, ir.Special) and b.name == "thread_idx"):
         return None
     if not (isinstance(a, ir.BinOp) and a.op == "*"):
         return None
-    parts = [_strip_exact_casts(side) for side in (a.left, a.right)]
+    parts = [part(side) for side in (a.left, a.right)]
     names = {(p.name, p.axis) for p in parts if isinstance(p, ir.Special)}
     if names == {("block_idx", b.axis), ("block_dim", b.axis)}:
         return b.axis

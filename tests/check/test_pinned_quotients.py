@@ -491,3 +491,24 @@ def test_a_pin_of_another_modulus_than_a_warp_gets_its_own_hint(tmp_path, assert
             """, name="modulus")
     assert hint in (info.value.hint or ""), info.value.hint
     assert "warp" not in (info.value.hint or "")
+
+
+def test_the_flat_index_built_from_a_thread_local_is_followed(tmp_path):
+    # `tid = thread_idx.x` then `(block_idx.x * block_dim.x + tid) // 32`: the flat index
+    # through a local was not recognised (the generated warps family found it).
+    kernel = build(tmp_path, """
+        @gpu_kernel(Kernel1D)
+        def k(x: CUDASlice[f32], y: CUDASliceMut[f32]):
+            assert block_dim.x % 32 == 0
+            tid = thread_idx.x
+            base = block_idx.x * block_dim.x
+            slot = (base + tid) // 32
+            if lane_id() == 0 and base + tid < len(x):
+                y[slot] = x[base + tid]
+        """, name="flat_local")["k"]
+    for block in (32, 96):
+        x = np.random.default_rng(block).standard_normal(N).astype(np.float32)
+        out = np.full(N, np.nan, np.float32)
+        errors = run_sim(kernel, -(-N // block), block, x, out)
+        assert errors.races == [] and errors.fails == [], errors
+        np.testing.assert_array_equal(out, every(32)(x, np.full(N, np.nan, np.float32)))

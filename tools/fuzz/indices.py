@@ -29,7 +29,7 @@ from gpu_native.simulator import program as sim_program
 
 #: The imports a :func:`generated` body needs, to make it a module.
 HEADER = ("from gpu_native import (gpu_kernel, Kernel1D, CUDASliceMut, i32, i64, thread_idx, block_idx,\n"
-          "                        block_dim, grid_dim, shared_array, sync_threads)\n\n")
+          "                        block_dim, grid_dim, shared_array, sync_threads, lane_id)\n\n")
 
 TID_FORMS = ["tid", "tid % {m}", "tid // {m}", "tid & 31", "tid >> 5", "tid % 32", "tid // 32"]
 PINS = [None, "tid % 32 == 0", "tid // 32 == 0", "tid == 0", "tid & 31 == 1", "lane < 4"]

@@ -5,7 +5,9 @@ digit whose range is a multiple of Q).
 
 :func:`generated` draws a kernel ``k(out)`` whose store is ``out[block_idx.x * S + c * (tid //
 m) + o]`` with ``S = s * (block_dim.x // q)``, under a condition that pins the low part of the
-thread (``tid % m == 0``) or none, and sometimes a second store at ``+ 1``.  The draws mix the
+thread (``tid % m == 0``, ``lane_id() == 0``) or none, and sometimes a second store at ``+ 1``;
+a quarter of the draws index by the flat index's quotient instead, ``c * ((block_idx.x *
+block_dim.x + tid) // m) + o``.  The draws mix the
 provable (``q`` and ``m`` divide ``d``, ``c * q <= s * m``) with near misses that race on some
 launch: ``q`` or ``m`` not dividing ``d`` (a block of 48 under ``% 16`` is one and a half
 warps), a warp step below the warps' reach, the low part unpinned.  Whatever the checker accepts
@@ -40,15 +42,22 @@ def generated(r: random.Random) -> str:
     split = r.choice(["tid // {m}", "tid // {m}", "tid >> {shift}"]).format(
         m=m, shift=m.bit_length() - 1)
     pin = r.choice(["tid % {m} == 0", "tid % {m} == 0", "tid & {mask} == 1", "",
-                    "tid % {half} == 0"]).format(m=m, mask=m - 1, half=m // 2)
+                    "tid % {half} == 0", "lane_id() == 0", "lane_id() == 3"]).format(
+        m=m, mask=m - 1, half=m // 2)
     second = c >= 2 and r.random() < 0.5
     lines = ["@gpu_kernel(Kernel1D)", "def k(out: CUDASliceMut[i32]):"]
     if r.random() < 0.9:
         lines.append(f"    assert block_dim.x % {d} == 0")
-    lines += ["    tid = thread_idx.x",
-              f"    step = {s} * (block_dim.x // {q})" if s > 1 else
-              f"    step = block_dim.x // {q}",
-              f"    slot = block_idx.x * step + {c} * ({split}) + {o}"]
+    lines.append("    tid = thread_idx.x")
+    if r.random() < 0.25:
+        # The flat index's quotient: one writer per group of m over the grid, where the pin is
+        # of the thread's own lane and the block a multiple of m (or not: a near miss).
+        flat = "(block_idx.x * block_dim.x + tid)"
+        lines.append(f"    slot = {c} * ({flat} // {m}) + {o}")
+    else:
+        lines += [f"    step = {s} * (block_dim.x // {q})" if s > 1 else
+                  f"    step = block_dim.x // {q}",
+                  f"    slot = block_idx.x * step + {c} * ({split}) + {o}"]
     indent = "    "
     if pin:
         lines.append(f"    if {pin}:")
