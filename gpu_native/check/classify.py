@@ -30,10 +30,14 @@ __all__ = ["IndexClasses", "Unique", "adds_a_positive_constant", "grid_coords", 
 
 @node
 class Unique:
-    """An index that is injective in the thread coordinates ``coords``; ``scale`` is its stride."""
+    """An index that is injective in the thread coordinates ``coords``; ``scale`` is its stride.
+    ``pins``: the facts it is injective under, where only the threads a condition lets through
+    are told apart (a quotient under a pinned remainder, ``if tid % 32 == 0: y[tid // 32]``):
+    another store through the same index under another condition may meet it."""
 
     coords: frozenset[str]
     scale: int = 1
+    pins: frozenset = frozenset()
 
 
 def is_ticket(e: ir.Atomic) -> bool:
@@ -130,7 +134,8 @@ class IndexClasses:
                         # u*K + j with 0 <= j < K: the blocks of K are disjoint across u, and j
                         # (a thread index, or a per-thread loop counter) never leaves its block.
                         inner = self.classify(b)
-                        return Unique(u.coords | (inner.coords if inner else frozenset()))
+                        return Unique(u.coords | (inner.coords if inner else frozenset()),
+                                      pins=u.pins | (inner.pins if inner else frozenset()))
                 return None
             if e.op == "-":
                 u = self.classify(left)
@@ -142,7 +147,7 @@ class IndexClasses:
                     u = self.classify(a)
                     bc = constant_value(b)
                     if u is not None and isinstance(bc, int) and bc != 0:
-                        return Unique(u.coords, u.scale * abs(bc))
+                        return Unique(u.coords, u.scale * abs(bc), u.pins)
                 return None
             if e.op in ("//", ">>"):
                 return self._pinned_quotient(left, right, e.op)
@@ -213,7 +218,7 @@ class IndexClasses:
                         and block_multiple[pinned.axis] % m == 0):
                     continue
                 if m % k == 0:
-                    return Unique(u.coords)
+                    return Unique(u.coords, pins=u.pins | {f})
         return None
 
     def _flat_axis(self, e: ir.Expr) -> int | None:

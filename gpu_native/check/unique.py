@@ -75,7 +75,8 @@ class UniqueWrites(IndexClasses, PairProofs):
         Variables of ``for j in range(tid, n, K)`` loops with ``0 <= tid < K``: threads visit
         disjoint values (by variable id, with the coordinates they are unique in).
     ``store_keys``
-        Per written array (by variable id): the keys of its owner indices and where it was
+        Per written array (by variable id): the owner positions, the keys of its owner indices
+        and the pins they are unique under (:attr:`.classify.Unique.pins`), and where it was
         first written; a second store must agree.
     ``mutable_loads``
         The reads of writable global arrays, checked against ``store_keys`` once the whole body
@@ -105,7 +106,7 @@ class UniqueWrites(IndexClasses, PairProofs):
         self.range_unique_vars: dict[int, frozenset] = {}
         self.store_keys: dict[int, tuple] = {}
         self.mutable_loads: list[tuple[ir.Var, tuple[Key, ...], SourceSpan, bool, frozenset,
-                                       Position]] = []
+                                       Position, frozenset]] = []
         self.unique_param_uses: dict[str, set[str]] = {}
         # The ownership proofs: every store's form, by array (a string where it has none), and
         # every full index key a thread writes (a read at one of them reads its own element).
@@ -453,8 +454,8 @@ class UniqueWrites(IndexClasses, PairProofs):
         # proven against this one (:meth:`note_store`), and a read of it is its own element only
         # where the thread also writes that index plainly (:meth:`check_reads`).
         self.multi_owner.add(id(base.var))
-        self.store_keys.setdefault(id(base.var), (((), (("footprint", span.line, span.col),)),
-                                                  span))
+        self.store_keys.setdefault(id(base.var), (((), (("footprint", span.line, span.col),),
+                                                   frozenset()), span))
         return proof
 
     def _classic(self, base: ir.ArrayRef, indices, span: SourceSpan
@@ -497,16 +498,29 @@ class UniqueWrites(IndexClasses, PairProofs):
         if unique == "uid" and base.ty.space != "local":
             # Only the owner positions must agree: a thread may write any element of its own
             # rows (acc[i, 0], acc[i, 1], ...), never through a different row index.
-            k = (owners, tuple(self.defs.key(indices[p]) for p in owners))
+            # An owner index unique only under a pinned remainder is the same owner only under
+            # the same pins (`y[tid // 128]` under `tid % 128 == 0` and under `== 64` meet).
+            pins = frozenset().union(*(u.pins for u in map(self.classify, indices)
+                                       if u is not None))
+            k = (owners, tuple(self.defs.key(indices[p]) for p in owners), pins)
             prev = self.store_keys.get(id(base.var))
             if prev is None:
                 self.store_keys[id(base.var)] = (k, span)
             elif prev[0] != k and id(base.var) not in self.multi_owner:
-                classic = TranspileError(
-                    f"'{base.var.name}' is written through two different indices (here and at "
-                    f"{prev[1]}); one thread's second index can be another thread's first, so "
-                    "the writes could race", span,
-                    "write each element through one unique index, or use `with unsafe():`")
+                if prev[0][:2] == k[:2]:
+                    classic = TranspileError(
+                        f"'{base.var.name}' is written through one index under two different "
+                        f"conditions (here and at {prev[1]}); the index tells apart only the "
+                        "threads each condition lets through, so a thread of one and a thread "
+                        "of the other could write the same element", span,
+                        "write both under one condition (`if lane == 0:`), index them apart "
+                        "(y[2 * (tid // 32) + 1]), or use `with unsafe():`")
+                else:
+                    classic = TranspileError(
+                        f"'{base.var.name}' is written through two different indices (here and "
+                        f"at {prev[1]}); one thread's second index can be another thread's "
+                        "first, so the writes could race", span,
+                        "write each element through one unique index, or use `with unsafe():`")
                 self.multi_owner.add(id(base.var))
                 return self.prove_union(base, indices, span, classic)
             elif id(base.var) in self.multi_owner:
@@ -531,7 +545,12 @@ class UniqueWrites(IndexClasses, PairProofs):
             keys = tuple(self.defs.key(i) for i in indices)
             parity = read_parities(self.forms, keys, self.bounds.facts)
             where = self.phases.position()
-            self.mutable_loads.append((base.var, keys, span, unsafe, parity, where))
+            # A read at a store's owner index is of the thread's own element only under the
+            # store's pins (`if tid % 32 == 0: y[tid // 32] = v` then `y[tid // 32]` read by
+            # every thread reads thread 0's element in thread 1).
+            pins = frozenset().union(*(u.pins for u in map(self.classify, indices)
+                                       if u is not None))
+            self.mutable_loads.append((base.var, keys, span, unsafe, parity, where, pins))
             if not unsafe:
                 self.read_forms.append((base.var, self.forms.store(
                     keys, self.bounds.facts, "global", span.line, index_text(base, span)),
@@ -578,7 +597,7 @@ class UniqueWrites(IndexClasses, PairProofs):
     def check_reads(self) -> None:
         """Once the body is known: a thread may read a writable array only at the elements it
         owns (where it writes), or another thread may be writing what it reads."""
-        for var, k, span, unsafe, parity, where in self.mutable_loads:
+        for var, k, span, unsafe, parity, where, pins in self.mutable_loads:
             prev = self.store_keys.get(id(var))
             if prev is None or unsafe:
                 continue
@@ -588,12 +607,12 @@ class UniqueWrites(IndexClasses, PairProofs):
             confined = self.store_parity.get(id(var), [])
             if parity and confined and parity & frozenset.intersection(*confined):
                 continue  # the other parity than every store writes (see .parity)
-            owners, owned = prev[0]
+            owners, owned = prev[0][0], prev[0][1]
             if id(var) in self.multi_owner:
                 # Several stores: a thread reads its own element only at one of its indices.
                 if k in self.written_keys.get(id(var), ()):
                     continue
-            elif tuple(k[p] for p in owners) == owned:
+            elif tuple(k[p] for p in owners) == owned and pins == prev[0][2]:
                 continue
             raise TranspileError(
                 f"'{var.name}' is read here at another index than it is written at "

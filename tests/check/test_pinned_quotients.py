@@ -512,3 +512,99 @@ def test_the_flat_index_built_from_a_thread_local_is_followed(tmp_path):
         errors = run_sim(kernel, -(-N // block), block, x, out)
         assert errors.races == [] and errors.fails == [], errors
         np.testing.assert_array_equal(out, every(32)(x, np.full(N, np.nan, np.float32)))
+
+
+# Two stores through one quotient under different pins: each is unique among the threads its
+# own condition lets through, but a thread of one and a thread of the other meet (the second
+# store was taken as the same owner index and never compared).
+TWO_PINS = {
+    "remainders": """
+        @gpu_kernel(Kernel1D)
+        def k(x: CUDASlice[f32], y: CUDASliceMut[f32]):
+            tid = block_idx.x * block_dim.x + thread_idx.x
+            if tid % 128 == 0:
+                y[tid // 128] = x[tid]
+            if tid % 128 == 64:
+                y[tid // 128] = x[tid]
+        """,
+    "elif_mask_shift": """
+        @gpu_kernel(Kernel1D)
+        def k(x: CUDASlice[f32], y: CUDASliceMut[f32]):
+            tid = FlatLayout1D.uid()
+            if tid & 63 == 0:
+                y[tid >> 6] = x[tid]
+            elif tid & 63 == 1:
+                y[tid >> 6] = x[tid]
+        """,
+    "lanes": """
+        @gpu_kernel(Kernel1D)
+        def k(x: CUDASlice[f32], y: CUDASliceMut[f32]):
+            assert block_dim.x % 32 == 0
+            tid = block_idx.x * block_dim.x + thread_idx.x
+            if lane_id() == 0:
+                y[tid // 32] = x[tid]
+            if lane_id() == 5:
+                y[tid // 32] = x[tid]
+        """,
+}
+
+
+@pytest.mark.parametrize("name", sorted(TWO_PINS))
+def test_one_quotient_under_two_pins_is_refused(tmp_path, name):
+    with pytest.raises(TranspileError, match=r"written through one index under two different "
+                                             r"conditions"):
+        build(tmp_path, TWO_PINS[name], name=name)
+
+
+def test_one_quotient_under_two_pins_really_races(tmp_path):
+    source = TWO_PINS["remainders"].replace(
+        "                y[tid // 128] = x[tid]\n            if",
+        "                with unsafe():\n                    y[tid // 128] = y[tid // 128] + x[tid]"
+        "\n            if").replace(
+        "            if tid % 128 == 64:\n                y[tid // 128] = x[tid]",
+        "            if tid % 128 == 64:\n                with unsafe():\n"
+        "                    y[tid // 128] = y[tid // 128] + x[tid]")
+    assert source.count("unsafe") == 2
+    kernel = build(tmp_path, source, name="two_pins_unsafe")["k"]
+    x = np.ones(256, np.float32)
+    errors = run_sim(kernel, 4, 64, x, np.zeros(2, np.float32))
+    assert errors.races, "tid 0 and tid 64 both read and write y[0]"
+
+
+def test_one_quotient_under_the_same_pin_twice_is_accepted(tmp_path):
+    kernel = build(tmp_path, """
+        @gpu_kernel(Kernel1D)
+        def k(x: CUDASlice[f32], y: CUDASliceMut[f32]):
+            tid = FlatLayout1D.uid()
+            if tid % 32 == 0:
+                y[tid // 32] = x[tid]
+            if tid % 32 == 0 and tid + 1 < len(x):
+                y[tid // 32] = x[tid] + x[tid + 1]
+        """, name="same_pin")["k"]
+    x = np.random.default_rng(2).standard_normal(N).astype(np.float32)
+    out = np.full(N, np.nan, np.float32)
+    errors = run_sim(kernel, -(-N // 128), 128, x, out)
+    assert errors.races == [] and errors.fails == []
+    want = np.full(N, np.nan, np.float32)
+    want[:len(x[::32])] = x[::32] + np.r_[x[1::32], 0][:len(x[::32])]
+    np.testing.assert_array_equal(out, want)
+
+
+def test_a_read_of_a_pinned_store_s_element_by_every_thread_is_refused(tmp_path):
+    # Thread 0 writes y[0] under the pin; threads 1..31 read it without one (a race the
+    # checker took for each thread reading its own element).
+    source = """
+        @gpu_kernel(Kernel1D)
+        def k(x: CUDASlice[f32], y: CUDASliceMut[f32], z: CUDASliceMut[f32]):
+            tid = FlatLayout1D.uid()
+            if tid % 32 == 0:
+                y[tid // 32] = x[tid]
+            z[tid] = y[tid // 32]
+        """
+    with pytest.raises(TranspileError, match=r"'y' is read here at another index than it is "
+                                             r"written at"):
+        build(tmp_path, source, name="pinned_read")
+    # Under the same pin the read is the thread's own element.
+    build(tmp_path, source.replace("            z[tid] = y[tid // 32]",
+                                   "            if tid % 32 == 0:\n"
+                                   "                z[tid] = y[tid // 32]"), name="pinned_own")

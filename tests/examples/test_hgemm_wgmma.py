@@ -179,7 +179,7 @@ def test_the_staging_region_needs_the_barrier_after_the_last_mma(tmp_path):
         transpile_module("\n".join(lines) + "\n", "hgemm_wgmma.py", "hgemm_wgmma")
     copy = next(i for i, line in enumerate(lines) if "tma_load(tile_b" in line) + 1
     assert "warpgroup_store() into 'tile_b'" in str(refused.value)
-    assert f"the store at line {copy}" in str(refused.value)
+    assert f"this store and the one at line {copy}" in str(refused.value)
     # The two threads meeting are of a launch the kernel accepts (block_dim.y, .z == 1).
     assert "thread_idx.y = 0, thread_idx.z = 0) and" in str(refused.value)
     assert "thread_idx.y = 1" not in str(refused.value)
