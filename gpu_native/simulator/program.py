@@ -21,6 +21,14 @@ def races_enabled() -> bool:
     return bool(settings.flag("GPU_NATIVE_SIM_RACES", True))
 
 
+def write_races_enabled() -> bool:
+    """``GPU_NATIVE_SIM_WRITE_RACES=1``: also watch the global arrays a launch only writes.
+    Their stores are proven unique before any launch, so by default they carry no shadow;
+    the fuzzers turn this on to check those proofs (a write-write race is otherwise visible
+    only as a result that differs on the GPU)."""
+    return bool(settings.flag("GPU_NATIVE_SIM_WRITE_RACES", False))
+
+
 def _accesses(kernel: ir.Kernel) -> dict[int, set[str]]:
     """How each global array parameter is used: load / store / unsafe / atomic (through
     device functions too)."""
@@ -88,6 +96,8 @@ class SimProgram:
         uses = _accesses(kernel)
         self.shadowed = {k for k, p in enumerate(kernel.params)
                          if isinstance(p.ty, ir.ArrayType) and _needs_shadow(uses.get(id(p), set()))}
+        self.written = {k for k, p in enumerate(kernel.params) if isinstance(p.ty, ir.ArrayType)
+                        and uses.get(id(p), set()) & {"store", "unsafe", "atomic"}}
 
     def location(self, loc: int) -> str:
         return self.locations[loc]
@@ -113,12 +123,13 @@ class SimProgram:
             view.flags.writeable = False
             launch.consts.append(ConstArray(decl.name, view, decl.ty.elem.info))
         values: list = []
+        shadowed = self.shadowed | self.written if write_races_enabled() else self.shadowed
         for k, (param, arg) in enumerate(zip(self.kernel.params, args)):
             ty = param.ty
             if isinstance(ty, ir.ArrayType):
                 array = arg if isinstance(arg, StridedArray) else np.asarray(arg)
                 shadow = Shadow(array.size, launch.T) if (
-                    k in self.shadowed and launch.races) else None
+                    k in shadowed and launch.races) else None
                 if shadow is not None:
                     launch.global_shadows.append(shadow)
                 values.append(GlobalArray(param.name, array, ty.elem.info, shadow))

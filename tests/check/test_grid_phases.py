@@ -15,7 +15,6 @@ import pytest
 
 import gpu_native as gn
 from gpu_native.errors import TranspileError
-from gpu_native.simulator import program as sim_program
 from tests.simulator.support import build
 
 COOP = "from gpu_native import grid_sync\n"
@@ -54,8 +53,7 @@ def center(x: CUDASlice[f32], partial: CUDASliceMut[f32], out: CUDASliceMut[f32]
 @pytest.fixture(autouse=True)
 def watch_every_write(monkeypatch):
     """Shadow every written array, so the race detector sees plain stores too."""
-    monkeypatch.setattr(sim_program, "_needs_shadow",
-                        lambda kinds: bool(kinds & {"store", "unsafe", "atomic"}))
+    monkeypatch.setenv("GPU_NATIVE_SIM_WRITE_RACES", "1")
 
 
 def test_a_read_after_grid_sync_of_other_blocks_writes_is_accepted_and_race_free(

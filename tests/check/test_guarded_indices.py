@@ -21,7 +21,6 @@ import pytest
 
 import gpu_native as gn
 from gpu_native.errors import KernelAssertionError, TranspileError
-from gpu_native.simulator import program as sim_program
 from gpu_native.spec import ParamCheck
 from tests.simulator.support import build, race_free_draws
 from tools.fuzz import guarded
@@ -30,8 +29,7 @@ from tools.fuzz import guarded
 @pytest.fixture(autouse=True)
 def watch_every_write(monkeypatch):
     """Every written array is shadowed by the race detector, not only those also read."""
-    monkeypatch.setattr(sim_program, "_needs_shadow",
-                        lambda kinds: bool(kinds & {"store", "unsafe", "atomic"}))
+    monkeypatch.setenv("GPU_NATIVE_SIM_WRITE_RACES", "1")
 
 
 @pytest.fixture(scope="module")

@@ -18,15 +18,13 @@ import pytest
 import gpu_native as gn
 from gpu_native.errors import TranspileError
 from gpu_native.expand import Expansion
-from gpu_native.simulator import program as sim_program
 from tests.simulator.support import build
 
 
 @pytest.fixture(autouse=True)
 def watch_every_write(monkeypatch):
     """Every written array is shadowed by the race detector, not only those also read."""
-    monkeypatch.setattr(sim_program, "_needs_shadow",
-                        lambda kinds: bool(kinds & {"store", "unsafe", "atomic"}))
+    monkeypatch.setenv("GPU_NATIVE_SIM_WRITE_RACES", "1")
 
 
 @pytest.fixture(scope="module")

@@ -18,7 +18,6 @@ import gpu_native as gn
 from gpu_native.errors import DeviceRaceError, TranspileError
 from gpu_native.expand import Expansion
 from gpu_native.runtime.backend import use
-from gpu_native.simulator import program as sim_program
 from gpu_native.spec import KernelSpec, ParamCheck
 
 HEAD = """\
@@ -62,8 +61,7 @@ def loop(out: CUDASliceMut[f32], n: i32, step: i32):
 @pytest.fixture(autouse=True)
 def watch_every_write(monkeypatch):
     """Every written array is shadowed, so a race between two plain stores is reported."""
-    monkeypatch.setattr(sim_program, "_needs_shadow",
-                        lambda kinds: bool(kinds & {"store", "unsafe", "atomic"}))
+    monkeypatch.setenv("GPU_NATIVE_SIM_WRITE_RACES", "1")
 
 
 def launch(kernel, grid, block):

@@ -17,15 +17,13 @@ import pytest
 import gpu_native as gn
 from gpu_native.errors import TranspileError
 from gpu_native.expand import Expansion
-from gpu_native.simulator import program as sim_program
 from tests.simulator.support import HEADER, build
 
 
 @pytest.fixture(autouse=True)
 def watch_every_write(monkeypatch):
     """Every written array is shadowed, so a race between two plain stores is reported."""
-    monkeypatch.setattr(sim_program, "_needs_shadow",
-                        lambda kinds: bool(kinds & {"store", "unsafe", "atomic"}))
+    monkeypatch.setenv("GPU_NATIVE_SIM_WRITE_RACES", "1")
 
 
 def launch(kernel, grid, block):

@@ -16,7 +16,6 @@ import pytest
 import gpu_native as gn
 from gpu_native.errors import KernelAssertionError, TranspileError
 from gpu_native.expand import Expansion
-from gpu_native.simulator import program as sim_program
 from tests.simulator.support import build, race_free_draws
 from tools.fuzz import indices, warps
 
@@ -25,8 +24,7 @@ from tools.fuzz import indices, warps
 def watch_every_write(monkeypatch):
     """The simulator shadows only arrays a launch both reads and writes; here every written
     array is watched, so a race between two plain stores is reported too."""
-    monkeypatch.setattr(sim_program, "_needs_shadow",
-                        lambda kinds: bool(kinds & {"store", "unsafe", "atomic"}))
+    monkeypatch.setenv("GPU_NATIVE_SIM_WRITE_RACES", "1")
 
 
 @pytest.fixture(scope="module")

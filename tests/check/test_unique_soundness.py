@@ -18,15 +18,13 @@ import numpy as np
 import pytest
 
 from gpu_native.errors import TranspileError
-from gpu_native.simulator import program as sim_program
 from tests.simulator.support import build, launch
 
 
 @pytest.fixture(autouse=True)
 def watch_every_write(monkeypatch):
     """Watch every written global array, as tests/test_unique_idioms.py does."""
-    monkeypatch.setattr(sim_program, "_needs_shadow",
-                        lambda kinds: bool(kinds & {"store", "unsafe", "atomic"}))
+    monkeypatch.setenv("GPU_NATIVE_SIM_WRITE_RACES", "1")
 
 
 def _kernel(body: str, marked: str, wrap: bool) -> str:

@@ -18,7 +18,6 @@ from gpu_native.errors import TranspileError
 from gpu_native.expand import Expansion
 from gpu_native.rewrite import transpile_module
 from gpu_native.runtime.backend import use
-from gpu_native.simulator import program as sim_program
 from tests.simulator.support import HEADER
 
 HEAD = HEADER.replace("lane_id,", "lane_id, store_matrix,")
@@ -27,8 +26,7 @@ HEAD = HEADER.replace("lane_id,", "lane_id, store_matrix,")
 @pytest.fixture(autouse=True)
 def watch_every_write(monkeypatch):
     """Every written array is shadowed, so a race between two proven stores is reported."""
-    monkeypatch.setattr(sim_program, "_needs_shadow",
-                        lambda kinds: bool(kinds & {"store", "unsafe", "atomic"}))
+    monkeypatch.setenv("GPU_NATIVE_SIM_WRITE_RACES", "1")
 
 
 def launch(kernel, grid, block):

@@ -17,7 +17,6 @@ import gpu_native as gn
 from gpu_native.errors import TranspileError
 from gpu_native.expand import Expansion
 from gpu_native.rewrite import transpile_module
-from gpu_native.simulator import program as sim_program
 
 HEAD = """\
 from gpu_native import (CUDASliceMut2D, Kernel1D, Kernel2D, block_dim, block_idx, f32,
@@ -28,8 +27,7 @@ from gpu_native import (CUDASliceMut2D, Kernel1D, Kernel2D, block_dim, block_idx
 @pytest.fixture(autouse=True)
 def watch_every_write(monkeypatch):
     """Every written array is shadowed, so a race between two proven stores is reported."""
-    monkeypatch.setattr(sim_program, "_needs_shadow",
-                        lambda kinds: bool(kinds & {"store", "unsafe", "atomic"}))
+    monkeypatch.setenv("GPU_NATIVE_SIM_WRITE_RACES", "1")
 
 
 # Each accumulator element holds its destination's value row * 1024 + column (the fragment

@@ -316,7 +316,8 @@ class TestOnOffVariables:
             assert not shown
 
     @pytest.mark.parametrize("name", ["GPU_NATIVE_DISABLE_HOOK", "GPU_NATIVE_DEBUG",
-                                      "GPU_NATIVE_REQUIRE_PRECOMPILED", "GPU_NATIVE_SIM_RACES"])
+                                      "GPU_NATIVE_REQUIRE_PRECOMPILED", "GPU_NATIVE_SIM_RACES",
+                                      "GPU_NATIVE_SIM_WRITE_RACES"])
     def test_every_variable_takes_the_words(self, monkeypatch, name):
         from gpu_native.cache import locations
         from gpu_native.simulator import program
@@ -324,7 +325,8 @@ class TestOnOffVariables:
         read, default = {"GPU_NATIVE_DISABLE_HOOK": (_gpu_native_startup.is_disabled, False),
                          "GPU_NATIVE_DEBUG": (_gpu_native_startup.debug_enabled, False),
                          "GPU_NATIVE_REQUIRE_PRECOMPILED": (locations.require_precompiled, False),
-                         "GPU_NATIVE_SIM_RACES": (program.races_enabled, True)}[name]
+                         "GPU_NATIVE_SIM_RACES": (program.races_enabled, True),
+                         "GPU_NATIVE_SIM_WRITE_RACES": (program.write_races_enabled, False)}[name]
         for text, expected in [*self.WORDS, ("", default)]:
             monkeypatch.setenv(name, text)
             assert read() is expected, text

@@ -460,3 +460,26 @@ def launch_in(debugger: bdb.Bdb, kernel, *args):
     program = compile_kernel(kernel)
     debugger.runcall(program.run, (1, 1, 1), (len(args[0]), 1, 1), 0, list(args), errors)
     return errors
+
+
+
+def test_write_only_arrays_are_watched_when_asked(tmp_path, monkeypatch):
+    # An array the launch only writes carries no shadow by default (its stores are proven
+    # unique before launch); GPU_NATIVE_SIM_WRITE_RACES=1 gives it one, for checking those
+    # proofs, and a race-free kernel then reports nothing.
+    kernel = build(tmp_path, """
+        @gpu_kernel(Kernel1D)
+        def k(y: CUDASliceMut[i32], z: CUDASliceMut[i32]):
+            tid = FlatLayout1D.uid()
+            y[tid] = i32(tid)
+            with unsafe():
+                z[tid // 128] = i32(tid)
+        """, name="write_only")["k"]
+    program = compile_kernel(kernel)
+    assert program.shadowed == {1} and program.written == {0, 1}
+    assert launch(kernel, 4, 64, np.zeros(256, np.int32), np.zeros(2, np.int32)).races
+    monkeypatch.setenv("GPU_NATIVE_SIM_WRITE_RACES", "1")
+    y = np.zeros(256, np.int32)
+    errors = launch(kernel, 4, 64, y, np.zeros(2, np.int32))
+    assert all("on z[" in r for r in errors.races) and errors.races
+    np.testing.assert_array_equal(y, np.arange(256))

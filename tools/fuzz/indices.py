@@ -25,7 +25,6 @@ from gpu_native import ir
 from gpu_native.errors import GpuNativeError
 from gpu_native.runtime.launch_checks import check_launch
 from gpu_native.simulator import compile_kernel
-from gpu_native.simulator import program as sim_program
 
 #: The imports a :func:`generated` body needs, to make it a module.
 HEADER = ("from gpu_native import (gpu_kernel, Kernel1D, CUDASliceMut, i32, i64, thread_idx, block_idx,\n"
@@ -204,10 +203,9 @@ def run_sim(kernel: ir.Kernel, grid, block, *args, consts=()) -> SimErrors:
     kernel's ``const_array`` tables, in the order of ``kernel.consts``."""
     program = compile_kernel(kernel)
     # A race between two plain stores of different blocks must be reported too, not only one
-    # between a store and a load; the set is the kernel's own, so setting it is idempotent.
-    uses = sim_program._accesses(kernel)
-    program.shadowed = {k for k, p in enumerate(kernel.params)
-                        if isinstance(p.ty, ir.ArrayType) and uses.get(id(p), set()) & _WRITES}
+    # between a store and a load (what GPU_NATIVE_SIM_WRITE_RACES=1 does); the set is the
+    # kernel's own, so setting it is idempotent.
+    program.shadowed = program.shadowed | program.written
     errors = SimErrors(watched=set(program.shadowed))
     program.run(_dims(grid), _dims(block), 0, list(args), errors, consts)
     return errors

@@ -65,6 +65,11 @@ def generated(r: random.Random) -> str:
     lines.append(f"{indent}out[slot] = tid + 1")
     if second:
         lines.append(f"{indent}out[slot + 1] = tid + 2")
+    elif pin and r.random() < 0.2:
+        # The same index under another pin: threads of the two conditions meet (a near miss
+        # that must be refused; the same pin again is fine).
+        other = r.choice([pin, pin.replace("== 0", "== 1").replace("== 3", "== 4")])
+        lines += [f"    if {other}:", "        out[slot] = tid + 3"]
     return "\n".join(lines) + "\n"
 
 
