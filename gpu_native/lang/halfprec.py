@@ -33,9 +33,28 @@ def bf16_bits_to_f32(bits: np.ndarray | int) -> np.ndarray:
     return b.view(np.float32)
 
 
+def f64_to_bf16_bits(x) -> np.ndarray:
+    """Round float64 values straight to bfloat16 bit patterns (``__double2bfloat16``): one
+    rounding of the exact value, not one to float32 and another to bfloat16."""
+    d = np.asarray(x, dtype=np.float64)
+    with np.errstate(over="ignore"):  # beyond float32's range is infinity, as on the device
+        f = d.astype(np.float32)
+    bits = f.view(np.uint32).copy()
+    # Going through float32 first can land exactly on a bf16 tie that the exact value is not
+    # on; nudging one float32 ulp toward the exact value makes the second rounding correct.
+    tie = (((bits & np.uint32(0xFFFF)) == np.uint32(0x8000)) & (f.astype(np.float64) != d)
+           & np.isfinite(f))
+    if np.any(tie):
+        away = np.abs(d) > np.abs(f.astype(np.float64))
+        bits = np.where(tie, np.where(away, bits + np.uint32(1), bits - np.uint32(1)), bits)
+        f = bits.astype(np.uint32).view(np.float32)
+    return f32_to_bf16_bits(f)
+
+
 def round_bf16(x: float) -> float:
-    """Round one Python float to the nearest bfloat16 value, returned as a Python float."""
-    return float(bf16_bits_to_f32(f32_to_bf16_bits(np.float32(x))))
+    """Round one Python float to the nearest bfloat16 value (one rounding, as a kernel's
+    ``bf16(x)`` of an f64 does), returned as a Python float."""
+    return float(bf16_bits_to_f32(f64_to_bf16_bits(x)))
 
 
 def bf16_dtype() -> np.dtype | None:

@@ -26,6 +26,7 @@ type (``CUDASlice[f32]`` ...) and ``Const`` are in :mod:`.params`.
 
 from __future__ import annotations
 
+import numbers
 from typing import TYPE_CHECKING, Any, ClassVar
 
 if TYPE_CHECKING:
@@ -189,6 +190,8 @@ class _FloatScalar(float, metaclass=_ScalarMeta):
 
     def __new__(cls, value: Any = 0.0):
         info = cls.info
+        if value is None:  # (NumPy would make it NaN)
+            raise TypeError(f"{info.name}() takes a number, not None")
         if info.name == "bf16":
             from .halfprec import round_bf16
 
@@ -384,11 +387,12 @@ class _Vector(metaclass=_VectorMeta):
         make = SCALAR_CLASSES[info.elem.name]
         if info.elem.kind != "float" and not converting:
             for k, a in enumerate(args):
-                if isinstance(a, (float, np.floating, complex, np.complexfloating)):
+                if isinstance(a, (numbers.Number, np.number)) and not isinstance(
+                        a, (numbers.Integral, np.integer)):
                     name = type(self).__name__
                     raise TypeError(
                         f"{name}'s {_COMPONENTS[k]} must be an int, not {type(a).__name__} "
-                        f"{a!r:.40}: a kernel refuses a float for an {info.elem.name} as "
+                        f"{a!r:.40}: a kernel refuses a non-integer for an {info.elem.name} as "
                         f"`x: {info.elem.name} = 0.5` is; convert with int(), or a float "
                         f"vector with {name}(v), which truncates and saturates")
         self._values = tuple(make(a) for a in args)
@@ -646,8 +650,9 @@ class _Complex(complex, metaclass=_ComplexMeta):
     def __new__(cls, real: Any = 0.0, imag: Any = 0.0):
         zr, zi = complex(real), complex(imag)  # real + 1j * imag, without 0 * inf
         part = np.dtype(cls.info.elem.numpy).type
-        return super().__new__(cls, float(part(zr.real - zi.imag)),
-                               float(part(zr.imag + zi.real)))
+        with np.errstate(over="ignore"):  # beyond the range is infinity, as on the device
+            return super().__new__(cls, float(part(zr.real - zi.imag)),
+                                   float(part(zr.imag + zi.real)))
 
 
 def _complex(name: str) -> type:

@@ -434,9 +434,9 @@ def _float_argument(where: str, dtype: str, arg) -> float | int:
             value = None
     bits = None
     if value is not None and dtype == "bf16":
-        from ..lang.halfprec import f32_to_bf16_bits
+        from ..lang.halfprec import f64_to_bf16_bits
 
-        bits = int(f32_to_bf16_bits(np.float32(value)))
+        bits = int(f64_to_bf16_bits(value))  # one rounding, as bf16(x) of an f64 in a kernel
         if bits & 0x7FFF == 0x7F80 and math.isfinite(value):  # rounded up to infinity
             value = None
     if value is None:

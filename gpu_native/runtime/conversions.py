@@ -22,7 +22,7 @@ import warnings
 import numpy as np
 
 from .. import abi
-from ..lang.halfprec import f32_to_bf16_bits
+from ..lang.halfprec import f32_to_bf16_bits, f64_to_bf16_bits
 
 __all__ = ["convert", "host_array", "host_data"]
 
@@ -58,7 +58,10 @@ def host_data(obj, info, what: str) -> np.ndarray:
         if src.dtype.name == "bfloat16":  # ml_dtypes' bfloat16: the bits as they are
             return np.ascontiguousarray(src).view(np.uint16)
         wide = convert(src, np.dtype(np.float32), what, "bf16")
-        bits = np.asarray(f32_to_bf16_bits(wide)).reshape(wide.shape)
+        if src.dtype == np.float64:  # one rounding of the exact value, not two
+            bits = np.asarray(f64_to_bf16_bits(src)).reshape(wide.shape)
+        else:
+            bits = np.asarray(f32_to_bf16_bits(wide)).reshape(wide.shape)
         # A finite f32 just below f32's top can still round up to bf16's infinity.
         rounded_up = ((bits & 0x7FFF) == 0x7F80) & np.isfinite(wide)
         if rounded_up.any():

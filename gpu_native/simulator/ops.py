@@ -22,6 +22,7 @@ import numpy as np
 
 from ..lang import registry
 from ..lang.entry import spelling
+from ..lang.halfprec import f64_to_bf16_bits
 from ..lang.types import ScalarInfo
 from . import bits
 
@@ -95,17 +96,7 @@ def bits_to_bf16(bits):
 
 def f64_to_bf16(x):
     """Round float64 straight to bfloat16 (``__double2bfloat16``): one rounding, not two."""
-    d = np.asarray(x, dtype=F64)
-    f = d.astype(F32)
-    bits = f.view(np.uint32).copy()
-    # Going through float32 first can land exactly on a bf16 tie that the exact value is not
-    # on; nudging one float32 ulp toward the exact value makes the second rounding correct.
-    tie = ((bits & np.uint32(0xFFFF)) == np.uint32(0x8000)) & (f.astype(F64) != d) & np.isfinite(f)
-    if np.any(tie):
-        away = np.abs(d) > np.abs(f.astype(F64))
-        bits = np.where(tie, np.where(away, bits + np.uint32(1), bits - np.uint32(1)), bits)
-        f = bits.astype(np.uint32).view(F32)
-    return round_bf16(f)
+    return bits_to_bf16(f64_to_bf16_bits(x))
 
 
 # ---- conversions ---------------------------------------------------------------------------

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -149,3 +151,31 @@ def test_the_docs_snippet_runs(tmp_path, monkeypatch, capsys):
     with use("sim"):
         importlib.import_module("half_doc_snippet")
     assert capsys.readouterr().out.splitlines()[-1] == "ok"
+
+
+def test_host_bf16_conversions_round_once_as_the_kernel_does(kernel_module, backend):
+    # 1 + 2**-8 + 2**-30 is just above the bf16 tie between 1.0 and 1.0078125: rounded to f32
+    # first it lands on the tie and goes to even (1.0); rounded once it is 1.0078125, which is
+    # what bf16(x) of an f64 gives in a kernel (__double2bfloat16).  Every host path agreed
+    # with the two-step rounding.
+    km = kernel_module("""
+from gpu_native import gpu_kernel, Kernel1D, CUDASliceMut, bf16, f64, thread_idx, grid_dim
+
+@gpu_kernel(Kernel1D)
+def convert(x: f64, p: bf16, out: CUDASliceMut[bf16]):
+    assert grid_dim.x == 1
+    if thread_idx.x == 0:
+        out[0] = bf16(x)
+        out[1] = p
+""")
+    x = 1 + 2**-8 + 2**-30
+    out = gn.empty(2, gn.bf16)
+    km.convert[1, 32](x, x, out)
+    bits = np.asarray(out.to_host()).view(np.uint16)
+    assert [hex(b) for b in bits] == ["0x3f81", "0x3f81"]
+    assert gn.bf16(x) == 1.0078125 and gn.vec2bf(x, 0.0).x == 1.0078125
+    data = np.asarray(gn.to_device(np.array([x, -x]), dtype=gn.bf16).to_host()).view(np.uint16)
+    assert [hex(b) for b in data] == ["0x3f81", "0xbf81"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no NumPy overflow warning from gpu_native's own line
+        assert gn.bf16(1e40) == np.inf

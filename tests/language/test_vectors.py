@@ -8,6 +8,8 @@ from __future__ import annotations
 import re
 import textwrap
 import warnings
+from decimal import Decimal
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
@@ -295,6 +297,12 @@ class TestArrays:
         for bad in [(0.5, 1, 2), (1, np.float32(2.0), 3), ([1, 2, 2.5],), (1.0,)]:
             with pytest.raises(TypeError, match=r"vec3i's [xyz] must be an int, not float"):
                 gn.vec3i(*bad)
+        for bad in [Fraction(1, 2), Decimal("2.5"), 1j]:  # any number but an integer
+            with pytest.raises(TypeError, match=r"vec3i's x must be an int, not "):
+                gn.vec3i(bad, 1, 2)
+        assert gn.vec3i(True, np.int64(2), 3) == gn.vec3i(1, 2, 3)
+        with pytest.raises(TypeError, match=r"f32\(\) takes a number, not None"):
+            gn.vec3f(None, 0.0, 0.0)  # NumPy would make it NaN
 
     def test_host_scalars_convert_as_the_device_does(self):
         # Float to int truncates toward zero, saturates and takes NaN to 0; ints wrap.
@@ -308,6 +316,10 @@ class TestArrays:
         with warnings.catch_warnings():
             warnings.simplefilter("error")  # no NumPy overflow warning from gpu_native's code
             assert gn.f32(1e40) == np.inf and gn.vec3f(-1e40).x == -np.inf
+            assert gn.complex64(1e40 + 1j) == complex(np.inf, 1.0)
+        for ty in (gn.f16, gn.f32, gn.f64, gn.bf16):
+            with pytest.raises(TypeError, match=r"takes a number, not None"):
+                ty(None)
 
 
 class TestArguments:
