@@ -167,7 +167,20 @@ class StatementChecker(CheckerBase):
         if isinstance(expr, WeakConst):
             return [], False
         expr = self.materialize(expr)
+        self.note_vote_barrier(value)
         return [ir.ExprStmt(s.span, expr)], False
+
+    def note_vote_barrier(self, value: S.Expr) -> None:
+        """A statement whose whole value is a block vote (``n = sync_threads_count(p)``): a
+        barrier of the block's threads at this statement, as ``sync_threads()`` is.  (A vote
+        inside an expression, which a condition of it may skip, is not taken as one: refusing
+        more is sound.)"""
+        if not (isinstance(value, S.Call) and isinstance(value.func, (S.Name, S.Attribute))
+                and not self.is_local_root(value.func)):
+            return
+        entry = _registered(self.ctx.resolver.dotted(value.func))
+        if entry is not None and entry.check == "call_barrier_vote":
+            self.unique.phases.barrier()
 
     def barrier(self, name: str, call: S.Call) -> ir.Stmt:
         entry = R.GPU_NATIVE[name]
@@ -180,8 +193,8 @@ class StatementChecker(CheckerBase):
                     "has (every block resident at once); declare the kernel with "
                     "@gpu_kernel(..., cooperative=True)", call.span)
             self.traits.note_barrier(entry.value)
-            # A grid barrier orders the threads of each block too.  (The block votes,
-            # sync_threads_count/and/or, are not taken as phase boundaries: refusing more is sound.)
+            # A grid barrier orders the threads of each block too.  (A block vote whose value a
+            # statement takes whole is a barrier too: note_vote_barrier.)
             self.unique.phases.barrier(grid=entry.value == "grid")
             return ir.Barrier(call.span, entry.value)
         got = self.args(call, entry.param_names, entry.required, f"{name}()")
@@ -211,7 +224,10 @@ class StatementChecker(CheckerBase):
 
     def visit_Assign(self, s: S.Assign):
         if len(s.targets) == 1:
-            return self.assign_target(s.targets[0], s.value, s.span, None), False
+            out = self.assign_target(s.targets[0], s.value, s.span, None)
+            if isinstance(s.targets[0], S.Name):
+                self.note_vote_barrier(s.value)
+            return out, False
         if not all(isinstance(t, S.Name) for t in s.targets):
             raise self.error("chained assignment is only supported to plain names", s.span)
         first = s.targets[-1]
@@ -227,7 +243,9 @@ class StatementChecker(CheckerBase):
             raise self.error(f"declare '{s.target.id}' with a value, e.g. "
                              f"`{s.target.id}: f32 = 0.0`", s.span)
         ann = self.annotation(s.annotation, allow_unique=True)
-        return self.assign_target(s.target, s.value, s.span, ann), False
+        out = self.assign_target(s.target, s.value, s.span, ann)
+        self.note_vote_barrier(s.value)
+        return out, False
 
     def visit_AugAssign(self, s: S.AugAssign):
         target = s.target

@@ -184,3 +184,24 @@ def test_without_the_closing_barrier_the_rounds_really_race(tmp_path):
                     np.random.default_rng(5).standard_normal(64).astype(np.float32),
                     np.zeros(64, np.float32))
     assert errors.races, "the detector saw no race"
+
+
+@pytest.mark.parametrize("vote", ["c = sync_threads_count(t > 3)",
+                                  "c: bool = sync_threads_and(t < 100)",
+                                  "sync_threads_or(t == 0)"])
+def test_a_block_vote_statement_is_a_barrier(tmp_path, vote):
+    # docs/language.md: the votes are barriers exactly like sync_threads().
+    source = SHIFTED.replace("    sync_threads()  # <-- barrier", f"    {vote}")
+    kernels = build(tmp_path, "from gpu_native import sync_threads_count, sync_threads_and, "
+                              "sync_threads_or\n" + source)
+    errors, got, want = _run(kernels, "shifted")
+    assert errors.races == []
+    np.testing.assert_array_equal(got, want)
+
+
+def test_a_vote_inside_an_expression_is_not_taken_as_a_barrier(tmp_path):
+    # (Sound, if stricter than needed: an expression may skip part of itself.)
+    source = SHIFTED.replace("    sync_threads()  # <-- barrier",
+                             "    c = i32(1) + sync_threads_count(t > 3)")
+    with pytest.raises(TranspileError, match=r"written through two different indices"):
+        build(tmp_path, "from gpu_native import sync_threads_count\n" + source)
