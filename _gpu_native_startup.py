@@ -465,6 +465,20 @@ def install_from_pth() -> None:
     """What ``gpu_native.pth`` runs: install the hook, never break interpreter startup."""
     try:
         install("gpu_native.pth")
+    except Warning as exc:
+        # `-W error` made a warning about a GPU_NATIVE_* value an exception: say it, and
+        # install the hook with that value's default, as the warning says (never leave the
+        # hook off in silence).
+        print(f"{exc.__class__.__name__}: {exc}", file=sys.stderr)
+        import warnings
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                install("gpu_native.pth")
+            except Exception as again:  # pragma: no cover - as below
+                if debug_enabled():
+                    print(f"gpu_native: import hook not installed: {again!r}", file=sys.stderr)
     except Exception as exc:  # pragma: no cover - a broken install must not stop Python starting
         if debug_enabled():
             print(f"gpu_native: import hook not installed: {exc!r}", file=sys.stderr)

@@ -74,6 +74,16 @@ class TestRewriteOnImport:
         assert where.endswith("gpu_native.pth:3"), lines[0]
         assert message.startswith("gpu_native: ignoring GPU_NATIVE_DISABLE_HOOK='maybe'")
 
+    def test_a_bad_switch_under_w_error_still_installs_the_hook(self, tmp_path, work):
+        # -W error made the warning an exception inside the .pth, and the hook was left off
+        # without a word.
+        env = hook_env(tmp_path, GPU_NATIVE_DISABLE_HOOK="maybe")
+        proc = run_python("import _gpu_native_startup as s; print('INSTALLED', "
+                          "s.status()['installed'])", work, env, args=("-W", "error"))
+        assert "INSTALLED True" in proc.stdout, proc.stdout + proc.stderr
+        assert ("GpuNativeWarning: gpu_native: ignoring GPU_NATIVE_DISABLE_HOOK='maybe'"
+                in proc.stderr), proc.stderr
+
     def test_import_gpu_native_installs_the_hook(self, tmp_path, work):
         # -S: no .pth file runs, even where gpu_native is pip-installed (site-packages are put
         # on the path by hand).
