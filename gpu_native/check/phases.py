@@ -38,7 +38,7 @@ class Frame:
     """One statement list being checked: its ``kind`` ("body", "loop", "if" or "with"), the index
     of its current statement, the indices of its top-level barriers (``grid_barriers``: those
     that are ``grid_sync()``, which order every thread of the grid, not only a block's), the
-    first index that may jump out (break, continue, return)."""
+    first index that may jump out (break, continue, return) and the first that may return."""
 
     def __init__(self, kind: str):
         self.kind = kind
@@ -47,6 +47,7 @@ class Frame:
         self.barriers: list[int] = []
         self.grid_barriers: list[int] = []
         self.first_jump: int | None = None
+        self.first_return: int | None = None
 
     def barrier_between(self, lo: int, hi: int, grid: bool = False) -> bool:
         return any(lo < b < hi for b in (self.grid_barriers if grid else self.barriers))
@@ -75,8 +76,13 @@ class Phases:
         if not self.stack:
             return
         parent = self.stack[-1]
-        if frame.first_jump is not None and parent.first_jump is None:
+        # A break or continue leaves the loop it is in, never the list around the loop: out
+        # of a loop's body only a return jumps on.
+        escapes = frame.first_return if frame.is_loop else frame.first_jump
+        if escapes is not None and parent.first_jump is None:
             parent.first_jump = parent.index
+        if frame.first_return is not None and parent.first_return is None:
+            parent.first_return = parent.index
         for mine, theirs in ((frame.barriers, parent.barriers),
                              (frame.grid_barriers, parent.grid_barriers)):
             if (runs_once or always) and any(
@@ -95,11 +101,14 @@ class Phases:
             if grid:
                 frame.grid_barriers.append(frame.index)
 
-    def jump(self) -> None:
+    def jump(self, kind: str = "return") -> None:
+        """A ``break``, ``continue`` or ``return`` (``kind``) at the current statement."""
         if self.stack:
             frame = self.stack[-1]
             if frame.first_jump is None:
                 frame.first_jump = frame.index
+            if kind == "return" and frame.first_return is None:
+                frame.first_return = frame.index
 
     @property
     def in_branch(self) -> bool:

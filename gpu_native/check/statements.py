@@ -56,7 +56,7 @@ class StatementChecker(CheckerBase):
         return [], False
 
     def visit_Break(self, s: S.Break):
-        self.unique.phases.jump()
+        self.unique.phases.jump("break")
         self.not_in_unrolled_loop("break", s)
         if self.loop_depth == 0:
             raise self.error("`break` outside a loop", s.span)
@@ -64,7 +64,7 @@ class StatementChecker(CheckerBase):
         return [ir.Break(s.span)], True
 
     def visit_Continue(self, s: S.Continue):
-        self.unique.phases.jump()
+        self.unique.phases.jump("continue")
         self.not_in_unrolled_loop("continue", s)
         if self.loop_depth == 0:
             raise self.error("`continue` outside a loop", s.span)

@@ -166,6 +166,20 @@ def test_a_round_that_may_end_without_its_barrier_is_refused(tmp_path, last):
         build(tmp_path, _odd_even(4, last))
 
 
+@pytest.mark.parametrize("jump", ["continue", "break"])
+def test_a_jump_out_of_an_inner_loop_does_not_skip_the_round_s_barrier(tmp_path, jump):
+    # The `continue` (or `break`) leaves the inner loop only; the round still ends with its
+    # barrier.  It was taken as a jump that might skip it.
+    source = _odd_even(32, "for q in range(3):\n            if q == 1:\n"
+                           f"                {jump}\n        sync_threads()")
+    kernel = build(tmp_path, source)["k"]
+    x = np.random.default_rng(12).standard_normal(64).astype(np.float32)
+    out = np.full(64, np.nan, np.float32)
+    errors = launch(kernel, 1, 64, x, out)
+    assert errors.races == [] and errors.fails == []
+    np.testing.assert_array_equal(out, np.sort(x))
+
+
 def test_without_the_closing_barrier_the_rounds_really_race(tmp_path):
     source = _odd_even(4, "pass").replace(
         "        if t % 2 == 0:\n            a = s[t]\n            b = s[t + 1]\n"

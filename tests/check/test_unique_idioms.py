@@ -272,7 +272,7 @@ def test_whole_warps_steps_accepted_only_when_race_free(tmp_path):
     stepping by ``block_dim.x // q``, a warp's slot ``tid // m``) the checker accepts run
     without a race on every launch shape their checks allow, blocks of 48 and 80 among them."""
     accepted, refused, launches = race_free_draws(
-        tmp_path, warps.generated, 20261205, 100, "warps", _runs(warps.launch_shapes))
+        tmp_path, warps.generated, 20261205, 140, "warps", _runs(warps.launch_shapes))
     print(f"\nwhole-warps kernels: {accepted} accepted, {refused} refused; "
           f"{launches} race-free launches of the accepted ones")
     assert accepted >= 15 and refused >= 15
