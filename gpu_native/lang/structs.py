@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import numbers
 import re
 import typing
 from typing import Any
@@ -313,6 +314,43 @@ def _zero(info) -> Any:
     return info.dtype.type(0).item()
 
 
+def _host_value(cls_name: str, name: str, info, hint, value: Any) -> Any:
+    """A field's value as the host instance keeps it, converted as an assignment in a kernel
+    converts it: an int to a float field becomes a float (``P(mass=1)`` is ``1.0``; a launch
+    rounds it to the field's type), an int to an integer field wraps to its width, a sequence
+    to a vector field is that vector; a float to an integer field, a str or None anywhere, and
+    a value of another struct are refused."""
+    from .types import SCALAR_CLASSES, VECTOR_CLASSES
+
+    where = f"field '{name}' of {cls_name}"
+    if isinstance(info, StructInfo):
+        if not isinstance(value, hint):
+            raise TypeError(f"{where} must be a {hint.__name__}, not {type(value).__name__}")
+        return value
+    if isinstance(info, VectorInfo):
+        vec = VECTOR_CLASSES[info.name]
+        if isinstance(value, vec):
+            return value
+        if isinstance(value, (str, bytes)) or not hasattr(value, "__len__"):
+            raise TypeError(f"{where} takes a gn.{info.name} or a sequence of {info.n} numbers, "
+                            f"not {type(value).__name__} {value!r:.40}")
+        return vec(value)
+    number = isinstance(value, (numbers.Number, np.number, np.bool_))
+    if info.kind == "float":
+        if not number or isinstance(value, (complex, np.complexfloating)):
+            raise TypeError(f"{where} takes a number ({info.name}), not "
+                            f"{type(value).__name__} {value!r:.40}")
+        # (Kept as a Python float: a launch rounds it, and refuses one beyond the range.)
+        return float(value)
+    if not isinstance(value, (numbers.Integral, np.integer, np.bool_)):
+        raise TypeError(f"{where} takes an int ({info.name}), not {type(value).__name__} "
+                        f"{value!r:.40} (an integer field refuses a float, as `x: "
+                        f"{info.name} = 0.5` is refused in a kernel)")
+    if info.kind == "bool":
+        return bool(value)
+    return int(SCALAR_CLASSES[info.name](value))
+
+
 def gpu_struct(cls: type) -> type:
     """Make ``cls``, a class of annotated fields, a struct of the kernel language.
 
@@ -367,13 +405,16 @@ def gpu_struct(cls: type) -> type:
                 value = _zero(f.info)
             setattr(self, f.name, value)
 
+    fields = {f.name: f.info for f in info.fields}
+
     def __setattr__(self, key: str, value: Any) -> None:
         # A misspelt field would be a new attribute that no kernel reads: refuse it, as a
         # class with __slots__ does.
         if key not in names:
             raise AttributeError(f"{cls.__name__} has no field '{key}'; it has "
                                  f"{', '.join(names)}")
-        object.__setattr__(self, key, value)
+        object.__setattr__(self, key,
+                           _host_value(cls.__name__, key, fields[key], hints[key], value))
 
     def __repr__(self) -> str:
         return f"{cls.__name__}({', '.join(f'{n}={getattr(self, n)!r}' for n in names)})"

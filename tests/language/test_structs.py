@@ -226,6 +226,23 @@ def test_nested_layout_and_host_class(ks):
     with pytest.raises(AttributeError, match="Particle has no field 'mas'; it has pos, vel, mass"):
         p.mas = 4.0
     assert p == ks.Particle(mass=3.0)
+    # Field values convert as an assignment does (docs/language.md, Structs), on the host too.
+    q = ks.Particle(mass=1, pos=(1, 2, 3))
+    assert type(q.mass) is float and q.mass == 1.0 and q.pos == gn.vec3f(1, 2, 3)
+    for bad, message in [(dict(mass="3"), r"field 'mass' of Particle takes a number \(f32\), "
+                                          r"not str"),
+                         (dict(mass=None), r"takes a number \(f32\), not NoneType"),
+                         (dict(pos=5.0), r"field 'pos' of Particle takes a gn.vec3f or a "
+                                         r"sequence of 3 numbers, not float")]:
+        with pytest.raises(TypeError, match=message):
+            ks.Particle(**bad)
+    with pytest.raises(TypeError, match=r"field 'mass' of Particle takes a number"):
+        q.mass = "abc"
+    m = ks.Mixed(flag=1, small=2**32 + 7)
+    assert m.flag is True and m.small == 7  # an int narrows by wrapping, as in a kernel
+    with pytest.raises(TypeError, match=r"field 'small' of Mixed takes an int \(i32\), not "
+                                        r"float 0.5"):
+        ks.Mixed(small=0.5)
 
 
 def test_the_generated_structs_compile_with_their_layout_checks(tmp_path):
