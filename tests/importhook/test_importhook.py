@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import linecache
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -71,7 +72,8 @@ class TestRewriteOnImport:
         lines = [line for line in proc.stderr.splitlines() if "GpuNativeWarning" in line]
         assert len(lines) == 1, proc.stderr
         where, _, message = lines[0].partition(": GpuNativeWarning: ")
-        assert where.endswith("gpu_native.pth:3"), lines[0]
+        # (The line: 3 as site.py counts it here; Python 3.13's site counts from another base.)
+        assert re.search(r"gpu_native\.pth:[34]$", where), lines[0]
         assert message.startswith("gpu_native: ignoring GPU_NATIVE_DISABLE_HOOK='maybe'")
 
     def test_a_bad_switch_under_w_error_still_installs_the_hook(self, tmp_path, work):
