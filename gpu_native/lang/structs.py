@@ -334,7 +334,10 @@ def _host_value(cls_name: str, name: str, info, hint, value: Any) -> Any:
         if isinstance(value, (str, bytes)) or not hasattr(value, "__len__"):
             raise TypeError(f"{where} takes a gn.{info.name} or a sequence of {info.n} numbers, "
                             f"not {type(value).__name__} {value!r:.40}")
-        return vec(value)
+        try:
+            return vec(value)
+        except (TypeError, ValueError) as exc:
+            raise type(exc)(f"{where}: {exc}") from None
     number = isinstance(value, (numbers.Number, np.number, np.bool_))
     if info.kind == "float":
         if not number or isinstance(value, (complex, np.complexfloating)):

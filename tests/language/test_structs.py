@@ -238,6 +238,9 @@ def test_nested_layout_and_host_class(ks):
             ks.Particle(**bad)
     with pytest.raises(TypeError, match=r"field 'mass' of Particle takes a number"):
         q.mass = "abc"
+    with pytest.raises(ValueError, match=r"field 'pos' of Particle: vec3f takes 3 components, "
+                                         r"not 2"):
+        ks.Particle(pos=[1, 2])
     m = ks.Mixed(flag=1, small=2**32 + 7)
     assert m.flag is True and m.small == 7  # an int narrows by wrapping, as in a kernel
     with pytest.raises(TypeError, match=r"field 'small' of Mixed takes an int \(i32\), not "
