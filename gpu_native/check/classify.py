@@ -224,11 +224,7 @@ class IndexClasses:
     def _flat_axis(self, e: ir.Expr) -> int | None:
         """The axis ``a`` where ``e`` is ``block_idx.a * block_dim.a + thread_idx.a`` (through
         locals assigned once; a grid uid's component is that sum), or ``None``."""
-        while isinstance(e, ir.Local):
-            d = self.defs.single_def(e.var)
-            if d is None:
-                return None
-            e = d
+        e = self._resolved(e)
         if isinstance(e, ir.UidComponent):
             # (A kernel that reads thread_idx or lane_id(), as a pin of the lane does, is
             # never launched with its uids remapped.)
@@ -237,6 +233,10 @@ class IndexClasses:
             return None
         axis = _blockwise_uid(e.left, e.right, self._resolved)
         return axis if axis is not None else _blockwise_uid(e.right, e.left, self._resolved)
+
+    def index_pins(self, indices) -> frozenset:
+        """The pins the indices are unique under (:attr:`Unique.pins`), together."""
+        return frozenset().union(*(u.pins for u in map(self.classify, indices) if u is not None))
 
     def _resolved(self, e: ir.Expr) -> ir.Expr:
         """``e`` through the locals assigned once (``tid = thread_idx.x``: ``tid`` is

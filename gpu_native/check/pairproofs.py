@@ -11,14 +11,12 @@ thread.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from .. import ir
 from ..analysis.ranges import is_widening
 from ..errors import SourceSpan, TranspileError
 from ..nodes import node
 from ..spec import ParamCheck
-from .classify import required_coords
+from .classify import IndexClasses, required_coords
 from .facts import VarKey
 from .monotone import prove_padded
 from .ownership import (
@@ -45,10 +43,6 @@ from .wrapping import (
     param_difference,
     poly_tree,
 )
-
-if TYPE_CHECKING:
-    from .bounds import BoundsProofs
-    from .context import Definitions, FunctionContext
 
 __all__ = ["CheckedStore", "DeferredPair", "PairProofs"]
 
@@ -77,18 +71,14 @@ class DeferredPair:
     classic: TranspileError | None
 
 
-class PairProofs:
+class PairProofs(IndexClasses):
     """A store proven against the other stores of its array, from their forms: the part of
     :class:`.unique.UniqueWrites` that the classic rule leaves to the ownership proof.
 
-    It adds nothing at run time: the attributes below are set by
-    :meth:`UniqueWrites.__init__ <.unique.UniqueWrites>` (documented there).
+    It adds nothing at run time: the attributes below (and :class:`.classify.IndexClasses`')
+    are set by :meth:`UniqueWrites.__init__ <.unique.UniqueWrites>` (documented there).
     """
 
-    ctx: FunctionContext
-    defs: Definitions
-    is_kernel: bool
-    bounds: BoundsProofs
     param_names: tuple[str, ...]
     assumptions: dict[str, Assumption]
     store_forms: dict[int, list[StoreForm | str]]

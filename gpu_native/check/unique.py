@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING
 from .. import ir
 from ..analysis.ranges import Affine, constant_value
 from ..errors import SourceSpan, TranspileError
-from .classify import IndexClasses, adds_a_positive_constant, required_coords
+from .classify import adds_a_positive_constant, required_coords
 from .facts import Pinned, pinned
 from .lastblock import FlagRead, TicketPinned, TicketUse, check_ticket_pins, ticket_facts
 from .monotone import prove_padded
@@ -56,7 +56,7 @@ if TYPE_CHECKING:
     from .facts import Key
 
 
-class UniqueWrites(IndexClasses, PairProofs):
+class UniqueWrites(PairProofs):
     """The unique-write proofs of one function, made as the type pass reaches each store.
 
     Reads: the type pass's :class:`~.context.Definitions` (single assignments, the variables of
@@ -65,9 +65,10 @@ class UniqueWrites(IndexClasses, PairProofs):
     Produces: how each store is race-free (``Store.unique``), and a TranspileError for a store,
     or a read of an array the function writes, that could race.
 
-    Two bases hold parts of it, on the state below: :class:`.classify.IndexClasses` (what an
-    index is unique in, whether a value is launch-uniform) and :class:`.pairproofs.PairProofs`
-    (a store proven against the other stores of its array, from their forms).
+    Two bases hold parts of it, on the state below: :class:`.pairproofs.PairProofs` (a store
+    proven against the other stores of its array, from their forms), itself on
+    :class:`.classify.IndexClasses` (what an index is unique in, whether a value is
+    launch-uniform).
 
     State:
 
@@ -500,8 +501,7 @@ class UniqueWrites(IndexClasses, PairProofs):
             # rows (acc[i, 0], acc[i, 1], ...), never through a different row index.
             # An owner index unique only under a pinned remainder is the same owner only under
             # the same pins (`y[tid // 128]` under `tid % 128 == 0` and under `== 64` meet).
-            pins = frozenset().union(*(u.pins for u in map(self.classify, indices)
-                                       if u is not None))
+            pins = self.index_pins(indices)
             k = (owners, tuple(self.defs.key(indices[p]) for p in owners), pins)
             prev = self.store_keys.get(id(base.var))
             if prev is None:
@@ -548,8 +548,7 @@ class UniqueWrites(IndexClasses, PairProofs):
             # A read at a store's owner index is of the thread's own element only under the
             # store's pins (`if tid % 32 == 0: y[tid // 32] = v` then `y[tid // 32]` read by
             # every thread reads thread 0's element in thread 1).
-            pins = frozenset().union(*(u.pins for u in map(self.classify, indices)
-                                       if u is not None))
+            pins = self.index_pins(indices)
             self.mutable_loads.append((base.var, keys, span, unsafe, parity, where, pins))
             if not unsafe:
                 self.read_forms.append((base.var, self.forms.store(

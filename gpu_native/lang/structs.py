@@ -427,8 +427,9 @@ def gpu_struct(cls: type) -> type:
             return NotImplemented
         return all(getattr(self, n) == getattr(other, n) for n in names)
 
-    members = {"__init__": __init__, "__setattr__": __setattr__, "__repr__": __repr__, "__eq__": __eq__, "__hash__": None,
-               "__gpu_struct__": info, "dtype": info.dtype, "__match_args__": names}
+    members = {"__init__": __init__, "__setattr__": __setattr__, "__repr__": __repr__,
+               "__eq__": __eq__, "__hash__": None, "__gpu_struct__": info, "dtype": info.dtype,
+               "__match_args__": names}
     for key, member in members.items():
         setattr(cls, key, member)
     return cls
