@@ -111,8 +111,9 @@ class ModuleCache:
             return head is not None and (head in _MARSHAL_DICT or (temp and head == b""))
         return False
 
-    def scan(self) -> list[ModuleEntry]:
-        """Every rewritten module in the folder, found by name (no file is read)."""
+    def scan(self, *, own_only: bool = False) -> list[ModuleEntry]:
+        """Every rewritten module in the folder, found by name (no file is read unless
+        ``own_only``, which counts only the files :meth:`is_own_file` accepts)."""
         try:
             it = os.scandir(self.directory)
         except OSError:
@@ -126,10 +127,18 @@ class ModuleCache:
                     st = dirent.stat(follow_symlinks=False)
                 except OSError:
                     continue
-                if stat.S_ISREG(st.st_mode):
+                if stat.S_ISREG(st.st_mode) and (not own_only or self.is_own_file(dirent.name)):
                     found.append(ModuleEntry(dirent.name, st.st_size,
                                              max(st.st_atime, st.st_mtime)))
         return found
+
+    def foreign_files(self) -> list[str]:
+        """Names of the files in the folder that are not ours (kept by :meth:`clear`)."""
+        try:
+            names = sorted(os.listdir(self.directory))
+        except OSError:
+            return []
+        return [n for n in names if not self.is_own_file(n)]
 
     def remove_own(self, name: str) -> bool:
         """Delete the file ``name`` if it is ours; whether it was deleted."""
@@ -164,9 +173,11 @@ def modules_cache() -> ModuleCache:
 
 
 def usage(store: ArtifactStore, modules: ModuleCache) -> tuple[Usage, Usage]:
-    """(kernels, rewritten modules) held by the per-user cache (found by name, nothing read)."""
-    kernels = store.scan()
-    rewritten = modules.scan()
+    """(kernels, rewritten modules) held by the per-user cache: files of ours by name and first
+    bytes, as :func:`clear` decides (a file of another program's that happens to be named like
+    an entry is not counted)."""
+    kernels = store.scan(own_only=True)
+    rewritten = modules.scan(own_only=True)
     return (Usage(len(kernels), sum(e.size for e in kernels)),
             Usage(len(rewritten), sum(e.size for e in rewritten)))
 

@@ -378,10 +378,13 @@ class ArtifactStore:
 
     # ---- housekeeping -----------------------------------------------------------------------
 
-    def scan(self, *, remove_stale_temps: bool = False) -> list[EntryInfo]:
-        """Every entry in the directory with its total size and last use (no file is read).
+    def scan(self, *, remove_stale_temps: bool = False,
+             own_only: bool = False) -> list[EntryInfo]:
+        """Every entry in the directory with its total size and last use.
 
-        Entries are found by name; :meth:`remove_own` checks their contents before deleting.
+        Entries are found by name, and no file is read: :meth:`remove_own` checks their contents
+        before deleting.  ``own_only`` also reads each file's first bytes and counts only the
+        files :meth:`is_own_file` accepts (what ``gpu-native cache info`` reports).
         """
         sizes: dict[str, int] = {}
         mtimes: dict[str, float] = {}
@@ -407,7 +410,7 @@ class ArtifactStore:
                     st = dirent.stat(follow_symlinks=False)
                 except OSError:
                     continue
-                if not stat.S_ISREG(st.st_mode):
+                if not stat.S_ISREG(st.st_mode) or (own_only and not self.is_own_file(name)):
                     continue
                 sizes[key] = sizes.get(key, 0) + st.st_size
                 if suffix != "json":

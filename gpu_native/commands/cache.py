@@ -93,6 +93,12 @@ def describe(store, modules) -> list[tuple[str, str]]:
         ("size", f"{format_bytes(kernels.size + rewritten.size)} of a "
                  f"{format_bytes(store.max_bytes)} cap"),
     ]
+    foreign = [os.path.join(store.directory, n) for n in store.foreign_files()]
+    foreign += [os.path.join(modules.directory, n) for n in modules.foreign_files()]
+    if foreign:
+        shown = ", ".join(foreign[:3]) + (", ..." if len(foreign) > 3 else "")
+        lines.append(("not ours", f"{_plural(len(foreign), 'file')} that gpu_native did not "
+                                  f"write, not counted and left alone by clear: {shown}"))
     for path, reason in store.unreadable():
         lines.append(("unreadable", f"{path} ({reason}): recompiled when it is needed"))
     return lines

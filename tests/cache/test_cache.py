@@ -665,6 +665,26 @@ class TestCommands:
         total = next(x for x in out.splitlines() if x.startswith("size"))
         assert format_bytes(size) in total and "cap" in total, total
 
+    def test_cache_info_counts_only_files_of_ours(self, kernel_requests, tmp_path,
+                                                  isolated_cache, capsys):
+        find_or_build(kernel_requests["pkg.kern.copy"])
+        import_kernel_module(tmp_path / "src", isolated_cache)
+        assert cli.main(["cache", "info"]) == 0
+        before = capsys.readouterr().out.splitlines()
+        assert not any(x.startswith("not ours") for x in before), before
+        for name, data in FOREIGN_FILES.items():
+            (isolated_cache / name).write_bytes(data)
+        assert cli.main(["cache", "info"]) == 0
+        after = capsys.readouterr().out.splitlines()
+        # Named like entries of ours (two kernels, a rewritten module) but not what we write:
+        # the counts and sizes are those from before they were planted.
+        for label in ("kernels", "modules", "size"):
+            assert [x for x in after if x.startswith(label)] == \
+                [x for x in before if x.startswith(label)], (label, after)
+        foreign = [n for n in FOREIGN_FILES if not n.startswith("nvrtc/")]
+        line = next(x for x in after if x.startswith("not ours"))
+        assert f"{len(foreign)} files that gpu_native did not write" in line, line
+
     @pytest.mark.parametrize("command", ["cache", "doctor"])
     def test_the_state_line_agrees_with_what_the_cache_holds(self, tmp_path, isolated_cache,
                                                               capsys, command):
