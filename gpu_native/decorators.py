@@ -37,6 +37,7 @@ from . import log
 from .errors import TranspileError
 from .lang import structs as _structs
 from .lang.layouts import Kernel1D, Kernel2D, Kernel3D
+from .nodes import replace
 from .runtime.kernel import Kernel
 from .sources import function_source
 from .tracebacks import boundary, strip
@@ -168,9 +169,19 @@ def _kernel_from_source(fn: Callable[P, object], refused: str | None = None) -> 
         only = code.co_firstlineno
     capture = _Capture()
     hints = capture.hints(source, filename, globals_, fn if only is not None else None, scope)
-    result = _rewrite(source, filename, module_name, hints, capture.provided)
     from .frontend.source import source_lines
     from .rewrite import find_kernel
+
+    try:
+        result = _rewrite(source, filename, module_name, hints, capture.provided)
+    except TranspileError as exc:
+        if hints.only is not None or not _elsewhere(exc, filename, source, code.co_firstlineno):
+            raise
+        # Another kernel of the script is outside the language: this one may be fine, and the
+        # error belongs to that kernel's own decorator (the line Python shows), so transpile
+        # this kernel alone; the other's error comes when Python decorates it.
+        hints = replace(hints, only=code.co_firstlineno)
+        result = _rewrite(source, filename, module_name, hints, capture.provided)
 
     build = find_kernel(result, fn.__name__, code.co_firstlineno)
     if build is None:
@@ -187,6 +198,17 @@ def _kernel_from_source(fn: Callable[P, object], refused: str | None = None) -> 
     namespace: dict[str, Any] = {}
     exec(compile(padded, filename, "exec"), globals_, namespace)
     return namespace[fn.__name__]
+
+
+def _elsewhere(exc: TranspileError, filename: str, source: str, first: int) -> bool:
+    """Whether ``exc`` points into ``filename`` outside the definition that starts (with its
+    first decorator) on line ``first``."""
+    from .frontend.source import source_lines
+
+    span = exc.span
+    if span is None or span.file != filename:
+        return False
+    return not first <= span.line <= _block_end(source_lines(source), first)
 
 
 def _enclosing_scope(code: types.CodeType) -> dict[str, Any]:

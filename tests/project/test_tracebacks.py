@@ -167,6 +167,40 @@ class TestTranspileErrors:
             assert all(PACKAGE in entry for entry in files[1:])
         assert "script.py:5:5: error: store into 'c'" in proc.stderr
 
+    def test_a_script_reports_a_bad_kernel_at_its_own_decorator(self, tmp_path):
+        # The decorator transpiles the whole script at the first kernel; the error of a later
+        # kernel belongs to that kernel's decorator, after the lines before it have run.
+        script = tmp_path / "two.py"
+        script.write_text(textwrap.dedent("""\
+            import numpy as np
+            import gpu_native as gn
+            from gpu_native import gpu_kernel, Kernel1D, CUDASliceMut, f32, FlatLayout1D
+
+            @gpu_kernel(Kernel1D)
+            def good(c: CUDASliceMut[f32]):
+                c[FlatLayout1D.uid()] = 2.0
+
+            out = gn.to_device(np.zeros(64, np.float32))
+            good.forall(64)(out)
+            print("good ran:", out.to_host().sum())
+
+            @gpu_kernel(Kernel1D)
+            def bad(c: CUDASliceMut[f32]):
+                c[0] = 1.0
+            """))
+        env = {k: v for k, v in os.environ.items() if not k.startswith("GPU_NATIVE_TRACEBACK")}
+        env["PYTHONPATH"] = os.pathsep.join([str(Path(PACKAGE).parent),
+                                             env.get("PYTHONPATH", "")])
+        proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                              env=env, timeout=300)
+        assert proc.returncode == 1
+        assert "good ran: 128.0" in proc.stdout, proc.stdout + proc.stderr
+        head = proc.stderr.split("gpu_native.errors.TranspileError")[0]
+        files = [line for line in head.splitlines() if line.startswith('  File "')]
+        line = 14 if DECORATOR_ON_DEF_LINE else 13
+        assert files[0] == f'  File "{script}", line {line}, in <module>', proc.stderr
+        assert "two.py:15:5: error: store into 'c'" in proc.stderr
+
 
 class TestLaunchErrors:
     def test_wrong_argument_type(self, kernels):
