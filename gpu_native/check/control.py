@@ -182,6 +182,7 @@ class ControlFlowChecker(CheckerBase):
                 lit = P.literal_type(v.value)
                 ty = lit if ty is None else P.promote_with_literal(ty, v.value)
         assert ty is not None
+        ty = self._widened_loop_type(s.target.id, ty)
         start, stop, step = (self.coerce(v, ty, "range()", explicit=True) for v in values)
         prelude: list[ir.Stmt] = []
         if counter is not None:
@@ -338,6 +339,16 @@ class ControlFlowChecker(CheckerBase):
         self.assigned = before
         bounds.facts = entry
         return [ir.GridStride(s.span, var, stop, body)], False
+
+    def _widened_loop_type(self, name: str, ty: ir.ScalarType) -> ir.ScalarType:
+        """The type a range() of ``ty`` counts in when its variable ``name`` exists already:
+        that variable's integer type where it holds every value of ``ty`` (an ``i64`` reused
+        by a loop over ``i32`` bounds, as Python reuses the name), else ``ty``."""
+        var = self.vars.get(name) or self.decl.param_vars.get(name)
+        if var is None or not isinstance(var.ty, ir.ScalarType) or not var.ty.info.is_int:
+            return ty
+        have, wanted = var.ty.info, ty.info
+        return var.ty if have.min <= wanted.min and wanted.max <= have.max else ty
 
     def loop_var(self, target: S.Name, ty: ir.ScalarType) -> ir.Var:
         self.unbind_constant(target.id)

@@ -56,6 +56,14 @@ def first(a: CUDASlice[f32]) -> f32:
 def k(a: CUDASlice[f32, Strided], out: CUDASliceMut[f32]):
     out[FlatLayout1D.uid()] = first(a)  # <-
 """, "annotate 'a' with Strided"),
+    "loop name reused over wider bounds": ("""
+@gpu_kernel(Kernel1D)
+def k(a: CUDASliceMut[f32]):
+    i = thread_idx.x
+    a[FlatLayout1D.uid()] = 1.0
+    for i in range(len(a)):  # <-
+        pass
+""", "the loop variable 'i' is i32 but this range() yields i64"),
     "unsupported statement": ("""
 @gpu_kernel(Kernel1D)
 def k(a: CUDASliceMut[f32]):

@@ -301,6 +301,17 @@ def device_store_clamped(x: CUDASlice[f32], out: CUDASliceMut[f32]):
     store_clamped(out, i, x[i])
 
 
+@gpu_kernel(Kernel1D)
+def reused_loop_name(x: CUDASlice[f32], out: CUDASliceMut[f32]):
+    # `i` is an i64 from the grid-stride loop; the range() of i32 bounds then counts in i64.
+    acc = f32(0.0)
+    for i in FlatLayout1D.grid_stride(len(x)):
+        acc += x[i]
+    for i in range(thread_idx.x, 8, 32):
+        acc += x[i] * 100.0
+    out[FlatLayout1D.uid()] = acc
+
+
 @gpu_kernel(Kernel1D, specializations=[f32, f64, i32])
 def generic_axpy(alpha: T, x: CUDASlice[T], y: CUDASlice[T], out: CUDASliceMut[T]):
     i = FlatLayout1D.uid()

@@ -250,6 +250,17 @@ def test_a_device_function_declared_to_return_none(backend, kl, rng):
     np.testing.assert_array_equal(out.to_host(), np.maximum(x, 0))
 
 
+def test_a_loop_name_reused_over_narrower_bounds(backend, kl, rng):
+    # As in Python, a name is a loop variable again: the second loop counts in its i64.
+    x = rng.standard_normal(100, dtype=np.float32)
+    out = filled(64, gn.f32, np.nan)
+    launch(kl.reused_loop_name, gn.GridDim1D(2), gn.BlockDim1D(32))(gn.to_device(x), out)
+    x64 = x.astype(np.float64)
+    expected = np.array([x64[u::64].sum() + (100.0 * x64[u % 32] if u % 32 < 8 else 0.0)
+                         for u in range(64)])
+    np.testing.assert_allclose(out.to_host(), expected, rtol=1e-5, atol=1e-5)
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32])
 def test_generic_kernel_specialisations(backend, kl, rng, dtype):
     n = 500
