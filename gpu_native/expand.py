@@ -256,6 +256,9 @@ def annotate_cuda(cuda: str, sources: dict[str, list[str]]) -> str:
             number, name = int(match.group(1)), match.group(2)
             lines = _lines_of(name, sources)
             text = lines[number - 1].strip() if lines and 0 < number <= len(lines) else ""
+            # A line comment ending in a backslash would splice the next line (the statement
+            # the directive is about) into the comment.
+            text = text.rstrip("\\ \t")
             end = line[len(line.rstrip("\r\n")):]
             line = f"{line.rstrip()}  // {name}:{number}" + (f"  {text}" if text else "") + end
         out.append(line)

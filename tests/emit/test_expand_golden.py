@@ -205,6 +205,33 @@ def test_the_annotated_cuda_still_compiles():
     assert image.kind == "cubin"
 
 
+def test_a_source_line_ending_in_a_backslash_keeps_the_statement_after_it():
+    """A ``//`` comment ending in ``\\`` splices the next line into it: the annotation drops
+    the backslash, and the annotated text compiles to the same image as the plain one."""
+    source = (
+        "from gpu_native import gpu_kernel, Kernel1D, CUDASlice, CUDASliceMut, FlatLayout1D, f32\n"
+        "@gpu_kernel(Kernel1D)\n"
+        "def k(a: CUDASlice[f32], c: CUDASliceMut[f32]):\n"
+        "    i = FlatLayout1D.uid()\n"
+        "    x = a[i] + \\\n"
+        "        1.0\n"
+        "    y = x * 2.0  # a comment \\\n"
+        "    c[i] = y\n")
+    expansion = Expansion.of(source, "bsl.py", "bsl")
+    (variant,) = expansion.module.kernels[0].variants
+    annotated = annotate_cuda(variant.cuda, expansion._sources())
+    assert "// bsl.py:5  x = a[i] +\n" in annotated
+    assert "// bsl.py:7  y = x * 2.0  # a comment\n" in annotated
+    assert not [line for line in annotated.splitlines() if line.rstrip().endswith("\\")]
+    pytest.importorskip("cuda.bindings.nvrtc")
+    from gpu_native.cache import BuildRequest
+    from gpu_native.compiler.nvrtc import compile_request
+
+    images = [compile_request(BuildRequest(text, variant.symbol, "sm_90")).image
+              for text in (variant.cuda, annotated)]
+    assert annotated != variant.cuda and images[0] == images[1]
+
+
 def test_device_functions_of_other_modules_show_their_own_lines(tmp_path, capsys):
     pkg = tmp_path / "pkg"
     pkg.mkdir()
