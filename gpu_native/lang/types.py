@@ -185,6 +185,17 @@ class _IntScalar(int, metaclass=_ScalarMeta):
         return super().__new__(cls, v)
 
 
+def _beyond_float(value: Any) -> Any:
+    """``value``, or an infinity of its sign where it is an integer past the largest ``float``
+    (which ``float()`` refuses with ``OverflowError``): the nearest value of every float type."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        try:
+            float(value)
+        except OverflowError:
+            return float("inf") if value > 0 else float("-inf")
+    return value
+
+
 class _FloatScalar(float, metaclass=_ScalarMeta):
     info: ClassVar[ScalarInfo]
 
@@ -192,6 +203,7 @@ class _FloatScalar(float, metaclass=_ScalarMeta):
         info = cls.info
         if value is None:  # (NumPy would make it NaN)
             raise TypeError(f"{info.name}() takes a number, not None")
+        value = _beyond_float(value)
         if info.name == "bf16":
             from .halfprec import round_bf16
 
@@ -648,7 +660,8 @@ class _Complex(complex, metaclass=_ComplexMeta):
     info: ClassVar[ComplexInfo]
 
     def __new__(cls, real: Any = 0.0, imag: Any = 0.0):
-        zr, zi = complex(real), complex(imag)  # real + 1j * imag, without 0 * inf
+        # real + 1j * imag, without 0 * inf
+        zr, zi = complex(_beyond_float(real)), complex(_beyond_float(imag))
         part = np.dtype(cls.info.elem.numpy).type
         with np.errstate(over="ignore"):  # beyond the range is infinity, as on the device
             return super().__new__(cls, float(part(zr.real - zi.imag)),

@@ -317,6 +317,12 @@ class TestArrays:
             warnings.simplefilter("error")  # no NumPy overflow warning from gpu_native's code
             assert gn.f32(1e40) == np.inf and gn.vec3f(-1e40).x == -np.inf
             assert gn.complex64(1e40 + 1j) == complex(np.inf, 1.0)
+            # An int past the largest float (which float() refuses) is an infinity too.
+            for ty in (gn.f16, gn.f32, gn.f64, gn.bf16):
+                assert ty(10**400) == np.inf and ty(-2**1100) == -np.inf, ty
+            assert gn.vec3f(2**1100, 0, 0).x == np.inf
+            assert gn.complex128(10**400, -10**400) == complex(np.inf, -np.inf)
+            assert gn.f32(2**64) == 2.0**64
         for ty in (gn.f16, gn.f32, gn.f64, gn.bf16):
             with pytest.raises(TypeError, match=r"takes a number, not None"):
                 ty(None)
