@@ -11,6 +11,7 @@ or an unwritable cache gets a report, not a traceback.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
 import stat
@@ -149,6 +150,23 @@ def _built_by(store, facts: dict) -> list[tuple[str, str]]:
     return lines
 
 
+# A manifest lists every artifact of a build: far below this, even for thousands of kernels.
+_MAX_MANIFEST_BYTES = 64 << 20
+
+
+def _is_precompile_manifest(raw: bytes) -> bool:
+    """Whether ``raw`` is a manifest that ``gpu-native precompile`` wrote (its format tag)."""
+    from ..precompile import MANIFEST_FORMAT
+
+    if len(raw) > _MAX_MANIFEST_BYTES:
+        return False
+    try:
+        manifest = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        return False
+    return isinstance(manifest, dict) and manifest.get("format") == MANIFEST_FORMAT
+
+
 def _precompiled(directory: str, facts: dict) -> list[tuple[str, str]]:
     """The state of one precompiled directory, and every reason this account cannot use it."""
     from ..cache import ArtifactStore
@@ -167,8 +185,11 @@ def _precompiled(directory: str, facts: dict) -> list[tuple[str, str]]:
         return [("precompiled", f"{directory} (INVALID: not a directory; GPU_NATIVE_PRECOMPILED "
                  f"lists directories of precompiled kernels, separated by {os.pathsep!r})")]
     try:
-        open_regular(manifest).close()  # a FIFO is reported, never waited on
-        state = "found"
+        with open_regular(manifest) as f:  # a FIFO is reported, never waited on
+            raw = f.read(_MAX_MANIFEST_BYTES + 1)
+        state = "found" if _is_precompile_manifest(raw) else (
+            "its manifest.json was not written by gpu-native precompile: not a directory it "
+            "built, or damaged")
     except FileNotFoundError:
         state = "no manifest.json"
     except OSError as exc:

@@ -732,6 +732,25 @@ class TestCommands:
                in out, out
         assert f"{tmp_path / 'gone'} (missing)" in out and f"{afile} (missing)" not in out
 
+    def test_doctor_tells_a_precompile_manifest_from_another_file(self, tmp_path, monkeypatch,
+                                                                  capsys):
+        from gpu_native.precompile import MANIFEST_FORMAT
+
+        ours, foreign, damaged, bare = (tmp_path / n for n in ("ours", "web", "cut", "bare"))
+        for d in (ours, foreign, damaged, bare):
+            d.mkdir()
+        (ours / "manifest.json").write_text(json.dumps({"format": MANIFEST_FORMAT}))
+        (foreign / "manifest.json").write_text('{"name": "my webapp"}\n')
+        (damaged / "manifest.json").write_text('{"format": "gpu_native-prec')
+        monkeypatch.setenv("GPU_NATIVE_PRECOMPILED",
+                           os.pathsep.join(map(str, (ours, foreign, damaged, bare))))
+        assert cli.main(["doctor"]) == 0
+        out = capsys.readouterr().out
+        assert f"{ours} (found)" in out, out
+        for d in (foreign, damaged):
+            assert f"{d} (its manifest.json was not written by gpu-native precompile" in out, out
+        assert f"{bare} (no manifest.json)" in out, out
+
     @pytest.mark.parametrize("value", ["bogus", " CUDA2 "])
     def test_doctor_says_an_unknown_backend_is_invalid(self, monkeypatch, capsys, value):
         monkeypatch.setenv("GPU_NATIVE_BACKEND", value)
