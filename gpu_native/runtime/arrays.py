@@ -756,6 +756,10 @@ def to_device(obj, dtype=None, *, stream=None) -> DeviceArray:
     takes an array whose last axis holds the components (``(n, 3)`` for ``n`` ``vec3f``s); a
     device array of the element's scalar type with such a last axis is seen as vectors without
     a copy.
+
+    Device arrays have 1 to 3 dimensions: a 0-d array or a scalar (``np.int32(0)``, ``3.0``)
+    becomes an array of shape ``(1,)`` (a counter for atomics, say), and ``to_host()`` gives it
+    back with that shape.
     """
     want = None if dtype is None else _resolve_dtype(dtype)
     if isinstance(obj, DeviceArray) or _is_foreign_device_array(obj):

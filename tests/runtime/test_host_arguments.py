@@ -316,6 +316,15 @@ class TestAllocation:
             with pytest.raises(TypeError, match=message):
                 make(shape, gn.f32)
 
+    def test_a_scalar_becomes_an_array_of_one_element(self, backend):
+        # Device arrays have 1 to 3 dimensions; to_device's docstring says a 0-d one is (1,).
+        for host in (np.array(3.0, np.float32), np.int32(7), 2.5):
+            arr = gn.to_device(host)
+            assert arr.shape == (1,) and arr.to_host().shape == (1,)
+            assert arr.to_host()[0] == host
+        with pytest.raises(ValueError, match="1 to 3 dimensions, not 0"):
+            gn.empty((), gn.f32)
+
     def test_integer_shapes_of_any_kind(self, backend):
         assert gn.empty(np.uint8(4)).shape == (4,)
         assert gn.zeros([np.int64(2), 3], gn.i32).shape == (2, 3)
