@@ -37,7 +37,6 @@ from . import log
 from .errors import TranspileError
 from .lang import structs as _structs
 from .lang.layouts import Kernel1D, Kernel2D, Kernel3D
-from .nodes import replace
 from .runtime.kernel import Kernel
 from .sources import function_source
 from .tracebacks import boundary, strip
@@ -180,7 +179,9 @@ def _kernel_from_source(fn: Callable[P, object], refused: str | None = None) -> 
         # Another kernel of the script is outside the language: this one may be fine, and the
         # error belongs to that kernel's own decorator (the line Python shows), so transpile
         # this kernel alone; the other's error comes when Python decorates it.
-        hints = replace(hints, only=code.co_firstlineno)
+        from .frontend.parse import ScanHints
+
+        hints = ScanHints(outer=hints.outer, only=code.co_firstlineno)
         result = _rewrite(source, filename, module_name, hints, capture.provided)
 
     build = find_kernel(result, fn.__name__, code.co_firstlineno)
