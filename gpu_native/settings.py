@@ -17,7 +17,7 @@ from _gpu_native_startup import flag as flag
 from .errors import GpuNativeWarning
 from .log import warn
 
-__all__ = ["BACKENDS", "flag", "integer"]
+__all__ = ["BACKENDS", "choice", "flag", "integer"]
 
 #: What ``GPU_NATIVE_BACKEND`` may hold (empty is ``auto``); ``gpu-native doctor`` names them too.
 BACKENDS = ("auto", "cuda", "sim")
@@ -38,3 +38,22 @@ def integer(name: str, default: int, minimum: int = 0) -> int:
              f"{minimum}; using {default}", GpuNativeWarning)
         return default
     return value
+
+
+_told: set[tuple[str, str]] = set()
+
+
+def choice(name: str, choices: tuple[str, ...], default: str) -> str:
+    """Which of ``choices`` ``os.environ[name]`` names (case and spaces aside; ``default`` when
+    it is unset or empty), or ``default`` with a warning, once per value, when it names none."""
+    text = os.environ.get(name, "")
+    value = text.strip().lower()
+    if not value:
+        return default
+    if value in choices:
+        return value
+    if (name, text) not in _told:
+        _told.add((name, text))
+        warn(f"gpu_native: ignoring {name}={text!r}: expected one of {', '.join(choices)}; "
+             f"using {default}", GpuNativeWarning)
+    return default

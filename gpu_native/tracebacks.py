@@ -56,7 +56,12 @@ def _is_internal(filename: str) -> bool:
 
 
 def _full() -> bool:
-    return os.environ.get(MODE_VARIABLE, "").strip().lower() == "full"
+    from .settings import choice
+
+    try:
+        return choice(MODE_VARIABLE, ("filtered", "full"), "filtered") == "full"
+    except Warning:  # a warning turned into an error must not take the place of the user's
+        return False
 
 
 def _raised_by_us(exc: BaseException) -> bool:

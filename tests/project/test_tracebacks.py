@@ -12,6 +12,7 @@ import subprocess
 import sys
 import textwrap
 import traceback
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -124,6 +125,39 @@ class TestTranspileErrors:
         # The checker's frames are all there, down to the rule that refused the store.
         assert len(internal(info.value)) > 8
         assert PACKAGE + os.path.join("check", "unique.py") in files
+
+    @pytest.mark.parametrize("value", [" FULL ", "Filtered"])
+    def test_the_mode_is_read_without_case_or_spaces(self, monkeypatch, value):
+        from gpu_native.rewrite import transpile_module
+
+        monkeypatch.setenv(tracebacks.MODE_VARIABLE, value)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            with pytest.raises(TranspileError) as info:
+                transpile_module(BAD_KERNEL, "bad.py", "bad")
+        assert bool(internal(info.value)) == (value.strip() == "FULL")
+
+    @pytest.mark.parametrize("value", ["ful", "1", "on"])
+    def test_an_unknown_mode_is_filtered_with_a_warning(self, monkeypatch, value):
+        from gpu_native.errors import GpuNativeWarning
+        from gpu_native.rewrite import transpile_module
+
+        monkeypatch.setenv(tracebacks.MODE_VARIABLE, value)
+        with pytest.warns(GpuNativeWarning, match=rf"ignoring GPU_NATIVE_TRACEBACK='{value}': "
+                                                  r"expected one of filtered, full; using "
+                                                  r"filtered") as seen:
+            for _ in range(2):
+                with pytest.raises(TranspileError) as info:
+                    transpile_module(BAD_KERNEL, "bad.py", "bad")
+                assert not internal(info.value)
+        assert len([w for w in seen if issubclass(w.category, GpuNativeWarning)]) == 1
+        # Warnings as errors: the user's error still comes, filtered.
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            monkeypatch.setenv(tracebacks.MODE_VARIABLE, value + "x")
+            with pytest.raises(TranspileError) as info:
+                transpile_module(BAD_KERNEL, "bad.py", "bad")
+            assert not internal(info.value)
 
     def test_expand_error_shows_only_the_call(self, no_full):
         from gpu_native.expand import Expansion
