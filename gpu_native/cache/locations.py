@@ -5,7 +5,7 @@
                                    ``platformdirs.user_cache_dir("gpu_native")``); kernels live in
                                    its ``kernels/`` folder
 ``GPU_NATIVE_CACHE_MAX_BYTES``     size cap of ``kernels/`` and the import hook's ``modules/``
-                                   together (bytes, or with a K/M/G suffix; default 1G);
+                                   together (bytes, or with a K/M/G/T/P suffix; default 1G);
                                    least-recently-used entries are evicted past it
 ``GPU_NATIVE_PRECOMPILED``         precompiled directories (``gpu-native precompile --out``),
                                    separated by ``os.pathsep``, searched before the user cache
@@ -69,12 +69,13 @@ def modules_dir() -> str:
 
 
 def parse_size(text: str) -> int:
-    """``"500M"`` → 524288000; plain integers are bytes.  Raises ``ValueError``."""
-    match = re.fullmatch(r"\s*([0-9]+)\s*([kmgt]?)(i?b)?\s*", text, re.IGNORECASE)
+    """``"500M"`` → 524288000; plain integers are bytes.  Raises ``ValueError`` for anything
+    else, and for a size of 0 or past what a file system counts (2**63 - 1 bytes)."""
+    match = re.fullmatch(r"\s*([0-9]+)\s*([kmgtp]?)(i?b)?\s*", text, re.IGNORECASE)
     if match is None:
         raise ValueError(text)
-    value = int(match.group(1)) << (10 * " kmgt".index(match.group(2).lower() or " "))
-    if value <= 0:
+    value = int(match.group(1)) << (10 * " kmgtp".index(match.group(2).lower() or " "))
+    if not 0 < value < 1 << 63:
         raise ValueError(text)
     return value
 
@@ -88,7 +89,8 @@ def max_cache_bytes() -> int:
         return parse_size(text)
     except ValueError:
         warnings.warn(f"gpu_native: ignoring GPU_NATIVE_CACHE_MAX_BYTES={text!r}: expected a "
-                      "positive size such as 536870912 or 512M; using 1G", CacheWarning,
+                      "positive size below 8 EiB such as 536870912 or 512M; using 1G",
+                      CacheWarning,
                       stacklevel=3)
         return DEFAULT_MAX_BYTES
 

@@ -27,8 +27,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def format_bytes(size: int) -> str:
     """``1536`` → ``"1.5 KiB"``."""
     value = float(size)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if value < 1024 or unit == "GiB":
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"):
+        if value < 1024 or unit == "EiB":
             return f"{int(value)} B" if unit == "B" else f"{value:.1f} {unit}"
         value /= 1024
     raise AssertionError("unreachable")
@@ -49,6 +49,11 @@ def _not_a_directory(path: str) -> str | None:
             return None
         path = parent
     return None
+
+
+def _is_a_file(path: str) -> bool:
+    """Whether something that is not a directory stands where the folder ``path`` should."""
+    return os.path.lexists(path) and not os.path.isdir(path)
 
 
 def describe(store, modules) -> list[tuple[str, str]]:
@@ -89,7 +94,11 @@ def describe(store, modules) -> list[tuple[str, str]]:
         ("state", state),
         ("kernels", f"{kernels.entries} ({format_bytes(kernels.size)}) in {store.directory}"),
         ("modules", f"{rewritten.entries} ({format_bytes(rewritten.size)}) in "
-                    f"{modules.directory} (rewritten modules, where __pycache__ is not used)"),
+                    f"{modules.directory} (rewritten modules, where __pycache__ is not used)"
+         if not _is_a_file(modules.directory) else
+         f"NOT usable ({modules.directory} is not a directory): modules are rewritten on "
+         "every import where __pycache__ is not used, and the record of modules without "
+         "kernels is not kept"),
         ("size", f"{format_bytes(kernels.size + rewritten.size)} of a "
                  f"{format_bytes(store.max_bytes)} cap"),
     ]

@@ -516,9 +516,12 @@ class TestEviction:
         assert locations.max_cache_bytes() == 64 << 20
         assert locations.parse_size("1GiB") == 1 << 30
         assert locations.parse_size("4096") == 4096
-        monkeypatch.setenv("GPU_NATIVE_CACHE_MAX_BYTES", "lots")
-        with pytest.warns(CacheWarning, match="GPU_NATIVE_CACHE_MAX_BYTES"):
-            assert locations.max_cache_bytes() == locations.DEFAULT_MAX_BYTES
+        assert locations.parse_size("2P") == 2 << 50
+        for text in ("lots", "0", "99999999999999999999999T", "8192P"):
+            monkeypatch.setenv("GPU_NATIVE_CACHE_MAX_BYTES", text)
+            with pytest.warns(CacheWarning, match=rf"GPU_NATIVE_CACHE_MAX_BYTES='{text}'"):
+                assert locations.max_cache_bytes() == locations.DEFAULT_MAX_BYTES
+        assert format_bytes((1 << 63) - 1) == "8.0 EiB" and format_bytes(3 << 40) == "3.0 TiB"
 
     def test_the_cap_covers_rewritten_modules_too(self, kernel_requests, isolated_cache,
                                                   monkeypatch):
@@ -731,6 +734,16 @@ class TestCommands:
         assert f"{afile} (INVALID: not a directory; GPU_NATIVE_PRECOMPILED lists directories" \
                in out, out
         assert f"{tmp_path / 'gone'} (missing)" in out and f"{afile} (missing)" not in out
+
+    @pytest.mark.parametrize("command", ["cache", "doctor"])
+    def test_a_file_where_modules_should_be_is_reported(self, isolated_cache, capsys, command):
+        isolated_cache.mkdir(parents=True, exist_ok=True)
+        (isolated_cache / "modules").write_text("not a directory\n")
+        assert cli.main(["cache", "info"] if command == "cache" else ["doctor"]) == 0
+        out = capsys.readouterr().out
+        assert f"NOT usable ({isolated_cache / 'modules'} is not a directory): modules are " \
+               "rewritten on every import" in out, out
+        assert (isolated_cache / "modules").read_text() == "not a directory\n"
 
     def test_doctor_tells_a_precompile_manifest_from_another_file(self, tmp_path, monkeypatch,
                                                                   capsys):
