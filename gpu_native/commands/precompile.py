@@ -96,11 +96,12 @@ def run(args: argparse.Namespace) -> int:
     if not args.quiet:
         for arch, target, count in report.ptx_summary():
             print(f"gpu-native: note: {arch} is newer than NVRTC {report.nvrtc} knows, so its "
-                  f"{count} artifact{'s' * (count != 1)} are PTX for {target}, which needs a "
-                  f"driver at least as new as NVRTC {report.nvrtc}", file=sys.stderr)
+                  f"{count} artifact{'s are' if count != 1 else ' is'} PTX for {target}, which "
+                  f"needs a driver at least as new as NVRTC {report.nvrtc}", file=sys.stderr)
         out = os.path.relpath(report.out_dir) if not os.path.isabs(args.out) else report.out_dir
         print(f"precompiled {report.kernels} kernel{'s' * (report.kernels != 1)} from "
               f"{report.modules} module{'s' * (report.modules != 1)} for "
-              f"{', '.join(report.archs)}: {report.artifacts} artifacts in {out} "
+              f"{', '.join(report.archs)}: {report.artifacts} "
+              f"artifact{'s' * (report.artifacts != 1)} in {out} "
               f"(NVRTC {report.nvrtc}, {report.seconds:.1f} s)")
     return 0

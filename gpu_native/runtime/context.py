@@ -27,6 +27,7 @@ from ..spec import Param, ParamCheck, ShapeAssert
 from ..tracebacks import strip
 from . import tensormaps
 from .arrays import DeviceArray, signature
+from .conversions import shown
 from .disjoint import may_share_bytes
 from .launch import ArgumentBuffer, fast_formats, first_slots, make_submit, slot_formats
 from .launch_checks import check_params, check_shapes
@@ -378,7 +379,7 @@ class LaunchContext:
             if isinstance(arg, (int, np.integer)) and not isinstance(arg, (bool, np.bool_)):
                 value = int(arg)
                 if not info.min <= value <= info.max:
-                    raise ValueError(f"{where} is {value}, out of range for {dtype} "
+                    raise ValueError(f"{where} is {shown(value)}, out of range for {dtype} "
                                      f"({info.min}..{info.max})")
                 return value
             raise TypeError(f"{where} must be an integer ({dtype}), not "
@@ -442,6 +443,6 @@ def _float_argument(where: str, dtype: str, arg) -> float | int:
     if value is None:
         top = abi.FLOAT_MAX[dtype]
         # (str: format() prints a finite np.longdouble beyond f64 as inf)
-        raise ValueError(f"{where} is {arg!s}, out of range for {dtype} (finite values "
+        raise ValueError(f"{where} is {shown(arg)}, out of range for {dtype} (finite values "
                          f"{-top:.8g}..{top:.8g}, or inf or nan)")
     return value if bits is None else bits

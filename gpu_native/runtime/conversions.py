@@ -24,7 +24,7 @@ import numpy as np
 from .. import abi
 from ..lang.halfprec import f32_to_bf16_bits, f64_to_bf16_bits
 
-__all__ = ["convert", "host_array", "host_data"]
+__all__ = ["convert", "host_array", "host_data", "shown"]
 
 _NAMES = {"bool": "bool_", "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64",
           "uint8": "u8", "uint16": "u16", "uint32": "u32", "uint64": "u64", "float16": "f16",
@@ -156,7 +156,7 @@ def _check_integer_range(src: np.ndarray, dtype: np.dtype, what: str, name: str,
     if math.isfinite(value) and lo <= int(value):
         index = np.unravel_index(int(np.argmax(src)), src.shape)
         value = src[index].item()
-    raise ValueError(f"{_where(what, src, index, field)} is {_shown(value)}, out of range for "
+    raise ValueError(f"{_where(what, src, index, field)} is {shown(value)}, out of range for "
                      f"{name} ({lo}..{hi})")
 
 
@@ -184,13 +184,13 @@ def _convert_objects(src: np.ndarray, dtype: np.dtype, what: str, name: str,
                 -(1 << 63) <= value < (1 << 64)):  # beyond every NumPy integer
             if dtype.kind in "iu":
                 limits = np.iinfo(dtype)
-                raise ValueError(f"{where} is {_shown(value)}, out of range for {name} "
+                raise ValueError(f"{where} is {shown(value)}, out of range for {name} "
                                  f"({limits.min}..{limits.max})")
             try:
                 value = float(value)
             except OverflowError:
                 top = abi.FLOAT_MAX.get(_FLOAT_NAMES.get(name, name), math.inf)
-                raise ValueError(f"{where} is {_shown(value)}, out of range for {name} "
+                raise ValueError(f"{where} is {shown(value)}, out of range for {name} "
                                  f"(finite values {-top:.8g}..{top:.8g}, or inf or "
                                  "nan)") from None
         one = np.asarray(value)
@@ -222,10 +222,10 @@ def _convert_struct(src: np.ndarray, dtype: np.dtype, what: str, field: str) -> 
     return out
 
 
-def _shown(value) -> str:
+def shown(value) -> str:
     """A value as a message shows it: an integer of hundreds of digits by its first ones."""
     text = str(value)
-    return text if len(text) <= 40 else f"{text[:20]}... ({len(text)} digits)"
+    return text if len(text) <= 40 else f"{text[:20]}... ({len(text.lstrip('-'))} digits)"
 
 
 def _first(mask: np.ndarray) -> tuple[int, ...]:

@@ -12,7 +12,13 @@ import pytest
 import gpu_native as gn
 
 SOURCE = """
-from gpu_native import gpu_kernel, Kernel1D, CUDASliceMut, FlatLayout1D, bf16, f16, f32, f64
+from gpu_native import gpu_kernel, Kernel1D, CUDASliceMut, FlatLayout1D, bf16, f16, f32, f64, i32
+
+@gpu_kernel(Kernel1D)
+def put_i32(out: CUDASliceMut[i32], value: i32):
+    i = FlatLayout1D.uid()
+    if i < len(out):
+        out[i] = value
 
 @gpu_kernel(Kernel1D)
 def put_f32(out: CUDASliceMut[f32], value: f32):
@@ -76,9 +82,23 @@ class TestFloatScalarRange:
         # takes the fast one).
         values += [np.float64(v) for v in values if isinstance(v, float)]
         for value in values:
-            expected = (f"argument 'value' of put_{dtype} is {value}, out of range for {dtype} "
+            # An integer of hundreds of digits is shown by its first ones (as fill() shows it).
+            text = str(value) if len(str(value)) <= 40 else "-" * (value < 0) + \
+                f"{str(abs(value))[:20 - (value < 0)]}... ({len(str(abs(value)))} digits)"
+            expected = (f"argument 'value' of put_{dtype} is {text}, out of range for {dtype} "
                         f"(finite values {RANGE_TEXT[dtype]}, or inf or nan)")
             with pytest.raises(ValueError, match=re.escape(expected)):
+                launcher(out, value)
+        assert (out.to_host() == 0).all()
+
+    def test_an_integer_of_hundreds_of_digits_is_shown_by_its_first(self, k, backend):
+        out = gn.zeros(4, gn.i32)
+        launcher = k.put_i32.launch(gn.GridDim1D(1), gn.BlockDim1D(32))
+        for value, text in ((10**400, "10000000000000000000... (401 digits)"),
+                            (2**40, str(2**40))):
+            with pytest.raises(ValueError, match=re.escape(
+                    f"argument 'value' of put_i32 is {text}, out of range for i32 "
+                    f"({-2**31}..{2**31 - 1})")):
                 launcher(out, value)
         assert (out.to_host() == 0).all()
 
