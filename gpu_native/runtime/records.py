@@ -11,7 +11,9 @@ stays usable.
 
 from __future__ import annotations
 
+import atexit
 import linecache
+import sys
 import threading
 
 import numpy as np
@@ -94,6 +96,8 @@ def new_slot(backend, ordinal: int, owner: int | None = None) -> Slot:
         if pool is None or not pool.free:
             pool = _Pool(backend, ordinal)
             _pools[(backend, ordinal)] = pool
+            if not _all_pools:
+                atexit.register(_report_lost)
             _all_pools.append(pool)
         index = pool.free.pop()
         pool.used.add(index)
@@ -131,6 +135,26 @@ def raise_pending(slot: Slot | None) -> None:
         if races:
             raise DeviceRaceError(races[0] + (f" (and {len(races) - 1} more race reports)"
                                               if len(races) > 1 else ""))
+
+
+def _report_lost() -> None:
+    """At exit: tell of the errors recorded after the program's last synchronisation, which
+    no call raised (a script that launches and ends).  Records are only read, never waited
+    for: a kernel still running at exit is not waited on."""
+    lost: list[str] = []
+    for pool in list(_all_pools):
+        for index in sorted(pool.used):
+            rec = pool.records[index]
+            if rec["state"] == abi.ERROR_STATE_COMPLETE:
+                error = _build(rec.copy())
+                lost.append(f"{type(error).__name__}: {error}")
+            lost += [f"DeviceRaceError: {message}" for message in
+                     _races.get(pool.device_ptr + index * abi.ERROR_RECORD_SIZE, ())]
+    if lost:
+        more = f"\n(and {len(lost) - 1} more)" if len(lost) > 1 else ""
+        sys.stderr.write("gpu_native: a kernel failed after the program's last "
+                         "synchronisation, and no call raised its error before the program "
+                         f"ended:\n{lost[0]}{more}\n")
 
 
 def launch_assertion(kernel_id: int, site: int, threads: int,

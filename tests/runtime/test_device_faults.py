@@ -176,3 +176,42 @@ def test_illegal_address_is_a_clearly_reported_lost_context(where, tmp_path):
     assert "EXITING" in out.stdout and out.returncode == 0, text
     assert "Traceback" not in out.stderr and "Exception ignored" not in out.stderr, out.stderr
     assert time.perf_counter() - start < 120
+
+
+# ---- an error no call raised before the program ended ------------------------------------------
+
+LOST_ERROR_CHILD = textwrap.dedent('''\
+    import sys, time
+    sys.path.insert(0, %r)
+    import numpy as np
+    import gpu_native as gn
+    from tests.helpers import kernels_runtime as kr
+
+    src, dst = gn.to_device(np.zeros(128, np.float32)), gn.zeros(128)
+    copy = kr.shifted_copy.launch(gn.GridDim1D(1), gn.BlockDim1D(128), 0, gn.DEFAULT_STREAM)
+    copy(src, dst)
+    if sys.argv[1] == "raised":
+        try:
+            gn.synchronize()
+        except IndexError:
+            print("RAISED")
+    time.sleep(0.5)  # the GPU's kernel has failed by then: records are read, not waited for
+    print("EXITING", flush=True)
+    ''')
+
+
+@pytest.mark.parametrize("backend_name", ["sim", pytest.param("cuda", marks=pytest.mark.gpu)])
+@pytest.mark.parametrize("case", ["lost", "raised"])
+def test_an_error_left_pending_at_exit_is_told(tmp_path, backend_name, case):
+    out = subprocess.run([sys.executable, "-c", LOST_ERROR_CHILD % str(ROOT), case],
+                         env=child_env(tmp_path / "cache", GPU_NATIVE_BACKEND=backend_name),
+                         capture_output=True, text=True, timeout=180)
+    text = out.stdout + out.stderr
+    assert "EXITING" in out.stdout and out.returncode == 0, text
+    told = "gpu_native: a kernel failed after the program's last synchronisation"
+    if case == "lost":
+        assert told in out.stderr, text
+        assert "KernelIndexError: shifted_copy: index" in out.stderr, text
+        assert "kernels_runtime.py" in out.stderr, text
+    else:  # raised by the synchronisation, and so not told again at exit
+        assert "RAISED" in out.stdout and told not in out.stderr, text
