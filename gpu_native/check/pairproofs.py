@@ -30,7 +30,7 @@ from .ownership import (
 from .phases import Phases, Position, may_be_ordered_later, ordered
 from .poly import poly_text
 from .radix import PairProof
-from .refusals import UNIQUE_HINT, hint_for, wrap_hint, wrap_message
+from .refusals import UNIQUE_HINT, PairedRefusal, hint_for, wrap_hint, wrap_message
 from .storepairs import only_its_thread, spans_apart
 from .witness import collision
 from .wrapping import (
@@ -253,6 +253,11 @@ class PairProofs(IndexClasses):
         required = required_coords(self.ctx.ndim, space)
         outcome = self.prove(newest, earlier, required, base.var.name)
         if not outcome.ok:
+            if isinstance(classic, PairedRefusal) and earlier is not newest:
+                # Named by the store this pair fails against (and the example is about).
+                partner = next((c.span for c in self.checked_stores.get(id(base.var), ())
+                                if c.form is earlier), None)
+                classic = classic.naming(partner) if partner is not None else classic
             example = collision(newest, earlier, required, self.ctx.ndim)
             other = "" if earlier is newest else (f" through this store and the one at line "
                                                   f"{earlier.line}")

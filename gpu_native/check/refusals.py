@@ -4,14 +4,15 @@
 from __future__ import annotations
 
 from .. import ir
-from ..errors import SourceSpan
+from ..errors import SourceSpan, TranspileError
 from .facts import SpecialKey
 from .ownership import StoreForm
 from .poly import Digit
 from .radix import PairProof
 from .splits import nested_digits
 
-__all__ = ["UNIQUE_HINT", "WRAP_HINT", "block_multiple", "constant_block_strides", "hint_for", "index_text",
+__all__ = ["UNIQUE_HINT", "WRAP_HINT", "PairedRefusal", "block_multiple", "constant_block_strides",
+           "flat_thread_stride", "hint_for", "index_text", "read_hint", "round_chosen",
            "wrap_hint", "wrap_message"]
 
 UNIQUE_HINT = {
@@ -27,6 +28,40 @@ UNIQUE_HINT = {
 
 
 WRAP_HINT = "compute the index in i64 (e.g. i64(block_idx.x) * ...)"
+
+
+class PairedRefusal(TranspileError):
+    """The refusal of an array written through two different indices (``conditions``: through
+    one index under two different conditions), naming the other store of the pair.
+
+    The store first written through another index is named until a pair proof fails;
+    :meth:`naming` then names that pair's other store, which may be another (the first may be a
+    barrier away, where it cannot race).
+    """
+
+    def __init__(self, array: str, other: SourceSpan, span: SourceSpan | None,
+                 conditions: bool = False):
+        self.array, self.other, self.conditions = array, other, conditions
+        if conditions:
+            message = (f"'{array}' is written through one index under two different conditions "
+                       f"(here and at {other}); the index tells apart only the threads each "
+                       "condition lets through, so a thread of one and a thread of the other "
+                       "could write the same element")
+            hint = ("write both under one condition (`if lane == 0:`), index them apart "
+                    "(y[2 * (tid // 32) + 1]), or use `with unsafe():`")
+        else:
+            message = (f"'{array}' is written through two different indices (here and at "
+                       f"{other}); one thread's second index can be another thread's first, so "
+                       "the writes could race")
+            hint = "write each element through one unique index, or use `with unsafe():`"
+        super().__init__(message, span, hint)
+
+    def __reduce__(self):
+        return (type(self), (self.array, self.other, self.span, self.conditions), self.__dict__)
+
+    def naming(self, other: SourceSpan) -> PairedRefusal:
+        """The same refusal, naming the store at ``other`` as the pair's."""
+        return PairedRefusal(self.array, other, self.span, self.conditions)
 
 
 def wrap_hint(ty) -> str:
@@ -50,6 +85,29 @@ def index_text(base: ir.ArrayRef, span: SourceSpan) -> str:
     line = span.source_line or ""
     text = line[span.col:span.end_col].strip() if span.end_col else ""
     return text or base.var.name
+
+
+def _atomic_text(array: str, span: SourceSpan, index: str, op: str) -> str:
+    """The access at ``span`` (``partial[b]``) spelled as an atomic one
+    (``partial.atomic_ref(b).load()``); ``index`` where the span is not ``array[...]``."""
+    line = span.source_line or ""
+    text = line[span.col:span.end_col].strip() if span.end_col else ""
+    if text.startswith(f"{array}[") and text.endswith("]"):
+        index = text[len(array) + 1:-1]
+    return f"{array}.atomic_ref({index}).{op}"
+
+
+def read_hint(array: str, read: SourceSpan, store: SourceSpan, cooperative: bool) -> str:
+    """What to do about a read of ``array`` at an element another thread's store (at
+    ``store``) may write: a hand-off between threads (the last-block pattern's partial sums)
+    goes through atomics, which never race."""
+    grid = ("separate every store of the array from this read with grid_sync() (in a loop, "
+            "also from the next iteration's stores); " if cooperative else "")
+    return (f"{grid}if the read is to see another thread's write (a hand-off between blocks, "
+            "as the last block's read of the partial sums), make both atomic: write "
+            f"`{_atomic_text(array, store, 'i', 'store(v)')}` and read "
+            f"`{_atomic_text(array, read, 'j', 'load()')}`; else read from a separate input "
+            "array, or use `with unsafe():`")
 
 
 def hint_for(a: StoreForm, b: StoreForm, outcome: PairProof, space: str) -> str:
@@ -77,9 +135,18 @@ def hint_for(a: StoreForm, b: StoreForm, outcome: PairProof, space: str) -> str:
                 f"larger than that: assert it (`assert {asserts}` at the top of the kernel, "
                 "checked once per launch), or step by the block's extent "
                 "(block_idx.x * block_dim.x + thread_idx.x)")
-    if space == "shared" and any(
-            d.coord.startswith("loop:") for form in (a, b) for g in form.guards
-            for side in (g.left, g.right) for d in nested_digits(side)):
+    flattened = flat_thread_stride(a)
+    if flattened is not None:
+        k, rows = flattened
+        shape = f"block_dim.x == {k}" + (f" and block_dim.y == {rows}" if rows else "")
+        extent = "block_dim.x * block_dim.y" if rows else "block_dim.x"
+        step = (f", and its loop steps by {k * rows} = {k} x {rows} threads" if rows else "")
+        return (f"the index flattens the thread as `thread_idx.y * {k} + thread_idx.x`, which "
+                f"tells threads apart only in blocks {k} wide{step}: assert the block shape it "
+                f"assumes (`assert {shape}` at the top of the kernel, checked once per "
+                f"launch), or flatten by the block's extent (`thread_idx.y * block_dim.x + "
+                f"thread_idx.x`{f', stepping by `{extent}`' if rows else ''})")
+    if space == "shared" and (round_chosen(a) or round_chosen(b)):
         # `if t % 2 == phase % 2:`: which threads store depends on the round, and the proofs
         # compare each thread in any round with each other in any round.
         return ("which threads run the store depends on a loop counter (a parity chosen by the "
@@ -122,11 +189,73 @@ def hint_for(a: StoreForm, b: StoreForm, outcome: PairProof, space: str) -> str:
     if any(d.part != "all" for d in missing):
         return ("one writer per warp needs the other part pinned: `if lane == 0: "
                 "partial[wid] = v` (lane = tid % 32, wid = tid // 32); or index with both parts")
+    if a is not b and a.dims == b.dims:
+        # One index under two conditions (`if lane == 0:` and `if lane == 1:`): which threads
+        # each lets through is what does not tell them apart, not the offsets.
+        return ("the two stores write through one index under different conditions: write "
+                "both under one condition (`if lane == 0:`), index them apart "
+                "(y[2 * (tid // 32) + 1]), or use `with unsafe():`")
+    if a is not b and space == "global":
+        # No assert on the block helps here: a grid's uid has no bound the launch fixes.
+        return ("several stores per thread into a global array must be provably apart: "
+                "`out[i]` and `out[i + n]` with `i < n` known from a condition around them "
+                "(`if i < n:`), n a parameter or an array's length; or write the two values "
+                "to two arrays; otherwise use `with unsafe():`")
     if a is not b:
         return ("several stores per thread must use disjoint offsets: s[tid] and s[tid + B] "
                 "with 0 <= tid < B known (`assert block_dim.x == B`), or a loop "
                 "`for j in range(K): s[tid + j * B]`; otherwise use `with unsafe():`")
     return UNIQUE_HINT[space]
+
+
+def round_chosen(form: StoreForm) -> bool:
+    """Does a condition around ``form`` compare the thread with a value the round chooses: a
+    remainder or quotient of loop counters alone (``if t % 2 == phase % 2:``, or ``if i + 1 <
+    N:`` with ``i = 2 * t + (phase & 1)``), or a counter the index does not read (``if t ==
+    r:``)?  A counter the index reads as it is is the store's own loop (``for i in range(t, N,
+    B): s[i] = ...``), not a round's choice."""
+    read = {d for p in form.dims for d in nested_digits(p) if d.coord.startswith("loop:")}
+
+    def chosen(d: Digit) -> bool:
+        if d.of is not None:
+            inner = nested_digits(d.of.flat) | nested_digits(d.of.other)
+            return bool(inner) and all(e.coord.startswith("loop:") for e in inner)
+        return d.coord.startswith("loop:") and d not in read
+
+    for g in form.guards:
+        digits = nested_digits(g.left) | nested_digits(g.right)
+        if any(d.is_thread for d in digits) and any(chosen(d) for d in digits):
+            return True
+    return False
+
+
+def flat_thread_stride(form: StoreForm) -> tuple[int, int] | None:
+    """Where an index of ``form`` (or a quotient or remainder in it) flattens the thread by a
+    constant row length with the block's width unknown: ``(k, rows)`` for ``thread_idx.y * k
+    + thread_idx.x``, ``rows`` the number of rows a loop step of ``L = k * rows`` assumes (0
+    without one): ``(16, 16)`` for ``for i in range(thread_idx.y * 16 + thread_idx.x, N,
+    256)``."""
+    polys = list(form.dims)
+    while polys:
+        p = polys.pop()
+        for mono, _ in p.terms:
+            for atom in mono:
+                if isinstance(atom, Digit) and atom.of is not None:
+                    polys += [atom.of.flat, atom.of.other]
+        coefficients = {m[0].coord: k for m, k in p.terms
+                        if len(m) == 1 and isinstance(m[0], Digit) and m[0].part == "all"}
+        k = coefficients.get("tid1")
+        if coefficients.get("tid0") != 1 or not isinstance(k, int) or k < 2:
+            continue
+        steps = [c for name, c in coefficients.items()
+                 if name.startswith("loop:") and isinstance(c, int) and c % k == 0 and c > k]
+        rows = steps[0] // k if steps else 0
+        # With the width asserted, the rows a loop step assumes may still be missing.
+        if SpecialKey("block_dim", 0) in form.launch and (
+                not rows or SpecialKey("block_dim", 1) in form.launch):
+            continue
+        return k, rows
+    return None
 
 
 def block_multiple(form: StoreForm, axis: int) -> int:

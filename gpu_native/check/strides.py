@@ -63,10 +63,11 @@ _MAX_PAIRS = 20_000  # pair proofs one kernel may ask for
 class _Abort(Exception):
     """The trace cannot follow the block here: ``reason`` says why."""
 
-    def __init__(self, reason: str, span: SourceSpan | None = None):
+    def __init__(self, reason: str, span: SourceSpan | None = None, hint: str = ""):
         super().__init__(reason)
         self.reason = reason
         self.span = span
+        self.hint = hint  # what would let the trace follow, where known
 
 
 class _Jump(Exception):
@@ -274,7 +275,7 @@ class Trace:
         while True:
             cond = self.value(s.cond)
             if not isinstance(cond, int):
-                self.unknown_loop(s.body)
+                self.unknown_loop(s.body, bound=self.unknown_extents(s.cond, cond, s.span))
                 return
             if not cond:
                 return
@@ -284,7 +285,9 @@ class Trace:
     def loop_range(self, s: ir.ForRange) -> None:
         start, stop, step = (self.value(e) for e in (s.start, s.stop, s.step))
         if self.level or not all(isinstance(v, int) for v in (start, stop, step)) or step == 0:
-            self.unknown_loop(s.body, s.var)
+            uniform = UNIFORM if THREAD not in (start, stop, step) else THREAD
+            self.unknown_loop(s.body, s.var, self.unknown_extents(
+                (s.start, s.stop, s.step), uniform, s.span))
             return
         v: int = start  # type: ignore[assignment]
         while (v < stop) if step > 0 else (v > stop):  # type: ignore[operator]
@@ -310,13 +313,31 @@ class Trace:
             return jump.kind == "break"
         return False
 
-    def unknown_loop(self, body, var: ir.Var | None = None) -> None:
+    def unknown_extents(self, bounds, value: object, span: SourceSpan) -> str:
+        """Where a loop the whole block runs alike (``value`` uniform) is bounded by a block
+        extent no assert fixes (``while s < block_dim.x:``): the hint to assert it."""
+        if self.level or value != UNIFORM:
+            return ""
+        names = dict.fromkeys(f"block_dim.{'xyz'[n.axis]}" for n in ir.walk(bounds)
+                              if isinstance(n, ir.Special) and n.name == "block_dim"
+                              and (n.name, n.axis) not in self.launch)
+        if not names:
+            return ""
+        asserts = " and ".join(f"{n} == 128" for n in names)
+        return (f"the loop at line {span.line} is bounded by {' and '.join(names)}, which the "
+                f"trace does not know: assert the block's size (`assert {asserts}` at the top "
+                "of the kernel, with the size you launch; checked once per launch), and the "
+                "trace follows every round; or use `with unsafe():` if you know the store is "
+                "race-free")
+
+    def unknown_loop(self, body, var: ir.Var | None = None, bound: str = "") -> None:
         """A loop whose trip count may differ between threads or is not known: its variables
-        differ between threads; a barrier in it cannot be followed."""
+        differ between threads; a barrier in it cannot be followed (``bound``: the hint that
+        would make it known, where there is one)."""
         for n in ir.walk(body):
             if isinstance(n, ir.Barrier) and n.scope in ("block", "grid"):
                 raise _Abort("a barrier in a loop whose trip count the trace does not know",
-                             n.span)
+                             n.span, bound)
         assigned = _assigned(body) | ({id(var)} if var is not None else set())
         for v in assigned:
             self.env[v] = THREAD
@@ -477,7 +498,7 @@ class ScaledStores:
                 f"store into '{rec.array.name}' through an index scaled by "
                 f"{_names(rec.needs)}, which is not one affine function of the thread: the "
                 f"values it takes in each barrier interval are not known, because of "
-                f"{trace.aborted.reason}{where}", rec.span, _HINT)
+                f"{trace.aborted.reason}{where}", rec.span, trace.aborted.hint or _HINT)
         pairs = 0
         cache: dict[tuple, StoreForm | str] = {}
         for a in traced:

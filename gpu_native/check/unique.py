@@ -45,7 +45,14 @@ from .pairproofs import CheckedStore, DeferredPair, PairProofs
 from .parity import read_parities, store_parities
 from .phases import Phases, Position, entry_value, ordered_either
 from .poly import Digit
-from .refusals import UNIQUE_HINT, index_text, wrap_hint, wrap_message
+from .refusals import (
+    UNIQUE_HINT,
+    PairedRefusal,
+    index_text,
+    read_hint,
+    wrap_hint,
+    wrap_message,
+)
 from .strides import ScaledStores, scale_vars
 from .warptiles import in_device_function, warp_tile
 from .wrapping import index_is_exact
@@ -507,20 +514,8 @@ class UniqueWrites(PairProofs):
             if prev is None:
                 self.store_keys[id(base.var)] = (k, span)
             elif prev[0] != k and id(base.var) not in self.multi_owner:
-                if prev[0][:2] == k[:2]:
-                    classic = TranspileError(
-                        f"'{base.var.name}' is written through one index under two different "
-                        f"conditions (here and at {prev[1]}); the index tells apart only the "
-                        "threads each condition lets through, so a thread of one and a thread "
-                        "of the other could write the same element", span,
-                        "write both under one condition (`if lane == 0:`), index them apart "
-                        "(y[2 * (tid // 32) + 1]), or use `with unsafe():`")
-                else:
-                    classic = TranspileError(
-                        f"'{base.var.name}' is written through two different indices (here and "
-                        f"at {prev[1]}); one thread's second index can be another thread's "
-                        "first, so the writes could race", span,
-                        "write each element through one unique index, or use `with unsafe():`")
+                classic = PairedRefusal(base.var.name, prev[1], span,
+                                        conditions=prev[0][:2] == k[:2])
                 self.multi_owner.add(id(base.var))
                 return self.prove_union(base, indices, span, classic)
             elif id(base.var) in self.multi_owner:
@@ -616,10 +611,7 @@ class UniqueWrites(PairProofs):
             raise TranspileError(
                 f"'{var.name}' is read here at another index than it is written at "
                 f"({racing}): another thread may be writing that element", span,
-                "separate every store of the array from this read with grid_sync() (in a "
-                "loop, also from the next iteration's stores), read from a separate input "
-                "array, or use `with unsafe():`" if self.ctx.options.cooperative else
-                "read from a separate input array, or use `with unsafe():`")
+                read_hint(var.name, span, racing, self.ctx.options.cooperative))
         required = required_coords(self.ctx.ndim, "global")
         for var, form, span, where in self.read_forms:
             for store in self.checked_stores.get(id(var), ()):

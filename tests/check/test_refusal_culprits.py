@@ -157,3 +157,148 @@ def test_with_the_block_shape_asserted_the_store_is_proven():
         "    x = block_idx.x", "    assert block_dim.x == 16 and block_dim.y == 16\n"
         "    x = block_idx.x")
     transpile_module(source, "culprit.py", "culprit")
+
+
+FLAT_HALO = """
+from gpu_native import Kernel2D, CUDASlice2D, CUDASliceMut2D, shared_array, sync_threads
+
+TILE = 16
+SW = TILE + 4
+
+@gpu_kernel(Kernel2D)
+def k(img: CUDASlice2D[f32], out: CUDASliceMut2D[f32]):
+    tile = shared_array(f32, (SW, SW))
+    for i in range(thread_idx.y * TILE + thread_idx.x, SW * SW, TILE * TILE):
+        tile[i // SW, i % SW] = img[i // SW, i % SW]
+    sync_threads()
+"""
+
+
+def test_a_flat_thread_index_asks_for_the_block_shape_it_assumes():
+    """A cooperative tile load flattens the thread by a constant row length: a 32 x 8 block
+    collides.  The loop counter starts at a thread's value; no round chooses a parity."""
+    text = refusal(FLAT_HALO)
+    assert "flattens the thread as `thread_idx.y * 16 + thread_idx.x`" in text, text
+    assert "`assert block_dim.x == 16 and block_dim.y == 16`" in text, text
+    assert "parity" not in text, text
+
+
+def test_with_the_flat_block_shape_asserted_the_tile_load_is_proven():
+    source = HEAD + textwrap.dedent(FLAT_HALO).replace(
+        "    tile = shared_array", "    assert block_dim.x == TILE and block_dim.y == TILE\n"
+        "    tile = shared_array")
+    transpile_module(source, "culprit.py", "culprit")
+
+
+@pytest.mark.parametrize("second", ["out[i + 1]", "out[2 * i]"])
+def test_two_stores_into_a_global_array_get_a_hint_in_global_terms(second):
+    # No `assert block_dim.x == B` tells a grid's uids apart: the shared-memory hint misled.
+    text = refusal(f"""
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f32]):
+    i = FlatLayout1D.uid()
+    if 2 * i + 1 < len(out):
+        out[i] = 1.0
+        {second} = 2.0
+""")
+    assert "into a global array must be provably apart: `out[i]` and `out[i + n]` with " \
+           "`i < n` known from a condition around them" in text, text
+    assert "block_dim" not in text.split("hint:")[1], text
+
+
+@pytest.mark.parametrize("n", ["n: i64", "x: CUDASlice[f32]"])
+def test_the_global_two_store_hint_s_fix_is_proven(n):
+    bound = n.split(":")[0] if "i64" in n else "len(x)"
+    transpile_module(HEAD + textwrap.dedent(f"""
+from gpu_native import i64
+
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f32], {n}):
+    i = FlatLayout1D.uid()
+    if i < {bound}:
+        out[i] = 1.0
+        out[i + {bound}] = 2.0
+"""), "culprit.py", "culprit")
+
+
+REDUCE2 = """
+from gpu_native import CUDASlice, block_idx, shared_array, sync_threads
+
+@gpu_kernel(Kernel1D)
+def k(x: CUDASlice[f32], out: CUDASliceMut[f32]):
+    sdata = shared_array(f32, 1024)
+    tid = thread_idx.x
+    i = FlatLayout1D.uid()
+    sdata[tid] = x[i] if i < len(x) else f32(0.0)
+    sync_threads()
+    s = 1
+    while s < block_dim.x:
+        index = 2 * s * tid
+        if index < block_dim.x:
+            sdata[index] += sdata[index + s]
+        sync_threads()
+        s *= 2
+    if tid == 0:
+        out[block_idx.x] = sdata[0]
+"""
+
+
+def test_a_round_loop_bounded_by_the_block_size_asks_for_its_assert():
+    """Harris' reduction #2: the trace cannot count the rounds of `while s < block_dim.x`."""
+    text = refusal(REDUCE2)
+    assert "trip count the trace does not know" in text, text
+    assert "hint: the loop at line 14 is bounded by block_dim.x, which the trace does not " \
+           "know: assert the block's size (`assert block_dim.x == 128`" in text, text
+
+
+def test_with_the_block_size_asserted_the_rounds_are_proven():
+    source = HEAD + textwrap.dedent(REDUCE2).replace(
+        "    sdata = shared_array", "    assert block_dim.x == 128\n    sdata = shared_array")
+    transpile_module(source, "culprit.py", "culprit")
+
+
+LAST_BLOCK = """
+from gpu_native import grid_dim, block_idx, shared_array, sync_threads, threadfence
+
+@gpu_kernel(Kernel1D)
+def k(partial: CUDASliceMut[f32], count: CUDASliceMut[u32], out: CUDASliceMut[f32]):
+    is_last = shared_array(i32, 1)
+    if thread_idx.x == 0:
+        partial[block_idx.x] = f32(block_idx.x)
+        threadfence()
+        drawn = count.atomic_ref(0).fetch_add(1)
+        is_last[0] = 1 if drawn == grid_dim.x - 1 else 0
+    sync_threads()
+    if is_last[0] == 1 and thread_idx.x == 0:
+        acc = f32(0.0)
+        for b in range(grid_dim.x):
+            acc += partial[b]
+        out[0] = acc
+        count[0] = 0
+"""
+
+LAST_BLOCK_ATOMIC = LAST_BLOCK.replace(
+    "partial[block_idx.x] = f32(block_idx.x)",
+    "partial.atomic_ref(block_idx.x).store(f32(block_idx.x))").replace(
+    "acc += partial[b]", "acc += partial.atomic_ref(b).load()")
+
+
+def test_a_read_of_other_blocks_writes_names_the_atomic_hand_off():
+    text = refusal(LAST_BLOCK)
+    assert "'partial' is read here at another index than it is written at" in text, text
+    assert "make both atomic: write `partial.atomic_ref(block_idx.x).store(v)` and read " \
+           "`partial.atomic_ref(b).load()`" in text, text
+
+
+def test_the_atomic_hand_off_is_proven_and_sums_every_block(sim, kernel_module):
+    import numpy as np
+
+    import gpu_native as gn
+
+    m = kernel_module(HEAD + textwrap.dedent(LAST_BLOCK_ATOMIC))
+    blocks = 7
+    partial, count, out = gn.zeros(blocks, gn.f32), gn.zeros(1, gn.u32), gn.zeros(1, gn.f32)
+    m.k.launch(gn.GridDim1D(blocks), gn.BlockDim1D(32), 0, gn.DEFAULT_STREAM)(
+        partial, count, out)
+    assert out.to_host()[0] == sum(range(blocks))
+    np.testing.assert_array_equal(count.to_host(), [0])

@@ -128,3 +128,30 @@ def test_a_guard_on_a_loop_counter_s_parity_is_not_left_out_of_the_caveat():
     assert "condition on line" not in text, text
     # The hint says what the proofs do follow: phases of constant parity in each round.
     assert "depends on a loop counter" in text and "if t % 2 == 0: ...; sync_threads()" in text
+
+
+def test_the_store_named_beside_this_one_is_the_one_the_example_is_about():
+    # The swap's two stores race; the first store through another index (`s[t] = a[t]`, line
+    # 11) is a barrier away and cannot, so the message must not name it.
+    text = refusal("""
+    from gpu_native import CUDASliceMut, shared_array, sync_threads
+
+    @gpu_kernel(Kernel1D)
+    def k(a: CUDASliceMut[f32]):
+        assert block_dim.x == 128
+        s = shared_array(f32, 128)
+        t = thread_idx.x
+        s[t] = a[t]
+        sync_threads()
+        for phase in range(128):
+            if t % 2 == phase % 2 and t + 1 < 128:
+                if s[t] > s[t + 1]:
+                    s[t], s[t + 1] = s[t + 1], s[t]
+            sync_threads()
+    """)
+    assert "example.py:16:23: error: 's' is written through two different indices (here " \
+           "and at example.py:16:17)" in text, text
+    assert "example.py:11:" not in text, text
+    assert "thread_idx.x = 0 and thread_idx.x = 1 both write s[1]" in text, text
+    # A guard compares the thread with the round's parity: the phases hint stays.
+    assert "depends on a loop counter" in text, text
