@@ -22,7 +22,7 @@ from ..frontend import syntax as S
 from ..frontend.parse import PACKAGE, ModuleScan, scan_module
 from ..frontend.source import decode_source, read_source
 from ..lang import registry as R
-from ..lang.spellings import did_you_mean
+from ..lang.spellings import NUMPY, did_you_mean
 from ..lang.structs import StructInfo
 from ..locate import archived_bytes, display_file, find_module_file
 from ..nodes import node
@@ -209,7 +209,20 @@ class Resolver:
             if attr in CMATH_CONSTANTS:
                 return Sym("const", attr, CMATH_CONSTANTS[attr])
             return Sym("host", attr, f"cmath.{attr} is not available in kernels")
+        if module == "numpy" and attr in NUMPY:
+            space, ours = NUMPY[attr]
+            if space == "gpu_native":
+                return Sym("gn", ours)
+            if space == "builtins":
+                return Sym("builtin", ours)
+            if ours in MATH_CONSTANTS:
+                return Sym("const", ours, MATH_CONSTANTS[ours])
+            return Sym("math", ours)
         library = _host_library(module)
+        if module == "numpy":
+            return Sym("host", attr, f"numpy.{attr} is a host-side name: of numpy, kernels "
+                       "take the scalar types, the constants and the element-wise math "
+                       f"functions (np.float32(x), np.pi, np.sqrt(x)){did_you_mean(attr)}")
         if library is not None:
             return Sym("host", attr, f"{module}.{attr} is a host-side name: {library} is not "
                        f"supported in kernels{did_you_mean(attr)}")

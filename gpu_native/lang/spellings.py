@@ -89,6 +89,29 @@ FOREIGN: dict[str, str] = {
 }
 
 
+#: NumPy's names that kernels take as the kernel language's own, by (namespace, name) there:
+#: ``np.float32(x)`` is ``f32(x)``, ``np.sqrt(x)`` is ``math.sqrt(x)``, ``np.pi`` is ``math.pi``.
+#: Only the scalar types, the constants, and the element-wise functions whose result on one
+#: scalar is the kernel function's (``np.floor`` is a float, as kernels' ``math.floor`` is);
+#: not ``np.minimum``/``np.maximum`` (NaN handling differs from ``min``/``max``) nor
+#: ``np.power``/``np.fmod`` (integer results on integers).
+NUMPY: dict[str, tuple[str, str]] = {
+    **{np_name: ("gpu_native", ours) for np_name, ours in (
+        ("float16", "f16"), ("float32", "f32"), ("float64", "f64"), ("int8", "i8"),
+        ("int16", "i16"), ("int32", "i32"), ("int64", "i64"), ("uint8", "u8"), ("uint16", "u16"),
+        ("uint32", "u32"), ("uint64", "u64"), ("bool_", "bool_"))},
+    **{name: ("math", name) for name in (
+        "pi", "e", "inf", "nan", "sqrt", "cbrt", "exp", "exp2", "expm1", "log", "log2", "log10",
+        "log1p", "sin", "cos", "tan", "sinh", "cosh", "tanh", "floor", "ceil", "trunc", "hypot",
+        "fabs", "copysign", "isnan", "isinf", "isfinite")},
+    **{np_name: ("math", ours) for np_name, ours in (
+        ("arcsin", "asin"), ("arccos", "acos"), ("arctan", "atan"), ("arctan2", "atan2"),
+        ("arcsinh", "asinh"), ("arccosh", "acosh"), ("arctanh", "atanh"))},
+    "abs": ("builtins", "abs"),
+    "absolute": ("builtins", "abs"),
+}
+
+
 def gpu_native_spelling(name: str, module: str = "gpu_native") -> str | None:
     """How gpu_native spells ``name``: its entry in :data:`FOREIGN`, else the closest name of
     ``module`` (``"gpu_native"`` or ``"math"``) that kernels can use, else None."""
@@ -110,4 +133,4 @@ def did_you_mean(name: str, module: str = "gpu_native") -> str:
     return "" if ours is None or ours == name else f" (gpu_native spells it {ours})"
 
 
-__all__ = ["FOREIGN", "did_you_mean", "gpu_native_spelling"]
+__all__ = ["FOREIGN", "NUMPY", "did_you_mean", "gpu_native_spelling"]

@@ -85,13 +85,21 @@ def k(out: CUDASliceMut[f32]):
 def k(out: CUDASliceMut[f32], s: float32):  # <-
     out[thread_idx.x] = s
 """, "name 'float32' is not defined (gpu_native spells it f32)"),
-    "np.float32 as a conversion": ("""
+    "a numpy function that is not element-wise math": ("""
 import numpy as np
 
 @gpu_kernel(Kernel1D)
 def k(out: CUDASliceMut[f32]):
-    out[thread_idx.x] = np.float32(1.0)  # <-
-""", "numpy.float32 is a host-side name: numpy is not supported in kernels (gpu_native spells "
+    out[thread_idx.x] = np.minimum(f32(1.0), 2.0)  # <-
+""", "numpy.minimum is a host-side name: of numpy, kernels take the scalar types, the "
+     "constants and the element-wise math functions (np.float32(x), np.pi, np.sqrt(x))"),
+    "another host library": ("""
+import torch
+
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f32]):
+    out[thread_idx.x] = torch.float32(1.0)  # <-
+""", "torch.float32 is a host-side name: torch is not supported in kernels (gpu_native spells "
      "it f32)"),
     "a host API of gpu_native stays one": ("""
 @gpu_kernel(Kernel1D)
@@ -159,3 +167,46 @@ def k(threadIdx: CUDASliceMut[f32], float32: f32):
     out = gn.zeros((300,), gn.f32)
     module.k.launch(gn.GridDim1D(3), gn.BlockDim1D(128))(out, 2.0)
     assert np.all(out.to_host() == 3.0)
+
+
+def test_numpy_names_kernels_take_are_the_languages_own(tmp_path, monkeypatch, sim):
+    """np.float32(x), np.sqrt, np.pi ... in a kernel are f32(x), math.sqrt, math.pi: each in
+    the table names an entry of the language, and a kernel using them runs as NumPy computes."""
+    import importlib
+
+    import numpy as np
+
+    import gpu_native as gn
+    from gpu_native.lang.spellings import NUMPY
+
+    spaces = {"gpu_native": R.GPU_NATIVE, "math": R.MATH, "builtins": R.BUILTINS}
+    for np_name, (space, ours) in NUMPY.items():
+        assert ours in spaces[space], (np_name, space, ours)
+        assert hasattr(np, np_name), np_name
+    (tmp_path / "numpy_spellings.py").write_text("""\
+import numpy as np
+from numpy import float32 as F, arctan2
+from gpu_native import gpu_kernel, Kernel1D, CUDASlice, CUDASliceMut, f32, FlatLayout1D
+
+@gpu_kernel(Kernel1D)
+def k(x: CUDASlice[f32], out: CUDASliceMut[f32]):
+    i = FlatLayout1D.uid()
+    if i < len(x):
+        v = np.float32(np.sqrt(np.abs(x[i]))) + np.float32(np.pi) * F(np.floor(x[i]))
+        w = np.float32(arctan2(x[i], np.float32(2.0))) + np.float32(np.int32(x[i] * 3.0))
+        out[i] = v + w + np.float32(np.isnan(x[i]))
+""")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    module = importlib.import_module("numpy_spellings")
+    x = np.random.default_rng(7).standard_normal(300).astype(np.float32)
+    x[5] = np.nan
+    out = gn.empty(300, gn.f32)
+    out.fill(np.nan)
+    module.k.launch(gn.GridDim1D(3), gn.BlockDim1D(128))(gn.to_device(x), out)
+    x64 = x.astype(np.float64)
+    with np.errstate(invalid="ignore"):
+        want = (np.sqrt(np.abs(x64)) + np.pi * np.floor(x64) + np.arctan2(x64, 2.0)
+                + np.trunc(x64 * 3.0) + np.isnan(x64))
+    got = out.to_host()
+    assert np.isnan(got[5]) and np.isnan(want[5])
+    np.testing.assert_allclose(np.delete(got, 5), np.delete(want, 5), rtol=1e-5, atol=1e-5)
