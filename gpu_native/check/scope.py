@@ -179,6 +179,8 @@ class Resolver:
             return Sym("host", name, f"'{name}' is a host {kind} of this module")
         if name in BUILTINS:
             return Sym("builtin", name)
+        if name == "complex":  # Python's complex is a complex128: complex(re, im), annotations
+            return Sym("gn", "complex128")
         if name == "None":
             return Sym("host", name, "None has no value in kernels")
         site = scan.unfoldable.get(name)

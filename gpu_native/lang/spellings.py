@@ -99,7 +99,8 @@ NUMPY: dict[str, tuple[str, str]] = {
     **{np_name: ("gpu_native", ours) for np_name, ours in (
         ("float16", "f16"), ("float32", "f32"), ("float64", "f64"), ("int8", "i8"),
         ("int16", "i16"), ("int32", "i32"), ("int64", "i64"), ("uint8", "u8"), ("uint16", "u16"),
-        ("uint32", "u32"), ("uint64", "u64"), ("bool_", "bool_"))},
+        ("uint32", "u32"), ("uint64", "u64"), ("bool_", "bool_"), ("complex64", "complex64"),
+        ("complex128", "complex128"))},
     **{name: ("math", name) for name in (
         "pi", "e", "inf", "nan", "sqrt", "cbrt", "exp", "exp2", "expm1", "log", "log2", "log10",
         "log1p", "sin", "cos", "tan", "sinh", "cosh", "tanh", "floor", "ceil", "trunc", "hypot",

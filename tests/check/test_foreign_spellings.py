@@ -194,7 +194,8 @@ def k(x: CUDASlice[f32], out: CUDASliceMut[f32]):
     if i < len(x):
         v = np.float32(np.sqrt(np.abs(x[i]))) + np.float32(np.pi) * F(np.floor(x[i]))
         w = np.float32(arctan2(x[i], np.float32(2.0))) + np.float32(np.int32(x[i] * 3.0))
-        out[i] = v + w + np.float32(np.isnan(x[i]))
+        z = np.complex64(x[i], np.float32(1.0)) * np.complex128(2.0)
+        out[i] = v + w + np.float32(np.isnan(x[i])) + np.float32(z.imag)
 """)
     monkeypatch.syspath_prepend(str(tmp_path))
     module = importlib.import_module("numpy_spellings")
@@ -206,7 +207,7 @@ def k(x: CUDASlice[f32], out: CUDASliceMut[f32]):
     x64 = x.astype(np.float64)
     with np.errstate(invalid="ignore"):
         want = (np.sqrt(np.abs(x64)) + np.pi * np.floor(x64) + np.arctan2(x64, 2.0)
-                + np.trunc(x64 * 3.0) + np.isnan(x64))
+                + np.trunc(x64 * 3.0) + np.isnan(x64) + 2.0)
     got = out.to_host()
     assert np.isnan(got[5]) and np.isnan(want[5])
     np.testing.assert_allclose(np.delete(got, 5), np.delete(want, 5), rtol=1e-5, atol=1e-5)

@@ -166,3 +166,19 @@ def gather(a: CUDASlice[complex64], idx: CUDASlice[i32], out: CUDASliceMut[compl
     i = FlatLayout1D.uid()
     if i < len(out):
         out[i] = a[idx[i]]
+
+
+@gpu_device
+def squared_modulus(z: complex) -> f64:
+    """Python's `complex` as an annotation: a complex128."""
+    return z.real * z.real + z.imag * z.imag
+
+
+@gpu_kernel(Kernel1D)
+def python_complex(re: CUDASlice[f64], im: CUDASlice[f64], out: CUDASliceMut[f64]):
+    """`complex(re, im)` is complex128(re, im), as Python's complex is."""
+    i = FlatLayout1D.uid()
+    if i < len(out):
+        z = complex(re[i], im[i])
+        w: complex = z * z
+        out[i] = squared_modulus(w) + f64(cmath.phase(z))

@@ -437,3 +437,12 @@ def test_abi_complex_slots_follow_the_complex_types():
     from gpu_native.lang.types import COMPLEXES
 
     assert {name: (c.elem.name, c.n) for name, c in COMPLEXES.items()} == abi.COMPLEX_SLOTS
+
+
+def test_python_complex_is_complex128(backend, kc, rng):
+    re, im = rng.standard_normal(100), rng.standard_normal(100)
+    out = poisoned(100, gn.f64)
+    run(kc.python_complex, 100, gn.to_device(re), gn.to_device(im), out)
+    z = re + 1j * im
+    want = np.abs(z * z) ** 2 + np.angle(z)
+    np.testing.assert_allclose(out.to_host(), want, rtol=1e-12, atol=1e-12)
