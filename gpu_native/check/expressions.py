@@ -3,6 +3,7 @@ are in :mod:`.calls`; the dispatch tables in :mod:`.checker`)."""
 
 from __future__ import annotations
 
+import math
 import operator
 from collections.abc import Callable
 
@@ -85,8 +86,6 @@ AXES = R.AXES
 ATOMIC_METHODS = {name: e.op for name, e in R.ATOMIC_METHODS.items()}
 # NumPy's and Numba's array attributes that a kernel's array does not have, and what it has.
 _NUMPY_ARRAY_ATTRIBUTES = {
-    "size": "the element count is len(a) for a 1-D array, a.shape[0] * a.shape[1] for a 2-D one",
-    "ndim": "an array's rank is its type's: CUDASlice is 1-D, CUDASlice2D 2-D, CUDASlice3D 3-D",
     "dtype": "an array's element type is its annotation's (CUDASlice[f32]); a generic kernel "
              "names it with its TypeVar",
     "strides": "index the array by its logical indices (a[i, j]): the launcher passes the "
@@ -576,6 +575,10 @@ class ExpressionChecker(CheckerBase):
         if isinstance(base, ir.ArrayRef) and e.attr == "shape":
             return TupleValue(e.span, ir.VOID, tuple(
                 self.shape_of(base, axis, e.span) for axis in range(base.ty.ndim)))
+        if isinstance(base, ir.ArrayRef) and e.attr == "ndim":
+            return WeakConst(e.span, ir.I64, base.ty.ndim)
+        if isinstance(base, ir.ArrayRef) and e.attr == "size":
+            return self.size_of(base, e.span)
         if isinstance(base, GeneratorValue) and e.attr in R.GENERATOR_METHODS:
             raise self.error(f"{e.attr} is a method of the generator: call it, "
                              f"{e.value.id if isinstance(e.value, S.Name) else 'rng'}"
@@ -622,6 +625,19 @@ class ExpressionChecker(CheckerBase):
         self.unique.note_load(base, indices, e.span, self.unsafe_depth > 0)
         self.tail.note(base, indices)
         return ir.Load(e.span, base.ty.elem, base, indices, checks)
+
+    def size_of(self, base: ir.ArrayRef, span: SourceSpan) -> ir.Expr:
+        """``a.size``: the product of the extents, an ``i64`` (NumPy's element count; no
+        device array holds 2**63 elements, so the product cannot wrap)."""
+        extents = [self.shape_of(base, axis, span) for axis in range(base.ty.ndim)]
+        if all(isinstance(x, WeakConst) for x in extents):
+            return WeakConst(span, ir.I64, math.prod(x.value for x in extents))
+        typed = [ir.Const(x.span, ir.I64, x.value) if isinstance(x, WeakConst) else x
+                 for x in extents]
+        size = typed[0]
+        for extent in typed[1:]:
+            size = ir.BinOp(span, ir.I64, "*", size, extent)
+        return size
 
     def shape_of(self, base: ir.ArrayRef, axis: int, span: SourceSpan
                  ) -> ir.Expr:

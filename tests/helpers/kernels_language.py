@@ -312,6 +312,14 @@ def reused_loop_name(x: CUDASlice[f32], out: CUDASliceMut[f32]):
     out[FlatLayout1D.uid()] = acc
 
 
+@gpu_kernel(Kernel1D)
+def sizes(a: CUDASlice2D[f32], b: CUDASlice[f32], out: CUDASliceMut[i64]):
+    # NumPy's a.size (the product of the extents) and a.ndim.
+    i = FlatLayout1D.uid()
+    if i < b.size:
+        out[i] = a.size * 10 + a.ndim + b.ndim * 100 + i
+
+
 @gpu_kernel(Kernel1D, specializations=[f32, f64, i32])
 def generic_axpy(alpha: T, x: CUDASlice[T], y: CUDASlice[T], out: CUDASliceMut[T]):
     i = FlatLayout1D.uid()

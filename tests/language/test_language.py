@@ -250,6 +250,15 @@ def test_a_device_function_declared_to_return_none(backend, kl, rng):
     np.testing.assert_array_equal(out.to_host(), np.maximum(x, 0))
 
 
+def test_array_size_and_ndim(backend, kl):
+    out = filled(40, gn.i64, -7)
+    launch(kl.sizes, gn.GridDim1D(1), gn.BlockDim1D(64))(
+        gn.to_device(np.zeros((3, 5), np.float32)), gn.to_device(np.zeros(33, np.float32)), out)
+    want = np.full(40, -7)
+    want[:33] = 15 * 10 + 2 + 100 + np.arange(33)
+    np.testing.assert_array_equal(out.to_host(), want)
+
+
 def test_a_loop_name_reused_over_narrower_bounds(backend, kl, rng):
     # As in Python, a name is a loop variable again: the second loop counts in its i64.
     x = rng.standard_normal(100, dtype=np.float32)
