@@ -110,7 +110,7 @@ class BoundsProofs:
         """Which integer values ``cond`` compares are exact (:class:`~.facts.Exact`): built
         without arithmetic that may wrap, as :func:`.wrapping.exact_value` shows without
         proving anything new (no flag set, no launch check added but the one it names)."""
-        from .wrapping import exact_value
+        from .wrapping import exact_value, operands_keep_it
 
         out: set[Fact] = set()
         for node in ir.walk(cond):
@@ -120,7 +120,8 @@ class BoundsProofs:
                     if not (isinstance(ty, ir.ScalarType) and ty.info.is_int):
                         continue
                     checks: list = []
-                    if exact_value(side, self.no_wrap.proven, self.defs.single_def, checks):
+                    if exact_value(side, self.no_wrap.proven, self.defs.single_def, checks,
+                                   fits=lambda x: operands_keep_it(x, self)):
                         for check in checks:
                             self.ctx.kernel.add_launch_check(check)
                         out.add(Exact(self.defs.key(side)))

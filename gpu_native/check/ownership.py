@@ -154,21 +154,33 @@ def assume(form: StoreForm, assumption: Assumption) -> StoreForm:
 
 def guard_assumptions(forms: Iterable[StoreForm]) -> list[Assumption]:
     """What the conditions around the stores show of uniform atoms, where the stores run: ``P <
-    U`` with ``P >= c`` (``if col < n:``) makes ``U >= c + 1``, so an unchanged parameter or
-    extent ``v`` with ``U == v + k`` is at least ``c + 1 - k``; where that is 1 or more, ``v`` is
-    a positive atom there, as the pair proof needs it, with no check by the launcher."""
+    U`` with ``P >= c`` (``if col < n:``) makes ``U >= c + 1``, so a launch-uniform atom ``v``
+    with ``U == v + k`` is at least ``c + 1 - k``; where that is 1 or more, ``v`` is a positive
+    atom there, as the pair proof needs it, with no check by the launcher.  ``v`` is any value
+    every thread of the launch shares: an unchanged parameter, an extent, or one the forms keep
+    opaque (``len(a) // 2``, ``(n + 1) // 2``), since a pair of stores meets only where both
+    run, and where one runs the condition holds of the one value every thread sees."""
     best: dict = {}
     for f in forms:
         for q, u in f.bounded:
-            if u.const or len(u.terms) != 1:
+            if len(u.terms) != 1:
                 continue
             (mono, k), = u.terms
-            if k != 1 or len(mono) != 1 or not isinstance(mono[0], (VarKey, ShapeKey)):
+            if k != 1 or len(mono) != 1 or not _opaque_uniform(mono[0]):
                 continue
-            bound = q.const + 1
+            bound = q.const + 1 - u.const
             if bound >= 1 and bound > best.get(mono[0], 0):
                 best[mono[0]] = bound
     return [Assumption(v, const(n)) for v, n in sorted(best.items(), key=lambda t: repr(t[0]))]
+
+
+def _opaque_uniform(a) -> bool:
+    """Is the atom ``a`` a launch-uniform value of unknown sign (a parameter, an extent, a
+    quotient of them: any key but a digit and the launch extents, which are positive already)?
+    A value read from memory is left out: that it is the same in every thread rests on no
+    other thread writing it, which a condition's bound should not lean on."""
+    return isinstance(a, Key) and not isinstance(a, (SpecialKey, UidKey, LaneKey)) \
+        and not a.reads_memory()
 
 
 # ---- forms of indices -----------------------------------------------------------------------

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from ..analysis.ranges import Affine
 from ..nodes import node
-from .facts import ShapeKey, SpecialKey, VarKey
+from .facts import ConstKey, Key, OpKey, ShapeKey, SpecialKey, VarKey
 
 if TYPE_CHECKING:
     from .splits import Derived
@@ -149,8 +149,25 @@ def atom_text(a) -> str:
         return f"{atom_text(a.extent)} // {a.k}"
     if isinstance(a, SpecialKey):
         return f"{a.name}.{'xyz'[a.axis]}"
-    if isinstance(a, VarKey):
-        return a.var.name
+    if isinstance(a, Key):
+        return key_text(a)
+    return "..."
+
+
+def key_text(k: Key, nested: bool = False) -> str:
+    """A launch-uniform atom as the kernel spells it (``len(a) // 2`` reads ``a.shape[0] //
+    2``); ``...`` for a value it has no words for."""
+    if isinstance(k, VarKey):
+        return k.var.name
+    if isinstance(k, ShapeKey):
+        return f"{k.array.name}.shape[{k.axis}]"
+    if isinstance(k, SpecialKey):
+        return f"{k.name}.{'xyz'[k.axis]}"
+    if isinstance(k, ConstKey):
+        return str(k.value)
+    if isinstance(k, OpKey):
+        text = f"{key_text(k.left, True)} {k.op} {key_text(k.right, True)}"
+        return f"({text})" if nested else text
     return "..."
 
 
@@ -170,14 +187,12 @@ class Slack:
     """``name - bound + 1``: at least 1 where the launcher checked ``name >= bound``, or where a
     condition around the store shows it (``var`` a parameter's key, or an extent's)."""
 
-    var: VarKey | ShapeKey
+    var: Key  # a parameter, an extent, or another launch-uniform value (len(a) // 2)
     bound: Affine
 
     @property
     def name(self) -> str:
-        if isinstance(self.var, ShapeKey):
-            return f"{self.var.array.name}.shape[{self.var.axis}]"
-        return self.var.var.name
+        return key_text(self.var)
 
 
 def unassume(p: Poly) -> Poly:

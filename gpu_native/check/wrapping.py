@@ -61,7 +61,8 @@ def index_is_exact(e: ir.Expr, bounds: BoundsProofs, single_def, depth: int = 0)
                 # An unsigned value is never negative, wrapped or not: it is exact only where
                 # the sum or product is proven to stay within its type.
                 if (bounds.no_wrap.holds(x) if x.op in ("+", "*") else False) \
-                        if x.ty.info.kind == "uint" else bounds.is_nonneg(x):
+                        if x.ty.info.kind == "uint" else (bounds.is_nonneg(x)
+                                                          or operands_keep_it(x, bounds)):
                     return True
                 if under_cast:
                     return False
@@ -82,30 +83,56 @@ def index_is_exact(e: ir.Expr, bounds: BoundsProofs, single_def, depth: int = 0)
     return "ring" if state["ring"] else True
 
 
+def operands_keep_it(x: ir.BinOp, bounds: BoundsProofs) -> bool:
+    """Does the signed ``x`` stay within its type for any values its operands may hold
+    wherever it is computed (the launch facts only: a local's value is computed before the
+    conditions around its use)?  ``n - 1 - i`` in i64, ``n`` an extent and ``i`` a grid's
+    uid, is at least ``-1 - i``: its operands keep it from wrapping, though it may be
+    negative."""
+    from ..analysis.ranges import BINARY, type_interval
+
+    full = type_interval(x.ty)
+    rule = BINARY.get(x.op)
+    if full is None or rule is None:
+        return False
+    with bounds.without_facts():
+        left, right = bounds.interval(x.left), bounds.interval(x.right)
+    if left.lo > left.hi or right.lo > right.hi:
+        return False
+    r = rule(left, right)
+    return r is not None and r.within(full)
+
+
 # The largest constant a thread coordinate may be scaled by in :func:`exact_value`: a block's
 # extent (``block_idx.x * 256 + thread_idx.x``), not a hash's multiplier.
 _COORDINATE_SCALE = 1024
 _LAUNCH_INDICES = ("thread_idx", "block_idx", "block_dim", "grid_dim")
 
 
-def exact_value(e: ir.Expr, proven: dict, single_def, checks: list, depth: int = 0) -> bool:
+def exact_value(e: ir.Expr, proven: dict, single_def, checks: list, depth: int = 0,
+                fits: Callable[[ir.BinOp], bool] | None = None) -> bool:
     """Is ``e``'s machine value its mathematical one, shown without new proofs: every ``+ - *
     <<`` on its way already proven not to wrap (``proven``, the no-wrap proofs' BinOps by id),
     or a thread coordinate ``block_idx.x * block_dim.x + thread_idx.x`` (or with a constant of
     at most a block's extent), for which ``checks`` receives the launch check that keeps it
     within its type (:class:`~gpu_native.spec.IndexFits`: only grids of 2**31 threads along
-    an axis fail it in i32).  Reading a variable is exact: its value is what the proofs use."""
+    an axis fail it in i32).  Reading a variable is exact: its value is what the proofs use.
+    ``fits``, where given, tells a ``+ - *`` that its operands keep within its type (see
+    :func:`operands_keep_it`)."""
     if depth > 48:
         return False
     if isinstance(e, (ir.Const, ir.Special, ir.Shape, ir.UidComponent, ir.LaneId)):
         return True
     if isinstance(e, ir.Local):
         d = single_def(e.var)
-        return True if d is None else exact_value(d, proven, single_def, checks, depth + 1)
+        return True if d is None else exact_value(d, proven, single_def, checks, depth + 1,
+                                                  fits)
     if isinstance(e, ir.Cast):
-        return is_widening(e) and exact_value(e.value, proven, single_def, checks, depth + 1)
+        return is_widening(e) and exact_value(e.value, proven, single_def, checks, depth + 1,
+                                              fits)
     if isinstance(e, ir.BinOp) and isinstance(e.ty, ir.ScalarType):
-        if e.op in ("+", "-", "*", "<<") and id(e) not in proven:
+        if e.op in ("+", "-", "*", "<<") and id(e) not in proven and not (
+                fits is not None and e.op != "<<" and fits(e)):
             from .launch import launch_tree
             tree = launch_tree(e, _LAUNCH_INDICES, ("+", "*"), single_def)
             if tree is None or not _coordinate(tree):
@@ -115,7 +142,7 @@ def exact_value(e: ir.Expr, proven: dict, single_def, checks: list, depth: int =
                 checks.append(IndexFits(tree, e.ty.info.max, str(e.ty), e.span.line,
                                         e.span.col, e.span.end_col))
             return True
-        return all(exact_value(side, proven, single_def, checks, depth + 1)
+        return all(exact_value(side, proven, single_def, checks, depth + 1, fits)
                    for side in (e.left, e.right))
     return False
 
