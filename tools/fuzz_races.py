@@ -38,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from tools.fuzz import guarded, indices, ranges, scaled, splits, tiles, warps
+from tools.fuzz import guarded, indices, mirrored, ranges, scaled, splits, tiles, warps
 
 CHUNK = 16
 
@@ -77,6 +77,7 @@ FAMILIES = {"indices": Family(indices.generated, _shapes),
             "tiles": Family(tiles.generated, _shapes),
             "guarded": Family(guarded.generated, _guarded_launches),
             "ranges": Family(ranges.generated, _guarded_launches),
+            "mirrored": Family(mirrored.generated, _guarded_launches),
             "warps": Family(warps.generated, _warps_shapes)}
 
 
@@ -235,8 +236,10 @@ def main(argv=None) -> int:
                              "loop variable), tools/fuzz/splits.py (flat values split by // "
                              "and %%, XOR), tools/fuzz/tiles.py (store_matrix tiles) or "
                              "tools/fuzz/guarded.py (row-major indices under a bound, "
-                             "launched with each n) or tools/fuzz/ranges.py (two stores told "
-                             "apart by their index ranges, launched with each n)")
+                             "launched with each n), tools/fuzz/ranges.py (two stores told "
+                             "apart by their index ranges, launched with each n) or "
+                             "tools/fuzz/mirrored.py (two stores a condition orders, an "
+                             "in-place reverse, launched with each n)")
     args = parser.parse_args(argv)
     generate = FAMILIES[args.family].generated
 

@@ -241,6 +241,19 @@ class StoreForm:
     # ``unread_guards``: the lines of the conditions there that no guard reads.
     guards: tuple[Guard, ...] = ()
     unread_guards: tuple[int, ...] = ()
+    # Every strict comparison around the store of exact values with polynomials, as (Q, U)
+    # with ``Q < U``: Q the digits' part (any signs: ``x - y < 0`` of ``if x < y:``), U
+    # uniform; and the floor divisions among their uniform values, as (``X // K`` atom, X, K):
+    # ``X == K * (X // K) + r`` with ``0 <= r < K`` (:mod:`.apart`).  Only the forms
+    # :meth:`Forms.store` makes carry them.
+    relations: tuple[tuple[Poly, Poly], ...] = ()
+    divisions: tuple[tuple[OpKey, Poly, int], ...] = ()
+    # Whether each index is shown exact at the store (set by :meth:`.unique.UniqueWrites.store`;
+    # () where not shown), and the launch checks that keeps some of them exact (a thread's
+    # flat index in i32: see :func:`.wrapping.exact_value`), which a rule that relies on
+    # them adds.
+    exact: tuple[bool, ...] = ()
+    exact_checks: tuple = ()
 
 
 class Forms:
@@ -508,8 +521,47 @@ class Forms:
             if _sum_of_digits(q):
                 bounded.append((q, u))
         guards, unread = self._guards(facts, fold, space)
+        relations, divisions = self._relations(facts, exact, fold, space)
         return StoreForm(tuple(dims), pins, ranges, line, text, single, whole,
-                         getattr(subst, "__self__", {}), tuple(bounded), (), guards, unread)
+                         getattr(subst, "__self__", {}), tuple(bounded), (), guards, unread,
+                         relations, divisions)
+
+    def _relations(self, facts: list, exact: set, fold, space: str) -> tuple[tuple, tuple]:
+        """:attr:`StoreForm.relations` and :attr:`StoreForm.divisions` from ``facts``: each
+        ``L < R`` of exact values (machine values that are the mathematical ones) as ``L - R <
+        0`` split into its digits' part and its uniform part; each ``X // K`` (``K`` a positive
+        constant) among the uniform parts, with ``X``'s polynomial (exact too: a comparison's
+        side is exact only where everything under it is)."""
+        from .splits import deep
+        relations = []
+        divisions: dict = {}
+        for f in facts:
+            if not isinstance(f, Less) or not all(
+                    side in exact or side.integer is not None for side in (f.left, f.right)):
+                continue
+            left, right = self.poly(f.left), self.poly(f.right)
+            if left is None or right is None:
+                continue
+            diff = substitute(left.plus(right.scaled(-1)), deep(fold))
+            if space == "shared":
+                diff = substitute(diff, deep(lambda a: atom(("block", a)) if isinstance(
+                    a, Digit) and a.coord.startswith("bid") else None))
+            q = Affine(0, frozenset(t for t in diff.terms if _digit_count(t[0])))
+            u = Affine(-diff.const, frozenset((m, -k) for m, k in diff.terms
+                                              if not _digit_count(m)))
+            if not q.terms or any(_digit_count(m) > 1 for m, _ in q.terms):
+                continue
+            relations.append((q, u))
+            for mono, _ in u.terms:
+                for a in mono:
+                    k = a.right.integer if isinstance(a, OpKey) and a.op == "//" else None
+                    if k is None or isinstance(k, bool) or k <= 0 or a in divisions or \
+                            a.reads_memory():  # two reads of memory may differ
+                        continue
+                    x = self.poly(a.left)
+                    if x is not None and is_uniform(x):
+                        divisions[a] = (a, substitute(x, deep(fold)), k)
+        return tuple(relations), tuple(divisions[a] for a in sorted(divisions, key=repr))
 
     def _guards(self, facts: list, fold, space: str) -> tuple[tuple[Guard, ...], tuple[int, ...]]:
         """The comparisons among ``facts`` that depend on the thread, as :class:`Guard`
@@ -693,6 +745,11 @@ FOLDED: dict[str, Callable[[int, int], int | None]] = {
     "|": lambda a, b: a | b,
     "^": lambda a, b: a ^ b,
 }
+
+
+def _digit_count(mono: tuple) -> int:
+    return sum(isinstance(a, Digit) for a in mono)
+
 
 def _sum_of_digits(p: Poly) -> bool:
     """Is ``p`` a constant plus digits times nonnegative uniform coefficients, one digit a term

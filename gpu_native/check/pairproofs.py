@@ -1,7 +1,8 @@
 """The unique-write proofs that set a store against the other stores of its array: each pair
-proven apart from their affine forms (:mod:`.ownership`), where need be under an assumption on a
-scalar parameter that the launcher checks, and every index of the forms checked not to wrap (the
-forms are exact integers).
+proven apart from their affine forms (:mod:`.ownership`) or by the order the conditions around
+them put on their indices (:mod:`.apart`: an in-place reverse, a transpose), where need be
+under an assumption on a scalar parameter that the launcher checks, and every index of the
+forms checked not to wrap (the forms are exact integers).
 
 :class:`PairProofs` is a base of :class:`.unique.UniqueWrites`, which turns to it where the
 classic rule does not prove a store: an array written through several indices, a store that a
@@ -16,6 +17,7 @@ from ..analysis.ranges import is_widening
 from ..errors import SourceSpan, TranspileError
 from ..nodes import node
 from ..spec import ParamCheck
+from .apart import bounds_apart
 from .classify import IndexClasses, required_coords
 from .facts import VarKey
 from .monotone import prove_padded
@@ -95,7 +97,8 @@ class PairProofs(IndexClasses):
     def prove(self, a: StoreForm, b: StoreForm, required: frozenset[str], array: str
               ) -> PairProof:
         """Two stores whose index ranges never meet (:func:`spans_apart`); else
-        :func:`.monotone.prove_padded` (the ownership proof), and where it fails in a kernel
+        :func:`.monotone.prove_padded` (the ownership proof), then two stores the conditions
+        around them keep apart (:func:`.apart.bounds_apart`), and where both fail in a kernel
         whose indices hold an unchanged integer parameter, again under an assumption the
         launcher can check (``stride >= block_dim.x``; see :mod:`.ownership`), which is then
         recorded."""
@@ -103,6 +106,7 @@ class PairProofs(IndexClasses):
             apart = spans_apart(a, b)
             if apart is not None:
                 return PairProof(True, apart)
+        raw = (a, b)
         outcome = prove_padded(a, b, required)
         if not outcome.ok:
             # What the conditions around the stores show (``if col < n:`` makes n >= 1 there).
@@ -111,6 +115,14 @@ class PairProofs(IndexClasses):
                 for assumption in implied:
                     a, b = assume(a, assumption), assume(b, assumption)
                 outcome = prove_padded(a, b, required)
+        if not outcome.ok and raw[0] is not raw[1]:
+            # Conditions that order the two stores' indices (an in-place reverse, a transpose),
+            # read from the forms as made (an assumption's forms drop them).
+            apart = bounds_apart(*raw)
+            if apart is not None:
+                for check in raw[0].exact_checks + raw[1].exact_checks:
+                    self.ctx.kernel.add_launch_check(check)
+                return PairProof(True, apart)
         if outcome.ok or not self.is_kernel:
             return outcome
         known = list(self.assumptions.values())

@@ -55,7 +55,7 @@ from .refusals import (
 )
 from .strides import ScaledStores, scale_vars
 from .warptiles import in_device_function, warp_tile
-from .wrapping import index_is_exact
+from .wrapping import exact_value, index_is_exact, operands_keep_it
 
 if TYPE_CHECKING:
     from .bounds import BoundsProofs
@@ -268,6 +268,9 @@ class UniqueWrites(PairProofs):
                                 index_text(base, span))
         if isinstance(form, StoreForm):
             form.spans = self._index_spans(indices)
+            checks: list = []
+            form.exact = tuple(self._exact_here(i, checks) for i in indices)
+            form.exact_checks = tuple(checks)
         self.store_forms.setdefault(id(base.var), []).append(form)
         self.store_positions.setdefault(id(base.var), []).append(self.phases.position())
         narrowed = bool(pinned(self.bounds.facts) & required_coords(self.ctx.ndim, space))
@@ -311,6 +314,16 @@ class UniqueWrites(PairProofs):
             covered |= u.coords if u is not None else set()
         return kind, owners, self.note_ticket_pins(required_coords(self.ctx.ndim, space),
                                                    covered, span, base)
+
+    def _exact_here(self, idx: ir.Expr, checks: list) -> bool:
+        """Is ``idx`` shown exact (see :attr:`.ownership.StoreForm.exact`) from what is
+        proven already, with the launch checks ``checks`` receives (none is added here)?"""
+        mine: list = []
+        if not exact_value(idx, self.bounds.no_wrap.proven, self.defs.single_def, mine,
+                           fits=lambda x: operands_keep_it(x, self.bounds)):
+            return False
+        checks += mine
+        return True
 
     def _index_spans(self, indices) -> tuple:
         """Each index's values at the store (see :attr:`.ownership.StoreForm.spans`): the

@@ -1,12 +1,22 @@
 """Two stores per thread that a condition keeps apart: a butterfly over a launch value the proofs
-keep opaque.
+keep opaque, an in-place reverse, an in-place square transpose.
 
-``half = len(a) // 2; if i < half: a[i], a[i + half]``: the quotient is the same in every
-thread, an opaque value like a parameter, and ``i < half`` makes it at least 1 there, so the
-mixed-radix rule sees ``i + half`` past every thread's ``i`` (:func:`gpu_native.check.
-ownership.guard_assumptions`).  Each accepted kernel runs on the simulator against NumPy with
-the race detector on; each near miss is refused and races on the simulator once its stores are
-put under ``with unsafe():``.
+* ``half = len(a) // 2; if i < half: a[i], a[i + half]``: the quotient is the same in every
+  thread, an opaque value like a parameter, and ``i < half`` makes it at least 1 there, so the
+  mixed-radix rule sees ``i + half`` past every thread's ``i`` (:func:`gpu_native.check.
+  ownership.guard_assumptions`).
+* ``if i < n // 2: a[i], a[n - 1 - i] = a[n - 1 - i], a[i]``: the two indices run in opposite
+  directions, and ``n - 1 - i >= n - n // 2 > i`` since ``2 * (n // 2) <= n``
+  (:mod:`gpu_native.check.apart`); also with ``if i < n - 1 - i:``.
+* ``if x < y: a[y, x], a[x, y] = a[x, y], a[y, x]``: the indices trade places, so their
+  difference ``y - x`` is positive in one store and negative in the other.
+* ``if i < n - 1: out[i]`` beside ``elif i == n - 1: out[n - 1]``: the first index stays below
+  the second.
+
+Each accepted kernel runs on the simulator against NumPy with the race detector on; each near
+miss is refused and races on the simulator once its stores are put under ``with unsafe():``.
+Two race-free kernels that the rule does not reach (a thread writing the middle element twice,
+the diagonal twice) stay refused.
 """
 
 from __future__ import annotations
@@ -16,7 +26,8 @@ import pytest
 
 from gpu_native.errors import TranspileError
 from gpu_native.spec import ParamCheck
-from tests.simulator.support import build, launch
+from tests.simulator.support import build, launch, race_free_draws
+from tools.fuzz import guarded, mirrored
 
 
 @pytest.fixture(autouse=True)
@@ -52,6 +63,41 @@ BUTTERFLIES = {
     "i32_param": ("n // 2", ", n: i32", lambda n: (np.int32(n),)),
     "rounded_up": ("(len(a) + 1) // 2", "", lambda n: ()),
 }
+
+REVERSE = """
+    @gpu_kernel(Kernel1D)
+    def k(a: CUDASliceMut[f32]):
+        i = {thread}
+        n = len(a)
+        if {condition}:
+            a[i], a[{mirror}] = a[{mirror}], a[i]  # <--
+    """
+
+UID = "FlatLayout1D.uid()"
+FLAT = "block_idx.x * block_dim.x + thread_idx.x"
+REVERSES = {
+    "half": (UID, "i < n // 2", "n - 1 - i"),
+    "half_written_n_i_1": (UID, "i < n // 2", "n - i - 1"),
+    "half_i32_index": (FLAT, "i < n // 2", "n - 1 - i"),
+    "before_the_mirror": (UID, "i < n - 1 - i", "n - 1 - i"),
+    "before_the_mirror_n_i_1": (UID, "i < n - i - 1", "n - i - 1"),
+    "mirror_above": (UID, "n - 1 - i > i", "n - 1 - i"),
+}
+
+TRANSPOSE = """
+    @gpu_kernel(Kernel2D)
+    def k(a: CUDASliceMut2D[f32]):
+        x, y = FlatLayout2D.uid()
+        if {condition}:
+            a[y, x], a[x, y] = a[x, y], a[y, x]  # <--
+    """
+
+TRANSPOSES = {
+    "below_the_diagonal": "y < a.shape[0] and x < y",
+    "above_the_diagonal": "x < a.shape[1] and y < x",
+    "greater_than": "y < a.shape[0] and y > x",
+}
+
 
 def _unsafe(source: str) -> str:
     """``source`` with each line marked ``# <--`` under ``with unsafe():``."""
@@ -115,6 +161,80 @@ def test_a_butterfly_rounded_up_with_its_end_guarded(tmp_path):
     np.testing.assert_allclose(_run_1d(kernel, a), expected, rtol=1e-6)
 
 
+@pytest.mark.parametrize("name", sorted(REVERSES))
+def test_an_in_place_reverse(tmp_path, name):
+    thread, condition, mirror = REVERSES[name]
+    source = _plain(REVERSE.format(thread=thread, condition=condition, mirror=mirror))
+    kernel = build(tmp_path, source, name=name)["k"]
+    rng = np.random.default_rng(len(name))
+    for n, grid, block in ((1, 1, 32), (2, 1, 32), (7, 1, 32), (64, 1, 32), (65, 2, 32),
+                           (200, 3, 64)):
+        a = rng.standard_normal(n).astype(np.float32)
+        np.testing.assert_array_equal(_run_1d(kernel, a, grid=grid, block=block), a[::-1])
+
+
+@pytest.mark.parametrize("name", sorted(TRANSPOSES))
+def test_an_in_place_square_transpose(tmp_path, name):
+    source = _plain(TRANSPOSE.format(condition=TRANSPOSES[name]))
+    kernel = build(tmp_path, source, name=name)["k"]
+    rng = np.random.default_rng(len(name))
+    for n, grid, block in ((1, (1, 1), (8, 8)), (5, (1, 1), (8, 8)), (17, (2, 3), (16, 8)),
+                           (40, (3, 5), (16, 8))):
+        a = rng.standard_normal((n, n)).astype(np.float32)
+        out = a.copy()
+        errors = launch(kernel, grid, block, out)
+        assert errors.races == [] and errors.fails == [], errors
+        np.testing.assert_array_equal(out, a.T)
+
+
+def test_the_last_element_beside_the_rest(tmp_path):
+    """A relation between two values: ``i < n - 1`` keeps ``out[i]`` below ``out[n - 1]``,
+    which the ``elif`` leaves to one thread (the index ranges alone do not show it: ``n`` is
+    not known)."""
+    source = """
+        @gpu_kernel(Kernel1D)
+        def k(out: CUDASliceMut[f32], a: CUDASlice[f32]):
+            i = FlatLayout1D.uid()
+            n = len(out)
+            if i < n - 1:
+                out[i] = a[i + 1] - a[i]
+            elif i == n - 1:
+                out[n - 1] = 0.0
+        """
+    kernel = build(tmp_path, source, name="last")["k"]
+    a = np.random.default_rng(4).standard_normal(70).astype(np.float32)
+    out = np.full(70, np.nan, np.float32)
+    errors = launch(kernel, 3, 32, out, a)
+    assert errors.races == [] and errors.fails == [], errors
+    np.testing.assert_allclose(out, np.append(np.diff(a), 0.0), rtol=1e-6)
+
+
+def test_the_rule_names_the_order(tmp_path):
+    """The pair's rule, as the proofs state it: the mirrored index lies above the other."""
+    from gpu_native.check import pairproofs
+
+    texts = []
+    original = pairproofs.bounds_apart
+
+    def spy(a, b):
+        text = original(a, b)
+        texts.append(text)
+        return text
+
+    pairproofs.bounds_apart = spy
+    try:
+        build(tmp_path, _plain(REVERSE.format(thread=UID, condition="i < n // 2",
+                                              mirror="n - 1 - i")), name="named")
+        build(tmp_path, _plain(TRANSPOSE.format(condition=TRANSPOSES["below_the_diagonal"])),
+              name="named2")
+    finally:
+        pairproofs.bounds_apart = original
+    assert "the conditions around the stores keep them apart: the index is always above its " \
+        "value at line 18" in texts  # a[n - 1 - i] against a[i] (the header is 13 lines)
+    assert "the conditions around the stores keep them apart: index 0 minus index 1 is always " \
+        "below its value at line 17" in texts  # a[x, y] against a[y, x]
+
+
 # ---- near misses: refused, and racing ------------------------------------------------------------
 
 # name: (source, the array's shape, a launch that races once the stores are unsafe).
@@ -130,7 +250,33 @@ NEAR_MISSES = {
     # Thread 0's second index is thread half - 1's first.
     "butterfly_one_short": (BUTTERFLY.format(half="len(a) // 2", params="").replace(
         "i + half]", "i + half - 1]"), 8, 1, 32),
+    # Threads n // 2 - 1 and n // 2 swap the same two elements (even lengths).
+    "reverse_one_more": (REVERSE.format(thread=UID, condition="i < n // 2 + 1",
+                                        mirror="n - 1 - i"), 8, 1, 32),
+    "reverse_inclusive": (REVERSE.format(thread=UID, condition="i <= n // 2",
+                                         mirror="n - 1 - i"), 8, 1, 32),
+    "reverse_past_the_mirror": (REVERSE.format(thread=UID, condition="i < n - i + 1",
+                                               mirror="n - 1 - i"), 8, 1, 32),
+    # The flat index of a block: block 1's thread 0 meets block 0's.
+    "reverse_in_the_block": (REVERSE.format(thread="thread_idx.x", condition="i < n // 2",
+                                            mirror="n - 1 - i"), 8, 2, 32),
+    # Thread 1 swaps a[1] and a[2], thread 2 a[2] and a[1]: no order.
+    "transpose_unordered": (TRANSPOSE.format(condition="y < a.shape[0] and x < a.shape[1]"),
+                            (5, 5), (1, 1), (8, 8)),
+    # (1, 0) and (0, 1) both run: x < y + 2 orders nothing.
+    "transpose_loose_order": (TRANSPOSE.format(condition="y < a.shape[0] and x < y + 2"),
+                              (5, 5), (1, 1), (8, 8)),
 }
+
+REVERSE_OF_ANOTHER = """
+    @gpu_kernel(Kernel1D)
+    def k(a: CUDASliceMut[f32], b: CUDASlice[f32]):
+        i = FlatLayout1D.uid()
+        n = len(a)
+        m = len(b)
+        if i < n // 2:
+            a[i], a[m - 1 - i] = a[m - 1 - i], a[i]  # <--
+    """
 
 
 @pytest.mark.parametrize("name", sorted(NEAR_MISSES))
@@ -141,3 +287,50 @@ def test_near_misses_are_refused_and_race(tmp_path, name):
     kernel = build(tmp_path, _unsafe(source), name=f"{name}_unsafe")["k"]
     a = np.arange(np.prod(shape), dtype=np.float32).reshape(shape)
     assert launch(kernel, grid, block, a).races
+
+
+def test_a_reverse_by_another_length_is_refused_and_races(tmp_path):
+    with pytest.raises(TranspileError, match=r"could write the same element"):
+        build(tmp_path, _plain(REVERSE_OF_ANOTHER), name="other_length")
+    kernel = build(tmp_path, _unsafe(REVERSE_OF_ANOTHER), name="other_length_unsafe")["k"]
+    # n = 8, m = 6: thread 2 swaps a[2] and a[3], thread 3 a[3] and a[2].
+    a = np.arange(8, dtype=np.float32)
+    assert launch(kernel, 1, 32, a, np.zeros(6, np.float32)).races
+
+
+# ---- race-free, but beyond the rule ----------------------------------------------------------------
+
+# The same thread meets itself: the middle element of an odd length, the diagonal.  The rule
+# proves two stores never meet at all, so these stay refused; none of them races.
+BEYOND = {
+    "reverse_rounded_up": (REVERSE.format(thread=UID, condition="i < (n + 1) // 2",
+                                          mirror="n - 1 - i"), 9, 1, 32),
+    "transpose_with_the_diagonal": (TRANSPOSE.format(condition="y < a.shape[0] and x <= y"),
+                                    (5, 5), (1, 1), (8, 8)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BEYOND))
+def test_a_thread_that_meets_itself_is_refused_though_race_free(tmp_path, name):
+    source, shape, grid, block = BEYOND[name]
+    with pytest.raises(TranspileError, match=r"could write the same element|could race"):
+        build(tmp_path, _plain(source), name=name)
+    kernel = build(tmp_path, _unsafe(source), name=f"{name}_unsafe")["k"]
+    a = np.arange(np.prod(shape), dtype=np.float32).reshape(shape)
+    assert launch(kernel, grid, block, a).races == []
+
+
+# ---- generated draws --------------------------------------------------------------------------------
+
+
+def test_generated_mirrored_pairs_accepted_only_when_race_free(tmp_path):
+    """Every draw of tools/fuzz/mirrored.py the checker accepts runs without a race for each n
+    and launch shape its checks let through; the counts are printed (``pytest -s``)."""
+    accepted, refused, launches = race_free_draws(
+        tmp_path, mirrored.generated, 20261206, 300, "mirrored",
+        lambda k: ((f"n {n}, grid {grid}, block {block}",
+                    lambda n=n, g=grid, b=block: guarded.run(k, n, g, b))
+                   for n, grid, block in guarded.launches(k)))
+    print(f"\nmirrored draws: {accepted} accepted, {refused} refused; "
+          f"{launches} race-free launches of the accepted ones")
+    assert accepted >= 30 and refused >= 100
