@@ -9,7 +9,7 @@ from .. import ir
 from ..errors import SourceSpan
 from ..nodes import Factory, fields, node, replace
 from ..spec import IndexFits, LaunchCheck
-from .facts import Key, key
+from .facts import Key, key, returned_expression
 from .scope import Resolver
 
 if TYPE_CHECKING:
@@ -244,8 +244,10 @@ _PLAIN = (ir.Const, ir.Local, ir.BinOp, ir.UnaryOp, ir.Cast, ir.Special, ir.Lane
 
 def _plain(value: ir.Expr) -> bool:
     """Is ``value`` integer arithmetic over locals, constants and launch values alone (what a
-    reaching definition may stand for: it reads no memory and has no effect)?"""
-    return all(isinstance(n, _PLAIN) for n in ir.walk(value))
+    reaching definition may stand for: it reads no memory and has no effect)?  A call of a
+    device function that only returns arithmetic of its arguments is such arithmetic."""
+    return all(isinstance(n, _PLAIN) or (isinstance(n, ir.Call) and returned_expression(
+        n.function) is not None) for n in ir.walk(value))
 
 
 def _put_in(value: ir.Expr, var: ir.Var, earlier: ir.Expr) -> ir.Expr:
@@ -258,7 +260,13 @@ def _put_in(value: ir.Expr, var: ir.Var, earlier: ir.Expr) -> ir.Expr:
         changes = {}
         for name in fields(item):
             old = getattr(item, name)
-            new = visit(old) if isinstance(old, ir.Expr) else old
+            if isinstance(old, ir.Expr):
+                new = visit(old)
+            elif isinstance(old, tuple) and any(isinstance(x, ir.Expr) for x in old):
+                items = tuple(visit(x) for x in old)  # a call's arguments
+                new = items if any(a is not b for a, b in zip(items, old)) else old
+            else:
+                new = old
             if new is not old:
                 changes[name] = new
         return replace(item, **changes) if changes else item

@@ -16,6 +16,7 @@ from ..nodes import node
 from . import promote as P
 from .checker_base import CheckerBase
 from .constarrays import const_array_ref
+from .facts import returned_expression
 from .scope import PYTHON_BUILTINS
 
 
@@ -630,8 +631,9 @@ class ExpressionChecker(CheckerBase):
         """``a.size``: the product of the extents, an ``i64`` (NumPy's element count; no
         device array holds 2**63 elements, so the product cannot wrap)."""
         extents = [self.shape_of(base, axis, span) for axis in range(base.ty.ndim)]
-        if all(isinstance(x, WeakConst) for x in extents):
-            return WeakConst(span, ir.I64, math.prod(x.value for x in extents))
+        fixed = [x.value for x in extents if isinstance(x, WeakConst)]
+        if len(fixed) == len(extents):
+            return WeakConst(span, ir.I64, math.prod(fixed))
         typed = [ir.Const(x.span, ir.I64, x.value) if isinstance(x, WeakConst) else x
                  for x in extents]
         size = typed[0]
@@ -672,7 +674,9 @@ class ExpressionChecker(CheckerBase):
         raise self.error(f"{what} must be a constant integer", e.span)
 
     def has_effects(self, e: ir.Expr) -> bool:
-        if isinstance(e, (ir.Call, ir.Atomic, ir.WarpOp, ir.BarrierVote, ir.RandomDraw)):
+        if isinstance(e, ir.Call) and returned_expression(e.function) is not None:
+            pass  # arithmetic of its arguments, as if inlined (the arguments are looked at below)
+        elif isinstance(e, (ir.Call, ir.Atomic, ir.WarpOp, ir.BarrierVote, ir.RandomDraw)):
             return True
         for value in vars(e).values():
             if isinstance(value, ir.Expr) and self.has_effects(value):

@@ -20,12 +20,13 @@
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING
 
 from .. import ir
 from ..analysis.ranges import HARDWARE
-from ..nodes import node
+from ..nodes import fields, node, replace
 
 if TYPE_CHECKING:
     from .classify import Unique
@@ -34,8 +35,9 @@ __all__ = [
     "CastKey", "ConstKey", "Equal", "Fact", "Key", "LaneKey", "Less", "LoadKey", "MathKey",
     "MultipleOf", "NonNegative",
     "NotEqual", "OpKey", "OpaqueKey", "Pinned", "ShapeKey", "SpecialKey", "UidKey", "UnaryKey",
-    "Unread", "VarKey", "cond_facts", "join", "key", "kill", "pinned", "shows_at_least", "shows_below",
-    "shows_within", "split_offset", "stable", "upper_bound",
+    "Unread", "VarKey", "cond_facts", "inlined_call", "join", "key", "kill", "pinned",
+    "returned_expression", "shows_at_least", "shows_below", "shows_within", "split_offset",
+    "stable", "upper_bound",
 ]
 
 
@@ -209,7 +211,9 @@ def key(e: ir.Expr, resolve: Callable[[ir.Var], ir.Expr | None] | None = None) -
     if isinstance(e, ir.Shape):
         return ShapeKey(e.array.var, e.axis)
     if isinstance(e, ir.BinOp):
-        return OpKey(e.op, key(e.left, resolve), key(e.right, resolve))
+        left, right = key(e.left, resolve), key(e.right, resolve)
+        folded = _folded(e, left, right)
+        return folded if folded is not None else OpKey(e.op, left, right)
     if isinstance(e, ir.UnaryOp):
         return UnaryKey(e.op, key(e.operand, resolve))
     if isinstance(e, ir.UidComponent):
@@ -222,6 +226,12 @@ def key(e: ir.Expr, resolve: Callable[[ir.Var], ir.Expr | None] | None = None) -
         return LoadKey(e.array.var, tuple(key(i, resolve) for i in e.indices))
     if isinstance(e, ir.MathCall):
         return MathKey(e.name, tuple(key(a, resolve) for a in e.args))
+    if isinstance(e, ir.Call):
+        # A device function that only returns an expression of its parameters
+        # (`def offset(n): return n >> 5`) is that expression of the arguments, as inlined.
+        inlined = inlined_call(e)
+        if inlined is not None:
+            return key(inlined, resolve)
     if isinstance(e, ir.TupleItem):
         # `t = a.shape; t[0]`: an item of a tuple built in sight is that item's value.
         value = e.value
@@ -230,6 +240,87 @@ def key(e: ir.Expr, resolve: Callable[[ir.Var], ir.Expr | None] | None = None) -
         if isinstance(value, ir.MakeTuple):
             return key(value.items[e.index], resolve)
     return OpaqueKey(id(e))
+
+
+_INT_OPS: dict[str, Callable[[int, int], int]] = {
+    "+": operator.add, "-": operator.sub, "*": operator.mul, "//": operator.floordiv,
+    "%": operator.mod, "&": operator.and_, "|": operator.or_, "^": operator.xor,
+    ">>": operator.rshift, "<<": operator.lshift,
+}
+
+
+def _folded(e: ir.BinOp, left: Key, right: Key) -> ConstKey | None:
+    """The value of integer arithmetic on two constants (``n // 2`` where a local ``n = N``
+    holds a module constant), as the operation computes it (``//`` and ``%`` floor, as
+    Python's): None where it is not that, divides by zero, or leaves the type (and wraps)."""
+    if not (isinstance(left, ConstKey) and isinstance(right, ConstKey)
+            and isinstance(e.ty, ir.ScalarType) and e.ty.info.is_int and e.op in _INT_OPS):
+        return None
+    a, b = left.value, right.value
+    if type(a) is not int or type(b) is not int:
+        return None
+    if (e.op in ("//", "%") and b == 0) or (e.op in (">>", "<<") and not 0 <= b < e.ty.info.bits):
+        return None
+    value = _INT_OPS[e.op](a, b)
+    return ConstKey(value) if e.ty.info.min <= value <= e.ty.info.max else None
+
+
+def returned_expression(fn: ir.DeviceFunction) -> ir.Expr | None:
+    """What ``fn`` returns when its body is that one ``return`` of arithmetic over its scalar
+    parameters, constants and the thread's coordinates (``return n + (n >> 5)``).
+
+    Nothing else is looked through: the keys of the body's other nodes (an opaque value, a
+    load from an array parameter) would be the same for every call, though each call's value
+    is its own."""
+    if len(fn.body) != 1 or not isinstance(fn.body[0], ir.Return) or fn.local_arrays:
+        return None
+    value = fn.body[0].value
+    if value is None or not isinstance(value.ty, ir.ScalarType):
+        return None
+    params = {id(p) for p in fn.params}
+    return value if _arithmetic_of(value, params) else None
+
+
+def inlined_call(e: ir.Call) -> ir.Expr | None:
+    """The value of the call ``e`` as the expression its function returns, with the arguments
+    in place of the parameters (new nodes), where :func:`returned_expression` gives one: what
+    every proof that looks at an index's arithmetic sees, as if the call were written out."""
+    returned = returned_expression(e.function)
+    if returned is None:
+        return None
+    return _substituted(returned, {id(p): a for p, a in zip(e.function.params, e.args)})
+
+
+def _substituted(e: ir.Expr, args: dict[int, ir.Expr]) -> ir.Expr:
+    if isinstance(e, ir.Local) and id(e.var) in args:
+        return args[id(e.var)]
+    changes: dict[str, object] = {}
+    for name in fields(e):
+        old = getattr(e, name)
+        if isinstance(old, ir.Expr):
+            changes[name] = _substituted(old, args)
+        elif isinstance(old, tuple) and any(isinstance(x, ir.Expr) for x in old):
+            changes[name] = tuple(_substituted(x, args) if isinstance(x, ir.Expr) else x
+                                  for x in old)
+    return replace(e, **changes) if changes else e
+
+
+def _arithmetic_of(e: ir.Expr, params: set[int]) -> bool:
+    if isinstance(e, ir.Local):
+        return id(e.var) in params and isinstance(e.ty, ir.ScalarType)
+    if isinstance(e, (ir.Const, ir.Special, ir.LaneId, ir.UidComponent)):
+        return True
+    if isinstance(e, ir.BinOp):
+        return _arithmetic_of(e.left, params) and _arithmetic_of(e.right, params)
+    if isinstance(e, (ir.UnaryOp, ir.Cast)):
+        inner = e.operand if isinstance(e, ir.UnaryOp) else e.value
+        return _arithmetic_of(inner, params)
+    if isinstance(e, ir.MathCall):
+        return all(_arithmetic_of(a, params) for a in e.args)
+    if isinstance(e, ir.Call):  # another such function, of such values
+        return returned_expression(e.function) is not None and all(_arithmetic_of(a, params)
+                                                          for a in e.args)
+    return False
 
 
 # ---- facts -----------------------------------------------------------------------------------

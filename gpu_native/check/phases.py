@@ -201,7 +201,8 @@ def entry_value(e: ir.Expr, known: dict) -> object:
         left, right = entry_value(e.left, known), entry_value(e.right, known)
         if not isinstance(left, int) or not isinstance(right, int):
             return None
-        if e.op not in _OPS or (e.op in ("//", "%") and (left < 0 or right <= 0)):
+        if e.op not in _OPS or (e.op in ("//", "%") and (left < 0 or right <= 0)) or (
+                e.op in (">>", "<<") and not 0 <= right < 32):
             return None
         value = _OPS[e.op](left, right)
         return value if isinstance(value, bool) or abs(value) < 1 << 31 else None
@@ -215,7 +216,9 @@ def entry_value(e: ir.Expr, known: dict) -> object:
 
 _OPS = {
     "+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,
-    "//": lambda a, b: a // b, "%": lambda a, b: a % b,
+    "//": lambda a, b: a // b, "%": lambda a, b: a % b, ">>": lambda a, b: a >> b,
+    "<<": lambda a, b: a << b, "&": lambda a, b: a & b, "|": lambda a, b: a | b,
+    "^": lambda a, b: a ^ b,
     "<": lambda a, b: a < b, "<=": lambda a, b: a <= b, ">": lambda a, b: a > b,
     ">=": lambda a, b: a >= b, "==": lambda a, b: a == b, "!=": lambda a, b: a != b,
 }

@@ -46,7 +46,7 @@ from .. import ir
 from ..errors import SourceSpan, TranspileError
 from ..nodes import fields, node, replace
 from ..spec import IndexFits
-from .facts import ConstKey, Key, OpKey, VarKey
+from .facts import ConstKey, Key, OpKey, VarKey, inlined_call, returned_expression
 from .ownership import Forms, StoreForm
 from .radix import PairProof
 from .refusals import wrap_message
@@ -138,7 +138,7 @@ class Trace:
     def run(self, body: tuple[ir.Stmt, ...]) -> None:
         try:
             for n in ir.walk(body):
-                if isinstance(n, ir.Call):
+                if isinstance(n, ir.Call) and returned_expression(n.function) is None:
                     raise _Abort("it calls a device function (which may hold a barrier)",
                                  n.span)
             self.block(body)
@@ -204,6 +204,9 @@ class Trace:
             if done is not None:
                 return done
             return parts[1] if parts[0] else parts[2]
+        if isinstance(e, ir.Call):  # arithmetic of its arguments (facts.inlined_call)
+            inlined = inlined_call(e)
+            return THREAD if inlined is None else self.value(inlined)
         return THREAD  # memory, atomics, random draws, lane ids, uids
 
     # -- statements --

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from .. import ir
 from ..analysis.ranges import HARDWARE, Affine, is_widening
 from ..spec import IndexFits
-from .facts import ConstKey, OpKey, ShapeKey, SpecialKey, UidKey, VarKey
+from .facts import ConstKey, OpKey, ShapeKey, SpecialKey, UidKey, VarKey, inlined_call
 from .poly import (
     Poly,
     Quotient,
@@ -76,6 +76,11 @@ def index_is_exact(e: ir.Expr, bounds: BoundsProofs, single_def, depth: int = 0)
                     return False
                 state["ring"] = True
             return True
+        if isinstance(x, ir.Call):
+            # The proofs see a device function's returned arithmetic as if written here: it is
+            # exact where that arithmetic is (an opaque call is an atom, as a load is).
+            inlined = inlined_call(x)
+            return True if inlined is None else walk(inlined, under_cast, d + 1)
         return True
 
     if not walk(e, False, depth):
@@ -84,18 +89,22 @@ def index_is_exact(e: ir.Expr, bounds: BoundsProofs, single_def, depth: int = 0)
 
 
 def operands_keep_it(x: ir.BinOp, bounds: BoundsProofs) -> bool:
-    """Does the signed ``x`` stay within its type for any values its operands may hold
-    wherever it is computed (the launch facts only: a local's value is computed before the
-    conditions around its use)?  ``n - 1 - i`` in i64, ``n`` an extent and ``i`` a grid's
-    uid, is at least ``-1 - i``: its operands keep it from wrapping, though it may be
-    negative."""
+    """Does ``x`` stay within its type for any values its operands may hold where it is
+    computed?  ``n - 1 - i`` in i64, ``n`` an extent and ``i`` a grid's uid or a loop's counter
+    from 0, is at least ``-1 - i``: its operands keep it from wrapping, though it may be
+    negative.  The facts that hold here bound the operands unless ``x`` is part of a local's
+    value, computed before the conditions around its use (then only the launch facts do, as
+    for :meth:`.nowrap.NoWrapProofs.prove`)."""
     from ..analysis.ranges import BINARY, type_interval
 
     full = type_interval(x.ty)
     rule = BINARY.get(x.op)
     if full is None or rule is None:
         return False
-    with bounds.without_facts():
+    if id(x) in bounds.defs.binops:
+        with bounds.without_facts():
+            left, right = bounds.interval(x.left), bounds.interval(x.right)
+    else:
         left, right = bounds.interval(x.left), bounds.interval(x.right)
     if left.lo > left.hi or right.lo > right.hi:
         return False
@@ -130,6 +139,10 @@ def exact_value(e: ir.Expr, proven: dict, single_def, checks: list, depth: int =
     if isinstance(e, ir.Cast):
         return is_widening(e) and exact_value(e.value, proven, single_def, checks, depth + 1,
                                               fits)
+    if isinstance(e, ir.Call):
+        inlined = inlined_call(e)
+        return inlined is not None and exact_value(inlined, proven, single_def, checks,
+                                                   depth + 1, fits)
     if isinstance(e, ir.BinOp) and isinstance(e.ty, ir.ScalarType):
         if e.op in ("+", "-", "*", "<<") and id(e) not in proven and not (
                 fits is not None and e.op != "<<" and fits(e)):
