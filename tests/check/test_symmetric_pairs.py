@@ -7,7 +7,8 @@ keep opaque, an in-place reverse, an in-place square transpose.
   ownership.guard_assumptions`).
 * ``if i < n // 2: a[i], a[n - 1 - i] = a[n - 1 - i], a[i]``: the two indices run in opposite
   directions, and ``n - 1 - i >= n - n // 2 > i`` since ``2 * (n // 2) <= n``
-  (:mod:`gpu_native.check.apart`); also with ``if i < n - 1 - i:``.
+  (:mod:`gpu_native.check.apart`); also with ``if i < n - 1 - i:``, and in a grid-stride or
+  block-stride loop over ``n // 2``.
 * ``if x < y: a[y, x], a[x, y] = a[x, y], a[y, x]``: the indices trade places, so their
   difference ``y - x`` is positive in one store and negative in the other.
 * ``if i < n - 1: out[i]`` beside ``elif i == n - 1: out[n - 1]``: the first index stays below
@@ -173,6 +174,37 @@ def test_an_in_place_reverse(tmp_path, name):
         np.testing.assert_array_equal(_run_1d(kernel, a, grid=grid, block=block), a[::-1])
 
 
+STRIDED_REVERSES = {
+    # Each thread takes every (grid's threads)-th pair.
+    "grid_stride": """
+        @gpu_kernel(Kernel1D)
+        def k(a: CUDASliceMut[f32]):
+            n = len(a)
+            for i in FlatLayout1D.grid_stride(n // 2):
+                a[i], a[n - 1 - i] = a[n - 1 - i], a[i]  # <--
+        """,
+    # One block walks the pairs.
+    "block_stride": """
+        @gpu_kernel(Kernel1D)
+        def k(a: CUDASliceMut[f32]):
+            assert grid_dim.x == 1
+            n = len(a)
+            for i in range(thread_idx.x, n // 2, block_dim.x):
+                a[i], a[n - 1 - i] = a[n - 1 - i], a[i]  # <--
+        """,
+}
+
+
+@pytest.mark.parametrize("name", sorted(STRIDED_REVERSES))
+def test_an_in_place_reverse_in_a_stride_loop(tmp_path, name):
+    kernel = build(tmp_path, _plain(STRIDED_REVERSES[name]), name=name)["k"]
+    rng = np.random.default_rng(len(name))
+    for n in (1, 2, 7, 64, 65, 300):
+        a = rng.standard_normal(n).astype(np.float32)
+        grid = 1 if name == "block_stride" else 2
+        np.testing.assert_array_equal(_run_1d(kernel, a, grid=grid, block=32), a[::-1])
+
+
 @pytest.mark.parametrize("name", sorted(TRANSPOSES))
 def test_an_in_place_square_transpose(tmp_path, name):
     source = _plain(TRANSPOSE.format(condition=TRANSPOSES[name]))
@@ -257,6 +289,9 @@ NEAR_MISSES = {
                                          mirror="n - 1 - i"), 8, 1, 32),
     "reverse_past_the_mirror": (REVERSE.format(thread=UID, condition="i < n - i + 1",
                                                mirror="n - 1 - i"), 8, 1, 32),
+    # One pair too many: as above, in a grid-stride loop.
+    "reverse_grid_stride_one_more": (STRIDED_REVERSES["grid_stride"].replace(
+        "grid_stride(n // 2)", "grid_stride(n // 2 + 1)"), 8, 1, 32),
     # The flat index of a block: block 1's thread 0 meets block 0's.
     "reverse_in_the_block": (REVERSE.format(thread="thread_idx.x", condition="i < n // 2",
                                             mirror="n - 1 - i"), 8, 2, 32),
