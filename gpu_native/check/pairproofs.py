@@ -307,8 +307,7 @@ class PairProofs(IndexClasses):
                 bound = extent_difference(terms)
                 if bound is not None and bound <= fits_limit(ty):
                     continue  # the arrays' sizes keep it within the type
-            ty = self._narrow_type(idx)
-            raise TranspileError(wrap_message(base.var.name, ty), idx.span, wrap_hint(ty))
+            raise self.wrap_refusal(base.var.name, idx)
 
     def add_param_fits(self, base: ir.ArrayRef, terms, ty: ir.ScalarType, line: int,
                        implied: list[Assumption]) -> bool:
@@ -336,11 +335,17 @@ class PairProofs(IndexClasses):
 
     def _narrow_type(self, e: ir.Expr, depth: int = 0):
         """The type the index's arithmetic may wrap in: below its first widening cast."""
+        return self._narrow_part(e, depth)[0]
+
+    def _narrow_part(self, e: ir.Expr, depth: int = 0) -> tuple[ir.Type, ir.Expr | None]:
+        """:meth:`_narrow_type`, and the arithmetic below the widening cast that is computed
+        in it (``2 * j`` of an ``i32`` parameter in an ``i64`` index), or None where the whole
+        index is of that type."""
         if depth > 48:
-            return e.ty
+            return e.ty, None
         if isinstance(e, ir.Local):
             d = self.defs.single_def(e.var)
-            return e.ty if d is None else self._narrow_type(d, depth + 1)
+            return (e.ty, None) if d is None else self._narrow_part(d, depth + 1)
         if isinstance(e, ir.Cast) and is_widening(e):
             # Arithmetic below the cast wraps in its narrow type; a widened atom
             # (`i64(block_idx.x)`) wraps nowhere, and what may wrap is in the wide type above.
@@ -350,10 +355,28 @@ class PairProofs(IndexClasses):
                 if d is None:
                     break
                 inner = d
-            return e.value.ty if isinstance(inner, (ir.BinOp, ir.UnaryOp)) else e.ty
+            if isinstance(inner, (ir.BinOp, ir.UnaryOp)):
+                return e.value.ty, inner
+            return e.ty, None
         if isinstance(e, ir.BinOp):
             for side in (e.left, e.right):
-                ty = self._narrow_type(side, depth + 1)
+                ty, part = self._narrow_part(side, depth + 1)
                 if ty != e.ty:
-                    return ty
-        return e.ty
+                    return ty, part
+        return e.ty, None
+
+    def wrap_refusal(self, array: str, idx: ir.Expr) -> TranspileError:
+        """The refusal of a store into ``array`` whose index ``idx`` may wrap, naming the
+        narrow arithmetic in a wider index where that is what may wrap."""
+        ty, part = self._narrow_part(idx)
+        text = ""
+        if part is not None and part.span.end_col:
+            text = (part.span.source_line or "")[part.span.col:part.span.end_col].strip()
+        if part is None or not text:
+            return TranspileError(wrap_message(array, ty), idx.span, wrap_hint(ty))
+        where = "" if part.span.line == idx.span.line else f" (line {part.span.line})"
+        return TranspileError(
+            f"{wrap_message(array, ty)}: `{text}`{where} is computed in {ty} before the index "
+            f"widens to {idx.ty}", idx.span,
+            f"compute `{text}` in {idx.ty}: convert an operand first ({idx.ty}(x) * ...), or "
+            f"declare the parameter it reads {idx.ty}")

@@ -50,8 +50,6 @@ from .refusals import (
     PairedRefusal,
     index_text,
     read_hint,
-    wrap_hint,
-    wrap_message,
 )
 from .strides import ScaledStores, scale_vars
 from .warptiles import in_device_function, warp_tile
@@ -303,9 +301,7 @@ class UniqueWrites(PairProofs):
             else:
                 for idx in (indices[p] for p in owners):
                     if index_is_exact(idx, self.bounds, self.defs.single_def) is not True:
-                        ty = self._narrow_type(idx)
-                        raise TranspileError(wrap_message(base.var.name, ty), idx.span,
-                                             wrap_hint(ty))
+                        raise self.wrap_refusal(base.var.name, idx)
         self.check_narrowed(base, span, CheckedStore(form, self.phases.position(),
                                                      narrowed or kind == "single", span))
         covered: set[str] = set()

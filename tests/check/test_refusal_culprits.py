@@ -302,3 +302,23 @@ def test_the_atomic_hand_off_is_proven_and_sums_every_block(sim, kernel_module):
         partial, count, out)
     assert out.to_host()[0] == sum(range(blocks))
     np.testing.assert_array_equal(count.to_host(), [0])
+
+
+def test_an_index_that_may_wrap_names_the_narrow_arithmetic_in_it():
+    # `2 * j` of an i32 parameter, in an i64 index: what may wrap, and where, is named.
+    text = refusal("""
+@gpu_kernel(Kernel1D)
+def k(v: CUDASliceMut[f32], j: i32):
+    t = FlatLayout1D.uid()
+    if t < len(v) // 2:
+        i = (t // j) * (2 * j) + t % j
+        a = v[i]
+        b = v[i + j]
+        v[i] = b
+        v[i + j] = a
+""")
+    assert "its index may wrap around in i32, and then two threads could write the same " \
+           "element: `2 * j` (line 8) is computed in i32 before the index widens to i64" \
+           in text, text
+    assert "hint: compute `2 * j` in i64: convert an operand first (i64(x) * ...), or declare " \
+           "the parameter it reads i64" in text, text

@@ -254,7 +254,12 @@ def test_classic_index_that_may_wrap_is_refused(tmp_path):
     with pytest.raises(TranspileError) as info:
         build(tmp_path, _kernel(WRAPPING, "# <--", wrap=False))
     text = str(info.value)
-    assert "its index may wrap around in i32" in text and "compute the index in i64" in text
+    assert "its index may wrap around in i32" in text, text
+    # It names the arithmetic computed in i32 below the widening cast, and how to widen it.
+    assert "`p + (block_idx.x * 128 + tid) * 16777216` is computed in i32 before the index " \
+           "widens to i64" in text, text
+    assert "hint: compute `p + (block_idx.x * 128 + tid) * 16777216` in i64: convert an " \
+           "operand first" in text, text
 
 
 WIDE_UNPROVEN = """
