@@ -292,9 +292,18 @@ class Launch:
                     "sync_threads() where the whole block does)")
         call = "sync_warp()" if running == live else f"sync_warp({running:#010x})"
         named = "" if running == live else ", whose mask names the lanes of this warp that run it"
-        return ("no sync_warp() lies between the two accesses, and the threads of a warp do not "
-                "run in lockstep on the GPU, so the result depends on timing; add "
-                f"{call} between them{named} (sync_threads() cannot be used in divergent code)")
+        advice = ("no sync_warp() lies between the two accesses, and the threads of a warp do "
+                  "not run in lockstep on the GPU, so the result depends on timing; add "
+                  f"{call} between them{named} (sync_threads() cannot be used in divergent code)")
+        if T > 32 and c.loc == c.other_loc:
+            # One statement reading and writing a shared element (`temp[tid] += temp[tid -
+            # offset]` under `if tid >= offset`): in a block of several warps the same step
+            # meets other warps' threads too, which no sync_warp() orders.
+            advice += ("; if this statement is a step over the whole block (an in-place scan, "
+                       "`s[tid] += s[tid - offset]`), a sync_warp() does not order other warps' "
+                       "threads: read into a local, call sync_threads() where every thread of "
+                       "the block reaches it, then write (or write to a second buffer)")
+        return advice
 
 
 _CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()

@@ -120,6 +120,22 @@ def warp_exchange(x: CUDASlice[f32], out: CUDASliceMut[f32], limit: i32, fence: 
         out[i] = s[t ^ 1]
 
 @gpu_kernel(Kernel1D)
+def inplace_scan(x: CUDASlice[f32], out: CUDASliceMut[f32]):
+    # The single-buffer Hillis-Steele scan: each step reads an element its owner writes.
+    s = shared_array(f32, 64)
+    t = BlockLayout1D.uid()
+    i = FlatLayout1D.uid()
+    s[t] = x[i]
+    sync_threads()
+    offset = 1
+    while offset < 64:
+        if t >= offset:
+            s[t] = s[t] + s[t - offset]
+        sync_threads()
+        offset *= 2
+    out[i] = s[t]
+
+@gpu_kernel(Kernel1D)
 def exchange_in_expression(x: CUDASlice[f32], out: CUDASliceMut[f32]):
     s = shared_array(f32, 64)
     t = BlockLayout1D.uid()
@@ -356,6 +372,22 @@ class TestRaces:
                         np.bool_(False))
         assert errors.races[0].endswith(
             "add sync_warp() between them (sync_threads() cannot be used in divergent code)")
+
+    def test_a_block_wide_step_in_divergent_code_is_told_sync_warp_is_not_enough(self, k):
+        # The first race is of two lanes of warp 0, but the same statement meets other warps'
+        # threads in later steps: the advice names the block-wide fix too.
+        x = np.arange(64, dtype=np.float32)
+        errors = launch(k["inplace_scan"], 1, 64, x, poisoned(64, np.float32))
+        line = at(k, "inplace_scan", "s[t] = s[t] + s[t - offset]",
+                  "s[t] = s[t] + s[t - offset]")[0]
+        assert errors.races[0].startswith("data race on shared array s[1] of block (0, 0, 0)")
+        assert f"at {line}" in errors.races[0]
+        assert errors.races[0].endswith(
+            "(sync_threads() cannot be used in divergent code); if this statement is a step "
+            "over the whole block (an in-place scan, `s[tid] += s[tid - offset]`), a "
+            "sync_warp() does not order other warps' threads: read into a local, call "
+            "sync_threads() where every thread of the block reaches it, then write (or write "
+            "to a second buffer)"), errors.races[0]
 
     def test_the_suggested_sync_warp_makes_the_exchange_race_free(self, k):
         x = np.arange(64, dtype=np.float32)
