@@ -77,6 +77,23 @@ class _Scope:
 _MODULE = _Scope("module")
 
 
+def pairs_of(target: ast.expr, value: ast.expr) -> list[tuple[ast.Name, ast.expr]] | None:
+    """``(name, value)`` for each name of ``a, b = x, y`` (a tuple or list of plain names
+    unpacking a literal tuple or list of as many items, none starred); None for any other
+    assignment."""
+    if not isinstance(target, (ast.Tuple, ast.List)) or not isinstance(value, (ast.Tuple,
+                                                                               ast.List)):
+        return None
+    if len(target.elts) != len(value.elts) or not all(
+            isinstance(t, ast.Name) for t in target.elts) or any(
+            isinstance(v, ast.Starred) for v in value.elts):
+        return None
+    names = [t.id for t in target.elts if isinstance(t, ast.Name)]
+    if len(set(names)) != len(names):  # `a, a = 1, 2`: the name is bound twice
+        return None
+    return [(t, v) for t, v in zip(target.elts, value.elts) if isinstance(t, ast.Name)]
+
+
 def module_bindings(tree: ast.Module, path: str, lines: list[str]) -> dict[str, list[Binding]]:
     """Every binding of a global name in ``tree``, by name, in source order.
 
@@ -122,6 +139,11 @@ def module_bindings(tree: ast.Module, path: str, lines: list[str]) -> dict[str, 
             for target in item.targets:
                 if isinstance(target, ast.Name):
                     bind(target.id, "assigned", target, scope, where, plain=True)
+                elif pairs_of(target, item.value) is not None:
+                    # `BX, BY = 16, 8`: each name is assigned its own value, as `BX = 16` is.
+                    for unpacked, _ in pairs_of(target, item.value) or ():
+                        bind(unpacked.id, "assigned by unpacking", unpacked, scope, where,
+                             plain=True)
                 else:
                     todo.append((target, scope, where, "assigned by unpacking"))
             todo.append((item.value, scope, where, None))

@@ -22,7 +22,7 @@ from typing import Any
 from ..errors import SourceSpan
 from ..nodes import Factory, node
 from . import syntax as S
-from .bindings import Binding, conflicts, module_bindings
+from .bindings import Binding, conflicts, module_bindings, pairs_of
 from .constarrays import ConstArrayDecl, const_array_decl
 from .convert import convert_function, decorated_first_line
 from .source import ast_span, check_depth, line_texts, parse_python
@@ -398,6 +398,18 @@ class _Scanner:
             for target in targets:
                 if isinstance(target, ast.Name):
                     self.assign(target, node.value)
+                elif node.value is not None and pairs_of(target, node.value) is not None:
+                    self.assign_pairs(pairs_of(target, node.value) or [])
+
+    def assign_pairs(self, pairs: list[tuple[ast.Name, ast.expr]]) -> None:
+        """``a, b = x, y``: the values are taken first, from the constants before the
+        statement (as Python evaluates the right side first), then each name assigned."""
+        before = dict(self.scan.constants)
+        for target, value in pairs:
+            const = _static_value(value, before)
+            self.assign(target, value if const is not _NOT_CONSTANT else None)
+            if const is _NOT_CONSTANT:
+                self.scan.host_names.setdefault(target.id, "variable")
 
     def star_import(self, module: str, alias: ast.alias) -> None:
         """``from gpu_native import *`` binds every name of ``gpu_native.__all__``, as Python

@@ -90,7 +90,8 @@ def test_bindings_of_other_scopes_leave_the_constant_alone(extra, tmp_path):
 @pytest.mark.parametrize("body, how", [
     ("try:\n    N = 4  \nexcept Exception:\n    pass\n", "assigned in a try block (line 3)"),
     ("if True:\n    N = 4\n", "assigned in an if block (line 3)"),
-    ("N, M = 9, 1\n", "assigned by unpacking (line 2)"),
+    ("N, *M = 9, 1\n", "assigned by unpacking (line 2)"),
+    ("(N, M), P = (9, 1), 2\n", "assigned by unpacking (line 2)"),
     ("for N in (9,):\n    pass\n", "bound by a for loop (line 2)"),
 ])
 def test_a_name_bound_once_but_not_by_a_top_level_assignment_is_no_constant(body, how,
@@ -98,6 +99,37 @@ def test_a_name_bound_once_but_not_by_a_top_level_assignment_is_no_constant(body
     source = "from gpu_native import *\n" + body + KERNEL
     located_transpile_error(source, tmp_path / "consts.py",
                             f"'N' is not a constant a kernel can use: it is {how}")
+
+
+@pytest.mark.parametrize("body, value", [
+    ("N, M = 9, 1\n", 9), ("(M, N) = [1, 7]\n", 7), ("M, N = 2, 3 * 4\n", 12),
+    ("P = 5\nN, M = P + 1, P\n", 6),
+])
+def test_names_unpacked_once_from_a_literal_tuple_are_constants(body, value, tmp_path, sim,
+                                                                 kernel_module):
+    # `BX, BY = 16, 8`, as Numba takes it: each name is assigned its own value once.
+    import numpy as np
+
+    import gpu_native as gn
+
+    module = kernel_module("from gpu_native import *\n" + body + KERNEL.replace("  # <-", ""))
+    c = gn.zeros(4, gn.i32)
+    module.k.forall(4)(c)
+    np.testing.assert_array_equal(c.to_host(), [value] * 4)
+
+
+def test_a_name_unpacked_from_a_call_is_a_host_variable(tmp_path):
+    # As `N = f()` is: a value the module computes when it runs.
+    source = "from gpu_native import *\nN, M = f(), 1\n" + KERNEL
+    located_transpile_error(source, tmp_path / "consts.py", "'N' is a host variable of this "
+                            "module")
+
+
+def test_unpacking_takes_the_values_before_it_assigns(tmp_path):
+    # `M, N = 1, M`: the right side reads M before this statement binds it (a NameError in
+    # Python): N is no constant.
+    source = "from gpu_native import *\nM, N = 1, M\n" + KERNEL
+    located_transpile_error(source, tmp_path / "consts.py", "'N'")
 
 
 def test_a_constant_imported_from_a_module_that_binds_it_twice(tmp_path):
