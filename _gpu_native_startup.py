@@ -319,6 +319,7 @@ class _NoKernels:
         self.entries: dict | None = None
         self.added: dict = {}
         self.file: str | None = None
+        self.frozen = False  # see leave_records_alone()
 
     def _load(self) -> dict:
         entries: dict = {}
@@ -361,7 +362,7 @@ class _NoKernels:
     def save(self) -> None:
         """Merge this run's additions into the file (atomically; errors are ignored).  Nothing is
         written into a directory, or over a file, that :func:`untrusted_reason` refuses."""
-        if not self.added or self.file is None:
+        if not self.added or self.file is None or self.frozen:
             return
         try:
             try:
@@ -432,6 +433,13 @@ def _negative_cache_file() -> str:
 
 
 _no_kernels = _NoKernels()
+
+
+def leave_records_alone() -> None:
+    """Save nothing this process learns of modules without kernels: ``gpu-native cache info``,
+    ``cache clear`` and ``doctor`` report on the cache, and running them must not change it (on
+    a fresh root, not create it)."""
+    _no_kernels.frozen = True
 
 
 def _installed():

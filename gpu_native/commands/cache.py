@@ -117,6 +117,7 @@ def run(args: argparse.Namespace) -> int:
     from ..cache import housekeeping, user_store
     from ..cache.locations import nvrtc_records_dir
 
+    _startup.leave_records_alone()
     store = user_store()
     modules = housekeeping.modules_cache()
     if args.cache_action == "clear":

@@ -270,7 +270,11 @@ def _section(lines: list, label: str, check: Callable[[], list[tuple[str, str]]]
 
 
 def run(args: argparse.Namespace) -> int:
+    import _gpu_native_startup
+
     from .._version import __version__
+
+    _gpu_native_startup.leave_records_alone()  # a report on the cache does not change it
 
     lines: list[tuple[str, str]] = [
         ("gpu_native", f"{__version__} (Python {platform.python_version()}, "

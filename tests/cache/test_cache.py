@@ -735,6 +735,30 @@ class TestCommands:
                in out, out
         assert f"{tmp_path / 'gone'} (missing)" in out and f"{afile} (missing)" not in out
 
+    @pytest.mark.parametrize("command", [["cache", "info"], ["cache", "clear"], ["doctor"]])
+    def test_a_report_on_a_fresh_cache_creates_nothing(self, tmp_path, command):
+        # A process the import hook runs in records the modules it found without kernels at
+        # exit; these commands report on the cache (or empty it) and must leave no such record.
+        from tests.helpers import child_env
+
+        # First, that a process of this interpreter does write the record (the check below
+        # could not fail otherwise).
+        control = tmp_path / "control"
+        proc = subprocess.run(
+            [sys.executable, "-c", "import sys, gpu_native, numpy; print(any(getattr(f, "
+             "'_gpu_native_hook', False) for f in sys.meta_path))"],
+            env=child_env(control), capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stderr
+        if proc.stdout.strip() != "True":
+            pytest.skip("the import hook is not installed in this interpreter")
+        assert list((control / "modules").glob("no-kernels.*.marshal")), proc.stderr
+        root = tmp_path / "fresh" / "cache"
+        proc = subprocess.run([sys.executable, "-m", "gpu_native", *command],
+                              env=child_env(root), capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stderr
+        assert not (tmp_path / "fresh").exists(), sorted(
+            str(p) for p in (tmp_path / "fresh").rglob("*"))
+
     @pytest.mark.parametrize("command", ["cache", "doctor"])
     def test_a_file_where_modules_should_be_is_reported(self, isolated_cache, capsys, command):
         isolated_cache.mkdir(parents=True, exist_ok=True)
