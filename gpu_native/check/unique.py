@@ -112,7 +112,7 @@ class UniqueWrites(PairProofs):
         self.range_unique_vars: dict[int, frozenset] = {}
         self.store_keys: dict[int, tuple] = {}
         self.mutable_loads: list[tuple[ir.Var, tuple[Key, ...], SourceSpan, bool, frozenset,
-                                       Position, frozenset]] = []
+                                       Position, frozenset, StoreForm | str]] = []
         self.unique_param_uses: dict[str, set[str]] = {}
         # The ownership proofs: every store's form, by array (a string where it has none), and
         # every full index key a thread writes (a read at one of them reads its own element).
@@ -553,11 +553,15 @@ class UniqueWrites(PairProofs):
             # store's pins (`if tid % 32 == 0: y[tid // 32] = v` then `y[tid // 32]` read by
             # every thread reads thread 0's element in thread 1).
             pins = self.index_pins(indices)
-            self.mutable_loads.append((base.var, keys, span, unsafe, parity, where, pins))
+            form = self.forms.store(keys, self.bounds.facts, "global", span.line,
+                                    index_text(base, span))
+            if isinstance(form, StoreForm):  # as a store's (see store())
+                checks: list = []
+                form.exact = tuple(self._exact_here(i, checks) for i in indices)
+                form.exact_checks = tuple(checks)
+            self.mutable_loads.append((base.var, keys, span, unsafe, parity, where, pins, form))
             if not unsafe:
-                self.read_forms.append((base.var, self.forms.store(
-                    keys, self.bounds.facts, "global", span.line, index_text(base, span)),
-                    span, where))
+                self.read_forms.append((base.var, form, span, where))
 
     def unordered_store(self, var: ir.Var, where: Position) -> SourceSpan | None:
         """The first checked store of ``var`` that no ``grid_sync()`` separates from the read at
@@ -600,7 +604,7 @@ class UniqueWrites(PairProofs):
     def check_reads(self) -> None:
         """Once the body is known: a thread may read a writable array only at the elements it
         owns (where it writes), or another thread may be writing what it reads."""
-        for var, k, span, unsafe, parity, where, pins in self.mutable_loads:
+        for var, k, span, unsafe, parity, where, pins, form in self.mutable_loads:
             prev = self.store_keys.get(id(var))
             if prev is None or unsafe:
                 continue
@@ -612,9 +616,22 @@ class UniqueWrites(PairProofs):
                 continue  # the other parity than every store writes (see .parity)
             owners, owned = prev[0][0], prev[0][1]
             if id(var) in self.multi_owner:
-                # Several stores: a thread reads its own element only at one of its indices.
+                # Several stores: a thread reads its own element only at one of its indices,
+                # and only where no other thread's store can write it: the pair proofs may
+                # rest on conditions around the stores that the read is not under (`u = a[i]`
+                # before `if i < half: a[i + half] = ...`, which thread i - half writes).
                 if k in self.written_keys.get(id(var), ()):
-                    continue
+                    meets = self._read_meets(var, form, where)
+                    if meets is None:
+                        continue
+                    writer, reason = meets
+                    raise TranspileError(
+                        f"'{var.name}' is read here at an index this thread writes, but not "
+                        f"under the conditions that keep the array's stores apart: the store "
+                        f"at line {writer.line} may write the same element from another thread "
+                        f"({reason})", span,
+                        "read it under the same conditions as the stores (inside their `if`), "
+                        "read from a separate array, or use `with unsafe():`")
             elif tuple(k[p] for p in owners) == owned and pins == prev[0][2]:
                 continue
             raise TranspileError(
@@ -641,6 +658,24 @@ class UniqueWrites(PairProofs):
                     f"another thread: {reason}", span,
                     "read it under the same condition as the store, read from a separate "
                     "array, or use `with unsafe():`")
+
+    def _read_meets(self, var: ir.Var, form: StoreForm | str, where: Position
+                    ) -> tuple[SourceSpan, str] | None:
+        """The first store of ``var`` that no ``grid_sync()`` orders with a read of it
+        (``form``) and that may write the read's element in another thread, with why; None where
+        every such store is proven apart from the read, as a store of its own would be."""
+        required = required_coords(self.ctx.ndim, "global")
+        for store in self.checked_stores.get(id(var), ()):
+            if ordered_either(store.position, where, grid=True):
+                continue
+            if not isinstance(form, StoreForm):
+                return store.span, f"the read's index {form}"
+            if not isinstance(store.form, StoreForm):
+                return store.span, f"its index {store.form}"
+            outcome = self.prove(form, store.form, required, var.name)
+            if not outcome.ok:
+                return store.span, outcome.text
+        return None
 
     def check_argument(self, callee_uses: dict[str, set[str]], param: ir.Var, value: ir.Expr,
                        what: str, span: SourceSpan) -> None:
