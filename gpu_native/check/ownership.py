@@ -753,8 +753,10 @@ def _digit_count(mono: tuple) -> int:
 
 def _sum_of_digits(p: Poly) -> bool:
     """Is ``p`` a constant plus digits times nonnegative uniform coefficients, one digit a term
-    (never below its constant: a digit is at least 0)?"""
-    if not digits_of(p):
+    (never below its constant: a digit is at least 0, but an XOR with a value of unknown sign,
+    which is no such sum)?"""
+    from .splits import may_be_negative
+    if not digits_of(p) or any(may_be_negative(d) for d in digits_of(p)):
         return False
     for mono, _ in p.terms:
         if sum(isinstance(a, Digit) for a in mono) != 1:

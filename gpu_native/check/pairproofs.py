@@ -45,6 +45,7 @@ from .wrapping import (
     param_difference,
     poly_tree,
 )
+from .xorpairs import xor_apart
 
 __all__ = ["CheckedStore", "DeferredPair", "PairProofs"]
 
@@ -105,7 +106,7 @@ class PairProofs(IndexClasses):
         if a is not b:
             apart = spans_apart(a, b)
             if apart is not None:
-                return PairProof(True, apart)
+                return PairProof(True, apart, shown=True)
         raw = (a, b)
         outcome = prove_padded(a, b, required)
         if not outcome.ok:
@@ -117,12 +118,13 @@ class PairProofs(IndexClasses):
                 outcome = prove_padded(a, b, required)
         if not outcome.ok and raw[0] is not raw[1]:
             # Conditions that order the two stores' indices (an in-place reverse, a transpose),
-            # read from the forms as made (an assumption's forms drop them).
-            apart = bounds_apart(*raw)
+            # or that pair them by an XOR (a bitonic sort's compare-and-swap), read from the
+            # forms as made (an assumption's forms drop them).
+            apart = bounds_apart(*raw) or xor_apart(*raw)
             if apart is not None:
                 for check in raw[0].exact_checks + raw[1].exact_checks:
                     self.ctx.kernel.add_launch_check(check)
-                return PairProof(True, apart)
+                return PairProof(True, apart, shown=True)
         if outcome.ok or not self.is_kernel:
             return outcome
         known = list(self.assumptions.values())
@@ -247,15 +249,24 @@ class PairProofs(IndexClasses):
                 raise TranspileError(f"{classic.message}: {which} {earlier}", span,
                                      classic.hint or UNIQUE_HINT[space])
         rule = ""
+        others: list[int] = []  # the lines of the stores proven apart by their digits
+        paired: dict[str, list[int]] = {}  # a rule about the pair: its text, and their lines
         for earlier in forms:
             outcome = self._prove_pair(base, newest, earlier, span, classic, space)  # type: ignore[arg-type]
             if earlier is newest:
                 rule = outcome.text
-        others = [f.line for f in forms if f is not newest]  # type: ignore[union-attr]
+            elif outcome.shown:
+                paired.setdefault(outcome.text, []).append(earlier.line)  # type: ignore[union-attr]
+            else:
+                others.append(earlier.line)  # type: ignore[union-attr]
         text = f"unique: affine in {rule}" if rule else "unique: affine index"
         if others:
             text += f"; disjoint from the stores at line{'s' if len(others) > 1 else ''} " + \
                 ", ".join(str(n) for n in sorted(set(others)))
+        for why, lines in paired.items():
+            apart = sorted(set(lines))
+            text += f"; apart from the store{'s' if len(apart) > 1 else ''} at line" \
+                f"{'s' if len(apart) > 1 else ''} {', '.join(map(str, apart))}: {why}"
         return text
 
     def _prove_pair(self, base: ir.ArrayRef, newest: StoreForm, earlier: StoreForm,

@@ -104,6 +104,9 @@ class PairProof:
     text: str
     missing: tuple[Digit, ...] = ()
     hint: str = ""  # what would make the pair provable, where a rule knows (.monotone)
+    # Whether the rule is about the pair (their ranges, the conditions around them), not the
+    # digits each store reads: ``expand --proofs`` shows its text beside the store's own rule.
+    shown: bool = False
 
 
 def prove_pair(a: StoreForm, b: StoreForm, required: frozenset[str]) -> PairProof:

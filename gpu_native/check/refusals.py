@@ -10,6 +10,7 @@ from .ownership import StoreForm
 from .poly import Digit
 from .radix import PairProof
 from .splits import nested_digits
+from .xorpairs import xor_hint
 
 __all__ = ["UNIQUE_HINT", "WRAP_HINT", "PairedRefusal", "block_multiple", "constant_block_strides",
            "flat_thread_stride", "hint_for", "index_text", "read_hint", "round_chosen",
@@ -195,6 +196,9 @@ def hint_for(a: StoreForm, b: StoreForm, outcome: PairProof, space: str) -> str:
         return ("the two stores write through one index under different conditions: write "
                 "both under one condition (`if lane == 0:`), index them apart "
                 "(y[2 * (tid // 32) + 1]), or use `with unsafe():`")
+    paired = xor_hint(a, b)
+    if paired is not None:
+        return paired
     if a is not b and space == "global":
         # No assert on the block helps here: a grid's uid has no bound the launch fixes.
         return ("several stores per thread into a global array must be provably apart: "

@@ -23,7 +23,13 @@ as unbounded integers and prove nothing of ``f``.
   the proof gains the dimension ``f == f'``, which the mixed-radix rule then reads like any
   index (``f`` unique per (thread, iteration) makes every digit equal).
 - XOR: where ``x ^ y`` is equal in both threads and ``y`` is a function of values already shown
-  equal (``(ra >> 1) & 3`` with ``ra`` equal), so is ``x``: XOR with a fixed value is one-to-one.
+  equal (``(ra >> 1) & 3`` with ``ra`` equal), so is ``x``: XOR with a fixed value is one-to-one
+  (where ``x`` is a flat value, ``block_idx.x * block_dim.x + thread_idx.x``, it is one more
+  dimension).  ``y`` may be any value every thread shares (``i ^ j``, ``j`` a parameter of
+  unknown sign): the digit may then be negative, and no rule that counts a digit as at least 0
+  reads it (:func:`may_be_negative`).
+- Any derived digit computed from values shown equal in both threads is equal (``phase & 1``
+  where the pair shares the round: :mod:`.phases`).
 
 Each thread's own values are exact only when ``f`` does not wrap: :func:`.wrapping.index_is_exact`
 asks that of every operand of ``//``, ``%``, ``&``, ``>>`` and ``^``.
@@ -54,7 +60,7 @@ from .poly import (
 )
 
 __all__ = ["Derived", "align_loops", "deep", "derive", "derived_range", "derived_text", "derived_value", "implied",
-           "nested_atoms", "nested_digits", "prepare", "shows_positive"]
+           "may_be_negative", "nested_atoms", "nested_digits", "prepare", "shows_positive"]
 
 DERIVED = "derived"  # the coord of every derived digit
 
@@ -75,21 +81,34 @@ def _digit(op: str, flat: Poly, other: Poly) -> Poly:
 
 def never_negative(p: Poly) -> bool:
     """Is ``p >= 0`` for every value of its atoms, digits at least 0?  (Every coefficient and
-    the constant at least 0; every atom a digit, a launch extent, an array extent or a
-    checked parameter's slack.)"""
+    the constant at least 0; every atom a digit that is never negative, a launch extent, an
+    array extent or a checked parameter's slack.)"""
     if p.const < 0:
         return False
-    return all(k >= 0 and all(isinstance(a, (Digit, ShapeKey)) or positive_atom(a) for a in m)
+    return all(k >= 0 and all((isinstance(a, Digit) and not may_be_negative(a))
+                              or isinstance(a, ShapeKey) or positive_atom(a) for a in m)
                for m, k in p.terms)
+
+
+def may_be_negative(d: Digit) -> bool:
+    """Is ``d`` an XOR with a value of unknown sign (``i ^ j``, ``j`` a parameter)?  Every
+    other digit is at least 0."""
+    return d.of is not None and d.of.op == "xor" and not (
+        never_negative(d.of.flat) and never_negative(d.of.other))
 
 
 def derive(op: str, left: Poly, right: Poly) -> Poly | None:
     """The polynomial of ``left op right`` as a derived digit, or ``None`` (see the module
     docstring for the forms)."""
+    if op == "^" and is_uniform(left) and not is_uniform(right):
+        left, right = right, left  # XOR commutes: `j ^ i` is `i ^ j`
     if is_uniform(left) or not never_negative(left):
         return None
     if op == "^":
-        return _digit("xor", left, right) if never_negative(right) else None
+        # With a value every thread shares of unknown sign (a parameter), the digit may be
+        # negative (:func:`may_be_negative`): no rule that counts digits as at least 0 uses it.
+        return _digit("xor", left, right) if never_negative(right) or is_uniform(right) \
+            else None
     if not is_uniform(right):
         return None
     if op in ("//", "%"):
@@ -217,6 +236,9 @@ def implied(forced: set, ranges: dict, used: set) -> tuple[list[tuple[Poly, Poly
     dims: list[tuple[Poly, Poly]] = []
     more: set = set()
     for d in sorted(ranges, key=repr):
+        if d.of is not None and d not in forced and _determined(d.of.flat, forced) and \
+                _determined(d.of.other, forced):
+            more.add(d)  # a function of values equal in both threads (`phase & 1`, a round's)
         if d.of is None or d not in forced:
             continue
         if d.of.op == "hi":
@@ -230,8 +252,14 @@ def implied(forced: set, ranges: dict, used: set) -> tuple[list[tuple[Poly, Poly
         elif d.of.op == "xor":
             for side, rest in ((d.of.flat, d.of.other), (d.of.other, d.of.flat)):
                 ds = digits_of(side)
-                if len(ds) == 1 and side == atom(next(iter(ds))) and _determined(rest, forced):
+                if not ds or not _determined(rest, forced):
+                    continue
+                if len(ds) == 1 and side == atom(next(iter(ds))):
                     more |= ds - forced
+                elif ("xor", side) not in used:
+                    # A flat value (a grid's uid): equal in both threads, one more dimension.
+                    used.add(("xor", side))
+                    dims.append((side, side))
     return dims, more
 
 

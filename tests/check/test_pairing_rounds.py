@@ -1,12 +1,16 @@
-"""Reads of arrays written in pairs.
+"""Stores that pair elements up by an XOR, and reads of arrays written in pairs.
 
-A read of an array written through several indices reads the thread's own element only under
-the conditions that keep the stores apart: it is proven apart from every store as a store of
-its own would be (``u = a[i]`` before ``if i < half: a[i + half] = ...`` reads what thread ``i -
-half`` writes).
+* The global bitonic-sort step as every tutorial writes it: thread ``i`` writes ``a[i]`` and
+  ``a[i ^ j]`` under ``if (i ^ j) > i:``; ``x -> x ^ j`` is an involution, so the partner fails
+  the condition and no two threads write one pair (:mod:`gpu_native.check.xorpairs`).
+* A read of an array written through several indices reads the thread's own element only
+  under the conditions that keep the stores apart: it is proven apart from every store as a
+  store of its own would be (``u = a[i]`` before ``if i < half: a[i + half] = ...`` reads what
+  thread ``i - half`` writes).
 
-Each near miss is refused and races on the simulator once its read is put under ``with
-unsafe():``; the same read inside the conditions is accepted and runs race-free.
+Each accepted kernel runs on the simulator against NumPy with the race detector watching every
+written array; each near miss is refused and races on the simulator once its stores (or reads)
+are put under ``with unsafe():``.
 """
 
 from __future__ import annotations
@@ -15,7 +19,8 @@ import numpy as np
 import pytest
 
 from gpu_native.errors import TranspileError
-from tests.simulator.support import build, launch
+from gpu_native.expand import Expansion
+from tests.simulator.support import HEADER, build, launch
 
 
 @pytest.fixture(autouse=True)
@@ -45,10 +50,171 @@ def _clean(errors) -> None:
     assert errors.races == [] and errors.fails == [], errors
 
 
+# ---- the global bitonic sort ---------------------------------------------------------------------
+
+BITONIC_STEP = """
+    @gpu_kernel(Kernel1D)
+    def bitonic_sort_step(dev_values: CUDASliceMut[f32], j: i32, k: i32):
+        i = FlatLayout1D.uid()
+        ixj = i ^ j
+        if ixj > i and ixj < len(dev_values):
+            a = dev_values[i]
+            b = dev_values[ixj]
+            if ((i & k) == 0) == (a > b):
+                dev_values[i] = b
+                dev_values[ixj] = a
+    """
+
+
+def _sort(kernel, values: np.ndarray, block: int = 32) -> np.ndarray:
+    """The tutorial's host loop: k = 2, 4, ..., n; j = k / 2, ..., 1; one launch each."""
+    out = values.copy()
+    n = len(out)
+    grid = max(1, (n + block - 1) // block)
+    k = 2
+    while k <= n:
+        j = k // 2
+        while j > 0:
+            _clean(launch(kernel, grid, block, out, np.int32(j), np.int32(k)))
+            j //= 2
+        k *= 2
+    return out
+
+
+def test_the_tutorial_bitonic_sort_step_is_accepted_and_sorts(tmp_path):
+    kernel = build(tmp_path, BITONIC_STEP, name="bitonic")["bitonic_sort_step"]
+    rng = np.random.default_rng(7)
+    for n, block in ((2, 32), (64, 32), (256, 64), (1024, 128)):
+        values = rng.standard_normal(n).astype(np.float32)
+        np.testing.assert_array_equal(_sort(kernel, values, block), np.sort(values))
+
+
+def test_the_rule_is_named_by_expand(tmp_path):
+    text = Expansion.of(HEADER + BITONIC_STEP.replace("\n    ", "\n"), "k.py", "k").proofs()
+    assert "apart from the store at line 21: the stores pair elements by an XOR with a value " \
+        "every thread shares" in text, text
+    assert "so of two partners only one writes" in text
+
+
+STEP = """
+    @gpu_kernel(Kernel1D)
+    def k(v: CUDASliceMut[i32], j: i32):
+        i = {thread}
+        ixj = {partner}
+        if ixj < len(v) and i < len(v):
+            if {condition}:
+                a = v[i]
+                b = v[ixj]
+                if a > b:
+                    v[i] = b  # <--
+                    v[ixj] = a  # <--
+    """
+
+UID = "FlatLayout1D.uid()"
+FLAT = "block_idx.x * block_dim.x + thread_idx.x"
+
+# name: (thread, partner, condition); the lower partner writes, but for "higher".
+STEPS = {
+    "tutorial": (UID, "i ^ j", "ixj > i"),
+    "commuted": (UID, "j ^ i", "i < ixj"),
+    "i32_flat_index": (FLAT, "i ^ j", "ixj > i"),
+    "higher": (UID, "i ^ j", "ixj < i"),
+}
+
+
+def _step(values: np.ndarray, j: int, higher: bool = False) -> np.ndarray:
+    """One step as NumPy runs it: each pair (i, i ^ j) in order (its lower element first)."""
+    out = values.copy()
+    for i in range(len(out)):
+        x = i ^ j
+        if x < len(out) and (x < i if higher else x > i) and out[i] > out[x]:
+            out[i], out[x] = out[x], out[i]
+    return out
+
+
+@pytest.mark.parametrize("name", sorted(STEPS))
+def test_xor_paired_steps_are_accepted(tmp_path, name):
+    thread, partner, condition = STEPS[name]
+    kernel = build(tmp_path, _plain(STEP.format(thread=thread, partner=partner,
+                                                 condition=condition)), name=name)["k"]
+    rng = np.random.default_rng(len(name))
+    for n, grid, block in ((8, 1, 32), (100, 4, 32), (256, 2, 128)):
+        # A negative j gives negative partners, which only a lower partner never passes.
+        for j in (0, 1, 2, 5, 16, 64) + (() if name == "higher" else (-1,)):
+            values = rng.integers(0, 1000, n).astype(np.int32)
+            got = values.copy()
+            _clean(launch(kernel, grid, block, got, np.int32(j)))
+            np.testing.assert_array_equal(got, _step(values, j, name == "higher"))
+
+
+# name: (source, n, grid, block, j): a launch that races once the marked lines are unsafe.
+NEAR_MISSES = {
+    # Thread 0 writes a[0] and a[1], thread 1 a[1] and a[0].
+    "no_order": (STEP.format(thread=UID, partner="i ^ j", condition="True"), 8, 1, 32, 1),
+    # The partner's store is outside the condition: thread 1 writes a[0] through its second.
+    "order_around_one_store": (STEP.format(thread=UID, partner="i ^ j", condition="True").replace(
+        "                    v[i] = b  # <--",
+        "                    if ixj > i:\n                        v[i] = b  # <--"), 8, 1, 32, 1),
+    # Thread 0 writes a[0] (as the lower), thread 1 writes a[0] too (as the higher).
+    "two_orders": (STEP.format(thread=UID, partner="i ^ j", condition="True").replace(
+        "                    v[i] = b  # <--",
+        "                    if ixj > i:\n                        v[i] = b  # <--").replace(
+        "                    v[ixj] = a  # <--",
+        "                    if ixj < i:\n                        v[ixj] = a  # <--"), 8, 1, 32, 1),
+    # Not an involution: thread 0 pairs with 1, thread 1 with 3.
+    "partner_of_the_thread": (STEP.format(thread=UID, partner="i ^ (1 + (i & 1))",
+                                          condition="ixj > i"), 8, 1, 32, 1),
+    # A third store: thread 0's a[1] is thread 1's a[i].
+    "third_store": (STEP.format(thread=UID, partner="i ^ j", condition="ixj > i").replace(
+        "                    v[ixj] = a  # <--",
+        "                    v[ixj] = a  # <--\n                    v[i + 1] = a  # <--"), 8, 1, 32, 2),
+    # The block's index: block 1's thread 0 meets block 0's.
+    "index_in_the_block": (STEP.format(thread="thread_idx.x", partner="i ^ j",
+                                       condition="ixj > i"), 8, 2, 32, 1),
+}
+
+
+@pytest.mark.parametrize("name", sorted(NEAR_MISSES))
+def test_xor_near_misses_are_refused_and_race(tmp_path, name):
+    source, n, grid, block, j = NEAR_MISSES[name]
+    with pytest.raises(TranspileError, match=r"could write the same element|could race|"
+                       r"may meet|not provably disjoint") as refused:
+        build(tmp_path, _plain(source), name=name)
+    if name not in ("third_store", "index_in_the_block"):
+        assert "XOR" in (refused.value.hint or ""), refused.value.hint
+    kernel = build(tmp_path, _unsafe(source), name=f"{name}_unsafe")["k"]
+    values = np.arange(n, 0, -1).astype(np.int32)
+    assert launch(kernel, grid, block, values, np.int32(j)).races
+
+
+def test_a_non_strict_order_is_refused_though_race_free(tmp_path):
+    """``(i ^ j) >= i`` holds for ``j == 0`` in every thread, which then writes ``a[i]`` twice:
+    race-free, but the rule proves that the two stores never meet at all."""
+    source = STEP.format(thread=UID, partner="i ^ j", condition="ixj >= i")
+    with pytest.raises(TranspileError, match=r"could write the same element"):
+        build(tmp_path, _plain(source), name="non_strict")
+    kernel = build(tmp_path, _unsafe(source), name="non_strict_unsafe")["k"]
+    for j in (0, 1, 3):
+        values = np.arange(64, 0, -1).astype(np.int32)
+        _clean(launch(kernel, 2, 32, values, np.int32(j)))
+
+
 # ---- reads of arrays written in pairs ------------------------------------------------------------
 
 # name: (source, launch); the read marked `# <--` is outside the conditions of the pair.
 READS_OUTSIDE = {
+    "xor": ("""
+        @gpu_kernel(Kernel1D)
+        def k(v: CUDASliceMut[f32], j: i32):
+            i = FlatLayout1D.uid()
+            ixj = i ^ j
+            if ixj < len(v) and i < len(v):
+                b = v[ixj]  # <--
+                if ixj > i:
+                    a = v[i]
+                    v[i] = b
+                    v[ixj] = a
+        """, (8, 1, 32, (np.int32(1),))),
     "reverse": ("""
         @gpu_kernel(Kernel1D)
         def k(a: CUDASliceMut[f32]):

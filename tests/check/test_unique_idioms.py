@@ -134,7 +134,8 @@ def test_expand_proofs_name_the_rule():
 
     source = Path(kernels_unique_idioms.__file__).read_text()
     text = Expansion.of(source, "k.py", "k").proofs()
-    assert "unique: affine in thread_idx.x (stride 1); disjoint from the stores at line 39" in text
+    assert "unique: affine in thread_idx.x (stride 1); apart from the store at line 39: the " \
+        "stores' index ranges do not meet (128 to 255 here, 0 to 127 at line 39)" in text
     assert "block_idx.x (stride 1), thread_idx.x (stride grid_dim.x)" in text
     assert "one thread by thread_idx.x % 32" in text
     assert "thread_idx.x // 32 (stride 1)" in text
