@@ -266,6 +266,9 @@ class StatementChecker(CheckerBase):
         if isinstance(target, S.Name):
             return self.assign_name(target, value_syntax, span, annotation)
         if isinstance(target, S.Subscript):
+            item = self.item_target(target)
+            if item is not None:  # `v[0] = x` of a local vector, as `v.x = x`
+                return self.replace_component(*item, value_syntax, span, target.span)
             return [self.store(target, value_syntax, span, augmented)]
         if isinstance(target, S.Tuple):
             return self.unpack(target, value_syntax, span)
@@ -288,13 +291,17 @@ class StatementChecker(CheckerBase):
                                  "v = a[i]; v.x = ...; a[i] = v")
             raise self.error("attributes cannot be assigned in kernels (only the components "
                              "of a local vector and the fields of a struct)", target.span)
-        var, index = found
+        return self.replace_component(*found, value_syntax, span, target.span)
+
+    def replace_component(self, var: ir.Var, index: int, value_syntax: S.Expr, span,
+                          target_span) -> list[ir.Stmt]:
+        """``var`` gets a new vector with component ``index`` replaced by the value."""
         ty = var.ty
         assert isinstance(ty, ir.VectorType)
         value = self.coerce(self.expr(value_syntax), ty.elem,
                             f"component .{ty.info.components[index]} of '{var.name}'")
-        old = ir.Local(target.span, ty, var)
-        items = tuple(value if k == index else ir.VecComponent(target.span, ty.elem, old, k)
+        old = ir.Local(target_span, ty, var)
+        items = tuple(value if k == index else ir.VecComponent(target_span, ty.elem, old, k)
                       for k in range(ty.n))
         new = ir.VecMake(span, ty, items)
         self.bounds.commit()

@@ -104,10 +104,39 @@ class VectorChecker(CheckerBase):
         """``v[k]`` with a constant ``k``: the component ``k``."""
         ty = value.ty
         assert isinstance(ty, ir.VectorType) and not isinstance(ty, ir.ComplexType)
-        k = self.const_int(index, f"the index of a {ty}")
-        if not 0 <= k < ty.n:
-            raise self.error(f"index {k} is out of range for a {ty} (0..{ty.n - 1})", span)
+        k = self.component_index(ty, index, span)
         return ir.VecComponent(span, ty.elem, value, k)
+
+    def component_index(self, ty: ir.VectorType, index: S.Expr, span: SourceSpan) -> int:
+        """The constant ``k`` of ``v[k]`` for a vector of type ``ty``, in range."""
+        k = self.expr(index)
+        if not (isinstance(k, ir.Const) and isinstance(k.value, int)
+                and not isinstance(k.value, bool)):
+            components = ", ".join(str(c) for c in range(ty.n))
+            raise self.error(f"the index of a {ty} must be a constant integer (its components "
+                             "are registers, not memory)", index.span,
+                             f"loop over the components' indices as a tuple, which is unrolled "
+                             f"(`for c in ({components}):`), or name them "
+                             f"({_components(ty)})")
+        if not 0 <= k.value < ty.n:
+            raise self.error(f"index {k.value} is out of range for a {ty} (0..{ty.n - 1})",
+                             span)
+        return k.value
+
+    def item_target(self, target: S.Subscript) -> tuple[ir.Var, int] | None:
+        """The local vector and component that ``v[k] = ...`` assigns (None: not a vector)."""
+        base = target.value
+        if not isinstance(base, S.Name) or base.id not in self.vars:
+            return None
+        var = self.vars[base.id]
+        if not isinstance(var.ty, ir.VectorType) or isinstance(var.ty, ir.ComplexType):
+            return None
+        if len(target.index) != 1:
+            raise self.error(f"a {var.ty} takes one index", target.span)
+        if base.id not in self.assigned:
+            raise self.error(f"local variable '{base.id}' might be used before it is assigned",
+                             base.span, "assign the whole vector first")
+        return var, self.component_index(var.ty, target.index[0], target.span)
 
     def component_target(self, target: S.Attribute) -> tuple[ir.Var, int] | None:
         """The local vector and component that ``v.x = ...`` assigns (None: not a vector)."""

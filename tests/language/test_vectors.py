@@ -523,6 +523,25 @@ def k(a: CUDASlice[vec2f], out: CUDASliceMut[f32]):
     if a[i]:  # <-
         out[i] = 1.0
 """, r"must be a bool or a number, not vec2f"),
+    "a vector indexed by a loop counter": ("""
+@gpu_kernel(Kernel1D)
+def k(a: CUDASlice[vec4f], out: CUDASliceMut[f32]):
+    i = FlatLayout1D.uid()
+    acc = f32(0.0)
+    for c in range(4):
+        acc += a[i][c]  # <-
+    out[i] = acc
+""", r"the index of a vec4f must be a constant integer \(its components are registers, not "
+     r"memory\)[\s\S]*hint: loop over the components' indices as a tuple, which is unrolled "
+     r"\(`for c in \(0, 1, 2, 3\):`\), or name them \(\.x, \.y, \.z, \.w\)"),
+    "a component assigned out of range": ("""
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[vec2f]):
+    i = FlatLayout1D.uid()
+    v = vec2f(0.0)
+    v[2] = 1.0  # <-
+    out[i] = v
+""", r"index 2 is out of range for a vec2f \(0\.\.1\)"),
     "atomics on vectors": ("""
 @gpu_kernel(Kernel1D)
 def k(out: CUDASliceMut[vec2f]):
@@ -546,6 +565,26 @@ def _expect_error(source: str, pattern: str, path: str = "/tmp/vector_errors.py"
 def test_type_errors(case):
     body, pattern = ERRORS[case]
     _expect_error(HEADER + body, pattern)
+
+
+def test_components_assigned_by_a_constant_index(backend, kernel_module):
+    # `v[0] = x` is `v.x = x` (Warp writes it so); a tuple loop gives constant indices.
+    module = kernel_module(HEADER + textwrap.dedent("""
+        @gpu_kernel(Kernel1D)
+        def k(out: CUDASliceMut[vec4f]):
+            i = FlatLayout1D.uid()
+            if i < len(out):
+                v = vec4f(1.0, 2.0, 3.0, 4.0)
+                v[0] = 10.0
+                v[3] += f32(i)
+                for c in (1, 2):
+                    v[c] = v[c] * 2.0
+                out[i] = v
+        """))
+    out = gn.empty(3, gn.vec4f)
+    out.fill(np.nan)
+    module.k.launch(gn.GridDim1D(1), gn.BlockDim1D(32))(out)
+    np.testing.assert_array_equal(out.to_host(), [[10, 4, 6, 4 + i] for i in range(3)])
 
 
 
