@@ -18,8 +18,11 @@ __all__ = ["UNIQUE_HINT", "WRAP_HINT", "PairedRefusal", "block_multiple", "const
 
 UNIQUE_HINT = {
     "global": "index with a unique id (idx = FlatLayout1D.uid(); c[idx] = ...), use "
-              "c.atomic_ref(i) for read-modify-write, or wrap the store in `with unsafe():` if "
-              "you know it is race-free",
+              "c.atomic_ref(i) for read-modify-write (.fetch_add(v)), write "
+              "c.atomic_ref(i).store(v) for a scatter whose indices only the data keep apart "
+              "(a permutation: a relaxed atomic store costs what a store does, and two threads "
+              "that do meet leave one of their values), or wrap the store in `with unsafe():` "
+              "if you know it is race-free",
     # A shared array is the block's own: the grid's uid indexes it past its end in every block
     # but the first.
     "shared": "index with the thread's index in the block (t = BlockLayout1D.uid(), or "

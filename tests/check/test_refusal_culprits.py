@@ -34,6 +34,32 @@ def k(perm: CUDASlice[i32], out: CUDASliceMut[f32]):
 """)
     assert "'perm[...]' is read at an index that differs between threads" in text, text
     assert "culprit.py:" in text
+    # A scatter through a permutation: the hint names the atomic store, which is accepted.
+    assert "write c.atomic_ref(i).store(v) for a scatter whose indices only the data keep " \
+           "apart" in text, text
+
+
+def test_the_atomic_store_a_scatter_is_told_of_runs(sim, kernel_module):
+    import numpy as np
+
+    import gpu_native as gn
+
+    m = kernel_module(HEAD + textwrap.dedent("""
+        @gpu_kernel(Kernel1D)
+        def k(perm: CUDASlice[i32], x: CUDASlice[f32], out: CUDASliceMut[f32]):
+            i = FlatLayout1D.uid()
+            if i < len(perm):
+                out.atomic_ref(perm[i]).store(x[i])
+        """))
+    rng = np.random.default_rng(3)
+    perm = rng.permutation(200).astype(np.int32)
+    x = rng.standard_normal(200).astype(np.float32)
+    out = gn.empty(200, gn.f32)
+    out.fill(np.nan)
+    m.k.launch(gn.GridDim1D(2), gn.BlockDim1D(128))(gn.to_device(perm), gn.to_device(x), out)
+    want = np.empty(200, np.float32)
+    want[perm] = x
+    np.testing.assert_array_equal(out.to_host(), want)
 
 
 def test_a_load_from_an_array_the_kernel_writes_names_it():
