@@ -33,7 +33,10 @@ it is proven for a thread in one iteration against another thread in any other.
 
 Stores checked by the ordinary rules are not proven again; a store of the array that needs no
 trace is paired with the traced one by its own form (which holds for every value of its loop
-counters).  Writes of the array by anything but a plain store (an atomic, a matrix operation)
+counters), with the conditions around it that read a traced variable written with the values
+the trace gives them there (``if (t ^ j) > t: s[t] = ...``).  Besides the ordinary rules, a pair
+is proven by an XOR that pairs its elements up (:mod:`.xorpairs`: a bitonic network's ``s[t]``
+and ``s[t ^ j]`` under ``if (t ^ j) > t:``, ``j`` one value in each barrier interval).  Writes of the array by anything but a plain store (an atomic, a matrix operation)
 refuse the proof, as does a store inside ``with unsafe():`` (it is not modelled at all, as in
 the ordinary rules).
 """
@@ -520,14 +523,16 @@ class ScaledStores:
                     outcome = prove(fa, fb)
                     if not outcome.ok:
                         values = ", ".join(f"{v.name} = {x}" for v, x in zip(a.needs, va))
-                        if b.traced and vb != va:
-                            values += " in one thread and " + ", ".join(
-                                f"{v.name} = {x}" for v, x in zip(b.needs, vb)) + " in the other,"
+                        theirs = ", ".join(f"{v.name} = {x}" for v, x in zip(b.needs, vb)
+                                           if isinstance(x, int))
+                        if theirs and (vb != va or b.needs != a.needs):
+                            values += f" in one thread and {theirs} in the other,"
                         other = "itself in another thread" if a is b else \
                             f"the store at line {b.span.line}"
                         raise TranspileError(
                             f"store into '{a.array.name}' may meet {other} in one barrier "
-                            f"interval: with {values} {outcome.text}", a.span, _HINT)
+                            f"interval: with {values} {outcome.text}", a.span,
+                            outcome.hint or _HINT)
 
     def form(self, rec: _Recorded, values: tuple, forms: Forms, cache: dict,
              add_check: Callable[[IndexFits], None], launch: dict) -> StoreForm:
@@ -536,7 +541,7 @@ class ScaledStores:
                 raise TranspileError(
                     f"store into '{rec.array.name}' cannot be shown apart from the stores "
                     f"scaled by a loop variable: its index {rec.form}", rec.span, _HINT)
-            return rec.form
+            return self._with_values(rec, values, forms, cache)
         got = cache.get((id(rec), values))
         if got is not None:
             assert isinstance(got, StoreForm)
@@ -558,8 +563,10 @@ class ScaledStores:
             what = ", ".join(f"{v.name} = {x}" for v, x in zip(rec.needs, values))
             raise TranspileError(f"store into '{rec.array.name}' with {what}: its index {form}",
                                  rec.span, _HINT)
+        shown = []  # each index exact with these values (StoreForm.exact)
         for position, exact in enumerate(rec.exact):
-            if exact is True or fits_in_i32(keys[position], launch):
+            shown.append(exact is True or fits_in_i32(keys[position], launch))
+            if shown[-1]:
                 # With the values the block's variables take here, no step of the index wraps
                 # (a padded index's split needs its operand exact: ``bi + (bi >> 5)``).
                 continue
@@ -572,8 +579,32 @@ class ScaledStores:
                                      "compute the index in i64, or keep the scale small enough")
             if check is not None:
                 add_check(check)
+        form.exact = tuple(shown)
         cache[(id(rec), values)] = form
         return form
+
+    @staticmethod
+    def _with_values(rec: _Recorded, values: tuple, forms: Forms, cache: dict) -> StoreForm:
+        """The form of a store checked by the ordinary rules, with the facts around it that read
+        traced variables (``needs``) written with the values they take where it runs (``if (t ^
+        j) > t:`` with ``j == 4``): its index is the same, the conditions say more."""
+        assert isinstance(rec.form, StoreForm)
+        if not rec.needs or not all(isinstance(v, int) for v in values):
+            return rec.form  # it holds for every value of the variables
+        got = cache.get((id(rec), values))
+        if got is None:
+            known = {id(var): v for var, v in zip(rec.needs, values)}
+            made = forms.store(rec.keys, substitute_keys(rec.facts, known), "shared",
+                               rec.span.line, rec.text)
+            # (The same index, or the loops it reads have ended: the form made at the store.)
+            got = rec.form
+            if isinstance(made, StoreForm) and made.dims == rec.form.dims:
+                made.spans, made.exact, made.exact_checks = (rec.form.spans, rec.form.exact,
+                                                             rec.form.exact_checks)
+                got = made
+            cache[(id(rec), values)] = got
+        assert isinstance(got, StoreForm)
+        return got
 
 
 # A block-stride loop written as CUDA writes it (b = thread_idx.x; while b < N: ...; b +=

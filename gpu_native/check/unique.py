@@ -45,6 +45,7 @@ from .pairproofs import CheckedStore, DeferredPair, PairProofs
 from .parity import read_parities, store_parities
 from .phases import Phases, Position, entry_value, ordered_either
 from .poly import Digit
+from .radix import PairProof
 from .refusals import (
     UNIQUE_HINT,
     PairedRefusal,
@@ -54,6 +55,7 @@ from .refusals import (
 from .strides import ScaledStores, scale_vars
 from .warptiles import in_device_function, warp_tile
 from .wrapping import exact_value, index_is_exact, operands_keep_it
+from .xorpairs import xor_apart, xor_hint
 
 if TYPE_CHECKING:
     from .bounds import BoundsProofs
@@ -342,8 +344,12 @@ class UniqueWrites(PairProofs):
         """Remember a store of a kernel's shared array, checked by the ordinary rules: a store
         of the array scaled by a loop variable is proven against it at the end."""
         if self.is_kernel and base.ty.space == "shared":
-            self.scaled.note(base.var, indices, keys, self.bounds.facts, span,
-                             index_text(base, span), (), form)
+            facts = tuple(sorted(self.bounds.facts, key=repr))
+            rec = self.scaled.note(base.var, indices, keys, facts, span, index_text(base, span),
+                                   (), form)
+            # Conditions that read a traced variable (`if (t ^ j) > t:` around `s[t]`, beside
+            # a traced `s[t ^ j]`): the trace gives their values too (see :mod:`.strides`).
+            rec.needs = scale_vars((), facts, self.is_uniform_var)
 
     def _defer_scaled(self, base: ir.ArrayRef, indices, keys, span: SourceSpan, form) -> bool:
         """A kernel's shared-array store whose index has no form because it reads a local
@@ -366,9 +372,19 @@ class UniqueWrites(PairProofs):
         """Once the body is known: prove the stores :meth:`_defer_scaled` left (see
         :mod:`.strides`)."""
         required = required_coords(self.ctx.ndim, "shared")
-        self.scaled.check(body, self.forms,
-                          lambda a, b: prove_padded(a, b, required),
-                          self.ctx.kernel.add_launch_check)
+
+        def prove(a: StoreForm, b: StoreForm) -> PairProof:
+            outcome = prove_padded(a, b, required)
+            if outcome.ok:
+                return outcome
+            paired = xor_apart(a, b)  # a bitonic network's compare-and-swap
+            if paired is not None:
+                return PairProof(True, paired, shown=True)
+            if outcome.hint or xor_hint(a, b) is None:
+                return outcome
+            return PairProof(False, outcome.text, outcome.missing, _XOR_ROUND_HINT)
+
+        self.scaled.check(body, self.forms, prove, self.ctx.kernel.add_launch_check)
 
     def store_span(self, base: ir.ArrayRef, indices, width: int, span: SourceSpan,
                    what: str) -> str:
@@ -701,5 +717,10 @@ class UniqueWrites(PairProofs):
                 self.unique_param_uses.setdefault(c[6:], set()).add(space)
 
 
+_XOR_ROUND_HINT = (
+    "the stores pair elements by an XOR (`s[t]` and `s[t ^ j]`): in a block, that is proven "
+    "race-free where one strict comparison `(t ^ j) > t` (or `<`) is around both stores and `j` "
+    "takes one value between two barriers (a sync_threads() ends each round that changes it), "
+    "so that of two partners only one writes; else use `with unsafe():`")
 _SCALED_PROOF = ("unique: affine in the thread's index in every barrier interval, with the "
                  "values the block's loop variables take there (a scale by a loop variable)")

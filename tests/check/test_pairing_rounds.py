@@ -199,6 +199,77 @@ def test_a_non_strict_order_is_refused_though_race_free(tmp_path):
         _clean(launch(kernel, 2, 32, values, np.int32(j)))
 
 
+# ---- the bitonic sort of a block ----------------------------------------------------------------
+
+BLOCK_SORT = """
+    @gpu_kernel(Kernel1D)
+    def k(a: CUDASliceMut[f32]):
+        assert block_dim.x == 64
+        s = shared_array(f32, 64)
+        t = thread_idx.x
+        base = block_idx.x * 64
+        s[t] = a[base + t]
+        sync_threads()
+        k = 2
+        while k <= 64:
+            j = k // 2
+            while j > 0:
+                ixj = {partner}
+                if {condition}:
+                    x = s[t]
+                    y = s[ixj]
+                    if ((t & k) == 0) == (x > y):
+                        s[t] = y  # <--
+                        s[ixj] = x  # <--
+                {barrier}
+                j //= 2
+            k *= 2
+        a[base + t] = s[t]
+    """
+
+SORTING = dict(partner="t ^ j", condition="ixj > t", barrier="sync_threads()")
+
+
+def test_the_bitonic_sort_of_a_block_is_accepted_and_sorts(tmp_path):
+    """``j`` halves in a while loop: the trace of :mod:`gpu_native.check.strides` gives its value
+    in each barrier interval, and the XOR rule pairs ``s[t]`` with ``s[t ^ j]`` there."""
+    kernel = build(tmp_path, _plain(BLOCK_SORT.format(**SORTING)), name="block_sort")["k"]
+    values = np.random.default_rng(5).standard_normal(4 * 64).astype(np.float32)
+    got = values.copy()
+    _clean(launch(kernel, 4, 64, got))
+    np.testing.assert_array_equal(got.reshape(4, 64), np.sort(values.reshape(4, 64), axis=1))
+
+
+BLOCK_NEAR_MISSES = {
+    # Every round in one barrier interval: thread 0 (j = 1) and thread 1 (j = 2) share s[1].
+    "no_barrier": dict(SORTING, barrier="pass"),
+    "no_order": dict(SORTING, condition="ixj < 64"),
+    "partner_of_the_thread": dict(SORTING, partner="t ^ (1 + (t & 1))"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BLOCK_NEAR_MISSES))
+def test_block_sort_near_misses_are_refused_and_race(tmp_path, name):
+    source = BLOCK_SORT.format(**BLOCK_NEAR_MISSES[name])
+    with pytest.raises(TranspileError, match=r"may meet|could write the same element"):
+        build(tmp_path, _plain(source), name=name)
+    kernel = build(tmp_path, _unsafe(source), name=f"{name}_unsafe")["k"]
+    values = np.random.default_rng(1).standard_normal(64).astype(np.float32)
+    assert launch(kernel, 1, 64, values).races
+
+
+def test_a_block_sort_ordered_around_one_store_is_refused_and_races(tmp_path):
+    source = BLOCK_SORT.format(**dict(SORTING, condition="ixj < 64")).replace(
+        "                        s[t] = y  # <--",
+        "                        if ixj > t:\n                            s[t] = y  # <--")
+    with pytest.raises(TranspileError, match=r"may meet") as refused:
+        build(tmp_path, _plain(source), name="one_store")
+    assert "XOR" in (refused.value.hint or ""), refused.value.hint
+    kernel = build(tmp_path, _unsafe(source), name="one_store_unsafe")["k"]
+    values = np.random.default_rng(2).standard_normal(64).astype(np.float32)
+    assert launch(kernel, 1, 64, values).races
+
+
 # ---- reads of arrays written in pairs ------------------------------------------------------------
 
 # name: (source, launch); the read marked `# <--` is outside the conditions of the pair.
