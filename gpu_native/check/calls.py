@@ -10,6 +10,7 @@ from ..errors import SourceSpan
 from ..frontend import syntax as S
 from ..lang import registry as R
 from ..lang.spellings import gpu_native_spelling
+from ..lang.types import VECTORS
 from . import promote as P
 from .checker_base import CheckerBase
 from .expressions import ATOMIC_METHODS, LAYOUTS, AtomicHandle, GeneratorType, UidValue, WeakConst
@@ -425,8 +426,11 @@ class CallChecker(CheckerBase):
         entry = R.ATOMIC_OPS[op]
         allowed = entry.value  # the element types it accepts
         if ty.name not in allowed:
+            if isinstance(ty, ir.VectorType) and not isinstance(ty, ir.ComplexType):
+                raise self.error(*_vector_atomic_refusal(entry, ty, e.span))
             raise self.error(f"{what} is not available for {ty} arrays (supported: "
-                             f"{', '.join(allowed)})", e.span)
+                             f"{', '.join(t for t in allowed if t not in VECTORS)})",
+                             e.span)
         names = entry.param_names  # the operands, then order
         nreq = entry.required
         assert isinstance(e.func, S.Attribute)  # x.atomic_ref(i).op(...)
@@ -505,6 +509,24 @@ class CallChecker(CheckerBase):
 
 
 _ORDERS = tuple(order.value for order in R.MemoryOrder)
+
+
+def _vector_atomic_refusal(entry: R.Entry, ty: ir.VectorType,
+                           span: SourceSpan) -> tuple[str, SourceSpan, str | None]:
+    """Why atomic ``entry`` is refused on an array of ``ty``: which atomics its vectors have
+    (each component one atomic of the element type), and what to do instead."""
+    what = f"atomic {entry.op}"
+    ops = [e.name for e in R.ATOMIC_METHODS.values() if ty.name in (e.value or ())]
+    names = ", ".join(ops[:-1]) + " and " + ops[-1] if len(ops) > 1 else ops[0]
+    has = f"an array of {ty} has {names}, one atomic per component"
+    hint: str | None = None
+    if entry.op == "sub" and "fetch_add" in ops:
+        hint = "add the negated value: .fetch_add(-v)"
+    elif ty.elem.name in entry.value:
+        hint = (f"no atomic updates a whole {ty}; keep the components in an array of {ty.elem} "
+                f"(element {ty.n} * i + c) and use the scalar {entry.name} on each")
+    return f"{what} is not available for {ty} arrays ({has})", span, hint
+
 
 # The handlers of calls, named by the registry (the scalar types are casts, the vector types
 # constructors), by name: the handler is a method of FunctionChecker, defined in this mixin or

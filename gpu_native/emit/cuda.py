@@ -695,11 +695,17 @@ class CudaEmitter(VectorEmitter, WarpgroupEmitter, TmaEmitter, StructEmitter):
         target = self.element(e.array, e.indices, e.checks)
         ptr = f"&{target}"
         elem = e.array.ty.elem
-        assert isinstance(elem, ir.ScalarType)  # the checker refuses atomics on vectors
-        ct = elem.info.c_name
         ops = [self.expr(o) for o in e.operands]
         shared = e.array.ty.space == "shared"
         fence = "__threadfence_block()" if shared else "__threadfence()"
+        if isinstance(elem, ir.VectorType):
+            # One atomic per component: the prelude's gn_vatomic_* (CUDA's own atomicAdd of
+            # a __half2 / __nv_bfloat162 pair).
+            ct = ctype(elem)
+            call = f"{spelling(R.ATOMIC_OPS[e.op].cuda, elem.info)}({ptr}, {ops[0]})"
+            return _ordered(call, e, ct, fence)
+        assert isinstance(elem, ir.ScalarType)
+        ct = elem.info.c_name
         fn = spelling(R.ATOMIC_OPS[e.op].cuda, elem.info)
         if e.op == "sub":
             if elem.info.is_float:
@@ -713,15 +719,21 @@ class CudaEmitter(VectorEmitter, WarpgroupEmitter, TmaEmitter, StructEmitter):
             call = f"{fn}({', '.join([ptr, *ops])})"
         if e.op in ("add", "sub", "and", "or", "xor", "exchange") and elem.info.name in ("i64",):
             call = f"(({ct}){call})"
-        order = e.order
-        if order == "relaxed":
-            return call
-        pre = order in ("release", "acq_rel", "seq_cst")
-        post = order in ("acquire", "acq_rel", "seq_cst")
-        if e.ty == ir.VOID:
-            return "(" + ", ".join([*([fence] if pre else []), call, *([fence] if post else [])]) + ")"
-        return (f"([&]() {{ {fence + '; ' if pre else ''}{ct} __gn_old = {call}; "
-                f"{fence + '; ' if post else ''}return __gn_old; }}())")
+        return _ordered(call, e, ct, fence)
+
+
+def _ordered(call: str, e: ir.Atomic, ct: str, fence: str) -> str:
+    """The atomic ``call`` with the fences of its memory order around it (``ct``: the C++
+    type of its old value)."""
+    order = e.order
+    if order == "relaxed":
+        return call
+    pre = order in ("release", "acq_rel", "seq_cst")
+    post = order in ("acquire", "acq_rel", "seq_cst")
+    if e.ty == ir.VOID:
+        return "(" + ", ".join([*([fence] if pre else []), call, *([fence] if post else [])]) + ")"
+    return (f"([&]() {{ {fence + '; ' if pre else ''}{ct} __gn_old = {call}; "
+            f"{fence + '; ' if post else ''}return __gn_old; }}())")
 
 
 def _atomic_ptr(ptr: str, elem: ir.ScalarType) -> str:

@@ -17,12 +17,13 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..nodes import node
-from .types import ScalarInfo
+from .types import ScalarInfo, VectorInfo
 
 __all__ = ["FORMS", "Entry", "Param", "PerType", "spelling"]
 
 # A spelling or a simulator implementation that depends on the operand type: keys are a scalar
-# type's name (``"f32"``), ``"int"`` (any integer type) or ``"*"`` (any other type).  A CUDA
+# or vector type's name (``"f32"``, ``"vec2h"``), ``"int"`` (any integer type), ``"vector"`` (any
+# other vector type) or ``"*"`` (any other scalar type).  A CUDA
 # spelling may be a template: ``{T}`` stands for the operand's C++ type.
 PerType = str | Callable | Mapping[str, Any] | None
 
@@ -156,14 +157,17 @@ class Entry:
         return f"{self.name}({args})"
 
 
-def spelling(table: PerType, info: ScalarInfo) -> Any:
+def spelling(table: PerType, info: ScalarInfo | VectorInfo) -> Any:
     """The entry of a per-type ``table`` (a CUDA spelling or a simulator implementation) for
-    operands of type ``info``; KeyError when it has none."""
+    operands of type ``info``; KeyError when it has none.  A vector type's is under its name or
+    ``"vector"`` (never ``"*"``, which is for scalars)."""
     if not isinstance(table, Mapping):
         if table is None:
             raise KeyError(info.name)
         return table
-    for key in (info.name, "int" if info.is_int else "", "*"):
+    keys = (info.name, "vector") if isinstance(info, VectorInfo) else (
+        info.name, "int" if info.is_int else "", "*")
+    for key in keys:
         if key in table:
             return table[key]
     raise KeyError(info.name)

@@ -48,6 +48,7 @@ __all__ = [
     "LAYOUT_METHODS",
     "MATH",
     "MATH_OPS",
+    "VECTOR_ATOMIC_OPS",
     "VECTOR_COMPONENTS",
     "Entry",
     "MemoryOrder",
@@ -648,6 +649,19 @@ _add(Entry("randint", "generator", "method", "a uniformly random integer in [0, 
 
 _INT_ATOMIC = ("i32", "u32", "i64", "u64")
 _NUMBER_ATOMIC = (*_INT_ATOMIC, "f32", "f64")  # the element types of most atomics
+# The atomics an array of vectors has: one atomic of the element type per component (Warp's
+# wp.atomic_add on a vec3), so the vectors of the element types the scalar atomic takes.
+VECTOR_ATOMIC_OPS = ("add", "sub", "min", "max")
+
+
+def _vector_atomic(op: str, types: tuple[str, ...]) -> tuple[str, ...]:
+    """The element types of atomic ``op``: ``types``, and where it works component by component
+    the vectors of them (``vec2h``/``vec2bf`` for an ``f16``/``bf16`` add)."""
+    if op not in VECTOR_ATOMIC_OPS:
+        return types
+    return (*types, *(v.name for v in VECTORS.values() if v.elem.name in types))
+
+
 _add(Entry("MemoryOrder", "gpu_native", "enum", "memory order of an atomic (`order=`): "
            + ", ".join(m.name for m in MemoryOrder) + "; the default is RELAXED",
            value=MemoryOrder))
@@ -656,19 +670,25 @@ ATOMIC_REF = _add(Entry("atomic_ref", "array", "method", "the element `x[i]` as 
                         "atomic reference"))
 _atomic_fn: PerType
 for _name, _op, _atomic_fn, _types, _doc in (
-        ("fetch_add", "add", "atomicAdd", (*_NUMBER_ATOMIC, "f16", "bf16"), "add `value`"),
-        ("fetch_sub", "sub", "atomicAdd", _NUMBER_ATOMIC, "subtract `value`"),
-        ("fetch_min", "min", {"*": "atomicMin", "f32": "gn_atomic_min", "f64": "gn_atomic_min"},
+        ("fetch_add", "add", {"*": "atomicAdd", "vec2h": "atomicAdd", "vec2bf": "atomicAdd",
+                              "vector": "gn_vatomic_add"},
+         (*_NUMBER_ATOMIC, "f16", "bf16"), "add `value`"),
+        ("fetch_sub", "sub", {"*": "atomicAdd", "vector": "gn_vatomic_sub"}, _NUMBER_ATOMIC,
+         "subtract `value`"),
+        ("fetch_min", "min", {"*": "atomicMin", "f32": "gn_atomic_min", "f64": "gn_atomic_min",
+                              "vector": "gn_vatomic_min"},
          _NUMBER_ATOMIC, "store the minimum of the element and `value`"),
-        ("fetch_max", "max", {"*": "atomicMax", "f32": "gn_atomic_max", "f64": "gn_atomic_max"},
+        ("fetch_max", "max", {"*": "atomicMax", "f32": "gn_atomic_max", "f64": "gn_atomic_max",
+                              "vector": "gn_vatomic_max"},
          _NUMBER_ATOMIC, "store the maximum of the element and `value`"),
         ("fetch_and", "and", "atomicAnd", _INT_ATOMIC, "bitwise and with `value`"),
         ("fetch_or", "or", "atomicOr", _INT_ATOMIC, "bitwise or with `value`"),
         ("fetch_xor", "xor", "atomicXor", _INT_ATOMIC, "bitwise xor with `value`"),
         ("exchange", "exchange", "atomicExch", _NUMBER_ATOMIC, "store `value`")):
-    _add(Entry(_name, "atomic_ref", "method", _doc + "; return the old value",
+    _add(Entry(_name, "atomic_ref", "method", _doc + "; return the old value" + (
+                   "; on an array of vectors, one atomic per component" if _op in VECTOR_ATOMIC_OPS else ""),
                _params("value:T order:MemoryOrder=MemoryOrder.RELAXED"), "T", "call_atomic",
-               _atomic_fn, "atomic", _op, _types))
+               _atomic_fn, "atomic", _op, _vector_atomic(_op, _types)))
 _add(Entry("compare_exchange", "atomic_ref", "method",
            "store `desired` where the element equals `expected` (bitwise for floats); return the "
            "old value", _params("expected:T desired:T order:MemoryOrder=MemoryOrder.RELAXED"),

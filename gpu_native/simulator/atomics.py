@@ -5,6 +5,11 @@ value its predecessors left (``fetch_add`` on one counter hands out 0, 1, 2, ...
 distinct elements are applied together; lanes that share an element are applied in *rounds* (the
 first access of every element, then the second, ...), and elements hit by very many lanes are
 folded with one ``ufunc.accumulate`` each where the operation allows it.
+
+On an array of vectors an atomic is one atomic of the element type per component, as the
+prelude's ``gn_vatomic_*`` do: the lanes update every ``x`` in lane order, then every ``y``
+... (on the GPU the threads interleave their components in any order, which changes no
+component's final value where the scalar atomic's order does not change it).
 """
 
 from __future__ import annotations
@@ -162,3 +167,21 @@ def apply(chunk, op: str, array, off, operands, m):
     out = np.zeros(chunk.L, dtype)
     out[lanes] = old
     return out
+
+
+class _Component:
+    """Component ``k`` of an array of vectors, seen as an array of its element type (its
+    ``data`` a view of the array's column ``k``, written in place)."""
+
+    def __init__(self, array, k: int):
+        self.info = array.info.elem
+        self.data = array.data[:, k]
+        self.is_bf16 = array.is_bf16
+        self.vzero = array.vzero[k]
+
+
+def apply_components(chunk, op: str, array, off, operands, m):
+    """Run one atomic on an array of vectors, component by component (``operands`` are
+    vectors: tuples of components); return the old vectors."""
+    return tuple(apply(chunk, op, _Component(array, k), off, tuple(o[k] for o in operands), m)
+                 for k in range(array.width))

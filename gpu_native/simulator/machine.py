@@ -513,6 +513,8 @@ class Chunk:
             off = base + off
         if array.shadow is not None:
             self.race(array, off, m, loc, "atomic-read" if op == "load" else "atomic")
+        if array.width:  # an array of vectors: one atomic per component
+            return atomics.apply_components(self, op, array, off, operands, m)
         return atomics.apply(self, op, array, off, operands, m)
 
     def matrix(self, op: str, operands, params, m, loc: int):

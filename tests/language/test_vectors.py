@@ -415,7 +415,8 @@ def test_the_docs_snippet_runs(sim, tmp_path, monkeypatch, capsys):
     import importlib
 
     text = (ROOT / "docs" / "language.md").read_text()
-    part = text[text.index("\n## Vectors\n"):text.index("\n## Complex numbers\n")]
+    # The section's first example (its atomics' is tests/language/test_vector_atomics.py's).
+    part = text[text.index("\n## Vectors\n"):text.index("\n### Atomics on arrays of vectors\n")]
     (snippet,) = re.findall(r"```python\n(.*?)```", part, re.S)
     (tmp_path / "vector_doc_snippet.py").write_text(snippet)
     monkeypatch.syspath_prepend(str(tmp_path))
@@ -542,11 +543,11 @@ def k(out: CUDASliceMut[vec2f]):
     v[2] = 1.0  # <-
     out[i] = v
 """, r"index 2 is out of range for a vec2f \(0\.\.1\)"),
-    "atomics on vectors": ("""
+    "a whole-vector atomic": ("""
 @gpu_kernel(Kernel1D)
 def k(out: CUDASliceMut[vec2f]):
-    out.atomic_ref(0).fetch_add(vec2f(1.0))  # <-
-""", r"atomic add is not available for vec2f arrays"),
+    out.atomic_ref(0).exchange(vec2f(1.0))  # <-
+""", r"atomic exchange is not available for vec2f arrays"),
 }
 
 

@@ -5,8 +5,9 @@ reference, this tells whether the CUDA we generate is wrong (the host build disa
 device compiler is (the host build agrees).  It also builds with UBSan, so undefined behaviour in
 the generated code (which a device compiler may exploit) is reported.
 
-Only what the fuzzer generates is supported: 1-D launches, no shared memory, barriers, warp
-operations or atomics beyond the error record.  The prelude header a translation unit includes
+Only what the fuzzer generates is supported: 1-D launches, no shared memory, barriers or warp
+operations; atomics only as the error record and the prelude's vector atomics use them (the
+threads run one after another).  The prelude header a translation unit includes
 (``gpu_native/prelude.cuh``) is pasted in place of its ``#include``, and its few PTX ``asm``
 helpers are replaced by their portable meaning.
 """
@@ -53,6 +54,13 @@ static inline unsigned int atomicAdd_system(unsigned int* p, unsigned int v) { u
 static inline unsigned int atomicCAS_system(unsigned int* p, unsigned int c, unsigned int v) { unsigned int o = *p; if (o == c) *p = v; return o; }
 static inline unsigned int atomicExch_system(unsigned int* p, unsigned int v) { unsigned int o = *p; *p = v; return o; }
 template <typename T> static inline T atomicCAS(T* p, T c, T v) { T o = *p; if (o == c) *p = v; return o; }
+// The prelude's atomics on vectors call these; threads run one after another, so each is a
+// plain read-modify-write (int arithmetic wraps, as on the GPU).
+template <typename T> static inline T atomicAdd(T* p, T v) { T o = *p; *p = o + v; return o; }
+static inline int atomicAdd(int* p, int v) { int o = *p; *p = (int)((unsigned int)o + (unsigned int)v); return o; }
+static inline int atomicSub(int* p, int v) { int o = *p; *p = (int)((unsigned int)o - (unsigned int)v); return o; }
+static inline int atomicMin(int* p, int v) { int o = *p; *p = v < o ? v : o; return o; }
+static inline int atomicMax(int* p, int v) { int o = *p; *p = v > o ? v : o; return o; }
 static inline void __threadfence_system() {}
 static inline float __int_as_float(int v) { float f; std::memcpy(&f, &v, 4); return f; }
 static inline int __float_as_int(float v) { int i; std::memcpy(&i, &v, 4); return i; }

@@ -696,6 +696,38 @@ GN_VEC_FSCALE(gn_vec4f, GN_C4)
 GN_VEC_CROSS(gn_vec3f)
 GN_VEC_CROSS(gn_vec3d)
 GN_VEC_CROSS(gn_vec3i)
+
+/* Atomics on arrays of vectors (a.atomic_ref(i).fetch_add(v) ...): one atomic of the element
+   type per component, x first (a braced list evaluates in order), each giving that component's
+   old value; the vector as a whole is not updated atomically, as with Warp's atomic_add of a
+   vec3.  Each component is the scalar atomic: a float subtraction adds the negation, float min
+   and max are gn_atomic_min/max.  (The 16-bit pairs use CUDA's atomicAdd of __half2 and
+   __nv_bfloat162, atomic per lane too.) */
+__device__ __forceinline__ float gn_atomic_sub(float* p, float v) { return atomicAdd(p, -v); }
+__device__ __forceinline__ double gn_atomic_sub(double* p, double v) { return atomicAdd(p, -v); }
+__device__ __forceinline__ int gn_atomic_sub(int* p, int v) { return atomicSub(p, v); }
+__device__ __forceinline__ int gn_atomic_min(int* p, int v) { return atomicMin(p, v); }
+__device__ __forceinline__ int gn_atomic_max(int* p, int v) { return atomicMax(p, v); }
+#define GN_VA(F, c) F(&p->c, v.c),
+#define GN_VEC_ATOMIC(V, C)                                                                   \
+    __device__ __forceinline__ V gn_vatomic_add(V* p, V v) { return V{C(GN_VA, atomicAdd)}; } \
+    __device__ __forceinline__ V gn_vatomic_sub(V* p, V v) {                                  \
+        return V{C(GN_VA, gn_atomic_sub)}; }                                                  \
+    __device__ __forceinline__ V gn_vatomic_min(V* p, V v) {                                  \
+        return V{C(GN_VA, gn_atomic_min)}; }                                                  \
+    __device__ __forceinline__ V gn_vatomic_max(V* p, V v) {                                  \
+        return V{C(GN_VA, gn_atomic_max)}; }
+GN_VEC_ATOMIC(gn_vec2f, GN_C2)
+GN_VEC_ATOMIC(gn_vec3f, GN_C3)
+GN_VEC_ATOMIC(gn_vec4f, GN_C4)
+GN_VEC_ATOMIC(gn_vec2d, GN_C2)
+GN_VEC_ATOMIC(gn_vec3d, GN_C3)
+GN_VEC_ATOMIC(gn_vec4d, GN_C4)
+GN_VEC_ATOMIC(gn_vec2i, GN_C2)
+GN_VEC_ATOMIC(gn_vec3i, GN_C3)
+GN_VEC_ATOMIC(gn_vec4i, GN_C4)
+#undef GN_VEC_ATOMIC
+#undef GN_VA
 #undef GN_VEC_CROSS
 #undef GN_VEC_FSCALE
 #undef GN_VEC_FLOAT
