@@ -112,7 +112,8 @@ class CheckerBase:
 
         # .statements
         def block(self, stmts: tuple[S.Stmt, ...], kind: str = "body",
-                  runs_once: bool = False) -> tuple[tuple[ir.Stmt, ...], bool]: ...
+                  runs_once: bool = False, uniform: bool | None = None,
+                  round: object = None) -> tuple[tuple[ir.Stmt, ...], bool]: ...
 
         def assign_name_value(self, target: S.Name, value: ir.Expr, span
                               ) -> list[ir.Stmt]: ...

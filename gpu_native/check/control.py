@@ -28,11 +28,14 @@ class ControlFlowChecker(CheckerBase):
         self.depth += 1
         exact = bounds.exact_facts(cond)  # proven where the condition runs, true in both arms
         bounds.facts = before_facts | bounds.facts_from(cond, True) | exact
-        then, then_exits = self.block(s.body, "if")
+        # An `if` every thread of the launch decides alike keeps the rounds of a loop in it
+        # apart as the loop's own barriers do (.phases.round_digits).
+        uniform = self.unique.is_uniform(cond)
+        then, then_exits = self.block(s.body, "if", uniform=uniform)
         then_facts, then_assigned = bounds.facts, self.assigned
         bounds.facts, self.assigned = before_facts | bounds.facts_from(cond, False) | exact, set(
             before_assigned)
-        orelse, else_exits = self.block(s.orelse, "if")
+        orelse, else_exits = self.block(s.orelse, "if", uniform=uniform)
         else_facts, else_assigned = bounds.facts, self.assigned
         self.depth -= 1
         if then_exits and else_exits:
@@ -50,13 +53,16 @@ class ControlFlowChecker(CheckerBase):
         return [ir.If(s.span, cond, then, orelse)], then_exits and else_exits
 
     def loop_body(self, body: tuple[S.Stmt, ...], entry_facts: frozenset,
-                  extra_facts: set, runs_once: bool = False) -> tuple[tuple[ir.Stmt, ...], bool]:
+                  extra_facts: set, runs_once: bool = False, round: object = None
+                  ) -> tuple[tuple[ir.Stmt, ...], bool]:
+        """The body of a loop; ``round``: the counter of a ``range()`` loop whose bounds every
+        thread shares (see :class:`.phases.Frame`), else None."""
         saved_assigned = set(self.assigned)
         self.bounds.facts = entry_facts | extra_facts
         self.depth += 1
         self.loop_depth += 1
         self.loop_broke.append(False)
-        stmts, _ = self.block(body, "loop", runs_once)
+        stmts, _ = self.block(body, "loop", runs_once, uniform=round is not None, round=round)
         broke = self.loop_broke.pop()
         self.loop_depth -= 1
         self.depth -= 1
@@ -232,7 +238,10 @@ class ControlFlowChecker(CheckerBase):
         if counter_var is not None:
             changed.add(counter_var)
         self.unique.forget(changed)
-        body, _ = self.loop_body(s.body, entry, extra, runs_once)
+        # Every thread runs the rounds alike where the bounds are launch-uniform: its counter
+        # is then one value in a round that a barrier ends (.phases.round_digits).
+        round = self.unique.round_counter(var, (start, stop, step))
+        body, _ = self.loop_body(s.body, entry, extra, runs_once, round)
         self.unique.leave_range_loop(var)
         if counter_var is not None:
             self.defs.forget(counter_var)

@@ -210,18 +210,19 @@ _HINT = ("a padded index u + (u >> 5) is proven where both stores pad the same w
          "block_dim.x == HALF`); here {reason}; otherwise use `with unsafe():`")
 
 
-def prove_padded(a: StoreForm, b: StoreForm, required: frozenset[str]) -> PairProof:
+def prove_padded(a: StoreForm, b: StoreForm, required: frozenset[str],
+                 same: frozenset = frozenset()) -> PairProof:
     """:func:`.radix.prove_pair`, first with the padded dimensions of the two stores
     reduced to their values (R10); where neither proves the pair, the failure of the reduced
     pair (which names the threads whose values meet), with a hint that says what the padding
-    rule lacks."""
+    rule lacks.  ``same``: loop counters the two threads share (see ``prove_pair``)."""
     pair = unpad(a, b)
     if pair.texts:
-        reduced = prove_pair(pair.a, pair.b, required)
+        reduced = prove_pair(pair.a, pair.b, required, same)
         if reduced.ok:
             return PairProof(True, f"{reduced.text}, through {' and '.join(pair.texts)} "
                                    "(strictly increasing: R10, padding)")
-    plain = prove_pair(a, b, required)
+    plain = prove_pair(a, b, required, same)
     if plain.ok:
         return plain
     if pair.texts:

@@ -200,10 +200,14 @@ class LoopDigit:
 @node
 class Pin:
     """A condition around a store leaves one value of a digit: ``source`` names the condition
-    (two stores under the same one see the same value), ``value`` is it where known."""
+    (two stores under the same one see the same value), ``value`` is it where known.
+    ``rounds``: the loop counters the value is computed from (``t % 2 == phase % 2``), which
+    two threads share only in one round of their loops (:func:`.phases.round_digits`): the pin
+    holds the digit equal in a pair only where the pair is proven in one round."""
 
     source: tuple
     value: int | None = None
+    rounds: frozenset = frozenset()
 
 
 @node
@@ -468,11 +472,17 @@ class Forms:
         dims = [substitute(p, deep(fold)) for p in dims]
         pins: dict = {}
         exact = {f.value for f in facts if isinstance(f, Exact)}
+        counters = {loop.digit for loop in self.loops.values()}
         for f in facts:
             if isinstance(f, Equal):
                 for a, b in ((f.left, f.right), (f.right, f.left)):
                     pa, pb = self.poly(a), self.poly(b)
-                    if pa is None or pb is None or not is_uniform(pb):
+                    if pa is None or pb is None:
+                        continue
+                    # A value of the loops' counters alone (`t % 2 == phase % 2`) pins the
+                    # thread's digit within one round of them.
+                    rounds = frozenset(d for d in nested_digits(pb) if d.of is None)
+                    if not rounds <= counters:
                         continue
                     pa = substitute(pa, subst)
                     if a in exact and pb == const(0):
@@ -487,7 +497,7 @@ class Forms:
                             # The pinned value, where it is a known constant (for examples).
                             v = substitute(pb, subst).plus(rest.scaled(-1))
                             value = v.const // c if not v.terms and v.const % c == 0 else None
-                            pins[digit] = Pin((a, b), value)
+                            pins[digit] = Pin((a, b), value, rounds)
         if space == "shared":
             # Threads of different blocks never share a shared array: block_idx is uniform.
             dims = [substitute(p, deep(lambda a: atom(("block", a)) if isinstance(a, Digit) and

@@ -29,7 +29,14 @@ from .ownership import (
     guard_assumptions,
     param_atoms,
 )
-from .phases import Phases, Position, may_be_ordered_later, ordered
+from .phases import (
+    Phases,
+    Position,
+    may_be_ordered_later,
+    open_rounds,
+    ordered,
+    round_digits,
+)
 from .poly import poly_text
 from .radix import PairProof
 from .refusals import UNIQUE_HINT, PairedRefusal, hint_for, wrap_hint, wrap_message
@@ -95,8 +102,8 @@ class PairProofs(IndexClasses):
     def param_index(self, name: str) -> int | None:
         return self.param_names.index(name) if name in self.param_names else None
 
-    def prove(self, a: StoreForm, b: StoreForm, required: frozenset[str], array: str
-              ) -> PairProof:
+    def prove(self, a: StoreForm, b: StoreForm, required: frozenset[str], array: str,
+              same: frozenset = frozenset()) -> PairProof:
         """Two stores whose index ranges never meet (:func:`spans_apart`); else
         :func:`.monotone.prove_padded` (the ownership proof), then two stores the conditions
         around them keep apart (:func:`.apart.bounds_apart`), and where both fail in a kernel
@@ -108,19 +115,19 @@ class PairProofs(IndexClasses):
             if apart is not None:
                 return PairProof(True, apart, shown=True)
         raw = (a, b)
-        outcome = prove_padded(a, b, required)
+        outcome = prove_padded(a, b, required, same)
         if not outcome.ok:
             # What the conditions around the stores show (``if col < n:`` makes n >= 1 there).
             implied = guard_assumptions((a, b))
             if implied:
                 for assumption in implied:
                     a, b = assume(a, assumption), assume(b, assumption)
-                outcome = prove_padded(a, b, required)
+                outcome = prove_padded(a, b, required, same)
         if not outcome.ok and raw[0] is not raw[1]:
             # Conditions that order the two stores' indices (an in-place reverse, a transpose),
             # or that pair them by an XOR (a bitonic sort's compare-and-swap), read from the
             # forms as made (an assumption's forms drop them).
-            apart = bounds_apart(*raw) or xor_apart(*raw)
+            apart = bounds_apart(*raw) or xor_apart(*raw, same)
             if apart is not None:
                 for check in raw[0].exact_checks + raw[1].exact_checks:
                     self.ctx.kernel.add_launch_check(check)
@@ -131,7 +138,7 @@ class PairProofs(IndexClasses):
         for assumption in known:
             a, b = assume(a, assumption), assume(b, assumption)
         if known:
-            outcome = prove_padded(a, b, required)
+            outcome = prove_padded(a, b, required, same)
             if outcome.ok:
                 return self._assumed(outcome, known)
         for var in param_atoms((a, b)):
@@ -142,7 +149,8 @@ class PairProofs(IndexClasses):
                 if tree is None:
                     continue
                 assumption = Assumption(var, bound)
-                tried = prove_padded(assume(a, assumption), assume(b, assumption), required)
+                tried = prove_padded(assume(a, assumption), assume(b, assumption), required,
+                                     same)
                 if not tried.ok:
                     continue
                 self.assumptions[var.var.name] = assumption
@@ -164,7 +172,8 @@ class PairProofs(IndexClasses):
         """Prove a store against the array's earlier stores where either is narrowed to fewer
         threads by a condition (``if tid == 1: s[0] = v`` beside ``s[tid] = u``: threads 0
         and 1 both write ``s[0]``); the pair of a shared array that a barrier orders is left
-        out."""
+        out, and one that a barrier later in a loop may order, or keep in one round of it, is
+        proven at the end (:meth:`check_deferred_pairs`)."""
         shared = base.ty.space != "global"
         stores = self.checked_stores.setdefault(id(base.var), [])
         for earlier in stores:
@@ -175,48 +184,72 @@ class PairProofs(IndexClasses):
             if shared and may_be_ordered_later(earlier.position, new.position, self.phases):
                 self.deferred_pairs.append(DeferredPair(base, new, earlier, None))
                 continue
-            self._prove_narrowed(base, new, earlier)
+            error = self._narrowed_error(base, new, earlier)
+            rounds = self._rounds(base, earlier.position, new.position)
+            if error is not None and rounds and \
+                    self._narrowed_error(base, new, earlier, rounds) is None:
+                self.deferred_pairs.append(DeferredPair(base, new, earlier, None))
+                continue
+            if error is not None:
+                raise error
         stores.append(new)
 
-    def _prove_narrowed(self, base: ir.ArrayRef, new: CheckedStore,
-                        earlier: CheckedStore) -> None:
-        """:meth:`check_narrowed` of one pair: refused unless proven apart."""
+    def _rounds(self, base: ir.ArrayRef, a: Position, b: Position) -> frozenset:
+        """The counters a pair of a kernel's shared-array stores at ``a`` and ``b`` may share
+        once the walk has left the loops that hold both (their barriers that part the rounds
+        may yet come: :func:`.phases.round_digits`), at most: the pair is proven with them at
+        the end where it is only so proven now (and refused now where not even so)."""
+        if not self.is_kernel or base.ty.space == "global":
+            return frozenset()
+        return frozenset(open_rounds(a, b, self.phases))
+
+    def _narrowed_error(self, base: ir.ArrayRef, new: CheckedStore, earlier: CheckedStore,
+                        same: frozenset = frozenset()) -> TranspileError | None:
+        """:meth:`check_narrowed` of one pair: None where proven apart (``same``: the loop
+        counters the two threads share), else the refusal."""
         space = "global" if base.ty.space == "global" else "shared"
         required = required_coords(self.ctx.ndim, space)
         a, b, span = new.form, earlier.form, new.span
         if isinstance(a, str) or isinstance(b, str):
             line = b.line if isinstance(b, StoreForm) else "?"
-            raise TranspileError(
+            return TranspileError(
                 f"store into '{base.var.name}' cannot be shown apart from the store at line "
                 f"{line}: {a if isinstance(a, str) else b}", span,
                 "separate the two stores with sync_threads() (shared memory), or use "
                 "`with unsafe():`")
-        outcome = self.prove(a, b, required, base.var.name)
+        outcome = self.prove(a, b, required, base.var.name, same)
         if not outcome.ok and not (only_its_thread(a, b, required)
                                    or only_its_thread(b, a, required)):
             example = collision(a, b, required, self.ctx.ndim)
             detail = f"{example}; " if example else ""
-            raise TranspileError(
+            return TranspileError(
                 f"store into '{base.var.name}' may meet the store at line {b.line} in "
                 f"another thread: {detail}{outcome.text}", span,
                 "a store that a condition leaves to some threads (`if tid == 0:`) must "
                 "write elements no other thread writes in the same phase; separate them "
                 "with sync_threads() (shared memory), index them apart, or use "
                 "`with unsafe():`")
+        return None
 
     def check_deferred_pairs(self) -> None:
         """Once the body is known: each pair of shared-array stores left for a barrier that
-        might come later in its loop is ordered by one, or proven as it would have been."""
+        might come later in its loop is ordered by one, or proven as it would have been, with
+        the counters of the loops in one round of which both threads then are
+        (:func:`.phases.round_digits`)."""
         for pair in self.deferred_pairs:
             if ordered(pair.earlier.position, pair.new.position):
                 continue
+            same = round_digits(pair.earlier.position, pair.new.position) \
+                if self.is_kernel else frozenset()
             if pair.classic is None:
-                self._prove_narrowed(pair.base, pair.new, pair.earlier)
+                error = self._narrowed_error(pair.base, pair.new, pair.earlier, same)
+                if error is not None:
+                    raise error
             else:
                 assert isinstance(pair.new.form, StoreForm)
                 assert isinstance(pair.earlier.form, StoreForm)
                 self._prove_pair(pair.base, pair.new.form, pair.earlier.form, pair.new.span,
-                                 pair.classic, "shared")
+                                 pair.classic, "shared", same)
 
     def prove_array(self, base: ir.ArrayRef, span: SourceSpan, classic: TranspileError) -> str:
         """Prove every pair of the array's stores race-free from their forms (see
@@ -225,13 +258,16 @@ class PairProofs(IndexClasses):
         space = "global" if base.ty.space == "global" else "shared"
         forms = self.store_forms[id(base.var)]
         newest = forms[-1]
+        # Where each form's store is (only shared arrays' pairs are ordered by barriers).
+        positions: list[Position | None] = [None] * len(forms)
+        now: Position | None = None
         if space == "shared":
             # A pair of a shared array that a barrier orders cannot race (see :mod:`.phases`);
             # one that a barrier later in their loop may order is proven at the end if not.
-            positions = self.store_positions[id(base.var)]
-            now = positions[-1]
-            kept = []
-            for f, at in zip(forms, positions):
+            now = self.store_positions[id(base.var)][-1]
+            kept: list[StoreForm | str] = []
+            where: list[Position | None] = []
+            for f, at in zip(forms, self.store_positions[id(base.var)]):
                 if f is not newest and ordered(at, now):
                     continue
                 if (f is not newest and isinstance(f, StoreForm)
@@ -242,23 +278,43 @@ class PairProofs(IndexClasses):
                         CheckedStore(f, at, False, span), classic))
                     continue
                 kept.append(f)
-            forms = kept
+                where.append(at)
+            forms, positions = kept, where
         for earlier in forms:
             if isinstance(earlier, str):
                 which = "its index" if earlier is newest else "another store's index"
                 raise TranspileError(f"{classic.message}: {which} {earlier}", span,
                                      classic.hint or UNIQUE_HINT[space])
+        assert isinstance(newest, StoreForm)
+        required = required_coords(self.ctx.ndim, space)
         rule = ""
         others: list[int] = []  # the lines of the stores proven apart by their digits
         paired: dict[str, list[int]] = {}  # a rule about the pair: its text, and their lines
-        for earlier in forms:
-            outcome = self._prove_pair(base, newest, earlier, span, classic, space)  # type: ignore[arg-type]
+        for earlier, place in zip(forms, positions):
+            assert isinstance(earlier, StoreForm)
+            rounds = self._rounds(base, place, now) if place is not None and now is not None \
+                else frozenset()
+            if rounds and not self.prove(newest, earlier, required, base.var.name).ok and \
+                    self.prove(newest, earlier, required, base.var.name, rounds).ok:
+                # Proven at the end, in one round of the loops that hold both, where a
+                # barrier that every thread reaches parts the rounds (.phases.round_digits).
+                assert place is not None and now is not None
+                self.deferred_pairs.append(DeferredPair(
+                    base, CheckedStore(newest, now, False, span),
+                    CheckedStore(earlier, place, False, span), classic))
+                names = " and ".join(f"'{d.text()}'" for d in open_rounds(place, now,
+                                                                           self.phases))
+                paired.setdefault(f"in one round of the loop over {names}, which a barrier "
+                                  "that every thread reaches parts from the next",
+                                  []).append(earlier.line)
+                continue
+            outcome = self._prove_pair(base, newest, earlier, span, classic, space)
             if earlier is newest:
                 rule = outcome.text
             elif outcome.shown:
-                paired.setdefault(outcome.text, []).append(earlier.line)  # type: ignore[union-attr]
+                paired.setdefault(outcome.text, []).append(earlier.line)
             else:
-                others.append(earlier.line)  # type: ignore[union-attr]
+                others.append(earlier.line)
         text = f"unique: affine in {rule}" if rule else "unique: affine index"
         if others:
             text += f"; disjoint from the stores at line{'s' if len(others) > 1 else ''} " + \
@@ -270,11 +326,13 @@ class PairProofs(IndexClasses):
         return text
 
     def _prove_pair(self, base: ir.ArrayRef, newest: StoreForm, earlier: StoreForm,
-                    span: SourceSpan, classic: TranspileError, space: str) -> PairProof:
+                    span: SourceSpan, classic: TranspileError, space: str,
+                    same: frozenset = frozenset()) -> PairProof:
         """:meth:`prove_array` of one pair: its proof, or ``classic`` raised with the reason
-        (and an example of two threads that meet, where one is found)."""
+        (and an example of two threads that meet, where one is found); ``same``: the loop
+        counters the two threads share."""
         required = required_coords(self.ctx.ndim, space)
-        outcome = self.prove(newest, earlier, required, base.var.name)
+        outcome = self.prove(newest, earlier, required, base.var.name, same)
         if not outcome.ok:
             if isinstance(classic, PairedRefusal) and earlier is not newest:
                 # Named by the store this pair fails against (and the example is about).

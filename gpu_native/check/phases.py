@@ -19,6 +19,19 @@ For stores ``A`` before ``B`` (in source order), with ``S`` the deepest list hol
   are checked at the end, and a pair of stores that only such a barrier could order is
   proven then if none did, :func:`may_be_ordered_later`).
 
+**Rounds.**  Two threads that run a pair of stores at once are in one barrier interval.  In a
+``range()`` loop whose bounds every thread shares (a kernel's, under ``if``s of launch-uniform
+conditions only), a barrier at the top level of the body after both stores' statements (or
+before both), which no ``break``, ``continue`` or ``return`` can skip and no ``break`` cuts a
+round short of, parts the rounds: a thread in round ``k`` has passed ``k`` of those barriers
+and not ``k + 1``, so two threads in one interval are in the same round, and the loop's
+counter (and anything computed from it and shared values: ``phase & 1``) is the same in both
+(:func:`round_digits`; the same for the loops around it, whose rounds it parts too).  This rests
+on what CUDA asks of ``__syncthreads()`` anyway: every thread of the block reaches the same
+barriers.  The pair proofs then hold the counter equal in both threads (an odd-even
+transposition sort's ``s[2 * t + (phase & 1)]`` and ``s[2 * t + (phase & 1) + 1]``); a pair that
+only that proves is proven once the loop's end is seen (:func:`open_rounds`).
+
 A barrier inside a loop body counts at the loop statement itself (for the lists around it) only
 when the body surely runs once (a constant-true first test) and reaches the barrier before any
 ``break``, ``continue`` or ``return``; one inside ``with unsafe():`` always does; one inside an
@@ -31,18 +44,27 @@ from __future__ import annotations
 from .. import ir
 from ..nodes import node
 
-__all__ = ["Frame", "Phases", "Position", "may_be_ordered_later", "ordered", "ordered_either"]
+__all__ = ["Frame", "Phases", "Position", "may_be_ordered_later", "open_rounds", "ordered",
+           "ordered_either", "round_digits"]
 
 
 class Frame:
     """One statement list being checked: its ``kind`` ("body", "loop", "if" or "with"), the index
     of its current statement, the indices of its top-level barriers (``grid_barriers``: those
     that are ``grid_sync()``, which order every thread of the grid, not only a block's), the
-    first index that may jump out (break, continue, return) and the first that may return."""
+    first index that may jump out (break, continue, return) and the first that may return.
 
-    def __init__(self, kind: str):
+    ``uniform``: every thread of the launch that reaches the statement holding the list runs it
+    alike (a body, a ``with``, an ``if`` on a launch-uniform condition, a ``range()`` loop of
+    launch-uniform bounds); ``round``: such a loop's counter (a :class:`~.poly.Digit`), which
+    two threads share in one round where a barrier ends each round (:func:`round_digits`)."""
+
+    def __init__(self, kind: str, uniform: bool | None = None, round: object = None):
         self.kind = kind
         self.is_loop = kind == "loop"
+        self.uniform = kind in ("body", "with") if uniform is None else uniform
+        self.round = round
+        self.breaks = False  # a `break` of this loop (or, for another list, of the loop it is in)
         self.index = 0
         self.barriers: list[int] = []
         self.grid_barriers: list[int] = []
@@ -66,8 +88,8 @@ class Phases:
     def __init__(self) -> None:
         self.stack: list[Frame] = []
 
-    def enter(self, kind: str) -> None:
-        self.stack.append(Frame(kind))
+    def enter(self, kind: str, uniform: bool | None = None, round: object = None) -> None:
+        self.stack.append(Frame(kind, uniform, round))
 
     def leave(self, runs_once: bool = False) -> None:
         """The list ends; ``runs_once``: a loop body that surely runs once."""
@@ -83,6 +105,8 @@ class Phases:
             parent.first_jump = parent.index
         if frame.first_return is not None and parent.first_return is None:
             parent.first_return = parent.index
+        if frame.breaks and not frame.is_loop:
+            parent.breaks = True
         for mine, theirs in ((frame.barriers, parent.barriers),
                              (frame.grid_barriers, parent.grid_barriers)):
             if (runs_once or always) and any(
@@ -109,6 +133,8 @@ class Phases:
                 frame.first_jump = frame.index
             if kind == "return" and frame.first_return is None:
                 frame.first_return = frame.index
+            if kind == "break":
+                frame.breaks = True
 
     @property
     def in_branch(self) -> bool:
@@ -173,6 +199,49 @@ def may_be_ordered_later(a: Position, b: Position, phases: Phases) -> bool:
     index_a, index_b = a.path[common - 1][1], b.path[common - 1][1]
     return frame.barrier_between(index_a, index_b) or any(
         f.barrier_between(0, i) for f, i in b.path[common:])
+
+
+def round_digits(a: Position, b: Position) -> frozenset:
+    """The counters of the loops that hold both stores and in one round of which the two
+    threads of a pair that is not ordered must be (see the module docstring, "Rounds").
+
+    From the kernel's body down the lists that hold both, each list must be ``uniform`` and
+    free of jumps before the statement that leads on (a ``return`` in the body only ends the
+    thread, which then meets no barrier); the deepest loop among them with a barrier at its
+    top level after both stores' statements (or before both), before any ``break``,
+    ``continue`` or ``return``, parts each of its rounds from the next with the stores on one
+    side, and with them each round of the loops around it: the counters of those loops (their
+    ``round``) are the same in both threads."""
+    common = _common(a, b)
+    deepest = 0  # how many of the common lists down to the deepest loop so ended
+    for depth in range(common):
+        frame, index = a.path[depth]
+        first, last = min(index, b.path[depth][1]), max(index, b.path[depth][1])
+        if not frame.uniform or frame.breaks:  # (a break: threads may run more rounds)
+            break
+        if frame.is_loop:
+            stop = frame.first_jump
+            # After both stores, or before both (between them it orders one round's pair, and
+            # the later store of one round meets the earlier of the next).
+            if any((last < m or m < first) and (stop is None or m < stop)
+                   for m in frame.barriers):
+                deepest = depth + 1
+        # Further down only where no thread leaves this list before it gets there: a break
+        # or continue there could make two threads run the loops below a different number
+        # of times.
+        if frame.first_jump is not None and frame.first_jump <= last and frame.kind != "body":
+            break
+        if depth + 1 < common and a.path[depth][1] != b.path[depth][1]:
+            break
+    return frozenset(f.round for f, _ in a.path[:deepest] if f.is_loop and f.round is not None)
+
+
+def open_rounds(a: Position, b: Position, phases: Phases) -> list:
+    """The counters of the loops that hold both ``a`` and ``b``, count their rounds and are
+    still being walked (outermost first)."""
+    common = _common(a, b)
+    return [f.round for f, _ in a.path[:common]
+            if f.is_loop and f.round is not None and any(f is g for g in phases.stack)]
 
 
 def ordered_either(a: Position, b: Position, grid: bool = False) -> bool:

@@ -63,9 +63,11 @@ def _split(forms: tuple[StoreForm, StoreForm]) -> tuple[tuple[StoreForm, StoreFo
                 r = radix[digit.coord]
                 v = value.value
                 pins[Digit(digit.coord, "hi", r)] = Pin(("hi", value.source),
-                                                        None if v is None else v // r)
+                                                        None if v is None else v // r,
+                                                        value.rounds)
                 pins[Digit(digit.coord, "lo", r)] = Pin(("lo", value.source),
-                                                        None if v is None else v % r)
+                                                        None if v is None else v % r,
+                                                        value.rounds)
             else:
                 pins[digit] = value
         ranges = dict(f.ranges)
@@ -109,16 +111,19 @@ class PairProof:
     shown: bool = False
 
 
-def prove_pair(a: StoreForm, b: StoreForm, required: frozenset[str]) -> PairProof:
+def prove_pair(a: StoreForm, b: StoreForm, required: frozenset[str],
+               same: frozenset = frozenset()) -> PairProof:
     """Can a thread's store ``a`` and another thread's store ``b`` write the same element?
-    ``required``: the thread coordinates that tell threads apart here."""
+    ``required``: the thread coordinates that tell threads apart here; ``same``: loop counters
+    the two threads share (the pair is in one round of their loops: .phases.round_digits)."""
     from .splits import align_loops
-    split = _split((a, align_loops(a, b)))  # one name per loop variable (.splits)
+    split = _split((a, align_loops(a, b, same)))  # one name per loop variable (.splits)
     if isinstance(split, str):
         return PairProof(False, split)
     (a, b), _ = split
-    # Pins that both stores share (same digit, same value) hold the digit equal.
-    equal = {d for d, v in a.pins.items() if b.pins.get(d) == v}
+    # Pins that both stores share (same digit, same value) hold the digit equal; a pin to a
+    # value of loop counters only where the pair shares them.
+    equal = {d for d, v in a.pins.items() if b.pins.get(d) == v and v.rounds <= same}
     ranges: dict = {}
     for f in (a, b):
         for d, n in f.ranges.items():
@@ -132,9 +137,11 @@ def prove_pair(a: StoreForm, b: StoreForm, required: frozenset[str]) -> PairProo
     rules: list[str] = []
     # A digit is the same in both threads where each store leaves it one known value, and the
     # two values agree (a range of one in one store says nothing of the other's thread).
+    # So is a counter of a loop in one round of which both threads are (``same``).
     forced = set(pinned) | {d for d in ranges
                             if _fixed_value(a, d) is not None
                             and _fixed_value(a, d) == _fixed_value(b, d)}
+    forced |= set(same) & set(ranges)
     dims = list(zip(a.dims, b.dims))
     # A sum bounded in both stores bounds the difference of its digits between the threads.
     bounded = [pair for pair in a.bounded if pair in b.bounded]

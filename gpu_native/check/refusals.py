@@ -152,12 +152,17 @@ def hint_for(a: StoreForm, b: StoreForm, outcome: PairProof, space: str) -> str:
                 f"thread_idx.x`{f', stepping by `{extent}`' if rows else ''})")
     if space == "shared" and (round_chosen(a) or round_chosen(b)):
         # `if t % 2 == phase % 2:`: which threads store depends on the round, and the proofs
-        # compare each thread in any round with each other in any round.
+        # compare each thread in any round with each other in any round but where a barrier
+        # parts the rounds (.phases.round_digits).
         return ("which threads run the store depends on a loop counter (a parity chosen by the "
-                "round, say), and the proofs do not follow that across rounds: give each round "
-                "its phases with conditions of the thread alone, each ending with "
-                "sync_threads() (`for r in range(n // 2): if t % 2 == 0: ...; sync_threads(); "
-                "if t % 2 == 1: ...; sync_threads()`), or use `with unsafe():`")
+                "round, say): the proofs hold the counter the same in two threads only within "
+                "one round, where a sync_threads() parts the rounds: at the top level of the "
+                "loop's body after the stores (or before them), with no break, continue or "
+                "return before it, in a `for` loop over range() of bounds every thread shares "
+                "(`for phase in range(N): ...; sync_threads()`); or give each round its phases "
+                "with conditions of the thread alone, each ending with sync_threads() (`if t % "
+                "2 == 0: ...; sync_threads(); if t % 2 == 1: ...; sync_threads()`), or use "
+                "`with unsafe():`")
     group = next((d for d in missing if d.part == "hi" and d.radix != 32
                   and Digit(d.coord, "lo", d.radix) in a.pins), None)
     if group is not None:

@@ -282,7 +282,7 @@ def derived_value(d: Derived, value: Callable[[object], int]) -> int:
     return x // y if d.op == "hi" else x % y
 
 
-def align_loops(a: StoreForm, b: StoreForm) -> StoreForm:
+def align_loops(a: StoreForm, b: StoreForm, same: frozenset = frozenset()) -> StoreForm:
     """``b`` with each loop counter renamed to ``a``'s counter of the same loop variable name
     (one each): the prologue's ``for q in range(4)`` and the main loop's copy of it give the
     same split digits.  Sound: the pair proof reads a counter in two threads as two values, each
@@ -298,8 +298,11 @@ def align_loops(a: StoreForm, b: StoreForm) -> StoreForm:
     if a is b:
         return b
     mine, theirs = loops(a), loops(b)
+    # A counter the pair shares (``same``: one round of a loop that holds both) is one value
+    # in both threads: none is renamed to it, or from it.
     rename = {ds[0]: mine[n][0] for n, ds in theirs.items()
-              if len(ds) == 1 and len(mine.get(n, ())) == 1 and ds[0] != mine[n][0]}
+              if len(ds) == 1 and len(mine.get(n, ())) == 1 and ds[0] != mine[n][0]
+              and ds[0] not in same and mine[n][0] not in same}
     if not rename:
         return b
     replace = deep(lambda x: atom(rename[x]) if x in rename else None)

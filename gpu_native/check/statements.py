@@ -24,12 +24,14 @@ class StatementChecker(CheckerBase):
     stores."""
 
     def block(self, stmts: tuple[S.Stmt, ...], kind: str = "body",
-              runs_once: bool = False) -> tuple[tuple[ir.Stmt, ...], bool]:
+              runs_once: bool = False, uniform: bool | None = None,
+              round: object = None) -> tuple[tuple[ir.Stmt, ...], bool]:
         """Check a block; return its IR and whether control never falls off its end.  ``kind``
-        ("body", "loop", "if", "with") and ``runs_once`` (a loop body that surely runs) are what
-        the barrier phases need to know of it (:class:`.phases.Phases`)."""
+        ("body", "loop", "if", "with"), ``runs_once`` (a loop body that surely runs),
+        ``uniform`` and ``round`` are what the barrier phases need to know of it
+        (:class:`.phases.Frame`)."""
         phases = self.unique.phases
-        phases.enter(kind)
+        phases.enter(kind, uniform, round)
         reaching = self.defs.enter_block()
         out: list[ir.Stmt] = []
         exits = False

@@ -199,6 +199,15 @@ class UniqueWrites(PairProofs):
                 and var.name not in plain_assigned):
             self.range_unique_vars[id(var)] = start_unique.coords
 
+    def round_counter(self, var: ir.Var, bounds: tuple[ir.Expr, ...]) -> Digit | None:
+        """The counter digit of ``for var in range(*bounds)`` in a kernel, where every thread
+        of the launch runs its rounds alike (launch-uniform bounds): two threads in one round
+        share it, where a barrier ends each round (:func:`.phases.round_digits`)."""
+        if not self.is_kernel or not all(self.is_uniform(e) for e in bounds):
+            return None
+        loop = self.forms.loops.get(id(var))
+        return loop.digit if loop is not None else None
+
     def leave_range_loop(self, var: ir.Var) -> None:
         """The body of the loop over ``var`` ends: its counter is no longer a digit."""
         self.forms.leave_loop(var)

@@ -122,9 +122,11 @@ def _digit(d: Digit, thread: dict) -> int:
 
 
 def _runs(form: StoreForm, thread: dict) -> bool:
-    """Does ``thread`` pass the form's pins (one to an unknown value is taken as 0)?"""
+    """Does ``thread`` pass the form's pins (one to an unknown value is taken as 0; one to a
+    value of loop counters, ``t % 2 == phase % 2``, holds in some round, which is not the other
+    thread's where the pair is refused)?"""
     return all(_digit(d, thread) == (pin.value or 0)
-               for d, pin in form.pins.items() if d.is_thread)
+               for d, pin in form.pins.items() if d.is_thread and not pin.rounds)
 
 
 def _elements(form: StoreForm, thread: dict, sizes: dict):

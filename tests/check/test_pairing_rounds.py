@@ -1,8 +1,13 @@
-"""Stores that pair elements up by an XOR, and reads of arrays written in pairs.
+"""Stores that pair elements up by an XOR, stores in one round of a loop, and reads of arrays
+written in pairs.
 
 * The global bitonic-sort step as every tutorial writes it: thread ``i`` writes ``a[i]`` and
   ``a[i ^ j]`` under ``if (i ^ j) > i:``; ``x -> x ^ j`` is an involution, so the partner fails
   the condition and no two threads write one pair (:mod:`gpu_native.check.xorpairs`).
+* The odd-even transposition sort: in a ``range()`` loop whose rounds a barrier parts, every
+  thread has the same ``phase`` in one round, so ``s[2 * t + (phase & 1)]`` never meets
+  ``s[2 * t' + (phase & 1) + 1]`` there (:func:`gpu_native.check.phases.round_digits`); pairs of
+  different rounds are ordered by the barrier.
 * A read of an array written through several indices reads the thread's own element only
   under the conditions that keep the stores apart: it is proven apart from every store as a
   store of its own would be (``u = a[i]`` before ``if i < half: a[i + half] = ...`` reads what
@@ -268,6 +273,155 @@ def test_a_block_sort_ordered_around_one_store_is_refused_and_races(tmp_path):
     kernel = build(tmp_path, _unsafe(source), name="one_store_unsafe")["k"]
     values = np.random.default_rng(2).standard_normal(64).astype(np.float32)
     assert launch(kernel, 1, 64, values).races
+
+
+# ---- loop rounds parted by a barrier -------------------------------------------------------------
+
+ODD_EVEN = """
+    @gpu_kernel(Kernel1D)
+    def oddeven(a: CUDASliceMut[f32]):
+        assert block_dim.x == 64
+        assert grid_dim.x == 1
+        s = shared_array(f32, 128)
+        t = thread_idx.x
+        s[t] = a[t]
+        s[t + 64] = a[t + 64]
+        sync_threads()
+        for phase in {rounds}:
+            {first}
+            i = 2 * t + (phase & 1)
+            if i + 1 < 128 and s[i] > s[i + 1]:
+                s[i], s[i + 1] = s[i + 1], s[i]  # <--
+            {last}
+        sync_threads()
+        a[t] = s[t]
+        a[t + 64] = s[t + 64]
+    """
+
+ROUND = dict(rounds="range(128)", first="pass", last="sync_threads()")
+
+ODD_EVEN_PER_ELEMENT = """
+    @gpu_kernel(Kernel1D)
+    def oddeven(a: CUDASliceMut[f32]):
+        assert block_dim.x == 128
+        assert grid_dim.x == 1
+        s = shared_array(f32, 128)
+        t = thread_idx.x
+        s[t] = a[t]
+        sync_threads()
+        for phase in range(128):
+            if t % 2 == phase % 2 and t + 1 < 128:
+                if s[t] > s[t + 1]:
+                    s[t], s[t + 1] = s[t + 1], s[t]  # <--
+            {last}
+        a[t] = s[t]
+    """
+
+# name: (source, threads).
+ODD_EVEN_SORTS = {
+    "pair_per_thread": (ODD_EVEN.format(**ROUND), 64),
+    "barrier_first_in_the_round": (ODD_EVEN.format(**dict(
+        ROUND, first="sync_threads()", last="pass")), 64),
+    "rounds_of_a_length": (ODD_EVEN.format(**dict(ROUND, rounds="range(len(a))")), 64),
+    "element_per_thread": (ODD_EVEN_PER_ELEMENT.format(last="sync_threads()"), 128),
+    # A while loop's counter is assigned twice: the trace of .strides gives its values.
+    "while_loop": (ODD_EVEN.replace("for phase in {rounds}:", "phase = 0\n        while phase "
+                                    "< 128:").replace("{last}", "{last}\n            phase += 1"
+                                                      ).format(**ROUND), 64),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ODD_EVEN_SORTS))
+def test_an_odd_even_transposition_sort_is_accepted_and_sorts(tmp_path, name):
+    """Within one round every thread has the same ``phase``: the barrier that parts the rounds
+    orders a pair of different rounds, and in one round ``2 * t + (phase & 1)`` never meets
+    ``2 * t' + (phase & 1) + 1`` (nor ``t`` meets ``t' + 1`` where both have the parity of
+    ``phase``)."""
+    source, threads = ODD_EVEN_SORTS[name]
+    kernel = build(tmp_path, _plain(source), name=name)["oddeven"]
+    rng = np.random.default_rng(len(name))
+    for _ in range(3):
+        values = rng.standard_normal(128).astype(np.float32)
+        got = values.copy()
+        _clean(launch(kernel, 1, threads, got))
+        np.testing.assert_array_equal(got, np.sort(values))
+
+
+def test_the_round_is_named_by_expand(tmp_path):
+    source = HEADER + _plain(ODD_EVEN.format(**ROUND)).replace("\n    ", "\n")
+    text = Expansion.of(source, "k.py", "k").proofs()
+    assert "in one round of the loop over 'phase', which a barrier that every thread reaches " \
+        "parts from the next" in text, text
+
+
+# name: (source, threads): refused, and racing once the swap is unsafe.
+ROUND_NEAR_MISSES = {
+    # Every round in one barrier interval: thread 0 swaps s[0], s[1] in round 0 while thread 0
+    # (or 1) swaps s[1], s[2] in round 1.
+    "no_barrier": (ODD_EVEN.format(**dict(ROUND, last="pass")), 64),
+    "no_barrier_per_element": (ODD_EVEN_PER_ELEMENT.format(last="pass"), 128),
+    # Rounds 0 and 1 share an interval: the barrier runs in odd rounds only.
+    "barrier_under_a_condition": (ODD_EVEN.format(**dict(
+        ROUND, last="if phase % 2 == 1:\n                sync_threads()")), 64),
+    "barrier_skipped_by_continue": (ODD_EVEN.format(**dict(
+        ROUND, last="if phase % 2 == 0:\n                continue\n            sync_threads()")),
+        64),
+    # A barrier between the two stores: one round's second store meets the next round's first.
+    "barrier_between_the_stores": ("""
+        @gpu_kernel(Kernel1D)
+        def oddeven(a: CUDASliceMut[f32]):
+            assert block_dim.x == 64
+            assert grid_dim.x == 1
+            s = shared_array(f32, 128)
+            t = thread_idx.x
+            s[t] = a[t]
+            s[t + 64] = a[t + 64]
+            sync_threads()
+            for phase in range(128):
+                i = 2 * t + (phase & 1)
+                if i + 1 < 128:
+                    s[i] = s[i] + 1.0  # <--
+                sync_threads()
+                if i + 1 < 128:
+                    s[i + 1] = s[i + 1] + 1.0  # <--
+            sync_threads()
+            a[t] = s[t]
+            a[t + 64] = s[t + 64]
+        """, 64),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ROUND_NEAR_MISSES))
+def test_round_near_misses_are_refused_and_race(tmp_path, name):
+    source, threads = ROUND_NEAR_MISSES[name]
+    with pytest.raises(TranspileError, match=r"may meet|could race|could write the same") \
+            as refused:
+        build(tmp_path, _plain(source), name=name)
+    if name != "barrier_between_the_stores":
+        assert "parts the rounds" in (refused.value.hint or ""), refused.value.hint
+    kernel = build(tmp_path, _unsafe(source), name=f"{name}_unsafe")["oddeven"]
+    values = np.random.default_rng(3).standard_normal(128).astype(np.float32)
+    assert launch(kernel, 1, threads, values).races
+
+
+# Refused: the proofs cannot see one round's value shared by every thread.
+ROUND_REFUSED = {
+    # A parity read from memory is no counter of the loop.
+    "parity_read_from_memory": ODD_EVEN.replace("(phase & 1)", "(p[phase] & 1)").replace(
+        "a: CUDASliceMut[f32]):", "a: CUDASliceMut[f32], p: CUDASliceMut[i32]):").format(
+        **ROUND),
+    # Threads run the rounds from different starts.
+    "rounds_of_the_thread": ODD_EVEN.format(**dict(ROUND, rounds="range(t % 2, 128)")),
+    # A break may end the rounds of some threads early.
+    "a_break_after_the_barrier": ODD_EVEN.format(**dict(
+        ROUND, last="sync_threads()\n            if phase == 200:\n                break")),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ROUND_REFUSED))
+def test_rounds_the_proofs_cannot_follow_are_refused(tmp_path, name):
+    with pytest.raises(TranspileError):
+        build(tmp_path, _plain(ROUND_REFUSED[name]), name=name)
 
 
 # ---- reads of arrays written in pairs ------------------------------------------------------------

@@ -100,9 +100,10 @@ def k(x: CUDASlice[f32], y: CUDASliceMut[f32]):
 
 
 def test_a_guard_on_a_loop_counter_s_parity_is_not_left_out_of_the_caveat():
-    # Odd-even transposition with the parity chosen by the round: the example cannot evaluate
-    # `t % 2 == phase % 2` (the index does not read `phase`), so it must not name only the
-    # data-dependent condition on another line as the one it skipped.
+    # Odd-even transposition with the parity chosen by the round, and no barrier to part the
+    # rounds: the example cannot evaluate `t % 2 == phase % 2` (the index does not read
+    # `phase`), so it must not name only the data-dependent condition on another line as the
+    # one it skipped.
     text = refusal("""
     from gpu_native import shared_array, sync_threads
 
@@ -120,19 +121,22 @@ def test_a_guard_on_a_loop_counter_s_parity_is_not_left_out_of_the_caveat():
                 if a > b:
                     s[t] = b
                     s[t + 1] = a
-            sync_threads()
+        sync_threads()
         out[block_idx.x * 64 + t] = s[t]
     """)
     assert "if both pass the conditions around the store, which this example does not " \
            "evaluate" in text, text
     assert "condition on line" not in text, text
-    # The hint says what the proofs do follow: phases of constant parity in each round.
+    # The hint says what the proofs do follow: a barrier that parts the rounds, or phases of
+    # constant parity in each round.
     assert "depends on a loop counter" in text and "if t % 2 == 0: ...; sync_threads()" in text
+    assert "where a sync_threads() parts the rounds" in text
 
 
 def test_the_store_named_beside_this_one_is_the_one_the_example_is_about():
-    # The swap's two stores race; the first store through another index (`s[t] = a[t]`, line
-    # 11) is a barrier away and cannot, so the message must not name it.
+    # The swap's two stores race (no barrier parts the rounds); the first store through
+    # another index (`s[t] = a[t]`, line 11) is a barrier away and cannot, so the message must
+    # not name it.
     text = refusal("""
     from gpu_native import CUDASliceMut, shared_array, sync_threads
 
@@ -147,7 +151,7 @@ def test_the_store_named_beside_this_one_is_the_one_the_example_is_about():
             if t % 2 == phase % 2 and t + 1 < 128:
                 if s[t] > s[t + 1]:
                     s[t], s[t + 1] = s[t + 1], s[t]
-            sync_threads()
+        sync_threads()
     """)
     assert "example.py:16:23: error: 's' is written through two different indices (here " \
            "and at example.py:16:17)" in text, text
