@@ -27,6 +27,7 @@ DOC = ROOT / "docs" / "gallery.md"
 SIM_SIZES = {
     "argmax": {"n": 123_457},
     "bitonic_sort": {"rows": 6},
+    "bitonic_sort_global": {"n": 1 << 12},
     "blelloch_scan": {"n": 20_000},
     "blur_rgb": {"h": 37, "w": 50},
     "convolution_separable": {"h": 45, "w": 150},
@@ -40,6 +41,7 @@ SIM_SIZES = {
     "monte_carlo_pi": {"threads": 5000},
     "nbody_tiled": {"n": 300},
     "nbody_vec3": {"n": 300},
+    "odd_even_sort": {"count": 8},
     "particles_struct": {"n": 1000},
     "radix_sort": {"n": 3000},
     "red_black_gauss_seidel": {"ny": 40, "nx": 53, "sweeps": 4},
@@ -58,6 +60,7 @@ SIM_SIZES = {
 GPU_SIZES = {
     "argmax": {"n": 10_000_019},
     "bitonic_sort": {"rows": 2000},
+    "bitonic_sort_global": {"n": 1 << 22},
     "blelloch_scan": {"n": 65_536},
     "blur_rgb": {"h": 720, "w": 1283},
     "convolution_separable": {"h": 1001, "w": 1517},
@@ -71,6 +74,7 @@ GPU_SIZES = {
     "monte_carlo_pi": {"threads": 200_003},
     "nbody_tiled": {"n": 2000},
     "nbody_vec3": {"n": 2000},
+    "odd_even_sort": {"count": 5000},
     "particles_struct": {"n": 1_000_003, "steps": 20},
     "radix_sort": {"n": 1_000_003},
     "red_black_gauss_seidel": {"ny": 501, "nx": 703, "sweeps": 20},
