@@ -574,7 +574,8 @@ class Atomic(Expr):
 @node
 class RandomDraw(Expr):
     """A draw from a Philox4x32-10 generator (``rng.uniform()``): ``method`` names its registry
-    entry (``random_u32``, ``uniform``, ``normal``, ``randint``).  ``state`` reads the
+    entry (``random_u32``, ``uniform``, ``normal``, ``randint``, and ``uniform4``, ``normal4``,
+    whose ``ty`` is ``vec4f``).  ``state`` reads the
     generator's three ``u64`` locals (key, subsequence, counter) and the draw advances the
     counter: by one block, and ``randint`` by one more for each block whose four words it
     rejects.  ``args`` are the method's operands (``randint``: the bound ``n``, of type ``ty``);

@@ -1,6 +1,6 @@
 """The type pass over random number generators: ``rng = philox(seed, subsequence, offset)``
-and its draws ``rng.uniform()``, ``rng.normal()``, ``rng.randint(n)``, ``rng.random_u32()``
-(the registry's ``generator`` entries).
+and its draws ``rng.uniform()``, ``rng.normal()``, ``rng.randint(n)``, ``rng.random_u32()``,
+``rng.uniform4()``, ``rng.normal4()`` (the registry's ``generator`` entries).
 
 A generator is not a value of the IR: it is three ``u64`` locals that the checker makes for
 it (the key, the subsequence and the block counter, named like its other temporaries), which
@@ -17,6 +17,7 @@ from typing import TypeGuard
 from .. import ir
 from ..frontend import syntax as S
 from ..lang import registry as R
+from ..lang.types import VECTORS
 from ..nodes import fields
 from . import promote as P
 from .checker_base import CheckerBase
@@ -108,9 +109,16 @@ class GeneratorChecker(CheckerBase):
         state = tuple(ir.Local(func.span, ir.U64, v) for v in (ty.key, ty.subsequence,
                                                                 ty.counter))
         what = f"rng.{entry.name}()"
+        if entry.result in VECTORS and (e.args or e.keywords):
+            single = entry.name[:-1]
+            raise self.error(f"{what} takes no arguments: it draws four f32 numbers (a "
+                             f"{entry.result})", e.span,
+                             f"for f64 numbers draw rng.{single}(f64) once per number")
         got = self.args(e, entry.param_names, entry.required, what)
         if entry.result == "u32":
             return ir.RandomDraw(e.span, ir.U32, entry.name, state)
+        if entry.result in VECTORS:  # the whole block: uniform4(), normal4()
+            return ir.RandomDraw(e.span, ir.vector(entry.result), entry.name, state)
         if entry.result == "dtype":
             result = ir.F32
             if "dtype" in got:

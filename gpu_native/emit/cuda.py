@@ -679,7 +679,7 @@ class CudaEmitter(VectorEmitter, WarpgroupEmitter, TmaEmitter, StructEmitter):
     def emit_RandomDraw(self, e: ir.RandomDraw) -> str:
         # The counter is passed by reference: the prelude's gn_philox_* advance it.
         ty = e.ty
-        assert isinstance(ty, ir.ScalarType)
+        assert isinstance(ty, (ir.ScalarType, ir.VectorType))
         fn = spelling(R.GENERATOR_METHODS[e.method].cuda, ty.info).format(T=ty.info.c_name)
         state = ", ".join(cname(local.var) for local in e.state)
         if not e.args:

@@ -16,7 +16,7 @@ from .layouts import _device_only
 from .registry import FULL_MASK as FULL_MASK
 from .registry import GENERATOR_METHODS, GPU_NATIVE
 from .registry import MemoryOrder as MemoryOrder
-from .types import _Vector, f32
+from .types import _Vector, f32, vec4f
 
 if TYPE_CHECKING:
     from .params import CUDASliceMut, CUDASliceMut2D, CUDASliceMut3D
@@ -154,6 +154,14 @@ class Philox:
     @_generator_method
     def randint(self, n: int) -> int:
         _device_only("rng.randint()")
+
+    @_generator_method
+    def uniform4(self) -> vec4f:
+        _device_only("rng.uniform4()")
+
+    @_generator_method
+    def normal4(self) -> vec4f:
+        _device_only("rng.normal4()")
 
 
 @_intrinsic

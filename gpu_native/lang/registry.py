@@ -626,7 +626,8 @@ _add(Entry("philox", "gpu_native", "generator",
            more="``seed``, ``subsequence`` and ``offset`` are integers taken as ``u64``.  Give "
                 "each thread its own subsequence (its unique id) and each launch its own seed "
                 "or offset.  A draw is a method: ``rng.uniform()``, ``rng.normal()``, "
-                "``rng.randint(n)``, ``rng.random_u32()``; each advances the generator by one "
+                "``rng.randint(n)``, ``rng.random_u32()``, and the four-number "
+                "``rng.uniform4()`` and ``rng.normal4()``; each advances the generator by one "
                 "block (``randint`` by more, rarely).  The simulator draws the same numbers, "
                 "bit for bit."))
 _add(Entry("random_u32", "generator", "method", "the block's first word: a uniformly random "
@@ -644,6 +645,14 @@ _add(Entry("normal", "generator", "method", "a standard normal float (Box-Muller
 _add(Entry("randint", "generator", "method", "a uniformly random integer in [0, n), without "
            "modulo bias, typed like `n`; 1 <= n <= 2**32 - 1", _params("n:int"), "T",
            "call_generator", "gn_philox_randint<{T}>", "randint", since="0.2.0"))
+_add(Entry("uniform4", "generator", "method", "four uniformly random floats in [0, 1), one from "
+           "each word of the block as `uniform()` makes one from `x0`: a `vec4f` (cuRAND's "
+           "`curand_uniform4`)", result="vec4f", check="call_generator",
+           cuda="gn_philox_uniform4", sim="uniform4", since="0.3.0"))
+_add(Entry("normal4", "generator", "method", "four standard normal floats: Box-Muller on the "
+           "block's word pairs `x0 x1` and `x2 x3`, in `f64` and rounded: a `vec4f` (cuRAND's "
+           "`curand_normal4`)", result="vec4f", check="call_generator",
+           cuda="gn_philox_normal4", sim="normal4", since="0.3.0"))
 
 # ---- atomics: methods of x.atomic_ref(i) ------------------------------------------------------
 

@@ -573,9 +573,10 @@ class FunctionEmitter:
         return t
 
     def emit_RandomDraw(self, e: ir.RandomDraw, m: str) -> str:
-        # The draw returns its value and the advanced counter, which the executing lanes keep.
+        # The draw returns its value (a tuple of components for uniform4 and normal4) and the
+        # advanced counter, which the executing lanes keep.
         ty = e.ty
-        assert isinstance(ty, ir.ScalarType)
+        assert isinstance(ty, (ir.ScalarType, ir.VectorType))
         entry = registry.GENERATOR_METHODS[e.method]
         fn = self.prog.bind("rng", ("rng", e.method, ty.info.name),
                             getattr(philox, spelling(entry.sim, ty.info)))
@@ -589,6 +590,7 @@ class FunctionEmitter:
                   e.span)
         self.line(f"{counter} = _gn_where({m}, {c}, {counter})", e.span)
         if e.method == "randint":  # the u64 result, as the bound's type
+            assert isinstance(ty, ir.ScalarType)
             return f"{self.prog.cast(ir.U64, ty)}({t})"
         return t
 

@@ -28,12 +28,15 @@ __all__ = [
     "block",
     "cos2pi",
     "log_unit",
+    "normal4",
     "normal_f32",
     "normal_f64",
     "philox4x32",
     "randint",
     "randint_ok",
     "random_u32",
+    "sin2pi",
+    "uniform4",
     "uniform_f32",
     "uniform_f64",
 ]
@@ -192,6 +195,40 @@ def normal_f32(key, subsequence, counter):
     """The ``f64`` normal of the same block, rounded to ``f32``."""
     z, counter = normal_f64(key, subsequence, counter)
     return _scalar(np.asarray(z).astype(np.float32)), counter
+
+
+def uniform4(key, subsequence, counter):
+    """``uniform_f32``'s conversion of each of the block's four words: ``(x >> 8) * 2**-24``,
+    a tuple of four ``float32`` values (a ``vec4f``)."""
+    words = block(key, subsequence, counter)
+    return tuple(_scalar((x >> np.uint32(8)).astype(np.float32) * np.float32(2.0 ** -24))
+                 for x in words), _next(counter)
+
+
+def sin2pi(t):
+    """``sin(2 * pi * t)`` for ``t`` in [0, 1) a multiple of 2**-52 or coarser: ``cos2pi`` of
+    ``t - 1/4`` taken modulo 1, which is exact."""
+    t = np.asarray(t, dtype=np.float64)
+    return cos2pi(np.where(t >= _F64(0.25), t - _F64(0.25), t + _F64(0.75)))
+
+
+def _box_muller32(a, b):
+    """The two normals of the words ``a, b``: ``r cos(2 pi u2)`` and ``r sin(2 pi u2)`` with
+    ``r = sqrt(-2 log u1)``, ``u1 = (a + 1) / 2**32`` in (0, 1] and ``u2 = b / 2**32`` in [0, 1),
+    in ``f64`` and rounded to ``f32``."""
+    u1 = (a.astype(np.uint64) + _ONE).astype(np.float64) * _F64(2.0 ** -32)
+    u2 = b.astype(np.float64) * _F64(2.0 ** -32)
+    r = np.sqrt(_F64(-2.0) * log_unit(u1))
+    return ((r * cos2pi(u2)).astype(np.float32), (r * sin2pi(u2)).astype(np.float32))
+
+
+def normal4(key, subsequence, counter):
+    """Four standard normals from one block, as cuRAND's ``curand_normal4`` pairs its words:
+    Box-Muller on ``x0, x1`` and on ``x2, x3`` (32 bits each, see :func:`_box_muller32`), a
+    tuple of four ``float32`` values (a ``vec4f``)."""
+    x0, x1, x2, x3 = block(key, subsequence, counter)
+    return tuple(_scalar(z) for z in (*_box_muller32(x0, x1), *_box_muller32(x2, x3))), \
+        _next(counter)
 
 
 def randint_ok(n):

@@ -15,6 +15,7 @@ from gpu_native import (
     philox,
     u32,
     u64,
+    vec4f,
 )
 
 DRAWS = 8  # the draws per thread of `streams`
@@ -40,6 +41,22 @@ def streams(seed: u64, offset: u64, words: CUDASliceMut2D[u32], uniform32: CUDAS
             normal32[i, k] = r_n32.normal()
             normal64[i, k] = r_n64.normal(dtype=f64)
             bounded[i, k] = r_int.randint(bound)
+
+
+@gpu_kernel(Kernel1D)
+def streams4(seed: u64, offset: u64, uniform4: CUDASliceMut2D[vec4f],
+             normal4: CUDASliceMut2D[vec4f], after: CUDASliceMut2D[u32]):
+    """uniform4() and normal4(), each from its own generator of subsequence uid, DRAWS times;
+    then each generator's next word (after[i, 0] and after[i, 1]): DRAWS blocks on."""
+    i = FlatLayout1D.uid()
+    if i < uniform4.shape[0]:
+        r_u = philox(seed, i, offset)
+        r_n = philox(seed, i, offset)
+        for k in range(DRAWS):
+            uniform4[i, k] = r_u.uniform4()
+            normal4[i, k] = r_n.normal4()
+        after[i, 0] = r_u.random_u32()
+        after[i, 1] = r_n.random_u32()
 
 
 @gpu_kernel(Kernel1D)
@@ -112,6 +129,20 @@ def host_streams(keys: CUDASlice[u64], words: CUDASliceMut2D[u32],
 
 
 @gpu_kernel(Kernel1D)
+def host_streams4(keys: CUDASlice[u64], uniform4: CUDASliceMut2D[vec4f],
+                  normal4: CUDASliceMut2D[vec4f]):
+    """`streams4` with array parameters only (tools/fuzz/host_cuda.py runs it on the CPU):
+    seed keys[0], subsequence i, offset keys[1]."""
+    i = FlatLayout1D.uid()
+    if i < uniform4.shape[0]:
+        r_u = philox(keys[0], i, keys[1])
+        r_n = philox(keys[0], i, keys[1])
+        for k in range(DRAWS):
+            uniform4[i, k] = r_u.uniform4()
+            normal4[i, k] = r_n.normal4()
+
+
+@gpu_kernel(Kernel1D)
 def first_words(params: CUDASlice2D[u64], words: CUDASliceMut[u32], pairs: CUDASliceMut[f64]):
     """The first draws of philox(params[i, 0], params[i, 1], params[i, 2]): its block's word
     x0 (random_u32) and (x0 + 2**32 x1) >> 11 (uniform(f64) * 2**53) of the same block."""
@@ -142,3 +173,13 @@ def fast_draws(seed: u64, uniform32: CUDASliceMut[f32], normal32: CUDASliceMut[f
     uniform32[i] = a.uniform()
     normal32[i] = b.normal()
     normal64[i] = c.normal(f64)
+
+
+@gpu_kernel(Kernel1D, fastmath=True)
+def fast_draws4(seed: u64, uniform4: CUDASliceMut[vec4f], normal4: CUDASliceMut[vec4f]):
+    """uniform4() and normal4() under --use_fast_math: the same numbers."""
+    i = FlatLayout1D.uid()
+    a = philox(seed, i)
+    b = philox(seed, i)
+    uniform4[i] = a.uniform4()
+    normal4[i] = b.normal4()

@@ -176,6 +176,88 @@ def test_fast_math_draws_the_same_numbers(backend, kr):
         assert got.to_host().tobytes() == w.tobytes()
 
 
+# ---- four numbers per block: uniform4() and normal4() ---------------------------------------
+
+def reference_streams4(seed: int, offset: int, threads: int, draws: int):
+    """What kernels_random.streams4 writes in uniform4 and normal4: (threads, draws, 4)."""
+    sub = np.arange(threads, dtype=np.uint64)[:, None]
+    counter = np.uint64(offset) + np.arange(draws, dtype=np.uint64)[None, :]
+    return [np.stack(fn(seed, sub, counter)[0], axis=-1) for fn in (P.uniform4, P.normal4)]
+
+
+def run_streams4(kr, seed, offset, threads):
+    outs = [gn.empty((threads, kr.DRAWS), gn.vec4f), gn.empty((threads, kr.DRAWS), gn.vec4f),
+            gn.empty((threads, 2), gn.u32)]
+    for out in outs[:2]:
+        out.fill(np.nan)  # poison
+    launch(kr.streams4, threads)(seed, offset, *outs)
+    return [o.to_host() for o in outs]
+
+
+@pytest.mark.parametrize("seed, offset", [case[:2] for case in STREAM_CASES])
+def test_four_number_draws_are_the_reference_bit_for_bit(backend, kr, seed, offset):
+    threads = 300
+    uniform4, normal4, after = run_streams4(kr, seed, offset, threads)
+    want = reference_streams4(seed, offset, threads, kr.DRAWS)
+    for name, g, w in zip(("uniform4", "normal4"), (uniform4, normal4), want):
+        assert g.dtype == w.dtype == np.float32 and g.shape == w.shape, name
+        assert g.tobytes() == w.tobytes(), name
+    # Each draw takes one block: DRAWS draws on, the next word is that block's x0.
+    sub = np.arange(threads, dtype=np.uint64)
+    nxt = P.block(seed, sub, (offset + kr.DRAWS) % 2 ** 64)[0]
+    assert (after == nxt[:, None]).all()
+
+
+def test_four_number_draws_use_every_word_of_the_block(sim, kr):
+    # uniform4 is uniform()'s conversion of x0, x1, x2, x3; normal4 pairs (x0, x1), (x2, x3):
+    # from the words directly, in float64 with the math module, within a few f32 ulps.
+    threads = 64
+    uniform4, normal4, _ = run_streams4(kr, 5, 0, threads)
+    words = np.stack(P.block(5, np.arange(threads, dtype=np.uint64)[:, None],
+                             np.arange(kr.DRAWS, dtype=np.uint64)[None, :]), axis=-1)
+    assert (uniform4 == (words >> 8).astype(np.float64) / 2 ** 24).all()
+    first = P.uniform_f32(5, np.arange(threads, dtype=np.uint64), 0)[0]
+    assert (uniform4[:, 0, 0] == first).all()
+    u1 = (words[..., 0::2].astype(np.float64) + 1) / 2 ** 32
+    u2 = words[..., 1::2].astype(np.float64) / 2 ** 32
+    r = np.sqrt(-2 * np.log(u1))
+    want = np.stack([r[..., 0] * np.cos(2 * np.pi * u2[..., 0]),
+                     r[..., 0] * np.sin(2 * np.pi * u2[..., 0]),
+                     r[..., 1] * np.cos(2 * np.pi * u2[..., 1]),
+                     r[..., 1] * np.sin(2 * np.pi * u2[..., 1])], axis=-1)
+    np.testing.assert_allclose(normal4, want, rtol=2e-7, atol=1e-6)
+
+
+@needs_cxx
+@pytest.mark.parametrize("seed, offset", [case[:2] for case in STREAM_CASES])
+def test_the_generated_cuda_draws_four_numbers_as_the_reference_on_the_host(kr, seed, offset):
+    from tools.fuzz import host_cuda
+
+    source = (ROOT / "tests" / "helpers" / "kernels_random.py").read_text()
+    module = transpile_module(source, str(ROOT / "tests" / "helpers" / "kernels_random.py"),
+                              "kernels_random")
+    variant = next(k for k in module.kernels if k.name == "host_streams4").variants[0]
+    threads = 64
+    keys = np.array([seed, offset], dtype=np.uint64)
+    outs = [np.full((threads, kr.DRAWS, 4), np.nan, np.float32) for _ in range(2)]
+    # An array of vec4f travels as one 16-byte record per vector, as the launcher passes it.
+    records = [o.view(np.dtype((np.void, 16))).reshape(threads, kr.DRAWS) for o in outs]
+    exited, _, reports = host_cuda.launch(variant.cuda, variant.symbol, [keys, *records], 1,
+                                          threads, sanitize=False)
+    assert exited == 0 and not reports
+    for g, w in zip(outs, reference_streams4(seed, offset, threads, kr.DRAWS)):
+        assert g.tobytes() == w.tobytes()
+
+
+def test_fast_math_draws_the_same_four_numbers(backend, kr):
+    threads = 1000
+    outs = [gn.empty(threads, gn.vec4f) for _ in range(2)]
+    launch(kr.fast_draws4, threads)(31, *outs)
+    sub = np.arange(threads, dtype=np.uint64)
+    for got, fn in zip(outs, (P.uniform4, P.normal4)):
+        assert got.to_host().tobytes() == np.stack(fn(31, sub, 0)[0], axis=-1).tobytes()
+
+
 def test_the_prelude_and_the_simulator_share_their_constants():
     prelude = (ROOT / "gpu_native" / "include" / "gpu_native" / "prelude.cuh").read_text()
     section = prelude[prelude.index("random numbers: Philox4x32-10"):]
@@ -351,6 +433,57 @@ def test_normal_moments_and_tails(sample):
     np.testing.assert_array_equal(sample[3], sample[4].astype(np.float32))
 
 
+@pytest.fixture
+def sample4(backend, kr):
+    threads = 2 ** 20 if backend == "cuda" else 2 ** 16
+    return run_streams4(kr, 4202, 0, threads)[:2]
+
+
+def normal_bins(z: np.ndarray, k: int = 64) -> np.ndarray:
+    """The counts of ``z`` in the ``k`` intervals of equal standard normal probability."""
+    edges = []
+    for q in range(1, k):  # the quantiles, by bisection on the normal distribution function
+        lo, hi = -10.0, 10.0
+        for _ in range(100):
+            mid = (lo + hi) / 2
+            lo, hi = (mid, hi) if 0.5 * math.erfc(-mid / math.sqrt(2)) < q / k else (lo, mid)
+        edges.append(hi)
+    return np.bincount(np.searchsorted(np.array(edges), z.ravel()), minlength=k)
+
+
+def test_uniform4_moments_and_bins(sample4):
+    u = sample4[0]
+    assert u.min() >= 0 and u.max() < 1
+    for c in range(4):  # each word's numbers, and all of them
+        assert_moments(u[..., c], 1 / 12, 0.0, 1 / 80, 1 / 448, 0.5)
+        assert_uniform_bins(np.bincount((u[..., c].ravel() * 64).astype(np.int64),
+                                        minlength=64))
+    assert_uniform_bins(np.bincount((u.ravel() * 1024).astype(np.int64), minlength=1024))
+    # The four of one draw are independent: as uncorrelated as any two draws.
+    for a, b in ((0, 1), (1, 2), (2, 3), (0, 3)):
+        assert_uncorrelated(u[..., a], u[..., b])
+
+
+def test_normal4_moments_tails_and_bins(sample4):
+    z = sample4[1]
+    for part in (z, *(z[..., c] for c in range(4))):
+        assert_moments(part, 1.0, 0.0, 3.0, 15.0, 0.0)
+    n = z.size
+    p = math.erfc(3 / math.sqrt(2))
+    tail = np.count_nonzero(np.abs(z) > 3)
+    assert abs(tail - n * p) < Z * math.sqrt(n * p * (1 - p)), tail
+    assert_uniform_bins(normal_bins(z, 64))
+    # 32-bit uniforms: |z| stays below sqrt(-2 log 2**-32) = 6.66, as cuRAND's do.
+    assert np.abs(z).max() < 6.67
+    # A Box-Muller pair is uncorrelated (though dependent: x**2 + y**2 = -2 log u1), and so
+    # are the two pairs of a block; the pair's squared radius is exponential with mean 2.
+    for a, b in ((0, 1), (2, 3), (0, 2), (1, 3)):
+        assert_uncorrelated(z[..., a], z[..., b])
+    radius2 = z[..., 0].astype(np.float64) ** 2 + z[..., 1].astype(np.float64) ** 2
+    # Exponential(mean 2): mu2 = 4, mu3 = 16, mu4 = 9 * 16, mu6 = 265 * 64 (central moments).
+    assert_moments(radius2, 4.0, 16.0, 144.0, 16960.0, 2.0)
+
+
 def test_randint_bins(sample):
     ints = sample[5]
     assert ints.min() == 0 and ints.max() == 9
@@ -421,7 +554,7 @@ def test_a_bound_outside_randint_s_range_stops_the_thread(backend, kr):
 
 HEADER = """\
 from gpu_native import (gpu_kernel, gpu_device, Kernel1D, CUDASliceMut, FlatLayout1D, f32, f64,
-                        i32, u64, philox)
+                        i32, u64, philox, vec4f)
 """
 
 MISUSES = {
@@ -439,6 +572,27 @@ def k(a: CUDASliceMut[f32]):
     rng = philox(1, i)
     a[i] = max(rng.uniform(), rng.normal())  # <-
 """, "two draws from one generator in one expression"),
+    "two four-number draws in one operator": ("""
+@gpu_kernel(Kernel1D)
+def k(a: CUDASliceMut[vec4f]):
+    i = FlatLayout1D.uid()
+    rng = philox(1, i)
+    a[i] = rng.uniform4() * rng.normal4()  # <-
+""", "two draws from one generator in one expression"),
+    "a dtype for uniform4": ("""
+@gpu_kernel(Kernel1D)
+def k(a: CUDASliceMut[vec4f]):
+    i = FlatLayout1D.uid()
+    rng = philox(1, i)
+    a[i] = rng.uniform4(f64)  # <-
+""", "rng.uniform4() takes no arguments: it draws four f32 numbers (a vec4f)"),
+    "normal4 into a scalar": ("""
+@gpu_kernel(Kernel1D)
+def k(a: CUDASliceMut[f32]):
+    i = FlatLayout1D.uid()
+    rng = philox(1, i)
+    a[i] = rng.normal4()  # <-
+""", "the value stored into 'a' must be a scalar f32, not vec4f"),
     "generator as a value": ("""
 @gpu_kernel(Kernel1D)
 def k(a: CUDASliceMut[f32]):
@@ -582,3 +736,21 @@ def test_the_example_in_docs_language_md_runs(tmp_path):
     assert done.returncode == 0, done.stderr
     counts = [int(c) for c in done.stdout.split("[")[-1].strip(" ]\n").split()]
     assert len(counts) == 6 and sum(counts) == 1000 and min(counts) > 100
+
+
+def test_the_four_number_example_in_docs_language_md_runs(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    text = (ROOT / "docs" / "language.md").read_text()
+    section = text[text.index("## Random numbers"):text.index("\n## Tuples\n")]
+    section = section[section.index("A thread that needs several numbers draws them four"):]
+    code = section[section.index("```python\n") + 10:section.index("```\n", 10)]
+    script = tmp_path / "random4_example.py"
+    script.write_text(code)
+    env = {**os.environ, "GPU_NATIVE_BACKEND": "sim"}
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          env=env, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == "ok"

@@ -744,6 +744,41 @@ GN_VEC_ATOMIC(gn_vec4i, GN_C4)
 #undef GN_C3
 #undef GN_C2
 
+/* ---- random numbers four at a time: rng.uniform4() and rng.normal4(), a gn_vec4f -----------
+   One block each, every word used.  uniform4 converts each word as gn_philox_uniform_f32 does
+   x0.  normal4 is Box-Muller on the pairs (x0, x1) and (x2, x3), as cuRAND's curand_normal4
+   pairs them: u1 = (a + 1) / 2**32 in (0, 1] and u2 = b / 2**32 in [0, 1) (exact), r =
+   sqrt(-2 log u1), then r cos(2 pi u2) and r sin(2 pi u2), in double with the operations of
+   gn_philox_normal_f64 and rounded once to float; sin(2 pi t) is cos(2 pi (t - 1/4)), with
+   t - 1/4 taken modulo 1 (exact).  gpu_native/simulator/philox.py's uniform4 and normal4
+   compute the same bits. */
+__device__ __forceinline__ float gn_philox_word_uniform(unsigned int x) {
+    return __fmul_rn((float)(x >> 8), 0x1p-24f);
+}
+__device__ __forceinline__ gn_vec4f gn_philox_uniform4(gn_u64 key, gn_u64 sub, gn_u64& ctr) {
+    const uint4 b = gn_philox_next(key, sub, ctr);
+    return gn_vec4f{gn_philox_word_uniform(b.x), gn_philox_word_uniform(b.y),
+                    gn_philox_word_uniform(b.z), gn_philox_word_uniform(b.w)};
+}
+__device__ __forceinline__ double gn_philox_sin2pi(double t) {
+    return gn_philox_cos2pi(t >= 0.25 ? __dsub_rn(t, 0.25) : __dadd_rn(t, 0.75));
+}
+__device__ __forceinline__ void gn_philox_box_muller(unsigned int a, unsigned int b, float& c,
+                                                     float& s) {
+    const double u1 = __dmul_rn((double)((gn_u64)a + 1ull), 0x1p-32);
+    const double u2 = __dmul_rn((double)b, 0x1p-32);
+    const double r = __dsqrt_rn(__dmul_rn(-2.0, gn_philox_log(u1)));
+    c = __double2float_rn(__dmul_rn(r, gn_philox_cos2pi(u2)));
+    s = __double2float_rn(__dmul_rn(r, gn_philox_sin2pi(u2)));
+}
+__device__ __forceinline__ gn_vec4f gn_philox_normal4(gn_u64 key, gn_u64 sub, gn_u64& ctr) {
+    const uint4 b = gn_philox_next(key, sub, ctr);
+    gn_vec4f z;
+    gn_philox_box_muller(b.x, b.y, z.x, z.y);
+    gn_philox_box_muller(b.z, b.w, z.z, z.w);
+    return z;
+}
+
 /* ---- packed 16-bit pairs: gn_vec2h (__half2) and gn_vec2bf (__nv_bfloat162) ----------------
    CUDA's own types (two lanes in one 32-bit register, .x the low half, as NumPy's (n, 2) float16
    stores them), present where the kernel includes cuda_fp16.h / cuda_bf16.h (it does when it
