@@ -25,7 +25,8 @@ import pytest
 
 from gpu_native.errors import TranspileError
 from gpu_native.expand import Expansion
-from tests.simulator.support import HEADER, build, launch
+from tests.simulator.support import HEADER, build, launch, race_free_draws
+from tools.fuzz import guarded, pairing
 
 
 @pytest.fixture(autouse=True)
@@ -502,3 +503,20 @@ def test_the_same_read_inside_the_conditions_is_accepted(tmp_path, name):
     lines.insert(cond + 1, " " * indent + read.strip())
     kernel = build(tmp_path, "\n".join(lines) + "\n", name=f"{name}_inside")["k"]
     _clean(launch(kernel, grid, block, np.arange(n, dtype=np.float32), *extra))
+
+
+# ---- generated draws --------------------------------------------------------------------------------
+
+
+def test_generated_pairings_accepted_only_when_race_free(tmp_path):
+    """Every draw of tools/fuzz/pairing.py the checker accepts (XOR-paired stores in global and
+    shared memory, stores in one round of a loop) runs without a race for each n and launch
+    shape its checks let through; the counts are printed (``pytest -s``)."""
+    accepted, refused, launches = race_free_draws(
+        tmp_path, pairing.generated, 20261207, 300, "pairing",
+        lambda k: ((f"n {n}, grid {grid}, block {block}",
+                    lambda n=n, g=grid, b=block: guarded.run(k, n, g, b))
+                   for n, grid, block in guarded.launches(k)))
+    print(f"\npairing draws: {accepted} accepted, {refused} refused; "
+          f"{launches} race-free launches of the accepted ones")
+    assert accepted >= 40 and refused >= 100
