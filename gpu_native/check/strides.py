@@ -49,7 +49,16 @@ from .. import ir
 from ..errors import SourceSpan, TranspileError
 from ..nodes import fields, node, replace
 from ..spec import IndexFits
-from .facts import ConstKey, Key, OpKey, VarKey, inlined_call, returned_expression
+from .facts import (
+    ConstKey,
+    Exact,
+    Key,
+    Less,
+    OpKey,
+    VarKey,
+    inlined_call,
+    returned_expression,
+)
 from .ownership import Forms, StoreForm
 from .radix import PairProof
 from .refusals import wrap_message
@@ -541,7 +550,7 @@ class ScaledStores:
                 raise TranspileError(
                     f"store into '{rec.array.name}' cannot be shown apart from the stores "
                     f"scaled by a loop variable: its index {rec.form}", rec.span, _HINT)
-            return self._with_values(rec, values, forms, cache)
+            return self._with_values(rec, values, forms, cache, launch)
         got = cache.get((id(rec), values))
         if got is not None:
             assert isinstance(got, StoreForm)
@@ -557,7 +566,7 @@ class ScaledStores:
                     rec.span, f"{_WHILE_HINT}; else {_HINT}")
             known[id(var)] = v
         keys = substitute_keys(rec.keys, known)
-        facts = substitute_keys(rec.facts, known)
+        facts = _with_exact(substitute_keys(rec.facts, known), launch)
         form = forms.store(keys, facts, "shared", rec.span.line, rec.text)
         if isinstance(form, str):
             what = ", ".join(f"{v.name} = {x}" for v, x in zip(rec.needs, values))
@@ -584,7 +593,8 @@ class ScaledStores:
         return form
 
     @staticmethod
-    def _with_values(rec: _Recorded, values: tuple, forms: Forms, cache: dict) -> StoreForm:
+    def _with_values(rec: _Recorded, values: tuple, forms: Forms, cache: dict,
+                     launch: dict) -> StoreForm:
         """The form of a store checked by the ordinary rules, with the facts around it that read
         traced variables (``needs``) written with the values they take where it runs (``if (t ^
         j) > t:`` with ``j == 4``): its index is the same, the conditions say more."""
@@ -594,8 +604,8 @@ class ScaledStores:
         got = cache.get((id(rec), values))
         if got is None:
             known = {id(var): v for var, v in zip(rec.needs, values)}
-            made = forms.store(rec.keys, substitute_keys(rec.facts, known), "shared",
-                               rec.span.line, rec.text)
+            made = forms.store(rec.keys, _with_exact(substitute_keys(rec.facts, known), launch),
+                               "shared", rec.span.line, rec.text)
             # (The same index, or the loops it reads have ended: the form made at the store.)
             got = rec.form
             if isinstance(made, StoreForm) and made.dims == rec.form.dims:
@@ -617,6 +627,16 @@ _HINT = ("a scale must be the same in every thread of the block (assigned outsid
          "thread-dependent condition, from constants and launch values) and never 0 where the "
          "store runs; separate the stores with sync_threads(), or use `with unsafe():` if you "
          "know the store is race-free")
+
+
+def _with_exact(facts: tuple, launch: dict) -> tuple:
+    """``facts`` (written with the values the block's variables take) and an
+    :class:`~.facts.Exact` for each side of a comparison that no step of which can wrap with
+    those values (:func:`.wrapping.fits_in_i32`: ``t ^ 4`` of ``t ^ j``, whose ``j = (1 << p) >>
+    q`` the checker could not show exact for every ``p``)."""
+    extra = [Exact(side) for f in facts if isinstance(f, Less) for side in (f.left, f.right)
+             if fits_in_i32(side, launch)]
+    return tuple(facts) + tuple(extra)
 
 
 def _names(variables) -> str:

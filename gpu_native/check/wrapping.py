@@ -420,6 +420,9 @@ def fits_in_i32(k, launch: dict) -> bool:
                 out = (a[0] >> c, a[1] >> c)
             else:
                 out = (0, min(a[1], c - 1 if x.op == "%" else c))
+        elif x.op in ("^", "|") and a[0] >= 0 and b[0] >= 0:
+            # Bits of two values below 2**m stay below 2**m (a bitonic step's `t ^ 4`).
+            out = (0, (1 << max(a[1], b[1]).bit_length()) - 1)
         else:
             return None
         return out if out[0] >= 0 and out[1] <= top else None

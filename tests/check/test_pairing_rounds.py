@@ -246,6 +246,47 @@ def test_the_bitonic_sort_of_a_block_is_accepted_and_sorts(tmp_path):
     np.testing.assert_array_equal(got.reshape(4, 64), np.sort(values.reshape(4, 64), axis=1))
 
 
+BLOCK_SORT_COUNTED = """
+    @gpu_kernel(Kernel1D)
+    def k(a: CUDASliceMut[f32]):
+        assert block_dim.x == 64
+        s = shared_array(f32, 64)
+        t = thread_idx.x
+        base = block_idx.x * 64
+        s[t] = a[base + t]
+        sync_threads()
+        for p in range(6):
+            k = 2 << p
+            for q in range(p + 1):
+                j = (1 << p) >> q
+                ixj = t ^ j
+                if ixj > t:
+                    x = s[t]
+                    y = s[ixj]
+                    if ((t & k) == 0) == (x > y):
+                        s[t] = y  # <--
+                        s[ixj] = x  # <--
+                {barrier}
+        a[base + t] = s[t]
+    """
+
+
+def test_a_bitonic_sort_of_a_block_counted_by_range_loops(tmp_path):
+    """``j = (1 << p) >> q`` from two ``range()`` counters: the trace gives ``t ^ j`` as ``t ^
+    4`` (say) in each barrier interval, which no step can wrap."""
+    kernel = build(tmp_path, _plain(BLOCK_SORT_COUNTED.format(barrier="sync_threads()")),
+                   name="counted")["k"]
+    values = np.random.default_rng(6).standard_normal(3 * 64).astype(np.float32)
+    got = values.copy()
+    _clean(launch(kernel, 3, 64, got))
+    np.testing.assert_array_equal(got.reshape(3, 64), np.sort(values.reshape(3, 64), axis=1))
+    source = BLOCK_SORT_COUNTED.format(barrier="pass")
+    with pytest.raises(TranspileError, match=r"may meet"):
+        build(tmp_path, _plain(source), name="counted_no_barrier")
+    kernel = build(tmp_path, _unsafe(source), name="counted_no_barrier_unsafe")["k"]
+    assert launch(kernel, 1, 64, values[:64].copy()).races
+
+
 BLOCK_NEAR_MISSES = {
     # Every round in one barrier interval: thread 0 (j = 1) and thread 1 (j = 2) share s[1].
     "no_barrier": dict(SORTING, barrier="pass"),

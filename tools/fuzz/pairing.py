@@ -6,8 +6,8 @@
 * a global bitonic step: thread ``i`` writes ``out[i]`` and ``out[i ^ n]`` under ``if (i ^ n) >
   i:``, and near misses (``>=``, no order, the order around one store, two orders, a partner
   of the thread's own, ``i + n``, a third store, the block's index for ``i``);
-* a bitonic network in a block: ``s[tid]`` and ``s[tid ^ j]`` with ``j`` halved by a while loop,
-  a barrier closing each round or not;
+* a bitonic network in a block: ``s[tid]`` and ``s[tid ^ j]`` with ``j`` halved by a while loop
+  (or computed from a ``range()`` counter), a barrier closing each round or not;
 * an odd-even transposition in a block: ``s[2 * tid + (phase & 1)]`` and the next element (or
   ``s[tid]``, ``s[tid + 1]`` under ``tid % 2 == phase % 2``), the rounds parted by a barrier at
   the end or the start of the round, or not (none, one under a condition, one a ``continue``
@@ -77,19 +77,24 @@ def _global(r: random.Random) -> str:
 
 def _block_xor(r: random.Random) -> str:
     b = r.choice(BLOCKS)
+    top = r.choice([b // 2, b // 2, b // 4, 3])
     lines = ["@gpu_kernel(Kernel1D)", "def k(out: CUDASliceMut[i32], n: i32):",
              f"    assert block_dim.x == {b}",
              "    tid = thread_idx.x",
-             f"    s = shared_array(i32, {SHARED_SIZE})",
-             f"    j = {r.choice([b // 2, b // 2, b // 4, 3])}",
-             "    while j > 0:",
-             f"        q = {r.choice(XORS)}",
-             f"        if {r.choice(BLOCK_ORDERS)}:",
-             "            s[tid] = tid + 1",
-             "            s[q] = 2"]
+             f"    s = shared_array(i32, {SHARED_SIZE})"]
+    counted = r.random() < 0.4  # j from a range() counter, not halved by a while loop
+    if counted:
+        lines += [f"    for e in range({top.bit_length()}):", f"        j = {top} >> e"]
+    else:
+        lines += [f"    j = {top}", "    while j > 0:"]
+    lines += [f"        q = {r.choice(XORS)}",
+              f"        if {r.choice(BLOCK_ORDERS)}:",
+              "            s[tid] = tid + 1",
+              "            s[q] = 2"]
     if r.random() < 0.8:
         lines.append("        sync_threads()")
-    lines.append("        j //= 2")
+    if not counted:
+        lines.append("        j //= 2")
     return "\n".join(lines) + "\n"
 
 
