@@ -292,10 +292,10 @@ class PairProofs(IndexClasses):
         paired: dict[str, list[int]] = {}  # a rule about the pair: its text, and their lines
         for earlier, place in zip(forms, positions):
             assert isinstance(earlier, StoreForm)
+            outcome = self.prove(newest, earlier, required, base.var.name)
             rounds = self._rounds(base, place, now) if place is not None and now is not None \
-                else frozenset()
-            if rounds and not self.prove(newest, earlier, required, base.var.name).ok and \
-                    self.prove(newest, earlier, required, base.var.name, rounds).ok:
+                and not outcome.ok else frozenset()
+            if rounds and self.prove(newest, earlier, required, base.var.name, rounds).ok:
                 # Proven at the end, in one round of the loops that hold both, where a
                 # barrier that every thread reaches parts the rounds (.phases.round_digits).
                 assert place is not None and now is not None
@@ -304,11 +304,15 @@ class PairProofs(IndexClasses):
                     CheckedStore(earlier, place, False, span), classic))
                 names = " and ".join(f"'{d.text()}'" for d in open_rounds(place, now,
                                                                            self.phases))
-                paired.setdefault(f"in one round of the loop over {names}, which a barrier "
-                                  "that every thread reaches parts from the next",
-                                  []).append(earlier.line)
+                why = (f"in one round of the loop over {names}, which a barrier that every "
+                       "thread reaches parts from the next")
+                if earlier is newest:
+                    rule = f"the thread's index {why}"
+                else:
+                    paired.setdefault(why, []).append(earlier.line)
                 continue
-            outcome = self._prove_pair(base, newest, earlier, span, classic, space)
+            if not outcome.ok:
+                self._prove_pair(base, newest, earlier, span, classic, space)  # raises
             if earlier is newest:
                 rule = outcome.text
             elif outcome.shown:
@@ -345,8 +349,18 @@ class PairProofs(IndexClasses):
             detail = f"{outcome.text}{other}"
             if example:
                 detail = f"{example}; {detail}"
-            raise TranspileError(f"{classic.message}: {detail}", span,
-                                 hint_for(newest, earlier, outcome, space))
+            hint = hint_for(newest, earlier, outcome, space)
+            if not self.is_kernel and base.var.is_param and space == "global":
+                # A shared_array passed in is checked as what the parameter says (docs: "Shared
+                # arrays can be passed to device functions, but ..."): say so first.
+                hint = (f"'{base.var.name}' is a parameter of this device function, and an "
+                        "array passed to a device function is checked as a global array, "
+                        "whatever the caller passes (a shared_array too), where a per-block "
+                        "index does not tell the blocks apart: do this part in the kernel that "
+                        "declares the shared array (its stores are checked per block there), "
+                        "index a global array by the block too, or wrap the store in "
+                        "`with unsafe():`")
+            raise TranspileError(f"{classic.message}: {detail}", span, hint)
         return outcome
 
     def check_exact(self, base: ir.ArrayRef, indices, span: SourceSpan, form: StoreForm,

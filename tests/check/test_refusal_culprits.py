@@ -348,3 +348,31 @@ def k(v: CUDASliceMut[f32], j: i32):
            in text, text
     assert "hint: compute `2 * j` in i64: convert an operand first (i64(x) * ...), or declare " \
            "the parameter it reads i64" in text, text
+
+
+def test_a_shared_scratch_passed_to_a_device_function_is_told_it_is_checked_as_global():
+    # PyTorch's BlockReduceSum(val, shared) as a device function: its per-warp store is checked
+    # as a global array's, and the hint says so (not the grid or last-block advice).
+    text = refusal("""
+from gpu_native import gpu_device, shared_array, sync_threads, block_idx
+
+@gpu_device
+def block_sum(val: f32, shared: CUDASliceMut[f32]) -> f32:
+    if thread_idx.x % 32 == 0:
+        shared[thread_idx.x // 32] = val
+    sync_threads()
+    return shared[0]
+
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f32]):
+    assert block_dim.x == 128
+    scratch = shared_array(f32, 4)
+    total = block_sum(f32(1.0), scratch)
+    if thread_idx.x == 0:
+        out[block_idx.x] = total
+""")
+    assert "hint: 'shared' is a parameter of this device function, and an array passed to a " \
+           "device function is checked as a global array, whatever the caller passes (a " \
+           "shared_array too)" in text, text
+    assert "do this part in the kernel that declares the shared array" in text, text
+    assert "assert grid_dim.x == 1" not in text, text
