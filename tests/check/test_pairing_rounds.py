@@ -25,6 +25,7 @@ import pytest
 
 from gpu_native.errors import TranspileError
 from gpu_native.expand import Expansion
+from tests.helpers import marked_unsafe
 from tests.simulator.support import HEADER, build, launch, race_free_draws
 from tools.fuzz import guarded, pairing
 
@@ -33,23 +34,6 @@ from tools.fuzz import guarded, pairing
 def watch_every_write(monkeypatch):
     """Every written array is shadowed by the race detector, not only those also read."""
     monkeypatch.setenv("GPU_NATIVE_SIM_WRITE_RACES", "1")
-
-
-def _unsafe(source: str) -> str:
-    """``source`` with each line marked ``# <--`` under ``with unsafe():``."""
-    lines = []
-    for line in source.splitlines():
-        if line.endswith("# <--"):
-            text = line[:-len("# <--")].rstrip()
-            indent = text[:len(text) - len(text.lstrip())]
-            lines += [f"{indent}with unsafe():", f"    {text}"]
-        else:
-            lines.append(line)
-    return "\n".join(lines) + "\n"
-
-
-def _plain(source: str) -> str:
-    return source.replace("  # <--", "")
 
 
 def _clean(errors) -> None:
@@ -141,8 +125,8 @@ def _step(values: np.ndarray, j: int, higher: bool = False) -> np.ndarray:
 @pytest.mark.parametrize("name", sorted(STEPS))
 def test_xor_paired_steps_are_accepted(tmp_path, name):
     thread, partner, condition = STEPS[name]
-    kernel = build(tmp_path, _plain(STEP.format(thread=thread, partner=partner,
-                                                 condition=condition)), name=name)["k"]
+    kernel = build(tmp_path, marked_unsafe(STEP.format(thread=thread, partner=partner,
+                                                 condition=condition), wrap=False), name=name)["k"]
     rng = np.random.default_rng(len(name))
     for n, grid, block in ((8, 1, 32), (100, 4, 32), (256, 2, 128)):
         # A negative j gives negative partners, which only a lower partner never passes.
@@ -185,10 +169,10 @@ def test_xor_near_misses_are_refused_and_race(tmp_path, name):
     source, n, grid, block, j = NEAR_MISSES[name]
     with pytest.raises(TranspileError, match=r"could write the same element|could race|"
                        r"may meet|not provably disjoint") as refused:
-        build(tmp_path, _plain(source), name=name)
+        build(tmp_path, marked_unsafe(source, wrap=False), name=name)
     if name not in ("third_store", "index_in_the_block"):
         assert "XOR" in (refused.value.hint or ""), refused.value.hint
-    kernel = build(tmp_path, _unsafe(source), name=f"{name}_unsafe")["k"]
+    kernel = build(tmp_path, marked_unsafe(source), name=f"{name}_unsafe")["k"]
     values = np.arange(n, 0, -1).astype(np.int32)
     assert launch(kernel, grid, block, values, np.int32(j)).races
 
@@ -198,8 +182,8 @@ def test_a_non_strict_order_is_refused_though_race_free(tmp_path):
     race-free, but the rule proves that the two stores never meet at all."""
     source = STEP.format(thread=UID, partner="i ^ j", condition="ixj >= i")
     with pytest.raises(TranspileError, match=r"could write the same element"):
-        build(tmp_path, _plain(source), name="non_strict")
-    kernel = build(tmp_path, _unsafe(source), name="non_strict_unsafe")["k"]
+        build(tmp_path, marked_unsafe(source, wrap=False), name="non_strict")
+    kernel = build(tmp_path, marked_unsafe(source), name="non_strict_unsafe")["k"]
     for j in (0, 1, 3):
         values = np.arange(64, 0, -1).astype(np.int32)
         _clean(launch(kernel, 2, 32, values, np.int32(j)))
@@ -239,7 +223,7 @@ SORTING = dict(partner="t ^ j", condition="ixj > t", barrier="sync_threads()")
 def test_the_bitonic_sort_of_a_block_is_accepted_and_sorts(tmp_path):
     """``j`` halves in a while loop: the trace of :mod:`gpu_native.check.strides` gives its value
     in each barrier interval, and the XOR rule pairs ``s[t]`` with ``s[t ^ j]`` there."""
-    kernel = build(tmp_path, _plain(BLOCK_SORT.format(**SORTING)), name="block_sort")["k"]
+    kernel = build(tmp_path, marked_unsafe(BLOCK_SORT.format(**SORTING), wrap=False), name="block_sort")["k"]
     values = np.random.default_rng(5).standard_normal(4 * 64).astype(np.float32)
     got = values.copy()
     _clean(launch(kernel, 4, 64, got))
@@ -274,7 +258,7 @@ BLOCK_SORT_COUNTED = """
 def test_a_bitonic_sort_of_a_block_counted_by_range_loops(tmp_path):
     """``j = (1 << p) >> q`` from two ``range()`` counters: the trace gives ``t ^ j`` as ``t ^
     4`` (say) in each barrier interval, which no step can wrap."""
-    kernel = build(tmp_path, _plain(BLOCK_SORT_COUNTED.format(barrier="sync_threads()")),
+    kernel = build(tmp_path, marked_unsafe(BLOCK_SORT_COUNTED.format(barrier="sync_threads()"), wrap=False),
                    name="counted")["k"]
     values = np.random.default_rng(6).standard_normal(3 * 64).astype(np.float32)
     got = values.copy()
@@ -282,8 +266,8 @@ def test_a_bitonic_sort_of_a_block_counted_by_range_loops(tmp_path):
     np.testing.assert_array_equal(got.reshape(3, 64), np.sort(values.reshape(3, 64), axis=1))
     source = BLOCK_SORT_COUNTED.format(barrier="pass")
     with pytest.raises(TranspileError, match=r"may meet"):
-        build(tmp_path, _plain(source), name="counted_no_barrier")
-    kernel = build(tmp_path, _unsafe(source), name="counted_no_barrier_unsafe")["k"]
+        build(tmp_path, marked_unsafe(source, wrap=False), name="counted_no_barrier")
+    kernel = build(tmp_path, marked_unsafe(source), name="counted_no_barrier_unsafe")["k"]
     assert launch(kernel, 1, 64, values[:64].copy()).races
 
 
@@ -299,8 +283,8 @@ BLOCK_NEAR_MISSES = {
 def test_block_sort_near_misses_are_refused_and_race(tmp_path, name):
     source = BLOCK_SORT.format(**BLOCK_NEAR_MISSES[name])
     with pytest.raises(TranspileError, match=r"may meet|could write the same element"):
-        build(tmp_path, _plain(source), name=name)
-    kernel = build(tmp_path, _unsafe(source), name=f"{name}_unsafe")["k"]
+        build(tmp_path, marked_unsafe(source, wrap=False), name=name)
+    kernel = build(tmp_path, marked_unsafe(source), name=f"{name}_unsafe")["k"]
     values = np.random.default_rng(1).standard_normal(64).astype(np.float32)
     assert launch(kernel, 1, 64, values).races
 
@@ -310,9 +294,9 @@ def test_a_block_sort_ordered_around_one_store_is_refused_and_races(tmp_path):
         "                        s[t] = y  # <--",
         "                        if ixj > t:\n                            s[t] = y  # <--")
     with pytest.raises(TranspileError, match=r"may meet") as refused:
-        build(tmp_path, _plain(source), name="one_store")
+        build(tmp_path, marked_unsafe(source, wrap=False), name="one_store")
     assert "XOR" in (refused.value.hint or ""), refused.value.hint
-    kernel = build(tmp_path, _unsafe(source), name="one_store_unsafe")["k"]
+    kernel = build(tmp_path, marked_unsafe(source), name="one_store_unsafe")["k"]
     values = np.random.default_rng(2).standard_normal(64).astype(np.float32)
     assert launch(kernel, 1, 64, values).races
 
@@ -380,7 +364,7 @@ def test_an_odd_even_transposition_sort_is_accepted_and_sorts(tmp_path, name):
     ``2 * t' + (phase & 1) + 1`` (nor ``t`` meets ``t' + 1`` where both have the parity of
     ``phase``)."""
     source, threads = ODD_EVEN_SORTS[name]
-    kernel = build(tmp_path, _plain(source), name=name)["oddeven"]
+    kernel = build(tmp_path, marked_unsafe(source, wrap=False), name=name)["oddeven"]
     rng = np.random.default_rng(len(name))
     for _ in range(3):
         values = rng.standard_normal(128).astype(np.float32)
@@ -390,7 +374,7 @@ def test_an_odd_even_transposition_sort_is_accepted_and_sorts(tmp_path, name):
 
 
 def test_the_round_is_named_by_expand(tmp_path):
-    source = HEADER + _plain(ODD_EVEN.format(**ROUND)).replace("\n    ", "\n")
+    source = HEADER + marked_unsafe(ODD_EVEN.format(**ROUND), wrap=False).replace("\n    ", "\n")
     text = Expansion.of(source, "k.py", "k").proofs()
     assert "in one round of the loop over 'phase', which a barrier that every thread reaches " \
         "parts from the next" in text, text
@@ -438,10 +422,10 @@ def test_round_near_misses_are_refused_and_race(tmp_path, name):
     source, threads = ROUND_NEAR_MISSES[name]
     with pytest.raises(TranspileError, match=r"may meet|could race|could write the same") \
             as refused:
-        build(tmp_path, _plain(source), name=name)
+        build(tmp_path, marked_unsafe(source, wrap=False), name=name)
     if name != "barrier_between_the_stores":
         assert "parts the rounds" in (refused.value.hint or ""), refused.value.hint
-    kernel = build(tmp_path, _unsafe(source), name=f"{name}_unsafe")["oddeven"]
+    kernel = build(tmp_path, marked_unsafe(source), name=f"{name}_unsafe")["oddeven"]
     values = np.random.default_rng(3).standard_normal(128).astype(np.float32)
     assert launch(kernel, 1, threads, values).races
 
@@ -463,7 +447,7 @@ ROUND_REFUSED = {
 @pytest.mark.parametrize("name", sorted(ROUND_REFUSED))
 def test_rounds_the_proofs_cannot_follow_are_refused(tmp_path, name):
     with pytest.raises(TranspileError):
-        build(tmp_path, _plain(ROUND_REFUSED[name]), name=name)
+        build(tmp_path, marked_unsafe(ROUND_REFUSED[name], wrap=False), name=name)
 
 
 # ---- reads of arrays written in pairs ------------------------------------------------------------
@@ -525,8 +509,8 @@ def test_a_read_outside_the_conditions_of_a_pair_is_refused_and_races(tmp_path, 
     source, (n, grid, block, extra) = READS_OUTSIDE[name]
     with pytest.raises(TranspileError, match=r"not under the conditions that keep the array's "
                        r"stores apart"):
-        build(tmp_path, _plain(source), name=name)
-    kernel = build(tmp_path, _unsafe(source), name=f"{name}_unsafe")["k"]
+        build(tmp_path, marked_unsafe(source, wrap=False), name=name)
+    kernel = build(tmp_path, marked_unsafe(source), name=f"{name}_unsafe")["k"]
     values = np.arange(n, dtype=np.float32)
     assert launch(kernel, grid, block, values, *extra).races
 
@@ -535,7 +519,7 @@ def test_a_read_outside_the_conditions_of_a_pair_is_refused_and_races(tmp_path, 
 def test_the_same_read_inside_the_conditions_is_accepted(tmp_path, name):
     """Moved inside the innermost condition of the stores, the read is the thread's own."""
     source, (n, grid, block, extra) = READS_OUTSIDE[name]
-    lines = _plain(source).splitlines()
+    lines = marked_unsafe(source, wrap=False).splitlines()
     at = next(k for k, line in enumerate(lines) if "# <--" in source.splitlines()[k])
     read = lines.pop(at)
     # The next line is the condition: the read goes first in its body.

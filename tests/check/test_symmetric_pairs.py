@@ -27,6 +27,7 @@ import pytest
 
 from gpu_native.errors import TranspileError
 from gpu_native.spec import ParamCheck
+from tests.helpers import marked_unsafe
 from tests.simulator.support import build, launch, race_free_draws
 from tools.fuzz import guarded, mirrored
 
@@ -100,23 +101,6 @@ TRANSPOSES = {
 }
 
 
-def _unsafe(source: str) -> str:
-    """``source`` with each line marked ``# <--`` under ``with unsafe():``."""
-    lines = []
-    for line in source.splitlines():
-        if line.endswith("# <--"):
-            text = line[:-len("# <--")].rstrip()
-            indent = text[:len(text) - len(text.lstrip())]
-            lines += [f"{indent}with unsafe():", f"    {text}"]
-        else:
-            lines.append(line)
-    return "\n".join(lines) + "\n"
-
-
-def _plain(source: str) -> str:
-    return source.replace("  # <--", "")
-
-
 def _run_1d(kernel, a: np.ndarray, *extra, grid=2, block=32) -> np.ndarray:
     out = a.copy()
     errors = launch(kernel, grid, block, out, *extra)
@@ -130,7 +114,7 @@ def _run_1d(kernel, a: np.ndarray, *extra, grid=2, block=32) -> np.ndarray:
 @pytest.mark.parametrize("name", sorted(BUTTERFLIES))
 def test_a_butterfly_over_a_quotient_of_the_length(tmp_path, name):
     half, params, args = BUTTERFLIES[name]
-    kernel = build(tmp_path, _plain(BUTTERFLY.format(half=half, params=params)), name=name)["k"]
+    kernel = build(tmp_path, marked_unsafe(BUTTERFLY.format(half=half, params=params), wrap=False), name=name)["k"]
     # The quotient needs no launch check: it is the same in every thread.
     assert not [c for c in kernel.launch_checks if isinstance(c, ParamCheck)]
     rng = np.random.default_rng(len(name))
@@ -165,7 +149,7 @@ def test_a_butterfly_rounded_up_with_its_end_guarded(tmp_path):
 @pytest.mark.parametrize("name", sorted(REVERSES))
 def test_an_in_place_reverse(tmp_path, name):
     thread, condition, mirror = REVERSES[name]
-    source = _plain(REVERSE.format(thread=thread, condition=condition, mirror=mirror))
+    source = marked_unsafe(REVERSE.format(thread=thread, condition=condition, mirror=mirror), wrap=False)
     kernel = build(tmp_path, source, name=name)["k"]
     rng = np.random.default_rng(len(name))
     for n, grid, block in ((1, 1, 32), (2, 1, 32), (7, 1, 32), (64, 1, 32), (65, 2, 32),
@@ -197,7 +181,7 @@ STRIDED_REVERSES = {
 
 @pytest.mark.parametrize("name", sorted(STRIDED_REVERSES))
 def test_an_in_place_reverse_in_a_stride_loop(tmp_path, name):
-    kernel = build(tmp_path, _plain(STRIDED_REVERSES[name]), name=name)["k"]
+    kernel = build(tmp_path, marked_unsafe(STRIDED_REVERSES[name], wrap=False), name=name)["k"]
     rng = np.random.default_rng(len(name))
     for n in (1, 2, 7, 64, 65, 300):
         a = rng.standard_normal(n).astype(np.float32)
@@ -207,7 +191,7 @@ def test_an_in_place_reverse_in_a_stride_loop(tmp_path, name):
 
 @pytest.mark.parametrize("name", sorted(TRANSPOSES))
 def test_an_in_place_square_transpose(tmp_path, name):
-    source = _plain(TRANSPOSE.format(condition=TRANSPOSES[name]))
+    source = marked_unsafe(TRANSPOSE.format(condition=TRANSPOSES[name]), wrap=False)
     kernel = build(tmp_path, source, name=name)["k"]
     rng = np.random.default_rng(len(name))
     for n, grid, block in ((1, (1, 1), (8, 8)), (5, (1, 1), (8, 8)), (17, (2, 3), (16, 8)),
@@ -255,9 +239,9 @@ def test_the_rule_names_the_order(tmp_path):
 
     pairproofs.bounds_apart = spy
     try:
-        build(tmp_path, _plain(REVERSE.format(thread=UID, condition="i < n // 2",
-                                              mirror="n - 1 - i")), name="named")
-        build(tmp_path, _plain(TRANSPOSE.format(condition=TRANSPOSES["below_the_diagonal"])),
+        build(tmp_path, marked_unsafe(REVERSE.format(thread=UID, condition="i < n // 2",
+                                              mirror="n - 1 - i"), wrap=False), name="named")
+        build(tmp_path, marked_unsafe(TRANSPOSE.format(condition=TRANSPOSES["below_the_diagonal"]), wrap=False),
               name="named2")
     finally:
         pairproofs.bounds_apart = original
@@ -318,16 +302,16 @@ REVERSE_OF_ANOTHER = """
 def test_near_misses_are_refused_and_race(tmp_path, name):
     source, shape, grid, block = NEAR_MISSES[name]
     with pytest.raises(TranspileError, match=r"could write the same element|could race|may meet"):
-        build(tmp_path, _plain(source), name=name)
-    kernel = build(tmp_path, _unsafe(source), name=f"{name}_unsafe")["k"]
+        build(tmp_path, marked_unsafe(source, wrap=False), name=name)
+    kernel = build(tmp_path, marked_unsafe(source), name=f"{name}_unsafe")["k"]
     a = np.arange(np.prod(shape), dtype=np.float32).reshape(shape)
     assert launch(kernel, grid, block, a).races
 
 
 def test_a_reverse_by_another_length_is_refused_and_races(tmp_path):
     with pytest.raises(TranspileError, match=r"could write the same element"):
-        build(tmp_path, _plain(REVERSE_OF_ANOTHER), name="other_length")
-    kernel = build(tmp_path, _unsafe(REVERSE_OF_ANOTHER), name="other_length_unsafe")["k"]
+        build(tmp_path, marked_unsafe(REVERSE_OF_ANOTHER, wrap=False), name="other_length")
+    kernel = build(tmp_path, marked_unsafe(REVERSE_OF_ANOTHER), name="other_length_unsafe")["k"]
     # n = 8, m = 6: thread 2 swaps a[2] and a[3], thread 3 a[3] and a[2].
     a = np.arange(8, dtype=np.float32)
     assert launch(kernel, 1, 32, a, np.zeros(6, np.float32)).races
@@ -349,8 +333,8 @@ BEYOND = {
 def test_a_thread_that_meets_itself_is_refused_though_race_free(tmp_path, name):
     source, shape, grid, block = BEYOND[name]
     with pytest.raises(TranspileError, match=r"could write the same element|could race"):
-        build(tmp_path, _plain(source), name=name)
-    kernel = build(tmp_path, _unsafe(source), name=f"{name}_unsafe")["k"]
+        build(tmp_path, marked_unsafe(source, wrap=False), name=name)
+    kernel = build(tmp_path, marked_unsafe(source), name=f"{name}_unsafe")["k"]
     a = np.arange(np.prod(shape), dtype=np.float32).reshape(shape)
     assert launch(kernel, grid, block, a).races == []
 

@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 from gpu_native.errors import TranspileError
+from tests.helpers import marked_unsafe
 from tests.simulator.support import build, launch
 
 
@@ -27,23 +28,8 @@ def watch_every_write(monkeypatch):
     monkeypatch.setenv("GPU_NATIVE_SIM_WRITE_RACES", "1")
 
 
-def _kernel(body: str, marked: str, wrap: bool) -> str:
-    """``body`` with the line ending in ``# <--`` as is, or under ``with unsafe():``."""
-    lines = []
-    for line in body.splitlines():
-        if line.endswith("# <--"):
-            text = line[:-len("# <--")].rstrip()
-            if wrap:
-                indent = text[:len(text) - len(text.lstrip())]
-                lines.append(f"{indent}with unsafe():")
-                text = "    " + text
-            line = text
-        lines.append(line)
-    return "\n".join(lines) + "\n"
-
-
 def _races(tmp_path, body: str, *extra, grid=2, block=64) -> list:
-    kernels = build(tmp_path, _kernel(body, "# <--", wrap=True), name="wrapped")
+    kernels = build(tmp_path, marked_unsafe(body, wrap=True), name="wrapped")
     out = np.zeros(4096, np.float32)
     return launch(kernels["k"], grid, block, out, *extra).races
 
@@ -146,7 +132,7 @@ def k(out: CUDASliceMut[f32], colour: i32):
 def test_narrowed_store_is_refused_where_threads_meet(tmp_path, case):
     body, messages, _ = REFUSED[case]
     with pytest.raises(TranspileError) as info:
-        build(tmp_path, _kernel(body, "# <--", wrap=False))
+        build(tmp_path, marked_unsafe(body, wrap=False))
     for message in messages:
         assert message in str(info.value), str(info.value)
 
@@ -252,7 +238,7 @@ def test_classic_index_that_may_wrap_is_refused(tmp_path):
     """``u * K`` keeps ``u`` unique only while it does not wrap: in i32, thread 0 and thread 256
     both reach element 0 (256 * 2**24 == 2**32), and the widening cast comes too late."""
     with pytest.raises(TranspileError) as info:
-        build(tmp_path, _kernel(WRAPPING, "# <--", wrap=False))
+        build(tmp_path, marked_unsafe(WRAPPING, wrap=False))
     text = str(info.value)
     assert "its index may wrap around in i32" in text, text
     # It names the arithmetic computed in i32 below the widening cast, and how to widen it.
@@ -291,7 +277,7 @@ def test_an_index_already_in_i64_is_not_told_to_be_widened(tmp_path):
     """Widened from the block's index, the arithmetic is in i64: the refusal names i64, not
     the i32 of ``block_idx.x`` (which wraps nowhere), and does not say to widen it.  (A grouped
     block order over a 1-D grid; the product by a quotient of runtime values is not bounded.)"""
-    source = _kernel(WIDE_UNPROVEN, "# <--", wrap=False)
+    source = marked_unsafe(WIDE_UNPROVEN, wrap=False)
     with pytest.raises(TranspileError) as info:
         build(tmp_path, source.replace("  # <-- bound", ""))
     text = str(info.value)
@@ -352,7 +338,7 @@ def k(out: CUDASliceMut[f32]):
     assert block_dim.x == 128
     out[(u32(block_idx.x) * u32(128) + u32(thread_idx.x)) * u32(16777216)] = 1.0  # <--
 """
-    checks = build(tmp_path, _kernel(body, "# <--", wrap=False))["k"].launch_checks
+    checks = build(tmp_path, marked_unsafe(body, wrap=False))["k"].launch_checks
     check_launch("k", "k.py", 0, checks, (1, 1, 1), (128, 1, 1))
     with pytest.raises(LaunchError, match="past the u32 maximum"):
         check_launch("k", "k.py", 0, checks, (3, 1, 1), (128, 1, 1))

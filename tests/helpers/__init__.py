@@ -1,6 +1,7 @@
 """What tests of several folders share: the repository's paths, the environment of a child
 process, the check of a located transpile error, a call that must not block (on a FIFO), the
-NVRTC compile of a transpiled module, and
+NVRTC compile of a transpiled module, a kernel source with its marked stores put under
+``unsafe()``, and
 the kernel modules beside this file (``kernels_runtime``, ``kernels_language`` and the
 device functions of ``kernels_helpers``), imported as ``tests.helpers.kernels_runtime``."""
 
@@ -101,3 +102,20 @@ def finishes(fn, seconds: float = 30.0):
     if not ok:
         raise value
     return value
+
+
+def marked_unsafe(source: str, wrap: bool = True) -> str:
+    """``source`` with each line ending in ``# <--`` put under ``with unsafe():`` (``wrap``),
+    or with the mark dropped: a kernel the proofs refuse, and the same kernel run on the
+    simulator's race detector to show that it races (or that it does not)."""
+    lines = []
+    for line in source.splitlines():
+        if line.endswith("# <--"):
+            text = line[:-len("# <--")].rstrip()
+            if wrap:
+                indent = text[:len(text) - len(text.lstrip())]
+                lines.append(f"{indent}with unsafe():")
+                text = "    " + text
+            line = text
+        lines.append(line)
+    return "\n".join(lines) + "\n"
