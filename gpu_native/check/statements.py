@@ -231,7 +231,9 @@ class StatementChecker(CheckerBase):
                 self.note_vote_barrier(s.value)
             return out, False
         if not all(isinstance(t, S.Name) for t in s.targets):
-            raise self.error("chained assignment is only supported to plain names", s.span)
+            raise self.error("chained assignment is only supported to plain names", s.span,
+                             "write two statements: the value to a name, then the name to the "
+                             "element (`s = s + sdata[tid + step]` then `sdata[tid] = s`)")
         first = s.targets[-1]
         out = self.assign_target(first, s.value, s.span, None)
         for t in s.targets[:-1]:
