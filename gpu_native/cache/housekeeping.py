@@ -31,7 +31,7 @@ import stat
 
 from ..nodes import node
 from . import locations, nvrtc_probe
-from .store import ArtifactStore, evict_oldest, read_head, starts_like, unlink_if
+from .store import ArtifactStore, evict_oldest, foreign_names, read_head, starts_like, unlink_if
 
 __all__ = ["Cleared", "ModuleCache", "Usage", "clear", "evict", "usage"]
 
@@ -134,11 +134,7 @@ class ModuleCache:
 
     def foreign_files(self) -> list[str]:
         """Names of the files in the folder that are not ours (kept by :meth:`clear`)."""
-        try:
-            names = sorted(os.listdir(self.directory))
-        except OSError:
-            return []
-        return [n for n in names if not self.is_own_file(n)]
+        return foreign_names(self.directory, self.is_own_file)
 
     def remove_own(self, name: str) -> bool:
         """Delete the file ``name`` if it is ours; whether it was deleted."""

@@ -127,6 +127,16 @@ def unlink_if(path: str, is_ours) -> bool:
     return True
 
 
+def foreign_names(directory: str, is_own) -> list[str]:
+    """Names of the files in ``directory`` that ``is_own(name)`` does not claim, sorted: what a
+    cache folder's ``clear`` keeps and ``gpu-native cache info`` lists."""
+    try:
+        names = sorted(os.listdir(directory))
+    except OSError:
+        return []
+    return [n for n in names if not is_own(n)]
+
+
 def _regular_size(path: str) -> int | None:
     try:
         st = os.lstat(path)
@@ -456,11 +466,7 @@ class ArtifactStore:
     def foreign_files(self) -> list[str]:
         """Names of the files in the directory that this store did not write (kept by
         :meth:`clear`)."""
-        try:
-            names = sorted(os.listdir(self.directory))
-        except OSError:
-            return []
-        return [n for n in names if not self.is_own_file(n)]
+        return foreign_names(self.directory, self.is_own_file)
 
     def unreadable(self, limit: int = 5) -> list[tuple[str, str]]:
         """``(path, reason)`` for up to ``limit`` entry files (or the directory itself) that this
