@@ -9,7 +9,8 @@ run from the repository root (``tools`` is a package there).  Seed ``k`` draws o
 the ``--family`` generator (:func:`tools.fuzz.indices.generated` by default; see
 :data:`FAMILIES`) with ``random.Random(k)``; repeated sources are dropped.  Each kernel the
 checker accepts runs on every launch shape its asserts allow (grid 1-3, block 32-128), and for
-the ``guarded``, ``ranges``, ``mirrored`` and ``pairing`` families with each ``n`` the launcher's checks let through, on the simulator, its race detector watching every written array: a race report means the proof
+the ``guarded``, ``ranges``, ``mirrored``, ``pairing`` and ``residues`` families with each ``n``
+the launcher's checks let through, on the simulator, its race detector watching every written array: a race report means the proof
 accepted a racy kernel (the main check).  With ``--backend cuda`` each launch also runs on the
 GPU, ``out`` poisoned (0xDEADBEEF) before each run on both: every element must agree bit for bit
 (written or still poisoned), and a device error must be raised on both or neither.  A kernel that
@@ -38,7 +39,18 @@ from typing import Any
 
 import numpy as np
 
-from tools.fuzz import guarded, indices, mirrored, pairing, ranges, scaled, splits, tiles, warps
+from tools.fuzz import (
+    guarded,
+    indices,
+    mirrored,
+    pairing,
+    ranges,
+    residues,
+    scaled,
+    splits,
+    tiles,
+    warps,
+)
 
 CHUNK = 16
 
@@ -79,6 +91,7 @@ FAMILIES = {"indices": Family(indices.generated, _shapes),
             "ranges": Family(ranges.generated, _guarded_launches),
             "mirrored": Family(mirrored.generated, _guarded_launches),
             "pairing": Family(pairing.generated, _guarded_launches),
+            "residues": Family(residues.generated, _guarded_launches),
             "warps": Family(warps.generated, _warps_shapes)}
 
 
@@ -240,7 +253,9 @@ def main(argv=None) -> int:
                              "launched with each n), tools/fuzz/ranges.py (two stores told "
                              "apart by their index ranges, launched with each n) or "
                              "tools/fuzz/mirrored.py (two stores a condition orders, an "
-                             "in-place reverse, launched with each n)")
+                             "in-place reverse, launched with each n), tools/fuzz/pairing.py "
+                             "or tools/fuzz/residues.py (stores a condition `i % 2 == 0` puts "
+                             "in different residue classes, launched with each n)")
     args = parser.parse_args(argv)
     generate = FAMILIES[args.family].generated
 

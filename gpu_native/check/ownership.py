@@ -74,6 +74,7 @@ from .poly import (
     positive_atom,
     substitute,
 )
+from .residues import residue_conditions
 
 if TYPE_CHECKING:
     from .context import Definitions
@@ -258,6 +259,10 @@ class StoreForm:
     # them adds.
     exact: tuple[bool, ...] = ()
     exact_checks: tuple = ()
+    # Each condition ``E % m == c`` around the store, ``m`` a power of two and ``c`` the same for
+    # every thread, as (E, m, c) (:mod:`.residues`).  Only the forms :meth:`Forms.store` makes
+    # carry them.
+    residues: tuple[tuple[Poly, int, Poly], ...] = ()
 
 
 class Forms:
@@ -532,9 +537,18 @@ class Forms:
                 bounded.append((q, u))
         guards, unread = self._guards(facts, fold, space)
         relations, divisions = self._relations(facts, exact, fold, space)
+
+        def folded(p: Poly) -> Poly:  # as the indices are (launch equalities, shared blocks)
+            p = substitute(p, deep(fold))
+            if space == "shared":
+                p = substitute(p, deep(lambda a: atom(("block", a)) if isinstance(a, Digit) and
+                                       a.coord.startswith("bid") else None))
+            return p
+
         return StoreForm(tuple(dims), pins, ranges, line, text, single, whole,
                          getattr(subst, "__self__", {}), tuple(bounded), (), guards, unread,
-                         relations, divisions)
+                         relations, divisions,
+                         residues=residue_conditions(facts, self.poly, folded))
 
     def _relations(self, facts: list, exact: set, fold, space: str) -> tuple[tuple, tuple]:
         """:attr:`StoreForm.relations` and :attr:`StoreForm.divisions` from ``facts``: each

@@ -40,6 +40,7 @@ from .phases import (
 from .poly import poly_text
 from .radix import PairProof
 from .refusals import UNIQUE_HINT, PairedRefusal, hint_for, wrap_hint, wrap_message
+from .residues import residues_apart
 from .storepairs import only_its_thread, spans_apart
 from .witness import collision
 from .wrapping import (
@@ -125,9 +126,10 @@ class PairProofs(IndexClasses):
                 outcome = prove_padded(a, b, required, same)
         if not outcome.ok and raw[0] is not raw[1]:
             # Conditions that order the two stores' indices (an in-place reverse, a transpose),
-            # or that pair them by an XOR (a bitonic sort's compare-and-swap), read from the
+            # that pair them by an XOR (a bitonic sort's compare-and-swap), or that put them in
+            # different residue classes (a pairwise swap under `if i % 2 == 0:`), read from the
             # forms as made (an assumption's forms drop them).
-            apart = bounds_apart(*raw) or xor_apart(*raw, same)
+            apart = bounds_apart(*raw) or xor_apart(*raw, same) or residues_apart(*raw)
             if apart is not None:
                 for check in raw[0].exact_checks + raw[1].exact_checks:
                     self.ctx.kernel.add_launch_check(check)
