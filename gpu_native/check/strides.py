@@ -70,6 +70,7 @@ UNIFORM = "U"  # the same in every thread of the block, value not known
 THREAD = "T"  # may differ between threads
 _MAX_STEPS = 200_000  # statements the trace runs before it gives up
 _MAX_PAIRS = 20_000  # pair proofs one kernel may ask for
+_MAX_ROUNDS = 80  # rounds of a loop of unknown trip count before its values must repeat
 
 
 class _Abort(Exception):
@@ -146,6 +147,11 @@ class Trace:
         self.steps = 0
         self.seen: dict[int, set[tuple[int, tuple]]] = {}
         self.aborted: _Abort | None = None
+        # The intervals an interval may be (see :meth:`loop_maybe`): the one after a loop whose
+        # rounds the block cannot count is the last interval of whichever round ended it.
+        self.aliases: dict[int, frozenset[int]] = {}
+        self.uncounted: set[int] = set()  # the watched stores that ran in such a loop
+        self.maybe = 0  # how many such loops hold the statement being run
 
     def run(self, body: tuple[ir.Stmt, ...]) -> None:
         try:
@@ -239,6 +245,8 @@ class Trace:
                 values = tuple(self.env.get(id(v), UNIFORM if v.is_param else THREAD)
                                for v in wanted)
                 self.seen.setdefault(id(s.indices), set()).add((self.interval, values))
+                if self.maybe:
+                    self.uncounted.add(id(s.indices))
         elif isinstance(s, ir.Barrier):
             if s.scope in ("block", "grid"):
                 if self.level:
@@ -290,12 +298,66 @@ class Trace:
         while True:
             cond = self.value(s.cond)
             if not isinstance(cond, int):
-                self.unknown_loop(s.body, bound=self.unknown_extents(s.cond, cond, s.span))
+                bound = self.unknown_extents(s.cond, cond, s.span)
+                if cond == UNIFORM and not bound:
+                    self.loop_maybe(s)
+                else:
+                    self.unknown_loop(s.body, bound=bound)
                 return
             if not cond:
                 return
             if self.iteration(s.body):
                 return
+
+    def loop_maybe(self, s: ir.While) -> None:
+        """A ``while`` loop whose condition every thread of the block evaluates alike, but to a
+        value the trace does not know (``while offset < n:``, ``n`` a parameter): the block
+        runs some number of its rounds, the same in every thread.  Each round is followed, and
+        the loop may end before any of them; once the variables the body assigns come back to
+        values they had at the top of an earlier round (a scale that doubled until it wrapped
+        to 0, a parity that alternates), the rounds after repeat those before.  After the loop
+        each variable keeps the value every exit agrees on (else it is :data:`UNIFORM`), and
+        the interval it runs in may be the last of any round (:attr:`aliases`)."""
+        assigned = sorted(_assigned(s.body))
+        seen: set[tuple] = set()
+        exits: list[tuple[dict, int]] = []
+        cond: object = UNIFORM
+        for _ in range(_MAX_ROUNDS):
+            if not isinstance(cond, int):
+                exits.append((dict(self.env), self.interval))  # it may end here
+            elif not cond:
+                exits.append((dict(self.env), self.interval))
+                break
+            state = tuple(self.env.get(v) for v in assigned)
+            if state in seen:
+                break
+            seen.add(state)
+            self.maybe += 1
+            try:
+                broke = self.iteration(s.body)
+            finally:
+                self.maybe -= 1
+            if broke:
+                exits.append((dict(self.env), self.interval))
+                break
+            cond = self.value(s.cond)
+            if cond == THREAD:
+                raise _Abort("a loop whose trip count may differ between threads", s.span)
+        else:
+            raise _Abort(f"a loop whose rounds the trace cannot count, whose variables take "
+                         f"new values for more than {_MAX_ROUNDS} rounds", s.span, _UNKNOWN_HINT)
+        envs = [env for env, _ in exits]
+        for v in set().union(*envs):
+            values = {env.get(v, THREAD) for env in envs}
+            self.env[v] = values.pop() if len(values) == 1 else (
+                THREAD if THREAD in values else UNIFORM)
+        ends = {interval for _, interval in exits}
+        if len(ends) > 1:
+            self.interval += 1
+            self.aliases[self.interval] = frozenset().union(
+                *({e} | self.aliases.get(e, frozenset()) for e in ends))
+        else:
+            self.interval = ends.pop()
 
     def loop_range(self, s: ir.ForRange) -> None:
         start, stop, step = (self.value(e) for e in (s.start, s.stop, s.step))
@@ -467,6 +529,7 @@ class ScaledStores:
         self.stores: list[_Recorded] = []
         self.deferred: set[int] = set()  # ids of the index tuples of deferred stores
         self.other_writes: dict[int, SourceSpan] = {}
+        self.uncounted: set[int] = set()  # Trace.uncounted, once the trace has run
 
     def note(self, array: ir.Var, indices, keys, facts, span: SourceSpan, text: str,
              exact: tuple, form: object) -> _Recorded:
@@ -506,6 +569,7 @@ class ScaledStores:
         launch = _launch_values(body)
         trace = Trace(watch, launch)
         trace.run(body)
+        self.uncounted = trace.uncounted
         if trace.aborted is not None:
             where = f" (line {trace.aborted.span.line})" if trace.aborted.span else ""
             rec = traced[0]
@@ -521,7 +585,7 @@ class ScaledStores:
                 if b.traced and ours.index(b) < ours.index(a):
                     continue  # that pair was proven from b's side
                 for va, vb in _meetings(trace.seen.get(id(a.indices), set()),
-                                        trace.seen.get(id(b.indices), set())):
+                                        trace.seen.get(id(b.indices), set()), trace.aliases):
                     pairs += 1
                     if pairs > _MAX_PAIRS:
                         raise TranspileError(
@@ -538,10 +602,13 @@ class ScaledStores:
                             values += f" in one thread and {theirs} in the other,"
                         other = "itself in another thread" if a is b else \
                             f"the store at line {b.span.line}"
+                        hint = outcome.hint or _HINT
+                        if id(a.indices) in self.uncounted or id(b.indices) in self.uncounted:
+                            # The values came from a round the block may or may not run.
+                            hint = f"{_UNKNOWN_HINT}; else {hint}"
                         raise TranspileError(
                             f"store into '{a.array.name}' may meet {other} in one barrier "
-                            f"interval: with {values} {outcome.text}", a.span,
-                            outcome.hint or _HINT)
+                            f"interval: with {values} {outcome.text}", a.span, hint)
 
     def form(self, rec: _Recorded, values: tuple, forms: Forms, cache: dict,
              add_check: Callable[[IndexFits], None], launch: dict) -> StoreForm:
@@ -556,7 +623,18 @@ class ScaledStores:
             assert isinstance(got, StoreForm)
             return got
         known = {}
+        unknown = set()  # the same in every thread, but not known: conditions reading it drop
+        in_index = {id(v) for v in _var_keys(rec.keys)}
         for var, v in zip(rec.needs, values):
+            if v == UNIFORM and id(var) not in in_index:
+                unknown.add(id(var))
+                continue
+            if v == UNIFORM:
+                raise TranspileError(
+                    f"store into '{rec.array.name}' through an index that reads '{var.name}', "
+                    "whose value the block's threads share but the checker does not know in "
+                    "each round (it comes from a parameter or from memory), so nothing shows "
+                    "which thread writes which element", rec.span, _UNKNOWN_HINT)
             if not isinstance(v, int):
                 raise TranspileError(
                     f"store into '{rec.array.name}' through an index that reads '{var.name}', "
@@ -566,7 +644,10 @@ class ScaledStores:
                     rec.span, f"{_WHILE_HINT}; else {_HINT}")
             known[id(var)] = v
         keys = substitute_keys(rec.keys, known)
-        facts = _with_exact(substitute_keys(rec.facts, known), launch)
+        # A condition that reads a value not known here says nothing the proof can use: it is
+        # left out, which only takes knowledge away.
+        kept = tuple(f for f in rec.facts if not {id(v) for v in _var_keys(f)} & unknown)
+        facts = _with_exact(substitute_keys(kept, known), launch)
         form = forms.store(keys, facts, "shared", rec.span.line, rec.text)
         if isinstance(form, str):
             what = ", ".join(f"{v.name} = {x}" for v, x in zip(rec.needs, values))
@@ -584,8 +665,11 @@ class ScaledStores:
             idx = rec.indices[position]
             check = fits_check(tree, idx.ty, rec.span) if tree is not None else None
             if tree is None or (check is not None and _constant(tree)):
-                raise TranspileError(wrap_message(rec.array.name, idx.ty), idx.span,
-                                     "compute the index in i64, or keep the scale small enough")
+                hint = "compute the index in i64, or keep the scale small enough"
+                if id(rec.indices) in self.uncounted:
+                    # Its scale took every value the loop's rounds could give it.
+                    hint = f"{hint}: {_UNKNOWN_HINT}"
+                raise TranspileError(wrap_message(rec.array.name, idx.ty), idx.span, hint)
             if check is not None:
                 add_check(check)
         form.exact = tuple(shown)
@@ -623,6 +707,9 @@ class ScaledStores:
 _WHILE_HINT = ("if the index is stepped by a while loop (b = thread_idx.x; while b < N: ...; b "
                "+= block_dim.x), write the loop as `for b in range(thread_idx.x, N, "
                "block_dim.x):`, whose stores the index rules prove")
+_UNKNOWN_HINT = ("bound the loop by constants, so that each round's values are known (`d = N >> "
+                 "1; while d > 0:` with N a module constant, the data padded to N, `if i < n` "
+                 "around its loads), or use `with unsafe():` if you know the store is race-free")
 _HINT = ("a scale must be the same in every thread of the block (assigned outside any "
          "thread-dependent condition, from constants and launch values) and never 0 where the "
          "store runs; separate the stores with sync_threads(), or use `with unsafe():` if you "
@@ -651,14 +738,19 @@ def _constant(tree: tuple) -> bool:
     return all(_constant(t) for t in tree[1:3])
 
 
-def _meetings(sa: set, sb: set) -> Iterator[tuple[tuple, tuple]]:
-    """The pairs of values two stores run with in one barrier interval, in a fixed order."""
+def _meetings(sa: set, sb: set, aliases: dict | None = None) -> Iterator[tuple[tuple, tuple]]:
+    """The pairs of values two stores run with in one barrier interval, in a fixed order; an
+    interval meets those ``aliases`` says it may be (:meth:`Trace.loop_maybe`)."""
+    aliases = aliases or {}
     by_interval: dict[int, list[tuple]] = {}
     for interval, values in sb:
         by_interval.setdefault(interval, []).append(values)
+        for other in aliases.get(interval, ()):
+            by_interval.setdefault(other, []).append(values)
     done = set()
     for interval, va in sorted(sa, key=repr):
-        for vb in sorted(by_interval.get(interval, ()), key=repr):
+        near = {interval} | aliases.get(interval, frozenset())
+        for vb in sorted({v for i in near for v in by_interval.get(i, ())}, key=repr):
             if (va, vb) not in done:
                 done.add((va, vb))
                 yield va, vb

@@ -165,11 +165,16 @@ def test_a_product_that_may_wrap_is_refused_and_its_control_accepted():
     assert "wrap" in refused(WRAP.format(stop=0))
 
 
-def test_a_trace_that_cannot_follow_the_block_refuses():
-    # A barrier in a loop whose trip count is a parameter: the intervals are not known.
+def test_rounds_the_block_cannot_count_are_each_followed():
+    # A barrier in a loop whose trip count is a parameter: every round the block could run is
+    # followed, and for n > 128 the down-sweep halves offset to 0, where every thread below d
+    # writes temp[-1].
     source = SCAN.replace("def k(out: CUDASliceMut[i32]):", "def k(out: CUDASliceMut[i32], "
                           "n: i32):").replace("    while d < 128:", "    while d < n:")
-    assert "barrier" in refused(source)
+    message = refused(source)
+    assert "may meet itself in another thread in one barrier interval: with offset = 0" in \
+        message, message
+    assert "hint: bound the loop by constants" in message, message
 
 
 ACROSS = HEAD + """

@@ -2,7 +2,9 @@
 shares (rule R3 for loop variables, :mod:`gpu_native.check.strides`): the tree indices of a
 Blelloch scan, a bitonic network's bit insertion, a plain ``scale * tid``; provable forms and
 near misses (a scale that starts at 0 or 3, is halved to 0, steps by -1, is assigned under a
-thread-dependent condition, no barrier in the loop, cofactors of equal parity).  The module
+thread-dependent condition, no barrier in the loop, cofactors of equal parity), in loops of
+known trip count and in loops whose condition the checker cannot evaluate (``while sc <
+len(out) // K``).  The module
 bodies have the shape :func:`tools.fuzz.indices.generated` gives (a kernel ``k`` writing
 ``s = shared_array(i32, SHARED_SIZE)``), so that the same runner checks them."""
 
@@ -10,7 +12,7 @@ from __future__ import annotations
 
 import random
 
-from .indices import SHARED_SIZE
+from .indices import OUT_SIZE, SHARED_SIZE
 
 #: Pairs of stores (one or two indices of the scale ``sc``): provable, and near misses.
 SHAPES = [
@@ -23,13 +25,24 @@ SHAPES = [
 ]
 
 
+#: Double buffers: ``sc`` is 0 or 1 and flips each round (``B``: the block size).
+FLIPPED = [
+    ("sc * B + tid",),
+    ("sc * B + tid", "(1 - sc) * B + tid"),
+    ("sc * B + tid", "(1 - sc) * B + tid + 1"),  # thread B - 1 meets thread 0
+    ("sc * (B - 1) + tid",),  # rounds with no barrier between meet
+]
+
+
 def generated(r: random.Random) -> str:
     """One module body defining kernel ``k``, drawn from ``r`` (the same state, the same
     source)."""
     b = r.choice([32, 64, 128])
     trips = r.choice([1, 2, 3, 4])
+    direction = r.choice(["up", "up", "down", "shift", "minus", "flip"])
+    if direction == "flip":
+        return _flipped(r, b, trips)
     shape = r.choice(SHAPES)
-    direction = r.choice(["up", "up", "down", "shift", "minus"])
     top = 1 << (trips - 1)
     start = {"up": 1, "shift": 1, "down": top, "minus": top}[direction]
     start = r.choice([start, start, start, start, 0, 3, top // 2 if direction == "down" else start])
@@ -42,7 +55,15 @@ def generated(r: random.Random) -> str:
              f"    s = shared_array(i32, {SHARED_SIZE})", f"    sc = {start}"]
     if not uniform:
         lines += ["    if tid < 3:", "        sc = 1"]
-    lines += ["    d = 0", f"    while d < {trips}:"]
+    # A loop whose trip count the checker cannot evaluate (len(out) is OUT_SIZE at run time):
+    # it follows each round the block could run (strides.Trace.loop_maybe).
+    uncounted = r.random() < 0.3
+    if uncounted and direction in ("up", "shift"):
+        lines.append(f"    while sc < len(out) // {OUT_SIZE >> trips}:")
+    elif uncounted:
+        lines.append(f"    while sc > len(out) // {OUT_SIZE << 1}:")  # 0 at run time
+    else:
+        lines += ["    d = 0", f"    while d < {trips}:"]
     if barrier:
         lines.append("        sync_threads()")
     indent = "        "
@@ -51,5 +72,36 @@ def generated(r: random.Random) -> str:
         indent += "    "
     for n, index in enumerate(shape):
         lines.append(f"{indent}s[{index}] = tid + {n + 1}")
-    lines += [f"        {step}", "        d += 1"]
+    lines.append(f"        {step}")
+    if not uncounted:
+        lines.append("        d += 1")
+    return "\n".join(lines) + "\n"
+
+
+def _flipped(r: random.Random, b: int, trips: int) -> str:
+    """A double-buffered loop: ``sc`` flips between 0 and 1 each round, in a loop of known trip
+    count or one whose condition the checker cannot evaluate (``c`` doubles to ``len(out) //
+    K``, as a Hillis-Steele scan's offset does)."""
+    shape = r.choice(FLIPPED)
+    uncounted = r.random() < 0.6
+    lines = ["@gpu_kernel(Kernel1D)", "def k(out: CUDASliceMut[i32]):",
+             f"    assert block_dim.x == {b}", "    tid = thread_idx.x",
+             f"    s = shared_array(i32, {SHARED_SIZE})", f"    sc = {r.choice([0, 1])}",
+             "    c = 1"]
+    lines.append(f"    while c < len(out) // {OUT_SIZE >> trips}:" if uncounted else
+                 f"    while c < {1 << trips}:")
+    if r.random() < 0.85:
+        lines.append("        sync_threads()")
+    indent = "        "
+    limit = r.choice([b, b // 2, None])
+    if limit is not None:
+        lines.append(f"        if tid < {limit}:")
+        indent += "    "
+    for n, index in enumerate(shape):
+        lines.append(f"{indent}s[{index.replace('B', str(b))}] = tid + {n + 1}")
+    lines += ["        sc = 1 - sc", "        c *= 2"]
+    if r.random() < 0.5:  # a store after the loop, with or without a barrier before it
+        if r.random() < 0.5:
+            lines.append("    sync_threads()")
+        lines.append(f"    s[tid + {r.choice([0, 1, b])}] = 7")
     return "\n".join(lines) + "\n"
