@@ -206,7 +206,8 @@ class ControlFlowChecker(CheckerBase):
         entry = kill(bounds.facts, self.loop_assigned_vars(s.body) | {var})
         self.defs.enter_loop(self.loop_assigned_vars(s.body))
         # `for j in range(tid, n, K)` with 0 <= tid < K: threads visit disjoint values.
-        self.unique.note_range_loop(var, start, step, step_sign, self.decl.plain_assigned, stop)
+        # Only the body's own assignments matter: one before the loop does not reach it.
+        self.unique.note_range_loop(var, start, step, step_sign, assigned_names(s.body), stop)
         extra: set = set()
         # A step the launch keeps positive (range(tid, n, block_dim.x)) bounds the variable as a
         # positive literal does: the generated loop runs its body only while `var < stop`.
@@ -342,7 +343,7 @@ class ControlFlowChecker(CheckerBase):
         self.assigned.add(var.name)
         self.unique.forget(self.loop_assigned_vars(s.body) | {var})
         # For the ownership proofs the variable is uid + k * (grid_dim.x * block_dim.x).
-        self.unique.forms.enter_grid_stride(var, var.name in self.decl.plain_assigned)
+        self.unique.forms.enter_grid_stride(var, var.name in assigned_names(s.body))
         body, _ = self.loop_body(s.body, entry, extra)
         self.unique.leave_range_loop(var)
         self.assigned = before

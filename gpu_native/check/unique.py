@@ -178,11 +178,12 @@ class UniqueWrites(PairProofs):
             and id(var) not in self.defs.unique_params
 
     def note_range_loop(self, var: ir.Var, start: ir.Expr, step: ir.Expr, step_sign: int,
-                        plain_assigned: set[str], stop: ir.Expr | None = None) -> None:
+                        body_assigned: set[str], stop: ir.Expr | None = None) -> None:
         """``for var in range(start, stop, step)``: with ``0 <= start < step`` and ``start``
         unique, threads visit disjoint values of ``var``.  For the ownership proofs, inside the
-        loop ``var`` is ``start + step * k`` (:meth:`leave_range_loop` ends that)."""
-        if stop is not None and var.name not in plain_assigned:
+        loop ``var`` is ``start + step * k`` (:meth:`leave_range_loop` ends that), unless its
+        body assigns ``var`` too (``body_assigned``: the names it assigns)."""
+        if stop is not None and var.name not in body_assigned:
             stop_max = self.bounds.upper(stop) if self.bounds.is_nonneg(stop) else None
             start_value = constant_value(start)
             start_min = start_value if isinstance(start_value, int) else (
@@ -196,7 +197,7 @@ class UniqueWrites(PairProofs):
         if (start_unique is not None and step_sign > 0
                 and isinstance(step, ir.Const) and isinstance(step.value, int)
                 and self.bounds.in_range(start, step.value)
-                and var.name not in plain_assigned):
+                and var.name not in body_assigned):
             self.range_unique_vars[id(var)] = start_unique.coords
 
     def round_counter(self, var: ir.Var, bounds: tuple[ir.Expr, ...]) -> Digit | None:
