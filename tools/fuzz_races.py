@@ -9,9 +9,9 @@ run from the repository root (``tools`` is a package there).  Seed ``k`` draws o
 the ``--family`` generator (:func:`tools.fuzz.indices.generated` by default; see
 :data:`FAMILIES`) with ``random.Random(k)``; repeated sources are dropped.  Each kernel the
 checker accepts runs on every launch shape its asserts allow (grid 1-3, block 32-128), and for
-the ``guarded``, ``ranges``, ``mirrored``, ``pairing`` and ``residues`` families with each ``n``
-the launcher's checks let through, on the simulator, its race detector watching every written array: a race report means the proof
-accepted a racy kernel (the main check).  With ``--backend cuda`` each launch also runs on the
+the ``guarded``, ``ranges``, ``mirrored``, ``pairing``, ``residues`` and ``rowwalk`` families with
+each ``n`` the launcher's checks let through, on the simulator, its race detector watching every
+written array: a race report means the proof accepted a racy kernel (the main check).  With ``--backend cuda`` each launch also runs on the
 GPU, ``out`` poisoned (0xDEADBEEF) before each run on both: every element must agree bit for bit
 (written or still poisoned), and a device error must be raised on both or neither.  A kernel that
 stores into shared memory runs with a copy-out appended (:func:`~tools.fuzz.indices.with_copy_out`;
@@ -46,6 +46,7 @@ from tools.fuzz import (
     pairing,
     ranges,
     residues,
+    rowwalk,
     scaled,
     splits,
     tiles,
@@ -92,6 +93,7 @@ FAMILIES = {"indices": Family(indices.generated, _shapes),
             "mirrored": Family(mirrored.generated, _guarded_launches),
             "pairing": Family(pairing.generated, _guarded_launches),
             "residues": Family(residues.generated, _guarded_launches),
+            "rowwalk": Family(rowwalk.generated, _guarded_launches),
             "warps": Family(warps.generated, _warps_shapes)}
 
 
@@ -255,7 +257,9 @@ def main(argv=None) -> int:
                              "tools/fuzz/mirrored.py (two stores a condition orders, an "
                              "in-place reverse, launched with each n), tools/fuzz/pairing.py "
                              "or tools/fuzz/residues.py (stores a condition `i % 2 == 0` puts "
-                             "in different residue classes, launched with each n)")
+                             "in different residue classes, launched with each n) or "
+                             "tools/fuzz/rowwalk.py (a thread's first element beside a walk of "
+                             "the rest of its row, launched with each n)")
     args = parser.parse_args(argv)
     generate = FAMILIES[args.family].generated
 

@@ -145,6 +145,11 @@ def prove_pair(a: StoreForm, b: StoreForm, required: frozenset[str],
     dims = list(zip(a.dims, b.dims))
     # A sum bounded in both stores bounds the difference of its digits between the threads.
     bounded = [pair for pair in a.bounded if pair in b.bounded]
+    # A sum bounded in one store whose digits the other store does not have (a loop counter of
+    # its own: ``od[y * w]`` beside ``for x in range(1, w): od[y * w + x]``, the sum ``x +
+    # 1 < w``): see :func:`_own_sum`.
+    sums = [(q, u, side) for mine, other, side in ((a, b, 1), (b, a, -1))
+            for q, u in mine.bounded if not set(coefficients(q)) & _digits(other)]
     conditions: list[str] = []  # the bounds a step of the proof needed, for its rule's text
     used: set = set()
     progress = True
@@ -152,7 +157,7 @@ def prove_pair(a: StoreForm, b: StoreForm, required: frozenset[str],
         progress = False
         for pa, pb in dims:
             verdict = _dimension(pa, pb, ranges, forced, _radix_bounds(bounded, forced),
-                                 conditions)
+                                 conditions, sums)
             if verdict is None:
                 continue
             if verdict is True:
@@ -188,6 +193,14 @@ def prove_pair(a: StoreForm, b: StoreForm, required: frozenset[str],
         rules.append(f"the condition {text}")
     return PairProof(True, ", ".join(dict.fromkeys(rules)))
 
+
+
+def _digits(f: StoreForm) -> set:
+    """Every digit a store's form has: in its indices, ranges or pins."""
+    out = set(f.ranges) | set(f.pins)
+    for p in f.dims:
+        out |= set(coefficients(p))
+    return out
 
 
 def _radix_bounds(bounded, forced: set) -> list[tuple[frozenset, Poly, str]]:
@@ -227,11 +240,33 @@ def _wider(m: Poly | None, n: Poly | None) -> Poly | None:
     return n if nonnegative(n.plus(m.scaled(-1))) else None
 
 
+def _own_sum(pa: Poly, pb: Poly, sums, forced: set):
+    """``(pa, pb, U)`` with a sum ``P`` that one store bounds taken out of its index, where the
+    dimension is ``rest + P`` in that store and the other store's has none of ``P``'s digits
+    nor the constant ``P.const >= 1`` (``y * w + x + 1`` beside ``y * w``, ``x + 1 < w``):
+    ``P`` then stands in the difference of the two as one term between 1 and ``U - 1``, which
+    the mixed radix must force to 0, and cannot; else None."""
+    for q, u, side in sums:
+        if q.const < 1 or any(d in forced for d in coefficients(q)):
+            continue
+        mine = pa if side == 1 else pb
+        rest = mine.plus(q.scaled(-1))
+        if set(coefficients(rest)) & set(coefficients(q)) or rest.const != (
+                pb.const if side == 1 else pa.const):
+            continue
+        return (rest, pb, u) if side == 1 else (pa, rest, u)
+    return None
+
+
 def _dimension(pa: Poly, pb: Poly, ranges: dict, forced: set, bounds=(),
-               conditions: list | None = None):
+               conditions: list | None = None, sums=()):
     """One index dimension of a pair: the digits it shows equal in both threads (a set), True
     when it shows the two stores never meet, or None when it shows nothing."""
     terms: list[tuple[Poly, Poly | None, set]] = []  # (coefficient, range, digits it stands for)
+    own = _own_sum(pa, pb, sums, forced)
+    if own is not None and magnitude(own[2]) == own[2]:
+        pa, pb, reach = own
+        terms.append((const(1), reach, {"offset"}))  # the sum: 1 <= P <= U - 1
     offsets = Affine(pa.const - pb.const)
     coefficient: dict = {}
     for side, p in ((1, pa), (-1, pb)):
