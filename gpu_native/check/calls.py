@@ -115,25 +115,43 @@ class CallChecker(CheckerBase):
             return self.call_device(sym, e)
         if sym.kind == "struct":
             return self.call_struct_make(sym, e)
+        if sym.kind == "typevar":
+            return self.call_typevar(sym.name, e)
         return self.from_symbol(sym, e.func)
 
     def gn_call_handlers(self) -> dict[str, str]:
         """The checker's handler of each callable gpu_native name (a method name)."""
         return _GN_CALLS
 
-    def call_cast(self, name: str, e: S.Call) -> ir.Expr:
+    def call_cast(self, name: str, e: S.Call, spelled: str | None = None) -> ir.Expr:
+        """``f32(x)``: the conversion to the scalar type ``name``; ``spelled``: the TypeVar the
+        call names instead (``T(x)`` where T is ``name`` here), for the messages."""
+        here = f" ({spelled} is {name} here)" if spelled else ""
+        what = f"{spelled or name}(){here}"
         if len(e.args) != 1 or e.keywords:
-            raise self.error(f"{name}(x) takes exactly one argument", e.span)
+            raise self.error(f"{spelled or name}(x) takes exactly one argument{here}", e.span)
         target = ir.scalar(name)
         value = self.expr(e.args[0])
         if isinstance(value, WeakConst):
             v = value.value
             info = target.info
             if info.is_int and isinstance(v, int) and not info.min <= v <= info.max:
-                raise self.error(f"{v} does not fit in {name} ({info.min}..{info.max})", e.span)
+                raise self.error(f"{v} does not fit in {name} ({info.min}..{info.max}){here}",
+                                 e.span)
         if target == ir.BOOL:
-            return self.to_bool(value, f"{name}()")
-        return self.coerce(value, target, f"{name}()", explicit=True)
+            return self.to_bool(value, what)
+        return self.coerce(value, target, what, explicit=True)
+
+    def call_typevar(self, name: str, e: S.Call) -> ir.Expr:
+        """``T(x)`` for a TypeVar ``T``: exactly the conversion to the type ``T`` stands for in
+        the specialisation being checked (``f32(x)`` where T is f32, ``i32(x)`` where it is
+        i32), as Numba's ``dtype(0)``."""
+        bound = self.ctx.binding.get(name)
+        if bound is None:
+            raise self.error(f"the TypeVar '{name}' is not bound here", e.func.span,
+                             f"{name}(x) converts to the type {name} stands for where a "
+                             f"parameter's annotation names {name}")
+        return self.call_cast(bound.name, e, spelled=name)
 
     def call_int(self, e: S.Call) -> ir.Expr:
         if len(e.args) != 1 or e.keywords:

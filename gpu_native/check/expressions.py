@@ -305,11 +305,11 @@ class ExpressionChecker(CheckerBase):
             raise self.error(f"the module '{sym.name}' is not a value", e.span)
         if sym.kind == "typevar":
             raise self.error(
-                f"'{sym.name}' is a TypeVar: it names a type in annotations, and is neither a "
-                "value nor a conversion", e.span,
-                f"to make a {sym.name} value, annotate a local (`zero: {sym.name} = 0.0`) or "
-                f"write the literal where a {sym.name} is expected (`out[i] = 0.0`, "
-                f"`acc = x[i] * 2.0`): literals take the type they meet")
+                f"'{sym.name}' is a TypeVar: it names a type in annotations and converts when "
+                f"called, `{sym.name}(x)`, but is not a value itself", e.span,
+                f"to make a {sym.name} value, convert one (`acc = {sym.name}(0)`, "
+                f"`{sym.name}(2) * x[i]`) or write the literal where a {sym.name} is expected "
+                f"(`out[i] = 0.0`): literals take the type they meet")
         raise self.error(f"'{sym.name}' is not a value here", e.span)
 
     def visit_BinOp(self, e: S.BinOp) -> ir.Expr:

@@ -235,16 +235,16 @@ def test_near_miss_is_refused_with_the_reason(tmp_path, case):
         assert message in text, text
 
 
-def test_typevar_called_like_a_conversion_gets_a_hint(tmp_path):
+def test_typevar_used_as_a_value_gets_a_hint(tmp_path):
     with pytest.raises(TranspileError) as info:
         build(tmp_path, """
 T = TypeVar("T", f32, f64)
 @gpu_kernel(Kernel1D)
 def k(out: CUDASliceMut[T]):
-    out[FlatLayout1D.uid()] = T(0.0)
+    out[FlatLayout1D.uid()] = T
 """)
     text = str(info.value)
-    assert "'T' is a TypeVar" in text and "`zero: T = 0.0`" in text
+    assert "'T' is a TypeVar" in text and "`acc = T(0)`" in text
 
 
 # ---- soundness: generated index expressions ----------------------------------------------------

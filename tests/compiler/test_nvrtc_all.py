@@ -33,6 +33,7 @@ FILES = sorted([*(ROOT / "examples").glob("*.py"),
                 HELPERS / "kernels_unroll.py",
                 HELPERS / "kernels_structs.py",
                 HELPERS / "kernels_tf32.py",
+                HELPERS / "kernels_typevar_casts.py",
                 *(ROOT / "tools").glob("_bench*.py")])
 
 
