@@ -174,11 +174,12 @@ class CUDASliceMut3D(_ArrayParam[T, Layout]):
 
 
 if TYPE_CHECKING:
-    class AnyArray(CUDASliceMut3D[Any], CUDASliceMut2D[Any], CUDASliceMut[Any],
-                   CUDASlice3D[Any], CUDASlice2D[Any], CUDASlice[Any]):
+    class AnyArray(CUDASliceMut3D[Any, Any], CUDASliceMut2D[Any, Any], CUDASliceMut[Any, Any],
+                   CUDASlice3D[Any, Any], CUDASlice2D[Any, Any], CUDASlice[Any, Any]):
         """What type checkers take a host device array to be (``DeviceArray``'s base for
-        them): an argument for any array parameter, whose element type and dimensions the
-        launch checks."""
+        them): an argument for any array parameter, ``Strided`` or not, whose element type,
+        dimensions and layout the launch checks.  (Its layout argument is ``Any``: left out, it
+        would be the C-contiguous default, which a ``Strided`` parameter refuses.)"""
 
         def __getitem__(self, index: Any) -> Any: ...
         def __setitem__(self, index: Any, value: Any) -> None: ...

@@ -68,3 +68,4 @@ scale.forall(4)(d, d, 2.5)  # error: a float for an i32 parameter
 scale.launch(1, 32)(d, d, "4")  # error: a str for an i32 parameter
 scale[1](d, d, 4)  # error: kernel[grid, block] takes both
 copy2d[(1, 1), (8, 8)](d, d, d)  # error: one argument too many
+strided[1, 32](4)  # error: an int where a strided array goes

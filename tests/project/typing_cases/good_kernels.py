@@ -163,3 +163,6 @@ def launch(n: int) -> None:
     generic.forall(n)(gn.zeros(n, gn.i32), gn.empty(n, gn.i32), 0, 10)
     vol = gn.empty((4, 4, 4), gn.f32)
     volume.launch(gn.GridDim3D(1, 1, 1), gn.BlockDim3D(4, 4, 4))(vol, vol)
+    # A device array, contiguous or a view, is an argument for a Strided parameter.
+    strided_views[(1, 1), (32, 16)](grid, a)
+    strided_views[(1, 1), (16, 32)](grid.T, a[::2])
