@@ -94,6 +94,8 @@ class _ArrayParam(Generic[T, Layout]):
     if TYPE_CHECKING:
         shape: tuple[int, ...]
         def __len__(self) -> int: ...
+        @property
+        def size(self) -> int: ...  # the element count, an i64 in a kernel
 
 
 class AtomicRef(Generic[T]):

@@ -61,6 +61,13 @@ def strided(a: CUDASliceMut[i32, Strided]):
     a[i] = 0.5  # error: a float stored into an i32 element of a strided view
 
 
+@gpu_kernel(Kernel1D)
+def sizes(a: CUDASlice[f32], out: CUDASliceMut[i32]):
+    i = FlatLayout1D.uid()
+    out[i] = a.size / 2  # error: a float (true division of the size) stored into an i32 element
+    a.size = 4  # error: an array's size is read-only
+
+
 d = gn.to_device(np.zeros(4, np.float32))
 scale[1, 32](d, d)  # error: n is missing
 scale[1, 32](d, 3, 4)  # error: an int where an array goes

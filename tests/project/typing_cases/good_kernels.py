@@ -15,6 +15,7 @@ import gpu_native as gn
 from gpu_native import (
     Const,
     CUDASlice,
+    CUDASlice2D,
     CUDASlice3D,
     CUDASliceMut,
     CUDASliceMut2D,
@@ -36,6 +37,7 @@ from gpu_native import (
     gpu_device,
     gpu_kernel,
     i32,
+    i64,
     load_vec2,
     local_array,
     normalize,
@@ -130,6 +132,16 @@ def pairs(a: CUDASlice[vec2h], x: CUDASlice[f16], s: f16, out: CUDASliceMut[vec2
     out[i] = v
 
 
+@gpu_kernel(Kernel1D)
+def sizes(a: CUDASlice[f32], b: CUDASlice2D[f32, Strided], out: CUDASliceMut3D[i64]):
+    i = FlatLayout1D.uid()
+    assert_type(a.size, int)
+    assert_type(b.size, int)
+    assert_type(out.size, int)
+    if i < a.size:
+        out[0, 0, i] = a.size + b.size
+
+
 @gpu_kernel(Kernel2D)
 def plane(out: CUDASliceMut2D[f32]):
     x, y = FlatLayout2D.uid()
@@ -166,3 +178,4 @@ def launch(n: int) -> None:
     # A device array, contiguous or a view, is an argument for a Strided parameter.
     strided_views[(1, 1), (32, 16)](grid, a)
     strided_views[(1, 1), (16, 32)](grid.T, a[::2])
+    sizes.forall(n)(a, grid.T, gn.empty((1, 1, n), gn.i64))
