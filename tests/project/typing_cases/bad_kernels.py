@@ -26,6 +26,7 @@ from gpu_native import (
     philox,
     vec3f,
     vec3i,
+    vec4f,
 )
 
 
@@ -66,6 +67,16 @@ def sizes(a: CUDASlice[f32], out: CUDASliceMut[i32]):
     i = FlatLayout1D.uid()
     out[i] = a.size / 2  # error: a float (true division of the size) stored into an i32 element
     a.size = 4  # error: an array's size is read-only
+
+
+@gpu_kernel(Kernel1D)
+def components(out: CUDASliceMut[vec4f]):
+    i = FlatLayout1D.uid()
+    v = vec3i(i)
+    v[0] = 0.5  # error: a float stored into an i32 component
+    c = vec4f(0.0)
+    c[1] = vec3f(1.0)  # error: a vector stored into a component
+    out[i] = c
 
 
 d = gn.to_device(np.zeros(4, np.float32))

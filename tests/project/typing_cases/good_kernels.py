@@ -51,6 +51,8 @@ from gpu_native import (
     vec2f,
     vec2h,
     vec3f,
+    vec3i,
+    vec4f,
 )
 
 T = TypeVar("T", f32, i32)
@@ -140,6 +142,20 @@ def sizes(a: CUDASlice[f32], b: CUDASlice2D[f32, Strided], out: CUDASliceMut3D[i
     assert_type(out.size, int)
     if i < a.size:
         out[0, 0, i] = a.size + b.size
+
+
+@gpu_kernel(Kernel1D)
+def components(out: CUDASliceMut[vec4f], ids: CUDASliceMut[vec3i]):
+    i = FlatLayout1D.uid()
+    c = vec4f(0.5)
+    c[3] = 1.0
+    for k in (0, 1, 2):
+        c[k] = c[k] * 2.0
+    n = vec3i(0)
+    n[0] = i
+    n[1] += 1
+    out[i] = c
+    ids[i] = n
 
 
 @gpu_kernel(Kernel2D)
