@@ -285,6 +285,10 @@ def mismatch(want: StructInfo, got: StructInfo, path: str = "",
 
 # ---- the host class ------------------------------------------------------------------------------
 
+# The decorated class itself, so that a checker knows its fields (``p.mass`` is a ``float``) and
+# takes it as an annotation: a decorator returning ``type`` would make it ``type[Unknown]``.
+_StructClass = typing.TypeVar("_StructClass", bound=type)
+
 
 def _host_field_info(cls_name: str, name: str, ann: Any) -> Any:
     from .types import element_info
@@ -354,7 +358,7 @@ def _host_value(cls_name: str, name: str, info, hint, value: Any) -> Any:
     return int(SCALAR_CLASSES[info.name](value))
 
 
-def gpu_struct(cls: type) -> type:
+def gpu_struct(cls: _StructClass) -> _StructClass:
     """Make ``cls``, a class of annotated fields, a struct of the kernel language.
 
     In kernels the class is an annotation (parameters passed by value, locals, device function

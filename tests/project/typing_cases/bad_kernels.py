@@ -22,6 +22,7 @@ from gpu_native import (
     f32,
     gpu_device,
     gpu_kernel,
+    gpu_struct,
     i32,
     philox,
     vec3f,
@@ -79,6 +80,21 @@ def components(out: CUDASliceMut[vec4f]):
     out[i] = c
 
 
+@gpu_struct
+class Body:
+    pos: vec3f
+    mass: f32
+
+
+@gpu_kernel(Kernel1D)
+def struct_fields(bodies: CUDASliceMut[Body], q: CUDASliceMut[i32], b0: Body):
+    i = FlatLayout1D.uid()
+    bodies[i].mass = vec3f(1.0)  # error: a vector stored into an f32 field
+    b = bodies[i]
+    b.pos = 2.5  # error: a float stored into a vec3f field
+    q[i] = b0.mass  # error: an f32 field stored into an i32 element
+
+
 d = gn.to_device(np.zeros(4, np.float32))
 scale[1, 32](d, d)  # error: n is missing
 scale[1, 32](d, 3, 4)  # error: an int where an array goes
@@ -87,3 +103,4 @@ scale.launch(1, 32)(d, d, "4")  # error: a str for an i32 parameter
 scale[1](d, d, 4)  # error: kernel[grid, block] takes both
 copy2d[(1, 1), (8, 8)](d, d, d)  # error: one argument too many
 strided[1, 32](4)  # error: an int where a strided array goes
+struct_fields[1, 32](d, d, 3.0)  # error: a float for a struct parameter
