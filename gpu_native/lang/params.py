@@ -12,10 +12,12 @@ checkers what a kernel can do with each kind (``a[i]``, ``a.atomic_ref(i).fetch_
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar, overload
 
 if TYPE_CHECKING:
     from typing import TypeAlias
+
+    import numpy as np
 
     from .registry import MemoryOrder
 
@@ -129,7 +131,27 @@ class CUDASliceMut(_ArrayParam[T, Layout]):
 
     if TYPE_CHECKING:
         def __getitem__(self, index: int) -> T: ...
+        # A store takes an element, `T`, and (the overloads on `self` ahead of that one) the
+        # NumPy scalars kernels spell (`np.float32(x)` is `f32(x)`) of the kinds a Python number
+        # of `T` would stand for: an int into a float element, a real into a complex one, as
+        # Python promotes them; np.float32 into an int element is as wrong as 0.5 is, and
+        # np.bool_ goes into a bool_ element only.  Widths are the transpiler's, as for Python
+        # numbers.  The 2-D and 3-D kinds' stores are the same.
+        @overload
+        def __setitem__(self: CUDASliceMut[float, Any], index: int,
+                        value: float | np.floating[Any] | np.integer[Any]) -> None: ...
+        @overload
+        def __setitem__(self: CUDASliceMut[int, Any], index: int,
+                        value: int | np.integer[Any]) -> None: ...
+        @overload
+        def __setitem__(self: CUDASliceMut[bool, Any], index: int,
+                        value: bool | np.bool_) -> None: ...
+        @overload
+        def __setitem__(self: CUDASliceMut[complex, Any], index: int,
+                        value: complex | np.number[Any]) -> None: ...
+        @overload
         def __setitem__(self, index: int, value: T) -> None: ...
+        def __setitem__(self, index: Any, value: Any) -> None: ...
         def atomic_ref(self, index: int, /) -> AtomicRef[T]: ...
 
 
@@ -150,7 +172,21 @@ class CUDASliceMut2D(_ArrayParam[T, Layout]):
 
     if TYPE_CHECKING:
         def __getitem__(self, index: tuple[int, int]) -> T: ...
+        @overload
+        def __setitem__(self: CUDASliceMut2D[float, Any], index: tuple[int, int],
+                        value: float | np.floating[Any] | np.integer[Any]) -> None: ...
+        @overload
+        def __setitem__(self: CUDASliceMut2D[int, Any], index: tuple[int, int],
+                        value: int | np.integer[Any]) -> None: ...
+        @overload
+        def __setitem__(self: CUDASliceMut2D[bool, Any], index: tuple[int, int],
+                        value: bool | np.bool_) -> None: ...
+        @overload
+        def __setitem__(self: CUDASliceMut2D[complex, Any], index: tuple[int, int],
+                        value: complex | np.number[Any]) -> None: ...
+        @overload
         def __setitem__(self, index: tuple[int, int], value: T) -> None: ...
+        def __setitem__(self, index: Any, value: Any) -> None: ...
         def atomic_ref(self, i: int, j: int, /) -> AtomicRef[T]: ...
 
 
@@ -171,7 +207,21 @@ class CUDASliceMut3D(_ArrayParam[T, Layout]):
 
     if TYPE_CHECKING:
         def __getitem__(self, index: tuple[int, int, int]) -> T: ...
+        @overload
+        def __setitem__(self: CUDASliceMut3D[float, Any], index: tuple[int, int, int],
+                        value: float | np.floating[Any] | np.integer[Any]) -> None: ...
+        @overload
+        def __setitem__(self: CUDASliceMut3D[int, Any], index: tuple[int, int, int],
+                        value: int | np.integer[Any]) -> None: ...
+        @overload
+        def __setitem__(self: CUDASliceMut3D[bool, Any], index: tuple[int, int, int],
+                        value: bool | np.bool_) -> None: ...
+        @overload
+        def __setitem__(self: CUDASliceMut3D[complex, Any], index: tuple[int, int, int],
+                        value: complex | np.number[Any]) -> None: ...
+        @overload
         def __setitem__(self, index: tuple[int, int, int], value: T) -> None: ...
+        def __setitem__(self, index: Any, value: Any) -> None: ...
         def atomic_ref(self, i: int, j: int, k: int, /) -> AtomicRef[T]: ...
 
 

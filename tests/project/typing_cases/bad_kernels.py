@@ -19,6 +19,7 @@ from gpu_native import (
     Kernel1D,
     Kernel2D,
     Strided,
+    bool_,
     f32,
     gpu_device,
     gpu_kernel,
@@ -78,6 +79,15 @@ def components(out: CUDASliceMut[vec4f]):
     c = vec4f(0.0)
     c[1] = vec3f(1.0)  # error: a vector stored into a component
     out[i] = c
+
+
+@gpu_kernel(Kernel1D)
+def numpy_scalars(x: CUDASlice[f32], q: CUDASliceMut[i32], flags: CUDASliceMut[bool_]):
+    i = FlatLayout1D.uid()
+    h: np.float32 = np.float32(x[i])
+    q[i] = h  # error: a NumPy float stored into an i32 element
+    n: np.int32 = np.int32(i)
+    flags[i] = n  # error: a NumPy int stored into a bool_ element
 
 
 @gpu_struct

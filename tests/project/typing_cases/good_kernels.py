@@ -29,6 +29,7 @@ from gpu_native import (
     MemoryOrder,
     Strided,
     bool_,
+    complex64,
     dot,
     f16,
     f32,
@@ -157,6 +158,26 @@ def components(out: CUDASliceMut[vec4f], ids: CUDASliceMut[vec3i]):
     n[1] += 1
     out[i] = c
     ids[i] = n
+
+
+@gpu_kernel(Kernel1D)
+def numpy_scalars(x: CUDASlice[f32], out: CUDASliceMut[f32], q: CUDASliceMut2D[i32],
+                  flags: CUDASliceMut[bool_], zs: CUDASliceMut3D[complex64]):
+    i = FlatLayout1D.uid()
+    out[i] = np.float32(x[i] * 2.0)
+    q[i, 0] = np.int32(x[i])
+    flags[i] = np.bool_(x[i] > 0.0)
+    zs[0, 0, i] = np.complex64(x[i])
+    # Under python_version 3.10 mypy takes NumPy's scalar constructors to return Any: typed
+    # locals put these stores to it too.
+    h: np.float32 = np.float32(x[i])
+    n: np.int16 = np.int16(i)
+    b: np.bool_ = np.bool_(h > 0.0)
+    out[i] = h
+    out[i] = n  # an integer into a float element, as an int goes
+    q[i, 1] = n
+    flags[i] = b
+    zs[0, 0, i] = h
 
 
 @gpu_struct
