@@ -143,6 +143,8 @@ def prove_pair(a: StoreForm, b: StoreForm, required: frozenset[str],
                             and _fixed_value(a, d) == _fixed_value(b, d)}
     forced |= set(same) & set(ranges)
     dims = list(zip(a.dims, b.dims))
+    # The one value a condition leaves a digit in each store's thread (``if tx == B - 1:``).
+    fixed = ({d: _fixed_value(a, d) for d in ranges}, {d: _fixed_value(b, d) for d in ranges})
     # A sum bounded in both stores bounds the difference of its digits between the threads.
     bounded = [pair for pair in a.bounded if pair in b.bounded]
     # A sum bounded in one store whose digits the other store does not have (a loop counter of
@@ -157,7 +159,7 @@ def prove_pair(a: StoreForm, b: StoreForm, required: frozenset[str],
         progress = False
         for pa, pb in dims:
             verdict = _dimension(pa, pb, ranges, forced, _radix_bounds(bounded, forced),
-                                 conditions, sums)
+                                 conditions, sums, fixed)
             if verdict is None:
                 continue
             if verdict is True:
@@ -259,7 +261,7 @@ def _own_sum(pa: Poly, pb: Poly, sums, forced: set):
 
 
 def _dimension(pa: Poly, pb: Poly, ranges: dict, forced: set, bounds=(),
-               conditions: list | None = None, sums=()):
+               conditions: list | None = None, sums=(), fixed=({}, {})):
     """One index dimension of a pair: the digits it shows equal in both threads (a set), True
     when it shows the two stores never meet, or None when it shows nothing."""
     terms: list[tuple[Poly, Poly | None, set]] = []  # (coefficient, range, digits it stands for)
@@ -295,7 +297,7 @@ def _dimension(pa: Poly, pb: Poly, ranges: dict, forced: set, bounds=(),
             for c in (ca, cb):
                 if c.terms or c.const:
                     terms.append((c, ranges.get(d), set()))
-    if _apart(offsets, coefficient, ranges, forced):
+    if _apart(offsets, coefficient, ranges, forced, fixed):
         return True
     if offsets.terms or offsets.const:
         if any(not all(positive_atom(x) for x in m) for m, _ in offsets.terms):
@@ -316,21 +318,35 @@ def _dimension(pa: Poly, pb: Poly, ranges: dict, forced: set, bounds=(),
     return {d for d in shown if isinstance(d, Digit)}
 
 
-def _apart(offsets: Poly, coefficient: dict, ranges: dict, forced: set) -> bool:
+def _apart(offsets: Poly, coefficient: dict, ranges: dict, forced: set,
+           fixed=({}, {})) -> bool:
     """Interval disjointness: with constant coefficients and ranges, is the difference of the two
     stores' indices in this dimension never zero?  (A halo column 0 beside centre columns ``tx +
     1``: the difference is ``-(tx + 1) <= -1``.)  Each thread's digits are separate values,
-    except those shown equal in both threads."""
+    except those shown equal in both threads; ``fixed``: per store, the one value a digit has in
+    a thread that runs it, where a condition leaves one (``if tx == B - 1: s[tx + 2]`` beside
+    ``s[tx + 1]``: 33 against 1 to B)."""
     if offsets.terms:
         return False
     lo = hi = offsets.const
     for d, (ca, cb) in coefficient.items():
-        n = ranges.get(d)
-        if ca.terms or cb.terms or n is None or n.terms or n.const < 1:
+        if ca.terms or cb.terms:
             return False
-        top = n.const - 1
-        parts = [ca.const - cb.const] if d in forced else [ca.const, -cb.const]
-        for c in parts:
+        if d in forced:
+            sides = [(ca.const - cb.const, None)]
+        else:
+            sides = [(ca.const, fixed[0].get(d)), (-cb.const, fixed[1].get(d))]
+        for c, value in sides:
+            if c == 0:
+                continue
+            if value is not None:
+                lo += c * value
+                hi += c * value
+                continue
+            n = ranges.get(d)
+            if n is None or n.terms or n.const < 1:
+                return False
+            top = n.const - 1
             lo += min(0, c * top)
             hi += max(0, c * top)
     return lo > 0 or hi < 0

@@ -31,7 +31,8 @@ HEADER = ("from gpu_native import (gpu_kernel, Kernel1D, CUDASliceMut, i32, i64,
           "                        block_dim, grid_dim, shared_array, sync_threads, lane_id)\n\n")
 
 TID_FORMS = ["tid", "tid % {m}", "tid // {m}", "tid & 31", "tid >> 5", "tid % 32", "tid // 32"]
-PINS = [None, "tid % 32 == 0", "tid // 32 == 0", "tid == 0", "tid & 31 == 1", "lane < 4"]
+PINS = [None, "tid % 32 == 0", "tid // 32 == 0", "tid == 0", "tid & 31 == 1", "lane < 4", "tid == 31",
+        "tid == 63"]
 BLOCKS = (32, 64, 96, 128)
 GRIDS = (1, 2, 3)
 BLOCK_TERMS = ["{c} * block_idx.x", "block_idx.x * block_dim.x", "block_idx.x * (2 * block_dim.x)",
