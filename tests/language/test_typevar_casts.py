@@ -41,7 +41,8 @@ def test_axpy_with_a_converted_constant(backend, kc, rng, dtype):
     _launch(kc.axpy, n, a, gn.to_device(x), gn.to_device(y), out)
     expect = a * (dtype(2) * x) + y
     if np.dtype(dtype).kind == "f":
-        np.testing.assert_allclose(out.to_host(), expect, rtol=1e-6)
+        # (the GPU may fuse a * (2 * x) + y into one FMA: one rounding less)
+        np.testing.assert_allclose(out.to_host(), expect, rtol=1e-6, atol=1e-5)
     else:
         np.testing.assert_array_equal(out.to_host(), expect)
 
@@ -56,7 +57,8 @@ def test_a_reduction_from_a_converted_zero(backend, kc, rng, dtype):
     got = out.to_host()
     assert got.dtype == dtype
     if np.dtype(dtype).kind == "f":
-        np.testing.assert_allclose(got, expect, rtol=1e-5 if dtype == np.float32 else 1e-12)
+        tol = 1e-4 if dtype == np.float32 else 1e-12  # 37 terms of either sign, summed in T
+        np.testing.assert_allclose(got, expect, rtol=tol, atol=tol)
     else:
         np.testing.assert_array_equal(got, expect.astype(dtype))
 
