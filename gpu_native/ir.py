@@ -654,6 +654,8 @@ class ForRange(Stmt):
     can step past ``stop`` without overflowing.
     ``unroll``: the user's ``unroll(range(...), factor)`` hint for the device compiler: ``None``
     for none, 0 to unroll fully (``#pragma unroll``), else the factor (``#pragma unroll N``).
+    ``reverse``: ``for var in reversed(range(start, stop, step))``: the same values, last first
+    (what is proven of the values holds as for the range; only the order differs).
     """
 
     var: Var
@@ -664,6 +666,7 @@ class ForRange(Stmt):
     body: tuple[Stmt, ...]
     counter_fits: bool = False
     unroll: int | None = None
+    reverse: bool = False
 
 
 @node

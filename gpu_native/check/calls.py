@@ -109,6 +109,10 @@ class CallChecker(CheckerBase):
         if sym.kind == "builtin":
             builtin = _BUILTIN_CALLS.get(sym.name)
             if builtin is None:
+                entry = R.BUILTINS.get(sym.name)
+                if entry is not None and entry.form == "loop":
+                    raise self.error(f"{sym.name}() is iterated by a `for` loop, not used as a "
+                                     "value", e.span, entry.doc)
                 raise self.error(f"{sym.name}() is not supported here", e.span)
             return builtin(self, e)
         if sym.kind == "device":

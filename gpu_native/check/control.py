@@ -6,6 +6,7 @@ from __future__ import annotations
 from .. import ir
 from ..frontend import syntax as S
 from ..lang import registry as R
+from ..nodes import replace
 from . import promote as P
 from .checker_base import CheckerBase
 from .expressions import LAYOUTS, WeakConst
@@ -134,14 +135,12 @@ class ControlFlowChecker(CheckerBase):
             raise self.error(f"unroll()'s factor must be 1 or more (or left out to unroll "
                              f"fully), not {factor}", got["factor"].span)
         inner = got["iterable"]
-        entry = None
-        if isinstance(inner, S.Call) and isinstance(inner.func, S.Name) and \
-                inner.func.id not in self.vars and inner.func.id not in self.const_names:
-            entry = _registered(self.ctx.resolver.name(inner.func.id, inner.func.span))
-        if not isinstance(inner, S.Call) or entry is None or entry.namespace != "builtins" or \
-                entry.name != "range":
+        kind = self.range_call(inner)
+        if kind is None:
             raise self.error("unroll() takes a range: `for i in unroll(range(n)):`", inner.span)
-        stmts, exits = self.for_range(S.For(s.span, s.target, inner, s.body), inner)
+        assert isinstance(inner, S.Call)
+        loop_of = self.for_reversed if kind == "reversed" else self.for_range
+        stmts, exits = loop_of(S.For(s.span, s.target, inner, s.body), inner)
         loop = stmts[-1]
         assert isinstance(loop, ir.ForRange)
         if not factor:
@@ -156,14 +155,42 @@ class ControlFlowChecker(CheckerBase):
                 raise self.error(f"unroll() unrolls fully at most {R.UNROLL_LIMIT} iterations, "
                                  f"not {trips}", inner.span,
                                  "give a factor: `unroll(range(n), 4)`")
-        stmts[-1] = ir.ForRange(loop.span, loop.var, loop.start, loop.stop, loop.step,
-                                loop.step_sign, loop.body, loop.counter_fits, factor)
+        stmts[-1] = replace(loop, unroll=factor)
         return stmts, exits
 
+    def range_call(self, e: S.Expr) -> str | None:
+        """``"range"`` or ``"reversed"`` where ``e`` calls that builtin, else None."""
+        if not isinstance(e, S.Call) or not isinstance(e.func, S.Name) or \
+                e.func.id in self.vars or e.func.id in self.const_names:
+            return None
+        entry = _registered(self.ctx.resolver.name(e.func.id, e.func.span))
+        if entry is None or entry.namespace != "builtins" or \
+                entry.name not in ("range", "reversed"):
+            return None
+        return entry.name
+
+    def for_reversed(self, s: S.For, it: S.Call):
+        """``for x in reversed(range(...))``: the range's loop, its values last first.  The
+        body's facts are the range's, since they say which values ``x`` takes, not in which
+        order; the loop counts the values down from the range's length, so a runtime step's
+        sign is Python's and no bound near the type's limit wraps."""
+        if it.keywords or len(it.args) != 1:
+            raise self.error("reversed() takes one argument: `for i in reversed(range(n)):`",
+                             it.span)
+        inner = it.args[0]
+        if self.range_call(inner) != "range":
+            raise self.error("reversed() in a kernel reverses a range: "
+                             "`for i in reversed(range(n)):`", inner.span,
+                             "write the loop over the range's values, last first: "
+                             "`for i in reversed(range(start, stop, step)):`")
+        assert isinstance(inner, S.Call)
+        return self.for_range(S.For(s.span, s.target, inner, s.body), inner, reverse=True)
+
     def for_range(self, s: S.For, it: S.Call,
-                  counter: S.Name | None = None, count_from: int = 0):
+                  counter: S.Name | None = None, count_from: int = 0, reverse: bool = False):
         """``for x in range(...)``; with ``counter``, ``for i, x in enumerate(range(...))``:
-        ``i`` (an ``i64``) is computed from ``x`` at the top of each iteration."""
+        ``i`` (an ``i64``) is computed from ``x`` at the top of each iteration; with
+        ``reverse``, ``for x in reversed(range(...))``."""
         if not isinstance(s.target, S.Name):
             raise self.error("the variable of a range() loop must be a single name",
                              s.target.span)
@@ -249,7 +276,7 @@ class ControlFlowChecker(CheckerBase):
         self.assigned = before
         bounds.facts = entry
         stmt = ir.ForRange(s.span, var, start, stop, step, step_sign, (*head, *body),
-                           counter_fits=bounds.counter_fits(stop, step, ty))
+                           counter_fits=bounds.counter_fits(stop, step, ty), reverse=reverse)
         if step_sign == 0:
             site = self.ctx.kernel.new_site("assert", it.span,
                                             message="range() arg 3 must not be zero")
@@ -289,12 +316,15 @@ class ControlFlowChecker(CheckerBase):
             raise self.error("enumerate() yields pairs: write `for i, x in enumerate(...)`",
                              target.span)
         inner = got["iterable"]
-        if isinstance(inner, S.Call) and isinstance(inner.func, S.Name) and \
-                inner.func.id not in self.vars and inner.func.id not in self.const_names:
-            entry = _registered(self.ctx.resolver.name(inner.func.id, inner.func.span))
-            if entry is not None and entry.namespace == "builtins" and entry.name == "range":
-                return self.for_range(S.For(s.span, target.elts[1], inner, s.body), inner,
-                                      target.elts[0], count_from)
+        kind = self.range_call(inner)
+        if kind == "reversed":
+            raise self.error("enumerate() does not count a reversed range in kernels",
+                             inner.span, "count in a variable of your own (`k = 0` before the "
+                             "loop, `k += 1` at the end of its body)")
+        if kind == "range":
+            assert isinstance(inner, S.Call)
+            return self.for_range(S.For(s.span, target.elts[1], inner, s.body), inner,
+                                  target.elts[0], count_from)
         loop = S.For(s.span, target.elts[1], inner, s.body)
         return self.for_tuple(loop, self.expr(inner), target.elts[0], count_from)
 

@@ -366,15 +366,15 @@ class Trace:
             self.unknown_loop(s.body, s.var, self.unknown_extents(
                 (s.start, s.stop, s.step), uniform, s.span))
             return
-        v: int = start  # type: ignore[assignment]
-        while (v < stop) if step > 0 else (v > stop):  # type: ignore[operator]
+        assert isinstance(start, int) and isinstance(stop, int) and isinstance(step, int)
+        values = range(start, stop, step)
+        for v in reversed(values) if s.reverse else values:
             self.env[id(s.var)] = v
             if self.iteration(s.body):
                 break
             self.steps += 1
             if self.steps > _MAX_STEPS:
                 raise _Abort(f"the block runs more than {_MAX_STEPS} statements", s.span)
-            v += step  # type: ignore[operator]
         self.env[id(s.var)] = THREAD
 
     def iteration(self, body) -> bool:

@@ -266,6 +266,9 @@ class CudaEmitter(VectorEmitter, WarpgroupEmitter, TmaEmitter, StructEmitter):
         self.line("}")
 
     def emit_ForRange(self, s: ir.ForRange) -> None:
+        if s.reverse:
+            self.emit_reversed_range(s)
+            return
         n = self.counter
         self.counter += 1
         vt = s.var.ty
@@ -312,6 +315,41 @@ class CudaEmitter(VectorEmitter, WarpgroupEmitter, TmaEmitter, StructEmitter):
         self.line(f"for ({ct} {i} = {start_code}; {cond}; {incr}) {{")
         self.indent += 1
         self.line(f"{cname(s.var)} = ({self.var_ctype(s.var)}){i};")
+        self.indent -= 1
+        self.nested(s.body)
+        self.line("}")
+        self.indent -= 1
+        self.line("}")
+
+    def emit_reversed_range(self, s: ir.ForRange) -> None:
+        """``for var in reversed(range(start, stop, step))``: a counter from the range's length
+        down to 1 and each value computed from it (the prelude's ``gn_range_count`` and
+        ``gn_range_value``, exact in 64 bits), so a runtime step's sign is Python's and no
+        counter steps past a bound at its type's limit."""
+        n = self.counter
+        self.counter += 1
+        vt = s.var.ty
+        assert isinstance(vt, ir.ScalarType)
+        ct = vt.info.c_name
+        codes = self.loop32(s)
+        if codes is not None:
+            ct = "int"
+        else:
+            codes = (self.expr(s.start), self.expr(s.stop), self.expr(s.step))
+        k, start, stop, step = (f"__gn_{part}{n}" for part in ("k", "start", "stop", "step"))
+        self.line("{")
+        self.indent += 1
+        for name, code in zip((start, stop, step), codes):
+            self.line(f"const {ct} {name} = {code};")
+        if s.unroll:
+            self.line(f"#pragma unroll {s.unroll}")
+        elif s.unroll == 0 or self.unroll_for_fragments(s):
+            self.line("#pragma unroll")
+        self.line(f"for (gn_u64 {k} = gn_range_count({start}, {stop}, {step}); {k} != 0; "
+                  f"--{k}) {{")
+        self.indent += 1
+        self.line(f"{cname(s.var)} = ({self.var_ctype(s.var)})gn_range_value({start}, {step}, "
+                  f"{k} - 1);")
         self.indent -= 1
         self.nested(s.body)
         self.line("}")

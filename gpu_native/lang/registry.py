@@ -792,6 +792,9 @@ _add(Entry("enumerate", "builtins", "loop", "`for i, x in enumerate(range(...))`
            "tuple", _params("iterable start:int=0"), since="0.2.0"))
 _add(Entry("zip", "builtins", "loop", "`for a, b in zip(t1, t2)` over tuples (unrolled; stops "
            "at the shortest)", _params("*tuples"), since="0.2.0"))
+_add(Entry("reversed", "builtins", "loop", "`for i in reversed(range(...))`: the range's values, "
+           "last first (any step, its sign known at run time too); indices proven in bounds "
+           "as in the range's loop", _params("iterable:range"), since="0.3.0"))
 _add(Entry("tuple", "builtins", "tuple type", "`tuple[f32, i32]`: a tuple of scalars, as a "
            "`@gpu_device` function's result, parameter or a local's annotation",
            since="0.2.0"))

@@ -42,7 +42,8 @@ class ProgramBuilder:
             "_gn_ifloordiv": ops.floordiv_int, "_gn_imod": ops.mod_int,
             "_gn_ffloordiv": ops.floordiv_py, "_gn_fmod": ops.fmod_py,
             "_gn_not": np.logical_not, "_gn_range_count": ops.range_count,
-            "_gn_range_value": ops.range_value, "_gn_vwhere": vectors.vwhere,
+            "_gn_range_value": ops.range_value, "_gn_range_value_back": ops.range_value_back,
+            "_gn_vwhere": vectors.vwhere,
             "_gn_twhere": _twhere, "_gn_swhere": structs.swhere,
             "_gn_swith": structs.with_field,
         }

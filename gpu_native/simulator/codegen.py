@@ -312,6 +312,7 @@ class FunctionEmitter:
     def emit_ForRange(self, s: ir.ForRange) -> None:
         # The trip count is computed exactly up front and the variable derived from the
         # iteration number, so a range next to its type's limit never wraps (Python's range).
+        # A reversed range takes its values from the last one back.
         sp = s.span
         stop, step, start = self.tmp("stop"), self.tmp("step"), self.tmp("start")
         count, k = self.tmp("n"), self.tmp("i")
@@ -321,10 +322,10 @@ class FunctionEmitter:
         self.line(f"{count} = _gn_range_count({start}, {stop}, {step})", sp)
         self.line(f"{k} = _gn_u64(0)", sp)
         var = self.name(s.var)
+        value = (f"_gn_range_value_back({start}, {step}, {count}, {k})" if s.reverse
+                 else f"_gn_range_value({start}, {step}, {k})")
         self.loop(sp, lambda: f"({k} < {count})",
-                  lambda: self.line(
-                      f"{var} = _gn_where(_gn_m, _gn_range_value({start}, {step}, {k}), {var})",
-                      sp), s.body,
+                  lambda: self.line(f"{var} = _gn_where(_gn_m, {value}, {var})", sp), s.body,
                   lambda: self.line(f"{k} = {k} + _gn_u64(1)", sp))
 
     def emit_GridStride(self, s: ir.GridStride) -> None:

@@ -269,6 +269,13 @@ def range_value(start, step, k):
     return out[()] if out.ndim == 0 else out
 
 
+def range_value_back(start, step, count, k):
+    """The k-th value of ``reversed(range(start, stop, step))``: the range's ``count - 1 - k``-th
+    (``count`` from :func:`range_count`), exact for ``k < count``."""
+    back = np.asarray(count, U64) - (np.asarray(k, U64) + np.uint64(1))
+    return range_value(start, step, back)
+
+
 def iabs(a):
     return np.abs(a)  # wraps INT_MIN to itself, like gn_iabs
 

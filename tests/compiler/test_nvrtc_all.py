@@ -34,6 +34,7 @@ FILES = sorted([*(ROOT / "examples").glob("*.py"),
                 HELPERS / "kernels_structs.py",
                 HELPERS / "kernels_tf32.py",
                 HELPERS / "kernels_typevar_casts.py",
+                HELPERS / "kernels_reversed.py",
                 *(ROOT / "tools").glob("_bench*.py")])
 
 

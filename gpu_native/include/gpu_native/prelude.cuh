@@ -365,6 +365,25 @@ template <> __device__ __forceinline__ long long gn_iabs<long long>(long long a)
     return r;
 }
 
+/* reversed(range(start, stop, step)): the loop counts down from the range's length
+   (gn_range_count: exact in 64 bits, 0 for an empty range or a zero step) and computes each value
+   from its index (gn_range_value: modulo 2**64, exact for every index below the length), so a
+   runtime step's sign decides the direction as in Python and no counter steps past a bound at
+   the limit of its type.  `if constexpr`: no signed branch for unsigned T (see gn_floordiv). */
+template <typename T> __device__ __forceinline__ gn_u64 gn_range_count(T start, T stop, T step) {
+    const gn_u64 s = (gn_u64)start, e = (gn_u64)stop, d = (gn_u64)step;
+    if constexpr ((T)-1 > (T)0) {
+        return (step != 0 && start < stop) ? (e - s - 1) / d + 1 : 0;
+    } else {
+        if (step > 0) return start < stop ? (e - s - 1) / d + 1 : 0;
+        if (step < 0) return start > stop ? (s - e - 1) / (0 - d) + 1 : 0;
+        return 0;
+    }
+}
+template <typename T> __device__ __forceinline__ T gn_range_value(T start, T step, gn_u64 k) {
+    return (T)((gn_u64)start + k * (gn_u64)step);
+}
+
 /* Sign extension of a 32-bit result that may have wrapped.  NVVM (NVRTC 13.0 and 13.5) rewrote
    (long long)(int)((unsigned)x - C) as (long long)x - C in a uid loop, as if the 32-bit
    subtraction could not wrap (fuzz seed 12127); a PTX cvt keeps the extension after the wrap. */

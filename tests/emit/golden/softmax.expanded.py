@@ -33,7 +33,7 @@ THREADS = 256
 #     traits: index32, uses_barriers, uses_shared
 #     error sites: 1 assert, 7 bounds checks (`expand --proofs` lists them)
 #     launch check: assert block_dim.x == 256 (line 29), once per launch shape
-#     CUDA C++: 6,231 characters (`expand --cuda`); simulator IR: 3,294 bytes
+#     CUDA C++: 6,231 characters (`expand --cuda`); simulator IR: 3,291 bytes
 @gpu_kernel(Kernel1D, _spec=...)  # L27
 def softmax_kernel(_gn_context):  # L28
     _gn_fast = _gn_context.fast_path()       # L29
