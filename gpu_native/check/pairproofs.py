@@ -104,13 +104,13 @@ class PairProofs(IndexClasses):
         return self.param_names.index(name) if name in self.param_names else None
 
     def prove(self, a: StoreForm, b: StoreForm, required: frozenset[str], array: str,
-              same: frozenset = frozenset()) -> PairProof:
+              same: frozenset = frozenset(), assume_more: bool = True) -> PairProof:
         """Two stores whose index ranges never meet (:func:`spans_apart`); else
         :func:`.monotone.prove_padded` (the ownership proof), then two stores the conditions
         around them keep apart (:func:`.apart.bounds_apart`), and where both fail in a kernel
         whose indices hold an unchanged integer parameter, again under an assumption the
         launcher can check (``stride >= block_dim.x``; see :mod:`.ownership`), which is then
-        recorded."""
+        recorded (unless ``assume_more`` is False: then only those recorded already)."""
         if a is not b:
             apart = spans_apart(a, b)
             if apart is not None:
@@ -143,6 +143,8 @@ class PairProofs(IndexClasses):
             outcome = prove_padded(a, b, required, same)
             if outcome.ok:
                 return self._assumed(outcome, known)
+        if not assume_more:
+            return outcome
         for var in param_atoms((a, b)):
             if self.param_index(var.var.name) is None:
                 continue

@@ -660,6 +660,11 @@ class UniqueWrites(PairProofs):
                         "read from a separate array, or use `with unsafe():`")
             elif tuple(k[p] for p in owners) == owned and pins == prev[0][2]:
                 continue
+            elif self._read_meets(var, form, where, assume_more=False) is None:
+                # No store writes the element in another thread (the pivot row a[0, j] read
+                # beside stores into a[i + 1, j]), as the pair proofs show of two stores; with
+                # no new launch check (`k >= rows` would keep every thread from the stores).
+                continue
             raise TranspileError(
                 f"'{var.name}' is read here at another index than it is written at "
                 f"({racing}): another thread may be writing that element", span,
@@ -685,8 +690,8 @@ class UniqueWrites(PairProofs):
                     "read it under the same condition as the store, read from a separate "
                     "array, or use `with unsafe():`")
 
-    def _read_meets(self, var: ir.Var, form: StoreForm | str, where: Position
-                    ) -> tuple[SourceSpan, str] | None:
+    def _read_meets(self, var: ir.Var, form: StoreForm | str, where: Position,
+                    assume_more: bool = True) -> tuple[SourceSpan, str] | None:
         """The first store of ``var`` that no ``grid_sync()`` orders with a read of it
         (``form``) and that may write the read's element in another thread, with why; None where
         every such store is proven apart from the read, as a store of its own would be."""
@@ -698,7 +703,8 @@ class UniqueWrites(PairProofs):
                 return store.span, f"the read's index {form}"
             if not isinstance(store.form, StoreForm):
                 return store.span, f"its index {store.form}"
-            outcome = self.prove(form, store.form, required, var.name)
+            outcome = self.prove(form, store.form, required, var.name,
+                                 assume_more=assume_more)
             if not outcome.ok:
                 return store.span, outcome.text
         return None
