@@ -151,6 +151,7 @@ class Trace:
         # rounds the block cannot count is the last interval of whichever round ended it.
         self.aliases: dict[int, frozenset[int]] = {}
         self.uncounted: set[int] = set()  # the watched stores that ran in such a loop
+        self.thread_loops: set[int] = set()  # counters of loops whose values differ by thread
         self.maybe = 0  # how many such loops hold the statement being run
 
     def run(self, body: tuple[ir.Stmt, ...]) -> None:
@@ -416,6 +417,8 @@ class Trace:
                 raise _Abort("a barrier in a loop whose trip count the trace does not know",
                              n.span, bound)
         assigned = _assigned(body) | ({id(var)} if var is not None else set())
+        if var is not None:
+            self.thread_loops.add(id(var))
         for v in assigned:
             self.env[v] = THREAD
         self.level += 1
@@ -530,6 +533,7 @@ class ScaledStores:
         self.deferred: set[int] = set()  # ids of the index tuples of deferred stores
         self.other_writes: dict[int, SourceSpan] = {}
         self.uncounted: set[int] = set()  # Trace.uncounted, once the trace has run
+        self.thread_loops: set[int] = set()  # Trace.thread_loops
 
     def note(self, array: ir.Var, indices, keys, facts, span: SourceSpan, text: str,
              exact: tuple, form: object) -> _Recorded:
@@ -570,6 +574,7 @@ class ScaledStores:
         trace = Trace(watch, launch)
         trace.run(body)
         self.uncounted = trace.uncounted
+        self.thread_loops = trace.thread_loops
         if trace.aborted is not None:
             where = f" (line {trace.aborted.span.line})" if trace.aborted.span else ""
             rec = traced[0]
@@ -635,6 +640,17 @@ class ScaledStores:
                     "whose value the block's threads share but the checker does not know in "
                     "each round (it comes from a parameter or from memory), so nothing shows "
                     "which thread writes which element", rec.span, _UNKNOWN_HINT)
+            if not isinstance(v, int) and id(var) in self.thread_loops:
+                raise TranspileError(
+                    f"store into '{rec.array.name}' through an index that reads '{var.name}', "
+                    "the counter of a loop whose values differ between the threads of the block "
+                    "(a block-stride loop), beside a value the block's rounds change: such a "
+                    "store is proven from the values the block's threads share in each round "
+                    "and from thread_idx itself, not from a counter that differs between "
+                    "threads", rec.span,
+                    "give each thread its element of the round from its index (`pos = "
+                    "thread_idx.x`, with `assert block_dim.x == N // 2` for N // 2 butterflies "
+                    "a round), or use `with unsafe():` if you know the store is race-free")
             if not isinstance(v, int):
                 raise TranspileError(
                     f"store into '{rec.array.name}' through an index that reads '{var.name}', "

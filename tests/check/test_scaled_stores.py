@@ -197,3 +197,31 @@ def test_iterations_that_no_barrier_separates_are_proven_against_each_other():
     # Without it thread 2 (scale 1) and thread 1 (scale 2) both write s[2] at once.
     message = refused(ACROSS.format(barrier="pass"))
     assert "scale = 1" in message and "one barrier interval" in message
+
+
+BLOCK_STRIDE_BUTTERFLY = HEAD + """
+N = 256
+
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[i32]):
+    s = shared_array(i32, (N,))
+    stride = N >> 1
+    while stride >= 1:
+        sync_threads()
+        for pos in range(thread_idx.x, N // 2, block_dim.x):
+            lo = pos & (stride - 1)
+            i0 = ((pos - lo) << 1) + lo
+            s[i0] = pos
+        stride >>= 1
+"""
+
+
+def test_a_block_stride_counter_beside_a_round_value_names_the_loop():
+    """The counter of a block-stride loop differs between threads: the message says so and
+    the hint gives each thread its element from its index (it suggested the range() loop the
+    kernel already has)."""
+    message = refused(BLOCK_STRIDE_BUTTERFLY)
+    assert "reads 'pos', the counter of a loop whose values differ between the threads of " \
+        "the block (a block-stride loop)" in message, message
+    assert "hint: give each thread its element of the round from its index" in message, message
+    assert "write the loop as `for b in range(" not in message, message
