@@ -290,6 +290,8 @@ class Program:
         caller.merge_callee(callee.traits, function)
         converted: list[ir.Expr] = []
         runtime_args = [a for p, a in zip(fndef.params, args) if p.name not in constants]
+        arrays = {p.name: a for p, a in zip(function.params, runtime_args)
+                  if isinstance(p.ty, ir.ArrayType) and isinstance(a, ir.ArrayRef)}
         for param, arg in zip(function.params, runtime_args):
             what = f"argument '{param.name}' of {fndef.name}()"
             if isinstance(param.ty, ir.ArrayType):
@@ -314,7 +316,7 @@ class Program:
                                          ir.StructType))
             value = caller.coerce(arg, param.ty, what)
             caller.unique.check_argument(callee.unique.unique_param_uses, param, value, what,
-                                         arg.span)
+                                         arg.span, arrays)
             converted.append(value)
         return ir.Call(span, function.ret, function, tuple(converted))
 

@@ -91,7 +91,8 @@ class UniqueWrites(PairProofs):
         is known (:meth:`check_reads`).
     ``unique_param_uses``
         Per ``UniqueId`` parameter name: the memory spaces it is used to write, which every
-        caller's argument must then be unique in (:meth:`check_argument`).
+        caller's argument must then be unique in (:meth:`check_argument`); ``"array:s"`` for
+        the array parameter ``s``, whose space each call's argument gives.
     ``checked_stores``, ``read_forms``
         Every checked store's form and barrier position, by array, and the forms of the reads
         of writable global arrays: a store narrowed by a condition is proven against the others
@@ -522,11 +523,16 @@ class UniqueWrites(PairProofs):
                     self.ticket_stores.append((draw, span, base))
             return "uid", tuple(owners)
         if param_coords and not self.is_kernel:
+            # Into an array parameter: the memory is the caller's, global or shared, which
+            # each call site knows (check_argument resolves "array:s" to its argument's).
+            use = f"array:{base.var.name}" if base.var.is_param else (
+                "global" if base.ty.space == "global" else "shared")
             for c in param_coords:
-                self.unique_param_uses.setdefault(c[6:], set()).add(
-                    "global" if base.ty.space == "global" else "shared")
+                self.unique_param_uses.setdefault(c[6:], set()).add(use)
             return "uid", tuple(owners)
         what = "grid" if base.ty.space == "global" else "block"
+        if base.var.is_param and not self.is_kernel:
+            what += " (the array is a caller's, checked as a global one: its space is not known here)"
         raise TranspileError(
             f"store into '{base.var.name}' through an index that is not provably unique: two "
             f"threads of the {what} could write the same element", span,
@@ -710,17 +716,43 @@ class UniqueWrites(PairProofs):
         return None
 
     def check_argument(self, callee_uses: dict[str, set[str]], param: ir.Var, value: ir.Expr,
-                       what: str, span: SourceSpan) -> None:
+                       what: str, span: SourceSpan,
+                       arrays: dict[str, ir.ArrayRef] | None = None) -> None:
         """A call passes ``value`` for the callee's parameter ``param``: where the callee writes
         memory through it (a ``UniqueId`` parameter), the value must be unique in what that
         memory needs, or be this device function's own ``UniqueId`` parameter.  ``span`` is the
-        argument's, for the error."""
-        spaces = callee_uses.get(param.name)
-        if not spaces:
+        argument's, for the error; ``arrays``: the call's array arguments, by the callee's
+        parameter names (a store into an array parameter needs what the argument's space
+        needs: the block's threads told apart for a shared array)."""
+        uses = callee_uses.get(param.name)
+        if not uses:
             return
+        spaces = set()
+        for use in uses:
+            if not use.startswith("array:"):
+                spaces.add(use)
+                continue
+            arg = (arrays or {}).get(use[6:])
+            if arg is None:
+                spaces.add("global")
+            elif arg.var.is_param and not self.is_kernel:
+                spaces.add(f"array:{arg.var.name}")  # this function's caller knows
+            else:
+                spaces.add("global" if arg.ty.space == "global" else "shared")
         u = self.classify(value)
         coords = set(u.coords) if u is not None else set()
-        for space in spaces:
+        for space in sorted(spaces):
+            if space.startswith("array:"):
+                params = {c for c in coords if c.startswith("param:")}
+                if not params:
+                    raise TranspileError(
+                        f"{what} is a UniqueId used to write an array this function is passed, "
+                        "but this value is not one of its own UniqueId parameters", span,
+                        "pass a UniqueId parameter of this function, or a unique id such as "
+                        "FlatLayout1D.uid() where the array is created")
+                for c in params:
+                    self.unique_param_uses.setdefault(c[6:], set()).add(space)
+                continue
             need = required_coords(self.ctx.ndim, space) - pinned(self.bounds.facts)
             params = {c for c in coords if c.startswith("param:")}
             if not need <= coords and not (params and not self.is_kernel):
