@@ -71,8 +71,10 @@ It cannot reveal:
   goes unnoticed; a correctly fenced hand-off between blocks through plain stores inside
   ``unsafe()`` is reported as a race (use atomics for the hand-off);
 * behaviour that depends on the relative speed of threads: spin locks and waits on a flag that
-  another thread of the same launch sets hang in the simulator, because lockstep never lets the
-  other thread run ahead;
+  another thread of the same launch sets cannot end in the simulator, because lockstep never
+  lets the other thread run ahead (a loop that writes no memory is watched after 1024 rounds,
+  and one whose round changes nothing is reported and its threads stopped, instead of
+  hanging);
 * reads of uninitialised shared or local memory (it holds NaN, or 0xCD bytes for integers, in
   the simulator; unspecified data on the GPU);
 * the GPU's approximate math (``fastmath``, ``rsqrt``, ``sin``/``exp`` ulp differences): the

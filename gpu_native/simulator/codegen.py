@@ -38,6 +38,43 @@ _BARRIER_VOTES = {e.op: e for e in registry.by_form("call") if e.check == "call_
 _VALUES = (ir.ScalarType, ir.VectorType, ir.TupleType, ir.StructType)
 
 
+# A loop that writes no memory and has run this many rounds is watched for a round that leaves
+# everything as it was (Machine.spin_check): with memory unchanged it would run forever.
+_SPIN_AFTER = 1024
+# What such a loop may hold: values computed from locals and memory, with no effect.
+_PURE_EXPRS = (ir.Const, ir.Local, ir.BinOp, ir.UnaryOp, ir.Compare, ir.BoolOp, ir.Select,
+               ir.Cast, ir.ArrayRef, ir.Load, ir.Shape, ir.Special, ir.LaneId, ir.UidComponent,
+               ir.MathCall)
+_PURE_STMTS = (ir.Assign, ir.ExprStmt, ir.If, ir.Break, ir.Continue, ir.Fence)
+
+
+def _spin_state(s: ir.While) -> tuple[ir.Var, ...] | None:
+    """The variables of a ``while`` loop that writes no memory and has no other effect (a
+    thread's wait on a flag: ``while flag.atomic_ref(0).load() == 0: pass``): its state, which
+    with the memory it reads decides every round; None for any other loop.  In the simulator,
+    where the threads of a chunk run in lockstep and the blocks one chunk after another, no
+    other thread runs while it waits, so a round that leaves that state as it was repeats
+    forever (on the GPU, another thread may end the wait)."""
+    assigned: dict[int, ir.Var] = {}
+    for node in walk(s):
+        if node is s:
+            continue
+        if isinstance(node, ir.Atomic):
+            if node.op != "load":
+                return None
+            continue
+        if isinstance(node, ir.Stmt):
+            if not isinstance(node, _PURE_STMTS):
+                return None
+            if isinstance(node, ir.Assign):
+                if not isinstance(node.var.ty, ir.ScalarType):
+                    return None
+                assigned[id(node.var)] = node.var
+        elif not isinstance(node, _PURE_EXPRS):
+            return None
+    return tuple(assigned.values())
+
+
 def children(node):
     """The expressions and statements directly inside an IR node (not a callee's body)."""
     for name in fields(node):
@@ -283,10 +320,17 @@ class FunctionEmitter:
             self.line(f"_gn_m = _gn_or(_gn_m, _gn_andnot({saved}, {c}))", s.span)
 
     def loop(self, span: SourceSpan, cond: Callable[[], str], before_body: Callable[[], None],
-             body: tuple[ir.Stmt, ...], after_body: Callable[[], None] | None = None) -> None:
+             body: tuple[ir.Stmt, ...], after_body: Callable[[], None] | None = None,
+             watch: tuple[ir.Var, ...] | None = None) -> None:
+        """A loop; ``watch``: the variables of a loop that writes no memory (see
+        :func:`_spin_state`), whose rounds are compared once it has run long enough."""
         lm, out, cont = self.tmp("lm"), self.tmp("x"), self.tmp("k")
+        it, snap = self.tmp("it"), self.tmp("snap")
+        state = f"({''.join(self.name(v) + ', ' for v in watch or ())})"
         self.line(f"{lm} = _gn_m", span)
         self.line(f"{out} = False", span)
+        if watch is not None:
+            self.line(f"{it} = 0", span)
         self.line("while True:", span)
         self.indent += 1
         self.line(f"_gn_m = {lm}", span)
@@ -296,18 +340,27 @@ class FunctionEmitter:
         self.line("if _gn_m is False:", span)
         self.line("    break", span)
         self.line(f"{cont} = False", span)
+        if watch is not None:
+            self.line(f"{it} += 1", span)
+            self.line(f"{snap} = _gn.spin_state({lm}, {state}) if {it} > {_SPIN_AFTER} else None",
+                      span)
         before_body()
         self.loops.append((out, cont))
         self.block(body)
         self.loops.pop()
         self.line(f"{lm} = _gn_or(_gn_m, {cont})", span)
+        if watch is not None:
+            loc = self.prog.location(span)
+            self.line(f"if {snap} is not None:", span)
+            self.line(f"    {lm} = _gn.spin_check({snap}, {lm}, {state}, {loc})", span)
         if after_body is not None:
             after_body()
         self.indent -= 1
         self.line(f"_gn_m = {out}", span)
 
     def emit_While(self, s: ir.While) -> None:
-        self.loop(s.span, lambda: self.expr(s.cond, "_gn_m"), lambda: None, s.body)
+        self.loop(s.span, lambda: self.expr(s.cond, "_gn_m"), lambda: None, s.body,
+                  watch=_spin_state(s))
 
     def emit_ForRange(self, s: ir.ForRange) -> None:
         # The trip count is computed exactly up front and the variable derived from the

@@ -603,6 +603,37 @@ class Chunk:
         if self.tma is not None:
             self.tma.barrier(here > 0)
 
+    def spin_state(self, m, values: tuple) -> tuple:
+        """A copy of a watched loop's state at the top of a round: its mask and variables (see
+        ``codegen._spin_state``)."""
+        return (None if m is None else m if m is False else m.copy(),
+                tuple(np.array(v, copy=True) for v in values))
+
+    def spin_check(self, before: tuple, m, values: tuple, loc: int):
+        """The mask of a watched loop's next round: ``m``, unless the round left the mask and
+        every variable as ``before`` had them, so that it would repeat forever (the loop writes
+        no memory, and no other thread runs meanwhile); then report it, stop those lanes and
+        return False."""
+        mask, old = before
+        if not _same_mask(mask, m) or not all(_same_value(a, b) for a, b in zip(old, values)):
+            return m
+        lanes = self.active(m)
+        lane = int(lanes[0])
+        block, thread = self.coords(lane)
+        where = self.launch.program.location(loc)
+        self.launch.report(("spin", loc), (
+            f"thread {thread} of block {block} waits in the loop at {where}, which writes no "
+            "memory, and a round of it changed nothing: in the simulator no other thread runs "
+            "while it waits (it runs the threads in lockstep, a chunk of blocks at a time), so "
+            "it would wait forever. On the GPU another thread may end the wait (a "
+            "flag another block sets, a lock it releases), or it hangs there too. The simulator "
+            "cannot run waits on other threads: run this kernel on the GPU, or publish the value "
+            "from an earlier launch"))
+        bad = np.zeros(self.L, bool)
+        bad[lanes] = True
+        self._kill(bad)
+        return False
+
     def barrier_vote(self, op: str, what: str, m, pred, loc: int):
         """``sync_threads_count/and/or(pred)``: the barrier, then the count of the block's
         threads here whose predicate is true (``"count"``), or whether all (``"and"``) or any
@@ -716,3 +747,18 @@ class Chunk:
 
 
 __all__ = ["Chunk", "Conflict", "m_and", "m_andnot", "m_or", "where"]
+
+
+def _same_mask(a, b) -> bool:
+    if a is None or b is None or a is False or b is False:
+        return a is b
+    return bool(np.array_equal(a, b))
+
+
+def _same_value(a, b) -> bool:
+    a, b = np.asarray(a), np.asarray(b)
+    if a.shape != b.shape:
+        a, b = np.broadcast_arrays(a, b)
+    if a.dtype.kind in "fc":
+        return bool(np.array_equal(a, b, equal_nan=True))
+    return bool(np.array_equal(a, b))
