@@ -9,11 +9,12 @@ run from the repository root (``tools`` is a package there).  Seed ``k`` draws o
 the ``--family`` generator (:func:`tools.fuzz.indices.generated` by default; see
 :data:`FAMILIES`) with ``random.Random(k)``; repeated sources are dropped.  Each kernel the
 checker accepts runs on every launch shape its asserts allow (grid 1-3, block 32-128), and for
-the ``guarded``, ``ranges``, ``mirrored``, ``pairing``, ``residues`` and ``rowwalk`` families with
-each ``n`` the launcher's checks let through, on the simulator, its race detector watching every
-written array: a race report means the proof accepted a racy kernel (the main check).  With ``--backend cuda`` each launch also runs on the
-GPU, ``out`` poisoned (0xDEADBEEF) before each run on both: every element must agree bit for bit
-(written or still poisoned), and a device error must be raised on both or neither.  A kernel that
+the ``guarded``, ``ranges``, ``mirrored``, ``pairing``, ``residues``, ``rowwalk`` and ``reads``
+families with each ``n`` the launcher's checks let through, on the simulator, its race detector
+watching every written array: a race report means the proof accepted a racy kernel (the main
+check).  With ``--backend cuda`` each launch also runs on the GPU, ``out`` poisoned (0xDEADBEEF)
+before each run on both: every element must agree bit for bit (written or still poisoned), and
+a device error must be raised on both or neither.  A kernel that
 stores into shared memory runs with a copy-out appended (:func:`~tools.fuzz.indices.with_copy_out`;
 the stores are unchanged), whose elements the simulator shows uninitialised are not compared.
 ``--nvrtc`` compiles each accepted kernel with NVRTC for sm_90 (no GPU needed).
@@ -45,6 +46,7 @@ from tools.fuzz import (
     mirrored,
     pairing,
     ranges,
+    reads,
     residues,
     rowwalk,
     scaled,
@@ -94,6 +96,7 @@ FAMILIES = {"indices": Family(indices.generated, _shapes),
             "pairing": Family(pairing.generated, _guarded_launches),
             "residues": Family(residues.generated, _guarded_launches),
             "rowwalk": Family(rowwalk.generated, _guarded_launches),
+            "reads": Family(reads.generated, _guarded_launches),
             "warps": Family(warps.generated, _warps_shapes)}
 
 
@@ -259,7 +262,9 @@ def main(argv=None) -> int:
                              "or tools/fuzz/residues.py (stores a condition `i % 2 == 0` puts "
                              "in different residue classes, launched with each n) or "
                              "tools/fuzz/rowwalk.py (a thread's first element beside a walk of "
-                             "the rest of its row, launched with each n)")
+                             "the rest of its row, launched with each n) or "
+                             "tools/fuzz/reads.py (a read beside the stores, launched with "
+                             "each n)")
     args = parser.parse_args(argv)
     generate = FAMILIES[args.family].generated
 

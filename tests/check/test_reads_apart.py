@@ -17,7 +17,8 @@ import pytest
 from gpu_native.errors import TranspileError
 from gpu_native.spec import ParamCheck
 from tests.helpers import marked_unsafe
-from tests.simulator.support import build, launch
+from tests.simulator.support import build, launch, race_free_draws
+from tools.fuzz import guarded, reads
 
 
 @pytest.fixture(autouse=True)
@@ -94,3 +95,17 @@ def test_near_misses_are_refused_and_race(tmp_path, name):
     else:
         errors = launch(kernel, (1, 1), (8, 8), np.ones((6, 6)) + np.eye(6), np.int32(1))
     assert errors.races
+
+
+def test_generated_reads_accepted_only_when_race_free(tmp_path):
+    """Every draw of tools/fuzz/reads.py (a store and a read where another family drew two
+    stores) the checker accepts runs without a race for each n and launch shape its checks let
+    through; the counts are printed (``pytest -s``)."""
+    accepted, refused, launches = race_free_draws(
+        tmp_path, reads.generated, 20261206, 300, "reads",
+        lambda k: ((f"n {n}, grid {grid}, block {block}",
+                    lambda n=n, g=grid, b=block: guarded.run(k, n, g, b))
+                   for n, grid, block in guarded.launches(k)))
+    print(f"\nread draws: {accepted} accepted, {refused} refused; "
+          f"{launches} race-free launches of the accepted ones")
+    assert accepted >= 20 and refused >= 100
