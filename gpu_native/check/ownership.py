@@ -209,6 +209,9 @@ class Pin:
     source: tuple
     value: int | None = None
     rounds: frozenset = frozenset()
+    # The value as a polynomial of values every thread shares, where the condition gives one
+    # (``tx == block_dim.x - 1``): the store's index with the digit written as it.
+    poly: Poly | None = None
 
 
 @node
@@ -502,7 +505,9 @@ class Forms:
                             # The pinned value, where it is a known constant (for examples).
                             v = substitute(pb, subst).plus(rest.scaled(-1))
                             value = v.const // c if not v.terms and v.const % c == 0 else None
-                            pins[digit] = Pin((a, b), value, rounds)
+                            exact_value = v.scaled(c) if c in (1, -1) and not rounds and \
+                                is_uniform(v) else None
+                            pins[digit] = Pin((a, b), value, rounds, exact_value)
         if space == "shared":
             # Threads of different blocks never share a shared array: block_idx is uniform.
             dims = [substitute(p, deep(lambda a: atom(("block", a)) if isinstance(a, Digit) and

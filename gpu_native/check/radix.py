@@ -16,7 +16,7 @@ both stores are under the same pin.
 from __future__ import annotations
 
 from ..analysis.ranges import HARDWARE, Affine
-from ..nodes import node
+from ..nodes import node, replace
 from .ownership import Pin, StoreForm
 from .poly import (
     Digit,
@@ -124,6 +124,9 @@ def prove_pair(a: StoreForm, b: StoreForm, required: frozenset[str],
     # Pins that both stores share (same digit, same value) hold the digit equal; a pin to a
     # value of loop counters only where the pair shares them.
     equal = {d for d, v in a.pins.items() if b.pins.get(d) == v and v.rounds <= same}
+    # A digit one store's condition gives a value every thread shares (``if tx == block_dim.x
+    # - 1:``) is that value in its index, where the other store does not share the pin.
+    a, b = _pinned_values(a, equal), _pinned_values(b, equal)
     ranges: dict = {}
     for f in (a, b):
         for d, n in f.ranges.items():
@@ -195,6 +198,16 @@ def prove_pair(a: StoreForm, b: StoreForm, required: frozenset[str],
         rules.append(f"the condition {text}")
     return PairProof(True, ", ".join(dict.fromkeys(rules)))
 
+
+
+def _pinned_values(f: StoreForm, equal: set) -> StoreForm:
+    """``f`` with each digit a pin gives a polynomial value (:attr:`.ownership.Pin.poly`)
+    written as that value in its indices, but for the digits ``equal`` in both stores."""
+    values = {d: p.poly for d, p in f.pins.items() if p.poly is not None and d not in equal}
+    if not values:
+        return f
+    dims = tuple(substitute(p, lambda x: values.get(x)) for p in f.dims)
+    return replace(f, dims=dims)
 
 
 def _digits(f: StoreForm) -> set:
@@ -284,7 +297,10 @@ def _dimension(pa: Poly, pb: Poly, ranges: dict, forced: set, bounds=(),
             c = Affine(0, frozenset({(rest, k)})) if rest else const(k)
             coefficient.setdefault(d, [Affine(), Affine()])
             coefficient[d][0 if side == 1 else 1] = coefficient[d][0 if side == 1 else 1].plus(c)
+    signed = _signed_offset(coefficient, offsets, ranges, forced)
     for d, (ca, cb) in coefficient.items():
+        if signed is not None and d == signed[0]:
+            continue  # with the offset, one term of known sign (see _signed_offset)
         if d in forced:
             # Equal in both threads: the difference is (ca - cb) * d, a known-range offset.
             diff = ca.plus(cb.scaled(-1))
@@ -299,7 +315,9 @@ def _dimension(pa: Poly, pb: Poly, ranges: dict, forced: set, bounds=(),
                     terms.append((c, ranges.get(d), set()))
     if _apart(offsets, coefficient, ranges, forced, fixed):
         return True
-    if offsets.terms or offsets.const:
+    if signed is not None:
+        terms.append((const(1), signed[1], {"offset"}))
+    elif offsets.terms or offsets.const:
         if any(not all(positive_atom(x) for x in m) for m, _ in offsets.terms):
             return None  # an unknown uniform difference: nothing is shown
         terms.append((offsets, const(2), {"offset"}))
@@ -316,6 +334,37 @@ def _dimension(pa: Poly, pb: Poly, ranges: dict, forced: set, bounds=(),
     if "offset" in shown:
         return True  # the offset term can only be zero, but it is not: no solution
     return {d for d in shown if isinstance(d, Digit)}
+
+
+def _signed_offset(coefficient: dict, offsets: Poly, ranges: dict, forced: set):
+    """``(d, n)`` where a digit ``d`` of one store only (its coefficient ``s`` a constant, its
+    range ``r`` known) and the offset ``k`` of the two indices (a constant, or launch extents)
+    leave ``s * d + k`` of one sign over ``0 <= d < r``: then it is never 0, and one term of
+    the difference whose size is at most ``n - 1``, which the mixed radix must force to 0 and
+    cannot (``(ty + 1) * bw + tx + 1`` beside ``(ty + 1) * bw`` with ``bw = block_dim.x + 2``:
+    ``-tx - 1`` lies in ``-block_dim.x .. -1``, short of a row); else None."""
+    if not (offsets.terms or offsets.const) or any(
+            not all(positive_atom(x) for x in m) for m, _ in offsets.terms):
+        return None
+    for d, (ca, cb) in sorted(coefficient.items(), key=lambda t: repr(t[0])):
+        if d in forced or ((ca.terms or ca.const) and (cb.terms or cb.const)):
+            continue
+        c = ca.plus(cb.scaled(-1))  # the one side's coefficient, as the difference has it
+        r = ranges.get(d)
+        if c.terms or not c.const or r is None or magnitude(r) != r:
+            continue
+        span = r.plus(const(-1)).scaled(c.const)  # s * (r - 1): d's part at its far end
+        low, high = (offsets, offsets.plus(span)) if c.const > 0 else (offsets.plus(span),
+                                                                        offsets)
+        if nonnegative(low.plus(const(-1))):  # 1 <= s * d + k <= high
+            n = high.plus(const(1))
+        elif nonnegative(high.scaled(-1).plus(const(-1))):  # low <= s * d + k <= -1
+            n = low.scaled(-1).plus(const(1))
+        else:
+            continue
+        if magnitude(n) == n:
+            return d, n
+    return None
 
 
 def _apart(offsets: Poly, coefficient: dict, ranges: dict, forced: set,

@@ -110,3 +110,54 @@ def test_near_misses_are_refused_and_race(tmp_path, name):
     kernel = build(tmp_path, marked_unsafe(source), name=f"{name}_unsafe")["k"]
     a = np.arange(64, dtype=np.float32)
     assert launch(kernel, 2, 32, a, np.zeros(64, np.float32)).races
+
+
+PITCHED = """
+    @gpu_kernel(Kernel2D)
+    def k(img: CUDASlice2D[f32], out: CUDASliceMut2D[f32]):
+        h, w = img.shape
+        bw = block_dim.x + 2
+        tile = shared_array(f32, 0)
+        tx = thread_idx.x
+        ty = thread_idx.y
+        x = block_idx.x * block_dim.x + tx
+        y = block_idx.y * block_dim.y + ty
+        cx = min(x, w - 1)
+        cy = min(y, h - 1)
+        tile[(ty + 1) * bw + tx + 1] = img[cy, cx]  # <--
+        if tx == 0:
+            tile[(ty + 1) * bw] = img[cy, max(x - 1, 0)]  # <--
+        if {right}:
+            tile[(ty + 1) * bw + tx + 2] = img[cy, min(x + 1, w - 1)]  # <--
+        sync_threads()
+        if x < w and y < h:
+            out[y, x] = tile[(ty + 1) * bw + tx] + tile[(ty + 1) * bw + tx + 2]
+    """
+
+
+def test_a_halo_of_a_tile_pitched_by_the_block_size(tmp_path):
+    """Rows of ``block_dim.x + 2`` in dynamic shared memory: the left halo's ``-tx - 1`` and the
+    right halo's ``block_dim.x - tx`` (with ``tx == block_dim.x - 1`` written in) stay short of
+    a row."""
+    source = PITCHED.format(right="tx == block_dim.x - 1")
+    kernel = build(tmp_path, marked_unsafe(source, wrap=False), name="pitched")["k"]
+    a = np.random.default_rng(8).standard_normal((9, 11)).astype(np.float32)
+    for block in ((4, 4), (8, 2)):
+        out = np.full((9, 11), np.nan, np.float32)
+        grid = (-(-11 // block[0]), -(-9 // block[1]))
+        shared = (block[0] + 2) * (block[1] + 2) * 4
+        errors = launch(kernel, grid, block, a, out, shared=shared)
+        assert errors.races == [] and errors.fails == [], errors
+        padded = np.pad(a.astype(np.float64), ((0, 0), (1, 1)), mode="edge")
+        np.testing.assert_allclose(out, padded[:, :-2] + padded[:, 2:], rtol=1e-6)
+
+
+def test_a_pitched_halo_pinned_one_short_is_refused_and_races(tmp_path):
+    # Thread block_dim.x - 2 writes the element thread block_dim.x - 1 writes as its own.
+    source = PITCHED.format(right="tx == block_dim.x - 2")
+    with pytest.raises(TranspileError, match=r"not provably unique|may meet"):
+        build(tmp_path, marked_unsafe(source, wrap=False), name="pitched_short")
+    kernel = build(tmp_path, marked_unsafe(source), name="pitched_short_unsafe")["k"]
+    a = np.ones((8, 8), np.float32)
+    assert launch(kernel, (2, 2), (4, 4), a, np.zeros((8, 8), np.float32),
+                  shared=6 * 6 * 4).races

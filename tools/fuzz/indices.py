@@ -32,6 +32,7 @@ HEADER = ("from gpu_native import (gpu_kernel, Kernel1D, CUDASliceMut, i32, i64,
 
 TID_FORMS = ["tid", "tid % {m}", "tid // {m}", "tid & 31", "tid >> 5", "tid % 32", "tid // 32"]
 PINS = [None, "tid % 32 == 0", "tid // 32 == 0", "tid == 0", "tid & 31 == 1", "lane < 4", "tid == 31",
+        "tid == block_dim.x - 1", "tid == block_dim.x - 2",
         "tid == 63"]
 BLOCKS = (32, 64, 96, 128)
 GRIDS = (1, 2, 3)
