@@ -405,8 +405,16 @@ class PairProofs(IndexClasses):
         held = {v.var.name for v in param_atoms(
             [StoreForm(tuple(c for c, n in terms) + tuple(n for c, n in terms
                                                          if n is not None), {}, {}, line, "")])}
-        assumed = {**{a.var.var.name: a for a in implied if isinstance(a.var, VarKey)},
-                   **self.assumptions}
+        # The stronger of what the conditions show and what an earlier store assumed (an
+        # assumption `w >= 1` recorded first must not hide `w >= 2` from `x + 1 < w` here).
+        assumed = dict(self.assumptions)
+        for a in implied:
+            if not isinstance(a.var, VarKey):
+                continue
+            known = assumed.get(a.var.var.name)
+            if known is None or (not known.bound.terms and not a.bound.terms
+                                 and a.bound.const > known.bound.const):
+                assumed[a.var.var.name] = a
         params = [n for n in assumed if n in held]
         if not params:
             return False

@@ -105,3 +105,30 @@ def test_generated_row_walks_accepted_only_when_race_free(tmp_path):
     print(f"\nrow-walk draws: {accepted} accepted, {refused} refused; "
           f"{launches} race-free launches of the accepted ones")
     assert accepted >= 10 and refused >= 100
+
+
+UNGUARDED = """
+    @gpu_kernel(Kernel1D)
+    def k(out: CUDASliceMut[i32], n: i32):
+        y = block_idx.x * block_dim.x + thread_idx.x
+        {first}
+        {second}
+    """
+SINGLE = "out[y * n + 0] = y + 1"
+WALK_REST = "for x in range(1, n):\n            out[y * n + x] = x + 100"
+
+
+@pytest.mark.parametrize("single_first", [True, False], ids=["single_first", "walk_first"])
+def test_an_i32_walk_in_either_order(tmp_path, single_first):
+    """The walk's wrap check takes the stronger of `n >= 1` (the single store's assumption,
+    when it came first) and `n >= 2` (what `x + 1 < n` shows where the walk runs): the order of
+    the two stores does not decide whether the kernel is accepted."""
+    first, second = (SINGLE, WALK_REST) if single_first else (WALK_REST, SINGLE)
+    kernel = build(tmp_path, UNGUARDED.format(first=first, second=second),
+                   name="single" if single_first else "walk")["k"]
+    out = np.full(64 * 5, -1, np.int32)
+    errors = launch(kernel, 1, 64, out, np.int32(5))
+    assert errors.races == [] and errors.fails == [], errors
+    want = np.tile(np.array([0, 101, 102, 103, 104], np.int32), 64)
+    want[0::5] = np.arange(1, 65)
+    assert out.tolist() == want.tolist()
