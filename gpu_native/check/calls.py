@@ -327,12 +327,15 @@ class CallChecker(CheckerBase):
         got = self.args(e, entry.param_names, entry.required, f"{name}()")
         value = self.materialize(self.expr(got["value"]))
         ty = self.scalar_of(value, f"{name}()'s value")
-        if ty == ir.BOOL:
-            raise self.error(f"{name}() moves numbers; use ballot() for bools", value.span)
         lane = self.coerce(self.expr(got[lane_arg]), ir.I32, f"{name}()'s {lane_arg}")
         width = self.coerce(self.expr(got["width"]), ir.I32, "width") if "width" in got else \
             ir.Const(e.span, ir.I32, 32)
         self.traits.note_special("warp")
+        if ty == ir.BOOL:
+            # A bool moves as the 0 or 1 of an i32 (the warp shuffles move 32-bit words).
+            moved = ir.WarpOp(e.span, ir.I32, name, (ir.Cast(value.span, ir.I32, value), lane,
+                                                     width), self.mask_arg(got, e.span))
+            return ir.Compare(e.span, ir.BOOL, "!=", moved, ir.Const(e.span, ir.I32, 0))
         return ir.WarpOp(e.span, ty, name, (value, lane, width), self.mask_arg(got, e.span))
 
     def call_vote(self, name: str, e: S.Call) -> ir.Expr:

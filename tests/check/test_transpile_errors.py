@@ -337,12 +337,6 @@ def k(a: CUDASliceMut[f32], n: i32):
     i = FlatLayout1D.uid()
     a[i] = f32(n ** -1)  # <-
 """, "an integer raised to a negative power is a float"),
-    "shuffle a bool": ("""
-@gpu_kernel(Kernel1D)
-def k(a: CUDASliceMut[f32]):
-    i = FlatLayout1D.uid()
-    b = shfl_down(a[i] > 0.0, 1)  # <-
-""", "moves numbers; use ballot() for bools"),
     "device function falls off its end": ("""
 @gpu_device
 def maybe(x: f32) -> f32:  # <-
