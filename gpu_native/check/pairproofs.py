@@ -37,7 +37,7 @@ from .phases import (
     ordered,
     round_digits,
 )
-from .poly import poly_text
+from .poly import is_uniform, poly_text, substitute, unassume
 from .radix import PairProof
 from .refusals import UNIQUE_HINT, PairedRefusal, hint_for, wrap_hint, wrap_message
 from .residues import residues_apart
@@ -117,6 +117,7 @@ class PairProofs(IndexClasses):
                 return PairProof(True, apart, shown=True)
         raw = (a, b)
         outcome = prove_padded(a, b, required, same)
+        implied: list[Assumption] = []
         if not outcome.ok:
             # What the conditions around the stores show (``if col < n:`` makes n >= 1 there).
             implied = guard_assumptions((a, b))
@@ -148,8 +149,11 @@ class PairProofs(IndexClasses):
         for var in param_atoms((a, b)):
             if self.param_index(var.var.name) is None:
                 continue
-            for bound in candidate_bounds(self.ctx.ndim):
-                tree = poly_tree(bound)
+            # The bounds of the conditions around the stores first (``if i < n:`` beside
+            # ``out[b * stride + i]`` needs ``stride >= n``), then the launch's extents.
+            candidates = self._condition_bounds(raw, var, implied)
+            candidates += [(bound, poly_tree(bound)) for bound in candidate_bounds(self.ctx.ndim)]
+            for bound, tree in candidates:
                 if tree is None:
                     continue
                 assumption = Assumption(var, bound)
@@ -165,9 +169,31 @@ class PairProofs(IndexClasses):
                 return self._assumed(tried, [*known, assumption])
         return outcome
 
+    def _condition_bounds(self, raw: tuple[StoreForm, StoreForm], var: VarKey,
+                          implied: list[Assumption]) -> list[tuple]:
+        """``(bound, tree)`` for each uniform ``U`` of a condition ``P < U`` around the stores
+        (:attr:`.ownership.StoreForm.bounded`) that does not hold ``var`` and that the launcher
+        can compute (parameters, extents): ``bound`` written as the proof's forms have it (with
+        the ``implied`` assumptions), ``tree`` its launch-check tree."""
+        from .splits import deep
+        out: list[tuple] = []
+        for form in raw:
+            for _, u in form.bounded:
+                if not is_uniform(u) or var in {x for m, _ in u.terms for x in m}:
+                    continue
+                tree = poly_tree(u, self.param_index)
+                if tree is None or any(b == u for b, _ in out):
+                    continue
+                bound = u
+                for assumption in implied:
+                    bound = substitute(bound, deep(assumption.replace))
+                out.append((bound, tree))
+        return out
+
     @staticmethod
     def _assumed(outcome: PairProof, used: list[Assumption]) -> PairProof:
-        conditions = " and ".join(f"{u.var.var.name} >= {poly_text(u.bound)}" for u in used)
+        conditions = " and ".join(f"{u.var.var.name} >= {poly_text(unassume(u.bound))}"
+                                  for u in used)
         return PairProof(True, f"{outcome.text}, when {conditions} (the launcher checks it)")
 
     # ---- a store against the others of its array -------------------------------------------

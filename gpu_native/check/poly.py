@@ -197,8 +197,8 @@ class Slack:
 
 def unassume(p: Poly) -> Poly:
     """``p`` with each :class:`Slack` written back as its parameter (for the rule's text)."""
-    return substitute(p, lambda a: atom(a.var).plus(a.bound.scaled(-1)).plus(const(1))
-                      if isinstance(a, Slack) else None)
+    return substitute(p, lambda a: atom(a.var).plus(unassume(a.bound).scaled(-1)).plus(
+        const(1)) if isinstance(a, Slack) else None)
 
 
 def coefficients(p: Poly) -> dict:

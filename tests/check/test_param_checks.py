@@ -99,6 +99,34 @@ def test_a_stride_below_the_block_is_refused_before_the_launch(backend, kernel_m
         launch(m.k, gn.GridDim1D(4), gn.BlockDim1D(32))(out, -32)
 
 
+BATCHED = HEAD + """
+@gpu_kernel(Kernel2D)
+def saxpy(n: i32, a: f32, x: CUDASliceMut[f32], y: CUDASliceMut[f32], stride: i32):
+    assert block_dim.y == 1
+    i = block_idx.x * block_dim.x + thread_idx.x
+    if i < n:
+        y[block_idx.y * stride + i] = a * x[block_idx.y * stride + i] + y[block_idx.y * stride + i]
+"""
+
+
+def test_a_batch_stride_needs_only_the_bound_of_the_condition(backend, kernel_module, rng):
+    """Under `if i < n:`, rows `stride` apart are apart for `stride >= n`: a packed batch
+    (`stride == n`, n no multiple of the block) runs; a stride below n is refused at launch."""
+    m = kernel_module(BATCHED)
+    batch, n = 3, 100
+    x = rng.standard_normal(batch * n).astype(np.float32)
+    y = rng.standard_normal(batch * n).astype(np.float32)
+    out = gn.to_device(y)
+    launch(m.saxpy, gn.GridDim2D(2, batch), gn.BlockDim2D(64, 1))(
+        n, 2.0, gn.to_device(x), out, n)
+    np.testing.assert_allclose(out.to_host(), 2.0 * x.astype(np.float64) + y, rtol=1e-6)
+    with pytest.raises(ValueError) as info:
+        launch(m.saxpy, gn.GridDim2D(2, batch), gn.BlockDim2D(64, 1))(
+            n, 2.0, gn.to_device(x), gn.to_device(y), n - 1)
+    assert "parameter 'stride' is 99 but the writes to y (line 9) were proven race-free " \
+        "for stride >= n (100) only" in str(info.value), str(info.value)
+
+
 def test_a_stride_that_would_wrap_is_refused(backend, kernel_module):
     m = kernel_module(STRIDED)
     with pytest.raises(ValueError, match=r"'stride' is 1073741824 .* <= 2147483647"):
@@ -209,3 +237,24 @@ def test_the_spec_literal_carries_the_check():
     checks = [c for c in again.variants[0].launch_checks if isinstance(c, ParamCheck)]
     assert checks[0].tree == (">=", ("param", 1), ("sp", "block_dim", 0))
     assert checks[0].array == "out" and checks[0].param == 1
+
+
+def test_every_batch_stride_the_launcher_lets_through_is_race_free(sim, kernel_module):
+    """The launch check `stride >= n` against the race detector: each (n, stride, block) the
+    launcher accepts runs without a race report, and each it refuses would race."""
+    m = kernel_module(BATCHED)
+    ran = refused = 0
+    for n in (1, 5, 37, 64):
+        for stride in range(max(n - 3, 0), n + 3):
+            for block in (32, 64):
+                grid = gn.GridDim2D(-(-n // block), 3)
+                size = 2 * stride + n
+                x, y = gn.to_device(np.ones(size, np.float32)), zeros(size)
+                try:
+                    launch(m.saxpy, grid, gn.BlockDim2D(block, 1))(n, 2.0, x, y, stride)
+                    gn.synchronize()
+                    ran += 1
+                except ValueError:
+                    assert stride < n
+                    refused += 1
+    assert ran and refused
