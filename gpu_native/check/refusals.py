@@ -207,6 +207,19 @@ def hint_for(a: StoreForm, b: StoreForm, outcome: PairProof, space: str) -> str:
     paired = xor_hint(a, b)
     if paired is not None:
         return paired
+    # A thread coordinate the indices never read: every thread along it writes the same
+    # elements (a batched kernel indexed by thread_idx.x alone in 2-D blocks).
+    read = {d.coord for f in (a, b) for p in f.dims for d in nested_digits(p)}
+    unread = sorted({d.coord for d in missing or ()
+                     if d.coord.startswith("tid") and d.coord not in read})
+    if unread:
+        axes = ["xyz"[int(c[3:])] for c in unread]
+        names = " and ".join(f"thread_idx.{n}" for n in axes)
+        asserts = " and ".join(f"block_dim.{n} == 1" for n in axes)
+        return (f"the index does not depend on {names}, so the threads of a block along it "
+                f"write the same elements: if the blocks are one thread deep there, say so "
+                f"(`assert {asserts}`, checked once per launch); else index by {names} too, "
+                "or wrap the store in `with unsafe():`")
     if a is not b and space == "global":
         # No assert on the block helps here: a grid's uid has no bound the launch fixes.
         return ("several stores per thread into a global array must be provably apart: "

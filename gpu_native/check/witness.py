@@ -28,6 +28,7 @@ _BLOCK = (64, 4, 2)
 _GRID = (2, 2, 2)
 _LOOP_LIMIT = 8
 _THREADS_LIMIT = 4096
+_LARGE = 1024  # the first value tried for a parameter or an array's extent
 
 
 def collision(a: StoreForm, b: StoreForm, required: frozenset[str], ndim: int) -> str | None:
@@ -47,6 +48,19 @@ def collision(a: StoreForm, b: StoreForm, required: frozenset[str], ndim: int) -
     sizes = {"block_dim": block, "grid_dim": grid}
     undecided = any(_unchecked(g, form, sizes) for form in (a, b) for g in form.guards)
     unchecked = bool(a.unread_guards or b.unread_guards) or undecided
+    # A value every thread shares that the launch does not give is taken large first, then 0:
+    # an example that needs `stride == 0` is real, but one that does not is the one to show.
+    for unknown in (_LARGE, 0):
+        found = _search(a, b, required, coords, {**sizes, "unknown": unknown})
+        if found is not None:
+            return f"{found}{_unchecked_text(a, b, undecided)}" if unchecked else found
+    return None
+
+
+def _search(a: StoreForm, b: StoreForm, required: frozenset[str], coords: list,
+            sizes: dict) -> str | None:
+    """The first two threads of the launch ``coords`` that write one element through ``a``
+    and ``b``, as the example's text; None where none do."""
     # Two stores: one thread runs each (a store against itself was proven on its own, and the
     # conditions the forms do not model, `if i == 0:` of a flat i, would make up examples).
     seen: dict[tuple, dict[int, list]] = {}
@@ -66,10 +80,9 @@ def collision(a: StoreForm, b: StoreForm, required: frozenset[str], ndim: int) -
                          for o in firsts if o[0] != key]
                 if meets:
                     other = meets[0]
-                    text = (f"{_thread_text(other[2], required)} and "
+                    return (f"{_thread_text(other[2], required)} and "
                             f"{_thread_text(thread, required)} both write "
                             f"{form.text.split('[')[0]}[{', '.join(map(str, element))}]")
-                    return f"{text}{_unchecked_text(a, b, undecided)}" if unchecked else text
                 firsts = writers.setdefault(which, [])
                 if len(firsts) < 2 and all(o[0] != key for o in firsts):
                     firsts.append((key, which, thread))
@@ -192,13 +205,14 @@ def _passes(g: Guard, value, counters: dict, sizes: dict) -> bool:
 
 
 def _value(atom, counters: dict, thread: dict, sizes: dict) -> int:
-    """An atom's value in the example (uniform values other than the launch's are 0)."""
+    """An atom's value in the example (uniform values other than the launch's are
+    ``sizes["unknown"]``: 1024, then 0)."""
     if isinstance(atom, Digit) and atom.of is not None:  # a split or an XOR (.splits)
         return derived_value(atom.of, lambda a: _value(a, counters, thread, sizes))
     if isinstance(atom, Digit):
         return _digit(atom, thread) if atom.is_thread else counters[atom]
     launch = _launch_value(atom, sizes)
-    return 0 if launch is None else launch
+    return sizes.get("unknown", 0) if launch is None else launch
 
 
 def _launch_value(k, sizes: dict) -> int | None:

@@ -159,3 +159,24 @@ def test_the_store_named_beside_this_one_is_the_one_the_example_is_about():
     assert "thread_idx.x = 0 and thread_idx.x = 1 both write s[1]" in text, text
     # A guard compares the thread with the round's parity: the phases hint stays.
     assert "depends on a loop counter" in text, text
+
+
+def test_an_example_needs_no_parameter_of_a_chosen_value():
+    """A batched store in 2-D blocks that never reads thread_idx.y: the example is two threads
+    of one block that differ in thread_idx.y (with the stride large, as a user passes it), not
+    two blocks that meet only for stride == 0; the hint names the unread coordinate."""
+    text = refusal("""
+from gpu_native import Kernel2D
+
+@gpu_kernel(Kernel2D)
+def k(n: i32, x: CUDASlice[f32], y: CUDASliceMut[f32], stride: i32):
+    i = block_idx.x * block_dim.x + thread_idx.x
+    if i < n:
+        y[block_idx.y * stride + i] = x[block_idx.y * stride + i]
+""")
+    assert "(thread_idx.x = 0, thread_idx.y = 0, block_idx.x = 0, block_idx.y = 0) and " \
+        "(thread_idx.x = 0, thread_idx.y = 1, block_idx.x = 0, block_idx.y = 0) both write " \
+        "y[0]" in text, text
+    assert "hint: the index does not depend on thread_idx.y, so the threads of a block along " \
+        "it write the same elements: if the blocks are one thread deep there, say so " \
+        "(`assert block_dim.y == 1`" in text, text
