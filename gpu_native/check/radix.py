@@ -115,7 +115,22 @@ def prove_pair(a: StoreForm, b: StoreForm, required: frozenset[str],
                same: frozenset = frozenset()) -> PairProof:
     """Can a thread's store ``a`` and another thread's store ``b`` write the same element?
     ``required``: the thread coordinates that tell threads apart here; ``same``: loop counters
-    the two threads share (the pair is in one round of their loops: .phases.round_digits)."""
+    the two threads share (the pair is in one round of their loops: .phases.round_digits).
+
+    Where that fails and a condition gives a digit of one store a value every thread shares
+    (``if tx == block_dim.x - 1:``), the pair is tried again with the digit written as that
+    value in the store's index (:func:`_pinned_values`): the offsets may then be apart (a halo
+    store beside the tile's), though the digit no longer pairs with the other store's (the
+    same thread reaching both stores, which is no race, shows as two)."""
+    outcome = _prove_pair(a, b, required, same, False)
+    if outcome.ok or not any(p.poly is not None for f in (a, b) for p in f.pins.values()):
+        return outcome
+    again = _prove_pair(a, b, required, same, True)
+    return again if again.ok else outcome
+
+
+def _prove_pair(a: StoreForm, b: StoreForm, required: frozenset[str], same: frozenset,
+                pinned_values: bool) -> PairProof:
     from .splits import align_loops
     split = _split((a, align_loops(a, b, same)))  # one name per loop variable (.splits)
     if isinstance(split, str):
@@ -124,9 +139,8 @@ def prove_pair(a: StoreForm, b: StoreForm, required: frozenset[str],
     # Pins that both stores share (same digit, same value) hold the digit equal; a pin to a
     # value of loop counters only where the pair shares them.
     equal = {d for d, v in a.pins.items() if b.pins.get(d) == v and v.rounds <= same}
-    # A digit one store's condition gives a value every thread shares (``if tx == block_dim.x
-    # - 1:``) is that value in its index, where the other store does not share the pin.
-    a, b = _pinned_values(a, equal), _pinned_values(b, equal)
+    if pinned_values:
+        a, b = _pinned_values(a, equal), _pinned_values(b, equal)
     ranges: dict = {}
     for f in (a, b):
         for d, n in f.ranges.items():

@@ -207,11 +207,13 @@ def hint_for(a: StoreForm, b: StoreForm, outcome: PairProof, space: str) -> str:
     paired = xor_hint(a, b)
     if paired is not None:
         return paired
-    # A thread coordinate the indices never read: every thread along it writes the same
-    # elements (a batched kernel indexed by thread_idx.x alone in 2-D blocks).
+    # A thread coordinate of 2-D or 3-D blocks the indices never read, where they read the
+    # thread's x: every thread along it writes the same elements (a batched kernel indexed by
+    # thread_idx.x alone in 2-D blocks).  (One index of no thread at all, `out[0] += v`, is an
+    # accumulation: the hint at the end says what to do.)
     read = {d.coord for f in (a, b) for p in f.dims for d in nested_digits(p)}
-    unread = sorted({d.coord for d in missing or ()
-                     if d.coord.startswith("tid") and d.coord not in read})
+    unread = sorted({d.coord for d in missing or () if d.coord in ("tid1", "tid2")
+                     and d.coord not in read}) if "tid0" in read else []
     if unread:
         axes = ["xyz"[int(c[3:])] for c in unread]
         names = " and ".join(f"thread_idx.{n}" for n in axes)
