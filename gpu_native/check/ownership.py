@@ -367,6 +367,14 @@ class Forms:
                     f"`for {k.var.name} in FlatLayout1D.grid_stride(n)`)")
         if isinstance(k, LaneKey):
             return "lane_id() outside a kernel of one-dimensional blocks"
+        if isinstance(k, OpKey) and k.op == "<<" and self.poly(k.right) is not None and \
+                is_uniform(self.poly(k.right)):
+            # The proofs follow products with launch values, not powers of two of them: the
+            # shift's value is known only as `1 << count` is, which no rule relates to `count`.
+            return ("a '<<' by a count that is not a constant: the proofs follow a product "
+                    "with a value every thread shares, but not a shift by one; pass the power "
+                    "of two itself (`n = 1 << log2n`, computed on the host) and write "
+                    "`block_idx.x * n`")
         if isinstance(k, OpKey):
             return (f"a '{k.op}' of thread-dependent values (a product of two thread values, "
                     "or a division, remainder or bit operation the split rules do not follow)")

@@ -217,6 +217,37 @@ def test_a_parameter_assigned_in_the_kernel_is_not_assumed(kernel_module):
         Expansion.of(source, "bad.py", "bad")
 
 
+SHIFTED = HEAD + """
+@gpu_kernel(Kernel1D)
+def shifted(out: CUDASliceMut[f32], log2n: i32):
+    base = block_idx.x << log2n
+    if thread_idx.x < (1 << log2n):
+        out[base + thread_idx.x] = f32(block_idx.x + 1)
+"""
+
+SCALED = HEAD + """
+@gpu_kernel(Kernel1D)
+def scaled(out: CUDASliceMut[f32], n: i32):
+    base = block_idx.x * n
+    if thread_idx.x < n:
+        out[base + thread_idx.x] = f32(block_idx.x + 1)
+"""
+
+
+def test_a_shift_by_a_parameter_is_refused_with_the_product_to_write(backend, kernel_module):
+    """`block_idx.x << log2n` is no product the proofs follow: the refusal says so and names
+    the rewrite, `block_idx.x * n` with the power of two passed, which runs race-free."""
+    with pytest.raises(TranspileError) as info:
+        Expansion.of(SHIFTED, "bad.py", "shifted")
+    message = str(info.value)
+    assert "a '<<' by a count that is not a constant" in message, message
+    assert "`n = 1 << log2n`, computed on the host" in message, message
+    m = kernel_module(SCALED)
+    out = gn.to_device(np.full(3 * 16, -1.0, np.float32))
+    launch(m.scaled, gn.GridDim1D(3), gn.BlockDim1D(32))(out, 16)
+    np.testing.assert_array_equal(out.to_host(), np.repeat(np.arange(1, 4), 16))
+
+
 # ---- what the rewrite records and expand shows -------------------------------------------------
 
 
