@@ -367,8 +367,8 @@ class Forms:
                     f"`for {k.var.name} in FlatLayout1D.grid_stride(n)`)")
         if isinstance(k, LaneKey):
             return "lane_id() outside a kernel of one-dimensional blocks"
-        if isinstance(k, OpKey) and k.op == "<<" and self.poly(k.right) is not None and \
-                is_uniform(self.poly(k.right)):
+        count = self.poly(k.right) if isinstance(k, OpKey) and k.op == "<<" else None
+        if count is not None and count.terms and is_uniform(count):
             # The proofs follow products with launch values, not powers of two of them: the
             # shift's value is known only as `1 << count` is, which no rule relates to `count`.
             return ("a '<<' by a count that is not a constant: the proofs follow a product "
@@ -513,8 +513,11 @@ class Forms:
                             # The pinned value, where it is a known constant (for examples).
                             v = substitute(pb, subst).plus(rest.scaled(-1))
                             value = v.const // c if not v.terms and v.const % c == 0 else None
+                            # Written into the index only where both sides are the machine
+                            # values (a side that may wrap pins another thread than it says).
                             exact_value = v.scaled(c) if c in (1, -1) and not rounds and \
-                                is_uniform(v) else None
+                                is_uniform(v) and a in exact and (
+                                    b in exact or b.integer is not None) else None
                             pins[digit] = Pin((a, b), value, rounds, exact_value)
         if space == "shared":
             # Threads of different blocks never share a shared array: block_idx is uniform.

@@ -316,7 +316,10 @@ class Trace:
         runs some number of its rounds, the same in every thread.  Each round is followed, and
         the loop may end before any of them; once the variables the body assigns come back to
         values they had at the top of an earlier round (a scale that doubled until it wrapped
-        to 0, a parity that alternates), the rounds after repeat those before.  After the loop
+        to 0, a parity that alternates), that round is followed once more (it runs on from the
+        round before it, with no barrier between: its first interval meets that round's last,
+        a pair no earlier round showed), and the rounds after it repeat those before, pairs of
+        intervals included.  After the loop
         each variable keeps the value every exit agrees on (else it is :data:`UNIFORM`), and
         the interval it runs in may be the last of any round (:attr:`aliases`)."""
         assigned = sorted(_assigned(s.body))
@@ -330,15 +333,14 @@ class Trace:
                 exits.append((dict(self.env), self.interval))
                 break
             state = tuple(self.env.get(v) for v in assigned)
-            if state in seen:
-                break
+            repeated = state in seen
             seen.add(state)
             self.maybe += 1
             try:
                 broke = self.iteration(s.body)
             finally:
                 self.maybe -= 1
-            if broke:
+            if broke or repeated:
                 exits.append((dict(self.env), self.interval))
                 break
             cond = self.value(s.cond)

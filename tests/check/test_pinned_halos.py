@@ -112,6 +112,30 @@ def test_near_misses_are_refused_and_race(tmp_path, name):
     assert launch(kernel, 2, 32, a, np.zeros(64, np.float32)).races
 
 
+WRAPPING_PIN = """
+    @gpu_kernel(Kernel1D)
+    def k(out: CUDASliceMut[i32]):
+        s = shared_array(i32, 1100)
+        tx = thread_idx.x
+        s[tx] = 1  # <--
+        if tx == block_dim.x * 1073741824 * 4:
+            s[tx + 1] = 2  # <--
+        sync_threads()
+        out[block_idx.x * block_dim.x + tx] = s[tx + 1]
+    """
+
+
+def test_a_pin_whose_value_wraps_is_not_written_into_the_index(tmp_path):
+    """``block_dim.x * 2**32`` is 0 in i32, so thread 0 writes ``s[1]`` beside thread 1's own
+    ``s[1]``; the pin's value as written (``block_dim.x * 2**32``, past the array) would prove
+    the pair apart. A side of the condition that may wrap pins nothing: refused, and it races
+    once the stores are under ``with unsafe():``."""
+    with pytest.raises(TranspileError, match=r"may meet|not provably unique"):
+        build(tmp_path, marked_unsafe(WRAPPING_PIN, wrap=False), name="wrapping_pin")
+    kernel = build(tmp_path, marked_unsafe(WRAPPING_PIN), name="wrapping_pin_unsafe")["k"]
+    assert launch(kernel, 1, 64, np.zeros(64, np.int32)).races
+
+
 PITCHED = """
     @gpu_kernel(Kernel2D)
     def k(img: CUDASlice2D[f32], out: CUDASliceMut2D[f32]):

@@ -102,6 +102,36 @@ def test_a_store_after_the_loop_is_proven_against_each_rounds_last_interval(tmp_
         assert out.tolist() == want.tolist()
 
 
+CYCLE = """
+    @gpu_kernel(Kernel1D)
+    def k(out: CUDASliceMut[i32], m: i32, n: i32):
+        assert block_dim.x == 64
+        s = shared_array(i32, 128)
+        tx = thread_idx.x
+        p = 0
+        r = m
+        while r < n:
+            s[p * 64 + tx] = r  # <--
+            sync_threads()
+            s[(1 - p) * 64 + tx + p * (63 - 2 * tx)] = r  # <--
+            p = 1 - p
+            r += 1
+        sync_threads()
+        out[block_idx.x * 64 + tx] = s[tx]
+    """
+
+
+def test_the_round_that_repeats_an_earlier_one_meets_the_round_before_it(tmp_path):
+    """The variables come back to the first round's values after two rounds, and the third
+    round's first store (``s[tx]``, no barrier at the top of the loop) runs beside the second
+    round's last (``s[63 - tx]``): a pair neither of the first two rounds shows. It is
+    refused, and it races once the stores are under ``with unsafe():``."""
+    with pytest.raises(TranspileError, match="may meet the store at line 23 in one barrier interval"):
+        build(tmp_path, marked_unsafe(CYCLE, wrap=False), name="cycle")
+    kernel = build(tmp_path, marked_unsafe(CYCLE), name="cycle_unsafe")["k"]
+    assert launch(kernel, 1, 64, np.zeros(64, np.int32), np.int32(0), np.int32(3)).races
+
+
 DOUBLING = """
     @gpu_kernel(Kernel1D)
     def k(out: CUDASliceMut[i32], n: i32):

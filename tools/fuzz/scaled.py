@@ -31,6 +31,9 @@ FLIPPED = [
     ("sc * B + tid", "(1 - sc) * B + tid"),
     ("sc * B + tid", "(1 - sc) * B + tid + 1"),  # thread B - 1 meets thread 0
     ("sc * (B - 1) + tid",),  # rounds with no barrier between meet
+    # Mirrored in the rounds with sc = 1: with a barrier between the stores, the first store
+    # of a round with sc = 0 meets the second of the round before it.
+    ("sc * B + tid", "(1 - sc) * B + tid + sc * (B - 1 - 2 * tid)"),
 ]
 
 
@@ -81,25 +84,32 @@ def generated(r: random.Random) -> str:
 def _flipped(r: random.Random, b: int, trips: int) -> str:
     """A double-buffered loop: ``sc`` flips between 0 and 1 each round, in a loop of known trip
     count or one whose condition the checker cannot evaluate (``c`` doubles to ``len(out) //
-    K``, as a Hillis-Steele scan's offset does)."""
+    K``, as a Hillis-Steele scan's offset does, or counts up from a value the checker does not
+    know either, so that the rounds repeat after two), with the barrier at the top of the body
+    or between its two stores."""
     shape = r.choice(FLIPPED)
     uncounted = r.random() < 0.6
+    unknown_start = uncounted and r.random() < 0.5
     lines = ["@gpu_kernel(Kernel1D)", "def k(out: CUDASliceMut[i32]):",
              f"    assert block_dim.x == {b}", "    tid = thread_idx.x",
              f"    s = shared_array(i32, {SHARED_SIZE})", f"    sc = {r.choice([0, 1])}",
-             "    c = 1"]
-    lines.append(f"    while c < len(out) // {OUT_SIZE >> trips}:" if uncounted else
+             f"    c = len(out) // {OUT_SIZE}" if unknown_start else "    c = 1"]
+    lines.append(f"    while c < {trips} * len(out) // {OUT_SIZE}:" if unknown_start else
+                 f"    while c < len(out) // {OUT_SIZE >> trips}:" if uncounted else
                  f"    while c < {1 << trips}:")
-    if r.random() < 0.85:
+    barrier = r.choice(["top", "top", "top", "middle", "middle", None])
+    if barrier == "top":
         lines.append("        sync_threads()")
-    indent = "        "
     limit = r.choice([b, b // 2, None])
-    if limit is not None:
-        lines.append(f"        if tid < {limit}:")
-        indent += "    "
     for n, index in enumerate(shape):
+        if n and barrier == "middle":
+            lines.append("        sync_threads()")
+        indent = "        "
+        if limit is not None:
+            lines.append(f"        if tid < {limit}:")
+            indent += "    "
         lines.append(f"{indent}s[{index.replace('B', str(b))}] = tid + {n + 1}")
-    lines += ["        sc = 1 - sc", "        c *= 2"]
+    lines += ["        sc = 1 - sc", "        c += 1" if unknown_start else "        c *= 2"]
     if r.random() < 0.5:  # a store after the loop, with or without a barrier before it
         if r.random() < 0.5:
             lines.append("    sync_threads()")
