@@ -322,9 +322,10 @@ def _host_value(cls_name: str, name: str, info, hint, value: Any) -> Any:
     """A field's value as the host instance keeps it, converted as an assignment in a kernel
     converts it: an int to a float field becomes a float (``P(mass=1)`` is ``1.0``; a launch
     rounds it to the field's type), an int to an integer field wraps to its width, a sequence
-    to a vector field is that vector; a float to an integer field, a str or None anywhere, and
-    a value of another struct are refused."""
-    from .types import SCALAR_CLASSES, VECTOR_CLASSES
+    to a vector field is that vector; a float to an integer field, an int outside an integer
+    field's range (as a scalar parameter's is), a str or None anywhere, and a value of another
+    struct are refused."""
+    from .types import VECTOR_CLASSES
 
     where = f"field '{name}' of {cls_name}"
     if isinstance(info, StructInfo):
@@ -355,7 +356,13 @@ def _host_value(cls_name: str, name: str, info, hint, value: Any) -> Any:
                         f"{info.name} = 0.5` is refused in a kernel)")
     if info.kind == "bool":
         return bool(value)
-    return int(SCALAR_CLASSES[info.name](value))
+    number = int(value)
+    if not info.min <= number <= info.max:
+        # As a scalar parameter's: a wrapped value would reach the kernel with no error.
+        raise ValueError(f"{where} is {number}, out of range for {info.name} ({info.min} to "
+                         f"{info.max}); convert it explicitly ({info.name}(x) wraps) if a "
+                         "wrapped value is meant")
+    return number
 
 
 def gpu_struct(cls: _StructClass) -> _StructClass:

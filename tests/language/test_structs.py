@@ -241,8 +241,15 @@ def test_nested_layout_and_host_class(ks):
     with pytest.raises(ValueError, match=r"field 'pos' of Particle: vec3f takes 3 components, "
                                          r"not 2"):
         ks.Particle(pos=[1, 2])
-    m = ks.Mixed(flag=1, small=2**32 + 7)
-    assert m.flag is True and m.small == 7  # an int narrows by wrapping, as in a kernel
+    m = ks.Mixed(flag=1, small=-2**31)
+    assert m.flag is True and m.small == -2**31
+    # An int outside the field's range is refused, as a scalar parameter's is; an explicit
+    # conversion wraps it.
+    for bad in (2**32 + 7, 2**31, -2**31 - 1, np.uint32(2**32 - 1)):
+        with pytest.raises(ValueError, match=rf"field 'small' of Mixed is {int(bad)}, out of "
+                                             r"range for i32 \(-2147483648 to 2147483647\)"):
+            ks.Mixed(small=bad)
+    assert ks.Mixed(small=gn.i32(2**32 + 7)).small == 7
     with pytest.raises(TypeError, match=r"field 'small' of Mixed takes an int \(i32\), not "
                                         r"float 0.5"):
         ks.Mixed(small=0.5)
