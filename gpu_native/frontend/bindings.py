@@ -97,8 +97,9 @@ def pairs_of(target: ast.expr, value: ast.expr) -> list[tuple[ast.Name, ast.expr
 def module_bindings(tree: ast.Module, path: str, lines: list[str]) -> dict[str, list[Binding]]:
     """Every binding of a global name in ``tree``, by name, in source order.
 
-    A star import binds names the source does not show (``from gpu_native import *`` is read by
-    the scan itself) and is left out; so is what only runs as a string (``exec``, ``globals()``).
+    A star import from gpu_native binds each name of ``gpu_native.__all__`` (as Python does); one
+    from another module binds names the source does not show and is left out, as is what only
+    runs as a string (``exec``, ``globals()``).
     """
     found: dict[str, list[Binding]] = {}
     guarded: set[int] = set()  # the statements of a top-level if or try body
@@ -181,6 +182,14 @@ def module_bindings(tree: ast.Module, path: str, lines: list[str]) -> dict[str, 
             guard = id(item) in guarded  # the scan reads these imports
             for alias in item.names:
                 if alias.name == "*":
+                    if isinstance(item, ast.ImportFrom) and item.level == 0 and \
+                            item.module == "gpu_native":
+                        # Every public name, as Python binds them (see :func:`after_star`).
+                        from .. import __all__ as public
+
+                        for name in public:
+                            bind(name, STAR_IMPORT, alias, scope, "" if guard else where,
+                                 plain=True, imported=("from", 0, "gpu_native", name))
                     continue
                 if isinstance(item, ast.Import):
                     local = alias.asname or alias.name.split(".")[0]
@@ -261,6 +270,22 @@ def _declared_global(body: list[ast.stmt]) -> frozenset[str]:
         elif not isinstance(stmt, _FUNCTIONS + (ast.ClassDef,)):
             stack.extend(c for c in ast.iter_child_nodes(stmt) if isinstance(c, _BLOCKS))
     return frozenset(names)
+
+
+#: How a name bound by ``from gpu_native import *`` is bound (:attr:`Binding.how`).
+STAR_IMPORT = "imported by `from gpu_native import *`"
+
+
+def after_star(sites: list[Binding]) -> tuple[list[Binding], Binding | None]:
+    """``sites`` (in source order) without a first one that is ``from gpu_native import *``
+    where the module binds the name again after it, and that star import's site (else None):
+    the later binding is the name's value, as in Python (a ``@gpu_device def dot`` beside the
+    star import's ``dot``, or ``f32 = f64``, which is then refused as a module variable)."""
+    if len(sites) > 1 and sites[0].how == STAR_IMPORT and all(
+            (s.span.line, s.span.col) > (sites[0].span.line, sites[0].span.col)
+            for s in sites[1:]):
+        return sites[1:], sites[0]
+    return sites, None
 
 
 def conflicts(sites: list[Binding]) -> list[Binding]:

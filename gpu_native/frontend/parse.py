@@ -22,7 +22,7 @@ from typing import Any
 from ..errors import SourceSpan
 from ..nodes import Factory, node
 from . import syntax as S
-from .bindings import Binding, conflicts, module_bindings, pairs_of
+from .bindings import Binding, after_star, conflicts, module_bindings, pairs_of
 from .constarrays import ConstArrayDecl, const_array_decl
 from .convert import convert_function, decorated_first_line
 from .source import ast_span, check_depth, line_texts, parse_python
@@ -608,13 +608,22 @@ def scan_module(source: str, path: str, module_name: str | None = None,
             _seed(scan, name, outer)
         scan.hinted = set(hints.outer)
         scan.variant = hints.variant
-    bindings = {name: conflicts(sites)
-                for name, sites in module_bindings(tree, path, scan.lines).items()}
+    bindings = {}
+    shadowed_stars = {}  # name -> the star import's site, where the module binds it again
+    for name, sites in module_bindings(tree, path, scan.lines).items():
+        bindings[name], star = after_star(conflicts(sites))
+        if star is not None:
+            shadowed_stars[name] = star.span
     once = frozenset(name for name, sites in bindings.items() if len(sites) == 1)
     if hints is None:
         _Scanner(scan, is_package, bound_once=once).run(tree)
     else:
         _Scanner(scan, is_package, hints.only, frozenset(hints.captured), once).run(tree)
+    for name, span in shadowed_stars.items():
+        imported = scan.imports.get(name)
+        if imported is not None and (imported.span.line, imported.span.col) == (
+                span.line, span.col):
+            del scan.imports[name]  # still the star import's: the later binding wins
     for name, sites in bindings.items():
         if len(sites) > 1:
             scan.reassigned[name] = tuple(sites)

@@ -132,6 +132,45 @@ def test_unpacking_takes_the_values_before_it_assigns(tmp_path):
     located_transpile_error(source, tmp_path / "consts.py", "'N'")
 
 
+STAR_SHADOWED = """\
+from gpu_native import *
+{rebinding}
+
+@gpu_kernel(Kernel1D)
+def k(c: CUDASliceMut[f64]):
+    i = FlatLayout1D.uid()
+    c[i] = {use}  # <-
+"""
+
+
+@pytest.mark.parametrize("rebinding, use, message", [
+    # The module's f32 is f64: the kernel must not compile the star import's f32.
+    ("f32 = f64", "f32(1.0) / f32(3.0)", "'f32' is a host variable of this module"),
+    ("def f32(x):\n    return x * 2", "f32(1.5)", "'f32' is a host function of this module"),
+    ("f32 = f64\nf32 = f64", "f32(1.5)", "'f32' is assigned more than once"),
+])
+def test_a_name_of_a_star_import_bound_again_is_the_modules(rebinding, use, message,
+                                                            tmp_path):
+    """After `from gpu_native import *`, a name the module binds again is the module's, as in
+    Python: a kernel that uses it is refused where it would be without the star import (the
+    kernel compiled the star import's `f32`)."""
+    source = STAR_SHADOWED.format(rebinding=rebinding, use=use)
+    located_transpile_error(source, tmp_path / "shadow.py", message)
+
+
+def test_a_device_function_named_as_a_star_imported_name_is_called(sim, kernel_module):
+    import numpy as np
+
+    import gpu_native as gn
+
+    module = kernel_module(STAR_SHADOWED.format(
+        rebinding="@gpu_device\ndef dot(a: f64, b: f64) -> f64:\n    return a * b + 1.0",
+        use="dot(f64(2.0), f64(3.0))"))
+    c = gn.zeros(4, gn.f64)
+    module.k.forall(4)(c)
+    np.testing.assert_array_equal(c.to_host(), [7.0] * 4)
+
+
 def test_a_constant_imported_from_a_module_that_binds_it_twice(tmp_path):
     (tmp_path / "sizes.py").write_text("N = 4\nfor N in (9,):\n    pass\n")
     source = "from gpu_native import *\nfrom sizes import N\n" + KERNEL
