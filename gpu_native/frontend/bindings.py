@@ -187,9 +187,9 @@ def module_bindings(tree: ast.Module, path: str, lines: list[str]) -> dict[str, 
                         # Every public name, as Python binds them (see :func:`after_star`).
                         from .. import __all__ as public
 
-                        for name in public:
-                            bind(name, STAR_IMPORT, alias, scope, "" if guard else where,
-                                 plain=True, imported=("from", 0, "gpu_native", name))
+                        for public_name in public:
+                            bind(public_name, STAR_IMPORT, alias, scope, "" if guard else where,
+                                 plain=True, imported=("from", 0, "gpu_native", public_name))
                     continue
                 if isinstance(item, ast.Import):
                     local = alias.asname or alias.name.split(".")[0]

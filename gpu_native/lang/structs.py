@@ -356,13 +356,13 @@ def _host_value(cls_name: str, name: str, info, hint, value: Any) -> Any:
                         f"{info.name} = 0.5` is refused in a kernel)")
     if info.kind == "bool":
         return bool(value)
-    number = int(value)
-    if not info.min <= number <= info.max:
+    whole = int(value)
+    if not info.min <= whole <= info.max:
         # As a scalar parameter's: a wrapped value would reach the kernel with no error.
-        raise ValueError(f"{where} is {number}, out of range for {info.name} ({info.min} to "
+        raise ValueError(f"{where} is {whole}, out of range for {info.name} ({info.min} to "
                          f"{info.max}); convert it explicitly ({info.name}(x) wraps) if a "
                          "wrapped value is meant")
-    return number
+    return whole
 
 
 def gpu_struct(cls: _StructClass) -> _StructClass:
