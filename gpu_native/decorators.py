@@ -38,7 +38,7 @@ from .errors import TranspileError
 from .lang import structs as _structs
 from .lang.layouts import Kernel1D, Kernel2D, Kernel3D
 from .runtime.kernel import Kernel
-from .sources import function_source
+from .sources import function_source, ran_other_code
 from .tracebacks import boundary, strip
 
 P = ParamSpec("P")
@@ -149,6 +149,8 @@ def _kernel_from_source(fn: Callable[P, object], refused: str | None = None) -> 
     source = function_source(code, fn.__name__, globals_)
     if source is None:
         raise _no_source("kernel", fn.__name__, filename)
+    if ran_other_code(source, code):
+        raise _other_code("kernel", fn.__name__, filename, code.co_firstlineno)
     module_name = fn.__module__ or "__main__"
     if module_name in ("__main__", "__mp_main__") and filename.endswith(".py"):
         # A script's kernels get the names `gpu-native precompile script.py` gives them, so its
@@ -253,6 +255,19 @@ def _no_source(what: str, name: str, filename: str) -> TranspileError:
         "exec(compile(src, gn.register_source(src), 'exec'), namespace); or define the kernel "
         "in a .py file or a notebook cell, or ship precompiled kernels (gpu-native precompile) "
         "in an app without sources")
+
+
+def _other_code(what: str, name: str, filename: str, line: int) -> TranspileError:
+    from .errors import SourceSpan
+
+    return TranspileError(
+        f"the source of {what} '{name}' in {filename} is not the code Python ran: the file "
+        "changed after Python read it, or the code was compiled from another text under this "
+        "file's name; gpu_native transpiles the text, so it would build a kernel other than "
+        "the one the program defines",
+        SourceSpan(filename, line), "run the program again after editing the file; compile "
+        "a modified text under a name of its own: exec(compile(src, gn.register_source(src), "
+        "'exec'), namespace)")
 
 
 def _block_end(lines: list[str], first: int) -> int:
@@ -469,6 +484,8 @@ class _Capture:
         source = function_source(code, fn.__name__, fn.__globals__)
         if source is None:
             raise _no_source("device function", fn.__name__, filename)
+        if ran_other_code(source, code):
+            raise _other_code("device function", fn.__name__, filename, code.co_firstlineno)
         digest = hashlib.blake2b(filename.encode(), digest_size=4).hexdigest()
         module = f"{fn.__module__ or '__main__'}@{digest}"
         self._modules[filename] = module  # before its own names: device functions may recurse

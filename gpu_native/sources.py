@@ -21,9 +21,12 @@ another ``exec`` cannot stand in for the right one.
 """
 
 from __future__ import annotations
+import __future__
 
+import functools
 import hashlib
 import linecache
+import operator
 import os
 import re
 import stat
@@ -97,6 +100,46 @@ def function_source(code: CodeType, name: str, globals_: dict) -> str | None:
     if source is None or not defines(source, name, code.co_firstlineno):
         return None
     return source
+
+
+_COMPILED: dict[tuple[str, str, int], CodeType | None] = {}
+_FUTURE = functools.reduce(operator.or_, (getattr(__future__, name).compiler_flag
+                                          for name in __future__.all_feature_names), 0)
+
+
+def ran_other_code(source: str, code: CodeType) -> bool:
+    """Whether ``code``, a function's, was not compiled from ``source``, the text of its file on
+    disk now: the file was edited after Python loaded it, or the code came from another text
+    under its name (``exec(compile(edited, "kern.py", "exec"))``).  The whole text is compiled
+    as Python compiles a module (closures and class bodies alike) and the function at the same
+    line compared with ``code``: equal code objects have the same bytecode, constants, names and
+    lines.  Only for a file on disk that linecache read from it: a notebook cell's text is what
+    IPython compiled after its own transformations, and is not checked."""
+    filename = code.co_filename
+    entry = linecache.cache.get(filename)
+    # (A lazy entry, a 1-tuple, has not read the file.)
+    if _pseudo(filename) or entry is None or len(entry) < 4 or entry[1] is None or \
+            not os.path.isfile(filename):
+        return False
+    key = (filename, hashlib.sha256(source.encode()).hexdigest(), code.co_flags & _FUTURE)
+    if key not in _COMPILED:
+        try:
+            # With the `from __future__` flags the code was compiled with (a compile() inherits
+            # its caller's), not this module's own.
+            _COMPILED[key] = compile(source, filename, "exec", flags=code.co_flags & _FUTURE,
+                                     dont_inherit=True)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            _COMPILED[key] = None  # the transpiler reports the file as it is
+    module = _COMPILED[key]
+    if module is None:
+        return False
+    stack = [module]
+    while stack:
+        current = stack.pop()
+        if current.co_name == code.co_name and current.co_firstlineno == code.co_firstlineno:
+            return current != code
+        stack.extend(c for c in current.co_consts if isinstance(c, CodeType))
+    return True
 
 
 def _pseudo(filename: str) -> bool:

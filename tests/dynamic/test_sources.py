@@ -159,6 +159,67 @@ class TestExecOfAString:
             gn.register_source("x = 1", 3)  # type: ignore[arg-type]
 
 
+CLOSURE_IN_A_FILE = textwrap.dedent('''
+    from gpu_native import gpu_kernel, Kernel1D, CUDASlice, CUDASliceMut, FlatLayout1D, f32
+
+    def make(step: float):
+        @gpu_kernel(Kernel1D)
+        def add(a: CUDASlice[f32], c: CUDASliceMut[f32]):
+            c[FlatLayout1D.uid()] = a[FlatLayout1D.uid()] + step
+        return add
+''')
+
+
+class TestTheFileIsTheCodeThatRan:
+    """A kernel no hook rewrote is transpiled from its file: where the code Python ran is not
+    that file's text (edited after Python read it, or another text compiled under its name), the
+    decorator refuses it rather than build a kernel the program does not define."""
+
+    def _load(self, path, text: str | None = None) -> dict:
+        namespace: dict = {"__name__": "kernels_on_disk"}
+        source = path.read_text() if text is None else text
+        exec(compile(source, str(path), "exec"), namespace)
+        return namespace
+
+    def test_the_unchanged_file_runs(self, tmp_path):
+        from gpu_native.runtime.backend import use
+
+        path = tmp_path / "kernels_on_disk.py"
+        path.write_text(KERNEL_ONLY + CLOSURE_IN_A_FILE.split("\n", 2)[2])
+        namespace = self._load(path)
+        with use("sim"):
+            a = gn.to_device(np.arange(4, dtype=np.float32))
+            c = gn.empty(4, gn.f32)
+            namespace["plus_one"].forall(4)(a, c)
+            assert c.to_host().tolist() == [1.0, 2.0, 3.0, 4.0]
+            namespace["make"](0.5).forall(4)(a, c)  # a closure, compiled inside make()
+            assert c.to_host().tolist() == [0.5, 1.5, 2.5, 3.5]
+
+    @pytest.mark.parametrize("edit", [
+        ("a[idx] + 1.0", "a[idx] + 9.0"),          # a constant
+        ("a: CUDASlice[f32], c: CUDASliceMut[f32]", "c: CUDASlice[f32], a: CUDASliceMut[f32]"),
+        ("a[idx] + 1.0", "a[idx] - 1.0"),          # an operator: the bytecode alone differs
+    ])
+    def test_another_text_under_the_files_name_is_refused(self, edit, tmp_path):
+        path = tmp_path / "kernels_on_disk.py"
+        path.write_text(KERNEL_ONLY)
+        with pytest.raises(TranspileError) as info:
+            self._load(path, KERNEL_ONLY.replace(*edit))
+        message = str(info.value)
+        assert f"{path}:4:1: error: the source of kernel 'plus_one' in {path} is not the " \
+            "code Python ran" in message, message
+        assert "gn.register_source(src)" in message
+
+    def test_a_file_edited_after_python_read_it_is_refused(self, tmp_path):
+        path = tmp_path / "kernels_on_disk.py"
+        path.write_text(KERNEL_ONLY)
+        code = compile(KERNEL_ONLY, str(path), "exec")  # read as the module was loaded
+        path.write_text(KERNEL_ONLY.replace("a[idx] + 1.0", "a[idx] + 2.0"))
+        os.utime(path, (os.path.getmtime(path) + 5,) * 2)  # the edit is seen as one
+        with pytest.raises(TranspileError, match="is not the code Python ran"):
+            exec(code, {"__name__": "kernels_on_disk"})
+
+
 class TestMisuseOutsideTheHook:
     """A decorator call or annotation that Python itself would refuse before the decorator can
     run gets the import hook's located error, not an exception of typing or of the call."""
