@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from .. import ir
+from ..errors import TranspileError
 from ..frontend import syntax as S
 from ..lang import registry as R
 from ..spec import IndexFits, LaunchAssert, ShapeAssert
@@ -373,7 +374,7 @@ class StatementChecker(CheckerBase):
             raise self.error(f"'{name}' holds a random number generator; only philox(...) can "
                              "be assigned to it", target.span)
         assert isinstance(var.ty, (ir.ScalarType, ir.VectorType, ir.TupleType, ir.StructType))
-        converted = self.coerce(value, var.ty, f"assignment to '{name}'")
+        converted = self.coerce_assigned(value, var, name)
         self.bounds.commit()
         self.bounds.assign(var, converted)
         self.assigned.add(name)
@@ -489,6 +490,25 @@ class StatementChecker(CheckerBase):
                              "shared array)", e.span)
         return tuple(dims)
 
+    def coerce_assigned(self, value: ir.Expr, var: ir.Var, name: str) -> ir.Expr:
+        """``value`` converted to ``var``'s type for ``name = value``; a float refused for an
+        integer variable says where the variable got its type (Numba's ``acc = 0`` before
+        ``acc += a[i]`` makes ``acc`` an integer here, as C's ``int acc = 0`` would)."""
+        assert isinstance(var.ty, (ir.ScalarType, ir.VectorType, ir.TupleType, ir.StructType))
+        try:
+            return self.coerce(value, var.ty, f"assignment to '{name}'")
+        except TranspileError as exc:
+            src, dst = value.ty, var.ty
+            if exc.hint is not None or not (
+                    isinstance(src, ir.ScalarType) and src.info.is_float and
+                    isinstance(dst, ir.ScalarType) and dst.info.is_int):
+                raise
+            raise self.error(exc.message, exc.span or value.span, (
+                f"'{name}' is {dst} from its first assignment (line {var.span.line}): a "
+                f"variable keeps one type; for a {src} sum start it as one, `{name} = "
+                f"{src}(0)` or `{name}: {src} = 0`"
+            )) from None
+
     def assign_name_value(self, target: S.Name, value: ir.Expr, span
                           ) -> list[ir.Stmt]:
         name = target.id
@@ -504,7 +524,7 @@ class StatementChecker(CheckerBase):
             raise self.error(f"'{name}' holds a random number generator; only philox(...) can "
                              "be assigned to it", target.span)
         assert isinstance(var.ty, (ir.ScalarType, ir.VectorType, ir.TupleType, ir.StructType))
-        converted = self.coerce(value, var.ty, f"assignment to '{name}'")
+        converted = self.coerce_assigned(value, var, name)
         self.bounds.commit()
         self.bounds.assign(var, converted)
         self.assigned.add(name)

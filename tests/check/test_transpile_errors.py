@@ -123,6 +123,16 @@ def k(a: CUDASlice[f32], out: CUDASliceMut[i32]):
     n = a[i]  # <-
     out[i] = n
 """, "would truncate it"),
+    "float sum started as an int": ("""
+@gpu_kernel(Kernel1D)
+def k(a: CUDASlice2D[f32], out: CUDASliceMut[f32]):
+    r = FlatLayout1D.uid()
+    acc = 0
+    for j in range(a.shape[1]):
+        acc += a[r, j]  # <-
+    out[r] = acc
+""", "hint: 'acc' is i32 from its first assignment (line 16): a variable keeps one type; for a "
+     "f32 sum start it as one, `acc = f32(0)` or `acc: f32 = 0`"),
     "non-unique store": ("""
 @gpu_kernel(Kernel1D)
 def k(a: CUDASliceMut[f32]):
