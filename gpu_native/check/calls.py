@@ -328,8 +328,7 @@ class CallChecker(CheckerBase):
         value = self.materialize(self.expr(got["value"]))
         ty = self.scalar_of(value, f"{name}()'s value")
         lane = self.coerce(self.expr(got[lane_arg]), ir.I32, f"{name}()'s {lane_arg}")
-        width = self.coerce(self.expr(got["width"]), ir.I32, "width") if "width" in got else \
-            ir.Const(e.span, ir.I32, 32)
+        width = self.shuffle_width(name, lane_arg, got, e.span)
         self.traits.note_special("warp")
         if ty == ir.BOOL:
             # A bool moves as the 0 or 1 of an i32 (the warp shuffles move 32-bit words).
@@ -337,6 +336,22 @@ class CallChecker(CheckerBase):
                                                      width), self.mask_arg(got, e.span))
             return ir.Compare(e.span, ir.BOOL, "!=", moved, ir.Const(e.span, ir.I32, 0))
         return ir.WarpOp(e.span, ty, name, (value, lane, width), self.mask_arg(got, e.span))
+
+    def shuffle_width(self, name: str, lane_arg: str, got: dict, span: SourceSpan) -> ir.Expr:
+        """A shuffle's width: 32 where not given; a literal outside 1..32 is refused with the
+        order of the arguments (CUDA's ``__shfl_down_sync`` and Numba's ``shfl_down_sync`` take
+        the mask first, so ``shfl_down(v, 1, 0xffffffff)`` passes a mask as the width)."""
+        if "width" not in got:
+            return ir.Const(span, ir.I32, 32)
+        raw = self.expr(got["width"])
+        if isinstance(raw, WeakConst) and isinstance(raw.value, int) and \
+                not isinstance(raw.value, bool) and not 1 <= raw.value <= 32:
+            raise self.error(
+                f"{name}()'s width is {raw.value}: a width is the number of lanes of a segment, "
+                "a power of two from 1 to 32", raw.span,
+                f"the arguments are ({', '.join(p.name for p in R.GPU_NATIVE[name].params)}); "
+                f"a mask goes by keyword: {name}(value, {lane_arg}, mask={raw.value:#x})")
+        return self.coerce(raw, ir.I32, "width")
 
     def call_vote(self, name: str, e: S.Call) -> ir.Expr:
         entry = R.GPU_NATIVE[name]

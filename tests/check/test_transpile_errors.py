@@ -133,6 +133,13 @@ def k(a: CUDASlice2D[f32], out: CUDASliceMut[f32]):
     out[r] = acc
 """, "hint: 'acc' is i32 from its first assignment (line 16): a variable keeps one type; for a "
      "f32 sum start it as one, `acc = f32(0)` or `acc: f32 = 0`"),
+    "mask passed as a shuffle's width": ("""
+@gpu_kernel(Kernel1D)
+def k(a: CUDASliceMut[f32]):
+    i = FlatLayout1D.uid()
+    a[i] = shfl_down(a[i], 1, 0xffffffff)  # <-
+""", "shfl_down()'s width is 4294967295: a width is the number of lanes of a segment, a power "
+     "of two from 1 to 32\n"),
     "non-unique store": ("""
 @gpu_kernel(Kernel1D)
 def k(a: CUDASliceMut[f32]):
