@@ -9,7 +9,7 @@ from .. import ir
 from ..errors import SourceSpan
 from ..frontend import syntax as S
 from ..lang import registry as R
-from ..lang.spellings import gpu_native_spelling
+from ..lang.spellings import foreign_hint
 from ..lang.types import VECTORS
 from . import promote as P
 from .checker_base import CheckerBase
@@ -591,7 +591,4 @@ def _foreign_hint(func: S.Expr) -> str | None:
         root = root.value
     if isinstance(root, S.Name):
         parts.append(root.id)
-    ours = gpu_native_spelling(func.attr)
-    if ours is None:
-        return None
-    return f"{'.'.join(reversed(parts))} is not gpu_native's: gpu_native spells it {ours}"
+    return foreign_hint(parts[::-1])

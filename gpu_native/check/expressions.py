@@ -11,7 +11,7 @@ from .. import ir
 from ..errors import SourceSpan, TranspileError
 from ..frontend import syntax as S
 from ..lang import registry as R
-from ..lang.spellings import did_you_mean
+from ..lang.spellings import did_you_mean, foreign_hint
 from ..nodes import node
 from . import promote as P
 from .checker_base import CheckerBase
@@ -554,6 +554,8 @@ class ExpressionChecker(CheckerBase):
 
     def visit_Attribute(self, e: S.Attribute) -> ir.Expr:
         sym = self.ctx.resolver.dotted(e.value) if not self.is_local_root(e.value) else None
+        if sym is not None and sym.kind == "host":
+            self.foreign_attribute(sym, e)
         if sym is not None and sym.kind == "gn" and sym.name in SPECIALS:
             axis = self.axis_of(e.attr, e.span)
             self.traits.note_special(sym.name)
@@ -588,6 +590,22 @@ class ExpressionChecker(CheckerBase):
             raise self.error(f"attribute .{e.attr} of an array is not supported in kernels",
                              e.span, _NUMPY_ARRAY_ATTRIBUTES[e.attr])
         raise self.error(f"attribute .{e.attr} is not supported here", e.span)
+
+    def foreign_attribute(self, sym, e: S.Attribute) -> None:
+        """Raise for ``cuda.threadIdx.x`` (an attribute of another GPU language's module) with
+        how gpu_native spells it, where it has a spelling; else return (the base's own error
+        follows)."""
+        dotted = [e.attr]
+        root: S.Expr = e.value
+        while isinstance(root, S.Attribute):
+            dotted.append(root.attr)
+            root = root.value
+        if not isinstance(root, S.Name):
+            return
+        hint = foreign_hint([root.id, *dotted[::-1]])
+        if hint is not None:
+            raise self.error(f"'{root.id}' cannot be used in a kernel: {sym.value}", e.span,
+                             hint)
 
     def axis_of(self, attr: str, span: SourceSpan) -> int:
         if attr not in AXES:

@@ -114,15 +114,31 @@ NUMPY: dict[str, tuple[str, str]] = {
 
 
 def gpu_native_spelling(name: str, module: str = "gpu_native") -> str | None:
-    """How gpu_native spells ``name``: its entry in :data:`FOREIGN`, else the closest name of
-    ``module`` (``"gpu_native"`` or ``"math"``) that kernels can use, else None."""
+    """How gpu_native spells ``name``: its entry in :data:`FOREIGN`, C's float spelling of a
+    math function (``expf`` is ``math.exp``), else the closest name of ``module``
+    (``"gpu_native"`` or ``"math"``) that kernels can use, else None."""
     if name in FOREIGN:
         return FOREIGN[name]
+    if name.endswith("f") and name[:-1] in R.MATH:
+        return f"math.{name[:-1]}"
     names = R.MATH if module == "math" else R.GPU_NATIVE
     close = difflib.get_close_matches(name, list(names), n=1, cutoff=0.8)
     if not close:
         return None
     return f"math.{close[0]}" if module == "math" else close[0]
+
+
+def foreign_hint(dotted: list[str]) -> str | None:
+    """How gpu_native spells an attribute of another GPU language's module, ``dotted`` its
+    names from the module's (``["cuda", "atomic", "add"]``, ``["cuda", "threadIdx", "x"]``): the
+    first attribute from the module out that :data:`FOREIGN` names, else the last one's
+    spelling; as the hint ``cuda.atomic.add is not gpu_native's: gpu_native spells it ...``."""
+    ours = next((FOREIGN[a] for a in dotted[1:] if a in FOREIGN), None)
+    if ours is None and len(dotted) > 1:
+        ours = gpu_native_spelling(dotted[-1])
+    if ours is None:
+        return None
+    return f"{'.'.join(dotted)} is not gpu_native's: gpu_native spells it {ours}"
 
 
 def did_you_mean(name: str, module: str = "gpu_native") -> str:
@@ -134,4 +150,4 @@ def did_you_mean(name: str, module: str = "gpu_native") -> str:
     return "" if ours is None or ours == name else f" (gpu_native spells it {ours})"
 
 
-__all__ = ["FOREIGN", "NUMPY", "did_you_mean", "gpu_native_spelling"]
+__all__ = ["FOREIGN", "NUMPY", "did_you_mean", "foreign_hint", "gpu_native_spelling"]

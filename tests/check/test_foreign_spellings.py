@@ -57,6 +57,42 @@ def k(out: CUDASliceMut[f32]):
     cuda.syncthreads()  # <-
     out[thread_idx.x] = 1.0
 """, "cuda.syncthreads is not gpu_native's: gpu_native spells it sync_threads()"),
+    "Numba's cuda.threadIdx": ("""
+from numba_is_not_here import cuda
+
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f32]):
+    out[cuda.threadIdx.x] = 1.0  # <-
+""", "hint: cuda.threadIdx is not gpu_native's: gpu_native spells it thread_idx"),
+    "Numba's cuda.laneid": ("""
+from numba_is_not_here import cuda
+
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f32]):
+    out[thread_idx.x] = f32(cuda.laneid)  # <-
+""", "hint: cuda.laneid is not gpu_native's: gpu_native spells it lane_id()"),
+    "Numba's cuda.atomic.add": ("""
+from numba_is_not_here import cuda
+
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f32]):
+    cuda.atomic.add(out, 0, 1.0)  # <-
+""", "hint: cuda.atomic.add is not gpu_native's: gpu_native spells it "
+     "x.atomic_ref(i).fetch_add(value) and its siblings"),
+    "Numba's cuda.shared.array": ("""
+from numba_is_not_here import cuda
+
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f32]):
+    s = cuda.shared.array(32, f32)  # <-
+    out[thread_idx.x] = 1.0
+""", "hint: cuda.shared.array is not gpu_native's: gpu_native spells it "
+     "shared_array(dtype, shape)"),
+    "C's float spelling of a math function": ("""
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f32]):
+    out[thread_idx.x] = expf(1.0)  # <-
+""", "name 'expf' is not defined (gpu_native spells it math.exp)"),
     "Triton's program_id": ("""
 @gpu_kernel(Kernel1D)
 def k(out: CUDASliceMut[f32]):
