@@ -17,22 +17,32 @@ from .errors import GpuNativeError, TranspileError
 def cmd_expand(args: argparse.Namespace) -> int:
     """Print the module as the import hook rewrites it (for reading, or ``--exact``), its CUDA
     C++ (``--cuda``), or the proofs behind it (``--proofs``)."""
+    prog = args.prog
     if args.prelude:
+        given = [what for what, value in (("a FILE", args.file), ("--kernel", args.kernel),
+                                          ("--module", args.module)) if value is not None]
+        if given:
+            raise SystemExit(f"{prog}: --prelude prints the header every kernel includes, the "
+                             f"same for every module, and takes no {' or '.join(given)}")
         from .headers import header_text
 
         sys.stdout.write(header_text())
         return 0
     if args.file is None:
-        raise SystemExit("gpu-native expand: give a FILE, or --prelude to print the prelude header")
+        raise SystemExit(f"{prog}: give a FILE, or --prelude to print the prelude header")
+    module_name = args.module
+    if module_name is not None and not all(
+            part.isidentifier() for part in module_name.split(".")):
+        raise SystemExit(f"{prog}: --module {module_name!r} is not a module name (dotted "
+                         "identifiers, as in `import pkg.mod`)")
     from .frontend.source import read_source
 
     # Decoded as `import` decodes it (coding cookie, BOM); a FIFO or a device is refused.
     source = read_source(args.file)
-    module_name = args.module
     if args.exact:
         if args.kernel is not None:
-            raise SystemExit("gpu-native expand: --exact prints the whole module; --kernel "
-                             "goes with the other forms")
+            raise SystemExit(f"{prog}: --exact prints the whole module; --kernel goes with the "
+                             "other forms")
         from .rewrite import rewrite_module
 
         sys.stdout.write(rewrite_module(source, args.file, module_name).source)
@@ -88,7 +98,7 @@ def build_parser(prog: str = "gpu-native") -> argparse.ArgumentParser:
     p.add_argument("--kernel", metavar="NAME", help="only this kernel")
     p.add_argument("--module", metavar="NAME", help="the file's module name (default: guessed "
                    "from the package layout)")
-    p.set_defaults(func=cmd_expand)
+    p.set_defaults(func=cmd_expand, prog=p.prog)
 
     from .commands import add_subcommands
 

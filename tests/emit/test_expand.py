@@ -248,6 +248,27 @@ def test_a_file_without_kernels_is_printed_with_a_note(tmp_path, capsys):
     assert capsys.readouterr().err == ""
 
 
+@pytest.mark.parametrize("args, message", [
+    (["expand", "--prelude", "forms.py"], "gpu-native expand: --prelude prints the header "
+     "every kernel includes, the same for every module, and takes no a FILE"),
+    (["expand", "--prelude", "--kernel", "scale"], "takes no --kernel"),
+    (["expand", "forms.py", "--module", ""], "gpu-native expand: --module '' is not a module "
+     "name"),
+    (["expand", "forms.py", "--module", "1.2..x"], "--module '1.2..x' is not a module name"),
+])
+def test_arguments_that_would_be_ignored_are_refused(args, message, tmp_path, monkeypatch):
+    # --prelude printed the header whatever FILE was given; --module took any text.
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "forms.py").write_text(SOURCE)
+    with pytest.raises(SystemExit, match=re.escape(message)):
+        main(args)
+
+
+def test_messages_name_the_command_as_it_was_run(tmp_path):
+    with pytest.raises(SystemExit, match=r"^python -m gpu_native expand: give a FILE"):
+        main(["expand"], prog="python -m gpu_native")
+
+
 def test_an_empty_kernel_name_is_an_unknown_kernel(tmp_path, capsys):
     # --kernel '' printed nothing and exited 0 (an empty name read as no filter).
     path = tmp_path / "one.py"
