@@ -302,10 +302,25 @@ def _host_field_info(cls_name: str, name: str, ann: Any) -> Any:
         info = None
     if info is None or getattr(info, "elem", info).name == "bf16":
         # bf16 has no NumPy dtype of its own, so no structured dtype holds one.
-        raise TypeError(f"field '{name}' of struct {cls_name} has type {ann!r}; a struct field "
-                        "is a scalar type (bool_, i8 ... u64, f16, f32, f64), a vector type "
-                        "(vec3f ..., vec2h, not vec2bf) or another @gpu_struct class")
+        origin = getattr(ann, "__origin__", None)
+        array = " (an array is passed as a kernel parameter of its own)" if getattr(
+            origin, "__name__", "").startswith("CUDASlice") else ""
+        raise TypeError(f"field '{name}' of struct {cls_name} has type {_shown(ann)}; a struct "
+                        "field is a scalar type (bool_, i8 ... u64, f16, f32, f64), a vector "
+                        f"type (vec3f ..., vec2h, not vec2bf) or another @gpu_struct "
+                        f"class{array}")
     return info
+
+
+def _shown(ann: Any) -> str:
+    """``ann`` as a user writes it: ``CUDASlice[f32]``, not its generic alias's repr with the
+    layout marker gpu_native adds."""
+    origin = getattr(ann, "__origin__", None)
+    if origin is None:
+        return getattr(ann, "__name__", repr(ann))
+    args = [_shown(a) for a in getattr(ann, "__args__", ())
+            if not getattr(a, "__name__", "").startswith("_")]
+    return f"{getattr(origin, '__name__', repr(origin))}[{', '.join(args)}]"
 
 
 def _zero(info) -> Any:

@@ -350,6 +350,13 @@ def test_host_class_refuses_unsupported_fields():
         @gn.gpu_struct
         class Bad:
             x: str
+    # Named as written, not as the generic alias's repr with gpu_native's layout marker.
+    with pytest.raises(TypeError, match=r"field 'a' of struct Arr has type CUDASlice\[f32\]; .*"
+                                        r"\(an array is passed as a kernel parameter of its "
+                                        r"own\)$"):
+        @gn.gpu_struct
+        class Arr:
+            a: gn.CUDASlice[gn.f32]
 
 
 # ---- transpile errors ------------------------------------------------------------------------------

@@ -83,6 +83,15 @@ def test_an_unknown_type_is_a_type_error(backend):
         gn.to_device(np.zeros(4, np.float32)).view("float128")
 
 
+def test_a_big_endian_array_names_the_conversion(backend):
+    big = np.arange(4, dtype=">f4")
+    with pytest.raises(TypeError, match=r">f4 has no gpu_native scalar type: its bytes are "
+                                        r"big-endian .*a.astype\(a.dtype.newbyteorder\('='\)\)"):
+        gn.to_device(big)
+    np.testing.assert_array_equal(
+        gn.to_device(big.astype(big.dtype.newbyteorder("="))).to_host(), [0, 1, 2, 3])
+
+
 def test_an_f32_array_views_as_complex_pairs(backend):
     d = gn.to_device(np.arange(4, dtype=np.float32))
     np.testing.assert_array_equal(d.view(gn.complex64).to_host(), [0 + 1j, 2 + 3j])
