@@ -132,9 +132,13 @@ def hint_for(a: StoreForm, b: StoreForm, outcome: PairProof, space: str) -> str:
                 "if is_last[0] == 1: ...), or wrap the store in `with unsafe():`")
     strides = constant_block_strides(a)
     if strides:
-        steps = " and ".join(f"{k} per block (block_idx.{b} * {k} + thread_idx.{n})"
-                             for n, b, k in strides)
-        asserts = " and ".join(dict.fromkeys(f"block_dim.{n} == {k}" for n, _, k in strides))
+        steps = " and ".join(f"{k} per block (block_idx.{b} * {k} + thread_idx.{n}"
+                             + (f" + a loop counter stepping by {r}" if r < k else "") + ")"
+                             for n, b, k, r in strides)
+        # A loop over the tile in steps of r (a transpose's `for j in range(0, TILE, ROWS)`
+        # beside `thread_idx.y + j`) leaves r threads along that axis, not k.
+        asserts = " and ".join(dict.fromkeys(f"block_dim.{n} == {r}"
+                                             for n, _, _, r in strides))
         return (f"the index steps by {steps}, which tells threads apart only in blocks no "
                 f"larger than that: assert it (`assert {asserts}` at the top of the kernel, "
                 "checked once per launch), or step by the block's extent "
@@ -299,14 +303,18 @@ def block_multiple(form: StoreForm, axis: int) -> int:
     return 1
 
 
-def constant_block_strides(form: StoreForm) -> list[tuple[str, str, int]]:
+def constant_block_strides(form: StoreForm) -> list[tuple[str, str, int, int]]:
     """Where an index of ``form`` holds ``block_idx.b * k + thread_idx.n`` (k > 1 a constant)
-    with the block's extent along ``n`` unknown, ``(n, b, k)``: ``[("y", "y", 16), ("x", "x",
-    16)]``, or ``("x", "y", 32)`` for a transpose's ``block_idx.y * 32 + thread_idx.x``."""
+    with the block's extent along ``n`` unknown, ``(n, b, k, r)``: ``[("y", "y", 16, 16), ("x",
+    "x", 16, 16)]``, or ``("x", "y", 32, 32)`` for a transpose's ``block_idx.y * 32 +
+    thread_idx.x``; ``r`` is the smallest step below ``k`` of a loop counter in the same index
+    (``block_idx.x * 32 + thread_idx.y + j``, ``j`` stepping by 8: 8), else ``k``."""
     found = []
     for p in form.dims:
         coefficients = {m[0].coord: k for m, k in p.terms
                         if len(m) == 1 and isinstance(m[0], Digit) and m[0].part == "all"}
+        rounds = [k for c, k in coefficients.items() if c.startswith("loop:") and
+                  isinstance(k, int) and k > 0]
         for axis, name in enumerate("xyz"):
             if (coefficients.get(f"tid{axis}") != 1
                     or SpecialKey("block_dim", axis) in form.launch):
@@ -315,6 +323,7 @@ def constant_block_strides(form: StoreForm) -> list[tuple[str, str, int]]:
             for b in sorted(range(3), key=lambda b: b != axis):
                 k = coefficients.get(f"bid{b}")
                 if isinstance(k, int) and k > 1:
-                    found.append((name, "xyz"[b], k))
+                    found.append((name, "xyz"[b], k, min([r for r in rounds if r < k],
+                                                         default=k)))
                     break
     return found

@@ -178,6 +178,31 @@ def test_a_transposed_block_stride_asks_for_the_block_shape_assert_too():
     assert "FlatLayout1D.uid()" not in text, text
 
 
+ROWS_LOOP = """
+from gpu_native import Kernel2D, CUDASlice2D, CUDASliceMut2D, block_idx
+
+@gpu_kernel(Kernel2D)
+def k(odata: CUDASliceMut2D[f32], idata: CUDASlice2D[f32]):
+    x = block_idx.y * 32 + thread_idx.x
+    y = block_idx.x * 32 + thread_idx.y
+    for j in range(0, 32, 8):
+        if y + j < odata.shape[0] and x < odata.shape[1]:
+            odata[y + j, x] = idata[x, y + j]
+"""
+
+
+def test_a_tile_walked_in_rows_asks_for_the_rows_of_its_loop():
+    """The CUDA samples' 32 x 8 transpose walks a 32-row tile in 4 rounds of 8 rows: the block
+    is 8 rows high, and `block_dim.y == 32` (the hint before) is refused in its turn."""
+    text = refusal(ROWS_LOOP)
+    assert "(block_idx.x * 32 + thread_idx.y + a loop counter stepping by 8)" in text, text
+    assert "`assert block_dim.y == 8 and block_dim.x == 32`" in text, text
+    source = HEAD + textwrap.dedent(ROWS_LOOP).replace(
+        "    x = block_idx.y", "    assert block_dim.y == 8 and block_dim.x == 32\n"
+        "    x = block_idx.y")
+    transpile_module(source, "culprit.py", "culprit")
+
+
 def test_with_the_block_shape_asserted_the_store_is_proven():
     source = HEAD + textwrap.dedent(TILED).replace(
         "    x = block_idx.x", "    assert block_dim.x == 16 and block_dim.y == 16\n"
