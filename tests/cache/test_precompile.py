@@ -234,6 +234,24 @@ class TestPrecompile:
             "@gpu_kernel function" in err, err
         assert len(err.strip().splitlines()) == 1 and not (tmp_path / "out").exists()
 
+    def test_a_kernel_defined_in_a_function_is_named_as_not_built(self, tmp_path, capsys):
+        # It was left out with no word: "defines no @gpu_kernel function" where it was alone.
+        closure = ("from gpu_native import gpu_kernel, Kernel1D, CUDASliceMut, f32, "
+                   "FlatLayout1D\n\ndef make(scale: float):\n    @gpu_kernel(Kernel1D)\n"
+                   "    def scaled(c: CUDASliceMut[f32]):\n"
+                   "        c[FlatLayout1D.uid()] = scale\n    return scaled\n")
+        (tmp_path / "clos.py").write_text(closure)
+        assert cli.main(["precompile", "clos.py", "--arch", "sm_90", "--out", "out"]) == 1
+        err = capsys.readouterr().err
+        assert "nothing to build for sm_90: clos.scaled (line 4) was not built: a kernel defined " \
+            "inside a function is built when the function runs, from the values it captures; " \
+            "define it at module level to precompile it" in err, err
+        (tmp_path / "both.py").write_text(SUBKERNELS + "\n" + closure.split("\n", 2)[2])
+        assert cli.main(["precompile", "both.py", "--arch", "sm_90", "--out", "out"]) == 0
+        assert "note: both.scaled (line" in capsys.readouterr().err
+        manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+        assert [k["label"] for k in manifest["kernels"]] == ["both.negate"]
+
     def test_parse_archs(self):
         assert parse_archs(["sm_80,sm_90", "sm_90", " sm_100a "]) == ("sm_80", "sm_90", "sm_100a")
         with pytest.raises(GpuNativeError, match="no GPU architecture"):
