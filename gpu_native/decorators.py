@@ -149,7 +149,7 @@ def _kernel_from_source(fn: Callable[P, object], refused: str | None = None) -> 
     source = function_source(code, fn.__name__, globals_)
     if source is None:
         raise _no_source("kernel", fn.__name__, filename)
-    if ran_other_code(source, code):
+    if ran_other_code(source, code, globals_):
         raise _other_code("kernel", fn.__name__, filename, code.co_firstlineno)
     module_name = fn.__module__ or "__main__"
     if module_name in ("__main__", "__mp_main__") and filename.endswith(".py"):
@@ -484,7 +484,7 @@ class _Capture:
         source = function_source(code, fn.__name__, fn.__globals__)
         if source is None:
             raise _no_source("device function", fn.__name__, filename)
-        if ran_other_code(source, code):
+        if ran_other_code(source, code, fn.__globals__):
             raise _other_code("device function", fn.__name__, filename, code.co_firstlineno)
         digest = hashlib.blake2b(filename.encode(), digest_size=4).hexdigest()
         module = f"{fn.__module__ or '__main__'}@{digest}"

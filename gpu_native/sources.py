@@ -31,6 +31,7 @@ import os
 import re
 import stat
 import sys
+from importlib.machinery import SourceFileLoader, SourcelessFileLoader
 from importlib.util import decode_source
 from types import CodeType, FrameType
 
@@ -107,14 +108,20 @@ _FUTURE = functools.reduce(operator.or_, (getattr(__future__, name).compiler_fla
                                           for name in __future__.all_feature_names), 0)
 
 
-def ran_other_code(source: str, code: CodeType) -> bool:
+def ran_other_code(source: str, code: CodeType, globals_: dict) -> bool:
     """Whether ``code``, a function's, was not compiled from ``source``, the text of its file on
     disk now: the file was edited after Python loaded it, or the code came from another text
     under its name (``exec(compile(edited, "kern.py", "exec"))``).  The whole text is compiled
     as Python compiles a module (closures and class bodies alike) and the function at the same
     line compared with ``code``: equal code objects have the same bytecode, constants, names and
-    lines.  Only for a file on disk that linecache read from it: a notebook cell's text is what
-    IPython compiled after its own transformations, and is not checked."""
+    lines.  Only for a file on disk that linecache read from it, in a module Python's own
+    loaders load (``globals_`` is the function's): a notebook cell's text is what IPython
+    compiled after its own transformations, and a loader that rewrites the module (pytest's
+    assertion rewriting, this package's import hook) compiles other code from the same text;
+    neither is checked."""
+    loader = globals_.get("__loader__")
+    if loader is not None and type(loader) not in (SourceFileLoader, SourcelessFileLoader):
+        return False
     filename = code.co_filename
     entry = linecache.cache.get(filename)
     # (A lazy entry, a 1-tuple, has not read the file.)

@@ -210,6 +210,28 @@ class TestTheFileIsTheCodeThatRan:
             "code Python ran" in message, message
         assert "gn.register_source(src)" in message
 
+    def test_a_module_a_loader_rewrites_is_not_compared(self, tmp_path):
+        # pytest's assertion rewriting compiles a test module's kernels (their asserts
+        # included) from a rewritten tree: other code from the same, unchanged text.
+        (tmp_path / "test_kernel_here.py").write_text(textwrap.dedent('''
+            import gpu_native as gn
+            from gpu_native import gpu_kernel, Kernel1D, CUDASliceMut, f32, FlatLayout1D
+            from gpu_native import block_dim
+
+            @gpu_kernel(Kernel1D)
+            def k(out: CUDASliceMut[f32]):
+                assert block_dim.x == 4
+                out[FlatLayout1D.uid()] = 1.0
+
+            def test_k():
+                out = gn.zeros(4, gn.f32)
+                k[1, 4](out)
+                assert out.to_host().tolist() == [1.0] * 4
+        '''))
+        done = _run(["-m", "pytest", "-q", "-p", "no:cacheprovider", "test_kernel_here.py"],
+                    tmp_path)
+        assert done.returncode == 0 and "1 passed" in done.stdout, done.stdout + done.stderr
+
     def test_a_file_edited_after_python_read_it_is_refused(self, tmp_path):
         path = tmp_path / "kernels_on_disk.py"
         path.write_text(KERNEL_ONLY)
