@@ -216,7 +216,7 @@ def plan(modules: Sequence[SourceModule], archs: Sequence[str],
             skipped += [f"{module.name}.{name} (line {line}) was not built: a kernel defined "
                         "inside a function is built when the function runs, from the values "
                         "it captures; define it at module level to precompile it"
-                        for name, line in _nested_kernels(source)]
+                        for name, line in transpiled.scan.deferred]
         for kernel in transpiled.kernels:
             for variant in kernel.variants:
                 label = kernel_label(kernel.module, kernel.name, variant.types)
@@ -237,27 +237,6 @@ def plan(modules: Sequence[SourceModule], archs: Sequence[str],
                            "or newer")
                     skipped.append(f"{label} was not built for {', '.join(left_out)}: {why}")
     return jobs
-
-
-def _nested_kernels(source: str) -> list[tuple[str, int]]:
-    """``(name, line)`` of each function inside another function whose decorators mention
-    ``gpu_kernel`` (closures, which the import hook leaves to their decorators)."""
-    import ast
-
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return []  # the transpiler has reported it
-    functions = (ast.FunctionDef, ast.AsyncFunctionDef)
-    found = []
-    for outer in ast.walk(tree):
-        if not isinstance(outer, functions):
-            continue
-        for inner in ast.walk(outer):
-            if inner is not outer and isinstance(inner, functions) and any(
-                    "gpu_kernel" in ast.unparse(d) for d in inner.decorator_list):
-                found.append((inner.name, min(d.lineno for d in inner.decorator_list)))
-    return sorted(set(found), key=lambda t: t[1])
 
 
 # ---- building -------------------------------------------------------------------------------

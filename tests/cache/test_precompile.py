@@ -251,6 +251,13 @@ class TestPrecompile:
         assert "note: both.scaled (line" in capsys.readouterr().err
         manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
         assert [k["label"] for k in manifest["kernels"]] == ["both.negate"]
+        # One that captures nothing is transpiled with the module and built, with no note.
+        (tmp_path / "plain.py").write_text(closure.replace("scale: float", "").replace(
+            "= scale", "= 1.0"))
+        assert cli.main(["precompile", "plain.py", "--arch", "sm_90", "--out", "out2"]) == 0
+        assert "was not built" not in capsys.readouterr().err
+        manifest = json.loads((tmp_path / "out2" / "manifest.json").read_text())
+        assert [k["label"] for k in manifest["kernels"]] == ["plain.scaled"]
 
     def test_parse_archs(self):
         assert parse_archs(["sm_80,sm_90", "sm_90", " sm_100a "]) == ("sm_80", "sm_90", "sm_100a")
