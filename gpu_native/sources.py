@@ -103,7 +103,9 @@ def function_source(code: CodeType, name: str, globals_: dict) -> str | None:
     return source
 
 
-_COMPILED: dict[tuple[str, str, int], CodeType | None] = {}
+# A file name -> (its linecache size and mtime, the future flags, its functions' code objects
+# by (name, first line)): one entry per file, replaced when the file changes.
+_COMPILED: dict[str, tuple[tuple, dict[tuple[str, int], CodeType]]] = {}
 _FUTURE = functools.reduce(operator.or_, (getattr(__future__, name).compiler_flag
                                           for name in __future__.all_feature_names), 0)
 
@@ -128,25 +130,24 @@ def ran_other_code(source: str, code: CodeType, globals_: dict) -> bool:
     if _pseudo(filename) or entry is None or len(entry) < 4 or entry[1] is None or \
             not os.path.isfile(filename):
         return False
-    key = (filename, hashlib.sha256(source.encode()).hexdigest(), code.co_flags & _FUTURE)
-    if key not in _COMPILED:
+    flags = code.co_flags & _FUTURE
+    version = (entry[0], entry[1], flags)  # the text linecache holds, read at that mtime
+    known = _COMPILED.get(filename)
+    if known is None or known[0] != version:
         try:
             # With the `from __future__` flags the code was compiled with (a compile() inherits
             # its caller's), not this module's own.
-            _COMPILED[key] = compile(source, filename, "exec", flags=code.co_flags & _FUTURE,
-                                     dont_inherit=True)
+            module = compile(source, filename, "exec", flags=flags, dont_inherit=True)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
-            _COMPILED[key] = None  # the transpiler reports the file as it is
-    module = _COMPILED[key]
-    if module is None:
-        return False
-    stack = [module]
-    while stack:
-        current = stack.pop()
-        if current.co_name == code.co_name and current.co_firstlineno == code.co_firstlineno:
-            return current != code
-        stack.extend(c for c in current.co_consts if isinstance(c, CodeType))
-    return True
+            return False  # the transpiler reports the file as it is
+        functions: dict[tuple[str, int], CodeType] = {}
+        stack = [module]
+        while stack:
+            current = stack.pop()
+            functions.setdefault((current.co_name, current.co_firstlineno), current)
+            stack.extend(c for c in current.co_consts if isinstance(c, CodeType))
+        known = _COMPILED[filename] = (version, functions)
+    return known[1].get((code.co_name, code.co_firstlineno)) != code
 
 
 def _pseudo(filename: str) -> bool:
