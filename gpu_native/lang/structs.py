@@ -336,7 +336,7 @@ def _zero(info) -> Any:
 def _host_value(cls_name: str, name: str, info, hint, value: Any) -> Any:
     """A field's value as the host instance keeps it, converted as an assignment in a kernel
     converts it: an int to a float field becomes a float (``P(mass=1)`` is ``1.0``; a launch
-    rounds it to the field's type), an int to an integer field wraps to its width, a sequence
+    rounds it to the field's type), an int to an integer field is itself, a sequence
     to a vector field is that vector; a float to an integer field, an int outside an integer
     field's range (as a scalar parameter's is), a str or None anywhere, and a value of another
     struct are refused."""
@@ -374,7 +374,9 @@ def _host_value(cls_name: str, name: str, info, hint, value: Any) -> Any:
     whole = int(value)
     if not info.min <= whole <= info.max:
         # As a scalar parameter's: a wrapped value would reach the kernel with no error.
-        raise ValueError(f"{where} is {whole}, out of range for {info.name} ({info.min} to "
+        shown = str(whole) if whole.bit_length() <= 128 else \
+            f"an integer of {whole.bit_length()} bits"  # str() of a huge one may be refused
+        raise ValueError(f"{where} is {shown}, out of range for {info.name} ({info.min} to "
                          f"{info.max}); convert it explicitly ({info.name}(x) wraps) if a "
                          "wrapped value is meant")
     return whole
