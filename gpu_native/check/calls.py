@@ -9,11 +9,18 @@ from .. import ir
 from ..errors import SourceSpan
 from ..frontend import syntax as S
 from ..lang import registry as R
-from ..lang.spellings import foreign_hint
 from ..lang.types import VECTORS
 from . import promote as P
 from .checker_base import CheckerBase
-from .expressions import ATOMIC_METHODS, LAYOUTS, AtomicHandle, GeneratorType, UidValue, WeakConst
+from .expressions import (
+    ATOMIC_METHODS,
+    LAYOUTS,
+    AtomicHandle,
+    GeneratorType,
+    UidValue,
+    WeakConst,
+    foreign_hint_of,
+)
 
 
 class CallChecker(CheckerBase):
@@ -53,7 +60,7 @@ class CallChecker(CheckerBase):
             if sym is not None:
                 return self.call_symbol(sym, e)
         raise self.error("only gpu_native intrinsics, math functions and @gpu_device functions "
-                         "can be called in kernels", e.func.span, _foreign_hint(func))
+                         "can be called in kernels", e.func.span, foreign_hint_of(func))
 
     def is_module_path(self, e: S.Expr) -> bool:
         if self.is_local_root(e):
@@ -577,18 +584,3 @@ _GN_CALLS: dict[str, str] = {
 
 _BUILTIN_CALLS: dict[str, Callable] = {
     e.name: getattr(CallChecker, e.check) for e in R.BUILTINS.values() if e.form == "call"}
-
-
-def _foreign_hint(func: S.Expr) -> str | None:
-    """Where a refused callee is another GPU language's name (Numba-CUDA's
-    ``cuda.syncthreads``, a CUDA intrinsic), how gpu_native spells it."""
-    if not isinstance(func, S.Attribute):
-        return None
-    parts = [func.attr]
-    root: S.Expr = func.value
-    while isinstance(root, S.Attribute):
-        parts.append(root.attr)
-        root = root.value
-    if isinstance(root, S.Name):
-        parts.append(root.id)
-    return foreign_hint(parts[::-1])

@@ -298,9 +298,7 @@ class ExpressionChecker(CheckerBase):
                              "kernels can use their parameters, locals, module constants, "
                              "gpu_native names, math functions and @gpu_device functions")
         if sym.kind == "host":
-            raise self.error(f"'{sym.name}' cannot be used in a kernel: {sym.value}", e.span,
-                             "kernels can only call gpu_native intrinsics, math functions and "
-                             "@gpu_device functions")
+            raise self.host_error(sym, e.span)
         if sym.kind == "module":
             raise self.error(f"the module '{sym.name}' is not a value", e.span)
         if sym.kind == "typevar":
@@ -595,17 +593,15 @@ class ExpressionChecker(CheckerBase):
         """Raise for ``cuda.threadIdx.x`` (an attribute of another GPU language's module) with
         how gpu_native spells it, where it has a spelling; else return (the base's own error
         follows)."""
-        dotted = [e.attr]
-        root: S.Expr = e.value
-        while isinstance(root, S.Attribute):
-            dotted.append(root.attr)
-            root = root.value
-        if not isinstance(root, S.Name):
-            return
-        hint = foreign_hint([root.id, *dotted[::-1]])
+        hint = foreign_hint_of(e)
         if hint is not None:
-            raise self.error(f"'{root.id}' cannot be used in a kernel: {sym.value}", e.span,
-                             hint)
+            raise self.host_error(sym, e.span, hint)
+
+    def host_error(self, sym, span: SourceSpan, hint: str | None = None) -> TranspileError:
+        """The error for a name of the host (``sym``, of kind ``host``) used in a kernel."""
+        return self.error(f"'{sym.name}' cannot be used in a kernel: {sym.value}", span,
+                          hint or "kernels can only call gpu_native intrinsics, math functions "
+                          "and @gpu_device functions")
 
     def axis_of(self, attr: str, span: SourceSpan) -> int:
         if attr not in AXES:
@@ -721,3 +717,19 @@ def _float_to_int(value: float, info) -> int:
     if value in (float("inf"), float("-inf")):
         return int(info.max if value > 0 else info.min)
     return int(max(info.min, min(info.max, int(value))))
+
+
+def foreign_hint_of(e: S.Expr) -> str | None:
+    """How gpu_native spells ``e``, an attribute of another GPU language's module reached from a
+    name (``cuda.syncthreads``, ``cuda.atomic.add``): :func:`~gpu_native.lang.spellings.
+    foreign_hint` of its dotted names, or None."""
+    if not isinstance(e, S.Attribute):
+        return None
+    parts = []
+    root: S.Expr = e
+    while isinstance(root, S.Attribute):
+        parts.append(root.attr)
+        root = root.value
+    if not isinstance(root, S.Name):
+        return None
+    return foreign_hint([root.id, *parts[::-1]])
