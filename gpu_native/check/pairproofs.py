@@ -177,13 +177,15 @@ class PairProofs(IndexClasses):
         the ``implied`` assumptions), ``tree`` its launch-check tree."""
         from .splits import deep
         out: list[tuple] = []
+        seen: set = set()  # the bounds as written (out's are rewritten by `implied`)
         for form in raw:
             for _, u in form.bounded:
-                if not is_uniform(u) or var in {x for m, _ in u.terms for x in m}:
+                if not is_uniform(u) or any(var in m for m, _ in u.terms) or u in seen:
                     continue
                 tree = poly_tree(u, self.param_index)
-                if tree is None or any(b == u for b, _ in out):
+                if tree is None:
                     continue
+                seen.add(u)
                 bound = u
                 for assumption in implied:
                     bound = substitute(bound, deep(assumption.replace))

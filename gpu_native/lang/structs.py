@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 
 from ..nodes import node
+from .params import _ArrayParam, _Contiguous
 from .types import SCALARS, VECTORS, ScalarInfo, VectorInfo
 
 __all__ = ["StructField", "StructInfo", "gpu_struct", "parse_key", "struct_info_of_dtype"]
@@ -303,8 +304,8 @@ def _host_field_info(cls_name: str, name: str, ann: Any) -> Any:
     if info is None or getattr(info, "elem", info).name == "bf16":
         # bf16 has no NumPy dtype of its own, so no structured dtype holds one.
         origin = getattr(ann, "__origin__", None)
-        array = " (an array is passed as a kernel parameter of its own)" if getattr(
-            origin, "__name__", "").startswith("CUDASlice") else ""
+        array = " (an array is passed as a kernel parameter of its own)" if isinstance(
+            origin, type) and issubclass(origin, _ArrayParam) else ""
         raise TypeError(f"field '{name}' of struct {cls_name} has type {_shown(ann)}; a struct "
                         "field is a scalar type (bool_, i8 ... u64, f16, f32, f64), a vector "
                         f"type (vec3f ..., vec2h, not vec2bf) or another @gpu_struct "
@@ -318,8 +319,7 @@ def _shown(ann: Any) -> str:
     origin = getattr(ann, "__origin__", None)
     if origin is None:
         return getattr(ann, "__name__", repr(ann))
-    args = [_shown(a) for a in getattr(ann, "__args__", ())
-            if not getattr(a, "__name__", "").startswith("_")]
+    args = [_shown(a) for a in getattr(ann, "__args__", ()) if a is not _Contiguous]
     return f"{getattr(origin, '__name__', repr(origin))}[{', '.join(args)}]"
 
 
