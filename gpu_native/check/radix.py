@@ -123,14 +123,17 @@ def prove_pair(a: StoreForm, b: StoreForm, required: frozenset[str],
     store beside the tile's), though the digit no longer pairs with the other store's (the
     same thread reaching both stores, which is no race, shows as two)."""
     outcome = _prove_pair(a, b, required, same, False)
+    assert outcome is not None  # only a try with the pins' values gives none
     if outcome.ok or not any(p.poly is not None for f in (a, b) for p in f.pins.values()):
         return outcome
     again = _prove_pair(a, b, required, same, True)
-    return again if again.ok else outcome
+    return again if again is not None and again.ok else outcome
 
 
 def _prove_pair(a: StoreForm, b: StoreForm, required: frozenset[str], same: frozenset,
-                pinned_values: bool) -> PairProof:
+                pinned_values: bool) -> PairProof | None:
+    """:func:`prove_pair`'s one try, with the pins' values written in (``pinned_values``); None
+    where there is none to write (every pin with a value shared: the first try again)."""
     from .splits import align_loops
     split = _split((a, align_loops(a, b, same)))  # one name per loop variable (.splits)
     if isinstance(split, str):
@@ -140,7 +143,10 @@ def _prove_pair(a: StoreForm, b: StoreForm, required: frozenset[str], same: froz
     # value of loop counters only where the pair shares them.
     equal = {d for d, v in a.pins.items() if b.pins.get(d) == v and v.rounds <= same}
     if pinned_values:
-        a, b = _pinned_values(a, equal), _pinned_values(b, equal)
+        pinned_a, pinned_b = _pinned_values(a, equal), _pinned_values(b, equal)
+        if pinned_a is a and pinned_b is b:
+            return None
+        a, b = pinned_a, pinned_b
     ranges: dict = {}
     for f in (a, b):
         for d, n in f.ranges.items():
