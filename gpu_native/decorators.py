@@ -349,6 +349,20 @@ def _is_constant(value: object) -> bool:
     return isinstance(value, tuple) and type(value) is tuple and all(_is_constant(v) for v in value)
 
 
+def _as_constant(value: object) -> object:
+    """``value`` with each NumPy scalar of a bool, integer or real type (``np.float64(4.5)``
+    from ``arr.max()``, ``np.float32(0.25)``) as the Python number it holds, exactly (an f32's
+    value is a float's): what :func:`_is_constant` accepts.  Anything else is returned as it
+    is."""
+    if type(value) is tuple:
+        return tuple(_as_constant(v) for v in value)
+    numpy = sys.modules.get("numpy")  # a NumPy scalar exists only where NumPy is imported
+    if numpy is not None and isinstance(value, numpy.generic) and value.dtype.kind in "biuf" \
+            and value.dtype.isnative:
+        return value.item()
+    return value
+
+
 class _Capture:
     """What the names a source does not bind held at decoration time, as the transpiler's
     :class:`~gpu_native.frontend.parse.ScanHints`; and the scans of the sources of device
@@ -427,6 +441,7 @@ class _Capture:
 
         if isinstance(value, types.ModuleType):
             return OuterName("import", (value.__name__, None))
+        value = _as_constant(value)
         if _is_constant(value):
             return OuterName("const", value)
         if isinstance(value, DeviceFunction):

@@ -173,8 +173,12 @@ class Resolver:
         if name in scan.host_names:
             kind = scan.host_names[name]
             if kind == "variable":  # a table computed at import, most likely
-                return Sym("host", name, f"'{name}' is a host variable of this module (a "
-                           "module-level array reaches kernels as a constant array: "
+                return Sym("host", name, f"'{name}' is a host variable of this module "
+                           "whose value the transpiler cannot compute (a module constant is "
+                           "folded from numbers and tuples, arithmetic, math's functions and "
+                           "constants, int(), float(), abs(), min(), max(), round() and NumPy's "
+                           "scalar types such as np.float32(0.5); a module-level array "
+                           "reaches kernels as a constant array: "
                            f"{name} = const_array(values, dtype, shape))")
             return Sym("host", name, f"'{name}' is a host {kind} of this module")
         if name in BUILTINS:

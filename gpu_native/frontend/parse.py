@@ -21,6 +21,7 @@ from typing import Any
 
 from ..errors import SourceSpan
 from ..nodes import Factory, node
+from . import folding
 from . import syntax as S
 from .bindings import Binding, after_star, conflicts, module_bindings, pairs_of
 from .constarrays import ConstArrayDecl, const_array_decl
@@ -406,7 +407,7 @@ class _Scanner:
         statement (as Python evaluates the right side first), then each name assigned."""
         before = dict(self.scan.constants)
         for target, value in pairs:
-            const = _static_value(value, before)
+            const = _static_value(value, before, self.library)
             self.assign(target, value if const is not _NOT_CONSTANT else None)
             if const is _NOT_CONSTANT:
                 self.scan.host_names.setdefault(target.id, "variable")
@@ -435,18 +436,36 @@ class _Scanner:
         if isinstance(value, ast.Call) and self.resolves_to(value.func, CONST_ARRAY):
             scan.const_arrays[name] = const_array_decl(
                 name, self.span(target), value,
-                lambda e: _static_value(e, scan.constants))
+                lambda e: _static_value(e, scan.constants, self.library))
             return
         tv = self._typevar(value)
         if tv is not None:
             scan.typevars[name] = tv
             return
-        const = _static_value(value, scan.constants)
+        const = _static_value(value, scan.constants, self.library)
         if const is not _NOT_CONSTANT:
             scan.constants[name] = const
             scan.constant_spans[name] = self.span(target)
         else:
             scan.host_names.setdefault(name, "variable")
+
+    def library(self, dotted: str) -> tuple[str, str] | None:
+        """The module attribute a dotted name in a constant's value refers to here, as
+        ``(module, name)`` (``np.pi`` after ``import numpy as np``, ``pi`` after ``from math
+        import pi``, ``min`` where the module has not bound it: a builtin); ``None`` for
+        anything else.  The module's own bindings so far are Python's at this point."""
+        scan = self.scan
+        head, _, rest = dotted.partition(".")
+        imported = scan.imports.get(head)
+        if imported is not None:
+            if imported.attr is None:
+                return (imported.module, rest) if rest and "." not in rest else None
+            return None if rest else (imported.module, imported.attr)
+        bound = (scan.constants, scan.host_names, scan.const_arrays, scan.typevars,
+                 scan.structs, scan.described)
+        if rest or any(head in names for names in bound) or scan.function(head) is not None:
+            return None
+        return ("builtins", head)
 
     def _typevar(self, value: ast.expr) -> tuple[str, ...] | None:
         if not isinstance(value, ast.Call):
@@ -511,11 +530,14 @@ class _NotConstant:
 _NOT_CONSTANT = _NotConstant()
 
 
-def _static_value(root: ast.expr, env: dict[str, object]) -> object:
+def _static_value(root: ast.expr, env: dict[str, object],
+                  library: Callable[[str], tuple[str, str] | None] | None = None) -> object:
     """Evaluate a module-level constant expression without running anything; or _NOT_CONSTANT.
 
-    Host code may hold sums of hundreds of terms (generated code): evaluated with an explicit
-    stack, they cost no recursion.
+    ``library`` says which module attribute a dotted name refers to (``np.pi`` is ``("numpy",
+    "pi")``, ``min`` is ``("builtins", "min")``), where the constant may read one: the values
+    and functions of :mod:`.folding`.  Host code may hold sums of hundreds of terms (generated
+    code): evaluated with an explicit stack, they cost no recursion.
     """
     todo: list[tuple[ast.expr, bool]] = [(root, False)]
     values: list[object] = []
@@ -527,6 +549,10 @@ def _static_value(root: ast.expr, env: dict[str, object]) -> object:
             elif isinstance(expr, ast.BinOp):
                 right = values.pop()
                 values.append(_binary(expr.op, values.pop(), right))
+            elif isinstance(expr, ast.Call):
+                args = values[len(values) - len(expr.args):]
+                del values[len(values) - len(expr.args):]
+                values.append(_call(expr, args, library))
             else:
                 assert isinstance(expr, ast.Tuple)
                 items = tuple(values[len(values) - len(expr.elts):])
@@ -536,8 +562,16 @@ def _static_value(root: ast.expr, env: dict[str, object]) -> object:
         elif isinstance(expr, ast.Constant):
             value = expr.value
             values.append(value if type(value) in (int, float, bool) else _NOT_CONSTANT)
-        elif isinstance(expr, ast.Name):
-            values.append(env.get(expr.id, _NOT_CONSTANT))
+        elif isinstance(expr, ast.Name) and expr.id in env:
+            values.append(env[expr.id])
+        elif isinstance(expr, (ast.Name, ast.Attribute)):
+            where = library(_dotted(expr) or "") if library is not None else None
+            values.append(folding.CONSTANTS.get(where, _NOT_CONSTANT) if where else
+                          _NOT_CONSTANT)
+        elif isinstance(expr, ast.Call) and library is not None and not expr.keywords and \
+                not any(isinstance(a, ast.Starred) for a in expr.args):
+            todo.append((expr, True))
+            todo += [(e, False) for e in reversed(expr.args)]
         elif isinstance(expr, (ast.UnaryOp, ast.BinOp, ast.Tuple)):
             todo.append((expr, True))
             if isinstance(expr, ast.UnaryOp):
@@ -549,6 +583,18 @@ def _static_value(root: ast.expr, env: dict[str, object]) -> object:
         else:
             values.append(_NOT_CONSTANT)
     return values[0]
+
+
+def _call(expr: ast.Call, args: list[object],
+          library: Callable[[str], tuple[str, str] | None] | None) -> object:
+    """A call of one of :mod:`.folding`'s functions on constants, or _NOT_CONSTANT."""
+    if any(isinstance(a, (_NotConstant, tuple)) for a in args):
+        return _NOT_CONSTANT
+    dotted = _dotted(expr.func)
+    where = library(dotted) if library is not None and dotted is not None else None
+    fn = folding.function(*where) if where is not None else None
+    result = folding.call(fn, args) if fn is not None else None
+    return _NOT_CONSTANT if result is None else result
 
 
 def _unary(op: ast.unaryop, v: object) -> object:

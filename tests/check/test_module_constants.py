@@ -7,12 +7,15 @@ a script the decorator transpiles alike.
 
 from __future__ import annotations
 
+import math
 import subprocess
 import sys
 import textwrap
 
+import numpy as np
 import pytest
 
+from gpu_native.frontend.parse import scan_module
 from gpu_native.rewrite import rewrite_module
 from tests.helpers import child_env, located_transpile_error
 
@@ -209,3 +212,72 @@ def test_a_rebound_constant_is_refused_in_a_script_and_through_the_hook(how, tmp
     assert "RESULT" not in proc.stdout, proc.stdout
     assert "rebound.py:10:12: error: 'N' is assigned more than once at module level" in \
         proc.stderr, proc.stderr
+
+
+# Constants computed from library values, as Numba's frozen globals are: folded by the
+# transpiler, which rewrites the module before it runs.
+LIBRARY_HEADER = """\
+import math
+import numpy as np
+from math import tau, sqrt
+from gpu_native import *
+"""
+
+
+@pytest.mark.parametrize("body, value", [
+    ("X = math.pi / 2", math.pi / 2),
+    ("X = int(math.log2(16))", 4),
+    ("X = np.float32(1e-3)", float(np.float32(1e-3))),  # rounded as an f32, exactly
+    ("X = sqrt(2.0) + tau", math.sqrt(2.0) + math.tau),
+    ("X = max(3, 2 * 4, abs(-7))", 8),
+    ("X = round(2.675, 2)", round(2.675, 2)),
+    ("X = (np.int32(3), math.floor(2.5))", (3, 2)),
+    ("X = -np.inf", -math.inf),
+    ("X = np.uint8(200) + 100", 300),
+])
+def test_a_constant_computed_from_library_values_is_folded(body, value):
+    scan = scan_module(LIBRARY_HEADER + body + "\n", "lib.py")
+    assert scan.constants["X"] == value and type(scan.constants["X"]) is type(value)
+
+
+@pytest.mark.parametrize("body", [
+    "X = math.factorial(5)",          # not one of the folded functions
+    "X = np.float16(1e6)",            # overflows its type
+    "X = np.int8(300)",
+    "X = int(1e300)",                 # no kernel constant's size
+    "X = math.log(0)",                # raises
+    "X = max()",
+    "X = min((1, 2))",                # a tuple argument
+    "X = float('inf')",               # a string argument
+    "X = np.zeros(3)",                # an array
+    "X = math.sqrt(x=4.0)",           # a keyword
+    "def max(*a):\n    return 0\nX = max(1, 2)",  # the module's own max
+    "min = 3\nX = min(1, 2)",
+    "X = os.sep",
+])
+def test_a_value_the_transpiler_cannot_compute_stays_a_host_variable(body, tmp_path):
+    scan = scan_module(LIBRARY_HEADER + "import os\n" + body + "\n", "lib.py")
+    assert "X" not in scan.constants
+    kernel = "\n@gpu_kernel(Kernel1D)\ndef k(c: CUDASliceMut[f64]):\n" \
+             "    i: UniqueId = FlatLayout1D.uid()\n    c[i] = X  # <-\n"
+    located_transpile_error(LIBRARY_HEADER + "import os\n" + body + "\n" + kernel,
+                            tmp_path / "lib.py", "math's functions and constants")
+
+
+def test_a_kernel_reads_constants_computed_from_library_values(sim, kernel_module):
+    import gpu_native as gn
+
+    module = kernel_module(LIBRARY_HEADER + textwrap.dedent("""\
+        HALF_PI = math.pi / 2
+        LOG = int(math.log2(16))
+        EPS = np.float32(1e-3)
+
+        @gpu_kernel(Kernel1D)
+        def k(c: CUDASliceMut[f32]):
+            i: UniqueId = FlatLayout1D.uid()
+            c[i] = f32(HALF_PI) + f32(LOG) * EPS
+        """))
+    c = gn.zeros(4, gn.f32)
+    module.k.forall(4)(c)
+    expected = np.float32(math.pi / 2) + np.float32(4) * np.float32(1e-3)
+    np.testing.assert_array_equal(c.to_host(), [expected] * 4)

@@ -107,6 +107,17 @@ class TestClosures:
             out = c.to_host()
             assert out.dtype == dtype and out.tolist() == [0.5, 1.5, 2.5]
 
+    def test_numpy_scalars_are_the_numbers_they_hold(self, backend):
+        # What arr.max() and np.mean() return: np.float64 is a float, np.float32 is not, and a
+        # tuple may mix them; np.longdouble has no exact Python number and stays refused.
+        three = make_affine(np.float32(3.0), (np.float64(0.5), np.int64(1)))
+        assert _launch(three, [0, 1, 2]) == [1.5, 7.5, 13.5]
+        assert _launch(make_affine(np.int32(-2), (np.bool_(True), 0.25)), [1]) == [-2.75]
+        quarter = make_from((np.float32(0.1),))
+        assert _launch(quarter, [1]) == [np.float32(1) + np.float32(0.1)]
+        with pytest.raises(TranspileError, match=r"holds a numpy\.longdouble"):
+            make_from(np.longdouble(1))
+
     @pytest.mark.parametrize("value, shown", [(np.ones(3, np.float32), "numpy.ndarray"),
                                               ([1.0, 2.0], "holds a list"),
                                               (None, "and holds None: kernels take constants "
