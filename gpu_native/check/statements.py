@@ -12,6 +12,7 @@ from .checker_base import CheckerBase
 from .expressions import GeneratorType, UidValue, WeakConst
 from .launch import has_shape, launch_tree, shape_tree
 from .scope import registry_entry as _registered
+from .tuples import NOT_CONSTANT
 
 # What a launch-checked assert may use besides block_dim and grid_dim.
 _SIZED_AT_LAUNCH = ("a block-sized buffer is either constant (BLOCK = 256; assert block_dim.x == "
@@ -232,14 +233,40 @@ class StatementChecker(CheckerBase):
                 self.note_vote_barrier(s.value)
             return out, False
         if not all(isinstance(t, S.Name) for t in s.targets):
-            raise self.error("chained assignment is only supported to plain names", s.span,
-                             "write two statements: the value to a name, then the name to the "
-                             "element (`s = s + sdata[tid + step]` then `sdata[tid] = s`)")
+            return self.assign_chain(s), False
         first = s.targets[-1]
         out = self.assign_target(first, s.value, s.span, None)
         for t in s.targets[:-1]:
             out += self.assign_target(t, first, s.span, None)
         return out, False
+
+    def assign_chain(self, s: S.Assign) -> list[ir.Stmt]:
+        """``sdata[tid] = total = total + sdata[tid + step]`` (every reduction after Harris's):
+        as in Python, the value is computed once and then assigned to each target from left
+        to right, names, array elements and tuples alike."""
+        for t in s.targets:
+            if not isinstance(t, (S.Name, S.Subscript, S.Tuple)):
+                raise self.error("chained assignment assigns names, array elements and tuples "
+                                 "of them", t.span, "write one assignment per target")
+        value = self.expr(s.value)
+        if isinstance(value, (UidValue, ir.ArrayRef)):
+            raise self.error("a unique id or an array can be assigned to one name, not chained "
+                             "into array elements", s.value.span)
+        out: list[ir.Stmt] = []
+        # The targets' indices are evaluated after the value, and may read a name the chain
+        # assigns first (`a[i] = i = 5` stores at the old i): a value that is no constant
+        # goes to a temporary, so each target reads what Python's would.
+        if self.constant_of(value) is NOT_CONSTANT and not self.is_tuple(value):
+            value = self.temporary(self.materialize(value), out)
+        for t in s.targets:
+            if isinstance(t, S.Name):
+                out += self.assign_name_value(t, value, s.span)
+            elif isinstance(t, S.Subscript):
+                out.append(self.store(t, None, s.span, False, value=value))
+            else:
+                assert isinstance(t, S.Tuple)
+                out += self.unpack_value(t, value, s.span)
+        return out
 
     def visit_AnnAssign(self, s: S.AnnAssign):
         if not isinstance(s.target, S.Name):

@@ -820,8 +820,6 @@ def test_an_unsupported_expression_says_what_to_write_instead(expression, messag
 
 
 @pytest.mark.parametrize("statements, message, hint", [
-    ("a[i] = s = f32(1.0)  # <-", "chained assignment is only supported to plain names",
-     "write two statements: the value to a name, then the name to the element"),
     ("a[i] = f32(a.T)  # <-", "attribute .T of an array is not supported",
      "index the transpose by swapped indices"),
     ("a[i] = f32(a.dtype)  # <-", "attribute .dtype of an array is not supported",
