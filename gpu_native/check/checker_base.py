@@ -200,6 +200,9 @@ class CheckerBase:
         def unpack(self, target: S.Tuple, value_syntax: S.Expr,
                    span: SourceSpan) -> list[ir.Stmt]: ...
 
+        def unpack_value(self, target: S.Tuple, value: ir.Expr,
+                         span: SourceSpan) -> list[ir.Stmt]: ...
+
         def temporary(self, value: ir.Expr, out: list[ir.Stmt]) -> ir.Local: ...
 
         def for_tuple(self, s: S.For, value: ir.Expr,
