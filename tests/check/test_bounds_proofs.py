@@ -525,3 +525,26 @@ def alignment_checks(width: int, col: str) -> list[str]:
 ])
 def test_ldmatrix_and_cp_async_alignment_is_proven_for_multiples_of_16_bytes(width, col, kept):
     assert alignment_checks(width, col) == kept
+
+
+def test_a_descending_range_bounds_its_variable_as_an_ascending_one_does():
+    # C's `for (m = B - 1; m >= 0; m--)`: stop < m <= start in the body, so `m` indexes an
+    # array of B elements unchecked; `a[q]` from len(a) - 1 down to 0 likewise, and
+    # `a[q - 1]` keeps its check (q - 1 is -1 on the last round).
+    assert remaining_checks("""
+@gpu_kernel(Kernel1D)
+def k(a: CUDASlice[f32], out: CUDASliceMut[f32]):
+    i = FlatLayout1D.uid()
+    t = local_array(f32, (16,))
+    for m in range(15, -1, -1):
+        t[m] = 1.0
+    acc = t[0]
+    for q in range(len(a) - 1, -1, -2):
+        acc += a[q]
+        acc += a[q - 1]
+    for r in range(15, 3, -3):
+        acc += t[r] + t[r - 4]
+    for s in range(15, 2, -3):
+        acc += t[s - 3] + t[s - 4]
+    out[i] = acc
+""") == {(9, "a", 0), (13, "t", 0), (14, "out", 0)}
