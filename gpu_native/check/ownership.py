@@ -428,10 +428,12 @@ class Forms:
     # -- loops --
 
     def enter_loop(self, var: ir.Var, start: Key, stop_max: int | None, step: Key,
-                   start_min: int | None) -> None:
+                   start_min: int | None, stop: Key | None = None) -> None:
         """``for var in range(start, stop, step)`` (``step`` a nonzero constant, ``stop <=
         stop_max``, ``start >= start_min`` where known) begins; its body sees ``var`` as
-        ``start + step * k`` with ``start + step * k < stop``."""
+        ``start + step * k`` with ``start + step * k < stop``.  Where ``stop`` is ``start``
+        plus a constant (``range(t * C, (t + 1) * C)``, a thread's chunk; or a ``min()`` one of
+        whose arguments is), that bounds ``k`` as constant bounds do."""
         self.loop_count += 1
         start_poly, step_poly = self.poly(start), self.poly(step)
         # A constant step, or a positive one from the launch (range(tid, n, block_dim.x)), or
@@ -449,8 +451,26 @@ class Forms:
         if not step_poly.terms and step_poly.const > 0 and stop_max is not None and \
                 start_min is not None:
             trip = max(0, -(-(stop_max - start_min) // step_poly.const))
+        if not step_poly.terms and step_poly.const > 0 and stop is not None:
+            span = self._span(stop, start_poly)
+            if span is not None:
+                chunk = max(0, -(-span // step_poly.const))
+                trip = chunk if trip is None else min(trip, chunk)
         digit = Digit(f"loop:{var.name}@{self.loop_count}")
         self.loops[id(var)] = LoopDigit(digit, start_poly, step_poly, trip)
+
+    def _span(self, stop: Key, start: Poly) -> int | None:
+        """The constant ``stop - start``, or the least of those of a ``min()``'s arguments
+        that have one; ``None`` where none is constant."""
+        parts = stop.args if isinstance(stop, MathKey) and stop.name == "min" else (stop,)
+        spans = []
+        for part in parts:
+            p = self.poly(part)
+            if p is not None:
+                d = p.plus(start.scaled(-1))
+                if not d.terms:
+                    spans.append(d.const)
+        return min(spans) if spans else None
 
     def enter_grid_stride(self, var: ir.Var, reassigned: bool) -> None:
         """``for var in FlatLayout1D.grid_stride(n)`` begins: its body sees ``var`` as ``uid + k

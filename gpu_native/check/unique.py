@@ -190,7 +190,7 @@ class UniqueWrites(PairProofs):
             start_min = start_value if isinstance(start_value, int) else (
                 0 if self.bounds.is_nonneg(start) else None)
             self.forms.enter_loop(var, self.defs.key(start), stop_max, self.defs.key(step),
-                                  start_min)
+                                  start_min, self.defs.key(stop))
         else:
             self.forms.leave_loop(var)
         start_unique = self.classify(start)

@@ -61,6 +61,20 @@ def test_thread_coarsening_through_a_2d_tile(backend, ki):
     np.testing.assert_array_equal(out.to_host(), x * 2 + 1)
 
 
+def test_thread_coarsening_by_a_chunk_of_a_range(backend, ki):
+    rng = np.random.default_rng()
+    for n in (1, 37, 256):
+        x = rng.integers(-1000, 1000, n, dtype=np.int32)
+        out = filled(n)
+        run(ki.chunked, gn.GridDim1D(2), gn.BlockDim1D(32))(gn.to_device(x), out)
+        np.testing.assert_array_equal(out.to_host(), x * 3)
+        out = filled(n)
+        run(ki.chunked_clamped, gn.GridDim1D(2), gn.BlockDim1D(16))(gn.to_device(x), out)
+        expected = np.full(n, -1, np.int32)
+        expected[::2] = x[::2] + 1
+        np.testing.assert_array_equal(out.to_host(), expected)
+
+
 def test_one_writer_per_warp(backend, ki):
     x = np.arange(128 * 2, dtype=np.int32)
     out = filled(8)
@@ -213,6 +227,21 @@ def k(x: CUDASlice[f32], out: CUDASliceMut[f32], is_last: bool_):
         out[0] = x[0]
 """, ["(thread_idx.x = 0, block_idx.x = 0) and (thread_idx.x = 0, block_idx.x = 1) both "
       "write out[0]", "last-block pattern"]),
+    "chunks that overlap": ("""
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f32]):
+    t = FlatLayout1D.uid()
+    for j in range(t * 4, (t + 1) * 4 + 1):
+        if j < len(out):
+            out[j] = 1.0
+""", ["not provably unique"]),
+    "a chunk stepped past its stride": ("""
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f32]):
+    t = FlatLayout1D.uid()
+    for j in range(t * 4, min(t * 4 + 8, len(out)), 2):
+        out[j] = 1.0
+""", ["not provably unique"]),
     "unknown block size": ("""
 @gpu_kernel(Kernel1D)
 def k(out: CUDASliceMut[f32]):

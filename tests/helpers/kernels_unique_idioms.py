@@ -138,3 +138,25 @@ def red_black(u: CUDASliceMut2D[f32], colour: i32):
     x, y = FlatLayout2D.uid()
     if y > 0 and y < u.shape[0] - 1 and x > 0 and x < u.shape[1] - 1 and (x + y) % 2 == colour:
         u[y, x] = 0.25 * (u[y - 1, x] + u[y + 1, x] + u[y, x - 1] + u[y, x + 1])
+
+
+CHUNK = 4
+
+
+@gpu_kernel(Kernel1D)
+def chunked(x: CUDASlice[i32], out: CUDASliceMut[i32]):
+    """Thread coarsening as PMPP writes it: each thread owns the CHUNK elements from
+    t * CHUNK, walked by a range whose stop is its start plus CHUNK."""
+    t = block_idx.x * block_dim.x + thread_idx.x
+    for j in range(t * CHUNK, (t + 1) * CHUNK):
+        if j < len(out):
+            out[j] = x[j] * 3
+
+
+@gpu_kernel(Kernel1D)
+def chunked_clamped(x: CUDASlice[i32], out: CUDASliceMut[i32]):
+    """The same chunk clamped to the array's end by min(), and stepped by 2 over a chunk of
+    2 * CHUNK (the odd elements stay as they were)."""
+    t = block_idx.x * block_dim.x + thread_idx.x
+    for j in range(t * 2 * CHUNK, min((t + 1) * 2 * CHUNK, len(out)), 2):
+        out[j] = x[j] + 1

@@ -96,7 +96,22 @@ def generated(r: random.Random) -> str:
         lines = _through_a_local(lines, reaching, indent, target, index)
     if space == "shared" and second is not None and pin is None and "tid" not in loop:
         lines = _with_barriers(lines, r.choice(BARRIERS), target)
+    if r.random() < 0.25:
+        # A thread's chunk (thread coarsening): j from tid * T, the stop T past the start (or a
+        # min() with one), beside chunks that overlap the next thread's.
+        chunk = r.choice(CHUNKS).format(t=r.choice([2, 3, 4]), s=r.choice([1, 2]))
+        walk = f"{block_term} + j"
+        lines = [f"    for j in {chunk}:" if line.startswith("    for j in ") else
+                 line.replace(index, walk) for line in lines]
     return "\n".join(lines) + "\n"
+
+
+#: Chunk loops (drawn last, so that a seed drawing none gives the source it always gave): the
+#: first three keep threads apart, the others overlap the next thread's chunk.
+CHUNKS = ["range(tid * {t}, (tid + 1) * {t})", "range(tid * {t}, tid * {t} + {t}, {s})",
+          "range({t} * tid, min({t} * tid + {t}, 256), {s})",
+          "range(tid * {t}, (tid + 1) * {t} + 1)", "range(tid * {t}, tid * {t} + 2 * {t}, 2)",
+          "range(tid * {t}, min(tid * {t} + {t} + {s}, 256))"]
 
 
 #: Where barriers go between a shared array's two stores in the loop (a pair a barrier orders is
