@@ -50,7 +50,16 @@ def cmd_expand(args: argparse.Namespace) -> int:
     from .expand import Expansion
 
     expansion = Expansion.of(source, args.file, module_name)
-    if not expansion.kernel_names and not expansion.module.scan.functions:
+    deferred = expansion.module.scan.deferred
+    if deferred:
+        # Kernels in a function are transpiled by their decorator when it runs, with the values
+        # they capture: there is nothing to show of them before.
+        shown = ", ".join(f"{name} (line {line})" for name, line in deferred)
+        print(f"gpu-native: note: {shown} in {args.file} "
+              f"{'is a kernel' if len(deferred) == 1 else 'are kernels'} defined inside a "
+              "function, transpiled by the decorator when the function runs, from the values it "
+              "captures; expand shows kernels defined at module level", file=sys.stderr)
+    elif not expansion.kernel_names and not expansion.module.scan.functions:
         # Not an error (a module of host code expands to itself), but nothing was checked: a
         # decorator imported from another module under another name is not seen here.
         print(f"gpu-native: note: no kernels found in {args.file}; the transpiler finds a "

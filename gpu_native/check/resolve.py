@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from .. import ir
-from ..errors import TranspileError
+from ..errors import SourceSpan, TranspileError
 from ..frontend import syntax as S
 from ..lang.spellings import did_you_mean
 from ..nodes import node
@@ -94,10 +94,14 @@ def resolve(ctx: FunctionContext, fn: S.FunctionDef) -> Declarations:
     count_assignments(fn.body, counts, plain)
     for name, var in param_vars.items():
         if counts.get(name) and isinstance(var.ty, ir.ArrayType):
-            raise TranspileError(f"the array parameter '{name}' cannot be reassigned", var.span)
+            raise TranspileError(f"the array parameter '{name}' cannot be reassigned",
+                                 first_assignment(fn.body, name) or var.span,
+                                 f"'{name}' is the array the caller passes; give what you "
+                                 "assign a name of its own")
     for p in fn.params:
         if p.name in const_params and counts.get(p.name):
-            raise TranspileError(f"the Const parameter '{p.name}' cannot be reassigned", p.span)
+            raise TranspileError(f"the Const parameter '{p.name}' cannot be reassigned",
+                                 first_assignment(fn.body, p.name) or p.span)
     return Declarations(tuple(params), param_vars, ret_type, counts, plain, unique_params,
                         set(counts) - set(param_vars) - set(const_params), const_params)
 
@@ -248,6 +252,33 @@ def assigned_names(stmts) -> set[str]:
         elif isinstance(s, S.If):
             out |= assigned_names(s.body) | assigned_names(s.orelse)
     return out
+
+
+def first_assignment(stmts, name: str) -> SourceSpan | None:
+    """Where ``stmts`` first assign ``name`` (an assignment's or a ``for`` loop's target), in
+    source order; ``None`` where they do not."""
+    for s in stmts:
+        targets: tuple = ()
+        inner: tuple = ()
+        if isinstance(s, S.Assign):
+            targets = s.targets
+        elif isinstance(s, (S.AnnAssign, S.AugAssign)):
+            targets = (s.target,)
+        elif isinstance(s, S.For):
+            targets, inner = (s.target,), (s.body,)
+        elif isinstance(s, (S.While, S.With)):
+            inner = (s.body,)
+        elif isinstance(s, S.If):
+            inner = (s.body, s.orelse)
+        for t in targets:
+            for e in (t.elts if isinstance(t, S.Tuple) else (t,)):
+                if name in _target_names(e):
+                    return e.span
+        for body in inner:
+            found = first_assignment(body, name)
+            if found is not None:
+                return found
+    return None
 
 
 def _target_names(t: S.Expr) -> set[str]:

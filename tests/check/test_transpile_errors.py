@@ -393,6 +393,15 @@ T = TypeVar("T")
 def k(a: CUDASliceMut[T]):  # <-
     pass
 """, "must be constrained to scalar types"),
+    "reassigned array parameter": ("""
+@gpu_kernel(Kernel1D)
+def k(a: CUDASlice[f32],
+      out: CUDASliceMut[f32]):
+    i = FlatLayout1D.uid()
+    if i < 4:
+        out = out  # <-
+    out[i] = a[i]
+""", "the array parameter 'out' cannot be reassigned"),
     "reassigned module constant": ("""
 SIZE = 4
 SIZE = 8

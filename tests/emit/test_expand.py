@@ -218,6 +218,27 @@ class TestCommandLine:
         assert out.startswith("kernel unchecked (") and "kernel rules" not in out
 
 
+def test_a_kernel_defined_in_a_function_is_named_in_the_note(tmp_path, capsys):
+    # Transpiled by its decorator when the function runs, from what it captures: the note
+    # said "no kernels found" of a file that plainly has one.
+    factory = tmp_path / "factory.py"
+    factory.write_text(textwrap.dedent("""\
+        from gpu_native import *
+
+        def make(s):
+            @gpu_kernel(Kernel1D)
+            def scaled(out: CUDASliceMut[f64]):
+                out[FlatLayout1D.uid()] = s
+            return scaled
+        """))
+    assert main(["expand", str(factory)]) == 0
+    out, err = capsys.readouterr()
+    assert out == factory.read_text()
+    assert err == (f"gpu-native: note: scaled (line 4) in {factory} is a kernel defined inside "
+                   "a function, transpiled by the decorator when the function runs, from the "
+                   "values it captures; expand shows kernels defined at module level\n")
+
+
 def test_a_file_without_kernels_is_printed_with_a_note(tmp_path, capsys):
     # A kernel whose decorator is another module's alias of gpu_kernel is not found by a
     # transpiler that does not run the module: expand printed the file as if nothing were

@@ -448,8 +448,8 @@ def k(a: CUDASliceMut[f32], shape: tuple[i32, i32]):  # <-
 """, "kernel parameters cannot be tuples"),
     "Const parameter reassigned": ("""
 @gpu_device
-def f(v: f32, n: Const = 3) -> f32:  # <-
-    n = 4
+def f(v: f32, n: Const = 3) -> f32:
+    n = 4  # <-
     return v
 
 @gpu_kernel(Kernel1D)
