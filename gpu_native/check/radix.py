@@ -168,8 +168,10 @@ def _prove_pair(a: StoreForm, b: StoreForm, required: frozenset[str], same: froz
     dims = list(zip(a.dims, b.dims))
     # The one value a condition leaves a digit in each store's thread (``if tx == B - 1:``).
     fixed = ({d: _fixed_value(a, d) for d in ranges}, {d: _fixed_value(b, d) for d in ranges})
-    # A sum bounded in both stores bounds the difference of its digits between the threads.
-    bounded = [pair for pair in a.bounded if pair in b.bounded]
+    # A sum bounded in both stores bounds the difference of its digits between the threads:
+    # by the larger bound where the two differ by a constant (`x < w - 1` around one store,
+    # `x < w` around the other: x < w in both threads).
+    bounded = _common_bounds(a.bounded, b.bounded)
     # A sum bounded in one store whose digits the other store does not have (a loop counter of
     # its own: ``od[y * w]`` beside ``for x in range(1, w): od[y * w + x]``, the sum ``x +
     # 1 < w``): see :func:`_own_sum`.
@@ -220,6 +222,27 @@ def _prove_pair(a: StoreForm, b: StoreForm, required: frozenset[str], same: froz
 
 
 
+def _common_bounds(mine, theirs) -> list[tuple[Poly, Poly]]:
+    """The sums both stores bound (``q < u`` in each), each by the larger of its two bounds
+    where they differ by a constant; a constant in a sum is moved to its bound (``x + 1 < w``
+    is ``x < w - 1``)."""
+    def moved(q: Poly, u: Poly) -> tuple[Poly, Poly]:
+        return q.plus(const(-q.const)), u.plus(const(-q.const))
+
+    out: list[tuple[Poly, Poly]] = []
+    for q, u in (moved(*pair) for pair in mine):
+        for q2, v in (moved(*pair) for pair in theirs):
+            if q2 != q:
+                continue
+            d = v.plus(u.scaled(-1))
+            if d.terms:
+                continue
+            pair = (q, v if d.const >= 0 else u)
+            if pair not in out:
+                out.append(pair)
+    return out
+
+
 def _pinned_values(f: StoreForm, equal: set) -> StoreForm:
     """``f`` with each digit a pin gives a polynomial value (:attr:`.ownership.Pin.poly`)
     written as that value in its indices, but for the digits ``equal`` in both stores."""
@@ -245,6 +268,13 @@ def _radix_bounds(bounded, forced: set) -> list[tuple[frozenset, Poly, str]]:
     out = []
     for q, u in bounded:
         reach = u.plus(const(-1 - q.const))
+        # `x < w - 1` reaches w - 2, which the proofs cannot show nonnegative (their atoms are
+        # at least 1, and w may be 1 where no thread passes the condition): the weakest larger
+        # reach they can (w - 1) bounds the sum as well.
+        for _ in range(min(max(-reach.const, 0), 64)):
+            if magnitude(reach) == reach:
+                break
+            reach = reach.plus(const(1))
         if magnitude(reach) != reach:
             continue
         key = frozenset((d, c) for d, c in coefficients(q).items() if d not in forced)

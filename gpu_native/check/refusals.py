@@ -202,6 +202,9 @@ def hint_for(a: StoreForm, b: StoreForm, outcome: PairProof, space: str) -> str:
     if any(d.part != "all" for d in missing):
         return ("one writer per warp needs the other part pinned: `if lane == 0: "
                 "partial[wid] = v` (lane = tid % 32, wid = tid // 32); or index with both parts")
+    wrapping = _wrapping_bound(a, b)
+    if wrapping is not None:
+        return wrapping
     if a is not b and a.dims == b.dims:
         # One index under two conditions (`if lane == 0:` and `if lane == 1:`): which threads
         # each lets through is what does not tell them apart, not the offsets.
@@ -327,3 +330,28 @@ def constant_block_strides(form: StoreForm) -> list[tuple[str, str, int, int]]:
                                                          default=k)))
                     break
     return found
+
+
+def _wrapping_bound(a: StoreForm, b: StoreForm) -> str | None:
+    """The hint for a condition ``x < w - 1`` around a store that bounds nothing: ``w - 1``
+    may wrap in its type (for the least ``w``), so the proofs could not use it as they use
+    ``x < w``; ``x + 1 < w`` says the same without the wrap."""
+    from .poly import const, poly_text, unassume
+
+    for form in (a, b) if a is not b else (a,):
+        for g in form.guards:
+            if g.op != "<" or not g.right.terms or g.right.const >= 0 or \
+                    (g.left, g.right) in form.bounded:
+                continue
+            # Only a bound by what the index strides by (`y * w + x`) separates its digits.
+            atoms = {x for mono, _ in g.right.terms for x in mono}
+            if not any(x in mono for p in form.dims for mono, _ in p.terms for x in atoms):
+                continue
+            c = -g.right.const
+            bound = poly_text(unassume(g.right.plus(const(c))))
+            return (f"a condition `... < {bound} - {c}` bounds nothing the proofs can use: "
+                    f"`{bound} - {c}` may wrap around in its type (for the least {bound}), and "
+                    f"then every thread passes it; write it without the subtraction, `... + {c} "
+                    f"< {bound}` (`x + 1 < w` for `x < w - 1`), which bounds the index as "
+                    f"`... < {bound}` does")
+    return None

@@ -75,6 +75,22 @@ def test_thread_coarsening_by_a_chunk_of_a_range(backend, ki):
         np.testing.assert_array_equal(out.to_host(), expected)
 
 
+def test_an_interior_and_its_border_through_one_flat_index(backend, ki):
+    rng = np.random.default_rng()
+    src = rng.standard_normal((19, 37)).astype(np.float32)
+    out = gn.to_device(np.full(src.size, np.nan, np.float32))
+    run(ki.border_flat, gn.GridDim2D(3, 2), gn.BlockDim2D(16, 16))(gn.to_device(src), out)
+    expected = np.full(src.shape, -1.0)
+    expected[:, 1:-1] = src[:, :-2].astype(np.float64) + src[:, 2:]
+    np.testing.assert_allclose(out.to_host().reshape(src.shape), expected, rtol=1e-6)
+    w, h = 21, 5
+    flat = filled(w * h)
+    run(ki.border_param, gn.GridDim2D(2, 1), gn.BlockDim2D(16, 8))(flat, w, h)
+    expected = np.ones((h, w), np.int32)
+    expected[:, -1] = 2
+    np.testing.assert_array_equal(flat.to_host().reshape(h, w), expected)
+
+
 def test_one_writer_per_warp(backend, ki):
     x = np.arange(128 * 2, dtype=np.int32)
     out = filled(8)
@@ -242,6 +258,17 @@ def k(out: CUDASliceMut[f32]):
     for j in range(t * 4, min(t * 4 + 8, len(out)), 2):
         out[j] = 1.0
 """, ["not provably unique"]),
+    "a bound that may wrap": ("""
+@gpu_kernel(Kernel2D)
+def k(out: CUDASliceMut[f32], w: i32, h: i32):
+    x = block_idx.x * block_dim.x + thread_idx.x
+    y = block_idx.y * block_dim.y + thread_idx.y
+    if x < w - 1 and y < h:
+        out[y * w + x] = 1.0
+    elif x < w and y < h:
+        out[y * w + x] = 0.0
+""", ["not provably unique", "`w - 1` may wrap around in its type",
+      "`x + 1 < w` for `x < w - 1`"]),
     "unknown block size": ("""
 @gpu_kernel(Kernel1D)
 def k(out: CUDASliceMut[f32]):

@@ -160,3 +160,27 @@ def chunked_clamped(x: CUDASlice[i32], out: CUDASliceMut[i32]):
     t = block_idx.x * block_dim.x + thread_idx.x
     for j in range(t * 2 * CHUNK, min((t + 1) * 2 * CHUNK, len(out)), 2):
         out[j] = x[j] + 1
+
+
+@gpu_kernel(Kernel2D)
+def border_flat(src: CUDASlice2D[f32], out: CUDASliceMut[f32]):
+    """An image filter on a flat output, as image code is written: the interior under one
+    condition, the border under an `elif`, one index (`y * w + x`) for both."""
+    x = block_idx.x * block_dim.x + thread_idx.x
+    y = block_idx.y * block_dim.y + thread_idx.y
+    w = src.shape[1]
+    if x > 0 and x < w - 1 and y < src.shape[0]:
+        out[y * w + x] = src[y, x - 1] + src[y, x + 1]
+    elif x < w and y < src.shape[0]:
+        out[y * w + x] = -1.0
+
+
+@gpu_kernel(Kernel2D)
+def border_param(out: CUDASliceMut[i32], w: i32, h: i32):
+    """The same with the width a parameter: `x + 1 < w` (not `x < w - 1`, which may wrap)."""
+    x = block_idx.x * block_dim.x + thread_idx.x
+    y = block_idx.y * block_dim.y + thread_idx.y
+    if x + 1 < w and y < h:
+        out[y * w + x] = 1
+    elif x < w and y < h:
+        out[y * w + x] = 2

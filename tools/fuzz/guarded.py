@@ -43,7 +43,8 @@ def generated(r: random.Random) -> str:
     if r.random() < 0.3:
         lines.append("    assert block_dim.x == 32")
     lines.append("    tid = thread_idx.x")
-    if r.random() < 0.5:
+    guarded = r.random() < 0.5
+    if guarded:
         comparison = r.choice(COMPARISONS)
         col = r.choice(COLUMNS)
         rows = r.choice([1, 2, 3])
@@ -54,7 +55,18 @@ def generated(r: random.Random) -> str:
     else:
         lines += [f"    for j in range(tid, {bound}, block_dim.x):",
                   f"        out[block_idx.x * ({stride}) + j] = tid + 1"]
+    # Drawn last, so that a seed drawing none gives the source it always gave: the same index
+    # under an `elif` of another bound (an image's border beside its interior).
+    if guarded and r.random() < 0.4:
+        lines += [f"    elif {r.choice(OTHER_BOUNDS)}:",
+                  f"        for row in range({rows}):",
+                  f"            out[row * ({stride}) + col] = tid + 2"]
     return "\n".join(lines) + "\n"
+
+
+#: The conditions of a second store through the same index, in an ``elif``.
+OTHER_BOUNDS = ["col < n", "col + 1 < n", "col < n - 1", "col < n + 1", "col <= n",
+                "col + 2 < 2 * n", "col + 1 < 64", "col < 2 * n - 1"]
 
 
 def launches(kernel: ir.Kernel):
