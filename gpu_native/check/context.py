@@ -123,7 +123,8 @@ class Definitions:
         ``j = i + 1`` lets a proof about ``j`` use one about ``i``.
     ``binops``
         The ids of the BinOps inside those values (see
-        :meth:`gpu_native.check.nowrap.NoWrapProofs.prove`).
+        :meth:`gpu_native.check.nowrap.NoWrapProofs.prove`); ``kept``, those the facts where the
+        value is computed keep within their type.
     ``grid_stride_vars``
         The ids of the variables of ``grid_stride`` loops (unique and nonnegative).
     ``reaching``
@@ -146,6 +147,10 @@ class Definitions:
         self.unique_params = unique_params
         self.values: dict[int, ir.Expr] = {}
         self.binops: set[int] = set()
+        # Of those, the ``+ - *`` that the facts where the value is computed keep within their
+        # type (:meth:`.bounds.BoundsProofs.assign`): exact wherever the local is read.  By id,
+        # the nodes kept alive here (an id of a node dropped could be reused).
+        self.kept: dict[int, ir.BinOp] = {}
         self.grid_stride_vars: set[int] = set()
         self.fixed: dict[int, ir.Expr] = {}
         self.reaching: dict[int, ir.Expr] = {}

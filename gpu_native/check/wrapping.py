@@ -88,20 +88,23 @@ def index_is_exact(e: ir.Expr, bounds: BoundsProofs, single_def, depth: int = 0)
     return "ring" if state["ring"] else True
 
 
-def operands_keep_it(x: ir.BinOp, bounds: BoundsProofs) -> bool:
+def operands_keep_it(x: ir.BinOp, bounds: BoundsProofs, here: bool = False) -> bool:
     """Does ``x`` stay within its type for any values its operands may hold where it is
     computed?  ``n - 1 - i`` in i64, ``n`` an extent and ``i`` a grid's uid or a loop's counter
     from 0, is at least ``-1 - i``: its operands keep it from wrapping, though it may be
     negative.  The facts that hold here bound the operands unless ``x`` is part of a local's
     value, computed before the conditions around its use (then only the launch facts do, as
-    for :meth:`.nowrap.NoWrapProofs.prove`)."""
+    for :meth:`.nowrap.NoWrapProofs.prove`), unless the facts there kept it (``kept``, shown
+    by a call with ``here`` where the value was computed)."""
     from ..analysis.ranges import BINARY, type_interval
 
+    if id(x) in bounds.defs.kept:
+        return True
     full = type_interval(x.ty)
     rule = BINARY.get(x.op)
     if full is None or rule is None:
         return False
-    if id(x) in bounds.defs.binops:
+    if id(x) in bounds.defs.binops and not here:
         with bounds.without_facts():
             left, right = bounds.interval(x.left), bounds.interval(x.right)
     else:

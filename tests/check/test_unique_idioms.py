@@ -91,6 +91,23 @@ def test_an_interior_and_its_border_through_one_flat_index(backend, ki):
     np.testing.assert_array_equal(flat.to_host().reshape(h, w), expected)
 
 
+def test_antidiagonal_sweeps_through_a_local_column(backend, ki):
+    nw, width = 16, 33
+    out = filled(2 * nw * width)
+    run(ki.antidiagonals, gn.GridDim1D(2), gn.BlockDim1D(nw))(out)
+    tile = np.full((nw + 1, width), -1)  # what the sweeps write; the rest is not compared
+    for m in range(nw):
+        for tx in range(m + 1):
+            tile[m - tx + 1, tx + 1] = m + 1
+    for m in range(nw - 1):
+        for tx in range(m + 1):
+            tile[nw - tx, tx + nw - m] = 100 + m
+    got = out.to_host().reshape(2, nw, width)
+    written = tile[1:] != -1
+    for block in got:
+        np.testing.assert_array_equal(block[written], tile[1:][written])
+
+
 def test_one_writer_per_warp(backend, ki):
     x = np.arange(128 * 2, dtype=np.int32)
     out = filled(8)

@@ -184,3 +184,28 @@ def border_param(out: CUDASliceMut[i32], w: i32, h: i32):
         out[y * w + x] = 1
     elif x < w and y < h:
         out[y * w + x] = 2
+
+
+NW = 16
+
+
+@gpu_kernel(Kernel1D)
+def antidiagonals(out: CUDASliceMut[i32]):
+    """Rodinia nw's sweep of a tile: the anti-diagonals top-left to the middle, then the rest,
+    thread tx on row tx of each, a barrier after each; the second half's column is a local
+    computed in the loop (the facts where it is computed keep it from wrapping)."""
+    assert block_dim.x == NW
+    tx = thread_idx.x
+    t = shared_array(i32, (NW + 1, 2 * NW + 1))
+    for m in range(NW):
+        if tx <= m:
+            t[m - tx + 1, tx + 1] = m + 1
+        sync_threads()
+    for m in range(NW - 1):
+        if tx <= m:
+            x = tx + NW - m
+            t[NW - tx, x] = 100 + m
+        sync_threads()
+    for c in range(2 * NW + 1):
+        if tx + 1 <= NW:
+            out[block_idx.x * (NW * (2 * NW + 1)) + tx * (2 * NW + 1) + c] = t[tx + 1, c]
