@@ -442,6 +442,12 @@ class _Scanner:
         if tv is not None:
             scan.typevars[name] = tv
             return
+        dotted = _dotted(value) if isinstance(value, (ast.Name, ast.Attribute)) else None
+        where = self.library(dotted) if dotted is not None else None
+        if where is not None and where[0] == PACKAGE:
+            # `DT = f32` (Numba code names its dtype once): another name for gpu_native's.
+            scan.imports[name] = ImportedName(PACKAGE, where[1], self.span(target))
+            return
         const = _static_value(value, scan.constants, self.library)
         if const is not _NOT_CONSTANT:
             scan.constants[name] = const

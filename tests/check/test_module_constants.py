@@ -281,3 +281,45 @@ def test_a_kernel_reads_constants_computed_from_library_values(sim, kernel_modul
     module.k.forall(4)(c)
     expected = np.float32(math.pi / 2) + np.float32(4) * np.float32(1e-3)
     np.testing.assert_array_equal(c.to_host(), [expected] * 4)
+
+
+def test_another_name_for_a_gpu_native_type_or_function(sim, kernel_module):
+    # Numba code names its dtype once (`dtype = float32`) and passes it to cuda.shared.array.
+    import gpu_native as gn
+
+    module = kernel_module(textwrap.dedent("""\
+        import gpu_native as gn
+        from gpu_native import *
+
+        DT = f32
+        IT = gn.i32
+        SYNC = sync_threads
+
+        @gpu_kernel(Kernel1D)
+        def k(a: CUDASlice[DT], out: CUDASliceMut[DT], idx: CUDASliceMut[IT]):
+            s = shared_array(DT, (64,))
+            t = thread_idx.x
+            i = FlatLayout1D.uid()
+            if t < 64:
+                s[t] = a[i] * DT(2.0)
+            SYNC()
+            if t < 64:
+                out[i] = s[63 - t]
+                idx[i] = IT(t) * 3
+        """))
+    a = np.random.default_rng().standard_normal(64).astype(np.float32)
+    out, idx = gn.empty(64, gn.f32), gn.empty(64, gn.i32)
+    module.k.launch(gn.GridDim1D(1), gn.BlockDim1D(64))(gn.to_device(a), out, idx)
+    np.testing.assert_array_equal(out.to_host(), (a * np.float32(2))[::-1])
+    np.testing.assert_array_equal(idx.to_host(), np.arange(64) * 3)
+    scan = scan_module("from gpu_native import f32\nimport numpy as np\nDT = f32\nNP = np.float32\n"
+                       "X = max\n", "alias.py")
+    assert (scan.imports["DT"].module, scan.imports["DT"].attr) == ("gpu_native", "f32")
+    assert "NP" not in scan.imports and "X" not in scan.imports
+
+
+def test_a_type_alias_bound_twice_is_refused(tmp_path):
+    source = ("from gpu_native import *\nDT = f32\nDT = f64\n\n@gpu_kernel(Kernel1D)\n"
+              "def k(c: CUDASliceMut[f32]):\n    i: UniqueId = FlatLayout1D.uid()\n"
+              "    c[i] = DT(1.0)  # <-\n")
+    located_transpile_error(source, tmp_path / "alias.py", "'DT' is assigned more than once")
