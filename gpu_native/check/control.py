@@ -7,10 +7,13 @@ from .. import ir
 from ..frontend import syntax as S
 from ..lang import registry as R
 from ..nodes import replace
+from ..spec import IndexFits, ShapeAssert
 from . import promote as P
 from .checker_base import CheckerBase
+from .counted import stepped_counter
 from .expressions import LAYOUTS, WeakConst
 from .facts import ConstKey, Exact, Less, NonNegative, join, kill, stable
+from .launch import launch_tree, shape_tree
 from .resolve import assigned_names
 from .scope import registry_entry as _registered
 
@@ -72,6 +75,11 @@ class ControlFlowChecker(CheckerBase):
 
     def visit_While(self, s: S.While):
         bounds = self.bounds
+        # A counter the body steps last (`i += block_dim.x * grid_dim.x`): its value on entry,
+        # before the loop forgets it.
+        stepped = stepped_counter(s)
+        counter = self.vars.get(stepped[0]) if stepped is not None else None
+        start = self.defs.single_def(counter) if counter is not None else None
         entry = kill(bounds.facts, self.loop_assigned_vars(s.body))
         bounds.facts = entry
         # The condition runs again after each iteration: it reads the body's assignments too.
@@ -81,11 +89,130 @@ class ControlFlowChecker(CheckerBase):
         checked, bounds.pending = stable(bounds.pending), set()
         runs_once = self.unique.entry_value(cond) is True
         self.unique.forget(self.loop_assigned_vars(s.body))
-        body, broke = self.loop_body(s.body, entry, bounds.facts_from(cond, True) | checked,
-                                     runs_once)
+        extra: set = set()
+        if stepped is not None and counter is not None and start is not None:
+            extra = self.counted_while(s, counter, start, stepped[1], cond)
+        body, broke = self.loop_body(s.body, entry,
+                                     bounds.facts_from(cond, True) | checked | extra, runs_once)
+        if extra:
+            assert counter is not None
+            self.unique.leave_range_loop(counter)
         bounds.facts = entry if broke else entry | bounds.facts_from(cond, False) | checked
         infinite = isinstance(cond, ir.Const) and cond.value is True and not broke
         return [ir.While(s.span, cond, body)], infinite
+
+    def counted_while(self, s: S.While, var: ir.Var, start: ir.Expr, step_syntax: S.Expr,
+                      cond: ir.Expr) -> set:
+        """The facts of a counting ``while`` loop's body (see :mod:`.counted`), its counter
+        made the proofs' loop digit (:meth:`.unique.UniqueWrites.note_range_loop`); an empty
+        set, and nothing noted, where the loop is not one: no ``var < stop`` among the
+        conditions the loop requires, a ``stop`` or ``start`` the body changes, a step not
+        shown positive, or a step past ``stop`` that may wrap the counter around."""
+        ty = var.ty
+        if not (isinstance(ty, ir.ScalarType) and ty.info.is_int) or var.is_param:
+            return set()
+        changed = {id(v) for v in self.loop_assigned_vars(s.body)}
+        bound = _counter_bound(cond, var)
+        if bound is None:
+            return set()
+        stop, reach = bound
+        if changed & (ir.variables_read(stop) | ir.variables_read(start)):
+            return set()
+        step = self.expr(step_syntax)
+        if isinstance(step, WeakConst):
+            if not isinstance(step.value, int) or isinstance(step.value, bool):
+                return set()
+            step = ir.Const(step.span, ty, step.value)
+        step = self.materialize(step)
+        bounds = self.bounds
+        if not (isinstance(step.ty, ir.ScalarType) and step.ty.info.is_int) or \
+                not self._positive_step(step):
+            return set()
+        within = self._steps_within(var, stop, step, reach, start, s.span)
+        if within is None:
+            return set()
+        key = self.defs.key
+        local = ir.Local(var.span, ty, var)
+        extra = self._exact_loop_facts(local, start, step, stop)
+        if bounds.is_nonneg(start):
+            extra.add(NonNegative(key(local)))
+        # The steps (the last statement, and any before a `continue`) are the loop's own.
+        others = assigned_names(s.body) - {var.name}
+        step_sign = 1 if isinstance(step, ir.Const) else 0
+        self.unique.note_range_loop(var, start, step, step_sign, others, stop)
+        return extra | within | {Less(key(local), key(stop))}
+
+    def _positive_step(self, step: ir.Expr) -> bool:
+        """Is ``step >= 1`` proven: by the facts and the launch's limits, or, for a sum or
+        product of positive values (`block_dim.x * grid_dim.x` in i32), once the launcher
+        keeps it within its type (the no-wrap proofs' launch check)?"""
+        bounds = self.bounds
+        if bounds.is_positive(step):
+            return True
+        while isinstance(step, ir.Local):  # `stride = block_dim.x * grid_dim.x` before it
+            value = self.defs.single_def(step.var)
+            if value is None:
+                return False
+            step = value
+        if not isinstance(step, ir.BinOp) or step.op not in ("+", "*"):
+            return False
+        if step.op == "*":
+            parts = bounds.is_positive(step.left) and bounds.is_positive(step.right)
+        else:
+            parts = (bounds.is_positive(step.left) and bounds.is_nonneg(step.right)) or (
+                bounds.is_nonneg(step.left) and bounds.is_positive(step.right))
+        return parts and bounds.is_nonneg(step)  # nonnegative: it does not wrap
+
+    def _steps_within(self, var: ir.Var, stop: ir.Expr, step: ir.Expr, reach: int,
+                      start: ir.Expr, span) -> set | None:
+        """Does the counter ``var``, from ``start`` and while ``var + reach < stop``, stay
+        within its type when ``step`` is added, and ``var + reach`` with it: from their bounds
+        (an empty set), or by a check the launcher makes of an array's extent, the launch
+        shape's part of ``step`` kept from wrapping by its own (the set of what the check then
+        shows: ``stop`` below the type's limit); ``None`` where neither shows it."""
+        ty = var.ty
+        assert isinstance(ty, ir.ScalarType) and isinstance(ty.info.max, int)
+        bounds = self.bounds
+        with bounds.without_facts():
+            # The largest values as computed (a stop that may be negative is no larger).
+            top, most = bounds.interval(stop).hi, bounds.interval(step).hi
+            first = bounds.interval(start).hi
+        if first + reach > ty.info.max:
+            # `k + 1 < n` from a thread's coordinate k: the launcher keeps the largest k
+            # of the launch that far below the limit (or `k + 1` could wrap and pass).
+            tree = launch_tree(start, ("thread_idx", "block_idx", "block_dim", "grid_dim"),
+                               ("+", "*"), self.defs.single_def) if self.is_kernel else None
+            if tree is None:
+                return None
+            self.ctx.kernel.add_launch_check(IndexFits(
+                tree, ty.info.max - reach, str(ty), start.span.line, start.span.col,
+                start.span.end_col))
+        local = self.defs.key(ir.Local(var.span, ty, var))
+        if top - 1 + most + reach <= ty.info.max:
+            return {Less(local, ConstKey(top - reach))}
+        if not self.is_kernel:
+            return None
+        fits: list[tuple[tuple, ir.BinOp]] = []
+        stop_tree = shape_tree(stop, self.unique.param_index, self.defs.single_def, fits)
+        step_tree = shape_tree(step, self.unique.param_index, self.defs.single_def, fits)
+        if stop_tree is None or step_tree is None:
+            return None
+        for sub, e in fits:
+            t = e.ty
+            assert isinstance(t, ir.ScalarType) and isinstance(t.info.max, int)
+            self.ctx.kernel.add_launch_check(IndexFits(sub, t.info.max, str(t), e.span.line,
+                                                       e.span.col, e.span.end_col))
+        site = self.ctx.kernel.new_site(
+            "assert", span, message=f"the while loop's counter '{var.name}' ({ty}) would "
+            f"wrap around past its bound: an array this long needs an i64 counter "
+            f"({var.name} = i64(...), or FlatLayout1D.uid())")
+        tree = ("<=", ("+", ("+", stop_tree, step_tree), ("c", reach)), ("c", ty.info.max + 1))
+        self.ctx.kernel.add_launch_check(ShapeAssert(tree, site))
+        # Checked before the kernel runs: stop <= max + 1 - step - reach, below the limit, and
+        # the counter below stop - reach.
+        bounds.launch_facts |= {Less(self.defs.key(stop), ConstKey(ty.info.max + 1 - reach))}
+        return {Less(self.defs.key(stop), ConstKey(ty.info.max + 1 - reach)),
+                Less(local, ConstKey(ty.info.max - 2 * reach))}
 
     def _exact_loop_facts(self, var: ir.Local, start: ir.Expr | None, step: ir.Expr | None,
                           stop: ir.Expr) -> set:
@@ -440,3 +567,28 @@ class ControlFlowChecker(CheckerBase):
         """The variables a loop body assigns (what is known of them ends at the loop)."""
         names = assigned_names(body)
         return {v for n, v in {**self.decl.param_vars, **self.vars}.items() if n in names}
+
+
+def _counter_bound(cond: ir.Expr, var: ir.Var) -> tuple[ir.Expr, int] | None:
+    """``(stop, c)`` where ``cond`` requires ``var + c < stop`` (``c`` a nonnegative constant,
+    0 for ``var < stop``; ``cond`` itself, or one of the operands of a top-level ``and``),
+    ``var`` read as it is or through a widening cast."""
+    from ..analysis.ranges import is_widening
+
+    def reach(e: ir.Expr) -> int | None:
+        if isinstance(e, ir.Cast) and is_widening(e):
+            e = e.value
+        if isinstance(e, ir.BinOp) and e.op == "+" and isinstance(e.right, ir.Const) and \
+                type(e.right.value) is int and e.right.value >= 0:
+            inner = reach(e.left)
+            return None if inner is None else inner + e.right.value
+        return 0 if isinstance(e, ir.Local) and e.var is var else None
+
+    parts = cond.values if isinstance(cond, ir.BoolOp) and cond.op == "and" else (cond,)
+    for part in parts:
+        if isinstance(part, ir.Compare):
+            if part.op == "<" and reach(part.left) is not None:
+                return part.right, reach(part.left) or 0
+            if part.op == ">" and reach(part.right) is not None:
+                return part.left, reach(part.right) or 0
+    return None

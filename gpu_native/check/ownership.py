@@ -361,8 +361,10 @@ class Forms:
                     "is neither the one assignment that reaches it nor a value every thread "
                     "shares (the proofs follow arithmetic over the thread's coordinates and "
                     "launch values, not a value chosen under a condition or returned by a "
-                    "shuffle, an atomic or a call); a counter that a while loop steps is "
-                    "followed when written as "
+                    "shuffle, an atomic or a call); a while loop's counter is followed "
+                    f"where the loop requires `{k.var.name} < stop` and its body ends by "
+                    f"stepping it (`{k.var.name} += step`, a step the loop does not change, "
+                    "and no other assignment but the same step before a `continue`), as is "
                     f"`for {k.var.name} in range(start, stop, step)` (a grid-stride loop: "
                     f"`for {k.var.name} in FlatLayout1D.grid_stride(n)`)")
         if isinstance(k, LaneKey):

@@ -719,12 +719,13 @@ class ScaledStores:
         return got
 
 
-# A block-stride loop written as CUDA writes it (b = thread_idx.x; while b < N: ...; b +=
-# block_dim.x) reaches the loop-variable proofs, which need a uniform scale; as a range() loop
-# the index rules prove it.
-_WHILE_HINT = ("if the index is stepped by a while loop (b = thread_idx.x; while b < N: ...; b "
-               "+= block_dim.x), write the loop as `for b in range(thread_idx.x, N, "
-               "block_dim.x):`, whose stores the index rules prove")
+# A block-stride while loop whose counter the index rules do not follow (stepped before the
+# body's end) reaches the loop-variable proofs, which need a uniform scale; stepped last, or as
+# a range() loop, the index rules prove it (.counted).
+_WHILE_HINT = ("if the index is stepped by a while loop, end its body with the step (b = "
+               "thread_idx.x; while b < N: ...; b += block_dim.x, assigning b nowhere else), "
+               "or write the loop as `for b in range(thread_idx.x, N, block_dim.x):`: the index "
+               "rules prove the stores of both")
 _UNKNOWN_HINT = ("bound the loop by constants, so that each round's values are known (`d = N >> "
                  "1; while d > 0:` with N a module constant, the data padded to N, `if i < n` "
                  "around its loads), or use `with unsafe():` if you know the store is race-free")

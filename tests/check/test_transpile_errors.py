@@ -867,30 +867,28 @@ def test_a_store_that_ignores_one_grid_axis_is_told_to_assert_it(tmp_path):
     rewrite_module(fixed, str(tmp_path / "grid_y_fixed.py"), "grid_y_fixed")
 
 
-def test_a_grid_stride_while_loop_is_pointed_to_the_for_loops_the_proofs_follow(tmp_path):
+def test_a_while_loop_whose_counter_is_not_stepped_last_is_told_what_is_followed(tmp_path):
+    # The grid-stride loop as CUDA C++ writes it is followed (the step is the body's last
+    # statement); one that stores after stepping is not, and the message says what is.
     loop = """
         @gpu_kernel(Kernel1D)
         def k(x: CUDASlice[f32], a: f32, y: CUDASliceMut[f32]):
             i = block_idx.x * block_dim.x + thread_idx.x
             stride = block_dim.x * grid_dim.x
             while i < len(x):
-                y[i] = a * x[i]  # <-
+                y[i] = a * x[i]
                 i += stride
         """
-    err = located_transpile_error(HEADER + textwrap.dedent(loop), tmp_path / "while_loop.py",
-                                  "not provably unique")
-    assert ("a counter that a while loop steps is followed when written as `for i in "
-            "range(start, stop, step)` (a grid-stride loop: `for i in "
-            "FlatLayout1D.grid_stride(n)`)") in err.message
-    # The form it names is accepted.
-    rewritten = HEADER + textwrap.dedent("""
-        @gpu_kernel(Kernel1D)
-        def k(x: CUDASlice[f32], a: f32, y: CUDASliceMut[f32]):
-            for i in range(block_idx.x * block_dim.x + thread_idx.x, len(x),
-                           block_dim.x * grid_dim.x):
-                y[i] = a * x[i]
-        """)
-    rewrite_module(rewritten, str(tmp_path / "for_loop.py"), "for_loop")
+    rewrite_module(HEADER + textwrap.dedent(loop), str(tmp_path / "while_ok.py"), "while_ok")
+    stepped_first = loop.replace("                y[i] = a * x[i]\n                i += stride",
+                                 "                i += stride\n                y[i - stride] = "
+                                 "a * x[i - stride]  # <-")
+    assert stepped_first != loop
+    err = located_transpile_error(HEADER + textwrap.dedent(stepped_first),
+                                  tmp_path / "while_loop.py", "not provably unique")
+    assert ("a while loop's counter is followed where the loop requires `i < stop` and its body "
+            "ends by stepping it (`i += step`") in err.message
+    assert "`for i in range(start, stop, step)`" in err.message
 
 
 def test_a_store_through_a_device_functions_plain_parameter_names_it_as_one(tmp_path):
@@ -916,28 +914,36 @@ def test_a_store_through_a_device_functions_plain_parameter_names_it_as_one(tmp_
 @pytest.mark.parametrize("after", ["sh.atomic_ref(i32(data[0])).fetch_add(1)",
                                    "hist[block_idx.x] = sh[0]"])
 def test_a_block_stride_while_loop_is_pointed_to_its_range_loop(after, tmp_path):
+    # Stepped before the body's end, the counter is not followed: the hint names both forms
+    # that are.
     loop = f"""
         @gpu_kernel(Kernel1D)
         def k(data: CUDASlice[u8], hist: CUDASliceMut[i32]):
             sh = shared_array(i32, (256,))
             b = thread_idx.x
+            rounds = 0
             while b < 256:
                 sh[b] = 0  # <-
                 b += block_dim.x
+                rounds += 1
             sync_threads()
             if thread_idx.x == 0:
                 {after}
         """
     err = located_transpile_error(HEADER + textwrap.dedent(loop), tmp_path / "while_init.py",
                                   "store into 'sh'")
-    assert ("write the loop as `for b in range(thread_idx.x, N, block_dim.x):`, whose stores "
-            "the index rules prove") in (err.hint or ""), err.hint
-    # The loop it names is accepted.
-    fixed = loop.replace("""            b = thread_idx.x
+    assert ("end its body with the step (b = thread_idx.x; while b < N: ...; b += block_dim.x, "
+            "assigning b nowhere else), or write the loop as `for b in range(thread_idx.x, N, "
+            "block_dim.x):`") in (err.hint or ""), err.hint
+    # Both loops it names are accepted.
+    stepped_last = loop.replace("                rounds += 1\n", "")
+    ranged = stepped_last.replace("""            b = thread_idx.x
+            rounds = 0
             while b < 256:
                 sh[b] = 0  # <-
                 b += block_dim.x""", """            for b in range(thread_idx.x, 256, block_dim.x):
                 sh[b] = 0""")
-    assert fixed != loop
-    rewrite_module(HEADER + textwrap.dedent(fixed), str(tmp_path / "range_init.py"),
-                   "range_init")
+    assert loop != stepped_last != ranged
+    for n, fixed in enumerate((stepped_last, ranged)):
+        rewrite_module(HEADER + textwrap.dedent(fixed), str(tmp_path / f"fixed{n}.py"),
+                       f"fixed{n}")

@@ -96,14 +96,44 @@ def generated(r: random.Random) -> str:
         lines = _through_a_local(lines, reaching, indent, target, index)
     if space == "shared" and second is not None and pin is None and "tid" not in loop:
         lines = _with_barriers(lines, r.choice(BARRIERS), target)
-    if r.random() < 0.25:
+    # A barrier in a loop of the thread's own bounds would be a divergent one: none there.
+    if r.random() < 0.25 and not any(line.strip() == "sync_threads()" for line in lines):
         # A thread's chunk (thread coarsening): j from tid * T, the stop T past the start (or a
         # min() with one), beside chunks that overlap the next thread's.
         chunk = r.choice(CHUNKS).format(t=r.choice([2, 3, 4]), s=r.choice([1, 2]))
         walk = f"{block_term} + j"
         lines = [f"    for j in {chunk}:" if line.startswith("    for j in ") else
                  line.replace(index, walk) for line in lines]
+    if r.random() < 0.25:
+        lines = _as_while(lines)
     return "\n".join(lines) + "\n"
+
+
+def _as_while(lines: list[str]) -> list[str]:
+    """``lines`` with the ``for j in range(...)`` loop written as the ``while`` loop a CUDA
+    programmer writes (``j = start; while j < stop: ...; j += step``,
+    :mod:`gpu_native.check.counted`), which must be proven as the range is."""
+    at = next(k for k, line in enumerate(lines) if line.startswith("    for j in range("))
+    inner = lines[at][len("    for j in range("):-len("):")]
+    args = _split_args(inner)
+    start, stop, step = (["0"] + args + ["1"])[:3] if len(args) == 1 else (args + ["1"])[:3]
+    end = next((k for k in range(at + 1, len(lines)) if not lines[k].startswith("        ")),
+               len(lines))
+    return (lines[:at] + [f"    j = {start}", f"    while j < {stop}:"] + lines[at + 1:end]
+            + [f"        j += {step}"] + lines[end:])
+
+
+def _split_args(text: str) -> list[str]:
+    """The arguments of a call's text, split at the commas outside parentheses."""
+    out, depth, current = [], 0, ""
+    for ch in text:
+        if ch == "," and depth == 0:
+            out.append(current.strip())
+            current = ""
+            continue
+        depth += (ch == "(") - (ch == ")")
+        current += ch
+    return out + [current.strip()]
 
 
 #: Chunk loops (drawn last, so that a seed drawing none gives the source it always gave): the

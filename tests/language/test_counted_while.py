@@ -1,0 +1,123 @@
+"""``while`` loops that count (:mod:`gpu_native.check.counted`): the grid-stride loop as CUDA C++
+writes it (``i = block_idx.x * block_dim.x + thread_idx.x; while i < n: ...; i += stride``) is
+proven race-free and in bounds as ``for i in range(start, n, stride)`` is, its counter kept from
+wrapping around (statically, or by a launch check of the array's extent); the near misses stay
+refused."""
+
+from __future__ import annotations
+
+import textwrap
+
+import numpy as np
+import pytest
+
+import gpu_native as gn
+from gpu_native.rewrite import transpile_module
+from gpu_native.runtime.launch_checks import check_shapes
+from gpu_native.spec import ShapeAssert
+
+KERNELS = textwrap.dedent("""\
+    from gpu_native import *
+
+    @gpu_kernel(Kernel1D)
+    def saxpy(a: f32, x: CUDASlice[f32], y: CUDASliceMut[f32]):
+        # CUDA by Example's loop: an i32 counter stepped by the whole grid.
+        i = block_idx.x * block_dim.x + thread_idx.x
+        while i < len(y):
+            y[i] = a * x[i] + y[i]
+            i += block_dim.x * grid_dim.x
+
+    @gpu_kernel(Kernel1D)
+    def block_loop(x: CUDASlice[f64], y: CUDASliceMut[f64], n: i32):
+        # One block strides over n elements; an i64 counter; a continue skips the step.
+        assert grid_dim.x == 1
+        j = FlatLayout1D.uid()
+        while j < n and j < len(y):
+            if x[j] < 0.0:
+                y[j] = 0.0
+                j = j + block_dim.x
+                continue
+            y[j] = x[j] * 2.0
+            j = j + block_dim.x
+
+    @gpu_kernel(Kernel1D)
+    def strided_pairs(out: CUDASliceMut[i32]):
+        # Two stores a constant apart, stepped by twice the grid.
+        k = 2 * (block_idx.x * block_dim.x + thread_idx.x)
+        while k + 1 < len(out):
+            out[k] = k
+            out[k + 1] = -k
+            k += 2 * block_dim.x * grid_dim.x
+    """)
+
+
+def test_grid_stride_while_loops_run_as_their_ranges(backend, kernel_module):
+    module = kernel_module(KERNELS)
+    rng = np.random.default_rng()
+    for n in (1, 100, 1000, 4097):
+        x = rng.standard_normal(n).astype(np.float32)
+        y0 = rng.standard_normal(n).astype(np.float32)
+        y = gn.to_device(y0)
+        module.saxpy.launch(gn.GridDim1D(3), gn.BlockDim1D(64))(np.float32(1.5), gn.to_device(x),
+                                                                  y)
+        np.testing.assert_allclose(y.to_host(), 1.5 * x.astype(np.float64) + y0, rtol=1e-6,
+                                   atol=1e-6)
+    x = rng.standard_normal(300)
+    y = gn.to_device(np.full(300, np.nan))
+    module.block_loop.launch(gn.GridDim1D(1), gn.BlockDim1D(32))(gn.to_device(x), y, 250)
+    expected = np.where(x < 0.0, 0.0, x * 2.0)
+    got = y.to_host()
+    np.testing.assert_array_equal(got[:250], expected[:250])
+    assert np.isnan(got[250:]).all()
+    out = gn.to_device(np.full(1001, 7, np.int32))
+    module.strided_pairs.launch(gn.GridDim1D(2), gn.BlockDim1D(32))(out)
+    k = np.arange(0, 1000, 2)
+    expected = np.full(1001, 7)
+    expected[k], expected[k + 1] = k, -k
+    np.testing.assert_array_equal(out.to_host(), expected)
+
+
+def test_an_array_too_long_for_an_i32_counter_is_refused_at_launch(sim, kernel_module):
+    # len(y) + block_dim.x * grid_dim.x must fit an i32, or the counter's last step wraps.
+    # (The check the launcher makes, on extents no test machine holds.)
+    loaded = kernel_module(KERNELS)
+    variant = loaded.saxpy.spec.variants[0]
+    (check,) = [c for c in variant.launch_checks if isinstance(c, ShapeAssert)]
+    site = variant.sites[check.site]
+    assert "counter 'i' (i32) would wrap around" in site.message
+    assert "i64 counter" in site.message
+
+    class Extent:
+        def __init__(self, n):
+            self.shape = (n,)
+
+    arrays = [None, Extent(2**31), Extent(2**31 - 256)]
+    check_shapes(variant.kernel_id, (check,), arrays, (2, 1, 1), (128, 1, 1))  # just fits
+    with pytest.raises(gn.KernelAssertionError, match=r"counter 'i' \(i32\) would wrap"):
+        check_shapes(variant.kernel_id, (check,), arrays, (3, 1, 1), (128, 1, 1))
+    # An i64 counter (block_loop's) needs no such check.
+    module = transpile_module(KERNELS, "counted.py", "counted")
+    block_loop = next(k for k in module.kernels if k.name == "block_loop")
+    assert not any(isinstance(c, ShapeAssert) for c in block_loop.variants[0].launch_checks)
+
+
+@pytest.mark.parametrize("body, message", [
+    # The step changes inside the loop: the counter's values are no arithmetic progression.
+    ("s = block_dim.x\n    while i < len(y):\n        y[i] = 1.0\n        s += 1\n"
+     "        i += s", "not provably unique"),
+    # The counter is assigned before the step too.
+    ("while i < len(y):\n        y[i] = 1.0\n        i = i * 2\n        i += 1",
+     "not provably unique"),
+    # The step is not the body's last statement: the store after it reads the next value.
+    ("while i < len(y):\n        i += block_dim.x * grid_dim.x\n        y[i] = 1.0",
+     "not provably unique"),
+    # Every thread steps by the block alone: two blocks meet.
+    ("while i < len(y):\n        y[i] = 1.0\n        i += block_dim.x", "both write y["),
+])
+def test_near_misses_stay_refused(body, message, tmp_path):
+    source = ("from gpu_native import *\n\n@gpu_kernel(Kernel1D)\n"
+              "def k(y: CUDASliceMut[f32]):\n"
+              "    i = block_idx.x * block_dim.x + thread_idx.x\n"
+              f"    {body}\n")
+    with pytest.raises(gn.TranspileError, match=message.replace("[", r"\[")):
+        transpile_module(source, str(tmp_path / "near.py"), "near")
