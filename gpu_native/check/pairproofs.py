@@ -498,8 +498,14 @@ class PairProofs(IndexClasses):
         if part is None or not text:
             return TranspileError(wrap_message(array, ty), idx.span, wrap_hint(ty))
         where = "" if part.span.line == idx.span.line else f" (line {part.span.line})"
+        params = sorted({n.var.name for n in ir.walk(part)
+                         if isinstance(n, ir.Local) and n.var.is_param and n.ty == ty})
+        first = next((n for n in ir.walk(part) if isinstance(n, ir.Local)), None)
+        operand = first.var.name if first is not None else "x"
+        declare = (f", or declare {' and '.join(repr(p) for p in params)} {idx.ty}"
+                   if params else "")
         return TranspileError(
             f"{wrap_message(array, ty)}: `{text}`{where} is computed in {ty} before the index "
             f"widens to {idx.ty}", idx.span,
-            f"compute `{text}` in {idx.ty}: convert an operand first ({idx.ty}(x) * ...), or "
-            f"declare the parameter it reads {idx.ty}")
+            f"compute `{text}` in {idx.ty}: convert an operand first (`{idx.ty}({operand})`)"
+            f"{declare}")

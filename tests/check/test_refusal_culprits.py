@@ -371,8 +371,28 @@ def k(v: CUDASliceMut[f32], j: i32):
     assert "its index may wrap around in i32, and then two threads could write the same " \
            "element: `2 * j` (line 8) is computed in i32 before the index widens to i64" \
            in text, text
-    assert "hint: compute `2 * j` in i64: convert an operand first (i64(x) * ...), or declare " \
-           "the parameter it reads i64" in text, text
+    assert "hint: compute `2 * j` in i64: convert an operand first (`i64(j)`), or declare 'j' " \
+           "i64" in text, text
+
+
+def test_a_hint_to_widen_names_a_parameter_only_where_one_is_read():
+    # `y + j` reads the thread's row and a loop counter: declaring a parameter i64 (the
+    # parameters already are) would not help, and the hint said to.
+    text = refusal("""
+from gpu_native import Kernel2D, block_idx, thread_idx
+
+@gpu_kernel(Kernel2D)
+def k(out: CUDASliceMut[f32], width: int, height: int):
+    assert block_dim.x == 32 and block_dim.y == 8
+    x = block_idx.y * 32 + thread_idx.x
+    y = block_idx.x * 32 + thread_idx.y
+    for j in range(0, 32, 8):
+        if x < height and y + j < width:
+            out[(y + j) * height + x] = 1.0
+""")
+    assert "`y + j` is computed in i32 before the index widens to i64" in text, text
+    assert "declare" not in text.split("hint:")[1], text
+    assert "convert an operand first (`i64(" in text, text
 
 
 def test_a_shared_scratch_passed_to_a_device_function_is_told_it_is_checked_as_global():
