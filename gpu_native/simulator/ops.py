@@ -294,13 +294,15 @@ def fmod_py(a, b):
 
 
 def floordiv_py(a, b):
-    """``gn_ffloordiv_py``: Python's float ``//`` (as CPython computes it)."""
+    """``gn_ffloordiv_py``: Python's float ``//`` (as CPython computes it); by a zero divisor,
+    ``a / b`` (NumPy's value, where Python raises)."""
     m = np.fmod(a, b)
     d = (a - m) / b
     d = np.where((m != 0) & ((b < 0) != (m < 0)), d - np.ones_like(d), d)
     f = np.floor(d)
     f = np.where(d - f > d.dtype.type(0.5), f + np.ones_like(f), f)
     out = np.where(d != 0, f, np.copysign(np.zeros_like(d), a / b))
+    out = np.where(b == 0, a / b, out)
     return out[()] if isinstance(out, np.ndarray) and out.ndim == 0 else out
 
 

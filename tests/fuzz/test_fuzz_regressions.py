@@ -348,6 +348,19 @@ def test_f32_floor_division_is_cpythons_algorithm_in_float32(kr, backend):
     np.testing.assert_array_equal(q.to_host(), want)
 
 
+def test_float_floor_division_by_zero_gives_numpys_values(kr, backend):
+    # Python raises; the kernel's `a // 0.0` was NaN where NumPy's floor_divide gives a / 0.0
+    # (an infinity of the quotient's sign, NaN for 0 and NaN); `%` by zero is NaN in both.
+    a_h = np.array([5.0, -5.0, 5.0, -5.0, 0.0, np.nan, np.inf, 3.0], np.float32)
+    b_h = np.array([0.0, 0.0, -0.0, -0.0, 0.0, 0.0, 0.0, 2.0], np.float32)
+    q = gn.zeros(len(a_h), gn.f32)
+    run(kr.float_floor_divide, gn.to_device(a_h), gn.to_device(b_h), q, n=len(a_h))
+    with np.errstate(all="ignore"):
+        want = np.floor_divide(a_h, b_h)
+    np.testing.assert_array_equal(q.to_host(), want)
+    assert list(want[:4]) == [np.inf, -np.inf, -np.inf, np.inf] and np.isnan(want[4:6]).all()
+
+
 # ---- `x ** 0` still evaluates x --------------------------------------------------------------------
 # Found by tools/fuzz_gpu.py on the H200 and by the host C++ backend (seed 11141): the emitter wrote
 # a float `x ** 0` as the constant 1, dropping x and with it the zero-divisor check inside it.

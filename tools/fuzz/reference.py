@@ -229,13 +229,16 @@ def bounded(r, e: float, t: str, p: float = 0.0) -> V:
 
 
 def py_divmod(a, b, t: str):
-    """Python's float ``//`` and ``%`` (CPython's algorithm) in ``t``; a zero divisor gives NaN."""
+    """Python's float ``//`` and ``%`` (CPython's algorithm) in ``t``; by a zero divisor,
+    NumPy's values (``a / b`` and NaN), where Python raises."""
     with np.errstate(all="ignore"):
         return _py_divmod(NUMPY[t], a, b)
 
 
 def _py_divmod(ft, a, b):
     a, b = ft(a), ft(b)
+    if b == 0:
+        return ft(a / b), ft(np.fmod(a, b))
     mod = np.fmod(a, b)
     div = (a - mod) / b
     if mod:

@@ -185,7 +185,9 @@ template <typename T> __device__ __forceinline__ T gn_mod_chk_at(
     return gn_mod(a, b);
 }
 
-/* Python float modulo and floor division (the result of % has the divisor's sign). */
+/* Python float modulo and floor division (the result of % has the divisor's sign).  By a zero
+   divisor, NumPy's values where Python raises: a // 0.0 is a / 0.0 (an infinity, or NaN for
+   0 // 0.0), a % 0.0 is NaN (fmod's). */
 __device__ __forceinline__ float gn_fmod_py(float a, float b) {
     float m = fmodf(a, b);
     if (m != 0.0f) { if ((b < 0.0f) != (m < 0.0f)) m += b; }
@@ -199,6 +201,7 @@ __device__ __forceinline__ double gn_fmod_py(double a, double b) {
     return m;
 }
 __device__ __forceinline__ float gn_ffloordiv_py(float a, float b) {
+    if (b == 0.0f) return a / b;
     float m = fmodf(a, b);
     float d = (a - m) / b;
     if (m != 0.0f) { if ((b < 0.0f) != (m < 0.0f)) d -= 1.0f; }
@@ -206,6 +209,7 @@ __device__ __forceinline__ float gn_ffloordiv_py(float a, float b) {
     return copysignf(0.0f, a / b);
 }
 __device__ __forceinline__ double gn_ffloordiv_py(double a, double b) {
+    if (b == 0.0) return a / b;
     double m = fmod(a, b);
     double d = (a - m) / b;
     if (m != 0.0) { if ((b < 0.0) != (m < 0.0)) d -= 1.0; }
