@@ -145,6 +145,10 @@ def _kernel_from_source(fn: Callable[P, object], refused: str | None = None) -> 
     if code is None:
         raise TypeError("@gpu_kernel decorates a plain function")
     filename = code.co_filename
+    if code.co_name == "<lambda>":
+        raise TypeError("a kernel is a function defined with def and decorated with "
+                        "@gpu_kernel(Kernel1D) (a lambda has no annotations to type its "
+                        "parameters with)")
     globals_ = getattr(fn, "__globals__", {})
     source = function_source(code, fn.__name__, globals_)
     if source is None:

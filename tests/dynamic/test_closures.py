@@ -133,6 +133,12 @@ class TestClosures:
         assert "c[idx] = a[idx] + table[0]" in message and "^^^^^" in message
 
 
+def test_a_lambda_is_told_a_kernel_is_a_def():
+    # It was "cannot find the source of kernel '<lambda>'", in a file or in `python -c`.
+    with pytest.raises(TypeError, match="a kernel is a function defined with def"):
+        gpu_kernel(Kernel1D)(lambda a: None)
+
+
 class TestStaticmethod:
     def test_both_orders(self, backend):
         assert _launch(Ops.inc, [1, 2]) == [2.0, 3.0]
