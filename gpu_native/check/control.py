@@ -90,10 +90,20 @@ class ControlFlowChecker(CheckerBase):
         runs_once = self.unique.entry_value(cond) is True
         self.unique.forget(self.loop_assigned_vars(s.body))
         extra: set = set()
+        round = None
         if stepped is not None and counter is not None and start is not None:
-            extra = self.counted_while(s, counter, start, stepped[1], cond)
+            counted = self.counted_while(s, counter, start, stepped[1], cond)
+            if counted is not None:
+                extra, stop, step = counted
+                # Every thread runs the rounds alike where the loop's values are the launch's
+                # and nothing else ends it (`phase = 0; while phase < N: ...; phase += 1`): its
+                # counter is one value in a round that a barrier ends (.phases.round_digits), as
+                # a range()'s is.
+                if isinstance(cond, ir.Compare):
+                    round = self.unique.round_counter(counter, (start, stop, step))
         body, broke = self.loop_body(s.body, entry,
-                                     bounds.facts_from(cond, True) | checked | extra, runs_once)
+                                     bounds.facts_from(cond, True) | checked | extra, runs_once,
+                                     round)
         if extra:
             assert counter is not None
             self.unique.leave_range_loop(counter)
@@ -102,35 +112,36 @@ class ControlFlowChecker(CheckerBase):
         return [ir.While(s.span, cond, body)], infinite
 
     def counted_while(self, s: S.While, var: ir.Var, start: ir.Expr, step_syntax: S.Expr,
-                      cond: ir.Expr) -> set:
-        """The facts of a counting ``while`` loop's body (see :mod:`.counted`), its counter
-        made the proofs' loop digit (:meth:`.unique.UniqueWrites.note_range_loop`); an empty
-        set, and nothing noted, where the loop is not one: no ``var < stop`` among the
-        conditions the loop requires, a ``stop`` or ``start`` the body changes, a step not
-        shown positive, or a step past ``stop`` that may wrap the counter around."""
+                      cond: ir.Expr) -> tuple[set, ir.Expr, ir.Expr] | None:
+        """The facts of a counting ``while`` loop's body (see :mod:`.counted`), its ``stop``
+        and its ``step``, its counter made the proofs' loop digit
+        (:meth:`.unique.UniqueWrites.note_range_loop`); ``None``, and nothing noted, where the
+        loop is not one: no ``var < stop`` among the conditions the loop requires, a ``stop``
+        or ``start`` the body changes, a step not shown positive, or a step past ``stop`` that
+        may wrap the counter around."""
         ty = var.ty
         if not (isinstance(ty, ir.ScalarType) and ty.info.is_int) or var.is_param:
-            return set()
+            return None
         changed = {id(v) for v in self.loop_assigned_vars(s.body)}
         bound = _counter_bound(cond, var)
         if bound is None:
-            return set()
+            return None
         stop, reach = bound
         if changed & (ir.variables_read(stop) | ir.variables_read(start)):
-            return set()
+            return None
         step = self.expr(step_syntax)
         if isinstance(step, WeakConst):
             if not isinstance(step.value, int) or isinstance(step.value, bool):
-                return set()
+                return None
             step = ir.Const(step.span, ty, step.value)
         step = self.materialize(step)
         bounds = self.bounds
         if not (isinstance(step.ty, ir.ScalarType) and step.ty.info.is_int) or \
                 not self._positive_step(step):
-            return set()
+            return None
         within = self._steps_within(var, stop, step, reach, start, s.span)
         if within is None:
-            return set()
+            return None
         key = self.defs.key
         local = ir.Local(var.span, ty, var)
         extra = self._exact_loop_facts(local, start, step, stop)
@@ -140,7 +151,7 @@ class ControlFlowChecker(CheckerBase):
         others = assigned_names(s.body) - {var.name}
         step_sign = 1 if isinstance(step, ir.Const) else 0
         self.unique.note_range_loop(var, start, step, step_sign, others, stop)
-        return extra | within | {Less(key(local), key(stop))}
+        return extra | within | {Less(key(local), key(stop))}, stop, step
 
     def _positive_step(self, step: ir.Expr) -> bool:
         """Is ``step >= 1`` proven: by the facts and the launch's limits, or, for a sum or

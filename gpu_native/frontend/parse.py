@@ -444,7 +444,7 @@ class _Scanner:
             return
         dotted = _dotted(value) if isinstance(value, (ast.Name, ast.Attribute)) else None
         where = self.library(dotted) if dotted is not None else None
-        if where is not None and where[0] == PACKAGE:
+        if where is not None and where[0] == PACKAGE and name in self.bound_once:
             # `DT = f32` (Numba code names its dtype once): another name for gpu_native's.
             scan.imports[name] = ImportedName(PACKAGE, where[1], self.span(target))
             return

@@ -147,8 +147,8 @@ def k(c: CUDASliceMut[f64]):
 
 
 @pytest.mark.parametrize("rebinding, use, message", [
-    # The module's f32 is f64: the kernel must not compile the star import's f32.
-    ("f32 = f64", "f32(1.0) / f32(3.0)", "'f32' is a host variable of this module"),
+    # The module's f32 is Python's float: the kernel must not compile the star import's f32.
+    ("f32 = float", "f32(1.0) / f32(3.0)", "'f32' is a host variable of this module"),
     ("def f32(x):\n    return x * 2", "f32(1.5)", "'f32' is a host function of this module"),
     ("f32 = f64\nf32 = f64", "f32(1.5)", "'f32' is assigned more than once"),
 ])
@@ -159,6 +159,20 @@ def test_a_name_of_a_star_import_bound_again_is_the_modules(rebinding, use, mess
     kernel compiled the star import's `f32`)."""
     source = STAR_SHADOWED.format(rebinding=rebinding, use=use)
     located_transpile_error(source, tmp_path / "shadow.py", message)
+
+
+def test_a_star_imported_name_bound_to_another_gpu_native_name_is_that_one(sim,
+                                                                         kernel_module):
+    # `f32 = f64` after the star import: the module's f32 is gpu_native's f64, as in Python.
+    import numpy as np
+
+    import gpu_native as gn
+
+    module = kernel_module(STAR_SHADOWED.format(rebinding="f32 = f64",
+                                                use="f32(1.0) / f32(3.0)"))
+    c = gn.zeros(4, gn.f64)
+    module.k.forall(4)(c)
+    np.testing.assert_array_equal(c.to_host(), [1.0 / 3.0] * 4)  # f64's, not f32's
 
 
 def test_a_device_function_named_as_a_star_imported_name_is_called(sim, kernel_module):

@@ -156,9 +156,12 @@ def test_a_scale_doubled_until_it_wraps_is_refused_with_the_hint(tmp_path):
 
 def test_rounds_whose_values_never_repeat_are_refused(tmp_path):
     """A counter that only grows never brings the rounds back to an earlier state: the trace
-    gives up after its round limit (race-free here, but not shown)."""
-    source = DOUBLING.replace("scale *= 2", "scale += 1").replace(
-        "s[scale * tid] = tid", "s[(scale % 2) * 64 + tid] = tid")
+    gives up after its round limit (race-free here, but not shown).  (Stepped as the body's
+    last statement, the counter is a counting loop's, which the index rules follow, and the
+    store is accepted: see test_a_counter_stepped_last_is_followed.)"""
+    source = DOUBLING.replace("            scale *= 2\n", "").replace(
+        "s[scale * tid] = tid", "scale += 1\n            s[(scale % 2) * 64 + tid] = tid")
+    assert "scale += 1\n            s[" in source
     with pytest.raises(TranspileError) as info:
         build(tmp_path, source, name="counting")
     text = str(info.value)
@@ -190,3 +193,12 @@ def test_generated_double_buffers_accepted_only_when_race_free(tmp_path):
     print(f"\ndouble-buffer draws: {accepted} accepted, {refused} refused; "
           f"{launches} race-free launches of the accepted ones")
     assert accepted >= 40 and refused >= 20
+
+
+def test_a_counter_stepped_last_is_followed(tmp_path):
+    """The same loop stepping its counter last is a counting loop (.counted): the store's
+    index holds the thread, and it is accepted and runs race-free."""
+    source = DOUBLING.replace("scale *= 2", "scale += 1").replace(
+        "s[scale * tid] = tid", "s[(scale % 2) * 64 + tid] = tid")
+    kernel = build(tmp_path, source, name="counted")["k"]
+    assert not launch(kernel, 1, 64, np.zeros(64, np.int32), np.int32(9)).races

@@ -120,8 +120,12 @@ class TestReference:
             for got, want in ((q, pq), (m, pm)):
                 assert (math.isnan(got) and math.isnan(want)) or (
                     got == want and math.copysign(1, got) == math.copysign(1, want)), (a, b)
-        q, m = py_divmod(5.0, 0.0, "f64")
-        assert math.isnan(q) and math.isnan(m)  # the GPU's answer; Python raises
+        # By zero, NumPy's values (the kernels'); Python raises.
+        for a, b, want in ((5.0, 0.0, math.inf), (5.0, -0.0, -math.inf), (-5.0, 0.0, -math.inf)):
+            q, m = py_divmod(a, b, "f64")
+            assert q == want and math.isnan(m)
+        q, m = py_divmod(0.0, 0.0, "f64")
+        assert math.isnan(q) and math.isnan(m)
 
     def test_integers_convert_to_f32_with_one_rounding(self):
         rng = random.Random(8)
