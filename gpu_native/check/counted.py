@@ -65,7 +65,7 @@ def _steps_before_continue(stmts, name: str, step: S.Stmt) -> bool:
             if not _same(s, step) or not isinstance(following, S.Continue):
                 return False
         elif isinstance(s, (S.For, S.While)):
-            if name in assigned_names(s.body):
+            if name in assigned_names((s,)):  # its body, or a for loop's own target
                 return False
         elif isinstance(s, S.If):
             if not (_steps_before_continue(s.body, name, step)

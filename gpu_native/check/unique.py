@@ -190,7 +190,8 @@ class UniqueWrites(PairProofs):
             start_min = start_value if isinstance(start_value, int) else (
                 0 if self.bounds.is_nonneg(start) else None)
             self.forms.enter_loop(var, self.defs.key(start), stop_max, self.defs.key(step),
-                                  start_min, self.defs.key(stop))
+                                  start_min, self.defs.key(stop) if self._exact_span(
+                                      start, stop) else None)
         else:
             self.forms.leave_loop(var)
         start_unique = self.classify(start)
@@ -200,6 +201,26 @@ class UniqueWrites(PairProofs):
                 and self.bounds.in_range(start, step.value)
                 and var.name not in body_assigned):
             self.range_unique_vars[id(var)] = start_unique.coords
+
+    def _exact_span(self, start: ir.Expr, stop: ir.Expr) -> bool:
+        """Are ``start`` and ``stop`` (each argument of a ``min()``) their mathematical values,
+        so that ``stop - start`` computed from their forms is the loop's span?  (``t * C`` in
+        i64 wraps for a large C: its span to ``t * C + C`` is then no bound of the trip.)  The
+        launch checks that keep them within their types are added."""
+        from .wrapping import exact_value, operands_keep_it
+
+        parts = [start]
+        if isinstance(stop, ir.MathCall) and stop.name == "min":
+            parts += list(stop.args)
+        else:
+            parts.append(stop)
+        checks: list = []
+        if not all(exact_value(e, self.bounds.no_wrap.proven, self.defs.single_def, checks,
+                               fits=lambda x: operands_keep_it(x, self.bounds)) for e in parts):
+            return False
+        for check in checks:
+            self.ctx.kernel.add_launch_check(check)
+        return True
 
     def round_counter(self, var: ir.Var, bounds: tuple[ir.Expr, ...]) -> Digit | None:
         """The counter digit of ``for var in range(*bounds)`` in a kernel, where every thread

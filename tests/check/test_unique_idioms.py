@@ -268,6 +268,15 @@ def k(out: CUDASliceMut[f32]):
         if j < len(out):
             out[j] = 1.0
 """, ["not provably unique"]),
+    "a chunk whose ends wrap in i64": ("""
+@gpu_kernel(Kernel1D)
+def k(y: CUDASliceMut[f32]):
+    t = FlatLayout1D.uid() * 4
+    for m in range(t * 4611686018427387903, min(t * 4611686018427387903 + 4611686018427387903,
+                                                len(y))):
+        if m >= 0:
+            y[m] = 1.0
+""", ["not provably unique"]),
     "a chunk stepped past its stride": ("""
 @gpu_kernel(Kernel1D)
 def k(out: CUDASliceMut[f32]):

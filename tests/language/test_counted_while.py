@@ -113,6 +113,17 @@ def test_an_array_too_long_for_an_i32_counter_is_refused_at_launch(sim, kernel_m
      "not provably unique"),
     # Every thread steps by the block alone: two blocks meet.
     ("while i < len(y):\n        y[i] = 1.0\n        i += block_dim.x", "both write y["),
+    # A for loop in the body rebinds the counter (i -= 1, unseen): it raced, its bounds check
+    # dropped.
+    ("while i < len(y):\n        y[i] = 1.0\n        for i in range(i - 1, i):\n"
+     "            pass\n        i += block_dim.x * grid_dim.x", "not provably unique"),
+    ("while i < len(y):\n        y[i] = 1.0\n        if i > 3:\n"
+     "            for i in range(i - 1000, i - 999):\n                pass\n"
+     "        i += block_dim.x * grid_dim.x", "not provably unique"),
+    # The chunk's ends in i64 wrap for a large C: its span says nothing of the trip.
+    ("t = i64(i) * 4\n    i = t * 4611686018427387903\n"
+     "    while i < t * 4611686018427387903 + 4611686018427387903 and i < len(y):\n"
+     "        if i >= 0:\n            y[i] = 1.0\n        i += 1", "not provably unique"),
 ])
 def test_near_misses_stay_refused(body, message, tmp_path):
     source = ("from gpu_native import *\n\n@gpu_kernel(Kernel1D)\n"
