@@ -393,10 +393,13 @@ class ControlFlowChecker(CheckerBase):
                 extra.add(Less(key(ir.Local(var.span, var.ty, var)), ConstKey(limit)))
         elif step_sign < 0:
             # C's `for (m = B - 1; m >= 0; m--)`: the body runs while `stop < var <= start`,
-            # the values start + step * k exactly (the generated counter never wraps).
+            # the values start + step * k exactly (the generated counter never wraps).  Each
+            # fact names values the body does not change (it holds in every iteration).
             key = self.defs.key
             local = ir.Local(var.span, var.ty, var)
-            extra.add(Less(key(stop), key(local)))
+            rebound = {id(v) for v in self.loop_assigned_vars(s.body)}
+            if not rebound & ir.variables_read(stop):
+                extra.add(Less(key(stop), key(local)))
             extra |= self._exact_loop_facts(local, start, step, stop)
             if bounds.is_nonneg(stop) or (isinstance(stop, ir.Const) and stop.value >= -1):
                 extra.add(NonNegative(key(local)))
@@ -406,7 +409,7 @@ class ControlFlowChecker(CheckerBase):
                 extra.add(Less(key(local), ConstKey(highest + 1)))
             if isinstance(start, ir.BinOp) and start.op == "-" and \
                     isinstance(start.right, ir.Const) and start.right.value == 1 and \
-                    bounds.is_nonneg(start.left):
+                    bounds.is_nonneg(start.left) and not rebound & ir.variables_read(start):
                 # `range(len(a) - 1, -1, -1)`: the variable is below `len(a)` (which, being
                 # nonnegative, does not wrap when one is taken from it).
                 extra.add(Less(key(local), key(start.left)))
