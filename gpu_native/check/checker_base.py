@@ -203,6 +203,9 @@ class CheckerBase:
         def unpack_value(self, target: S.Tuple, value: ir.Expr,
                          span: SourceSpan) -> list[ir.Stmt]: ...
 
+        def add_fits_checks(self, fits: list[tuple[tuple, ir.BinOp]]
+                            ) -> list[tuple[ir.BinOp, int]]: ...
+
         def temporary(self, value: ir.Expr, out: list[ir.Stmt]) -> ir.Local: ...
 
         def for_tuple(self, s: S.For, value: ir.Expr,

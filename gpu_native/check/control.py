@@ -208,11 +208,7 @@ class ControlFlowChecker(CheckerBase):
         step_tree = shape_tree(step, self.unique.param_index, self.defs.single_def, fits)
         if stop_tree is None or step_tree is None:
             return None
-        for sub, e in fits:
-            t = e.ty
-            assert isinstance(t, ir.ScalarType) and isinstance(t.info.max, int)
-            self.ctx.kernel.add_launch_check(IndexFits(sub, t.info.max, str(t), e.span.line,
-                                                       e.span.col, e.span.end_col))
+        self.add_fits_checks(fits)
         site = self.ctx.kernel.new_site(
             "assert", span, message=f"the while loop's counter '{var.name}' ({ty}) would "
             f"wrap around past its bound: an array this long needs an i64 counter "

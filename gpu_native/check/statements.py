@@ -142,16 +142,24 @@ class StatementChecker(CheckerBase):
         tree = shape_tree(cond, self.unique.param_index, self.defs.single_def, fits)
         if tree is None or not has_shape(tree):
             return False
+        for e, limit in self.add_fits_checks(fits):
+            self.bounds.launch_limits[self.defs.key(e)] = limit
+        self.ctx.kernel.add_launch_check(ShapeAssert(tree, site))
+        self.bounds.launch_facts |= self.bounds.facts_from(cond, True)
+        self.bounds.note_shape_multiples(cond)
+        return True
+
+    def add_fits_checks(self, fits: list[tuple[tuple, ir.BinOp]]) -> list[tuple[ir.BinOp, int]]:
+        """An :class:`~gpu_native.spec.IndexFits` launch check for each ``+``/``*`` a
+        :func:`.launch.shape_tree` left in ``fits``; each expression with its type's maximum."""
+        out = []
         for sub, e in fits:
             ty = e.ty
             assert isinstance(ty, ir.ScalarType) and isinstance(ty.info.max, int)
             self.ctx.kernel.add_launch_check(IndexFits(sub, ty.info.max, str(ty), e.span.line,
                                                        e.span.col, e.span.end_col))
-            self.bounds.launch_limits[self.defs.key(e)] = ty.info.max
-        self.ctx.kernel.add_launch_check(ShapeAssert(tree, site))
-        self.bounds.launch_facts |= self.bounds.facts_from(cond, True)
-        self.bounds.note_shape_multiples(cond)
-        return True
+            out.append((e, ty.info.max))
+        return out
 
     def visit_ExprStmt(self, s: S.ExprStmt):
         value = s.value
