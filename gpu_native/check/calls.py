@@ -241,7 +241,7 @@ class CallChecker(CheckerBase):
         assert ty is not None
         for v in values:
             if isinstance(v, WeakConst):
-                ty = P.promote_with_literal(ty, v.value)
+                ty = self.promoted_literal(ty, v.value, v.span)
         args = tuple(self.coerce(v, ty, f"{name}()", explicit=True) for v in values)
         result = args[0]
         for a in args[1:]:
@@ -265,7 +265,7 @@ class CallChecker(CheckerBase):
         for param, v in zip(entry.params, values):
             if param.type == "float" and not isinstance(v, WeakConst):
                 t = self.scalar_of(v, f"math.{name}()'s argument")
-                ty = t if ty is None else P.promote(ty, t)
+                ty = t if ty is None else self.promoted(ty, t, e.span)
         if ty is None or ty.info.is_int or ty.info.kind == "bool":
             ty = ir.F64 if ty is None or ty.info.is_int or ty.info.kind == "bool" else ty
         if ty.info.bits < 32:

@@ -28,7 +28,6 @@ from .. import ir
 from ..errors import SourceSpan
 from ..frontend import syntax as S
 from ..lang import registry as R
-from . import promote as P
 from .checker_base import CheckerBase
 from .expressions import TupleValue, WeakConst
 
@@ -241,7 +240,7 @@ class ComplexChecker(CheckerBase):
         for v in values:
             if not isinstance(v, WeakConst):
                 t = self.scalar_of(v, what)
-                ty = t if ty is None else P.promote(ty, t)
+                ty = t if ty is None else self.promoted(ty, t, v.span)
         if ty is None or not ty.info.is_float:
             return ir.F64
         return ir.F32 if ty.info.bits < 32 else ty

@@ -341,13 +341,20 @@ class ControlFlowChecker(CheckerBase):
             t = P.arithmetic_type(self.scalar_of(v, "a range() argument"))
             if not t.info.is_int:
                 raise self.error(f"range() arguments must be integers, not {t}", v.span)
-            ty = t if ty is None else P.promote(ty, t)
+            ty = t if ty is None else self.promoted(ty, t, v.span)
         for v in values:
             if isinstance(v, WeakConst):
                 if not isinstance(v.value, int):
                     raise self.error("range() arguments must be integers", v.span)
-                lit = P.literal_type(v.value)
-                ty = lit if ty is None else P.promote_with_literal(ty, v.value)
+                lit = self.scalar_of(self.materialize(v))
+                if ty is not None and ty.info.is_int and not ty.info.is_signed and \
+                        ty.info.bits == 64 and v.value < 0:
+                    raise self.error(
+                        f"this range() over {ty} values has the negative bound {v.value}, "
+                        f"which no {ty} holds", v.span,
+                        "count down with `for i in reversed(range(n))`, or give the loop a "
+                        "signed type: `range(i64(n) - 1, -1, -1)`")
+                ty = lit if ty is None else self.promoted_literal(ty, v.value, v.span)
         assert ty is not None
         ty = self._widened_loop_type(s.target.id, ty)
         start, stop, step = (self.coerce(v, ty, "range()", explicit=True) for v in values)

@@ -104,6 +104,23 @@ class ExpressionChecker(CheckerBase):
               ) -> TranspileError:
         return TranspileError(message, span, hint)
 
+    def promoted(self, a: ir.ScalarType, b: ir.ScalarType, span: SourceSpan) -> ir.ScalarType:
+        """The common type of two operand types, or an error at ``span`` where there is none
+        (``i64`` with ``u64``)."""
+        try:
+            return P.promote(a, b)
+        except P.PromotionError as exc:
+            raise self.error(str(exc), span) from None
+
+    def promoted_literal(self, t: ir.ScalarType, literal: int | float | bool,
+                         span: SourceSpan) -> ir.ScalarType:
+        """The type of ``typed OP literal``, or an error at ``span`` where the literal and the
+        typed side have no common type (``-1`` with a ``u64``)."""
+        try:
+            return P.promote_with_literal(t, literal)
+        except P.PromotionError as exc:
+            raise self.error(str(exc), span) from None
+
     def materialize(self, e: ir.Expr) -> ir.Expr:
         """Give a weak literal its lone-literal type; other expressions are returned as they are."""
         if isinstance(e, WeakConst):
@@ -381,11 +398,11 @@ class ExpressionChecker(CheckerBase):
     def shift(self, op: str, left: ir.Expr, right: ir.Expr,
               span: SourceSpan) -> ir.Expr:
         if isinstance(left, WeakConst):
-            lt = P.literal_type(left.value)
+            lt = self.scalar_of(self.materialize(left))
             if isinstance(right, ir.Expr) and not isinstance(right, WeakConst):
                 rt = self.scalar_of(right)
                 if rt.info.is_int and P.arithmetic_type(rt).info.bits == 64:
-                    lt = P.promote_with_literal(P.arithmetic_type(rt), left.value)
+                    lt = self.promoted_literal(P.arithmetic_type(rt), left.value, span)
             left = self.coerce(left, lt, "shifted value")
         lt = P.arithmetic_type(self.scalar_of(left))
         if not lt.info.is_int:
@@ -522,7 +539,7 @@ class ExpressionChecker(CheckerBase):
         if isinstance(then, WeakConst) and isinstance(orelse, WeakConst):
             then, orelse = self.materialize(then), self.materialize(orelse)
             if then.ty != orelse.ty:
-                ty = P.promote(self.scalar_of(then), self.scalar_of(orelse))
+                ty = self.promoted(self.scalar_of(then), self.scalar_of(orelse), e.span)
                 then, orelse = self.coerce(then, ty, "if-expression"), self.coerce(
                     orelse, ty, "if-expression")
             return ir.Select(e.span, then.ty, cond, then, orelse)

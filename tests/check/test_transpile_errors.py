@@ -250,6 +250,50 @@ def k(a: CUDASlice[i64], b: CUDASlice[u64], out: CUDASliceMut[f64]):
     i = FlatLayout1D.uid()
     out[i] = f64(a[i] + b[i])  # <-
 """, "mixing i64 and u64 has no common integer type"),
+    # Each place that types operands together says so at the operands, not as an internal error.
+    "mixed literals of an if-expression": ("""
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f64], s: i64):
+    out[FlatLayout1D.uid()] = f64(1 if s > 0 else 2**63)  # <-
+""", "mixing i32 and u64 has no common integer type"),
+    "negative literal in min of a u64": ("""
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f64], n: u64):
+    out[FlatLayout1D.uid()] = f64(min(n, -1))  # <-
+""", "mixing i32 and u64 has no common integer type"),
+    "math function of i64 and u64": ("""
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f64], s: i64, n: u64):
+    out[FlatLayout1D.uid()] = math.fmod(s, n)  # <-
+""", "mixing i64 and u64 has no common integer type"),
+    "u64 literal shifted by an i64": ("""
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f64], s: i64):
+    out[FlatLayout1D.uid()] = f64((2**63) << s)  # <-
+""", "mixing i64 and u64 has no common integer type"),
+    "shifted literal past 64 bits": ("""
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f64], s: i64):
+    out[FlatLayout1D.uid()] = f64((2**70) << s)  # <-
+""", "does not fit in 64 bits"),
+    "range past 64 bits": ("""
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f64]):
+    for j in range(2**70):  # <-
+        out[FlatLayout1D.uid()] = 1.0
+""", "does not fit in 64 bits"),
+    "u64 range down to -1": ("""
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f64], n: u64):
+    for j in range(n - 1, -1, -1):  # <-
+        out[FlatLayout1D.uid()] = 1.0
+""", "this range() over u64 values has the negative bound -1, which no u64 holds"),
+    "i64 with u64 range bounds": ("""
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f64], s: i64, n: u64):
+    for j in range(s, n):  # <-
+        out[FlatLayout1D.uid()] = 1.0
+""", "mixing i64 and u64 has no common integer type"),
     "float index": ("""
 @gpu_kernel(Kernel1D)
 def k(a: CUDASliceMut[f32]):
