@@ -604,8 +604,8 @@ def _counter_bound(cond: ir.Expr, var: ir.Var) -> tuple[ir.Expr, int] | None:
     parts = cond.values if isinstance(cond, ir.BoolOp) and cond.op == "and" else (cond,)
     for part in parts:
         if isinstance(part, ir.Compare):
-            if part.op == "<" and reach(part.left) is not None:
-                return part.right, reach(part.left) or 0
-            if part.op == ">" and reach(part.right) is not None:
-                return part.left, reach(part.right) or 0
+            if part.op == "<" and (c := reach(part.left)) is not None:
+                return part.right, c
+            if part.op == ">" and (c := reach(part.right)) is not None:
+                return part.left, c
     return None
