@@ -34,8 +34,9 @@ if TYPE_CHECKING:
 __all__ = [
     "CastKey", "ConstKey", "Equal", "Fact", "Key", "LaneKey", "Less", "LoadKey", "MathKey",
     "MultipleOf", "NonNegative",
-    "NotEqual", "OpKey", "OpaqueKey", "Pinned", "ShapeKey", "SpecialKey", "UidKey", "UnaryKey",
-    "Unread", "VarKey", "cond_facts", "inlined_call", "join", "key", "kill", "pinned",
+    "NotEqual", "OpKey", "OpaqueKey", "Pinned", "PinnedBy", "ShapeKey", "SpecialKey", "UidKey", "UnaryKey",
+    "Unread", "VarKey", "cond_facts", "inlined_call", "join", "key", "kill", "one_thread",
+    "pinned",
     "returned_expression", "shows_at_least", "shows_below", "shows_within", "split_offset",
     "stable", "upper_bound",
 ]
@@ -461,6 +462,26 @@ class Pinned(Fact):
 
 
 @node
+class PinnedBy(Fact):
+    """Which one: ``coord`` is pinned by ``thread == value``, ``thread`` a value that tells the
+    threads apart along it and ``value`` the same in every thread for the whole kernel, so two
+    stores pinned by one such equality along every coordinate are one thread's
+    (:func:`one_thread`).  Like :class:`Pinned`, no assignment ends it: neither side is
+    assigned again."""
+
+    coord: str
+    thread: Key
+    value: Key
+
+
+def one_thread(a: Iterable[Fact], b: Iterable[Fact], required: frozenset[str]) -> bool:
+    """Do the facts at two places leave both to the same single thread: along each of the
+    ``required`` coordinates, one equality that pins both?"""
+    shared = {f for f in a if isinstance(f, PinnedBy)} & {f for f in b if isinstance(f, PinnedBy)}
+    return bool(required) and required <= {f.coord for f in shared}
+
+
+@node
 class Unread(Fact):
     """A condition on ``line`` that may differ between threads holds here, and the facts
     above do not say all of it (a comparison of a value read from memory, a flag, an ``or``):
@@ -659,8 +680,15 @@ def _compare_facts(op: str, left: ir.Expr, right: ir.Expr, classify, uniform, ke
         for a, b in ((left, right), (right, left)):
             u = classify(a)
             if u is not None and uniform(b):
+                thread = key(a)
+                # Only a value of the thread's coordinates and the kernel's parameters names
+                # the same thread wherever it is compared (a loop's `j` may be another loop's).
+                fixed = not thread.reads_memory() and all(
+                    v.is_param for v in thread.variables())
                 for coord in u.coords:
                     out.add(Pinned(coord))
+                    if fixed:
+                        out.add(PinnedBy(coord, thread, key(b)))
             # `block_dim.x == 32` bounds every thread index along x by 32.
             sa, sb = _strip_cast(a), _strip_cast(b)
             if isinstance(sa, ir.Special) and sa.name == "block_dim" and isinstance(

@@ -19,7 +19,7 @@ from ..nodes import node
 from ..spec import ParamCheck
 from .apart import bounds_apart
 from .classify import IndexClasses, required_coords
-from .facts import VarKey
+from .facts import VarKey, one_thread
 from .monotone import prove_padded
 from .ownership import (
     Assumption,
@@ -67,6 +67,9 @@ class CheckedStore:
     position: Position
     narrowed: bool
     span: SourceSpan
+    #: The :class:`~.facts.PinnedBy` facts where it is: two stores that the same equalities
+    #: leave to one thread are that thread's, whatever their indices (:func:`.facts.one_thread`).
+    pins: frozenset = frozenset()
 
 
 @node(frozen=False, eq=False)
@@ -242,13 +245,17 @@ class PairProofs(IndexClasses):
         space = "global" if base.ty.space == "global" else "shared"
         required = required_coords(self.ctx.ndim, space)
         a, b, span = new.form, earlier.form, new.span
+        if one_thread(new.pins, earlier.pins, required):
+            # One thread makes both stores, in its own order (`if uid == 0:` around both).
+            return None
         if isinstance(a, str) or isinstance(b, str):
-            line = b.line if isinstance(b, StoreForm) else "?"
+            separate = "separate them with sync_threads()" if space == "shared" else \
+                "index them apart"
             return TranspileError(
                 f"store into '{base.var.name}' cannot be shown apart from the store at line "
-                f"{line}: {a if isinstance(a, str) else b}", span,
-                "separate the two stores with sync_threads() (shared memory), or use "
-                "`with unsafe():`")
+                f"{earlier.span.line}: {a if isinstance(a, str) else b}", span,
+                f"leave both stores to one thread (`if tid == 0:` around both), {separate}, "
+                "or use `with unsafe():`")
         outcome = self.prove(a, b, required, base.var.name, same)
         if not outcome.ok and not (only_its_thread(a, b, required)
                                    or only_its_thread(b, a, required)):

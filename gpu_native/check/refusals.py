@@ -143,6 +143,15 @@ def hint_for(a: StoreForm, b: StoreForm, outcome: PairProof, space: str) -> str:
                 f"larger than that: assert it (`assert {asserts}` at the top of the kernel, "
                 "checked once per launch), or step by the block's extent "
                 "(block_idx.x * block_dim.x + thread_idx.x)")
+    strided = thread_strided_loops(a)
+    if strided:
+        loops = " and ".join(f"`range(thread_idx.{n}, ..., {k})`" for n, k in strided)
+        asserts = " and ".join(dict.fromkeys(f"block_dim.{n} == {k}" for n, k in strided))
+        verb = "tell" if len(strided) > 1 else "tells"
+        return (f"the index walks {loops}, which {verb} threads apart only in blocks no larger "
+                f"than the step: assert it (`assert {asserts}` at the top of the kernel, "
+                "checked once per launch), or step by the block's extent "
+                "(`range(thread_idx.x, n, block_dim.x)`)")
     flattened = flat_thread_stride(a)
     if flattened is not None:
         k, rows = flattened
@@ -290,6 +299,25 @@ def flat_thread_stride(form: StoreForm) -> tuple[int, int] | None:
             continue
         return k, rows
     return None
+
+
+def thread_strided_loops(form: StoreForm) -> list[tuple[str, int]]:
+    """Where an index of ``form`` is ``thread_idx.n`` plus a loop counter stepping by ``k > 1``
+    (``for yy in range(thread_idx.y, W, 16)``, a halo tile's load) with the block's extent
+    along ``n`` unknown and no block index beside it: ``[("y", 16), ("x", 16)]``."""
+    found = []
+    for p in form.dims:
+        coefficients = {m[0].coord: k for m, k in p.terms
+                        if len(m) == 1 and isinstance(m[0], Digit) and m[0].part == "all"}
+        if any(c.startswith("bid") for c in coefficients):
+            continue  # constant_block_strides' case
+        steps = [k for c, k in coefficients.items()
+                 if c.startswith("loop:") and isinstance(k, int) and k > 1]
+        for axis, name in enumerate("xyz"):
+            if coefficients.get(f"tid{axis}") == 1 and steps and \
+                    SpecialKey("block_dim", axis) not in form.launch:
+                found.append((name, min(steps)))
+    return found
 
 
 def block_multiple(form: StoreForm, axis: int) -> int:

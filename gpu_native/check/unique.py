@@ -37,7 +37,7 @@ from .. import ir
 from ..analysis.ranges import Affine, constant_value
 from ..errors import SourceSpan, TranspileError
 from .classify import adds_a_positive_constant, required_coords
-from .facts import Pinned, pinned
+from .facts import Pinned, PinnedBy, pinned
 from .lastblock import FlagRead, TicketPinned, TicketUse, check_ticket_pins, ticket_facts
 from .monotone import prove_padded
 from .ownership import Assumption, Forms, StoreForm
@@ -123,6 +123,8 @@ class UniqueWrites(PairProofs):
         self.store_forms: dict[int, list[StoreForm | str]] = {}
         self.store_positions: dict[int, list[Position]] = {}  # where each form's store is
         self.written_keys: dict[int, list[tuple]] = {}
+        # The refusal of a store whose owner index may wrap, raised after note_store.
+        self.unexact: TranspileError | None = None
         self.multi_owner: set[int] = set()
         # Every checked store, by array: a store that a condition narrows to fewer threads
         # (`if tid == 0:`) is proven against each of the others, since the owner-index rules
@@ -285,6 +287,7 @@ class UniqueWrites(PairProofs):
         *owner* positions: a thread owns every element with those index values, whatever the
         rest), and the rule that proved it (``""``: the classic one, see ``expand``).
         ``unsafe``: inside ``with unsafe():``."""
+        self.unexact = None
         if base.ty.space == "local":
             return "uid", (), ""
         self.counter_changes.setdefault(id(base.var), (span, "a store"))
@@ -322,22 +325,28 @@ class UniqueWrites(PairProofs):
             kind, owners = "uid", tuple(range(len(indices)))
             if not form.pins:  # type: ignore[union-attr]
                 self.written_keys.setdefault(id(base.var), []).append(keys)
-            self.check_narrowed(base, span,
-                                CheckedStore(form, self.phases.position(), narrowed, span))
+            self.check_narrowed(base, span, CheckedStore(form, self.phases.position(), narrowed,
+                                                         span, self._pins()))
             return kind, owners, proof
         self._note_shared(base, indices, keys, span, form)
         if kind == "uid":
             self.written_keys.setdefault(id(base.var), []).append(keys)
             # The classic rule reasons about exact integers too: `i64(p + u * 4) + j` is unique
             # only while `u * 4` does not wrap (the owner indices tell the threads apart).
-            if isinstance(form, StoreForm):
-                self.check_exact(base, indices, span, form, owners)
-            else:
-                for idx in (indices[p] for p in owners):
-                    if index_is_exact(idx, self.bounds, self.defs.single_def) is not True:
-                        raise self.wrap_refusal(base.var.name, idx)
+            # Refused once the store is proven against the array's others (:meth:`note_store`):
+            # where two indices race, that is the reason, which an i64 index would not remove.
+            try:
+                if isinstance(form, StoreForm):
+                    self.check_exact(base, indices, span, form, owners)
+                else:
+                    for idx in (indices[p] for p in owners):
+                        if index_is_exact(idx, self.bounds, self.defs.single_def) is not True:
+                            raise self.wrap_refusal(base.var.name, idx)
+            except TranspileError as wraps:
+                self.unexact = wraps
         self.check_narrowed(base, span, CheckedStore(form, self.phases.position(),
-                                                     narrowed or kind == "single", span))
+                                                     narrowed or kind == "single", span,
+                                                     self._pins()))
         covered: set[str] = set()
         for idx in indices:
             u = self.classify(idx)
@@ -514,7 +523,8 @@ class UniqueWrites(PairProofs):
         assert isinstance(form, StoreForm)  # prove_array refuses a store without a form
         self.check_exact(base, indices, span, form)
         narrowed = bool(pinned(self.bounds.facts) & required_coords(self.ctx.ndim, space))
-        self.check_narrowed(base, span, CheckedStore(form, self.phases.position(), narrowed, span))
+        self.check_narrowed(base, span, CheckedStore(form, self.phases.position(), narrowed, span,
+                                                     self._pins()))
         # A thread writes elements no index of it names: every later plain store of the array is
         # proven against this one (:meth:`note_store`), and a read of it is its own element only
         # where the thread also writes that index plainly (:meth:`check_reads`).
@@ -522,6 +532,10 @@ class UniqueWrites(PairProofs):
         self.store_keys.setdefault(id(base.var), (((), (("footprint", span.line, span.col),),
                                                    frozenset()), span))
         return proof
+
+    def _pins(self) -> frozenset:
+        """The equalities that leave the code here to one thread (see :class:`CheckedStore`)."""
+        return frozenset(f for f in self.bounds.facts if isinstance(f, PinnedBy))
 
     def _classic(self, base: ir.ArrayRef, indices, span: SourceSpan
                  ) -> tuple[str, tuple[int, ...]]:
@@ -562,7 +576,16 @@ class UniqueWrites(PairProofs):
     def note_store(self, base: ir.ArrayRef, indices, span: SourceSpan, unique: str,
                    owners: tuple[int, ...] = ()) -> str:
         """A store was checked: every store of an array must go through the same owner indices,
-        or be proven disjoint from the others (then the rule that did it is returned)."""
+        or be proven disjoint from the others (then the rule that did it is returned); last, a
+        refusal :meth:`store` left for an owner index that may wrap."""
+        proof = self._note_store(base, indices, span, unique, owners)
+        if self.unexact is not None:
+            wraps, self.unexact = self.unexact, None
+            raise wraps
+        return proof
+
+    def _note_store(self, base: ir.ArrayRef, indices, span: SourceSpan, unique: str,
+                    owners: tuple[int, ...]) -> str:
         if self.scaled.is_deferred(indices):
             return ""  # proven at the end, against every store of the array (:mod:`.strides`)
         if unique == "uid" and base.ty.space != "local":

@@ -190,13 +190,15 @@ def check_params(kernel_name: str, names: tuple[str, ...], checks: tuple[ParamCh
         if tree[0] in (">=", ">", "<=", "<", "==", "!="):
             # The value the parameter was compared with (or, against a constant, the side
             # that holds it).
+            # The parameter alone (`s >= 1`) shows nothing its value above does not.
             side = tree[1] if tree[2][0] == "c" else tree[2]
-            shown = f" ({_exact(side, special, args):,})"
+            if side[0] != "c" and side != ("param", check.param):
+                shown = f" ({_exact(side, special, args):,})"
         raise ValueError(
             f"{kernel_name}(): parameter '{name}' is {args[check.param]} but the writes to "
             f"{check.array} (line {check.line}) were proven race-free for {text}{shown} only "
             f"(the proof's condition, which may be stricter than the kernel needs); pass a "
-            f"{name} that satisfies it, or launch another shape")
+            f"value of '{name}' that satisfies it, or launch another shape")
 
 
 def check_shapes(kernel_id: int, checks: tuple[ShapeAssert, ...], arrays, grid, block) -> None:

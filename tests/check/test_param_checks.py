@@ -99,6 +99,27 @@ def test_a_stride_below_the_block_is_refused_before_the_launch(backend, kernel_m
         launch(m.k, gn.GridDim1D(4), gn.BlockDim1D(32))(out, -32)
 
 
+SPREAD = HEAD + """
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f32], s: i64):
+    i = block_idx.x * block_dim.x + thread_idx.x
+    out[i * s] = f32(i)
+"""
+
+
+def test_a_bound_on_the_parameter_alone_is_said_once(backend, kernel_module):
+    """`s >= 1` is not followed by the parameter's value again (it read `s >= 1 (0)`), and
+    the advice names the parameter in quotes (it read "pass a s")."""
+    m = kernel_module(SPREAD)
+    out = zeros(64)
+    with pytest.raises(ValueError) as info:
+        launch(m.k, gn.GridDim1D(1), gn.BlockDim1D(32))(out, 0)
+    text = str(info.value)
+    assert "were proven race-free for s >= 1 only (" in text, text
+    assert "pass a value of 's' that satisfies it" in text, text
+    np.testing.assert_array_equal(out.to_host(), 0)
+
+
 BATCHED = HEAD + """
 @gpu_kernel(Kernel2D)
 def saxpy(n: i32, a: f32, x: CUDASliceMut[f32], y: CUDASliceMut[f32], stride: i32):

@@ -421,3 +421,52 @@ def k(out: CUDASliceMut[f32]):
            "shared_array too)" in text, text
     assert "do this part in the kernel that declares the shared array" in text, text
     assert "assert grid_dim.x == 1" not in text, text
+
+
+def test_two_tickets_into_one_array_are_refused_for_the_race_not_the_wrap():
+    """Two draws' indices meet whatever their width: the refusal says so, where it said the
+    second index may wrap in i32 (and widening it only led to this reason)."""
+    text = refusal("""
+@gpu_kernel(Kernel1D)
+def k(x: CUDASlice[f32], out: CUDASliceMut[f32], counter: CUDASliceMut[i32]):
+    i = FlatLayout1D.uid()
+    if i < len(x):
+        pos = counter.atomic_ref(0).fetch_add(1)
+        out[pos] = x[i]
+        pos2 = counter.atomic_ref(0).fetch_add(1)
+        out[pos2 + 1] = x[i]
+""")
+    assert "'out' is written through two different indices" in text, text
+    assert "wrap" not in text, text
+
+
+HALO_LOOPS = """
+from gpu_native import Kernel2D, CUDASlice2D, CUDASliceMut2D, block_idx, shared_array
+
+TILE = 16
+W = TILE + 4
+
+@gpu_kernel(Kernel2D)
+def k(img: CUDASlice2D[f32], out: CUDASliceMut2D[f32]):
+    tile = shared_array(f32, (W, W))
+    for yy in range(thread_idx.y, W, TILE):
+        for xx in range(thread_idx.x, W, TILE):
+            gy = block_idx.y * TILE + yy
+            gx = block_idx.x * TILE + xx
+            v = f32(0.0)
+            if gy < img.shape[0] and gx < img.shape[1]:
+                v = img[gy, gx]
+            tile[yy, xx] = v
+"""
+
+
+def test_a_halo_tile_walked_from_the_thread_asks_for_the_block_shape():
+    """A halo tile loaded by loops that start at the thread and step by the tile: the hint
+    names the assert that proves it (it offered only indexing by the thread or `unsafe`)."""
+    text = refusal(HALO_LOOPS)
+    assert "`range(thread_idx.y, ..., 16)` and `range(thread_idx.x, ..., 16)`" in text, text
+    assert "`assert block_dim.y == 16 and block_dim.x == 16`" in text, text
+    source = HEAD + textwrap.dedent(HALO_LOOPS).replace(
+        "    tile = shared_array", "    assert block_dim.y == 16 and block_dim.x == 16\n"
+        "    tile = shared_array")
+    transpile_module(source, "culprit.py", "culprit")

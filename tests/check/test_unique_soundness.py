@@ -125,6 +125,18 @@ def k(out: CUDASliceMut[f32], colour: i32):
         if i % 2 == colour:
             out[i] = v
 """, ["'out' is read here at another index than it is written at"], (np.int32(0),)),
+    "two single threads, through an index one of them counts": ("""
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f32]):
+    u = FlatLayout1D.uid()
+    c = 0
+    if u == 0:
+        for i in range(3):
+            out[c] = 1.0
+            c += 1
+    if u == 1:
+        out[c] = 2.0  # <--
+""", ["cannot be shown apart from the store at line"], ()),
 }
 
 
@@ -212,7 +224,42 @@ def k(out: CUDASliceMut[f32]):
         out[block_idx.x] = 1.0
         out[block_idx.x] += out[block_idx.x]
 """,
+    # One thread makes every store: it cannot race with itself, whatever the indices.
+    "one thread's stores through an index it counts": """
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f32]):
+    if FlatLayout1D.uid() == 0:
+        c = 0
+        for i in range(10):
+            out[c] = f32(i)
+            c += 1
+        out[10] = f32(c)
+""",
+    "one thread's stores under two conditions that name it alike": """
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f32]):
+    u = FlatLayout1D.uid()
+    c = 0
+    if u == 3:
+        for i in range(4):
+            out[c] = 1.0
+            c += 1
+    if u == 3:
+        out[c + 7] = 2.0
+""",
 }
+
+
+def test_a_store_apart_from_an_unknown_index_names_its_line(tmp_path):
+    """The refusal names the line of the other store (it said "line ?"), and a hint that fits
+    a global array (no barrier orders two blocks' stores)."""
+    body = REFUSED["two single threads, through an index one of them counts"][0]
+    with pytest.raises(TranspileError) as info:
+        build(tmp_path, marked_unsafe(body, wrap=False))
+    err = info.value
+    assert err.span is not None
+    assert f"the store at line {err.span.line - 3}:" in str(err), str(err)
+    assert err.hint is not None and "sync_threads" not in err.hint and "one thread" in err.hint
 
 
 @pytest.mark.parametrize("case", list(ACCEPTED))
