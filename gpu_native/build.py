@@ -29,6 +29,11 @@ def parse_arch(arch: str) -> tuple[int, str]:
         digits = digits[: len(digits) - len(suffix)]
         # No leading zero: NVRTC knows sm_90, not sm_090.
         if 2 <= len(digits) <= 3 and digits.isascii() and digits.isdigit() and digits[0] != "0":
+            # The architecture-specific targets begin at sm_90a, the family ones at sm_100f.
+            first = {"": 0, "a": 90, "f": 100}[suffix]
+            if int(digits) < first:
+                raise ValueError(f"invalid GPU architecture {arch!r}: '{suffix}' targets begin "
+                                 f"at sm_{first}{suffix}; write 'sm_{digits}'")
             return int(digits), suffix
     raise ValueError(f"invalid GPU architecture {arch!r}: expected a name like 'sm_90' "
                      "(for a device of compute capability 9.0)")

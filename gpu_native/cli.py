@@ -19,7 +19,7 @@ def cmd_expand(args: argparse.Namespace) -> int:
     C++ (``--cuda``), or the proofs behind it (``--proofs``)."""
     prog = args.prog
     if args.prelude:
-        given = [what for what, value in (("a FILE", args.file), ("--kernel", args.kernel),
+        given = [what for what, value in (("FILE", args.file), ("--kernel", args.kernel),
                                           ("--module", args.module)) if value is not None]
         if given:
             raise SystemExit(f"{prog}: --prelude prints the header every kernel includes, the "

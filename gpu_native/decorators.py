@@ -122,6 +122,11 @@ def gpu_kernel(kind: type[Kernel1D] | type[Kernel2D] | type[Kernel3D], *,
         see a ``Kernel[P]`` with the function's parameters ``P``, so launches are checked.
     """
     if kind not in _KINDS:
+        if inspect.isfunction(kind) or isinstance(kind, staticmethod):
+            # A bare `@gpu_kernel`: the function came where its kind goes, and the decorator
+            # returned would stand for the kernel.  Refused now, at its line in the source.
+            return _refused_call("gpu_kernel needs the kernel's dimensionality: write "
+                                 "@gpu_kernel(Kernel1D) (or Kernel2D, Kernel3D)")(kind)
         return _refused_call(f"@gpu_kernel takes Kernel1D, Kernel2D or Kernel3D, not {kind!r}")
 
     def decorate(fn: Callable[P, object]) -> Kernel[P]:

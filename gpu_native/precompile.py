@@ -134,6 +134,8 @@ def _walk(directory: str, package: str | None) -> list[SourceModule]:
             if not name.endswith(".py"):
                 continue
             path = os.path.join(root, name)
+            if not os.path.isfile(path):
+                continue  # a dangling link or a FIFO is no module: the walk passes it by
             if package is None:
                 module = module_name_for_path(path)
             else:

@@ -3,6 +3,7 @@ atomics and device functions (each picked by its registry entry's ``check`` name
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 from .. import ir
@@ -169,7 +170,7 @@ class CallChecker(CheckerBase):
             raise self.error("int(x) takes exactly one argument", e.span)
         value = self.expr(e.args[0])
         if isinstance(value, WeakConst):
-            return WeakConst(e.span, ir.I64, int(value.value))
+            return WeakConst(e.span, ir.I64, _int_of(value.value))
         return self.coerce(value, ir.I64, "int()", explicit=True)
 
     def call_float(self, e: S.Call) -> ir.Expr:
@@ -584,3 +585,19 @@ _GN_CALLS: dict[str, str] = {
 
 _BUILTIN_CALLS: dict[str, Callable] = {
     e.name: getattr(CallChecker, e.check) for e in R.BUILTINS.values() if e.form == "call"}
+
+
+def _int_of(value: int | float | bool) -> int:
+    """``int(value)`` of a literal as the kernel computes it at run time: a float converts to
+    ``i64`` truncated toward zero and saturated at its range, NaN to 0 (where Python raises or
+    gives a wider integer); an integer is itself (checked where it must fit)."""
+    if not isinstance(value, float):
+        return int(value)
+    if math.isnan(value):
+        return 0
+    info = ir.I64.info
+    if value >= info.max:
+        return int(info.max)
+    if value <= info.min:
+        return int(info.min)
+    return int(value)

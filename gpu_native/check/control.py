@@ -517,6 +517,11 @@ class ControlFlowChecker(CheckerBase):
         if it.keywords or len(it.args) != 1:
             raise self.error("grid_stride(n) takes one argument", it.span)
         stop = self.expr(it.args[0])
+        if not isinstance(stop, WeakConst) and self.scalar_of(stop) == ir.U64:
+            # The loop counts in i64: a u64 bound past its range (2**63) is as far as it goes,
+            # where converting it would wrap to a negative bound and run no iteration.
+            top = ir.Const(stop.span, ir.U64, int(ir.I64.info.max))
+            stop = ir.MathCall(stop.span, ir.U64, "min", (stop, top))
         stop = self.coerce(stop, ir.I64, "grid_stride(n)", explicit=not isinstance(
             stop, WeakConst))
         if not self.scalar_of(stop).info.is_int:

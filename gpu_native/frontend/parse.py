@@ -627,9 +627,11 @@ def _binary(operator: ast.operator, a: object, b: object) -> object:
             return _NOT_CONSTANT
         if op in ("<<",) and isinstance(b, int) and b > 256:
             return _NOT_CONSTANT
-        return _FOLD[op](a, b)
+        result = _FOLD[op](a, b)
     except (ArithmeticError, TypeError, ValueError):
         return _NOT_CONSTANT
+    # A negative number to a fractional power is complex in Python: no kernel constant.
+    return result if type(result) in (int, float, bool) else _NOT_CONSTANT
 
 
 _FOLD: dict[str, Callable[[Any, Any], object]] = {  # Any: as _UNOPS

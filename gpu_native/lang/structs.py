@@ -32,6 +32,8 @@ import functools
 import inspect
 import numbers
 import re
+import sys
+import types
 import typing
 from typing import Any
 
@@ -382,6 +384,46 @@ def _host_value(cls_name: str, name: str, info, hint, value: Any) -> Any:
     return whole
 
 
+def _defining_namespace() -> dict[str, Any]:
+    """The local names of the code that applies the decorator: the first frame outside this
+    package (the decorator is called through :func:`..tracebacks.entry_point`)."""
+    frame: types.FrameType | None = sys._getframe(1)
+    while frame is not None and frame.f_globals.get("__name__", "").partition(".")[0] == \
+            "gpu_native":
+        frame = frame.f_back
+    return dict(frame.f_locals) if frame is not None else {}
+
+
+def _field_types(cls: type, own: list[str], where: dict[str, Any]) -> dict[str, Any]:
+    """The type of each of ``own`` fields, its annotation evaluated where a string (``from
+    __future__ import annotations``) in the class's module and ``where`` (the namespace the
+    class is defined in: a struct declared in a function names another of that function's);
+    ``TypeError`` naming a field whose annotation names nothing there."""
+    module = sys.modules.get(cls.__module__)
+    scope = {**(vars(module) if module is not None else {}), **where}
+    raw = inspect.get_annotations(cls)
+    hints: dict[str, Any] = {}
+    for name in own:
+        annotation = raw[name]
+        # Twice: a quoted annotation (`next: "Node"`) under the future import is a string's
+        # source.
+        for _ in range(2):
+            if not isinstance(annotation, str):
+                break
+            if annotation == cls.__name__:
+                raise TypeError(f"field '{name}' of struct {cls.__name__} is of the struct "
+                                "itself; a struct cannot contain itself (index another array "
+                                "instead)")
+            try:
+                annotation = eval(annotation, scope)  # a type's name, as typing evaluates it
+            except Exception as exc:
+                raise TypeError(f"field '{name}' of struct {cls.__name__} has the annotation "
+                                f"'{annotation}', which names nothing defined where the class "
+                                f"is ({type(exc).__name__}: {exc})") from None
+        hints[name] = annotation
+    return hints
+
+
 def gpu_struct(cls: _StructClass) -> _StructClass:
     """Make ``cls``, a class of annotated fields, a struct of the kernel language.
 
@@ -396,8 +438,8 @@ def gpu_struct(cls: _StructClass) -> _StructClass:
     and anything else in the class body (a method, an assignment): what the kernels' checker
     refuses once a kernel uses the struct, refused here even where none does.
     """
-    hints = typing.get_type_hints(cls)
     own = list(inspect.get_annotations(cls))  # this class's own fields, in order
+    hints = _field_types(cls, own, _defining_namespace())
     if not own:
         raise TypeError(f"@gpu_struct class {cls.__name__} declares no fields "
                         "(annotate them: `x: f32`)")

@@ -203,7 +203,9 @@ def _convert_objects(src: np.ndarray, dtype: np.dtype, what: str, name: str,
 
 
 def _convert_struct(src: np.ndarray, dtype: np.dtype, what: str, field: str) -> np.ndarray:
-    """A structured array converted field by field, by position (as NumPy assigns them)."""
+    """A structured array converted field by field: by name where both have the same names
+    (in another order, ``('y', 'x')`` to ``('x', 'y')``: position would swap the values), else
+    by position (as NumPy assigns them)."""
     if dtype.names is None or src.dtype.names is None or len(dtype.names) != len(src.dtype.names):
         raise TypeError(f"{_where(what, None, (), field)} is {_described(src.dtype)}, which does "
                         f"not convert to {_described(dtype)}: structs convert to structs of as "
@@ -211,7 +213,8 @@ def _convert_struct(src: np.ndarray, dtype: np.dtype, what: str, field: str) -> 
     out = np.zeros(src.shape, dtype)
     fields = dtype.fields
     assert fields is not None
-    for source_field, name in zip(src.dtype.names, dtype.names):
+    by_name = sorted(src.dtype.names) == sorted(dtype.names)
+    for source_field, name in zip(dtype.names if by_name else src.dtype.names, dtype.names):
         path = f"{field}.{name}" if field else name
         values = convert(src[source_field], fields[name][0].base, what, None, path)
         try:

@@ -263,6 +263,18 @@ class TestPrecompile:
         assert parse_archs(["sm_80,sm_90", "sm_90", " sm_100a "]) == ("sm_80", "sm_90", "sm_100a")
         with pytest.raises(GpuNativeError, match="no GPU architecture"):
             parse_archs([","])
+        # No such target: NVRTC reported a "catastrophic error" on it.
+        with pytest.raises(GpuNativeError, match="'a' targets begin at sm_90a; write 'sm_80'"):
+            parse_archs(["sm_80a"])
+        with pytest.raises(GpuNativeError, match="'f' targets begin at sm_100f"):
+            parse_archs(["sm_90f"])
+
+    def test_a_dangling_link_in_a_directory_is_passed_by(self, tmp_path):
+        (tmp_path / "pkg").mkdir()
+        (tmp_path / "pkg" / "kern.py").write_text(many_kernels(["one"]))
+        (tmp_path / "pkg" / "gone.py").symlink_to(tmp_path / "nowhere.py")
+        found = find_modules([str(tmp_path / "pkg")])
+        assert [os.path.basename(m.path) for m in found] == ["kern.py"]
 
 
 def listing(directory: Path) -> dict[str, bytes]:

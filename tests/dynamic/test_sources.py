@@ -265,6 +265,8 @@ class TestMisuseOutsideTheHook:
          "gpu_kernel takes one positional argument"),
         ("gpu_kernel(Kernel1D)", "gpu_kernel(f32)",
          "gpu_kernel's first argument must be Kernel1D, Kernel2D or Kernel3D"),
+        # Bare: the decorator returned stood for the kernel, failing only at its launch.
+        ("gpu_kernel(Kernel1D)", "gpu_kernel", "gpu_kernel needs the kernel's dimensionality"),
     ])
     def test_the_decorator_reports_what_the_hook_reports(self, old, new, message, tmp_path):
         from gpu_native.rewrite import rewrite_module

@@ -271,7 +271,7 @@ def test_a_file_without_kernels_is_printed_with_a_note(tmp_path, capsys):
 
 @pytest.mark.parametrize("args, message", [
     (["expand", "--prelude", "forms.py"], "gpu-native expand: --prelude prints the header "
-     "every kernel includes, the same for every module, and takes no a FILE"),
+     "every kernel includes, the same for every module, and takes no FILE"),
     (["expand", "--prelude", "--kernel", "scale"], "takes no --kernel"),
     (["expand", "forms.py", "--module", ""], "gpu-native expand: --module '' is not a module "
      "name"),

@@ -753,3 +753,53 @@ def test_a_docstring_and_annotations_only_are_a_struct():
         n: gn.i32
 
     assert P() == P(0.0, 0) and P.__doc__ == "A documented struct."
+
+
+def test_a_struct_declared_in_a_function_names_another_of_that_function():
+    """Under ``from __future__ import annotations`` (this file's) the fields are strings,
+    evaluated where the class is defined: a function's own struct (a raw NameError before)."""
+    @gn.gpu_struct
+    class Inner:
+        a: gn.f32
+
+    @gn.gpu_struct
+    class Outer:
+        inner: Inner
+        b: gn.f32
+
+    assert Outer.dtype.names == ("inner", "b")
+    assert Outer.dtype["inner"] == Inner.dtype
+
+
+@pytest.mark.parametrize("annotation, message", [
+    ("Node", r"field 'next' of struct Node is of the struct itself; a struct cannot contain "
+             r"itself"),
+    ("f33", r"field 'next' of struct Node has the annotation 'f33', which names nothing "
+            r"defined where the class is \(NameError"),
+])
+def test_a_field_annotation_that_names_nothing_is_a_type_error_naming_the_field(annotation,
+                                                                               message):
+    namespace: dict = {"gn": gn}
+    source = f"@gn.gpu_struct\nclass Node:\n    value: gn.f32\n    next: {annotation!r}\n"
+    with pytest.raises(TypeError, match=message):
+        exec(compile(source, "<struct>", "exec"), namespace)
+
+
+def test_to_device_converts_fields_of_the_same_names_by_name(sim):
+    """A structured array with the struct's field names in another order converts by name
+    (position swapped the values); other names convert by position, as NumPy assigns them."""
+    @gn.gpu_struct
+    class P:
+        x: gn.f32
+        y: gn.i32
+
+    swapped = np.zeros(2, dtype=[("y", "i4"), ("x", "f4")])
+    swapped["x"], swapped["y"] = 1.5, 2
+    back = gn.to_device(swapped, dtype=P).to_host()
+    np.testing.assert_array_equal(back["x"], [1.5, 1.5])
+    np.testing.assert_array_equal(back["y"], [2, 2])
+    other = np.zeros(2, dtype=[("a", "f8"), ("b", "i8")])
+    other["a"], other["b"] = 0.25, 7
+    back = gn.to_device(other, dtype=P).to_host()
+    np.testing.assert_array_equal(back["x"], [0.25, 0.25])
+    np.testing.assert_array_equal(back["y"], [7, 7])
