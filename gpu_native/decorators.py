@@ -372,6 +372,18 @@ def _as_constant(value: object) -> object:
     return value
 
 
+def _numpy_scalar_type(value: object) -> str | None:
+    """The name of the kernel type a NumPy scalar type stands for (``np.float32``: ``"f32"``),
+    or None."""
+    numpy = sys.modules.get("numpy")
+    if numpy is None or not isinstance(value, type) or not issubclass(value, numpy.generic):
+        return None
+    from .lang.types import SCALARS
+
+    dtype = numpy.dtype(value)
+    return next((name for name, info in SCALARS.items() if info.numpy == dtype.name), None)
+
+
 class _Capture:
     """What the names a source does not bind held at decoration time, as the transpiler's
     :class:`~gpu_native.frontend.parse.ScanHints`; and the scans of the sources of device
@@ -457,6 +469,13 @@ class _Capture:
             return self._device(value, filename)
         if value is None:  # before the search below, where a missing name reads as None
             return self._host(name, "holds None", closure)
+        # `make(float)` for `CUDASliceMut[T]` and `T(x)`: the kernel type the builtin stands
+        # for in an annotation, whose conversion is the builtin's (`float(x)` is `f64(x)`).
+        builtin = {float: "f64", int: "i64", bool: "bool_"}.get(value) if isinstance(
+            value, type) else None
+        scalar = builtin or _numpy_scalar_type(value)
+        if scalar is not None:  # `make(np.float32)`: gpu_native's f32
+            return OuterName("import", ("gpu_native", scalar))
         if getattr(gpu_native, name, None) is value:
             return OuterName("import", ("gpu_native", name))
         for attr in getattr(gpu_native, "__all__", ()):  # imported under another name

@@ -613,6 +613,15 @@ class DeviceArray(_ArrayBase):
             return (1, 0)  # kDLCPU: the simulator's memory is host memory
         return (2, self.device)  # kDLCUDA
 
+    def __copy__(self) -> DeviceArray:
+        """``copy.copy(arr)``: a copy of the data, as NumPy's and CuPy's arrays make (a view
+        would alias the memory where a copy is asked for)."""
+        return self.copy()
+
+    def __deepcopy__(self, memo: dict) -> DeviceArray:
+        """``copy.deepcopy(arr)``: as :meth:`__copy__` (the elements are numbers)."""
+        return self.copy()
+
     def __reduce__(self):
         raise TypeError("a DeviceArray cannot be pickled: its memory lives on one GPU of one "
                         "process; send arr.to_host() (a NumPy array) and call gn.to_device() on "

@@ -107,6 +107,18 @@ class TestClosures:
             out = c.to_host()
             assert out.dtype == dtype and out.tolist() == [0.5, 1.5, 2.5]
 
+    def test_python_and_numpy_scalar_types_name_the_kernel_type(self, backend):
+        # `make(float)`, `make(np.float32)`: the type an annotation of that builtin or NumPy
+        # type means ("'T' is not a kernel type" before).
+        for T, dtype in ((float, np.float64), (np.float32, np.float32),
+                         (np.float64, np.float64)):
+            kernel = make_generic(T, True)
+            a = gn.to_device(np.arange(3, dtype=dtype))
+            c = gn.empty(3, dtype)
+            kernel.forall(3)(a, c)
+            out = c.to_host()
+            assert out.dtype == dtype and out.tolist() == [0.5, 1.5, 2.5]
+
     def test_numpy_scalars_are_the_numbers_they_hold(self, backend):
         # What arr.max() and np.mean() return: np.float64 is a float, np.float32 is not, and a
         # tuple may mix them; np.longdouble has no exact Python number and stays refused.

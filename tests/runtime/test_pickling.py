@@ -81,6 +81,19 @@ def test_device_arrays_streams_and_events_refuse_with_advice(backend):
     np.testing.assert_array_equal(pickle.loads(pickle.dumps(arr.to_host())), np.arange(4))
 
 
+def test_copy_module_copies_a_device_array_s_data(backend):
+    """``copy.copy`` and ``copy.deepcopy`` copy the data, as NumPy's (they said "cannot be
+    pickled", from the pickle protocol copy falls back on)."""
+    import copy
+
+    arr = gn.to_device(np.arange(4, dtype=np.float32))
+    for dup in (copy.copy(arr), copy.deepcopy(arr)):
+        assert isinstance(dup, gn.DeviceArray) and dup.ptr != arr.ptr
+        np.testing.assert_array_equal(dup.to_host(), np.arange(4))
+    dup.fill(7.0)
+    np.testing.assert_array_equal(arr.to_host(), np.arange(4))
+
+
 SPAN = SourceSpan("k.py", 3, 4, 9, "    out[j] = x[i]\n")
 
 
