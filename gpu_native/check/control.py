@@ -356,6 +356,7 @@ class ControlFlowChecker(CheckerBase):
                         "signed type: `range(i64(n) - 1, -1, -1)`")
                 ty = lit if ty is None else self.promoted_literal(ty, v.value, v.span)
         assert ty is not None
+        self._refuse_wrapping_countdown(values)
         ty = self._widened_loop_type(s.target.id, ty)
         start, stop, step = (self.coerce(v, ty, "range()", explicit=True) for v in values)
         prelude: list[ir.Stmt] = []
@@ -547,6 +548,29 @@ class ControlFlowChecker(CheckerBase):
         self.assigned = before
         bounds.facts = entry
         return [ir.GridStride(s.span, var, stop, body)], False
+
+    def _refuse_wrapping_countdown(self, values: list[ir.Expr]) -> None:
+        """``range(n - 1, -1, -1)`` with ``n`` unsigned: at ``n == 0`` the start wraps (to
+        4294967295 for a u32) and the loop runs 2**32 times where Python's and C's run none
+        (C's `int i = n - 1` is -1).  Refused unless the bounds show ``n >= 1``."""
+        start, stop, step = values
+        if isinstance(start, WeakConst) or not isinstance(start, ir.BinOp) or \
+                start.op != "-" or not isinstance(start.right, ir.Const):
+            return
+        ty = self.scalar_of(start)
+        c = start.right.value
+        if not (ty.info.is_int and not ty.info.is_signed) or type(c) is not int or c <= 0:
+            return
+        negative = [v for v in (stop, step) if isinstance(v, ir.Const) and
+                    type(v.value) is int and v.value < 0]
+        if not negative or self.bounds.at_least(start.left, c):
+            return
+        raise self.error(
+            f"the start of this range() is a {ty} difference, which wraps where it would be "
+            f"negative (0 - {c} is {ty.info.max + 1 - c} in {ty}): the loop would count down "
+            "from there where Python's and C's loops run no iteration", start.span,
+            "count down with `for i in reversed(range(n))`, or give the loop a signed type: "
+            f"`range(i64(n) - {c}, -1, -1)`, or guard it (`if n >= {c}:`)")
 
     def _widened_loop_type(self, name: str, ty: ir.ScalarType) -> ir.ScalarType:
         """The type a range() of ``ty`` counts in when its variable ``name`` exists already:

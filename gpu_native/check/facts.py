@@ -33,12 +33,10 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CastKey", "ConstKey", "Equal", "Fact", "Key", "LaneKey", "Less", "LoadKey", "MathKey",
-    "MultipleOf", "NonNegative",
-    "NotEqual", "OpKey", "OpaqueKey", "Pinned", "PinnedBy", "ShapeKey", "SpecialKey", "UidKey", "UnaryKey",
-    "Unread", "VarKey", "cond_facts", "inlined_call", "join", "key", "kill", "one_thread",
-    "pinned",
-    "returned_expression", "shows_at_least", "shows_below", "shows_within", "split_offset",
-    "stable", "upper_bound",
+    "MultipleOf", "NonNegative", "NotEqual", "OpKey", "OpaqueKey", "Pinned", "PinnedBy",
+    "ShapeKey", "SpecialKey", "UidKey", "UnaryKey", "Unread", "VarKey", "cond_facts",
+    "inlined_call", "join", "key", "kill", "one_thread", "pinned", "returned_expression",
+    "shows_at_least", "shows_below", "shows_within", "split_offset", "stable", "upper_bound",
 ]
 
 

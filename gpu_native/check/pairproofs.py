@@ -19,7 +19,7 @@ from ..nodes import node
 from ..spec import ParamCheck
 from .apart import bounds_apart
 from .classify import IndexClasses, required_coords
-from .facts import VarKey, one_thread
+from .facts import ConstKey, Equal, SpecialKey, VarKey, one_thread
 from .monotone import prove_padded
 from .ownership import (
     Assumption,
@@ -229,6 +229,14 @@ class PairProofs(IndexClasses):
                 raise error
         stores.append(new)
 
+    def one_block_axes(self) -> frozenset[str]:
+        """The block coordinates a launch assert leaves one value (``assert grid_dim.x ==
+        1``: ``bid0``): no condition need pin them to leave one thread."""
+        return frozenset(
+            f"bid{axis}" for axis in range(3)
+            if {Equal(SpecialKey("grid_dim", axis), ConstKey(1)),
+                Equal(ConstKey(1), SpecialKey("grid_dim", axis))} & self.bounds.facts)
+
     def _rounds(self, base: ir.ArrayRef, a: Position, b: Position) -> frozenset:
         """The counters a pair of a kernel's shared-array stores at ``a`` and ``b`` may share
         once the walk has left the loops that hold both (their barriers that part the rounds
@@ -245,7 +253,7 @@ class PairProofs(IndexClasses):
         space = "global" if base.ty.space == "global" else "shared"
         required = required_coords(self.ctx.ndim, space)
         a, b, span = new.form, earlier.form, new.span
-        if one_thread(new.pins, earlier.pins, required):
+        if one_thread(new.pins, earlier.pins, required - self.one_block_axes()):
             # One thread makes both stores, in its own order (`if uid == 0:` around both).
             return None
         if isinstance(a, str) or isinstance(b, str):

@@ -541,7 +541,8 @@ class UniqueWrites(PairProofs):
                  ) -> tuple[str, tuple[int, ...]]:
         """The classic rule (see the module docstring)."""
         required = required_coords(self.ctx.ndim, "global" if base.ty.space == "global"
-                                   else "shared") - pinned(self.bounds.facts)
+                                   else "shared") - pinned(self.bounds.facts) - \
+            self.one_block_axes()
         covered: set[str] = set()
         owners: list[int] = []
         for position, idx in enumerate(indices):

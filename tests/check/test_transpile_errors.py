@@ -20,7 +20,7 @@ from typing import TypeVar
 from gpu_native import *
 from gpu_native import (gpu_kernel, gpu_device, Kernel1D, Kernel2D, CUDASlice, CUDASliceMut,
                         CUDASlice2D, CUDASliceMut2D, FlatLayout1D, FlatLayout2D, UniqueId, f32,
-                        f64, i32, i64, u8, u64, shared_array, sync_threads, thread_idx, shfl_down,
+                        f64, i32, i64, u8, u32, u64, shared_array, sync_threads, thread_idx, shfl_down,
                         unsafe, BlockLayout1D, block_idx)
 
 def host_helper(x):
@@ -288,6 +288,13 @@ def k(out: CUDASliceMut[f64], n: u64):
     for j in range(n - 1, -1, -1):  # <-
         out[FlatLayout1D.uid()] = 1.0
 """, "this range() over u64 values has the negative bound -1, which no u64 holds"),
+    "u32 countdown from a difference that wraps": ("""
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f64], n: u32):
+    for j in range(n - 1, -1, -1):  # <-
+        out[FlatLayout1D.uid()] = 1.0
+""", "the start of this range() is a u32 difference, which wraps where it would be negative "
+        "(0 - 1 is 4294967295 in u32)"),
     "i64 with u64 range bounds": ("""
 @gpu_kernel(Kernel1D)
 def k(out: CUDASliceMut[f64], s: i64, n: u64):

@@ -137,6 +137,15 @@ def k(out: CUDASliceMut[f32]):
     if u == 1:
         out[c] = 2.0  # <--
 """, ["cannot be shown apart from the store at line"], ()),
+    "thread 0 of every block, through an index it counts": ("""
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f32]):
+    if thread_idx.x == 0:
+        c = 0
+        for i in range(3):
+            out[c] = 1.0  # <--
+            c += 1
+""", ["not provably unique"], ()),
 }
 
 
@@ -248,6 +257,28 @@ def k(out: CUDASliceMut[f32]):
         out[c + 7] = 2.0
 """,
 }
+
+
+ONE_BLOCK = """
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f32]):
+    assert grid_dim.x == 1
+    if thread_idx.x == 0:
+        c = 0
+        for i in range(3):
+            out[c] = f32(i)
+            c += 1
+        out[c] = 9.0
+"""
+
+
+def test_thread_0_of_a_grid_of_one_block_is_one_thread(tmp_path):
+    """With the grid one block wide (asserted), `thread_idx.x == 0` leaves one thread: its
+    stores are race-free whatever their indices (it was refused as not provably unique)."""
+    kernels = build(tmp_path, ONE_BLOCK)
+    out = np.zeros(8, np.float32)
+    assert launch(kernels["k"], 1, 64, out).races == []
+    np.testing.assert_array_equal(out[:4], [0.0, 1.0, 2.0, 9.0])
 
 
 def test_a_store_apart_from_an_unknown_index_names_its_line(tmp_path):

@@ -68,3 +68,27 @@ def test_a_walk_from_the_end_of_an_array(backend, kernel_module):
         expected = np.cumsum(a[::-1])[::-1]
         expected[n - 1::-2][:len(range(n - 1, 0, -2))] += 1000.0
         np.testing.assert_allclose(out.to_host(), expected, rtol=1e-12, atol=1e-12)
+
+
+UNSIGNED = textwrap.dedent("""\
+    from gpu_native import *
+
+    @gpu_kernel(Kernel1D)
+    def countdown(out: CUDASliceMut[i64], n: u32):
+        # `n - 1` wraps at n == 0: the guard shows it does not, so the loop is accepted.
+        if FlatLayout1D.uid() == 0 and n > 0:
+            k = 0
+            for m in range(n - 1, -1, -1):
+                out[k] = i64(m)
+                k += 1
+    """)
+
+
+def test_a_countdown_from_an_unsigned_difference_guarded_from_wrapping(backend, kernel_module):
+    """Without the guard the loop is refused (tests/check/test_transpile_errors.py): at n == 0
+    its u32 start wrapped to 4294967295 and it ran 2**32 times."""
+    module = kernel_module(UNSIGNED)
+    for n in (0, 1, 5):
+        out = gn.to_device(np.full(5, -1, np.int64))
+        module.countdown.forall(1)(out, np.uint32(n))
+        np.testing.assert_array_equal(out.to_host(), list(range(n - 1, -1, -1)) + [-1] * (5 - n))
