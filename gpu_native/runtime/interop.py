@@ -382,6 +382,8 @@ def from_foreign(obj, what: str = "the array", stream=None) -> DeviceArray:
     On a GPU: a CUDA array, through ``__cuda_array_interface__`` when it names its stream (v3),
     else DLPack, else the interface as it is.  On the simulator: a host array (NumPy, or a
     DLPack producer on the CPU), lent to it."""
+    if isinstance(obj, type):  # `gn.DeviceArray` itself has the interfaces, as properties
+        raise TypeError(f"{what} is the class {obj.__name__}, not an array of it")
     backend = B.select()
     consumer = _consumer(stream)
     if backend.name != "cuda":

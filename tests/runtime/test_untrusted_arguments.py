@@ -116,6 +116,16 @@ def test_host_memory_arguments_are_refused_before_launch_on_the_simulator(arg_ke
         np.testing.assert_array_equal(out.to_host(), 5.0)
 
 
+def test_the_array_class_itself_is_named_as_a_class(arg_kernels, backend):
+    """``gn.DeviceArray`` (the class) has the array interfaces as properties: it was taken for
+    another library's array ("a CUDA array from another library")."""
+    out = gn.to_device(np.full(64, -1.0, np.float32))
+    with pytest.raises(TypeError, match="argument 'a' of copy is the class DeviceArray, not an "
+                                        "array of it"):
+        arg_kernels.copy[1, 64](gn.DeviceArray, out)
+    np.testing.assert_array_equal(out.to_host(), -1.0)
+
+
 class StubCuda:
     """Enough of the CUDA backend for the interop checks: which addresses are device memory."""
 
