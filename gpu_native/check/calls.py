@@ -539,7 +539,13 @@ class CallChecker(CheckerBase):
                                  arg.span)
             if isinstance(arg, ir.ArrayRef):   # the callee may change it (voids its tickets)
                 self.unique.note_passed(arg.var, arg.span)
-        return self.ctx.program.call_device(self, scan, fndef, args, e.span)
+        call = self.ctx.program.call_device(self, scan, fndef, args, e.span)
+        if isinstance(call, ir.Call):
+            for position in stored_params(call.function):
+                arg = args[position]
+                if isinstance(arg, ir.ArrayRef) and self.unsafe_depth == 0:
+                    self.unique.note_call_writes(arg.var, fndef.name, e.span)
+        return call
 
     def call_divmod(self, e: S.Call) -> ir.Expr:
         """``divmod(a, b)``: ``(a // b, a % b)``, with the language's (Python's) ``//``."""
@@ -601,3 +607,20 @@ def _int_of(value: int | float | bool) -> int:
     if value <= info.min:
         return int(info.min)
     return int(value)
+
+
+def stored_params(function: ir.DeviceFunction) -> set[int]:
+    """The positions of ``function``'s array parameters it stores into outside ``with
+    unsafe():``, itself or through the device functions it passes them to."""
+    found: set[int] = set()
+    index = {id(p): k for k, p in enumerate(function.params)}
+    for node in ir.walk(function.body):
+        if isinstance(node, ir.Store) and node.unique != "unsafe" and \
+                id(node.array.var) in index:
+            found.add(index[id(node.array.var)])
+        elif isinstance(node, ir.Call):
+            for k in stored_params(node.function):
+                arg = node.args[k]
+                if isinstance(arg, ir.ArrayRef) and id(arg.var) in index:
+                    found.add(index[id(arg.var)])
+    return found

@@ -304,8 +304,10 @@ class IndexClasses:
         if isinstance(e, ir.Local):
             var = e.var
             if var.is_param:
-                return self.defs.assign_counts.get(var.name, 0) == 0 and id(var) not in \
-                    self.defs.unique_params
+                # A device function's parameter is whatever each caller passes: a value of
+                # the thread's, maybe (`f(out, FlatLayout1D.uid())`).
+                return self.is_kernel and self.defs.assign_counts.get(var.name, 0) == 0 and \
+                    id(var) not in self.defs.unique_params
             d = self.defs.single_def(var)
             return d is not None and self.is_uniform(d)
         if isinstance(e, ir.Shape):

@@ -681,7 +681,9 @@ def _compare_facts(op: str, left: ir.Expr, right: ir.Expr, classify, uniform, ke
                 thread = key(a)
                 # Only a value of the thread's coordinates and the kernel's parameters names
                 # the same thread wherever it is compared (a loop's `j` may be another loop's).
-                fixed = not thread.reads_memory() and all(
+                # Nor a value unique only under a condition (`tid // 32` under `tid % 32 ==
+                # 0`): under `tid % 32 == 1` the same equality names another thread.
+                fixed = not u.pins and not thread.reads_memory() and all(
                     v.is_param for v in thread.variables())
                 for coord in u.coords:
                     out.add(Pinned(coord))

@@ -70,6 +70,10 @@ class CheckedStore:
     #: The :class:`~.facts.PinnedBy` facts where it is: two stores that the same equalities
     #: leave to one thread are that thread's, whatever their indices (:func:`.facts.one_thread`).
     pins: frozenset = frozenset()
+    #: The thread coordinates a condition pins where it is (``if u == 1:`` pins the grid's
+    #: ``tid0`` and ``bid0``): a store its form's pins do not say all of is not one whose index
+    #: tells those threads apart (:func:`.storepairs.only_its_thread` assumes that of it).
+    pinned: frozenset = frozenset()
 
 
 @node(frozen=False, eq=False)
@@ -265,8 +269,9 @@ class PairProofs(IndexClasses):
                 f"leave both stores to one thread (`if tid == 0:` around both), {separate}, "
                 "or use `with unsafe():`")
         outcome = self.prove(a, b, required, base.var.name, same)
-        if not outcome.ok and not (only_its_thread(a, b, required)
-                                   or only_its_thread(b, a, required)):
+        if not outcome.ok and not (
+                (_pins_said(earlier, b) and only_its_thread(a, b, required))
+                or (_pins_said(new, a) and only_its_thread(b, a, required))):
             example = collision(a, b, required, self.ctx.ndim)
             detail = f"{example}; " if example else ""
             return TranspileError(
@@ -524,3 +529,11 @@ class PairProofs(IndexClasses):
             f"widens to {idx.ty}", idx.span,
             f"compute `{text}` in {idx.ty}: convert an operand first (`{idx.ty}({operand})`)"
             f"{declare}")
+
+
+def _pins_said(store: CheckedStore, form: StoreForm) -> bool:
+    """Does ``form`` hold every pin of the conditions around ``store``?  ``if u == 1:`` pins
+    the grid's threads to one, which no digit of the form says: its index (``out[0]``) then
+    tells no thread apart, and :func:`.storepairs.only_its_thread` may not take it for one that
+    does."""
+    return store.pinned <= {d.coord for d in form.pins if d.part == "all"}

@@ -100,6 +100,7 @@ class UniqueWritesPass(CheckPass):
         unit.checker.unique.check_deferred_pairs()
         unit.checker.unique.check_reads()
         unit.checker.unique.check_tickets()
+        unit.checker.unique.check_calls()
         assert unit.body is not None
         unit.checker.unique.check_scaled(unit.body)
         unit.checker.unique.check_ticket_pins(unit.body)

@@ -125,6 +125,9 @@ class UniqueWrites(PairProofs):
         self.written_keys: dict[int, list[tuple]] = {}
         # The refusal of a store whose owner index may wrap, raised after note_store.
         self.unexact: TranspileError | None = None
+        # The arrays device function calls store into (checked stores: the callee proved them
+        # among its own), by array: the callee's name, the call and where it is.
+        self.call_writes: dict[int, list[tuple[ir.Var, str, SourceSpan, Position]]] = {}
         self.multi_owner: set[int] = set()
         # Every checked store, by array: a store that a condition narrows to fewer threads
         # (`if tid == 0:`) is proven against each of the others, since the owner-index rules
@@ -326,7 +329,7 @@ class UniqueWrites(PairProofs):
             if not form.pins:  # type: ignore[union-attr]
                 self.written_keys.setdefault(id(base.var), []).append(keys)
             self.check_narrowed(base, span, CheckedStore(form, self.phases.position(), narrowed,
-                                                         span, self._pins()))
+                                                         span, self._pins(), self._pinned(space)))
             return kind, owners, proof
         self._note_shared(base, indices, keys, span, form)
         if kind == "uid":
@@ -346,7 +349,7 @@ class UniqueWrites(PairProofs):
                 self.unexact = wraps
         self.check_narrowed(base, span, CheckedStore(form, self.phases.position(),
                                                      narrowed or kind == "single", span,
-                                                     self._pins()))
+                                                     self._pins(), self._pinned(space)))
         covered: set[str] = set()
         for idx in indices:
             u = self.classify(idx)
@@ -524,7 +527,7 @@ class UniqueWrites(PairProofs):
         self.check_exact(base, indices, span, form)
         narrowed = bool(pinned(self.bounds.facts) & required_coords(self.ctx.ndim, space))
         self.check_narrowed(base, span, CheckedStore(form, self.phases.position(), narrowed, span,
-                                                     self._pins()))
+                                                     self._pins(), self._pinned(space)))
         # A thread writes elements no index of it names: every later plain store of the array is
         # proven against this one (:meth:`note_store`), and a read of it is its own element only
         # where the thread also writes that index plainly (:meth:`check_reads`).
@@ -532,6 +535,10 @@ class UniqueWrites(PairProofs):
         self.store_keys.setdefault(id(base.var), (((), (("footprint", span.line, span.col),),
                                                    frozenset()), span))
         return proof
+
+    def _pinned(self, space: str) -> frozenset[str]:
+        """The thread coordinates the conditions here pin (see :class:`CheckedStore`)."""
+        return pinned(self.bounds.facts) & required_coords(self.ctx.ndim, space)
 
     def _pins(self) -> frozenset:
         """The equalities that leave the code here to one thread (see :class:`CheckedStore`)."""
@@ -659,6 +666,39 @@ class UniqueWrites(PairProofs):
     def note_passed(self, var: ir.Var, span: SourceSpan) -> None:
         """An array is passed to a device function, which may change it."""
         self.counter_changes.setdefault(id(var), (span, "a device function call it is passed to"))
+
+    def note_call_writes(self, var: ir.Var, callee: str, span: SourceSpan) -> None:
+        """A call of device function ``callee`` stores into ``var`` (:func:`stored_params`)."""
+        self.call_writes.setdefault(id(var), []).append(
+            (var, callee, span, self.phases.position()))
+
+    def check_calls(self) -> None:
+        """Once the body is known: an array a device function stores into is written by no
+        other store or call here, and read nowhere here, unless a barrier orders the two.  The
+        callee proved its stores among themselves; what it writes is not compared with what
+        this function's own accesses (or another call's) touch, so two of them could meet."""
+        for writes in self.call_writes.values():
+            var, callee, span, where = writes[0]
+            grid = var.ty.space == "global"  # type: ignore[attr-defined]
+            others = [(s.span, s.position, "the store") for s in self.checked_stores.get(
+                id(var), ())]
+            others += [(w[2], w[3], f"the call of {w[1]}()") for w in writes[1:]]
+            others += [(load[2], load[5], "the read") for load in self.mutable_loads
+                       if load[0] is var and not load[3]]
+            for other, position, what in others:
+                if ordered_either(where, position, grid):
+                    continue
+                raise TranspileError(
+                    f"'{var.name}' is written inside {callee}() (called at line {span.line}) "
+                    f"and accessed here too, by {what} at line {other.line}: the proofs show "
+                    f"each function's stores apart among themselves, not from another "
+                    f"function's, so another thread's call may write the element accessed here",
+                    other,
+                    "write and read the array in one function (return the value from the "
+                    "device function and store it here), give the call's writes an array of "
+                    "their own, or use `with unsafe():`"
+                    + (" (or a grid_sync() between them)" if grid else
+                       " (or a sync_threads() between them)"))
 
     def check_tickets(self) -> None:
         """Once the body is known: a store indexed by a ticket is race-free only if nothing

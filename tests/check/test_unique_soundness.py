@@ -137,6 +137,70 @@ def k(out: CUDASliceMut[f32]):
     if u == 1:
         out[c] = 2.0  # <--
 """, ["cannot be shown apart from the store at line"], ()),
+    # The one-thread rule names a thread by an equality of a value fixed per thread: not by a
+    # quotient unique only under its remainder's condition (found by review).
+    "a quotient pinned under two remainders": ("""
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f32]):
+    s = shared_array(f32, 64)
+    tid = thread_idx.x
+    if tid % 32 == 0:
+        if tid // 32 == 0:
+            s[0] = 1.0
+    if tid % 32 == 1:
+        if tid // 32 == 0:
+            s[0] = 2.0  # <--
+    sync_threads()
+    out[FlatLayout1D.uid()] = s[tid]
+""", ["may meet the store at line"], ()),
+    # A store narrowed by `u == 1` tells no thread apart through its index (`out[0]`).
+    "two uids, one element": ("""
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f32]):
+    u = FlatLayout1D.uid()
+    if u == 0:
+        out[0] = 1.0
+    if u == 1:
+        out[0] = 2.0  # <--
+""", ["may meet the store at line"], ()),
+    # A device function's parameter is what each caller passes, not a launch value.
+    "a device function's parameter as the thread's": ("""
+@gpu_device
+def f(out: CUDASliceMut[f32], p: i64):
+    if FlatLayout1D.uid() == p:
+        out[0] = 1.0  # <--
+
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f32]):
+    f(out, FlatLayout1D.uid())
+""", ["not provably unique"], ()),
+    # A device function's stores against the caller's accesses of the same array.
+    "a device function's store beside the kernel's": ("""
+@gpu_device
+def f(out: CUDASliceMut[f32], i: UniqueId):
+    if i < len(out):
+        out[i] = 1.0
+
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f32]):
+    u = FlatLayout1D.uid()
+    f(out, u)
+    if u + 1 < len(out):
+        out[u + 1] = 2.0  # <--
+""", ["'out' is written inside f() (called at line", "by the store at line"], ()),
+    "a device function's store beside the kernel's read": ("""
+@gpu_device
+def f(out: CUDASliceMut[f32], i: UniqueId):
+    if i < len(out):
+        out[i] = 1.0
+
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f32], res: CUDASliceMut[f32]):
+    u = FlatLayout1D.uid()
+    f(out, u)
+    if u + 1 < len(out):
+        res[u] = out[u + 1]  # <--
+""", ["by the read at line"], (np.zeros(4096, np.float32),)),
     "thread 0 of every block, through an index it counts": ("""
 @gpu_kernel(Kernel1D)
 def k(out: CUDASliceMut[f32]):

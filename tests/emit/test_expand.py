@@ -31,7 +31,7 @@ SOURCE = textwrap.dedent('''\
 
     @gpu_kernel(Kernel1D)
     def rules(x: CUDASlice[f32], out: CUDASliceMut[f32], hits: CUDASliceMut[i32],
-              perm: CUDASlice[i32]):
+              perm: CUDASlice[i32], copy: CUDASliceMut[f32]):
         assert block_dim.x == 64, "launch with 64 threads"
         tile = shared_array(f32, 64)
         t = BlockLayout1D.uid()
@@ -45,7 +45,7 @@ SOURCE = textwrap.dedent('''\
         hits.atomic_ref(perm[i]).fetch_add(1)
         with unsafe():
             out[perm[i]] = x[i]
-        put(out, i, x[i] + 1.0)
+        put(copy, i, x[i] + 1.0)
 
 
     @gpu_kernel(Kernel1D)

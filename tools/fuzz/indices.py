@@ -3,8 +3,9 @@
 :func:`generated` draws one kernel that stores ``tid + 1`` into a global or a shared array through
 an index built from the idioms the proofs know: affine in the thread coordinates, ``%`` and ``//``
 parts, lane/warp splits, a second store at an offset, a condition that pins some threads, loops
-(counted, and strided by the launch), single-block asserts, and an index that reaches the store
-through a local assigned more than once (:data:`REACHING`).  Many draws are near misses the
+(counted, and strided by the launch), single-block asserts, an index that reaches the store
+through a local assigned more than once (:data:`REACHING`), and a second store under a condition
+of its own.  Many draws are near misses the
 checker must refuse; whatever it accepts must be race-free on every launch shape its asserts allow.
 
 :func:`run_sim` runs an accepted kernel on the simulator with its race detector watching every
@@ -106,6 +107,11 @@ def generated(r: random.Random) -> str:
                  line.replace(index, walk) for line in lines]
     if r.random() < 0.25:
         lines = _as_while(lines)
+    if pin is not None and second is not None and r.random() < 0.2:
+        # The second store under a condition of its own: the same one (one thread makes both
+        # stores, whatever their indices) or another (two threads, apart only by the index).
+        at = next(k for k, line in enumerate(lines) if line.rstrip().endswith("= tid + 2"))
+        lines.insert(at, f"{indent[:-4]}if {r.choice([pin, *PINS[1:]])}:")
     return "\n".join(lines) + "\n"
 
 
