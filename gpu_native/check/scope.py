@@ -22,7 +22,7 @@ from ..frontend import syntax as S
 from ..frontend.parse import PACKAGE, ModuleScan, scan_module
 from ..frontend.source import decode_source, read_source
 from ..lang import registry as R
-from ..lang.spellings import NUMPY, did_you_mean
+from ..lang.spellings import NUMPY, did_you_mean, foreign_hint
 from ..lang.structs import StructInfo
 from ..locate import archived_bytes, display_file, find_module_file
 from ..nodes import node
@@ -38,6 +38,10 @@ BUILTINS = frozenset(R.BUILTINS)
 PYTHON_BUILTINS = frozenset(name for name in dir(builtins) if not name.startswith("_")) - BUILTINS
 # Host array libraries by the names modules usually bind them to: `np.sqrt` in a kernel is a
 # reach for numpy, whether or not the module imports it.
+#: The names other GPU languages' modules go by in kernels ported from them (Numba-CUDA's
+#: ``cuda``, Triton's ``tl``, Warp's ``wp``): an attribute of one that is not imported is told
+#: how gpu_native spells it.
+FOREIGN_MODULES = ("cuda", "numba", "tl", "triton", "wp", "warp")
 HOST_LIBRARIES = {"np": "numpy", "numpy": "numpy", "cp": "cupy", "cupy": "cupy",
                   "torch": "torch", "jnp": "jax.numpy", "jax": "jax", "scipy": "scipy"}
 
@@ -306,6 +310,9 @@ class Resolver:
             return TranspileError(
                 f"{library} is not supported in kernels ('{name}' is not defined in {shown}, "
                 f"and {library} runs on the host)", span, hint)
+        foreign = foreign_hint(_dotted_names(use)) if name in FOREIGN_MODULES else None
+        if foreign is not None:  # `cuda.shfl_down_sync` in a kernel ported from Numba-CUDA
+            return TranspileError(f"name '{name}' is not defined in {shown}", span, foreign)
         if name in ("gn", PACKAGE):
             statement = f"import {PACKAGE}" + (" as gn" if name == "gn" else "")
         elif name in ("math", "cmath") or self.locator.find_path(name, self.scan.path) is not None:
@@ -319,6 +326,16 @@ class Resolver:
                               span,
                               f'add "{statement}" to {shown} (names in a function resolve in the '
                               "module that defines it)")
+
+
+def _dotted_names(e: S.Attribute) -> list[str]:
+    """``cuda.atomic.add`` as ``["cuda", "atomic", "add"]`` (from a name; else the attributes)."""
+    parts = []
+    root: S.Expr = e
+    while isinstance(root, S.Attribute):
+        parts.append(root.attr)
+        root = root.value
+    return ([root.id] if isinstance(root, S.Name) else []) + parts[::-1]
 
 
 def _not_kernel_api(attr: str) -> Sym:

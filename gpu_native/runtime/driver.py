@@ -109,7 +109,8 @@ def init() -> None:
             _init_error = exc
             raise
         except Exception as exc:  # no libcuda.so: cuda.bindings raises its own error types
-            _init_error = CudaError("CUDA_ERROR_NO_DRIVER", 0,
+            # 35: CUDA's code for CUDA_ERROR_NO_DRIVER (0 is CUDA_SUCCESS).
+            _init_error = CudaError("CUDA_ERROR_NO_DRIVER", 35,
                                     f"no CUDA driver could be loaded ({exc})")
             raise _init_error from None
         _initialized = True

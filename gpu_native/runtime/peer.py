@@ -65,8 +65,9 @@ def copy(dst, src) -> DeviceArray:
         An argument is not a device array (a NumPy array: use ``gn.to_device`` or
         ``DeviceArray.copy_from_host``), ``dst`` is read-only, or the element types differ.
     ValueError
-        The shapes differ, ``dst`` and ``src`` overlap in memory, or ``dst`` is a non-contiguous
-        view (a non-contiguous ``src`` is gathered first).
+        The shapes differ, ``dst`` and ``src`` overlap in memory in part (an array copied onto
+        itself is left as it is), or ``dst`` is a non-contiguous view (a non-contiguous ``src``
+        is gathered first).
     """
     dst = _device_array(dst, "dst")
     src = _device_array(src, "src")

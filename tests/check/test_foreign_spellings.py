@@ -137,6 +137,20 @@ def k(out: CUDASliceMut[f32]):
     out[thread_idx.x] = torch.float32(1.0)  # <-
 """, "torch.float32 is a host-side name: torch is not supported in kernels (gpu_native spells "
      "it f32)"),
+    # A Numba-CUDA kernel pasted with its `from numba import cuda` line dropped: the name is
+    # not defined, and what gpu_native calls the attribute is the hint.
+    "Numba's cuda.shfl_down_sync, cuda not imported": ("""
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f32]):
+    v = f32(thread_idx.x)
+    v += cuda.shfl_down_sync(0xffffffff, v, 16)  # <-
+    out[thread_idx.x] = v
+""", "cuda.shfl_down_sync is not gpu_native's: gpu_native spells it shfl_down(value, delta)"),
+    "Numba's cuda.grid, cuda not imported": ("""
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f32]):
+    out[cuda.grid(1)] = 1.0  # <-
+""", "cuda.grid is not gpu_native's: gpu_native spells it FlatLayout1D.uid()"),
     "a host API of gpu_native stays one": ("""
 @gpu_kernel(Kernel1D)
 def k(out: CUDASliceMut[f32]):

@@ -215,3 +215,20 @@ def test_an_error_left_pending_at_exit_is_told(tmp_path, backend_name, case):
         assert "kernels_runtime.py" in out.stderr, text
     else:  # raised by the synchronisation, and so not told again at exit
         assert "RAISED" in out.stdout and told not in out.stderr, text
+
+
+def test_a_missing_driver_is_cuda_s_no_driver_code(tmp_path):
+    """Asking for the GPU where no CUDA driver loads: CUDA_ERROR_NO_DRIVER with CUDA's code 35
+    (it said 0, which is CUDA_SUCCESS).  Only where no driver is installed."""
+    from tests.helpers import gpu_available
+
+    if gpu_available():
+        pytest.skip("a CUDA driver is installed here")
+    script = ("import numpy as np, gpu_native as gn\n"
+              "try:\n"
+              "    gn.to_device(np.zeros(3))\n"
+              "except gn.CudaError as e:\n"
+              "    print(e.name, e.code)\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          env=child_env(tmp_path, GPU_NATIVE_BACKEND="cuda"), timeout=120)
+    assert done.stdout.split() == ["CUDA_ERROR_NO_DRIVER", "35"], done.stdout + done.stderr
