@@ -134,8 +134,9 @@ def _walk(directory: str, package: str | None) -> list[SourceModule]:
             if not name.endswith(".py"):
                 continue
             path = os.path.join(root, name)
-            if not os.path.isfile(path):
-                continue  # a dangling link or a FIFO is no module: the walk passes it by
+            if os.path.islink(path) and not os.path.exists(path):
+                continue  # a dangling link is no module: the walk passes it by (a FIFO is
+                #           refused where it is read, as a file given by name is)
             if package is None:
                 module = module_name_for_path(path)
             else:
