@@ -238,7 +238,12 @@ class Resolver:
                        f"supported in kernels{did_you_mean(attr)}")
         if module == "typing":
             return Sym("host", attr, f"{module}.{attr} is a host-side name")
-        return self.from_module(module, attr, span)
+        sym = self.from_module(module, attr, span)
+        foreign = foreign_hint([module, attr]) if sym.kind == "host" and \
+            module.partition(".")[0] in FOREIGN_MODULES else None
+        if foreign is not None:  # `from numba import cuda` kept in a kernel ported from it
+            return Sym("host", attr, foreign)
+        return sym
 
     def from_module(self, module: str, attr: str, span: SourceSpan) -> Sym:
         """Resolve ``attr`` in another module by reading (not importing) its source."""

@@ -261,3 +261,23 @@ def k(x: CUDASlice[f32], out: CUDASliceMut[f32]):
     got = out.to_host()
     assert np.isnan(got[5]) and np.isnan(want[5])
     np.testing.assert_allclose(np.delete(got, 5), np.delete(want, 5), rtol=1e-5, atol=1e-5)
+
+
+def test_an_imported_numba_cuda_name_gets_gpu_natives_spelling(tmp_path, monkeypatch):
+    """A kernel ported with its `from numba import cuda` kept: the attribute of Numba's module
+    is told how gpu_native spells it (it was "not a @gpu_device function or constant").  A
+    stand-in `numba` package: the checker reads modules' sources, never imports them."""
+    (tmp_path / "numba").mkdir()
+    (tmp_path / "numba" / "__init__.py").write_text("")
+    (tmp_path / "numba" / "cuda.py").write_text("def shfl_down_sync(*args):\n    pass\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    body = HEADER + """from numba import cuda
+
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f32]):
+    v = f32(thread_idx.x)
+    v += cuda.shfl_down_sync(0xffffffff, v, 16)  # <-
+    out[thread_idx.x] = v
+"""
+    located_transpile_error(body, tmp_path / "k.py", "numba.cuda.shfl_down_sync is not "
+                            "gpu_native's: gpu_native spells it shfl_down(value, delta)")
