@@ -24,7 +24,6 @@ from typing import Any
 
 import numpy as np
 
-from ..tracebacks import boundary
 from .halfprec import f32_to_bf16_bits
 from .types import scalar_info
 
@@ -35,7 +34,6 @@ __all__ = ["CONSTANT_BANK_BYTES", "const_array"]
 CONSTANT_BANK_BYTES = 64 * 1024
 
 
-@boundary
 def const_array(values: Any, dtype: Any = None, shape: Any = None) -> np.ndarray:
     """A module-level table that kernels read from constant memory (``__constant__``).
 
