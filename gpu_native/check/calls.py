@@ -3,7 +3,6 @@ atomics and device functions (each picked by its registry entry's ``check`` name
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 
 from .. import ir
@@ -20,6 +19,7 @@ from .expressions import (
     GeneratorType,
     UidValue,
     WeakConst,
+    float_to_int,
     foreign_hint_of,
 )
 
@@ -170,7 +170,10 @@ class CallChecker(CheckerBase):
             raise self.error("int(x) takes exactly one argument", e.span)
         value = self.expr(e.args[0])
         if isinstance(value, WeakConst):
-            return WeakConst(e.span, ir.I64, _int_of(value.value))
+            # As int(x) of a value computes it: truncated, saturated at i64's range, NaN 0.
+            v = value.value
+            return WeakConst(e.span, ir.I64, float_to_int(v, ir.I64.info) if isinstance(
+                v, float) else int(v))
         return self.coerce(value, ir.I64, "int()", explicit=True)
 
     def call_float(self, e: S.Call) -> ir.Expr:
@@ -593,22 +596,6 @@ _BUILTIN_CALLS: dict[str, Callable] = {
     e.name: getattr(CallChecker, e.check) for e in R.BUILTINS.values() if e.form == "call"}
 
 
-def _int_of(value: int | float | bool) -> int:
-    """``int(value)`` of a literal as the kernel computes it at run time: a float converts to
-    ``i64`` truncated toward zero and saturated at its range, NaN to 0 (where Python raises or
-    gives a wider integer); an integer is itself (checked where it must fit)."""
-    if not isinstance(value, float):
-        return int(value)
-    if math.isnan(value):
-        return 0
-    info = ir.I64.info
-    if value >= info.max:
-        return int(info.max)
-    if value <= info.min:
-        return int(info.min)
-    return int(value)
-
-
 def stored_params(function: ir.DeviceFunction) -> set[int]:
     """The positions of ``function``'s array parameters it stores into outside ``with
     unsafe():``, itself or through the device functions it passes them to."""
@@ -624,3 +611,4 @@ def stored_params(function: ir.DeviceFunction) -> set[int]:
                 if isinstance(arg, ir.ArrayRef) and id(arg.var) in index:
                     found.add(index[id(arg.var)])
     return found
+

@@ -17,7 +17,7 @@ from . import promote as P
 from .checker_base import CheckerBase
 from .constarrays import const_array_ref
 from .facts import returned_expression
-from .scope import PYTHON_BUILTINS
+from .scope import PYTHON_BUILTINS, dotted_names
 
 
 @node
@@ -195,7 +195,7 @@ class ExpressionChecker(CheckerBase):
             info = ty.info
             if info.is_int:
                 value = _wrap_int(int(value) if not isinstance(value, float) else
-                                  _float_to_int(value, info), info)
+                                  float_to_int(value, info), info)
             elif info.kind == "bool":
                 value = bool(value)
             else:
@@ -728,7 +728,9 @@ def _wrap_int(value: int, info) -> int:
     return value
 
 
-def _float_to_int(value: float, info) -> int:
+def float_to_int(value: float, info) -> int:
+    """A float converted to an integer type as the GPU converts it: truncated, saturated, NaN
+    0."""
     if value != value:
         return 0
     if value in (float("inf"), float("-inf")):
@@ -742,11 +744,5 @@ def foreign_hint_of(e: S.Expr) -> str | None:
     foreign_hint` of its dotted names, or None."""
     if not isinstance(e, S.Attribute):
         return None
-    parts = []
-    root: S.Expr = e
-    while isinstance(root, S.Attribute):
-        parts.append(root.attr)
-        root = root.value
-    if not isinstance(root, S.Name):
-        return None
-    return foreign_hint([root.id, *parts[::-1]])
+    names = dotted_names(e)
+    return foreign_hint(names) if names else None

@@ -315,7 +315,8 @@ class Resolver:
             return TranspileError(
                 f"{library} is not supported in kernels ('{name}' is not defined in {shown}, "
                 f"and {library} runs on the host)", span, hint)
-        foreign = foreign_hint(_dotted_names(use)) if name in FOREIGN_MODULES else None
+        names = dotted_names(use)
+        foreign = foreign_hint(names) if names and name in FOREIGN_MODULES else None
         if foreign is not None:  # `cuda.shfl_down_sync` in a kernel ported from Numba-CUDA
             return TranspileError(f"name '{name}' is not defined in {shown}", span, foreign)
         if name in ("gn", PACKAGE):
@@ -333,14 +334,15 @@ class Resolver:
                               "module that defines it)")
 
 
-def _dotted_names(e: S.Attribute) -> list[str]:
-    """``cuda.atomic.add`` as ``["cuda", "atomic", "add"]`` (from a name; else the attributes)."""
+def dotted_names(e: S.Attribute) -> list[str] | None:
+    """``cuda.atomic.add`` as ``["cuda", "atomic", "add"]``; None where it is not reached from
+    a name."""
     parts = []
     root: S.Expr = e
     while isinstance(root, S.Attribute):
         parts.append(root.attr)
         root = root.value
-    return ([root.id] if isinstance(root, S.Name) else []) + parts[::-1]
+    return [root.id, *parts[::-1]] if isinstance(root, S.Name) else None
 
 
 def _not_kernel_api(attr: str) -> Sym:
