@@ -119,12 +119,12 @@ for _ndim in (1, 2, 3):
 _add(Entry("Strided", "gpu_native", "array layout",
            "an array parameter that takes non-contiguous views (transposes, step slices): "
            "`CUDASlice2D[f32, Strided]`; its element strides are passed with the launch",
-           since="0.2.0"))
+           since="0.1.0"))
 _add(Entry("UniqueId", "gpu_native", "index type",
            "a thread's unique id: what `FlatLayout*.uid()` and `BlockLayout*.uid()` return"))
 _add(Entry("Const", "gpu_native", "const type",
            "a `@gpu_device` parameter that takes a compile-time constant (a number, a bool or a "
-           "tuple of them): the function is specialised per value", since="0.2.0"))
+           "tuple of them): the function is specialised per value", since="0.1.0"))
 
 # ---- gpu_native: kernels, layouts, launch coordinates -----------------------------------------
 
@@ -140,7 +140,7 @@ _add(Entry("gpu_struct", "gpu_native", "decorator",
            "parameter passed by value, a local `p = P(x=1.0)` (unset fields zero), `p.x` read "
            "and assigned, a device function's argument and result, an array element "
            "(`CUDASlice[P]`, `a[i].x = v`); `P.dtype` is its NumPy dtype (C layout)",
-           since="0.2.0"))
+           since="0.1.0"))
 for _ndim in (1, 2, 3):
     _add(Entry(f"FlatLayout{_ndim}D", "gpu_native", "layout",
                f"the {_ndim}-D grid as one flat range of thread ids (grid-unique)",
@@ -156,7 +156,7 @@ _add(Entry("grid_stride", "layout", "loop", "`for i in FlatLayout1D.grid_stride(
 _add(Entry("unroll", "gpu_native", "loop",
            "`for i in unroll(range(...)):` asks the device compiler to unroll the loop: fully "
            "(`#pragma unroll`; the bounds must be constants), or `factor` times",
-           _params("iterable:range factor:int=0"), since="0.2.0",
+           _params("iterable:range factor:int=0"), since="0.1.0",
            more=f"A hint, as CUDA's ``#pragma unroll``: the loop means the same on both backends "
                 f"(the simulator runs it as written).  Without a factor the trip count must be "
                 f"a compile-time constant, at most {UNROLL_LIMIT}; a constant ``factor`` of 1 or more "
@@ -192,7 +192,7 @@ _add(Entry("const_array", "gpu_native", "declaration",
            "a read-only table in constant memory, `NAME = const_array(values, dtype, shape)` at "
            "module level; kernels index `NAME` (1-D to 3-D, 64 KiB per kernel)",
            _params("values:array dtype:type=None shape:shape=None"), cuda="__constant__",
-           since="0.2.0",
+           since="0.1.0",
            more="``values`` are copied when the module runs (at import): later changes to the "
                 "array they came from are not seen, and the copy returned is read-only.  The "
                 "runtime copies it into the kernel's ``__constant__`` memory when it loads the "
@@ -213,7 +213,7 @@ for _name, _op, _result, _doc in (
          "predicate is true in any of them")):
     _add(Entry(_name, "gpu_native", "call", _doc, _params("predicate:bool"), _result,
                "call_barrier_vote", f"__syncthreads_{_op}", "barrier_vote", _op, value="block",
-               since="0.2.0"))
+               since="0.1.0"))
 for _name, _scope, _doc in (
         ("threadfence", "device", "orders this thread's memory accesses as seen by every thread "
          "of the device"),
@@ -222,14 +222,14 @@ for _name, _scope, _doc in (
         ("threadfence_system", "system", "orders this thread's memory accesses as seen by the "
          "device, the host and peer devices")):
     _add(Entry(_name, "gpu_native", "statement", _doc, check="fence", cuda=f"__{_name}",
-               value=_scope, since="0.2.0",
+               value=_scope, since="0.1.0",
                more="A fence is not a barrier: it waits for nobody.  The simulator runs every "
                     "access in order (sequentially consistent), so a fence changes nothing there "
                     "and a missing fence cannot be detected."))
 _add(Entry("grid_sync", "gpu_native", "statement",
            "barrier for every thread of the grid; only in `cooperative=True` kernels",
            check="barrier", cuda="cooperative_groups::this_grid().sync", sim="grid_barrier",
-           value="grid", since="0.2.0",
+           value="grid", since="0.1.0",
            more="``@gpu_kernel(Kernel1D, cooperative=True)`` kernels are launched with "
                 "``cuLaunchCooperativeKernel``, every block resident at once (a larger grid is "
                 "refused at launch); ``grid_sync()`` is CUDA's "
@@ -258,23 +258,23 @@ _add(Entry("lane_id", "gpu_native", "call", "this thread's lane in its warp, 0..
            result="i32", check="call_lane_id", cuda="gn_lane_id", sim="lane_id"))
 _add(Entry("activemask", "gpu_native", "call", "a `u32` whose bit k is set when lane k of this "
            "warp executes this call with this thread", result="u32", check="call_activemask",
-           cuda="__activemask", sim="activemask", since="0.2.0",
+           cuda="__activemask", sim="activemask", since="0.1.0",
            more="The GPU may run the lanes of a divergent warp in smaller groups than the "
                 "simulator (which runs every thread that takes a branch together), so the mask "
                 "can name fewer lanes there; use it as a hint, not to decide who takes part."))
 _add(Entry("match_any", "gpu_native", "call", "a `u32` of the lanes in `mask` whose `value` has "
            "the same bits as this lane's", _params("value:T mask:int=FULL_MASK"), "u32",
-           "call_match", "__match_any_sync", "match", value=_WORD_TYPES, since="0.2.0", arch=70))
+           "call_match", "__match_any_sync", "match", value=_WORD_TYPES, since="0.1.0", arch=70))
 _add(Entry("match_all", "gpu_native", "call", "`mask` when every lane in `mask` has the same bits "
            "in `value`, else 0", _params("value:T mask:int=FULL_MASK"), "u32", "call_match",
-           "gn_match_all", "match", value=_WORD_TYPES, since="0.2.0", arch=70,
+           "gn_match_all", "match", value=_WORD_TYPES, since="0.1.0", arch=70,
            more="CUDA's ``__match_all_sync`` also sets a predicate; it is true exactly when the "
                 "result is nonzero (the calling lane is in its own ``mask``), so gpu_native "
                 "returns the mask alone: test ``match_all(v) != 0``."))
 _add(Entry("FULL_MASK", "gpu_native", "constant", "the mask of all 32 lanes of a warp",
            result="u32", value=FULL_MASK))
 _add(Entry("warp_size", "gpu_native", "constant", "the number of threads of a warp, 32: a "
-           "literal, typed where it is used like any other", value=32, since="0.2.0"))
+           "literal, typed where it is used like any other", value=32, since="0.1.0"))
 _add(Entry("unsafe", "gpu_native", "context",
            "`with unsafe():` allows stores through indices the compiler cannot prove unique",
            more="Races inside an ``unsafe`` block are the programmer's responsibility; bounds "
@@ -301,7 +301,7 @@ _add(Entry("ldmatrix", "gpu_native", "statement",
            "memory into the fragment `frag[frag_index]`; each lane gives `src[src_index]`, the "
            "first of one row's 8 elements", _params(
                "frag:array frag_index:int src:array src_index:int num:int=4 trans:bool=False"),
-           "None", "matrix_op", "gn_ldmatrix", "ldmatrix", since="0.3.0", arch=75,
+           "None", "matrix_op", "gn_ldmatrix", "ldmatrix", since="0.1.0", arch=75,
            more="PTX ``ldmatrix.sync.aligned.m8n8.x{num}[.trans].shared.b16``: lanes 8j .. 8j "
                 "+ 7 give the rows of matrix j; lane 4g + t receives elements 2j, 2j + 1 of "
                 "its fragment from row g, columns 2t, 2t + 1 of matrix j (with ``trans=True``: "
@@ -318,7 +318,7 @@ _add(Entry("mma_sync", "gpu_native", "statement",
            "multiply-accumulate, 16 x 8 x 16 for f16 or bf16 inputs (`mma.sync.m16n8k16`), "
            "16 x 8 x 8 for f32 inputs multiplied as tf32 (`mma.sync.m16n8k8`); f32 accumulator",
            _params("acc:array acc_index:int a:array a_index:int b:array b_index:int"), "None",
-           "matrix_op", "gn_mma_m16n8k16", "mma", since="0.3.0", arch=80,
+           "matrix_op", "gn_mma_m16n8k16", "mma", since="0.1.0", arch=80,
            more="``a`` and ``b`` are ``local_array`` fragments of one type: ``f16`` or "
                 "``bf16`` with last axes of 8 and 4 elements, or ``f32`` (tf32) with 4 and 2; "
                 "``acc`` an ``f32`` one of 4.  " + _FRAG_DOC + "  " + _TF32_DOC + "  Products "
@@ -329,7 +329,7 @@ _add(Entry("store_matrix", "gpu_native", "statement",
            "warp-wide: store the 16 x 8 accumulator fragment `acc[acc_index]` to the tile of "
            "the 2-D array `dst` whose top-left element is `dst[dst_index]` (converted to "
            "`dst`'s type)", _params("dst:array dst_index:int acc:array acc_index:int"), "None",
-           "matrix_op", "gn_store_matrix", "store_matrix", since="0.3.0",
+           "matrix_op", "gn_store_matrix", "store_matrix", since="0.1.0",
            more="Lane 4g + t writes rows ``r + g`` and ``r + g + 8`` at columns ``c + 2t`` and "
                 "``c + 2t + 1``: the lanes of one warp write the 128 elements of the tile.  "
                 "Outside ``with unsafe():`` the checker proves that no two tiles meet: "
@@ -343,7 +343,7 @@ _add(Entry("cp_async", "gpu_native", "statement",
            "copy `nbytes` (4, 8 or 16) bytes from the global array `src` at `src[src_index]` to "
            "the shared array `dst` at `dst[dst_index]` without waiting (PTX `cp.async`)",
            _params("dst:array dst_index:int src:array src_index:int nbytes:int"), "None",
-           "matrix_op", "gn_cp_async", "cp_async", since="0.3.0", arch=80,
+           "matrix_op", "gn_cp_async", "cp_async", since="0.1.0", arch=80,
            more="The bytes are consecutive elements along the last axis of both arrays, which "
                 "must have one element type; both ends of both ranges are bounds checked, and "
                 "both addresses must be aligned to ``nbytes`` (checked with the bounds checks; "
@@ -357,11 +357,11 @@ _add(Entry("cp_async", "gpu_native", "statement",
                 "shared store (a ``BlockLayout`` uid) or inside ``with unsafe():``."))
 _add(Entry("cp_async_commit", "gpu_native", "statement",
            "close the group of this thread's `cp_async` copies issued since the last commit",
-           (), "None", "matrix_op", "gn_cp_async_commit", "cp_async_commit", since="0.3.0", arch=80))
+           (), "None", "matrix_op", "gn_cp_async_commit", "cp_async_commit", since="0.1.0", arch=80))
 _add(Entry("cp_async_wait", "gpu_native", "statement",
            "wait until at most `n` (a constant) of this thread's committed `cp_async` groups "
            "are still in flight", _params("n:int=0"), "None", "matrix_op", "gn_cp_async_wait",
-           "cp_async_wait", since="0.3.0", arch=80,
+           "cp_async_wait", since="0.1.0", arch=80,
            more="The simulator performs a group's copies here (reading the source when the copy "
                 "was issued), so reading a destination before its wait sees the old contents."))
 
@@ -374,7 +374,7 @@ _add(Entry("tma_load", "gpu_native", "statement",
            "array, by the GPU's tensor memory accelerator, without waiting (PTX "
            "`cp.async.bulk.tensor`; sm_90)",
            _params("dst:array dst_index:int src:array src_index:int"), "None",
-           "matrix_op", "gn_tma_load_2d", "tma_load", since="0.3.0", arch=90,
+           "matrix_op", "gn_tma_load_2d", "tma_load", since="0.1.0", arch=90,
            more="``dst`` is a ``shared_array(T, shape, swizzle=128)`` of f16 or bf16 and "
                 "``dst_index`` its leading indices (a stage of a ring; ``()`` for a 2-D array): "
                 "the copy fills the slice's R x C elements (R at most 256), in the 128-byte "
@@ -392,7 +392,7 @@ _add(Entry("tma_wait", "gpu_native", "statement",
            "wait until the `tma_load` copies into the slice `dst[dst_index]` issued since the "
            "last wait of it have landed",
            _params("dst:array dst_index:int"), "None",
-           "matrix_op", "gn_mbar_wait", "tma_wait", since="0.3.0", arch=90,
+           "matrix_op", "gn_mbar_wait", "tma_wait", since="0.1.0", arch=90,
            more="Each slice of a ``tma_load`` destination has its own completion barrier (a "
                 "shared-memory ``mbarrier``, initialised when the kernel starts) and each "
                 "thread counts its waits of it, so every thread that reads a slice must wait "
@@ -415,7 +415,7 @@ _WG_LAYOUT = ("Thread t of the warpgroup (its 128 threads, 4 consecutive warps) 
 _add(Entry("warpgroup_arrive", "gpu_native", "statement",
            "warpgroup-wide: order this warpgroup's register and shared-memory accesses before "
            "the `warpgroup_mma` that follow (PTX `wgmma.fence`)", (), "None", "matrix_op",
-           "gn_wgmma_fence", "warpgroup_arrive", since="0.3.0",
+           "gn_wgmma_fence", "warpgroup_arrive", since="0.1.0",
            more="An ordering no-op on the simulator.  Every thread of the warpgroup must "
                 "execute it."))
 _add(Entry("warpgroup_mma", "gpu_native", "statement",
@@ -423,7 +423,7 @@ _add(Entry("warpgroup_mma", "gpu_native", "statement",
            "shared arrays (PTX `wgmma.mma_async.m64nNk16`, f16 or bf16 in, f32 accumulator; "
            "sm_90 only)",
            _params("acc:array a:array a_index:int b:array b_index:int n:int"), "None",
-           "matrix_op", "gn_wgmma", "warpgroup_mma", since="0.3.0",
+           "matrix_op", "gn_wgmma", "warpgroup_mma", since="0.1.0",
            more="``a`` and ``b`` are ``shared_array(T, shape, swizzle=128)`` arrays of one "
                 "16-bit type: A is the 64 x 16 slice whose first element is ``a[a_index]`` "
                 "(its row a multiple of 8, its column of 16), B the 16 x n slice from "
@@ -437,13 +437,13 @@ _add(Entry("warpgroup_mma", "gpu_native", "statement",
 _add(Entry("warpgroup_commit", "gpu_native", "statement",
            "warpgroup-wide: close the group of `warpgroup_mma` issued since the last commit "
            "(PTX `wgmma.commit_group`)", (), "None", "matrix_op", "gn_wgmma_commit",
-           "warpgroup_commit", since="0.3.0",
+           "warpgroup_commit", since="0.1.0",
            more="The simulator multiplies at once; its race detector keeps the group's shared "
                 "reads open until the ``warpgroup_wait`` that retires them."))
 _add(Entry("warpgroup_wait", "gpu_native", "statement",
            "warpgroup-wide: wait until at most `n` (a constant) committed `warpgroup_mma` groups "
            "are still running (PTX `wgmma.wait_group`)", _params("n:int=0"), "None",
-           "matrix_op", "gn_wgmma_wait", "warpgroup_wait", since="0.3.0",
+           "matrix_op", "gn_wgmma_wait", "warpgroup_wait", since="0.1.0",
            more="The simulator multiplies at once; its race detector reports a write into a "
                 "retired group's shared operands made, or a ``cp_async`` into them still in "
                 "flight, while the group ran."))
@@ -454,7 +454,7 @@ _add(Entry("warpgroup_store", "gpu_native", "statement",
            "through its 64 x n region at `staging_index`, then in coalesced 16-byte stores",
            _params("dst:array dst_index:int acc:array staging:array=None "
                    "staging_index:int=None"), "None",
-           "matrix_op", "gn_wgmma_store", "warpgroup_store", since="0.3.0",
+           "matrix_op", "gn_wgmma_store", "warpgroup_store", since="0.1.0",
            more=_WG_LAYOUT + "  The tile's corners are bounds checked.  Outside ``with "
                 "unsafe():`` the checker proves that no two tiles meet: the origin must be the "
                 "same in the warpgroup's 128 threads (built from ``thread_idx.x // 128``, block "
@@ -488,10 +488,10 @@ for _name, _doc, _cuda32, _cuda64, _result in (
     _add(Entry(_name, "gpu_native", "call", _doc + _BITS_DOC, _params("x:int"), _result,
                "call_bits", {"i32": _cuda32, "u32": _cuda32, "i64": _cuda64, "u64": _cuda64},
                {"i32": f"{_name}32", "u32": f"{_name}32", "i64": f"{_name}64",
-                "u64": f"{_name}64"}, value=_BIT_TYPES, since="0.2.0"))
+                "u64": f"{_name}64"}, value=_BIT_TYPES, since="0.1.0"))
 _add(Entry("byte_perm", "gpu_native", "call", "byte k of the result is byte `(selector >> 4k) & 7` "
            "of the 8 bytes of `y:x` (x is bytes 0-3)", _params("x:u32 y:u32 selector:u32"),
-           "u32", "call_bits", "gn_byte_perm", "byte_perm", value=("u32",), since="0.2.0",
+           "u32", "call_bits", "gn_byte_perm", "byte_perm", value=("u32",), since="0.1.0",
            more="The operands are 32-bit integers (``i32`` operands are taken as their bits). "
                 "Bit 3 of each selector nibble is ignored, as CUDA documents ``__byte_perm``."))
 for _name, _doc in (
@@ -500,12 +500,12 @@ for _name, _doc in (
         ("funnelshift_r", "the low 32 bits of `hi:lo >> (shift & 31)`"),
         ("funnelshift_rc", "the low 32 bits of `hi:lo >> min(shift, 32)`")):
     _add(Entry(_name, "gpu_native", "call", _doc, _params("lo:u32 hi:u32 shift:u32"), "u32",
-               "call_bits", f"__{_name}", _name, value=("u32",), since="0.2.0",
+               "call_bits", f"__{_name}", _name, value=("u32",), since="0.1.0",
                more="The operands are 32-bit integers (``i32`` operands are taken as their "
                     "bits)."))
 _add(Entry("bitcast", "gpu_native", "call", "the bits of `x` read as a `dtype` of the same width "
            "(`bitcast(x, u32)` for an `f32` x)", _params("x:scalar dtype:type"), "dtype",
-           "call_bitcast", "gn_bitcast<{R}>", "bitcast", since="0.2.0",
+           "call_bitcast", "gn_bitcast<{R}>", "bitcast", since="0.1.0",
            more="Any two scalar types of one width but ``bool_``: ``f32``/``i32``/``u32``, "
                 "``f64``/``i64``/``u64``, ``f16``/``bf16``/``i16``/``u16``, ``i8``/``u8``.  "
                 "Nothing is converted or rounded; NaN payloads are kept."))
@@ -518,7 +518,6 @@ for _vinfo in VECTORS.values():
                f"{', '.join(_vinfo.components)})`, `{_vinfo.name}(s)` (every component s), "
                f"`{_vinfo.name}()` (zero), `{_vinfo.name}(v)` (converts another {_vinfo.n}-vector)",
                _params("*args"), _vinfo.name, "call_vector_make", _vinfo.c_name, value=_vinfo,
-               since="0.3.0" if _vinfo.elem.name in ("f16", "bf16") else "0.2.0",
                more="Arithmetic ``+ - * /`` is elementwise between two vectors of one type, and "
                     "with a scalar operand broadcast to every component (a scalar must promote "
                     "to the element type: ``vec3f * f64`` is refused); unary ``-``; components "
@@ -533,12 +532,12 @@ for _name, _doc, _params_text, _result in (
         ("normalize", "`v / length(v)`, or the zero vector when the length is not positive "
          "(as Warp's `normalize`)", "v:vector", "vector")):
     _add(Entry(_name, "gpu_native", "call", _doc, _params(_params_text), _result, "call_vector",
-               f"gn_{_name}", _name, since="0.2.0"))
+               f"gn_{_name}", _name, since="0.1.0"))
 _add(Entry("load_vec4", "gpu_native", "call",
            "the four elements `x[..., j]` to `x[..., j + 3]` of an `f32` or `i32` array (global "
            "or shared) as one 16-byte load: a `vec4f` or `vec4i`; `j` must be a multiple of 4",
            _params("x:array *indices:int"), "vector", "call_load_vec", "gn_vload",
-           "load_vec", value=4, since="0.2.0",
+           "load_vec", value=4, since="0.1.0",
            more="The bounds check covers all four elements.  The address must be 16-byte "
                 "aligned: a shared array's is when its rows are a multiple of 4 elements and "
                 "``j`` is a multiple of 4 that the checker can see (``4 * q``, ``ty * 8 + "
@@ -549,7 +548,7 @@ _add(Entry("load_vec2", "gpu_native", "call",
            "the two elements `x[..., j]` and `x[..., j + 1]` of an `f16` or `bf16` array (global "
            "or shared) as one 4-byte load: a `vec2h` or `vec2bf`; `j` must be even",
            _params("x:array *indices:int"), "vector", "call_load_vec", "gn_vload",
-           "load_vec", value=2, since="0.3.0",
+           "load_vec", value=2, since="0.1.0",
            more="The bounds and alignment rules are ``load_vec4``'s, with pairs: the address "
                 "must be 4-byte aligned (proven for a shared array with rows of an even length "
                 "and an index visibly even, or for a global one by a shape contract such as "
@@ -557,12 +556,12 @@ _add(Entry("load_vec2", "gpu_native", "call",
 _add(Entry("fma", "gpu_native", "call",
            "`a * b + c` of packed 16-bit pairs (`vec2h`, `vec2bf`), each lane rounded once: "
            "CUDA's `__hfma2`", _params("a:vector b:vector c:vector"), "vector", "call_vector",
-           "__hfma2", "fma", since="0.3.0",
+           "__hfma2", "fma", since="0.1.0",
            more="All three operands are vectors of one packed type; for scalars use "
                 "``math.fma``."))
 for _axis, _attr in enumerate("xyzw"):
     _add(Entry(_attr, "vector", "attribute", f"component {_axis} of a vector (a local's can be "
-               "assigned)", value=_axis, since="0.2.0"))
+               "assigned)", value=_axis, since="0.1.0"))
 
 # ---- complex numbers ---------------------------------------------------------------------------
 
@@ -571,7 +570,7 @@ for _cinfo in COMPLEXES.values():
                f"complex number of two {_cinfo.elem.name} (NumPy's {_cinfo.name}): "
                f"`{_cinfo.name}(re, im)`, `{_cinfo.name}(x)` (a real or complex number), "
                f"`{_cinfo.name}()` (zero)", _params("real:scalar=0 imag:scalar=0"), _cinfo.name,
-               "call_complex_make", _cinfo.c_name, value=_cinfo, since="0.2.0",
+               "call_complex_make", _cinfo.c_name, value=_cinfo, since="0.1.0",
                more="Operators ``+ - * /``, unary ``-``, ``==`` and ``!=``, ``abs(z)``; a real "
                     "operand is promoted to complex (``f32`` into ``complex64``, ``f64`` into "
                     "``complex128``, as NumPy promotes; an integer type whose values the part "
@@ -581,14 +580,14 @@ for _cinfo in COMPLEXES.values():
 for _part, _attr in enumerate(("real", "imag")):
     _add(Entry(_attr, "complex", "attribute", f"the {'real' if _part == 0 else 'imaginary'} "
                "part of a complex number (read only), of its part type", value=_part,
-               since="0.2.0"))
+               since="0.1.0"))
 _add(Entry("conjugate", "complex", "method", "the complex conjugate, `re - im j`", result="T",
-           check="call_conjugate", cuda="gn_cconj", sim="conj", since="0.2.0"))
+           check="call_conjugate", cuda="gn_cconj", sim="conj", since="0.1.0"))
 
 
 def _cmath(name: str, doc: str, params: str = "z:complex", result: str = "complex") -> None:
     _add(Entry(name, "cmath", "call", doc, _params(params), result, "call_cmath", f"gn_c{name}",
-               name, since="0.2.0"))
+               name, since="0.1.0"))
 
 
 _cmath("exp", "e ** z: `exp(re) * (cos(im), sin(im))`")
@@ -614,7 +613,7 @@ for _name, _doc in (("isnan", "either part is a NaN"), ("isinf", "either part is
 for _name, _value in (("pi", "π"), ("e", "e"), ("tau", "2π"), ("inf", "infinity"),
                       ("nan", "not a number")):
     _add(Entry(_name, "cmath", "constant", f"{_value} (a float), folded in at compile time",
-               value=getattr(math, _name), since="0.2.0"))
+               value=getattr(math, _name), since="0.1.0"))
 
 # ---- random numbers: rng = philox(seed, subsequence, offset) ----------------------------------
 
@@ -622,7 +621,7 @@ _add(Entry("philox", "gpu_native", "generator",
            "a Philox4x32-10 random number generator (counter-based, as cuRAND's): each draw "
            "takes the next block of `(seed, subsequence)` from block `offset` on",
            _params("seed:int subsequence:int=0 offset:int=0"), "generator",
-           "declare_generator", since="0.2.0",
+           "declare_generator", since="0.1.0",
            more="``seed``, ``subsequence`` and ``offset`` are integers taken as ``u64``.  Give "
                 "each thread its own subsequence (its unique id) and each launch its own seed "
                 "or offset.  A draw is a method: ``rng.uniform()``, ``rng.normal()``, "
@@ -632,27 +631,27 @@ _add(Entry("philox", "gpu_native", "generator",
                 "bit for bit."))
 _add(Entry("random_u32", "generator", "method", "the block's first word: a uniformly random "
            "`u32`", result="u32", check="call_generator", cuda="gn_philox_u32", sim="random_u32",
-           since="0.2.0"))
+           since="0.1.0"))
 _add(Entry("uniform", "generator", "method", "a uniformly random float in [0, 1): `k / 2**24` "
            "(`f32`) or `k / 2**53` (`f64`), every k as likely", _params("dtype:type=f32"),
            "dtype", "call_generator",
            {"f32": "gn_philox_uniform_f32", "f64": "gn_philox_uniform_f64"},
-           {"f32": "uniform_f32", "f64": "uniform_f64"}, since="0.2.0"))
+           {"f32": "uniform_f32", "f64": "uniform_f64"}, since="0.1.0"))
 _add(Entry("normal", "generator", "method", "a standard normal float (Box-Muller in `f64`; "
            "`f32` rounds it)", _params("dtype:type=f32"), "dtype", "call_generator",
            {"f32": "gn_philox_normal_f32", "f64": "gn_philox_normal_f64"},
-           {"f32": "normal_f32", "f64": "normal_f64"}, since="0.2.0"))
+           {"f32": "normal_f32", "f64": "normal_f64"}, since="0.1.0"))
 _add(Entry("randint", "generator", "method", "a uniformly random integer in [0, n), without "
            "modulo bias, typed like `n`; 1 <= n <= 2**32 - 1", _params("n:int"), "T",
-           "call_generator", "gn_philox_randint<{T}>", "randint", since="0.2.0"))
+           "call_generator", "gn_philox_randint<{T}>", "randint", since="0.1.0"))
 _add(Entry("uniform4", "generator", "method", "four uniformly random floats in [0, 1), one from "
            "each word of the block as `uniform()` makes one from `x0`: a `vec4f` (cuRAND's "
            "`curand_uniform4`)", result="vec4f", check="call_generator",
-           cuda="gn_philox_uniform4", sim="uniform4", since="0.3.0"))
+           cuda="gn_philox_uniform4", sim="uniform4", since="0.1.0"))
 _add(Entry("normal4", "generator", "method", "four standard normal floats: Box-Muller on the "
            "block's word pairs `x0 x1` and `x2 x3`, in `f64` and rounded: a `vec4f` (cuRAND's "
            "`curand_normal4`)", result="vec4f", check="call_generator",
-           cuda="gn_philox_normal4", sim="normal4", since="0.3.0"))
+           cuda="gn_philox_normal4", sim="normal4", since="0.1.0"))
 
 # ---- atomics: methods of x.atomic_ref(i) ------------------------------------------------------
 
@@ -743,7 +742,7 @@ _math("trunc", "x rounded toward zero, as a float", np.trunc)
 _math("fmod", "C's remainder: the result has the sign of x", np.fmod, "x y")
 _math("copysign", "x with the sign of y", np.copysign, "x y")
 _math("fma", "x * y + z with one rounding", "fma", "x y z")
-_math("ldexp", "x * 2 ** i, rounded once", np.ldexp, "x i:int", since="0.2.0")
+_math("ldexp", "x * 2 ** i, rounded once", np.ldexp, "x i:int", since="0.1.0")
 _math("erf", "error function", "erf")
 _math("erfc", "complementary error function", "erfc")
 _math("lgamma", "log of the absolute value of the gamma function", "lgamma")
@@ -786,18 +785,18 @@ _add(Entry("bool", "builtins", "call", "truth value (`x != 0`); as an annotation
            _params("x:scalar"), "bool", "call_bool", value="bool_"))
 _add(Entry("divmod", "builtins", "call", "`(a // b, a % b)` with Python's floor semantics, "
            "for integers and floats", _params("a:scalar b:scalar"), "tuple[T, T]",
-           "call_divmod", since="0.2.0"))
+           "call_divmod", since="0.1.0"))
 _add(Entry("enumerate", "builtins", "loop", "`for i, x in enumerate(range(...))` or over a "
            "tuple (unrolled); `i` counts from `start`: an `i64` over a range, a constant over a "
-           "tuple", _params("iterable start:int=0"), since="0.2.0"))
+           "tuple", _params("iterable start:int=0"), since="0.1.0"))
 _add(Entry("zip", "builtins", "loop", "`for a, b in zip(t1, t2)` over tuples (unrolled; stops "
-           "at the shortest)", _params("*tuples"), since="0.2.0"))
+           "at the shortest)", _params("*tuples"), since="0.1.0"))
 _add(Entry("reversed", "builtins", "loop", "`for i in reversed(range(...))`: the range's values, "
            "last first (any step, its sign known at run time too); indices proven in bounds "
-           "as in the range's loop", _params("iterable:range"), since="0.3.0"))
+           "as in the range's loop", _params("iterable:range"), since="0.1.0"))
 _add(Entry("tuple", "builtins", "tuple type", "`tuple[f32, i32]`: a tuple of scalars, as a "
            "`@gpu_device` function's result, parameter or a local's annotation",
-           since="0.2.0"))
+           since="0.1.0"))
 _add(Entry("print", "builtins", "statement", "device printf: floats like C's `%g`, bools as "
            "True/False", _params("*items"), "None", "print_stmt"))
 

@@ -45,6 +45,15 @@ class TestReferenceTable:
             assert any(entry.name in row and f"| {doc} |" in row
                        and row.endswith(f"| {entry.since} |") for row in rows), entry.name
 
+    def test_no_entry_is_dated_after_the_package_version(self):
+        # "since 0.3.0" in the reference of a package that is 0.1.0 tells a reader of a release
+        # that does not exist: an entry is dated at most the version it ships in.
+        def version(text: str) -> tuple[int, ...]:
+            return tuple(int(part) for part in text.split("."))
+
+        newer = [(e.name, e.since) for e in R.ENTRIES if version(e.since) > version(gn.__version__)]
+        assert not newer, f"dated after {gn.__version__}: {newer}"
+
     def test_check_reports_a_stale_table_and_write_fixes_it(self, tmp_path, capsys):
         stale = tmp_path / "language.md"
         stale.write_text(f"intro\n{reference.BEGIN}\n| old | table |\n{reference.END}\nrest\n")
