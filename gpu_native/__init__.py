@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from . import importhook as importhook  # installs the import hook unless GPU_NATIVE_DISABLE_HOOK=1
 from ._version import __version__ as __version__
+from .decorators import const_array as const_array
 from .decorators import gpu_device as gpu_device
 from .decorators import gpu_kernel as gpu_kernel
 from .decorators import gpu_struct as gpu_struct
@@ -37,7 +38,6 @@ from .errors import KernelZeroDivisionError as KernelZeroDivisionError
 from .errors import LaunchError as LaunchError
 from .errors import MissingArtifactError as MissingArtifactError
 from .errors import TranspileError as TranspileError
-from .lang.constarrays import const_array as const_array
 from .lang.intrinsics import FULL_MASK as FULL_MASK
 from .lang.intrinsics import MemoryOrder as MemoryOrder
 from .lang.intrinsics import activemask as activemask

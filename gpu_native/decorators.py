@@ -35,6 +35,7 @@ from typing import Any, Generic, ParamSpec, TypeVar, overload
 
 from . import log
 from .errors import TranspileError
+from .lang import constarrays as _constarrays
 from .lang import structs as _structs
 from .lang.layouts import Kernel1D, Kernel2D, Kernel3D
 from .runtime.kernel import Kernel
@@ -611,5 +612,9 @@ def gpu_device(fn: Callable[P, R] | None = None, *args: object, **options: objec
     return DeviceFunction(fn)
 
 
-# An entry point like the two above: a refused class shows the user's decorator line, not ours.
+# Entry points like the two above: a refused class shows the user's decorator line, and a refused
+# table the user's const_array(...) line, not ours (lang may not import tracebacks, so they are
+# wrapped here).  The launch dimensions (GridDim1D ...) are not: they are built on the launch
+# path, where a wrapper would cost every launch a call.
 gpu_struct = boundary(_structs.gpu_struct)
+const_array = boundary(_constarrays.const_array)

@@ -54,12 +54,19 @@ def const_array(values: Any, dtype: Any = None, shape: Any = None) -> np.ndarray
     numpy.ndarray
         A read-only copy of ``values``; host code may use it as any array.
     """
-    info = scalar_info(np.asarray(values).dtype if dtype is None else dtype)
+    try:
+        info = scalar_info(np.asarray(values).dtype if dtype is None else dtype)
+    except TypeError as exc:
+        raise TypeError(f"const_array: {exc}; give dtype= a gpu_native scalar type "
+                        "(f32, i32 ...)") from None
     raw = np.asarray(values)
-    if info.name == "bf16" and raw.dtype != np.uint16:
-        data = f32_to_bf16_bits(raw.astype(np.float32)).reshape(raw.shape)
-    else:
-        data = raw.astype(info.dtype)
+    try:
+        if info.name == "bf16" and raw.dtype != np.uint16:
+            data = f32_to_bf16_bits(raw.astype(np.float32)).reshape(raw.shape)
+        else:
+            data = raw.astype(info.dtype)
+    except (TypeError, ValueError) as exc:  # NumPy's: strings, objects, ragged lists
+        raise ValueError(f"const_array: the values are not {info.name}: {exc}") from None
     if shape is not None:
         wanted = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(
             int(n) for n in shape)

@@ -201,8 +201,11 @@ def test_the_host_function_checks_its_arguments():
         gn.const_array(np.zeros((1, 1, 1, 2)), gn.f32)
     with pytest.raises(ValueError, match=f"65540 bytes of f32 .* exceed the {CONSTANT_BANK_BYTES}"):
         gn.const_array(np.zeros(16385), gn.f32)
-    with pytest.raises(TypeError, match="no gpu_native scalar type"):
+    with pytest.raises(TypeError, match="const_array: dtype complex128 has no gpu_native scalar "
+                                        "type; give dtype="):
         gn.const_array([1j])
+    with pytest.raises(ValueError, match="const_array: the values are not f32: could not convert"):
+        gn.const_array(["a", "b"], gn.f32)
 
 
 # ---- changing the values in the source -------------------------------------------------------

@@ -322,6 +322,23 @@ class TestLaunchErrors:
         assert {line for _, _, line in launcher.__code__.co_lines()} == {ADD_LINE}
 
 
+class TestDeclarationErrors:
+    def test_a_refused_const_array_shows_the_user_line(self, no_full):
+        with pytest.raises(TypeError, match="const_array: dtype object") as info:
+            gn.const_array(np.zeros(3, dtype=object))  # const-array-call
+        found = user_frames(info.value)
+        assert (found[-1].filename, found[-1].lineno) == (HERE, line_of("const-array-call"))
+
+    def test_a_refused_struct_shows_the_user_line(self, no_full):
+        with pytest.raises(TypeError) as info:
+            @gn.gpu_struct  # struct-call
+            class Bad:
+                x: str
+        found = user_frames(info.value)
+        assert found[-1].filename == HERE
+        assert found[-1].lineno in (line_of("struct-call"), line_of("struct-call") + 1)
+
+
 class TestInternalErrorsKeepTheirFrames:
     def test_internal_error(self, monkeypatch, no_full):
         from gpu_native.check import program
