@@ -16,6 +16,7 @@ cuobjdump is installed, the SASS instruction mix of the GEMMs run (tools/sass_mi
     python tools/bench_suite.py --out DIR --only sgemm_vectorized
     python tools/bench_suite.py --out DIR --only hgemm_tc,bgemm_tc,hgemm_wgmma,bgemm_wgmma,gemm_bias_gelu,gemm_bias_gelu_wgmma,sgemm_tf32
     python tools/bench_suite.py --out DIR --only horner_half2     # vec2h against scalar f16
+    python tools/bench_suite.py --out DIR --chart-from OLD/bench.json  # redraw a run's chart
 
 writes ``DIR/bench.json``, ``DIR/bench.md`` (the table) and ``DIR/bench.png`` (the chart); with
 ``--docs`` also ``docs/benchmarks.md``.
@@ -32,6 +33,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import textwrap
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -754,6 +756,9 @@ def markdown(rows: list[Row], meta: dict, extra: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+CHART_COLUMNS = 5
+
+
 def chart(rows: list[Row], path: Path) -> None:
     import matplotlib
 
@@ -764,9 +769,16 @@ def chart(rows: list[Row], path: Path) -> None:
     for r in rows:
         if r.value is not None and "floor" not in r.variant:
             by_bench.setdefault(r.bench, []).append(r)
-    fig, axes = plt.subplots(1, len(by_bench), figsize=(4.2 * len(by_bench), 5))
-    for ax, (bench, rs) in zip(np.atleast_1d(axes), by_bench.items()):
-        names = [r.variant.replace(" (", "\n(").replace(", ", ",\n") for r in rs]
+    # At most CHART_COLUMNS panels a row: with every benchmark in one row the chart is too wide
+    # to read where a page shows it.
+    columns = min(CHART_COLUMNS, len(by_bench))
+    grid_rows = -(-len(by_bench) // columns)
+    fig, axes = plt.subplots(grid_rows, columns, figsize=(4.2 * columns, 5 * grid_rows),
+                             squeeze=False)
+    for ax in axes.flat[len(by_bench):]:
+        ax.set_visible(False)
+    for ax, (bench, rs) in zip(axes.flat, by_bench.items()):
+        names = ["\n".join(textwrap.wrap(r.variant, 30)) for r in rs]
         colors = ["#2a7ab0" if r.variant.startswith("gpu_native") else "#999999" for r in rs]
         ax.barh(range(len(rs)), [r.value for r in rs], color=colors)
         ax.set_yticks(range(len(rs)), names, fontsize=7)
@@ -835,7 +847,15 @@ def main(argv=None) -> int:
     parser.add_argument("--only", help="comma-separated benchmarks to run, of: "
                         + ", ".join(BENCHES))
     parser.add_argument("--docs", action="store_true", help="also write docs/benchmarks.md")
+    parser.add_argument("--chart-from", metavar="BENCH_JSON",
+                        help="run nothing: draw the chart of a saved run's bench.json into --out")
     args = parser.parse_args(argv)
+    if args.chart_from:
+        saved = json.loads(Path(args.chart_from).read_text())
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        chart([Row(**row) for row in saved["rows"]], out / "bench.png")
+        return 0
     names = list(BENCHES)
     if args.only:
         wanted = args.only.split(",")

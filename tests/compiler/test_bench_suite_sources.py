@@ -448,3 +448,26 @@ def test_unchecked_fused_wgmma_kernel_has_no_checks_and_computes_it(suite):
 def test_the_suite_offers_the_fused_wgmma_gemm(suite):
     assert "gemm_bias_gelu_wgmma" in suite.BENCHES
     assert callable(suite.Suite.gemm_bias_gelu_wgmma)
+
+
+def test_chart_from_a_saved_run_lays_the_panels_in_rows(suite, tmp_path, monkeypatch):
+    """``--chart-from`` redraws a saved run's chart without a GPU, at most CHART_COLUMNS panels a
+    row (with every benchmark in one row the chart was too wide to read)."""
+    pytest.importorskip("matplotlib")
+    import json
+
+    import matplotlib.pyplot as plt
+
+    rows = [suite.Row(f"bench{i}", variant, 1.0, value, "TB/s", True)
+            for i in range(7) for variant, value in (("gpu_native", 2.0), ("CUDA C++", 1.5))]
+    saved = tmp_path / "bench.json"
+    saved.write_text(json.dumps({"meta": {}, "rows": [r.__dict__ for r in rows]}))
+    made = []
+    real = plt.subplots
+    monkeypatch.setattr(plt, "subplots", lambda *a, **k: made.append(real(*a, **k)) or made[-1])
+    assert suite.main(["--out", str(tmp_path / "out"), "--chart-from", str(saved)]) == 0
+    assert (tmp_path / "out" / "bench.png").stat().st_size > 0
+    axes = made[0][1]
+    assert axes.shape == (2, suite.CHART_COLUMNS)
+    assert [ax.get_visible() for ax in axes.flat] == [True] * 7 + [False] * 3
+    assert [ax.get_title() for ax in axes.flat[:7]] == [f"bench{i}" for i in range(7)]
