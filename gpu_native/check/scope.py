@@ -176,6 +176,12 @@ class Resolver:
             return Sym("host", name, scan.described[name])
         if name in scan.host_names:
             kind = scan.host_names[name]
+            if kind == "variable" and name in scan.failed:
+                raise TranspileError(
+                    f"'{name}' cannot be used in a kernel: it is a module constant whose "
+                    f"value cannot be computed: {scan.failed[name]}", span,
+                    "correct the expression: a kernel reads a module constant only where "
+                    "the transpiler can compute its value, as Python would")
             if kind == "variable":  # a table computed at import, most likely
                 return Sym("host", name, f"'{name}' is a host variable of this module "
                            "whose value the transpiler cannot compute (a module constant is "

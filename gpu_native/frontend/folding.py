@@ -45,15 +45,20 @@ def function(module: str, name: str) -> Callable[..., object] | None:
     return None
 
 
+class CallFailed(Exception):
+    """A foldable call raised (``math.log(0.0)``, ``int(math.inf)``): the message is Python's
+    error, as ``ValueError: math domain error``, for the refusal of the constant to quote."""
+
+
 def call(fn: Callable[..., object], args: list[object]) -> object | None:
     """``fn(*args)`` where every argument and the result are numbers of a kernel constant's
-    size; ``None`` where it is not (or the call fails: ``math.log(0)``, ``int(math.inf)``)."""
+    size; ``None`` where they are not.  Raises :class:`CallFailed` where the call fails."""
     if not args or not all(_number(a) for a in args):
         return None
     try:
         result = fn(*args)
-    except (ArithmeticError, TypeError, ValueError):
-        return None
+    except (ArithmeticError, TypeError, ValueError) as e:
+        raise CallFailed(f"{type(e).__name__}: {e}") from None
     return result if _number(result) else None
 
 
@@ -74,6 +79,6 @@ def _numpy_scalar(name: str, *args: object) -> object:
         warnings.simplefilter("error")  # np.int8(300) or np.float16(1e6): not this constant
         try:
             value = getattr(numpy, name)(args[0])
-        except (OverflowError, RuntimeWarning, DeprecationWarning) as e:
-            raise ValueError(name) from e
+        except (OverflowError, RuntimeWarning, DeprecationWarning):
+            raise OverflowError(f"{args[0]!r} overflows {name}") from None
     return value.item()

@@ -140,6 +140,9 @@ class ModuleScan:
     struct_types: dict = Factory(dict)  # the checker's memo: struct name -> its ir.StructType
     functions: list[S.FunctionDef] = Factory(list)
     host_names: dict[str, str] = Factory(dict)  # name -> "function" / "class" / ...
+    # Host variables whose value raised when folded (`X = math.log(0.0)`): name -> Python's
+    # error, with the line of the assignment.
+    failed: dict[str, str] = Factory(dict)
     # Names the module binds more than once (see .bindings): every place it binds them.
     reassigned: dict[str, tuple[Binding, ...]] = Factory(dict)
     # Names the module binds once, but not by a statement the scan reads as a definition
@@ -408,8 +411,9 @@ class _Scanner:
         before = dict(self.scan.constants)
         for target, value in pairs:
             const = _static_value(value, before, self.library)
-            self.assign(target, value if const is not _NOT_CONSTANT else None)
-            if const is _NOT_CONSTANT:
+            unknown = isinstance(const, _NotConstant)
+            self.assign(target, None if unknown else value)
+            if unknown:
                 self.scan.host_names.setdefault(target.id, "variable")
 
     def star_import(self, module: str, alias: ast.alias) -> None:
@@ -449,11 +453,13 @@ class _Scanner:
             scan.imports[name] = ImportedName(PACKAGE, where[1], self.span(target))
             return
         const = _static_value(value, scan.constants, self.library)
-        if const is not _NOT_CONSTANT:
+        if not isinstance(const, _NotConstant):
             scan.constants[name] = const
             scan.constant_spans[name] = self.span(target)
         else:
             scan.host_names.setdefault(name, "variable")
+            if const.why:
+                scan.failed[name] = f"{const.why} (line {target.lineno})"
 
     def library(self, dotted: str) -> tuple[str, str] | None:
         """The module attribute a dotted name in a constant's value refers to here, as
@@ -530,10 +536,25 @@ class _Scanner:
 
 
 class _NotConstant:
-    pass
+    """No constant; ``why`` says so where computing it raised (``math.log(0.0)``), for the
+    refusal of a kernel that reads it."""
+
+    __slots__ = ("why",)
+
+    def __init__(self, why: str = "") -> None:
+        self.why = why
 
 
 _NOT_CONSTANT = _NotConstant()
+
+
+def _not_constant(*operands: object) -> _NotConstant:
+    """What an expression over ``operands`` is when one of them is no constant: the first that
+    says why, so that a failure deep in a sum still reaches the refusal."""
+    for v in operands:
+        if isinstance(v, _NotConstant) and v.why:
+            return v
+    return _NOT_CONSTANT
 
 
 def _static_value(root: ast.expr, env: dict[str, object],
@@ -564,7 +585,7 @@ def _static_value(root: ast.expr, env: dict[str, object],
                 items = tuple(values[len(values) - len(expr.elts):])
                 del values[len(values) - len(expr.elts):]
                 constant = not any(isinstance(v, _NotConstant) for v in items)
-                values.append(items if constant else _NOT_CONSTANT)
+                values.append(items if constant else _not_constant(*items))
         elif isinstance(expr, ast.Constant):
             value = expr.value
             values.append(value if type(value) in (int, float, bool) else _NOT_CONSTANT)
@@ -595,17 +616,21 @@ def _call(expr: ast.Call, args: list[object],
           library: Callable[[str], tuple[str, str] | None] | None) -> object:
     """A call of one of :mod:`.folding`'s functions on constants, or _NOT_CONSTANT."""
     if any(isinstance(a, (_NotConstant, tuple)) for a in args):
-        return _NOT_CONSTANT
+        return _not_constant(*args)
     dotted = _dotted(expr.func)
     where = library(dotted) if library is not None and dotted is not None else None
     fn = folding.function(*where) if where is not None else None
-    result = folding.call(fn, args) if fn is not None else None
+    try:
+        result = folding.call(fn, args) if fn is not None else None
+    except folding.CallFailed as e:
+        shown = ", ".join(repr(a) for a in args)
+        return _NotConstant(f"{dotted}({shown:.80}) raises {e}")
     return _NOT_CONSTANT if result is None else result
 
 
 def _unary(op: ast.unaryop, v: object) -> object:
     if isinstance(v, (_NotConstant, tuple)):
-        return _NOT_CONSTANT
+        return _not_constant(v)
     try:
         return _UNOPS[type(op)](v)
     except TypeError:
@@ -614,7 +639,7 @@ def _unary(op: ast.unaryop, v: object) -> object:
 
 def _binary(operator: ast.operator, a: object, b: object) -> object:
     if isinstance(a, (_NotConstant, tuple)) or isinstance(b, (_NotConstant, tuple)):
-        return _NOT_CONSTANT
+        return _not_constant(a, b)
     op = _BINOPS.get(type(operator))
     if op is None:  # @
         return _NOT_CONSTANT
@@ -628,7 +653,9 @@ def _binary(operator: ast.operator, a: object, b: object) -> object:
         if op in ("<<",) and isinstance(b, int) and b > 256:
             return _NOT_CONSTANT
         result = _FOLD[op](a, b)
-    except (ArithmeticError, TypeError, ValueError):
+    except (ArithmeticError, ValueError) as e:  # 1 / 0, 2.0 ** 5000, 1 << -1
+        return _NotConstant(f"{a!r} {op} {b!r} raises {type(e).__name__}: {e}")
+    except TypeError:
         return _NOT_CONSTANT
     # A negative number to a fractional power is complex in Python: no kernel constant.
     return result if type(result) in (int, float, bool) else _NOT_CONSTANT
@@ -686,7 +713,7 @@ def scan_module(source: str, path: str, module_name: str | None = None,
     if hints is not None:
         for name, outer in hints.captured.items():  # a closure's cells hide the module's names
             for table in (scan.constants, scan.imports, scan.const_arrays, scan.typevars,
-                          scan.host_names, scan.described):
+                          scan.host_names, scan.failed, scan.described):
                 table.pop(name, None)
             scan.reassigned.pop(name, None)
             scan.unfoldable.pop(name, None)
