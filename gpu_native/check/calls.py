@@ -3,6 +3,7 @@ atomics and device functions (each picked by its registry entry's ``check`` name
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable
 
 from .. import ir
@@ -596,9 +597,25 @@ _BUILTIN_CALLS: dict[str, Callable] = {
     e.name: getattr(CallChecker, e.check) for e in R.BUILTINS.values() if e.form == "call"}
 
 
-def stored_params(function: ir.DeviceFunction) -> set[int]:
+# stored_params's memo: a function -> (the body it was computed from, the positions).  Weak, so
+# that a transpiled module's functions go with it.
+_STORED: weakref.WeakKeyDictionary[ir.DeviceFunction, tuple[tuple[ir.Stmt, ...], frozenset[int]]] \
+    = weakref.WeakKeyDictionary()
+
+
+def stored_params(function: ir.DeviceFunction) -> frozenset[int]:
     """The positions of ``function``'s array parameters it stores into outside ``with
-    unsafe():``, itself or through the device functions it passes them to."""
+    unsafe():``, itself or through the device functions it passes them to.
+
+    Only :class:`ir.Store` writes a parameter: ``store_matrix`` and ``warpgroup_store`` are
+    refused in a device function outside ``unsafe()`` (which threads form a warp is the
+    caller's), and ``cp_async`` and ``tma_load`` write shared arrays, which are no parameters.
+    Memoised per function: each callee is walked once, however many calls reach it (a chain of
+    functions that each call the next twice would otherwise cost 2**depth walks).
+    """
+    memo = _STORED.get(function)
+    if memo is not None and memo[0] is function.body:
+        return memo[1]
     found: set[int] = set()
     index = {id(p): k for k, p in enumerate(function.params)}
     for node in ir.walk(function.body):
@@ -610,5 +627,7 @@ def stored_params(function: ir.DeviceFunction) -> set[int]:
                 arg = node.args[k]
                 if isinstance(arg, ir.ArrayRef) and id(arg.var) in index:
                     found.add(index[id(arg.var)])
-    return found
+    result = frozenset(found)
+    _STORED[function] = (function.body, result)
+    return result
 
