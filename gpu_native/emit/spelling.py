@@ -7,6 +7,7 @@ import math
 import numpy as np
 
 from .. import ir
+from ..lang.halfprec import f64_to_bf16_bits
 from .structs import tuple_name
 
 
@@ -58,9 +59,16 @@ def const_code(value, ty: ir.ScalarType) -> str:
         return f"(({info.c_name}){v})"
     f = float(value)
     if info.name in ("f16", "bf16"):
-        # One rounding, from the double, as f16(x) does on the host.
-        conv = "__double2half" if info.name == "f16" else "__double2bfloat16"
-        return f"{conv}({const_code(f, ir.F64)})"
+        # The bits of the value rounded once, from the double, as f16(x) does on the host.
+        # Not __double2half(literal): that is an inline-asm cvt the device compiler never
+        # folds, one conversion per constant per thread (32 extra instructions in a 32-step
+        # Horner loop); a bit pattern is an immediate.
+        if info.name == "f16":
+            with np.errstate(over="ignore"):   # beyond the f16 range is inf, as f16(x) gives
+                bits = int(np.array(f, np.float64).astype(np.float16).view(np.uint16))
+            return f"__ushort_as_half((unsigned short){bits:#06x}u)"
+        bits = int(f64_to_bf16_bits(f))
+        return f"__ushort_as_bfloat16((unsigned short){bits:#06x}u)"
     single = info.name == "f32"
     if single:
         # The float32 value itself, so NVRTC does not round a decimal a second time (and a

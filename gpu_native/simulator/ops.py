@@ -56,8 +56,8 @@ def constant(value, info: ScalarInfo):
             v -= 1 << info.bits
         return dt.type(v)
     with np.errstate(over="ignore"):   # beyond the type's range is inf, as on the device
-        if info.name == "bf16":
-            return round_bf16(np.float32(value))[()]
+        if info.name == "bf16":   # one rounding, from the double, as the CUDA constant's
+            return f64_to_bf16(np.float64(value))[()]
         if info.name == "f16":
             return np.float16(np.float64(value))
         return dt.type(value)
