@@ -155,6 +155,12 @@ else:
     _ArrayBase = object
 
 
+# DeviceArray.__init__ sets its fields through object's __setattr__: the class refuses every
+# other assignment (see DeviceArray.__setattr__); reads stay plain slot reads, as the launchers
+# need them.
+_set = object.__setattr__
+
+
 class DeviceArray(_ArrayBase):
     """An array in device memory.  Create one with :func:`to_device`, :func:`empty` or
     :func:`zeros`; pass it to kernels; read it back with :meth:`to_host`.
@@ -162,7 +168,8 @@ class DeviceArray(_ArrayBase):
     Launch protocol
     ---------------
     The launchers the rewrite generates (``gpu-native expand`` shows them) read four attributes
-    of an array, fixed when the array (or view) is made; they are not to be assigned:
+    of an array, fixed when the array (or view) is made; like every field of an array, they
+    cannot be assigned (``AttributeError``):
 
     ``launch_args``
         The kernel parameters the array passes, packed: its device address (``u64``), then one
@@ -191,6 +198,24 @@ class DeviceArray(_ArrayBase):
                  "device", "dtype", "is_contiguous", "launch_args", "launch_args_strided",
                  "launch_base", "launch_sig", "launch_sig_mut", "launch_sig_strided",
                  "launch_sig_strided_mut", "shape", "strides")
+    # The fields, each set once by __init__ (see __setattr__).
+    _backend: Any
+    device: int
+    _gn_ptr: int
+    shape: tuple[int, ...]
+    _info: ScalarInfo | VectorInfo
+    dtype: np.dtype
+    _owner: Any
+    launch_base: Any
+    _is_writable: bool
+    strides: tuple[int, ...]
+    is_contiguous: bool
+    launch_args: bytes
+    launch_args_strided: bytes
+    launch_sig: Signature
+    launch_sig_mut: Signature | None
+    launch_sig_strided: Signature
+    launch_sig_strided_mut: Signature | None
 
     def __init__(self, backend, device: int, ptr: int, shape: tuple[int, ...],
                  info: ScalarInfo | VectorInfo, owner: Any, base: Any, writable: bool = True,
@@ -198,38 +223,49 @@ class DeviceArray(_ArrayBase):
         ndim = len(shape)
         if not 1 <= ndim <= 3:
             raise ValueError(f"device arrays have 1 to 3 dimensions, not {ndim}")
-        self._backend = backend
-        self.device = device
-        self._gn_ptr = ptr
-        self.shape = shape = tuple(int(s) for s in shape)
-        self._info = info
-        self.dtype = info.dtype
-        self._owner = owner
-        self.launch_base = base
-        self._is_writable = writable
+        _set(self, "_backend", backend)
+        _set(self, "device", device)
+        _set(self, "_gn_ptr", ptr)
+        shape = tuple(int(s) for s in shape)
+        _set(self, "shape", shape)
+        _set(self, "_info", info)
+        _set(self, "dtype", info.dtype)
+        _set(self, "_owner", owner)
+        _set(self, "launch_base", base)
+        _set(self, "_is_writable", writable)
         contiguous = strides is None or is_c_contiguous(shape, strides)
         strides = c_strides(shape) if contiguous else tuple(int(s) for s in strides or ())
-        self.strides = strides
-        self.is_contiguous = contiguous
+        _set(self, "strides", strides)
+        _set(self, "is_contiguous", contiguous)
         size = math.prod(shape)
         if not size or size * info.itemsize > _MAX_BYTES:
             _check_span(shape, info)
         # The kernel parameters this array passes (its address, then its extents), packed once:
         # a launcher's fast path copies them into its argument buffer as they are.
         try:
-            self.launch_args = _ARGS[ndim].pack(ptr, *shape)
-            self.launch_args_strided = _STRIDED_ARGS[ndim].pack(ptr, *shape, *strides)
+            _set(self, "launch_args", _ARGS[ndim].pack(ptr, *shape))
+            _set(self, "launch_args_strided", _STRIDED_ARGS[ndim].pack(ptr, *shape, *strides))
         except struct.error:  # a foreign view's stride beyond 64 bits
             raise ValueError(f"an array of shape {shape} and element strides {strides} cannot "
                              "be passed to kernels: its strides do not fit 64 bits") from None
         wide = size > abi.INDEX32_MAX_ELEMENTS
         strided = signature(backend.name, device, info.name, ndim, wide, strided=True)
         sig = signature(backend.name, device, info.name, ndim, wide) if contiguous else strided
-        self.launch_sig = sig
-        self.launch_sig_mut = sig if writable else None
-        self.launch_sig_strided = strided
-        self.launch_sig_strided_mut = strided if writable and (
-            contiguous or not self_overlaps(shape, strides)) else None
+        _set(self, "launch_sig", sig)
+        _set(self, "launch_sig_mut", sig if writable else None)
+        _set(self, "launch_sig_strided", strided)
+        _set(self, "launch_sig_strided_mut", strided if writable and (
+            contiguous or not self_overlaps(shape, strides)) else None)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        # An array's shape, type, address and launch parameters are fixed when it is made: a
+        # shape assigned afterwards would let bounds checks pass past the allocation's end.
+        raise AttributeError(f"DeviceArray.{name} cannot be assigned: an array's shape, dtype, "
+                             "strides and device are fixed when it is made (make a view with "
+                             "reshape(), view(), transpose() or slicing instead)")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"DeviceArray.{name} cannot be deleted")
 
     # ---- properties -----------------------------------------------------------------------
 

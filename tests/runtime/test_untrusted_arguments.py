@@ -126,6 +126,30 @@ def test_the_array_class_itself_is_named_as_a_class(arg_kernels, backend):
     np.testing.assert_array_equal(out.to_host(), -1.0)
 
 
+FIELDS = ("shape", "dtype", "strides", "device", "is_contiguous", "launch_args", "launch_base",
+          "launch_sig", "launch_sig_mut", "launch_sig_strided", "launch_sig_strided_mut",
+          "_gn_ptr", "_info", "_owner", "_is_writable")
+
+
+@pytest.mark.parametrize("field", FIELDS)
+def test_an_array_s_fields_cannot_be_assigned_or_deleted(arg_kernels, backend, field):
+    """``a.shape = (64,)`` was accepted: the launcher then checked indices against the new
+    extents... of 4 elements of memory, and ``to_host()`` read past the allocation."""
+    a = gn.to_device(np.arange(4, dtype=np.float32))
+    before = getattr(a, field)
+    with pytest.raises(AttributeError, match=f"DeviceArray.{field} cannot be assigned: an "
+                                             "array's shape, dtype, strides and device are "
+                                             "fixed"):
+        setattr(a, field, (64,))
+    with pytest.raises(AttributeError, match=f"DeviceArray.{field} cannot be deleted"):
+        delattr(a, field)
+    assert getattr(a, field) is before
+    out = gn.zeros(4, gn.f32)
+    arg_kernels.copy[1, 4](a, out)
+    np.testing.assert_array_equal(out.to_host(), [0.0, 1.0, 2.0, 3.0])
+    np.testing.assert_array_equal(a.to_host(), [0.0, 1.0, 2.0, 3.0])
+
+
 class StubCuda:
     """Enough of the CUDA backend for the interop checks: which addresses are device memory."""
 
