@@ -18,10 +18,12 @@ launch that uses it is safe.
 
 from __future__ import annotations
 
+import bisect
 import math
 import operator
 import struct
 import threading
+import weakref
 from typing import TYPE_CHECKING, Any, TypeGuard
 
 import numpy as np
@@ -129,7 +131,11 @@ def signature(backend: str, device: int, dtype: str, ndim: int, wide: bool = Fal
 
 
 class Allocation:
-    """Owns device memory; frees it (stream-ordered) when the last array using it is gone."""
+    """Owns device memory; frees it (stream-ordered) when the last array using it is gone.
+
+    Every live allocation is registered by its address (:func:`allocation_holding`), so that
+    another library's wrapper of the same memory (``torch.from_dlpack(a)`` passed back) gets
+    the allocation as its ``launch_base`` and a launch compares the two arrays' bytes."""
 
     __slots__ = ("__weakref__", "backend", "device", "nbytes", "ptr")
 
@@ -138,12 +144,51 @@ class Allocation:
         self.device = device
         self.nbytes = nbytes
         self.ptr = backend.alloc(nbytes, device)
+        _register(self)
 
     def __del__(self) -> None:
         try:
+            _unregister(self)
             self.backend.free(self.ptr, self.device)
         except Exception:  # pragma: no cover - interpreter shutdown, lost context
             pass
+
+
+# The live allocations of each (backend, device): their start addresses, sorted, and each one's
+# allocation by (backend name, device, start).
+_registry_lock = threading.Lock()
+_starts: dict[tuple[str, int], list[int]] = {}
+_allocations: dict[tuple[str, int, int], weakref.ref] = {}
+
+
+def _register(alloc: Allocation) -> None:
+    where = (alloc.backend.name, alloc.device)
+    with _registry_lock:
+        bisect.insort(_starts.setdefault(where, []), alloc.ptr)
+        _allocations[(where[0], where[1], alloc.ptr)] = weakref.ref(alloc)
+
+
+def _unregister(alloc: Allocation) -> None:
+    where = (alloc.backend.name, alloc.device)
+    with _registry_lock:
+        ref = _allocations.get((where[0], where[1], alloc.ptr))
+        if ref is None or ref() not in (alloc, None):
+            return  # the address already belongs to a newer allocation
+        del _allocations[(where[0], where[1], alloc.ptr)]
+        starts = _starts[where]
+        del starts[bisect.bisect_left(starts, alloc.ptr)]
+
+
+def allocation_holding(backend_name: str, device: int, ptr: int) -> Allocation | None:
+    """The live gpu_native allocation of ``device`` that holds address ``ptr``, or None."""
+    with _registry_lock:
+        starts = _starts.get((backend_name, device))
+        i = bisect.bisect_right(starts, ptr) - 1 if starts else -1
+        ref = _allocations.get((backend_name, device, starts[i])) if i >= 0 and starts else None
+    alloc = ref() if ref is not None else None
+    if alloc is None or not alloc.ptr <= ptr < alloc.ptr + max(alloc.nbytes, 1):
+        return None
+    return alloc
 
 
 if TYPE_CHECKING:

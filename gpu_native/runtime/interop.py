@@ -33,7 +33,7 @@ import numpy as np
 from ..lang.types import element_info
 from ..settings import flag
 from . import backend as B
-from .arrays import DeviceArray, element_span
+from .arrays import DeviceArray, allocation_holding, element_span
 from .devices import current_device, on_device
 
 # Whether foreign arrays are synchronised with their producer's stream, and ours with their
@@ -419,6 +419,9 @@ def _block(device: int, base: int) -> _Block:
 
 
 def _foreign_base(backend, device: int, ptr: int, obj):
+    own = allocation_holding(backend.name, device, ptr) if ptr else None
+    if own is not None:  # gpu_native's own memory, wrapped by another library and passed back
+        return own
     allocation_range = getattr(backend, "allocation_range", None)
     found = allocation_range(ptr) if allocation_range is not None and ptr else None
     return obj if found is None else _block(device, found[0])
@@ -580,14 +583,28 @@ def _lend_host(obj, what: str, backend) -> DeviceArray:
     shape = host.shape or (1,)
     if not 1 <= len(shape) <= 3:
         raise ValueError(f"{what} has {len(shape)} dimensions; kernels take 1 to 3")
-    if host.flags.c_contiguous:
+    contiguous = bool(host.flags.c_contiguous)
+    strides = () if contiguous else (
+        _element_strides(host.shape, host.strides, host.itemsize, what) or ())
+    lo, hi = element_span(host.shape, strides) if strides else (0, host.size - 1)
+    # A view of a simulated device array's own buffer (np.from_dlpack(a), passed back) is that
+    # array's memory: at its simulated address, with its allocation as the launch base, so that
+    # a launch sees the two overlap (and the race detector the same elements).
+    first = host.ctypes.data + lo * host.itemsize
+    address = backend.memory.simulated_address(first, max(hi - lo + 1, 0) * host.itemsize) \
+        if host.size else None
+    if address is not None:
+        alloc = allocation_holding(backend.name, 0, address)
+        if alloc is not None:
+            return DeviceArray(backend, 0, address - lo * host.itemsize, shape, info,
+                               (alloc, obj), alloc, writable=bool(host.flags.writeable),
+                               strides=strides or None)
+    if contiguous:
         loan = _Loan(backend.memory, host, obj)
         return DeviceArray(backend, 0, loan.address, shape, info, loan, _LENT,
                            writable=bool(host.flags.writeable))
     # A strided view (t[..., 0], x[::2], t.T): the bytes from its lowest element to the end of
     # its highest are lent, and the view is made over them, as a CUDA one would be.
-    strides = _element_strides(host.shape, host.strides, host.itemsize, what) or ()
-    lo, hi = element_span(host.shape, strides)
     lowest = host[tuple(slice(n - 1, n) if s < 0 else slice(0, 1)
                         for n, s in zip(host.shape, strides))].reshape(1)
     span = np.lib.stride_tricks.as_strided(lowest, (hi - lo + 1,), (host.itemsize,))

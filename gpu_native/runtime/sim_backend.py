@@ -52,6 +52,8 @@ class SimMemory:
         self._buffers: dict[int, np.ndarray] = {}
         self._next = _BASE
         self._lent: dict[int, tuple[int, np.ndarray]] = {}  # token -> (address, bytes)
+        # (host address, simulated base) of each buffer, sorted: see simulated_address.
+        self._hosts: list[tuple[int, int]] = []
 
     def lend(self, host: np.ndarray) -> tuple[int, int]:
         """Make a C-contiguous host array's memory device memory of the simulator, without a
@@ -81,13 +83,30 @@ class SimMemory:
             self._next += size + _ALIGN  # a gap, so a pointer past one buffer is in no other
             bisect.insort(self._bases, base)
             self._buffers[base] = buf
+            bisect.insort(self._hosts, (buf.ctypes.data, base))
         return base
 
     def free(self, ptr: int) -> None:
         with self._lock:
-            if self._buffers.pop(ptr, None) is not None:
+            buf = self._buffers.pop(ptr, None)
+            if buf is not None:
                 i = bisect.bisect_left(self._bases, ptr)
                 del self._bases[i]
+                self._hosts.remove((buf.ctypes.data, ptr))
+
+    def simulated_address(self, host_address: int, nbytes: int) -> int | None:
+        """The simulated address of ``nbytes`` of host memory at ``host_address`` that lie in
+        one of the simulator's allocations (a NumPy view of a device array's buffer, lent back
+        to it through DLPack), or None: such memory is that allocation's, not a new loan."""
+        with self._lock:
+            i = bisect.bisect_right(self._hosts, (host_address, 1 << 64)) - 1
+            if i < 0:
+                return None
+            start, base = self._hosts[i]
+            buf = self._buffers[base]
+        if host_address + nbytes > start + buf.size:
+            return None
+        return base + (host_address - start)
 
     def locate(self, ptr: int, nbytes: int) -> tuple[np.ndarray, int]:
         if ptr >= HOST_WINDOW:

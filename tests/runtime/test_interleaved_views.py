@@ -161,6 +161,40 @@ def test_views_that_share_an_element_are_refused(kernels, backend, first, second
     np.testing.assert_array_equal(d.to_host(), 0)
 
 
+def _foreign_wrapper(how: str, d):
+    """Another library's array over the memory of gpu_native array ``d`` (no copy)."""
+    if how == "numpy" and gn.backend() != "sim":
+        pytest.skip("NumPy wraps a device array's memory only on the simulator")
+    if how in ("torch", "cupy") and gn.backend() == "sim":
+        pytest.skip(f"{how} wraps device memory only on a GPU")
+    if how == "numpy":
+        return np.from_dlpack(d)
+    if how == "torch":
+        torch = pytest.importorskip("torch")
+        return torch.from_dlpack(d)
+    cupy = pytest.importorskip("cupy")
+    return cupy.asarray(d)
+
+
+@pytest.mark.parametrize("how", ["numpy", "torch", "cupy"])
+def test_an_array_lent_back_through_another_library_is_the_same_memory(kernels, backend, how):
+    """``gn.from_dlpack(np.from_dlpack(d))`` (``torch.from_dlpack(d)`` on a GPU) is ``d``'s own
+    memory: a launch that writes one and reads the other is refused as for ``d`` itself.  It
+    was let in (on the simulator the wrapper had an address of its own; on a GPU an allocation
+    base of its own, which the fast path took for other memory)."""
+    d = gn.to_device(np.arange(24, dtype=np.float32))
+    alias = gn.from_dlpack(_foreign_wrapper(how, d))
+    for first, second in ((d, alias), (alias, d), (d[::2], alias[::2]), (d[:12], alias[6:18])):
+        with pytest.raises(ValueError, match="argument 'odd' of from_even overlaps argument "
+                                             "'even' in device memory"):
+            _launch1d(kernels.from_even, len(first), first, second, 1.0)
+    np.testing.assert_array_equal(d.to_host(), np.arange(24))
+    # Disjoint halves of the one allocation still pass, and the writes land in d.
+    _launch1d(kernels.from_even, 12, alias[:12], d[12:], 2.0)
+    gn.synchronize()
+    np.testing.assert_array_equal(d.to_host()[12:], 2.0 * np.arange(12))
+
+
 def test_a_read_view_that_meets_the_written_one_is_refused(kernels, backend):
     d = gn.to_device(np.zeros(24, np.float32))
     with pytest.raises(ValueError, match="argument 'odd' of from_even overlaps argument 'even'"):
