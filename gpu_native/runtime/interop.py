@@ -466,6 +466,16 @@ def _element_strides(shape, strides, itemsize: int, what: str) -> tuple[int, ...
     return tuple(int(s) // itemsize for s in strides)
 
 
+def _check_aligned(ptr: int, info, what: str) -> None:
+    """A foreign array's first element must be aligned as its type is in CUDA: a kernel's load
+    of a misaligned element is a misaligned-address fault (sticky: the context is lost), and
+    the simulator refuses what a GPU could not run."""
+    align = getattr(info, "align", None) or info.itemsize
+    if ptr % align:
+        raise ValueError(f"{what} is at address {ptr:#x}, not aligned to {align} bytes as an "
+                         f"array of {info.name} must be; pass an aligned copy of it")
+
+
 def _check_view(backend, ptr: int, shape, strides, itemsize: int, what: str) -> int:
     """:func:`_check_memory` for every element a (possibly strided) view reaches."""
     if strides is None:
@@ -485,6 +495,7 @@ def _from_cai(obj, cai: dict, what: str, backend) -> DeviceArray:
     strides = _element_strides(shape, cai.get("strides"), dtype.itemsize, what)
     ptr, readonly = cai["data"]
     ptr = int(ptr or 0)
+    _check_aligned(ptr, info, what)
     device = _check_view(backend, ptr, shape, strides, dtype.itemsize, what)
     return DeviceArray(backend, device, ptr, shape, info, obj,
                        _foreign_base(backend, device, ptr, obj), writable=not readonly,
@@ -550,6 +561,7 @@ def _from_dlpack(obj, what: str, backend, consumer=None) -> DeviceArray:
     if t.device.device_type != _KDL_CUDA:
         raise TypeError(f"{what} said it is in CUDA memory, but its DLPack tensor is not "
                         f"(device type {t.device.device_type})")
+    _check_aligned(ptr, info, what)
     device = _check_view(backend, ptr, shape, strides, info.itemsize, what)
     return DeviceArray(backend, device, ptr, shape, info, owner,
                        _foreign_base(backend, device, ptr, obj), writable=not readonly,
@@ -583,6 +595,7 @@ def _lend_host(obj, what: str, backend) -> DeviceArray:
     shape = host.shape or (1,)
     if not 1 <= len(shape) <= 3:
         raise ValueError(f"{what} has {len(shape)} dimensions; kernels take 1 to 3")
+    _check_aligned(host.ctypes.data, info, what)
     contiguous = bool(host.flags.c_contiguous)
     strides = () if contiguous else (
         _element_strides(host.shape, host.strides, host.itemsize, what) or ())

@@ -185,6 +185,29 @@ def test_interop_accepts_device_memory_and_refuses_host_memory():
         foreign(FakeDLPack(host, device=(1, 0)), backend)
 
 
+@pytest.mark.parametrize("typestr, offset, align", [("<f4", 2, 4), ("<f8", 4, 8),
+                                                     ("<i2", 1, 2)])
+def test_interop_refuses_a_misaligned_pointer(typestr, offset, align):
+    """A kernel's load of a misaligned element is a misaligned-address fault on a GPU (sticky:
+    the context is lost); it was let in."""
+    backend = StubCuda([(DEVICE_BASE, DEVICE_BASE + (1 << 20))])
+    with pytest.raises(ValueError, match=f"not aligned to {align} bytes as an array of"):
+        foreign(FakeCAI(DEVICE_BASE + offset, shape=(16,), typestr=typestr), backend)
+    assert foreign(FakeCAI(DEVICE_BASE + align, shape=(16,), typestr=typestr), backend)
+
+
+def test_a_misaligned_host_array_is_refused_on_the_simulator_too(arg_kernels):
+    from gpu_native.runtime.backend import use
+
+    with use("sim"):
+        misaligned = np.frombuffer(bytearray(4 * 64 + 1), np.float32, offset=1, count=64)
+        out = gn.zeros(64, gn.f32)
+        with pytest.raises(ValueError, match="not aligned to 4 bytes as an array of f32"):
+            gn.from_dlpack(misaligned)
+        arg_kernels.copy[1, 64](gn.from_dlpack(misaligned.copy()), out)  # an aligned copy
+        np.testing.assert_array_equal(out.to_host(), 0.0)
+
+
 def test_interop_refuses_a_null_pointer_with_elements():
     with pytest.raises((TypeError, ValueError)):
         foreign(FakeCAI(0, shape=(1024,)), StubCuda())
