@@ -330,10 +330,16 @@ class DeviceArray(_ArrayBase):
 
     @property
     def scalar_type(self) -> type:
-        """The gpu_native type of the elements (``gn.f32``, ..., ``gn.vec3f``, ...)."""
+        """The gpu_native type of the elements (``gn.f32``, ..., ``gn.vec3f``, ...).  An array
+        of structs has none (a ``TypeError``): its :attr:`scalar_info` describes them."""
         from ..lang.types import COMPLEX_CLASSES, SCALAR_CLASSES, VECTOR_CLASSES
 
-        return {**SCALAR_CLASSES, **VECTOR_CLASSES, **COMPLEX_CLASSES}[self._info.name]
+        found = {**SCALAR_CLASSES, **VECTOR_CLASSES, **COMPLEX_CLASSES}.get(self._info.name)
+        if found is None:
+            title = getattr(self._info, "title", self._info.name)
+            raise TypeError(f"an array of structs ({title}) has no scalar_type: its "
+                            "scalar_info describes the struct, and dtype its NumPy dtype")
+        return found
 
     @property
     def scalar_info(self) -> ScalarInfo | ComplexInfo:

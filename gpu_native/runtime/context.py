@@ -364,7 +364,12 @@ class LaunchContext:
                 arg, (complex, float, int, np.number)):
             raise TypeError(f"{where} must be a complex number ({dtype}), not "
                             f"{type(arg).__name__}")
-        z = complex(arg)
+        try:
+            z = complex(arg)
+        except OverflowError:  # an int beyond any float: out of every part type's range
+            bits = arg.bit_length() if isinstance(arg, int) else "many"
+            raise ValueError(f"{where} is an integer of {bits} bits, out of range for "
+                             f"{dtype}") from None
         return [self.scalar_argument(p, part, z.real, f"{where}, real part,"),
                 self.scalar_argument(p, part, z.imag, f"{where}, imaginary part,")]
 

@@ -274,9 +274,12 @@ class Kernel(Generic[P]):
             device = bind_thread()
         backend = B.select()
         b = self._dims(block, "block")
+        props = backend.properties(device)
+        self._check_block(b, props)  # as a launch with this block would be refused
+        shared_mem_bytes = self._check_shared(shared_mem_bytes, props)
         variant = next(iter(self.variants.values()))
         return min(sizing.cooperative_limit(backend, fn, device, b[0] * b[1] * b[2],
-                                            int(shared_mem_bytes))[0]
+                                            shared_mem_bytes)[0]
                    for fn in self._entry_functions(variant, backend, device))
 
     def _entry_functions(self, variant: Variant, backend, device: int) -> list:
@@ -380,14 +383,7 @@ class Kernel(Generic[P]):
         x, y, z = dims
         return x, y, z
 
-    def _configure(self, grid, block, shared_mem_bytes, stream):
-        device = getattr(_tls, "device", None)
-        if device is None:
-            device = bind_thread()
-        backend = B.select()
-        g = self._dims(grid, "grid")
-        b = self._dims(block, "block")
-        props = backend.properties(device)
+    def _check_block(self, b: tuple[int, int, int], props: dict) -> None:
         threads = b[0] * b[1] * b[2]
         if threads > props["max_threads_per_block"]:
             raise LaunchError(f"{self.__name__}: a block of {b[0]}x{b[1]}x{b[2]} = {threads} "
@@ -397,10 +393,8 @@ class Kernel(Generic[P]):
             if n > limit:
                 raise LaunchError(f"{self.__name__}: block dimension {'xyz'[axis]} = {n} "
                                   f"exceeds the device limit of {limit}")
-        for axis, (n, limit) in enumerate(zip(g, props["max_grid"])):
-            if n > limit:
-                raise LaunchError(f"{self.__name__}: grid dimension {'xyz'[axis]} = {n} "
-                                  f"exceeds the device limit of {limit}")
+
+    def _check_shared(self, shared_mem_bytes, props: dict) -> int:
         if not isinstance(shared_mem_bytes, (int, np.integer)) or isinstance(
                 shared_mem_bytes, (bool, np.bool_)):
             raise TypeError(f"shared_mem_bytes must be an int, not "
@@ -412,6 +406,22 @@ class Kernel(Generic[P]):
             raise LaunchError(f"{self.__name__}: {shared_mem_bytes} bytes of dynamic shared "
                               f"memory exceed the device limit of "
                               f"{props['max_shared_per_block_optin']}")
+        return shared_mem_bytes
+
+    def _configure(self, grid, block, shared_mem_bytes, stream):
+        device = getattr(_tls, "device", None)
+        if device is None:
+            device = bind_thread()
+        backend = B.select()
+        g = self._dims(grid, "grid")
+        b = self._dims(block, "block")
+        props = backend.properties(device)
+        self._check_block(b, props)
+        for axis, (n, limit) in enumerate(zip(g, props["max_grid"])):
+            if n > limit:
+                raise LaunchError(f"{self.__name__}: grid dimension {'xyz'[axis]} = {n} "
+                                  f"exceeds the device limit of {limit}")
+        shared_mem_bytes = self._check_shared(shared_mem_bytes, props)
         stream_obj = as_stream(stream)
         handle, slot = stream_obj._resolve(device)
         config = _Config(self, backend, device, g, b, shared_mem_bytes, handle, slot, stream_obj)

@@ -255,6 +255,9 @@ def test_launch_checks_complex_arguments(backend, kc, rng):
         run(kc.arith_c64, n, *args, "1+2j", *outs)
     with pytest.raises(ValueError, match=r"argument 'c' of arith_c64, real part, "):
         run(kc.arith_c64, n, *args, complex(1e300, 0), *outs)
+    with pytest.raises(ValueError, match=r"argument 'c' of arith_c64 is an integer of 2001 "
+                                         r"bits, out of range for complex64"):
+        run(kc.arith_c64, n, *args, 2**2000, *outs)  # was complex()'s OverflowError
     for value in (1 + 2j, 3.0, 2, np.complex64(1 - 1j), gn.complex64(0.5, 2)):
         run(kc.arith_c64, n, *args, value, *outs)  # any number converts
 

@@ -803,3 +803,12 @@ def test_to_device_converts_fields_of_the_same_names_by_name(sim):
     back = gn.to_device(other, dtype=P).to_host()
     np.testing.assert_array_equal(back["x"], [0.25, 0.25])
     np.testing.assert_array_equal(back["y"], [7, 7])
+
+
+def test_an_array_of_structs_has_no_scalar_type_and_says_so(sim):
+    # It was a KeyError from inside gpu_native.
+    a = gn.zeros(2, np.dtype([("x", "f4"), ("n", "i4")]))
+    with pytest.raises(TypeError, match=r"an array of structs \(struct\) has no scalar_type: "
+                                        "its scalar_info describes the struct"):
+        a.scalar_type
+    assert a.scalar_info.itemsize == 8

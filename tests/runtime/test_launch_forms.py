@@ -470,6 +470,21 @@ def test_a_grid_that_cannot_be_co_resident_is_refused(km, backend):
     assert k.max_cooperative_grid_blocks(256, 100 * 1024) <= 2 * sms
 
 
+def test_the_cooperative_limit_checks_its_block_and_shared_memory_as_a_launch(km, backend):
+    """A block no launch could have gave a number (1 for 2000 threads, 16 for -1 bytes) and a
+    string of bytes an internal ValueError."""
+    k = km.coop_sum
+    with pytest.raises(gn.LaunchError, match=r"coop_sum: a block of 2000x1x1 = 2000 threads "
+                                             r"exceeds the device limit of 1024"):
+        k.max_cooperative_grid_blocks(2000)
+    with pytest.raises(gn.LaunchError, match="shared_mem_bytes must be non-negative, got -1"):
+        k.max_cooperative_grid_blocks(128, -1)
+    for bad in (1.9, "x"):
+        with pytest.raises(TypeError, match="shared_mem_bytes must be an int"):
+            k.max_cooperative_grid_blocks(128, bad)
+    assert k.max_cooperative_grid_blocks(128, 0) >= 1
+
+
 def test_forall_caps_a_cooperative_grid(km, backend, rng):
     k = km.coop_sum
     limit = k.max_cooperative_grid_blocks(256 if backend == "sim" else 1024)
