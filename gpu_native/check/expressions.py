@@ -681,8 +681,14 @@ class ExpressionChecker(CheckerBase):
     def indices(self, base: ir.ArrayRef, raw: tuple[S.Expr, ...],
                 span: SourceSpan) -> tuple[ir.Expr, ...]:
         if len(raw) != base.ty.ndim:
+            hint = None
+            if len(raw) < base.ty.ndim:  # C's XY[i][j], or a row taken as a value
+                names = ", ".join("ijk"[:base.ty.ndim])
+                hint = (f"index every axis in one subscript, {base.var.name}[{names}] (C's "
+                        f"{base.var.name}{''.join(f'[{c}]' for c in 'ijk'[:base.ty.ndim])} is "
+                        f"{base.var.name}[{names}] here; a row of an array is not a value)")
             raise self.error(f"{base.var.name} is a {base.ty.ndim}-D array but is indexed with "
-                             f"{len(raw)} index{'es' if len(raw) != 1 else ''}", span)
+                             f"{len(raw)} index{'es' if len(raw) != 1 else ''}", span, hint)
         out = []
         for item in raw:
             idx = self.expr(item)

@@ -826,6 +826,23 @@ def test_other_unimported_module_names(body, message, hint, tmp_path):
     _located(err, path, source, body.split("= ")[-1])
 
 
+def test_c_style_indexing_of_a_2d_array_is_told_the_one_subscript_form(tmp_path):
+    source = "from gpu_native import *\n" + textwrap.dedent("""
+
+        @gpu_kernel(Kernel2D)
+        def k(xy: CUDASliceMut2D[f32]):
+            x, y = FlatLayout2D.uid()
+            xy[y][x] = 1.0
+        """)
+    path = tmp_path / "cstyle.py"
+    path.write_text(source)
+    with pytest.raises(TranspileError) as info:
+        rewrite_module(source, str(path), "cstyle")
+    assert info.value.message == "xy is a 2-D array but is indexed with 1 index"
+    assert info.value.hint == ("index every axis in one subscript, xy[i, j] (C's xy[i][j] is "
+                               "xy[i, j] here; a row of an array is not a value)")
+
+
 def test_imported_numpy_says_what_kernels_take_of_it(tmp_path):
     source = "import numpy as np\n" + MATH_IN_KERNEL.replace("math.sqrt", "np.median")
     with pytest.raises(TranspileError) as info:
