@@ -283,6 +283,7 @@ class TestLookup:
             for name in entry_files(kernels):
                 assert stat.S_IMODE(os.stat(kernels / name).st_mode) == 0o600, name
 
+    @pytest.mark.slow
     def test_warm_hit_in_a_new_process_loads_no_compiler(self, kernel_requests, tmp_path,
                                                          isolated_cache):
         request = kernel_requests["pkg.kern.scaled"]
@@ -333,6 +334,7 @@ class TestLookup:
 
 
 class TestCorruptEntries:
+    @pytest.mark.slow
     @pytest.mark.parametrize("damage", ["truncate", "flip", "sidecar"])
     def test_damaged_entry_is_rebuilt_with_one_warning(self, kernel_requests, isolated_cache,
                                                        damage):
@@ -390,6 +392,7 @@ class TestSpecialFilesInTheCache:
             finishes(lambda: store.get(key))
         assert finishes(store.unreadable) == [(str(path), "a FIFO, not a regular file")]
 
+    @pytest.mark.slow
     @pytest.mark.parametrize("which", ["json", "cubin"])
     def test_a_fifo_entry_is_rebuilt_with_one_warning(self, kernel_requests, isolated_cache,
                                                       which):
@@ -410,6 +413,7 @@ class TestSpecialFilesInTheCache:
         clear_memory_cache()
         assert find_or_build(request).origin == "cache"
 
+    @pytest.mark.slow
     @pytest.mark.parametrize("command", ["info", "doctor"])
     def test_cache_info_and_doctor_report_a_fifo(self, tmp_path, command):
         cache = tmp_path / "c"
@@ -453,6 +457,7 @@ class TestUnwritableCache:
         assert "GPU_NATIVE_CACHE_DIR" in messages[0]
         assert (first.origin, second.origin, again.origin) == ("compiled", "compiled", "memory")
 
+    @pytest.mark.slow
     def test_cache_path_that_cannot_be_a_directory(self, kernel_requests, tmp_path,
                                                    monkeypatch):
         blocker = tmp_path / "a-file"
@@ -460,6 +465,7 @@ class TestUnwritableCache:
         monkeypatch.setenv("GPU_NATIVE_CACHE_DIR", str(blocker / "cache"))
         self._check_degrades(kernel_requests)
 
+    @pytest.mark.slow
     def test_read_only_cache_directory_serves_hits_and_degrades(self, kernel_requests,
                                                                 isolated_cache, monkeypatch):
         assert find_or_build(kernel_requests["pkg.kern.scaled_sum"]).origin == "compiled"
@@ -523,6 +529,7 @@ class TestEviction:
                 assert locations.max_cache_bytes() == locations.DEFAULT_MAX_BYTES
         assert format_bytes((1 << 63) - 1) == "8.0 EiB" and format_bytes(3 << 40) == "3.0 TiB"
 
+    @pytest.mark.slow
     def test_the_cap_covers_rewritten_modules_too(self, kernel_requests, isolated_cache,
                                                   monkeypatch):
         first = find_or_build(kernel_requests["pkg.kern.scaled"])
@@ -622,6 +629,7 @@ class TestCommands:
         assert user_store().scan() == []
         assert entry_files(isolated_cache / "nvrtc") == []
 
+    @pytest.mark.slow
     def test_cache_clear_removes_only_what_gpu_native_wrote(self, kernel_requests, tmp_path,
                                                              isolated_cache, capsys):
         find_or_build(kernel_requests["pkg.kern.copy"])
@@ -655,6 +663,7 @@ class TestCommands:
         assert not (isolated_cache / "kernels" / f".{'e' * 64}.cubin.4321.89abcdef.tmp").exists()
         assert f"kept {len(FOREIGN_FILES) + 1} files that gpu_native did not write" in out, out
 
+    @pytest.mark.slow
     def test_cache_info_counts_rewritten_modules(self, tmp_path, isolated_cache, capsys):
         import_kernel_module(tmp_path / "src", isolated_cache)
         rewrites = [p for p in (isolated_cache / "modules").iterdir() if p.suffix == ".pyc"]
@@ -668,6 +677,7 @@ class TestCommands:
         total = next(x for x in out.splitlines() if x.startswith("size"))
         assert format_bytes(size) in total and "cap" in total, total
 
+    @pytest.mark.slow
     def test_cache_info_counts_only_files_of_ours(self, kernel_requests, tmp_path,
                                                   isolated_cache, capsys):
         find_or_build(kernel_requests["pkg.kern.copy"])
@@ -735,6 +745,7 @@ class TestCommands:
                in out, out
         assert f"{tmp_path / 'gone'} (missing)" in out and f"{afile} (missing)" not in out
 
+    @pytest.mark.slow
     @pytest.mark.parametrize("command", [["cache", "info"], ["cache", "clear"], ["doctor"]])
     def test_a_report_on_a_fresh_cache_creates_nothing(self, tmp_path, command):
         # A process the import hook runs in records the modules it found without kernels at

@@ -322,6 +322,7 @@ def check_degrades_once(requests, store_dir, reason: str) -> None:
             first.image, second.image)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("write, where", [(1, "data"), (1, "open"), (1, "replace"),
                                           (2, "data"), (2, "replace")],
                          ids=["image-bytes", "image-create", "image-rename", "sidecar-bytes",
@@ -333,6 +334,7 @@ def test_disk_full_while_writing_an_entry_degrades_with_one_warning(
     check_degrades_once(small_requests, isolated_cache / "kernels", "No space left on device")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("write, where", [(1, "open"), (2, "open"), (2, "replace")],
                          ids=["image", "sidecar", "sidecar-rename"])
 def test_permission_denied_while_writing_an_entry_degrades_with_one_warning(
@@ -342,6 +344,7 @@ def test_permission_denied_while_writing_an_entry_degrades_with_one_warning(
     check_degrades_once(small_requests, isolated_cache / "kernels", "Permission denied")
 
 
+@pytest.mark.slow
 def test_cache_root_in_a_directory_we_may_not_write(small_requests, tmp_path, monkeypatch):
     locked = tmp_path / "locked"
     locked.mkdir()
@@ -380,6 +383,7 @@ def tiny_tmpfs(path, size: str = "64k"):
         subprocess.run(["umount", "-l", str(path)], capture_output=True, timeout=30)
 
 
+@pytest.mark.slow
 def test_a_really_full_disk(small_requests, tmp_path, monkeypatch):
     with tiny_tmpfs(tmp_path / "full") as mount:
         cache = mount / "cache"

@@ -149,6 +149,7 @@ def requests_of(root, archs=("sm_80", "sm_90")):
 
 
 class TestPrecompile:
+    @pytest.mark.slow
     def test_manifest_lists_every_kernel_for_every_arch(self, built):
         manifest = json.loads((built / "out" / "manifest.json").read_text())
         from gpu_native.compiler import nvrtc_version
@@ -234,6 +235,7 @@ class TestPrecompile:
             "@gpu_kernel function" in err, err
         assert len(err.strip().splitlines()) == 1 and not (tmp_path / "out").exists()
 
+    @pytest.mark.slow
     def test_a_kernel_defined_in_a_function_is_named_as_not_built(self, tmp_path, capsys):
         # It was left out with no word: "defines no @gpu_kernel function" where it was alone.
         closure = ("from gpu_native import gpu_kernel, Kernel1D, CUDASliceMut, f32, "
@@ -347,6 +349,7 @@ class TestOutputDirectory:
         assert cli.main(["precompile", "deploypkg", "--arch", "sm_90", "--out", "site"]) == 1
         assert "not written by gpu-native precompile" in capsys.readouterr().err
 
+    @pytest.mark.slow
     def test_a_directory_of_other_files_is_refused_and_nothing_written(self, built, tmp_path,
                                                                         capsys):
         # A home directory, say: artifacts must not land among its files, nor a note blame
@@ -498,6 +501,7 @@ class TestDeployment:
         assert (f"gpu-native precompile {requests[0].module} --arch sm_86 --out {out}"
                 in message)
 
+    @pytest.mark.slow
     def test_directory_shipped_beside_the_package(self, built, tmp_path):
         import shutil
 
@@ -541,6 +545,7 @@ def build_with_umask(root: Path, out: str, umask: int, archs: str = "sm_90") -> 
 
 
 class TestOutputModes:
+    @pytest.mark.slow
     @pytest.mark.parametrize(("umask", "directory", "file"), [(0o022, 0o755, 0o644),
                                                               (0o027, 0o750, 0o640)],
                              ids=["umask-022", "umask-027"])
@@ -558,6 +563,7 @@ class TestOutputModes:
         assert not cache.exists() or stat.S_IMODE(cache.stat().st_mode) == 0o700
 
 
+    @pytest.mark.slow
     def test_files_left_private_by_an_earlier_build_are_pointed_out(self, built, tmp_path,
                                                                     capsys):
         shutil.copytree(built / "deploypkg", tmp_path / "deploypkg")
@@ -571,6 +577,7 @@ class TestOutputModes:
         assert f"other accounts cannot read {out} (and 1 more there)" in err, err
         assert f"chmod -R a+rX {out}" in err
 
+    @pytest.mark.slow
     def test_the_note_names_only_files_gpu_native_wrote(self, built, tmp_path, capsys):
         # Files a user put beside a build are neither reported nor touched by a recursive chmod.
         shutil.copytree(built / "deploypkg", tmp_path / "deploypkg")
@@ -731,6 +738,7 @@ def artifact_file(pre: Path, request, which: str) -> Path:
 
 
 class TestUnreadableEntries:
+    @pytest.mark.slow
     def test_a_deployment_built_by_one_account_runs_as_another(self, reader, deployment):
         if reader.how != "another-uid":
             pytest.skip(f"cannot run as another account here (the reader is {reader.how})")
@@ -739,6 +747,7 @@ class TestUnreadableEntries:
                                 GPU_NATIVE_REQUIRE_PRECOMPILED="1")
         assert result == {"results": [["precompiled"]] * len(requests), "warnings": []}
 
+    @pytest.mark.slow
     @pytest.mark.parametrize("which", ["image", "sidecar"])
     def test_an_unreadable_precompiled_entry_is_compiled_with_one_warning(
             self, reader, deployment, which):
@@ -752,6 +761,7 @@ class TestUnreadableEntries:
         assert str(unreadable) in message and "Permission denied" in message
         assert "compiling it instead" in message and "gpu-native doctor" in message
 
+    @pytest.mark.slow
     @pytest.mark.parametrize("which", ["image", "sidecar"])
     def test_an_unreadable_precompiled_entry_is_a_clear_error_when_compiling_is_forbidden(
             self, reader, deployment, which):
@@ -767,6 +777,7 @@ class TestUnreadableEntries:
         assert "GPU_NATIVE_REQUIRE_PRECOMPILED=1" in message and "chmod" in message
         assert result["warnings"] == []
 
+    @pytest.mark.slow
     def test_doctor_names_the_unreadable_precompiled_file(self, reader, deployment):
         pre, requests = deployment
         unreadable = artifact_file(pre, requests[0], "image")

@@ -78,6 +78,7 @@ def work(tmp_path: Path) -> Path:
     return tmp_path
 
 
+@pytest.mark.slow
 def test_a_cold_import_builds_its_kernels_ahead_and_the_launch_finds_them_in_memory(
         tmp_path, work):
     report = run_probe(work, tmp_path / "cache", GPU_NATIVE_PREFETCH="1")
@@ -90,6 +91,7 @@ def test_a_cold_import_builds_its_kernels_ahead_and_the_launch_finds_them_in_mem
     assert len(entries) >= 2  # and stored for the next process
 
 
+@pytest.mark.slow
 def test_kernels_built_ahead_are_what_the_bound_devices_driver_loads(tmp_path, work):
     """The driver's version goes to the worker with the arch: for a driver of an older CUDA major
     than NVRTC it builds nothing (the launch then reports why), instead of a kernel the driver
@@ -124,6 +126,7 @@ def test_kernels_built_ahead_are_what_the_bound_devices_driver_loads(tmp_path, w
     assert report["built"] == 0 and "the driver supports CUDA" in report["error"], report
 
 
+@pytest.mark.slow
 def test_a_warm_import_never_loads_the_prefetcher_nor_nvrtc(tmp_path, work):
     cache = tmp_path / "cache"
     run_probe(work, cache, GPU_NATIVE_PREFETCH="1")
@@ -132,6 +135,7 @@ def test_a_warm_import_never_loads_the_prefetcher_nor_nvrtc(tmp_path, work):
     assert report["origin"] == "cache" and not report["nvrtc_loaded"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("env", [{"GPU_NATIVE_PREFETCH": "0"},
                                  {"GPU_NATIVE_PREFETCH": "1", "GPU_NATIVE_REQUIRE_PRECOMPILED": "1"},
                                  {"GPU_NATIVE_PREFETCH": "1", "GPU_NATIVE_BACKEND": "sim"}],
@@ -167,6 +171,7 @@ def test_at_most_max_variants_are_noted(monkeypatch):
     assert len(prefetch._pending) == prefetch.MAX_VARIANTS
 
 
+@pytest.mark.slow
 def test_the_worker_loads_nvrtc_only_after_the_transpiler(tmp_path, work):
     """NVRTC's loading is Python holding the GIL: begun beside the transpiler, it slowed the
     cold start down instead (0.70 s against 0.55 s without compiling ahead, on the H200)."""
@@ -204,6 +209,7 @@ def test_a_device_bound_before_nvrtc_has_loaded_skips_the_warm_up_compile(monkey
     assert calls == ["load", "load", "warm-up"] and prefetch._loaded.is_set()
 
 
+@pytest.mark.slow
 def test_a_fork_waits_for_the_worker_and_the_parent_carries_on(tmp_path, work):
     code = textwrap.dedent('''\
         import os, sys

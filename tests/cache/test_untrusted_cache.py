@@ -83,6 +83,7 @@ def caught_cache_warnings(fn):
     return result, [str(w.message) for w in caught if issubclass(w.category, CacheWarning)]
 
 
+@pytest.mark.slow
 def test_an_entry_swapped_in_from_another_key_is_detected(requests, isolated_cache):
     pytest.importorskip("cuda.bindings.nvrtc")
     a, b = (find_or_build(r) for r in requests)
@@ -95,6 +96,7 @@ def test_an_entry_swapped_in_from_another_key_is_detected(requests, isolated_cac
     assert len(messages) == 1 and "sidecar names another key" in messages[0], messages
 
 
+@pytest.mark.slow
 def test_a_symlinked_image_is_detected_and_only_the_link_removed(requests, isolated_cache,
                                                                 tmp_path):
     pytest.importorskip("cuda.bindings.nvrtc")
@@ -128,6 +130,7 @@ def tamper_cubins(directory: Path) -> list[Path]:
     return images
 
 
+@pytest.mark.slow
 def test_a_tampered_precompiled_cubin_is_never_returned(requests, tmp_path, isolated_cache,
                                                         monkeypatch):
     pytest.importorskip("cuda.bindings.nvrtc")
@@ -189,6 +192,7 @@ def test_kernel_cache_is_private_whatever_the_umask(requests, isolated_cache):
         assert mode == want, (name, oct(mode), found)
 
 
+@pytest.mark.slow
 def test_import_hook_cache_is_private(tmp_path, isolated_cache):
     (tmp_path / "private_mod.py").write_text(KERNELS)
     (tmp_path / "plain_mod.py").write_text("X = 1\n")
@@ -361,6 +365,7 @@ class TestImportHookCacheTrust:
         assert stderr.count("cannot be trusted") == 1, stderr
         assert "CacheWarning" in stderr and f"{untrusted} " in stderr, stderr
 
+    @pytest.mark.slow
     @pytest.mark.parametrize("target", ["file", "directory"])
     def test_a_planted_entry_beside_the_source_writable_by_more_users_is_never_run(
             self, hooked_project, isolated_cache, target):
@@ -458,6 +463,7 @@ class _Payload:
         return (os.system, (f"touch {self.marker}",))
 
 
+@pytest.mark.slow
 def test_pickle_payloads_planted_in_every_cache_file_never_run(requests, tmp_path,
                                                                isolated_cache):
     pytest.importorskip("cuda.bindings.nvrtc")

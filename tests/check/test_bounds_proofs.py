@@ -443,6 +443,7 @@ def test_facts_from_an_assignment_last_until_the_next_and_need_nonnegative_opera
     assert remaining_checks(body) == {(12 + shift, "out", 0)} | kept
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("backend", ["sim"], indirect=True)
 def test_swizzled_indices_the_proofs_accept_are_in_range_for_every_input(kernel_module,
                                                                          backend):

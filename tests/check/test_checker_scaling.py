@@ -21,6 +21,7 @@ def _kernel(n: int) -> str:
             f"{body}    c[i] = x{n - 1}\n")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n", [200, 800])
 def test_values_are_walked_once_each(monkeypatch, n):
     calls = 0

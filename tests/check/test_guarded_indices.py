@@ -209,6 +209,7 @@ def test_near_misses_are_refused(tmp_path, name):
 # ---- generated draws ------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_generated_guarded_indices_accepted_only_when_race_free(tmp_path):
     """Every draw of tools/fuzz/guarded.py the checker accepts runs without a race for each n
     and launch shape its checks let through; the counts are printed (``pytest -s``)."""
@@ -222,6 +223,7 @@ def test_generated_guarded_indices_accepted_only_when_race_free(tmp_path):
     assert accepted >= 30 and refused >= 30 and launches >= 300
 
 
+@pytest.mark.slow
 def test_expand_proofs_names_the_condition_a_store_needed(tmp_path):
     import subprocess
     import sys

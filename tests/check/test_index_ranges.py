@@ -183,6 +183,7 @@ def test_a_refusal_gives_no_example_the_conditions_rule_out(tmp_path):
         "write out[64]" in str(info.value)
 
 
+@pytest.mark.slow
 def test_generated_pairs_accepted_only_when_race_free(tmp_path, monkeypatch):
     """Every draw of tools/fuzz/ranges.py the checker accepts runs without a race for each n and
     launch shape its checks let through; the counts are printed (``pytest -s``)."""

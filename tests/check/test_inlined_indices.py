@@ -79,6 +79,7 @@ PRESCAN = HEAD + textwrap.dedent("""
     """)
 
 
+@pytest.mark.slow
 def test_the_gpu_gems_scan_with_its_offset_macro_as_a_device_function(kernel_module, backend,
                                                                        monkeypatch):
     monkeypatch.setenv("GPU_NATIVE_SIM_WRITE_RACES", "1")

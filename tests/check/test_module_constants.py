@@ -216,6 +216,7 @@ PROGRAM = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("how", ["script", "import"])
 def test_a_rebound_constant_is_refused_in_a_script_and_through_the_hook(how, tmp_path):
     (tmp_path / "rebound.py").write_text(PROGRAM)

@@ -220,6 +220,7 @@ BLOCK_SORT = """
 SORTING = dict(partner="t ^ j", condition="ixj > t", barrier="sync_threads()")
 
 
+@pytest.mark.slow
 def test_the_bitonic_sort_of_a_block_is_accepted_and_sorts(tmp_path):
     """``j`` halves in a while loop: the trace of :mod:`gpu_native.check.strides` gives its value
     in each barrier interval, and the XOR rule pairs ``s[t]`` with ``s[t ^ j]`` there."""
@@ -255,6 +256,7 @@ BLOCK_SORT_COUNTED = """
     """
 
 
+@pytest.mark.slow
 def test_a_bitonic_sort_of_a_block_counted_by_range_loops(tmp_path):
     """``j = (1 << p) >> q`` from two ``range()`` counters: the trace gives ``t ^ j`` as ``t ^
     4`` (say) in each barrier interval, which no step can wrap."""
@@ -357,6 +359,7 @@ ODD_EVEN_SORTS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(ODD_EVEN_SORTS))
 def test_an_odd_even_transposition_sort_is_accepted_and_sorts(tmp_path, name):
     """Within one round every thread has the same ``phase``: the barrier that parts the rounds
@@ -533,6 +536,7 @@ def test_the_same_read_inside_the_conditions_is_accepted(tmp_path, name):
 # ---- generated draws --------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_generated_pairings_accepted_only_when_race_free(tmp_path):
     """Every draw of tools/fuzz/pairing.py the checker accepts (XOR-paired stores in global and
     shared memory, stores in one round of a loop) runs without a race for each n and launch

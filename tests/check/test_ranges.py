@@ -106,6 +106,7 @@ def _i8_shr(xs, n):
     return np.where(xs < 0, -1, 0) if n < 0 or n >= 8 else xs >> n
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("op", ["&", "|", "^", ">>", "%"])
 def test_bitwise_intervals_hold_for_every_i8_value_and_shift_count(op):
     # Through ValueRanges, as the proofs use it: the operands' intervals are any of these, and

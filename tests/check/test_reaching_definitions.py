@@ -109,6 +109,7 @@ def test_a_value_read_from_memory_is_not_carried():
     assert "store into 'dst'" in refused(source)
 
 
+@pytest.mark.slow
 def test_the_separable_convolution_is_race_free_on_the_race_detector(rng, examples_path,
                                                                     monkeypatch):
     """The gallery's kernels, whose output stores R8 proves, run on the simulator with its race
@@ -136,6 +137,7 @@ def test_the_separable_convolution_is_race_free_on_the_race_detector(rng, exampl
         assert not np.isnan(dst).any()   # every pixel written
 
 
+@pytest.mark.slow
 def test_generated_reaching_forms_are_race_free_where_accepted():
     """The race fuzzer's forms of an index through a local assigned twice (tools/fuzz/indices.py,
     ``REACHING``): those the checker accepts never race on the simulator, and most

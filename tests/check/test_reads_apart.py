@@ -97,6 +97,7 @@ def test_near_misses_are_refused_and_race(tmp_path, name):
     assert errors.races
 
 
+@pytest.mark.slow
 def test_generated_reads_accepted_only_when_race_free(tmp_path):
     """Every draw of tools/fuzz/reads.py (a store and a read where another family drew two
     stores) the checker accepts runs without a race for each n and launch shape its checks let

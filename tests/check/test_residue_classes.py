@@ -177,6 +177,7 @@ def test_a_modulus_of_three_stays_refused_though_race_free(tmp_path):
     assert launch(kernel, 2, 64, np.arange(200, dtype=np.float32)).races == []
 
 
+@pytest.mark.slow
 def test_generated_residue_classes_accepted_only_when_race_free(tmp_path):
     """Every draw of tools/fuzz/residues.py the checker accepts runs without a race for each n
     and launch shape its checks let through; the counts are printed (``pytest -s``)."""

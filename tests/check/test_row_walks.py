@@ -94,6 +94,7 @@ def test_a_walk_from_the_first_element_stays_refused_though_race_free(tmp_path):
                   np.int32(8)).races == []
 
 
+@pytest.mark.slow
 def test_generated_row_walks_accepted_only_when_race_free(tmp_path):
     """Every draw of tools/fuzz/rowwalk.py the checker accepts runs without a race for each n
     and launch shape its checks let through; the counts are printed (``pytest -s``)."""

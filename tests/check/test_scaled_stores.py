@@ -89,6 +89,7 @@ def refused(source: str) -> str:
     return str(info.value)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("source", [SCAN, BITONIC], ids=["blelloch", "bitonic"])
 def test_the_tree_and_network_stores_are_proven(source):
     (kernel,) = transpile(source).kernels

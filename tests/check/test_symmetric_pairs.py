@@ -342,6 +342,7 @@ def test_a_thread_that_meets_itself_is_refused_though_race_free(tmp_path, name):
 # ---- generated draws --------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_generated_mirrored_pairs_accepted_only_when_race_free(tmp_path):
     """Every draw of tools/fuzz/mirrored.py the checker accepts runs without a race for each n
     and launch shape its checks let through; the counts are printed (``pytest -s``)."""

@@ -82,6 +82,7 @@ AFTER = """
     """
 
 
+@pytest.mark.slow
 def test_a_store_after_the_loop_is_proven_against_each_rounds_last_interval(tmp_path):
     # Without a barrier after the loop, thread t + 1's s[p * N + t + 1] (p = 0, the round that
     # n = 1 runs) and thread t's s[t + 1] meet in one interval.
@@ -178,6 +179,7 @@ def _flipped_draw(r):
             return source
 
 
+@pytest.mark.slow
 def test_generated_double_buffers_accepted_only_when_race_free(tmp_path):
     """Every double-buffered draw of tools/fuzz/scaled.py the checker accepts, in loops of known
     and of unknown trip count, runs without a race on every launch shape its asserts allow;

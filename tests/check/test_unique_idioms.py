@@ -47,6 +47,7 @@ def filled(shape, value=-1):
 # ---- the idioms, run ---------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_two_stores_per_thread_at_disjoint_offsets(backend, ki):
     x = np.arange(256 * 3, dtype=np.int32)
     out = filled(len(x))
@@ -176,6 +177,7 @@ def test_single_block_kernel_refuses_two_blocks(ki):
         gn.DEFAULT_STREAM.synchronize()
 
 
+@pytest.mark.slow
 def test_expand_proofs_name_the_rule():
     from tests.helpers import kernels_unique_idioms
 
@@ -350,6 +352,7 @@ def test_generated_indices_accepted_only_when_race_free(tmp_path):
     assert accepted >= 40 and refused >= 40
 
 
+@pytest.mark.slow
 def test_whole_warps_steps_accepted_only_when_race_free(tmp_path):
     """The whole-warps draws of tools/fuzz/warps.py (``assert block_dim.x % d == 0``, a block
     stepping by ``block_dim.x // q``, a warp's slot ``tid // m``) the checker accepts run

@@ -147,6 +147,7 @@ NEAR_MISSES = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", list(NEAR_MISSES))
 def test_near_miss_is_refused(tmp_path, case):
     source, change, message = NEAR_MISSES[case]
@@ -192,6 +193,7 @@ def k(c: CUDASliceMut2D[f32]):
         transpile_module(source, str(tmp_path / "k.py"), "k")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", [
     "examples/tensor_core/hgemm_tensor_core.py", "examples/tensor_core/gemm_bias_gelu.py",
     "examples/tensor_core/sgemm_tf32.py", "tests/helpers/kernels_tf32.py"])

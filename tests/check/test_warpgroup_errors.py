@@ -103,6 +103,7 @@ def k(c: CUDASliceMut[f16]):
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_warpgroup_misuse_is_a_located_transpile_error(name, tmp_path):
     body, message = CASES[name]

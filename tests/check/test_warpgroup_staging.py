@@ -135,6 +135,7 @@ _TWO_D = (_GOOD.replace("    out = shared_array(f16, (2, 64, 64), swizzle=128)",
 _BF16 = _GOOD.replace("f16", "bf16")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("body", [_GOOD, _TWO_D, _BF16], ids=["3-d", "2-d", "bf16"])
 def test_the_staged_store_compiles_for_sm_90a(body, tmp_path):
     """NVRTC (on the CPU) builds every entry point of the staged store."""
@@ -151,6 +152,7 @@ def test_the_staged_store_compiles_for_sm_90a(body, tmp_path):
     assert variant.symbol.encode() in image.image
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("body", [_TWO_D, _BF16], ids=["2-d", "bf16"])
 def test_the_other_staging_forms_match_numpy_on_the_simulator(body, tmp_path, monkeypatch, sim):
     name = "staged_2d" if body is _TWO_D else "staged_bf16"
@@ -193,6 +195,7 @@ def test_staging_over_the_other_warpgroups_operand_is_a_race_on_the_simulator(
     assert f"staged_race.py:{mma + HEADER.count(chr(10))}" in str(found.value)
 
 
+@pytest.mark.slow
 def test_staging_written_none_is_the_store_without_staging(tmp_path):
     """``staging=None`` (the default the signature shows) is the direct store, not a staging
     region missing its index."""

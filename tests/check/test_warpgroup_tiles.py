@@ -108,6 +108,7 @@ NEAR_MISSES = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", list(NEAR_MISSES))
 def test_near_miss_is_refused(tmp_path, case):
     source, change, message = NEAR_MISSES[case]
@@ -119,6 +120,7 @@ def test_near_miss_is_refused(tmp_path, case):
     assert "warpgroup_store()" in text and message in text, text
 
 
+@pytest.mark.slow
 def test_the_hopper_example_stores_its_tiles_proven():
     from tests.helpers import ROOT
 

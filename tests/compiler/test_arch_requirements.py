@@ -157,6 +157,7 @@ SIXTEEN_BIT = textwrap.dedent('''\
     ''')
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("arch", ["sm_75", "sm_80"])
 def test_16_bit_kernels_compile_for_turing(tmp_path, arch):
     """The bf16 pairs' fma is sm_80's instruction; below it the prelude computes each lane

@@ -124,6 +124,7 @@ def test_hand_written_register_tiled_sgemm_computes_the_product(suite, tmp_path)
         assert float(run.stdout) <= 1e-5, (m, k, n, run.stdout)
 
 
+@pytest.mark.slow
 def test_unchecked_gallery_sgemm_compiles_without_bounds_checks(suite):
     checked = (ROOT / "examples" / "gallery" / "sgemm_register_tiled.py").read_text()
     source = suite.unchecked_source("gallery/sgemm_register_tiled")
@@ -147,6 +148,7 @@ def test_unchecked_gallery_sgemm_compiles_without_bounds_checks(suite):
         assert image.kind == "cubin" and image.log.strip("\x00").strip() == ""
 
 
+@pytest.mark.slow
 def test_unchecked_gallery_sgemm_computes_the_product(suite):
     import gpu_native as gn
     from gpu_native.runtime.backend import use
@@ -164,6 +166,7 @@ def test_unchecked_gallery_sgemm_computes_the_product(suite):
     assert np.linalg.norm(out - ref) <= 1e-5 * np.linalg.norm(ref)
 
 
+@pytest.mark.slow
 def test_command_line_offers_sgemm_tiled(tmp_path):
     run = subprocess.run([sys.executable, str(SUITE), "--help"], capture_output=True, text=True,
                          env=child_env(tmp_path), timeout=120)
@@ -189,6 +192,7 @@ def test_hand_written_vectorized_sgemm_compiles_cleanly(suite, arch):
     assert image.log.strip("\x00").strip() == ""
 
 
+@pytest.mark.slow
 def test_unchecked_vectorized_sgemm_has_no_checks_and_computes_the_product(suite):
     import gpu_native as gn
     from gpu_native.runtime.backend import use
@@ -213,6 +217,7 @@ def test_unchecked_vectorized_sgemm_has_no_checks_and_computes_the_product(suite
     assert np.linalg.norm(out - ref) <= 1e-5 * np.linalg.norm(ref)
 
 
+@pytest.mark.slow
 def test_checked_vectorized_sgemm_has_no_checks_in_its_inner_loop():
     source = (ROOT / "examples" / "gallery" / "sgemm_vectorized.py").read_text()
     (kernel,) = transpile_module(source, "sgemm_vectorized.py", "sgemm_vectorized").kernels
@@ -274,6 +279,7 @@ def test_hand_written_tf32_gemm_compiles_cleanly(suite, arch):
     assert image.log.strip("\x00").strip() == ""
 
 
+@pytest.mark.slow
 def test_unchecked_hgemm_tc_has_no_checks_and_computes_the_product(suite):
     from gpu_native.runtime.backend import use
 
@@ -305,6 +311,7 @@ def test_command_line_offers_the_tensor_core_gemms(tmp_path):
     assert "gemm_bias_gelu" in run.stdout
 
 
+@pytest.mark.slow
 def test_unchecked_gemm_bias_gelu_computes_the_fused_product(suite):
     import gpu_native as gn
     from gpu_native.runtime.backend import use
@@ -346,6 +353,7 @@ def test_suite_reports_the_sass_mix_of_the_gemms_it_ran(suite, monkeypatch):
 # ---- hgemm_wgmma, bgemm_wgmma (tools/_bench_hgemm.py) ---------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("symbol", ["hgemm_wgmma_f16", "hgemm_wgmma_bf16", "hgemm_wgmma_f16_f32",
                                     "hgemm_wgmma_bf16_f32"])
 def test_hand_written_wgmma_gemm_compiles_for_sm_90a_as_the_suite_builds_it(suite, symbol):
@@ -376,6 +384,7 @@ def _unchecked_without_checks(suite, example: str, decorator: str):
     return suite.unchecked(example)
 
 
+@pytest.mark.slow
 def test_unchecked_hgemm_wgmma_has_no_checks_and_computes_the_product(suite):
     import gpu_native as gn
     from gpu_native.runtime.backend import use
@@ -402,6 +411,7 @@ def test_the_suite_offers_the_wgmma_gemms(suite):
 # ---- gemm_bias_gelu_wgmma (tools/_bench_hgemm.py; the hand-written kernel in tools/tma_probe.py)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("variant", ["sync4", "sync4flat", "sync4gelu"])
 def test_the_suites_tma_kernels_compile_for_sm_90a(suite, variant):
     import tma_probe
@@ -424,6 +434,7 @@ def test_the_hand_written_fused_kernel_is_the_gemm_with_the_gelu_epilogue(suite)
     assert "#if TS_GELU" in tma_probe.SOURCE and "gelu_tanh(acc[4 * j] + b0)" in tma_probe.SOURCE
 
 
+@pytest.mark.slow
 def test_unchecked_fused_wgmma_kernel_has_no_checks_and_computes_it(suite):
     import gemm_bias_gelu_wgmma as ex
 
@@ -450,6 +461,7 @@ def test_the_suite_offers_the_fused_wgmma_gemm(suite):
     assert callable(suite.Suite.gemm_bias_gelu_wgmma)
 
 
+@pytest.mark.slow
 def test_chart_from_a_saved_run_lays_the_panels_in_rows(suite, tmp_path, monkeypatch):
     """``--chart-from`` redraws a saved run's chart without a GPU, at most CHART_COLUMNS panels a
     row (with every benchmark in one row the chart was too wide to read)."""

@@ -88,6 +88,7 @@ def add_request(tmp_path_factory) -> BuildRequest:
 
 
 class TestCompile:
+    @pytest.mark.slow
     @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
     def test_generated_kernels_compile_to_cubin_without_warnings(self, tmp_path, arch):
         requests = _requests(tmp_path, arch)
@@ -132,6 +133,7 @@ class TestCompile:
         assert "mykernels.add_kernel" in str(info.value)
         assert "sm_90" in str(info.value)
 
+    @pytest.mark.slow
     @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
     def test_static_shared_memory_up_to_the_48_kib_the_transpiler_allows(self, arch):
         # The transpiler's limit and layout (gpu_native.ir.static_shared_bytes: each array

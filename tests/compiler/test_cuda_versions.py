@@ -115,6 +115,7 @@ class TestCacheKeys:
         # and from then on this process keys by the NVRTC it really uses
         assert nvrtc_probe.version_for_keys(None) == real
 
+    @pytest.mark.slow
     def test_a_process_with_another_nvrtc_does_not_find_the_kernel(self, request_sm90):
         built = find_or_build(request_sm90)
         clear_memory_cache()

@@ -9,6 +9,7 @@ from gpu_native.compiler.nvrtc import compile_request
 from tests.runtime.test_strided_views import SOURCE
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
 def test_strided_kernels_compile_to_cubin(kernel_module, arch):
     m = kernel_module(SOURCE)

@@ -49,6 +49,7 @@ def test_another_device_is_a_clear_compile_error(arch):
     assert wgmma_arch("sm_90a") == "sm_90a"
 
 
+@pytest.mark.slow
 def test_nvrtc_compiles_an_sm_90a_cubin_with_an_empty_log():
     wg, _ = _spec()
     image = compile_request(BuildRequest.for_variant(wg, wg.variants[0], "sm_90"))
@@ -65,6 +66,7 @@ def test_precompile_builds_a_wgmma_kernel_for_sm_90_only():
     assert {j.request.arch for j in jobs} == {"sm_90a"}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("staged", [True, False], ids=["staged", "from-fragments"])
 def test_a_16_bit_output_keeps_the_wgmma_asynchronous(tmp_path, monkeypatch, staged):
     """A 16-bit ``warpgroup_store`` converts by pairs, into the staging region (the example) or

@@ -59,17 +59,20 @@ def _run(args, tmp_path, **kwargs) -> subprocess.CompletedProcess:
 
 
 class TestCodeWithoutAFile:
+    @pytest.mark.slow
     def test_python_c(self, tmp_path):
         proc = _run(["-c", PROGRAM], tmp_path)
         assert proc.returncode == 0, proc.stderr
         assert EXPECTED in proc.stdout
 
+    @pytest.mark.slow
     def test_python_c_after_other_options(self, tmp_path):
         # Clustered flags before -c (`-Bc CODE`) and an option with its own argument.
         proc = _run(["-W", "ignore", "-Bc", PROGRAM], tmp_path)
         assert proc.returncode == 0, proc.stderr
         assert EXPECTED in proc.stdout
 
+    @pytest.mark.slow
     def test_a_script_on_standard_input(self, tmp_path):
         script = tmp_path / "program.py"
         script.write_text(PROGRAM)
@@ -210,6 +213,7 @@ class TestTheFileIsTheCodeThatRan:
             "code Python ran" in message, message
         assert "gn.register_source(src)" in message
 
+    @pytest.mark.slow
     def test_a_module_a_loader_rewrites_is_not_compared(self, tmp_path):
         # pytest's assertion rewriting compiles a test module's kernels (their asserts
         # included) from a rewritten tree: other code from the same, unchanged text.

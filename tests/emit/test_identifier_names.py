@@ -99,6 +99,7 @@ def _module_name(name: str) -> str:
                                  for c in name)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", NAMES)
 def test_name_works_in_every_role(name, kernel_module, backend, launch_paths):
     k = kernel_module(_source(name), _module_name(name))
@@ -168,6 +169,7 @@ def swap(x: CUDASlice[f32], out: CUDASliceMut[f32]):
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("first, second", PAIRS)
 def test_names_whose_generated_names_could_meet(first, second, kernel_module, backend):
     source = PAIR_TEMPLATE.replace("FIRST", first).replace("SECOND", second)
@@ -253,6 +255,7 @@ class TestCppNames:
         assert {"__gn_err", "gn_chk", "threadIdx", "float4", "atomicAdd", "sqrtf"} <= seen
 
 
+@pytest.mark.slow
 def test_the_simulators_own_names_all_start_with_gn():
     """In the simulator's Python for every example and test kernel, a name that does not start
     with _gn is a variable of the kernel's (so the generated code's own names cannot meet one)."""

@@ -173,6 +173,7 @@ def _run_both(body: str, arrays: list[np.ndarray], grid: int, block: int):
     return results
 
 
+@pytest.mark.slow
 @needs_cxx
 @pytest.mark.parametrize("shape", [(5, 7), (1, 13), (9, 1), (16, 16)])
 def test_stencil_and_mixed_arithmetic_match_the_main_entry_point(shape):
@@ -189,6 +190,7 @@ def test_stencil_and_mixed_arithmetic_match_the_main_entry_point(shape):
     np.testing.assert_array_equal(out32[2], expect)
 
 
+@pytest.mark.slow
 @needs_cxx
 def test_loops_and_bit_operations_match_the_main_entry_point():
     rng = np.random.default_rng()
@@ -217,6 +219,7 @@ def k(a: CUDASlice[u8], o: CUDASliceMut[i64]):
 """
 
 
+@pytest.mark.slow
 @needs_cxx
 def test_a_loop_up_to_the_largest_extent_counts_in_32_bits_without_overflow():
     # The largest array the _i32 entry point is run for; its elements are never read, so one
@@ -235,6 +238,7 @@ def test_a_loop_up_to_the_largest_extent_counts_in_32_bits_without_overflow():
         np.testing.assert_array_equal(o, expect)
 
 
+@pytest.mark.slow
 @needs_cxx
 def test_an_index_error_is_reported_the_same_way():
     # 37 threads over 30 elements: the tail threads fail their bounds check on `o`.

@@ -162,6 +162,7 @@ def _same(got, want):
         got[~nan].view(np.uint8), want[~nan].view(np.uint8))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("where", ["sim", "host", pytest.param("cuda", marks=pytest.mark.gpu)])
 def test_float_min_max_and_compares_keep_nan_and_argument_order(kernel_module, where):
     from gpu_native.runtime.backend import use
@@ -330,6 +331,7 @@ def test_integer_min_and_max_never_reach_ptxas_as_a_min_or_max(kernel_module):
         assert not any(op in body for op in ("max.s32", "min.s32", "max.u32", "min.u32"))
 
 
+@pytest.mark.slow
 @WHERE
 def test_a_divisor_guarded_by_a_comparison_of_a_max_with_zero(kernel_module, where):
     """Fuzz seed 3534: ptxas (NVRTC 13.0) tested m != 0 for m = max(max(x, 0), 0) on the predicate
@@ -395,6 +397,7 @@ def test_a_scale_is_kept_apart_only_where_its_operand_may_be_a_product(kernel_mo
     assert "= gn_fscale(t[0LL], 0.5f);" in cuda
 
 
+@pytest.mark.slow
 @WHERE
 def test_float32_square_over_eight_overflows_to_infinity(kernel_module, where):
     """Fuzz seed 2508: b**2 / 8 with b = 2**64 was 2**125 on the GPU (one FMUL.D8), not inf."""
@@ -406,6 +409,7 @@ def test_float32_square_over_eight_overflows_to_infinity(kernel_module, where):
     np.testing.assert_array_equal(got, want)
 
 
+@pytest.mark.slow
 @WHERE
 def test_power_of_two_scales_of_a_product_round_twice(kernel_module, where):
     """Each product is rounded (to inf, or in the subnormal range) before it is scaled."""
@@ -491,6 +495,7 @@ def test_a_wrapped_32_bit_result_is_sign_extended_after_the_wrap_in_ptx(kernel_m
         assert uses and all(op.endswith(".s32") for op in uses), (entry.split("(")[0], uses)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("where", ["sim", "host", pytest.param("cuda", marks=pytest.mark.gpu)])
 def test_a_wrapped_32_bit_divisor_keeps_its_wrap(kernel_module, where):
     from gpu_native.runtime.backend import use
@@ -547,6 +552,7 @@ def guarded_branch(a: CUDASlice[f32], n: CUDASlice[i64], o: CUDASliceMut[f32]):
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("where", ["sim", "host", pytest.param("cuda", marks=pytest.mark.gpu)])
 def test_a_compare_whose_constant_appears_only_after_folding_keeps_nan(kernel_module, where):
     """Fuzz seed 24530: `abs(v) >= n * 0` was true for a NaN `v` on the H200 (NVVM folds `n * 0`
@@ -576,6 +582,7 @@ def test_a_compare_whose_constant_appears_only_after_folding_keeps_nan(kernel_mo
     assert np.array_equal(o, want), a[(o != want).any(axis=1)]
 
 
+@pytest.mark.slow
 @WHERE
 def test_a_branch_on_a_compare_with_a_negated_abs_keeps_nan(kernel_module, where):
     """Fuzz seed 47326: `if (n < C) and (C > -v)` for `v = abs(x)` and a constant `C > 0` took
@@ -613,6 +620,7 @@ def test_signed_right_shifts_reach_ptxas_as_a_bit_field_extract(kernel_module):
         assert "shr.s32" not in entry
 
 
+@pytest.mark.slow
 @WHERE
 def test_a_right_shift_of_a_value_with_its_sign_bit_set_stays_negative(kernel_module, where):
     """Fuzz seed 48495: min(b, (x | C) >> 2) was b on the H200 for b in {0, 1} and a negative C,
@@ -677,6 +685,7 @@ def test_a_quotient_that_may_be_negative_keeps_its_sign_tests_in_ptx(kernel_modu
     assert "gn_fdiv(f32" not in next(iter(plain.variants.values())).cuda
 
 
+@pytest.mark.slow
 @WHERE
 def test_python_modulo_and_compares_of_a_quotient_by_negative_zero(kernel_module, where):
     """Fuzz seed 70643: a % (f32(u) / -0.0) was a for positive a on the H200 (Python gives -inf,

@@ -10,6 +10,8 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from gpu_native.rewrite import transpile_module
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -42,6 +44,7 @@ def test_a_nonnegative_value_is_shifted_logically_and_a_signed_one_arithmeticall
     assert body.count("gn_shr<int>(") == 1
 
 
+@pytest.mark.slow
 def test_the_tensor_core_gemm_has_no_arithmetic_shift_and_plain_copy_addresses():
     path = ROOT / "examples" / "tensor_core" / "hgemm_tensor_core.py"
     module = transpile_module(path.read_text(), str(path), "hgemm_tensor_core")

@@ -57,6 +57,7 @@ def _plain(value) -> bool:
 
 
 class TestLiteral:
+    @pytest.mark.slow
     def test_every_spec_reads_back_as_itself(self):
         for spec in _all_specs():
             literal = spec.to_literal()
@@ -76,6 +77,7 @@ class TestLiteral:
         assert [i.argval for i in ops if i.opname == "LOAD_CONST" and i.argval == literal] == \
             [literal]
 
+    @pytest.mark.slow
     def test_the_records_are_typed(self):
         spec = next(s for s in _all_specs() if s.name == "narrow")
         (variant,) = spec.variants
@@ -94,6 +96,7 @@ class TestLiteral:
         assert tree_text(first.tree) == "block_dim.x == 64"
         assert tree_text(second.tree) == "grid_dim.x > 0 or not block_dim.x < 64"
 
+    @pytest.mark.slow
     def test_sites_in_another_modules_device_function_name_its_file(self, tmp_path):
         (tmp_path / "spec_helpers.py").write_text(
             "from gpu_native import gpu_device, CUDASlice, f32, i64\n\n\n"

@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 import sys
 
+import pytest
 from cuda.bindings import nvrtc as N
 
 from gpu_native.cache import BuildRequest
@@ -65,6 +66,7 @@ def _compile(source: str, symbol: str, options: list[str]) -> bytes:
         N.nvrtcDestroyProgram(program)
 
 
+@pytest.mark.slow
 def test_the_gallery_sgemm_unrolls_its_inner_product_as_the_hand_written_cuda():
     sys.path.insert(0, str(ROOT / "tools"))
     try:

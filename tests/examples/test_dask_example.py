@@ -48,6 +48,7 @@ def _run(tmp_path, *args: str, **env: str) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=300)
 
 
+@pytest.mark.slow
 def test_two_workers_on_the_simulator(tmp_path):
     pytest.importorskip("distributed")
     pytest.importorskip("dask.array")

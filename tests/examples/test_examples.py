@@ -74,6 +74,7 @@ def test_example_matches_numpy(backend, name, kwargs, kind, tol):
     _check(kind, tol, out, ref)
 
 
+@pytest.mark.slow
 def test_examples_run_as_scripts(tmp_path):
     """``python examples/vector_add.py`` works with no import hook involved (the __main__ path)."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(EXAMPLES.parent),

@@ -128,6 +128,7 @@ def seed():
 # ---- every kernel against NumPy -------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", NAMES)
 def test_gallery_kernel_matches_numpy(backend, name, seed):
     from _gallery import compare

@@ -34,6 +34,7 @@ def _rel(out, ref):
     return np.linalg.norm(out - ref) / np.linalg.norm(ref)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dtype", [gn.f16, gn.bf16])
 def test_fused_gemm_bias_gelu_matches_numpy(hopper, dtype):
     result, reference = fused.run(128, 128, 256, dtype=dtype, seed=1)
@@ -54,6 +55,7 @@ def _inputs(m, k, n, seed):
     return gn.to_device(a), gn.to_device(b), gn.to_device(bias), want
 
 
+@pytest.mark.slow
 def test_grouped_blocks_each_get_their_columns_bias(hopper):
     """Four block rows in two groups of two (grid (2, 2, 2)), two block columns and five slices
     through the 4-stage ring: every tile of the poisoned C written once, each column with its

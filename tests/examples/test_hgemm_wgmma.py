@@ -128,6 +128,7 @@ def _inputs(m, k, n, dtype, seed):
     return da, db, want
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dtype", [gn.f16, gn.bf16])
 def test_an_f32_output(hopper, f32_out, dtype):
     m, k, n = (2048, 1024, 2048) if hopper == "cuda" else (256, 320, 512)
@@ -137,6 +138,7 @@ def test_an_f32_output(hopper, f32_out, dtype):
     assert _rel(c.to_host().astype(np.float64), want) <= F32_TOLERANCE
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dtype", [gn.f16, gn.bf16])
 def test_a_16_bit_output_stored_from_the_fragments(hopper, direct_16, dtype):
     m, k, n = (2048, 1024, 2048) if hopper == "cuda" else (256, 320, 512)
@@ -146,6 +148,7 @@ def test_a_16_bit_output_stored_from_the_fragments(hopper, direct_16, dtype):
     assert _rel(c.to_host().astype(np.float64), want) <= TOLERANCE[dtype]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("staged", [True, False], ids=["staged", "direct"])
 @pytest.mark.parametrize("dtype", [gn.f16, gn.bf16])
 def test_a_16_bit_output_that_is_not_aligned(hopper, tmp_path, monkeypatch, dtype, staged):

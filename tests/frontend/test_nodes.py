@@ -129,6 +129,7 @@ def test_nodes_survive_pickle_and_copy():
     assert copy.deepcopy(bag).items == [1] and copy.deepcopy(bag).items is not bag.items
 
 
+@pytest.mark.slow
 def test_the_package_imports_without_typing_dataclass_transform():
     # Python 3.10's typing has no dataclass_transform (3.11+): gpu_native must not need it at
     # run time.  Removing it from this interpreter's typing stands in for a 3.10 interpreter

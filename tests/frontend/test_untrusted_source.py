@@ -128,6 +128,7 @@ CONSTANT_BY_CALL = textwrap.dedent(f'''\
     ''')
 
 
+@pytest.mark.slow
 def test_a_constant_defined_by_a_call_is_refused_not_run(tmp_path, isolated_cache):
     (tmp_path / "by_call.py").write_text(CONSTANT_BY_CALL)
     out = cli(["expand", "by_call.py"], tmp_path, isolated_cache)
@@ -137,6 +138,7 @@ def test_a_constant_defined_by_a_call_is_refused_not_run(tmp_path, isolated_cach
     assert executed(tmp_path) == []
 
 
+@pytest.mark.slow
 def test_the_import_hook_refuses_it_before_the_module_body_runs(tmp_path, isolated_cache):
     (tmp_path / "by_call_import.py").write_text(CONSTANT_BY_CALL)
     script = "import gpu_native, by_call_import"
@@ -159,6 +161,7 @@ def _limit_memory() -> None:  # pragma: no cover - runs in the child
     resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
 
 
+@pytest.mark.slow
 def test_constant_folding_of_hostile_source_is_bounded(tmp_path, isolated_cache):
     (tmp_path / "bomb.py").write_text("\n".join(CONSTANT_BOMB_LINES))
     try:
@@ -244,6 +247,7 @@ def nested(n: int) -> str:
     return "(" * n + "1" + ")" * n
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("how", ["import", "expand", "precompile"])
 def test_three_thousand_nested_brackets_are_pythons_syntax_error_not_a_crash(tmp_path,
                                                                             isolated_cache, how):
@@ -295,6 +299,7 @@ def kernel_with(expression: str) -> str:
     return SMALL_KERNEL.replace("a[i] * 2.0", expression)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("how", ["hook", "no hook", "expand"])
 def test_a_400_term_sum_in_a_kernel_is_a_located_error(tmp_path, isolated_cache, how):
     (tmp_path / "deep_kernel.py").write_text(kernel_with("a[i]" + " + 1.0" * 400))
@@ -311,6 +316,7 @@ def test_a_400_term_sum_in_a_kernel_is_a_located_error(tmp_path, isolated_cache,
     assert "RecursionError" not in out.stderr
 
 
+@pytest.mark.slow
 def test_a_deep_kernel_within_the_limit_runs_when_imported_from_deep_in_a_program(
         tmp_path, isolated_cache):
     from gpu_native.frontend.source import MAX_DEPTH
@@ -322,6 +328,7 @@ def test_a_deep_kernel_within_the_limit_runs_when_imported_from_deep_in_a_progra
     assert f"RESULT [{float(terms)}, {1.0 + terms}" in out.stdout
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("shape", ["and", "strings", "device chain", "blocks"])
 def test_other_deep_kernels_are_located_errors_not_crashes(tmp_path, isolated_cache, shape):
     if shape == "and":  # one BoolOp for CPython, 2,000 nested operations for libcst
@@ -370,6 +377,7 @@ def test_a_source_with_a_coding_cookie_is_decoded_as_python_does(tmp_path, isola
         assert (tmp_path / "pre" / "manifest.json").exists()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("how", ["import", "expand", "precompile"])
 def test_a_source_that_is_not_utf8_and_declares_nothing_is_a_located_error(tmp_path,
                                                                            isolated_cache, how):
@@ -390,6 +398,7 @@ def test_a_source_that_is_not_utf8_and_declares_nothing_is_a_located_error(tmp_p
                                  "is not valid utf-8"), out.stderr[:500]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("line", [1, 3])  # where a coding cookie could be, and below
 @pytest.mark.parametrize("how", ["import", "expand"])
 def test_a_byte_that_is_not_utf8_in_a_comment_is_located_on_import_too(tmp_path,
@@ -407,6 +416,7 @@ def test_a_byte_that_is_not_utf8_in_a_comment_is_located_on_import_too(tmp_path,
     assert "cannot find the source" not in out.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["fifo", "dev-zero"])
 @pytest.mark.parametrize("command", ["expand", "precompile"])
 def test_a_fifo_or_a_device_is_refused_as_not_a_regular_file(tmp_path, isolated_cache, kind,
@@ -432,6 +442,7 @@ def test_a_directory_named_like_a_module_is_refused_as_a_directory(tmp_path, iso
                           "source files only)\n"), out.stderr
 
 
+@pytest.mark.slow
 def test_precompile_of_a_directory_refuses_a_fifo_among_its_modules(tmp_path, isolated_cache):
     pkg = tmp_path / "pipes"
     pkg.mkdir()
@@ -453,6 +464,7 @@ SYNTAX_ERRORS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("how", ["import", "expand"])
 @pytest.mark.parametrize("case", sorted(SYNTAX_ERRORS))
 def test_a_syntax_error_is_reported_at_pythons_line(tmp_path, isolated_cache, case, how):

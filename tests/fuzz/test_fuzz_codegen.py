@@ -195,6 +195,7 @@ class TestReference:
                 checked += 1
         assert checked > 2000
 
+    @pytest.mark.slow
     def test_bug_patterns_are_generated(self):
         """Patterns of fixed bugs are regression coverage; those of open bugs only when asked."""
         tags: set[str] = set()

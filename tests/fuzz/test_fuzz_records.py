@@ -66,6 +66,7 @@ def test_a_block_is_the_counter_and_subsequence_under_the_seed():
     assert block(seed, sub, offset) == expected
 
 
+@pytest.mark.slow
 def test_struct_kernels_on_the_simulator(workspace):
     """Struct locals from constructors (positional, keywords, empty), copies, field and
     vector-component reads and writes (also augmented), nested structs, device functions taking
@@ -76,6 +77,7 @@ def test_struct_kernels_on_the_simulator(workspace):
     assert any(k.records.sarrays for k in kernels)
 
 
+@pytest.mark.slow
 def test_struct_kernels_with_device_functions_and_arrays(workspace):
     kernels = [random_kernel(seed, Config(max_statements=5, max_depth=3, structs=True))
                for seed in range(FIRST_SEED + 100, FIRST_SEED + 160)]
@@ -98,6 +100,7 @@ def test_the_struct_layout_is_the_documented_c_layout():
     assert [b.fields[n][1] for n in b.names] == [0, 16, 64] and b.itemsize == 96
 
 
+@pytest.mark.slow
 def test_table_kernels_on_the_simulator(workspace):
     """const_array tables of every element type, 1-D to 3-D, read at indices in range by
     construction, and in ``for j in range(len(T))`` loops."""
@@ -106,6 +109,7 @@ def test_table_kernels_on_the_simulator(workspace):
     assert len(nodes(kernels, records.TLoad)) >= CASES
 
 
+@pytest.mark.slow
 def test_rng_kernels_on_the_simulator(workspace):
     """Philox generators seeded and re-seeded from the data, every draw (randint with constant
     and computed bounds), into locals and outputs."""
@@ -126,6 +130,7 @@ def test_the_driver_gives_each_new_kind_its_seeds():
     assert np.all([not (c.bits or c.complex) for c in configs])
 
 
+@pytest.mark.slow
 @needs_cxx
 def test_struct_and_rng_kernels_compiled_for_the_host(workspace):
     """The generated C++ of struct and Philox kernels built by the host compiler (with the

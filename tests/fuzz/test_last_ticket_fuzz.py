@@ -4,9 +4,12 @@ simulator's race detector (two launches per grid size, one counter)."""
 
 from __future__ import annotations
 
+import pytest
+
 from tools.fuzz.lastticket import run
 
 
+@pytest.mark.slow
 def test_no_accepted_last_ticket_kernel_races():
     items = [run(seed) for seed in range(200)]
     accepted = [it for it in items if it["accepted"]]

@@ -4,10 +4,13 @@ simulator's race detector, on any launch shape its asserts allow."""
 
 from __future__ import annotations
 
+import pytest
+
 from tests.simulator.support import race_free_draws
 from tools.fuzz import padded
 
 
+@pytest.mark.slow
 def test_generated_padded_indices_accepted_only_when_race_free(tmp_path):
     """The counts are printed (``pytest -s``)."""
     accepted, refused, launches = race_free_draws(

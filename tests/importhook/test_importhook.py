@@ -42,6 +42,7 @@ from tests.importhook.support import (
 
 
 class TestRewriteOnImport:
+    @pytest.mark.slow
     def test_pth_makes_plain_import_rewrite_and_warm_import_skips_libcst(self, tmp_path, work):
         env = hook_env(tmp_path)
         cold = report_of(run_python(import_mykernels(launch=True), work, env))
@@ -86,6 +87,7 @@ class TestRewriteOnImport:
         assert ("GpuNativeWarning: gpu_native: ignoring GPU_NATIVE_DISABLE_HOOK='maybe'"
                 in proc.stderr), proc.stderr
 
+    @pytest.mark.slow
     def test_import_gpu_native_installs_the_hook(self, tmp_path, work):
         # -S: no .pth file runs, even where gpu_native is pip-installed (site-packages are put
         # on the path by hand).
@@ -104,6 +106,7 @@ class TestRewriteOnImport:
         assert rep["hook_status"]["installed_by"] == "import gpu_native"
         assert rep["hook_status"]["modules"]["mykernels"]["cache"] == "miss"
 
+    @pytest.mark.slow
     def test_the_hook_imports_exactly_what_expand_prints(self, tmp_path, work):
         env = hook_env(tmp_path)
         path = work / "mykernels.py"
@@ -122,6 +125,7 @@ class TestRewriteOnImport:
         # Code objects compare their bytecode, constants, names and line tables.
         assert rep["same"] is True
 
+    @pytest.mark.slow
     def test_a_star_import_of_gpu_native_works_like_explicit_imports(self, tmp_path, work):
         star = MYKERNELS.replace(MYKERNELS[:MYKERNELS.index("\n\n")], "from gpu_native import *")
         assert star.startswith("from gpu_native import *\n\n@gpu_kernel")
@@ -144,6 +148,7 @@ class TestRewriteOnImport:
         assert warm["status"]["modules"]["mykernels"]["cache"] == "hit"
         assert warm["launched"] is True and warm["from_source"] == 0
 
+    @pytest.mark.slow
     def test_package_modules_and_init_are_rewritten(self, tmp_path, work):
         pkg = work / "kpkg"
         (pkg / "sub").mkdir(parents=True)
@@ -160,6 +165,7 @@ class TestRewriteOnImport:
         assert rep["modules"] == ["kpkg", "kpkg.sub.more"]
         assert set(rep["status"]["modules"]) == {"kpkg", "kpkg.sub.more"}
 
+    @pytest.mark.slow
     def test_modules_without_kernels_and_gpu_natives_own_are_left_alone(self, tmp_path, work):
         (work / "plain.py").write_text("X = 1\n")
         (work / "mentions.py").write_text("from gpu_native import gpu_kernel  # a re-export\n")
@@ -180,6 +186,7 @@ class TestRewriteOnImport:
         assert rep["status"]["modules"]["mentions"]["kernels"] == []
         assert not [m for m in rep["status"]["modules"] if m.startswith("gpu_native")]
 
+    @pytest.mark.slow
     def test_python_m_runs_the_rewritten_module(self, tmp_path, work):
         (work / "runme.py").write_text(MYKERNELS + textwrap.dedent('''
             if __name__ == "__main__":
@@ -190,6 +197,7 @@ class TestRewriteOnImport:
                               capture_output=True, text=True, check=True)
         assert "LOADER KernelModuleLoader Kernel" in proc.stdout
 
+    @pytest.mark.slow
     def test_kernels_launch_after_a_warm_import(self, tmp_path, work):
         env = hook_env(tmp_path)
         code = '''
@@ -207,6 +215,7 @@ class TestRewriteOnImport:
 
 
 class TestLineNumbers:
+    @pytest.mark.slow
     def test_traceback_warning_inspect_and_pdb_see_the_users_file(self, tmp_path, work):
         path = work / "hostlines.py"
         path.write_text(HOSTLINES)
@@ -239,6 +248,7 @@ class TestLineNumbers:
         assert rep["source"] == "def fails():"
         assert f"{path}({FAILS_LINE})fails()" in rep["pdb"]
 
+    @pytest.mark.slow
     def test_line_numbers_hold_on_a_warm_import_too(self, tmp_path, work):
         (work / "hostlines.py").write_text(HOSTLINES)
         code = '''
@@ -256,6 +266,7 @@ class TestLineNumbers:
 
 
 class TestErrors:
+    @pytest.mark.slow
     def test_a_transpile_error_surfaces_as_itself_at_the_users_line(self, tmp_path, work):
         (work / "badkernels.py").write_text(NOT_UNIQUE)
         proc = run_python("import badkernels", work, hook_env(tmp_path), check=False)
@@ -271,6 +282,7 @@ class TestErrors:
                          "During handling"):
             assert internal not in err, internal
 
+    @pytest.mark.slow
     def test_a_module_of_device_functions_only_is_checked_on_import(self, tmp_path, work):
         # As a kernel's error fails its module's import, so does an error in a device function
         # no kernel calls (it used to surface only once some kernel, anywhere, called it).
@@ -294,6 +306,7 @@ class TestErrors:
         assert rep["scale"] == "scale"
         assert rep["status"]["modules"]["devonly"]["cache"] == "miss"
 
+    @pytest.mark.slow
     def test_a_syntax_error_is_pythons_own(self, tmp_path, work):
         (work / "broken.py").write_text("from gpu_native import gpu_kernel\n\ndef k(:\n    pass\n")
         proc = run_python("import broken", work, hook_env(tmp_path), check=False)
@@ -302,6 +315,7 @@ class TestErrors:
         assert f'File "{work / "broken.py"}", line 3' in proc.stderr
         assert "TranspileError" not in proc.stderr and "importhook" not in proc.stderr
 
+    @pytest.mark.slow
     def test_a_fixed_module_imports_after_a_failed_import(self, tmp_path, work):
         (work / "badkernels.py").write_text(NOT_UNIQUE)
         env = hook_env(tmp_path)
@@ -343,6 +357,7 @@ class TestErrors:
 
 
 class TestOptOutAndStatus:
+    @pytest.mark.slow
     def test_disable_hook_env_var_opts_out_and_the_decorator_still_works(self, tmp_path, work):
         env = hook_env(tmp_path, GPU_NATIVE_DISABLE_HOOK="1")
         rep = report_of(run_python('''
@@ -359,6 +374,7 @@ class TestOptOutAndStatus:
         assert rep["libcst"] is True  # the decorator transpiled the kernel from its source
         assert rep["status"]["modules"] == {}
 
+    @pytest.mark.slow
     def test_debug_log_prints_one_line_per_rewritten_module(self, tmp_path, work):
         env = hook_env(tmp_path, GPU_NATIVE_DEBUG="1")
         (work / "plain.py").write_text("X = 1\n")
@@ -397,6 +413,7 @@ class TestOptOutAndStatus:
 
 
 class TestWhereNoHookRuns:
+    @pytest.mark.slow
     def test_a_main_script_is_transpiled_by_the_decorator(self, tmp_path, work):
         script = work / "script.py"
         script.write_text(MYKERNELS + textwrap.dedent('''
@@ -429,6 +446,7 @@ class TestWhereNoHookRuns:
         assert "add_kernel" in message and "/nonexistent/frozen_app/mykernels.py" in message
         assert "source" in message and "precompile" in message
 
+    @pytest.mark.slow
     def test_the_rewritten_module_needs_no_source(self, tmp_path, work):
         """What a frozen app can ship instead of sources: the module ``expand`` prints, whose
         kernels carry their transpiled form."""
@@ -442,6 +460,7 @@ class TestWhereNoHookRuns:
         exec(compile(expanded, "/nonexistent/frozen_app/mykernels.py", "exec"), namespace)
         assert isinstance(namespace["add_kernel"], Kernel)
 
+    @pytest.mark.slow
     def test_a_package_in_a_zip_archive_finds_its_device_functions(self, tmp_path, work):
         """zipimport, not the hook, imports a zipped package: its kernels are transpiled by
         their decorator, and a device function of a sibling module is read from the archive,
@@ -484,6 +503,7 @@ RELOADED = textwrap.dedent('''\
 
 
 class TestReloadWithoutHook:
+    @pytest.mark.slow
     def test_reload_picks_up_an_edited_kernel(self, tmp_path, work):
         """With the hook off the decorator transpiles from the file: after an edit, a reload must
         read the file again, not linecache's copy of the first version."""

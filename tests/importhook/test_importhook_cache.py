@@ -29,6 +29,7 @@ from tests.importhook.support import (
 
 
 class TestPyCache:
+    @pytest.mark.slow
     def test_written_beside_the_pyc_with_its_own_tag(self, tmp_path, work):
         from gpu_native import __version__
 
@@ -42,6 +43,7 @@ class TestPyCache:
         assert key["version"] == __version__ and key["module"] == "mykernels"
         assert code.co_filename == str(work / "mykernels.py")
 
+    @pytest.mark.slow
     def test_dont_write_bytecode_uses_gpu_natives_cache_dir(self, tmp_path, work):
         env = hook_env(tmp_path, PYTHONDONTWRITEBYTECODE="1")
         rep = report_of(run_python("import mykernels; report()", work, env))
@@ -51,6 +53,7 @@ class TestPyCache:
         rep = report_of(run_python("import mykernels; report()", work, env))
         assert rep["status"]["modules"]["mykernels"]["cache"] == "hit" and not rep["libcst"]
 
+    @pytest.mark.slow
     def test_unwritable_pycache_falls_back_to_gpu_natives_cache_dir(self, tmp_path, work):
         (work / "__pycache__").write_text("a file where the directory should be")
         env = hook_env(tmp_path)
@@ -84,6 +87,7 @@ class TestPyCache:
         rep = report_of(run_python("import mykernels; report()", work, env))
         assert rep["status"]["modules"]["mykernels"]["cache"] == "hit"
 
+    @pytest.mark.slow
     def test_editing_the_module_invalidates_its_entry(self, tmp_path, work):
         env = hook_env(tmp_path)
         run_python("import mykernels", work, env)
@@ -156,6 +160,7 @@ class TestPyCache:
 
 
 class TestNoKernelsCache:
+    @pytest.mark.slow
     def test_a_module_known_to_have_no_kernels_is_rescanned_once_edited(self, tmp_path, work):
         plain = work / "later.py"
         plain.write_text("X = 1\n")
@@ -257,6 +262,7 @@ class TestOptimizationLevel:
         assert f".opt-{len(flag) - 1}." in next(iter(files[(flag,)]))
         assert ".opt-" not in next(iter(files[()]))
 
+    @pytest.mark.slow
     def test_a_kernels_asserts_stay_under_o(self, tmp_path, work):
         # The proofs rely on them: -O drops the host's asserts, never a kernel's.
         (work / "asserting.py").write_text(textwrap.dedent("""\
@@ -358,6 +364,7 @@ class TestDependencyResolution:
             assert rep["status"]["modules"]["uses_helpers"]["cache"] == outcome, dirs
             assert rep["out"] == [out] * 4, (dirs, rep["out"])
 
+    @pytest.mark.slow
     def test_a_module_ahead_on_the_path_wins_over_one_beside_the_kernel(self, tmp_path, work):
         # `helpers` beside the kernel's module and in a directory ahead of it on sys.path:
         # Python imports the latter, and so must the kernel (it once read the one beside it).
@@ -393,6 +400,7 @@ class TestFifosInTheCaches:
         assert proc.returncode == 0, proc.stderr
         return report_of(proc)
 
+    @pytest.mark.slow
     @pytest.mark.parametrize("where", ["pycache", "modules"])
     def test_a_fifo_in_place_of_a_rewritten_module_is_a_miss(self, tmp_path, work, where):
         extra = {"PYTHONDONTWRITEBYTECODE": "1"} if where == "modules" else {}
@@ -410,6 +418,7 @@ class TestFifosInTheCaches:
         assert rep["status"]["modules"]["mykernels"]["cache"] == "miss"
         assert entry.is_file() and pycache.read(str(entry)) is not None  # written whole again
 
+    @pytest.mark.slow
     def test_a_fifo_in_place_of_the_no_kernels_record(self, tmp_path, work, monkeypatch):
         (work / "later.py").write_text("X = 1\n")
         env = hook_env(tmp_path)

@@ -93,6 +93,7 @@ def site_packages(python: Path) -> Path:
 
 
 class TestPytest:
+    @pytest.mark.slow
     def test_assertion_rewriting_and_the_hook_work_side_by_side(self, tmp_path, work):
         (work / "test_imports_kernels.py").write_text(textwrap.dedent('''\
             import sys
@@ -186,6 +187,7 @@ class TestCoverage:
 
 
 class TestMultiprocessing:
+    @pytest.mark.slow
     def test_spawned_workers_import_the_cached_rewrite(self, tmp_path, work):
         with open(work / "mykernels.py", "a") as f:
             f.write(textwrap.dedent('''
@@ -330,6 +332,7 @@ def _installed_pth() -> Path | None:
 
 
 class TestInstalledPth:
+    @pytest.mark.slow
     def test_the_pth_installed_in_this_environment(self, tmp_path, work):
         pth = _installed_pth()
         if pth is None:

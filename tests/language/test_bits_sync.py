@@ -97,6 +97,7 @@ def random_bits(rng, n: int, dtype) -> np.ndarray:
 
 # ---- bit counts and brev -------------------------------------------------------------------------
 
+@pytest.mark.slow
 @pytest.mark.parametrize("ty", sorted(INT_TYPES))
 def test_bit_counts_and_brev(backend, kb, rng, ty):
     dtype = INT_TYPES[ty]

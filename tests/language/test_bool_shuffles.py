@@ -10,6 +10,7 @@ import sys
 import textwrap
 
 import numpy as np
+import pytest
 
 import gpu_native as gn
 from tests.simulator.support import HEADER, build
@@ -52,6 +53,7 @@ def test_bools_move_between_lanes(tmp_path, monkeypatch, rng, backend):
     np.testing.assert_array_equal(_launch(module.k, flags), _want(flags))
 
 
+@pytest.mark.slow
 def test_the_cuda_moves_an_int(tmp_path):
     kernels = build(tmp_path, SHUFFLES, name="shown")
     text = subprocess.run([sys.executable, "-m", "gpu_native", "expand", "--cuda",

@@ -63,6 +63,7 @@ def assert_close(got, want, rtol):
 # ---- kernels against NumPy ----------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_complex64_operators_match_numpy(backend, kc, rng):
     n = 300
     a, b = random_complex(rng, n), random_complex(rng, n)

@@ -446,6 +446,7 @@ def _every_dtype_source() -> str:
     return "".join(lines) + body + "    out[u.y, u.x] = total\n"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
 def test_tables_of_every_type_compile_with_nvrtc_and_keep_their_names(arch):
     from gpu_native.compiler.nvrtc import compile_request
@@ -478,6 +479,7 @@ def test_expand_cuda_shows_the_declarations_and_how_they_are_set(tmp_path, capsy
     assert "__constant__ int gn_const2_LUT[6];  // consts_mod.LUT: i32, shape (2, 3)" in out
 
 
+@pytest.mark.slow
 def test_precompile_builds_kernels_that_read_tables(tmp_path):
     from gpu_native import cli
 
@@ -520,6 +522,7 @@ def test_a_precompiled_kernel_gets_its_table_at_load(tmp_path, monkeypatch, cuda
     np.testing.assert_allclose(out.to_host(), expected_apply(x), rtol=1e-6, atol=1e-5)
 
 
+@pytest.mark.slow
 def test_the_example_in_docs_language_md_runs(tmp_path):
     import os
     import subprocess

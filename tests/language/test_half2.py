@@ -249,6 +249,7 @@ def test_host_arrays_of_pairs(sim):
 # ---- the generated CUDA ------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_generated_cuda_uses_the_packed_intrinsics(kh):
     path = kh.__file__
     mod = transpile_module(Path(path).read_text(), path, "kernels_half2")

@@ -96,6 +96,7 @@ def _ptx(variant) -> str:
     return ptx.decode(errors="replace")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
 def test_half_division_compiles_to_cubin(kernel_module, arch):
     from gpu_native.cache import BuildRequest

@@ -28,6 +28,7 @@ def filled(shape, dtype, value):
     return out
 
 
+@pytest.mark.slow
 def test_two_dimensional_kernel(backend, kl, rng):
     a, b = rng.standard_normal((37, 50), dtype=np.float32), rng.standard_normal((37, 50),
                                                                               dtype=np.float32)

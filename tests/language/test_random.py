@@ -142,6 +142,7 @@ needs_cxx = pytest.mark.skipif(
     __import__("tools.fuzz.host_cuda", fromlist=["compiler"]).compiler() is None, reason="needs a host C++ compiler")
 
 
+@pytest.mark.slow
 @needs_cxx
 @pytest.mark.parametrize("seed, offset, bound", STREAM_CASES)
 def test_the_generated_cuda_is_the_reference_on_the_host(kr, seed, offset, bound):
@@ -228,6 +229,7 @@ def test_four_number_draws_use_every_word_of_the_block(sim, kr):
     np.testing.assert_allclose(normal4, want, rtol=2e-7, atol=1e-6)
 
 
+@pytest.mark.slow
 @needs_cxx
 @pytest.mark.parametrize("seed, offset", [case[:2] for case in STREAM_CASES])
 def test_the_generated_cuda_draws_four_numbers_as_the_reference_on_the_host(kr, seed, offset):
@@ -720,6 +722,7 @@ def test_draws_that_cxx_orders_are_accepted(tmp_path):
     rewrite_module(source, str(tmp_path / "ok_random.py"), "ok_random")
 
 
+@pytest.mark.slow
 def test_the_example_in_docs_language_md_runs(tmp_path):
     import os
     import subprocess
@@ -738,6 +741,7 @@ def test_the_example_in_docs_language_md_runs(tmp_path):
     assert len(counts) == 6 and sum(counts) == 1000 and min(counts) > 100
 
 
+@pytest.mark.slow
 def test_the_four_number_example_in_docs_language_md_runs(tmp_path):
     import os
     import subprocess

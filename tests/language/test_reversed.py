@@ -133,6 +133,7 @@ def test_constant_ranges_walk_as_python(backend, kernel_module):
         assert [int(v) for v in row] == [*want, 7, 7]
 
 
+@pytest.mark.slow
 def test_constant_ranges_compile_with_nvrtc():
     compiled_cleanly(_constant_kernel_source(), "/tmp/reversed_constants.py",
                      "reversed_constants")

@@ -667,6 +667,7 @@ def test_an_unsafe_field_write_race_is_detected(sim, struct_modules):
         xs.to_host()
 
 
+@pytest.mark.slow
 def test_a_struct_of_another_module_compiles(struct_modules, tmp_path):
     module = transpile_module(_USER, str(tmp_path / "struct_user.py"), "struct_user")
     for kernel in module.kernels:

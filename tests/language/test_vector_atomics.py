@@ -213,6 +213,7 @@ def _records(a: np.ndarray) -> np.ndarray:
     return a.view(np.dtype((np.void, a.shape[-1] * a.itemsize))).reshape(a.shape[:-1])
 
 
+@pytest.mark.slow
 @needs_cxx
 @pytest.mark.parametrize("name", ["vec3f", "vec2d", "vec4i"])
 def test_the_generated_cuda_is_the_simulator_on_the_host(sim, kva, rng, name):

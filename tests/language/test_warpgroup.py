@@ -235,6 +235,7 @@ def _operands():
     return gn.to_device(a), gn.to_device(b), gn.zeros((64, 64), gn.f32), a, b
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("when", [1, 3, 4])
 def test_a_write_to_a_warpgroup_mma_operand_before_its_wait_is_a_race(in_flight, sim, when):
     """warpgroup_mma reads its shared operands until the warpgroup_wait that retires it: a

@@ -20,6 +20,7 @@ _FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.S | re.M)
 _LINK = re.compile(r"\]\(([^)\s]+)\)")
 
 
+@pytest.mark.slow
 def test_the_site_builds_with_warnings_as_errors(tmp_path):
     pytest.importorskip("mkdocs")
     pytest.importorskip("mkdocstrings")
@@ -72,6 +73,7 @@ def _tutorial_parts() -> tuple[dict[str, str], str]:
     return files, "\n".join(session)
 
 
+@pytest.mark.slow
 def test_the_tutorial_runs_as_written(tmp_path):
     files, session = _tutorial_parts()
     assert set(files) == {"tutorial_kernels.py", "tutorial_shift.py", "tutorial_race.py",

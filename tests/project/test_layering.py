@@ -213,6 +213,7 @@ def test_the_table_flows_one_way_and_covers_the_package(rules):
     assert not table_violations(rules, units_of(ROOT / PACKAGE))
 
 
+@pytest.mark.slow
 def test_every_import_in_gpu_native_follows_the_layering(rules):
     found = violations(ROOT / PACKAGE, rules)
     assert not found, "\n".join(found)

@@ -126,6 +126,7 @@ class TestLogger:
         kernel_module(KERNEL, name="gn_obs_quiet")
         assert not [r for r in caplog.records if r.name == "gpu_native"]
 
+    @pytest.mark.slow
     def test_gpu_native_does_not_import_logging(self, tmp_path):
         """A warm start pays nothing for the logger: no record could be shown without logging."""
         (tmp_path / "obs_warm.py").write_text(KERNEL)
@@ -225,6 +226,7 @@ class TestMainModule:
         for command in ("expand", "precompile", "cache", "doctor"):
             assert command in out.stdout
 
+    @pytest.mark.slow
     def test_runs_a_command(self, tmp_path):
         bad = tmp_path / "bad.py"
         bad.write_text(KERNEL.replace("c[i] = a[i] * 2.0", "c[0] = a[i]"))
@@ -345,6 +347,7 @@ class TestOnOffVariables:
                                                      r".*; leaving it unset"):
             prefetch._wanted()
 
+    @pytest.mark.slow
     @pytest.mark.parametrize("text, expected, warned", [("false", "False", False),
                                                          (" 0", "False", False),
                                                          ("off", "False", False),
@@ -361,6 +364,7 @@ class TestOnOffVariables:
         assert ("GpuNativeWarning: gpu_native: ignoring GPU_NATIVE_INTEROP_SYNC='maybe'"
                 in out.stderr) is warned, out.stderr
 
+    @pytest.mark.slow
     @pytest.mark.parametrize("name", ["GPU_NATIVE_INDEX32", "GPU_NATIVE_UID_REMAP"])
     def test_the_launchers_switches_read_at_import(self, tmp_path, name):
         # Only "0" itself turned them off: "false" or "off" left them on without a word.

@@ -90,6 +90,7 @@ print(json.dumps([backend.build_wheel(out), backend.build_sdist(out)]))
 """
 
 
+@pytest.mark.slow
 def test_wheel_and_sdist_contents(tmp_path):
     pytest.importorskip("setuptools")
     pytest.importorskip("wheel")  # setuptools < 70 builds wheels through the wheel package

@@ -167,6 +167,7 @@ extern "C" __global__ void plain(float* x) { x[threadIdx.x] *= 2.0f; }
 """
 
 
+@pytest.mark.slow
 def test_registers_and_stack_frame_from_the_cubin():
     cubin = compile_request(BuildRequest(source=SPILLS, symbol="spills", arch="sm_90")).image
     usage = sass_mix.resource_usage(cubin)

@@ -178,6 +178,7 @@ class TestTranspileErrors:
         assert (found[-1].filename, found[-1].lineno) == (str(tmp_path / "gn_tb_bad_import.py"),
                                                           BAD_LINE)
 
+    @pytest.mark.slow
     @pytest.mark.parametrize("mode", ["", "full"])
     def test_a_script_without_the_hook(self, tmp_path, mode):
         script = tmp_path / "script.py"
@@ -203,6 +204,7 @@ class TestTranspileErrors:
             assert all(PACKAGE in entry for entry in files[1:])
         assert "script.py:5:5: error: store into 'c'" in proc.stderr
 
+    @pytest.mark.slow
     def test_a_script_reports_a_bad_kernel_at_its_own_decorator(self, tmp_path):
         # The decorator transpiles the whole script at the first kernel; the error of a later
         # kernel belongs to that kernel's decorator, after the lines before it have run.

@@ -200,6 +200,7 @@ LOST_ERROR_CHILD = textwrap.dedent('''\
     ''')
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("backend_name", ["sim", pytest.param("cuda", marks=pytest.mark.gpu)])
 @pytest.mark.parametrize("case", ["lost", "raised"])
 def test_an_error_left_pending_at_exit_is_told(tmp_path, backend_name, case):

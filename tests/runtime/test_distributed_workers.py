@@ -111,6 +111,7 @@ def sim_pool(project):
         yield pool
 
 
+@pytest.mark.slow
 def test_kernels_travel_by_name_and_run_in_spawn_workers(project, sim_pool):
     _, mod = project
     data = np.random.default_rng(0).standard_normal(4 * 1000).astype(np.float32)
@@ -154,6 +155,7 @@ def precompiled(project):
     return out
 
 
+@pytest.mark.slow
 def test_precompiled_workers_start_without_nvrtc(project, precompiled, tmp_path):
     _, mod = project
     with spawn_pool(2, GPU_NATIVE_BACKEND="sim", GPU_NATIVE_PRECOMPILED=str(precompiled),

@@ -154,6 +154,7 @@ def test_numpy_reads_our_capsules_of_either_version_without_a_copy(sim):
         assert arr.to_host()[0] == out[0]
 
 
+@pytest.mark.slow
 def test_an_exported_tensor_lives_until_its_capsule_or_consumer_lets_go(sim):
     arr = gn.to_device(np.arange(8, dtype=np.float32))
     before = len(interop._exports)
@@ -487,6 +488,7 @@ def test_from_dlpack_refuses_what_it_cannot_lend(sim, obj, error, match):
         gn.from_dlpack(obj)
 
 
+@pytest.mark.slow
 def test_a_loan_ends_with_the_last_array_using_it(sim):
     memory = gn.runtime.backend.select().memory
     before = len(memory._lent)

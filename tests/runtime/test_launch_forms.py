@@ -190,6 +190,7 @@ def test_a_generic_kernel_launches_by_item(km, backend, rng):
         np.testing.assert_allclose(y.to_host(), 2.0 * xs + ys, rtol=1e-6)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("config, error, message", [
     ((1,), TypeError, r"scale\[\.\.\.\] takes 2 to 4 entries: grid, block, then optionally "
                       r"stream and shared_mem_bytes.*got 1 entries"),
@@ -253,6 +254,7 @@ def test_a_float_or_bool_equal_to_a_cached_configuration_is_still_refused(km, ba
         twin(km.scale)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("form", [
     lambda k: k[4, 256],
     lambda k: k[(4,), (256,)],

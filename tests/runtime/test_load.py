@@ -46,6 +46,7 @@ def test_simulator_launch_loop_holds_memory_flat(tool, sim):
                for s in result["samples"])
 
 
+@pytest.mark.slow
 def test_simulator_threads_on_streams(tool, sim):
     result = tool.threaded(8, 200, n=512)
     assert result["ok"], report(result)

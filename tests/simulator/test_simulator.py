@@ -309,6 +309,7 @@ def k(tmp_path_factory):
     return build(tmp_path_factory.mktemp("sim"), KERNELS)
 
 
+@pytest.mark.slow
 def test_add_elementwise_with_grid_tail(k):
     r = rng(1)
     n = 1000  # 8 blocks of 128 cover 1024 threads: the last 24 leave by the tail rule

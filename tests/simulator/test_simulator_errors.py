@@ -188,6 +188,7 @@ def k(tmp_path_factory):
 
 
 class TestDeviceErrors:
+    @pytest.mark.slow
     def test_bounds_failure_reports_first_thread_and_stops_it(self, k):
         x = np.arange(10, dtype=np.float32)
         idx = np.array([0, 1, 12, 3, -1, 5, 40, 7], np.int32)

@@ -214,6 +214,7 @@ def _copy(kernel, a: np.ndarray, blocks: int = 1):
 
 
 class TestCopies:
+    @pytest.mark.slow
     @pytest.mark.parametrize("tiles", [1, 2, 3, 4, 7])
     def test_a_two_stage_ring_copies_every_tile(self, k, tiles):
         a = _f16((tiles * 16, 64), seed=tiles)
