@@ -377,6 +377,15 @@ def _wrapping_bound(a: StoreForm, b: StoreForm) -> str | None:
                 continue
             c = -g.right.const
             bound = poly_text(unassume(g.right.plus(const(c))))
+            if all(isinstance(x, Digit) and x.coord.startswith(("tid", "bid")) for x in atoms):
+                # A thread's coordinate is at least 0 and signed: `thread_idx.x - 1` cannot
+                # wrap.  The guard is a lower bound (`t >= 0` for `t = thread_idx.x - 1`), which
+                # the proofs take of a value the index is written through, not of the
+                # coordinate inside a sum.
+                return (f"the proofs do not use a lower bound `{bound} - {c} >= ...` on a "
+                        f"thread's coordinate inside a sum: write the index through the "
+                        f"bounded value, `... + ({bound} - {c})` (or through the local that "
+                        f"holds it), so that its condition bounds the index")
             return (f"a condition `... < {bound} - {c}` bounds nothing the proofs can use: "
                     f"`{bound} - {c}` may wrap around in its type (for the least {bound}), and "
                     f"then every thread passes it; write it without the subtraction, `... + {c} "

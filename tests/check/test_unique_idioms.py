@@ -297,6 +297,16 @@ def k(out: CUDASliceMut[f32], w: i32, h: i32):
         out[y * w + x] = 0.0
 """, ["not provably unique", "`w - 1` may wrap around in its type",
       "`x + 1 < w` for `x < w - 1`"]),
+    "a lower bound on a coordinate inside a sum": ("""
+@gpu_kernel(Kernel1D)
+def k(img: CUDASlice[f32], out: CUDASliceMut[f32]):
+    assert block_dim.x == 18
+    col = block_idx.x * 16 + thread_idx.x - 1
+    t = thread_idx.x - 1
+    if t >= 0 and t < 16 and col < len(out):
+        out[col] = img[col]
+""", ["not provably unique", "the proofs do not use a lower bound `thread_idx.x - 1 >= ...` "
+      "on a thread's coordinate inside a sum", "`... + (thread_idx.x - 1)`"]),
     "unknown block size": ("""
 @gpu_kernel(Kernel1D)
 def k(out: CUDASliceMut[f32]):
@@ -393,3 +403,18 @@ def test_proofs_are_the_same_whatever_the_hash_seed(tmp_path):
         outputs.add(done.stdout)
     assert len(outputs) == 1, outputs
     assert "grid_dim" in outputs.pop()  # the wrap check of the affine index is there
+
+
+def test_the_lower_bound_hint_s_form_is_accepted(tmp_path):
+    """What the hint of the near miss "a lower bound on a coordinate inside a sum" says to
+    write (PMPP's tiled convolution with a halo, IN = OUT + 2 threads a block)."""
+    kernels = build(tmp_path, """
+@gpu_kernel(Kernel1D)
+def k(img: CUDASlice[f32], out: CUDASliceMut[f32]):
+    assert block_dim.x == 18
+    col = block_idx.x * 16 + (thread_idx.x - 1)
+    t = thread_idx.x - 1
+    if t >= 0 and t < 16 and col < len(out):
+        out[col] = img[col]
+""")
+    assert kernels["k"]
