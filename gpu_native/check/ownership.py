@@ -365,8 +365,10 @@ class Forms:
                     f"where the loop requires `{k.var.name} < stop` and its body ends by "
                     f"stepping it (`{k.var.name} += step`, a step the loop does not change, "
                     "and no other assignment but the same step before a `continue`), as is "
-                    f"`for {k.var.name} in range(start, stop, step)` (a grid-stride loop: "
-                    f"`for {k.var.name} in FlatLayout1D.grid_stride(n)`)")
+                    f"`for {k.var.name} in range(start, stop, step)` whose start and step are "
+                    "such arithmetic (a `min(...)` or `max(...)` start is not; the stop may "
+                    f"be one) (a grid-stride loop: `for {k.var.name} in "
+                    "FlatLayout1D.grid_stride(n)`)")
         if isinstance(k, LaneKey):
             return "lane_id() outside a kernel of one-dimensional blocks"
         count = self.poly(k.right) if isinstance(k, OpKey) and k.op == "<<" else None
