@@ -476,8 +476,13 @@ class DeviceArray(_ArrayBase):
         """The transpose: :meth:`transpose` with the axes reversed."""
         return self.transpose()
 
-    def _require_contiguous(self, what: str) -> None:
+    def _require_contiguous(self, what: str, writing: bool = False) -> None:
         if not self.is_contiguous:
+            if writing:  # a copy of the view would take the write, and lose it
+                raise ValueError(
+                    f"cannot {what} a non-contiguous view (strides {self.strides}): write the "
+                    "array it was made from, or a contiguous slice of it (a[2:5]), or write "
+                    "the view's elements in a kernel (a Strided parameter takes the view)")
             raise ValueError(f"cannot {what} a non-contiguous view (strides {self.strides}); "
                              "make a contiguous copy first with .copy()")
 
@@ -602,7 +607,7 @@ class DeviceArray(_ArrayBase):
 
         Raises ``TypeError`` for a read-only view."""
         self._check_writable("copy into")
-        self._require_contiguous("copy into")
+        self._require_contiguous("copy into", writing=True)
         if self.device != current_device():
             with on_device(self.device):
                 return self.copy_from_host(host)
@@ -623,6 +628,7 @@ class DeviceArray(_ArrayBase):
         Raises ``TypeError`` for a read-only view or a value that is not a number, and
         ``ValueError`` for one out of the element type's range (as ``to_device`` does)."""
         self._check_writable("fill")
+        self._require_contiguous("fill", writing=True)
         info = self.scalar_info
         value = host_array(value, "fill value")
         if info.name == "bf16" and value.dtype == np.uint16:

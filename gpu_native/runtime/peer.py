@@ -81,7 +81,7 @@ def copy(dst, src) -> DeviceArray:
                         "on the host or in a kernel")
     if dst.shape != src.shape:
         raise ValueError(f"dst has shape {dst.shape} but src has shape {src.shape}")
-    dst._require_contiguous("copy into")
+    dst._require_contiguous("copy into", writing=True)
     if not src.is_contiguous:  # gather it first (through host memory; see DeviceArray.copy)
         src = src.copy()
     nbytes = src.nbytes
