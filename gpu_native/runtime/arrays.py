@@ -881,6 +881,16 @@ def to_device(obj, dtype=None, *, stream=None) -> DeviceArray:
     src = host_array(obj, what)
     # A structured array is an array of structs of its own layout (a kernel parameter of a
     # @gpu_struct type checks the layout at the launch).
+    if want is None and src.dtype == object and src.size and all(
+            isinstance(v, int) for v in src.flat):
+        # NumPy keeps ints beyond 64 bits as Python objects: no element type holds them.
+        big = next((v for v in src.flat if not -2**63 <= v < 2**64), None)
+        if big is None:  # -1 beside 2**63: no one type holds both
+            raise ValueError(f"the {what} mixes negative integers with integers beyond i64: "
+                             "no integer type holds them all; give dtype=")
+        shown = str(big) if big.bit_length() <= 128 else f"of {big.bit_length()} bits"
+        raise ValueError(f"the {what} holds the integer {shown}, beyond every integer type "
+                         "(i64, u64)")
     info: ScalarInfo | VectorInfo = element_info(src.dtype) if want is None else want
     if _is_vector(info) and (src.ndim == 0 or src.shape[-1] != info.n):
         raise ValueError(f"an array of {info.name} is given as an array whose last axis "

@@ -249,6 +249,16 @@ class TestHostConversions:
         with pytest.raises(error, match=message):
             gn.to_device(data, dtype=dtype)
 
+    @pytest.mark.parametrize("data, shown", [
+        (2**64, "18446744073709551616"), ([1, 2**64], "18446744073709551616"),
+        (-2**70, "-1180591620717411303424"), ([2**200], "of 201 bits")])
+    def test_to_device_names_an_integer_beyond_every_type(self, backend, data, shown):
+        # It was "dtype object has no gpu_native scalar type" (NumPy keeps such ints as objects).
+        with pytest.raises(ValueError, match=rf"the data given to to_device\(\) holds the "
+                                             rf"integer {shown}, beyond every integer type"):
+            gn.to_device(data)
+        assert gn.to_device([2**63]).dtype == np.uint64
+
     def test_values_that_fit_convert_exactly(self, backend):
         def round_trip(data, dtype):
             return gn.to_device(data, dtype=dtype).to_host()
