@@ -465,9 +465,10 @@ class DeviceArray(_ArrayBase):
             axes = tuple(operator.index(a) for a in axes)
         except TypeError:
             raise TypeError(f"transpose takes integer axes, not {axes!r}") from None
+        given = axes
         axes = tuple(a + self.ndim if a < 0 else a for a in axes)
-        if sorted(axes) != list(range(self.ndim)):
-            raise ValueError(f"axes {axes} are not a permutation of the {self.ndim} axes")
+        if sorted(axes) != list(range(self.ndim)):  # the axes as given, not as counted from 0
+            raise ValueError(f"axes {given} are not a permutation of the {self.ndim} axes")
         return self._view(0, tuple(self.shape[a] for a in axes),
                           strides=tuple(self.strides[a] for a in axes))
 

@@ -227,6 +227,8 @@ def test_views_that_need_contiguous_memory_say_so(backend):
     assert c.is_contiguous and c.shape == (6, 4)
     with pytest.raises(ValueError, match="not a permutation"):
         d.transpose(0, 0)
+    with pytest.raises(ValueError, match=r"axes \(-3, 0\) are not a permutation of the 2 axes"):
+        d.transpose(-3, 0)  # as given (it said (-1, 0))
     with pytest.raises(IndexError, match="out of bounds for axis 1"):
         d[0, 6]
 
