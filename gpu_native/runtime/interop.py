@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import gc
+import sys
 import threading
 import weakref
 
@@ -132,22 +134,41 @@ def _delete_export(address):
     _exports.pop(address, None)
 
 
-# The destructor receives the dying capsule as a raw pointer: wrapping it in a py_object would
-# take a new reference to an object whose reference count already reached zero.
-_CAPSULE_DESTRUCTOR = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
-_raw_is_valid = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p)(
-    ("PyCapsule_IsValid", ctypes.pythonapi))
-_raw_pointer = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p, ctypes.c_char_p)(
-    ("PyCapsule_GetPointer", ctypes.pythonapi))
+# Capsules we handed out and still hold a reference to.  A capsule's destructor, were it a
+# Python function called through ctypes, would run inside the consumer's Py_DECREF, which a
+# consumer that refuses the tensor (NumPy given bf16) makes with its exception already set: a
+# Python callback cannot keep that exception, so the caller saw SystemError instead of the
+# refusal.  So capsules get no destructor; we keep each one until we are its last holder and
+# then, in our own frame, free the tensor of one that nobody consumed (its name is unchanged)
+# before letting it go.  That happens at the next export and after each garbage collection.
+_held: list = []
+_held_lock = threading.Lock()
+_probe = [object()]
+_SOLE = sys.getrefcount(_probe[0])  # _held[i]'s count when the list is its only holder
+del _probe
 
 
-@_CAPSULE_DESTRUCTOR
-def _destroy_capsule(capsule):
-    # A capsule nobody consumed still owns its tensor; a consumed one was renamed.
-    for name in (_LEGACY_NAME, _VERSIONED_NAME):
-        if _raw_is_valid(capsule, name):
-            address = _raw_pointer(capsule, name)
-            _exports.pop(address, None)
+def _let_go_of_capsules(*_gc_info) -> None:
+    # Non-blocking: a collection may start inside a sweep (of this thread or another), and the
+    # one under way finishes the job.
+    if not _held_lock.acquire(blocking=False):
+        return
+    try:
+        i = 0
+        while i < len(_held):
+            if sys.getrefcount(_held[i]) > _SOLE:
+                i += 1
+                continue
+            capsule = _held.pop(i)
+            for name in (_LEGACY_NAME, _VERSIONED_NAME):
+                if _capsule_is_valid(capsule, name):  # never consumed: it still owns its tensor
+                    _exports.pop(_capsule_pointer(capsule, name), None)
+            del capsule
+    finally:
+        _held_lock.release()
+
+
+gc.callbacks.append(lambda phase, info: phase == "stop" and _let_go_of_capsules())
 
 
 # ---- streams -------------------------------------------------------------------------------------
@@ -312,7 +333,10 @@ def to_dlpack(arr: DeviceArray, stream=None, max_version=None, dl_device=None, c
     address = ctypes.addressof(managed)
     _exports[address] = (managed, shape, arr, strides)
     name = _VERSIONED_NAME if versioned else _LEGACY_NAME
-    return _capsule_new(address, name, ctypes.cast(_destroy_capsule, ctypes.c_void_p))
+    _let_go_of_capsules()
+    capsule = _capsule_new(address, name, None)
+    _held.append(capsule)
+    return capsule
 
 
 def _wants_versioned(max_version) -> bool:

@@ -170,6 +170,19 @@ def test_an_exported_tensor_lives_until_its_capsule_or_consumer_lets_go(sim):
     assert len(interop._exports) == before  # the consumer called the deleter
 
 
+def test_a_consumer_refusing_our_capsule_raises_its_own_error_and_frees_the_tensor(sim):
+    # NumPy has no bf16: it refuses the capsule with its error set and drops it.  The capsule's
+    # release ran then, as a Python callback that cannot keep a pending error: the caller got
+    # "SystemError: ... returned NULL without setting an exception" and the tensor leaked.
+    arr = gn.zeros(4, "bf16")
+    before = len(interop._exports)
+    with pytest.raises(RuntimeError, match="Unsupported dtype"):
+        np.from_dlpack(arr)
+    gc.collect()
+    assert len(interop._exports) == before
+    assert np.from_dlpack(gn.zeros(3, "f32")).tolist() == [0.0, 0.0, 0.0]
+
+
 def test_import_reads_the_versioned_read_only_flag():
     host = np.arange(4, dtype=np.float32)
     host.flags.writeable = False
