@@ -148,7 +148,7 @@ _SOLE = sys.getrefcount(_probe[0])  # _held[i]'s count when the list is its only
 del _probe
 
 
-def _let_go_of_capsules(*_gc_info) -> None:
+def _let_go_of_capsules() -> None:
     # Non-blocking: a collection may start inside a sweep (of this thread or another), and the
     # one under way finishes the job.
     if not _held_lock.acquire(blocking=False):
@@ -168,7 +168,12 @@ def _let_go_of_capsules(*_gc_info) -> None:
         _held_lock.release()
 
 
-gc.callbacks.append(lambda phase, info: phase == "stop" and _let_go_of_capsules())
+def _after_collection(phase: str, info: dict) -> None:
+    if phase == "stop":
+        _let_go_of_capsules()
+
+
+gc.callbacks.append(_after_collection)
 
 
 # ---- streams -------------------------------------------------------------------------------------
