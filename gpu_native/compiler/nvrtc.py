@@ -276,7 +276,15 @@ def compile_request(request: BuildRequest) -> CompiledImage:
     Raises :class:`~gpu_native.errors.CompileError` holding NVRTC's log when the source does not
     compile; thanks to ``#line`` the log names the user's Python file and line.
     """
-    target, kind = choose_target(request.arch, request.driver_version)
+    target, _ = choose_target(request.arch, request.driver_version)
+    return compile_for(request, target)
+
+
+def compile_for(request: BuildRequest, target: str) -> CompiledImage:
+    """Compile ``request`` for NVRTC's ``target`` as given (``"sm_90"``: a cubin;
+    ``"compute_90"``: PTX, which skips the device assembler), with no choice made for a driver:
+    :func:`compile_request` chooses the target.  Raises :class:`CompileError` as it does."""
+    kind = "ptx" if target.startswith("compute_") else "cubin"
     options = nvrtc_options(request, target)
     name = f"{request.symbol or 'kernel'}.cu".encode()
     program = create_program(request.source.encode("utf-8"), name)
