@@ -544,11 +544,15 @@ class CallChecker(CheckerBase):
             if isinstance(arg, ir.ArrayRef):   # the callee may change it (voids its tickets)
                 self.unique.note_passed(arg.var, arg.span)
         call = self.ctx.program.call_device(self, scan, fndef, args, e.span)
-        if isinstance(call, ir.Call):
-            for position in stored_params(call.function):
-                arg = args[position]
-                if isinstance(arg, ir.ArrayRef) and self.unsafe_depth == 0:
-                    self.unique.note_call_writes(arg.var, fndef.name, e.span)
+        if isinstance(call, ir.Call) and self.unsafe_depth == 0:
+            accesses = param_accesses(call.function)
+            for table, writes in ((accesses.stores, True), (accesses.reads, False)):
+                for position, at in table.items():
+                    arg = args[position]
+                    if isinstance(arg, ir.ArrayRef):
+                        self.unique.note_call_access(
+                            arg.var, fndef.name, e.span, writes,
+                            None if at is None else tuple(args[k] for k in at))
         return call
 
     def call_divmod(self, e: S.Call) -> ir.Expr:
@@ -597,37 +601,86 @@ _BUILTIN_CALLS: dict[str, Callable] = {
     e.name: getattr(CallChecker, e.check) for e in R.BUILTINS.values() if e.form == "call"}
 
 
-# stored_params's memo: a function -> (the body it was computed from, the positions).  Weak, so
+# param_accesses's memo: a function -> (the body it was computed from, its accesses).  Weak, so
 # that a transpiled module's functions go with it.
-_STORED: weakref.WeakKeyDictionary[ir.DeviceFunction, tuple[tuple[ir.Stmt, ...], frozenset[int]]] \
+_ACCESSES: weakref.WeakKeyDictionary[ir.DeviceFunction, tuple[tuple[ir.Stmt, ...], ParamAccesses]] \
     = weakref.WeakKeyDictionary()
 
+# An array parameter's accesses are ``At`` a tuple of parameter positions (one per axis: every
+# access indexes the array by those scalar parameters, unchanged) or ``ANYWHERE``.
+At = tuple[int, ...]
+ANYWHERE = None
 
-def stored_params(function: ir.DeviceFunction) -> frozenset[int]:
-    """The positions of ``function``'s array parameters it stores into outside ``with
-    unsafe():``, itself or through the device functions it passes them to.
+
+class ParamAccesses:
+    """How a device function touches its array parameters, for its callers' race checks: by
+    parameter position, where it stores (outside ``with unsafe():``) and where it reads
+    (``ir.Load``, in or out of ``unsafe``: the IR does not mark the reads there), itself or
+    through the device functions it passes them to.  Each is an :data:`At` (then a caller
+    knows the element from its own arguments for those positions) or :data:`ANYWHERE`."""
+
+    __slots__ = ("reads", "stores")
+
+    def __init__(self) -> None:
+        self.stores: dict[int, At | None] = {}
+        self.reads: dict[int, At | None] = {}
+
+    @staticmethod
+    def note(table: dict[int, At | None], position: int, at: At | None) -> None:
+        if position in table and table[position] != at:
+            at = ANYWHERE
+        table[position] = at
+
+
+def param_accesses(function: ir.DeviceFunction) -> ParamAccesses:
+    """:class:`ParamAccesses` of ``function``.
 
     Only :class:`ir.Store` writes a parameter: ``store_matrix`` and ``warpgroup_store`` are
     refused in a device function outside ``unsafe()`` (which threads form a warp is the
     caller's), and ``cp_async`` and ``tma_load`` write shared arrays, which are no parameters.
-    Memoised per function: each callee is walked once, however many calls reach it (a chain of
-    functions that each call the next twice would otherwise cost 2**depth walks).
+    Only :class:`ir.Load` reads one, as in a function's own check of its reads.  Memoised per
+    function: each callee is walked once, however many calls reach it (a chain of functions
+    that each call the next twice would otherwise cost 2**depth walks).
     """
-    memo = _STORED.get(function)
+    memo = _ACCESSES.get(function)
     if memo is not None and memo[0] is function.body:
         return memo[1]
-    found: set[int] = set()
     index = {id(p): k for k, p in enumerate(function.params)}
+    changed = {id(n.var) for n in ir.walk(function.body)
+               if not isinstance(n, (ir.Local, ir.ArrayRef)) and isinstance(
+                   getattr(n, "var", None), ir.Var)}
+
+    def at(indices: tuple[ir.Expr, ...]) -> At | None:
+        got = []
+        for e in indices:
+            if not (isinstance(e, ir.Local) and id(e.var) in index and id(e.var) not in changed):
+                return ANYWHERE
+            got.append(index[id(e.var)])
+        return tuple(got)
+
+    def through(inner: At | None, args: tuple[ir.Expr, ...]) -> At | None:
+        return ANYWHERE if inner is ANYWHERE else at(tuple(args[k] for k in inner))
+
+    found = ParamAccesses()
     for node in ir.walk(function.body):
         if isinstance(node, ir.Store) and node.unique != "unsafe" and \
                 id(node.array.var) in index:
-            found.add(index[id(node.array.var)])
+            found.note(found.stores, index[id(node.array.var)], at(node.indices))
+        elif isinstance(node, ir.Load) and id(node.array.var) in index:
+            found.note(found.reads, index[id(node.array.var)],
+                       at(node.indices) if node.width == 1 else ANYWHERE)
         elif isinstance(node, ir.Call):
-            for k in stored_params(node.function):
-                arg = node.args[k]
-                if isinstance(arg, ir.ArrayRef) and id(arg.var) in index:
-                    found.add(index[id(arg.var)])
-    result = frozenset(found)
-    _STORED[function] = (function.body, result)
-    return result
+            inner = param_accesses(node.function)
+            for table, mine in ((inner.stores, found.stores), (inner.reads, found.reads)):
+                for k, where in table.items():
+                    arg = node.args[k]
+                    if isinstance(arg, ir.ArrayRef) and id(arg.var) in index:
+                        found.note(mine, index[id(arg.var)], through(where, node.args))
+    _ACCESSES[function] = (function.body, found)
+    return found
 
+
+def stored_params(function: ir.DeviceFunction) -> frozenset[int]:
+    """The positions of ``function``'s array parameters it stores into outside ``with
+    unsafe():``, itself or through the device functions it passes them to."""
+    return frozenset(param_accesses(function).stores)

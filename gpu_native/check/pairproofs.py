@@ -58,6 +58,22 @@ from .xorpairs import xor_apart
 __all__ = ["CheckedStore", "DeferredPair", "PairProofs"]
 
 
+@node(eq=False)
+class CallAccess:
+    """A device function call's stores into (``writes``) or reads of an array ``var`` the
+    caller passes it: ``keys`` is the index the call's arguments give the element
+    (:func:`~.calls.param_accesses`; ``None``: any element), ``pins`` the pins that index is
+    unique under."""
+
+    var: ir.Var
+    callee: str
+    span: SourceSpan
+    position: Position
+    writes: bool
+    keys: tuple | None
+    pins: frozenset | None
+
+
 @node(frozen=False, eq=False)
 class CheckedStore:
     """A checked store: its form, where it is (for the barrier phases), and whether a condition

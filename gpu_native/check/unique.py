@@ -41,7 +41,7 @@ from .facts import Pinned, PinnedBy, pinned
 from .lastblock import FlagRead, TicketPinned, TicketUse, check_ticket_pins, ticket_facts
 from .monotone import prove_padded
 from .ownership import Assumption, Forms, StoreForm
-from .pairproofs import CheckedStore, DeferredPair, PairProofs
+from .pairproofs import CallAccess, CheckedStore, DeferredPair, PairProofs
 from .parity import read_parities, store_parities
 from .phases import Phases, Position, entry_value, ordered_either
 from .poly import Digit
@@ -125,9 +125,9 @@ class UniqueWrites(PairProofs):
         self.written_keys: dict[int, list[tuple]] = {}
         # The refusal of a store whose owner index may wrap, raised after note_store.
         self.unexact: TranspileError | None = None
-        # The arrays device function calls store into (checked stores: the callee proved them
-        # among its own), by array: the callee's name, the call and where it is.
-        self.call_writes: dict[int, list[tuple[ir.Var, str, SourceSpan, Position]]] = {}
+        # The arrays device function calls store into or read (the callee proved its stores
+        # among its own), by array, in call order (see :meth:`note_call_access`).
+        self.call_accesses: dict[int, list[CallAccess]] = {}
         self.multi_owner: set[int] = set()
         # Every checked store, by array: a store that a condition narrows to fewer threads
         # (`if tid == 0:`) is proven against each of the others, since the owner-index rules
@@ -667,38 +667,89 @@ class UniqueWrites(PairProofs):
         """An array is passed to a device function, which may change it."""
         self.counter_changes.setdefault(id(var), (span, "a device function call it is passed to"))
 
-    def note_call_writes(self, var: ir.Var, callee: str, span: SourceSpan) -> None:
-        """A call of device function ``callee`` stores into ``var`` (:func:`stored_params`)."""
-        self.call_writes.setdefault(id(var), []).append(
-            (var, callee, span, self.phases.position()))
+    def note_call_access(self, var: ir.Var, callee: str, span: SourceSpan, writes: bool,
+                         at: tuple[ir.Expr, ...] | None) -> None:
+        """A call of device function ``callee`` stores into (``writes``) or reads ``var``
+        (:func:`~.calls.param_accesses`), at the element the call's arguments ``at`` index, or
+        anywhere (``None``)."""
+        keys = pins = None
+        if at is not None:
+            keys = tuple(self.defs.key(e) for e in at)
+            pins = self.index_pins(at)
+        self.call_accesses.setdefault(id(var), []).append(CallAccess(
+            var, callee, span, self.phases.position(), writes, keys, pins))
 
     def check_calls(self) -> None:
         """Once the body is known: an array a device function stores into is written by no
-        other store or call here, and read nowhere here, unless a barrier orders the two.  The
-        callee proved its stores among themselves; what it writes is not compared with what
-        this function's own accesses (or another call's) touch, so two of them could meet."""
-        for writes in self.call_writes.values():
-            var, callee, span, where = writes[0]
+        other store or call here, and read nowhere here, and one it reads is written nowhere
+        here, unless a barrier orders the two, or both touch the thread's own element.
+
+        The callee proved its stores among themselves and its reads against them; what it
+        touches is compared with this function's accesses only where the call's arguments name
+        the element: the callee indexes the array by its parameters alone, and the element is
+        one this thread owns here (at its stores' owner index, under their pins: what another
+        thread writes it never touches), or every access of the array is at that one element.
+        """
+        for accesses in self.call_accesses.values():
+            var = accesses[0].var
             grid = var.ty.space == "global"  # type: ignore[attr-defined]
-            others = [(s.span, s.position, "the store") for s in self.checked_stores.get(
-                id(var), ())]
-            others += [(w[2], w[3], f"the call of {w[1]}()") for w in writes[1:]]
-            others += [(load[2], load[5], "the read") for load in self.mutable_loads
-                       if load[0] is var and not load[3]]
-            for other, position, what in others:
-                if ordered_either(where, position, grid):
-                    continue
-                raise TranspileError(
-                    f"'{var.name}' is written inside {callee}() (called at line {span.line}) "
-                    f"and accessed here too, by {what} at line {other.line}: the proofs show "
-                    f"each function's stores apart among themselves, not from another "
-                    f"function's, so another thread's call may write the element accessed here",
-                    other,
-                    "write and read the array in one function (return the value from the "
-                    "device function and store it here), give the call's writes an array of "
-                    "their own, or use `with unsafe():`"
-                    + (" (or a grid_sync() between them)" if grid else
-                       " (or a sync_threads() between them)"))
+            owner = self._owner(var, accesses)
+            here: list[tuple[SourceSpan, Position, bool, str, bool]] = [
+                (s.span, s.position, True, "the store", True)
+                for s in self.checked_stores.get(id(var), ())]
+            here += [(load[2], load[5], False, "the read", self._owns(owner, load[1], load[6]))
+                     for load in self.mutable_loads if load[0] is var and not load[3]]
+            calls = [(a.span, a.position, a.writes, f"the call of {a.callee}()",
+                      self._owns(owner, a.keys, a.pins)) for a in accesses]
+            for k, a in enumerate(accesses):
+                mine = calls[k][4]
+                for other, position, writes, what, theirs in here + calls[k + 1:]:
+                    if not (a.writes or writes) or ordered_either(a.position, position, grid):
+                        continue
+                    if mine and theirs:
+                        continue  # both at this thread's own element
+                    if a.writes:
+                        raise self._call_race(var, f"written inside {a.callee}() (called at "
+                                              f"line {a.span.line}) and accessed here too, by "
+                                              f"{what} at line {other.line}", other, grid)
+                    raise self._call_race(var, f"read inside {a.callee}() (called here) and "
+                                          f"written by {what} at line {other.line}", a.span,
+                                          grid)
+
+    def _owner(self, var: ir.Var, accesses: list[CallAccess]):
+        """``(owner positions, their keys, pins)``: the element(s) a thread owns in ``var``:
+        where its stores write, else where its first call that writes does; ``None`` where
+        the array is written through several indices (or only anywhere)."""
+        if id(var) in self.multi_owner:
+            return None
+        prev = self.store_keys.get(id(var))
+        if prev is not None:
+            return prev[0]
+        first = next((a for a in accesses if a.writes), None)
+        if first is None or first.keys is None:
+            return None
+        return tuple(range(len(first.keys))), first.keys, first.pins
+
+    @staticmethod
+    def _owns(owner, keys, pins) -> bool:
+        """Whether an access at index ``keys`` (under ``pins``) is of the thread's own element."""
+        if owner is None or keys is None:
+            return False
+        owners, owned, owner_pins = owner
+        return tuple(keys[p] for p in owners) == owned and pins == owner_pins
+
+    @staticmethod
+    def _call_race(var: ir.Var, what: str, span: SourceSpan, grid: bool) -> TranspileError:
+        return TranspileError(
+            f"'{var.name}' is {what}: the proofs show each function's accesses apart among "
+            f"themselves, not from another function's, so another thread may write the element "
+            f"one of them touches", span,
+            "index the array in the device function by its parameters alone and pass this "
+            "thread's own index (the one its stores here use), write and read the array in "
+            "one function (return the value from the device function and store it here), "
+            "give the call's writes an array of their own, or use `with unsafe():`"
+            + (" (or a grid_sync() between them)" if grid else
+               " (or a sync_threads() between them)"))
 
     def check_tickets(self) -> None:
         """Once the body is known: a store indexed by a ticket is race-free only if nothing

@@ -201,6 +201,47 @@ def k(out: CUDASliceMut[f32], res: CUDASliceMut[f32]):
     if u + 1 < len(out):
         res[u] = out[u + 1]  # <--
 """, ["by the read at line"], (np.zeros(4096, np.float32),)),
+    # A device function's reads against the caller's stores (they were not compared at all).
+    "a device function's read of a neighbour beside the kernel's store": ("""
+@gpu_device
+def peek(y: CUDASlice[f32], i: int) -> f32:
+    return y[i + 1]
+
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f32]):
+    u = FlatLayout1D.uid()
+    if u + 1 < len(out):
+        out[u] = peek(out, u)  # <--
+""", ["'out' is read inside peek() (called here) and written by the store at line"], ()),
+    "a device function's read through a parameter it changes": ("""
+@gpu_device
+def later(y: CUDASliceMut[f32], i: int) -> f32:
+    i += 1
+    return y[i]
+
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f32]):
+    u = FlatLayout1D.uid()
+    if u + 1 < len(out):
+        out[u] = later(out, u)  # <--
+""", ["'out' is read inside later()"], ()),
+    "a device function's store beside another's read of a neighbour": ("""
+@gpu_device
+def put(y: CUDASliceMut[f32], i: UniqueId):
+    y[i] = 1.0
+
+@gpu_device
+def peek(y: CUDASlice[f32], i: int) -> f32:
+    return y[i]
+
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f32], res: CUDASliceMut[f32]):
+    u = FlatLayout1D.uid()
+    if u + 1 < len(out):
+        put(out, u)
+        res[u] = peek(out, u + 1)  # <--
+""", ["'out' is written inside put() (called at line", "by the call of peek() at line"],
+        (np.zeros(4096, np.float32),)),
     "thread 0 of every block, through an index it counts": ("""
 @gpu_kernel(Kernel1D)
 def k(out: CUDASliceMut[f32]):
@@ -307,6 +348,35 @@ def k(out: CUDASliceMut[f32]):
             out[c] = f32(i)
             c += 1
         out[10] = f32(c)
+""",
+    # A device function that indexes the array by its parameters, passed the thread's own
+    # index, touches the thread's own element.
+    "a device function's store and the kernel's, both at the thread's own element": """
+@gpu_device
+def put(y: CUDASliceMut[f32], i: UniqueId, v: f32):
+    y[i] = v
+
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f32]):
+    u = FlatLayout1D.uid()
+    if u < len(out):
+        put(out, u, f32(u))
+        out[u] = out[u] * 2.0
+""",
+    "a device function's read of the thread's own element beside the kernel's store": """
+@gpu_device
+def get(y: CUDASlice[f32], i: int) -> f32:
+    return y[i]
+
+@gpu_device
+def twice(y: CUDASlice[f32], j: int) -> f32:
+    return get(y, j) + get(y, j)
+
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f32]):
+    u = FlatLayout1D.uid()
+    if u < len(out):
+        out[u] = twice(out, u) + 1.0
 """,
     "one thread's stores under two conditions that name it alike": """
 @gpu_kernel(Kernel1D)
@@ -556,8 +626,8 @@ def k(out: CUDASliceMut[f32]):
 
 def test_each_device_function_s_stores_are_found_once_however_many_calls_reach_it(
         tmp_path, monkeypatch):
-    """Which parameters a device function stores into (for the caller's race check) is worked
-    out once per function: a chain of 20 functions that each call the next twice took 2**19
+    """Where a device function stores into and reads its parameters (for the caller's race
+    check) is worked out once per function: a chain of 20 functions that each call the next twice took 2**19
     walks of the innermost one (43 s at depth 20, doubling with each level)."""
     from gpu_native.check import calls
 
@@ -566,8 +636,8 @@ def test_each_device_function_s_stores_are_found_once_however_many_calls_reach_i
     chain += [f"@gpu_device\ndef g{n}(o: CUDASlice[f32], i: int) -> f32:\n"
               f"    return g{n - 1}(o, i) + g{n - 1}(o, i)\n" for n in range(1, depth)]
     seen = []
-    real = calls.stored_params
-    monkeypatch.setattr(calls, "stored_params", lambda fn: seen.append(fn) or real(fn))
+    real = calls.param_accesses
+    monkeypatch.setattr(calls, "param_accesses", lambda fn: seen.append(fn) or real(fn))
     kernels = build(tmp_path, "\n\n".join(chain) + f"""
 
 @gpu_kernel(Kernel1D)
