@@ -704,6 +704,8 @@ class UniqueWrites(PairProofs):
             for k, a in enumerate(accesses):
                 mine = calls[k][4]
                 for other, position, writes, what, theirs in here + calls[k + 1:]:
+                    if other is a.span:
+                        continue  # the same call's stores and reads: the callee proved them
                     if not (a.writes or writes) or ordered_either(a.position, position, grid):
                         continue
                     if mine and theirs:
