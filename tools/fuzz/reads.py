@@ -36,5 +36,6 @@ def generated(r: random.Random) -> str:
     if r.random() < 0.5:
         a, b = b, a
     lines[first] = f"{indent}out[{a}] = out[{b}] + 1"
-    del lines[second]
+    # `pass`, not nothing: the store may be the only statement of its block.
+    lines[second] = _STORE.match(lines[second]).group(1) + "pass"  # type: ignore[union-attr]
     return "\n".join(lines) + "\n"
