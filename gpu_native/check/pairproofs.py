@@ -63,7 +63,7 @@ class CallAccess:
     """A device function call's stores into (``writes``) or reads of an array ``var`` the
     caller passes it: ``keys`` is the index the call's arguments give the element
     (:func:`~.calls.param_accesses`; ``None``: any element), ``pins`` the pins that index is
-    unique under."""
+    unique under, ``form`` its form where the call is (the conditions around it)."""
 
     var: ir.Var
     callee: str
@@ -72,6 +72,7 @@ class CallAccess:
     writes: bool
     keys: tuple | None
     pins: frozenset | None
+    form: StoreForm | str = ""
 
 
 @node(frozen=False, eq=False)

@@ -673,11 +673,14 @@ class UniqueWrites(PairProofs):
         (:func:`~.calls.param_accesses`), at the element the call's arguments ``at`` index, or
         anywhere (``None``)."""
         keys = pins = None
+        form: StoreForm | str = "is not known at the call"
         if at is not None:
             keys = tuple(self.defs.key(e) for e in at)
             pins = self.index_pins(at)
+            space = "global" if var.ty.space == "global" else "shared"  # type: ignore[attr-defined]
+            form = self.forms.store(keys, self.bounds.facts, space, span.line, f"{callee}()")
         self.call_accesses.setdefault(id(var), []).append(CallAccess(
-            var, callee, span, self.phases.position(), writes, keys, pins))
+            var, callee, span, self.phases.position(), writes, keys, pins, form))
 
     def check_calls(self) -> None:
         """Once the body is known: an array a device function stores into is written by no
@@ -697,10 +700,11 @@ class UniqueWrites(PairProofs):
             here: list[tuple[SourceSpan, Position, bool, str, bool]] = [
                 (s.span, s.position, True, "the store", True)
                 for s in self.checked_stores.get(id(var), ())]
-            here += [(load[2], load[5], False, "the read", self._owns(owner, load[1], load[6]))
+            here += [(load[2], load[5], False, "the read",
+                      self._owns(var, owner, load[1], load[6], load[7]))
                      for load in self.mutable_loads if load[0] is var and not load[3]]
             calls = [(a.span, a.position, a.writes, f"the call of {a.callee}()",
-                      self._owns(owner, a.keys, a.pins)) for a in accesses]
+                      self._owns(var, owner, a.keys, a.pins, a.form)) for a in accesses]
             for k, a in enumerate(accesses):
                 mine = calls[k][4]
                 for other, position, writes, what, theirs in here + calls[k + 1:]:
@@ -732,13 +736,14 @@ class UniqueWrites(PairProofs):
             return None
         return tuple(range(len(first.keys))), first.keys, first.pins
 
-    @staticmethod
-    def _owns(owner, keys, pins) -> bool:
-        """Whether an access at index ``keys`` (under ``pins``) is of the thread's own element."""
+    def _owns(self, var: ir.Var, owner, keys, pins, form: StoreForm | str) -> bool:
+        """Whether an access at index ``keys`` (under ``pins``, with ``form``) is of the
+        thread's own element of ``var``: at the owner index, under the stores' pins."""
         if owner is None or keys is None:
             return False
         owners, owned, owner_pins = owner
-        return tuple(keys[p] for p in owners) == owned and pins == owner_pins
+        return tuple(keys[p] for p in owners) == owned and pins == owner_pins and \
+            self._under_store_pins(var, form)
 
     @staticmethod
     def _call_race(var: ir.Var, what: str, span: SourceSpan, grid: bool) -> TranspileError:
@@ -752,6 +757,19 @@ class UniqueWrites(PairProofs):
             "give the call's writes an array of their own, or use `with unsafe():`"
             + (" (or a grid_sync() between them)" if grid else
                " (or a sync_threads() between them)"))
+
+    def _under_store_pins(self, var: ir.Var, form: StoreForm | str) -> bool:
+        """Whether an access with ``form`` runs under every pin of the conditions around the
+        stores of ``var`` (``if tid % 32 == 0: partial[w] = v``): at the owner index, an access
+        that runs in more threads than the stores do reaches elements another thread writes
+        (thread 1 reads what thread 0 wrote at ``partial[w]``)."""
+        needed = [f.pins for f in self.store_forms.get(id(var), ())
+                  if isinstance(f, StoreForm) and f.pins]
+        if not needed:
+            return True
+        if not isinstance(form, StoreForm):
+            return False
+        return all(form.pins.get(digit) == pin for pins in needed for digit, pin in pins.items())
 
     def check_tickets(self) -> None:
         """Once the body is known: a store indexed by a ticket is race-free only if nothing
@@ -803,7 +821,18 @@ class UniqueWrites(PairProofs):
                         "read it under the same conditions as the stores (inside their `if`), "
                         "read from a separate array, or use `with unsafe():`")
             elif tuple(k[p] for p in owners) == owned and pins == prev[0][2]:
-                continue
+                if self._under_store_pins(var, form):
+                    continue
+                if self._read_meets(var, form, where, assume_more=False) is None or any(
+                        s.narrowed for s in self.checked_stores.get(id(var), ())):
+                    continue  # (a store a condition narrows is proven against the read below)
+                raise TranspileError(
+                    f"'{var.name}' is read here at the index it is written at ({racing}), but "
+                    f"by threads that the condition around the store leaves out: what one "
+                    f"thread writes there, others read", span,
+                    "read it under the same condition as the store (inside its `if`), or "
+                    "after a barrier that orders the two (sync_threads() for a shared array, "
+                    "grid_sync() for a global one), or use `with unsafe():`")
             elif self._read_meets(var, form, where, assume_more=False) is None:
                 # No store writes the element in another thread (the pivot row a[0, j] read
                 # beside stores into a[i + 1, j]), as the pair proofs show of two stores; with

@@ -242,6 +242,34 @@ def k(out: CUDASliceMut[f32], res: CUDASliceMut[f32]):
         res[u] = peek(out, u + 1)  # <--
 """, ["'out' is written inside put() (called at line", "by the call of peek() at line"],
         (np.zeros(4096, np.float32),)),
+    # The store is proven through a residue pin (one lane of each warp); the read at its
+    # owner index runs in every lane, so it was taken for each thread's own element.
+    "a global element one lane of each warp writes, read by every lane": ("""
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f32], copy: CUDASliceMut[f32]):
+    assert block_dim.x == 64
+    tid = thread_idx.x
+    w = block_idx.x * 2 + tid // 32
+    if tid % 32 == 0:
+        out[w] = 1.0
+    copy[FlatLayout1D.uid()] = out[w]  # <--
+""", ["'out' is read here at the index it is written at", "condition around the store leaves out"],
+        (np.zeros(128, np.float32),)),
+    "the same, read inside a device function": ("""
+@gpu_device
+def get(y: CUDASlice[f32], i: int) -> f32:
+    return y[i]
+
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f32], copy: CUDASliceMut[f32]):
+    assert block_dim.x == 64
+    tid = thread_idx.x
+    w = block_idx.x * 2 + tid // 32
+    if tid % 32 == 0:
+        out[w] = 1.0
+    copy[FlatLayout1D.uid()] = get(out, w)  # <--
+""", ["'out' is read inside get() (called here) and written by the store at line"],
+        (np.zeros(128, np.float32),)),
     "thread 0 of every block, through an index it counts": ("""
 @gpu_kernel(Kernel1D)
 def k(out: CUDASliceMut[f32]):
@@ -377,6 +405,16 @@ def k(out: CUDASliceMut[f32]):
     u = FlatLayout1D.uid()
     if u < len(out):
         out[u] = twice(out, u) + 1.0
+""",
+    "a lane's store and its read under the one condition": """
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f32]):
+    assert block_dim.x == 64
+    tid = thread_idx.x
+    w = block_idx.x * 2 + tid // 32
+    if tid % 32 == 0:
+        out[w] = 1.0
+        out[w] = out[w] * 2.0
 """,
     "one thread's stores under two conditions that name it alike": """
 @gpu_kernel(Kernel1D)
