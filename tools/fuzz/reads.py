@@ -3,7 +3,8 @@ at an element no other thread's store can write is proven as a pair of stores is
 
 :func:`generated` draws a kernel from :mod:`.mirrored`, :mod:`.residues` or :mod:`.rowwalk`
 (two stores into ``out``, kept apart by a condition or not) and turns its first two stores
-into one store and one read, ``out[A] = out[B] + 1``: the read of ``out[B]`` must not meet any
+into one store and one read, ``out[A] = out[B] + 1`` (or keeps both stores and reads
+``v = out[B]`` after them, outside their conditions): the read of ``out[B]`` must not meet any
 other thread's store.  Whatever the checker accepts must run without a race (the simulator's
 race detector reports a read of an element another thread writes in the launch) for every ``n``
 and launch shape its checks let through (the launches of :func:`tools.fuzz.guarded.launches`).
@@ -35,6 +36,12 @@ def generated(r: random.Random) -> str:
     b = _STORE.match(lines[second]).group(2)  # type: ignore[union-attr]
     if r.random() < 0.5:
         a, b = b, a
+    if r.random() < 0.3:
+        # The read outside every condition, after them: it runs in threads the conditions
+        # around the store leave out (a read at the store's own index is the thread's own
+        # element only where the store runs too).
+        lines.append(f"    v = out[{b}]")
+        return "\n".join(lines) + "\n"
     lines[first] = f"{indent}out[{a}] = out[{b}] + 1"
     # `pass`, not nothing: the store may be the only statement of its block.
     lines[second] = _STORE.match(lines[second]).group(1) + "pass"  # type: ignore[union-attr]
