@@ -6,7 +6,8 @@
 #   bash tools/device_run.sh tests bench    # ... then tools/bench_suite.py (with Numba if carried)
 #   bash tools/device_run.sh quick          # pytest -m gpu -x, a smoke run
 #   bash tools/device_run.sh fuzzraces      # tools/fuzz_races.py: unique-write proofs, GPU vs sim
-#                                           # (the indices family, then guarded, ranges, warps)
+#                                           # (the indices family, then guarded, ranges, warps,
+#                                           # reads, calls)
 #
 # The wheels come from ../shared/tools/fetch-device-wheels.sh (carry ".whl"; .whl/test and .whl/dask
 # from tools/fetch_cuda12_wheels.sh and tools/fetch_dask_wheels.sh, .whl/daskcuda from the
@@ -53,7 +54,7 @@ for what in "$@"; do
     fuzzraces)
       python3 -m tools.fuzz_races --out "$OUT/fuzz_races.json" 2>&1 | tee "$OUT/fuzz_races.log" | tail -30
       status=$((status | ${PIPESTATUS[0]}))
-      for family in guarded ranges warps; do
+      for family in guarded ranges warps reads calls; do
         python3 -m tools.fuzz_races --family $family --seeds 5000 --time-limit 60 \
           --out "$OUT/fuzz_$family.json" 2>&1 | tee "$OUT/fuzz_$family.log" | tail -30
         status=$((status | ${PIPESTATUS[0]}))
