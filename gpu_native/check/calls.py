@@ -552,7 +552,7 @@ class CallChecker(CheckerBase):
                     if isinstance(arg, ir.ArrayRef):
                         self.unique.note_call_access(
                             arg.var, fndef.name, e.span, writes,
-                            None if at is None else tuple(args[k] for k in at))
+                            None if at is None else tuple(args[k] for k in at), position)
         return call
 
     def call_divmod(self, e: S.Call) -> ir.Expr:

@@ -73,6 +73,7 @@ class CallAccess:
     keys: tuple | None
     pins: frozenset | None
     form: StoreForm | str = ""
+    param: int = 0  # the callee's parameter the array is passed for
 
 
 @node(frozen=False, eq=False)

@@ -668,10 +668,10 @@ class UniqueWrites(PairProofs):
         self.counter_changes.setdefault(id(var), (span, "a device function call it is passed to"))
 
     def note_call_access(self, var: ir.Var, callee: str, span: SourceSpan, writes: bool,
-                         at: tuple[ir.Expr, ...] | None) -> None:
+                         at: tuple[ir.Expr, ...] | None, param: int = 0) -> None:
         """A call of device function ``callee`` stores into (``writes``) or reads ``var``
-        (:func:`~.calls.param_accesses`), at the element the call's arguments ``at`` index, or
-        anywhere (``None``)."""
+        (:func:`~.calls.param_accesses`) through its parameter at position ``param``, at the
+        element the call's arguments ``at`` index, or anywhere (``None``)."""
         keys = pins = None
         form: StoreForm | str = "is not known at the call"
         if at is not None:
@@ -680,7 +680,7 @@ class UniqueWrites(PairProofs):
             space = "global" if var.ty.space == "global" else "shared"  # type: ignore[attr-defined]
             form = self.forms.store(keys, self.bounds.facts, space, span.line, f"{callee}()")
         self.call_accesses.setdefault(id(var), []).append(CallAccess(
-            var, callee, span, self.phases.position(), writes, keys, pins, form))
+            var, callee, span, self.phases.position(), writes, keys, pins, form, param))
 
     def check_calls(self) -> None:
         """Once the body is known: an array a device function stores into is written by no
@@ -707,13 +707,25 @@ class UniqueWrites(PairProofs):
                       self._owns(var, owner, a.keys, a.pins, a.form)) for a in accesses]
             for k, a in enumerate(accesses):
                 mine = calls[k][4]
-                for other, position, writes, what, theirs in here + calls[k + 1:]:
-                    if other is a.span:
-                        continue  # the same call's stores and reads: the callee proved them
+                for j, (other, position, writes, what, theirs) in enumerate(
+                        here + calls[k + 1:]):
+                    b = accesses[k + 1 + j - len(here)] if j >= len(here) else None
+                    if b is not None and b.span is a.span and b.param == a.param:
+                        # One call's stores and reads through one parameter: the callee
+                        # proved them.  The array passed for two parameters is two arrays
+                        # to the callee, whose proofs then say nothing of the pair.
+                        continue
                     if not (a.writes or writes) or ordered_either(a.position, position, grid):
                         continue
                     if mine and theirs:
                         continue  # both at this thread's own element
+                    if b is not None and b.span is a.span:
+                        raise TranspileError(
+                            f"'{var.name}' is passed to {a.callee}() for two of its parameters, "
+                            f"which its proofs take for two arrays: a store through one may "
+                            f"meet another thread's access through the other", a.span,
+                            "pass the array once and index that parameter, or use "
+                            "`with unsafe():`")
                     if a.writes:
                         raise self._call_race(var, f"written inside {a.callee}() (called at "
                                               f"line {a.span.line}) and accessed here too, by "

@@ -270,6 +270,16 @@ def k(out: CUDASliceMut[f32], copy: CUDASliceMut[f32]):
     copy[FlatLayout1D.uid()] = get(out, w)  # <--
 """, ["'out' is read inside get() (called here) and written by the store at line"],
         (np.zeros(128, np.float32),)),
+    "one array passed for two parameters of a device function": ("""
+@gpu_device
+def f(y: CUDASliceMut[f32], z: CUDASlice[f32], i: UniqueId):
+    if i + 1 < len(z):
+        y[i] = z[i + 1]
+
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f32]):
+    f(out, out, FlatLayout1D.uid())  # <--
+""", ["'out' is passed to f() for two of its parameters"], ()),
     "thread 0 of every block, through an index it counts": ("""
 @gpu_kernel(Kernel1D)
 def k(out: CUDASliceMut[f32]):
