@@ -104,6 +104,7 @@ class UniqueWritesPass(CheckPass):
         assert unit.body is not None
         unit.checker.unique.check_scaled(unit.body)
         unit.checker.unique.check_ticket_pins(unit.body)
+        unit.checker.unique.check_atomic_reads()
 
 
 class NoWrapPass(CheckPass):

@@ -37,7 +37,7 @@ from .. import ir
 from ..analysis.ranges import Affine, constant_value
 from ..errors import SourceSpan, TranspileError
 from .classify import adds_a_positive_constant, required_coords
-from .facts import Pinned, PinnedBy, pinned
+from .facts import ConstKey, Pinned, PinnedBy, pinned
 from .lastblock import FlagRead, TicketPinned, TicketUse, check_ticket_pins, ticket_facts
 from .monotone import prove_padded
 from .ownership import Assumption, Forms, StoreForm
@@ -117,6 +117,10 @@ class UniqueWrites(PairProofs):
         self.mutable_loads: list[tuple[ir.Var, tuple[Key, ...], SourceSpan, bool, frozenset,
                                        Position, frozenset, StoreForm | str]] = []
         self.unique_param_uses: dict[str, set[str]] = {}
+        # Atomic updates (all but loads), by array: their index keys and where they are; and
+        # the plain reads of shared arrays (those of global ones are ``mutable_loads``).
+        self.atomic_updates: dict[int, list[tuple[tuple, SourceSpan, Position]]] = {}
+        self.shared_loads: list[tuple[ir.Var, tuple, SourceSpan, Position]] = []
         # The ownership proofs: every store's form, by array (a string where it has none), and
         # every full index key a thread writes (a read at one of them reads its own element).
         self.forms = Forms(defs, self.is_uniform_var, ctx.ndim, is_kernel)
@@ -629,6 +633,9 @@ class UniqueWrites(PairProofs):
 
     def note_load(self, base: ir.ArrayRef, indices, span: SourceSpan, unsafe: bool) -> None:
         """A read: one of a writable global array is checked against its stores at the end."""
+        if base.ty.space == "shared" and not unsafe:
+            self.shared_loads.append((base.var, tuple(self.defs.key(i) for i in indices), span,
+                                      self.phases.position()))
         if base.ty.space == "global" and base.ty.mutable:
             keys = tuple(self.defs.key(i) for i in indices)
             parity = read_parities(self.forms, keys, self.bounds.facts)
@@ -659,7 +666,11 @@ class UniqueWrites(PairProofs):
     def note_atomic(self, e: ir.Atomic) -> None:
         """An atomic operation: all but loads and additions of a positive constant change its
         array in a way that voids the array's tickets."""
-        if e.op == "load" or adds_a_positive_constant(e):
+        if e.op == "load":
+            return
+        self.atomic_updates.setdefault(id(e.array.var), []).append(
+            (tuple(self.defs.key(i) for i in e.indices), e.span, self.phases.position()))
+        if adds_a_positive_constant(e):
             return
         self.counter_changes.setdefault(id(e.array.var), (e.span, f"an atomic {e.op}"))
 
@@ -782,6 +793,31 @@ class UniqueWrites(PairProofs):
         if not isinstance(form, StoreForm):
             return False
         return all(form.pins.get(digit) == pin for pins in needed for digit, pin in pins.items())
+
+    def check_atomic_reads(self) -> None:
+        """Once the body is known: a plain read of an element that atomics update in the same
+        launch, with no barrier between (``sync_threads()`` for a shared array, ``grid_sync()``
+        for a global one), reads a value that depends on timing: a race, as the simulator's
+        detector reports it.  Reads at a constant index that no update's constant index names
+        are left alone."""
+        reads = [(load[0], load[1], load[2], load[5]) for load in self.mutable_loads
+                 if not load[3]] + self.shared_loads
+        for var, keys, span, where in reads:
+            for update, at, position in self.atomic_updates.get(id(var), ()):
+                grid = var.ty.space == "global"
+                if ordered_either(position, where, grid):
+                    continue
+                if _constant_keys(keys) and _constant_keys(update) and keys != update:
+                    continue
+                raise TranspileError(
+                    f"'{var.name}' is read here with a plain load while atomics update it "
+                    f"(line {at.line}) in the same launch, with no "
+                    f"{'grid_sync()' if grid else 'sync_threads()'} between: the value read "
+                    f"depends on which updates have happened, a race", span,
+                    f"read it atomically (`{var.name}.atomic_ref(i).load()`), or after a "
+                    + ("grid_sync() in a cooperative kernel, or in a later launch"
+                       if grid else "sync_threads() (every update of the block done)")
+                    + ", or use `with unsafe():`")
 
     def check_tickets(self) -> None:
         """Once the body is known: a store indexed by a ticket is race-free only if nothing
@@ -951,3 +987,7 @@ _XOR_ROUND_HINT = (
     "so that of two partners only one writes; else use `with unsafe():`")
 _SCALED_PROOF = ("unique: affine in the thread's index in every barrier interval, with the "
                  "values the block's loop variables take there (a scale by a loop variable)")
+
+
+def _constant_keys(keys: tuple) -> bool:
+    return all(isinstance(k, ConstKey) for k in keys)

@@ -280,6 +280,27 @@ def f(y: CUDASliceMut[f32], z: CUDASlice[f32], i: UniqueId):
 def k(out: CUDASliceMut[f32]):
     f(out, out, FlatLayout1D.uid())  # <--
 """, ["'out' is passed to f() for two of its parameters"], ()),
+    # Plain reads of elements atomics update in the same launch (the simulator reported them;
+    # the checker did not look).
+    "a plain read of a global counter that atomics update": ("""
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f32], copy: CUDASliceMut[f32]):
+    out.atomic_ref(0).fetch_add(1.0)
+    copy[FlatLayout1D.uid()] = out[0]  # <--
+""", ["'out' is read here with a plain load while atomics update it (line",
+      "no grid_sync() between"], (np.zeros(128, np.float32),)),
+    "a plain read of a shared bin before the barrier": ("""
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f32]):
+    s = shared_array(f32, 4)
+    tid = thread_idx.x
+    if tid < 4:
+        s[tid] = 0.0
+    sync_threads()
+    s.atomic_ref(tid % 4).fetch_add(1.0)
+    out[FlatLayout1D.uid()] = s[tid % 4]  # <--
+""", ["'s' is read here with a plain load while atomics update it", "no sync_threads() between"],
+        ()),
     "thread 0 of every block, through an index it counts": ("""
 @gpu_kernel(Kernel1D)
 def k(out: CUDASliceMut[f32]):
@@ -425,6 +446,18 @@ def k(out: CUDASliceMut[f32]):
     if tid % 32 == 0:
         out[w] = 1.0
         out[w] = out[w] * 2.0
+""",
+    "a shared histogram read after the barrier": """
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f32]):
+    s = shared_array(f32, 4)
+    tid = thread_idx.x
+    if tid < 4:
+        s[tid] = 0.0
+    sync_threads()
+    s.atomic_ref(tid % 4).fetch_add(1.0)
+    sync_threads()
+    out[FlatLayout1D.uid()] = s[tid % 4]
 """,
     "one thread's stores under two conditions that name it alike": """
 @gpu_kernel(Kernel1D)
@@ -698,3 +731,16 @@ def k(o: CUDASlice[f32], out: CUDASliceMut[f32]):
     # for the two calls in it.
     assert len(seen) <= 4 * depth, len(seen)
     assert {fn.name for fn in seen} == {f"g{n}" for n in range(depth)}
+
+
+def test_a_plain_read_of_an_element_no_atomic_updates_is_accepted(tmp_path):
+    kernels = build(tmp_path, """
+@gpu_kernel(Kernel1D)
+def k(counts: CUDASliceMut[f32], out: CUDASliceMut[f32]):
+    counts.atomic_ref(0).fetch_add(1.0)
+    out[FlatLayout1D.uid()] = counts[1]
+""")
+    counts = np.array([0.0, 7.0], np.float32)
+    out = np.zeros(128, np.float32)
+    errors = launch(kernels["k"], 2, 64, counts, out)
+    assert errors.races == [] and (out == 7.0).all() and counts[0] == 128.0
