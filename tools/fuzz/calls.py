@@ -55,8 +55,11 @@ _LINE = re.compile(r"^(\s+)out\[(.+)\] = out\[(.+)\] \+ 1$")
 def generated(r: random.Random) -> str:
     """The body of one module defining device functions and kernel ``k(out, n)``, drawn from
     ``r``; the same state always gives the same source."""
-    lines = reads.generated(r).splitlines()
-    at = next(k for k, line in enumerate(lines) if _LINE.match(line))
+    while True:  # a draw whose read is beside its store (not one read after both stores)
+        lines = reads.generated(r).splitlines()
+        at = next((k for k, line in enumerate(lines) if _LINE.match(line)), None)
+        if at is not None:
+            break
     indent, a, b = _LINE.match(lines[at]).groups()  # type: ignore[union-attr]
     read = r.choice([f"out[{b}]", f"peek(out, {b})", f"peek(out, {b})",
                      f"peek_next(out, {b} - 1)"])
