@@ -678,9 +678,3 @@ def param_accesses(function: ir.DeviceFunction) -> ParamAccesses:
                         found.note(mine, index[id(arg.var)], through(where, node.args))
     _ACCESSES[function] = (function.body, found)
     return found
-
-
-def stored_params(function: ir.DeviceFunction) -> frozenset[int]:
-    """The positions of ``function``'s array parameters it stores into outside ``with
-    unsafe():``, itself or through the device functions it passes them to."""
-    return frozenset(param_accesses(function).stores)
