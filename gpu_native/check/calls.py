@@ -544,8 +544,18 @@ class CallChecker(CheckerBase):
             if isinstance(arg, ir.ArrayRef):   # the callee may change it (voids its tickets)
                 self.unique.note_passed(arg.var, arg.span)
         call = self.ctx.program.call_device(self, scan, fndef, args, e.span)
-        if isinstance(call, ir.Call) and self.unsafe_depth == 0:
-            accesses = param_accesses(call.function)
+        if not isinstance(call, ir.Call):
+            return call
+        accesses = param_accesses(call.function)
+        # The callee's atomics race with the caller's plain reads as the caller's own would,
+        # in `unsafe()` or not (as note_atomic counts them).
+        for position, at in accesses.updates.items():
+            arg = args[position]
+            if isinstance(arg, ir.ArrayRef):
+                self.unique.note_atomic_at(
+                    arg.var, None if at is None else tuple(args[k] for k in at), e.span,
+                    f"{fndef.name}()")
+        if self.unsafe_depth == 0:
             for table, writes in ((accesses.stores, True), (accesses.reads, False)):
                 for position, at in table.items():
                     arg = args[position]
@@ -614,16 +624,18 @@ ANYWHERE = None
 
 class ParamAccesses:
     """How a device function touches its array parameters, for its callers' race checks: by
-    parameter position, where it stores (outside ``with unsafe():``) and where it reads
-    (``ir.Load``, in or out of ``unsafe``: the IR does not mark the reads there), itself or
+    parameter position, where it stores (outside ``with unsafe():``), where it reads
+    (``ir.Load``, in or out of ``unsafe``: the IR does not mark the reads there) and where its
+    atomics change an element (``updates``: every atomic operation but a load), itself or
     through the device functions it passes them to.  Each is an :data:`At` (then a caller
     knows the element from its own arguments for those positions) or :data:`ANYWHERE`."""
 
-    __slots__ = ("reads", "stores")
+    __slots__ = ("reads", "stores", "updates")
 
     def __init__(self) -> None:
         self.stores: dict[int, At | None] = {}
         self.reads: dict[int, At | None] = {}
+        self.updates: dict[int, At | None] = {}
 
     @staticmethod
     def note(table: dict[int, At | None], position: int, at: At | None) -> None:
@@ -669,9 +681,13 @@ def param_accesses(function: ir.DeviceFunction) -> ParamAccesses:
         elif isinstance(node, ir.Load) and id(node.array.var) in index:
             found.note(found.reads, index[id(node.array.var)],
                        at(node.indices) if node.width == 1 else ANYWHERE)
+        elif isinstance(node, ir.Atomic) and node.op != "load" and \
+                id(node.array.var) in index:
+            found.note(found.updates, index[id(node.array.var)], at(node.indices))
         elif isinstance(node, ir.Call):
             inner = param_accesses(node.function)
-            for table, mine in ((inner.stores, found.stores), (inner.reads, found.reads)):
+            for table, mine in ((inner.stores, found.stores), (inner.reads, found.reads),
+                                (inner.updates, found.updates)):
                 for k, where in table.items():
                     arg = node.args[k]
                     if isinstance(arg, ir.ArrayRef) and id(arg.var) in index:

@@ -77,6 +77,22 @@ class CallAccess:
 
 
 @node(frozen=False, eq=False)
+class AtomicUpdate:
+    """An atomic operation that changes an element of ``var`` (all but a load), here or in the
+    device function ``callee`` (``"f()"``) called here: ``keys`` is the element's index
+    (``None``: any element), ``pins`` the pins that index is unique under, ``form`` its form
+    where the update is."""
+
+    var: ir.Var
+    keys: tuple | None
+    span: SourceSpan
+    position: Position
+    callee: str
+    pins: frozenset | None
+    form: StoreForm | str
+
+
+@node(frozen=False, eq=False)
 class CheckedStore:
     """A checked store: its form, where it is (for the barrier phases), and whether a condition
     leaves it to fewer threads than its index tells apart (``narrowed``)."""
@@ -92,6 +108,13 @@ class CheckedStore:
     #: ``tid0`` and ``bid0``): a store its form's pins do not say all of is not one whose index
     #: tells those threads apart (:func:`.storepairs.only_its_thread` assumes that of it).
     pinned: frozenset = frozenset()
+    #: The store's index keys and the pins they are unique under (``None``: a store of a span,
+    #: box or tile), for :meth:`~.unique.UniqueWrites.check_atomic_stores`.
+    keys: tuple | None = None
+    index_pins: frozenset = frozenset()
+    #: Under a condition a ticket's value pins (R7, the last ticket: every other block's
+    #: updates of the ticket's counter came before).
+    ticket: bool = False
 
 
 @node(frozen=False, eq=False)

@@ -105,6 +105,7 @@ class UniqueWritesPass(CheckPass):
         unit.checker.unique.check_scaled(unit.body)
         unit.checker.unique.check_ticket_pins(unit.body)
         unit.checker.unique.check_atomic_reads()
+        unit.checker.unique.check_atomic_stores()
 
 
 class NoWrapPass(CheckPass):

@@ -41,7 +41,7 @@ from .facts import ConstKey, Pinned, PinnedBy, pinned
 from .lastblock import FlagRead, TicketPinned, TicketUse, check_ticket_pins, ticket_facts
 from .monotone import prove_padded
 from .ownership import Assumption, Forms, StoreForm
-from .pairproofs import CallAccess, CheckedStore, DeferredPair, PairProofs
+from .pairproofs import AtomicUpdate, CallAccess, CheckedStore, DeferredPair, PairProofs
 from .parity import read_parities, store_parities
 from .phases import Phases, Position, entry_value, ordered_either
 from .poly import Digit
@@ -117,9 +117,10 @@ class UniqueWrites(PairProofs):
         self.mutable_loads: list[tuple[ir.Var, tuple[Key, ...], SourceSpan, bool, frozenset,
                                        Position, frozenset, StoreForm | str]] = []
         self.unique_param_uses: dict[str, set[str]] = {}
-        # Atomic updates (all but loads), by array: their index keys and where they are; and
-        # the plain reads of shared arrays (those of global ones are ``mutable_loads``).
-        self.atomic_updates: dict[int, list[tuple[tuple, SourceSpan, Position]]] = {}
+        # Atomic updates (all but loads), by array: their index keys (``None``: any element, in
+        # a device function called here), where they are and what makes them ("" or "f()");
+        # and the plain reads of shared arrays (those of global ones are ``mutable_loads``).
+        self.atomic_updates: dict[int, list[AtomicUpdate]] = {}
         self.shared_loads: list[tuple[ir.Var, tuple, SourceSpan, Position]] = []
         # The ownership proofs: every store's form, by array (a string where it has none), and
         # every full index key a thread writes (a read at one of them reads its own element).
@@ -332,8 +333,9 @@ class UniqueWrites(PairProofs):
             kind, owners = "uid", tuple(range(len(indices)))
             if not form.pins:  # type: ignore[union-attr]
                 self.written_keys.setdefault(id(base.var), []).append(keys)
-            self.check_narrowed(base, span, CheckedStore(form, self.phases.position(), narrowed,
-                                                         span, self._pins(), self._pinned(space)))
+            self.check_narrowed(base, span, CheckedStore(
+                form, self.phases.position(), narrowed, span, self._pins(), self._pinned(space),
+                keys, self.index_pins(indices), self._ticketed()))
             return kind, owners, proof
         self._note_shared(base, indices, keys, span, form)
         if kind == "uid":
@@ -351,9 +353,9 @@ class UniqueWrites(PairProofs):
                             raise self.wrap_refusal(base.var.name, idx)
             except TranspileError as wraps:
                 self.unexact = wraps
-        self.check_narrowed(base, span, CheckedStore(form, self.phases.position(),
-                                                     narrowed or kind == "single", span,
-                                                     self._pins(), self._pinned(space)))
+        self.check_narrowed(base, span, CheckedStore(
+            form, self.phases.position(), narrowed or kind == "single", span, self._pins(),
+            self._pinned(space), keys, self.index_pins(indices), self._ticketed()))
         covered: set[str] = set()
         for idx in indices:
             u = self.classify(idx)
@@ -544,6 +546,9 @@ class UniqueWrites(PairProofs):
         """The thread coordinates the conditions here pin (see :class:`CheckedStore`)."""
         return pinned(self.bounds.facts) & required_coords(self.ctx.ndim, space)
 
+    def _ticketed(self) -> bool:
+        return any(isinstance(f, TicketPinned) for f in self.bounds.facts)
+
     def _pins(self) -> frozenset:
         """The equalities that leave the code here to one thread (see :class:`CheckedStore`)."""
         return frozenset(f for f in self.bounds.facts if isinstance(f, PinnedBy))
@@ -668,11 +673,29 @@ class UniqueWrites(PairProofs):
         array in a way that voids the array's tickets."""
         if e.op == "load":
             return
-        self.atomic_updates.setdefault(id(e.array.var), []).append(
-            (tuple(self.defs.key(i) for i in e.indices), e.span, self.phases.position()))
+        self.note_atomic_at(e.array.var, e.indices, e.span)
         if adds_a_positive_constant(e):
             return
         self.counter_changes.setdefault(id(e.array.var), (e.span, f"an atomic {e.op}"))
+
+    def note_atomic_at(self, var: ir.Var, at: tuple[ir.Expr, ...] | None, span: SourceSpan,
+                       callee: str = "") -> None:
+        """Atomics change ``var`` at the element ``at`` indexes (``None``: any), here or in
+        the device function ``callee`` called here, for :meth:`check_atomic_reads`."""
+        keys, pins, form = self._element(var, at, span, callee or var.name)
+        self.atomic_updates.setdefault(id(var), []).append(
+            AtomicUpdate(var, keys, span, self.phases.position(), callee, pins, form))
+
+    def _element(self, var: ir.Var, at: tuple[ir.Expr, ...] | None, span: SourceSpan,
+                 text: str) -> tuple[tuple | None, frozenset | None, StoreForm | str]:
+        """The index keys, pins and form of the element of ``var`` that ``at`` indexes (what
+        ``text`` names, at ``span``), all unknown where ``at`` is ``None`` (any element)."""
+        if at is None:
+            return None, None, "is not known at the call"
+        keys = tuple(self.defs.key(e) for e in at)
+        space = "global" if var.ty.space == "global" else "shared"  # type: ignore[attr-defined]
+        return keys, self.index_pins(at), self.forms.store(keys, self.bounds.facts, space,
+                                                           span.line, text)
 
     def note_passed(self, var: ir.Var, span: SourceSpan) -> None:
         """An array is passed to a device function, which may change it."""
@@ -683,13 +706,7 @@ class UniqueWrites(PairProofs):
         """A call of device function ``callee`` stores into (``writes``) or reads ``var``
         (:func:`~.calls.param_accesses`) through its parameter at position ``param``, at the
         element the call's arguments ``at`` index, or anywhere (``None``)."""
-        keys = pins = None
-        form: StoreForm | str = "is not known at the call"
-        if at is not None:
-            keys = tuple(self.defs.key(e) for e in at)
-            pins = self.index_pins(at)
-            space = "global" if var.ty.space == "global" else "shared"  # type: ignore[attr-defined]
-            form = self.forms.store(keys, self.bounds.facts, space, span.line, f"{callee}()")
+        keys, pins, form = self._element(var, at, span, f"{callee}()")
         self.call_accesses.setdefault(id(var), []).append(CallAccess(
             var, callee, span, self.phases.position(), writes, keys, pins, form, param))
 
@@ -798,19 +815,25 @@ class UniqueWrites(PairProofs):
         """Once the body is known: a plain read of an element that atomics update in the same
         launch, with no barrier between (``sync_threads()`` for a shared array, ``grid_sync()``
         for a global one), reads a value that depends on timing: a race, as the simulator's
-        detector reports it.  Reads at a constant index that no update's constant index names
-        are left alone."""
-        reads = [(load[0], load[1], load[2], load[5]) for load in self.mutable_loads
-                 if not load[3]] + self.shared_loads
-        for var, keys, span, where in reads:
-            for update, at, position in self.atomic_updates.get(id(var), ()):
+        detector reports it.  The reads and the atomics of the device functions called here
+        count as the caller's (:func:`~.calls.param_accesses`).  Reads at a constant index that
+        no update's constant index names are left alone."""
+        reads = [(load[0], load[1], load[2], load[5], "") for load in self.mutable_loads
+                 if not load[3]] + [(*load, "") for load in self.shared_loads] + [
+            (a.var, a.keys, a.span, a.position, f"{a.callee}()")
+            for accesses in self.call_accesses.values() for a in accesses if not a.writes]
+        for var, keys, span, where, reader in reads:
+            for update in self.atomic_updates.get(id(var), ()):
                 grid = var.ty.space == "global"
-                if ordered_either(position, where, grid):
+                if ordered_either(update.position, where, grid):
                     continue
-                if _constant_keys(keys) and _constant_keys(update) and keys != update:
+                if keys is not None and update.keys is not None and _constant_keys(keys) and \
+                        _constant_keys(update.keys) and keys != update.keys:
                     continue
+                at, updater = update.span, update.callee
                 raise TranspileError(
-                    f"'{var.name}' is read here with a plain load while atomics update it "
+                    f"'{var.name}' is read {f'by {reader} ' if reader else ''}here with a "
+                    f"plain load while atomics {f'in {updater} ' if updater else ''}update it "
                     f"(line {at.line}) in the same launch, with no "
                     f"{'grid_sync()' if grid else 'sync_threads()'} between: the value read "
                     f"depends on which updates have happened, a race", span,
@@ -818,6 +841,48 @@ class UniqueWrites(PairProofs):
                     + ("grid_sync() in a cooperative kernel, or in a later launch"
                        if grid else "sync_threads() (every update of the block done)")
                     + ", or use `with unsafe():`")
+
+    def check_atomic_stores(self) -> None:
+        """Once the body is known: a plain store into an element that atomics update in the
+        same launch, with no barrier between, races with the update (which of the two lands
+        last depends on timing).  Left alone: both at the thread's own element (the atomic at
+        the stores' owner index, under their pins), both at constant indices that differ, and
+        a store under the last ticket (R7: the other blocks' updates all came before it)."""
+        for updates in self.atomic_updates.values():
+            var = updates[0].var
+            accesses = self.call_accesses.get(id(var), [])
+            writes: list[tuple[tuple | None, frozenset | None, StoreForm | str, SourceSpan,
+                               Position, bool, str]] = [
+                (s.keys, s.index_pins, s.form, s.span, s.position, s.ticket, "")
+                for s in self.checked_stores.get(id(var), ())]
+            writes += [(a.keys, a.pins, a.form, a.span, a.position, False, f"{a.callee}()")
+                       for a in accesses if a.writes]
+            grid = var.ty.space == "global"  # type: ignore[attr-defined]
+            owner = self._owner(var, accesses)
+            for keys, pins, form, span, position, ticket, writer in writes:
+                for update in updates:
+                    if ticket or ordered_either(update.position, position, grid):
+                        continue
+                    if keys is not None and update.keys is not None and \
+                            _constant_keys(keys) and _constant_keys(update.keys) and \
+                            keys != update.keys:
+                        continue
+                    if self._owns(var, owner, keys, pins, form) and \
+                            self._owns(var, owner, update.keys, update.pins, update.form):
+                        continue  # both at this thread's own element
+                    barrier = "grid_sync()" if grid else "sync_threads()"
+                    raise TranspileError(
+                        f"'{var.name}' is written {f'by {writer} ' if writer else ''}here with "
+                        f"a plain store while atomics "
+                        f"{f'in {update.callee} ' if update.callee else ''}update it (line "
+                        f"{update.span.line}) in the same launch, with no {barrier} between: "
+                        f"another thread's update of the element may land before or after the "
+                        f"store, a race", span,
+                        (f"write it atomically (`{var.name}.atomic_ref(i).store(v)`), "
+                         if not writer else "give the call's writes an array of their own, ")
+                        + f"order the two with a {barrier}"
+                        + (" (in a cooperative kernel)" if grid else "")
+                        + " or put them in separate launches, or use `with unsafe():`")
 
     def check_tickets(self) -> None:
         """Once the body is known: a store indexed by a ticket is race-free only if nothing

@@ -301,6 +301,84 @@ def k(out: CUDASliceMut[f32]):
     out[FlatLayout1D.uid()] = s[tid % 4]  # <--
 """, ["'s' is read here with a plain load while atomics update it", "no sync_threads() between"],
         ()),
+    # The same through device functions: their atomics and plain reads count as the caller's
+    # (a call's atomics were not compared with anything).
+    "a plain read of a counter a device function's atomics update": ("""
+@gpu_device
+def bump(c: CUDASliceMut[f32], i: i32):
+    c.atomic_ref(i).fetch_add(1.0)
+
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f32], copy: CUDASliceMut[f32]):
+    bump(out, 0)
+    copy[FlatLayout1D.uid()] = out[0]  # <--
+""", ["'out' is read here with a plain load while atomics in bump() update it (line"],
+        (np.zeros(128, np.float32),)),
+    "a device function's plain read of a counter the kernel's atomics update": ("""
+@gpu_device
+def peek(c: CUDASlice[f32], i: i32) -> f32:
+    return c[i]
+
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f32], copy: CUDASliceMut[f32]):
+    out.atomic_ref(0).fetch_add(1.0)
+    copy[FlatLayout1D.uid()] = peek(out, 0)  # <--
+""", ["'out' is read by peek() here with a plain load while atomics update it (line"],
+        (np.zeros(128, np.float32),)),
+    "one device function's read of a counter another's atomics update": ("""
+@gpu_device
+def peek(c: CUDASlice[f32], i: i32) -> f32:
+    return c[i]
+
+@gpu_device
+def bump(c: CUDASliceMut[f32], i: i32):
+    c.atomic_ref(i).fetch_add(1.0)
+
+@gpu_device
+def count(c: CUDASliceMut[f32]):
+    bump(c, 0)
+
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f32], copy: CUDASliceMut[f32]):
+    count(out)
+    copy[FlatLayout1D.uid()] = peek(out, 0)  # <--
+""", ["'out' is read by peek() here with a plain load while atomics in count() update it"],
+        (np.zeros(128, np.float32),)),
+    # Plain stores into elements atomics update (the simulator reported them; the checker
+    # compared atomics with nothing but reads).
+    "a plain store into a neighbour's atomically updated element": ("""
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f32]):
+    u = FlatLayout1D.uid()
+    if u + 1 < len(out):
+        out[u] = 5.0  # <--
+        out.atomic_ref(u + 1).fetch_add(1.0)
+""", ["'out' is written here with a plain store while atomics update it (line",
+      "atomic_ref(i).store(v)"], ()),
+    "a plain store into a counter a device function's atomics update": ("""
+@gpu_device
+def bump(c: CUDASliceMut[f32], i: i32):
+    c.atomic_ref(i).fetch_add(1.0)
+
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f32]):
+    u = FlatLayout1D.uid()
+    if u < len(out):
+        out[u] = 5.0  # <--
+        bump(out, 3)
+""", ["'out' is written here with a plain store while atomics in bump() update it"], ()),
+    "a device function's store into a counter the kernel's atomics update": ("""
+@gpu_device
+def put(c: CUDASliceMut[f32], i: UniqueId):
+    c[i] = 5.0
+
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f32]):
+    u = FlatLayout1D.uid()
+    if u < len(out):
+        put(out, u)  # <--
+        out.atomic_ref(3).fetch_add(1.0)
+""", ["'out' is written by put() here with a plain store while atomics update it"], ()),
     "thread 0 of every block, through an index it counts": ("""
 @gpu_kernel(Kernel1D)
 def k(out: CUDASliceMut[f32]):
@@ -458,6 +536,32 @@ def k(out: CUDASliceMut[f32]):
     s.atomic_ref(tid % 4).fetch_add(1.0)
     sync_threads()
     out[FlatLayout1D.uid()] = s[tid % 4]
+""",
+    "a device function's atomics beside a read of another constant element": """
+@gpu_device
+def bump(c: CUDASliceMut[f32], i: i32):
+    c.atomic_ref(i).fetch_add(1.0)
+
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f32]):
+    bump(out, 0)
+    if FlatLayout1D.uid() == 0:
+        out[2] = out[1]
+""",
+    "a store and an atomic update, both at the thread's own element": """
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f32]):
+    u = FlatLayout1D.uid()
+    if u < len(out):
+        out[u] = 5.0
+        out.atomic_ref(u).fetch_add(1.0)
+""",
+    "a store and an atomic update at constant elements that differ": """
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f32]):
+    out.atomic_ref(0).fetch_add(1.0)
+    if FlatLayout1D.uid() == 0:
+        out[1] = 5.0
 """,
     "one thread's stores under two conditions that name it alike": """
 @gpu_kernel(Kernel1D)

@@ -244,14 +244,14 @@ def test_refusals_tool_reports_each_store(tmp_path, capsys):
         "\n"
         "\n"
         "@gpu_kernel(Kernel1D)\n"
-        "def k(a: CUDASliceMut[f32], b: CUDASliceMut[f32]):\n"
+        "def k(a: CUDASliceMut[f32], b: CUDASliceMut[f32], c: CUDASliceMut[f32]):\n"
         "    i = FlatLayout1D.uid()\n"
         "    with unsafe():\n"
         "        a[i] = 1.0\n"
         "    with unsafe():\n"
         "        b[i // 2] = (2.0 +\n"
         "                     a[i])\n"
-        "    a.atomic_ref(0).fetch_add(1.0)\n")
+        "    c.atomic_ref(0).fetch_add(1.0)\n")
     tool = _refusals()
     assert tool.main([str(path)]) == 0
     lines = capsys.readouterr().out.splitlines()

@@ -7,7 +7,9 @@ the element the caller's stores own).
 ``B`` drawn by another family) and moves the read, the store or both into device functions:
 ``peek(out, B)`` reads ``y[i]``, ``put(out, A, v)`` stores ``y[i] = v`` at a ``UniqueId``, and
 ``peek_next(out, B - 1)`` reads ``y[i + 1]``, an element the proofs cannot name from the call,
-and ``bump(out, A)`` reads and stores ``y[i]``.
+``bump(out, A)`` reads and stores ``y[i]``, and ``tally(out, A, v)`` (or the kernel's own
+``out.atomic_ref(A).fetch_add(v)``) adds atomically, beside the plain read and the draw's other
+stores.
 Whatever the checker accepts must run without a race for every ``n`` and launch shape its
 checks let through (the launches of :func:`tools.fuzz.guarded.launches`).
 ``tests/check/test_call_accesses.py`` runs a few hundred draws; ``python3 -m tools.fuzz_races
@@ -47,6 +49,11 @@ def bump(y: CUDASliceMut[i32], i: UniqueId):
     y[i] = peek(y, i) + 1
 
 
+@gpu_device
+def tally(y: CUDASliceMut[i32], i: I, v: i32):
+    y.atomic_ref(i).fetch_add(v)
+
+
 '''
 
 _LINE = re.compile(r"^(\s+)out\[(.+)\] = out\[(.+)\] \+ 1$")
@@ -65,5 +72,7 @@ def generated(r: random.Random) -> str:
                      f"peek_next(out, {b} - 1)"])
     lines[at] = r.choice([f"{indent}out[{a}] = {read} + 1",
                           f"{indent}put(out, {a}, {read} + 1)",
-                          f"{indent}bump(out, {a})"])
+                          f"{indent}bump(out, {a})",
+                          f"{indent}tally(out, {a}, {r.choice([read, '1'])})",
+                          f"{indent}out.atomic_ref({a}).fetch_add({r.choice([read, '1'])})"])
     return FUNCTIONS + "\n".join(lines) + "\n"
