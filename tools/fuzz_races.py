@@ -252,23 +252,15 @@ def main(argv=None) -> int:
     parser.add_argument("--out", default="fuzz_races_summary.json", help="JSON summary file")
     parser.add_argument("--replay", type=int, help="run one seed in this process and print it")
     parser.add_argument("--family", choices=sorted(FAMILIES), default="indices",
-                        help="the generator: tools/fuzz/indices.py (affine indices, the "
-                             "default), tools/fuzz/scaled.py (shared-array stores scaled by a "
-                             "loop variable), tools/fuzz/splits.py (flat values split by // "
-                             "and %%, XOR), tools/fuzz/tiles.py (store_matrix tiles) or "
-                             "tools/fuzz/guarded.py (row-major indices under a bound, "
-                             "launched with each n), tools/fuzz/ranges.py (two stores told "
-                             "apart by their index ranges, launched with each n) or "
-                             "tools/fuzz/mirrored.py (two stores a condition orders, an "
-                             "in-place reverse, launched with each n), tools/fuzz/pairing.py "
-                             "or tools/fuzz/residues.py (stores a condition `i % 2 == 0` puts "
-                             "in different residue classes, launched with each n) or "
-                             "tools/fuzz/rowwalk.py (a thread's first element beside a walk of "
-                             "the rest of its row, launched with each n) or "
-                             "tools/fuzz/reads.py (a read beside the stores, launched with "
-                             "each n)")
+                        help="the generator, tools/fuzz/FAMILY.py (default indices)")
     args = parser.parse_args(argv)
     generate = FAMILIES[args.family].generated
+    if args.backend == "cuda":
+        from gpu_native.runtime import driver
+
+        if not driver.available():
+            parser.error("--backend cuda (the default) needs a CUDA GPU and none was found; "
+                         "use --backend sim to run the simulator alone")
 
     if args.replay is not None:
         source = generate(random.Random(args.replay))
