@@ -106,6 +106,7 @@ class UniqueWritesPass(CheckPass):
         unit.checker.unique.check_ticket_pins(unit.body)
         unit.checker.unique.check_atomic_reads()
         unit.checker.unique.check_atomic_stores()
+        unit.checker.unique.check_shared_reads()
 
 
 class NoWrapPass(CheckPass):

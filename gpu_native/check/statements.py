@@ -211,6 +211,7 @@ class StatementChecker(CheckerBase):
             return ir.Barrier(call.span, entry.value)
         got = self.args(call, entry.param_names, entry.required, f"{name}()")
         self.traits.note_barrier("warp")
+        self.unique.warp_barriers = True
         return ir.Barrier(call.span, "warp", self.mask_arg(got, call.span))
 
     def fence(self, name: str, call: S.Call) -> ir.Stmt:

@@ -122,6 +122,12 @@ class UniqueWrites(PairProofs):
         # and the plain reads of shared arrays (those of global ones are ``mutable_loads``).
         self.atomic_updates: dict[int, list[AtomicUpdate]] = {}
         self.shared_loads: list[tuple[ir.Var, tuple, SourceSpan, Position]] = []
+        # The plain reads of shared arrays that :meth:`check_shared_reads` compares with the
+        # stores (outside loops, in every thread the conditions leave), and whether the body
+        # has a sync_warp(), which the barrier phases do not model.
+        self.shared_reads: list[tuple[ir.Var, tuple, SourceSpan, Position, frozenset,
+                                      StoreForm | str]] = []
+        self.warp_barriers = False
         # The ownership proofs: every store's form, by array (a string where it has none), and
         # every full index key a thread writes (a read at one of them reads its own element).
         self.forms = Forms(defs, self.is_uniform_var, ctx.ndim, is_kernel)
@@ -639,8 +645,13 @@ class UniqueWrites(PairProofs):
     def note_load(self, base: ir.ArrayRef, indices, span: SourceSpan, unsafe: bool) -> None:
         """A read: one of a writable global array is checked against its stores at the end."""
         if base.ty.space == "shared" and not unsafe:
-            self.shared_loads.append((base.var, tuple(self.defs.key(i) for i in indices), span,
-                                      self.phases.position()))
+            keys = tuple(self.defs.key(i) for i in indices)
+            self.shared_loads.append((base.var, keys, span, self.phases.position()))
+            if not self._pinned("shared") and not self.phases.in_loop():
+                self.shared_reads.append((base.var, keys, span, self.phases.position(),
+                                          self.index_pins(indices), self.forms.store(
+                                              keys, self.bounds.facts, "shared", span.line,
+                                              index_text(base, span))))
         if base.ty.space == "global" and base.ty.mutable:
             keys = tuple(self.defs.key(i) for i in indices)
             parity = read_parities(self.forms, keys, self.bounds.facts)
@@ -883,6 +894,43 @@ class UniqueWrites(PairProofs):
                         + f"order the two with a {barrier}"
                         + (" (in a cooperative kernel)" if grid else "")
                         + " or put them in separate launches, or use `with unsafe():`")
+
+    def check_shared_reads(self) -> None:
+        """Once the body is known: a plain read of a shared array that a store of another
+        thread of the block may write in the same barrier interval reads a value that depends
+        on timing (the missing ``sync_threads()``).  Accepted: a read the barriers order with
+        every store, one of the thread's own element (at the stores' owner index, under their
+        pins), and one proven apart from each unordered store as a pair of stores is.
+
+        Compared so far: the reads outside loops that no condition narrows to fewer threads
+        (:meth:`note_load`), with the plain stores outside loops, in a body with no
+        ``sync_warp()``; a copy's fill (``tma_load``, ``cp_async``) is ordered by its own
+        waits.  The rest is left to the simulator's race detector (refusing less is sound
+        here: these reads were not compared at all before)."""
+        if self.warp_barriers:
+            return  # a sync_warp() may order the two; the phases know block barriers only
+        required = required_coords(self.ctx.ndim, "shared")
+        for var, keys, span, where, pins, form in self.shared_reads:
+            owner = None if id(var) in self.multi_owner else self.store_keys.get(id(var))
+            for store in self.checked_stores.get(id(var), ()):
+                if ordered_either(store.position, where, grid=False):
+                    continue
+                if owner is not None and self._owns(var, owner[0], keys, pins, form):
+                    continue
+                if store.keys is None or any(f.is_loop for f, _ in store.position.path) or \
+                        not (isinstance(form, StoreForm) and isinstance(store.form, StoreForm)):
+                    continue  # a copy's fill (its own waits order it), or not compared yet
+                outcome = self.prove(form, store.form, required, var.name, assume_more=False)
+                if outcome.ok:
+                    continue
+                reason = outcome.text
+                raise TranspileError(
+                    f"'{var.name}' is read here, and the store at line {store.span.line} may "
+                    f"write the same element from another thread of the block with no "
+                    f"sync_threads() between the two: {reason}", span,
+                    "put a sync_threads() between the store and the read (where every "
+                    "thread of the block reaches it), read the thread's own element, or use "
+                    "`with unsafe():`")
 
     def check_tickets(self) -> None:
         """Once the body is known: a store indexed by a ticket is race-free only if nothing

@@ -379,6 +379,26 @@ def k(out: CUDASliceMut[f32]):
         put(out, u)  # <--
         out.atomic_ref(3).fetch_add(1.0)
 """, ["'out' is written by put() here with a plain store while atomics update it"], ()),
+    # A shared neighbour read with no barrier after the stores (the missing sync_threads()):
+    # plain reads of shared arrays were compared with nothing but atomics.
+    "a shared neighbour read with no barrier after the stores": ("""
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f32]):
+    assert block_dim.x == 64
+    s = shared_array(f32, (65,))
+    tid = thread_idx.x
+    s[tid] = f32(tid)
+    out[FlatLayout1D.uid()] = s[tid + 1]  # <--
+""", ["'s' is read here, and the store at line", "no sync_threads() between the two"], ()),
+    "a shared element thread 0 writes, read by every thread before the barrier": ("""
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f32]):
+    s = shared_array(f32, (1,))
+    if thread_idx.x == 0:
+        s[0] = 3.0
+    out[FlatLayout1D.uid()] = s[0]  # <--
+    sync_threads()
+""", ["'s' is read here, and the store at line"], ()),
     "thread 0 of every block, through an index it counts": ("""
 @gpu_kernel(Kernel1D)
 def k(out: CUDASliceMut[f32]):
@@ -562,6 +582,29 @@ def k(out: CUDASliceMut[f32]):
     out.atomic_ref(0).fetch_add(1.0)
     if FlatLayout1D.uid() == 0:
         out[1] = 5.0
+""",
+    "a shared neighbour read after the barrier": """
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f32]):
+    assert block_dim.x == 64
+    s = shared_array(f32, (65,))
+    tid = thread_idx.x
+    s[tid] = f32(tid)
+    if tid == 0:
+        s[64] = 0.0
+    sync_threads()
+    out[FlatLayout1D.uid()] = s[tid + 1]
+""",
+    "a shared element a thread reads back from its own store": """
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f32]):
+    assert block_dim.x == 64
+    s = shared_array(f32, (64,))
+    tid = thread_idx.x
+    s[tid] = f32(tid)
+    out[FlatLayout1D.uid()] = s[tid] * 2.0
+    if tid == 0:
+        out[FlatLayout1D.uid()] = s[0]
 """,
     "one thread's stores under two conditions that name it alike": """
 @gpu_kernel(Kernel1D)

@@ -365,7 +365,8 @@ def vote_orders_shared(x: CUDASlice[f32], out: CUDASliceMut[f32], use_vote: bool
     s[t] = x[i]
     if use_vote:
         sync_threads_and(True)
-    out[i] = s[63 - t]
+    with unsafe():  # without the vote it races, which the checker refuses
+        out[i] = s[63 - t]
 
 @gpu_kernel(Kernel1D)
 def divergent_match(x: CUDASlice[i32], out: CUDASliceMut[u32]):
