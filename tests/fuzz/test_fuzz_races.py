@@ -94,3 +94,21 @@ def test_the_gpu_agrees_with_the_simulator(tmp_path, monkeypatch, family, seed):
     assert item["failure"] is None, item["failure"]
     assert item["gpu_launches"] > 0 and item["compared"] > 0
     assert item["mismatches"] == [] and item["races"] == [] and item["error_disagreements"] == []
+
+
+def test_help_lists_every_family(capsys):
+    with pytest.raises(SystemExit) as done:
+        fuzz_races.main(["--help"])
+    assert done.value.code == 0
+    text = capsys.readouterr().out
+    assert all(family in text for family in fuzz_races.FAMILIES)
+
+
+def test_the_cuda_backend_without_a_gpu_is_a_usage_error(monkeypatch, capsys):
+    from gpu_native.runtime import driver
+
+    monkeypatch.setattr(driver, "available", lambda: False)
+    with pytest.raises(SystemExit) as done:
+        fuzz_races.main(["--seeds", "1"])
+    assert done.value.code == 2
+    assert "--backend sim" in capsys.readouterr().err
