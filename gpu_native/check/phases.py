@@ -88,10 +88,6 @@ class Phases:
     def __init__(self) -> None:
         self.stack: list[Frame] = []
 
-    def in_loop(self) -> bool:
-        """Whether a loop holds the statement being checked."""
-        return any(f.is_loop for f in self.stack)
-
     def enter(self, kind: str, uniform: bool | None = None, round: object = None) -> None:
         self.stack.append(Frame(kind, uniform, round))
 

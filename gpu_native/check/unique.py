@@ -123,7 +123,7 @@ class UniqueWrites(PairProofs):
         self.atomic_updates: dict[int, list[AtomicUpdate]] = {}
         self.shared_loads: list[tuple[ir.Var, tuple, SourceSpan, Position]] = []
         # The plain reads of shared arrays that :meth:`check_shared_reads` compares with the
-        # stores (outside loops, in every thread the conditions leave), and whether the body
+        # stores (in every thread the conditions leave), and whether the body
         # has a sync_warp(), which the barrier phases do not model.
         self.shared_reads: list[tuple[ir.Var, tuple, SourceSpan, Position, frozenset,
                                       StoreForm | str]] = []
@@ -647,7 +647,7 @@ class UniqueWrites(PairProofs):
         if base.ty.space == "shared" and not unsafe:
             keys = tuple(self.defs.key(i) for i in indices)
             self.shared_loads.append((base.var, keys, span, self.phases.position()))
-            if not self._pinned("shared") and not self.phases.in_loop():
+            if not self._pinned("shared"):
                 self.shared_reads.append((base.var, keys, span, self.phases.position(),
                                           self.index_pins(indices), self.forms.store(
                                               keys, self.bounds.facts, "shared", span.line,
@@ -902,7 +902,7 @@ class UniqueWrites(PairProofs):
         every store, one of the thread's own element (at the stores' owner index, under their
         pins), and one proven apart from each unordered store as a pair of stores is.
 
-        Compared so far: the reads outside loops that no condition narrows to fewer threads
+        Compared so far: the reads that no condition narrows to fewer threads
         (:meth:`note_load`), with the plain stores outside loops, in a body with no
         ``sync_warp()``; a copy's fill (``tma_load``, ``cp_async``) is ordered by its own
         waits.  The rest is left to the simulator's race detector (refusing less is sound
@@ -911,11 +911,11 @@ class UniqueWrites(PairProofs):
             return  # a sync_warp() may order the two; the phases know block barriers only
         required = required_coords(self.ctx.ndim, "shared")
         for var, keys, span, where, pins, form in self.shared_reads:
-            owner = None if id(var) in self.multi_owner else self.store_keys.get(id(var))
+            owner = self._owner(var, [])
             for store in self.checked_stores.get(id(var), ()):
                 if ordered_either(store.position, where, grid=False):
                     continue
-                if owner is not None and self._owns(var, owner[0], keys, pins, form):
+                if self._owns(var, owner, keys, pins, form):
                     continue
                 if store.keys is None or any(f.is_loop for f, _ in store.position.path) or \
                         not (isinstance(form, StoreForm) and isinstance(store.form, StoreForm)):

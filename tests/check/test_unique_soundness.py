@@ -390,6 +390,21 @@ def k(out: CUDASliceMut[f32]):
     s[tid] = f32(tid)
     out[FlatLayout1D.uid()] = s[tid + 1]  # <--
 """, ["'s' is read here, and the store at line", "no sync_threads() between the two"], ()),
+    "a stencil's neighbour reads in a loop, with no barrier after the halo is filled": ("""
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f32]):
+    assert block_dim.x == 64
+    temp = shared_array(f32, (70,))
+    t = thread_idx.x
+    temp[t + 3] = f32(t)
+    if t < 3:
+        temp[t] = 0.0
+        temp[t + 67] = 0.0
+    acc = f32(0.0)
+    for off in range(-3, 4):
+        acc += temp[t + 3 + off]  # <--
+    out[FlatLayout1D.uid()] = acc
+""", ["'temp' is read here, and the store at line"], ()),
     "a shared element thread 0 writes, read by every thread before the barrier": ("""
 @gpu_kernel(Kernel1D)
 def k(out: CUDASliceMut[f32]):
