@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from .classify import Unique
 
 __all__ = [
-    "CastKey", "ConstKey", "Equal", "Fact", "Key", "LaneKey", "Less", "LoadKey", "MathKey",
+    "AtMost", "CastKey", "ConstKey", "Equal", "Fact", "Key", "LaneKey", "Less", "LoadKey", "MathKey",
     "MultipleOf", "NonNegative", "NotEqual", "OpKey", "OpaqueKey", "Pinned", "PinnedBy",
     "ShapeKey", "SpecialKey", "UidKey", "UnaryKey", "Unread", "VarKey", "cond_facts",
     "inlined_call", "join", "key", "kill", "one_thread", "pinned", "returned_expression",
@@ -441,6 +441,19 @@ class NotEqual(Fact):
 
 
 @node
+class AtMost(Fact):
+    """``left <= right`` of two values that are not constants (``if t >= offset:``): read only
+    where the values of the block's rounds are known (:mod:`.strides`), which makes it a
+    :class:`Less` once one side is a constant."""
+
+    left: Key
+    right: Key
+
+    def keys(self) -> tuple[Key, ...]:
+        return (self.left, self.right)
+
+
+@node
 class Equal(Fact):
     """``left == right`` (read by the ownership proofs: ``lane == 0`` leaves one thread of each
     warp, ``block_dim.x == 256`` fixes the block size)."""
@@ -670,6 +683,8 @@ def _compare_facts(op: str, left: ir.Expr, right: ir.Expr, classify, uniform, ke
         rc = _strip_cast(right)
         if isinstance(rc, ir.Const) and isinstance(rc.value, int):
             out.add(Less(key(left), ConstKey(rc.value + 1)))
+        elif not isinstance(c, ir.Const):
+            out.add(AtMost(key(left), key(right)))
     elif op == "!=":
         out.add(NotEqual(key(left), key(right)))
         out.add(NotEqual(key(right), key(left)))

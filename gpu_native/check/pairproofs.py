@@ -309,20 +309,35 @@ class PairProofs(IndexClasses):
                 f"{earlier.span.line}: {a if isinstance(a, str) else b}", span,
                 f"leave both stores to one thread (`if tid == 0:` around both), {separate}, "
                 "or use `with unsafe():`")
-        outcome = self.prove(a, b, required, base.var.name, same)
-        if not outcome.ok and not (
-                (_pins_said(earlier, b) and only_its_thread(a, b, required))
-                or (_pins_said(new, a) and only_its_thread(b, a, required))):
-            example = collision(a, b, required, self.ctx.ndim)
-            detail = f"{example}; " if example else ""
+        reason = self.narrowed_reason(base, new, earlier, same)
+        if reason is not None:
             return TranspileError(
                 f"store into '{base.var.name}' may meet the store at line {b.line} in "
-                f"another thread: {detail}{outcome.text}", span,
+                f"another thread: {reason}", span,
                 "a store that a condition leaves to some threads (`if tid == 0:`) must "
                 "write elements no other thread writes in the same phase; separate them "
                 "with sync_threads() (shared memory), index them apart, or use "
                 "`with unsafe():`")
         return None
+
+    def narrowed_reason(self, base: ir.ArrayRef, new: CheckedStore, earlier: CheckedStore,
+                        same: frozenset = frozenset(), assume_more: bool = True) -> str | None:
+        """Why two accesses with forms, one of them narrowed by a condition, may meet in two
+        threads (an example of two that do, where one is found, and the proof's failure);
+        None where proven apart or left to one thread.  ``assume_more``: as for
+        :meth:`prove`."""
+        space = "global" if base.ty.space == "global" else "shared"
+        required = required_coords(self.ctx.ndim, space)
+        a, b = new.form, earlier.form
+        assert isinstance(a, StoreForm) and isinstance(b, StoreForm)
+        if one_thread(new.pins, earlier.pins, required - self.one_block_axes()):
+            return None
+        outcome = self.prove(a, b, required, base.var.name, same, assume_more)
+        if outcome.ok or (_pins_said(earlier, b) and only_its_thread(a, b, required)) or (
+                _pins_said(new, a) and only_its_thread(b, a, required)):
+            return None
+        example = collision(a, b, required, self.ctx.ndim)
+        return f"{example}; {outcome.text}" if example else outcome.text
 
     def check_deferred_pairs(self) -> None:
         """Once the body is known: each pair of shared-array stores left for a barrier that

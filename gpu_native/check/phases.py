@@ -169,17 +169,35 @@ def ordered(a: Position, b: Position, grid: bool = False) -> bool:
     def dominated(path) -> bool:
         return any(f.barrier_between(0, i, grid) for f, i in path[common:])
 
-    forward = frame.barrier_between(index_a, index_b, grid) or dominated(b.path)
+    forward = frame.barrier_between(index_a, index_b, grid) or dominated(b.path) or \
+        _followed(a.path[common:], grid)
     if not forward:
         return False
     in_loop = any(f.is_loop for f, _ in a.path[:common])
-    if not in_loop or frame.barrier_between(0, index_a, grid) or dominated(a.path):
+    if not in_loop or frame.barrier_between(0, index_a, grid) or dominated(a.path) or \
+            _followed(b.path[common:], grid):
         return True
     # B, then A in a later iteration: a barrier after B's statement in the same list, which
     # every run of the list that ran B reaches first (no break, continue or return before it).
     stop = frame.first_jump
     return any(index_b < b and (stop is None or b < stop)
                for b in (frame.grid_barriers if grid else frame.barriers))
+
+
+def _followed(path: tuple, grid: bool) -> bool:
+    """Does a barrier run after the access at the end of ``path`` (its lists below the ones it
+    shares with the other access, all walked already) on every way out of them: one at the top
+    level of one of those lists after the statement that holds the access, before any
+    ``break``, ``continue`` or ``return`` of that list (one anywhere in a statement that holds
+    the access counts at that statement)?  The store of a reduction's round, ``if tid < s:
+    cache[tid] += ...`` followed by ``sync_threads()`` in the loop's body, is so ordered
+    before every read after the loop."""
+    for frame, index in path:
+        stop = frame.first_jump
+        if any(index < b and (stop is None or b < stop)
+               for b in (frame.grid_barriers if grid else frame.barriers)):
+            return True
+    return False
 
 
 def may_be_ordered_later(a: Position, b: Position, phases: Phases) -> bool:

@@ -15,6 +15,8 @@ both stores are under the same pin.
 
 from __future__ import annotations
 
+import math
+
 from ..analysis.ranges import HARDWARE, Affine
 from ..nodes import node, replace
 from .ownership import Pin, StoreForm
@@ -135,6 +137,9 @@ def _prove_pair(a: StoreForm, b: StoreForm, required: frozenset[str], same: froz
     """:func:`prove_pair`'s one try, with the pins' values written in (``pinned_values``); None
     where there is none to write (every pin with a value shared: the first try again)."""
     from .splits import align_loops
+    apart = _rounds_apart(a, b, same)
+    if apart is not None:
+        return PairProof(True, apart)
     split = _split((a, align_loops(a, b, same)))  # one name per loop variable (.splits)
     if isinstance(split, str):
         return PairProof(False, split)
@@ -323,6 +328,35 @@ def _own_sum(pa: Poly, pb: Poly, sums, forced: set):
     return None
 
 
+def _rounds_apart(a: StoreForm, b: StoreForm, same: frozenset) -> str | None:
+    """An index whose values in the two stores differ by a function of loop counters that the
+    two threads share (``same``) and constants only, which is never zero over the counters'
+    ranges: a double buffer's read of ``tile[1 - buf]`` beside the store into ``tile[buf]``
+    in one round of the ``buf`` loop (the difference ``1 - 2 * buf`` is odd).  Whatever the
+    other indices, the two accesses then never meet; the rule's text, or None."""
+    for axis, (pa, pb) in enumerate(zip(a.dims, b.dims)):
+        if any(len(mono) != 1 or mono[0] not in same for p in (pa, pb) for mono, _ in p.terms):
+            continue  # a digit of each thread's own (the same name, two values), or an atom
+        diff = pa.plus(pb.scaled(-1))
+        low = high = diff.const
+        step = 0
+        for mono, k in diff.terms:
+            d = mono[0] if len(mono) == 1 else None
+            n = a.ranges.get(d) if d in same else None
+            if n is None or n != b.ranges.get(d) or n.terms or n.const < 1:
+                break  # another atom, or a counter's range not one known constant
+            low, high = low + min(0, k * (n.const - 1)), high + max(0, k * (n.const - 1))
+            step = math.gcd(step, k)
+        else:
+            if max(abs(low), abs(high), abs(pa.const), abs(pb.const)) >= 1 << 31:
+                continue  # the generated code's index may wrap: not this rule
+            if low > 0 or high < 0 or (step and diff.const % step):
+                where = f"index {axis}" if len(a.dims) > 1 else "the index"
+                return (f"{where} differs by {poly_text(diff)}, never 0, in one round of the "
+                        "loops whose counters both threads share")
+    return None
+
+
 def _dimension(pa: Poly, pb: Poly, ranges: dict, forced: set, bounds=(),
                conditions: list | None = None, sums=(), fixed=({}, {})):
     """One index dimension of a pair: the digits it shows equal in both threads (a set), True
@@ -348,9 +382,12 @@ def _dimension(pa: Poly, pb: Poly, ranges: dict, forced: set, bounds=(),
             coefficient.setdefault(d, [Affine(), Affine()])
             coefficient[d][0 if side == 1 else 1] = coefficient[d][0 if side == 1 else 1].plus(c)
     signed = _signed_offset(coefficient, offsets, ranges, forced)
+    folded = _folded_offset(coefficient, offsets, ranges, forced) if signed is None else None
     for d, (ca, cb) in coefficient.items():
         if signed is not None and d == signed[0]:
             continue  # with the offset, one term of known sign (see _signed_offset)
+        if folded is not None and d == folded[0]:
+            continue  # with the offset, one term of known size (see _folded_offset)
         if d in forced:
             # Equal in both threads: the difference is (ca - cb) * d, a known-range offset.
             diff = ca.plus(cb.scaled(-1))
@@ -367,6 +404,8 @@ def _dimension(pa: Poly, pb: Poly, ranges: dict, forced: set, bounds=(),
         return True
     if signed is not None:
         terms.append((const(1), signed[1], {"offset"}))
+    elif folded is not None:
+        terms.append((const(1), folded[1], set()))  # it may be 0: no "offset"
     elif offsets.terms or offsets.const:
         if any(not all(positive_atom(x) for x in m) for m, _ in offsets.terms):
             return None  # an unknown uniform difference: nothing is shown
@@ -414,6 +453,29 @@ def _signed_offset(coefficient: dict, offsets: Poly, ranges: dict, forced: set):
             continue
         if magnitude(n) == n:
             return d, n
+    return None
+
+
+def _folded_offset(coefficient: dict, offsets: Poly, ranges: dict, forced: set):
+    """``(d, n)`` where a digit ``d`` of one access only (its coefficient ``s`` a constant,
+    its range ``r`` known) and the constant offset ``k`` of the two indices leave ``s * d + k``
+    within ``(-n, n)``, ``n`` smaller than ``|s| * r + |k|``: one term of the difference that
+    may be 0, but is smaller than the two apart (a vector read's element ``4 * t + e``, ``e``
+    in ``[0, 4)``, beside the store ``4 * t' + 1``: ``e - 1`` lies in ``-1 .. 2``, so
+    ``4 * (t - t')`` must be 0); else None."""
+    if offsets.terms:
+        return None
+    for d, (ca, cb) in sorted(coefficient.items(), key=lambda t: repr(t[0])):
+        if d in forced or ((ca.terms or ca.const) and (cb.terms or cb.const)):
+            continue
+        c = ca.plus(cb.scaled(-1))
+        r = ranges.get(d)
+        if c.terms or not c.const or r is None or r.terms or r.const < 1:
+            continue
+        ends = (offsets.const, offsets.const + c.const * (r.const - 1))
+        n = max(-min(ends), max(ends)) + 1
+        if n < abs(c.const) * r.const + abs(offsets.const):
+            return d, const(n)
     return None
 
 

@@ -46,10 +46,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 
 from .. import ir
+from ..analysis.ranges import Affine
 from ..errors import SourceSpan, TranspileError
 from ..nodes import fields, node, replace
 from ..spec import IndexFits
 from .facts import (
+    AtMost,
     ConstKey,
     Exact,
     Key,
@@ -60,11 +62,13 @@ from .facts import (
     returned_expression,
 )
 from .ownership import Forms, StoreForm
+from .poly import Digit
 from .radix import PairProof
 from .refusals import wrap_message
 from .wrapping import digit_terms, fits_check, fits_in_i32, largest_difference
 
-__all__ = ["ScaledStores", "Trace", "scale_vars", "substitute_keys"]
+__all__ = ["READ_RACE_HINT", "ScaledStores", "Trace", "read_footprint", "scale_vars",
+           "substitute_keys"]
 
 UNIFORM = "U"  # the same in every thread of the block, value not known
 THREAD = "T"  # may differ between threads
@@ -153,6 +157,7 @@ class Trace:
         self.uncounted: set[int] = set()  # the watched stores that ran in such a loop
         self.thread_loops: set[int] = set()  # counters of loops whose values differ by thread
         self.maybe = 0  # how many such loops hold the statement being run
+        self.loads: dict[int, tuple] = {}  # a statement's watched reads (see reads())
 
     def run(self, body: tuple[ir.Stmt, ...]) -> None:
         try:
@@ -234,20 +239,40 @@ class Trace:
         for s in stmts:
             self.statement(s)
 
+    def record(self, indices: tuple) -> None:
+        """A watched access runs here: with the values of the variables it needs."""
+        wanted = self.watch.get(id(indices))
+        if wanted is None:
+            return
+        values = tuple(self.env.get(id(v), UNIFORM if v.is_param else THREAD) for v in wanted)
+        self.seen.setdefault(id(indices), set()).add((self.interval, values))
+        if self.maybe:
+            self.uncounted.add(id(indices))
+
+    def reads(self, s: ir.Stmt | ir.Expr) -> None:
+        """The watched reads of the statement's own expressions (not of the statements in its
+        bodies), or of one expression: they run in the interval the statement starts in."""
+        found = self.loads.get(id(s))
+        if found is None:
+            parts = [s] if isinstance(s, ir.Expr) else [
+                v for v in vars(s).values()
+                if isinstance(v, ir.Expr) or (isinstance(v, tuple) and not any(
+                    isinstance(x, ir.Stmt) for x in v))]
+            found = self.loads[id(s)] = tuple(
+                n.indices for n in ir.walk(parts)
+                if isinstance(n, ir.Load) and id(n.indices) in self.watch)
+        for indices in found:
+            self.record(indices)
+
     def statement(self, s: ir.Stmt) -> None:
         self.steps += 1
         if self.steps > _MAX_STEPS:
             raise _Abort(f"the block runs more than {_MAX_STEPS} statements", s.span)
+        self.reads(s)
         if isinstance(s, ir.Assign):
             self.env[id(s.var)] = self.value(s.value)
         elif isinstance(s, ir.Store):
-            wanted = self.watch.get(id(s.indices))
-            if wanted is not None:
-                values = tuple(self.env.get(id(v), UNIFORM if v.is_param else THREAD)
-                               for v in wanted)
-                self.seen.setdefault(id(s.indices), set()).add((self.interval, values))
-                if self.maybe:
-                    self.uncounted.add(id(s.indices))
+            self.record(s.indices)
         elif isinstance(s, ir.Barrier):
             if s.scope in ("block", "grid"):
                 if self.level:
@@ -309,6 +334,7 @@ class Trace:
                 return
             if self.iteration(s.body):
                 return
+            self.reads(s.cond)  # tested again, in the interval the round ended in
 
     def loop_maybe(self, s: ir.While) -> None:
         """A ``while`` loop whose condition every thread of the block evaluates alike, but to a
@@ -344,6 +370,7 @@ class Trace:
                 exits.append((dict(self.env), self.interval))
                 break
             cond = self.value(s.cond)
+            self.reads(s.cond)
             if cond == THREAD:
                 raise _Abort("a loop whose trip count may differ between threads", s.span)
         else:
@@ -511,8 +538,9 @@ def scale_vars(keys, facts, is_uniform: Callable[[ir.Var], bool]) -> tuple[ir.Va
 
 @node(frozen=False, eq=False)
 class _Recorded:
-    """A store into a shared array: what its proof needs, and (``traced``) whether it waits for
-    the trace (its form needs the values of ``needs``)."""
+    """A store into a shared array (or a read of one, in :attr:`ScaledStores.reads`): what its
+    proof needs, and (``traced``) whether it waits for the trace (its form needs the values of
+    ``needs``)."""
 
     array: ir.Var
     indices: tuple
@@ -524,6 +552,7 @@ class _Recorded:
     form: object = None  # its form where it needs no trace
     needs: tuple = ()
     traced: bool = False
+    width: int = 1  # a read of this many elements along the last axis (``load_vec4``)
 
 
 class ScaledStores:
@@ -532,6 +561,7 @@ class ScaledStores:
 
     def __init__(self) -> None:
         self.stores: list[_Recorded] = []
+        self.reads: list[_Recorded] = []  # plain reads, proven against the stores at the end
         self.deferred: set[int] = set()  # ids of the index tuples of deferred stores
         self.other_writes: dict[int, SourceSpan] = {}
         self.uncounted: set[int] = set()  # Trace.uncounted, once the trace has run
@@ -542,6 +572,13 @@ class ScaledStores:
         rec = _Recorded(array, tuple(indices) if not isinstance(indices, tuple) else indices,
                         tuple(keys), tuple(facts), span, text, exact, form)
         self.stores.append(rec)
+        return rec
+
+    def note_read(self, array: ir.Var, indices, keys, facts, span: SourceSpan, text: str,
+                  exact: tuple, form: object, width: int) -> _Recorded:
+        rec = _Recorded(array, tuple(indices) if not isinstance(indices, tuple) else indices,
+                        tuple(keys), tuple(facts), span, text, exact, form, width=width)
+        self.reads.append(rec)
         return rec
 
     def defer(self, rec: _Recorded, needs: tuple[ir.Var, ...]) -> None:
@@ -557,10 +594,13 @@ class ScaledStores:
         """Prove every deferred store against every store of its array that runs in one barrier
         interval with it (see the module docstring); a TranspileError for the first that fails."""
         traced = [r for r in self.stores if r.traced]
-        if not traced:
-            return
         arrays = {id(r.array) for r in traced}
-        for n in ir.walk(body):
+        # The reads proven here: those that need the trace, and any of an array that a traced
+        # store writes (the others are :meth:`.unique.UniqueWrites.check_shared_reads`').
+        reads = [r for r in self.reads if r.traced or id(r.array) in arrays]
+        if not traced and not reads:
+            return
+        for n in ir.walk(body) if traced else ():
             array = getattr(n, "array", None)
             if isinstance(array, ir.ArrayRef) and id(array.var) in arrays and not isinstance(
                     n, (ir.Store, ir.Load)) and not (isinstance(n, ir.Atomic) and n.op == "load"):
@@ -570,13 +610,17 @@ class ScaledStores:
                     "those stores does not model", traced[0].span,
                     "write the array through plain stores only, or use `with unsafe():`; " +
                     _WHILE_HINT)
+        read_arrays = {id(r.array) for r in reads}
         ours = [r for r in self.stores if id(r.array) in arrays]
-        watch = {id(r.indices): r.needs for r in ours}
+        written = [r for r in self.stores if id(r.array) in arrays | read_arrays]
+        watch = {id(r.indices): r.needs for r in written + reads}
         launch = _launch_values(body)
         trace = Trace(watch, launch)
         trace.run(body)
         self.uncounted = trace.uncounted
         self.thread_loops = trace.thread_loops
+        if trace.aborted is not None and not traced:
+            return  # reads only: left to the simulator's race detector
         if trace.aborted is not None:
             where = f" (line {trace.aborted.span.line})" if trace.aborted.span else ""
             rec = traced[0]
@@ -616,6 +660,46 @@ class ScaledStores:
                         raise TranspileError(
                             f"store into '{a.array.name}' may meet {other} in one barrier "
                             f"interval: with {values} {outcome.text}", a.span, hint)
+        self._check_reads(reads, written, trace, forms, prove, add_check, launch, cache)
+
+    def _check_reads(self, reads: list[_Recorded], written: list[_Recorded], trace: Trace,
+                     forms: Forms, prove: Callable[[StoreForm, StoreForm], PairProof],
+                     add_check: Callable[[IndexFits], None], launch: dict, cache: dict
+                     ) -> None:
+        """Each read against each store of its array that runs in one barrier interval with
+        it, where either needs the trace: proven apart (for two threads) with the values each
+        has there, as a pair of stores is, or refused (the missing ``sync_threads()`` of a
+        reduction that halves ``s`` with no barrier in its loop).  A read whose form the values
+        do not make affine is left to the simulator's race detector."""
+        def ignore(_: IndexFits) -> None:
+            return None  # a read's index need not be shown exact for the proof: none is added
+
+        for r in reads:
+            for b in written:
+                if b.array is not r.array or not (r.traced or b.traced):
+                    continue
+                for va, vb in _meetings(trace.seen.get(id(r.indices), set()),
+                                        trace.seen.get(id(b.indices), set()), trace.aliases):
+                    try:
+                        fr = self.form(r, va, forms, cache, ignore, launch)
+                        fb = self.form(b, vb, forms, cache, add_check, launch)
+                    except TranspileError:
+                        break
+                    outcome = prove(fr, fb)
+                    if outcome.ok:
+                        continue
+                    mine = ", ".join(f"{v.name} = {x}" for v, x in zip(r.needs, va)
+                                     if isinstance(x, int))
+                    theirs = ", ".join(f"{v.name} = {x}" for v, x in zip(b.needs, vb)
+                                       if isinstance(x, int))
+                    values = " and ".join(
+                        t for t in (mine and f"{mine} at the read",
+                                    theirs and f"{theirs} at the store") if t)
+                    raise TranspileError(
+                        f"'{r.array.name}' is read here, and the store at line {b.span.line} "
+                        f"may write the same element from another thread of the block in "
+                        f"the same barrier interval{f' (with {values})' if values else ''}: "
+                        f"{outcome.text}", r.span, READ_RACE_HINT)
 
     def form(self, rec: _Recorded, values: tuple, forms: Forms, cache: dict,
              add_check: Callable[[IndexFits], None], launch: dict) -> StoreForm:
@@ -691,22 +775,29 @@ class ScaledStores:
             if check is not None:
                 add_check(check)
         form.exact = tuple(shown)
+        if rec.width > 1:
+            form = read_footprint(form, rec.width, rec.span)
         cache[(id(rec), values)] = form
         return form
 
     @staticmethod
     def _with_values(rec: _Recorded, values: tuple, forms: Forms, cache: dict,
                      launch: dict) -> StoreForm:
-        """The form of a store checked by the ordinary rules, with the facts around it that read
-        traced variables (``needs``) written with the values they take where it runs (``if (t ^
-        j) > t:`` with ``j == 4``): its index is the same, the conditions say more."""
+        """The form of a store (or read) checked by the ordinary rules, with the facts around it
+        that read traced variables (``needs``) written with the values they take where it runs
+        (``if (t ^ j) > t:`` with ``j == 4``): its index is the same, the conditions say
+        more."""
         assert isinstance(rec.form, StoreForm)
-        if not rec.needs or not all(isinstance(v, int) for v in values):
+        if not any(isinstance(v, int) for v in values):
             return rec.form  # it holds for every value of the variables
         got = cache.get((id(rec), values))
         if got is None:
-            known = {id(var): v for var, v in zip(rec.needs, values)}
-            made = forms.store(rec.keys, _with_exact(substitute_keys(rec.facts, known), launch),
+            known = {id(var): v for var, v in zip(rec.needs, values) if isinstance(v, int)}
+            # A condition that reads a variable with no known value here (``j``, loaded from
+            # memory, beside ``stride``) is left out: that only takes knowledge away.
+            unknown = {id(var) for var, v in zip(rec.needs, values) if not isinstance(v, int)}
+            kept = tuple(f for f in rec.facts if not {id(v) for v in _var_keys(f)} & unknown)
+            made = forms.store(rec.keys, _with_exact(substitute_keys(kept, known), launch),
                                "shared", rec.span.line, rec.text)
             # (The same index, or the loops it reads have ended: the form made at the store.)
             got = rec.form
@@ -719,6 +810,9 @@ class ScaledStores:
         return got
 
 
+READ_RACE_HINT = ("put a sync_threads() between the store and the read (where every thread of "
+                  "the block reaches it), read the thread's own element, or use `with "
+                  "unsafe():`")
 # A block-stride while loop whose counter the index rules do not follow (stepped before the
 # body's end) reaches the loop-variable proofs, which need a uniform scale; stepped last, or as
 # a range() loop, the index rules prove it (.counted).
@@ -735,14 +829,35 @@ _HINT = ("a scale must be the same in every thread of the block (assigned outsid
          "know the store is race-free")
 
 
+def read_footprint(form: StoreForm, width: int, span: SourceSpan) -> StoreForm:
+    """``form`` of a read of ``width`` elements along the last axis (``load_vec4``), widened
+    to all of them: its last index plus a counter in ``[0, width)`` (changed in place)."""
+    footprint = Digit(f"loop:read footprint@{span.line}:{span.col}")
+    form.dims = form.dims[:-1] + (form.dims[-1].plus(Affine.of((footprint,))),)
+    form.ranges[footprint] = Affine(width)
+    return form
+
+
 def _with_exact(facts: tuple, launch: dict) -> tuple:
     """``facts`` (written with the values the block's variables take) and an
     :class:`~.facts.Exact` for each side of a comparison that no step of which can wrap with
     those values (:func:`.wrapping.fits_in_i32`: ``t ^ 4`` of ``t ^ j``, whose ``j = (1 << p) >>
     q`` the checker could not show exact for every ``p``)."""
+    facts = tuple(_at_most(f) for f in facts)
     extra = [Exact(side) for f in facts if isinstance(f, Less) for side in (f.left, f.right)
              if fits_in_i32(side, launch)]
     return tuple(facts) + tuple(extra)
+
+
+def _at_most(f):
+    """An :class:`~.facts.AtMost` with a constant side, as the :class:`~.facts.Less` the
+    proofs read (``offset <= t`` with ``offset == 2``: ``1 < t``); any other fact as it is."""
+    if isinstance(f, AtMost):
+        if isinstance(f.left, ConstKey) and f.left.integer is not None:
+            return Less(ConstKey(f.left.integer - 1), f.right)
+        if isinstance(f.right, ConstKey) and f.right.integer is not None:
+            return Less(f.left, ConstKey(f.right.integer + 1))
+    return f
 
 
 def _names(variables) -> str:

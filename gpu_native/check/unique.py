@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING
 from .. import ir
 from ..analysis.ranges import Affine, constant_value
 from ..errors import SourceSpan, TranspileError
+from .apart import bounds_apart
 from .classify import adds_a_positive_constant, required_coords
 from .facts import ConstKey, Pinned, PinnedBy, pinned
 from .lastblock import FlagRead, TicketPinned, TicketUse, check_ticket_pins, ticket_facts
@@ -43,7 +44,7 @@ from .monotone import prove_padded
 from .ownership import Assumption, Forms, StoreForm
 from .pairproofs import AtomicUpdate, CallAccess, CheckedStore, DeferredPair, PairProofs
 from .parity import read_parities, store_parities
-from .phases import Phases, Position, entry_value, ordered_either
+from .phases import Phases, Position, entry_value, ordered_either, round_digits
 from .poly import Digit
 from .radix import PairProof
 from .refusals import (
@@ -52,7 +53,8 @@ from .refusals import (
     index_text,
     read_hint,
 )
-from .strides import ScaledStores, scale_vars
+from .residues import residues_apart
+from .strides import READ_RACE_HINT, ScaledStores, read_footprint, scale_vars
 from .warptiles import in_device_function, warp_tile
 from .wrapping import exact_value, index_is_exact, operands_keep_it
 from .xorpairs import xor_apart, xor_hint
@@ -127,6 +129,9 @@ class UniqueWrites(PairProofs):
         # has a sync_warp(), which the barrier phases do not model.
         self.shared_reads: list[tuple[ir.Var, tuple, SourceSpan, Position, frozenset,
                                       StoreForm | str]] = []
+        # ... and those under conditions that pin the thread (`if tid == 0:`), each as the
+        # store those conditions narrow would be.
+        self.pinned_reads: list[tuple[ir.ArrayRef, CheckedStore]] = []
         self.warp_barriers = False
         # The ownership proofs: every store's form, by array (a string where it has none), and
         # every full index key a thread writes (a read at one of them reads its own element).
@@ -424,6 +429,27 @@ class UniqueWrites(PairProofs):
         self.scaled.defer(rec, needs)
         return True
 
+    def _note_shared_read(self, base: ir.ArrayRef, indices, keys, span: SourceSpan, form,
+                          width: int) -> None:
+        """Remember a read of a kernel's shared array for :mod:`.strides`: proven at the end
+        against the stores of each barrier interval it runs in where it or a store needs the
+        values the block's rounds give a local (``cache[tid + s]`` with ``s`` halved each
+        round)."""
+        if not self.is_kernel:
+            return
+        facts = tuple(sorted(self.bounds.facts, key=repr))
+        if isinstance(form, StoreForm):
+            rec = self.scaled.note_read(base.var, indices, keys, facts, span,
+                                        index_text(base, span), (), form, width)
+            rec.needs = scale_vars((), facts, self.is_uniform_var)
+            return
+        if not scale_vars(keys, (), self.is_uniform_var):
+            return  # not affine for another reason: left to the simulator's race detector
+        exact = tuple(index_is_exact(i, self.bounds, self.defs.single_def) for i in indices)
+        rec = self.scaled.note_read(base.var, indices, keys, facts, span,
+                                    index_text(base, span), exact, None, width)
+        rec.traced, rec.needs = True, scale_vars(keys, facts, self.is_uniform_var)
+
     def check_scaled(self, body: tuple[ir.Stmt, ...]) -> None:
         """Once the body is known: prove the stores :meth:`_defer_scaled` left (see
         :mod:`.strides`)."""
@@ -436,6 +462,14 @@ class UniqueWrites(PairProofs):
             paired = xor_apart(a, b)  # a bitonic network's compare-and-swap
             if paired is not None:
                 return PairProof(True, paired, shown=True)
+            # Conditions that order the two indices (a double-buffered scan's read of
+            # `temp[pin * N + t - offset]` under `if t >= offset:`, beside the store into
+            # the other half).
+            apart = bounds_apart(a, b) or residues_apart(a, b)
+            if apart is not None:
+                for check in a.exact_checks + b.exact_checks:
+                    self.ctx.kernel.add_launch_check(check)
+                return PairProof(True, apart, shown=True)
             if outcome.hint or xor_hint(a, b) is None:
                 return outcome
             return PairProof(False, outcome.text, outcome.missing, _XOR_ROUND_HINT)
@@ -642,16 +676,31 @@ class UniqueWrites(PairProofs):
         self.check_exact(base, indices, span, form)
         return proof
 
-    def note_load(self, base: ir.ArrayRef, indices, span: SourceSpan, unsafe: bool) -> None:
-        """A read: one of a writable global array is checked against its stores at the end."""
+    def note_load(self, base: ir.ArrayRef, indices, span: SourceSpan, unsafe: bool,
+                  width: int = 1) -> None:
+        """A read (``width`` elements along the last axis from ``indices``): one of a
+        writable global array is checked against its stores at the end, one of a shared array
+        against the stores of the same barrier interval (:meth:`check_shared_reads`, and
+        :mod:`.strides` where an index or a condition reads a value the block's rounds
+        change)."""
         if base.ty.space == "shared" and not unsafe:
             keys = tuple(self.defs.key(i) for i in indices)
             self.shared_loads.append((base.var, keys, span, self.phases.position()))
-            if not self._pinned("shared"):
+            text = index_text(base, span)
+            form = self.forms.store(keys, self.bounds.facts, "shared", span.line, text)
+            if isinstance(form, StoreForm) and width > 1:
+                form = read_footprint(form, width, span)
+            pinned_here = self._pinned("shared")
+            if pinned_here:
+                # Read by the threads a condition pins (`if tid == 0:`): compared with each
+                # store as a store those conditions narrow would be (check_shared_reads).
+                self.pinned_reads.append((base, CheckedStore(
+                    form, self.phases.position(), True, span, self._pins(), pinned_here, keys,
+                    self.index_pins(indices))))
+            else:
                 self.shared_reads.append((base.var, keys, span, self.phases.position(),
-                                          self.index_pins(indices), self.forms.store(
-                                              keys, self.bounds.facts, "shared", span.line,
-                                              index_text(base, span))))
+                                          self.index_pins(indices), form))
+                self._note_shared_read(base, indices, keys, span, form, width)
         if base.ty.space == "global" and base.ty.mutable:
             keys = tuple(self.defs.key(i) for i in indices)
             parity = read_parities(self.forms, keys, self.bounds.facts)
@@ -902,11 +951,14 @@ class UniqueWrites(PairProofs):
         every store, one of the thread's own element (at the stores' owner index, under their
         pins), and one proven apart from each unordered store as a pair of stores is.
 
-        Compared so far: the reads that no condition narrows to fewer threads
-        (:meth:`note_load`), with the plain stores outside loops, in a body with no
-        ``sync_warp()``; a copy's fill (``tma_load``, ``cp_async``) is ordered by its own
-        waits.  The rest is left to the simulator's race detector (refusing less is sound
-        here: these reads were not compared at all before)."""
+        Compared: each read with a form (:meth:`note_load`), with the plain stores, in a body
+        with no ``sync_warp()``: in a loop a barrier ends, with its counter the same in both
+        threads (:func:`.phases.round_digits`); a read the conditions pin to some threads
+        (``if tid == 0:``) as a store they narrow is (:meth:`narrowed_reason`: thread 0's
+        read of its own ``s[0]`` is no race); a copy's fill (``tma_load``, ``cp_async``) is
+        ordered by its own waits.  Reads and stores whose indices read a value the block's
+        rounds change are proven by :mod:`.strides`.  The rest is left to the simulator's
+        race detector."""
         if self.warp_barriers:
             return  # a sync_warp() may order the two; the phases know block barriers only
         required = required_coords(self.ctx.ndim, "shared")
@@ -917,20 +969,34 @@ class UniqueWrites(PairProofs):
                     continue
                 if self._owns(var, owner, keys, pins, form):
                     continue
-                if store.keys is None or any(f.is_loop for f, _ in store.position.path) or \
+                if store.keys is None or \
                         not (isinstance(form, StoreForm) and isinstance(store.form, StoreForm)):
                     continue  # a copy's fill (its own waits order it), or not compared yet
-                outcome = self.prove(form, store.form, required, var.name, assume_more=False)
+                same = round_digits(store.position, where) if self.is_kernel else frozenset()
+                outcome = self.prove(form, store.form, required, var.name, same,
+                                     assume_more=False)
                 if outcome.ok:
                     continue
-                reason = outcome.text
-                raise TranspileError(
-                    f"'{var.name}' is read here, and the store at line {store.span.line} may "
-                    f"write the same element from another thread of the block with no "
-                    f"sync_threads() between the two: {reason}", span,
-                    "put a sync_threads() between the store and the read (where every "
-                    "thread of the block reaches it), read the thread's own element, or use "
-                    "`with unsafe():`")
+                self._racing_read(var, span, store, outcome.text)
+        for base, read in self.pinned_reads:
+            for store in self.checked_stores.get(id(base.var), ()):
+                if ordered_either(store.position, read.position, grid=False) or \
+                        store.keys is None or not (isinstance(read.form, StoreForm)
+                                                   and isinstance(store.form, StoreForm)):
+                    continue
+                same = round_digits(store.position, read.position) if self.is_kernel \
+                    else frozenset()
+                reason = self.narrowed_reason(base, read, store, same, assume_more=False)
+                if reason is not None:  # (its example is told of two stores)
+                    reason = reason.replace(" both write ", " both reach ", 1)
+                    self._racing_read(base.var, read.span, store, reason)
+
+    @staticmethod
+    def _racing_read(var: ir.Var, span: SourceSpan, store: CheckedStore, reason: str) -> None:
+        raise TranspileError(
+            f"'{var.name}' is read here, and the store at line {store.span.line} may write "
+            f"the same element from another thread of the block with no sync_threads() "
+            f"between the two: {reason}", span, READ_RACE_HINT)
 
     def check_tickets(self) -> None:
         """Once the body is known: a store indexed by a ticket is race-free only if nothing

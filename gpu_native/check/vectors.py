@@ -282,6 +282,6 @@ class VectorChecker(CheckerBase):
                 "read it from a read-only parameter (CUDASlice), or use `with unsafe():`")
         indices = self.indices(base, tuple(e.args[1:]), e.span)
         checks, align = self.bounds.vector_checks(base, indices, width, e.span, f"{name}()")
-        self.unique.note_load(base, indices, e.span, self.unsafe_depth > 0)
+        self.unique.note_load(base, indices, e.span, self.unsafe_depth > 0, width)
         self.traits.note_vector_load()
         return ir.Load(e.span, ty, base, indices, checks, width, align)

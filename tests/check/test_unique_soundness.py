@@ -7,6 +7,11 @@
 * The hint for a shared store names the block's index, not the grid's uid.
 * A read of another index than the written one is accepted for parity only where every store
   and the read are confined to opposite parities (the near misses are here).
+* A read of a shared array is proven against the stores of its barrier interval inside loops
+  too: a reduction's rounds with no barrier in its loop (the values ``s`` takes in the
+  interval, from the block's trace), a neighbour read in the loop that stores it, a double
+  buffer read from the buffer the round writes, and a vector read's every element; a read
+  the conditions pin to thread 0, as a store they narrow is.
 
 Every refused kernel here really races: the same kernel with the refused access under ``with
 unsafe():`` makes the simulator's race detector report it.
@@ -414,6 +419,89 @@ def k(out: CUDASliceMut[f32]):
     out[FlatLayout1D.uid()] = s[0]  # <--
     sync_threads()
 """, ["'s' is read here, and the store at line"], ()),
+    "a reduction's rounds with no barrier in its loop": ("""
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f32]):
+    assert block_dim.x == 64
+    cache = shared_array(f32, (64,))
+    tid = thread_idx.x
+    cache[tid] = f32(tid)
+    sync_threads()
+    s = 32
+    while s > 0:
+        if tid < s:
+            cache[tid] += cache[tid + s]  # <--
+        s //= 2
+    sync_threads()
+    if tid == 0:
+        out[block_idx.x] = cache[0]
+""", ["'cache' is read here", "in the same barrier interval (with s = ", "at the store"], ()),
+    "a single-buffer scan's read of what thread t - offset writes": ("""
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f32]):
+    assert block_dim.x == 64
+    s = shared_array(f32, (64,))
+    t = thread_idx.x
+    s[t] = f32(t)
+    sync_threads()
+    offset = 1
+    while offset < 64:
+        if t >= offset:
+            s[t] = s[t] + s[t - offset]  # <--
+        sync_threads()
+        offset *= 2
+    out[FlatLayout1D.uid()] = s[t]
+""", ["'s' is read here", "in the same barrier interval (with offset = 1 at the read"], ()),
+    "a neighbour's element read in the loop that stores it, with no barrier": ("""
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f32]):
+    assert block_dim.x == 64
+    s = shared_array(f32, (64,))
+    t = thread_idx.x
+    v = f32(t)
+    for it in range(4):
+        s[t] = v
+        if t < 63:
+            v += s[t + 1]  # <--
+    out[FlatLayout1D.uid()] = v
+""", ["'s' is read here, and the store at line", "no sync_threads() between the two"], ()),
+    "a double buffer read from the buffer this round writes": ("""
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f32]):
+    assert block_dim.x == 64
+    tile = shared_array(f32, (2, 64))
+    t = thread_idx.x
+    acc = f32(0.0)
+    for turn in range(4):
+        for buf in range(2):
+            tile[buf, t] = f32(turn + t)
+            acc += tile[buf, 63 - t]  # <--
+            sync_threads()
+    out[FlatLayout1D.uid()] = acc
+""", ["'tile' is read here, and the store at line"], ()),
+    "a vector read that reaches the next thread's element": ("""
+from gpu_native import load_vec4
+
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f32]):
+    assert block_dim.x == 64
+    s = shared_array(f32, (264,))
+    t = thread_idx.x
+    s[4 * t + 5] = f32(t)
+    v = load_vec4(s, 4 * t)  # <--
+    out[FlatLayout1D.uid()] = v.x + v.y + v.z + v.w
+""", ["'s' is read here, and the store at line"], ()),
+    "thread 0 reads its neighbour's element before the barrier": ("""
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f32]):
+    assert block_dim.x == 64
+    cache = shared_array(f32, (64,))
+    tid = thread_idx.x
+    cache[tid] = f32(tid)
+    if tid == 0:
+        out[block_idx.x] = cache[1]  # <--
+""", ["'cache' is read here, and the store at line",
+      "thread_idx.x = 0 and thread_idx.x = 1 both reach cache[1]"], ()),
     "thread 0 of every block, through an index it counts": ("""
 @gpu_kernel(Kernel1D)
 def k(out: CUDASliceMut[f32]):
@@ -468,6 +556,61 @@ def k(out: CUDASliceMut[f32]):
         s[63] = 0.0
     sync_threads()
     out[FlatLayout1D.uid()] = s[tid]
+""",
+    "a reduction's rounds, each ended by a barrier, read after the loop": """
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f32]):
+    assert block_dim.x == 64
+    cache = shared_array(f32, (64,))
+    tid = thread_idx.x
+    cache[tid] = f32(tid)
+    sync_threads()
+    s = 32
+    while s > 1:
+        if tid < s:
+            cache[tid] += cache[tid + s]
+        sync_threads()
+        s //= 2
+    out[FlatLayout1D.uid()] = cache[0] + cache[1]
+""",
+    "a double buffer read from the other buffer": """
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f32]):
+    assert block_dim.x == 64
+    tile = shared_array(f32, (2, 64))
+    t = thread_idx.x
+    tile[1, t] = 0.0
+    sync_threads()
+    acc = f32(0.0)
+    for turn in range(4):
+        for buf in range(2):
+            tile[buf, t] = f32(turn + t)
+            prev = 1 - buf
+            acc += tile[prev, 63 - t]
+            sync_threads()
+    out[FlatLayout1D.uid()] = acc
+""",
+    "a vector read of the thread's own element among unwritten ones": """
+from gpu_native import load_vec4
+
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f32]):
+    assert block_dim.x == 64
+    s = shared_array(f32, (256,))
+    t = thread_idx.x
+    s[4 * t + 2] = f32(t)
+    v = load_vec4(s, 4 * t)
+    out[FlatLayout1D.uid()] = v.z
+""",
+    "thread 0 reads its own element with no barrier": """
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f32]):
+    assert block_dim.x == 64
+    cache = shared_array(f32, (64,))
+    tid = thread_idx.x
+    cache[tid] = f32(tid)
+    if tid == 0:
+        out[block_idx.x] = cache[0]
 """,
     "a barrier at the top of the loop": """
 @gpu_kernel(Kernel1D)
