@@ -4,7 +4,8 @@ Blelloch scan, a bitonic network's bit insertion, a plain ``scale * tid``; prova
 near misses (a scale that starts at 0 or 3, is halved to 0, steps by -1, is assigned under a
 thread-dependent condition, no barrier in the loop, cofactors of equal parity), in loops of
 known trip count and in loops whose condition the checker cannot evaluate (``while sc <
-len(out) // K``).  The module
+len(out) // K``); some with a plain read of ``s`` after the stores of a round (``acc +=
+s[...]``), before or after a barrier.  The module
 bodies have the shape :func:`tools.fuzz.indices.generated` gives (a kernel ``k`` writing
 ``s = shared_array(i32, SHARED_SIZE)``), so that the same runner checks them."""
 
@@ -75,10 +76,34 @@ def generated(r: random.Random) -> str:
         indent += "    "
     for n, index in enumerate(shape):
         lines.append(f"{indent}s[{index}] = tid + {n + 1}")
+    if r.random() < 0.4:
+        lines += _read(r, shape + ("tid", "tid + sc", "tid + 1", f"{b} - 1 - tid", "2 * tid + sc"),
+                       ["tid < sc", f"tid < {b // 2}", "tid >= sc"], lines)
     lines.append(f"        {step}")
     if not uncounted:
         lines.append("        d += 1")
     return "\n".join(lines) + "\n"
+
+
+def _read(r: random.Random, indices: tuple[str, ...], guards: list[str], lines: list[str]
+          ) -> list[str]:
+    """A plain read of ``s`` in the loop's body after its stores (``acc += s[...]``, ``acc``
+    set before the loop), at one of ``indices``, under one of
+    ``guards`` or none, with a barrier before it or not: the read proofs of
+    :meth:`gpu_native.check.unique.UniqueWrites.check_shared_reads` and of
+    :mod:`gpu_native.check.strides`.  ``lines`` gets ``acc = 0`` before its loop."""
+    loop = next(n for n, line in enumerate(lines) if line.startswith("    while "))
+    lines.insert(loop, "    acc = 0")
+    out = []
+    if r.random() < 0.35:
+        out.append("        sync_threads()")
+    guard = r.choice([None, None, *guards])
+    indent = "        "
+    if guard is not None:
+        out.append(f"        if {guard}:")
+        indent += "    "
+    out.append(f"{indent}acc += s[{r.choice(indices)}]")
+    return out
 
 
 def _flipped(r: random.Random, b: int, trips: int) -> str:
@@ -109,6 +134,10 @@ def _flipped(r: random.Random, b: int, trips: int) -> str:
             lines.append(f"        if tid < {limit}:")
             indent += "    "
         lines.append(f"{indent}s[{index.replace('B', str(b))}] = tid + {n + 1}")
+    if r.random() < 0.4:
+        lines += _read(r, tuple(i.replace("B", str(b)) for i in shape) + (
+            f"sc * {b} + tid", f"(1 - sc) * {b} + tid", f"(1 - sc) * {b} + {b} - 1 - tid", f"sc * {b} + tid + 1"),
+            [f"tid < {b // 2}", f"tid < {b - 1}"], lines)
     lines += ["        sc = 1 - sc", "        c += 1" if unknown_start else "        c *= 2"]
     if r.random() < 0.5:  # a store after the loop, with or without a barrier before it
         if r.random() < 0.5:
