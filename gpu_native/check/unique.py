@@ -429,6 +429,20 @@ class UniqueWrites(PairProofs):
         self.scaled.defer(rec, needs)
         return True
 
+    def _read_form(self, base: ir.ArrayRef, indices, keys, span: SourceSpan
+                   ) -> StoreForm | str:
+        """A read's form, as a store's would be (see :meth:`store`): with which of its indices
+        are exact, and the launch checks that keep them so (added where a rule relies on
+        them)."""
+        space = "global" if base.ty.space == "global" else "shared"
+        form = self.forms.store(keys, self.bounds.facts, space, span.line,
+                                index_text(base, span))
+        if isinstance(form, StoreForm):
+            checks: list = []
+            form.exact = tuple(self._exact_here(i, checks) for i in indices)
+            form.exact_checks = tuple(checks)
+        return form
+
     def _note_shared_read(self, base: ir.ArrayRef, indices, keys, span: SourceSpan, form,
                           width: int) -> None:
         """Remember a read of a kernel's shared array for :mod:`.strides`: proven at the end
@@ -459,13 +473,10 @@ class UniqueWrites(PairProofs):
             outcome = prove_padded(a, b, required)
             if outcome.ok:
                 return outcome
-            paired = xor_apart(a, b)  # a bitonic network's compare-and-swap
-            if paired is not None:
-                return PairProof(True, paired, shown=True)
-            # Conditions that order the two indices (a double-buffered scan's read of
-            # `temp[pin * N + t - offset]` under `if t >= offset:`, beside the store into
-            # the other half).
-            apart = bounds_apart(a, b) or residues_apart(a, b)
+            # A bitonic network's compare-and-swap; conditions that order the two indices (a
+            # double-buffered scan's read of `temp[pin * N + t - offset]` under `if t >=
+            # offset:`, beside the store into the other half).
+            apart = xor_apart(a, b) or bounds_apart(a, b) or residues_apart(a, b)
             if apart is not None:
                 for check in a.exact_checks + b.exact_checks:
                     self.ctx.kernel.add_launch_check(check)
@@ -686,8 +697,7 @@ class UniqueWrites(PairProofs):
         if base.ty.space == "shared" and not unsafe:
             keys = tuple(self.defs.key(i) for i in indices)
             self.shared_loads.append((base.var, keys, span, self.phases.position()))
-            text = index_text(base, span)
-            form = self.forms.store(keys, self.bounds.facts, "shared", span.line, text)
+            form = self._read_form(base, indices, keys, span)
             if isinstance(form, StoreForm) and width > 1:
                 form = read_footprint(form, width, span)
             pinned_here = self._pinned("shared")
@@ -709,12 +719,7 @@ class UniqueWrites(PairProofs):
             # store's pins (`if tid % 32 == 0: y[tid // 32] = v` then `y[tid // 32]` read by
             # every thread reads thread 0's element in thread 1).
             pins = self.index_pins(indices)
-            form = self.forms.store(keys, self.bounds.facts, "global", span.line,
-                                    index_text(base, span))
-            if isinstance(form, StoreForm):  # as a store's (see store())
-                checks: list = []
-                form.exact = tuple(self._exact_here(i, checks) for i in indices)
-                form.exact_checks = tuple(checks)
+            form = self._read_form(base, indices, keys, span)
             self.mutable_loads.append((base.var, keys, span, unsafe, parity, where, pins, form))
             if not unsafe:
                 self.read_forms.append((base.var, form, span, where))
