@@ -14,7 +14,7 @@ from .xorpairs import xor_hint
 
 __all__ = ["UNIQUE_HINT", "WRAP_HINT", "PairedRefusal", "block_multiple", "constant_block_strides",
            "flat_thread_stride", "hint_for", "index_text", "read_hint", "round_chosen",
-           "wrap_hint", "wrap_message"]
+           "warp_rank_hint", "wrap_hint", "wrap_message"]
 
 UNIQUE_HINT = {
     "global": "index with a unique id (idx = FlatLayout1D.uid(); c[idx] = ...), use "
@@ -249,6 +249,39 @@ def hint_for(a: StoreForm, b: StoreForm, outcome: PairProof, space: str) -> str:
                 "with 0 <= tid < B known (`assert block_dim.x == B`), or a loop "
                 "`for j in range(K): s[tid + j * B]`; otherwise use `with unsafe():`")
     return UNIQUE_HINT[space]
+
+
+WARP_RANK_HINT = (
+    "the index adds a lane's rank among its warp's passing lanes (popc of a ballot), as a "
+    "warp-aggregated atomic does (one fetch_add by the warp's leader, spread by shfl_idx): "
+    "race-free when written right, but no rule of the proofs follows a value that one lane "
+    "draws for the others; take each slot from `count.atomic_ref(0).fetch_add(1)` (one draw "
+    "per thread, proven unique), or keep the warp-aggregated form with the store in `with "
+    "unsafe():` (the simulator's race detector checks it on every run)")
+
+
+def warp_rank_hint(indices, single_def) -> str | None:
+    """:data:`WARP_RANK_HINT` where an index counts the set bits of a ballot (``popc(mask &
+    ((1 << lane) - 1))``, ``mask = ballot(keep)``), looking through the locals assigned once
+    (``single_def``); else None."""
+    def reaches(e, want, seen: set) -> bool:
+        for n in ir.walk(e):
+            if want(n):
+                return True
+            if isinstance(n, ir.Local) and id(n.var) not in seen:
+                seen.add(id(n.var))
+                d = single_def(n.var)
+                if d is not None and reaches(d, want, seen):
+                    return True
+        return False
+
+    def ballot(n) -> bool:
+        return isinstance(n, ir.WarpOp) and n.op == "ballot"
+
+    def rank(n) -> bool:
+        return isinstance(n, ir.MathCall) and n.name == "popc" and reaches(n.args, ballot, set())
+
+    return WARP_RANK_HINT if any(reaches(i, rank, set()) for i in indices) else None
 
 
 def round_chosen(form: StoreForm) -> bool:

@@ -52,6 +52,7 @@ from .refusals import (
     PairedRefusal,
     index_text,
     read_hint,
+    warp_rank_hint,
 )
 from .residues import residues_apart
 from .strides import READ_RACE_HINT, ScaledStores, read_footprint, scale_vars
@@ -639,7 +640,8 @@ class UniqueWrites(PairProofs):
         raise TranspileError(
             f"store into '{base.var.name}' through an index that is not provably unique: two "
             f"threads of the {what} could write the same element", span,
-            UNIQUE_HINT["global" if base.ty.space == "global" else "shared"])
+            warp_rank_hint(indices, self.defs.single_def)
+            or UNIQUE_HINT["global" if base.ty.space == "global" else "shared"])
 
     def note_store(self, base: ir.ArrayRef, indices, span: SourceSpan, unique: str,
                    owners: tuple[int, ...] = ()) -> str:

@@ -111,6 +111,10 @@ def k(src: CUDASlice[f32], dst: CUDASliceMut[f32], nres: CUDASliceMut[i32]):
     assert ("'base' is assigned more than once" in text
             and "not a value chosen under a condition or returned by a shuffle, an atomic or a "
                 "call" in text), text
+    # The hint names the idiom, why no rule follows it, and the two ways out.
+    assert "a lane's rank among its warp's passing lanes (popc of a ballot)" in text, text
+    assert "fetch_add(1)` (one draw per thread, proven unique)" in text, text
+    assert "with the store in `with unsafe():`" in text, text
 
 
 def test_a_remainder_by_a_thread_value_is_named():
