@@ -9,6 +9,8 @@ from __future__ import annotations
 import operator
 from typing import TYPE_CHECKING, Generic, NoReturn, TypeVar
 
+from ..tracebacks import boundary
+
 if TYPE_CHECKING:
     from typing import TypeAlias
 
@@ -208,6 +210,15 @@ block_dim = _Dim3("block_dim")
 grid_dim = _Dim3("grid_dim")
 
 
+def _extents(cls, *values) -> tuple[int, ...]:
+    """``values`` as the axes of launch dimension ``cls`` (see :func:`_extent`).  Each public
+    constructor is an entry point (:func:`~gpu_native.tracebacks.boundary`): a wrong value is
+    reported at the user's call, without gpu_native's frames."""
+    if len(values) == 1:
+        return (_extent(cls.__name__, None, values[0]),)
+    return tuple(_extent(cls.__name__, axis, v) for axis, v in zip("xyz", values))
+
+
 def _extent(kind: str, axis: str | None, value) -> int:
     """``value`` as one axis of a launch dimension: an int, or an integer of another kind (a
     NumPy integer).  A float is refused rather than truncated: ``GridDim1D(1000 / 128)`` would
@@ -226,8 +237,9 @@ class GridDim1D(int):
     """Number of blocks of a 1-D launch: an int (a NumPy integer too; a float is refused with
     ``TypeError`` rather than truncated)."""
 
+    @boundary
     def __new__(cls, x: int) -> GridDim1D:
-        return int.__new__(cls, _extent(cls.__name__, None, x))
+        return int.__new__(cls, *_extents(cls, x))
 
     @property
     def x(self) -> int:
@@ -241,8 +253,9 @@ class BlockDim1D(int):
     """Threads per block of a 1-D launch: an int (a NumPy integer too; a float is refused with
     ``TypeError`` rather than truncated)."""
 
+    @boundary
     def __new__(cls, x: int) -> BlockDim1D:
-        return int.__new__(cls, _extent(cls.__name__, None, x))
+        return int.__new__(cls, *_extents(cls, x))
 
     @property
     def x(self) -> int:
@@ -255,14 +268,13 @@ class BlockDim1D(int):
 class _Dims(tuple):
     ndim = 3
 
+    @boundary
     def __new__(cls, x: int, y: int = 1, z: int = 1):
         return cls._make(x, y, z)
 
     @classmethod
     def _make(cls, x, y, z):
-        name = cls.__name__
-        return tuple.__new__(cls, (_extent(name, "x", x), _extent(name, "y", y),
-                                   _extent(name, "z", z)))
+        return tuple.__new__(cls, _extents(cls, x, y, z))
 
     x = property(lambda self: self[0])
     y = property(lambda self: self[1])
@@ -280,6 +292,7 @@ class GridDim2D(_Dims):
 
     ndim = 2
 
+    @boundary
     def __new__(cls, x: int, y: int):
         return cls._make(x, y, 1)
 
@@ -289,6 +302,7 @@ class BlockDim2D(_Dims):
 
     ndim = 2
 
+    @boundary
     def __new__(cls, x: int, y: int):
         return cls._make(x, y, 1)
 
@@ -296,6 +310,7 @@ class BlockDim2D(_Dims):
 class GridDim3D(_Dims):
     """Blocks of a 3-D launch: ``GridDim3D(x, y, z)``."""
 
+    @boundary
     def __new__(cls, x: int, y: int, z: int):
         return cls._make(x, y, z)
 
@@ -303,5 +318,6 @@ class GridDim3D(_Dims):
 class BlockDim3D(_Dims):
     """Threads per block of a 3-D launch: ``BlockDim3D(x, y, z)``."""
 
+    @boundary
     def __new__(cls, x: int, y: int, z: int):
         return cls._make(x, y, z)

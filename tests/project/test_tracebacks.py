@@ -371,3 +371,17 @@ class TestInternalErrorsKeepTheirFrames:
         assert not tracebacks.is_user_error(gn.CompileError("NVRTC refused it"))
         assert tracebacks.is_user_error(gn.CudaVersionError("install gpu-native[cu12]"))
         assert tracebacks.is_user_error(TranspileError("x"))
+
+
+@pytest.mark.parametrize("make", [
+    lambda: gn.GridDim1D("x"),
+    lambda: gn.BlockDim1D(2.5),
+    lambda: gn.GridDim2D(4, None),
+    lambda: gn.BlockDim3D(8, 8, 1.0),
+], ids=["GridDim1D", "BlockDim1D", "GridDim2D", "BlockDim3D"])
+def test_a_wrong_launch_extent_shows_only_the_call(no_full, make):
+    """The launch dimensions are entry points: a wrong extent names itself at the user's call
+    (it showed two frames of gpu_native/lang/layouts.py)."""
+    with pytest.raises(TypeError, match="must be an int") as info:
+        make()
+    assert len(internal(info.value)) == ENTRY_FRAME_STAYS, internal(info.value)
