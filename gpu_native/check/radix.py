@@ -340,11 +340,10 @@ def _rounds_apart(a: StoreForm, b: StoreForm, same: frozenset) -> str | None:
         diff = pa.plus(pb.scaled(-1))
         low = high = diff.const
         step = 0
-        for mono, k in diff.terms:
-            d = mono[0] if len(mono) == 1 else None
-            n = a.ranges.get(d) if d in same else None
+        for (d,), k in diff.terms:
+            n = a.ranges.get(d)
             if n is None or n != b.ranges.get(d) or n.terms or n.const < 1:
-                break  # another atom, or a counter's range not one known constant
+                break  # a counter's range not one known constant
             low, high = low + min(0, k * (n.const - 1)), high + max(0, k * (n.const - 1))
             step = math.gcd(step, k)
         else:

@@ -568,17 +568,12 @@ class ScaledStores:
         self.thread_loops: set[int] = set()  # Trace.thread_loops
 
     def note(self, array: ir.Var, indices, keys, facts, span: SourceSpan, text: str,
-             exact: tuple, form: object) -> _Recorded:
+             exact: tuple, form: object, read_width: int = 0) -> _Recorded:
+        """A store, or (``read_width`` elements along the last axis) a plain read."""
         rec = _Recorded(array, tuple(indices) if not isinstance(indices, tuple) else indices,
-                        tuple(keys), tuple(facts), span, text, exact, form)
-        self.stores.append(rec)
-        return rec
-
-    def note_read(self, array: ir.Var, indices, keys, facts, span: SourceSpan, text: str,
-                  exact: tuple, form: object, width: int) -> _Recorded:
-        rec = _Recorded(array, tuple(indices) if not isinstance(indices, tuple) else indices,
-                        tuple(keys), tuple(facts), span, text, exact, form, width=width)
-        self.reads.append(rec)
+                        tuple(keys), tuple(facts), span, text, exact, form,
+                        width=max(read_width, 1))
+        (self.reads if read_width else self.stores).append(rec)
         return rec
 
     def defer(self, rec: _Recorded, needs: tuple[ir.Var, ...]) -> None:
@@ -598,10 +593,6 @@ class ScaledStores:
         # The reads proven here: those that need the trace, and any of an array that a traced
         # store writes (the others are :meth:`.unique.UniqueWrites.check_shared_reads`').
         reads = [r for r in self.reads if r.traced or id(r.array) in arrays]
-        if any(isinstance(n, ir.Barrier) and n.scope == "warp" for n in ir.walk(body)):
-            # A sync_warp() may order a read and a store of one warp's threads, which the
-            # trace's intervals (ended by block barriers) do not say: left to the simulator.
-            reads = []
         if not traced and not reads:
             return
         for n in ir.walk(body) if traced else ():
