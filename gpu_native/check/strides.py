@@ -74,6 +74,7 @@ UNIFORM = "U"  # the same in every thread of the block, value not known
 THREAD = "T"  # may differ between threads
 _MAX_STEPS = 200_000  # statements the trace runs before it gives up
 _MAX_PAIRS = 20_000  # pair proofs one kernel may ask for
+_MAX_READ_PAIRS = 2_000  # read-store proofs: past them, the rest is left to the simulator
 _MAX_ROUNDS = 80  # rounds of a loop of unknown trip count before its values must repeat
 
 
@@ -665,16 +666,21 @@ class ScaledStores:
         it, where either needs the trace: proven apart (for two threads) with the values each
         has there, as a pair of stores is, or refused (the missing ``sync_threads()`` of a
         reduction that halves ``s`` with no barrier in its loop).  A read whose form the values
-        do not make affine is left to the simulator's race detector."""
+        do not make affine, and the reads past :data:`_MAX_READ_PAIRS` proofs, are left to the
+        simulator's race detector."""
         def ignore(_: IndexFits) -> None:
             return None  # a read's index need not be shown exact for the proof: none is added
 
+        pairs = 0
         for r in reads:
             for b in written:
                 if b.array is not r.array or not (r.traced or b.traced):
                     continue
                 for va, vb in _meetings(trace.seen.get(id(r.indices), set()),
                                         trace.seen.get(id(b.indices), set()), trace.aliases):
+                    pairs += 1
+                    if pairs > _MAX_READ_PAIRS:
+                        return  # a long kernel's reads: the simulator's race detector checks
                     try:
                         fr = self.form(r, va, forms, cache, ignore, launch)
                         fb = self.form(b, vb, forms, cache, add_check, launch)

@@ -1078,3 +1078,16 @@ def k(counts: CUDASliceMut[f32], out: CUDASliceMut[f32]):
     out = np.zeros(128, np.float32)
     errors = launch(kernels["k"], 2, 64, counts, out)
     assert errors.races == [] and (out == 7.0).all() and counts[0] == 128.0
+
+
+def test_read_proofs_past_their_budget_are_left_to_the_simulator(tmp_path, monkeypatch):
+    """The read-store proofs of the block's trace stop after a budget of pairs (a loop of
+    thousands of rounds with dozens of reads took minutes): past it, the reads are left to the
+    simulator's race detector, which reports the race the proofs would have refused."""
+    import gpu_native.check.strides as strides
+
+    body = REFUSED["a reduction's rounds with no barrier in its loop"][0]
+    monkeypatch.setattr(strides, "_MAX_READ_PAIRS", 0)
+    kernels = build(tmp_path, marked_unsafe(body, wrap=False))
+    out = np.zeros(4096, np.float32)
+    assert launch(kernels["k"], 2, 64, out).races != []
