@@ -9,7 +9,7 @@ from __future__ import annotations
 import operator
 from typing import TYPE_CHECKING, Generic, NoReturn, TypeVar
 
-from ..tracebacks import boundary
+from ..tracebacks import strip
 
 if TYPE_CHECKING:
     from typing import TypeAlias
@@ -212,8 +212,11 @@ grid_dim = _Dim3("grid_dim")
 
 def _extents(cls, *values) -> tuple[int, ...]:
     """``values`` as the axes of launch dimension ``cls`` (see :func:`_extent`).  Each public
-    constructor is an entry point (:func:`~gpu_native.tracebacks.boundary`): a wrong value is
-    reported at the user's call, without gpu_native's frames."""
+    constructor is an entry point: plain ints (what a launch site usually computes) take no
+    more than a type test, and a wrong value is reported at the user's call, without
+    gpu_native's frames (:func:`~gpu_native.tracebacks.strip`, inline in each ``__new__``
+    rather than a :func:`~gpu_native.tracebacks.boundary` wrapper, which would add a call to
+    every construction)."""
     if len(values) == 1:
         return (_extent(cls.__name__, None, values[0]),)
     return tuple(_extent(cls.__name__, axis, v) for axis, v in zip("xyz", values))
@@ -233,48 +236,50 @@ def _extent(kind: str, axis: str | None, value) -> int:
                         "count with integer division, e.g. (n + 127) // 128") from None
 
 
-class GridDim1D(int):
+class _Extent1(int):
+    """A 1-D launch dimension: an int (a NumPy integer too; a float is refused with
+    ``TypeError`` rather than truncated)."""
+
+    def __new__(cls, x: int):
+        if type(x) is int:
+            return int.__new__(cls, x)
+        try:
+            return int.__new__(cls, *_extents(cls, x))
+        except Exception as exc:
+            strip(exc)
+            raise
+
+    @property
+    def x(self) -> int:
+        return int(self)
+
+    y = property(lambda self: 1)
+    z = property(lambda self: 1)
+
+
+class GridDim1D(_Extent1):
     """Number of blocks of a 1-D launch: an int (a NumPy integer too; a float is refused with
     ``TypeError`` rather than truncated)."""
 
-    @boundary
-    def __new__(cls, x: int) -> GridDim1D:
-        return int.__new__(cls, *_extents(cls, x))
 
-    @property
-    def x(self) -> int:
-        return int(self)
-
-    y = property(lambda self: 1)
-    z = property(lambda self: 1)
-
-
-class BlockDim1D(int):
+class BlockDim1D(_Extent1):
     """Threads per block of a 1-D launch: an int (a NumPy integer too; a float is refused with
     ``TypeError`` rather than truncated)."""
 
-    @boundary
-    def __new__(cls, x: int) -> BlockDim1D:
-        return int.__new__(cls, *_extents(cls, x))
-
-    @property
-    def x(self) -> int:
-        return int(self)
-
-    y = property(lambda self: 1)
-    z = property(lambda self: 1)
-
 
 class _Dims(tuple):
+    """A 3-D launch dimension ``(x, y, z)``; :class:`_Dims2` is the 2-D one (``z`` is 1)."""
+
     ndim = 3
 
-    @boundary
-    def __new__(cls, x: int, y: int = 1, z: int = 1):
-        return cls._make(x, y, z)
-
-    @classmethod
-    def _make(cls, x, y, z):
-        return tuple.__new__(cls, _extents(cls, x, y, z))
+    def __new__(cls, x: int, y: int, z: int):
+        if type(x) is int and type(y) is int and type(z) is int:
+            return tuple.__new__(cls, (x, y, z))
+        try:
+            return tuple.__new__(cls, _extents(cls, x, y, z))
+        except Exception as exc:
+            strip(exc)
+            raise
 
     x = property(lambda self: self[0])
     y = property(lambda self: self[1])
@@ -287,37 +292,30 @@ class _Dims(tuple):
         return tuple(self)[: self.ndim]
 
 
-class GridDim2D(_Dims):
+class _Dims2(_Dims):
+    ndim = 2
+
+    def __new__(cls, x: int, y: int):
+        if type(x) is int and type(y) is int:
+            return tuple.__new__(cls, (x, y, 1))
+        try:
+            return tuple.__new__(cls, _extents(cls, x, y, 1))
+        except Exception as exc:
+            strip(exc)
+            raise
+
+
+class GridDim2D(_Dims2):
     """Blocks of a 2-D launch: ``GridDim2D(x, y)``."""
 
-    ndim = 2
 
-    @boundary
-    def __new__(cls, x: int, y: int):
-        return cls._make(x, y, 1)
-
-
-class BlockDim2D(_Dims):
+class BlockDim2D(_Dims2):
     """Threads per block of a 2-D launch: ``BlockDim2D(x, y)``."""
-
-    ndim = 2
-
-    @boundary
-    def __new__(cls, x: int, y: int):
-        return cls._make(x, y, 1)
 
 
 class GridDim3D(_Dims):
     """Blocks of a 3-D launch: ``GridDim3D(x, y, z)``."""
 
-    @boundary
-    def __new__(cls, x: int, y: int, z: int):
-        return cls._make(x, y, z)
-
 
 class BlockDim3D(_Dims):
     """Threads per block of a 3-D launch: ``BlockDim3D(x, y, z)``."""
-
-    @boundary
-    def __new__(cls, x: int, y: int, z: int):
-        return cls._make(x, y, z)

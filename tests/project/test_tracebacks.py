@@ -377,11 +377,14 @@ class TestInternalErrorsKeepTheirFrames:
     lambda: gn.GridDim1D("x"),
     lambda: gn.BlockDim1D(2.5),
     lambda: gn.GridDim2D(4, None),
+    lambda: gn.BlockDim2D(4.0, 4),
+    lambda: gn.GridDim3D(1, 2, "3"),
     lambda: gn.BlockDim3D(8, 8, 1.0),
-], ids=["GridDim1D", "BlockDim1D", "GridDim2D", "BlockDim3D"])
+], ids=["GridDim1D", "BlockDim1D", "GridDim2D", "BlockDim2D", "GridDim3D", "BlockDim3D"])
 def test_a_wrong_launch_extent_shows_only_the_call(no_full, make):
     """The launch dimensions are entry points: a wrong extent names itself at the user's call
-    (it showed two frames of gpu_native/lang/layouts.py)."""
+    (it showed two frames of gpu_native/lang/layouts.py).  Each constructor strips inline, so a
+    plain int costs no wrapper call."""
     with pytest.raises(TypeError, match="must be an int") as info:
         make()
     assert len(internal(info.value)) == ENTRY_FRAME_STAYS, internal(info.value)
