@@ -465,6 +465,22 @@ def k(out: CUDASliceMut[f32]):
             v += s[t + 1]  # <--
     out[FlatLayout1D.uid()] = v
 """, ["'s' is read here, and the store at line", "no sync_threads() between the two"], ()),
+    "a tiled product's loop with its first barrier and not its second": ("""
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f32]):
+    # Numba's fast_matmul without the second cuda.syncthreads(): a thread that finishes its
+    # products first overwrites the tile the others still read.
+    assert block_dim.x == 64
+    tile = shared_array(f32, (64,))
+    t = thread_idx.x
+    acc = f32(0.0)
+    for step in range(4):
+        tile[t] = f32(step * 64 + t)
+        sync_threads()
+        for j in range(64):
+            acc += tile[j]  # <--
+    out[FlatLayout1D.uid()] = acc
+""", ["'tile' is read here, and the store at line"], ()),
     "a double buffer read from the buffer this round writes": ("""
 @gpu_kernel(Kernel1D)
 def k(out: CUDASliceMut[f32]):
