@@ -3,7 +3,8 @@
 
 Importing wraps the foreign memory in a :class:`~gpu_native.runtime.arrays.DeviceArray` that keeps
 the foreign object alive.  Exporting through DLPack hands out a ``dltensor_versioned`` capsule (a
-``dltensor`` one to a consumer that asks for no version) whose deleter releases our reference.
+``dltensor`` one to a consumer that asks for no version) whose deleter, NumPy's compiled one,
+releases our reference.
 
 Streams.  A foreign array may still be being written on its producer's stream.  The consumer
 stream (the launch's stream; ``DEFAULT_STREAM`` for ``gn.to_device``, ``gn.from_dlpack`` and
@@ -25,8 +26,6 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import gc
-import sys
 import threading
 import weakref
 
@@ -87,9 +86,6 @@ _LEGACY_NAME, _VERSIONED_NAME = b"dltensor", b"dltensor_versioned"
 _KDL_CPU, _KDL_CUDA = 1, 2
 _DL_INT, _DL_UINT, _DL_FLOAT, _DL_BFLOAT, _DL_COMPLEX, _DL_BOOL = 0, 1, 2, 4, 5, 6
 
-_capsule_new = ctypes.pythonapi.PyCapsule_New
-_capsule_new.restype = ctypes.py_object
-_capsule_new.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
 _capsule_pointer = ctypes.pythonapi.PyCapsule_GetPointer
 _capsule_pointer.restype = ctypes.c_void_p
 _capsule_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
@@ -100,12 +96,13 @@ _capsule_set_name = ctypes.pythonapi.PyCapsule_SetName
 _capsule_set_name.restype = ctypes.c_int
 _capsule_set_name.argtypes = [ctypes.py_object, ctypes.c_char_p]
 
-# Address of our managed tensor -> what keeps it alive.  No lock: one insertion per export and
-# one pop per release, each atomic.  A release runs in a ctypes callback, which a consumer may
-# call while an exception is propagating (NumPy's view of an array dies on the way out of a
-# failed expression); there every call returns with the error still set and Python raises a
-# SystemError after it, so a lock taken there stayed taken and every later export hung.
-_exports: dict[int, tuple] = {}
+# NumPy's exporter lays out the managed tensor and frees it in compiled code (see to_dlpack);
+# before 2.1 it makes only the unversioned capsule.
+_NUMPY_VERSIONED = np.lib.NumpyVersion(np.__version__) >= "2.1.0"
+
+# Every tensor we exported that a consumer (or an unconsumed capsule) still holds: for tests and
+# for `doctor`-style accounting, never for the release itself.
+_exports: weakref.WeakSet = weakref.WeakSet()
 
 
 def _dl_dtype(info) -> DLDataType:
@@ -127,53 +124,18 @@ _DL_NAMES = {(_DL_INT, 8): "i8", (_DL_INT, 16): "i16", (_DL_INT, 32): "i32", (_D
              (_DL_COMPLEX, 64): "complex64", (_DL_COMPLEX, 128): "complex128"}
 
 
-@_Deleter
-def _delete_export(address):
-    if address is None:  # NULL: not one of ours
-        return
-    _exports.pop(address, None)
+class _Export:
+    """What a NumPy view built over an exported array's memory sees as its data (``base``): the
+    memory's address and layout, and the array that owns it, kept alive by the view."""
 
+    __slots__ = ("__array_interface__", "__weakref__", "array")
 
-# Capsules we handed out and still hold a reference to.  A capsule's destructor, were it a
-# Python function called through ctypes, would run inside the consumer's Py_DECREF, which a
-# consumer that refuses the tensor (NumPy given bf16) makes with its exception already set: a
-# Python callback cannot keep that exception, so the caller saw SystemError instead of the
-# refusal.  So capsules get no destructor; we keep each one until we are its last holder and
-# then, in our own frame, free the tensor of one that nobody consumed (its name is unchanged)
-# before letting it go.  That happens at the next export and after each garbage collection.
-_held: list = []
-_held_lock = threading.Lock()
-_probe = [object()]
-_SOLE = sys.getrefcount(_probe[0])  # _held[i]'s count when the list is its only holder
-del _probe
-
-
-def _let_go_of_capsules() -> None:
-    # Non-blocking: a collection may start inside a sweep (of this thread or another), and the
-    # one under way finishes the job.
-    if not _held_lock.acquire(blocking=False):
-        return
-    try:
-        i = 0
-        while i < len(_held):
-            if sys.getrefcount(_held[i]) > _SOLE:
-                i += 1
-                continue
-            capsule = _held.pop(i)
-            for name in (_LEGACY_NAME, _VERSIONED_NAME):
-                if _capsule_is_valid(capsule, name):  # never consumed: it still owns its tensor
-                    _exports.pop(_capsule_pointer(capsule, name), None)
-            del capsule
-    finally:
-        _held_lock.release()
-
-
-def _after_collection(phase: str, info: dict) -> None:
-    if phase == "stop":
-        _let_go_of_capsules()
-
-
-gc.callbacks.append(_after_collection)
+    def __init__(self, array: DeviceArray, data: int, dims, strides, itemsize: int):
+        self.array = array
+        self.__array_interface__ = {
+            "version": 3, "shape": tuple(dims), "data": (data, False),
+            "typestr": np.dtype("c16" if itemsize == 16 else f"u{itemsize}").str,
+            "strides": None if strides is None else tuple(s * itemsize for s in strides)}
 
 
 # ---- streams -------------------------------------------------------------------------------------
@@ -291,7 +253,10 @@ def to_dlpack(arr: DeviceArray, stream=None, max_version=None, dl_device=None, c
                               f"{want}; copy it there first (arr.to_host() for the CPU)")
     if copy not in (None, True, False):
         raise TypeError(f"copy must be None, True or False, not {copy!r:.40}")
-    if not versioned and not arr.is_writable and not copy:
+    if not arr.is_writable and not copy and not (versioned and _NUMPY_VERSIONED):
+        if versioned:
+            raise BufferError("exporting a read-only view needs NumPy 2.1 or newer (which makes "
+                              "DLPack 1.0 capsules); export the writable array, or upgrade NumPy")
         raise BufferError("a read-only view cannot be exported as an unversioned DLPack capsule "
                           "(it cannot say read-only); ask for max_version=(1, 0) or export the "
                           "writable array")
@@ -301,46 +266,42 @@ def to_dlpack(arr: DeviceArray, stream=None, max_version=None, dl_device=None, c
         arr = arr.copy()
         flags = FLAG_IS_COPIED
         hand_over(arr, stream)  # the copy was queued after the first hand-over
-    managed: DLManagedTensor | DLManagedTensorVersioned
-    if versioned:
-        managed = DLManagedTensorVersioned()
-        managed.version = DLPackVersion(*DLPACK_VERSION)
-        managed.flags = flags
-    else:
-        managed = DLManagedTensor()
     dims = arr.host_shape  # an array of vectors exports its components on a last axis
-    shape = (ctypes.c_int64 * len(dims))(*dims)
-    tensor = managed.dl_tensor
     backend = arr._backend
     if backend.name == "cuda":
-        tensor.data = arr._gn_ptr
-        tensor.device = DLDevice(_KDL_CUDA, arr.device)
+        data, device = arr._gn_ptr, DLDevice(_KDL_CUDA, arr.device)
     else:
-        tensor.device = DLDevice(_KDL_CPU, 0)
+        device = DLDevice(_KDL_CPU, 0)
         lo, hi = element_span(arr.shape, arr.strides)
         size = arr._info.itemsize
         buf, offset = backend.memory.locate(arr._gn_ptr + lo * size, (hi - lo + 1) * size)
-        tensor.data = buf.ctypes.data + offset - lo * size
-    tensor.ndim = len(dims)
-    tensor.dtype = _dl_dtype(arr.scalar_info)
-    tensor.shape = shape
+        data = buf.ctypes.data + offset - lo * size
     strides = None
     if not arr.is_contiguous:  # in elements of the exported dtype (a vector's components too)
         width = len(dims) - arr.ndim
         scale = dims[-1] if width else 1
-        strides = (ctypes.c_int64 * len(dims))(*(s * scale for s in arr.strides),
-                                               *((1,) if width else ()))
-        tensor.strides = strides
-    else:
-        tensor.strides = None
-    tensor.byte_offset = 0
-    managed.deleter = _delete_export
-    address = ctypes.addressof(managed)
-    _exports[address] = (managed, shape, arr, strides)
-    name = _VERSIONED_NAME if versioned else _LEGACY_NAME
-    _let_go_of_capsules()
-    capsule = _capsule_new(address, name, None)
-    _held.append(capsule)
+        strides = (*(s * scale for s in arr.strides), *((1,) if width else ()))
+    # NumPy makes the capsule, over a view of the memory (never read: on a GPU the address is
+    # the device's) whose base keeps `arr` alive, and we correct its device and element type.
+    # The consumer's release is then NumPy's compiled deleter.  Ours was a Python function
+    # called through ctypes, which a consumer freeing the tensor while an exception propagates
+    # (`float(np.from_dlpack(a))`) entered with that exception set: the exception was lost, and
+    # Python raised SystemError (or crashed) in its place.
+    dtype = _dl_dtype(arr.scalar_info)
+    export = _Export(arr, data, dims, strides, arr.scalar_info.itemsize)
+    view = np.asarray(export)
+    managed: DLManagedTensor | DLManagedTensorVersioned
+    if versioned and _NUMPY_VERSIONED:
+        capsule = view.__dlpack__(max_version=DLPACK_VERSION)
+        managed = DLManagedTensorVersioned.from_address(
+            _capsule_pointer(capsule, _VERSIONED_NAME))
+        managed.flags = flags
+    else:  # a consumer that asks for DLPack 1.0 takes this one too, as the array API says
+        capsule = view.__dlpack__()
+        managed = DLManagedTensor.from_address(_capsule_pointer(capsule, _LEGACY_NAME))
+    managed.dl_tensor.device = device
+    managed.dl_tensor.dtype = dtype
+    _exports.add(export)
     return capsule
 
 

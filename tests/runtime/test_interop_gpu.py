@@ -169,6 +169,35 @@ def test_versioned_capsules_both_ways_with_torch(kr):
     assert ours.__cuda_array_interface__["stream"] == 1
 
 
+def test_a_consumer_freeing_our_tensor_during_an_exception_keeps_its_exception(kr):
+    # The temporary torch view dies while torch's error propagates and releases our tensor:
+    # the release was a Python callback, which replaced the error with SystemError.
+    torch = pytest.importorskip("torch")
+    host = np.random.default_rng().standard_normal(64).astype(np.float32)
+    ours = gn.to_device(host)
+    before = len(interop._exports)
+    with pytest.raises(RuntimeError, match="cannot be converted to Scalar"):
+        float(torch.from_dlpack(ours))
+    with pytest.raises(RuntimeError, match="size of tensor a"):
+        torch.from_dlpack(ours) + torch.zeros(3, device="cuda")
+    assert len(interop._exports) == before
+    np.testing.assert_array_equal(torch.from_dlpack(ours).cpu().numpy(), host)
+
+
+def test_torch_reads_strided_and_bf16_exports(kr):
+    torch = pytest.importorskip("torch")
+    host = np.random.default_rng().standard_normal((64, 48)).astype(np.float32)
+    ours = gn.to_device(host)
+    cols = torch.from_dlpack(ours[:, 1::3])  # a strided view: no copy, its strides passed
+    assert cols.device.type == "cuda" and cols.stride() == (48, 3)
+    assert cols.data_ptr() == ours.ptr + 4
+    np.testing.assert_array_equal(cols.cpu().numpy(), host[:, 1::3])
+    half = gn.zeros(16, "bf16")
+    half.fill(1.5)
+    got = torch.from_dlpack(half)
+    assert got.dtype == torch.bfloat16 and got.float().cpu().tolist() == [1.5] * 16
+
+
 def test_our_streams_speak_the_cuda_stream_protocol_to_torch(kr):
     torch = pytest.importorskip("torch")
     ours = gn.Stream()
