@@ -176,7 +176,9 @@ def test_a_consumer_freeing_our_tensor_during_an_exception_keeps_its_exception(k
     host = np.random.default_rng().standard_normal(64).astype(np.float32)
     ours = gn.to_device(host)
     before = len(interop._exports)
-    with pytest.raises(RuntimeError, match="cannot be converted to Scalar"):
+    # torch's own error (its wording and class vary between releases), not SystemError.
+    with pytest.raises((RuntimeError, ValueError),
+                       match=r"one element tensors|cannot be converted to Scalar"):
         float(torch.from_dlpack(ours))
     with pytest.raises(RuntimeError, match="size of tensor a"):
         torch.from_dlpack(ours) + torch.zeros(3, device="cuda")
