@@ -372,7 +372,7 @@ class ExpressionChecker(CheckerBase):
             if isinstance(rhs, ir.Const):
                 if rhs.value == 0:
                     raise self.error(f"integer {op} by zero", span)
-            else:
+            elif not _launch_extent(rhs):
                 zero_check = self.ctx.kernel.new_site("zerodiv", span,
                                                       message=f"integer {op} by zero")
         return ir.BinOp(span, ty, op, lhs, rhs, zero_check)
@@ -752,3 +752,11 @@ def foreign_hint_of(e: S.Expr) -> str | None:
         return None
     names = dotted_names(e)
     return foreign_hint(names) if names else None
+
+
+def _launch_extent(e: ir.Expr) -> bool:
+    """Is ``e`` a launch extent (``grid_dim.x``, ``block_dim.y``), at least 1 on every launch, in
+    a type of 32 bits or more (which keeps it at least 1)?  A division by it needs no check."""
+    while isinstance(e, ir.Cast) and e.ty.info.is_int and e.ty.info.bits >= 32:
+        e = e.value
+    return isinstance(e, ir.Special) and e.name in ("block_dim", "grid_dim")

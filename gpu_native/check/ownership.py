@@ -666,6 +666,7 @@ class Forms:
         function is a dict's ``get``)."""
         known: dict = {}
         divisors: dict = {}
+        alike: list[tuple[SpecialKey, SpecialKey]] = []
         for f in facts:
             if isinstance(f, Equal):
                 for a, b in ((f.left, f.right), (f.right, f.left)):
@@ -673,10 +674,21 @@ class Forms:
                         pb = self.poly(b)
                         if pb is not None and not pb.terms and pb.const >= 1:
                             known[a] = const(pb.const)
+                        elif isinstance(b, SpecialKey) and b.name in ("block_dim", "grid_dim") \
+                                and repr(b) < repr(a):
+                            alike.append((a, b))
                     divisor = _divisor(a, b)
                     if divisor is not None:
                         extent, k = divisor
                         divisors[extent] = math.lcm(divisors.get(extent, 1), k)
+        # ``assert grid_dim.x == grid_dim.y`` (a square grid): one extent is written as the
+        # other (the later as the earlier, so that no two rewrite each other), or as the
+        # constant either is known to be.
+        for a, b in sorted(alike, key=repr):
+            if a not in known:
+                known[a] = known.get(b, atom(b))
+            elif b not in known:
+                known[b] = known[a]
         # ``assert block_dim.x % 32 == 0``: block_dim.x is 32 * Q, Q = block_dim.x // 32 >= 1.
         for extent, k in divisors.items():
             if extent not in known:

@@ -249,6 +249,12 @@ def implied(forced: set, ranges: dict, used: set) -> tuple[list[tuple[Poly, Poly
             if lo in forced and key not in used:
                 used.add(key)
                 dims.append((d.of.flat, d.of.flat))
+        elif d.of.op == "lo" and (d.of.flat, d.of.other) not in used and \
+                _within_modulus(d.of.flat, d.of.other, forced, ranges):
+            # R11, rotation: f % K equal makes f and f' congruent modulo K; where they differ
+            # by less than K (the digits of f not yet equal span less), they are equal.
+            used.add((d.of.flat, d.of.other))
+            dims.append((d.of.flat, d.of.flat))
         elif d.of.op == "xor":
             for side, rest in ((d.of.flat, d.of.other), (d.of.other, d.of.flat)):
                 ds = digits_of(side)
@@ -261,6 +267,30 @@ def implied(forced: set, ranges: dict, used: set) -> tuple[list[tuple[Poly, Poly
                     used.add(("xor", side))
                     dims.append((side, side))
     return dims, more
+
+
+def _within_modulus(flat: Poly, k: Poly, forced: set, ranges: dict) -> bool:
+    """Do two threads' values of ``flat`` differ by less than ``k``, where the digits in
+    ``forced`` are equal in both (``(block_idx.x + block_idx.y) % grid_dim.x`` with
+    ``block_idx.x`` equal and ``block_idx.y < grid_dim.y == grid_dim.x``)?  Each term with a
+    digit not shown equal, ``c * d``, makes up at most ``|c| * (n - 1)`` of the difference."""
+    spread = const(0)
+    for mono, c in flat.terms:
+        ds = [a for a in mono if isinstance(a, Digit)]
+        if not ds or _determined(Poly.of(mono), forced):
+            continue  # the same in both threads
+        n = ranges.get(ds[0])
+        if len(ds) > 1 or may_be_negative(ds[0]) or n is None or magnitude(n) != n:
+            return False
+        term = mul(const(abs(c)), n.plus(const(-1)))
+        for a in mono:
+            if not isinstance(a, Digit):
+                if not positive_atom(a):
+                    return False
+                term = mul(term, atom(a))
+        spread = spread.plus(term)
+    slack = k.plus(spread.scaled(-1)).plus(const(-1))
+    return all(positive_atom(a) for m, _ in slack.terms for a in m) and nonnegative(slack)
 
 
 def derived_text(d: Derived) -> str:

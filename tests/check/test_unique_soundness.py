@@ -1107,3 +1107,62 @@ def test_read_proofs_past_their_budget_are_left_to_the_simulator(tmp_path, monke
     kernels = build(tmp_path, marked_unsafe(body, wrap=False))
     out = np.zeros(4096, np.float32)
     assert launch(kernels["k"], 2, 64, out).races != []
+
+
+DIAGONAL = """
+@gpu_kernel(Kernel2D)
+def k(src: CUDASlice2D[f32], dst: CUDASliceMut2D[f32]):
+    # cuda-samples' transposeDiagonal: the grid of tiles visited along its diagonals.
+    assert block_dim.x == 8 and block_dim.y == 4
+    assert grid_dim.x == grid_dim.y  # <-- square
+    tile = shared_array(f32, (8, 9))
+    tx = thread_idx.x
+    ty = thread_idx.y
+    by = block_idx.x
+    bx = (block_idx.x + block_idx.y) % grid_dim.x  # <-- rotation
+    n = src.shape[0]
+    for j in range(0, 8, 4):
+        if by * 8 + ty + j < n and bx * 8 + tx < n:
+            tile[ty + j, tx] = src[by * 8 + ty + j, bx * 8 + tx]
+    sync_threads()
+    for j in range(0, 8, 4):
+        if bx * 8 + ty + j < n and by * 8 + tx < n:
+            dst[bx * 8 + ty + j, by * 8 + tx] = tile[tx, ty + j]
+"""
+
+
+def test_a_diagonal_block_order_over_a_square_grid_is_race_free(tmp_path):
+    """R11: ``(block_idx.x + block_idx.y) % grid_dim.x`` equal in two blocks, with
+    ``block_idx.x`` equal and ``block_idx.y`` below ``grid_dim.y == grid_dim.x``, makes
+    ``block_idx.y`` equal: the diagonal order visits each tile once."""
+    kernels = build(tmp_path, DIAGONAL)
+    src = np.random.default_rng().standard_normal((40, 40)).astype(np.float32)
+    dst = np.full((40, 40), np.nan, np.float32)
+    run = launch(kernels["k"], (5, 5), (8, 4), src, dst)
+    assert run.races == [] and run.fails == []
+    np.testing.assert_array_equal(dst, src.T)
+
+
+@pytest.mark.parametrize("change", [
+    ("    assert grid_dim.x == grid_dim.y  # <-- square\n", ""),
+    ("(block_idx.x + block_idx.y) % grid_dim.x  # <-- rotation",
+     "(block_idx.x + 2 * block_idx.y) % grid_dim.x"),
+], ids=["a grid that may be taller than wide", "a rotation by twice the row"])
+def test_a_diagonal_order_that_may_meet_itself_is_refused_and_races(tmp_path, change):
+    """Without the square grid, block rows past grid_dim.x wrap onto earlier ones; rotated by
+    2 * block_idx.y, rows half the grid apart meet on an even grid."""
+    body = DIAGONAL.replace(*change)
+    with pytest.raises(TranspileError, match="can reach the same element"):
+        build(tmp_path, body)
+    kernels = build(tmp_path, _wrap_dst(body), name="wrapped")
+    src = np.random.default_rng().standard_normal((48, 48)).astype(np.float32)
+    dst = np.full((48, 48), np.nan, np.float32)
+    grid = (3, 6) if "2 *" not in body else (6, 6)
+    assert launch(kernels["k"], grid, (8, 4), src, dst).races != []
+
+
+def _wrap_dst(body: str) -> str:
+    """``body`` with its store into ``dst`` inside ``with unsafe():``."""
+    line = "            dst[bx * 8 + ty + j, by * 8 + tx] = tile[tx, ty + j]\n"
+    assert line in body
+    return body.replace(line, "            with unsafe():\n    " + line)

@@ -7,7 +7,8 @@ f % K`` with a second store at ``j + D``, or a row's chunk XOR-ed with ``g``
 (``(f // K) * K + (f % K ^ g)``).  The flat value is ``tid + L * j`` over a counted loop, or the
 grid-wide ``block_idx.x * block_dim.x + tid``.  Near misses come from the same draws: ``L``
 below the block, no block-size assert, ``K2 != K``, ``W < K``, ``D != K``, ``g`` reaching past
-the row or made of the chunk itself or of the thread.  ``python3 -m tools.fuzz_races --family
+the row or made of the chunk itself or of the thread.  A rotation writes row ``f // K`` at column
+``(f % K + c * (f // K)) % M`` (R11), unique where ``M >= K``; ``M < K`` is its near miss.  ``python3 -m tools.fuzz_races --family
 splits`` runs them.
 """
 
@@ -31,7 +32,7 @@ def generated(r: random.Random) -> str:
     grid_flat = space == "global" and r.random() < 0.3
     flat = "block_idx.x * block_dim.x + tid" if grid_flat else f"tid + {stride} * j"
     k = r.choice([1, 2, 4, 8, 16, 32, 3, 5])
-    shape = r.choice(["pair", "pair", "butterfly", "xor"])
+    shape = r.choice(["pair", "pair", "butterfly", "xor", "rotation"])
     target = "s" if space == "shared" else "out"
     # Global stores keep one slice per block (the flat value covers the block only).
     base = "" if grid_flat or space == "shared" else f"block_idx.x * {SHARED_SIZE} + "
@@ -53,6 +54,18 @@ def generated(r: random.Random) -> str:
         lines.append(f"        i = (f // {k}) * {scale} + f % {k}")
         lines.append(f"        {target}[{base}i] = tid + 1")
         lines.append(f"        {target}[{base}i + {d}] = tid + 2")
+    elif shape == "rotation":
+        # R11: row hi's columns rotated by c * hi, modulo K; unique where the K columns hold
+        # f % k's k values (K >= k) and a row of W holds every hi.
+        rows = -(-(size + int(stride if stride.isdigit() else size) * (trips - 1)) // k) \
+            if not grid_flat else size
+        modulus = r.choice([k, k, k + 1, 2 * k, max(1, k - 1), max(1, k // 2)])
+        c = r.choice([0, 1, 1, 3, k])
+        width = r.choice([rows, rows, rows + 1, max(1, rows - 1)])
+        lines.append(f"        lo = f % {k}")
+        lines.append(f"        hi = f // {k}")
+        lines.append(f"        {target}[{base}((lo + {c} * hi) % {modulus}) * {width} + hi] = "
+                     "tid + 1")
     else:
         k = r.choice([2, 4, 8, 16])
         g = r.choice(["r & {m}", "(r >> 1) & {m}", "r & {m2}", "c & 1", "tid & {m}", "1",
