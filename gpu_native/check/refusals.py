@@ -114,6 +114,21 @@ def read_hint(array: str, read: SourceSpan, store: SourceSpan, cooperative: bool
             "array, or use `with unsafe():`")
 
 
+def _derived_through(form: StoreForm, coords: set[str]) -> str:
+    """The derived digits (``bid % grid_dim.y``) of ``form``'s index computed from the thread
+    coordinates ``coords``, as a message lists them; empty where there are none."""
+    from .splits import nested_digits
+
+    found = []
+    for p in form.dims:
+        for d in sorted(nested_digits(p), key=repr):
+            if d.of is not None and {x.coord for x in nested_digits(d.of.flat)} & coords:
+                text = f"`{d.text()}`"
+                if text not in found:
+                    found.append(text)
+    return ", ".join(found[:3])
+
+
 def hint_for(a: StoreForm, b: StoreForm, outcome: PairProof, space: str) -> str:
     """What would make the store provable, for the reason it is not."""
     if outcome.hint:
@@ -122,6 +137,15 @@ def hint_for(a: StoreForm, b: StoreForm, outcome: PairProof, space: str) -> str:
     if missing and all(d.coord.startswith("bid") for d in missing) and space == "global":
         axes = sorted({"xyz"[int(d.coord[3:])] for d in missing})
         names = " and ".join(f"block_idx.{n}" for n in axes)
+        through = _derived_through(a, {d.coord for d in missing})
+        if through:
+            return (f"the index depends on {names} only through {through}, which the proofs "
+                    "could not show tell the blocks apart: a block order by `//` and `%` is "
+                    "proven where a flat block number's quotient and remainder are both in "
+                    "the index (R6), and a rotation `(u + d) % K` where `u` is told apart "
+                    "and `d` spans less than `K` (R11: the diagonal order `(block_idx.x + "
+                    "block_idx.y) % grid_dim.x` under `assert grid_dim.x == grid_dim.y`); "
+                    "else wrap the store in `with unsafe():`")
         asserts = " and ".join(f"grid_dim.{n} == 1" for n in axes)
         return (f"every block that runs this store writes the same elements (its index does not "
                 f"depend on {names}): if the grid is one block wide there, say so (`assert "

@@ -172,7 +172,28 @@ def derived_range(d: Derived, range_of: Callable[[Digit], Poly | None]) -> Poly 
         return None
     if not k.terms and not top.terms:
         return const(top.const // k.const + 1)
-    return top.plus(const(1))
+    # max(f) + 1 == K * Q (a flat block number's largest value, gx * gy - 1, split by gy): the
+    # quotient is below Q.
+    return _quotient(top.plus(const(1)), k) or top.plus(const(1))
+
+
+def _quotient(p: Poly, k: Poly) -> Poly | None:
+    """``p / k`` where ``k`` is one monomial of launch values (``grid_dim.y``) that divides
+    every term of ``p`` (and ``p`` has no constant), else ``None``."""
+    if p.const or len(k.terms) != 1 or k.const:
+        return None
+    (divisor, c), = k.terms
+    if c != 1 or any(isinstance(a, Digit) for a in divisor):
+        return None
+    out = const(0)
+    for mono, coefficient in p.terms:
+        rest = list(mono)
+        for a in divisor:
+            if a not in rest:
+                return None
+            rest.remove(a)
+        out = out.plus(Poly.of(tuple(rest)).scaled(coefficient) if rest else const(coefficient))
+    return out
 
 
 def deep(replace: Callable[[object], Poly | None]) -> Callable[[object], Poly | None]:

@@ -1120,13 +1120,14 @@ def k(src: CUDASlice2D[f32], dst: CUDASliceMut2D[f32]):
     ty = thread_idx.y
     by = block_idx.x
     bx = (block_idx.x + block_idx.y) % grid_dim.x  # <-- rotation
-    n = src.shape[0]
+    rows = src.shape[0]
+    cols = src.shape[1]
     for j in range(0, 8, 4):
-        if by * 8 + ty + j < n and bx * 8 + tx < n:
+        if by * 8 + ty + j < rows and bx * 8 + tx < cols:
             tile[ty + j, tx] = src[by * 8 + ty + j, bx * 8 + tx]
     sync_threads()
     for j in range(0, 8, 4):
-        if bx * 8 + ty + j < n and by * 8 + tx < n:
+        if bx * 8 + ty + j < cols and by * 8 + tx < rows:
             dst[bx * 8 + ty + j, by * 8 + tx] = tile[tx, ty + j]
 """
 
@@ -1166,3 +1167,44 @@ def _wrap_dst(body: str) -> str:
     line = "            dst[bx * 8 + ty + j, by * 8 + tx] = tile[tx, ty + j]\n"
     assert line in body
     return body.replace(line, "            with unsafe():\n    " + line)
+
+
+# transposeDiagonal's order for any grid: a flat block number, split and rotated.
+DIAGONAL_ANY_GRID = DIAGONAL.replace("    assert grid_dim.x == grid_dim.y  # <-- square\n", "").replace(
+    """    by = block_idx.x
+    bx = (block_idx.x + block_idx.y) % grid_dim.x  # <-- rotation
+""", """    bid = i64(block_idx.x) + i64(grid_dim.x) * block_idx.y
+    by = bid % grid_dim.y  # <-- row
+    bx = (bid // grid_dim.y + by) % grid_dim.x
+""")
+
+
+def test_the_diagonal_order_of_any_grid_is_race_free(tmp_path):
+    """R11 with the quotient's range: ``bid // grid_dim.y`` is below ``grid_dim.x`` (``bid``
+    below ``grid_dim.x * grid_dim.y``), so the rotation modulo ``grid_dim.x`` keeps it apart,
+    and then R6 (quotient and remainder) the block number."""
+    kernels = build(tmp_path, DIAGONAL_ANY_GRID)
+    src = np.random.default_rng().standard_normal((24, 40)).astype(np.float32)
+    dst = np.full((40, 24), np.nan, np.float32)
+    run = launch(kernels["k"], (5, 3), (8, 4), src, dst)  # 5 tiles across, 3 down
+    assert run.races == [] and run.fails == []
+    np.testing.assert_array_equal(dst, src.T)
+
+
+def test_the_diagonal_order_by_the_other_extent_is_refused_with_a_hint_and_races(tmp_path):
+    body = DIAGONAL_ANY_GRID.replace("bid % grid_dim.y  # <-- row", "bid % grid_dim.x")
+    with pytest.raises(TranspileError) as info:
+        build(tmp_path, body)
+    text = str(info.value)
+    assert "can reach the same element" in text
+    # The hint says the index depends on the blocks through the splits (it said it did not
+    # depend on them at all).
+    assert "only through `(block_idx.x + block_idx.y * grid_dim.x) // grid_dim.y`, " \
+        "`(block_idx.x + block_idx.y * grid_dim.x) % grid_dim.x`" in text, text
+    assert "does not depend on" not in text
+    kernels = build(tmp_path, _wrap_dst(body), name="wrapped")
+    # 2 tiles across, 3 down: blocks 0 and 2 both take tile row 0, column 0 (and 3 and 5 row
+    # 1, column 0), while tile row 2 is never taken.
+    src = np.random.default_rng().standard_normal((24, 16)).astype(np.float32)
+    dst = np.full((16, 24), np.nan, np.float32)
+    assert launch(kernels["k"], (2, 3), (8, 4), src, dst).races != []

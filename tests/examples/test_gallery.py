@@ -57,7 +57,7 @@ SIM_SIZES = {
     "spmv_csr_vector": {"rows": 300, "cols": 500, "max_per_row": 70},
     "stencil_2d_halo": {"h": 50, "w": 75},
     "stream_compaction": {"n": 30_001},
-    "transpose_diagonal": {"n": 100},
+    "transpose_diagonal": {"rows": 100, "cols": 70},
     "transpose_padded": {"rows": 100, "cols": 70},
 }
 GPU_SIZES = {
@@ -93,7 +93,7 @@ GPU_SIZES = {
     "spmv_csr_vector": {"rows": 100_003, "cols": 50_000, "max_per_row": 300},
     "stencil_2d_halo": {"h": 1001, "w": 1517},
     "stream_compaction": {"n": 10_000_019},
-    "transpose_diagonal": {"n": 2049},
+    "transpose_diagonal": {"rows": 3001, "cols": 1703},
     "transpose_padded": {"rows": 3001, "cols": 1703},
 }
 NAMES = sorted(SIM_SIZES)

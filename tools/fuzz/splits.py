@@ -8,7 +8,9 @@ f % K`` with a second store at ``j + D``, or a row's chunk XOR-ed with ``g``
 grid-wide ``block_idx.x * block_dim.x + tid``.  Near misses come from the same draws: ``L``
 below the block, no block-size assert, ``K2 != K``, ``W < K``, ``D != K``, ``g`` reaching past
 the row or made of the chunk itself or of the thread.  A rotation writes row ``f // K`` at column
-``(f % K + c * (f // K)) % M`` (R11), unique where ``M >= K``; ``M < K`` is its near miss.  ``python3 -m tools.fuzz_races --family
+``(f % K + c * (f // K)) % M`` (R11), unique where ``M >= K``, or the other way round (row
+``(f // K + c * (f % K)) % M``, with ``K`` also ``block_dim.x``); a smaller ``M`` is the near
+miss.  ``python3 -m tools.fuzz_races --family
 splits`` runs them.
 """
 
@@ -62,10 +64,24 @@ def generated(r: random.Random) -> str:
         modulus = r.choice([k, k, k + 1, 2 * k, max(1, k - 1), max(1, k // 2)])
         c = r.choice([0, 1, 1, 3, k])
         width = r.choice([rows, rows, rows + 1, max(1, rows - 1)])
-        lines.append(f"        lo = f % {k}")
-        lines.append(f"        hi = f // {k}")
-        lines.append(f"        {target}[{base}((lo + {c} * hi) % {modulus}) * {width} + hi] = "
-                     "tid + 1")
+        if r.random() < 0.5:
+            lines.append(f"        lo = f % {k}")
+            lines.append(f"        hi = f // {k}")
+            lines.append(f"        {target}[{base}((lo + {c} * hi) % {modulus}) * {width} + hi] "
+                         "= tid + 1")
+        else:
+            # The other way round: hi rotated by c * lo, unique where the modulus holds hi's
+            # values; split by block_dim.x, hi's range is the loop's trip count (the quotient
+            # of f's largest value plus one, block_dim.x * trips, by block_dim.x).
+            split = "block_dim.x" if stride == "block_dim.x" and not grid_flat and \
+                r.random() < 0.6 else str(k)
+            count = trips if split == "block_dim.x" else rows
+            modulus = r.choice([count, count, count + 1, max(1, count - 1)])
+            width = r.choice([split, split, f"({split} + 1)", f"({split} - 1)"])
+            lines.append(f"        lo = f % {split}")
+            lines.append(f"        hi = f // {split}")
+            lines.append(f"        {target}[{base}((hi + {c} * lo) % {modulus}) * {width} + lo] "
+                         "= tid + 1")
     else:
         k = r.choice([2, 4, 8, 16])
         g = r.choice(["r & {m}", "(r >> 1) & {m}", "r & {m2}", "c & 1", "tid & {m}", "1",
