@@ -14,9 +14,10 @@ What it exercises: a block order made of ``//`` and ``%`` of a flat block number
 rotation modulo ``grid_dim.x``, whose stores are proven unique by R11 (equal ``(q + r) %
 grid_dim.x`` with ``r`` equal means equal ``q``, which is below ``grid_dim.x``: the largest
 block number plus one is ``grid_dim.x * grid_dim.y``) and then R6 (quotient and remainder equal:
-the block number is); the block number computed in ``i64``, since ``grid_dim.x * grid_dim.y``
-may pass ``2**31``; shared stores ``tile[ty + j, tx]`` and global stores in a loop stepping by
-the block's height, bounds guards for shapes that are not multiples of the tile.
+the block number is); the block number in ``i32``, as the sample's ``int bid``, which a launch
+check keeps from wrapping (``grid_dim.x * grid_dim.y`` blocks may pass ``2**31``); shared
+stores ``tile[ty + j, tx]`` and global stores in a loop stepping by the block's height, bounds
+guards for shapes that are not multiples of the tile.
 """
 
 import numpy as np
@@ -35,7 +36,6 @@ from gpu_native import (
     f32,
     gpu_kernel,
     grid_dim,
-    i64,
     shared_array,
     sync_threads,
     thread_idx,
@@ -57,7 +57,7 @@ def transpose_diagonal_kernel(src: CUDASlice2D[f32], dst: CUDASliceMut2D[f32]):
     rows = src.shape[0]
     cols = src.shape[1]
     # Consecutive blocks walk a diagonal of tiles instead of a row of them.
-    bid = i64(block_idx.x) + i64(grid_dim.x) * block_idx.y
+    bid = block_idx.x + grid_dim.x * block_idx.y
     tile_row = bid % grid_dim.y
     tile_col = (bid // grid_dim.y + tile_row) % grid_dim.x
     x = tile_col * TILE + tx

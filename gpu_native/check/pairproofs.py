@@ -479,7 +479,12 @@ class PairProofs(IndexClasses):
         for position, idx in enumerate(indices):
             if positions is not None and position not in positions:
                 continue
-            exact = index_is_exact(idx, self.bounds, self.defs.single_def)
+            launch_checks: list = []
+            exact = index_is_exact(idx, self.bounds, self.defs.single_def,
+                                   checks=launch_checks)
+            if exact is not False:
+                for check in launch_checks:  # what keeps a split's operand exact
+                    self.ctx.kernel.add_launch_check(check)
             if exact is True:
                 continue
             ty = idx.ty

@@ -35,10 +35,16 @@ if TYPE_CHECKING:
     from .ownership import Assumption
 
 
-def index_is_exact(e: ir.Expr, bounds: BoundsProofs, single_def, depth: int = 0) -> bool | str:
+def index_is_exact(e: ir.Expr, bounds: BoundsProofs, single_def, depth: int = 0,
+                   checks: list | None = None) -> bool | str:
     """Does the index ``e`` equal its mathematical value?  True when every ``+ - *`` on a
     thread-varying path is proven not to wrap; "ring" when some may, but none below a widening
-    cast (then the value is right modulo ``2**bits``); False otherwise."""
+    cast (then the value is right modulo ``2**bits``); False otherwise.  Where ``checks`` is
+    given, a sum or product of launch indices below a split or a widening cast that may wrap
+    (the block number ``block_idx.x + grid_dim.x * block_idx.y`` of ``bid % grid_dim.y``, and
+    ``bid // grid_dim.y + bid % grid_dim.y``) is exact under a launch check, which ``checks``
+    receives (:class:`~gpu_native.spec.IndexFits`); the caller records them unless the answer
+    is False."""
     state = {"ring": False}
 
     def walk(x: ir.Expr, under_cast: bool, d: int) -> bool:
@@ -64,6 +70,9 @@ def index_is_exact(e: ir.Expr, bounds: BoundsProofs, single_def, depth: int = 0)
                         if x.ty.info.kind == "uint" else (bounds.is_nonneg(x)
                                                           or operands_keep_it(x, bounds)):
                     return True
+                if under_cast and checks is not None and x.op in ("+", "*") and \
+                        _launch_checked(x, single_def, checks):
+                    return True
                 if under_cast:
                     return False
                 state["ring"] = True
@@ -86,6 +95,23 @@ def index_is_exact(e: ir.Expr, bounds: BoundsProofs, single_def, depth: int = 0)
     if not walk(e, False, depth):
         return False
     return "ring" if state["ring"] else True
+
+
+def _launch_checked(x: ir.BinOp, single_def, checks: list) -> bool:
+    """Is ``x`` made of thread coordinates, launch extents and constants of at most a block's
+    extent by ``+``, ``*``, and ``//`` or ``%`` by a launch extent or a positive constant?
+    Then a launch check keeps it from wrapping where the hardware's largest grid could wrap
+    it; the check goes to ``checks``."""
+    from .launch import launch_tree
+    tree = launch_tree(x, _LAUNCH_INDICES, ("+", "*", "//", "%"), single_def)
+    if tree is None or not _coordinate(tree) or not isinstance(x.ty, ir.ScalarType):
+        return False
+    limit = x.ty.info.max
+    assert isinstance(limit, int)
+    if hardware_value(tree) > limit:
+        checks.append(IndexFits(tree, limit, str(x.ty), x.span.line, x.span.col,
+                                x.span.end_col))
+    return True
 
 
 def operands_keep_it(x: ir.BinOp, bounds: BoundsProofs, here: bool = False) -> bool:
@@ -164,11 +190,16 @@ def exact_value(e: ir.Expr, proven: dict, single_def, checks: list, depth: int =
 
 
 def _coordinate(tree: tuple) -> bool:
-    """A launch tree of thread coordinates whose constants are at most a block's extent."""
+    """A launch tree of thread coordinates whose constants are at most a block's extent, each
+    ``//`` or ``%`` by a launch extent or a positive constant."""
     if tree[0] == "c":
         return 0 <= tree[1] <= _COORDINATE_SCALE
     if tree[0] == "sp":
         return True
+    if tree[0] in ("//", "%"):
+        k = tree[2]
+        return _coordinate(tree[1]) and (
+            (k[0] == "c" and k[1] >= 1) or (k[0] == "sp" and k[1] in ("block_dim", "grid_dim")))
     return _coordinate(tree[1]) and _coordinate(tree[2])
 
 
@@ -307,7 +338,11 @@ def hardware_value(tree: tuple) -> int:
         return HARDWARE.special(tree[1], tree[2]).hi
     if op == "//" and tree[2][0] == "c" and tree[2][1] > 0:
         return hardware_value(tree[1]) // tree[2][1]
+    if op == "//":  # by a launch extent, at least 1
+        return hardware_value(tree[1])
     a, b = hardware_value(tree[1]), hardware_value(tree[2])
+    if op == "%":
+        return min(a, b - 1)
     return a + b if op == "+" else a * b
 
 

@@ -87,7 +87,9 @@ def _value(tree, special) -> int:
 
 def _largest(tree, grid, block) -> int:
     """The largest value of a ``+``/``*`` tree of nonnegative launch indices, computed without
-    wrapping (every operand is nonnegative, so the largest inputs give the largest value)."""
+    wrapping (every operand is nonnegative, so the largest inputs give the largest value).  A
+    ``//`` or ``%`` divides by a launch extent or a positive constant, whose value the launch
+    fixes: ``a // k`` is at most ``max(a) // k``, ``a % k`` at most ``k - 1``."""
     op = tree[0]
     if op == "c":
         return tree[1]
@@ -96,6 +98,10 @@ def _largest(tree, grid, block) -> int:
         return {"thread_idx": block[axis] - 1, "block_idx": grid[axis] - 1,
                 "block_dim": block[axis], "grid_dim": grid[axis]}[name]
     a, b = _largest(tree[1], grid, block), _largest(tree[2], grid, block)
+    if op == "//":
+        return a // b
+    if op == "%":
+        return min(a, b - 1)
     return a + b if op == "+" else a * b
 
 

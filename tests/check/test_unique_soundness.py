@@ -1136,12 +1136,7 @@ def test_a_diagonal_block_order_over_a_square_grid_is_race_free(tmp_path):
     """R11: ``(block_idx.x + block_idx.y) % grid_dim.x`` equal in two blocks, with
     ``block_idx.x`` equal and ``block_idx.y`` below ``grid_dim.y == grid_dim.x``, makes
     ``block_idx.y`` equal: the diagonal order visits each tile once."""
-    kernels = build(tmp_path, DIAGONAL)
-    src = np.random.default_rng().standard_normal((40, 40)).astype(np.float32)
-    dst = np.full((40, 40), np.nan, np.float32)
-    run = launch(kernels["k"], (5, 5), (8, 4), src, dst)
-    assert run.races == [] and run.fails == []
-    np.testing.assert_array_equal(dst, src.T)
+    _transposes(build(tmp_path, DIAGONAL)["k"], (40, 40), (5, 5))
 
 
 @pytest.mark.parametrize("change", [
@@ -1183,12 +1178,7 @@ def test_the_diagonal_order_of_any_grid_is_race_free(tmp_path):
     """R11 with the quotient's range: ``bid // grid_dim.y`` is below ``grid_dim.x`` (``bid``
     below ``grid_dim.x * grid_dim.y``), so the rotation modulo ``grid_dim.x`` keeps it apart,
     and then R6 (quotient and remainder) the block number."""
-    kernels = build(tmp_path, DIAGONAL_ANY_GRID)
-    src = np.random.default_rng().standard_normal((24, 40)).astype(np.float32)
-    dst = np.full((40, 24), np.nan, np.float32)
-    run = launch(kernels["k"], (5, 3), (8, 4), src, dst)  # 5 tiles across, 3 down
-    assert run.races == [] and run.fails == []
-    np.testing.assert_array_equal(dst, src.T)
+    _transposes(build(tmp_path, DIAGONAL_ANY_GRID)["k"], (24, 40), (5, 3))  # 5 tiles by 3
 
 
 def test_the_diagonal_order_by_the_other_extent_is_refused_with_a_hint_and_races(tmp_path):
@@ -1208,3 +1198,29 @@ def test_the_diagonal_order_by_the_other_extent_is_refused_with_a_hint_and_races
     src = np.random.default_rng().standard_normal((24, 16)).astype(np.float32)
     dst = np.full((16, 24), np.nan, np.float32)
     assert launch(kernels["k"], (2, 3), (8, 4), src, dst).races != []
+
+
+def test_the_diagonal_order_with_an_i32_block_number_has_the_launcher_check_it(tmp_path):
+    """As the sample writes it, ``int bid``: the block number and the sum of its quotient and
+    remainder are exact under launch checks (their largest values over the launch stay within
+    i32), so the order is proven as in i64; a grid that would wrap them is refused."""
+    from gpu_native.errors import LaunchError
+    from gpu_native.runtime.launch_checks import check_launch
+
+    body = DIAGONAL_ANY_GRID.replace("i64(block_idx.x) + i64(grid_dim.x) * block_idx.y",
+                                     "block_idx.x + grid_dim.x * block_idx.y")
+    k = build(tmp_path, body)["k"]
+    _transposes(k, (24, 40), (5, 3))
+    check_launch(k.name, "k.py", 0, k.launch_checks, (50_000, 40_000, 1), (8, 4, 1))
+    with pytest.raises(LaunchError, match="past the i32 maximum"):
+        check_launch(k.name, "k.py", 0, k.launch_checks, (70_000, 40_000, 1), (8, 4, 1))
+
+
+def _transposes(kernel, shape: tuple[int, int], grid: tuple[int, int]) -> None:
+    """``kernel`` (8 x 4 threads) transposes a fresh ``shape`` matrix on ``grid``, every element
+    written once, with no race."""
+    src = np.random.default_rng().standard_normal(shape).astype(np.float32)
+    dst = np.full(shape[::-1], np.nan, np.float32)
+    run = launch(kernel, grid, (8, 4), src, dst)
+    assert run.races == [] and run.fails == []
+    np.testing.assert_array_equal(dst, src.T)
