@@ -169,6 +169,8 @@ class BoundsProofs:
             if r.within(full):
                 if r.lo >= 0:
                     facts.add(NonNegative(k))
+                if r.lo >= 1:  # `d = n >> 1` under `assert n >= 2`: d >= 1 (see at_least)
+                    facts.add(NotEqual(k, ConstKey(0)))
                 if r.hi < full.hi:
                     facts.add(Less(k, ConstKey(r.hi + 1)))
             for m in (16, 8, 4, 2):

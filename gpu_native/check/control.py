@@ -73,6 +73,22 @@ class ControlFlowChecker(CheckerBase):
         self.assigned = saved_assigned
         return stmts, broke
 
+    def first_test_holds(self, cond: ir.Expr, facts: frozenset) -> bool:
+        """Does a while loop's first test surely pass, by the ``facts`` that hold before the
+        loop: a comparison of a value with a constant, or with a local whose value there is one
+        (GPU Gems' scan over a runtime ``n``: ``d = n >> 1; while d > 0:`` and ``d = 1; while d <
+        n:`` under ``assert n >= 2``)?  The body then surely runs once, and reaches its barrier."""
+        if not isinstance(cond, ir.Compare) or cond.op not in _MIRRORED:
+            return False
+        sides = [(cond.left, cond.op, self.unique.entry_value(cond.right)),
+                 (cond.right, _MIRRORED[cond.op], self.unique.entry_value(cond.left))]
+        saved, self.bounds.facts = self.bounds.facts, facts
+        try:
+            return any(isinstance(c, int) and not isinstance(c, bool) and
+                       _decided(self.bounds, x, op, c) for x, op, c in sides)
+        finally:
+            self.bounds.facts = saved
+
     def visit_While(self, s: S.While):
         bounds = self.bounds
         # A counter the body steps last (`i += block_dim.x * grid_dim.x`): its value on entry,
@@ -80,6 +96,7 @@ class ControlFlowChecker(CheckerBase):
         stepped = stepped_counter(s)
         counter = self.vars.get(stepped[0]) if stepped is not None else None
         start = self.defs.single_def(counter) if counter is not None else None
+        before = bounds.facts
         entry = kill(bounds.facts, self.loop_assigned_vars(s.body))
         bounds.facts = entry
         # The condition runs again after each iteration: it reads the body's assignments too.
@@ -87,7 +104,7 @@ class ControlFlowChecker(CheckerBase):
         cond = self.to_bool(self.expr(s.test, condition=True))
         # The condition (and its checks) ran before every iteration and before a normal exit.
         checked, bounds.pending = stable(bounds.pending), set()
-        runs_once = self.unique.entry_value(cond) is True
+        runs_once = self.unique.entry_value(cond) is True or self.first_test_holds(cond, before)
         self.unique.forget(self.loop_assigned_vars(s.body))
         extra: set = set()
         round = None
@@ -638,3 +655,20 @@ def _counter_bound(cond: ir.Expr, var: ir.Var) -> tuple[ir.Expr, int] | None:
             if part.op == ">" and (c := reach(part.right)) is not None:
                 return part.left, c
     return None
+
+
+# A comparison read from its other side: `1 < n` is `n > 1`.
+_MIRRORED = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "!=": "!="}
+
+
+def _decided(bounds, x: ir.Expr, op: str, c: int) -> bool:
+    """Is ``x op c`` proven by the facts ``bounds`` holds?"""
+    if op in (">", ">="):
+        least = c + 1 if op == ">" else c
+        return bounds.at_least(x, least) if least >= 1 else bounds.interval(x).lo >= least
+    if op in ("<", "<="):
+        most = c - 1 if op == "<" else c
+        r = bounds.interval(x)
+        return r.lo <= r.hi <= most
+    r = bounds.interval(x)  # "!="
+    return (c == 0 and bounds.at_least(x, 1)) or r.hi < c or r.lo > c

@@ -1224,3 +1224,49 @@ def _transposes(kernel, shape: tuple[int, int], grid: tuple[int, int]) -> None:
     run = launch(kernel, grid, (8, 4), src, dst)
     assert run.races == [] and run.fails == []
     np.testing.assert_array_equal(dst, src.T)
+
+
+FIRST_TEST = """
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f32], n: i32):
+    # GPU Gems' scan over a runtime n: its sweeps' barriers are in while loops.
+    assert n >= 2  # <-- entry
+    s = shared_array(f32, 64)
+    tid = thread_idx.x
+    s[tid] = 1.0
+    half = n // 2
+    while half >= 1:
+        sync_threads()
+        half //= 2
+    if tid == 0:
+        s[1] = 0.0
+    d = 1
+    while d < n:
+        sync_threads()
+        d *= 2
+    if tid == 1:
+        s[1] = 3.0
+    sync_threads()
+    out[FlatLayout1D.uid()] = s[tid]
+"""
+
+
+def test_a_while_loop_whose_first_test_the_facts_pass_reaches_its_barrier(tmp_path):
+    """``half = n // 2; while half >= 1:`` and ``d = 1; while d < n:`` under ``assert n >= 2``:
+    each body surely runs once, so its barrier orders the stores before the loop with those
+    after (they were refused as "may meet the store at line ... in another thread")."""
+    kernels = build(tmp_path, FIRST_TEST)
+    for n in (2, 3, 64):
+        out = np.zeros(128, np.float32)
+        assert launch(kernels["k"], 2, 64, out, np.int32(n)).races == []
+
+
+def test_a_while_loop_that_may_not_run_still_orders_nothing(tmp_path):
+    """With ``n >= 1`` only, n = 1 runs neither loop: thread 0's store and thread 1's meet."""
+    body = FIRST_TEST.replace("assert n >= 2  # <-- entry", "assert n >= 1")
+    with pytest.raises(TranspileError, match="may meet the store at line"):
+        build(tmp_path, body)
+    kernels = build(tmp_path, marked_unsafe(body.replace(
+        "        s[1] = 0.0\n", "        s[1] = 0.0  # <--\n"), wrap=True), name="wrapped")
+    out = np.zeros(128, np.float32)
+    assert launch(kernels["k"], 2, 64, out, np.int32(1)).races != []
