@@ -9,10 +9,10 @@ run from the repository root (``tools`` is a package there).  Seed ``k`` draws o
 the ``--family`` generator (:func:`tools.fuzz.indices.generated` by default; see
 :data:`FAMILIES`) with ``random.Random(k)``; repeated sources are dropped.  Each kernel the
 checker accepts runs on every launch shape its asserts allow (grid 1-3, block 32-128), and for
-the ``guarded``, ``ranges``, ``mirrored``, ``pairing``, ``residues``, ``rowwalk``, ``reads`` and
-``calls`` families with each ``n`` the launcher's checks let through, on the simulator, its
-race detector watching every written array: a race report means the proof accepted a racy kernel (the main
-check).  With ``--backend cuda`` each launch also runs on the GPU, ``out`` poisoned (0xDEADBEEF)
+the ``guarded``, ``ranges``, ``mirrored``, ``pairing``, ``residues``, ``rowwalk``, ``reads``,
+``calls`` and ``entries`` families with each ``n`` the launcher's checks let through, on the
+simulator, its race detector watching every written array: a race report means the proof
+accepted a racy kernel (the main check).  With ``--backend cuda`` each launch also runs on the GPU, ``out`` poisoned (0xDEADBEEF)
 before each run on both: every element must agree bit for bit (written or still poisoned), and
 a device error must be raised on both or neither.  A kernel that
 stores into shared memory runs with a copy-out appended (:func:`~tools.fuzz.indices.with_copy_out`;
@@ -42,6 +42,7 @@ import numpy as np
 
 from tools.fuzz import (
     calls,
+    entries,
     guarded,
     indices,
     mirrored,
@@ -99,7 +100,8 @@ FAMILIES = {"indices": Family(indices.generated, _shapes),
             "rowwalk": Family(rowwalk.generated, _guarded_launches),
             "reads": Family(reads.generated, _guarded_launches),
             "calls": Family(calls.generated, _guarded_launches),
-            "warps": Family(warps.generated, _warps_shapes)}
+            "warps": Family(warps.generated, _warps_shapes),
+            "entries": Family(entries.generated, _guarded_launches)}
 
 
 def _transpile(source: str, name: str):
