@@ -184,6 +184,7 @@ def _prove_pair(a: StoreForm, b: StoreForm, required: frozenset[str], same: froz
             for q, u in mine.bounded if not set(coefficients(q)) & _digits(other)]
     conditions: list[str] = []  # the bounds a step of the proof needed, for its rule's text
     used: set = set()
+    rotations: list[str] = []
     progress = True
     while progress:
         progress = False
@@ -200,7 +201,7 @@ def _prove_pair(a: StoreForm, b: StoreForm, required: frozenset[str], same: froz
                 progress = True
         # Splits and XORs of digits now equal (see .splits): a flat value equal in both
         # threads is one more dimension; an XOR's digit is equal.
-        more_dims, more = implied(forced, ranges, used)
+        more_dims, more = implied(forced, ranges, used, rotations)
         if more_dims or more - forced:
             dims += more_dims
             forced |= more
@@ -223,6 +224,7 @@ def _prove_pair(a: StoreForm, b: StoreForm, required: frozenset[str], same: froz
         rules.append(f"one thread by {d.text()}")
     for text in dict.fromkeys(conditions):
         rules.append(f"the condition {text}")
+    rules += rotations
     return PairProof(True, ", ".join(dict.fromkeys(rules)))
 
 

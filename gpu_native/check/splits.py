@@ -250,10 +250,12 @@ def _determined(p: Poly, forced: set) -> bool:
     return True
 
 
-def implied(forced: set, ranges: dict, used: set) -> tuple[list[tuple[Poly, Poly]], set]:
+def implied(forced: set, ranges: dict, used: set, notes: list | None = None
+            ) -> tuple[list[tuple[Poly, Poly]], set]:
     """What the digits shown equal (``forced``) imply: new dimensions (a split's flat value,
     equal in both threads) and new equal digits (the XOR rule).  ``used``: the flat values
-    already given as dimensions (updated)."""
+    already given as dimensions (updated); ``notes``, where given, receives what a rotation
+    showed, for the proof's text."""
     dims: list[tuple[Poly, Poly]] = []
     more: set = set()
     for d in sorted(ranges, key=repr):
@@ -276,6 +278,8 @@ def implied(forced: set, ranges: dict, used: set) -> tuple[list[tuple[Poly, Poly
             # by less than K (the digits of f not yet equal span less), they are equal.
             used.add((d.of.flat, d.of.other))
             dims.append((d.of.flat, d.of.flat))
+            if notes is not None:
+                notes.append(f"the rotation {derived_text(d.of)} (R11)")
         elif d.of.op == "xor":
             for side, rest in ((d.of.flat, d.of.other), (d.of.other, d.of.flat)):
                 ds = digits_of(side)

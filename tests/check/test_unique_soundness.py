@@ -24,7 +24,7 @@ import pytest
 
 from gpu_native.errors import TranspileError
 from tests.helpers import marked_unsafe
-from tests.simulator.support import build, launch
+from tests.simulator.support import HEADER, build, launch
 
 
 @pytest.fixture(autouse=True)
@@ -1270,3 +1270,12 @@ def test_a_while_loop_that_may_not_run_still_orders_nothing(tmp_path):
         "        s[1] = 0.0\n", "        s[1] = 0.0  # <--\n"), wrap=True), name="wrapped")
     out = np.zeros(128, np.float32)
     assert launch(kernels["k"], 2, 64, out, np.int32(1)).races != []
+
+
+def test_expand_proofs_name_the_rotation():
+    from gpu_native.expand import Expansion
+
+    source = HEADER + DIAGONAL_ANY_GRID
+    text = Expansion.of(source, "k.py", "k").proofs()
+    assert "the rotation ((block_idx.x + block_idx.y * grid_dim.x) // grid_dim.y + (block_idx.x " \
+           "+ block_idx.y * grid_dim.x) % grid_dim.y) % grid_dim.x (R11)" in text, text
