@@ -28,6 +28,11 @@ as unbounded integers and prove nothing of ``f``.
   dimension).  ``y`` may be any value every thread shares (``i ^ j``, ``j`` a parameter of
   unknown sign): the digit may then be negative, and no rule that counts a digit as at least 0
   reads it (:func:`may_be_negative`).
+- R11, rotation: where ``f % K`` is equal in both threads and the digits of ``f`` not yet shown
+  equal make up less than ``K`` of its difference (``(block_idx.x + block_idx.y) %
+  grid_dim.x`` with ``block_idx.x`` equal and ``block_idx.y`` below ``grid_dim.x``), ``f`` is
+  equal too: one more dimension.  A quotient's range is ``Q`` where ``max(f) + 1`` is ``K * Q``
+  (``bid // grid_dim.y`` below ``grid_dim.x`` for ``bid`` below ``grid_dim.x * grid_dim.y``).
 - Any derived digit computed from values shown equal in both threads is equal (``phase & 1``
   where the pair shares the round: :mod:`.phases`).
 
