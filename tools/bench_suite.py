@@ -573,12 +573,11 @@ class Suite(TensorCoreBenches, Half2Benches):
 
     # ---- transpose ----------------------------------------------------------------------------
 
-    def transpose(self):
-        import transpose as ex
-
-        torch, cp = self.torch, self.cp
+    def transpose_problem(self):
+        """``(s, work, src, dst, check)``: an ``s x s`` matrix, the bytes a transpose moves, and
+        ``check()``, whether ``dst`` holds ``src`` transposed (it refills ``dst`` with NaN)."""
+        torch = self.torch
         s = 4096 if self.quick else 16384
-        work = 2 * 4 * s * s
         src = self.randn(s, s)
         ref = src.t().contiguous()
         dst = torch.full((s, s), float("nan"), device="cuda")
@@ -588,14 +587,27 @@ class Suite(TensorCoreBenches, Half2Benches):
             dst.fill_(float("nan"))
             return ok
 
+        return s, 2 * 4 * s * s, src, dst, check
+
+    def with_and_without_checks(self, bench: str, example: str, src, dst, work, check) -> None:
+        """The rows of ``examples/<example>.py``'s ``transpose(src, dst)``, as written and with
+        ``bounds_check=False``."""
+        module = importlib.import_module(Path(example).name)
+        ms = timed(lambda: module.transpose(src, dst))
+        self.add(bench, f"gpu_native ({example})", ms, work, "TB/s", check())
+        un = unchecked(example)
+        ms = timed(lambda: un.transpose(src, dst))
+        self.add(bench, "gpu_native, bounds_check=False", ms, work, "TB/s", check())
+
+    def transpose(self):
+        import transpose as ex
+
+        cp = self.cp
+        s, work, src, dst, check = self.transpose_problem()
         bench = "transpose"
         gsrc, gdst = gn.to_device(src), gn.to_device(dst)
-        ms = timed(lambda: ex.transpose(gsrc, gdst))
-        self.add(bench, "gpu_native (examples/transpose)", ms, work, "TB/s", check())
+        self.with_and_without_checks(bench, "examples/transpose", gsrc, gdst, work, check)
         self.index64(bench, lambda: ex.transpose(gsrc, gdst), work, "TB/s", check)
-        un = unchecked("transpose")
-        ms = timed(lambda: un.transpose(gsrc, gdst))
-        self.add(bench, "gpu_native, bounds_check=False", ms, work, "TB/s", check())
         k = self.raw(r"""extern "C" __global__ void transpose(const float* __restrict__ src,
             float* __restrict__ dst, int rows, int cols) {
             __shared__ float tile[32][33];
@@ -608,6 +620,41 @@ class Suite(TensorCoreBenches, Half2Benches):
                      "transpose")
         cs, cd = cp.asarray(src), cp.asarray(dst)
         ms = timed(lambda: k((s // 32, s // 32), (32, 32), (cs, cd, np.int32(s), np.int32(s))))
+        self.add(bench, "CUDA C++, same algorithm and launch", ms, work, "TB/s", check())
+        ms = timed(lambda: dst.copy_(src.t()))
+        self.add(bench, "torch: dst.copy_(src.t())", ms, work, "TB/s", check())
+
+    def transpose_diagonal(self):
+        """The gallery's transposeDiagonal (tiles taken along the grid's diagonals, 32 x 8
+        threads per 32 x 32 tile) beside the gallery's row-order transpose of the same tile and
+        launch (transpose_padded) and the same diagonal algorithm hand-written in CUDA C++."""
+        import transpose_padded as rows
+
+        cp = self.cp
+        s, work, src, dst, check = self.transpose_problem()
+        bench = "transpose_diagonal"
+        gsrc, gdst = gn.to_device(src), gn.to_device(dst)
+        self.with_and_without_checks(bench, "gallery/transpose_diagonal", gsrc, gdst, work, check)
+        ms = timed(lambda: rows.transpose(gsrc, gdst))
+        self.add(bench, "gpu_native, row order (gallery/transpose_padded)", ms, work, "TB/s",
+                 check())
+        k = self.raw(r"""extern "C" __global__ void transpose_diagonal(
+            const float* __restrict__ src, float* __restrict__ dst, int rows, int cols) {
+            __shared__ float tile[32][33];
+            int tx = threadIdx.x, ty = threadIdx.y;
+            int bid = blockIdx.x + gridDim.x * blockIdx.y;
+            int tile_row = bid % gridDim.y;
+            int tile_col = (bid / gridDim.y + tile_row) % gridDim.x;
+            int x = tile_col * 32 + tx, y = tile_row * 32 + ty;
+            for (int j = 0; j < 32; j += 8)
+                if (y + j < rows && x < cols) tile[ty + j][tx] = src[(long long)(y + j) * cols + x];
+            __syncthreads();
+            int ox = tile_row * 32 + tx, oy = tile_col * 32 + ty;
+            for (int j = 0; j < 32; j += 8)
+                if (oy + j < cols && ox < rows) dst[(long long)(oy + j) * rows + ox] = tile[tx][ty + j];
+        }""", "transpose_diagonal")
+        cs, cd = cp.asarray(src), cp.asarray(dst)
+        ms = timed(lambda: k((s // 32, s // 32), (32, 8), (cs, cd, np.int32(s), np.int32(s))))
         self.add(bench, "CUDA C++, same algorithm and launch", ms, work, "TB/s", check())
         ms = timed(lambda: dst.copy_(src.t()))
         self.add(bench, "torch: dst.copy_(src.t())", ms, work, "TB/s", check())
@@ -700,7 +747,7 @@ class Suite(TensorCoreBenches, Half2Benches):
 
 
 BENCHES = ("vector_add", "block_reduce", "sgemm", "sgemm_tiled", "sgemm_vectorized", "transpose",
-           "stencil", "hgemm_tc", "bgemm_tc", "hgemm_wgmma", "bgemm_wgmma", "gemm_bias_gelu",
+           "transpose_diagonal", "stencil", "hgemm_tc", "bgemm_tc", "hgemm_wgmma", "bgemm_wgmma", "gemm_bias_gelu",
            "gemm_bias_gelu_wgmma", "sgemm_tf32", "horner_half2")
 """The benchmarks, in run order: each is a method of :class:`Suite`."""
 

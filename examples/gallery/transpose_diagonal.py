@@ -56,6 +56,7 @@ def transpose_diagonal_kernel(src: CUDASlice2D[f32], dst: CUDASliceMut2D[f32]):
     ty = thread_idx.y
     rows = src.shape[0]
     cols = src.shape[1]
+    assert dst.shape[0] == cols and dst.shape[1] == rows, "dst is src transposed"
     # Consecutive blocks walk a diagonal of tiles instead of a row of them.
     bid = block_idx.x + grid_dim.x * block_idx.y
     tile_row = bid % grid_dim.y

@@ -48,6 +48,7 @@ def transpose_kernel(src: CUDASlice2D[f32], dst: CUDASliceMut2D[f32]):
     ty = thread_idx.y
     rows = src.shape[0]
     cols = src.shape[1]
+    assert dst.shape[0] == cols and dst.shape[1] == rows, "dst is src transposed"
     x = block_idx.x * TILE + tx
     y = block_idx.y * TILE + ty
     for j in range(0, TILE, BLOCK_ROWS):

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from .. import ir
+from ..analysis.ranges import constant_value
 from ..frontend import syntax as S
 from ..lang import registry as R
 from ..nodes import replace
@@ -411,6 +412,12 @@ class ControlFlowChecker(CheckerBase):
             with bounds.without_facts():
                 limit = bounds.upper(stop) if bounds.is_nonneg(stop) else None
             if limit is not None:
+                # With a constant start and step, the last value the loop reaches: `range(0,
+                # 32, 8)` ends at 24, so `ty + j` stays below 32 where `ty < 8`.
+                first, stride = constant_value(start), constant_value(step)
+                if isinstance(first, int) and isinstance(stride, int) and stride > 1 and \
+                        not isinstance(stride, bool) and limit > first:
+                    limit = first + (limit - 1 - first) // stride * stride + 1
                 extra.add(Less(key(ir.Local(var.span, var.ty, var)), ConstKey(limit)))
         elif step_sign < 0:
             # C's `for (m = B - 1; m >= 0; m--)`: the body runs while `stop < var <= start`,

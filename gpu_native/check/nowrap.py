@@ -61,8 +61,8 @@ class NoWrapProofs:
         bound = self.bounds.upper(e)
         if bound is not None and bound <= e.ty.info.max:
             return True
-        tree = launch_tree(e, _LAUNCH_INDICES, ("+", "*"), self.defs.single_def)
-        if tree is None:
+        tree = launch_tree(e, _LAUNCH_INDICES, ("+", "*", "//", "%"), self.defs.single_def)
+        if tree is None or not _checkable(tree):
             return False
         span = e.span
         assert isinstance(e.ty.info.max, int)  # launch indices are integers
@@ -90,3 +90,27 @@ class NoWrapProofs:
         if self.proven:
             body = ir.mark_no_wrap(body, self.proven)
         return body
+
+
+def _checkable(tree: tuple) -> bool:
+    """Can the launcher bound ``tree``'s largest value (see ``_largest`` in
+    :mod:`gpu_native.runtime.launch_checks`)?  Sums and products of launch indices, as before;
+    with a ``//`` or ``%`` in it (``tile_col * 32 + tx``, ``tile_col`` a block order's ``(bid //
+    grid_dim.y + r) % grid_dim.x``), only where every constant is nonnegative and every divisor
+    a launch extent or a positive constant."""
+    def splits(t: tuple) -> bool:
+        return t[0] in ("//", "%") or (t[0] not in ("c", "sp") and any(
+            isinstance(x, tuple) and splits(x) for x in t[1:3]))
+
+    def plain(t: tuple) -> bool:
+        if t[0] == "c":
+            return t[1] >= 0
+        if t[0] == "sp":
+            return True
+        if t[0] in ("//", "%"):
+            k = t[2]
+            return plain(t[1]) and ((k[0] == "c" and k[1] >= 1) or (
+                k[0] == "sp" and k[1] in ("block_dim", "grid_dim")))
+        return plain(t[1]) and plain(t[2])
+
+    return not splits(tree) or plain(tree)

@@ -549,3 +549,63 @@ def k(a: CUDASlice[f32], out: CUDASliceMut[f32]):
         acc += t[s - 3] + t[s - 4]
     out[i] = acc
 """) == {(9, "a", 0), (13, "t", 0), (14, "out", 0)}
+
+
+STEPPED_TILE = """
+@gpu_kernel(Kernel2D)
+def k(src: CUDASlice2D[f32], dst: CUDASliceMut2D[f32]):
+    assert block_dim.x == 32 and block_dim.y == 8
+    tile = shared_array(f32, (32, 33))
+    tx = thread_idx.x
+    ty = thread_idx.y
+    for j in range(0, STOP, 8):
+        tile[ty + j, tx] = 1.0
+    sync_threads()
+    x, y = FlatLayout2D.uid()
+    if y < dst.shape[0] and x < dst.shape[1]:
+        dst[y, x] = tile[ty, tx]
+"""
+
+
+def test_a_stepped_range_ends_at_its_last_value():
+    """``range(0, 32, 8)`` ends at 24, so ``ty + j`` stays within the tile's 32 rows where
+    ``ty < 8`` (the transpose's 32 x 8 threads moving a 32 x 32 tile; it kept a check, which
+    cost the gallery's transposes up to a third of their speed on the H100).  One step more
+    reaches row 32 and keeps it."""
+    assert remaining_checks(STEPPED_TILE.replace("STOP", "32")) == set()
+    assert remaining_checks(STEPPED_TILE.replace("STOP", "33")) == {(7, "tile", 0)}
+    assert remaining_checks(STEPPED_TILE.replace("STOP", "25")) == set()
+
+
+def test_a_block_order_made_by_division_is_proven_under_a_launch_check():
+    """``row = block_idx.x * 4 + tid // 32`` (several warps per block, one row each) and a
+    diagonal order's ``(bid // grid_dim.y + r) % grid_dim.x * 32 + tx``: sums and products of
+    launch indices with ``//`` and ``%`` by launch extents or constants are proven not to wrap
+    for the launches the launcher allows, so a guard bounds them; a divisor that is no launch
+    extent, or a negative constant, is left to wrap (and the read keeps its check)."""
+    source = HEADER + textwrap.dedent("""
+@gpu_kernel(Kernel1D)
+def k(a: CUDASlice[f32], out: CUDASliceMut[f32]):
+    assert block_dim.x == 128
+    warp = thread_idx.x // 32
+    row = block_idx.x * 4 + warp
+    if thread_idx.x % 32 == 0 and row < len(a) and row < len(out):
+        out[row] = a[row]
+""")
+    (kernel,) = transpile_module(source, "proofs.py", "proofs").kernels
+    variant = kernel.variants[0]
+    assert not [s for s in variant.sites if s.kind == "index"]
+    fits = [c for c in variant.launch_checks if isinstance(c, IndexFits)]
+    assert "block_idx.x * 4 + thread_idx.x // 32" in [tree_text(c.tree) for c in fits]
+    check_launch("k", "proofs.py", 0, variant.launch_checks, (2**29 - 1, 1, 1), (128, 1, 1))
+    with pytest.raises(gn.LaunchError, match="past the i32 maximum"):
+        check_launch("k", "proofs.py", 0, variant.launch_checks, (2**29 + 1, 1, 1), (128, 1, 1))
+    by_thread = """
+@gpu_kernel(Kernel1D)
+def k(a: CUDASlice[f32], out: CUDASliceMut[f32]):
+    i = FlatLayout1D.uid()
+    row = block_idx.x * 4 + block_idx.x // (thread_idx.x + 1)
+    if row < len(a):
+        out[i] = a[row]
+"""
+    assert (5, "a", 0) in remaining_checks(by_thread)
