@@ -105,3 +105,11 @@ def _exact(tree: tuple) -> tuple:
     if tree[0] in ("c", "sp"):
         return tree
     return (tree[0], _exact(tree[1]), _exact(tree[2]))
+
+
+def fixed_divisor(tree: tuple) -> bool:
+    """Is ``tree`` a divisor whose value every launch fixes and keeps at least 1: a launch extent
+    (``grid_dim.y``) or a positive constant?  A ``//`` or ``%`` by one has a largest value the
+    launcher can compute (``_largest`` in :mod:`gpu_native.runtime.launch_checks`)."""
+    return (tree[0] == "c" and tree[1] >= 1) or (
+        tree[0] == "sp" and tree[1] in ("block_dim", "grid_dim"))

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from .. import ir
 from ..spec import IndexFits
-from .launch import launch_tree
+from .launch import fixed_divisor, launch_tree
 
 if TYPE_CHECKING:
     from .bounds import BoundsProofs
@@ -108,9 +108,7 @@ def _checkable(tree: tuple) -> bool:
         if t[0] == "sp":
             return True
         if t[0] in ("//", "%"):
-            k = t[2]
-            return plain(t[1]) and ((k[0] == "c" and k[1] >= 1) or (
-                k[0] == "sp" and k[1] in ("block_dim", "grid_dim")))
+            return plain(t[1]) and fixed_divisor(t[2])
         return plain(t[1]) and plain(t[2])
 
     return not splits(tree) or plain(tree)

@@ -106,11 +106,9 @@ def _launch_checked(x: ir.BinOp, single_def, checks: list) -> bool:
     tree = launch_tree(x, _LAUNCH_INDICES, ("+", "*", "//", "%"), single_def)
     if tree is None or not _coordinate(tree) or not isinstance(x.ty, ir.ScalarType):
         return False
-    limit = x.ty.info.max
-    assert isinstance(limit, int)
-    if hardware_value(tree) > limit:
-        checks.append(IndexFits(tree, limit, str(x.ty), x.span.line, x.span.col,
-                                x.span.end_col))
+    check = fits_check(tree, x.ty, x.span)
+    if check is not None:
+        checks.append(check)
     return True
 
 
@@ -197,9 +195,8 @@ def _coordinate(tree: tuple) -> bool:
     if tree[0] == "sp":
         return True
     if tree[0] in ("//", "%"):
-        k = tree[2]
-        return _coordinate(tree[1]) and (
-            (k[0] == "c" and k[1] >= 1) or (k[0] == "sp" and k[1] in ("block_dim", "grid_dim")))
+        from .launch import fixed_divisor
+        return _coordinate(tree[1]) and fixed_divisor(tree[2])
     return _coordinate(tree[1]) and _coordinate(tree[2])
 
 
