@@ -37,10 +37,7 @@ def test_generated_calls_accepted_only_when_race_free(tmp_path):
     """Every draw of tools/fuzz/calls.py the checker accepts runs without a race for each n
     and launch shape its checks let through; the counts are printed (``pytest -s``)."""
     accepted, refused, launches = race_free_draws(
-        tmp_path, calls.generated, 20261207, 300, "calls",
-        lambda k: ((f"n {n}, grid {grid}, block {block}",
-                    lambda n=n, g=grid, b=block: guarded.run(k, n, g, b))
-                   for n, grid, block in guarded.launches(k)))
+        tmp_path, calls.generated, 20261207, 300, "calls", guarded.runs)
     print(f"\ncall draws: {accepted} accepted, {refused} refused; "
           f"{launches} race-free launches of the accepted ones")
     assert accepted >= 20 and refused >= 100

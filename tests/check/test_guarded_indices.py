@@ -214,10 +214,7 @@ def test_generated_guarded_indices_accepted_only_when_race_free(tmp_path):
     """Every draw of tools/fuzz/guarded.py the checker accepts runs without a race for each n
     and launch shape its checks let through; the counts are printed (``pytest -s``)."""
     accepted, refused, launches = race_free_draws(
-        tmp_path, guarded.generated, 20261204, 300, "guarded",
-        lambda k: ((f"n {n}, grid {grid}, block {block}",
-                    lambda n=n, g=grid, b=block: guarded.run(k, n, g, b))
-                   for n, grid, block in guarded.launches(k)))
+        tmp_path, guarded.generated, 20261204, 300, "guarded", guarded.runs)
     print(f"\nguarded draws: {accepted} accepted, {refused} refused; "
           f"{launches} race-free launches of the accepted ones")
     assert accepted >= 30 and refused >= 30 and launches >= 300

@@ -190,10 +190,7 @@ def test_generated_pairs_accepted_only_when_race_free(tmp_path, monkeypatch):
     # Every written array is shadowed by the race detector, not only those also read.
     monkeypatch.setenv("GPU_NATIVE_SIM_WRITE_RACES", "1")
     accepted, refused, launches = race_free_draws(
-        tmp_path, ranges.generated, 20261205, 300, "ranges",
-        lambda k: ((f"n {n}, grid {grid}, block {block}",
-                    lambda n=n, g=grid, b=block: guarded.run(k, n, g, b))
-                   for n, grid, block in guarded.launches(k)))
+        tmp_path, ranges.generated, 20261205, 300, "ranges", guarded.runs)
     print(f"\nrange draws: {accepted} accepted, {refused} refused; "
           f"{launches} race-free launches of the accepted ones")
     assert accepted >= 10 and refused >= 50

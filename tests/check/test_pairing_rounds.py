@@ -542,10 +542,7 @@ def test_generated_pairings_accepted_only_when_race_free(tmp_path):
     shared memory, stores in one round of a loop) runs without a race for each n and launch
     shape its checks let through; the counts are printed (``pytest -s``)."""
     accepted, refused, launches = race_free_draws(
-        tmp_path, pairing.generated, 20261207, 300, "pairing",
-        lambda k: ((f"n {n}, grid {grid}, block {block}",
-                    lambda n=n, g=grid, b=block: guarded.run(k, n, g, b))
-                   for n, grid, block in guarded.launches(k)))
+        tmp_path, pairing.generated, 20261207, 300, "pairing", guarded.runs)
     print(f"\npairing draws: {accepted} accepted, {refused} refused; "
           f"{launches} race-free launches of the accepted ones")
     assert accepted >= 40 and refused >= 100

@@ -103,10 +103,7 @@ def test_generated_reads_accepted_only_when_race_free(tmp_path):
     stores) the checker accepts runs without a race for each n and launch shape its checks let
     through; the counts are printed (``pytest -s``)."""
     accepted, refused, launches = race_free_draws(
-        tmp_path, reads.generated, 20261206, 300, "reads",
-        lambda k: ((f"n {n}, grid {grid}, block {block}",
-                    lambda n=n, g=grid, b=block: guarded.run(k, n, g, b))
-                   for n, grid, block in guarded.launches(k)))
+        tmp_path, reads.generated, 20261206, 300, "reads", guarded.runs)
     print(f"\nread draws: {accepted} accepted, {refused} refused; "
           f"{launches} race-free launches of the accepted ones")
     assert accepted >= 20 and refused >= 100

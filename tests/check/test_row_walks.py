@@ -99,10 +99,7 @@ def test_generated_row_walks_accepted_only_when_race_free(tmp_path):
     """Every draw of tools/fuzz/rowwalk.py the checker accepts runs without a race for each n
     and launch shape its checks let through; the counts are printed (``pytest -s``)."""
     accepted, refused, launches = race_free_draws(
-        tmp_path, rowwalk.generated, 20261206, 400, "rowwalk",
-        lambda k: ((f"n {n}, grid {grid}, block {block}",
-                    lambda n=n, g=grid, b=block: guarded.run(k, n, g, b))
-                   for n, grid, block in guarded.launches(k)))
+        tmp_path, rowwalk.generated, 20261206, 400, "rowwalk", guarded.runs)
     print(f"\nrow-walk draws: {accepted} accepted, {refused} refused; "
           f"{launches} race-free launches of the accepted ones")
     assert accepted >= 10 and refused >= 100

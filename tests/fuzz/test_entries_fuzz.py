@@ -15,10 +15,7 @@ from tools.fuzz import entries, guarded
 def test_generated_entry_tests_accepted_only_when_race_free(tmp_path):
     """The counts are printed (``pytest -s``)."""
     accepted, refused, launches = race_free_draws(
-        tmp_path, entries.generated, 20261207, 300, "entries",
-        lambda k: ((f"n {n}, grid {grid}, block {block}",
-                    lambda n=n, g=grid, b=block: guarded.run(k, n, g, b))
-                   for n, grid, block in guarded.launches(k)))
+        tmp_path, entries.generated, 20261207, 300, "entries", guarded.runs)
     print(f"\nentry-test draws: {accepted} accepted, {refused} refused; "
           f"{launches} race-free launches of the accepted ones")
     assert accepted >= 40 and refused >= 40 and launches >= 200

@@ -83,6 +83,15 @@ def launches(kernel: ir.Kernel):
             yield n, grid, block
 
 
+def runs(kernel: ir.Kernel):
+    """``(what, run)`` for each launch of :func:`launches`: what it is (``"n 7, grid 2, block
+    64"``) and a call that runs it (:func:`run`), as
+    ``tests.simulator.support.race_free_draws`` takes them."""
+    for n, grid, block in launches(kernel):
+        yield (f"n {n}, grid {grid}, block {block}",
+               lambda n=n, g=grid, b=block: run(kernel, n, g, b))
+
+
 def run(kernel: ir.Kernel, n: int, grid: int, block: int) -> indices.SimErrors:
     """One launch on the simulator, its race detector watching ``out``."""
     out = np.full(indices.OUT_SIZE, indices.POISON, np.int32)
