@@ -20,16 +20,15 @@ stores ``tile[ty + j, tx]`` and global stores in a loop stepping by the block's 
 guards for shapes that are not multiples of the tile.
 """
 
-import numpy as np
-from _gallery import compare, poison
+from _gallery import compare
+
+# The tile, block, launch and check of transpose_padded: only the order of the tiles differs.
+from transpose_padded import BLOCK_ROWS, TILE, launch_tiles, transposed_by
 
 import gpu_native as gn
 from gpu_native import (
-    DEFAULT_STREAM,
-    BlockDim2D,
     CUDASlice2D,
     CUDASliceMut2D,
-    GridDim2D,
     Kernel2D,
     block_dim,
     block_idx,
@@ -40,9 +39,6 @@ from gpu_native import (
     sync_threads,
     thread_idx,
 )
-
-TILE = 32
-BLOCK_ROWS = 8
 
 # A copy: exact.
 TOLERANCE = ("exact", 0)
@@ -75,19 +71,11 @@ def transpose_diagonal_kernel(src: CUDASlice2D[f32], dst: CUDASliceMut2D[f32]):
 
 
 def transpose(src, dst):
-    rows, cols = src.shape
-    grid = GridDim2D((cols + TILE - 1) // TILE, (rows + TILE - 1) // TILE)
-    transpose_diagonal_kernel.launch(grid, BlockDim2D(TILE, BLOCK_ROWS), 0,
-                                     DEFAULT_STREAM)(src, dst)
+    launch_tiles(transpose_diagonal_kernel, src, dst)
 
 
 def run(rows: int = 100, cols: int = 70, seed=None):
-    rng = np.random.default_rng(seed)
-    src = rng.standard_normal((rows, cols), dtype=np.float32)
-    dst = gn.empty((cols, rows), gn.f32)
-    poison(dst)
-    transpose(gn.to_device(src), dst)
-    return dst.to_host(), src.T.astype(np.float64)
+    return transposed_by(transpose, rows, cols, seed)
 
 
 def main():

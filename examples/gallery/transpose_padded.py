@@ -62,19 +62,30 @@ def transpose_kernel(src: CUDASlice2D[f32], dst: CUDASliceMut2D[f32]):
             dst[out_y + j, out_x] = tile[tx, ty + j]
 
 
-def transpose(src, dst):
+def launch_tiles(kernel, src, dst):
+    """``kernel(src, dst)`` on one block of ``TILE x BLOCK_ROWS`` threads per tile of ``src``."""
     rows, cols = src.shape
     grid = GridDim2D((cols + TILE - 1) // TILE, (rows + TILE - 1) // TILE)
-    transpose_kernel.launch(grid, BlockDim2D(TILE, BLOCK_ROWS), 0, DEFAULT_STREAM)(src, dst)
+    kernel.launch(grid, BlockDim2D(TILE, BLOCK_ROWS), 0, DEFAULT_STREAM)(src, dst)
 
 
-def run(rows: int = 100, cols: int = 70, seed=None):
+def transpose(src, dst):
+    launch_tiles(transpose_kernel, src, dst)
+
+
+def transposed_by(transpose, rows: int, cols: int, seed=None):
+    """``transpose(src, dst)`` of a fresh ``rows x cols`` matrix into a poisoned ``dst``: what it
+    wrote, and the float64 reference."""
     rng = np.random.default_rng(seed)
     src = rng.standard_normal((rows, cols), dtype=np.float32)
     dst = gn.empty((cols, rows), gn.f32)
     poison(dst)
     transpose(gn.to_device(src), dst)
     return dst.to_host(), src.T.astype(np.float64)
+
+
+def run(rows: int = 100, cols: int = 70, seed=None):
+    return transposed_by(transpose, rows, cols, seed)
 
 
 def main():
