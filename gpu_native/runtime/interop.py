@@ -100,8 +100,8 @@ _capsule_set_name.argtypes = [ctypes.py_object, ctypes.c_char_p]
 # before 2.1 it makes only the unversioned capsule.
 _NUMPY_VERSIONED = np.lib.NumpyVersion(np.__version__) >= "2.1.0"
 
-# Every tensor we exported that a consumer (or an unconsumed capsule) still holds: for tests and
-# for `doctor`-style accounting, never for the release itself.
+# Every tensor we exported that a consumer (or an unconsumed capsule) still holds, so that a leak
+# can be seen (the tests count it); nothing releases through it.
 _exports: weakref.WeakSet = weakref.WeakSet()
 
 
