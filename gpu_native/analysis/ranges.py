@@ -149,9 +149,18 @@ def _shr(a: Interval, b: Interval) -> Interval:
     return Interval(min(a.lo, 0), max(a.hi, 0))
 
 
+def _shl(a: Interval, b: Interval) -> Interval | None:
+    # Of a nonnegative value by a count within 0..62: a count of the type's bits or more gives
+    # 0 (the prelude's gn_shl), where the bound below is past any narrower type (a.hi > 0), so
+    # the caller's check that the result fits the type takes the whole type instead.
+    if a.lo < 0 or b.lo < 0 or b.hi > 62:
+        return None
+    return Interval(a.lo << b.lo, a.hi << b.hi)
+
+
 BINARY: dict[str, Callable[[Interval, Interval], Interval | None]] = {
     "+": _add, "-": _sub, "*": _mul, "//": _floordiv, "%": _mod, "&": _and, "|": _or, "^": _or,
-    ">>": _shr,
+    ">>": _shr, "<<": _shl,
 }
 
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from .. import ir
 from ..analysis.ranges import constant_value, is_widening
 from ..nodes import node
-from .facts import Equal, LaneKey, OpKey, SpecialKey, split_offset
+from .facts import Equal, LaneKey, LoadKey, OpKey, ResidueKey, SpecialKey, split_offset
 from .wrapping import index_is_exact
 
 if TYPE_CHECKING:
@@ -33,11 +33,14 @@ class Unique:
     """An index that is injective in the thread coordinates ``coords``; ``scale`` is its stride.
     ``pins``: the facts it is injective under, where only the threads a condition lets through
     are told apart (a quotient under a pinned remainder, ``if tid % 32 == 0: y[tid // 32]``):
-    another store through the same index under another condition may meet it."""
+    another store through the same index under another condition may meet it.  ``modulus``:
+    ``K`` where the index is ``q * K + j`` told apart by ``j`` alone (any ``q``; ``0 <= j <
+    K``), so a thread owns every element of ``j``'s residue class (:meth:`IndexClasses.owner_key`)."""
 
     coords: frozenset[str]
     scale: int = 1
     pins: frozenset = frozenset()
+    modulus: int = 0
 
 
 def is_ticket(e: ir.Atomic) -> bool:
@@ -136,7 +139,20 @@ class IndexClasses:
                         inner = self.classify(b)
                         return Unique(u.coords | (inner.coords if inner else frozenset()),
                                       pins=u.pins | (inner.pins if inner else frozenset()))
-                return None
+                residue = self._residue(left, right)
+                if residue is not None:
+                    # q*K + j with 0 <= j < K and j unique: any q at all (a value the thread
+                    # loads, histogram64's `s[bin * THREADS + tid]`) keeps j's residue modulo
+                    # K, so two threads with equal sums have equal j (exact integers: the
+                    # store's wrap check covers the index).
+                    inner = self.classify(residue[1])
+                    assert inner is not None  # (_residue classified it)
+                    if self.classify(residue[2]) is not None:
+                        # u*K + j with u unique too: left to the ownership proofs, which tell
+                        # the blocks of K apart as well (and say how in `expand --proofs`).
+                        return None
+                    return Unique(inner.coords, pins=inner.pins, modulus=residue[0])
+                return self._bit_fields(e)
             if e.op == "-":
                 u = self.classify(left)
                 if u is not None and self.is_uniform(right):
@@ -151,6 +167,133 @@ class IndexClasses:
                 return None
             if e.op in ("//", ">>"):
                 return self._pinned_quotient(left, right, e.op)
+            if e.op in ("|", "^"):
+                return self._bit_fields(e)
+        return None
+
+    def _bit_fields(self, e: ir.Expr) -> Unique | None:
+        """A permutation of ``u``'s bits: ``(u & M1) << s1 | (u & M2) >> s2 | ...`` (``+`` or
+        ``^`` for ``|`` too), cuda-samples histogram64's bank-spreading ``threadPos``.  Over
+        ``0 <= u < 2**n``, where the masks cover all ``n`` bits, no right shift drops one and
+        the shifted fields do not overlap, each field can be read back from the value, so equal
+        values mean equal ``u``."""
+        terms = _bit_terms(self._resolved(e), self._resolved)
+        if terms is None:
+            return None
+        u, fields = terms[0][0], []
+        ukey = self.defs.key(u)
+        for x, mask, shift in terms:
+            if self.defs.key(x) != ukey:
+                return None
+            fields.append((mask, shift))
+        lo, hi = self.bounds.interval(u)
+        unique = self.classify(u)
+        if unique is None or lo < 0 or hi < lo or hi >= 1 << 30:
+            return None
+        width = (1 << hi.bit_length()) - 1  # every bit u may set
+        covered = taken = 0
+        for mask, shift in fields:
+            field = mask & width
+            if shift < 0 and field & ((1 << -shift) - 1):
+                return None  # a right shift drops a bit
+            moved = field << shift if shift >= 0 else field >> -shift
+            if moved & taken or moved >= 1 << 31:
+                return None
+            covered |= field
+            taken |= moved
+        if covered != width:
+            return None
+        return Unique(unique.coords, pins=unique.pins)
+
+    def _residue(self, left: ir.Expr, right: ir.Expr) -> tuple[int, ir.Expr, ir.Expr] | None:
+        """``(K, j, q * K)`` where ``left + right`` is ``q * K + j`` (either way round) with
+        ``j`` unique and ``0 <= j < K`` proven here; else ``None``."""
+        for a, b in ((left, right), (right, left)):
+            k = self._multiple(a)
+            if k is not None and self.classify(b) is not None and self._below(b, k):
+                return k, b, a
+        return None
+
+    def residue_hint(self, indices) -> str | None:
+        """Why an index of the form ``q * K + j`` is not unique by its residue (see
+        :meth:`_residue`), for a refusal; ``None`` where no index has that form."""
+        for idx in indices:
+            e = _strip_exact_casts(self._resolved(idx))
+            if not (isinstance(e, ir.BinOp) and e.op == "+"):
+                continue
+            for a, b in ((e.left, e.right), (e.right, e.left)):
+                k = self._multiple(a)
+                if k is None:
+                    continue
+                if self.classify(b) is None:
+                    if _bit_terms(self._resolved(b), self._resolved) is None:
+                        continue
+                    return (f"the index is a multiple of {k} plus a rearrangement of a "
+                            "thread's bits that is not a permutation of them: the masks must "
+                            "cover every bit the value may set, no right shift may drop a "
+                            "bit, and the shifted fields must not overlap (`(t & 15) << 2 | "
+                            "(t & 48) >> 4` for t < 64); or use `with unsafe():`")
+                if not self._below(b, k):
+                    return (f"the index is a multiple of {k} plus a value that tells the "
+                            f"threads apart but is not shown to stay below {k}: with it below "
+                            f"{k} (`assert block_dim.x == {k}` for thread_idx.x), each thread "
+                            f"writes only the elements of its own residue modulo {k}, whatever "
+                            "the multiple (a bin loaded from memory, as histogram64's "
+                            "per-thread counters); or use `with unsafe():`")
+        return None
+
+    def _below(self, e: ir.Expr, k: int) -> bool:
+        """Is ``0 <= e < k`` proven, from the facts or from ``e``'s interval (the bits a
+        permutation of ``thread_idx.x`` under ``assert block_dim.x == 64`` may set)?"""
+        if self.bounds.in_range(e, k):
+            return True
+        lo, hi = self.bounds.interval(e)
+        return 0 <= lo <= hi < k
+
+    def residue_reads_memory(self, e: ir.Expr) -> bool | None:
+        """Where ``e`` is unique by its residue alone (:attr:`Unique.modulus`): whether its
+        ``q`` is computed from a read of memory (a bin loaded from the data, which no trace of
+        the block's rounds can know); ``None`` where ``e`` is not such an index."""
+        u = self.classify(e)
+        resolved = _strip_exact_casts(self._resolved(e))
+        if u is None or not u.modulus or not (isinstance(resolved, ir.BinOp)
+                                              and resolved.op == "+"):
+            return None
+        residue = self._residue(resolved.left, resolved.right)
+        return None if residue is None else _loads(self.defs.key(residue[2]))
+
+    def owner_key(self, e: ir.Expr) -> Key:
+        """The key that names which thread owns the element ``e`` indexes, for comparing a
+        store's owner index with another access's: ``e``'s own key, but for an exact ``q * K +
+        j`` unique by ``j`` alone (:attr:`Unique.modulus`) the residue class of ``j``, which
+        only one thread writes, whatever ``q`` each access has."""
+        u = self.classify(e)
+        if u is not None and u.modulus:
+            resolved = _strip_exact_casts(self._resolved(e))
+            residue = self._residue(resolved.left, resolved.right) if isinstance(
+                resolved, ir.BinOp) and resolved.op == "+" else None
+            if residue is not None and index_is_exact(
+                    e, self.bounds, self.defs.single_def) is True:
+                return ResidueKey(residue[0], self.defs.key(residue[1]))
+        return self.defs.key(e)
+
+    def _multiple(self, e: ir.Expr) -> int | None:
+        """The positive constant ``K`` where ``e`` is ``q * K`` (``K * q``, ``q << s``) for some
+        integer ``q``, through locals assigned once and widening casts; else ``None``."""
+        e = _strip_exact_casts(self._resolved(e))
+        if not (isinstance(e, ir.BinOp) and isinstance(e.ty, ir.ScalarType)
+                and e.ty.info.is_int):
+            return None
+        if e.op == "<<":
+            s = constant_value(e.right)
+            ok = isinstance(s, int) and not isinstance(s, bool) and 0 <= s < 62
+            return 1 << s if ok else None
+        if e.op != "*":
+            return None
+        for side in (e.left, e.right):
+            k = constant_value(side)
+            if isinstance(k, int) and not isinstance(k, bool) and k != 0:
+                return abs(k)
         return None
 
     def _pinned_quotient(self, left: ir.Expr, right: ir.Expr, op: str) -> Unique | None:
@@ -327,6 +470,48 @@ class IndexClasses:
                     return False
             return True
         return False
+
+
+def _loads(k: Key) -> bool:
+    """Is the value ``k`` computed from a read of memory?"""
+    return isinstance(k, LoadKey) or k.reads_memory() or any(map(_loads, k.parts()))
+
+
+def _bit_terms(e: ir.Expr, resolve: Callable[[ir.Expr], ir.Expr]
+               ) -> list[tuple[ir.Expr, int, int]] | None:
+    """``[(u, M, s), ...]`` where ``e`` is a ``|``, ``^`` or ``+`` of terms ``(u & M) << s``
+    (``>>`` as a negative ``s``; ``u & M`` alone, ``M & u`` too; ``(u >> s) & M`` and ``(u <<
+    s) & M`` as the same fields), ``M`` an integer constant; ``None`` for anything else."""
+    e = _strip_exact_casts(resolve(e))
+    if isinstance(e, ir.BinOp) and e.op in ("|", "^", "+"):
+        left = _bit_terms(e.left, resolve)
+        right = _bit_terms(e.right, resolve) if left is not None else None
+        return None if right is None else left + right  # type: ignore[operator]
+    shift = 0
+    if isinstance(e, ir.BinOp) and e.op in ("<<", ">>"):
+        s = constant_value(e.right)
+        if not isinstance(s, int) or isinstance(s, bool) or not 0 <= s < 31:
+            return None
+        shift = s if e.op == "<<" else -s
+        e = _strip_exact_casts(resolve(e.left))
+    if not (isinstance(e, ir.BinOp) and e.op == "&"):
+        return None
+    for x, m in ((e.left, e.right), (e.right, e.left)):
+        mask = constant_value(m)
+        if not isinstance(mask, int) or isinstance(mask, bool):
+            continue
+        x = _strip_exact_casts(resolve(x))
+        inner = constant_value(x.right) if isinstance(x, ir.BinOp) and x.op in (
+            "<<", ">>") else None
+        if shift == 0 and mask >= 0 and isinstance(inner, int) and not isinstance(
+                inner, bool) and 0 <= inner < 31:
+            # (u >> s) & M is (u & (M << s)) >> s; (u << s) & M is (u & (M >> s)) << s.
+            assert isinstance(x, ir.BinOp)
+            if x.op == ">>":
+                return [(x.left, mask << inner, -inner)]
+            return [(x.left, mask >> inner, inner)]
+        return [(x, mask, shift)]
+    return None
 
 
 def _blockwise_uid(a: ir.Expr, b: ir.Expr,

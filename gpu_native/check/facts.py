@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 __all__ = [
     "AtMost", "CastKey", "ConstKey", "Equal", "Fact", "Key", "LaneKey", "Less", "LoadKey", "MathKey",
     "MultipleOf", "NonNegative", "NotEqual", "OpKey", "OpaqueKey", "Pinned", "PinnedBy",
-    "ShapeKey", "SpecialKey", "UidKey", "UnaryKey", "Unread", "VarKey", "cond_facts",
+    "ResidueKey", "ShapeKey", "SpecialKey", "UidKey", "UnaryKey", "Unread", "VarKey", "cond_facts",
     "inlined_call", "join", "key", "kill", "one_thread", "pinned", "returned_expression",
     "shows_at_least", "shows_below", "shows_within", "split_offset", "stable", "upper_bound",
 ]
@@ -175,6 +175,18 @@ class MathKey(Key):
 
     def parts(self) -> tuple[Key, ...]:
         return self.args
+
+
+@node
+class ResidueKey(Key):
+    """The elements ``q * modulus + digit`` for every ``q``: an owner index that a thread owns by
+    the residue of its digit (:meth:`.classify.IndexClasses.owner_key`), never a value."""
+
+    modulus: int
+    digit: Key
+
+    def parts(self) -> tuple[Key, ...]:
+        return (self.digit,)
 
 
 @node

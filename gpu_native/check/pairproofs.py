@@ -142,6 +142,7 @@ class PairProofs(IndexClasses):
     assumptions: dict[str, Assumption]
     store_forms: dict[int, list[StoreForm | str]]
     store_positions: dict[int, list[Position]]
+    store_owners: dict[int, list[tuple | None]]
     checked_stores: dict[int, list[CheckedStore]]
     phases: Phases
     deferred_pairs: list[DeferredPair]
@@ -359,23 +360,36 @@ class PairProofs(IndexClasses):
                 self._prove_pair(pair.base, pair.new.form, pair.earlier.form, pair.new.span,
                                  pair.classic, "shared", same)
 
-    def prove_array(self, base: ir.ArrayRef, span: SourceSpan, classic: TranspileError) -> str:
+    def prove_array(self, base: ir.ArrayRef, span: SourceSpan, classic: TranspileError,
+                    owner: tuple | None = None) -> str:
         """Prove every pair of the array's stores race-free from their forms (see
         :mod:`.ownership`); the rule for the newest store, or ``classic`` raised with the
-        reason (and an example of two threads that meet, where one is found)."""
+        reason (and an example of two threads that meet, where one is found).
+        ``owner``: where the classic rule showed the newest store's index unique, the
+        elements a thread owns through it (:meth:`.unique.UniqueWrites.note_store`): its
+        pairs with the stores of the same owner need no proof, nor, where it has no form,
+        its pair with itself."""
         space = "global" if base.ty.space == "global" else "shared"
         forms = self.store_forms[id(base.var)]
         newest = forms[-1]
+        at_all = self.store_positions.get(id(base.var), [])
+        if owner is not None:
+            # Both stores' indices tell the threads apart, and a thread owns the same elements
+            # through each: only a thread's own stores meet.
+            picked = [i for i, o in enumerate(self.store_owners[id(base.var)])
+                      if forms[i] is newest or o != owner]
+            forms = [forms[i] for i in picked]
+            at_all = [at_all[i] for i in picked] if at_all else at_all
         # Where each form's store is (only shared arrays' pairs are ordered by barriers).
         positions: list[Position | None] = [None] * len(forms)
         now: Position | None = None
         if space == "shared":
             # A pair of a shared array that a barrier orders cannot race (see :mod:`.phases`);
             # one that a barrier later in their loop may order is proven at the end if not.
-            now = self.store_positions[id(base.var)][-1]
+            now = at_all[-1]
             kept: list[StoreForm | str] = []
             where: list[Position | None] = []
-            for f, at in zip(forms, self.store_positions[id(base.var)]):
+            for f, at in zip(forms, at_all):
                 if f is not newest and ordered(at, now):
                     continue
                 if (f is not newest and isinstance(f, StoreForm)
@@ -388,6 +402,9 @@ class PairProofs(IndexClasses):
                 kept.append(f)
                 where.append(at)
             forms, positions = kept, where
+        if owner is not None and isinstance(newest, str) and len(forms) == 1 and \
+                forms[0] is newest:
+            return ""  # (the classic rule's, as for a store with no other)
         for earlier in forms:
             if isinstance(earlier, str):
                 which = "its index" if earlier is newest else "another store's index"

@@ -38,7 +38,7 @@ from ..analysis.ranges import Affine, constant_value
 from ..errors import SourceSpan, TranspileError
 from .apart import bounds_apart
 from .classify import adds_a_positive_constant, required_coords
-from .facts import ConstKey, Pinned, PinnedBy, pinned
+from .facts import ConstKey, Pinned, PinnedBy, ResidueKey, pinned
 from .lastblock import FlagRead, TicketPinned, TicketUse, check_ticket_pins, ticket_facts
 from .monotone import prove_padded
 from .ownership import Assumption, Forms, StoreForm
@@ -139,9 +139,14 @@ class UniqueWrites(PairProofs):
         self.forms = Forms(defs, self.is_uniform_var, ctx.ndim, is_kernel)
         self.store_forms: dict[int, list[StoreForm | str]] = {}
         self.store_positions: dict[int, list[Position]] = {}  # where each form's store is
+        # Each form's owner (see _note_store), where the classic rule proved the store alone.
+        self.store_owners: dict[int, list[tuple | None]] = {}
         self.written_keys: dict[int, list[tuple]] = {}
         # The refusal of a store whose owner index may wrap, raised after note_store.
         self.unexact: TranspileError | None = None
+        # The owner keys (:meth:`.classify.IndexClasses.owner_key`) of the store the classic
+        # rule last accepted, for note_store; None where it refused it.
+        self.owner_keys: tuple | None = None
         # The arrays device function calls store into or read (the callee proved its stores
         # among its own), by array, in call order (see :meth:`note_call_access`).
         self.call_accesses: dict[int, list[CallAccess]] = {}
@@ -308,6 +313,7 @@ class UniqueWrites(PairProofs):
         rest), and the rule that proved it (``""``: the classic one, see ``expand``).
         ``unsafe``: inside ``with unsafe():``."""
         self.unexact = None
+        self.owner_keys = None
         if base.ty.space == "local":
             return "uid", (), ""
         self.counter_changes.setdefault(id(base.var), (span, "a store"))
@@ -327,6 +333,7 @@ class UniqueWrites(PairProofs):
             form.exact = tuple(self._exact_here(i, checks) for i in indices)
             form.exact_checks = tuple(checks)
         self.store_forms.setdefault(id(base.var), []).append(form)
+        self.store_owners.setdefault(id(base.var), []).append(None)
         self.store_positions.setdefault(id(base.var), []).append(self.phases.position())
         narrowed = bool(pinned(self.bounds.facts) & required_coords(self.ctx.ndim, space))
         refused: TranspileError | None = None
@@ -334,7 +341,11 @@ class UniqueWrites(PairProofs):
             kind, owners = self._classic(base, indices, span)
         except TranspileError as classic:
             refused = classic
-        if refused is not None and self._defer_scaled(base, indices, keys, span, form):
+        if (refused is not None or self._by_residue(indices)) and \
+                self._defer_scaled(base, indices, keys, span, form):
+            # (An index unique by its residue alone, `temp[pout * N + t]` with `pout` flipped
+            # each round, is proven by the rounds' values where the trace knows them: its
+            # owner, a residue class, is not another store's `temp[t]`.)
             return "uid", (), _SCALED_PROOF
         if refused is not None:
             # Outside the handler: a refusal of the ownership proof is reported as itself, not
@@ -351,7 +362,8 @@ class UniqueWrites(PairProofs):
             return kind, owners, proof
         self._note_shared(base, indices, keys, span, form)
         if kind == "uid":
-            self.written_keys.setdefault(id(base.var), []).append(keys)
+            self.owner_keys = tuple(self.owner_key(i) for i in indices)
+            self.written_keys.setdefault(id(base.var), []).append(self.owner_keys)
             # The classic rule reasons about exact integers too: `i64(p + u * 4) + j` is unique
             # only while `u * 4` does not wrap (the owner indices tell the threads apart).
             # Refused once the store is proven against the array's others (:meth:`note_store`):
@@ -374,6 +386,12 @@ class UniqueWrites(PairProofs):
             covered |= u.coords if u is not None else set()
         return kind, owners, self.note_ticket_pins(required_coords(self.ctx.ndim, space),
                                                    covered, span, base)
+
+    def _by_residue(self, indices) -> bool:
+        """Is an index unique by its residue alone (:attr:`.classify.Unique.modulus`), with a
+        multiple of the modulus that reads no memory (one the trace of the block's rounds may
+        know, which then proves the store against the array's others)?"""
+        return any(self.residue_reads_memory(i) is False for i in indices)
 
     def _exact_here(self, idx: ir.Expr, checks: list) -> bool:
         """Is ``idx`` shown exact (see :attr:`.ownership.StoreForm.exact`) from what is
@@ -576,6 +594,7 @@ class UniqueWrites(PairProofs):
         if isinstance(form, StoreForm):
             form = widen(form)
         self.store_forms.setdefault(id(base.var), []).append(form)
+        self.store_owners.setdefault(id(base.var), []).append(None)
         self.store_positions.setdefault(id(base.var), []).append(self.phases.position())
         error: TranspileError | None = None
         try:
@@ -645,7 +664,7 @@ class UniqueWrites(PairProofs):
         raise TranspileError(
             f"store into '{base.var.name}' through an index that is not provably unique: two "
             f"threads of the {what} could write the same element", span,
-            warp_rank_hint(indices, self.defs.single_def)
+            warp_rank_hint(indices, self.defs.single_def) or self.residue_hint(indices)
             or UNIQUE_HINT["global" if base.ty.space == "global" else "shared"])
 
     def note_store(self, base: ir.ArrayRef, indices, span: SourceSpan, unique: str,
@@ -669,7 +688,10 @@ class UniqueWrites(PairProofs):
             # An owner index unique only under a pinned remainder is the same owner only under
             # the same pins (`y[tid // 128]` under `tid % 128 == 0` and under `== 64` meet).
             pins = self.index_pins(indices)
-            k = (owners, tuple(self.defs.key(indices[p]) for p in owners), pins)
+            owned = self.owner_keys or tuple(self.defs.key(i) for i in indices)
+            k = (owners, tuple(owned[p] for p in owners), pins)
+            if self.owner_keys is not None:
+                self.store_owners[id(base.var)][-1] = k
             prev = self.store_keys.get(id(base.var))
             if prev is None:
                 self.store_keys[id(base.var)] = (k, span)
@@ -688,10 +710,10 @@ class UniqueWrites(PairProofs):
                     classic: TranspileError) -> str:
         """A store of an array written through several indices: its proof against the others
         (the newest form is this store's, see :meth:`store`), with exact indices."""
-        proof = self.prove_array(base, span, classic)
+        proof = self.prove_array(base, span, classic, self.store_owners[id(base.var)][-1])
         form = self.store_forms[id(base.var)][-1]
-        assert isinstance(form, StoreForm)  # prove_array refuses a store without a form
-        self.check_exact(base, indices, span, form)
+        if isinstance(form, StoreForm):  # (else the classic rule checked its exactness)
+            self.check_exact(base, indices, span, form)
         return proof
 
     def note_load(self, base: ir.ArrayRef, indices, span: SourceSpan, unsafe: bool,
@@ -715,8 +737,9 @@ class UniqueWrites(PairProofs):
                     form, self.phases.position(), True, span, self._pins(), pinned_here, keys,
                     self.index_pins(indices))))
             else:
-                self.shared_reads.append((base.var, keys, span, self.phases.position(),
-                                          self.index_pins(indices), form))
+                self.shared_reads.append((base.var, self._owner_keys(indices), span,
+                                          self.phases.position(), self.index_pins(indices),
+                                          form))
                 self._note_shared_read(base, indices, keys, span, form, width)
         if base.ty.space == "global" and base.ty.mutable:
             keys = tuple(self.defs.key(i) for i in indices)
@@ -727,9 +750,14 @@ class UniqueWrites(PairProofs):
             # every thread reads thread 0's element in thread 1).
             pins = self.index_pins(indices)
             form = self._read_form(base, indices, keys, span)
-            self.mutable_loads.append((base.var, keys, span, unsafe, parity, where, pins, form))
+            self.mutable_loads.append((base.var, self._owner_keys(indices), span, unsafe,
+                                       parity, where, pins, form))
             if not unsafe:
                 self.read_forms.append((base.var, form, span, where))
+
+    def _owner_keys(self, indices) -> tuple:
+        """An access's owner keys, compared with the stores' (:meth:`owner_key`)."""
+        return tuple(self.owner_key(i) for i in indices)
 
     def unordered_store(self, var: ir.Var, where: Position) -> SourceSpan | None:
         """The first checked store of ``var`` that no ``grid_sync()`` separates from the read at
@@ -981,6 +1009,18 @@ class UniqueWrites(PairProofs):
                     continue
                 if self._owns(var, owner, keys, pins, form):
                     continue
+                by_residue = self._residue_owner(var, store)
+                if by_residue is not None and store.keys is not None:
+                    # A store unique by its residue alone may have no form (a bin loaded from
+                    # memory): a read beside it is of the thread's own residue, or may race.
+                    positions, owned, owner_pins = by_residue
+                    if tuple(keys[p] for p in positions) == owned and pins == owner_pins:
+                        continue
+                    if not (isinstance(form, StoreForm) and isinstance(store.form, StoreForm)):
+                        self._racing_read(var, span, store, (
+                            "the store is unique by the residue of its index alone (a "
+                            "multiple plus a value below it that tells the threads apart), "
+                            "and this read is not at an index of the same residue"))
                 if store.keys is None or \
                         not (isinstance(form, StoreForm) and isinstance(store.form, StoreForm)):
                     continue  # a copy's fill (its own waits order it), or not compared yet
@@ -993,8 +1033,14 @@ class UniqueWrites(PairProofs):
         for base, read in self.pinned_reads:
             for store in self.checked_stores.get(id(base.var), ()):
                 if ordered_either(store.position, read.position, grid=False) or \
-                        store.keys is None or not (isinstance(read.form, StoreForm)
-                                                   and isinstance(store.form, StoreForm)):
+                        store.keys is None:
+                    continue
+                if not (isinstance(read.form, StoreForm) and isinstance(store.form, StoreForm)):
+                    if self._residue_owner(base.var, store) is not None:
+                        # (Its own residue is no proof: the condition leaves other threads.)
+                        self._racing_read(base.var, read.span, store, (
+                            "the store is unique by the residue of its index alone, which "
+                            "leaves nothing to compare this read with"))
                     continue
                 same = round_digits(store.position, read.position) if self.is_kernel \
                     else frozenset()
@@ -1002,6 +1048,19 @@ class UniqueWrites(PairProofs):
                 if reason is not None:  # (its example is told of two stores)
                     reason = reason.replace(" both write ", " both reach ", 1)
                     self._racing_read(base.var, read.span, store, reason)
+
+    def _residue_owner(self, var: ir.Var, store: CheckedStore) -> tuple | None:
+        """The owner of ``store`` (positions, keys, pins: :meth:`note_store`) where the classic
+        rule proved it by the residue of an index (:meth:`.classify.IndexClasses.owner_key`);
+        else ``None``."""
+        forms = self.store_forms.get(id(var), [])
+        owners = self.store_owners.get(id(var), [])
+        for f, owner in zip(forms, owners):
+            if f is store.form:
+                if owner is not None and any(isinstance(k, ResidueKey) for k in owner[1]):
+                    return owner
+                return None
+        return None
 
     @staticmethod
     def _racing_read(var: ir.Var, span: SourceSpan, store: CheckedStore, reason: str) -> None:
