@@ -10,7 +10,7 @@ the ``--family`` generator (:func:`tools.fuzz.indices.generated` by default; see
 :data:`FAMILIES`) with ``random.Random(k)``; repeated sources are dropped.  Each kernel the
 checker accepts runs on every launch shape its asserts allow (grid 1-3, block 32-128), and for
 the ``guarded``, ``ranges``, ``mirrored``, ``pairing``, ``residues``, ``rowwalk``, ``reads``,
-``calls`` and ``entries`` families with each ``n`` the launcher's checks let through, on the
+``calls``, ``entries`` and ``columns`` families with each ``n`` the launcher's checks let through, on the
 simulator, its race detector watching every written array: a race report means the proof
 accepted a racy kernel (the main check).  With ``--backend cuda`` each launch also runs on the GPU, ``out`` poisoned (0xDEADBEEF)
 before each run on both: every element must agree bit for bit (written or still poisoned), and
@@ -42,6 +42,7 @@ import numpy as np
 
 from tools.fuzz import (
     calls,
+    columns,
     entries,
     guarded,
     indices,
@@ -101,7 +102,8 @@ FAMILIES = {"indices": Family(indices.generated, _shapes),
             "reads": Family(reads.generated, _guarded_launches),
             "calls": Family(calls.generated, _guarded_launches),
             "warps": Family(warps.generated, _warps_shapes),
-            "entries": Family(entries.generated, _guarded_launches)}
+            "entries": Family(entries.generated, _guarded_launches),
+            "columns": Family(columns.generated, _guarded_launches)}
 
 
 def _transpile(source: str, name: str):
