@@ -17,7 +17,7 @@ from .. import ir
 from ..analysis.ranges import constant_value, is_widening
 from ..nodes import node
 from .facts import Equal, LaneKey, LoadKey, OpKey, ResidueKey, SpecialKey, split_offset
-from .wrapping import index_is_exact
+from .wrapping import index_is_exact, operands_keep_it
 
 if TYPE_CHECKING:
     from .bounds import BoundsProofs
@@ -262,18 +262,38 @@ class IndexClasses:
         residue = self._residue(resolved.left, resolved.right)
         return None if residue is None else _loads(self.defs.key(residue[2]))
 
-    def owner_key(self, e: ir.Expr) -> Key:
+    def residue_exact(self, e: ir.Expr) -> bool:
+        """Is ``e``, unique by its residue alone (:attr:`Unique.modulus`), computed without
+        wrapping from what its row ``q`` holds?  ``q`` may be anything (a hash that wraps on its
+        way, masked to the table's rows): only ``q * K`` and the sum must stay within their type
+        for the values the operands take, and the digit ``j`` must be exact, as its uniqueness
+        is of its mathematical value."""
+        u = self.classify(e)
+        resolved = _strip_exact_casts(self._resolved(e))
+        if u is None or not u.modulus or not (isinstance(resolved, ir.BinOp)
+                                              and resolved.op == "+"):
+            return False
+        residue = self._residue(resolved.left, resolved.right)
+        if residue is None:
+            return False
+        multiple = _strip_exact_casts(self._resolved(residue[2]))
+        return (isinstance(multiple, ir.BinOp) and operands_keep_it(multiple, self.bounds)
+                and operands_keep_it(resolved, self.bounds)
+                and index_is_exact(residue[1], self.bounds, self.defs.single_def) is True)
+
+    def owner_key(self, e: ir.Expr, store: bool = False) -> Key:
         """The key that names which thread owns the element ``e`` indexes, for comparing a
         store's owner index with another access's: ``e``'s own key, but for an exact ``q * K +
         j`` unique by ``j`` alone (:attr:`Unique.modulus`) the residue class of ``j``, which
-        only one thread writes, whatever ``q`` each access has."""
+        only one thread writes, whatever ``q`` each access has.  A ``store``'s index that may
+        wrap is refused for that, after this."""
         u = self.classify(e)
         if u is not None and u.modulus:
             resolved = _strip_exact_casts(self._resolved(e))
             residue = self._residue(resolved.left, resolved.right) if isinstance(
                 resolved, ir.BinOp) and resolved.op == "+" else None
-            if residue is not None and index_is_exact(
-                    e, self.bounds, self.defs.single_def) is True:
+            if residue is not None and (store or index_is_exact(
+                    e, self.bounds, self.defs.single_def) is True or self.residue_exact(e)):
                 return ResidueKey(residue[0], self.defs.key(residue[1]))
         return self.defs.key(e)
 

@@ -362,7 +362,7 @@ class UniqueWrites(PairProofs):
             return kind, owners, proof
         self._note_shared(base, indices, keys, span, form)
         if kind == "uid":
-            self.owner_keys = tuple(self.owner_key(i) for i in indices)
+            self.owner_keys = tuple(self.owner_key(i, store=True) for i in indices)
             self.written_keys.setdefault(id(base.var), []).append(self.owner_keys)
             # The classic rule reasons about exact integers too: `i64(p + u * 4) + j` is unique
             # only while `u * 4` does not wrap (the owner indices tell the threads apart).
@@ -373,7 +373,8 @@ class UniqueWrites(PairProofs):
                     self.check_exact(base, indices, span, form, owners)
                 else:
                     for idx in (indices[p] for p in owners):
-                        if index_is_exact(idx, self.bounds, self.defs.single_def) is not True:
+                        if index_is_exact(idx, self.bounds, self.defs.single_def) is not True \
+                                and not self.residue_exact(idx):
                             raise self.wrap_refusal(base.var.name, idx)
             except TranspileError as wraps:
                 self.unexact = wraps

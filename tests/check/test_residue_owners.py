@@ -69,6 +69,20 @@ def k(out: CUDASliceMut[f32], data: CUDASlice[i32]):
     sync_threads()
     out[FlatLayout1D.uid()] = f32(hist[tid])
 """,
+    "a row hashed with arithmetic that wraps, masked to the table": """
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f32], data: CUDASlice[i32]):
+    assert block_dim.x == 64
+    hist = shared_array(i32, 4096)
+    tid = thread_idx.x
+    for i in range(64):
+        hist[i * 64 + tid] = 0
+    sync_threads()
+    bucket = ((data[tid] * 40503 + 7919) >> 7) & 63
+    hist[bucket * 64 + tid] += 1
+    sync_threads()
+    out[FlatLayout1D.uid()] = f32(hist[tid])
+""",
     "a shift for the multiple, the digit first": """
 @gpu_kernel(Kernel1D)
 def k(out: CUDASliceMut[f32], data: CUDASlice[i32]):

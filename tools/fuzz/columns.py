@@ -35,11 +35,13 @@ POSITIONS = ["tid",
              "(tid & ({q} - 1)) << 2",
              "tid + 1", "tid // 2", "tid % 32"]
 
-#: The row of round ``r``: a hash no index rule follows, kept within the table's rows; the last
-#: may wrap around in i32 (then the product with ``K`` is not shown exact: refused).
+#: The row of round ``r``: a hash no index rule follows, kept within the table's rows (the
+#: fourth wraps around in i32 on its way, which the mask makes harmless); the last is not kept
+#: within them and may wrap (then the product with ``K`` is not shown exact: refused).
 ROWS = ["((tid * 37 + {r} * 11 + (n & 255)) >> 2) & {mask}",
         "((tid ^ ((n & 255) * 13 + {r})) * 29 >> 3) & {mask}",
         "((tid * 37 + {r} * 11 + (n & 255)) >> 2) % {rows}",
+        "((tid * 40503 + {r} * 7919 + n) * 2654435 >> 7) & {mask}",
         "(tid * 40503 + {r} * 7919 + n) >> 4"]
 
 
