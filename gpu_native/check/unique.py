@@ -7,7 +7,9 @@ index in the block) and ``bid0..2`` (block index), and ``param:NAME`` for a devi
 covers ``tid``; ``block_idx`` covers ``bid``.  Adding a launch-uniform value, multiplying by a
 nonzero constant, and widening casts keep uniqueness; ``u * K + j`` with ``0 <= j < K`` proven
 does too, and so does ``u // K`` where a dominating condition pins ``u % K`` (``if tid % 32 ==
-0: y[tid // 32]``).  A store is accepted when its indices cover every coordinate of the grid (global
+0: y[tid // 32]``).  ``q * K + j`` with ``j`` unique below ``K`` is unique whatever ``q`` is (a
+row loaded from memory): a thread owns the residue class of its ``j`` (R12, an owner key of
+:meth:`.classify.IndexClasses.owner_key`), and so does a permutation of a unique value's bits.  A store is accepted when its indices cover every coordinate of the grid (global
 memory) or block (shared memory) that a dominating condition has not pinned (``if
 thread_idx.x == 0:``), or inside ``with unsafe():``.  What an index is unique in is read in
 :mod:`.classify`.
