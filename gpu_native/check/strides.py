@@ -44,6 +44,7 @@ the ordinary rules).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from typing import Any
 
 from .. import ir
 from ..analysis.ranges import Affine
@@ -152,6 +153,7 @@ class Trace:
         self.steps = 0
         self.seen: dict[int, set[tuple[int, tuple]]] = {}
         self.aborted: _Abort | None = None
+        self.done = 0  # how many of the body's statements the trace followed to their end
         # The intervals an interval may be (see :meth:`loop_maybe`): the one after a loop whose
         # rounds the block cannot count is the last interval of whichever round ended it.
         self.aliases: dict[int, frozenset[int]] = {}
@@ -166,7 +168,10 @@ class Trace:
                 if isinstance(n, ir.Call) and returned_expression(n.function) is None:
                     raise _Abort("it calls a device function (which may hold a barrier)",
                                  n.span)
-            self.block(body)
+            for i, stmt in enumerate(body):
+                self.done = i  # the statements before this one ran to their end
+                self.statement(stmt)
+            self.done = len(body)
         except _Jump as jump:
             if jump.kind != "return":
                 self.aborted = _Abort(f"a `{jump.kind}` outside any loop the trace follows")
@@ -232,6 +237,13 @@ class Trace:
         if isinstance(e, ir.Call):  # arithmetic of its arguments (facts.inlined_call)
             inlined = inlined_call(e)
             return THREAD if inlined is None else self.value(inlined)
+        if isinstance(e, ir.Load) and (e.array.ty.space == "shared" or (
+                e.array.ty.space == "global" and not e.array.ty.mutable)):
+            # One element for the whole block (`is_last[0]`): in one barrier interval every
+            # thread reads the value no thread writes there (a store that could is refused as
+            # a race by the read proofs), so the block shares it, unknown.
+            index = _combine([self.value(i) for i in e.indices])
+            return THREAD if index == THREAD else UNIFORM
         return THREAD  # memory, atomics, random draws, lane ids, uids
 
     # -- statements --
@@ -284,6 +296,8 @@ class Trace:
             cond = self.value(s.cond)
             if isinstance(cond, int):
                 self.block(s.then if cond else s.orelse)
+            elif cond == UNIFORM and not self.level and _barrier_in((s.then, s.orelse)):
+                self.alternatives((s.then, s.orelse))
             else:
                 self.diverge((s.then, s.orelse))
         elif isinstance(s, ir.While):
@@ -300,6 +314,45 @@ class Trace:
             raise _Jump(kind, self.level)
         elif hasattr(s, "body") or hasattr(s, "then"):
             raise _Abort(f"a {type(s).__name__} statement", s.span)
+
+    def alternatives(self, branches) -> None:
+        """Branches the whole block takes alike, on a condition the trace does not know (``if
+        is_last[0] == 1:`` after a barrier), with a barrier in one: each is followed from the
+        values and the interval before it, the second's later intervals fresh ones (its first
+        is the one before the ``if``, which both branches start in).  After them each variable
+        keeps the value both agree on (else it is :data:`UNIFORM`: one value in the block), and
+        the interval runs on from the last of either branch (:attr:`aliases`), as after a loop
+        of unknown trip count."""
+        for n in ir.walk(branches):
+            if isinstance(n, (ir.Break, ir.Continue, ir.Return)):
+                raise _Abort(f"a `{type(n).__name__.lower()}` in a branch with a barrier",
+                             n.span)
+        before, start = dict(self.env), self.interval
+        exits: list[tuple[dict, int]] = []
+        for k, branch in enumerate(branches):
+            self.env = dict(before)
+            if k:  # a fresh interval, the same as the one before the `if`
+                self.interval = self._fresh()
+                self.aliases[self.interval] = frozenset({start}) | self.aliases.get(
+                    start, frozenset())
+            self.block(branch)
+            exits.append((self.env, self.interval))
+        envs = [env for env, _ in exits]
+        self.env = dict(before)
+        for v in set().union(*envs):
+            values = {env.get(v, THREAD) for env in envs}
+            self.env[v] = values.pop() if len(values) == 1 else (
+                THREAD if THREAD in values else UNIFORM)
+        ends = {interval for _, interval in exits}
+        self.interval = self._fresh()
+        self.aliases[self.interval] = frozenset().union(
+            *({e} | self.aliases.get(e, frozenset()) for e in ends))
+
+    def _fresh(self) -> int:
+        """An interval number no access was recorded in, nor aliased."""
+        used = [self.interval, *self.aliases, *(i for s in self.aliases.values() for i in s)]
+        used += [i for seen in self.seen.values() for i, _ in seen]
+        return max(used) + 1
 
     def diverge(self, branches) -> None:
         """Branches some threads take and others do not: each runs from the values before, and
@@ -471,6 +524,10 @@ def _combine(parts: list[object]) -> object | None:
     return None
 
 
+def _barrier_in(body) -> bool:
+    return any(isinstance(n, ir.Barrier) and n.scope in ("block", "grid") for n in ir.walk(body))
+
+
 def _assigned(body) -> set[int]:
     return {id(n.var) for n in ir.walk(body) if isinstance(n, (ir.Assign, ir.ForRange,
                                                                ir.GridStride))}
@@ -554,6 +611,7 @@ class _Recorded:
     needs: tuple = ()
     traced: bool = False
     width: int = 1  # a read of this many elements along the last axis (``load_vec4``)
+    position: Any = None  # a traced read's barrier position (.phases.Position)
 
 
 class ScaledStores:
@@ -562,6 +620,9 @@ class ScaledStores:
 
     def __init__(self) -> None:
         self.stores: list[_Recorded] = []
+        # Where the trace could not run (the reason) and the reads that needed it, for
+        # :meth:`.unique.UniqueWrites.check_scaled`.
+        self.unproven: tuple[_Abort, list[_Recorded], int | None] | None = None
         self.reads: list[_Recorded] = []  # plain reads, proven against the stores at the end
         self.deferred: set[int] = set()  # ids of the index tuples of deferred stores
         self.other_writes: dict[int, SourceSpan] = {}
@@ -616,7 +677,21 @@ class ScaledStores:
         self.uncounted = trace.uncounted
         self.thread_loops = trace.thread_loops
         if trace.aborted is not None and not traced:
-            return  # reads only: left to the simulator's race detector
+            # Reads only.  Those of the statements the trace followed to their end (before the
+            # one it gave up in, from line `cut` on) are proven against the stores there with
+            # the values it saw; the caller proves every read apart from the other stores by
+            # the barriers between them (:meth:`.unique.UniqueWrites.check_scaled`), or
+            # refuses it.
+            cut = body[trace.done].span.line if trace.done < len(body) else None
+
+            def followed(rec: _Recorded) -> bool:
+                return cut is not None and rec.span.line < cut
+
+            self._check_reads([r for r in reads if r.traced and followed(r)],
+                              [b for b in written if followed(b)], trace, forms, prove,
+                              add_check, launch, {})
+            self.unproven = (trace.aborted, [r for r in reads if r.traced], cut)
+            return
         if trace.aborted is not None:
             where = f" (line {trace.aborted.span.line})" if trace.aborted.span else ""
             rec = traced[0]

@@ -485,6 +485,7 @@ class UniqueWrites(PairProofs):
         rec = self.scaled.note(base.var, indices, keys, facts, span, index_text(base, span),
                                exact, None, read_width=width)
         rec.traced, rec.needs = True, scale_vars(keys, facts, self.is_uniform_var)
+        rec.position = self.phases.position()
 
     def check_scaled(self, body: tuple[ir.Stmt, ...]) -> None:
         """Once the body is known: prove the stores :meth:`_defer_scaled` left (see
@@ -513,6 +514,28 @@ class UniqueWrites(PairProofs):
             # as check_shared_reads leaves them.
             self.scaled.reads.clear()
         self.scaled.check(body, self.forms, prove, self.ctx.kernel.add_launch_check)
+        if self.scaled.unproven is not None:
+            # The trace gave up at line `cut`: a read it followed before is proven against the
+            # stores it followed too; every other pair must be ordered by a barrier.
+            aborted, reads, cut = self.scaled.unproven
+            for r in reads:
+                for store in self.checked_stores.get(id(r.array), ()):
+                    if store.keys is None or ordered_either(store.position, r.position,
+                                                            grid=False):
+                        continue  # (a copy's fill: its own waits order it)
+                    if cut is not None and r.span.line < cut and store.span.line < cut:
+                        continue
+                    where = f" (line {aborted.span.line})" if aborted.span else ""
+                    raise TranspileError(
+                        f"'{r.array.name}' is read here through an index that reads "
+                        f"{', '.join(repr(v.name) for v in r.needs)}, whose values in each "
+                        f"barrier interval are not known, because of {aborted.reason}{where}: "
+                        f"nothing shows that the store at line {store.span.line} does not "
+                        "write the same element from another thread of the block in the same "
+                        "interval", r.span,
+                        aborted.hint or "part the read from the stores with a "
+                        "sync_threads() (read into a local, barrier, then store), or use "
+                        "`with unsafe():` if you know the read is race-free")
 
     def store_span(self, base: ir.ArrayRef, indices, width: int, span: SourceSpan,
                    what: str) -> str:
