@@ -66,7 +66,16 @@ class KernelContext:
 def _implies(wider: LaunchCheck, narrower: LaunchCheck) -> bool:
     return (isinstance(wider, IndexFits) and isinstance(narrower, IndexFits)
             and wider.limit == narrower.limit
-            and _summand(narrower.tree, wider.tree))
+            and _summand(_untyped(narrower.tree), _untyped(wider.tree)))
+
+
+def _untyped(tree: tuple) -> tuple:
+    """``tree`` without the types its ``+``/``*`` nodes may carry (``('*', a, b, 'i32')``, as
+    the no-wrap proofs record them; a shape tree's have none): the launcher's largest value of
+    either is the same exact integer."""
+    if tree[0] in ("+", "*") and len(tree) >= 3:
+        return (tree[0], _untyped(tree[1]), _untyped(tree[2]))
+    return tree
 
 
 def _summand(part: tuple, whole: tuple) -> bool:

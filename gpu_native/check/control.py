@@ -4,14 +4,14 @@
 from __future__ import annotations
 
 from .. import ir
-from ..analysis.ranges import constant_value
+from ..analysis.ranges import constant_value, is_widening
 from ..frontend import syntax as S
 from ..lang import registry as R
 from ..nodes import replace
-from ..spec import IndexFits, ShapeAssert
+from ..spec import IndexFits, ParamCheck, ShapeAssert
 from . import promote as P
 from .checker_base import CheckerBase
-from .counted import stepped_counter
+from .counted import first_store, stepped_counter
 from .expressions import LAYOUTS, WeakConst
 from .facts import ConstKey, Exact, Less, NonNegative, join, kill, stable
 from .launch import launch_tree, shape_tree
@@ -157,7 +157,8 @@ class ControlFlowChecker(CheckerBase):
         if not (isinstance(step.ty, ir.ScalarType) and step.ty.info.is_int) or \
                 not self._positive_step(step):
             return None
-        within = self._steps_within(var, stop, step, reach, start, s.span)
+        within = self._steps_within(var, stop, step, reach, start, s.span,
+                                    first_store(s.body) or f"'{var.name}'")
         if within is None:
             return None
         key = self.defs.key
@@ -192,13 +193,30 @@ class ControlFlowChecker(CheckerBase):
                 bounds.is_nonneg(step.left) and bounds.is_positive(step.right))
         return parts and bounds.is_nonneg(step)  # nonnegative: it does not wrap
 
+    def _scalar_param(self, e: ir.Expr) -> int | None:
+        """The index of the integer parameter ``e`` is (through locals assigned once and
+        widening casts), where the kernel never assigns it; else ``None``."""
+        while True:
+            if isinstance(e, ir.Cast) and is_widening(e):
+                e = e.value
+            elif isinstance(e, ir.Local) and not e.var.is_param and \
+                    self.defs.single_def(e.var) is not None:
+                e = self.defs.single_def(e.var)  # type: ignore[assignment]
+            else:
+                break
+        if not (isinstance(e, ir.Local) and e.var.is_param and isinstance(e.ty, ir.ScalarType)
+                and e.ty.info.is_int and self.defs.assign_counts.get(e.var.name, 0) == 0):
+            return None
+        return self.unique.param_index(e.var.name)
+
     def _steps_within(self, var: ir.Var, stop: ir.Expr, step: ir.Expr, reach: int,
-                      start: ir.Expr, span) -> set | None:
+                      start: ir.Expr, span, writes: str) -> set | None:
         """Does the counter ``var``, from ``start`` and while ``var + reach < stop``, stay
         within its type when ``step`` is added, and ``var + reach`` with it: from their bounds
         (an empty set), or by a check the launcher makes of an array's extent, the launch
-        shape's part of ``step`` kept from wrapping by its own (the set of what the check then
-        shows: ``stop`` below the type's limit); ``None`` where neither shows it."""
+        shape's part of ``step`` kept from wrapping by its own, or of a parameter ``stop``'s
+        value (the set of what the check then shows: ``stop`` below the type's limit); ``None``
+        where neither shows it.  ``writes``: what the loop writes, for the parameter's check."""
         ty = var.ty
         assert isinstance(ty, ir.ScalarType) and isinstance(ty.info.max, int)
         bounds = self.bounds
@@ -224,15 +242,26 @@ class ControlFlowChecker(CheckerBase):
         fits: list[tuple[tuple, ir.BinOp]] = []
         stop_tree = shape_tree(stop, self.unique.param_index, self.defs.single_def, fits)
         step_tree = shape_tree(step, self.unique.param_index, self.defs.single_def, fits)
-        if stop_tree is None or step_tree is None:
+        param = self._scalar_param(stop) if stop_tree is None else None
+        if step_tree is None or (stop_tree is None and param is None):
             return None
         self.add_fits_checks(fits)
-        site = self.ctx.kernel.new_site(
-            "assert", span, message=f"the while loop's counter '{var.name}' ({ty}) would "
-            f"wrap around past its bound: an array this long needs an i64 counter "
-            f"({var.name} = i64(...), or FlatLayout1D.uid())")
-        tree = ("<=", ("+", ("+", stop_tree, step_tree), ("c", reach)), ("c", ty.info.max + 1))
-        self.ctx.kernel.add_launch_check(ShapeAssert(tree, site))
+        if param is not None:
+            # `while i < n:` with `n` a parameter, as CUDA C++ writes the grid-stride loop: the
+            # launcher checks the value passed (a ValueError naming `n` when the counter
+            # would wrap past it).
+            total = ("+", ("param", param), step_tree)
+            tree = ("<=", ("+", total, ("c", reach)) if reach else total,
+                    ("c", ty.info.max + 1))
+            self.ctx.kernel.add_launch_check(ParamCheck(tree, param, writes, span.line))
+        else:
+            site = self.ctx.kernel.new_site(
+                "assert", span, message=f"the while loop's counter '{var.name}' ({ty}) would "
+                f"wrap around past its bound: an array this long needs an i64 counter "
+                f"({var.name} = i64(...), or FlatLayout1D.uid())")
+            tree = ("<=", ("+", ("+", stop_tree, step_tree), ("c", reach)),
+                    ("c", ty.info.max + 1))
+            self.ctx.kernel.add_launch_check(ShapeAssert(tree, site))
         # Checked before the kernel runs: stop <= max + 1 - step - reach, below the limit, and
         # the counter below stop - reach.
         bounds.launch_facts |= {Less(self.defs.key(stop), ConstKey(ty.info.max + 1 - reach))}

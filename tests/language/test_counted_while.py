@@ -13,8 +13,8 @@ import pytest
 
 import gpu_native as gn
 from gpu_native.rewrite import transpile_module
-from gpu_native.runtime.launch_checks import check_shapes
-from gpu_native.spec import ShapeAssert
+from gpu_native.runtime.launch_checks import check_params, check_shapes
+from gpu_native.spec import ParamCheck, ShapeAssert
 
 KERNELS = textwrap.dedent("""\
     from gpu_native import *
@@ -24,6 +24,14 @@ KERNELS = textwrap.dedent("""\
         # CUDA by Example's loop: an i32 counter stepped by the whole grid.
         i = block_idx.x * block_dim.x + thread_idx.x
         while i < len(y):
+            y[i] = a * x[i] + y[i]
+            i += block_dim.x * grid_dim.x
+
+    @gpu_kernel(Kernel1D)
+    def saxpy_n(n: i32, a: f32, x: CUDASlice[f32], y: CUDASliceMut[f32]):
+        # Harris' grid-stride loop, bounded by an `int n` parameter.
+        i = block_idx.x * block_dim.x + thread_idx.x
+        while i < n:
             y[i] = a * x[i] + y[i]
             i += block_dim.x * grid_dim.x
 
@@ -62,6 +70,12 @@ def test_grid_stride_while_loops_run_as_their_ranges(backend, kernel_module):
                                                                   y)
         np.testing.assert_allclose(y.to_host(), 1.5 * x.astype(np.float64) + y0, rtol=1e-6,
                                    atol=1e-6)
+        y = gn.to_device(y0)
+        module.saxpy_n.launch(gn.GridDim1D(3), gn.BlockDim1D(64))(
+            n - n // 3, np.float32(1.5), gn.to_device(x), y)
+        want = y0.astype(np.float64)
+        want[:n - n // 3] += 1.5 * x[:n - n // 3]
+        np.testing.assert_allclose(y.to_host(), want, rtol=1e-6, atol=1e-6)
     x = rng.standard_normal(300)
     y = gn.to_device(np.full(300, np.nan))
     module.block_loop.launch(gn.GridDim1D(1), gn.BlockDim1D(32))(gn.to_device(x), y, 250)
@@ -132,3 +146,37 @@ def test_near_misses_stay_refused(body, message, tmp_path):
               f"    {body}\n")
     with pytest.raises(gn.TranspileError, match=message.replace("[", r"\[")):
         transpile_module(source, str(tmp_path / "near.py"), "near")
+
+
+def test_a_parameter_bound_too_close_to_the_i32_limit_is_refused_at_launch(sim, kernel_module):
+    # n + block_dim.x * grid_dim.x must fit an i32, or the counter's last step wraps: the
+    # launcher checks the value passed, a ValueError naming the parameter.
+    # (The check itself, on values no test array is long enough to launch with.)
+    variant = kernel_module(KERNELS).saxpy_n.spec.variants[0]
+    checks = tuple(c for c in variant.launch_checks if isinstance(c, ParamCheck))
+    names = ("n", "a", "x", "y")
+    args = [2**31 - 64, 1.0, None, None]
+    check_params("saxpy_n", names, checks, args, (2, 1, 1), (32, 1, 1))  # reaches 2**31 - 1
+    args[0] += 1
+    with pytest.raises(ValueError, match=r"parameter 'n' is 2147483585 .* writes to y"):
+        check_params("saxpy_n", names, checks, args, (2, 1, 1), (32, 1, 1))
+    # A launch whose n the arrays hold runs (the check passes).
+    x, y = gn.to_device(np.ones(64, np.float32)), gn.to_device(np.ones(64, np.float32))
+    kernel_module(KERNELS).saxpy_n.launch(gn.GridDim1D(2), gn.BlockDim1D(32))(
+        64, np.float32(1.0), x, y)
+    np.testing.assert_array_equal(y.to_host(), np.full(64, 2.0))
+
+
+@pytest.mark.parametrize("body", [
+    # The bound is reassigned before the loop: not the value the launcher checks.
+    "n = n * 2\n    while i < n:",
+    # The bound is arithmetic of the parameter, not the parameter.
+    "while i < n - 1:",
+])
+def test_a_parameter_bound_the_launcher_cannot_check_stays_refused(body, tmp_path):
+    source = ("from gpu_native import *\n\n@gpu_kernel(Kernel1D)\n"
+              "def k(n: i32, y: CUDASliceMut[f32]):\n"
+              "    i = block_idx.x * block_dim.x + thread_idx.x\n"
+              f"    {body}\n        y[i] = 1.0\n        i += block_dim.x * grid_dim.x\n")
+    with pytest.raises(gn.TranspileError, match="not provably unique"):
+        transpile_module(source, str(tmp_path / "bound.py"), "bound")
