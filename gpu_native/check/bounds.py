@@ -151,16 +151,16 @@ class BoundsProofs:
             if isinstance(node, ir.BinOp) and node.op == ">>" and _constant_shift(node):
                 self.is_nonneg(node)
         single = not var.is_param and self.defs.assign_counts.get(var.name, 0) == 1
-        if single:
-            # Its sums, differences and products are computed here, under these facts (`x =
-            # tx + B - m` in a loop over m < B): what keeps one within its type here keeps it
-            # wherever the local is read, where the facts are others.
-            from .wrapping import operands_keep_it
+        # Its sums, differences and products are computed here, under these facts (`x = tx + B
+        # - m` in a loop over m < B): what keeps one within its type here keeps it wherever
+        # the value is read, where the facts are others (the node is this assignment's, so a
+        # local assigned again, in Rodinia nw's two wavefronts, keeps each value's own).
+        from .wrapping import operands_keep_it
 
-            for node in ir.walk(value):
-                if isinstance(node, ir.BinOp) and node.op in ("+", "-", "*") and \
-                        operands_keep_it(node, self, here=True):
-                    self.defs.kept[id(node)] = node
+        for node in ir.walk(value):
+            if isinstance(node, ir.BinOp) and node.op in ("+", "-", "*") and \
+                    operands_keep_it(node, self, here=True):
+                self.defs.kept[id(node)] = node
         full = type_interval(var.ty)
         if not single and full is not None and var.ty != ir.BOOL and \
                 self.ctx.options.bounds_check:

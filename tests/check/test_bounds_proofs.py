@@ -609,3 +609,47 @@ def k(a: CUDASlice[f32], out: CUDASliceMut[f32]):
         out[i] = a[row]
 """
     assert (5, "a", 0) in remaining_checks(by_thread)
+
+
+NW_WAVEFRONTS = """
+B = 16
+
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[i32]):
+    assert block_dim.x == B
+    tx = thread_idx.x
+    temp = shared_array(i32, (B + 1, B + 1))
+    for m in range(B):
+        if tx <= m:
+            t_index_x = tx + 1
+            t_index_y = m - tx + 1
+            temp[t_index_y, t_index_x] = m
+        sync_threads()
+    for m in range(B - 2, -1, -1):
+        if tx <= m:
+            t_index_x = tx + B - m
+            t_index_y = B - tx
+            temp[t_index_y, t_index_x] = 100 + m
+        sync_threads()
+    for r in range(B):
+        out[(block_idx.x * B + r) * B + tx] = temp[r + 1, tx + 1]
+"""
+
+
+def test_a_local_assigned_in_two_loops_keeps_each_sum_exact(tmp_path):
+    """Rodinia nw's two in-tile wavefronts assign ``t_index_x`` in each loop (``tx + 1``, then
+    ``tx + B - m``); each sum is computed under its loop's facts (``m <= 14``), so it does not
+    wrap wherever the store reads it, as for a local assigned once.  It was "its index may
+    wrap around in i32", with a hint to widen ``block_idx.x``, which the index does not hold."""
+    from tests.simulator.support import build, launch
+
+    kernel = build(tmp_path, NW_WAVEFRONTS)["k"]
+    out = np.full(2 * 16 * 16, -1, np.int32)
+    result = launch(kernel, 2, 16, out)
+    assert result.races == [] and result.fails == []
+    want = np.empty((16, 16), np.int64)
+    for y in range(16):
+        for x in range(16):
+            d = x + y  # the anti-diagonal (0-based): the first loop's m, or the second's
+            want[y, x] = d if d < 16 else 100 + (30 - d)
+    np.testing.assert_array_equal(out.reshape(2, 16, 16), np.stack([want, want]))
