@@ -40,7 +40,7 @@ from ..analysis.ranges import Affine, constant_value
 from ..errors import SourceSpan, TranspileError
 from .apart import bounds_apart
 from .classify import adds_a_positive_constant, required_coords
-from .facts import ConstKey, Pinned, PinnedBy, ResidueKey, pinned
+from .facts import ConstKey, Pinned, PinnedBy, ResidueKey, SpecialKey, pinned, shows_within
 from .lastblock import FlagRead, TicketPinned, TicketUse, check_ticket_pins, ticket_facts
 from .monotone import prove_padded
 from .ownership import Assumption, Forms, StoreForm
@@ -136,6 +136,9 @@ class UniqueWrites(PairProofs):
         # store those conditions narrow would be.
         self.pinned_reads: list[tuple[ir.ArrayRef, CheckedStore]] = []
         self.warp_barriers = False
+        # The spans (by id) of the shared reads that only the block's first warp runs (`if tid
+        # < 32:`), for the hint of a refusal: sync_warp(), not sync_threads().
+        self.warp_reads: set[int] = set()
         # The ownership proofs: every store's form, by array (a string where it has none), and
         # every full index key a thread writes (a read at one of them reads its own element).
         self.forms = Forms(defs, self.is_uniform_var, ctx.ndim, is_kernel)
@@ -751,6 +754,9 @@ class UniqueWrites(PairProofs):
         change)."""
         if base.ty.space == "shared" and not unsafe:
             keys = tuple(self.defs.key(i) for i in indices)
+            if self.is_kernel and self.ctx.ndim == 1 and shows_within(
+                    self.bounds.facts, SpecialKey("thread_idx", 0), 32):
+                self.warp_reads.add(id(span))
             self.shared_loads.append((base.var, keys, span, self.phases.position()))
             form = self._read_form(base, indices, keys, span)
             if isinstance(form, StoreForm) and width > 1:
@@ -1088,12 +1094,20 @@ class UniqueWrites(PairProofs):
                 return None
         return None
 
-    @staticmethod
-    def _racing_read(var: ir.Var, span: SourceSpan, store: CheckedStore, reason: str) -> None:
+    def _racing_read(self, var: ir.Var, span: SourceSpan, store: CheckedStore,
+                     reason: str) -> None:
+        hint = READ_RACE_HINT
+        if id(span) in self.warp_reads:
+            # (Harris' unrolled last warp, `if tid < 32: s[tid] += s[tid + 16]`.)
+            hint = ("the threads that read it are one warp (thread_idx.x < 32): order the "
+                    "read and the store with sync_warp() (read into a local, sync_warp(), "
+                    "store, sync_warp() again before the next read; a sync_threads() under a "
+                    "condition the block's other threads do not reach would hang), or use "
+                    "`with unsafe():`")
         raise TranspileError(
             f"'{var.name}' is read here, and the store at line {store.span.line} may write "
             f"the same element from another thread of the block with no sync_threads() "
-            f"between the two: {reason}", span, READ_RACE_HINT)
+            f"between the two: {reason}", span, hint)
 
     def check_tickets(self) -> None:
         """Once the body is known: a store indexed by a ticket is race-free only if nothing

@@ -1279,3 +1279,28 @@ def test_expand_proofs_name_the_rotation():
     text = Expansion.of(source, "k.py", "k").proofs()
     assert "the rotation ((block_idx.x + block_idx.y * grid_dim.x) // grid_dim.y + (block_idx.x " \
            "+ block_idx.y * grid_dim.x) % grid_dim.y) % grid_dim.x (R11)" in text, text
+
+
+UNROLLED_WARP = """
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f32]):
+    assert block_dim.x == 128
+    s = shared_array(f32, 128)
+    tid = thread_idx.x
+    s[tid] = f32(tid)
+    sync_threads()
+    if tid < 32:
+        s[tid] += s[tid + 32]
+        s[tid] += s[tid + 16]  # <--
+    sync_threads()
+    out[FlatLayout1D.uid()] = s[tid]
+"""
+
+
+def test_a_race_within_the_first_warp_is_told_to_use_sync_warp(tmp_path):
+    """Harris' unrolled last warp without `volatile` or a barrier: the hint names sync_warp()
+    (it said sync_threads(), which under `if tid < 32:` would hang), and the race is real."""
+    with pytest.raises(TranspileError) as info:
+        build(tmp_path, marked_unsafe(UNROLLED_WARP, wrap=False))
+    assert "sync_warp()" in info.value.hint and "one warp" in info.value.hint, info.value.hint
+    assert _races(tmp_path, UNROLLED_WARP, block=128) != []
