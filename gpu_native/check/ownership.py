@@ -268,6 +268,9 @@ class StoreForm:
     residues: tuple[tuple[Poly, int, Poly], ...] = ()
 
 
+_INTEGER_TYPES = frozenset(("i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64"))
+
+
 class Forms:
     """Builds :class:`StoreForm` records from keys (see the module docstring).
 
@@ -382,6 +385,11 @@ class Forms:
         if isinstance(k, OpKey):
             return (f"a '{k.op}' of thread-dependent values (a product of two thread values, "
                     "or a division, remainder or bit operation the split rules do not follow)")
+        if isinstance(k, CastKey) and k.type in _INTEGER_TYPES:
+            return (f"a cast to {k.type} that may change the value (`{k.type}(...)` of a "
+                    "thread-dependent value: the proofs look through widening integer casts "
+                    "only, i32 to i64 or u32 to i64; compute the index in i32 or i64, as "
+                    "block_idx, thread_idx and the launch extents are)")
         if isinstance(k, (UnaryKey, CastKey, MathKey)):
             return "a conversion or function of a thread-dependent value"
         if isinstance(k, ConstKey):

@@ -1304,3 +1304,22 @@ def test_a_race_within_the_first_warp_is_told_to_use_sync_warp(tmp_path):
         build(tmp_path, marked_unsafe(UNROLLED_WARP, wrap=False))
     assert "sync_warp()" in info.value.hint and "one warp" in info.value.hint, info.value.hint
     assert _races(tmp_path, UNROLLED_WARP, block=128) != []
+
+
+def test_a_sign_changing_cast_in_an_index_is_named(tmp_path):
+    """Rodinia kmeans' `unsigned int point_id = block_id * blockDim.x + threadIdx.x`: the
+    refusal names the cast the proofs do not look through and the type to compute in (it said
+    "a conversion or function of a thread-dependent value")."""
+    body = """
+@gpu_kernel(Kernel2D)
+def k(out: CUDASliceMut[i32], n: i32):
+    assert block_dim.y == 1
+    block_id = u32(grid_dim.x * block_idx.y + block_idx.x)
+    point_id = u32(block_id * block_dim.x + thread_idx.x)
+    if point_id < n:
+        out[point_id] = 1
+"""
+    with pytest.raises(TranspileError, match=r"a cast to u32 that may change the value .*"
+                                             r"compute the index in i32 or i64"):
+        build(tmp_path, body)
+    build(tmp_path, body.replace("u32(", "i32("))  # the same in i32: accepted
