@@ -7,8 +7,9 @@ the round and ``n``, which no index rule follows, as a bin loaded from the data)
 histogram64's bit permutations of ``tid`` or a near miss of one (a field that drops, overlaps
 or leaves out a bit), ``tid + 1``, ``tid // 2`` or ``tid % 32``; ``K`` is the block size, or less
 or more than it, the block size asserted or not; each thread adds to its counters in a few
-rounds (``+= 1``), sometimes reads another row of its column or of its neighbour's, and a
-barrier may part the table's clearing (by ``tid``) from the counting.  Whatever the checker
+rounds (``+= 1``, where the table was cleared, by ``tid``, which a barrier may part from the
+counting; a plain store where it was not), and sometimes reads another row of its column or of
+its neighbour's.  Whatever the checker
 accepts must be race-free for every ``n`` of :data:`tools.fuzz.guarded.NS` and launch shape its
 checks let through.  ``tests/fuzz/test_columns_fuzz.py`` runs a few hundred draws; ``python3 -m
 tools.fuzz_races --family columns`` runs more, and on a GPU.  The kernels name the thread
@@ -60,7 +61,8 @@ def generated(r: random.Random) -> str:
     lines += ["    tid = thread_idx.x",
               f"    s = shared_array(i32, {SHARED_SIZE})",
               f"    pos = {pos}"]
-    if r.random() < 0.6:
+    cleared = r.random() < 0.6
+    if cleared:
         lines += [f"    for i in range({rows}):",
                   f"        if tid < {k}:",
                   f"            s[i * {k} + tid] = 0"]
@@ -68,9 +70,12 @@ def generated(r: random.Random) -> str:
             lines.append("    sync_threads()")
     row = r.choice(ROWS)
     for rnd in range(r.choice([1, 2, 3])):
+        # A count where the table was cleared; else a store, which reads nothing uninitialised
+        # (whose value the GPU and the simulator need not agree on).
         lines += [f"    q{rnd} = {row.format(r=rnd, **values)}",
-                  f"    s[q{rnd} * {k} + pos] += 1"]
-    read = r.random()
+                  f"    s[q{rnd} * {k} + pos] += 1" if cleared else
+                  f"    s[q{rnd} * {k} + pos] = tid + {100 * (rnd + 1)}"]
+    read = r.random() if cleared else 1.0
     if read < 0.25:  # another row of the thread's own column
         lines += [f"    x = s[(q0 ^ 1) * {k} + pos]", f"    s[q0 * {k} + pos] = x + 2"]
     elif read < 0.4:  # a row of the neighbour's column
