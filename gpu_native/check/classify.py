@@ -250,36 +250,38 @@ class IndexClasses:
         lo, hi = self.bounds.interval(e)
         return 0 <= lo <= hi < k
 
-    def residue_reads_memory(self, e: ir.Expr) -> bool | None:
-        """Where ``e`` is unique by its residue alone (:attr:`Unique.modulus`): whether its
-        ``q`` is computed from a read of memory (a bin loaded from the data, which no trace of
-        the block's rounds can know); ``None`` where ``e`` is not such an index."""
+    def _residue_sum(self, e: ir.Expr) -> tuple[ir.BinOp, tuple[int, ir.Expr, ir.Expr]] | None:
+        """Where ``e`` is unique by its residue alone (:attr:`Unique.modulus`): the sum it is
+        and its ``(K, j, q * K)`` (:meth:`_residue`); else ``None``."""
         u = self.classify(e)
         resolved = _strip_exact_casts(self._resolved(e))
         if u is None or not u.modulus or not (isinstance(resolved, ir.BinOp)
                                               and resolved.op == "+"):
             return None
         residue = self._residue(resolved.left, resolved.right)
-        return None if residue is None else _loads(self.defs.key(residue[2]))
+        return None if residue is None else (resolved, residue)
+
+    def residue_reads_memory(self, e: ir.Expr) -> bool | None:
+        """Where ``e`` is unique by its residue alone: whether its ``q`` is computed from a
+        read of memory (a bin loaded from the data, which no trace of the block's rounds can
+        know); ``None`` where ``e`` is not such an index."""
+        found = self._residue_sum(e)
+        return None if found is None else _loads(self.defs.key(found[1][2]))
 
     def residue_exact(self, e: ir.Expr) -> bool:
-        """Is ``e``, unique by its residue alone (:attr:`Unique.modulus`), computed without
-        wrapping from what its row ``q`` holds?  ``q`` may be anything (a hash that wraps on its
-        way, masked to the table's rows): only ``q * K`` and the sum must stay within their type
-        for the values the operands take, and the digit ``j`` must be exact, as its uniqueness
-        is of its mathematical value."""
-        u = self.classify(e)
-        resolved = _strip_exact_casts(self._resolved(e))
-        if u is None or not u.modulus or not (isinstance(resolved, ir.BinOp)
-                                              and resolved.op == "+"):
+        """Is ``e``, unique by its residue alone, computed without wrapping from what its row
+        ``q`` holds?  ``q`` may be anything (a hash that wraps on its way, masked to the
+        table's rows): only ``q * K`` and the sum must stay within their type for the values
+        the operands take, and the digit ``j`` must be exact, as its uniqueness is of its
+        mathematical value."""
+        found = self._residue_sum(e)
+        if found is None:
             return False
-        residue = self._residue(resolved.left, resolved.right)
-        if residue is None:
-            return False
-        multiple = _strip_exact_casts(self._resolved(residue[2]))
+        total, (_, digit, product) = found
+        multiple = _strip_exact_casts(self._resolved(product))
         return (isinstance(multiple, ir.BinOp) and operands_keep_it(multiple, self.bounds)
-                and operands_keep_it(resolved, self.bounds)
-                and index_is_exact(residue[1], self.bounds, self.defs.single_def) is True)
+                and operands_keep_it(total, self.bounds)
+                and index_is_exact(digit, self.bounds, self.defs.single_def) is True)
 
     def owner_key(self, e: ir.Expr, store: bool = False) -> Key:
         """The key that names which thread owns the element ``e`` indexes, for comparing a
@@ -287,14 +289,11 @@ class IndexClasses:
         j`` unique by ``j`` alone (:attr:`Unique.modulus`) the residue class of ``j``, which
         only one thread writes, whatever ``q`` each access has.  A ``store``'s index that may
         wrap is refused for that, after this."""
-        u = self.classify(e)
-        if u is not None and u.modulus:
-            resolved = _strip_exact_casts(self._resolved(e))
-            residue = self._residue(resolved.left, resolved.right) if isinstance(
-                resolved, ir.BinOp) and resolved.op == "+" else None
-            if residue is not None and (store or index_is_exact(
-                    e, self.bounds, self.defs.single_def) is True or self.residue_exact(e)):
-                return ResidueKey(residue[0], self.defs.key(residue[1]))
+        found = self._residue_sum(e)
+        if found is not None and (store or index_is_exact(
+                e, self.bounds, self.defs.single_def) is True or self.residue_exact(e)):
+            modulus, digit, _ = found[1]
+            return ResidueKey(modulus, self.defs.key(digit))
         return self.defs.key(e)
 
     def _multiple(self, e: ir.Expr) -> int | None:
