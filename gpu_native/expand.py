@@ -217,9 +217,12 @@ def _summary(spec: KernelSpec, last_line: int) -> list[str]:
                         f"({where}{check.line}), or the launch is refused")
             elif isinstance(check, ParamCheck):
                 names = tuple(p.name for p in spec.params)
-                text = (f"{tree_text(check.tree, 0, names)}, at every launch (the writes to "
-                        f"{check.array} at line {check.line} are race-free only then; a call "
-                        "that fails it raises ValueError)")
+                counter = check.counter()
+                needs = (f"the while loop's counter '{counter}' at line {check.line} does not "
+                         "wrap around" if counter is not None else
+                         f"the writes to {check.array} at line {check.line} are race-free")
+                text = (f"{tree_text(check.tree, 0, names)}, at every launch ({needs} only "
+                        "then; a call that fails it raises ValueError)")
             elif isinstance(check, ShapeAssert):
                 names = tuple(p.name for p in spec.params)
                 line = v.sites[check.site].line if check.site < len(v.sites) else "?"

@@ -182,13 +182,28 @@ class ParamCheck(LaunchCheck):
     block_dim.x``): the launcher checks it at every launch and raises ``ValueError`` naming the
     parameter when it fails.  Its ``tree`` may hold ``("param", index)`` leaves (the kernel's
     ``index``-th parameter) beside the launch's; its arithmetic is exact (no type, no wrap).
-    ``param`` is the parameter the message names, ``array`` the array whose writes need it,
-    ``line`` the store's; ``file`` is as a :class:`Site`'s."""
+    ``param`` is the parameter the message names, ``array`` the array whose writes need it
+    (or :func:`counter_subject` of a ``while`` loop's counter that must not wrap past the
+    parameter), ``line`` the store's (the loop's); ``file`` is as a :class:`Site`'s."""
 
     param: int
     array: str
     line: int
     file: int = 0
+
+    def counter(self) -> str | None:
+        """The name of the ``while`` loop's counter the check keeps from wrapping around
+        (:func:`counter_subject`); ``None`` for a store's race-freedom."""
+        return self.array[len(_COUNTER):] if self.array.startswith(_COUNTER) else None
+
+
+_COUNTER = "counter:"
+
+
+def counter_subject(name: str) -> str:
+    """:attr:`ParamCheck.array` for the check that a ``while`` loop's counter ``name`` does not
+    wrap around past a parameter bound (``while i < n:``)."""
+    return _COUNTER + name
 
 
 @node

@@ -8,10 +8,10 @@ from ..analysis.ranges import constant_value, is_widening
 from ..frontend import syntax as S
 from ..lang import registry as R
 from ..nodes import replace
-from ..spec import IndexFits, ParamCheck, ShapeAssert
+from ..spec import IndexFits, ParamCheck, ShapeAssert, counter_subject
 from . import promote as P
 from .checker_base import CheckerBase
-from .counted import first_store, stepped_counter
+from .counted import stepped_counter
 from .expressions import LAYOUTS, WeakConst
 from .facts import ConstKey, Exact, Less, NonNegative, join, kill, stable
 from .launch import launch_tree, shape_tree
@@ -157,8 +157,7 @@ class ControlFlowChecker(CheckerBase):
         if not (isinstance(step.ty, ir.ScalarType) and step.ty.info.is_int) or \
                 not self._positive_step(step):
             return None
-        within = self._steps_within(var, stop, step, reach, start, s.span,
-                                    first_store(s.body) or f"'{var.name}'")
+        within = self._steps_within(var, stop, step, reach, start, s.span)
         if within is None:
             return None
         key = self.defs.key
@@ -210,13 +209,13 @@ class ControlFlowChecker(CheckerBase):
         return self.unique.param_index(e.var.name)
 
     def _steps_within(self, var: ir.Var, stop: ir.Expr, step: ir.Expr, reach: int,
-                      start: ir.Expr, span, writes: str) -> set | None:
+                      start: ir.Expr, span) -> set | None:
         """Does the counter ``var``, from ``start`` and while ``var + reach < stop``, stay
         within its type when ``step`` is added, and ``var + reach`` with it: from their bounds
         (an empty set), or by a check the launcher makes of an array's extent, the launch
         shape's part of ``step`` kept from wrapping by its own, or of a parameter ``stop``'s
         value (the set of what the check then shows: ``stop`` below the type's limit); ``None``
-        where neither shows it.  ``writes``: what the loop writes, for the parameter's check."""
+        where neither shows it."""
         ty = var.ty
         assert isinstance(ty, ir.ScalarType) and isinstance(ty.info.max, int)
         bounds = self.bounds
@@ -253,7 +252,8 @@ class ControlFlowChecker(CheckerBase):
             total = ("+", ("param", param), step_tree)
             tree = ("<=", ("+", total, ("c", reach)) if reach else total,
                     ("c", ty.info.max + 1))
-            self.ctx.kernel.add_launch_check(ParamCheck(tree, param, writes, span.line))
+            self.ctx.kernel.add_launch_check(ParamCheck(tree, param, counter_subject(var.name),
+                                                        span.line))
         else:
             site = self.ctx.kernel.new_site(
                 "assert", span, message=f"the while loop's counter '{var.name}' ({ty}) would "

@@ -22,7 +22,7 @@ from __future__ import annotations
 from ..frontend import syntax as S
 from .resolve import assigned_names
 
-__all__ = ["first_store", "stepped_counter"]
+__all__ = ["stepped_counter"]
 
 
 def stepped_counter(s: S.While) -> tuple[str, S.Expr] | None:
@@ -53,25 +53,6 @@ def stepped_counter(s: S.While) -> tuple[str, S.Expr] | None:
             s.body[:-1], name, last):
         return None
     return name, step
-
-
-def first_store(stmts) -> str | None:
-    """The name of the first array ``stmts`` store into (``y[i] = ...``, ``y[i] += ...``),
-    looking into nested blocks; ``None`` where they store into none."""
-    for s in stmts:
-        targets: tuple = ()
-        if isinstance(s, S.Assign):
-            targets = s.targets
-        elif isinstance(s, (S.AugAssign, S.AnnAssign)):
-            targets = (s.target,)
-        for t in targets:
-            if isinstance(t, S.Subscript) and isinstance(t.value, S.Name):
-                return t.value.id
-        for inner in ("body", "orelse"):
-            found = first_store(getattr(s, inner, ()) or ())
-            if found is not None:
-                return found
-    return None
 
 
 def _steps_before_continue(stmts, name: str, step: S.Stmt) -> bool:

@@ -200,6 +200,13 @@ def check_params(kernel_name: str, names: tuple[str, ...], checks: tuple[ParamCh
             side = tree[1] if tree[2][0] == "c" else tree[2]
             if side[0] != "c" and side != ("param", check.param):
                 shown = f" ({_exact(side, special, args):,})"
+        counter = check.counter()
+        if counter is not None:
+            raise ValueError(
+                f"{kernel_name}(): parameter '{name}' is {args[check.param]}, too close to the "
+                f"limit of the while loop's counter '{counter}' (line {check.line}): its last "
+                f"step would wrap around, which {text}{shown} rules out; pass a smaller "
+                f"'{name}', launch a smaller grid, or make the counter an i64")
         raise ValueError(
             f"{kernel_name}(): parameter '{name}' is {args[check.param]} but the writes to "
             f"{check.array} (line {check.line}) were proven race-free for {text}{shown} only "

@@ -158,7 +158,8 @@ def test_a_parameter_bound_too_close_to_the_i32_limit_is_refused_at_launch(sim, 
     args = [2**31 - 64, 1.0, None, None]
     check_params("saxpy_n", names, checks, args, (2, 1, 1), (32, 1, 1))  # reaches 2**31 - 1
     args[0] += 1
-    with pytest.raises(ValueError, match=r"parameter 'n' is 2147483585 .* writes to y"):
+    with pytest.raises(ValueError, match=r"parameter 'n' is 2147483585, too close to the limit "
+                                         r"of the while loop's counter 'i' \(line \d+\)"):
         check_params("saxpy_n", names, checks, args, (2, 1, 1), (32, 1, 1))
     # A launch whose n the arrays hold runs (the check passes).
     x, y = gn.to_device(np.ones(64, np.float32)), gn.to_device(np.ones(64, np.float32))
