@@ -19,6 +19,7 @@ from __future__ import annotations
 import enum
 import functools
 import operator
+from collections.abc import Callable
 
 from ._version import __version__
 from .errors import GpuNativeError
@@ -530,6 +531,29 @@ def _read_kernel(literal: tuple) -> KernelSpec:
 
 _PRECEDENCE = {"or": 1, "and": 2, "not": 3, "==": 4, "!=": 4, "<": 4, "<=": 4, ">": 4, ">=": 4,
                "+": 5, "-": 5, "*": 6, "//": 6, "%": 6}
+
+
+def largest_value(tree: tuple, extent: Callable[[str, int], tuple[int, int]]) -> int:
+    """The largest value of an :class:`IndexFits` tree (``+``, ``*`` of nonnegative launch
+    indices and constants, ``//`` and ``%`` by a launch extent or a positive constant), each
+    launch index ``("sp", name, axis)`` taking the values ``extent(name, axis)`` gives, least
+    and largest: the launch's own at launch, the hardware's in the proofs.  Every operand is
+    nonnegative, so the largest inputs give the largest value; ``a // k`` is at most ``max(a)
+    // min(k)``, ``a % k`` at most ``max(k) - 1``."""
+    op = tree[0]
+    if op == "c":
+        return tree[1]
+    if op == "sp":
+        return extent(tree[1], tree[2])[1]
+    a = largest_value(tree[1], extent)
+    if op == "//":
+        divisor = tree[2]
+        least = divisor[1] if divisor[0] == "c" else extent(divisor[1], divisor[2])[0]
+        return a // max(least, 1)
+    b = largest_value(tree[2], extent)
+    if op == "%":
+        return min(a, b - 1)
+    return a + b if op == "+" else a * b
 
 
 def tree_text(tree: tuple, outer: int = 0, names: tuple[str, ...] = ()) -> str:

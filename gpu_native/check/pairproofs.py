@@ -372,14 +372,13 @@ class PairProofs(IndexClasses):
         space = "global" if base.ty.space == "global" else "shared"
         forms = self.store_forms[id(base.var)]
         newest = forms[-1]
-        at_all = self.store_positions.get(id(base.var), [])
+        at_all = self.store_positions[id(base.var)]
         if owner is not None:
             # Both stores' indices tell the threads apart, and a thread owns the same elements
             # through each: only a thread's own stores meet.
             picked = [i for i, o in enumerate(self.store_owners[id(base.var)])
                       if forms[i] is newest or o != owner]
-            forms = [forms[i] for i in picked]
-            at_all = [at_all[i] for i in picked] if at_all else at_all
+            forms, at_all = [forms[i] for i in picked], [at_all[i] for i in picked]
         # Where each form's store is (only shared arrays' pairs are ordered by barriers).
         positions: list[Position | None] = [None] * len(forms)
         now: Position | None = None

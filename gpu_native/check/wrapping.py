@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from .. import ir
 from ..analysis.ranges import HARDWARE, Affine, is_widening
-from ..spec import IndexFits
+from ..spec import IndexFits, largest_value
 from .facts import ConstKey, OpKey, ShapeKey, SpecialKey, UidKey, VarKey, inlined_call
 from .poly import (
     Poly,
@@ -327,20 +327,13 @@ def _leaf(a) -> tuple:
 
 
 def hardware_value(tree: tuple) -> int:
-    """The largest value of a tree built by :func:`largest_difference` on any launch."""
-    op = tree[0]
-    if op == "c":
-        return tree[1]
-    if op == "sp":
-        return HARDWARE.special(tree[1], tree[2]).hi
-    if op == "//" and tree[2][0] == "c" and tree[2][1] > 0:
-        return hardware_value(tree[1]) // tree[2][1]
-    if op == "//":  # by a launch extent, at least 1
-        return hardware_value(tree[1])
-    a, b = hardware_value(tree[1]), hardware_value(tree[2])
-    if op == "%":
-        return min(a, b - 1)
-    return a + b if op == "+" else a * b
+    """The largest value of a launch tree (one :func:`largest_difference` builds, or an
+    :class:`~gpu_native.spec.IndexFits`'s) on any launch the hardware allows."""
+    def extent(name: str, axis: int) -> tuple[int, int]:
+        r = HARDWARE.special(name, axis)
+        return r.lo, r.hi
+
+    return largest_value(tree, extent)
 
 
 def poly_tree(p: Poly, param_index: Callable[[str], int | None] = lambda name: None

@@ -31,7 +31,15 @@ from __future__ import annotations
 import linecache
 
 from ..errors import LaunchError, SourceSpan, format_caret
-from ..spec import IndexFits, LaunchAssert, LaunchCheck, ParamCheck, ShapeAssert, tree_text
+from ..spec import (
+    IndexFits,
+    LaunchAssert,
+    LaunchCheck,
+    ParamCheck,
+    ShapeAssert,
+    largest_value,
+    tree_text,
+)
 from .records import launch_assertion
 
 __all__ = ["check_launch", "check_params", "check_shapes"]
@@ -86,23 +94,14 @@ def _value(tree, special) -> int:
 
 
 def _largest(tree, grid, block) -> int:
-    """The largest value of a ``+``/``*`` tree of nonnegative launch indices, computed without
-    wrapping (every operand is nonnegative, so the largest inputs give the largest value).  A
-    ``//`` or ``%`` divides by a launch extent or a positive constant, whose value the launch
-    fixes: ``a // k`` is at most ``max(a) // k``, ``a % k`` at most ``k - 1``."""
-    op = tree[0]
-    if op == "c":
-        return tree[1]
-    if op == "sp":
-        name, axis = tree[1], tree[2]
-        return {"thread_idx": block[axis] - 1, "block_idx": grid[axis] - 1,
-                "block_dim": block[axis], "grid_dim": grid[axis]}[name]
-    a, b = _largest(tree[1], grid, block), _largest(tree[2], grid, block)
-    if op == "//":
-        return a // b
-    if op == "%":
-        return min(a, b - 1)
-    return a + b if op == "+" else a * b
+    """The largest value of an :class:`~gpu_native.spec.IndexFits` tree on this launch."""
+    def extent(name: str, axis: int) -> tuple[int, int]:
+        if name in ("thread_idx", "block_idx"):
+            return 0, (block if name == "thread_idx" else grid)[axis] - 1
+        value = (block if name == "block_dim" else grid)[axis]
+        return value, value
+
+    return largest_value(tree, extent)
 
 
 def _span(file: str, line: int, col: int, end_col: int | None) -> SourceSpan:
