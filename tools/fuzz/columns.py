@@ -7,9 +7,9 @@ the round and ``n``, which no index rule follows, as a bin loaded from the data)
 histogram64's bit permutations of ``tid`` or a near miss of one (a field that drops, overlaps
 or leaves out a bit), ``tid + 1``, ``tid // 2`` or ``tid % 32``; ``K`` is the block size, or less
 or more than it, the block size asserted or not; each thread adds to its counters in a few
-rounds (``+= 1``, where the table was cleared, by ``tid``, which a barrier may part from the
-counting; a plain store where it was not), and sometimes reads another row of its column or of
-its neighbour's.  Whatever the checker
+rounds (``+= 1``, where the table was cleared, each column by its thread or in steps of
+``block_dim.x``, which a barrier may part from the counting; a plain store where it was not),
+and sometimes reads another row of its column or of its neighbour's.  Whatever the checker
 accepts must be race-free for every ``n`` of :data:`tools.fuzz.guarded.NS` and launch shape its
 checks let through.  ``tests/fuzz/test_columns_fuzz.py`` runs a few hundred draws; ``python3 -m
 tools.fuzz_races --family columns`` runs more, and on a GPU.  The kernels name the thread
@@ -56,18 +56,27 @@ def generated(r: random.Random) -> str:
               "mask": rows - 1, "rows": rows}
     pos = r.choice(POSITIONS[:3] if r.random() < 0.5 else POSITIONS).format(**values)
     lines = ["@gpu_kernel(Kernel1D)", "def k(out: CUDASliceMut[i32], n: i32):"]
-    if r.random() < 0.85:
+    asserted = r.random() < 0.85
+    if asserted:
         lines.append(f"    assert block_dim.x == {block}")
     lines += ["    tid = thread_idx.x",
               f"    s = shared_array(i32, {SHARED_SIZE})",
               f"    pos = {pos}"]
     cleared = r.random() < 0.6
-    if cleared:
+    if cleared and asserted and k <= block:
+        # Every column by its own thread (the counting's owner where `pos` is `tid`).
         lines += [f"    for i in range({rows}):",
                   f"        if tid < {k}:",
                   f"            s[i * {k} + tid] = 0"]
-        if r.random() < 0.8:
-            lines.append("    sync_threads()")
+    elif cleared:
+        # More columns than threads (or a block of any size): each thread clears a column in
+        # every block_dim.x, so that no count starts from uninitialised memory (whose value the
+        # GPU and the simulator need not agree on).
+        lines += [f"    for i in range({rows}):",
+                  f"        for c in range(tid, {k}, block_dim.x):",
+                  f"            s[i * {k} + c] = 0"]
+    if cleared and r.random() < 0.8:
+        lines.append("    sync_threads()")
     row = r.choice(ROWS)
     for rnd in range(r.choice([1, 2, 3])):
         # A count where the table was cleared; else a store, which reads nothing uninitialised
