@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from .. import ir
 from ..analysis.ranges import constant_value, is_widening
 from ..nodes import node
-from .facts import Equal, LaneKey, LoadKey, OpKey, ResidueKey, SpecialKey, split_offset
+from .facts import Equal, LaneKey, LoadKey, OpKey, ResidueKey, SpecialKey, UidKey, split_offset
 from .wrapping import index_is_exact, operands_keep_it
 
 if TYPE_CHECKING:
@@ -351,6 +351,8 @@ class IndexClasses:
         # a, u % M == thread_idx.a % M, so a pin of the thread's lane pins u's.
         axes = (self._flat_axis(c) for c in candidates)
         block_multiple = {ax: self._block_multiple(ax) for ax in axes if ax is not None}
+        thread_axes = {c.axis for c in keys if isinstance(c, SpecialKey)
+                       and c.name == "thread_idx"}
         pinned: Key  # a fact fixes pinned % m
         m: int | None
         for f in self.bounds.facts:
@@ -377,7 +379,12 @@ class IndexClasses:
                 if pinned not in keys and not (
                         isinstance(pinned, SpecialKey) and pinned.name == "thread_idx"
                         and pinned.axis in block_multiple
-                        and block_multiple[pinned.axis] % m == 0):
+                        and block_multiple[pinned.axis] % m == 0) and not (
+                        # thread_idx.a // K under a pin of the grid's lane, u % M with u
+                        # the flat id along a: the same remainder, where the block is a
+                        # multiple of M along a (cuda-samples shfl_scan's `id % warpSize`).
+                        (axis := _flat_key_axis(pinned)) is not None and axis in thread_axes
+                        and self._block_multiple(axis) % m == 0):
                     continue
                 if m % k == 0:
                     return Unique(u.coords, pins=u.pins | {f})
@@ -554,6 +561,24 @@ def _blockwise_uid(a: ir.Expr, b: ir.Expr,
     names = {(p.name, p.axis) for p in parts if isinstance(p, ir.Special)}
     if names == {("block_idx", b.axis), ("block_dim", b.axis)}:
         return b.axis
+    return None
+
+
+def _flat_key_axis(k: Key) -> int | None:
+    """The axis ``a`` where the key ``k`` is the grid uid ``block_idx.a * block_dim.a +
+    thread_idx.a`` (in either order), else ``None``."""
+    if isinstance(k, UidKey):
+        return k.axis if k.scope == "grid" else None
+    if not (isinstance(k, OpKey) and k.op == "+"):
+        return None
+    for product, thread in ((k.left, k.right), (k.right, k.left)):
+        if not (isinstance(thread, SpecialKey) and thread.name == "thread_idx"
+                and isinstance(product, OpKey) and product.op == "*"):
+            continue
+        names = {(p.name, p.axis) for p in (product.left, product.right)
+                 if isinstance(p, SpecialKey)}
+        if names == {("block_idx", thread.axis), ("block_dim", thread.axis)}:
+            return thread.axis
     return None
 
 

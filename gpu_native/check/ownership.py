@@ -514,7 +514,7 @@ class Forms:
                         "which thread writes which element")
             dims.append(p)
         facts = sorted(facts, key=repr)  # a fixed order: the same pins on every run
-        from .splits import deep, nested_digits
+        from .splits import deep, lanes, nested_digits
         subst = self._launch_equalities(facts)
         fold = self._folding(subst)
         dims = [substitute(p, deep(fold)) for p in dims]
@@ -533,6 +533,13 @@ class Forms:
                     if not rounds <= counters:
                         continue
                     pa = substitute(pa, subst)
+                    if not any(d.is_thread for d in digits_of(pa)):
+                        # The grid's lane where the block is a multiple of its modulus:
+                        # `(block_idx.x * block_dim.x + tid) % 32 == 31` pins tid % 32.
+                        lane = lanes(substitute(pa, deep(fold)))
+                        if len(digits_of(lane)) == 1 and is_uniform(lane.plus(
+                                atom(next(iter(digits_of(lane)))).scaled(-1))):
+                            pa = lane
                     if a in exact and pb == const(0):
                         for digit in _zero_sum_digits(pa):
                             pins[digit] = Pin((a, b), 0)

@@ -26,6 +26,7 @@ from .poly import (
     atom,
     coefficients,
     const,
+    digits_of,
     magnitude,
     mul,
     nonnegative,
@@ -126,10 +127,34 @@ def prove_pair(a: StoreForm, b: StoreForm, required: frozenset[str],
     same thread reaching both stores, which is no race, shows as two)."""
     outcome = _prove_pair(a, b, required, same, False)
     assert outcome is not None  # only a try with the pins' values gives none
+    if not outcome.ok:
+        # A global lane in blocks of whole warps, read as the thread's own (.splits.lanes).
+        from .splits import lanes
+        la, lb = (_lanes(f, lanes) for f in (a, b))
+        if (la.dims, lb.dims) != (a.dims, b.dims):
+            again = _prove_pair(la, lb, required, same, False)
+            if again is not None and again.ok:
+                return again
     if outcome.ok or not any(p.poly is not None for f in (a, b) for p in f.pins.values()):
         return outcome
     again = _prove_pair(a, b, required, same, True)
     return again if again is not None and again.ok else outcome
+
+
+def _lanes(f: StoreForm, lanes) -> StoreForm:
+    """``f`` with the grid's lanes read as the thread's own, in its indices and its pins."""
+    dims = tuple(lanes(p) for p in f.dims)
+    pins = {}
+    for digit, pin in f.pins.items():
+        (lane,) = digits_of(lanes(atom(digit)))
+        pins[lane] = pin
+    if dims == f.dims and pins.keys() == f.pins.keys():
+        return f
+    ranges = dict(f.ranges)
+    for d in [*pins, *(d for p in dims for d in digits_of(p))]:
+        if d.part == "lo" and d.of is None:
+            ranges.setdefault(d, const(d.radix))
+    return replace(f, dims=dims, pins=pins, ranges=ranges)
 
 
 def _prove_pair(a: StoreForm, b: StoreForm, required: frozenset[str], same: frozenset,

@@ -7,7 +7,7 @@ from .. import ir
 from ..errors import SourceSpan, TranspileError
 from .facts import SpecialKey
 from .ownership import StoreForm
-from .poly import Digit
+from .poly import Digit, const, digits_of
 from .radix import PairProof
 from .splits import nested_digits
 from .xorpairs import xor_hint
@@ -232,6 +232,14 @@ def hint_for(a: StoreForm, b: StoreForm, outcome: PairProof, space: str) -> str:
                 "WARPS * 32`); or, stepping by `block_dim.x // 32`, assert that the block is "
                 "whole warps (`assert block_dim.x % 32 == 0`: else the last warp's index "
                 "reaches the next block's first)")
+    lane = _block_lane(a) or _block_lane(b)
+    if lane is not None and Digit(f"tid{lane[0]}", "lo", lane[1]) in (missing or ()):
+        d, m = "xyz"[lane[0]], lane[1]
+        return (f"`(block_idx.{d} * block_dim.{d} + thread_idx.{d}) % {m}` is the thread's "
+                f"own `thread_idx.{d} % {m}` only in blocks of a multiple of {m} threads: "
+                f"assert that (`assert block_dim.{d} % {m} == 0` at the top of the kernel, "
+                f"checked once per launch), or take it from the thread (`thread_idx.{d} % "
+                f"{m}`)")
     if any(d.part != "all" for d in missing):
         return ("one writer per warp needs the other part pinned: `if lane == 0: "
                 "partial[wid] = v` (lane = tid % 32, wid = tid // 32); or index with both parts")
@@ -375,6 +383,31 @@ def thread_strided_loops(form: StoreForm) -> list[tuple[str, int]]:
                     SpecialKey("block_dim", axis) not in form.launch:
                 found.append((name, min(steps)))
     return found
+
+
+def _block_lane(form: StoreForm) -> tuple[int, int] | None:
+    """``(axis, m)`` where an index of ``form``, or a condition around it, reads
+    ``(block_idx.a * block_dim.a + thread_idx.a) % m`` (``m`` a power of two) that the block's
+    extent does not reduce to the thread's own ``thread_idx.a % m`` (:func:`.splits.lanes`)."""
+    # In an index, or in a condition around the store (`if lane == 31:`, form.residues).
+    lanes = [(d.of.flat, d.of.other) for p in form.dims for d in digits_of(p)
+             if d.of is not None and d.of.op == "lo"]
+    lanes += [(e, const(m)) for e, m, _ in form.residues]
+    for flat, other in lanes:
+        m = other.const
+        if other.terms or m < 1 or m & (m - 1):
+            continue
+        for axis in range(3):
+            if flat.coefficient((Digit(f"tid{axis}"),)) == 1 and any(
+                    _reads_block(mono, axis) for mono, _ in flat.terms) \
+                    and block_multiple(form, axis) % m:
+                return axis, m
+    return None
+
+
+def _reads_block(mono: tuple, axis: int) -> bool:
+    bid = Digit(f"bid{axis}")
+    return any(x == bid or x == ("block", bid) for x in mono)
 
 
 def block_multiple(form: StoreForm, axis: int) -> int:

@@ -64,7 +64,7 @@ from .poly import (
     unassume,
 )
 
-__all__ = ["Derived", "align_loops", "deep", "derive", "derived_range", "derived_text", "derived_value", "implied",
+__all__ = ["Derived", "align_loops", "deep", "derive", "derived_range", "derived_text", "derived_value", "implied", "lanes",
            "may_be_negative", "nested_atoms", "nested_digits", "prepare", "shows_positive"]
 
 DERIVED = "derived"  # the coord of every derived digit
@@ -82,6 +82,33 @@ class Derived:
 
 def _digit(op: str, flat: Poly, other: Poly) -> Poly:
     return atom(Digit(DERIVED, of=Derived(op, flat, other)))
+
+
+def lanes(p: Poly) -> Poly:
+    """``p`` with each ``flat % m`` (``m`` a power of two) whose ``flat`` is a thread
+    coordinate plus multiples of ``m`` written as the thread's own digit: ``(block_idx.x *
+    block_dim.x + thread_idx.x) % 32`` is ``thread_idx.x % 32`` in blocks of whole warps (the
+    asserted extent is ``32 * q``).  The low bits of a sum are those of its low bits, also
+    where the sum wraps in its type (two's complement, and ``%`` by a power of two floors), so
+    the index need not be exact.  (Not the forms' first reading: a split rule pairs ``f %
+    m`` with ``f // m``, which this would part.)"""
+
+    def lane(a) -> Poly | None:
+        d = a.of if isinstance(a, Digit) else None
+        if d is None or d.op != "lo" or d.other.terms or d.other.const < 1:
+            return None
+        m = d.other.const
+        rest = [(mono, k) for mono, k in d.flat.terms if k % m]
+        if m & (m - 1) or d.flat.const % m or len(rest) != 1:
+            return None
+        (mono, k), = rest
+        x = mono[0]
+        if k != 1 or len(mono) != 1 or not isinstance(x, Digit) or not x.is_thread \
+                or x.part != "all":
+            return None
+        return atom(Digit(x.coord, "lo", m))
+
+    return substitute(p, lane)
 
 
 def never_negative(p: Poly) -> bool:

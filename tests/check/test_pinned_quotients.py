@@ -608,3 +608,63 @@ def test_a_read_of_a_pinned_store_s_element_by_every_thread_is_refused(tmp_path)
     build(tmp_path, source.replace("            z[tid] = y[tid // 32]",
                                    "            if tid % 32 == 0:\n"
                                    "                z[tid] = y[tid // 32]"), name="pinned_own")
+
+
+# ---- the grid's lane in blocks of whole warps --------------------------------------------------
+#
+# cuda-samples' shfl_scan takes the lane from the grid uid, `lane_id = id % 32` with `id =
+# block_idx.x * block_dim.x + thread_idx.x`, and the first warp writes the warp sums `sums[lane_id]`.
+# Where the block is asserted whole warps, `id % 32` is `thread_idx.x % 32`: one writer per element.
+
+WARP_SUMS = """
+    @gpu_kernel(Kernel1D)
+    def k(x: CUDASlice[i32], out: CUDASliceMut[i32]):
+        assert block_dim.x % 32 == 0
+        sums = shared_array(i32, 32)
+        tid = block_idx.x * block_dim.x + thread_idx.x
+        lane = tid % 32
+        warp = thread_idx.x // 32
+        if lane == 31:
+            sums[warp] = x[tid]
+        sync_threads()
+        if warp == 0 and lane < block_dim.x // 32:
+            sums[lane] = sums[lane] * 2
+        sync_threads()
+        out[tid] = sums[warp]
+    """
+
+
+def _warp_sums(x: np.ndarray) -> np.ndarray:
+    return np.repeat(x[31::32] * 2, 32)
+
+
+@pytest.mark.parametrize("block", [32, 64, 96, 256])
+def test_the_grid_s_lane_in_blocks_of_whole_warps_is_the_thread_s(tmp_path, block):
+    kernel = build(tmp_path, WARP_SUMS, name="warp_sums")["k"]
+    x = np.random.default_rng(block).integers(-1000, 1000, 4 * block).astype(np.int32)
+    out = np.full_like(x, 0x5A5A5A5A)
+    errors = run_sim(kernel, 4, block, x, out)
+    assert errors.races == [] and errors.fails == []
+    np.testing.assert_array_equal(out, _warp_sums(x))
+
+
+def test_the_grid_s_lane_without_the_assert_is_refused_with_the_assert_to_add(tmp_path):
+    source = WARP_SUMS.replace("        assert block_dim.x % 32 == 0\n", "")
+    with pytest.raises(TranspileError, match="could write the same element") as refused:
+        build(tmp_path, source, name="warp_sums_no_assert")
+    assert "assert block_dim.x % 32 == 0" in refused.value.hint
+    assert "thread_idx.x % 32" in refused.value.hint
+
+
+def test_the_grid_s_lane_by_every_warp_is_refused_and_races(tmp_path):
+    # Without `warp == 0` every warp writes sums[lane]: a real race.
+    source = WARP_SUMS.replace("if warp == 0 and lane <", "if lane <")
+    with pytest.raises(TranspileError, match="could write the same element"):
+        build(tmp_path, source, name="warp_sums_every_warp")
+    unsafe = source.replace("            sums[lane] = sums[lane] * 2",
+                            "            with unsafe():\n"
+                            "                sums[lane] = sums[lane] * 2")
+    kernel = build(tmp_path, unsafe, name="warp_sums_every_warp_unsafe")["k"]
+    x = np.arange(256, dtype=np.int32)
+    errors = run_sim(kernel, 1, 256, x, np.zeros_like(x))
+    assert errors.races

@@ -5,7 +5,8 @@ digit whose range is a multiple of Q).
 
 :func:`generated` draws a kernel ``k(out)`` whose store is ``out[block_idx.x * S + c * (tid //
 m) + o]`` with ``S = s * (block_dim.x // q)``, under a condition that pins the low part of the
-thread (``tid % m == 0``, ``lane_id() == 0``) or none, and sometimes a second store at ``+ 1``;
+thread (``tid % m == 0``, ``lane_id() == 0``, or the grid's lane ``(block_idx.x * block_dim.x +
+tid) % m == 0``) or none, and sometimes a second store at ``+ 1``;
 a quarter of the draws index by the flat index's quotient instead, ``c * ((block_idx.x *
 block_dim.x + tid) // m) + o``.  The draws mix the
 provable (``q`` and ``m`` divide ``d``, ``c * q <= s * m``) with near misses that race on some
@@ -70,6 +71,11 @@ def generated(r: random.Random) -> str:
         # that must be refused; the same pin again is fine).
         other = r.choice([pin, pin.replace("== 0", "== 1").replace("== 3", "== 4")])
         lines += [f"    if {other}:", "        out[slot] = tid + 3"]
+    if pin.startswith("tid ") and r.random() < 0.3:
+        # The grid's lane (cuda-samples shfl_scan's `id % warpSize`): the thread's own where
+        # the block is a multiple of m, another thread's remainder where it is not.
+        grid = pin.replace("tid ", "(block_idx.x * block_dim.x + tid) ", 1)
+        lines = [f"    if {grid}:" if line == f"    if {pin}:" else line for line in lines]
     return "\n".join(lines) + "\n"
 
 
