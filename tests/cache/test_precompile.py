@@ -804,3 +804,91 @@ class TestUnreadableEntries:
         assert str(image) in message and "recompiling it" in message
         # The recompiled entry replaced the unreadable one.
         assert reader.look_up([request]) == {"results": [["cache"]], "warnings": []}
+
+
+# ---- a precompiled deployment run on the GPU -------------------------------------------------
+
+# Imports the deployed package as an application does and launches its three kernels on the GPU
+# from fresh inputs (seed in argv[1]), into poisoned outputs; reports what disagreed with NumPy,
+# the cache warnings, and whether the compiler was loaded.
+RUN_ON_GPU = DENY_PRELUDE + textwrap.dedent('''\
+    import numpy as np
+    import gpu_native as gn
+    from gpu_native.cache import CacheWarning
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        from deploypkg.kern import scaled, twice
+        from deploypkg.sub.ops import negate
+        rng = np.random.default_rng(int(sys.argv[1]))
+        n, block = 256 * 391, 256
+        a = rng.standard_normal(n).astype(np.float32)
+        d = rng.standard_normal(n)
+        i = rng.integers(-2**31 + 1, 2**31, n, dtype=np.int64).astype(np.int32)
+        wrong = []
+        for kernel, x, want in ((scaled, a, a.astype(np.float64) * 2.0),
+                                (twice, d, d + d), (negate, i, -i.astype(np.float64))):
+            out = gn.to_device(np.full(n, 0x5A5A5A5A, x.dtype) if x.dtype.kind == "i"
+                               else np.full(n, np.nan, x.dtype))
+            kernel[n // block, block](gn.to_device(x), out)
+            got = out.to_host().astype(np.float64)
+            if not np.array_equal(got, want):
+                wrong.append(kernel.__name__)
+    print(json.dumps({"wrong": wrong, "device": gn.Device(0).name,
+                      "compiler_loaded": [m for m in ("cuda.bindings.nvrtc",
+                                                      "gpu_native.compiler")
+                                          if m in sys.modules],
+                      "warnings": [str(w.message) for w in caught
+                                   if issubclass(w.category, CacheWarning)]}))
+    ''')
+
+
+@pytest.fixture
+def gpu_deployment(built, reader):
+    """``deploypkg`` precompiled under umask 022 for this machine's GPU, where the reader can
+    reach it."""
+    from gpu_native.runtime import driver
+
+    arch = driver.device_properties(0)["arch"]
+    shutil.copytree(built / "deploypkg", reader.base / "deploypkg")
+    pre = build_with_umask(reader.base, "pre", 0o022, archs=arch)
+    return pre, requests_of(reader.base, archs=(arch,))
+
+
+def run_on_gpu(reader: Reader, pre: Path, deny=(), **env: str) -> dict:
+    seed = int.from_bytes(os.urandom(4), "little")
+    out = reader.run(RUN_ON_GPU, str(seed), deny=deny, GPU_NATIVE_PRECOMPILED=str(pre), **env)
+    assert out.returncode == 0 and "Traceback" not in out.stderr, (reader.how, out.stderr)
+    result = json.loads(out.stdout)
+    assert result["wrong"] == [], (seed, result)
+    return result
+
+
+@pytest.mark.gpu
+class TestDeploymentOnTheGpu:
+    def test_a_deployment_built_under_umask_022_runs_as_its_reader_without_nvrtc(
+            self, reader, gpu_deployment):
+        pre, _ = gpu_deployment
+        result = run_on_gpu(reader, pre, GPU_NATIVE_REQUIRE_PRECOMPILED="1")
+        assert result["compiler_loaded"] == [] and result["warnings"] == [], result
+
+    def test_an_unreadable_entry_is_compiled_instead_and_the_kernel_runs(
+            self, reader, gpu_deployment):
+        pre, requests = gpu_deployment
+        (request,) = [r for r in requests if r.label.endswith("kern.scaled")]
+        unreadable = artifact_file(pre, request, "image")
+        result = run_on_gpu(reader, pre, deny=[unreadable])
+        (message,) = result["warnings"]
+        assert str(unreadable) in message and "compiling it instead" in message
+
+    def test_an_unreadable_entry_under_require_precompiled_is_a_clear_error(
+            self, reader, gpu_deployment):
+        pre, requests = gpu_deployment
+        (request,) = [r for r in requests if r.label.endswith("kern.scaled")]
+        unreadable = artifact_file(pre, request, "image")
+        out = reader.run(RUN_ON_GPU, "0", deny=[unreadable], GPU_NATIVE_PRECOMPILED=str(pre),
+                         GPU_NATIVE_REQUIRE_PRECOMPILED="1")
+        assert out.returncode != 0
+        assert "cannot be read" in out.stderr and str(unreadable) in out.stderr
+        assert "GPU_NATIVE_REQUIRE_PRECOMPILED=1" in out.stderr
+        # The user's frames only (gpu_native.tracebacks): none of the package's own.
+        assert f'File "{Path(gpu_native.__file__).parent}' not in out.stderr, out.stderr
