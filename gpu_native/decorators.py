@@ -31,7 +31,7 @@ import threading
 import time
 import types
 from collections.abc import Callable
-from typing import Any, Generic, ParamSpec, TypeVar, overload
+from typing import Any, Generic, ParamSpec, TypeVar, cast, overload
 
 from . import log
 from .errors import TranspileError
@@ -66,7 +66,8 @@ def _misuse_told_by_source(decorator: Callable[P, R]) -> Callable[P, R]:
             signature.bind(*args, **kwargs)
         except TypeError as exc:
             message = f"@gpu_kernel(...): {exc}"
-            return _refused_call(message)  # type: ignore[return-value]
+            # (What @gpu_kernel(...) returns, refusing the function it is given.)
+            return cast(R, _refused_call(message))
         return decorator(*args, **kwargs)
 
     return checked
@@ -228,9 +229,9 @@ def _enclosing_scope(code: types.CodeType) -> dict[str, Any]:
     """The local names of the function or class body that is defining the function of ``code``
     (its annotations and decorators were evaluated there), or none at module level.  The kernel
     takes those its lines name that are no variables of its own."""
-    frame = sys._getframe(1)
+    frame: types.FrameType | None = sys._getframe(1)
     for _ in range(16):  # the decorator's own frames, then the definer's
-        frame = frame.f_back  # type: ignore[assignment]
+        frame = frame.f_back if frame is not None else None
         if frame is None:
             return {}
         if code in frame.f_code.co_consts:

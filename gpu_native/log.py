@@ -22,7 +22,10 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from types import FrameType
 
 __all__ = ["LOGGER_NAME", "debug", "info", "logger", "warn"]
 
@@ -73,9 +76,9 @@ def warn(message: str, category: type[Warning]) -> None:
     import warnings
 
     level = 2  # our caller
-    frame = sys._getframe(1)
+    frame: FrameType | None = sys._getframe(1)
     while frame is not None and frame.f_code.co_filename.startswith(_INTERNAL):
         if not frame.f_code.co_filename.startswith(_IMPORTLIB):
             level += 1  # warnings.warn skips the import system's frames without counting them
-        frame = frame.f_back  # type: ignore[assignment]
+        frame = frame.f_back
     warnings.warn(message, category, stacklevel=level)

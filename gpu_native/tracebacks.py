@@ -29,7 +29,7 @@ import os
 import sys
 from collections.abc import Callable
 from types import CodeType, TracebackType
-from typing import TypeVar
+from typing import TypeVar, cast
 
 from .errors import CompileError, CudaError, CudaVersionError, GpuNativeError, InternalError
 
@@ -164,7 +164,7 @@ def boundary(fn: F) -> F:
             strip(exc)
             raise
 
-    return entry_point  # type: ignore[return-value]
+    return cast(F, entry_point)  # (functools.wraps keeps fn's signature)
 
 
 def launcher_code(code: CodeType, kernel: str, line: int) -> CodeType:

@@ -512,7 +512,7 @@ def _bit_terms(e: ir.Expr, resolve: Callable[[ir.Expr], ir.Expr]
     if isinstance(e, ir.BinOp) and e.op in ("|", "^", "+"):
         left = _bit_terms(e.left, resolve)
         right = _bit_terms(e.right, resolve) if left is not None else None
-        return None if right is None else left + right  # type: ignore[operator]
+        return None if left is None or right is None else left + right
     shift = 0
     if isinstance(e, ir.BinOp) and e.op in ("<<", ">>"):
         s = constant_value(e.right)

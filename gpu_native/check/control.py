@@ -199,8 +199,8 @@ class ControlFlowChecker(CheckerBase):
             if isinstance(e, ir.Cast) and is_widening(e):
                 e = e.value
             elif isinstance(e, ir.Local) and not e.var.is_param and \
-                    self.defs.single_def(e.var) is not None:
-                e = self.defs.single_def(e.var)  # type: ignore[assignment]
+                    (defined := self.defs.single_def(e.var)) is not None:
+                e = defined
             else:
                 break
         if not (isinstance(e, ir.Local) and e.var.is_param and isinstance(e.ty, ir.ScalarType)

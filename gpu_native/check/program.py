@@ -101,7 +101,8 @@ class Program:
             raise TranspileError("gpu_kernel takes one positional argument; options are "
                                  "keywords, e.g. bounds_check=False", dec.args[1].span)
         ndim = entry.value
-        values: dict[str, object] = {}
+        flags: dict[str, bool] = {}
+        max_registers: int | None = None
         specs = None
         for kw in dec.keywords:
             if kw.name not in KERNEL_OPTIONS:
@@ -117,11 +118,12 @@ class Program:
             if kw.name in ("bounds_check", "fastmath", "cooperative"):
                 if not isinstance(value, bool):
                     raise TranspileError(f"{kw.name} must be True or False", v.span, hint)
+                flags[kw.name] = value
             elif not isinstance(value, int) or isinstance(value, bool) or value <= 0:
                 raise TranspileError(f"{kw.name} must be a positive integer", v.span, hint)
-            values[kw.name] = value
-        # Each value was checked above against its option, which mypy cannot follow by name.
-        return ndim, ir.KernelOptions(**values), specs  # type: ignore[arg-type]
+            else:
+                max_registers = value
+        return ndim, ir.KernelOptions(**flags, max_registers=max_registers), specs
 
     def _const(self, e: S.Expr) -> object:
         """The value of a decorator option: a literal (a string too, which no option takes) or
@@ -388,7 +390,8 @@ class Program:
             raise TranspileError(f"argument '{p.name}' of {fndef.name}() must be a tuple of "
                                  f"{len(tvs)} items", arg.span)
         value = caller.materialize(arg)
-        for tv, ty in zip(tvs, value.ty.elems):  # type: ignore[attr-defined]
+        assert isinstance(value.ty, ir.TupleType)  # (is_tuple above)
+        for tv, ty in zip(tvs, value.ty.elems):
             if tv is not None:
                 self._bind_typevar(scan, fndef, p.name, tv, ty, arg, binding)
 

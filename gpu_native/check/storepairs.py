@@ -29,6 +29,11 @@ def only_its_thread(single: StoreForm, other: StoreForm, required: frozenset[str
         v = values[d.coord]
         return v if d.part == "all" else v % d.radix if d.part == "lo" else v // d.radix
 
+    def known(d) -> int:  # (every atom of the index has a value: checked before each use)
+        v = value(d)
+        assert v is not None
+        return v
+
     for digit, pin in other.pins.items():
         if value(digit) != pin.value or pin.value is None:
             return False
@@ -42,7 +47,7 @@ def only_its_thread(single: StoreForm, other: StoreForm, required: frozenset[str
     for mine, theirs in zip(single.dims, other.dims):
         if digits_of(mine) or any(value(a) is None for m, _ in theirs.terms for a in m):
             return False
-        if mine.terms or evaluate(theirs, value) != mine.const:  # type: ignore[arg-type]
+        if mine.terms or evaluate(theirs, known) != mine.const:
             return False
     return True
 

@@ -203,14 +203,14 @@ class Trace:
             done = _combine(parts)
             if done is not None:
                 return done
-            r = _arith(e.op, *parts)  # type: ignore[arg-type]
+            r = _arith(e.op, *_known(parts))
             return UNIFORM if r is None else _wrap(r, e.ty)
         if isinstance(e, ir.Compare):
             parts = [self.value(e.left), self.value(e.right)]
             done = _combine(parts)
             if done is not None:
                 return done
-            return int(_COMPARE[e.op](*parts))  # type: ignore[arg-type]
+            return int(_COMPARE[e.op](*_known(parts)))
         if isinstance(e, ir.BoolOp):
             parts = [self.value(v) for v in e.values]
             done = _combine(parts)
@@ -522,6 +522,13 @@ def _combine(parts: list[object]) -> object | None:
     if any(p == UNIFORM for p in parts):
         return UNIFORM
     return None
+
+
+def _known(parts: list[object]) -> tuple[int, int]:
+    """The two values :func:`_combine` left: both known integers."""
+    a, b = parts
+    assert isinstance(a, int) and isinstance(b, int), parts
+    return a, b
 
 
 def _barrier_in(body) -> bool:

@@ -155,8 +155,9 @@ class TupleChecker(CheckerBase):
                                  "(x, y[, z])", span)
             out: list[ir.Stmt] = []
             for axis, name_syntax in enumerate(target.elts):
+                assert isinstance(name_syntax, S.Name)  # (every one, above)
                 comp = ir.UidComponent(value.span, ir.I64, value.scope, axis)
-                out += self.assign_name_value(name_syntax, comp, span)  # type: ignore[arg-type]
+                out += self.assign_name_value(name_syntax, comp, span)
             return out
         return self.unpack_value(target, value, span)
 

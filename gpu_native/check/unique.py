@@ -356,10 +356,11 @@ class UniqueWrites(PairProofs):
             # Outside the handler: a refusal of the ownership proof is reported as itself, not
             # as raised "during handling" of the classic rule's.
             proof = self.prove_array(base, span, refused)
-            self.check_exact(base, indices, span, form)  # type: ignore[arg-type]
+            assert isinstance(form, StoreForm)  # (prove_array refuses a store with none)
+            self.check_exact(base, indices, span, form)
             self._note_shared(base, indices, keys, span, form)
             kind, owners = "uid", tuple(range(len(indices)))
-            if not form.pins:  # type: ignore[union-attr]
+            if not form.pins:
                 self.written_keys.setdefault(id(base.var), []).append(keys)
             self.check_narrowed(base, span, CheckedStore(
                 form, self.phases.position(), narrowed, span, self._pins(), self._pinned(space),
@@ -825,7 +826,7 @@ class UniqueWrites(PairProofs):
         if at is None:
             return None, None, "is not known at the call"
         keys = tuple(self.defs.key(e) for e in at)
-        space = "global" if var.ty.space == "global" else "shared"  # type: ignore[attr-defined]
+        space = "global" if _space(var) == "global" else "shared"
         return keys, self.index_pins(at), self.forms.store(keys, self.bounds.facts, space,
                                                            span.line, text)
 
@@ -855,7 +856,7 @@ class UniqueWrites(PairProofs):
         """
         for accesses in self.call_accesses.values():
             var = accesses[0].var
-            grid = var.ty.space == "global"  # type: ignore[attr-defined]
+            grid = _space(var) == "global"
             owner = self._owner(var, accesses)
             here: list[tuple[SourceSpan, Position, bool, str, bool]] = [
                 (s.span, s.position, True, "the store", True)
@@ -989,7 +990,7 @@ class UniqueWrites(PairProofs):
                 for s in self.checked_stores.get(id(var), ())]
             writes += [(a.keys, a.pins, a.form, a.span, a.position, False, f"{a.callee}()")
                        for a in accesses if a.writes]
-            grid = var.ty.space == "global"  # type: ignore[attr-defined]
+            grid = _space(var) == "global"
             owner = self._owner(var, accesses)
             for keys, pins, form, span, position, ticket, writer in writes:
                 for update in updates:
@@ -1281,3 +1282,9 @@ _SCALED_PROOF = ("unique: affine in the thread's index in every barrier interval
 
 def _constant_keys(keys: tuple) -> bool:
     return all(isinstance(k, ConstKey) for k in keys)
+
+
+def _space(var: ir.Var) -> str:
+    """The memory space of the array ``var`` (only arrays are written through an index)."""
+    assert isinstance(var.ty, ir.ArrayType), var.ty
+    return var.ty.space

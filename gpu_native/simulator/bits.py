@@ -170,4 +170,6 @@ def bitcast(src: ScalarInfo, dst: ScalarInfo) -> Callable:
     return apply
 
 
-bitcast.takes_types = True  # type: ignore[attr-defined]  # see ops.math_function
+#: The functions :func:`.ops.math_function` calls with the operand's and the result's types to
+#: make the lane function.
+TAKES_TYPES = frozenset({bitcast})

@@ -440,14 +440,14 @@ tgamma = _via_python(math.gamma, _tgamma_special)
 def math_function(name: str, info: ScalarInfo, result: ScalarInfo | None = None) -> Callable:
     """The lane function for ``MathCall(name)`` on operands of type ``info`` (with a result of
     type ``result``): the registry's NumPy function, or the function of this module or of
-    :mod:`.bits` it names; one marked ``takes_types`` (``bitcast``) is called with both types
-    to make it."""
+    :mod:`.bits` it names; one of :data:`.bits.TAKES_TYPES` (``bitcast``) is called with both
+    types to make it."""
     try:
         fn = spelling(registry.MATH_OPS[name].sim, info)
     except KeyError:
         raise NotImplementedError(f"math.{name} is not supported by the simulator") from None
     if isinstance(fn, str):
         fn = globals()[fn] if fn in globals() else getattr(bits, fn)
-    if getattr(fn, "takes_types", False):
+    if fn in bits.TAKES_TYPES:
         fn = fn(info, result or info)
     return _ufunc(fn)
