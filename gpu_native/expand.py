@@ -217,9 +217,9 @@ def _summary(spec: KernelSpec, last_line: int) -> list[str]:
                         f"({where}{check.line}), or the launch is refused")
             elif isinstance(check, ParamCheck):
                 names = tuple(p.name for p in spec.params)
-                counter = check.counter()
+                counter = check.counter
                 needs = (f"the while loop's counter '{counter}' at line {check.line} does not "
-                         "wrap around" if counter is not None else
+                         "wrap around" if counter else
                          f"the writes to {check.array} at line {check.line} are race-free")
                 text = (f"{tree_text(check.tree, 0, names)}, at every launch ({needs} only "
                         "then; a call that fails it raises ValueError)")

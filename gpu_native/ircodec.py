@@ -44,7 +44,7 @@ from .spec import IndexFits, LaunchAssert, ParamCheck, ShapeAssert
 
 __all__ = ["FORMAT", "SCHEMA", "decode_kernel", "encode_kernel"]
 
-FORMAT = 1
+FORMAT = 2  # 2: a param check carries its while loop's counter
 # Version 2 writes every value in full (no back-references, which later versions add for
 # objects referenced more than once): the bytes depend only on the IR's values and shape, never
 # on reference counts, so a rewrite is reproducible; zlib removes the repetition as well.
@@ -80,12 +80,13 @@ _PLAIN = (type(None), bool, int, float, str, bytes)
 # A kernel's launch checks (gpu_native.spec records) travel inline, as the plain tuples of the
 # layout they had before they were records: ``("assert", site, tree)`` and ``("fits", tree,
 # limit, type, line, col, end_col)``.  So the bytes, which ``gpu-native expand`` reports and
-# rewritten modules embed, did not change with them.
+# rewritten modules embed, did not change with them (a param check's counter came with FORMAT 2).
 def _check_plain(check) -> tuple:
     if type(check) is LaunchAssert:
         return ("assert", check.site, check.tree)
     if type(check) is ParamCheck:
-        return ("param", check.tree, check.param, check.array, check.line, check.file)
+        return ("param", check.tree, check.param, check.array, check.line, check.file,
+                check.counter)
     if type(check) is ShapeAssert:
         return ("shape", check.site, check.tree)
     return ("fits", check.tree, check.limit, check.type, check.line, check.col, check.end_col)
@@ -98,7 +99,7 @@ def _check_record(value) -> LaunchAssert | IndexFits | ParamCheck | ShapeAssert:
     if type(value) is tuple and len(value) == 7 and value[0] == "fits" and \
             type(value[1]) is tuple:
         return IndexFits(*value[1:])
-    if type(value) is tuple and len(value) == 6 and value[0] == "param" and \
+    if type(value) is tuple and len(value) == 7 and value[0] == "param" and \
             type(value[1]) is tuple:
         return ParamCheck(*value[1:])
     if type(value) is tuple and len(value) == 3 and value[0] == "shape" and \

@@ -49,7 +49,7 @@ __all__ = [
 # options hold ``cooperative``; 4, sites and launch checks name their file; 3, typed records, a
 # FastPath record and the arrays' launch attributes; 2, a dict literal, a positional tuple from
 # fast_path.
-SCHEMA = 9
+SCHEMA = 10
 # The first element of every spec literal: anything else is not a spec (a foreign ``_spec=``).
 _TAG = "gpu_native.KernelSpec"
 
@@ -183,28 +183,16 @@ class ParamCheck(LaunchCheck):
     block_dim.x``): the launcher checks it at every launch and raises ``ValueError`` naming the
     parameter when it fails.  Its ``tree`` may hold ``("param", index)`` leaves (the kernel's
     ``index``-th parameter) beside the launch's; its arithmetic is exact (no type, no wrap).
-    ``param`` is the parameter the message names, ``array`` the array whose writes need it
-    (or :func:`counter_subject` of a ``while`` loop's counter that must not wrap past the
-    parameter), ``line`` the store's (the loop's); ``file`` is as a :class:`Site`'s."""
+    ``param`` is the parameter the message names, ``array`` the array whose writes need it,
+    ``line`` the store's (the loop's); ``file`` is as a :class:`Site`'s.  A check that keeps a
+    ``while`` loop's counter from wrapping around past the parameter (``while i < n:``) names
+    the ``counter`` instead of an array (``array`` is then "")."""
 
     param: int
     array: str
     line: int
     file: int = 0
-
-    def counter(self) -> str | None:
-        """The name of the ``while`` loop's counter the check keeps from wrapping around
-        (:func:`counter_subject`); ``None`` for a store's race-freedom."""
-        return self.array[len(_COUNTER):] if self.array.startswith(_COUNTER) else None
-
-
-_COUNTER = "counter:"
-
-
-def counter_subject(name: str) -> str:
-    """:attr:`ParamCheck.array` for the check that a ``while`` loop's counter ``name`` does not
-    wrap around past a parameter bound (``while i < n:``)."""
-    return _COUNTER + name
+    counter: str = ""
 
 
 @node
@@ -445,11 +433,11 @@ def _read_check(value, files: int) -> LaunchCheck:
                          _optional_int(end_col, "a column"), _file_index(file, files))
     if value[:1] == ("shape",) and len(value) == 3:
         return ShapeAssert(_tree(value[1], True), _check(value[2], int, "an assert site"))
-    if value[:1] == ("param",) and len(value) == 6:
-        _, tree, param, array, line, file = value
+    if value[:1] == ("param",) and len(value) == 7:
+        _, tree, param, array, line, file, counter = value
         return ParamCheck(_tree(tree, True), _check(param, int, "a parameter index"),
                           _check(array, str, "an array"), _check(line, int, "a line"),
-                          _file_index(file, files))
+                          _file_index(file, files), _check(counter, str, "a counter"))
     raise ValueError(f"unknown launch check {value[:1]!r}")
 
 

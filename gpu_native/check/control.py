@@ -8,7 +8,7 @@ from ..analysis.ranges import constant_value, is_widening
 from ..frontend import syntax as S
 from ..lang import registry as R
 from ..nodes import replace
-from ..spec import IndexFits, ParamCheck, ShapeAssert, counter_subject
+from ..spec import IndexFits, ParamCheck, ShapeAssert
 from . import promote as P
 from .checker_base import CheckerBase
 from .counted import stepped_counter
@@ -252,8 +252,8 @@ class ControlFlowChecker(CheckerBase):
             total = ("+", ("param", param), step_tree)
             tree = ("<=", ("+", total, ("c", reach)) if reach else total,
                     ("c", ty.info.max + 1))
-            self.ctx.kernel.add_launch_check(ParamCheck(tree, param, counter_subject(var.name),
-                                                        span.line))
+            self.ctx.kernel.add_launch_check(ParamCheck(tree, param, "", span.line,
+                                                        counter=var.name))
         else:
             site = self.ctx.kernel.new_site(
                 "assert", span, message=f"the while loop's counter '{var.name}' ({ty}) would "

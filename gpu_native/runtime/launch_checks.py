@@ -199,8 +199,8 @@ def check_params(kernel_name: str, names: tuple[str, ...], checks: tuple[ParamCh
             side = tree[1] if tree[2][0] == "c" else tree[2]
             if side[0] != "c" and side != ("param", check.param):
                 shown = f" ({_exact(side, special, args):,})"
-        counter = check.counter()
-        if counter is not None:
+        counter = check.counter
+        if counter:
             raise ValueError(
                 f"{kernel_name}(): parameter '{name}' is {args[check.param]}, too close to the "
                 f"limit of the while loop's counter '{counter}' (line {check.line}): its last "

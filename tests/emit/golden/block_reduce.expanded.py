@@ -34,7 +34,7 @@ THREADS = 256
 #     traits: index32, uses_barriers, uses_shared, uses_warp
 #     error sites: 1 assert, 2 bounds checks (`expand --proofs` lists them)
 #     launch check: assert block_dim.x == 256 (line 30), once per launch shape
-#     CUDA C++: 4,415 characters (`expand --cuda`); simulator IR: 2,579 bytes
+#     CUDA C++: 4,415 characters (`expand --cuda`); simulator IR: 2,578 bytes
 @gpu_kernel(Kernel1D, _spec=...)  # L28
 def block_sum_kernel(_gn_context):  # L29
     _gn_fast = _gn_context.fast_path()                # L30

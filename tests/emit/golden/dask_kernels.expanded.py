@@ -21,7 +21,7 @@ from gpu_native import CUDASlice, CUDASliceMut, FlatLayout1D, Kernel1D, UniqueId
 #     traits: uid_only, uid_vector4
 #     error sites: 2 bounds checks (`expand --proofs` lists them)
 #     launch checks: none
-#     CUDA C++: 4,236 characters (`expand --cuda`); simulator IR: 1,161 bytes
+#     CUDA C++: 4,236 characters (`expand --cuda`); simulator IR: 1,163 bytes
 @gpu_kernel(Kernel1D, _spec=...)  # L14
 def smoothstep_kernel(_gn_context):  # L15
     _gn_fast = _gn_context.fast_path()        # L16

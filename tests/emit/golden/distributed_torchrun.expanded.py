@@ -48,7 +48,7 @@ THREADS = 256
 #     traits: uid_only
 #     error sites: 1 bounds check (`expand --proofs` lists them)
 #     launch checks: none
-#     CUDA C++: 1,779 characters (`expand --cuda`); simulator IR: 752 bytes
+#     CUDA C++: 1,779 characters (`expand --cuda`); simulator IR: 753 bytes
 @gpu_kernel(Kernel1D, _spec=...)  # L42
 def histogram_kernel(_gn_context):  # L43
     _gn_fast = _gn_context.fast_path()                # L44

@@ -25,7 +25,7 @@ from gpu_native import (
 #     traits: index32
 #     error sites: 8 bounds checks (`expand --proofs` lists them)
 #     launch checks: none
-#     CUDA C++: 4,082 characters (`expand --cuda`); simulator IR: 2,184 bytes
+#     CUDA C++: 4,082 characters (`expand --cuda`); simulator IR: 2,185 bytes
 @gpu_kernel(Kernel2D, _spec=...)  # L19
 def heat_step(_gn_context):  # L20
     _gn_fast = _gn_context.fast_path()        # L21

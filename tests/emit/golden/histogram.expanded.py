@@ -33,7 +33,7 @@ BINS = 256
 #     traits: index32, uses_barriers, uses_shared
 #     error sites: 1 assert, 1 bounds check (`expand --proofs` lists them)
 #     launch check: assert block_dim.x == 256 (line 29), once per launch shape
-#     CUDA C++: 2,471 characters (`expand --cuda`); simulator IR: 1,382 bytes
+#     CUDA C++: 2,471 characters (`expand --cuda`); simulator IR: 1,383 bytes
 @gpu_kernel(Kernel1D, _spec=...)  # L27
 def histogram_kernel(_gn_context):  # L28
     _gn_fast = _gn_context.fast_path()          # L29

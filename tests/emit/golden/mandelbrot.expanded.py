@@ -31,7 +31,7 @@ from gpu_native import (
 #     traits: index32
 #     error sites: 1 division check, 2 bounds checks (`expand --proofs` lists them)
 #     launch checks: none
-#     CUDA C++: 3,649 characters (`expand --cuda`); simulator IR: 2,098 bytes
+#     CUDA C++: 3,649 characters (`expand --cuda`); simulator IR: 2,097 bytes
 @gpu_kernel(Kernel2D, _spec=...)  # L24
 def mandelbrot_kernel(_gn_context):  # L25
     _gn_fast = _gn_context.fast_path()            # L26

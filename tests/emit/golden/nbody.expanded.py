@@ -29,7 +29,7 @@ from gpu_native import (
 #     traits: uid_only
 #     error sites: 9 bounds checks (`expand --proofs` lists them)
 #     launch checks: none
-#     CUDA C++: 5,524 characters (`expand --cuda`); simulator IR: 2,995 bytes
+#     CUDA C++: 5,524 characters (`expand --cuda`); simulator IR: 2,996 bytes
 @gpu_kernel(Kernel1D, _spec=...)  # L22
 def accelerations_kernel(_gn_context):  # L23
     _gn_fast = _gn_context.fast_path()              # L24

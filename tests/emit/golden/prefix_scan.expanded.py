@@ -35,7 +35,7 @@ BLOCK = 256
 #     traits: index32, uses_barriers, uses_shared
 #     error sites: 1 assert, 2 bounds checks (`expand --proofs` lists them)
 #     launch check: assert block_dim.x == 256 (line 30), once per launch shape
-#     CUDA C++: 4,073 characters (`expand --cuda`); simulator IR: 2,363 bytes
+#     CUDA C++: 4,073 characters (`expand --cuda`); simulator IR: 2,351 bytes
 @gpu_kernel(Kernel1D, _spec=...)  # L28
 def block_scan_kernel(_gn_context):  # L29
     _gn_fast = _gn_context.fast_path()                      # L30
@@ -87,7 +87,7 @@ def block_scan_kernel(_gn_context):  # L29
 #     traits: index32
 #     error sites: 1 bounds check (`expand --proofs` lists them)
 #     launch checks: none
-#     CUDA C++: 2,063 characters (`expand --cuda`); simulator IR: 1,083 bytes
+#     CUDA C++: 2,063 characters (`expand --cuda`); simulator IR: 1,084 bytes
 @gpu_kernel(Kernel1D, _spec=...)  # L54
 def add_offsets_kernel(_gn_context):  # L55
     _gn_fast = _gn_context.fast_path()                          # L56

@@ -26,7 +26,7 @@ from gpu_native import (
 #     traits: uid_only
 #     error sites: 2 bounds checks (`expand --proofs` lists them)
 #     launch checks: none
-#     CUDA C++: 1,859 characters (`expand --cuda`); simulator IR: 837 bytes
+#     CUDA C++: 1,859 characters (`expand --cuda`); simulator IR: 838 bytes
 @gpu_kernel(Kernel1D, _spec=...)  # L19
 def saxpy_kernel(_gn_context):  # L20
     _gn_fast = _gn_context.fast_path()        # L21

@@ -35,7 +35,7 @@ TILE = 32
 #       launch shape
 #     launch check: block_idx.x * 32 + thread_idx.x stays within i32 (line 33), or the
 #       launch is refused
-#     CUDA C++: 5,193 characters (`expand --cuda`); simulator IR: 3,198 bytes
+#     CUDA C++: 5,193 characters (`expand --cuda`); simulator IR: 3,199 bytes
 @gpu_kernel(Kernel2D, _spec=...)  # L25
 def sgemm_kernel(_gn_context):  # L26
     _gn_fast = _gn_context.fast_path()       # L27

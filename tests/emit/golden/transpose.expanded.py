@@ -36,7 +36,7 @@ TILE = 32
 #       launch is refused
 #     launch check: block_idx.x * 32 + thread_idx.y stays within i32 (line 37), or the
 #       launch is refused
-#     CUDA C++: 3,106 characters (`expand --cuda`); simulator IR: 2,234 bytes
+#     CUDA C++: 3,106 characters (`expand --cuda`); simulator IR: 2,233 bytes
 @gpu_kernel(Kernel2D, _spec=...)  # L25
 def transpose_kernel(_gn_context):  # L26
     _gn_fast = _gn_context.fast_path()        # L27

@@ -29,7 +29,7 @@ from gpu_native import (
 #     traits: uid_only, uid_vector4
 #     error sites: 3 bounds checks (`expand --proofs` lists them)
 #     launch checks: none
-#     CUDA C++: 3,719 characters (`expand --cuda`); simulator IR: 798 bytes
+#     CUDA C++: 3,719 characters (`expand --cuda`); simulator IR: 797 bytes
 @gpu_kernel(Kernel1D, _spec=...)  # L23
 def add_kernel(_gn_context):  # L24
     _gn_fast = _gn_context.fast_path()       # L25
