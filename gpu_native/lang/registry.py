@@ -602,6 +602,21 @@ _cmath("sinh", "hyperbolic sine: `(sinh(re) cos(im), cosh(re) sin(im))`")
 _cmath("cosh", "hyperbolic cosine: `(cosh(re) cos(im), sinh(re) sin(im))`")
 _cmath("tanh", "hyperbolic tangent: `(sinh(2re), sin(2im)) / (cosh(2re) + cos(2im))`, and "
        "`±1` with an exponentially small imaginary part for |re| > 20")
+_cmath("asin", "inverse sine, branch cuts along the real axis beyond ±1: `-1j * asinh(1j * z)`")
+_cmath("acos", "inverse cosine, branch cuts along the real axis beyond ±1: Kahan's "
+       "`(2 atan2(s.real, t.real), asinh((t.conjugate() * s).imag))`, `s = sqrt(1 - z)`, "
+       "`t = sqrt(1 + z)`")
+_cmath("atan", "inverse tangent, branch cuts along the imaginary axis beyond ±1j: "
+       "`-1j * atanh(1j * z)`")
+_cmath("asinh", "inverse hyperbolic sine, branch cuts along the imaginary axis beyond ±1j: "
+       "Kahan's `(asinh((s.conjugate() * t).imag), atan2(im, (s * t).real))`, "
+       "`s = sqrt(1 - 1j * z)`, `t = sqrt(1 + 1j * z)`")
+_cmath("acosh", "inverse hyperbolic cosine, branch cut along the real axis below 1: Kahan's "
+       "`(asinh((s.conjugate() * t).real), 2 atan2(s.imag, t.real))`, `s = sqrt(z - 1)`, "
+       "`t = sqrt(z + 1)`")
+_cmath("atanh", "inverse hyperbolic tangent, branch cuts along the real axis beyond ±1: "
+       "`(±log1p(4|re| / ((1 - |re|)² + im²)) / 4, atan2(2 im, (1 - re)(1 + re) - im²) / 2)` "
+       "(± the sign of `re`)")
 _cmath("phase", "the argument, `atan2(im, re)`, in [-π, π]", result="float")
 _cmath("polar", "`(abs(z), phase(z))`, a tuple", result="tuple[float, float]")
 _cmath("rect", "the complex number of modulus `r` and argument `phi`: "

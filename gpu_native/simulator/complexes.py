@@ -14,10 +14,18 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["abs", "conj", "cos", "cosh", "div", "eq", "exp", "isfinite", "isinf", "isnan",
-           "log", "log10", "mul", "ne", "phase", "rect", "sin", "sinh", "sqrt", "tan", "tanh"]
+__all__ = ["abs", "acos", "acosh", "asin", "asinh", "atan", "atanh", "conj", "cos", "cosh", "div",
+           "eq", "exp", "isfinite", "isinf", "isnan", "log", "log10", "mul", "ne", "phase", "rect",
+           "sin", "sinh", "sqrt", "tan", "tanh"]
 
 _LOG10_E = 0.43429448190325182765
+_HALF_PI = 1.5707963267948966192
+_LN2 = 0.69314718055994530942
+_TWO_LN2 = 1.3862943611198906188
+# The inverse functions' thresholds, the prelude's GN_COMPLEX arguments: beyond the first (in
+# either part) they take their leading term at infinity, exact there to the last bit (atanh's
+# (1 - x)**2 + y**2 overflows a little further); below the second, atanh's y**2 underflows.
+_LIMITS = {np.float32: (1e18, 1e-18), np.float64: (1e150, 1e-150)}
 
 
 def _t(x):
@@ -156,4 +164,92 @@ def tanh(a: tuple) -> tuple:
 
 def tan(a: tuple) -> tuple:
     w = tanh((-a[1], a[0]))
+    return (w[1], -w[0])
+
+
+def _far(x, y):
+    """Either part beyond the type's first limit (the prelude's ``gn_cfar``)."""
+    t = _t(x)
+    big = t(_LIMITS[t][0])
+    return (np.abs(x) > big) | (np.abs(y) > big)
+
+
+def _log_2abs(x, y):
+    """``log(2 |z|)``, as ``log(|z / 2|) + 2 log 2`` so that ``|z|`` does not overflow."""
+    t = _t(x)
+    half = t(0.5)
+    return np.log(np.hypot(x * half, y * half)) + t(_TWO_LN2)
+
+
+def asinh(a: tuple) -> tuple:
+    """Kahan's: with ``s1 = sqrt(1 - iz)``, ``s2 = sqrt(1 + iz)`` (principal roots),
+    ``(asinh(Im(conj(s1) s2)), atan2(y, Re(s1 s2)))``; neither sum cancels (its two products
+    have the same sign)."""
+    x, y = a
+    t = _t(x)
+    one = t(1)
+    r1, i1 = sqrt((one + y, -x))
+    r2, i2 = sqrt((one - y, x))
+    re, im = np.arcsinh(r1 * i2 - i1 * r2), np.arctan2(y, r1 * r2 - i1 * i2)
+    # far out: asinh(z) = ±log(2z) to the last bit
+    far = _far(x, y)
+    return (_select(far, np.copysign(_log_2abs(x, y), x), re),
+            _select(far, np.arctan2(y, np.abs(x)), im))
+
+
+def asin(a: tuple) -> tuple:
+    """``-i asinh(iz)``."""
+    w = asinh((-a[1], a[0]))
+    return (w[1], -w[0])
+
+
+def acos(a: tuple) -> tuple:
+    """Kahan's: with ``s1 = sqrt(1 - z)``, ``s2 = sqrt(1 + z)``,
+    ``(2 atan2(Re s1, Re s2), asinh(Im(conj(s2) s1)))``."""
+    x, y = a
+    t = _t(x)
+    one = t(1)
+    r1, i1 = sqrt((one - x, -y))
+    r2, i2 = sqrt((one + x, y))
+    re, im = t(2) * np.arctan2(r1, r2), np.arcsinh(r2 * i1 - i2 * r1)
+    far = _far(x, y)
+    return (_select(far, np.arctan2(np.abs(y), x), re),
+            _select(far, np.copysign(_log_2abs(x, y), -y), im))
+
+
+def acosh(a: tuple) -> tuple:
+    """Kahan's: with ``s1 = sqrt(z - 1)``, ``s2 = sqrt(z + 1)``,
+    ``(asinh(Re(conj(s1) s2)), 2 atan2(Im s1, Re s2))``."""
+    x, y = a
+    t = _t(x)
+    one = t(1)
+    r1, i1 = sqrt((x - one, y))
+    r2, i2 = sqrt((x + one, y))
+    re, im = np.arcsinh(r1 * r2 + i1 * i2), t(2) * np.arctan2(i1, r2)
+    far = _far(x, y)
+    return _select(far, _log_2abs(x, y), re), _select(far, np.arctan2(y, x), im)
+
+
+def atanh(a: tuple) -> tuple:
+    """``log((1 + z) / (1 - z)) / 2`` by its parts: ``±log1p(4|x| / ((1 - |x|)**2 + y**2)) / 4``
+    (the sign of x; with x itself the sum would cancel near x = -1) and
+    ``atan2(2y, (1 - x)(1 + x) - y**2) / 2``."""
+    x, y = a
+    t = _t(x)
+    one = t(1)
+    ax = np.abs(x)
+    re = np.log1p(t(4) * ax / ((one - ax) * (one - ax) + y * y)) * t(0.25)
+    # x = ±1 and |y| below the second limit: y**2 would underflow; log(2 / |y|) / 2 is exact
+    edge = (ax == one) & (np.abs(y) < t(_LIMITS[t][1]))
+    re = np.copysign(_select(edge, (t(_LN2) - np.log(np.abs(y))) * t(0.5), re), x)
+    im = np.arctan2(t(2) * y, (one - x) * (one + x) - y * y) * t(0.5)
+    # far out: atanh(z) = 1/z ± iπ/2 to the last bit (Smith's 1/z may lose the sign of x = 0)
+    far = _far(x, y)
+    return (_select(far, np.copysign(div((one, t(0)), a)[0], x), re),
+            _select(far, np.copysign(t(_HALF_PI), y), im))
+
+
+def atan(a: tuple) -> tuple:
+    """``-i atanh(iz)``."""
+    w = atanh((-a[1], a[0]))
     return (w[1], -w[0])

@@ -134,6 +134,35 @@ def cmath_c128(a: CUDASlice[complex128], out: CUDASliceMut2D[complex128],
 
 
 @gpu_kernel(Kernel1D)
+def cmath_inverse_c64(a: CUDASlice[complex64], out: CUDASliceMut2D[complex64]):
+    """The inverse functions, and one of a real argument (an f32, promoted to complex64)."""
+    i = FlatLayout1D.uid()
+    if i < len(a):
+        z = a[i]
+        out[i, 0] = cmath.asin(z)
+        out[i, 1] = cmath.acos(z)
+        out[i, 2] = cmath.atan(z)
+        out[i, 3] = cmath.asinh(z)
+        out[i, 4] = cmath.acosh(z)
+        out[i, 5] = cmath.atanh(z)
+        out[i, 6] = cmath.acos(z.real)
+
+
+@gpu_kernel(Kernel1D)
+def cmath_inverse_c128(a: CUDASlice[complex128], out: CUDASliceMut2D[complex128]):
+    i = FlatLayout1D.uid()
+    if i < len(a):
+        z = a[i]
+        out[i, 0] = cmath.asin(z)
+        out[i, 1] = cmath.acos(z)
+        out[i, 2] = cmath.atan(z)
+        out[i, 3] = cmath.asinh(z)
+        out[i, 4] = cmath.acosh(z)
+        out[i, 5] = cmath.atanh(z)
+        out[i, 6] = cmath.acos(z.real)
+
+
+@gpu_kernel(Kernel1D)
 def arith_c128(a: CUDASlice[complex128], b: CUDASlice[complex128],
                out: CUDASliceMut2D[complex128]):
     i = FlatLayout1D.uid()

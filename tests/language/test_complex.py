@@ -1,5 +1,6 @@
 """The complex types (complex64, complex128): kernels on the simulator and (GPU-marked) on the GPU
-against NumPy complex128 references from fresh random inputs, outputs poisoned before each run;
+against NumPy complex128 references from fresh random inputs, outputs poisoned before each run
+(the inverse cmath functions also around their branch points and on and beside their cuts);
 the simulator's complex64 arithmetic bit for bit against NumPy float32 in the prelude's order of
 operations; device arrays of complex to and from NumPy; launch argument checks; bounds checks
 and unique-write proofs over arrays of complex numbers; and the type errors.
@@ -158,6 +159,92 @@ def test_cmath_predicates_on_special_values(backend, kc):
     got = out.to_host()
     assert got[0, 0] == complex(inf, 0)  # exp(inf + 0j): the imaginary part stays 0
     assert got[1, 3] == complex(inf, -inf)  # sqrt(0 - inf j)
+
+
+INVERSES = (np.arcsin, np.arccos, np.arctan, np.arcsinh, np.arccosh, np.arctanh)
+
+
+def complex_array(re, im, dtype):
+    """``re + im j`` with the signs of zero parts kept (``re + 1j * im`` loses ``-0.0``)."""
+    z = np.empty(np.broadcast(re, im).shape, dtype)
+    z.real, z.imag = re, im
+    return z
+
+
+def inverse_arguments(rng, dtype):
+    """Arguments for the inverse functions: random ones of every decade of normal numbers the
+    part type holds (1e-30 to 1e38 for complex64, 1e-300 to 1e308 for complex128: a subnormal
+    part is left out, see docs/language.md) in all four quadrants, with parts of one magnitude
+    and of unrelated ones (near the axes, so near the cuts); a grid around 0 and the branch
+    points ±1 and ±1j down to the type's epsilon; and points on the axes (on and off the cuts,
+    both signs of zero), each near the cut (a part of 1e-20, 1e-200) and beyond the threshold
+    where the functions take their form at infinity (1e18, 1e150)."""
+    is_single = dtype == np.complex64
+    lo, hi = (-30, 38) if is_single else (-300, 308)
+    n = 500
+
+    def signed_decades():
+        return rng.choice([-1.0, 1.0], n) * 10.0 ** rng.uniform(lo, hi, n)
+
+    angles = rng.uniform(-np.pi, np.pi, n)
+    modulus = 10.0 ** rng.uniform(lo, hi, n)
+    parts = [(modulus * np.cos(angles), modulus * np.sin(angles)),
+             (signed_decades(), signed_decades()),
+             (rng.uniform(-3, 3, n), rng.uniform(-3, 3, n))]
+    steps = [0.0] + [10.0 ** -k for k in range(1, 8 if is_single else 16, 2)]
+    offsets = np.array([s * d for d in steps for s in (1.0, -1.0)])
+    re, im = np.meshgrid(offsets, offsets)
+    for centre in (0, 1, -1, 1j, -1j):
+        parts.append((centre.real + re.ravel(), centre.imag + im.ravel()))
+    tiny = 1e-20 if is_single else 1e-200
+    axis = np.array([0.25, 0.5, 1.0, 1.5, 2.0, 1e3, 1e10, 1e17, 1e19, 1e30] if is_single
+                    else [0.25, 0.5, 1.0, 1.5, 2.0, 1e3, 1e10, 1e100, 1e149, 1e151, 1e300])
+    on_axis = np.concatenate([axis, -axis])
+    for side in (0.0, -0.0, tiny, -tiny):
+        parts += [(on_axis, np.full_like(on_axis, side)), (np.full_like(on_axis, side), on_axis)]
+    return np.concatenate([complex_array(r, i, dtype) for r, i in parts])
+
+
+def cmath_reference(f, z):
+    """Python's cmath ``f`` of each element (NaN where it raises, at the singular points)."""
+    def value(v):
+        try:
+            return f(v)
+        except ValueError:
+            return complex(np.nan, np.nan)
+    return np.array([value(complex(v)) for v in z])
+
+
+@pytest.mark.parametrize("dtype, rtol", [(np.complex64, 1e-5), (np.complex128, 1e-12)])
+def test_cmath_inverse_functions_match_numpy(backend, kc, rng, dtype, rtol):
+    """asin, acos, atan, asinh, acosh, atanh (and acos of a real argument, promoted) against
+    NumPy's complex128 of the same arguments, within rtol of the result's modulus; on the axes,
+    where the branch cuts are, each part's sign (of zero too) is Python's cmath's."""
+    import cmath
+
+    a = inverse_arguments(rng, dtype)
+    n = len(a)
+    kernel = kc.cmath_inverse_c64 if dtype == np.complex64 else kc.cmath_inverse_c128
+    out = poisoned((n, 7), dtype)
+    run(kernel, n, gn.to_device(a), out)
+    z = a.astype(np.complex128)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        want = np.stack([f(z) for f in INVERSES] + [np.arccos(z.real + 0j)], axis=1)
+    got = out.to_host()
+    finite = np.isfinite(want)
+    # atanh(±1) and atan(±1j) are infinite, the same infinity on both
+    np.testing.assert_array_equal(np.isfinite(got), finite)
+    np.testing.assert_array_equal(got[~finite], want[~finite])
+    assert_close(got[finite], want[finite], rtol)
+    on_axes = (z.real == 0) | (z.imag == 0)
+    for column, name in enumerate(("asin", "acos", "atan", "asinh", "acosh", "atanh")):
+        ref = cmath_reference(getattr(cmath, name), z[on_axes])
+        mine = got[on_axes, column]
+        for part in ("real", "imag"):
+            ours, python = getattr(mine, part), getattr(ref, part)
+            known = ~np.isnan(python)
+            np.testing.assert_array_equal(np.signbit(ours[known]), np.signbit(python[known]),
+                                          err_msg=f"cmath.{name}: the sign of the {part} part")
 
 
 def test_shared_and_local_arrays_of_complex(backend, kc, rng):

@@ -1040,7 +1040,7 @@ __device__ __forceinline__ bool gn_aligned(const void* p, unsigned mask) {
 struct __align__(8) gn_complex64 { float x, y; };
 struct __align__(16) gn_complex128 { double x, y; };
 
-#define GN_COMPLEX(C, T, M, A, S, D, F)                                                        \
+#define GN_COMPLEX(C, T, M, A, S, D, F, L, E)                                                  \
     __device__ __forceinline__ C operator+(C a, C b) { return C{A(a.x, b.x), A(a.y, b.y)}; }   \
     __device__ __forceinline__ C operator-(C a, C b) { return C{S(a.x, b.x), S(a.y, b.y)}; }   \
     __device__ __forceinline__ C operator-(C a) { return C{-a.x, -a.y}; }                      \
@@ -1096,12 +1096,57 @@ struct __align__(16) gn_complex128 { double x, y; };
         return C{D(F(sinh)(M((T)2, a.x)), d), D(F(sin)(M((T)2, a.y)), d)}; }                   \
     __device__ __forceinline__ C gn_ctan(C a) {                                                \
         C w = gn_ctanh(C{-a.y, a.x});                                                          \
+        return C{w.y, -w.x}; }                                                                 \
+    /* The inverse functions: Kahan's forms from the principal roots of 1 - z and 1 + z        \
+       (1 -+ iz, z -+ 1), whose sums never cancel; atanh by the parts of                       \
+       log((1 + z) / (1 - z)) / 2.  Beyond L in either part, the leading term at               \
+       infinity (exact there); below E, atanh's y*y would underflow. */                        \
+    __device__ __forceinline__ bool gn_cfar(C a) {                                             \
+        return F(fabs)(a.x) > (T)(L) || F(fabs)(a.y) > (T)(L); }                               \
+    __device__ __forceinline__ T gn_clog_2abs(C a) {  /* log(2|z|), |z| not overflowing */     \
+        return A(F(log)(F(hypot)(M(a.x, (T)0.5), M(a.y, (T)0.5))),                             \
+                 (T)1.3862943611198906188); }                                                  \
+    __device__ __forceinline__ C gn_casinh(C a) {                                              \
+        if (gn_cfar(a))                                                                        \
+            return C{F(copysign)(gn_clog_2abs(a), a.x), F(atan2)(a.y, F(fabs)(a.x))};          \
+        C s1 = gn_csqrt(C{A((T)1, a.y), -a.x}), s2 = gn_csqrt(C{S((T)1, a.y), a.x});           \
+        return C{F(asinh)(S(M(s1.x, s2.y), M(s1.y, s2.x))),                                    \
+                 F(atan2)(a.y, S(M(s1.x, s2.x), M(s1.y, s2.y)))}; }                            \
+    __device__ __forceinline__ C gn_casin(C a) {                                               \
+        C w = gn_casinh(C{-a.y, a.x});                                                         \
+        return C{w.y, -w.x}; }                                                                 \
+    __device__ __forceinline__ C gn_cacos(C a) {                                               \
+        if (gn_cfar(a))                                                                        \
+            return C{F(atan2)(F(fabs)(a.y), a.x), F(copysign)(gn_clog_2abs(a), -a.y)};         \
+        C s1 = gn_csqrt(C{S((T)1, a.x), -a.y}), s2 = gn_csqrt(C{A((T)1, a.x), a.y});           \
+        return C{M((T)2, F(atan2)(s1.x, s2.x)), F(asinh)(S(M(s2.x, s1.y), M(s2.y, s1.x)))}; }  \
+    __device__ __forceinline__ C gn_cacosh(C a) {                                              \
+        if (gn_cfar(a)) return C{gn_clog_2abs(a), F(atan2)(a.y, a.x)};                         \
+        C s1 = gn_csqrt(C{S(a.x, (T)1), a.y}), s2 = gn_csqrt(C{A(a.x, (T)1), a.y});            \
+        return C{F(asinh)(A(M(s1.x, s2.x), M(s1.y, s2.y))), M((T)2, F(atan2)(s1.y, s2.x))}; }  \
+    __device__ __forceinline__ C gn_catanh(C a) {                                              \
+        if (gn_cfar(a))  /* 1/z +- i pi/2 (Smith's 1/z may lose the sign of a zero x) */       \
+            return C{F(copysign)(gn_cdiv(C{(T)1, (T)0}, a).x, a.x),                            \
+                     F(copysign)((T)1.5707963267948966192, a.y)};                              \
+        /* the real part from |x| (with x, 4x/d would cancel against 1 near x = -1) */         \
+        T ax = F(fabs)(a.x), re;                                                               \
+        if (ax == (T)1 && F(fabs)(a.y) < (T)(E))                                               \
+            re = M(S((T)0.69314718055994530942, F(log)(F(fabs)(a.y))), (T)0.5);                \
+        else                                                                                   \
+            re = M(F(log1p)(D(M((T)4, ax), A(M(S((T)1, ax), S((T)1, ax)), M(a.y, a.y)))),      \
+                   (T)0.25);                                                                   \
+        return C{F(copysign)(re, a.x),                                                         \
+                 M(F(atan2)(M((T)2, a.y), S(M(S((T)1, a.x), A((T)1, a.x)), M(a.y, a.y))),      \
+                   (T)0.5)}; }                                                                 \
+    __device__ __forceinline__ C gn_catan(C a) {                                               \
+        C w = gn_catanh(C{-a.y, a.x});                                                         \
         return C{w.y, -w.x}; }
 
 #define GN_F32(name) name##f
 #define GN_F64(name) name
-GN_COMPLEX(gn_complex64, float, __fmul_rn, __fadd_rn, __fsub_rn, __fdiv_rn, GN_F32)
-GN_COMPLEX(gn_complex128, double, __dmul_rn, __dadd_rn, __dsub_rn, __ddiv_rn, GN_F64)
+GN_COMPLEX(gn_complex64, float, __fmul_rn, __fadd_rn, __fsub_rn, __fdiv_rn, GN_F32, 1e18, 1e-18)
+GN_COMPLEX(gn_complex128, double, __dmul_rn, __dadd_rn, __dsub_rn, __ddiv_rn, GN_F64, 1e150,
+           1e-150)
 #undef GN_F64
 #undef GN_F32
 #undef GN_COMPLEX
