@@ -722,39 +722,34 @@ def test_draws_that_cxx_orders_are_accepted(tmp_path):
     rewrite_module(source, str(tmp_path / "ok_random.py"), "ok_random")
 
 
-@pytest.mark.slow
-def test_the_example_in_docs_language_md_runs(tmp_path):
-    import os
-    import subprocess
-    import sys
-
+def test_the_example_in_docs_language_md_runs(backend, kernel_module, capsys):
     text = (ROOT / "docs" / "language.md").read_text()
     section = text[text.index("## Random numbers"):]
     code = section[section.index("```python\n") + 10:section.index("```\n", 10)]
-    script = tmp_path / "random_example.py"
-    script.write_text(code)
-    env = {**os.environ, "GPU_NATIVE_BACKEND": "sim"}
-    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
-                          env=env, timeout=300)
-    assert done.returncode == 0, done.stderr
-    counts = [int(c) for c in done.stdout.split("[")[-1].strip(" ]\n").split()]
+    example = kernel_module(code)
+    counts = [int(c) for c in capsys.readouterr().out.split("[")[-1].strip(" ]\n").split()]
     assert len(counts) == 6 and sum(counts) == 1000 and min(counts) > 100
+    # Thread i draws a normal (block 0) then a die (block 1 on) of subsequence i: the NumPy
+    # implementation's numbers on both backends; 0.5 + 0.1 * z may be one FMA on the GPU.
+    threads = np.arange(1000)
+    z, _ = P.normal_f32(42, threads, 0)
+    np.testing.assert_allclose(example.out.to_host(), 0.5 + 0.1 * z.astype(np.float64),
+                               rtol=1e-6, atol=1e-6)
+    dice, _ = P.randint(42, threads, 1, 6)
+    np.testing.assert_array_equal(example.dice.to_host(), dice.astype(np.int64) + 1)
 
 
-@pytest.mark.slow
-def test_the_four_number_example_in_docs_language_md_runs(tmp_path):
-    import os
-    import subprocess
-    import sys
-
+def test_the_four_number_example_in_docs_language_md_runs(backend, kernel_module, capsys):
     text = (ROOT / "docs" / "language.md").read_text()
     section = text[text.index("## Random numbers"):text.index("\n## Tuples\n")]
     section = section[section.index("A thread that needs several numbers draws them four"):]
     code = section[section.index("```python\n") + 10:section.index("```\n", 10)]
-    script = tmp_path / "random4_example.py"
-    script.write_text(code)
-    env = {**os.environ, "GPU_NATIVE_BACKEND": "sim"}
-    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
-                          env=env, timeout=300)
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.splitlines()[-1] == "ok"
+    example = kernel_module(code)
+    assert capsys.readouterr().out.splitlines()[-1] == "ok"
+    # Block 0 of subsequence i gives the normals, block 1 the uniforms: the NumPy
+    # implementation's, bit for bit on both backends (points adds 0.01 * z to zeros).
+    threads = np.arange(1000)
+    z = np.stack(P.normal4(7, threads, 0)[0], axis=1).astype(np.float64)
+    np.testing.assert_allclose(example.points.to_host(), 0.01 * z[:, :3], rtol=1e-6, atol=1e-9)
+    u = np.stack(P.uniform4(7, threads, 1)[0], axis=1)
+    np.testing.assert_array_equal(example.noise.to_host(), u)

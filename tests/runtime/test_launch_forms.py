@@ -646,3 +646,24 @@ def test_the_simulator_models_occupancy():
     assert be.max_active_blocks(Fn, 32, 0) == 32
     assert be.max_active_blocks(Fn, 1024, 0) == 2
     assert be.max_active_blocks(Fn, 64, 100 * 1024) == 2
+
+
+# ---- the docs ----------------------------------------------------------------------------------
+
+
+def test_the_docs_snippet_runs(backend, kernel_module, capsys):
+    import re
+
+    from tests.helpers import ROOT
+
+    text = (ROOT / "docs" / "language.md").read_text()
+    part = text[text.index("\n## Launching a kernel\n"):text.index("\n## Array views\n")]
+    (snippet,) = re.findall(r"```python\n(.*?)```", part, re.S)
+    example = kernel_module(snippet)  # its asserts check the results against NumPy
+    assert capsys.readouterr().out.splitlines()[-1] == "ok"
+    # Its own inputs, checked here too: three launches of axpy (2 + 3 - 1), then one of
+    # scale_rows; a float64 reference, with room for the GPU's fused multiply-adds.
+    x, y = example.x.astype(np.float64), example.y.astype(np.float64)
+    np.testing.assert_allclose(example.dy.to_host(), y + 4 * x, rtol=1e-5, atol=1e-5)
+    want = example.a.astype(np.float64) * example.w.astype(np.float64)[:, None]
+    np.testing.assert_allclose(example.out.to_host(), want, rtol=1e-6)
