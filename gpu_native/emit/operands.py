@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 
 from .. import ir
+from ..lang import registry
 from ..nodes import fields, is_node
 
 
@@ -38,8 +39,9 @@ def constant(e: ir.Expr) -> bool:
     flat = [c for x in children for c in (x if isinstance(x, tuple) else (x,))]
     return all(constant(c) for c in flat if isinstance(c, ir.Expr))
 
-# Float functions whose result ptxas may take to be >= 0 although it can be NaN.
-TAKEN_NONNEGATIVE = frozenset({"abs", "fabs", "exp", "exp2", "sqrt", "hypot", "cosh"})
+# Float functions whose result ptxas may take to be >= 0 although it can be NaN (the registry's
+# `nonnegative` entries, by the IR's name).
+TAKEN_NONNEGATIVE = frozenset(name for name, e in registry.MATH_OPS.items() if e.nonnegative)
 
 
 def taken_nonnegative(e: ir.Expr) -> bool:

@@ -14,6 +14,8 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+from ..lang import registry
+
 # (module, name) -> value: constants read as attributes or imported by name.
 CONSTANTS: dict[tuple[str, str], float] = {
     ("math", "pi"): math.pi, ("math", "e"): math.e, ("math", "tau"): math.tau,
@@ -22,9 +24,11 @@ CONSTANTS: dict[tuple[str, str], float] = {
     ("numpy", "nan"): math.nan,
 }
 
-_MATH = ("sqrt", "exp", "expm1", "log", "log1p", "log2", "log10", "sin", "cos", "tan", "asin",
-         "acos", "atan", "atan2", "sinh", "cosh", "tanh", "floor", "ceil", "trunc", "fabs",
-         "pow", "hypot", "radians", "degrees", "copysign", "fmod", "isqrt", "gcd")
+# Python's math functions that kernels have (the registry's), and a few more for constants alone;
+# each takes and gives numbers.
+_MATH = frozenset(name for name, e in registry.MATH.items()
+                  if e.form == "call" and hasattr(math, name)) | {
+    "radians", "degrees", "isqrt", "gcd"}
 _BUILTINS = ("int", "float", "bool", "abs", "min", "max", "round")
 # NumPy's scalar types: the value rounded as that type, then the Python number it holds.
 _NUMPY = ("float16", "float32", "float64", "single", "double", "half", "int8", "int16",

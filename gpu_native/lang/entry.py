@@ -119,6 +119,10 @@ class Entry:
         The oldest GPU architecture that has it, as its compute capability times ten (``80``
         for sm_80), or 0 for every one: a kernel that uses it is built for that architecture
         or a newer one only (:attr:`gpu_native.spec.VariantSpec.min_arch`).
+    nonnegative : bool
+        A float function whose result is at least 0 unless it is NaN (``sqrt``, ``exp``,
+        ``fabs``): the device compiler may take it to be at least 0, so the emitter guards
+        compares with it (``gpu_native.emit.operands.taken_nonnegative``).
     """
 
     name: str
@@ -135,6 +139,7 @@ class Entry:
     since: str = "0.1.0"
     more: str = ""
     arch: int = 0
+    nonnegative: bool = False
 
     @property
     def ir_name(self) -> str:

@@ -97,9 +97,10 @@ def _libm(name: str) -> dict[str, str]:
 
 
 def _math(name: str, doc: str, sim: PerType, params: str = "x", *, result: str = "float",
-          cuda: PerType = None, since: str = "0.1.0") -> None:
+          cuda: PerType = None, since: str = "0.1.0", nonnegative: bool = False) -> None:
     _add(Entry(name, "math", "call", doc, _params(params), result, "call_math",
-               cuda if cuda is not None else _libm(name), sim, since=since))
+               cuda if cuda is not None else _libm(name), sim, since=since,
+               nonnegative=nonnegative))
 
 
 # ---- gpu_native: types ------------------------------------------------------------------------
@@ -725,11 +726,11 @@ _add(Entry("store", "atomic_ref", "method", "write `value` atomically",
 
 # ---- the math module --------------------------------------------------------------------------
 
-_math("sqrt", "square root", np.sqrt)
+_math("sqrt", "square root", np.sqrt, nonnegative=True)
 _math("rsqrt", "1 / sqrt(x) (CUDA's `rsqrt`; not in Python's math)", "rsqrt")
 _math("cbrt", "cube root", np.cbrt)
-_math("exp", "e ** x", np.exp)
-_math("exp2", "2 ** x", np.exp2)
+_math("exp", "e ** x", np.exp, nonnegative=True)
+_math("exp2", "2 ** x", np.exp2, nonnegative=True)
 _math("expm1", "e ** x - 1, accurate near 0", np.expm1)
 _math("log", "natural logarithm (one argument)", np.log)
 _math("log2", "base-2 logarithm", np.log2)
@@ -744,13 +745,13 @@ _math("acos", "arc cosine", np.arccos)
 _math("atan", "arc tangent", np.arctan)
 _math("atan2", "arc tangent of y / x, in the quadrant of (x, y)", np.arctan2, "y x")
 _math("sinh", "hyperbolic sine", np.sinh)
-_math("cosh", "hyperbolic cosine", np.cosh)
+_math("cosh", "hyperbolic cosine", np.cosh, nonnegative=True)
 _math("tanh", "hyperbolic tangent", np.tanh)
 _math("asinh", "inverse hyperbolic sine", np.arcsinh)
 _math("acosh", "inverse hyperbolic cosine", np.arccosh)
 _math("atanh", "inverse hyperbolic tangent", np.arctanh)
-_math("hypot", "sqrt(x * x + y * y) without overflow", np.hypot, "x y")
-_math("fabs", "absolute value, as a float", np.abs)
+_math("hypot", "sqrt(x * x + y * y) without overflow", np.hypot, "x y", nonnegative=True)
+_math("fabs", "absolute value, as a float", np.abs, nonnegative=True)
 _math("floor", "largest integer <= x, as a float", np.floor)
 _math("ceil", "smallest integer >= x, as a float", np.ceil)
 _math("trunc", "x rounded toward zero, as a float", np.trunc)
@@ -789,7 +790,7 @@ _add(Entry("max", "builtins", "call", "the largest argument; `max(a, b)` is `b` 
 _add(Entry("abs", "builtins", "call", "absolute value (integers wrap: `abs(INT_MIN)`)",
            _params("x:scalar"), "T", "call_abs",
            {"int": "gn_iabs<{T}>", "f16": "__habs", "bf16": "__habs", **_libm("fabs")},
-           {"int": "iabs", "*": np.abs}))
+           {"int": "iabs", "*": np.abs}, nonnegative=True))
 _add(Entry("round", "builtins", "call", "round half to even, as an `i64` (one argument)",
            _params("x:scalar"), "i64", "call_round", _libm("rint"), np.rint, "rint"))
 _add(Entry("int", "builtins", "call", "conversion to `i64` (truncates, saturates; NaN gives 0); "

@@ -249,6 +249,9 @@ from gpu_native import *
     ("X = (np.int32(3), math.floor(2.5))", (3, 2)),
     ("X = -np.inf", -math.inf),
     ("X = np.uint8(200) + 100", 300),
+    # Every math function of the kernel language folds in constants too (the registry's).
+    ("X = math.ldexp(0.75, 4) + math.erf(0.5)", math.ldexp(0.75, 4) + math.erf(0.5)),
+    ("X = math.atanh(0.5)", math.atanh(0.5)),
 ])
 def test_a_constant_computed_from_library_values_is_folded(body, value):
     scan = scan_module(LIBRARY_HEADER + body + "\n", "lib.py")
