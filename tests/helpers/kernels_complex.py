@@ -148,6 +148,8 @@ def cmath_inverse_c64(a: CUDASlice[complex64], out: CUDASliceMut2D[complex64]):
         out[i, 6] = cmath.acos(z.real)
 
 
+# The same for complex128 (a kernel's TypeVar lists scalar types only, so each complex type has
+# a kernel of its own, as cmath_c64 and cmath_c128 have).
 @gpu_kernel(Kernel1D)
 def cmath_inverse_c128(a: CUDASlice[complex128], out: CUDASliceMut2D[complex128]):
     i = FlatLayout1D.uid()
