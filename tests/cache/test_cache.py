@@ -629,6 +629,7 @@ class TestCommands:
         assert user_store().scan() == []
         assert entry_files(isolated_cache / "nvrtc") == []
 
+    @pytest.mark.untrusted
     @pytest.mark.slow
     def test_cache_clear_removes_only_what_gpu_native_wrote(self, kernel_requests, tmp_path,
                                                              isolated_cache, capsys):

@@ -217,6 +217,7 @@ class TestPrecompile:
         assert message in err and "Traceback" not in err
         assert len(err.strip().splitlines()) == 1
 
+    @pytest.mark.untrusted
     def test_a_star_import_of_gpu_native_is_precompiled_like_explicit_imports(self, tmp_path,
                                                                               capsys):
         (tmp_path / "star.py").write_text(SUBKERNELS.replace(
@@ -329,6 +330,7 @@ def fake_compile(request):
     return CompiledImage(b"\x7fELF", "cubin", request.arch, "", ())
 
 
+@pytest.mark.untrusted
 class TestOutputDirectory:
     def test_a_manifest_json_of_something_else_is_refused_and_nothing_written(
             self, built, tmp_path, capsys):
@@ -544,6 +546,7 @@ def build_with_umask(root: Path, out: str, umask: int, archs: str = "sm_90") -> 
     return root / out
 
 
+@pytest.mark.untrusted
 class TestOutputModes:
     @pytest.mark.slow
     @pytest.mark.parametrize(("umask", "directory", "file"), [(0o022, 0o755, 0o644),
@@ -737,6 +740,7 @@ def artifact_file(pre: Path, request, which: str) -> Path:
     return pre / f"{artifact_id(request)}.{'json' if which == 'sidecar' else 'cubin'}"
 
 
+@pytest.mark.untrusted
 class TestUnreadableEntries:
     @pytest.mark.slow
     def test_a_deployment_built_by_one_account_runs_as_another(self, reader, deployment):
@@ -863,6 +867,7 @@ def run_on_gpu(reader: Reader, pre: Path, deny=(), **env: str) -> dict:
     return result
 
 
+@pytest.mark.untrusted
 @pytest.mark.gpu
 class TestDeploymentOnTheGpu:
     def test_a_deployment_built_under_umask_022_runs_as_its_reader_without_nvrtc(

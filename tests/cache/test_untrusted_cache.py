@@ -45,7 +45,7 @@ from tests.helpers.hostile import cli, executed, marker_code
 
 PACKAGE = ROOT / "gpu_native"
 # Every test gets a cache directory of its own (tests/conftest.py).
-pytestmark = pytest.mark.usefixtures("isolated_cache")
+pytestmark = [pytest.mark.usefixtures("isolated_cache"), pytest.mark.untrusted]
 
 
 # ---- hostile cache contents -------------------------------------------------------------------------

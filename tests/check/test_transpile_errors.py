@@ -626,6 +626,7 @@ def test_expand_prints_the_error_without_a_traceback(tmp_path, capsys):
     assert "hint:" in err
 
 
+@pytest.mark.untrusted
 def test_static_shared_memory_past_48_kib_points_to_the_dynamic_form(tmp_path):
     # 64 KiB of static shared memory: ptxas would refuse the generated code, and the simulator
     # would run it; the transpiler refuses it for both.
@@ -742,6 +743,7 @@ def _located(err: TranspileError, path, source: str, text: str) -> None:
     assert rendered[2] == "    " + " " * col + "^" * len(text.split(".")[0])
 
 
+@pytest.mark.untrusted
 @pytest.mark.parametrize("files, rewritten, culprit", [
     pytest.param({"k1.py": MATH_IN_KERNEL}, "k1.py", "k1.py", id="kernel"),
     pytest.param({"devs.py": MATH_IN_DEVICE}, "devs.py", "devs.py", id="device function"),
@@ -762,6 +764,7 @@ def test_math_not_imported_is_said_at_the_name(files, rewritten, culprit, tmp_pa
     _located(err, tmp_path / culprit, files[culprit], "math.sqrt")
 
 
+@pytest.mark.untrusted
 @pytest.mark.slow
 def test_expand_says_math_is_not_imported_and_exits_non_zero(tmp_path):
     # The reproduction, through the command a user runs (its exit status is the process's).

@@ -35,6 +35,7 @@ def _line_of(source: str, text: str) -> int:
     return next(n for n, s in enumerate(source.splitlines(), 1) if text in s)
 
 
+@pytest.mark.untrusted
 @pytest.mark.slow
 def test_expand_checks_a_module_of_device_functions_only(tmp_path):
     # It printed the module back and exited 0: nothing was checked until a kernel called `bad`.

@@ -22,6 +22,8 @@ from gpu_native.headers import header_text
 from gpu_native.rewrite import rewrite_module, transpile_module
 from tests.helpers import EXAMPLES, HELPERS, compiled_cleanly
 
+pytestmark = pytest.mark.untrusted  # hostile parameter names (docs/testing.md)
+
 # Names the generated launcher used for its own values before they were prefixed, its prefix and
 # names made with it, and the classes its fast path compares with.
 LAUNCHER_NAMES = ["DA", "sig_x", "pack", "buf", "args", "launch", "fn", "gx", "gy", "gz", "bx",

@@ -28,7 +28,7 @@ from tests.helpers import ROOT, child_env
 from tests.helpers.hostile import cli, executed, marker_code
 
 # Every test gets a cache directory of its own (tests/conftest.py).
-pytestmark = pytest.mark.usefixtures("isolated_cache")
+pytestmark = [pytest.mark.usefixtures("isolated_cache"), pytest.mark.untrusted]
 
 
 # ---- hostile source: never executed ---------------------------------------------------------------

@@ -125,6 +125,7 @@ class TestRewriteOnImport:
         # Code objects compare their bytecode, constants, names and line tables.
         assert rep["same"] is True
 
+    @pytest.mark.untrusted
     @pytest.mark.slow
     def test_a_star_import_of_gpu_native_works_like_explicit_imports(self, tmp_path, work):
         star = MYKERNELS.replace(MYKERNELS[:MYKERNELS.index("\n\n")], "from gpu_native import *")
@@ -502,6 +503,7 @@ RELOADED = textwrap.dedent('''\
 ''')
 
 
+@pytest.mark.untrusted
 class TestReloadWithoutHook:
     @pytest.mark.slow
     def test_reload_picks_up_an_edited_kernel(self, tmp_path, work):

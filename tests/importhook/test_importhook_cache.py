@@ -235,6 +235,7 @@ REPORT_OPTIMIZED = '''
 '''
 
 
+@pytest.mark.untrusted
 class TestOptimizationLevel:
     """``python -O`` compiles without asserts (and -OO without docstrings): its cached rewrite
     is keyed and named by the level, as CPython's ``opt-1``/``opt-2`` pycs are."""
@@ -299,6 +300,7 @@ class TestOptimizationLevel:
         assert not pycache.is_current({**key, "optimize": sys.flags.optimize + 1}, "m", path, sha)
 
 
+@pytest.mark.untrusted
 class TestEntryMode:
     """A rewrite beside the source is as readable as the source (CPython's ``_calc_mode``)."""
 
@@ -327,6 +329,7 @@ class TestEntryMode:
 HELPERS_PLUS = HELPERS.replace("return x * FACTOR", "return x * FACTOR + 100.0")
 
 
+@pytest.mark.untrusted
 class TestDependencyResolution:
     """A cached rewrite holds the device functions it read; when the same import finds another
     file (``sys.path`` changed), it is rewritten with the one Python now imports."""

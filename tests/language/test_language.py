@@ -104,6 +104,7 @@ def _optin_limit() -> int:
     return B.select().properties(0)["max_shared_per_block_optin"]
 
 
+@pytest.mark.untrusted
 def test_static_plus_dynamic_shared_memory_is_checked_against_the_device(backend, kl, rng):
     x = rng.standard_normal(256, dtype=np.float32)
     out = filled(len(x), gn.f32, np.nan)

@@ -360,6 +360,7 @@ class TestRaces:
             "the two accesses, so on the GPU the result depends on timing; add sync_threads() "
             "between them"]
 
+    @pytest.mark.untrusted
     def test_missing_barrier_within_a_warp_in_divergent_code_asks_for_sync_warp(self, k):
         # Lanes 0..15 of warp 0 exchange through shared memory inside `if t < 16:`, where
         # sync_threads() is not allowed: the barrier they need is sync_warp with their mask.
@@ -396,6 +397,7 @@ class TestRaces:
             "sync_threads() where every thread of the block reaches it, then write (or write "
             "to a second buffer)"), errors.races[0]
 
+    @pytest.mark.untrusted
     def test_the_suggested_sync_warp_makes_the_exchange_race_free(self, k):
         x = np.arange(64, dtype=np.float32)
         out = poisoned(64, np.float32)
