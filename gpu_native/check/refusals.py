@@ -235,11 +235,17 @@ def hint_for(a: StoreForm, b: StoreForm, outcome: PairProof, space: str) -> str:
     lane = _block_lane(a) or _block_lane(b)
     if lane is not None and Digit(f"tid{lane[0]}", "lo", lane[1]) in (missing or ()):
         d, m = "xyz"[lane[0]], lane[1]
-        return (f"`(block_idx.{d} * block_dim.{d} + thread_idx.{d}) % {m}` is the thread's "
-                f"own `thread_idx.{d} % {m}` only in blocks of a multiple of {m} threads: "
-                f"assert that (`assert block_dim.{d} % {m} == 0` at the top of the kernel, "
-                f"checked once per launch), or take it from the thread (`thread_idx.{d} % "
-                f"{m}`)")
+        grid = f"`(block_idx.{d} * block_dim.{d} + thread_idx.{d}) % {m}`"
+        if m & (m - 1):
+            # A power of two's remainder survives a sum that wraps; another's does not.
+            return (f"the proofs read {grid} as the thread's own `thread_idx.{d} % {m}` only "
+                    f"where the modulus is a power of two, whose remainder survives a sum that "
+                    f"wraps, and {m} is not one: take it from the thread (`thread_idx.{d} % "
+                    f"{m}`)")
+        return (f"{grid} is the thread's own `thread_idx.{d} % {m}` only in blocks of a "
+                f"multiple of {m} threads: assert that (`assert block_dim.{d} % {m} == 0` at "
+                f"the top of the kernel, checked once per launch), or take it from the thread "
+                f"(`thread_idx.{d} % {m}`)")
     if any(d.part != "all" for d in missing):
         return ("one writer per warp needs the other part pinned: `if lane == 0: "
                 "partial[wid] = v` (lane = tid % 32, wid = tid // 32); or index with both parts")
@@ -387,20 +393,21 @@ def thread_strided_loops(form: StoreForm) -> list[tuple[str, int]]:
 
 def _block_lane(form: StoreForm) -> tuple[int, int] | None:
     """``(axis, m)`` where an index of ``form``, or a condition around it, reads
-    ``(block_idx.a * block_dim.a + thread_idx.a) % m`` (``m`` a power of two) that the block's
-    extent does not reduce to the thread's own ``thread_idx.a % m`` (:func:`.splits.lanes`)."""
+    ``(block_idx.a * block_dim.a + thread_idx.a) % m`` that the proofs do not read as the
+    thread's own ``thread_idx.a % m`` (:func:`.splits.lanes`): ``m`` is no power of two, or the
+    block's extent is not shown a multiple of it."""
     # In an index, or in a condition around the store (`if lane == 31:`, form.residues).
     lanes = [(d.of.flat, d.of.other) for p in form.dims for d in digits_of(p)
              if d.of is not None and d.of.op == "lo"]
     lanes += [(e, const(m)) for e, m, _ in form.residues]
     for flat, other in lanes:
         m = other.const
-        if other.terms or m < 1 or m & (m - 1):
+        if other.terms or m < 2:
             continue
         for axis in range(3):
             if flat.coefficient((Digit(f"tid{axis}"),)) == 1 and any(
                     _reads_block(mono, axis) for mono, _ in flat.terms) \
-                    and block_multiple(form, axis) % m:
+                    and (m & (m - 1) or block_multiple(form, axis) % m):
                 return axis, m
     return None
 

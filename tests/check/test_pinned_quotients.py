@@ -668,3 +668,20 @@ def test_the_grid_s_lane_by_every_warp_is_refused_and_races(tmp_path):
     x = np.arange(256, dtype=np.int32)
     errors = run_sim(kernel, 1, 256, x, np.zeros_like(x))
     assert errors.races
+
+
+def test_the_grid_s_lane_by_a_modulus_not_a_power_of_two_is_refused_with_the_thread_s_form(
+        tmp_path):
+    # `id % 48` is `thread_idx.x % 48` in blocks of a multiple of 48 only while `id` does not
+    # wrap; the proofs take the remainder of a power of two alone, and say so.
+    source = WARP_SUMS.replace("% 32 == 0", "% 48 == 0").replace("tid % 32", "tid % 48") \
+        .replace("thread_idx.x // 32", "thread_idx.x // 48").replace("lane == 31", "lane == 47") \
+        .replace("block_dim.x // 32", "block_dim.x // 48").replace("(i32, 32)", "(i32, 48)")
+    assert "% 48" in source and "// 32" not in source
+    with pytest.raises(TranspileError, match="could write the same element") as refused:
+        build(tmp_path, source, name="warp_sums_48")
+    assert "where the modulus is a power of two" in refused.value.hint
+    assert "`thread_idx.x % 48`" in refused.value.hint
+    # Taken from the thread, as the hint says, it is accepted.
+    build(tmp_path, source.replace("lane = tid % 48", "lane = thread_idx.x % 48"),
+          name="warp_sums_48_thread")
