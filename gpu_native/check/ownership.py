@@ -537,8 +537,7 @@ class Forms:
                         # The grid's lane where the block is a multiple of its modulus:
                         # `(block_idx.x * block_dim.x + tid) % 32 == 31` pins tid % 32.
                         lane = lanes(substitute(pa, deep(fold)))
-                        if len(digits_of(lane)) == 1 and is_uniform(lane.plus(
-                                atom(next(iter(digits_of(lane)))).scaled(-1))):
+                        if any(d.is_thread for d in digits_of(lane)):
                             pa = lane
                     if a in exact and pb == const(0):
                         for digit in _zero_sum_digits(pa):

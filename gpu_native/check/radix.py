@@ -128,10 +128,10 @@ def prove_pair(a: StoreForm, b: StoreForm, required: frozenset[str],
     outcome = _prove_pair(a, b, required, same, False)
     assert outcome is not None  # only a try with the pins' values gives none
     if not outcome.ok:
-        # A global lane in blocks of whole warps, read as the thread's own (.splits.lanes).
-        from .splits import lanes
-        la, lb = (_lanes(f, lanes) for f in (a, b))
-        if (la.dims, lb.dims) != (a.dims, b.dims):
+        # A global lane in blocks of whole warps, read as the thread's own (.splits.lanes;
+        # Forms.store reads a pin on one so already).
+        la, lb = _lanes(a), _lanes(b)
+        if la is not a or lb is not b:
             again = _prove_pair(la, lb, required, same, False)
             if again is not None and again.ok:
                 return again
@@ -141,20 +141,18 @@ def prove_pair(a: StoreForm, b: StoreForm, required: frozenset[str],
     return again if again is not None and again.ok else outcome
 
 
-def _lanes(f: StoreForm, lanes) -> StoreForm:
-    """``f`` with the grid's lanes read as the thread's own, in its indices and its pins."""
+def _lanes(f: StoreForm) -> StoreForm:
+    """``f`` with the grid's lanes in its indices read as the thread's own (``f`` itself where
+    it has none)."""
+    from .splits import lanes
     dims = tuple(lanes(p) for p in f.dims)
-    pins = {}
-    for digit, pin in f.pins.items():
-        (lane,) = digits_of(lanes(atom(digit)))
-        pins[lane] = pin
-    if dims == f.dims and pins.keys() == f.pins.keys():
+    if dims == f.dims:
         return f
     ranges = dict(f.ranges)
-    for d in [*pins, *(d for p in dims for d in digits_of(p))]:
+    for d in (d for p in dims for d in digits_of(p)):
         if d.part == "lo" and d.of is None:
             ranges.setdefault(d, const(d.radix))
-    return replace(f, dims=dims, pins=pins, ranges=ranges)
+    return replace(f, dims=dims, ranges=ranges)
 
 
 def _prove_pair(a: StoreForm, b: StoreForm, required: frozenset[str], same: frozenset,
