@@ -296,7 +296,7 @@ class Trace:
             cond = self.value(s.cond)
             if isinstance(cond, int):
                 self.block(s.then if cond else s.orelse)
-            elif cond == UNIFORM and not self.level and _barrier_in((s.then, s.orelse)):
+            elif cond == UNIFORM and not self.level and _barrier_in((s.then, s.orelse)) is not None:
                 self.alternatives((s.then, s.orelse))
             else:
                 self.diverge((s.then, s.orelse))
@@ -495,10 +495,10 @@ class Trace:
         """A loop whose trip count may differ between threads or is not known: its variables
         differ between threads; a barrier in it cannot be followed (``bound``: the hint that
         would make it known, where there is one)."""
-        for n in ir.walk(body):
-            if isinstance(n, ir.Barrier) and n.scope in ("block", "grid"):
-                raise _Abort("a barrier in a loop whose trip count the trace does not know",
-                             n.span, bound)
+        barrier = _barrier_in(body)
+        if barrier is not None:
+            raise _Abort("a barrier in a loop whose trip count the trace does not know",
+                         barrier.span, bound)
         assigned = _assigned(body) | ({id(var)} if var is not None else set())
         if var is not None:
             self.thread_loops.add(id(var))
@@ -531,8 +531,10 @@ def _known(parts: list[object]) -> tuple[int, int]:
     return a, b
 
 
-def _barrier_in(body) -> bool:
-    return any(isinstance(n, ir.Barrier) and n.scope in ("block", "grid") for n in ir.walk(body))
+def _barrier_in(body) -> ir.Barrier | None:
+    """The first block or grid barrier in ``body``, or ``None``."""
+    return next((n for n in ir.walk(body) if isinstance(n, ir.Barrier)
+                 and n.scope in ("block", "grid")), None)
 
 
 def _assigned(body) -> set[int]:
