@@ -10,13 +10,13 @@ This is the one place the transpiler bounds integer values.  Its pieces:
   point (:mod:`gpu_native.emit.index32`) makes its own, narrower limits, which its launcher
   checks before it runs that entry point.
 * :class:`ValueRanges`: sound intervals of IR expressions from those limits and whatever the
-  client knows of its variables.  The 32-bit entry point solves its variables' ranges over the
-  whole kernel body (:class:`gpu_native.emit.index32.IndexRanges`).
-* :class:`UpperBounds`: upper bounds of the nonnegative integers the checker's bounds proofs
-  reason about (:mod:`gpu_native.check.bounds`), from the same limits and the facts that hold
-  where a value is used.  Its rules are coarser than :class:`ValueRanges`' on purpose: they
-  decide which arithmetic the checker marks as never wrapping, and with it the generated code,
-  so a tighter rule is a change of the language's output, to be made with its own tests.
+  client knows of its variables, by the one set of rules above.  Its clients: the 32-bit entry
+  point, which solves its variables' ranges over the whole kernel body
+  (:class:`gpu_native.emit.index32.IndexRanges`), and the checker's bounds and no-wrap proofs,
+  which narrow each part by the facts that hold where it is used
+  (:class:`gpu_native.check.bounds.FactRanges`).  :meth:`ValueRanges.unwrapped` is an
+  expression's interval before its own operation wraps: the no-wrap proofs compare it with the
+  type's range.
 * :class:`Affine`: an integer as ``const + sum(coefficient * symbol)``, the symbols being values
   (thread coordinates, loop counters, launch-uniform strides) whose intervals are known
   separately.  A proof about an index such as ``base + tid + j * B`` reads its coefficients and
@@ -42,7 +42,6 @@ __all__ = [
     "Affine",
     "Interval",
     "LaunchLimits",
-    "UpperBounds",
     "ValueRanges",
     "affine",
     "constant_value",
@@ -247,12 +246,19 @@ class ValueRanges:
             if hit is not None:
                 return hit[1]
         full = type_interval(e.ty)
-        r = None if full is None else self._raw(e, full)
+        r = self.unwrapped(e)
         if r is not None and full is not None and not r.within(full):
             r = full  # it may wrap: any value of the type
         if memo is not None:
             memo[id(e)] = (e, r)
         return r
+
+    def unwrapped(self, e: ir.Expr) -> Interval | None:
+        """The interval of ``e``'s own operation taken as mathematical integers, its operands as
+        the generated code computes them (:meth:`range`): beyond ``e``'s type where ``e`` may
+        wrap, which is what the no-wrap proofs ask.  ``None`` when ``e`` is no integer."""
+        full = type_interval(e.ty)
+        return None if full is None else self._raw(e, full)
 
     def _raw(self, e: ir.Expr, full: Interval) -> Interval:
         if isinstance(e, ir.Const):
@@ -302,86 +308,6 @@ class ValueRanges:
                 return Interval(-hi, -lo)
             return Interval(0, max(-lo, hi))
         return full
-
-
-class UpperBounds:
-    """Upper bounds of nonnegative integer expressions as mathematical integers (before any
-    wrap), for the checker's bounds proofs.
-
-    ``definition(var)`` is the value of a local assigned exactly once (``None`` otherwise), and
-    ``known(e)`` the bound the facts that hold here give ``e`` (``None``: none).  A bound is the
-    smaller of that and the one computed from ``e``'s parts; ``None`` means unknown."""
-
-    # Deeper expressions are not worth bounding (and recursion must end on any IR).
-    MAX_DEPTH = 32
-
-    def __init__(self, limits: LaunchLimits, definition: Callable[[ir.Var], ir.Expr | None],
-                 known: Callable[[ir.Expr], int | None]):
-        self.limits = limits
-        self.definition = definition
-        self.known = known
-
-    def upper(self, e: ir.Expr, depth: int = 0) -> int | None:
-        """An upper bound of the nonnegative integer ``e``; ``None`` when unknown."""
-        if depth > self.MAX_DEPTH:
-            return None
-        ty = e.ty
-        type_max = int(ty.info.max) if isinstance(ty, ir.ScalarType) and ty.info.is_int else None
-        if isinstance(e, ir.Const):
-            return e.value if isinstance(e.value, int) else None
-        if isinstance(e, (ir.Special, ir.LaneId, ir.UidComponent)):
-            leaf = self.limits.leaf(e)
-            assert leaf is not None  # every launch index, lane id and uid has an interval
-            fact = self.known(e)  # thread_idx.x < 16 under `assert block_dim.x == 16`
-            return leaf.hi if fact is None else min(leaf.hi, fact)
-        if isinstance(e, ir.Shape):
-            return self.limits.extent
-        best = self.known(e)
-        computed = None
-        if isinstance(e, ir.Local):
-            d = self.definition(e.var)
-            computed = self.upper(d, depth + 1) if d is not None else type_max
-        elif isinstance(e, ir.Cast):
-            computed = self.upper(e.value, depth + 1) if is_widening(e) else type_max
-        elif isinstance(e, ir.BinOp):
-            computed = self._binop(e, depth, type_max)
-        elif isinstance(e, ir.MathCall) and e.name in ("min", "max"):
-            bounds = [self.upper(a, depth + 1) for a in e.args]
-            known = [b for b in bounds if b is not None]
-            if e.name == "min":
-                computed = min(known) if known else type_max
-            else:
-                computed = max(known) if known and len(known) == len(bounds) else type_max
-        else:
-            computed = type_max
-        if best is None:
-            return computed
-        return best if computed is None else min(best, computed)
-
-    def _binop(self, e: ir.BinOp, depth: int, type_max: int | None) -> int | None:
-        left = self.upper(e.left, depth + 1)
-        right = self.upper(e.right, depth + 1)
-        rc = constant_value(e.right)
-        if e.op == "+" and left is not None and right is not None:
-            return left + right
-        if e.op == "*" and left is not None and right is not None:
-            return left * right
-        if e.op in ("//", ">>") and left is not None:
-            return left
-        if e.op == "-" and left is not None and isinstance(rc, int) and rc >= 0 and \
-                isinstance(e.ty, ir.ScalarType) and e.ty.info.kind == "int":
-            # Signed, and nonnegative (this class's premise): left >= rc, so nothing wrapped.
-            return left - rc
-        if e.op == "%" and isinstance(rc, int) and rc > 0:
-            return rc - 1
-        if e.op == "%" and right is not None:
-            # Python's modulo takes the divisor's sign: below a positive divisor, and at most 0
-            # for a negative one (a nonnegative result's divisor is nonnegative, see is_nonneg).
-            return max(right - 1, 0)
-        if e.op == "&":
-            known = [b for b in (left, right) if b is not None]
-            return min(known) if known else type_max
-        return type_max
 
 
 def constant_value(e: ir.Expr):

@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING
 
 from .. import ir
 from ..analysis.ranges import (
+    BINARY,
     HARDWARE,
     Interval,
-    UpperBounds,
     ValueRanges,
     constant_value,
     is_widening,
@@ -57,6 +57,11 @@ if TYPE_CHECKING:
     from .unique import UniqueWrites
 
 
+# How many widening casts and single-assignment locals :meth:`BoundsProofs.upper` looks
+# through (a longer chain is bounded by what its last link's type allows).
+_MAX_CHAIN = 64
+
+
 class BoundsProofs:
     """The bounds proofs of one function, made as the type pass reaches each index.
 
@@ -86,7 +91,6 @@ class BoundsProofs:
         self.pending: set[Fact] = set()
         self.no_wrap: NoWrapProofs  # wired by the type pass
         self.unique: UniqueWrites
-        self.bounds = UpperBounds(HARDWARE, defs.single_def, self._known_upper)
         # What the launcher checks at every launch (hoisted shape asserts, see
         # StatementChecker.hoist_shape_assert): true in every thread of every launch that runs.
         self.launch_facts: frozenset[Fact] = frozenset()
@@ -695,13 +699,40 @@ class BoundsProofs:
     def interval(self, e: ir.Expr) -> Interval:
         """The values the integer ``e`` may take here, as the generated code computes it (a
         part that may wrap makes it the whole type), from the launch's limits and the facts."""
-        r = _FactRanges(self).range(e)
+        r = FactRanges(self).range(e)
         return r if r is not None else Interval(1, 0)  # not an integer: nothing is within it
 
     def upper(self, e: ir.Expr) -> int | None:
-        """An upper bound of the nonnegative integer ``e`` as a mathematical integer (before any
-        wrap), from what the hardware and the facts limit it to; ``None`` when unknown."""
-        return self.bounds.upper(e)
+        """An upper bound of the nonnegative integer ``e`` as a mathematical integer (before its
+        own operation wraps), from the launch's limits and the facts; ``None`` when ``e`` is no
+        integer.  Widening casts and locals assigned once are looked through (``x = n * 4``:
+        ``x``'s bound is the product's), so the caller learns whether that operation wraps."""
+        known: int | None = None  # the least bound the facts give on the way down
+        top = e
+        for _ in range(_MAX_CHAIN):
+            fact = self._known_upper(top)
+            if fact is not None:
+                known = fact if known is None else min(known, fact)
+            if isinstance(top, ir.Cast) and is_widening(top):
+                top = top.value
+            elif isinstance(top, ir.Local) and (d := self.defs.single_def(top.var)) is not None:
+                top = d
+            else:
+                break
+        ranges = FactRanges(self)
+        if isinstance(top, ir.BinOp) and top.op in ("+", "*"):
+            # The premise: ``e >= 0``, which of a sum or a product the callers have shown of
+            # both operands (:meth:`is_nonneg`), so their intervals start at 0.
+            a, b = ranges.range(top.left), ranges.range(top.right)
+            if a is None or b is None:
+                return None
+            r = BINARY[top.op](Interval(max(a.lo, 0), max(a.hi, 0)),
+                               Interval(max(b.lo, 0), max(b.hi, 0)))
+        else:
+            r = ranges.unwrapped(top)
+        if r is None:
+            return None
+        return r.hi if known is None else min(r.hi, known)
 
     def _known_upper(self, e: ir.Expr) -> int | None:
         tile = self.block_tile_limit(e)
@@ -750,17 +781,16 @@ class BoundsProofs:
         return bound is not None and bound - 1 + step.value <= ty.info.max
 
 
-class _FactRanges(ValueRanges):
+class FactRanges(ValueRanges):
     """:class:`~gpu_native.analysis.ranges.ValueRanges` narrowed by the facts that hold where
     the proofs are: each part's interval is cut by the facts about its value (``i < TM`` from
     ``range(TM)``, ``thread_idx.y < TY`` from ``assert block_dim.y == TY``), and a local
     assigned once has its value's interval.  Facts name computed values, and ValueRanges
     widens a result that may wrap to its whole type, so every interval holds of the value the
-    generated code computes."""
+    generated code computes.  One is made per question: its memo holds while the facts do."""
 
     def __init__(self, proofs: BoundsProofs):
         super().__init__(HARDWARE)
-        self.memo = None  # the facts change from statement to statement
         self.proofs = proofs
         self.open: set[int] = set()  # the locals being resolved, against any cycle
 

@@ -1,4 +1,4 @@
-"""gpu_native.analysis.ranges: the interval rules, the launch limits, the two evaluators and the
+"""gpu_native.analysis.ranges: the interval rules, the launch limits, the evaluator and the
 affine forms that the bounds proofs and the 32-bit entry point share."""
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ from gpu_native.analysis.ranges import (
     HARDWARE,
     Affine,
     Interval,
-    UpperBounds,
     ValueRanges,
     affine,
     type_interval,
@@ -139,16 +138,19 @@ def test_bitwise_intervals_hold_for_every_i8_value_and_shift_count(op):
             assert r.within(I8)
 
 
-def test_upper_bounds_take_the_facts_and_keep_their_coarse_rules():
-    i = local("i")
-    known = {id(i): 9}
-    bounds = UpperBounds(HARDWARE, lambda var: None, lambda e: known.get(id(e)))
-    assert bounds.upper(i) == 9
-    assert bounds.upper(binop("+", i, const(3))) == 12
-    assert bounds.upper(binop("%", local("x"), const(16))) == 15
-    # `//` keeps its dividend's bound: the rules decide which arithmetic is marked no-wrap.
-    assert bounds.upper(binop("//", i, const(4))) == 9
-    assert bounds.upper(local("n")) == ir.I64.info.max
+def test_unwrapped_is_the_operation_before_it_wraps_and_range_what_the_code_computes():
+    # The no-wrap proofs compare `unwrapped` with the type; everything else reads `range`.
+    ranges = ValueRanges(HARDWARE)
+    tid = ir.Special(SPAN, ir.I32, "thread_idx", 0)
+    bid = ir.Special(SPAN, ir.I32, "block_idx", 0)
+    small = binop("+", binop("*", tid, const(4, ir.I32), ir.I32), const(3, ir.I32), ir.I32)
+    assert ranges.unwrapped(small) == ranges.range(small) == (3, 1023 * 4 + 3)
+    big = binop("*", bid, const(1024, ir.I32), ir.I32)
+    assert ranges.unwrapped(big) == (0, ((1 << 31) - 2) * 1024)
+    assert ranges.range(big) == type_interval(ir.I32)  # it may wrap: any i32
+    # An operand that may wrap is taken as computed: the whole type, not its exact product.
+    assert ranges.unwrapped(binop("//", big, const(2, ir.I32), ir.I32)) == (-(1 << 30), (1 << 30) - 1)
+    assert ranges.unwrapped(ir.Cast(SPAN, ir.F32, tid)) is None
 
 
 def test_affine_forms_add_scale_and_bound():
