@@ -591,10 +591,11 @@ class Suite(TensorCoreBenches, Half2Benches):
 
     def with_and_without_checks(self, bench: str, example: str, src, dst, work, check) -> None:
         """The rows of ``examples/<example>.py``'s ``transpose(src, dst)``, as written and with
-        ``bounds_check=False``."""
+        ``bounds_check=False`` (``example`` as :func:`unchecked_source` takes it)."""
         module = importlib.import_module(Path(example).name)
         ms = timed(lambda: module.transpose(src, dst))
-        self.add(bench, f"gpu_native ({example})", ms, work, "TB/s", check())
+        label = example if "/" in example else f"examples/{example}"
+        self.add(bench, f"gpu_native ({label})", ms, work, "TB/s", check())
         un = unchecked(example)
         ms = timed(lambda: un.transpose(src, dst))
         self.add(bench, "gpu_native, bounds_check=False", ms, work, "TB/s", check())
@@ -606,7 +607,7 @@ class Suite(TensorCoreBenches, Half2Benches):
         s, work, src, dst, check = self.transpose_problem()
         bench = "transpose"
         gsrc, gdst = gn.to_device(src), gn.to_device(dst)
-        self.with_and_without_checks(bench, "examples/transpose", gsrc, gdst, work, check)
+        self.with_and_without_checks(bench, "transpose", gsrc, gdst, work, check)
         self.index64(bench, lambda: ex.transpose(gsrc, gdst), work, "TB/s", check)
         k = self.raw(r"""extern "C" __global__ void transpose(const float* __restrict__ src,
             float* __restrict__ dst, int rows, int cols) {
