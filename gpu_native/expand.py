@@ -26,9 +26,10 @@ from .emit.host import (
     exact_line_of,
     param_trees,
 )
+from .launchexpr import AddressOf, subtrees, tree_text
 from .nodes import node
 from .rewrite import TranspiledModule, display_file, transpile_module
-from .spec import IndexFits, KernelSpec, LaunchAssert, ParamCheck, ShapeAssert, tree_text
+from .spec import IndexFits, KernelSpec, LaunchAssert, ParamCheck, ShapeAssert
 from .tracebacks import boundary
 
 __all__ = ["Expansion"]
@@ -298,7 +299,8 @@ def _proofs_of(kernel: ir.Kernel) -> list[str]:
         four = ", 4 elements" if s.kind == "vector" else ""
         out.append(f"    {_where(s.span, file)}  ({s.array}{axis}{four})")
     at_launch = {n.site for n in _nodes(kernel) if isinstance(n, ir.Assert) and n.at_launch}
-    shaped = {c.site: "an argument's address" if "'ptr'" in repr(c.tree) else "array shapes"
+    shaped = {c.site: "an argument's address"
+              if any(isinstance(t, AddressOf) for t in subtrees(c.tree)) else "array shapes"
               for c in kernel.launch_checks if isinstance(c, ShapeAssert)}
     for kind, title in (("assert", "asserts"), ("zerodiv", "division checks"),
                         ("align", "alignment checks (load_vec4)")):

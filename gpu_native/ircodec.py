@@ -39,6 +39,7 @@ from . import ir
 from .errors import GpuNativeError, SourceSpan
 from .lang.structs import StructField, StructInfo
 from .lang.types import COMPLEXES, SCALARS, VECTORS, ComplexInfo, ScalarInfo, VectorInfo
+from .launchexpr import from_literal, to_literal
 from .nodes import fields
 from .spec import IndexFits, LaunchAssert, ParamCheck, ShapeAssert
 
@@ -78,33 +79,36 @@ _PLAIN = (type(None), bool, int, float, str, bytes)
 
 
 # A kernel's launch checks (gpu_native.spec records) travel inline, as the plain tuples of the
-# layout they had before they were records: ``("assert", site, tree)`` and ``("fits", tree,
-# limit, type, line, col, end_col)``.  So the bytes, which ``gpu-native expand`` reports and
-# rewritten modules embed, did not change with them (a param check's counter came with FORMAT 2).
+# layout they had before they were records: ``("assert", site, tree)``, ``("fits", tree, limit,
+# type, line, col, end_col)``, ``("param", tree, param, array, line, file, counter)`` and
+# ``("shape", site, tree)``, each tree in its literal form (gpu_native.launchexpr.to_literal).
+# So the bytes, which ``gpu-native expand`` reports and rewritten modules embed, did not change
+# with them (a param check's counter came with FORMAT 2), nor with the typed trees.
 def _check_plain(check) -> tuple:
+    tree = to_literal(check.tree)
     if type(check) is LaunchAssert:
-        return ("assert", check.site, check.tree)
+        return ("assert", check.site, tree)
     if type(check) is ParamCheck:
-        return ("param", check.tree, check.param, check.array, check.line, check.file,
-                check.counter)
+        return ("param", tree, check.param, check.array, check.line, check.file, check.counter)
     if type(check) is ShapeAssert:
-        return ("shape", check.site, check.tree)
-    return ("fits", check.tree, check.limit, check.type, check.line, check.col, check.end_col)
+        return ("shape", check.site, tree)
+    return ("fits", tree, check.limit, check.type, check.line, check.col, check.end_col)
 
 
 def _check_record(value) -> LaunchAssert | IndexFits | ParamCheck | ShapeAssert:
-    if type(value) is tuple and len(value) == 3 and value[0] == "assert" and \
-            type(value[1]) is int and type(value[2]) is tuple:
-        return LaunchAssert(value[2], value[1])
-    if type(value) is tuple and len(value) == 7 and value[0] == "fits" and \
-            type(value[1]) is tuple:
-        return IndexFits(*value[1:])
-    if type(value) is tuple and len(value) == 7 and value[0] == "param" and \
-            type(value[1]) is tuple:
-        return ParamCheck(*value[1:])
-    if type(value) is tuple and len(value) == 3 and value[0] == "shape" and \
-            type(value[1]) is int and type(value[2]) is tuple:
-        return ShapeAssert(value[2], value[1])
+    try:
+        if type(value) is tuple and len(value) == 3 and value[0] == "assert" and \
+                type(value[1]) is int:
+            return LaunchAssert(from_literal(value[2]), value[1])
+        if type(value) is tuple and len(value) == 7 and value[0] == "fits":
+            return IndexFits(from_literal(value[1]), *value[2:])
+        if type(value) is tuple and len(value) == 7 and value[0] == "param":
+            return ParamCheck(from_literal(value[1], True), *value[2:])
+        if type(value) is tuple and len(value) == 3 and value[0] == "shape" and \
+                type(value[1]) is int:
+            return ShapeAssert(from_literal(value[2], True), value[1])
+    except (TypeError, ValueError) as exc:
+        raise _Malformed(f"a launch check's tree is malformed ({exc})") from None
     raise _Malformed(f"a launch check is {value!r:.60}")
 
 

@@ -19,10 +19,10 @@ from __future__ import annotations
 import enum
 import functools
 import operator
-from collections.abc import Callable
 
 from ._version import __version__
 from .errors import GpuNativeError
+from .launchexpr import LaunchExpr, from_literal, to_literal, tree_text
 from .nodes import fields, node
 
 __all__ = [
@@ -40,6 +40,8 @@ __all__ = [
     "TensorMap",
     "Trait",
     "VariantSpec",
+    # The operations on a check's tree are gpu_native.launchexpr's; the text is named here too,
+    # beside the records whose trees it reads.
     "tree_text",
 ]
 
@@ -147,12 +149,14 @@ class Site:
 @node
 class LaunchCheck:
     """A check the launcher makes once per launch shape instead of in every thread (see
-    :mod:`gpu_native.runtime.launch_checks`).  ``tree`` is an expression over the launch:
-    ``("c", value)``, ``("sp", name, axis)`` (``thread_idx`` ... ``grid_dim``), ``(op, left,
-    right[, type])`` (arithmetic carries the type it wraps in), ``("and" | "or", parts)``,
-    ``("not", tree)``."""
+    :mod:`gpu_native.runtime.launch_checks`).  ``tree`` is an expression over the launch, made
+    of the typed nodes of :mod:`gpu_native.launchexpr`: constants, launch indices
+    (:class:`~gpu_native.launchexpr.LaunchIndex`: ``thread_idx`` ... ``grid_dim``), arithmetic
+    that carries the type it wraps in, comparisons, ``and``, ``or`` and ``not``.  The literal
+    keeps the compact tagged-tuple form of the tree (:func:`~gpu_native.launchexpr.to_literal`:
+    ``("sp", "block_dim", 0)``, ``("*", left, right, "i32")``, ...)."""
 
-    tree: tuple
+    tree: LaunchExpr
 
 
 @node
@@ -181,8 +185,10 @@ class IndexFits(LaunchCheck):
 class ParamCheck(LaunchCheck):
     """A condition on scalar parameters that a store's race-freedom proof assumed (``stride >=
     block_dim.x``): the launcher checks it at every launch and raises ``ValueError`` naming the
-    parameter when it fails.  Its ``tree`` may hold ``("param", index)`` leaves (the kernel's
-    ``index``-th parameter) beside the launch's; its arithmetic is exact (no type, no wrap).
+    parameter when it fails.  Its ``tree`` may hold :class:`~gpu_native.launchexpr.ParamValue`
+    leaves (the kernel's ``index``-th parameter) beside the launch's; its arithmetic is exact
+    (no type, no wrap), but for a launch extent's ``//`` by a constant, typed ``i64``, which
+    never wraps.
     ``param`` is the parameter the message names, ``array`` the array whose writes need it,
     ``line`` the store's (the loop's); ``file`` is as a :class:`Site`'s.  A check that keeps a
     ``while`` loop's counter from wrapping around past the parameter (``while i < n:``) names
@@ -200,12 +206,13 @@ class ShapeAssert(LaunchCheck):
     """An ``assert`` over the shapes of array parameters and the launch shape (``assert
     a.shape[0] == grid_dim.y * BM``): the launcher tests it at every launch (inline, as a
     :class:`ParamCheck`) and raises the ``KernelAssertionError`` of ``site`` when it fails, so
-    the bounds proofs may use it.  Its ``tree`` may hold ``("shape", param, axis)`` leaves (the
-    extent of the ``param``-th parameter along ``axis``); its arithmetic is exact: the checker
-    hoists only ``%`` and ``//`` by a positive constant, of shapes, and ``+``/``*`` of launch
-    indices that an :class:`IndexFits` keeps from wrapping.  The bounds proofs add their own,
-    of ``("ptr", param)`` leaves (the address of an array argument, in bytes): ``address(a) %
-    16 == 0``, on which a proof of a global access's alignment rests."""
+    the bounds proofs may use it.  Its ``tree`` may hold :class:`~gpu_native.launchexpr.ShapeOf`
+    leaves (the extent of the ``param``-th parameter along ``axis``); its arithmetic is exact:
+    the checker hoists only ``%`` and ``//`` by a positive constant, of shapes, and ``+``/``*``
+    of launch indices that an :class:`IndexFits` keeps from wrapping.  The bounds proofs add
+    their own, of :class:`~gpu_native.launchexpr.AddressOf` leaves (the address of an array
+    argument, in bytes): ``address(a) % 16 == 0``, on which a proof of a global access's
+    alignment rests."""
 
     site: int
 
@@ -349,14 +356,21 @@ def _fields(record) -> tuple:
     return tuple(getattr(record, name) for name in fields(record))
 
 
+def _check_literal(c: LaunchCheck) -> tuple:
+    tree = to_literal(c.tree)
+    if isinstance(c, LaunchAssert):
+        return ("assert", tree, c.site)
+    if isinstance(c, ShapeAssert):
+        return ("shape", tree, c.site)
+    # The tree is the first field of the other two.
+    return ("param" if isinstance(c, ParamCheck) else "fits", tree, *_fields(c)[1:])
+
+
 def _variant_literal(v: VariantSpec) -> tuple:
-    checks = tuple(("assert", c.tree, c.site) if isinstance(c, LaunchAssert)
-                   else ("param", *_fields(c)) if isinstance(c, ParamCheck)
-                   else ("shape", c.tree, c.site) if isinstance(c, ShapeAssert)
-                   else ("fits", *_fields(c)) for c in v.launch_checks)
     return (v.types, v.symbol, v.kernel_id, v.cuda, tuple(_fields(s) for s in v.sites),
-            v.traits.names(), checks, v.ir, tuple(_fields(c) for c in v.consts), v.min_arch,
-            v.arch_use, tuple(_fields(t) for t in v.tensor_maps))
+            v.traits.names(), tuple(_check_literal(c) for c in v.launch_checks), v.ir,
+            tuple(_fields(c) for c in v.consts), v.min_arch, v.arch_use,
+            tuple(_fields(t) for t in v.tensor_maps))
 
 
 # ---- reading a literal back ------------------------------------------------------------------
@@ -386,56 +400,22 @@ def _optional_int(value, what: str) -> int | None:
     return None if value is None else _check(value, int, what)
 
 
-_COMPARE_OPS = frozenset(("==", "!=", "<", "<=", ">", ">="))
-_ARITHMETIC_OPS = frozenset(("+", "-", "*", "//", "%"))
-
-
-def _tree(value, params: bool = False) -> tuple:
-    """``value``, checked to be a launch-check tree (with ``("param", index)`` leaves where
-    ``params``: a :class:`ParamCheck`'s)."""
-    if type(value) is not tuple or not value:
-        raise TypeError("a launch-check tree is not a tuple")
-    op = value[0]
-    n = len(value)
-    if op == "c":
-        ok = n == 2 and type(value[1]) is int
-    elif op in ("param", "ptr"):
-        ok = params and n == 2 and type(value[1]) is int and value[1] >= 0
-    elif op == "shape":
-        ok = params and n == 3 and type(value[1]) is int and value[1] >= 0 and \
-            type(value[2]) is int and value[2] >= 0
-    elif op == "sp":
-        ok = n == 3 and type(value[1]) is str and type(value[2]) is int
-    elif op in ("and", "or"):
-        ok = n == 2 and type(value[1]) is tuple
-        for part in value[1] if ok else ():
-            _tree(part, params)
-    elif op == "not":
-        ok = n == 2 and _tree(value[1], params) is not None
-    elif op in _COMPARE_OPS or op in _ARITHMETIC_OPS:
-        ok = (n == 3 or (n == 4 and type(value[3]) is str and op in _ARITHMETIC_OPS)) and (
-            _tree(value[1], params) is not None and _tree(value[2], params) is not None)
-    else:
-        ok = False
-    if not ok:
-        raise ValueError(f"unknown launch-check node {value!r:.60}")
-    return value
-
-
 def _read_check(value, files: int) -> LaunchCheck:
     value = _tuple(value, "a launch check")
     if value[:1] == ("assert",) and len(value) == 3:
-        return LaunchAssert(_tree(value[1]), _check(value[2], int, "an assert site"))
+        return LaunchAssert(from_literal(value[1]), _check(value[2], int, "an assert site"))
     if value[:1] == ("fits",) and len(value) == 8:
         _, tree, limit, ty, line, col, end_col, file = value
-        return IndexFits(_tree(tree), _check(limit, int, "a limit"), _check(ty, str, "a type"),
-                         _check(line, int, "a line"), _check(col, int, "a column"),
-                         _optional_int(end_col, "a column"), _file_index(file, files))
+        return IndexFits(from_literal(tree), _check(limit, int, "a limit"),
+                         _check(ty, str, "a type"), _check(line, int, "a line"),
+                         _check(col, int, "a column"), _optional_int(end_col, "a column"),
+                         _file_index(file, files))
     if value[:1] == ("shape",) and len(value) == 3:
-        return ShapeAssert(_tree(value[1], True), _check(value[2], int, "an assert site"))
+        return ShapeAssert(from_literal(value[1], True),
+                           _check(value[2], int, "an assert site"))
     if value[:1] == ("param",) and len(value) == 7:
         _, tree, param, array, line, file, counter = value
-        return ParamCheck(_tree(tree, True), _check(param, int, "a parameter index"),
+        return ParamCheck(from_literal(tree, True), _check(param, int, "a parameter index"),
                           _check(array, str, "an array"), _check(line, int, "a line"),
                           _file_index(file, files), _check(counter, str, "a counter"))
     raise ValueError(f"unknown launch check {value[:1]!r}")
@@ -513,57 +493,3 @@ def _read_kernel(literal: tuple) -> KernelSpec:
                       _check(cooperative, bool, "cooperative")),
         tuple(_read_variant(v, 1 + len(files)) for v in _tuple(variants, "the variants")),
         files)
-
-
-# ---- text ------------------------------------------------------------------------------------
-
-_PRECEDENCE = {"or": 1, "and": 2, "not": 3, "==": 4, "!=": 4, "<": 4, "<=": 4, ">": 4, ">=": 4,
-               "+": 5, "-": 5, "*": 6, "//": 6, "%": 6}
-
-
-def largest_value(tree: tuple, extent: Callable[[str, int], tuple[int, int]]) -> int:
-    """The largest value of an :class:`IndexFits` tree (``+``, ``*`` of nonnegative launch
-    indices and constants, ``//`` and ``%`` by a launch extent or a positive constant), each
-    launch index ``("sp", name, axis)`` taking the values ``extent(name, axis)`` gives, least
-    and largest: the launch's own at launch, the hardware's in the proofs.  Every operand is
-    nonnegative, so the largest inputs give the largest value; ``a // k`` is at most ``max(a)
-    // min(k)``, ``a % k`` at most ``max(k) - 1``."""
-    op = tree[0]
-    if op == "c":
-        return tree[1]
-    if op == "sp":
-        return extent(tree[1], tree[2])[1]
-    a = largest_value(tree[1], extent)
-    if op == "//":
-        divisor = tree[2]
-        least = divisor[1] if divisor[0] == "c" else extent(divisor[1], divisor[2])[0]
-        return a // max(least, 1)
-    b = largest_value(tree[2], extent)
-    if op == "%":
-        return min(a, b - 1)
-    return a + b if op == "+" else a * b
-
-
-def tree_text(tree: tuple, outer: int = 0, names: tuple[str, ...] = ()) -> str:
-    """A launch-check tree as the Python expression it came from (``block_dim.x == 8``);
-    ``names`` are the kernel's parameter names, for a :class:`ParamCheck`'s ``("param", i)``."""
-    op = tree[0]
-    if op == "c":
-        return repr(tree[1])
-    if op == "sp":
-        if tree[1] == "shared_mem_bytes":
-            return "shared_mem_bytes"
-        return f"{tree[1]}.{'xyz'[tree[2]]}"
-    if op == "param":
-        return names[tree[1]] if tree[1] < len(names) else f"parameter {tree[1]}"
-    if op in ("shape", "ptr"):
-        name = names[tree[1]] if tree[1] < len(names) else f"parameter {tree[1]}"
-        return f"{name}.shape[{tree[2]}]" if op == "shape" else f"address({name})"
-    prec = _PRECEDENCE.get(op, 0)
-    if op in ("and", "or"):
-        text = f" {op} ".join(tree_text(t, prec + 1, names) for t in tree[1])
-    elif op == "not":
-        text = f"not {tree_text(tree[1], prec, names)}"
-    else:
-        text = f"{tree_text(tree[1], prec, names)} {op} {tree_text(tree[2], prec + 1, names)}"
-    return f"({text})" if prec < outer else text

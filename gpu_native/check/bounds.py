@@ -24,6 +24,7 @@ from ..analysis.ranges import (
     type_interval,
 )
 from ..errors import SourceSpan, TranspileError
+from ..launchexpr import AddressOf, Arith, Compare, Const
 from ..spec import ShapeAssert
 from .facts import (
     ConstKey,
@@ -361,7 +362,7 @@ class BoundsProofs:
                 "assert", span, message=f"{what}: the address of array '{var.name}' is not "
                 f"aligned to {nbytes} bytes (the kernel's alignment proof assumes it)")
             self.pointer_sites[(index, nbytes)] = site
-            tree = ("==", ("%", ("ptr", index), ("c", nbytes)), ("c", 0))
+            tree = Compare("==", Arith("%", AddressOf(index), Const(nbytes)), Const(0))
             self.ctx.kernel.add_launch_check(ShapeAssert(tree, site))
         return True
 

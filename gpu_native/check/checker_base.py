@@ -10,6 +10,7 @@ if TYPE_CHECKING:
     from .. import ir
     from ..errors import SourceSpan, TranspileError
     from ..frontend import syntax as S
+    from ..launchexpr import LaunchExpr
     from .bounds import BoundsProofs
     from .context import Definitions, FunctionContext
     from .nowrap import NoWrapProofs
@@ -209,7 +210,7 @@ class CheckerBase:
         def unpack_value(self, target: S.Tuple, value: ir.Expr,
                          span: SourceSpan) -> list[ir.Stmt]: ...
 
-        def add_fits_checks(self, fits: list[tuple[tuple, ir.BinOp]]
+        def add_fits_checks(self, fits: list[tuple[LaunchExpr, ir.BinOp]]
                             ) -> list[tuple[ir.BinOp, int]]: ...
 
         def temporary(self, value: ir.Expr, out: list[ir.Stmt]) -> ir.Local: ...

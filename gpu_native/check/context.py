@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from .. import ir
 from ..errors import SourceSpan
+from ..launchexpr import Arith, Const, LaunchExpr, LaunchIndex
 from ..nodes import Factory, fields, node, replace
 from ..spec import IndexFits, LaunchCheck
 from .facts import Key, key, returned_expression
@@ -69,33 +70,34 @@ def _implies(wider: LaunchCheck, narrower: LaunchCheck) -> bool:
             and _summand(_untyped(narrower.tree), _untyped(wider.tree)))
 
 
-def _untyped(tree: tuple) -> tuple:
-    """``tree`` without the types its ``+``/``*`` nodes may carry (``('*', a, b, 'i32')``, as
-    the no-wrap proofs record them; a shape tree's have none): the launcher's largest value of
-    either is the same exact integer."""
-    if tree[0] in ("+", "*") and len(tree) >= 3:
-        return (tree[0], _untyped(tree[1]), _untyped(tree[2]))
+def _untyped(tree: LaunchExpr) -> LaunchExpr:
+    """``tree`` without the types its ``+``/``*`` nodes may carry (``Arith("*", a, b, "i32")``,
+    as the no-wrap proofs record them; a shape tree's have none): the launcher's largest value
+    of either is the same exact integer."""
+    if isinstance(tree, Arith) and tree.op in ("+", "*"):
+        return Arith(tree.op, _untyped(tree.left), _untyped(tree.right))
     return tree
 
 
-def _summand(part: tuple, whole: tuple) -> bool:
+def _summand(part: LaunchExpr, whole: LaunchExpr) -> bool:
     """Is ``part`` ``whole``, or a term of it, added to terms that are never negative?"""
     if part == whole:
         return True
-    if whole[0] != "+":
+    if not (isinstance(whole, Arith) and whole.op == "+"):
         return False
-    left, right = whole[1], whole[2]
+    left, right = whole.left, whole.right
     return (_summand(part, left) and _nonnegative(right)) or \
         (_summand(part, right) and _nonnegative(left))
 
 
-def _nonnegative(tree: tuple) -> bool:
+def _nonnegative(tree: LaunchExpr) -> bool:
     """A ``+``/``*`` tree of launch indices and constants of at least zero."""
-    if tree[0] == "c":
-        return tree[1] >= 0
-    if tree[0] == "sp":
+    if isinstance(tree, Const):
+        return tree.value >= 0
+    if isinstance(tree, LaunchIndex):
         return True
-    return tree[0] in ("+", "*") and _nonnegative(tree[1]) and _nonnegative(tree[2])
+    return isinstance(tree, Arith) and tree.op in ("+", "*") and _nonnegative(tree.left) and \
+        _nonnegative(tree.right)
 
 
 @node(frozen=False)

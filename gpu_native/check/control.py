@@ -7,6 +7,7 @@ from .. import ir
 from ..analysis.ranges import constant_value, is_widening
 from ..frontend import syntax as S
 from ..lang import registry as R
+from ..launchexpr import Arith, Compare, Const, LaunchExpr, ParamValue
 from ..nodes import replace
 from ..spec import IndexFits, ParamCheck, ShapeAssert
 from . import promote as P
@@ -238,7 +239,7 @@ class ControlFlowChecker(CheckerBase):
             return {Less(local, ConstKey(top - reach))}
         if not self.is_kernel:
             return None
-        fits: list[tuple[tuple, ir.BinOp]] = []
+        fits: list[tuple[LaunchExpr, ir.BinOp]] = []
         stop_tree = shape_tree(stop, self.unique.param_index, self.defs.single_def, fits)
         step_tree = shape_tree(step, self.unique.param_index, self.defs.single_def, fits)
         param = self._scalar_param(stop) if stop_tree is None else None
@@ -249,18 +250,19 @@ class ControlFlowChecker(CheckerBase):
             # `while i < n:` with `n` a parameter, as CUDA C++ writes the grid-stride loop: the
             # launcher checks the value passed (a ValueError naming `n` when the counter
             # would wrap past it).
-            total = ("+", ("param", param), step_tree)
-            tree = ("<=", ("+", total, ("c", reach)) if reach else total,
-                    ("c", ty.info.max + 1))
+            total = Arith("+", ParamValue(param), step_tree)
+            tree = Compare("<=", Arith("+", total, Const(reach)) if reach else total,
+                           Const(ty.info.max + 1))
             self.ctx.kernel.add_launch_check(ParamCheck(tree, param, "", span.line,
                                                         counter=var.name))
         else:
+            assert stop_tree is not None  # no parameter: the stop is a shape tree
             site = self.ctx.kernel.new_site(
                 "assert", span, message=f"the while loop's counter '{var.name}' ({ty}) would "
                 f"wrap around past its bound: an array this long needs an i64 counter "
                 f"({var.name} = i64(...), or FlatLayout1D.uid())")
-            tree = ("<=", ("+", ("+", stop_tree, step_tree), ("c", reach)),
-                    ("c", ty.info.max + 1))
+            tree = Compare("<=", Arith("+", Arith("+", stop_tree, step_tree), Const(reach)),
+                           Const(ty.info.max + 1))
             self.ctx.kernel.add_launch_check(ShapeAssert(tree, site))
         # Checked before the kernel runs: stop <= max + 1 - step - reach, below the limit, and
         # the counter below stop - reach.

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from .. import ir
+from ..launchexpr import Arith, Const, LaunchExpr, LaunchIndex
 from ..spec import IndexFits
 from .launch import fixed_divisor, launch_tree
 
@@ -92,23 +93,24 @@ class NoWrapProofs:
         return body
 
 
-def _checkable(tree: tuple) -> bool:
+def _checkable(tree: LaunchExpr) -> bool:
     """Can the launcher bound ``tree``'s largest value (see ``_largest`` in
     :mod:`gpu_native.runtime.launch_checks`)?  Sums and products of launch indices, as before;
     with a ``//`` or ``%`` in it (``tile_col * 32 + tx``, ``tile_col`` a block order's ``(bid //
     grid_dim.y + r) % grid_dim.x``), only where every constant is nonnegative and every divisor
     a launch extent or a positive constant."""
-    def splits(t: tuple) -> bool:
-        return t[0] in ("//", "%") or (t[0] not in ("c", "sp") and any(
-            isinstance(x, tuple) and splits(x) for x in t[1:3]))
+    def splits(t: LaunchExpr) -> bool:
+        return isinstance(t, Arith) and (t.op in ("//", "%") or splits(t.left) or
+                                         splits(t.right))
 
-    def plain(t: tuple) -> bool:
-        if t[0] == "c":
-            return t[1] >= 0
-        if t[0] == "sp":
+    def plain(t: LaunchExpr) -> bool:
+        if isinstance(t, Const):
+            return t.value >= 0
+        if isinstance(t, LaunchIndex):
             return True
-        if t[0] in ("//", "%"):
-            return plain(t[1]) and fixed_divisor(t[2])
-        return plain(t[1]) and plain(t[2])
+        assert isinstance(t, Arith)  # launch_tree's, of arithmetic only
+        if t.op in ("//", "%"):
+            return plain(t.left) and fixed_divisor(t.right)
+        return plain(t.left) and plain(t.right)
 
     return not splits(tree) or plain(tree)

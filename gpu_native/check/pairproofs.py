@@ -15,6 +15,7 @@ from __future__ import annotations
 from .. import ir
 from ..analysis.ranges import is_widening
 from ..errors import SourceSpan, TranspileError
+from ..launchexpr import Compare, Const, ParamValue
 from ..nodes import node
 from ..spec import ParamCheck
 from .apart import bounds_apart
@@ -214,7 +215,7 @@ class PairProofs(IndexClasses):
                 index = self.param_index(var.var.name)
                 assert index is not None
                 self.ctx.kernel.add_launch_check(ParamCheck(
-                    (">=", ("param", index), tree), index, array, a.line))
+                    Compare(">=", ParamValue(index), tree), index, array, a.line))
                 return self._assumed(tried, [*known, assumption])
         return outcome
 
@@ -550,7 +551,7 @@ class PairProofs(IndexClasses):
         index = self.param_index(params[0])
         assert index is not None
         self.ctx.kernel.add_launch_check(ParamCheck(
-            ("<=", tree, ("c", limit)), index, base.var.name, line))
+            Compare("<=", tree, Const(limit)), index, base.var.name, line))
         return True
 
     def _narrow_type(self, e: ir.Expr, depth: int = 0):

@@ -7,6 +7,7 @@ from .. import ir
 from ..errors import TranspileError
 from ..frontend import syntax as S
 from ..lang import registry as R
+from ..launchexpr import LaunchExpr
 from ..spec import IndexFits, LaunchAssert, ShapeAssert
 from .checker_base import CheckerBase
 from .expressions import GeneratorType, UidValue, WeakConst
@@ -138,7 +139,7 @@ class StatementChecker(CheckerBase):
         launcher, which checks it at every launch (a :class:`~gpu_native.spec.ShapeAssert`)
         instead of every thread; what it says is then a launch fact the bounds proofs may use
         (:attr:`~.bounds.BoundsProofs.launch_facts`).  False where it cannot be hoisted."""
-        fits: list[tuple[tuple, ir.BinOp]] = []
+        fits: list[tuple[LaunchExpr, ir.BinOp]] = []
         tree = shape_tree(cond, self.unique.param_index, self.defs.single_def, fits)
         if tree is None or not has_shape(tree):
             return False
@@ -149,7 +150,8 @@ class StatementChecker(CheckerBase):
         self.bounds.note_shape_multiples(cond)
         return True
 
-    def add_fits_checks(self, fits: list[tuple[tuple, ir.BinOp]]) -> list[tuple[ir.BinOp, int]]:
+    def add_fits_checks(self, fits: list[tuple[LaunchExpr, ir.BinOp]]
+                        ) -> list[tuple[ir.BinOp, int]]:
         """An :class:`~gpu_native.spec.IndexFits` launch check for each ``+``/``*`` a
         :func:`.launch.shape_tree` left in ``fits``; each expression with its type's maximum."""
         out = []

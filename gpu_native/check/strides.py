@@ -49,6 +49,7 @@ from typing import Any
 from .. import ir
 from ..analysis.ranges import Affine
 from ..errors import SourceSpan, TranspileError
+from ..launchexpr import LaunchExpr, LaunchIndex, subtrees
 from ..nodes import fields, node, replace
 from ..spec import IndexFits
 from .facts import (
@@ -949,12 +950,9 @@ def _names(variables) -> str:
     return " and ".join(f"'{v.name}'" for v in variables) or "a local"
 
 
-def _constant(tree: tuple) -> bool:
-    if tree[0] == "c":
-        return True
-    if tree[0] == "sp":
-        return False
-    return all(_constant(t) for t in tree[1:3])
+def _constant(tree: LaunchExpr) -> bool:
+    """Does ``tree`` (a :func:`.wrapping.largest_difference`) read no launch index?"""
+    return not any(isinstance(t, LaunchIndex) for t in subtrees(tree))
 
 
 def _meetings(sa: set, sb: set, aliases: dict | None = None) -> Iterator[tuple[tuple, tuple]]:

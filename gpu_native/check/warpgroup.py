@@ -25,6 +25,7 @@ import math
 
 from .. import ir
 from ..frontend import syntax as S
+from ..launchexpr import Arith, Compare, Const, LaunchIndex
 from ..spec import LaunchAssert
 from .matrices import MatrixChecker
 
@@ -89,7 +90,7 @@ class WarpgroupChecker(MatrixChecker):
             message=f"the swizzled shared arrays up to '{name}' take {end} bytes of dynamic "
                     f"shared memory, plus {ir.SWIZZLE_ALIGN} to align them: launch with "
                     f"shared_mem_bytes >= {need}")
-        tree = (">=", ("sp", "shared_mem_bytes", 0), ("c", need))
+        tree = Compare(">=", LaunchIndex("shared_mem_bytes", 0), Const(need))
         self.ctx.kernel.add_launch_check(LaunchAssert(tree, site))
 
     # ---- the statements -----------------------------------------------------------------------
@@ -109,9 +110,9 @@ class WarpgroupChecker(MatrixChecker):
         site = self.ctx.kernel.new_site(
             "assert", span, message="warpgroup_mma(): a block's threads must be a multiple of "
             "128 (whole warpgroups of 4 warps)")
-        dim = [("sp", "block_dim", axis) for axis in range(3)]
-        threads = ("*", ("*", dim[0], dim[1], "i64"), dim[2], "i64")
-        tree = ("==", ("%", threads, ("c", 128), "i64"), ("c", 0))
+        dim = [LaunchIndex("block_dim", axis) for axis in range(3)]
+        threads = Arith("*", Arith("*", dim[0], dim[1], "i64"), dim[2], "i64")
+        tree = Compare("==", Arith("%", threads, Const(128), "i64"), Const(0))
         self.ctx.kernel.add_launch_check(LaunchAssert(tree, site))
         return site
 

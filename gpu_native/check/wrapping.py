@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING
 
 from .. import ir
 from ..analysis.ranges import HARDWARE, Affine, is_widening
-from ..spec import IndexFits, largest_value
+from ..launchexpr import Arith, Const, LaunchExpr, LaunchIndex, ParamValue, largest_value
+from ..spec import IndexFits
 from .facts import ConstKey, OpKey, ShapeKey, SpecialKey, UidKey, VarKey, inlined_call
 from .poly import (
     Poly,
@@ -187,17 +188,18 @@ def exact_value(e: ir.Expr, proven: dict, single_def, checks: list, depth: int =
     return False
 
 
-def _coordinate(tree: tuple) -> bool:
+def _coordinate(tree: LaunchExpr) -> bool:
     """A launch tree of thread coordinates whose constants are at most a block's extent, each
     ``//`` or ``%`` by a launch extent or a positive constant."""
-    if tree[0] == "c":
-        return 0 <= tree[1] <= _COORDINATE_SCALE
-    if tree[0] == "sp":
+    if isinstance(tree, Const):
+        return 0 <= tree.value <= _COORDINATE_SCALE
+    if isinstance(tree, LaunchIndex):
         return True
-    if tree[0] in ("//", "%"):
+    assert isinstance(tree, Arith)  # launch_tree's, of arithmetic only
+    if tree.op in ("//", "%"):
         from .launch import fixed_divisor
-        return _coordinate(tree[1]) and fixed_divisor(tree[2])
-    return _coordinate(tree[1]) and _coordinate(tree[2])
+        return _coordinate(tree.left) and fixed_divisor(tree.right)
+    return _coordinate(tree.left) and _coordinate(tree.right)
 
 
 def digit_terms(p: Poly, ranges: dict) -> list[tuple[Poly, Poly | None]]:
@@ -295,38 +297,38 @@ def _monomial_bound(mono: tuple) -> int | None:
     return bound * (MAX_ELEMENTS if arrays else 1)
 
 
-def largest_difference(terms: Iterable[tuple[Poly, Poly | None]]) -> tuple | None:
+def largest_difference(terms: Iterable[tuple[Poly, Poly | None]]) -> LaunchExpr | None:
     """A launch-check tree (see :class:`~gpu_native.spec.LaunchCheck`) of the largest
     ``sum(|c| * (n - 1))``, or ``None`` when a range is not bounded by the launch."""
-    tree: tuple = ("c", 0)
+    tree: LaunchExpr = Const(0)
     for c, n in terms:
         if n is None:
             return None
         m, nm = magnitude(c), magnitude(n.plus(const(-1)))
         if m is None or nm is None:
             return None
-        tree = ("+", tree, ("*", _tree(m), _tree(nm), "i64"), "i64")
+        tree = Arith("+", tree, Arith("*", _tree(m), _tree(nm), "i64"), "i64")
     return tree
 
 
-def _tree(p: Poly) -> tuple:
-    out: tuple = ("c", p.const)
+def _tree(p: Poly) -> LaunchExpr:
+    out: LaunchExpr = Const(p.const)
     for m, k in ordered_terms(p.terms):
-        t: tuple = ("c", k)
+        t: LaunchExpr = Const(k)
         for a in m:
-            t = ("*", t, _leaf(a), "i64")
-        out = ("+", out, t, "i64")
+            t = Arith("*", t, _leaf(a), "i64")
+        out = Arith("+", out, t, "i64")
     return out
 
 
-def _leaf(a) -> tuple:
+def _leaf(a) -> LaunchExpr:
     """The launch-check tree of a positive launch atom: ``block_dim.x``, ``block_dim.x // 32``."""
     if isinstance(a, Quotient):
-        return ("//", ("sp", a.extent.name, a.extent.axis), ("c", a.k), "i64")
-    return ("sp", a.name, a.axis)
+        return Arith("//", LaunchIndex(a.extent.name, a.extent.axis), Const(a.k), "i64")
+    return LaunchIndex(a.name, a.axis)
 
 
-def hardware_value(tree: tuple) -> int:
+def hardware_value(tree: LaunchExpr) -> int:
     """The largest value of a launch tree (one :func:`largest_difference` builds, or an
     :class:`~gpu_native.spec.IndexFits`'s) on any launch the hardware allows."""
     def extent(name: str, axis: int) -> tuple[int, int]:
@@ -337,35 +339,36 @@ def hardware_value(tree: tuple) -> int:
 
 
 def poly_tree(p: Poly, param_index: Callable[[str], int | None] = lambda name: None
-              ) -> tuple | None:
+              ) -> LaunchExpr | None:
     """``p`` as an exact launch-check tree (see :class:`~gpu_native.spec.ParamCheck`): its atoms
     ``block_dim``/``grid_dim`` and the scalar parameters ``param_index`` numbers; ``None`` for
     any other atom."""
-    out: tuple | None = None
+    out: LaunchExpr | None = None
     for m, k in ordered_terms(p.terms):
-        t: tuple | None = None if k == 1 else ("c", k)
+        t: LaunchExpr | None = None if k == 1 else Const(k)
         for a in m:
             if positive_atom(a) and isinstance(a, (SpecialKey, Quotient)):
-                leaf: tuple = _leaf(a)
-            elif isinstance(a, VarKey) and param_index(a.var.name) is not None:
-                leaf = ("param", param_index(a.var.name))
+                leaf = _leaf(a)
+            elif isinstance(a, VarKey) and (index := param_index(a.var.name)) is not None:
+                leaf = ParamValue(index)
             else:
                 return None
-            t = leaf if t is None else ("*", t, leaf)
-        out = t if out is None else ("+", out, t)
+            t = leaf if t is None else Arith("*", t, leaf)
+        assert t is not None  # a term's monomial holds an atom
+        out = t if out is None else Arith("+", out, t)
     if out is None or p.const:
-        c: tuple = ("c", abs(p.const))
-        out = ("c", p.const) if out is None else ("+" if p.const > 0 else "-", out, c)
+        c = Const(abs(p.const))
+        out = Const(p.const) if out is None else Arith("+" if p.const > 0 else "-", out, c)
     return out
 
 
 def param_difference(terms: Iterable[tuple[Poly, Poly | None]],
                      assumptions: Iterable[Assumption],
-                     param_index: Callable[[str], int | None]) -> tuple | None:
+                     param_index: Callable[[str], int | None]) -> LaunchExpr | None:
     """As :func:`largest_difference`, for coefficients that hold scalar parameters whose sign
     the ``assumptions`` give: an exact tree over the launch and the parameters, or ``None``."""
     assumptions = list(assumptions)
-    tree: tuple | None = None
+    tree: LaunchExpr | None = None
     for c, n in terms:
         if n is None:
             return None
@@ -379,8 +382,8 @@ def param_difference(terms: Iterable[tuple[Poly, Poly | None]],
         nt = poly_tree(n.plus(const(-1)), param_index)
         if ct is None or nt is None:
             return None
-        product = ct if nt == ("c", 1) else nt if ct == ("c", 1) else ("*", ct, nt)
-        tree = product if tree is None else ("+", tree, product)
+        product = ct if nt == Const(1) else nt if ct == Const(1) else Arith("*", ct, nt)
+        tree = product if tree is None else Arith("+", tree, product)
     return tree
 
 
@@ -389,7 +392,7 @@ def fits_limit(ty: ir.ScalarType) -> int:
     return (1 << (ty.info.bits - 1)) - 1 if ty.info.kind == "int" else (1 << ty.info.bits) - 1
 
 
-def fits_check(tree: tuple, ty: ir.ScalarType, span) -> IndexFits | None:
+def fits_check(tree: LaunchExpr, ty: ir.ScalarType, span) -> IndexFits | None:
     """The launch check that keeps a ``ring`` index exact: ``None`` when the hardware's limits
     already do."""
     limit = fits_limit(ty)

@@ -41,6 +41,7 @@ from __future__ import annotations
 
 from .. import abi
 from ..frontend import syntax as S
+from ..launchexpr import LaunchExpr, launcher_text
 from ..nodes import node
 from ..spec import KernelSpec, Param, ParamCheck, ShapeAssert
 
@@ -223,11 +224,11 @@ def _fill(items: list[str], first: str, rest: str, width: int) -> list[str]:
     return lines
 
 
-def param_trees(spec: KernelSpec) -> tuple[tuple, ...]:
+def param_trees(spec: KernelSpec) -> tuple[LaunchExpr, ...]:
     """The trees of the :class:`~gpu_native.spec.ParamCheck` and
     :class:`~gpu_native.spec.ShapeAssert` records of every variant of ``spec``, once each: what
     its launcher tests inline."""
-    trees: dict[tuple, None] = {}
+    trees: dict[LaunchExpr, None] = {}
     for v in spec.variants:
         for c in v.launch_checks:
             if isinstance(c, (ParamCheck, ShapeAssert)):
@@ -235,32 +236,8 @@ def param_trees(spec: KernelSpec) -> tuple[tuple, ...]:
     return tuple(trees)
 
 
-def _python(tree: tuple, names: tuple[str, ...], r: str, used: set[str]) -> str:
-    """A :class:`~gpu_native.spec.ParamCheck` tree as a Python expression of the lambda's
-    parameters and the launch shape's names (``{r}block_dim_x``, added to ``used``)."""
-    op = tree[0]
-    if op == "c":
-        return repr(tree[1])
-    if op == "param":
-        return names[tree[1]]
-    if op == "shape":
-        # Read only after the argument's own test: a DeviceArray, whose shape is a tuple.
-        return f"{names[tree[1]]}.shape[{tree[2]}]"
-    if op == "ptr":
-        # Likewise: the DeviceArray's address (a slot, not the property).
-        return f"{names[tree[1]]}._gn_ptr"
-    if op == "sp":
-        used.add(tree[1])
-        return f"{r}{tree[1]}_{'xyz'[tree[2]]}"
-    if op in ("and", "or"):
-        return "(" + f" {op} ".join(_python(t, names, r, used) for t in tree[1]) + ")"
-    if op == "not":
-        return f"(not {_python(tree[1], names, r, used)})"
-    return f"({_python(tree[1], names, r, used)} {op} {_python(tree[2], names, r, used)})"
-
-
 def build_launcher(name: str, params: tuple[Param, ...], generic: bool,
-                   checks: tuple[tuple, ...] = ()) -> Launcher:
+                   checks: tuple[LaunchExpr, ...] = ()) -> Launcher:
     """The launcher factory of kernel ``name`` with parameters ``params``.
 
     The lambda's parameters are the kernel's own names (so keyword arguments and error messages
@@ -303,7 +280,7 @@ def build_launcher(name: str, params: tuple[Param, ...], generic: bool,
     names = tuple(p.name for p in params)
     used: set[str] = set()
     if checks:
-        tests.append(tuple(_python(t, names, r, used) for t in checks))
+        tests.append(tuple(launcher_text(t, names, r, used) for t in checks))
     fast = f"{r}fast"
     setup = [f"{fast} = {r}context.fast_path()"]
     if arrays:
@@ -338,7 +315,7 @@ def decorator_parts(fn: S.FunctionDef) -> tuple[str, str]:
 
 def kernel_block(fn: S.FunctionDef, indent: str, spec_literal: str,
                  params: tuple[Param, ...], generic: bool,
-                 checks: tuple[tuple, ...] = ()) -> list[str]:
+                 checks: tuple[LaunchExpr, ...] = ()) -> list[str]:
     """The replacement for the lines of one kernel: exactly as many lines as it had
     (``checks``: as :func:`build_launcher`'s)."""
     count = fn.last_line - fn.first_line + 1

@@ -22,8 +22,12 @@ arguments (``a.shape[0] == grid_dim.y * BM``): the generated launcher tests it i
 launch too, and :func:`check_shapes` raises the assert's
 :class:`~gpu_native.errors.KernelAssertionError` on the checked path.
 
-Their trees are plain tuples: ``("c", value)``, ``("sp", name, axis)``, ``(op, left, right[,
-type])``, ``("and" | "or", parts)``, ``("not", tree)``.
+Their trees are the typed nodes of :mod:`gpu_native.launchexpr` (a
+:class:`~gpu_native.launchexpr.LaunchIndex` for ``block_dim.x``, an
+:class:`~gpu_native.launchexpr.Arith` that wraps in its type, ...), which
+:func:`~gpu_native.launchexpr.evaluate` computes; the spec literal keeps them in their compact
+tagged-tuple form (``("sp", "block_dim", 0)``), read back into nodes when a kernel module is
+imported.
 """
 
 from __future__ import annotations
@@ -31,66 +35,20 @@ from __future__ import annotations
 import linecache
 
 from ..errors import LaunchError, SourceSpan, format_caret
-from ..spec import (
-    IndexFits,
-    LaunchAssert,
-    LaunchCheck,
-    ParamCheck,
-    ShapeAssert,
+from ..launchexpr import (
+    AddressOf,
+    Compare,
+    Const,
+    ParamValue,
+    evaluate,
     largest_value,
+    subtrees,
     tree_text,
 )
+from ..spec import IndexFits, LaunchAssert, LaunchCheck, ParamCheck, ShapeAssert
 from .records import launch_assertion
 
 __all__ = ["check_launch", "check_params", "check_shapes"]
-
-_BITS = {"i8": (8, True), "i16": (16, True), "i32": (32, True), "i64": (64, True),
-         "u8": (8, False), "u16": (16, False), "u32": (32, False), "u64": (64, False),
-         "bool": (1, False)}
-
-
-def _wrap(value: int, ty: str) -> int:
-    bits, signed = _BITS.get(ty, (64, True))
-    value &= (1 << bits) - 1
-    if signed and value >> (bits - 1):
-        value -= 1 << bits
-    return value
-
-
-def _floordiv(a: int, b: int, ty: str) -> int:
-    if b == 0:
-        raise ZeroDivisionError
-    return _wrap(a // b, ty)
-
-
-def _value(tree, special) -> int:
-    """Evaluate ``tree`` with ``special(name, axis)`` giving the launch indices."""
-    op = tree[0]
-    if op == "c":
-        return tree[1]
-    if op == "sp":
-        return special(tree[1], tree[2])
-    if op == "and":
-        return int(all(_value(t, special) for t in tree[1]))
-    if op == "or":
-        return int(any(_value(t, special) for t in tree[1]))
-    if op == "not":
-        return int(not _value(tree[1], special))
-    a, b = _value(tree[1], special), _value(tree[2], special)
-    if len(tree) == 4:
-        ty = tree[3]
-        if op == "+":
-            return _wrap(a + b, ty)
-        if op == "-":
-            return _wrap(a - b, ty)
-        if op == "*":
-            return _wrap(a * b, ty)
-        if op == "//":
-            return _floordiv(a, b, ty)
-        if op == "%":
-            return _wrap(a - b * _floordiv(a, b, ty), ty)
-    return int({"==": a == b, "!=": a != b, "<": a < b, "<=": a <= b, ">": a > b,
-                ">=": a >= b}[op])
 
 
 def _largest(tree, grid, block) -> int:
@@ -114,7 +72,8 @@ def check_launch(kernel_name: str, file: str, kernel_id: int, checks: tuple[Laun
 
     ``file`` is the kernel's file, ``files`` those of other modules a check may be in
     (:attr:`~gpu_native.spec.KernelSpec.files`); ``shared_mem_bytes`` is the launch's dynamic
-    shared memory (a swizzled shared array's check, ``("sp", "shared_mem_bytes", 0)``)."""
+    shared memory (a swizzled shared array's check reads ``LaunchIndex("shared_mem_bytes",
+    0)``)."""
     def special(name: str, axis: int) -> int:
         if name == "shared_mem_bytes":
             return shared_mem_bytes
@@ -123,7 +82,7 @@ def check_launch(kernel_name: str, file: str, kernel_id: int, checks: tuple[Laun
     for check in checks:
         if isinstance(check, LaunchAssert):
             try:
-                ok = _value(check.tree, special)
+                ok = evaluate(check.tree, special)
             except ZeroDivisionError:
                 ok = False
             if not ok:
@@ -147,36 +106,6 @@ def check_launch(kernel_name: str, file: str, kernel_id: int, checks: tuple[Laun
                 raise LaunchError("\n".join(lines))
 
 
-def _exact(tree, special, args) -> int:
-    """A :class:`~gpu_native.spec.ParamCheck` tree's value, in exact integers."""
-    op = tree[0]
-    if op == "c":
-        return tree[1]
-    if op == "sp":
-        return special(tree[1], tree[2])
-    if op == "param":
-        return args[tree[1]]
-    if op == "shape":
-        return args[tree[1]].shape[tree[2]]
-    if op == "ptr":
-        return args[tree[1]].ptr
-    if op == "and":
-        return int(all(_exact(t, special, args) for t in tree[1]))
-    if op == "or":
-        return int(any(_exact(t, special, args) for t in tree[1]))
-    if op == "not":
-        return int(not _exact(tree[1], special, args))
-    a, b = _exact(tree[1], special, args), _exact(tree[2], special, args)
-    if op in ("+", "-", "*"):
-        return a + b if op == "+" else a - b if op == "-" else a * b
-    if op in ("//", "%"):
-        # A positive constant divisor (see gpu_native.check.launch.shape_tree): Python's
-        # floor division is C's on the nonnegative values a shape tree computes.
-        return a // b if op == "//" else a % b
-    return int({"==": a == b, "!=": a != b, "<": a < b, "<=": a <= b, ">": a > b,
-                ">=": a >= b}[op])
-
-
 def check_params(kernel_name: str, names: tuple[str, ...], checks: tuple[ParamCheck, ...],
                  args, grid, block) -> None:
     """Raise ``ValueError`` if the scalar arguments ``args`` (converted, in parameter order)
@@ -186,19 +115,19 @@ def check_params(kernel_name: str, names: tuple[str, ...], checks: tuple[ParamCh
         return {"block_dim": block, "grid_dim": grid}[name][axis]
 
     for check in checks:
-        if _exact(check.tree, special, args):
+        if evaluate(check.tree, special, args):
             continue
         name = names[check.param]
         tree = check.tree
         text = tree_text(tree, 0, names)
         shown = ""
-        if tree[0] in (">=", ">", "<=", "<", "==", "!="):
+        if isinstance(tree, Compare):
             # The value the parameter was compared with (or, against a constant, the side
             # that holds it).
             # The parameter alone (`s >= 1`) shows nothing its value above does not.
-            side = tree[1] if tree[2][0] == "c" else tree[2]
-            if side[0] != "c" and side != ("param", check.param):
-                shown = f" ({_exact(side, special, args):,})"
+            side = tree.left if isinstance(tree.right, Const) else tree.right
+            if not isinstance(side, Const) and side != ParamValue(check.param):
+                shown = f" ({evaluate(side, special, args):,})"
         counter = check.counter
         if counter:
             raise ValueError(
@@ -222,15 +151,9 @@ def check_shapes(kernel_id: int, checks: tuple[ShapeAssert, ...], arrays, grid, 
         return {"block_dim": block, "grid_dim": grid}[name][axis]
 
     for check in checks:
-        if not _exact(check.tree, special, arrays):
+        if not evaluate(check.tree, special, arrays):
             threads = grid[0] * grid[1] * grid[2] * block[0] * block[1] * block[2]
-            depends = ("an argument's address" if _reads_address(check.tree)
+            reads_address = any(isinstance(t, AddressOf) for t in subtrees(check.tree))
+            depends = ("an argument's address" if reads_address
                        else "the arguments' shapes and the launch shape")
             raise launch_assertion(kernel_id, check.site, threads, depends)
-
-
-def _reads_address(tree) -> bool:
-    """Does the check's tree read an argument's address (a ``("ptr", param)`` leaf)?"""
-    if type(tree) is not tuple:
-        return False
-    return tree[:1] == ("ptr",) or any(_reads_address(t) for t in tree[1:])

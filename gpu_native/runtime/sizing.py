@@ -17,6 +17,7 @@ import numpy as np
 
 from ..errors import LaunchError
 from ..lang.layouts import BlockDim1D, BlockDim2D, BlockDim3D, GridDim1D, GridDim2D, GridDim3D
+from ..launchexpr import AllOf, Compare, Const, LaunchExpr, LaunchIndex
 from ..spec import LaunchAssert
 from .streams import DEFAULT_STREAM, Stream
 
@@ -167,14 +168,15 @@ def asserted_block(checks) -> dict[int, int]:
     axis and a constant, alone or under ``and``)."""
     found: dict[int, int] = {}
 
-    def visit(tree) -> None:
-        if tree[0] == "and":
-            for part in tree[1]:
+    def visit(tree: LaunchExpr) -> None:
+        if isinstance(tree, AllOf):
+            for part in tree.parts:
                 visit(part)
-        elif tree[0] == "==":
-            for a, b in ((tree[1], tree[2]), (tree[2], tree[1])):
-                if a[0] == "sp" and a[1] == "block_dim" and b[0] == "c" and b[1] >= 1:
-                    found[a[2]] = b[1]
+        elif isinstance(tree, Compare) and tree.op == "==":
+            for a, b in ((tree.left, tree.right), (tree.right, tree.left)):
+                if isinstance(a, LaunchIndex) and a.name == "block_dim" and \
+                        isinstance(b, Const) and b.value >= 1:
+                    found[a.axis] = b.value
 
     for check in checks:
         if isinstance(check, LaunchAssert):

@@ -21,6 +21,7 @@ import pytest
 
 import gpu_native as gn
 from gpu_native.errors import KernelAssertionError, TranspileError
+from gpu_native.launchexpr import Compare
 from gpu_native.spec import ParamCheck
 from tests.simulator.support import build, race_free_draws
 from tools.fuzz import guarded
@@ -58,7 +59,7 @@ def test_square_rows_needs_no_launch_check_of_the_grid(kg):
     (variant,) = kg.square_rows.spec.variants
     checks = [c for c in variant.launch_checks if isinstance(c, ParamCheck)]
     # Only that row * n + col cannot wrap in i32: (n - 1) + n * (n - 1) fits.
-    assert [c.tree[0] for c in checks] == ["<="]
+    assert [(type(c.tree), c.tree.op) for c in checks] == [(Compare, "<=")]
     assert "grid_dim" not in repr(checks)
 
 

@@ -17,6 +17,7 @@ import pytest
 import gpu_native as gn
 from gpu_native.errors import DeviceRaceError, TranspileError
 from gpu_native.expand import Expansion
+from gpu_native.launchexpr import Compare, LaunchIndex, ParamValue
 from gpu_native.runtime.backend import use
 from gpu_native.spec import KernelSpec, ParamCheck
 
@@ -287,7 +288,7 @@ def test_the_spec_literal_carries_the_check():
     spec = next(k for k in expansion.module.kernels if k.name == "k")
     again = KernelSpec.from_literal(spec.to_literal())
     checks = [c for c in again.variants[0].launch_checks if isinstance(c, ParamCheck)]
-    assert checks[0].tree == (">=", ("param", 1), ("sp", "block_dim", 0))
+    assert checks[0].tree == Compare(">=", ParamValue(1), LaunchIndex("block_dim", 0))
     assert checks[0].array == "out" and checks[0].param == 1
 
 

@@ -17,6 +17,7 @@ import pytest
 
 import gpu_native as gn
 from gpu_native.errors import KernelAssertionError, LaunchError
+from gpu_native.launchexpr import AddressOf, AllOf, Arith, Compare, Const, LaunchIndex, subtrees
 from gpu_native.rewrite import transpile_module
 from gpu_native.spec import IndexFits, ShapeAssert
 
@@ -54,9 +55,10 @@ def test_a_shape_assert_becomes_a_launch_check_and_proves_the_tile():
     kernel = kernel_of(COPY)
     checks = kernel.variants[0].launch_checks
     (shape,) = [c for c in checks if isinstance(c, ShapeAssert)]
-    assert shape.tree[0] == "and"
+    assert isinstance(shape.tree, AllOf)
     # grid_dim.x * 32 in i32 is kept from wrapping by the launcher too.
-    assert any(isinstance(c, IndexFits) and c.tree == ("*", ("sp", "grid_dim", 0), ("c", 32))
+    assert any(isinstance(c, IndexFits) and c.tree == Arith("*", LaunchIndex("grid_dim", 0),
+                                                            Const(32))
                for c in checks)
     assert index_checks(COPY) == set()
 
@@ -94,8 +96,8 @@ def test_a_grouped_block_order_proves_its_tiles():
     assert index_checks(GROUPED) == set()
     kernel = kernel_of(GROUPED)
     # The launcher keeps the whole product within i32, so no partial sum of the row wraps.
-    assert any(isinstance(c, IndexFits) and c.tree[0] == "*" and c.tree[2] == ("c", 4)
-               for c in kernel.variants[0].launch_checks)
+    assert any(isinstance(c, IndexFits) and isinstance(c.tree, Arith) and c.tree.op == "*"
+               and c.tree.right == Const(4) for c in kernel.variants[0].launch_checks)
 
 
 SRC = "    src = (block_idx.z * grid_dim.x + block_idx.x) * 4"
@@ -217,7 +219,8 @@ def sites_of(source: str, kind: str) -> list:
 
 def address_checks(source: str) -> list[ShapeAssert]:
     return [c for c in kernel_of(source).variants[0].launch_checks
-            if isinstance(c, ShapeAssert) and "'ptr'" in repr(c.tree)]
+            if isinstance(c, ShapeAssert)
+            and any(isinstance(t, AddressOf) for t in subtrees(c.tree))]
 
 
 def test_a_row_length_fact_proves_a_global_vector_aligned_and_whole():
@@ -225,7 +228,7 @@ def test_a_row_length_fact_proves_a_global_vector_aligned_and_whole():
     # launcher checks a's address; the vector's last axis is proven too (k4 * 4 < a.shape[1]).
     assert sites_of(ROWS4, "align") == []
     assert [c.tree for c in address_checks(ROWS4)] == [
-        ("==", ("%", ("ptr", 0), ("c", 16)), ("c", 0))]
+        Compare("==", Arith("%", AddressOf(0), Const(16)), Const(0))]
     assert sites_of(ROWS4, "vector") == []
 
 
@@ -315,7 +318,7 @@ def test_a_misaligned_row_view_is_refused_at_launch(backend, kernel_module):
 
 
 def test_an_address_check_survives_the_spec_literal():
-    # What the cache stores and reads back: the ("ptr", param) leaf is a valid tree.
+    # What the cache stores and reads back: an AddressOf leaf is a valid tree.
     from gpu_native.spec import KernelSpec
 
     spec = kernel_of(ROWS4)
@@ -351,7 +354,8 @@ def test_a_covering_grid_keeps_the_column_tile_from_wrapping():
     # Without the assert, block_idx.x * 64 may wrap in i32 (grid_dim.x reaches 2**31 - 1): the
     # sum is not known nonnegative and both stores' column checks stay.
     kernel = kernel_of(COVER)
-    assert any(isinstance(c, IndexFits) and c.tree == ("*", ("sp", "grid_dim", 0), ("c", 64))
+    assert any(isinstance(c, IndexFits) and c.tree == Arith("*", LaunchIndex("grid_dim", 0),
+                                                            Const(64))
                for c in kernel.variants[0].launch_checks)
     uncovered = COVER.replace('    assert grid_dim.x * 64 >= c.shape[1], "the grid covers c"\n',
                               "")

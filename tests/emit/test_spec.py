@@ -12,6 +12,7 @@ import pytest
 
 from gpu_native import Kernel1D, gpu_kernel
 from gpu_native.errors import GpuNativeError
+from gpu_native.launchexpr import Compare, Const, LaunchIndex
 from gpu_native.nodes import replace
 from gpu_native.rewrite import rewrite_module, transpile_module
 from gpu_native.runtime.kernel import Kernel
@@ -95,6 +96,13 @@ class TestLiteral:
         assert variant.sites[first.site].message == "launch with 64 threads"
         assert tree_text(first.tree) == "block_dim.x == 64"
         assert tree_text(second.tree) == "grid_dim.x > 0 or not block_dim.x < 64"
+        # Typed nodes in the record, the compact tagged tuples in the literal.
+        assert first.tree == Compare("==", LaunchIndex("block_dim", 0), Const(64))
+        (literal,) = spec.to_literal()[11]
+        assert ("assert", ("==", ("sp", "block_dim", 0), ("c", 64)), first.site) in literal[6]
+        assert ("assert", ("or", ((">", ("sp", "grid_dim", 0), ("c", 0)),
+                                  ("not", ("<", ("sp", "block_dim", 0), ("c", 64))))),
+                second.site) in literal[6]
 
     @pytest.mark.slow
     def test_sites_in_another_modules_device_function_name_its_file(self, tmp_path):
@@ -127,15 +135,6 @@ class TestLiteral:
         assert Trait.from_names(every.names()) == every
         assert Trait.from_names(()) == Trait(0) and Trait(0).names() == ()
 
-    def test_tree_text_parenthesises_where_precedence_needs_it(self):
-        sp = ("sp", "block_dim", 0)
-        assert tree_text(("*", ("+", sp, ("c", 1), "i32"), ("c", 2), "i32")) == \
-            "(block_dim.x + 1) * 2"
-        assert tree_text(("-", ("c", 8), ("-", sp, ("c", 1), "i32"), "i32")) == \
-            "8 - (block_dim.x - 1)"
-        assert tree_text(("not", ("and", (("==", sp, ("c", 1)), ("c", 1))))) == \
-            "not (block_dim.x == 1 and 1)"
-
 
 class TestStaleOrForeign:
     def _literal(self):
@@ -166,8 +165,8 @@ class TestStaleOrForeign:
         with pytest.raises(GpuNativeError, match="not a gpu_native kernel spec"):
             KernelSpec.from_literal(literal, "kernel k")
 
-    @pytest.mark.parametrize("damage", ["site", "site file", "files", "trait", "check", "param",
-                                        "ir", "options"])
+    @pytest.mark.parametrize("damage", ["site", "site file", "files", "trait", "check", "tree",
+                                        "tree leaf", "param", "ir", "options"])
     def test_a_malformed_literal_is_a_clear_error(self, damage):
         lit = list(self._literal())
         variant = list(lit[11][0])
@@ -181,6 +180,10 @@ class TestStaleOrForeign:
             variant[5] = ("uid_only", "no_such_trait")
         elif damage == "check":
             variant[6] = (("fits", ("c", 1), 10),)
+        elif damage == "tree":
+            variant[6] = (("assert", ("==", ("sp", "block_dim"), ("c", 1)), 0),)
+        elif damage == "tree leaf":  # an argument's value, in a check of the launch alone
+            variant[6] = (("assert", ("==", ("param", 0), ("c", 1)), 0),)
         elif damage == "param":
             lit[8] = (("a", "f32", 1),)
         elif damage == "ir":

@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 import gpu_native as gn
-from gpu_native.runtime.launch_checks import _value, check_launch
+from gpu_native.launchexpr import AllOf, Arith, Compare, Const, LaunchIndex, Not, evaluate
+from gpu_native.runtime.launch_checks import check_launch
 from gpu_native.spec import LaunchAssert
 
 SOURCE = """
@@ -90,8 +91,10 @@ def test_a_grid_that_would_wrap_32_bit_index_arithmetic_is_refused(kernels, back
 def test_the_evaluator_wraps_like_the_device():
     sp = {("block_dim", 0): 1024}
     special = lambda name, axis: sp[(name, axis)]  # noqa: E731
-    big = ("*", ("sp", "block_dim", 0), ("c", 2**22), "i32")  # 2**32: wraps to 0 in i32
-    assert _value(("==", big, ("c", 0)), special) == 1
-    assert _value(("==", ("//", ("c", -7), ("c", 2), "i32"), ("c", -4)), special) == 1
-    assert _value(("==", ("%", ("c", -7), ("c", 2), "i32"), ("c", 1)), special) == 1
-    assert _value(("and", (("c", 1), ("not", ("c", 0)))), special) == 1
+    big = Arith("*", LaunchIndex("block_dim", 0), Const(2**22), "i32")  # 2**32: 0 in i32
+    assert evaluate(Compare("==", big, Const(0)), special) == 1
+    assert evaluate(Compare("==", Arith("//", Const(-7), Const(2), "i32"), Const(-4)),
+                    special) == 1
+    assert evaluate(Compare("==", Arith("%", Const(-7), Const(2), "i32"), Const(1)),
+                    special) == 1
+    assert evaluate(AllOf((Const(1), Not(Const(0)))), special) == 1

@@ -21,11 +21,13 @@ from gpu_native.cache import BuildRequest
 from gpu_native.cache.keys import artifact_id
 from gpu_native.errors import GpuNativeError
 from gpu_native.lang.types import ScalarInfo
+from gpu_native.launchexpr import LaunchExpr
 from gpu_native.nodes import fields, is_node, replace
 from gpu_native.rewrite import rewrite_module, transpile_module
 from gpu_native.runtime.backend import use
 from gpu_native.runtime.kernel import Kernel
 from gpu_native.simulator.program import SimProgram
+from gpu_native.spec import IndexFits, LaunchAssert, ShapeAssert
 from tests.helpers import ROOT
 
 FILES = sorted([*(ROOT / "examples").glob("*.py"), *(ROOT / "tests" / "helpers").glob("kernels_*.py")])
@@ -66,6 +68,11 @@ def assert_same_graph(a, b) -> None:
         if isinstance(x, tuple):
             assert len(x) == len(y), where
             stack.extend((p, q, f"{where}[{i}]") for i, (p, q) in enumerate(zip(x, y)))
+            continue
+        if isinstance(x, LaunchExpr):
+            # A launch check's tree travels inline, as its tagged tuple: a value, equal but
+            # not shared (a shape assert and the IndexFits of its product share one object).
+            assert x == y, f"{where}: {x!r} became {y!r}"
             continue
         if id(x) in seen:
             assert seen[id(x)] == id(y), f"{where}: a shared object was split"
@@ -191,6 +198,27 @@ class TestMalformed:
             with pytest.raises(GpuNativeError, match="IR differs from this one"):
                 ircodec.decode_kernel(_pack(top[2], schema, fmt))
 
+    def test_launch_checks_travel_as_tagged_tuples_and_a_malformed_tree_is_refused(self):
+        kernel = transpile_module(CHECKED, "checked.py", "checked").checked[0].specializations[0]
+        assert {type(c) for c in kernel.launch_checks} == {LaunchAssert, ShapeAssert, IndexFits}
+        data = ircodec.encode_kernel(kernel)
+        assert ircodec.decode_kernel(data).launch_checks == kernel.launch_checks
+        records = list(marshal.loads(zlib.decompress(data))[2])
+        at = 1 + ircodec._FIELDS["Kernel"].index("launch_checks")
+        checks = records[-1][at]
+        assert ("assert", 0, ("==", ("sp", "block_dim", 0), ("c", 64))) in checks
+        assert ("shape", 1, ("==", ("shape", 0, 0), ("shape", 1, 0))) in checks
+        for damaged, message in (
+                (("assert", 0, ("==", ("sp", "block_dim"), ("c", 64))), "unknown launch-check"),
+                (("assert", 0, ("==", ("param", 0), ("c", 64))), "unknown launch-check"),
+                (("shape", 1, "=="), "is not a tuple")):
+            kernel_record = list(records[-1])
+            kernel_record[at] = (damaged,)
+            with pytest.raises(GpuNativeError, match="cannot read the IR of k") as info:
+                ircodec.decode_kernel(_pack([*records[:-1], tuple(kernel_record)]), "k")
+            assert "launch check's tree is malformed" in str(info.value)
+            assert message in str(info.value)
+
     def test_a_spec_without_the_ir_is_a_clear_error_on_the_simulator(self, kernel_module):
         mod = kernel_module(SCALE)
         spec = mod.scale.spec
@@ -219,6 +247,19 @@ class TestCacheKey:
                         assert again == request
                         assert artifact_id(again) == artifact_id(request)
 
+
+CHECKED = textwrap.dedent("""\
+    from gpu_native import (gpu_kernel, Kernel1D, CUDASlice, CUDASliceMut, f32, block_dim,
+                            block_idx, thread_idx)
+
+    @gpu_kernel(Kernel1D)
+    def narrow(a: CUDASlice[f32], out: CUDASliceMut[f32]):
+        assert block_dim.x == 64
+        assert a.shape[0] == out.shape[0]
+        x = block_idx.x * 64 + thread_idx.x
+        if x < len(a):
+            out[x] = a[x] * 2.0
+    """)
 
 SCALE = textwrap.dedent("""\
     from gpu_native import gpu_kernel, Kernel1D, CUDASlice, CUDASliceMut, FlatLayout1D, f32
