@@ -294,7 +294,7 @@ def launcher_text(tree: LaunchExpr, names: tuple[str, ...], prefix: str, used: s
             return f"{names[tree.param]}.shape[{tree.axis}]"
         case AddressOf():
             # Likewise: the DeviceArray's address (a slot, not the property).
-            return f"{names[tree.param]}._gn_ptr"
+            return f"{names[tree.param]}.launch_ptr"
         case LaunchIndex():
             used.add(tree.name)
             return f"{prefix}{tree.name}_{'xyz'[tree.axis]}"

@@ -212,9 +212,9 @@ class DeviceArray(_ArrayBase):
 
     Launch protocol
     ---------------
-    The launchers the rewrite generates (``gpu-native expand`` shows them) read four attributes
+    The launchers the rewrite generates (``gpu-native expand`` shows them) read these attributes
     of an array, fixed when the array (or view) is made; like every field of an array, they
-    cannot be assigned (``AttributeError``):
+    cannot be assigned (``AttributeError``), and no launcher reads any other:
 
     ``launch_args``
         The kernel parameters the array passes, packed: its device address (``u64``), then one
@@ -229,6 +229,10 @@ class DeviceArray(_ArrayBase):
         The allocation the memory belongs to: arrays of different bases cannot overlap, which
         is all a launcher's fast path checks (the checked path compares addresses, and tells
         interleaved views of one allocation apart byte by byte).
+    ``launch_ptr``
+        The device address of the first element (:attr:`ptr`), which a launcher tests where a
+        kernel's proof of a 16-byte access rests on the address's alignment (``address(a) % 16
+        == 0`` in ``gpu-native expand``).
     ``launch_args_strided``, ``launch_sig_strided``, ``launch_sig_strided_mut``
         The same for a ``Strided`` parameter: the packed parameters add one ``i64`` element
         stride per dimension; the signatures are set on every array, contiguous or not, and
@@ -239,14 +243,14 @@ class DeviceArray(_ArrayBase):
     a launch binding it to one takes the checked path, which raises ``TypeError``.
     """
 
-    __slots__ = ("__weakref__", "_backend", "_gn_ptr", "_info", "_is_writable", "_owner",
+    __slots__ = ("__weakref__", "_backend", "_info", "_is_writable", "_owner",
                  "device", "dtype", "is_contiguous", "launch_args", "launch_args_strided",
-                 "launch_base", "launch_sig", "launch_sig_mut", "launch_sig_strided",
+                 "launch_base", "launch_ptr", "launch_sig", "launch_sig_mut", "launch_sig_strided",
                  "launch_sig_strided_mut", "shape", "strides")
     # The fields, each set once by __init__ (see __setattr__).
     _backend: Any
     device: int
-    _gn_ptr: int
+    launch_ptr: int
     shape: tuple[int, ...]
     _info: ScalarInfo | VectorInfo
     dtype: np.dtype
@@ -270,7 +274,7 @@ class DeviceArray(_ArrayBase):
             raise ValueError(f"device arrays have 1 to 3 dimensions, not {ndim}")
         _set(self, "_backend", backend)
         _set(self, "device", device)
-        _set(self, "_gn_ptr", ptr)
+        _set(self, "launch_ptr", ptr)
         shape = tuple(int(s) for s in shape)
         _set(self, "shape", shape)
         _set(self, "_info", info)
@@ -375,17 +379,17 @@ class DeviceArray(_ArrayBase):
         empty view)."""
         lo, hi = element_span(self.shape, self.strides)
         size = self._info.itemsize
-        return self._gn_ptr + lo * size, self._gn_ptr + (hi + 1) * size
+        return self.launch_ptr + lo * size, self.launch_ptr + (hi + 1) * size
 
     def byte_layout(self) -> tuple[int, tuple[int, ...], tuple[int, ...], int]:
         """``(address, shape, byte strides, element size)``: the bytes the view's elements
         occupy, as :func:`gpu_native.runtime.disjoint.may_share_bytes` takes them."""
-        return self._gn_ptr, self.shape, self.byte_strides, self._info.itemsize
+        return self.launch_ptr, self.shape, self.byte_strides, self._info.itemsize
 
     @property
     def ptr(self) -> int:
         """The device address of the first element."""
-        return self._gn_ptr
+        return self.launch_ptr
 
     def __len__(self) -> int:
         return self.shape[0]
@@ -400,7 +404,7 @@ class DeviceArray(_ArrayBase):
     def _view(self, offset_elems: int, shape: tuple[int, ...], writable: bool | None = None,
               strides: tuple[int, ...] | None = None) -> DeviceArray:
         return DeviceArray(self._backend, self.device,
-                           self._gn_ptr + offset_elems * self._info.itemsize, shape, self._info,
+                           self.launch_ptr + offset_elems * self._info.itemsize, shape, self._info,
                            self._owner, self.launch_base,
                            self.is_writable if writable is None else writable,
                            None if strides is None else strides)
@@ -544,11 +548,11 @@ class DeviceArray(_ArrayBase):
             raise ValueError(f"cannot view this array as {info.name}: its strides "
                              f"{strides} (bytes) are not multiples of {new}")
         align = info.align if isinstance(info, VectorInfo) else new
-        if self._gn_ptr % align:
+        if self.launch_ptr % align:
             raise ValueError(f"this array's address is not aligned to {align} bytes, as an "
                              f"array of {info.name} must be; copy it first")
         elements = tuple(s // new for s in (strides if new == old else (*strides[:-1], new)))
-        return DeviceArray(self._backend, self.device, self._gn_ptr, shape, info, self._owner,
+        return DeviceArray(self._backend, self.device, self.launch_ptr, shape, info, self._owner,
                            self.launch_base, self.is_writable, elements)
 
     def readonly(self) -> DeviceArray:
@@ -574,7 +578,7 @@ class DeviceArray(_ArrayBase):
             as_stream(stream).synchronize()
         if self.is_contiguous:
             out = np.empty(self.host_shape, dtype=self.scalar_info.dtype)
-            self._backend.copy_dtoh(out, self._gn_ptr)
+            self._backend.copy_dtoh(out, self.launch_ptr)
         else:
             out = self._strided_to_host()
         raise_pending(None)
@@ -591,7 +595,7 @@ class DeviceArray(_ArrayBase):
         info = self._info
         dtype = self.scalar_info.dtype
         span = np.empty((hi - lo + 1, *self.host_shape[self.ndim:]), dtype=dtype)
-        self._backend.copy_dtoh(span, self._gn_ptr + lo * info.itemsize)
+        self._backend.copy_dtoh(span, self.launch_ptr + lo * info.itemsize)
         view = np.lib.stride_tricks.as_strided(
             span[-lo:], self.host_shape, (*self.byte_strides, *span.strides[1:]),
             writeable=False)
@@ -619,7 +623,7 @@ class DeviceArray(_ArrayBase):
                 if _is_vector(self._info) else "")
             raise ValueError(f"shape mismatch: array is {self.host_shape}{what}, data is "
                              f"{data.shape}")
-        self._backend.copy_htod(self._gn_ptr, data)
+        self._backend.copy_htod(self.launch_ptr, data)
 
     @boundary
     def fill(self, value) -> None:
@@ -651,7 +655,7 @@ class DeviceArray(_ArrayBase):
         if not self.is_contiguous:  # gathered through host memory
             return to_device(self.to_host(), self._info.name)
         out = empty(self.shape, self._info.name)
-        self._backend.copy_dtod(out._gn_ptr, self._gn_ptr, self.nbytes)
+        self._backend.copy_dtod(out.launch_ptr, self.launch_ptr, self.nbytes)
         return out
 
     @boundary
@@ -678,7 +682,7 @@ class DeviceArray(_ArrayBase):
             **extra,
             "shape": self.host_shape,
             "typestr": dtype.str,
-            "data": (self._gn_ptr, not self.is_writable),
+            "data": (self.launch_ptr, not self.is_writable),
             "version": 3,
             "strides": None if self.is_contiguous else (
                 # A vector's components are a last axis; a complex number is one element.
@@ -834,7 +838,7 @@ def _shape(shape) -> tuple[int, ...]:
 def zeros(shape, dtype=None) -> DeviceArray:
     """A new device array of zeros."""
     out = empty(shape, dtype)
-    out._backend.memset8(out._gn_ptr, 0, out.nbytes)
+    out._backend.memset8(out.launch_ptr, 0, out.nbytes)
     return out
 
 
@@ -901,7 +905,7 @@ def to_device(obj, dtype=None, *, stream=None) -> DeviceArray:
     _check_fits(shape, info, B.select(), current_device())
     data = host_data(src, info.elem if _is_vector(info) else info, what)
     out = empty(shape, info.name)
-    out._backend.copy_htod(out._gn_ptr, data)
+    out._backend.copy_htod(out.launch_ptr, data)
     return out
 
 
@@ -911,10 +915,10 @@ def _as_vectors(arr: DeviceArray, info: VectorInfo) -> DeviceArray:
         raise ValueError(f"an array of {arr._info.name} with shape {arr.shape} is not an array "
                          f"of {info.name}: its last axis must hold the {info.n} components")
     arr._require_contiguous("see as vectors")
-    if arr._gn_ptr % info.align:
+    if arr.launch_ptr % info.align:
         raise ValueError(f"this array's memory is not aligned to {info.align} bytes, as an "
                          f"array of {info.name} must be; copy it first")
-    return DeviceArray(arr._backend, arr.device, arr._gn_ptr, arr.shape[:-1], info, arr._owner,
+    return DeviceArray(arr._backend, arr.device, arr.launch_ptr, arr.shape[:-1], info, arr._owner,
                        arr.launch_base, arr.is_writable)
 
 

@@ -154,7 +154,7 @@ class LaunchContext:
                     if not isinstance(arg, DeviceArray):
                         foreign.append(arg)
                     arrays.append((p, arr))
-                    values.append(arr._gn_ptr)
+                    values.append(arr.launch_ptr)
                     values.extend(arr.shape)
                     if p.strided:
                         values.extend(arr.strides)
@@ -238,7 +238,7 @@ class LaunchContext:
         for tm in self.tensor_maps:
             p = self.kernel.params[tm.param]
             arr = given[p.name]
-            ptr, where = arr._gn_ptr, self.where(p)
+            ptr, where = arr.launch_ptr, self.where(p)
             if self.maps:
                 out.append(tensormaps.encoded(where, tm, ptr, arr.shape))
             else:

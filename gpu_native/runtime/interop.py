@@ -269,12 +269,12 @@ def to_dlpack(arr: DeviceArray, stream=None, max_version=None, dl_device=None, c
     dims = arr.host_shape  # an array of vectors exports its components on a last axis
     backend = arr._backend
     if backend.name == "cuda":
-        data, device = arr._gn_ptr, DLDevice(_KDL_CUDA, arr.device)
+        data, device = arr.launch_ptr, DLDevice(_KDL_CUDA, arr.device)
     else:
         device = DLDevice(_KDL_CPU, 0)
         lo, hi = element_span(arr.shape, arr.strides)
         size = arr._info.itemsize
-        buf, offset = backend.memory.locate(arr._gn_ptr + lo * size, (hi - lo + 1) * size)
+        buf, offset = backend.memory.locate(arr.launch_ptr + lo * size, (hi - lo + 1) * size)
         data = buf.ctypes.data + offset - lo * size
     strides = None
     if not arr.is_contiguous:  # in elements of the exported dtype (a vector's components too)

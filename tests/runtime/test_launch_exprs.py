@@ -48,7 +48,7 @@ KINDS = [
     (LaunchIndex("grid_dim", 1), ("sp", "grid_dim", 1), "grid_dim.y", "_gn_grid_dim_y", 3),
     (ParamValue(0), ("param", 0), "n", "n", 7),
     (ShapeOf(1, 1), ("shape", 1, 1), "a.shape[1]", "a.shape[1]", 6),
-    (AddressOf(1), ("ptr", 1), "address(a)", "a._gn_ptr", 4096),
+    (AddressOf(1), ("ptr", 1), "address(a)", "a.launch_ptr", 4096),
     (Arith("+", BLOCK_X, Const(1), "i32"), ("+", ("sp", "block_dim", 0), ("c", 1), "i32"),
      "block_dim.x + 1", "(_gn_block_dim_x + 1)", 65),
     (Arith("*", ParamValue(0), Const(3)), ("*", ("param", 0), ("c", 3)), "n * 3", "(n * 3)",
@@ -175,7 +175,7 @@ class TestText:
         tree = AllOf((Compare(">=", Arith("+", ParamValue(0), Arith("*", ShapeOf(1, 0),
                                                                      BLOCK_X)), Const(327)),
                       Not(Compare("==", Arith("%", AddressOf(1), Const(16)), Const(1)))))
-        scope = {"n": ARGS[0], "a": type("A", (), {"shape": (5, 6), "_gn_ptr": 4096}),
+        scope = {"n": ARGS[0], "a": type("A", (), {"shape": (5, 6), "launch_ptr": 4096}),
                  "_gn_block_dim_x": 64}
         assert eval(launcher_text(tree, NAMES, "_gn_", set()), scope) == \
             evaluate(tree, _launch, ARGS) == 1

@@ -128,7 +128,7 @@ def test_the_array_class_itself_is_named_as_a_class(arg_kernels, backend):
 
 FIELDS = ("shape", "dtype", "strides", "device", "is_contiguous", "launch_args", "launch_base",
           "launch_sig", "launch_sig_mut", "launch_sig_strided", "launch_sig_strided_mut",
-          "_gn_ptr", "_info", "_owner", "_is_writable")
+          "launch_ptr", "_info", "_owner", "_is_writable")
 
 
 @pytest.mark.parametrize("field", FIELDS)
@@ -177,7 +177,7 @@ def foreign(obj, backend):
 def test_interop_accepts_device_memory_and_refuses_host_memory():
     backend = StubCuda([(DEVICE_BASE, DEVICE_BASE + (1 << 20))])
     arr = foreign(FakeCAI(DEVICE_BASE, shape=(16,)), backend)
-    assert arr.shape == (16,) and arr._gn_ptr == DEVICE_BASE
+    assert arr.shape == (16,) and arr.launch_ptr == DEVICE_BASE
     host = np.zeros(16, np.float32)
     with pytest.raises(TypeError, match="not in device memory"):
         foreign(FakeCAI(host.ctypes.data), backend)
