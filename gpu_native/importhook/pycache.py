@@ -65,7 +65,7 @@ _TAG = b"GNpy"
 _HEADER = len(MAGIC_NUMBER) + len(_TAG) + 16
 # The parts of gpu_native whose code decides what a rewrite looks like.
 _TRANSPILER = ("rewrite.py", "abi.py", "ir.py", "ircodec.py", "locate.py", "errors.py", "_version.py",
-               "spec.py", "frontend", "check", "emit", "lang")
+               "spec.py", "launchexpr.py", "frontend", "check", "emit", "lang")
 
 _fingerprint: str | None = None
 
