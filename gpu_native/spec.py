@@ -46,13 +46,12 @@ __all__ = [
 ]
 
 # The layout of the spec literal and the protocol of the launcher factory with the runtime
-# (``LaunchContext.fast_path``): 11, the factory takes the FastPath record and reads every piece
-# through it; 10, a ParamCheck names a loop's counter; 9, variants list their tensor maps; 8, variants name the oldest architecture they build for; 7,
+# (``LaunchContext.fast_path``): 9, variants list their tensor maps; 8, variants name the oldest architecture they build for; 7,
 # parameters say whether they are strided; 6, variants list their constant arrays; 5, the
 # options hold ``cooperative``; 4, sites and launch checks name their file; 3, typed records, a
 # FastPath record and the arrays' launch attributes; 2, a dict literal, a positional tuple from
 # fast_path.
-SCHEMA = 11
+SCHEMA = 10
 # The first element of every spec literal: anything else is not a spec (a foreign ``_spec=``).
 _TAG = "gpu_native.KernelSpec"
 

@@ -151,6 +151,7 @@ def launch_paths(monkeypatch):
     ``launch`` from its fast path (True when it passed the launch configuration and the argument
     buffer the launcher was given), ``failed`` and ``slow`` count the calls of those.  Only
     launchers made while the fixture is active are recorded."""
+    from gpu_native.nodes import replace
     from gpu_native.runtime.context import LaunchContext
 
     record = {"fast": [], "failed": 0, "slow": 0}
@@ -159,8 +160,7 @@ def launch_paths(monkeypatch):
     def recording(self):
         pieces = fast_path(self)
         launch, failed, slow = pieces.launch, pieces.failed, pieces.slow
-        config = (pieces.function, pieces.grid_x, pieces.grid_y, pieces.grid_z,
-                  pieces.block_x, pieces.block_y, pieces.block_z, pieces.shared_mem_bytes,
+        config = (pieces.function, *pieces.grid, *pieces.block, pieces.shared_mem_bytes,
                   pieces.stream)
 
         def launch_(*args):
@@ -177,8 +177,7 @@ def launch_paths(monkeypatch):
             record["slow"] += 1
             return slow(*args)
 
-        pieces.launch, pieces.failed, pieces.slow = launch_, failed_, slow_
-        return pieces
+        return replace(pieces, launch=launch_, failed=failed_, slow=slow_)
 
     monkeypatch.setattr(LaunchContext, "fast_path", recording)
     return record

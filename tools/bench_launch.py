@@ -8,10 +8,9 @@ its ratio to raw is the median of the per-round ratios.  Peers: raw ``cuda.bindi
 with a prepacked argument array, on the same entry point gpu_native launches (the floor for any
 Python launcher), CuPy ``RawKernel``, ``cuda.core.launch`` and ``torch.add``.
 
-One more row measures a design gpu_native does not use (any more): the same generated launcher
-reading each piece from a closure variable bound once per launch configuration instead of through
-its one reserved name (``_gn.launch``, ``_gn.function`` ...) at every launch (see
-:func:`closure_form`).
+One more row measures a design gpu_native does not use: the same generated launcher reading its
+pieces through one reserved name (``_gn.launch``, ``_gn.fn`` ...) at every launch instead of from
+closure variables bound once per launch configuration (see :func:`one_alias_form`).
 
     python tools/bench_launch.py [--bursts 300] [--json out.json]
 """
@@ -85,22 +84,23 @@ def interleaved(launchers: dict, sync, bursts: int, per_burst: int = 100) -> dic
     return samples
 
 
-def closure_form(launcher, spec):
-    """``launcher`` (a generated launcher) rebuilt to read each piece from a closure variable
-    bound once, ``_gn_launch`` for ``_gn.launch``: the same code and the same objects, with a
-    closure-cell read per piece per launch in place of an attribute read."""
+def one_alias_form(launcher, spec):
+    """``launcher`` (a generated launcher lambda) rebuilt to read each closure variable through
+    one reserved name, a slotted record bound once: the same code and the same objects, with an
+    attribute read per piece per launch in place of a closure-cell read."""
     import re
 
     from gpu_native.emit.host import build_launcher, param_trees
 
-    body = build_launcher("k", spec.params, bool(spec.typevars), param_trees(spec)).exact()[1]
-    record = launcher.__closure__[0].cell_contents
-    piece = re.compile(r"(?<![\w.])_gn\.(\w+)")
-    names = sorted(set(piece.findall(body)))
-    source = piece.sub(r"_gn_\1", body.removeprefix("return "))
-    outer = ", ".join(f"_gn_{name}" for name in names)
-    # Our own generated text, rewritten.
-    return eval(f"lambda {outer}: {source}")(*(getattr(record, n) for n in names))
+    body = build_launcher("k", spec.params, bool(spec.typevars), param_trees(spec)).exact()[2]
+    code = launcher.__code__
+    cells = {name: cell.cell_contents for name, cell in zip(code.co_freevars, launcher.__closure__)}
+    record = type("Alias", (), {"__slots__": tuple(cells)})()
+    for name, value in cells.items():
+        setattr(record, name, value)
+    source = re.sub(r"\b(_gn_\w+)\b", lambda m: f"_gn.{m[1]}" if m[1] in cells else m[1],
+                    body.removeprefix("return "))
+    return eval(f"lambda _gn: {source}")(record)  # our own generated text, rewritten
 
 
 def measure(bursts: int = 300) -> dict:
@@ -134,12 +134,12 @@ def measure(bursts: int = 300) -> dict:
     launchers["gpu_native: k.launch(...)(args)"] = ours
     launchers["gpu_native: k[1, 1](args)"] = ours_item
     launchers["gpu_native: reused launcher"] = ours_reused
-    closures = closure_form(launcher, bk.tiny.spec)
+    alias = one_alias_form(launcher, bk.tiny.spec)
 
-    def ours_closures():
-        closures(x, y, z, 1)
+    def ours_alias():
+        alias(x, y, z, 1)
 
-    launchers["gpu_native: reused, closure form (not used; see docstring)"] = ours_closures
+    launchers["gpu_native: reused, one-alias form (not used; see docstring)"] = ours_alias
 
     # Raw cuda.bindings: the entry point gpu_native launches for this kernel, its arguments
     # packed once, outside the loop.

@@ -6,23 +6,21 @@ holding its *launcher factory*:
 .. code-block:: python
 
     @gpu_kernel(Kernel1D, _spec=(...))   # the spec literal (gpu_native.spec.KernelSpec)
-    def add_kernel(_gn):
-        return lambda a, b, c: (... _gn.launch(_gn.function, _gn.grid_x, ..., (_gn.pack(
-                                _gn.buffer, 0, a.launch_args, ...) or _gn.address), 0) ...
-                                if a.__class__ is _gn.DeviceArray and a.launch_sig is _gn.sig_a
-                                and ... else _gn.slow(a, b, c))
+    def add_kernel(_gn_context):
+        _gn_fast = _gn_context.fast_path(); _gn_DA = _gn_fast.DeviceArray; ...
+        return lambda a, b, c: (... _gn_launch(_gn_fn, _gn_gx, ..., (_gn_pack(_gn_buf, 0,
+                                a.launch_args, ...) or _gn_address), 0) ...
+                                if a.__class__ is _gn_DA and a.launch_sig is _gn_sig_a and ...
+                                else _gn_slow(a, b, c))
 
-The runtime calls the factory once per launch configuration and thread, with a ``FastPath``
-record (gpu_native.runtime.context) whose attributes are the pieces of the fast path by name;
-the launcher reads them through that one reserved name, as pytest's rewritten asserts call
-their helpers through one alias.  The returned lambda is what ``kernel.launch(grid, block,
+The runtime calls the factory once per launch configuration and thread, with a
+``LaunchContext``; ``fast_path()`` returns a ``FastPath`` record (gpu_native.runtime.context),
+whose named fields the set-up line binds to closure variables, so the launch itself reads no
+attribute of the runtime.  The returned lambda is what ``kernel.launch(grid, block,
 shared_mem_bytes, stream)`` hands back.  Its parameters are the kernel's own (keyword arguments
-work, and messages name them); the factory's own names are the reserved one and its temporary
-``_gn_err``, both chosen so that no parameter name starts with them (``_gn``, or ``_gn_`` ...
-where a parameter's does, see :func:`reserved_alias`), so whatever a parameter is called, it
-cannot change what the launcher does.  (Reading each piece from a closure variable bound once
-per configuration instead measured the same: 7.21 against 7.23 µs a launch on an H100,
-tools/bench_launch.py.)
+work, and messages name them); every other name in the factory starts with a prefix that no
+parameter name starts with (``_gn_``, or ``_gn__`` ... where a parameter does), so whatever a
+parameter is called, it cannot change what the launcher does.
 
 Its fast path checks each argument with one identity test against a *signature* object that
 encodes dtype, ndim, device, contiguity and writability (an array's ``launch_sig`` /
@@ -30,7 +28,7 @@ encodes dtype, ndim, device, contiguity and writability (an array's ``launch_sig
 vector: its exact class, its components packed as it holds them),
 packs the values into the thread's argument buffer with one ``struct.pack_into`` (an array as its
 ``launch_args``, the bytes of its address and extents, packed once when the array was made) and
-calls ``cuLaunchKernel``; anything else falls back to ``slow``,
+calls ``cuLaunchKernel``, all through closure variables; anything else falls back to ``slow``,
 which checks every argument one by one and raises ``TypeError``/``ValueError`` naming the
 parameter.  Every other line of the module is left byte-for-byte as the user wrote it.
 
@@ -48,7 +46,7 @@ from ..nodes import node
 from ..spec import KernelSpec, Param, ParamCheck, ShapeAssert
 
 __all__ = ["Launcher", "build_launcher", "decorator_parts", "exact_line_of", "kernel_block",
-           "param_trees", "reserved_alias"]
+           "param_trees", "reserved_prefix"]
 
 # The launcher's lines when laid out for people (gpu-native expand): code up to this column.
 READABLE_WIDTH = 88
@@ -69,63 +67,63 @@ def _dotted_text(e: S.Expr) -> str:
     raise ValueError("not a dotted name")  # pragma: no cover - the scanner only accepts these
 
 
-def reserved_alias(names) -> str:
-    """The one name a launcher reads its pieces through: ``_gn``, lengthened by underscores
-    until no parameter name starts with it, so that neither it nor the launcher's temporary
-    (the alias and ``_err``) can be a parameter's name, whatever the user called it."""
+def reserved_prefix(names) -> str:
+    """The prefix of every name a launcher introduces: ``_gn_``, lengthened by underscores until
+    no parameter name starts with it, so that no parameter can shadow (or be shadowed by) the
+    launcher's own names, whatever the user called it."""
     names = tuple(names)
-    alias = "_gn"
-    while any(n.startswith(alias) for n in names):
-        alias += "_"
-    return alias
+    prefix = "_gn_"
+    while any(n.startswith(prefix) for n in names):
+        prefix += "_"
+    return prefix
 
 
-def _scalar_test(p: Param, generic: bool, r: str) -> tuple[str, ...]:
+def _scalar_test(p: Param, generic: bool, r: str) -> tuple[tuple[str, ...], str | None]:
     """The fast-path test of a scalar argument (anything else takes the checked slow path), as
-    conjuncts; ``r`` is the reserved name and its dot."""
+    conjuncts, and the class it compares with (``int``, ``float``, ``bool``; None for none)."""
     name = p.name
     if p.dtype in _INT_RANGES and not generic:
         lo, hi = _INT_RANGES[p.dtype]
-        return (f"{name}.__class__ is {r}int", f"{lo} <= {name} <= {hi}")
+        return (f"{name}.__class__ is {r}int", f"{lo} <= {name} <= {hi}"), "int"
     if p.dtype == "bool_" and not generic:
-        return (f"{name}.__class__ is {r}bool",)
+        return (f"{name}.__class__ is {r}bool",), "bool"
     if p.dtype == "f64" and not generic:
-        return (f"{name}.__class__ is {r}float",)
+        return (f"{name}.__class__ is {r}float",), "float"
     if p.dtype in abi.FLOAT_OVERFLOW and not generic:
         # Values that would round to infinity (and inf and nan themselves) take the slow path,
         # which refuses the first and passes the others.
         limit = abi.FLOAT_OVERFLOW[p.dtype]
-        return (f"{name}.__class__ is {r}float", f"-{limit!r} < {name} < {limit!r}")
+        return (f"{name}.__class__ is {r}float", f"-{limit!r} < {name} < {limit!r}"), "float"
     if (p.dtype in abi.VECTOR_SLOTS or p.dtype in abi.COMPLEX_SLOTS) and not generic and (
             p.dtype != "vec2bf"):  # a bf16 slot holds bits, which the slow path makes
         # A vector (complex number) of the parameter's own class holds its components (parts)
         # converted already.
-        return (f"{name}.__class__ is {r}{p.dtype}",)
+        return (f"{name}.__class__ is {r}{p.dtype}",), p.dtype
     # bf16 is passed as its bits (converted on the slow path), TypeVars as their specialisation.
-    return ("False",)
+    return ("False",), None
 
 
 @node
 class Launcher:
     """One kernel's launcher factory, in the pieces both layouts are made of.
 
-    ``alias`` is the factory's parameter, the record of pieces (``FastPath``) every other name
-    is read from; ``tests`` the fast path's conditions in groups (one per parameter, then one
-    per writable array: its overlap tests, then the inline launch checks), ``values`` what is
-    packed into the argument buffer, ``config`` the launch configuration's pieces, in
-    ``cuLaunchKernel``'s order.
+    ``setup`` holds the set-up statements (run once per launch configuration), ``tests`` the
+    fast path's conditions in groups (one per parameter, then one per writable array: its
+    overlap tests), ``values`` what is packed into the argument buffer, ``config`` the launch
+    configuration's names, in ``cuLaunchKernel``'s order.
     """
 
     name: str
-    alias: str
+    prefix: str
     params: tuple[str, ...]
+    setup: tuple[str, ...]
     tests: tuple[tuple[str, ...], ...]
     values: tuple[str, ...]
     config: tuple[str, ...]
 
     @property
     def head(self) -> str:
-        return f"def {self.name}({self.alias}):"
+        return f"def {self.name}({self.prefix}context):"
 
     @property
     def condition(self) -> str:
@@ -133,31 +131,31 @@ class Launcher:
         return "False" if "False" in conjuncts else " and ".join(conjuncts) or "True"
 
     def packed(self, values: str) -> str:
-        a = self.alias
+        r = self.prefix
         # pack_into returns None: `pack(...) or address` is the buffer's address, after packing.
-        return f"({a}.pack({a}.buffer, 0, {values}) or {a}.address)" if self.values else \
-            f"{a}.address"
+        return f"({r}pack({r}buf, 0, {values}) or {r}address)" if self.values else f"{r}address"
 
-    def exact(self) -> tuple[str, str]:
-        """The two logical lines of the factory as the rewritten module has them: ``def`` and
-        the ``return``."""
-        a = self.alias
+    def exact(self) -> tuple[str, str, str]:
+        """The three logical lines of the factory as the rewritten module has them: ``def``,
+        the set-up, and the ``return``."""
+        r = self.prefix
         names = ", ".join(self.params)
         packed = self.packed(", ".join(self.values))
         # Pack the arguments into this thread's buffer, launch, and raise if the driver refused.
-        body = (f"return lambda {names}: ((({a}_err := {a}.launch({', '.join(self.config)}, "
-                f"{packed}, 0)[0]) is {a}.success or {a}.failed({a}_err)) and None) "
-                f"if {self.condition} else {a}.slow({names})")
-        return self.head, body
+        body = (f"return lambda {names}: ((({r}err := {r}launch({', '.join(self.config)}, "
+                f"{packed}, 0)[0]) is {r}ok or {r}failed({r}err)) and None) "
+                f"if {self.condition} else {r}slow({names})")
+        return self.head, "; ".join(self.setup), body
 
     def readable(self, indent: str, width: int = READABLE_WIDTH) -> list[tuple[str, str | None]]:
         """The same factory over as many lines as it needs: ``(text, role)`` pairs, where role
-        is the exact form's line it belongs to (``"def"``, ``"return"``; None for a
-        comment)."""
-        a = self.alias
+        is the exact form's line it belongs to (``"def"``, ``"setup"``, ``"return"``; None for
+        a comment)."""
+        r = self.prefix
         inner = indent + "    "
         body = inner + "    "
         out: list[tuple[str, str | None]] = [(indent + self.head, "def")]
+        out += [(inner + stmt, "setup") for stmt in self.setup]
         names = ", ".join(self.params)
         if len(f"{inner}return lambda {names}: (") <= width:
             out.append((f"{inner}return lambda {names}: (", "return"))
@@ -170,20 +168,20 @@ class Launcher:
             close = "))"
         out.append((f"{body}# launch: pack the arguments into the buffer, call the driver, "
                     "raise if it refused", None))
-        out.append((f"{body}(({a}_err := {a}.launch(", "return"))
+        out.append((f"{body}(({r}err := {r}launch(", "return"))
         args = body + "    "
         out += [(text + ",", "return") for text in _fill(list(self.config), args, args, width)]
         one_line = f"{args}{self.packed(', '.join(self.values))},"
         if len(one_line) <= width or not self.values:
             out.append((one_line, "return"))
         else:
-            out.append((f"{args}({a}.pack(", "return"))
-            items = [f"{a}.buffer", "0", *self.values]
+            out.append((f"{args}({r}pack(", "return"))
+            items = [f"{r}buf", "0", *self.values]
             out += [(text + ",", "return") for text in _fill(items, args + "    ",
                                                             args + "    ", width)]
-            out.append((f"{args}) or {a}.address),", "return"))
+            out.append((f"{args}) or {r}address),", "return"))
         out.append((f"{args}0,", "return"))
-        out.append((f"{body})[0]) is {a}.success or {a}.failed({a}_err)) and None", "return"))
+        out.append((f"{body})[0]) is {r}ok or {r}failed({r}err)) and None", "return"))
         out.append((f"{body}# ... when every argument is exactly what the kernel was compiled "
                     "for", None))
         groups = [("False",)] if self.condition == "False" else list(self.tests) or [("True",)]
@@ -197,11 +195,11 @@ class Launcher:
                     out.append((f"{body}{word if j == 0 else 'and '}{test}", "return"))
         out.append((f"{body}# anything else: check each argument, say what is wrong, convert, "
                     "launch", None))
-        slow = _fill(list(self.params), f"{body}else {a}.slow(", body + "    ", width - 1)
+        slow = _fill(list(self.params), f"{body}else {r}slow(", body + "    ", width - 1)
         if len(slow) == 1:
             out.append((slow[0] + ")", "return"))
         else:
-            out.append((f"{body}else {a}.slow(", "return"))
+            out.append((f"{body}else {r}slow(", "return"))
             out += [(text + ",", "return") for text in _fill(list(self.params), body + "    ",
                                                             body + "    ", width)]
             out.append((f"{body})", "return"))
@@ -243,29 +241,30 @@ def build_launcher(name: str, params: tuple[Param, ...], generic: bool,
     """The launcher factory of kernel ``name`` with parameters ``params``.
 
     The lambda's parameters are the kernel's own names (so keyword arguments and error messages
-    use them); every other name is read through the factory's one parameter,
-    :func:`reserved_alias`.  ``checks``
+    use them); every other name in the factory starts with :func:`reserved_prefix`.  ``checks``
     are the trees of the kernel's :class:`~gpu_native.spec.ParamCheck` records
     (:func:`param_trees`): the fast path tests them after every argument's own test, and a call
     that fails one takes the checked path, which says what is wrong.  A kernel without them has
     none of their code.
     """
-    alias = reserved_alias(p.name for p in params)
-    r = alias + "."  # every piece: an attribute of the record
+    r = reserved_prefix(p.name for p in params)
     arrays = [p for p in params if p.is_array]
     values: list[str] = []
     tests: list[tuple[str, ...]] = []
+    classes: list[str] = []
     for p in params:
         if p.is_array:
             # A Strided parameter reads the array's strided signature and parameters (any
             # layout); a contiguous one its own, which a non-contiguous view does not match.
             layout = "_strided" if p.strided else ""
             attr = f"launch_sig{layout}{'_mut' if p.mutable else ''}"
-            tests.append((f"{p.name}.__class__ is {r}DeviceArray",
-                          f"{p.name}.{attr} is {r}sig_{p.name}"))
+            tests.append((f"{p.name}.__class__ is {r}DA", f"{p.name}.{attr} is {r}sig_{p.name}"))
             values.append(f"{p.name}.launch_args{layout}")
         else:
-            tests.append(_scalar_test(p, generic, r))
+            test, cls = _scalar_test(p, generic, r)
+            tests.append(test)
+            if cls is not None and cls not in classes:
+                classes.append(cls)
             # A vector's components, one slot each (see gpu_native.abi).
             values.append(f"*{p.name}._values" if p.dtype in abi.VECTOR_SLOTS else
                           f"{p.name}.real, {p.name}.imag" if p.dtype in abi.COMPLEX_SLOTS
@@ -279,12 +278,31 @@ def build_launcher(name: str, params: tuple[Param, ...], generic: bool,
         if others:
             tests.append(others)
     names = tuple(p.name for p in params)
+    used: set[str] = set()
     if checks:
-        tests.append(tuple(launcher_text(t, names, r, set()) for t in checks))
-    config = tuple(f"{r}{n}" for n in ("function", "grid_x", "grid_y", "grid_z", "block_x",
-                                        "block_y", "block_z", "shared_mem_bytes", "stream"))
-    return Launcher(name, alias, tuple(p.name for p in params), tuple(tests), tuple(values),
-                    config)
+        tests.append(tuple(launcher_text(t, names, r, used) for t in checks))
+    fast = f"{r}fast"
+    setup = [f"{fast} = {r}context.fast_path()"]
+    if arrays:
+        setup.append(f"{r}DA = {fast}.DeviceArray")
+    setup += [f"{r}{cls} = {fast}.{cls}" for cls in ("int", "float", "bool") if cls in classes]
+    setup += [f"{r}{cls} = {fast}.vectors[{cls!r}]" for cls in classes
+              if cls in abi.VECTOR_SLOTS or cls in abi.COMPLEX_SLOTS]
+    setup += [f"{r}sig_{p.name} = {fast}.signatures[{p.name!r}]" for p in arrays]
+    if values:
+        setup += [f"{r}pack = {fast}.pack", f"{r}buf = {fast}.buffer"]
+    setup += [f"{r}address = {fast}.address", f"{r}launch = {fast}.launch",
+              f"{r}fn = {fast}.function", f"{r}gx, {r}gy, {r}gz = {fast}.grid",
+              f"{r}bx, {r}by, {r}bz = {fast}.block", f"{r}smem = {fast}.shared_mem_bytes",
+              f"{r}stream = {fast}.stream", f"{r}ok = {fast}.success",
+              f"{r}failed = {fast}.failed", f"{r}slow = {fast}.slow"]
+    # The launch shape as the kernel sees it, for the parameter checks.
+    setup += [f"{r}{n}_x, {r}{n}_y, {r}{n}_z = {fast}.launch_{n[:-4]}"
+              for n in ("grid_dim", "block_dim") if n in used]
+    config = tuple(f"{r}{n}" for n in ("fn", "gx", "gy", "gz", "bx", "by", "bz", "smem",
+                                        "stream"))
+    return Launcher(name, r, tuple(p.name for p in params), tuple(setup), tuple(tests),
+                    tuple(values), config)
 
 
 def decorator_parts(fn: S.FunctionDef) -> tuple[str, str]:
@@ -303,12 +321,14 @@ def kernel_block(fn: S.FunctionDef, indent: str, spec_literal: str,
     count = fn.last_line - fn.first_line + 1
     callee, kind = decorator_parts(fn)
     decorator = f"{indent}@{callee}({kind}, _spec={spec_literal})"
-    head, ret = build_launcher(fn.name, params, generic, checks).exact()
+    head, setup, ret = build_launcher(fn.name, params, generic, checks).exact()
     inner = indent + "    "
     if count <= 2:
         # `def k(a): body` on one line: the whole launcher goes on the def line.
-        return [decorator, f"{indent}{head} {ret}"]
-    lines = [decorator, f"{indent}{head}", f"{inner}{ret}"]
+        return [decorator, f"{indent}{head} {setup}; {ret}"]
+    if count == 3:
+        return [decorator, f"{indent}{head}", f"{inner}{setup}; {ret}"]
+    lines = [decorator, f"{indent}{head}", f"{inner}{setup}", f"{inner}{ret}"]
     while len(lines) < count:
         lines.append("")
     return lines
@@ -320,7 +340,9 @@ def exact_line_of(role: str | None, first: int, count: int) -> int | None:
     ``first + count - 1``: :func:`kernel_block` puts fewer lines on short kernels."""
     if role is None:
         return None
-    offset = {"decorator": 0, "def": 1, "return": 2}[role]
+    offset = {"decorator": 0, "def": 1, "setup": 2, "return": 3}[role]
     if count <= 2:
         offset = min(offset, 1)
+    elif count == 3:
+        offset = min(offset, 2)
     return first + offset

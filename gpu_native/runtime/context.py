@@ -1,8 +1,8 @@
 """One configured launch of one kernel variant: the arguments checked, converted and submitted.
 
 A generated launcher (see :mod:`gpu_native.emit.host`) is built once per launch configuration
-from the :class:`FastPath` of a :class:`LaunchContext`.  Its fast path tests each argument
-inline and packs it with the pieces that record holds; anything unusual (a
+from a :class:`LaunchContext`.  Its fast path tests each argument inline and packs it with the
+pieces :meth:`LaunchContext.fast_path` hands it (a :class:`FastPath`); anything unusual (a
 NumPy array, another library's array, a value that needs converting, a launch-time check that
 fails) takes :meth:`LaunchContext.slow`, which checks every argument one by one, explains what
 is wrong with the parameter's name, converts, and launches.
@@ -22,6 +22,7 @@ import numpy as np
 from .. import abi
 from ..lang.structs import StructInfo, leaf_values, mismatch, parse_key, struct_info_of_dtype
 from ..lang.types import COMPLEX_CLASSES, SCALARS, VECTOR_CLASSES
+from ..nodes import Factory, node
 from ..spec import Param, ParamCheck, ShapeAssert
 from ..tracebacks import strip
 from . import tensormaps
@@ -35,70 +36,52 @@ if TYPE_CHECKING:
     from .kernel import Variant, _Config
 
 
+@node
 class FastPath:
-    """The pieces of a generated launcher's fast path, which it reads through its one reserved
-    name (``_gn.launch(...)``, see :mod:`gpu_native.emit.host`) at every launch.
+    """The pieces of a generated launcher's fast path, by name: a factory binds the ones it uses
+    to closure variables once per launch configuration (see gpu_native.emit.host).
 
-    The same for every launcher (class attributes): ``DeviceArray``, ``int``, ``float`` and
-    ``bool``, the classes the argument tests compare with (from here, not from the user's
-    module, where ``int`` may mean something else), and each vector and complex class by its
-    name (``vec3f``, ``complex64`` ...: an argument of its parameter's exact class is packed as
-    its components, which it holds converted already).
-
-    Per launch configuration: ``pack(buffer, 0, *values)`` packs the arguments into
-    ``buffer``, whose ``void*`` array is at ``address``; ``launch(function, grid_x, grid_y,
-    grid_z, block_x, block_y, block_z, shared_mem_bytes, stream, address, 0)`` is the backend's
-    ``cuLaunchKernel``, returning a tuple whose first item is ``success`` when it launched;
-    ``failed(err)`` raises the backend's error; ``slow(*args)`` checks every argument,
-    explains, converts and launches.  ``grid_dim_x`` ... ``block_dim_z`` are the launch shape
-    the kernel sees (``grid_x`` ... ``block_z`` are the one submitted, which differ for a
-    kernel run on a grid sized for the device): the inline tests of
-    :class:`~gpu_native.spec.ParamCheck` records read them.
-
-    Per kernel: ``sig_<name>`` for each array parameter, the signature its arguments must carry
-    (``DeviceArray.launch_sig``).  No other attribute starts with ``sig_``, so no parameter's
-    name can shadow a piece.  Attributes of a plain instance, not slots: CPython reads either
-    as fast, and a kernel's signatures are attributes of their own.
+    ``DeviceArray``, ``int``, ``float`` and ``bool`` are the classes the argument tests compare
+    with (from here, not from the user's module, where ``int`` may mean something else), and
+    ``vectors`` the vector classes by name (``gn.vec3f`` ...: a vector argument of its
+    parameter's exact class is packed as its components, which it holds converted already);
+    ``signatures`` maps each array parameter's name to the signature its arguments must carry
+    (``DeviceArray.launch_sig``); ``pack(buffer, 0, *values)`` packs the arguments into
+    ``buffer``, whose ``void*`` array is at ``address``; ``launch(function, *grid, *block,
+    shared_mem_bytes, stream, address, 0)`` is the backend's ``cuLaunchKernel``, returning a
+    tuple whose first item is ``success`` when it launched; ``failed(err)`` raises the
+    backend's error; ``slow(*args)`` checks every argument, explains, converts and launches.
+    ``launch_grid`` and ``launch_block`` are the launch shape the kernel sees (``grid`` and
+    ``block`` are the one submitted, which differ for a kernel run on a grid sized for the
+    device): the inline tests of :class:`~gpu_native.spec.ParamCheck` records read them.
     """
 
-    DeviceArray = DeviceArray
-    int = builtins.int
-    float = builtins.float
-    bool = builtins.bool
-
-    pack: Callable[..., None]
+    DeviceArray: type
+    int: type
+    float: type
+    bool: type
+    # Below, `int` would be the field above: the builtin is builtins.int.
+    signatures: dict
+    pack: object
     buffer: object
     address: builtins.int
-    launch: Callable[..., tuple]
+    launch: object
     function: object
+    grid: tuple[builtins.int, builtins.int, builtins.int]
+    block: tuple[builtins.int, builtins.int, builtins.int]
     shared_mem_bytes: builtins.int
     stream: object
     success: object
-    failed: Callable[[object], builtins.bool]
-    slow: Callable[..., None]
-
-    def __init__(self, grid, block, launch_grid, launch_block, signatures: dict[str, object],
-                 **pieces) -> None:
-        for name, value in pieces.items():
-            setattr(self, name, value)
-        for names, shape in ((("grid_x", "grid_y", "grid_z"), grid),
-                             (("block_x", "block_y", "block_z"), block),
-                             (("grid_dim_x", "grid_dim_y", "grid_dim_z"), launch_grid),
-                             (("block_dim_x", "block_dim_y", "block_dim_z"), launch_block)):
-            for name, value in zip(names, shape):
-                setattr(self, name, value)
-        for name, sig in signatures.items():
-            setattr(self, f"sig_{name}", sig)
-
-
-for _name, _cls in {**VECTOR_CLASSES, **COMPLEX_CLASSES}.items():
-    setattr(FastPath, _name, _cls)
+    failed: object
+    slow: object
+    launch_grid: tuple[builtins.int, builtins.int, builtins.int] = (1, 1, 1)
+    launch_block: tuple[builtins.int, builtins.int, builtins.int] = (1, 1, 1)
+    vectors: dict = Factory(lambda: {**VECTOR_CLASSES, **COMPLEX_CLASSES})
 
 
 class LaunchContext:
-    """One launch configuration of a variant: :meth:`fast_path` is what its launcher factory
-    receives, the pieces of its fast path, and :meth:`slow` checks every argument one by one
-    (and explains what is wrong)."""
+    """What a launcher factory receives: :meth:`fast_path` gives it the pieces of its fast path,
+    and :meth:`slow` checks every argument one by one (and explains what is wrong)."""
 
     def __init__(self, config: _Config, variant: Variant, fn, grid, block, trailing,
                  index32: bool = False):
@@ -144,11 +127,10 @@ class LaunchContext:
         """The pieces of a generated launcher's fast path (see :class:`FastPath`)."""
         c = self.config
         backend = c.backend
-        return FastPath(self.grid, self.block, c.grid, c.block, self.signatures,
-                        pack=self.pack_into, buffer=self.buffer.data,
-                        address=self.buffer.address, launch=self.fast_launch, function=self.fn,
-                        shared_mem_bytes=c.shared_mem_bytes, stream=c.handle,
-                        success=backend.success, failed=self.failed, slow=self.slow)
+        return FastPath(DeviceArray, int, float, bool, self.signatures, self.pack_into,
+                        self.buffer.data, self.buffer.address, self.fast_launch, self.fn,
+                        self.grid, self.block, c.shared_mem_bytes, c.handle, backend.success,
+                        self.failed, self.slow, c.grid, c.block)
 
     def failed(self, err):
         if err != self.config.backend.success:

@@ -561,7 +561,7 @@ class _Config:
                                          k._entry_functions(variant, self.backend, self.device),
                                          self.device, grid, block, self.shared_mem_bytes)
         context = LaunchContext(self, variant, fn, grid, block, trailing, index32)
-        launcher = k._factory(context.fast_path())
+        launcher = k._factory(context)
         launcher.__qualname__ = k.__name__
         launcher.__name__ = k.__name__
         # Its frame, the one an argument error keeps, names the kernel and its decorator line.

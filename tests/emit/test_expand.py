@@ -120,7 +120,7 @@ class TestSummary:
         assert "#   variant [T=f32] gn_scale_f32 (kernel id 0x" in text
         assert "#   variant [T=f64] gn_scale_f64 (kernel id 0x" in text
         # The fast path cannot tell a TypeVar's scalar: the launcher takes the checked path.
-        assert re.search(r"^        if False +# L36$", text, re.M)
+        assert re.search(r"^        if False +# L37$", text, re.M)
 
     def test_launch_checks_and_sites_are_summarised(self, expansion):
         text = expansion.readable("rules")
@@ -132,7 +132,7 @@ class TestSummary:
 
     def test_only_the_kernel_asked_for(self, expansion):
         text = expansion.readable("unchecked")
-        assert "def unchecked(_gn):" in text
+        assert "def unchecked(_gn_context):" in text
         assert "def rules(" not in text and "def put(" not in text
         assert "options: bounds_check=False" in text
 
@@ -183,11 +183,11 @@ def test_short_and_nested_kernels_read_as_the_imported_code():
         if match:
             tags.setdefault(int(match.group(2)), []).append(match.group(1).strip())
     lines = exact.splitlines()
-    assert sorted(tags) == [4, 5, 8, 9, 10, 14, 15, 16]
-    assert tags[5][0] == "def two(_gn):" and "return lambda o: (" in tags[5]
-    assert lines[4].startswith("def two(_gn): return lambda o: ")
-    assert tags[9] == ["def three(_gn):"] and tags[10][0] == "return lambda o: ("
-    assert "    def nested(_gn):  # L15" in readable
+    assert sorted(tags) == [4, 5, 8, 9, 10, 14, 15, 16, 17]
+    assert tags[5][0] == "def two(_gn_context):" and "return lambda o: (" in tags[5]
+    assert lines[4].startswith("def two(_gn_context): _gn_fast = ")
+    assert tags[10][0] == "_gn_fast = _gn_context.fast_path()" and "return lambda o: (" in tags[10]
+    assert "    def nested(_gn_context):  # L15" in readable
     assert "    # gpu_native: kernel nested, lines 14-18 of shapes.py, became the launcher factory" \
         in readable
     for number, codes in tags.items():

@@ -323,15 +323,14 @@ def test_keyword_arguments_launch(kernel_module, backend):
 
 
 def test_launcher_names_cannot_be_parameter_names():
-    """The launcher's own names, its one reserved name and its temporary, start with a prefix
-    no parameter has."""
+    """Every name the rewritten launcher introduces starts with a prefix no parameter has."""
     source = PAIR_TEMPLATE.replace("FIRST", "_gn__x").replace("SECOND", "_gn_fn")
     host = rewrite_module(source, "m.py", "m").source
-    factory = re.search(r"def pair\((\w+)\):\n\s+return lambda ([^:]*):(.*)", host)
+    factory = re.search(r"def pair\((\w+)\):\n\s+(.*)\n\s+return lambda ([^:]*):(.*)", host)
     assert factory is not None
-    alias, params, body = factory.groups()
+    param, setup, params, body = factory.groups()
     assert params == "_gn__x, _gn_fn, out"
-    assert alias == "_gn___"
-    # Names, not attributes (the record's ._gn...: none; an array's .launch_args).
-    introduced = set(re.findall(r"(?<![.\w])_gn\w*", body)) - {"_gn__x", "_gn_fn"}
-    assert introduced == {"_gn___", "_gn____err"}, introduced
+    assert param == "_gn___context"
+    # Names, not attributes (an array's ._gn_args).
+    introduced = set(re.findall(r"(?<![.\w])_gn\w*", setup + body)) - {"_gn__x", "_gn_fn"}
+    assert introduced and all(n.startswith("_gn___") for n in introduced), introduced

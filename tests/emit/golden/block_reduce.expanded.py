@@ -36,25 +36,37 @@ THREADS = 256
 #     launch check: assert block_dim.x == 256 (line 30), once per launch shape
 #     CUDA C++: 4,415 characters (`expand --cuda`); simulator IR: 2,578 bytes
 @gpu_kernel(Kernel1D, _spec=...)  # L28
-def block_sum_kernel(_gn):  # L29
-    return lambda x, partial: (                                                          # L30
+def block_sum_kernel(_gn_context):  # L29
+    _gn_fast = _gn_context.fast_path()                # L30
+    _gn_DA = _gn_fast.DeviceArray                     # L30
+    _gn_sig_x = _gn_fast.signatures['x']              # L30
+    _gn_sig_partial = _gn_fast.signatures['partial']  # L30
+    _gn_pack = _gn_fast.pack                          # L30
+    _gn_buf = _gn_fast.buffer                         # L30
+    _gn_address = _gn_fast.address                    # L30
+    _gn_launch = _gn_fast.launch                      # L30
+    _gn_fn = _gn_fast.function                        # L30
+    _gn_gx, _gn_gy, _gn_gz = _gn_fast.grid            # L30
+    _gn_bx, _gn_by, _gn_bz = _gn_fast.block           # L30
+    _gn_smem = _gn_fast.shared_mem_bytes              # L30
+    _gn_stream = _gn_fast.stream                      # L30
+    _gn_ok = _gn_fast.success                         # L30
+    _gn_failed = _gn_fast.failed                      # L30
+    _gn_slow = _gn_fast.slow                          # L30
+    return lambda x, partial: (                                                           # L31
         # launch: pack the arguments into the buffer, call the driver, raise if it refused
-        ((_gn_err := _gn.launch(                                                         # L30
-            _gn.function, _gn.grid_x, _gn.grid_y, _gn.grid_z, _gn.block_x, _gn.block_y,  # L30
-            _gn.block_z, _gn.shared_mem_bytes, _gn.stream,                               # L30
-            (_gn.pack(                                                                   # L30
-                _gn.buffer, 0, x.launch_args, partial.launch_args,                       # L30
-            ) or _gn.address),                                                           # L30
-            0,                                                                           # L30
-        )[0]) is _gn.success or _gn.failed(_gn_err)) and None                            # L30
+        ((_gn_err := _gn_launch(                                                          # L31
+            _gn_fn, _gn_gx, _gn_gy, _gn_gz, _gn_bx, _gn_by, _gn_bz, _gn_smem, _gn_stream,  # L31
+            (_gn_pack(_gn_buf, 0, x.launch_args, partial.launch_args) or _gn_address),    # L31
+            0,                                                                            # L31
+        )[0]) is _gn_ok or _gn_failed(_gn_err)) and None                                  # L31
         # ... when every argument is exactly what the kernel was compiled for
-        if x.__class__ is _gn.DeviceArray and x.launch_sig is _gn.sig_x                  # L30
-        and partial.__class__ is _gn.DeviceArray                                         # L30
-        and partial.launch_sig_mut is _gn.sig_partial                                    # L30
-        and partial.launch_base is not x.launch_base                                     # L30
+        if x.__class__ is _gn_DA and x.launch_sig is _gn_sig_x                            # L31
+        and partial.__class__ is _gn_DA and partial.launch_sig_mut is _gn_sig_partial     # L31
+        and partial.launch_base is not x.launch_base                                      # L31
         # anything else: check each argument, say what is wrong, convert, launch
-        else _gn.slow(x, partial)                                                        # L30
-    )                                                                                    # L30
+        else _gn_slow(x, partial)                                                         # L31
+    )                                                                                     # L31
 
 
 def device_sum(x, blocks: int = 264) -> float:

@@ -23,28 +23,44 @@ from gpu_native import CUDASlice, CUDASliceMut, FlatLayout1D, Kernel1D, UniqueId
 #     launch checks: none
 #     CUDA C++: 4,236 characters (`expand --cuda`); simulator IR: 1,163 bytes
 @gpu_kernel(Kernel1D, _spec=...)  # L14
-def smoothstep_kernel(_gn):  # L15
-    return lambda x, out, lo, hi: (                                                      # L16
+def smoothstep_kernel(_gn_context):  # L15
+    _gn_fast = _gn_context.fast_path()        # L16
+    _gn_DA = _gn_fast.DeviceArray             # L16
+    _gn_float = _gn_fast.float                # L16
+    _gn_sig_x = _gn_fast.signatures['x']      # L16
+    _gn_sig_out = _gn_fast.signatures['out']  # L16
+    _gn_pack = _gn_fast.pack                  # L16
+    _gn_buf = _gn_fast.buffer                 # L16
+    _gn_address = _gn_fast.address            # L16
+    _gn_launch = _gn_fast.launch              # L16
+    _gn_fn = _gn_fast.function                # L16
+    _gn_gx, _gn_gy, _gn_gz = _gn_fast.grid    # L16
+    _gn_bx, _gn_by, _gn_bz = _gn_fast.block   # L16
+    _gn_smem = _gn_fast.shared_mem_bytes      # L16
+    _gn_stream = _gn_fast.stream              # L16
+    _gn_ok = _gn_fast.success                 # L16
+    _gn_failed = _gn_fast.failed              # L16
+    _gn_slow = _gn_fast.slow                  # L16
+    return lambda x, out, lo, hi: (                                                       # L17
         # launch: pack the arguments into the buffer, call the driver, raise if it refused
-        ((_gn_err := _gn.launch(                                                         # L16
-            _gn.function, _gn.grid_x, _gn.grid_y, _gn.grid_z, _gn.block_x, _gn.block_y,  # L16
-            _gn.block_z, _gn.shared_mem_bytes, _gn.stream,                               # L16
-            (_gn.pack(                                                                   # L16
-                _gn.buffer, 0, x.launch_args, out.launch_args, lo, hi,                   # L16
-            ) or _gn.address),                                                           # L16
-            0,                                                                           # L16
-        )[0]) is _gn.success or _gn.failed(_gn_err)) and None                            # L16
+        ((_gn_err := _gn_launch(                                                          # L17
+            _gn_fn, _gn_gx, _gn_gy, _gn_gz, _gn_bx, _gn_by, _gn_bz, _gn_smem, _gn_stream,  # L17
+            (_gn_pack(                                                                    # L17
+                _gn_buf, 0, x.launch_args, out.launch_args, lo, hi,                       # L17
+            ) or _gn_address),                                                            # L17
+            0,                                                                            # L17
+        )[0]) is _gn_ok or _gn_failed(_gn_err)) and None                                  # L17
         # ... when every argument is exactly what the kernel was compiled for
-        if x.__class__ is _gn.DeviceArray and x.launch_sig is _gn.sig_x                  # L16
-        and out.__class__ is _gn.DeviceArray and out.launch_sig_mut is _gn.sig_out       # L16
-        and lo.__class__ is _gn.float                                                    # L16
-        and -3.4028235677973366e+38 < lo < 3.4028235677973366e+38                        # L16
-        and hi.__class__ is _gn.float                                                    # L16
-        and -3.4028235677973366e+38 < hi < 3.4028235677973366e+38                        # L16
-        and out.launch_base is not x.launch_base                                         # L16
+        if x.__class__ is _gn_DA and x.launch_sig is _gn_sig_x                            # L17
+        and out.__class__ is _gn_DA and out.launch_sig_mut is _gn_sig_out                 # L17
+        and lo.__class__ is _gn_float                                                     # L17
+        and -3.4028235677973366e+38 < lo < 3.4028235677973366e+38                         # L17
+        and hi.__class__ is _gn_float                                                     # L17
+        and -3.4028235677973366e+38 < hi < 3.4028235677973366e+38                         # L17
+        and out.launch_base is not x.launch_base                                          # L17
         # anything else: check each argument, say what is wrong, convert, launch
-        else _gn.slow(x, out, lo, hi)                                                    # L16
-    )                                                                                    # L16
+        else _gn_slow(x, out, lo, hi)                                                     # L17
+    )                                                                                     # L17
 
 
 def smoothstep_reference(x: np.ndarray, lo: float, hi: float) -> np.ndarray:

@@ -50,25 +50,39 @@ THREADS = 256
 #     launch checks: none
 #     CUDA C++: 1,779 characters (`expand --cuda`); simulator IR: 753 bytes
 @gpu_kernel(Kernel1D, _spec=...)  # L42
-def histogram_kernel(_gn):  # L43
-    return lambda samples, hist: (                                                       # L44
+def histogram_kernel(_gn_context):  # L43
+    _gn_fast = _gn_context.fast_path()                # L44
+    _gn_DA = _gn_fast.DeviceArray                     # L44
+    _gn_sig_samples = _gn_fast.signatures['samples']  # L44
+    _gn_sig_hist = _gn_fast.signatures['hist']        # L44
+    _gn_pack = _gn_fast.pack                          # L44
+    _gn_buf = _gn_fast.buffer                         # L44
+    _gn_address = _gn_fast.address                    # L44
+    _gn_launch = _gn_fast.launch                      # L44
+    _gn_fn = _gn_fast.function                        # L44
+    _gn_gx, _gn_gy, _gn_gz = _gn_fast.grid            # L44
+    _gn_bx, _gn_by, _gn_bz = _gn_fast.block           # L44
+    _gn_smem = _gn_fast.shared_mem_bytes              # L44
+    _gn_stream = _gn_fast.stream                      # L44
+    _gn_ok = _gn_fast.success                         # L44
+    _gn_failed = _gn_fast.failed                      # L44
+    _gn_slow = _gn_fast.slow                          # L44
+    return lambda samples, hist: (                                                        # L45
         # launch: pack the arguments into the buffer, call the driver, raise if it refused
-        ((_gn_err := _gn.launch(                                                         # L44
-            _gn.function, _gn.grid_x, _gn.grid_y, _gn.grid_z, _gn.block_x, _gn.block_y,  # L44
-            _gn.block_z, _gn.shared_mem_bytes, _gn.stream,                               # L44
-            (_gn.pack(                                                                   # L44
-                _gn.buffer, 0, samples.launch_args, hist.launch_args,                    # L44
-            ) or _gn.address),                                                           # L44
-            0,                                                                           # L44
-        )[0]) is _gn.success or _gn.failed(_gn_err)) and None                            # L44
+        ((_gn_err := _gn_launch(                                                          # L45
+            _gn_fn, _gn_gx, _gn_gy, _gn_gz, _gn_bx, _gn_by, _gn_bz, _gn_smem, _gn_stream,  # L45
+            (_gn_pack(                                                                    # L45
+                _gn_buf, 0, samples.launch_args, hist.launch_args,                        # L45
+            ) or _gn_address),                                                            # L45
+            0,                                                                            # L45
+        )[0]) is _gn_ok or _gn_failed(_gn_err)) and None                                  # L45
         # ... when every argument is exactly what the kernel was compiled for
-        if samples.__class__ is _gn.DeviceArray                                          # L44
-        and samples.launch_sig is _gn.sig_samples                                        # L44
-        and hist.__class__ is _gn.DeviceArray and hist.launch_sig_mut is _gn.sig_hist    # L44
-        and hist.launch_base is not samples.launch_base                                  # L44
+        if samples.__class__ is _gn_DA and samples.launch_sig is _gn_sig_samples          # L45
+        and hist.__class__ is _gn_DA and hist.launch_sig_mut is _gn_sig_hist              # L45
+        and hist.launch_base is not samples.launch_base                                   # L45
         # anything else: check each argument, say what is wrong, convert, launch
-        else _gn.slow(samples, hist)                                                     # L44
-    )                                                                                    # L44
+        else _gn_slow(samples, hist)                                                      # L45
+    )                                                                                     # L45
 
 
 def shard(rank: int, n: int, seed: int = 2026) -> np.ndarray:

@@ -27,26 +27,42 @@ from gpu_native import (
 #     launch checks: none
 #     CUDA C++: 4,082 characters (`expand --cuda`); simulator IR: 2,185 bytes
 @gpu_kernel(Kernel2D, _spec=...)  # L19
-def heat_step(_gn):  # L20
-    return lambda src, dst, alpha: (                                                     # L21
+def heat_step(_gn_context):  # L20
+    _gn_fast = _gn_context.fast_path()        # L21
+    _gn_DA = _gn_fast.DeviceArray             # L21
+    _gn_float = _gn_fast.float                # L21
+    _gn_sig_src = _gn_fast.signatures['src']  # L21
+    _gn_sig_dst = _gn_fast.signatures['dst']  # L21
+    _gn_pack = _gn_fast.pack                  # L21
+    _gn_buf = _gn_fast.buffer                 # L21
+    _gn_address = _gn_fast.address            # L21
+    _gn_launch = _gn_fast.launch              # L21
+    _gn_fn = _gn_fast.function                # L21
+    _gn_gx, _gn_gy, _gn_gz = _gn_fast.grid    # L21
+    _gn_bx, _gn_by, _gn_bz = _gn_fast.block   # L21
+    _gn_smem = _gn_fast.shared_mem_bytes      # L21
+    _gn_stream = _gn_fast.stream              # L21
+    _gn_ok = _gn_fast.success                 # L21
+    _gn_failed = _gn_fast.failed              # L21
+    _gn_slow = _gn_fast.slow                  # L21
+    return lambda src, dst, alpha: (                                                      # L22
         # launch: pack the arguments into the buffer, call the driver, raise if it refused
-        ((_gn_err := _gn.launch(                                                         # L21
-            _gn.function, _gn.grid_x, _gn.grid_y, _gn.grid_z, _gn.block_x, _gn.block_y,  # L21
-            _gn.block_z, _gn.shared_mem_bytes, _gn.stream,                               # L21
-            (_gn.pack(                                                                   # L21
-                _gn.buffer, 0, src.launch_args, dst.launch_args, alpha,                  # L21
-            ) or _gn.address),                                                           # L21
-            0,                                                                           # L21
-        )[0]) is _gn.success or _gn.failed(_gn_err)) and None                            # L21
+        ((_gn_err := _gn_launch(                                                          # L22
+            _gn_fn, _gn_gx, _gn_gy, _gn_gz, _gn_bx, _gn_by, _gn_bz, _gn_smem, _gn_stream,  # L22
+            (_gn_pack(                                                                    # L22
+                _gn_buf, 0, src.launch_args, dst.launch_args, alpha,                      # L22
+            ) or _gn_address),                                                            # L22
+            0,                                                                            # L22
+        )[0]) is _gn_ok or _gn_failed(_gn_err)) and None                                  # L22
         # ... when every argument is exactly what the kernel was compiled for
-        if src.__class__ is _gn.DeviceArray and src.launch_sig is _gn.sig_src            # L21
-        and dst.__class__ is _gn.DeviceArray and dst.launch_sig_mut is _gn.sig_dst       # L21
-        and alpha.__class__ is _gn.float                                                 # L21
-        and -3.4028235677973366e+38 < alpha < 3.4028235677973366e+38                     # L21
-        and dst.launch_base is not src.launch_base                                       # L21
+        if src.__class__ is _gn_DA and src.launch_sig is _gn_sig_src                      # L22
+        and dst.__class__ is _gn_DA and dst.launch_sig_mut is _gn_sig_dst                 # L22
+        and alpha.__class__ is _gn_float                                                  # L22
+        and -3.4028235677973366e+38 < alpha < 3.4028235677973366e+38                      # L22
+        and dst.launch_base is not src.launch_base                                        # L22
         # anything else: check each argument, say what is wrong, convert, launch
-        else _gn.slow(src, dst, alpha)                                                   # L21
-    )                                                                                    # L21
+        else _gn_slow(src, dst, alpha)                                                    # L22
+    )                                                                                     # L22
 
 
 def simulate(grid_host: np.ndarray, steps: int, alpha: float = 0.2) -> np.ndarray:

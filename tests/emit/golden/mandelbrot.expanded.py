@@ -33,31 +33,47 @@ from gpu_native import (
 #     launch checks: none
 #     CUDA C++: 3,649 characters (`expand --cuda`); simulator IR: 2,097 bytes
 @gpu_kernel(Kernel2D, _spec=...)  # L24
-def mandelbrot_kernel(_gn):  # L25
-    return lambda image, x0, y0, dx, dy, max_iter: (                                     # L26
+def mandelbrot_kernel(_gn_context):  # L25
+    _gn_fast = _gn_context.fast_path()            # L26
+    _gn_DA = _gn_fast.DeviceArray                 # L26
+    _gn_int = _gn_fast.int                        # L26
+    _gn_float = _gn_fast.float                    # L26
+    _gn_sig_image = _gn_fast.signatures['image']  # L26
+    _gn_pack = _gn_fast.pack                      # L26
+    _gn_buf = _gn_fast.buffer                     # L26
+    _gn_address = _gn_fast.address                # L26
+    _gn_launch = _gn_fast.launch                  # L26
+    _gn_fn = _gn_fast.function                    # L26
+    _gn_gx, _gn_gy, _gn_gz = _gn_fast.grid        # L26
+    _gn_bx, _gn_by, _gn_bz = _gn_fast.block       # L26
+    _gn_smem = _gn_fast.shared_mem_bytes          # L26
+    _gn_stream = _gn_fast.stream                  # L26
+    _gn_ok = _gn_fast.success                     # L26
+    _gn_failed = _gn_fast.failed                  # L26
+    _gn_slow = _gn_fast.slow                      # L26
+    return lambda image, x0, y0, dx, dy, max_iter: (                                      # L27
         # launch: pack the arguments into the buffer, call the driver, raise if it refused
-        ((_gn_err := _gn.launch(                                                         # L26
-            _gn.function, _gn.grid_x, _gn.grid_y, _gn.grid_z, _gn.block_x, _gn.block_y,  # L26
-            _gn.block_z, _gn.shared_mem_bytes, _gn.stream,                               # L26
-            (_gn.pack(                                                                   # L26
-                _gn.buffer, 0, image.launch_args, x0, y0, dx, dy, max_iter,              # L26
-            ) or _gn.address),                                                           # L26
-            0,                                                                           # L26
-        )[0]) is _gn.success or _gn.failed(_gn_err)) and None                            # L26
+        ((_gn_err := _gn_launch(                                                          # L27
+            _gn_fn, _gn_gx, _gn_gy, _gn_gz, _gn_bx, _gn_by, _gn_bz, _gn_smem, _gn_stream,  # L27
+            (_gn_pack(                                                                    # L27
+                _gn_buf, 0, image.launch_args, x0, y0, dx, dy, max_iter,                  # L27
+            ) or _gn_address),                                                            # L27
+            0,                                                                            # L27
+        )[0]) is _gn_ok or _gn_failed(_gn_err)) and None                                  # L27
         # ... when every argument is exactly what the kernel was compiled for
-        if image.__class__ is _gn.DeviceArray and image.launch_sig_mut is _gn.sig_image  # L26
-        and x0.__class__ is _gn.float                                                    # L26
-        and -3.4028235677973366e+38 < x0 < 3.4028235677973366e+38                        # L26
-        and y0.__class__ is _gn.float                                                    # L26
-        and -3.4028235677973366e+38 < y0 < 3.4028235677973366e+38                        # L26
-        and dx.__class__ is _gn.float                                                    # L26
-        and -3.4028235677973366e+38 < dx < 3.4028235677973366e+38                        # L26
-        and dy.__class__ is _gn.float                                                    # L26
-        and -3.4028235677973366e+38 < dy < 3.4028235677973366e+38                        # L26
-        and max_iter.__class__ is _gn.int and -2147483648 <= max_iter <= 2147483647      # L26
+        if image.__class__ is _gn_DA and image.launch_sig_mut is _gn_sig_image            # L27
+        and x0.__class__ is _gn_float                                                     # L27
+        and -3.4028235677973366e+38 < x0 < 3.4028235677973366e+38                         # L27
+        and y0.__class__ is _gn_float                                                     # L27
+        and -3.4028235677973366e+38 < y0 < 3.4028235677973366e+38                         # L27
+        and dx.__class__ is _gn_float                                                     # L27
+        and -3.4028235677973366e+38 < dx < 3.4028235677973366e+38                         # L27
+        and dy.__class__ is _gn_float                                                     # L27
+        and -3.4028235677973366e+38 < dy < 3.4028235677973366e+38                         # L27
+        and max_iter.__class__ is _gn_int and -2147483648 <= max_iter <= 2147483647       # L27
         # anything else: check each argument, say what is wrong, convert, launch
-        else _gn.slow(image, x0, y0, dx, dy, max_iter)                                   # L26
-    )                                                                                    # L26
+        else _gn_slow(image, x0, y0, dx, dy, max_iter)                                    # L27
+    )                                                                                     # L27
 
 
 def render(width: int, height: int, max_iter: int = 200):

@@ -31,26 +31,42 @@ from gpu_native import (
 #     launch checks: none
 #     CUDA C++: 5,524 characters (`expand --cuda`); simulator IR: 2,996 bytes
 @gpu_kernel(Kernel1D, _spec=...)  # L22
-def accelerations_kernel(_gn):  # L23
-    return lambda bodies, acc, softening: (                                              # L24
+def accelerations_kernel(_gn_context):  # L23
+    _gn_fast = _gn_context.fast_path()              # L24
+    _gn_DA = _gn_fast.DeviceArray                   # L24
+    _gn_float = _gn_fast.float                      # L24
+    _gn_sig_bodies = _gn_fast.signatures['bodies']  # L24
+    _gn_sig_acc = _gn_fast.signatures['acc']        # L24
+    _gn_pack = _gn_fast.pack                        # L24
+    _gn_buf = _gn_fast.buffer                       # L24
+    _gn_address = _gn_fast.address                  # L24
+    _gn_launch = _gn_fast.launch                    # L24
+    _gn_fn = _gn_fast.function                      # L24
+    _gn_gx, _gn_gy, _gn_gz = _gn_fast.grid          # L24
+    _gn_bx, _gn_by, _gn_bz = _gn_fast.block         # L24
+    _gn_smem = _gn_fast.shared_mem_bytes            # L24
+    _gn_stream = _gn_fast.stream                    # L24
+    _gn_ok = _gn_fast.success                       # L24
+    _gn_failed = _gn_fast.failed                    # L24
+    _gn_slow = _gn_fast.slow                        # L24
+    return lambda bodies, acc, softening: (                                               # L25
         # launch: pack the arguments into the buffer, call the driver, raise if it refused
-        ((_gn_err := _gn.launch(                                                         # L24
-            _gn.function, _gn.grid_x, _gn.grid_y, _gn.grid_z, _gn.block_x, _gn.block_y,  # L24
-            _gn.block_z, _gn.shared_mem_bytes, _gn.stream,                               # L24
-            (_gn.pack(                                                                   # L24
-                _gn.buffer, 0, bodies.launch_args, acc.launch_args, softening,           # L24
-            ) or _gn.address),                                                           # L24
-            0,                                                                           # L24
-        )[0]) is _gn.success or _gn.failed(_gn_err)) and None                            # L24
+        ((_gn_err := _gn_launch(                                                          # L25
+            _gn_fn, _gn_gx, _gn_gy, _gn_gz, _gn_bx, _gn_by, _gn_bz, _gn_smem, _gn_stream,  # L25
+            (_gn_pack(                                                                    # L25
+                _gn_buf, 0, bodies.launch_args, acc.launch_args, softening,               # L25
+            ) or _gn_address),                                                            # L25
+            0,                                                                            # L25
+        )[0]) is _gn_ok or _gn_failed(_gn_err)) and None                                  # L25
         # ... when every argument is exactly what the kernel was compiled for
-        if bodies.__class__ is _gn.DeviceArray and bodies.launch_sig is _gn.sig_bodies   # L24
-        and acc.__class__ is _gn.DeviceArray and acc.launch_sig_mut is _gn.sig_acc       # L24
-        and softening.__class__ is _gn.float                                             # L24
-        and -3.4028235677973366e+38 < softening < 3.4028235677973366e+38                 # L24
-        and acc.launch_base is not bodies.launch_base                                    # L24
+        if bodies.__class__ is _gn_DA and bodies.launch_sig is _gn_sig_bodies             # L25
+        and acc.__class__ is _gn_DA and acc.launch_sig_mut is _gn_sig_acc                 # L25
+        and softening.__class__ is _gn_float                                              # L25
+        and -3.4028235677973366e+38 < softening < 3.4028235677973366e+38                  # L25
+        and acc.launch_base is not bodies.launch_base                                     # L25
         # anything else: check each argument, say what is wrong, convert, launch
-        else _gn.slow(bodies, acc, softening)                                            # L24
-    )                                                                                    # L24
+        else _gn_slow(bodies, acc, softening)                                             # L25
+    )                                                                                     # L25
 
 
 def accelerations(bodies, acc, softening: float = 0.01):

@@ -37,29 +37,45 @@ BLOCK = 256
 #     launch check: assert block_dim.x == 256 (line 30), once per launch shape
 #     CUDA C++: 4,073 characters (`expand --cuda`); simulator IR: 2,351 bytes
 @gpu_kernel(Kernel1D, _spec=...)  # L28
-def block_scan_kernel(_gn):  # L29
-    return lambda x, out, block_sums: (                                                  # L30
+def block_scan_kernel(_gn_context):  # L29
+    _gn_fast = _gn_context.fast_path()                      # L30
+    _gn_DA = _gn_fast.DeviceArray                           # L30
+    _gn_sig_x = _gn_fast.signatures['x']                    # L30
+    _gn_sig_out = _gn_fast.signatures['out']                # L30
+    _gn_sig_block_sums = _gn_fast.signatures['block_sums']  # L30
+    _gn_pack = _gn_fast.pack                                # L30
+    _gn_buf = _gn_fast.buffer                               # L30
+    _gn_address = _gn_fast.address                          # L30
+    _gn_launch = _gn_fast.launch                            # L30
+    _gn_fn = _gn_fast.function                              # L30
+    _gn_gx, _gn_gy, _gn_gz = _gn_fast.grid                  # L30
+    _gn_bx, _gn_by, _gn_bz = _gn_fast.block                 # L30
+    _gn_smem = _gn_fast.shared_mem_bytes                    # L30
+    _gn_stream = _gn_fast.stream                            # L30
+    _gn_ok = _gn_fast.success                               # L30
+    _gn_failed = _gn_fast.failed                            # L30
+    _gn_slow = _gn_fast.slow                                # L30
+    return lambda x, out, block_sums: (                                                   # L31
         # launch: pack the arguments into the buffer, call the driver, raise if it refused
-        ((_gn_err := _gn.launch(                                                         # L30
-            _gn.function, _gn.grid_x, _gn.grid_y, _gn.grid_z, _gn.block_x, _gn.block_y,  # L30
-            _gn.block_z, _gn.shared_mem_bytes, _gn.stream,                               # L30
-            (_gn.pack(                                                                   # L30
-                _gn.buffer, 0, x.launch_args, out.launch_args, block_sums.launch_args,   # L30
-            ) or _gn.address),                                                           # L30
-            0,                                                                           # L30
-        )[0]) is _gn.success or _gn.failed(_gn_err)) and None                            # L30
+        ((_gn_err := _gn_launch(                                                          # L31
+            _gn_fn, _gn_gx, _gn_gy, _gn_gz, _gn_bx, _gn_by, _gn_bz, _gn_smem, _gn_stream,  # L31
+            (_gn_pack(                                                                    # L31
+                _gn_buf, 0, x.launch_args, out.launch_args, block_sums.launch_args,       # L31
+            ) or _gn_address),                                                            # L31
+            0,                                                                            # L31
+        )[0]) is _gn_ok or _gn_failed(_gn_err)) and None                                  # L31
         # ... when every argument is exactly what the kernel was compiled for
-        if x.__class__ is _gn.DeviceArray and x.launch_sig is _gn.sig_x                  # L30
-        and out.__class__ is _gn.DeviceArray and out.launch_sig_mut is _gn.sig_out       # L30
-        and block_sums.__class__ is _gn.DeviceArray                                      # L30
-        and block_sums.launch_sig_mut is _gn.sig_block_sums                              # L30
-        and out.launch_base is not x.launch_base                                         # L30
-        and out.launch_base is not block_sums.launch_base                                # L30
-        and block_sums.launch_base is not x.launch_base                                  # L30
-        and block_sums.launch_base is not out.launch_base                                # L30
+        if x.__class__ is _gn_DA and x.launch_sig is _gn_sig_x                            # L31
+        and out.__class__ is _gn_DA and out.launch_sig_mut is _gn_sig_out                 # L31
+        and block_sums.__class__ is _gn_DA                                                # L31
+        and block_sums.launch_sig_mut is _gn_sig_block_sums                               # L31
+        and out.launch_base is not x.launch_base                                          # L31
+        and out.launch_base is not block_sums.launch_base                                 # L31
+        and block_sums.launch_base is not x.launch_base                                   # L31
+        and block_sums.launch_base is not out.launch_base                                 # L31
         # anything else: check each argument, say what is wrong, convert, launch
-        else _gn.slow(x, out, block_sums)                                                # L30
-    )                                                                                    # L30
+        else _gn_slow(x, out, block_sums)                                                 # L31
+    )                                                                                     # L31
 
 
 # gpu_native: kernel add_offsets_kernel, lines 54-59 of examples/prefix_scan.py, became
@@ -73,25 +89,40 @@ def block_scan_kernel(_gn):  # L29
 #     launch checks: none
 #     CUDA C++: 2,063 characters (`expand --cuda`); simulator IR: 1,084 bytes
 @gpu_kernel(Kernel1D, _spec=...)  # L54
-def add_offsets_kernel(_gn):  # L55
-    return lambda out, scanned_sums: (                                                   # L56
+def add_offsets_kernel(_gn_context):  # L55
+    _gn_fast = _gn_context.fast_path()                          # L56
+    _gn_DA = _gn_fast.DeviceArray                               # L56
+    _gn_sig_out = _gn_fast.signatures['out']                    # L56
+    _gn_sig_scanned_sums = _gn_fast.signatures['scanned_sums']  # L56
+    _gn_pack = _gn_fast.pack                                    # L56
+    _gn_buf = _gn_fast.buffer                                   # L56
+    _gn_address = _gn_fast.address                              # L56
+    _gn_launch = _gn_fast.launch                                # L56
+    _gn_fn = _gn_fast.function                                  # L56
+    _gn_gx, _gn_gy, _gn_gz = _gn_fast.grid                      # L56
+    _gn_bx, _gn_by, _gn_bz = _gn_fast.block                     # L56
+    _gn_smem = _gn_fast.shared_mem_bytes                        # L56
+    _gn_stream = _gn_fast.stream                                # L56
+    _gn_ok = _gn_fast.success                                   # L56
+    _gn_failed = _gn_fast.failed                                # L56
+    _gn_slow = _gn_fast.slow                                    # L56
+    return lambda out, scanned_sums: (                                                    # L57
         # launch: pack the arguments into the buffer, call the driver, raise if it refused
-        ((_gn_err := _gn.launch(                                                         # L56
-            _gn.function, _gn.grid_x, _gn.grid_y, _gn.grid_z, _gn.block_x, _gn.block_y,  # L56
-            _gn.block_z, _gn.shared_mem_bytes, _gn.stream,                               # L56
-            (_gn.pack(                                                                   # L56
-                _gn.buffer, 0, out.launch_args, scanned_sums.launch_args,                # L56
-            ) or _gn.address),                                                           # L56
-            0,                                                                           # L56
-        )[0]) is _gn.success or _gn.failed(_gn_err)) and None                            # L56
+        ((_gn_err := _gn_launch(                                                          # L57
+            _gn_fn, _gn_gx, _gn_gy, _gn_gz, _gn_bx, _gn_by, _gn_bz, _gn_smem, _gn_stream,  # L57
+            (_gn_pack(                                                                    # L57
+                _gn_buf, 0, out.launch_args, scanned_sums.launch_args,                    # L57
+            ) or _gn_address),                                                            # L57
+            0,                                                                            # L57
+        )[0]) is _gn_ok or _gn_failed(_gn_err)) and None                                  # L57
         # ... when every argument is exactly what the kernel was compiled for
-        if out.__class__ is _gn.DeviceArray and out.launch_sig_mut is _gn.sig_out        # L56
-        and scanned_sums.__class__ is _gn.DeviceArray                                    # L56
-        and scanned_sums.launch_sig is _gn.sig_scanned_sums                              # L56
-        and out.launch_base is not scanned_sums.launch_base                              # L56
+        if out.__class__ is _gn_DA and out.launch_sig_mut is _gn_sig_out                  # L57
+        and scanned_sums.__class__ is _gn_DA                                              # L57
+        and scanned_sums.launch_sig is _gn_sig_scanned_sums                               # L57
+        and out.launch_base is not scanned_sums.launch_base                               # L57
         # anything else: check each argument, say what is wrong, convert, launch
-        else _gn.slow(out, scanned_sums)                                                 # L56
-    )                                                                                    # L56
+        else _gn_slow(out, scanned_sums)                                                  # L57
+    )                                                                                     # L57
 
 
 def inclusive_scan(x):

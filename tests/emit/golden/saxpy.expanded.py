@@ -28,28 +28,45 @@ from gpu_native import (
 #     launch checks: none
 #     CUDA C++: 1,859 characters (`expand --cuda`); simulator IR: 838 bytes
 @gpu_kernel(Kernel1D, _spec=...)  # L19
-def saxpy_kernel(_gn):  # L20
-    return lambda alpha, x, y, out: (                                                    # L21
+def saxpy_kernel(_gn_context):  # L20
+    _gn_fast = _gn_context.fast_path()        # L21
+    _gn_DA = _gn_fast.DeviceArray             # L21
+    _gn_float = _gn_fast.float                # L21
+    _gn_sig_x = _gn_fast.signatures['x']      # L21
+    _gn_sig_y = _gn_fast.signatures['y']      # L21
+    _gn_sig_out = _gn_fast.signatures['out']  # L21
+    _gn_pack = _gn_fast.pack                  # L21
+    _gn_buf = _gn_fast.buffer                 # L21
+    _gn_address = _gn_fast.address            # L21
+    _gn_launch = _gn_fast.launch              # L21
+    _gn_fn = _gn_fast.function                # L21
+    _gn_gx, _gn_gy, _gn_gz = _gn_fast.grid    # L21
+    _gn_bx, _gn_by, _gn_bz = _gn_fast.block   # L21
+    _gn_smem = _gn_fast.shared_mem_bytes      # L21
+    _gn_stream = _gn_fast.stream              # L21
+    _gn_ok = _gn_fast.success                 # L21
+    _gn_failed = _gn_fast.failed              # L21
+    _gn_slow = _gn_fast.slow                  # L21
+    return lambda alpha, x, y, out: (                                                     # L22
         # launch: pack the arguments into the buffer, call the driver, raise if it refused
-        ((_gn_err := _gn.launch(                                                         # L21
-            _gn.function, _gn.grid_x, _gn.grid_y, _gn.grid_z, _gn.block_x, _gn.block_y,  # L21
-            _gn.block_z, _gn.shared_mem_bytes, _gn.stream,                               # L21
-            (_gn.pack(                                                                   # L21
-                _gn.buffer, 0, alpha, x.launch_args, y.launch_args, out.launch_args,     # L21
-            ) or _gn.address),                                                           # L21
-            0,                                                                           # L21
-        )[0]) is _gn.success or _gn.failed(_gn_err)) and None                            # L21
+        ((_gn_err := _gn_launch(                                                          # L22
+            _gn_fn, _gn_gx, _gn_gy, _gn_gz, _gn_bx, _gn_by, _gn_bz, _gn_smem, _gn_stream,  # L22
+            (_gn_pack(                                                                    # L22
+                _gn_buf, 0, alpha, x.launch_args, y.launch_args, out.launch_args,         # L22
+            ) or _gn_address),                                                            # L22
+            0,                                                                            # L22
+        )[0]) is _gn_ok or _gn_failed(_gn_err)) and None                                  # L22
         # ... when every argument is exactly what the kernel was compiled for
-        if alpha.__class__ is _gn.float                                                  # L21
-        and -3.4028235677973366e+38 < alpha < 3.4028235677973366e+38                     # L21
-        and x.__class__ is _gn.DeviceArray and x.launch_sig is _gn.sig_x                 # L21
-        and y.__class__ is _gn.DeviceArray and y.launch_sig is _gn.sig_y                 # L21
-        and out.__class__ is _gn.DeviceArray and out.launch_sig_mut is _gn.sig_out       # L21
-        and out.launch_base is not x.launch_base                                         # L21
-        and out.launch_base is not y.launch_base                                         # L21
+        if alpha.__class__ is _gn_float                                                   # L22
+        and -3.4028235677973366e+38 < alpha < 3.4028235677973366e+38                      # L22
+        and x.__class__ is _gn_DA and x.launch_sig is _gn_sig_x                           # L22
+        and y.__class__ is _gn_DA and y.launch_sig is _gn_sig_y                           # L22
+        and out.__class__ is _gn_DA and out.launch_sig_mut is _gn_sig_out                 # L22
+        and out.launch_base is not x.launch_base                                          # L22
+        and out.launch_base is not y.launch_base                                          # L22
         # anything else: check each argument, say what is wrong, convert, launch
-        else _gn.slow(alpha, x, y, out)                                                  # L21
-    )                                                                                    # L21
+        else _gn_slow(alpha, x, y, out)                                                   # L22
+    )                                                                                     # L22
 
 
 def saxpy(alpha, x, y, out, blocks: int = 256, threads: int = 256):

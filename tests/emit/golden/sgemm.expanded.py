@@ -37,25 +37,41 @@ TILE = 32
 #       launch is refused
 #     CUDA C++: 5,193 characters (`expand --cuda`); simulator IR: 3,199 bytes
 @gpu_kernel(Kernel2D, _spec=...)  # L25
-def sgemm_kernel(_gn):  # L26
-    return lambda a, b, c: (                                                             # L27
+def sgemm_kernel(_gn_context):  # L26
+    _gn_fast = _gn_context.fast_path()       # L27
+    _gn_DA = _gn_fast.DeviceArray            # L27
+    _gn_sig_a = _gn_fast.signatures['a']     # L27
+    _gn_sig_b = _gn_fast.signatures['b']     # L27
+    _gn_sig_c = _gn_fast.signatures['c']     # L27
+    _gn_pack = _gn_fast.pack                 # L27
+    _gn_buf = _gn_fast.buffer                # L27
+    _gn_address = _gn_fast.address           # L27
+    _gn_launch = _gn_fast.launch             # L27
+    _gn_fn = _gn_fast.function               # L27
+    _gn_gx, _gn_gy, _gn_gz = _gn_fast.grid   # L27
+    _gn_bx, _gn_by, _gn_bz = _gn_fast.block  # L27
+    _gn_smem = _gn_fast.shared_mem_bytes     # L27
+    _gn_stream = _gn_fast.stream             # L27
+    _gn_ok = _gn_fast.success                # L27
+    _gn_failed = _gn_fast.failed             # L27
+    _gn_slow = _gn_fast.slow                 # L27
+    return lambda a, b, c: (                                                              # L28
         # launch: pack the arguments into the buffer, call the driver, raise if it refused
-        ((_gn_err := _gn.launch(                                                         # L27
-            _gn.function, _gn.grid_x, _gn.grid_y, _gn.grid_z, _gn.block_x, _gn.block_y,  # L27
-            _gn.block_z, _gn.shared_mem_bytes, _gn.stream,                               # L27
-            (_gn.pack(                                                                   # L27
-                _gn.buffer, 0, a.launch_args, b.launch_args, c.launch_args,              # L27
-            ) or _gn.address),                                                           # L27
-            0,                                                                           # L27
-        )[0]) is _gn.success or _gn.failed(_gn_err)) and None                            # L27
+        ((_gn_err := _gn_launch(                                                          # L28
+            _gn_fn, _gn_gx, _gn_gy, _gn_gz, _gn_bx, _gn_by, _gn_bz, _gn_smem, _gn_stream,  # L28
+            (_gn_pack(                                                                    # L28
+                _gn_buf, 0, a.launch_args, b.launch_args, c.launch_args,                  # L28
+            ) or _gn_address),                                                            # L28
+            0,                                                                            # L28
+        )[0]) is _gn_ok or _gn_failed(_gn_err)) and None                                  # L28
         # ... when every argument is exactly what the kernel was compiled for
-        if a.__class__ is _gn.DeviceArray and a.launch_sig is _gn.sig_a                  # L27
-        and b.__class__ is _gn.DeviceArray and b.launch_sig is _gn.sig_b                 # L27
-        and c.__class__ is _gn.DeviceArray and c.launch_sig_mut is _gn.sig_c             # L27
-        and c.launch_base is not a.launch_base and c.launch_base is not b.launch_base    # L27
+        if a.__class__ is _gn_DA and a.launch_sig is _gn_sig_a                            # L28
+        and b.__class__ is _gn_DA and b.launch_sig is _gn_sig_b                           # L28
+        and c.__class__ is _gn_DA and c.launch_sig_mut is _gn_sig_c                       # L28
+        and c.launch_base is not a.launch_base and c.launch_base is not b.launch_base     # L28
         # anything else: check each argument, say what is wrong, convert, launch
-        else _gn.slow(a, b, c)                                                           # L27
-    )                                                                                    # L27
+        else _gn_slow(a, b, c)                                                            # L28
+    )                                                                                     # L28
 
 
 def sgemm(a, b, c):

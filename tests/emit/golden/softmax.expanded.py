@@ -35,22 +35,37 @@ THREADS = 256
 #     launch check: assert block_dim.x == 256 (line 29), once per launch shape
 #     CUDA C++: 6,231 characters (`expand --cuda`); simulator IR: 3,291 bytes
 @gpu_kernel(Kernel1D, _spec=...)  # L27
-def softmax_kernel(_gn):  # L28
-    return lambda x, y: (                                                                # L29
+def softmax_kernel(_gn_context):  # L28
+    _gn_fast = _gn_context.fast_path()       # L29
+    _gn_DA = _gn_fast.DeviceArray            # L29
+    _gn_sig_x = _gn_fast.signatures['x']     # L29
+    _gn_sig_y = _gn_fast.signatures['y']     # L29
+    _gn_pack = _gn_fast.pack                 # L29
+    _gn_buf = _gn_fast.buffer                # L29
+    _gn_address = _gn_fast.address           # L29
+    _gn_launch = _gn_fast.launch             # L29
+    _gn_fn = _gn_fast.function               # L29
+    _gn_gx, _gn_gy, _gn_gz = _gn_fast.grid   # L29
+    _gn_bx, _gn_by, _gn_bz = _gn_fast.block  # L29
+    _gn_smem = _gn_fast.shared_mem_bytes     # L29
+    _gn_stream = _gn_fast.stream             # L29
+    _gn_ok = _gn_fast.success                # L29
+    _gn_failed = _gn_fast.failed             # L29
+    _gn_slow = _gn_fast.slow                 # L29
+    return lambda x, y: (                                                                 # L30
         # launch: pack the arguments into the buffer, call the driver, raise if it refused
-        ((_gn_err := _gn.launch(                                                         # L29
-            _gn.function, _gn.grid_x, _gn.grid_y, _gn.grid_z, _gn.block_x, _gn.block_y,  # L29
-            _gn.block_z, _gn.shared_mem_bytes, _gn.stream,                               # L29
-            (_gn.pack(_gn.buffer, 0, x.launch_args, y.launch_args) or _gn.address),      # L29
-            0,                                                                           # L29
-        )[0]) is _gn.success or _gn.failed(_gn_err)) and None                            # L29
+        ((_gn_err := _gn_launch(                                                          # L30
+            _gn_fn, _gn_gx, _gn_gy, _gn_gz, _gn_bx, _gn_by, _gn_bz, _gn_smem, _gn_stream,  # L30
+            (_gn_pack(_gn_buf, 0, x.launch_args, y.launch_args) or _gn_address),          # L30
+            0,                                                                            # L30
+        )[0]) is _gn_ok or _gn_failed(_gn_err)) and None                                  # L30
         # ... when every argument is exactly what the kernel was compiled for
-        if x.__class__ is _gn.DeviceArray and x.launch_sig is _gn.sig_x                  # L29
-        and y.__class__ is _gn.DeviceArray and y.launch_sig_mut is _gn.sig_y             # L29
-        and y.launch_base is not x.launch_base                                           # L29
+        if x.__class__ is _gn_DA and x.launch_sig is _gn_sig_x                            # L30
+        and y.__class__ is _gn_DA and y.launch_sig_mut is _gn_sig_y                       # L30
+        and y.launch_base is not x.launch_base                                            # L30
         # anything else: check each argument, say what is wrong, convert, launch
-        else _gn.slow(x, y)                                                              # L29
-    )                                                                                    # L29
+        else _gn_slow(x, y)                                                               # L30
+    )                                                                                     # L30
 
 
 def softmax(x, y):

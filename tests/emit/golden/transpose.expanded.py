@@ -38,22 +38,37 @@ TILE = 32
 #       launch is refused
 #     CUDA C++: 3,106 characters (`expand --cuda`); simulator IR: 2,233 bytes
 @gpu_kernel(Kernel2D, _spec=...)  # L25
-def transpose_kernel(_gn):  # L26
-    return lambda src, dst: (                                                            # L27
+def transpose_kernel(_gn_context):  # L26
+    _gn_fast = _gn_context.fast_path()        # L27
+    _gn_DA = _gn_fast.DeviceArray             # L27
+    _gn_sig_src = _gn_fast.signatures['src']  # L27
+    _gn_sig_dst = _gn_fast.signatures['dst']  # L27
+    _gn_pack = _gn_fast.pack                  # L27
+    _gn_buf = _gn_fast.buffer                 # L27
+    _gn_address = _gn_fast.address            # L27
+    _gn_launch = _gn_fast.launch              # L27
+    _gn_fn = _gn_fast.function                # L27
+    _gn_gx, _gn_gy, _gn_gz = _gn_fast.grid    # L27
+    _gn_bx, _gn_by, _gn_bz = _gn_fast.block   # L27
+    _gn_smem = _gn_fast.shared_mem_bytes      # L27
+    _gn_stream = _gn_fast.stream              # L27
+    _gn_ok = _gn_fast.success                 # L27
+    _gn_failed = _gn_fast.failed              # L27
+    _gn_slow = _gn_fast.slow                  # L27
+    return lambda src, dst: (                                                             # L28
         # launch: pack the arguments into the buffer, call the driver, raise if it refused
-        ((_gn_err := _gn.launch(                                                         # L27
-            _gn.function, _gn.grid_x, _gn.grid_y, _gn.grid_z, _gn.block_x, _gn.block_y,  # L27
-            _gn.block_z, _gn.shared_mem_bytes, _gn.stream,                               # L27
-            (_gn.pack(_gn.buffer, 0, src.launch_args, dst.launch_args) or _gn.address),  # L27
-            0,                                                                           # L27
-        )[0]) is _gn.success or _gn.failed(_gn_err)) and None                            # L27
+        ((_gn_err := _gn_launch(                                                          # L28
+            _gn_fn, _gn_gx, _gn_gy, _gn_gz, _gn_bx, _gn_by, _gn_bz, _gn_smem, _gn_stream,  # L28
+            (_gn_pack(_gn_buf, 0, src.launch_args, dst.launch_args) or _gn_address),      # L28
+            0,                                                                            # L28
+        )[0]) is _gn_ok or _gn_failed(_gn_err)) and None                                  # L28
         # ... when every argument is exactly what the kernel was compiled for
-        if src.__class__ is _gn.DeviceArray and src.launch_sig is _gn.sig_src            # L27
-        and dst.__class__ is _gn.DeviceArray and dst.launch_sig_mut is _gn.sig_dst       # L27
-        and dst.launch_base is not src.launch_base                                       # L27
+        if src.__class__ is _gn_DA and src.launch_sig is _gn_sig_src                      # L28
+        and dst.__class__ is _gn_DA and dst.launch_sig_mut is _gn_sig_dst                 # L28
+        and dst.launch_base is not src.launch_base                                        # L28
         # anything else: check each argument, say what is wrong, convert, launch
-        else _gn.slow(src, dst)                                                          # L27
-    )                                                                                    # L27
+        else _gn_slow(src, dst)                                                           # L28
+    )                                                                                     # L28
 
 
 def transpose(src, dst):

@@ -31,25 +31,41 @@ from gpu_native import (
 #     launch checks: none
 #     CUDA C++: 3,719 characters (`expand --cuda`); simulator IR: 797 bytes
 @gpu_kernel(Kernel1D, _spec=...)  # L23
-def add_kernel(_gn):  # L24
-    return lambda a, b, c: (                                                             # L25
+def add_kernel(_gn_context):  # L24
+    _gn_fast = _gn_context.fast_path()       # L25
+    _gn_DA = _gn_fast.DeviceArray            # L25
+    _gn_sig_a = _gn_fast.signatures['a']     # L25
+    _gn_sig_b = _gn_fast.signatures['b']     # L25
+    _gn_sig_c = _gn_fast.signatures['c']     # L25
+    _gn_pack = _gn_fast.pack                 # L25
+    _gn_buf = _gn_fast.buffer                # L25
+    _gn_address = _gn_fast.address           # L25
+    _gn_launch = _gn_fast.launch             # L25
+    _gn_fn = _gn_fast.function               # L25
+    _gn_gx, _gn_gy, _gn_gz = _gn_fast.grid   # L25
+    _gn_bx, _gn_by, _gn_bz = _gn_fast.block  # L25
+    _gn_smem = _gn_fast.shared_mem_bytes     # L25
+    _gn_stream = _gn_fast.stream             # L25
+    _gn_ok = _gn_fast.success                # L25
+    _gn_failed = _gn_fast.failed             # L25
+    _gn_slow = _gn_fast.slow                 # L25
+    return lambda a, b, c: (                                                              # L26
         # launch: pack the arguments into the buffer, call the driver, raise if it refused
-        ((_gn_err := _gn.launch(                                                         # L25
-            _gn.function, _gn.grid_x, _gn.grid_y, _gn.grid_z, _gn.block_x, _gn.block_y,  # L25
-            _gn.block_z, _gn.shared_mem_bytes, _gn.stream,                               # L25
-            (_gn.pack(                                                                   # L25
-                _gn.buffer, 0, a.launch_args, b.launch_args, c.launch_args,              # L25
-            ) or _gn.address),                                                           # L25
-            0,                                                                           # L25
-        )[0]) is _gn.success or _gn.failed(_gn_err)) and None                            # L25
+        ((_gn_err := _gn_launch(                                                          # L26
+            _gn_fn, _gn_gx, _gn_gy, _gn_gz, _gn_bx, _gn_by, _gn_bz, _gn_smem, _gn_stream,  # L26
+            (_gn_pack(                                                                    # L26
+                _gn_buf, 0, a.launch_args, b.launch_args, c.launch_args,                  # L26
+            ) or _gn_address),                                                            # L26
+            0,                                                                            # L26
+        )[0]) is _gn_ok or _gn_failed(_gn_err)) and None                                  # L26
         # ... when every argument is exactly what the kernel was compiled for
-        if a.__class__ is _gn.DeviceArray and a.launch_sig is _gn.sig_a                  # L25
-        and b.__class__ is _gn.DeviceArray and b.launch_sig is _gn.sig_b                 # L25
-        and c.__class__ is _gn.DeviceArray and c.launch_sig_mut is _gn.sig_c             # L25
-        and c.launch_base is not a.launch_base and c.launch_base is not b.launch_base    # L25
+        if a.__class__ is _gn_DA and a.launch_sig is _gn_sig_a                            # L26
+        and b.__class__ is _gn_DA and b.launch_sig is _gn_sig_b                           # L26
+        and c.__class__ is _gn_DA and c.launch_sig_mut is _gn_sig_c                       # L26
+        and c.launch_base is not a.launch_base and c.launch_base is not b.launch_base     # L26
         # anything else: check each argument, say what is wrong, convert, launch
-        else _gn.slow(a, b, c)                                                           # L25
-    )                                                                                    # L25
+        else _gn_slow(a, b, c)                                                            # L26
+    )                                                                                     # L26
 
 
 def add(a, b, c):
