@@ -20,7 +20,11 @@ attribute of the runtime.  The returned lambda is what ``kernel.launch(grid, blo
 shared_mem_bytes, stream)`` hands back.  Its parameters are the kernel's own (keyword arguments
 work, and messages name them); every other name in the factory starts with a prefix that no
 parameter name starts with (``_gn_``, or ``_gn__`` ... where a parameter does), so whatever a
-parameter is called, it cannot change what the launcher does.
+parameter is called, it cannot change what the launcher does.  (Reading the pieces through one
+reserved name at every launch instead, ``_gn.launch(...)`` as pytest's rewritten asserts call
+their helpers, was measured side by side with tools/bench_launch.py on an H100: 6.74 µs a
+launch against 6.51 µs for the same code reading closure variables, 1.19x and 1.15x a raw
+``cuLaunchKernel``; through a record with slots, 7.23 against 7.21 µs in another run.)
 
 Its fast path checks each argument with one identity test against a *signature* object that
 encodes dtype, ndim, device, contiguity and writability (an array's ``launch_sig`` /
