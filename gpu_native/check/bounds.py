@@ -703,15 +703,19 @@ class BoundsProofs:
         r = FactRanges(self).range(e)
         return r if r is not None else Interval(1, 0)  # not an integer: nothing is within it
 
-    def upper(self, e: ir.Expr) -> int | None:
+    def upper(self, e: ir.Expr, operation: bool = False) -> int | None:
         """An upper bound of the nonnegative integer ``e`` as a mathematical integer (before its
         own operation wraps), from the launch's limits and the facts; ``None`` when ``e`` is no
         integer.  Widening casts and locals assigned once are looked through (``x = n * 4``:
-        ``x``'s bound is the product's), so the caller learns whether that operation wraps."""
+        ``x``'s bound is the product's), so the caller learns whether that operation wraps.
+
+        ``operation``: the question is whether ``e``'s own operation wraps (the no-wrap proofs),
+        so the facts about ``e``'s value are not used: they hold of the value computed, wrapped
+        or not (``if m * 4 < 100`` holds for an ``m * 4`` that wrapped to 4)."""
         known: int | None = None  # the least bound the facts give on the way down
         top = e
         for _ in range(_MAX_CHAIN):
-            fact = self._known_upper(top)
+            fact = self.block_tile_limit(top) if operation else self._known_upper(top)
             if fact is not None:
                 known = fact if known is None else min(known, fact)
             if isinstance(top, ir.Cast) and is_widening(top):

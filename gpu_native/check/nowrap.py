@@ -59,7 +59,7 @@ class NoWrapProofs:
     def fits(self, e: ir.BinOp) -> bool:
         if not isinstance(e.ty, ir.ScalarType):
             return False
-        bound = self.bounds.upper(e)
+        bound = self.bounds.upper(e, operation=True)
         if bound is not None and bound <= e.ty.info.max:
             return True
         tree = launch_tree(e, _LAUNCH_INDICES, ("+", "*", "//", "%"), self.defs.single_def)

@@ -653,3 +653,49 @@ def test_a_local_assigned_in_two_loops_keeps_each_sum_exact(tmp_path):
             d = x + y  # the anti-diagonal (0-based): the first loop's m, or the second's
             want[y, x] = d if d < 16 else 100 + (30 - d)
     np.testing.assert_array_equal(out.reshape(2, 16, 16), np.stack([want, want]))
+
+
+WRAPPED_GUARD = """
+@gpu_kernel(Kernel1D)
+def k(out: CUDASliceMut[f32], m: i32):
+    i = FlatLayout1D.uid()
+    t = local_array(f32, 100)
+    for j in range(100):
+        t[j] = f32(j)
+    if i < len(out) and m >= 0:
+        if GUARD:
+            out[i] = t[m * 4]
+"""
+
+
+def test_a_guard_on_a_product_does_not_prove_the_product_does_not_wrap():
+    """`if m * 4 < 100` holds of the product as computed, which wraps for m >= 2**29 (to 4 for
+    m = 2**30 + 1): it bounds the index, but says nothing of whether `m * 4` wrapped, so the
+    product is not emitted as plain signed arithmetic (which the device compiler may widen to
+    64 bits) and `t[m * 4]` keeps its check.  A guard on the operand (`m < 25`) proves both."""
+    assert (8, "t", 0) in remaining_checks(WRAPPED_GUARD.replace("GUARD", "m * 4 < 100"))
+    assert (8, "t", 0) not in remaining_checks(WRAPPED_GUARD.replace("GUARD", "m < 25"))
+    source = HEADER + "from gpu_native import local_array\n" + textwrap.dedent(
+        WRAPPED_GUARD.replace("GUARD", "m * 4 < 100"))
+    (kernel,) = transpile_module(source, "proofs.py", "proofs").kernels
+    cuda = kernel.variants[0].cuda
+    assert "(int)((unsigned int)(m) * (unsigned int)(4))" in cuda.split("out[i] = t[")[1][:120]
+
+
+@pytest.mark.parametrize("m", [3, 2**30 + 1, 2**29 + 30])
+def test_a_wrapped_guard_reads_the_element_python_s_wrapping_arithmetic_names(
+        kernel_module, backend, m):
+    # m * 4 as the kernel computes it, in i32: 12; 4 for 2**30 + 1 (in range); -2**31 + 120 for
+    # 2**29 + 30, which passes the guard and is out of bounds: the check that stays reports it
+    # (with the product taken as never wrapping, nothing checked it).
+    mod = kernel_module(HEADER + "from gpu_native import local_array\n" + textwrap.dedent(
+        WRAPPED_GUARD.replace("GUARD", "m * 4 < 100")))
+    out = gn.to_device(np.full(1, np.nan, np.float32))
+    wrapped = (m * 4 + 2**31) % 2**32 - 2**31
+    if 0 <= wrapped < 100:
+        mod.k[1, 32](out, m)
+        np.testing.assert_array_equal(out.to_host(), [np.float32(wrapped)])
+    else:
+        with pytest.raises(gn.KernelIndexError, match="out of bounds for array 't'"):
+            mod.k[1, 32](out, m)
+            gn.synchronize()
