@@ -22,7 +22,7 @@ import operator
 
 from ._version import __version__
 from .errors import GpuNativeError
-from .launchexpr import LaunchExpr, from_literal, to_literal, tree_text
+from .launchexpr import LaunchExpr, from_literal, to_literal
 from .nodes import fields, node
 
 __all__ = [
@@ -40,9 +40,6 @@ __all__ = [
     "TensorMap",
     "Trait",
     "VariantSpec",
-    # The operations on a check's tree are gpu_native.launchexpr's; the text is named here too,
-    # beside the records whose trees it reads.
-    "tree_text",
 ]
 
 # The layout of the spec literal and the protocol of the launcher factory with the runtime

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from .. import ir
-from ..launchexpr import Arith, Const, LaunchExpr, LaunchIndex
+from ..launchexpr import Arith, Const, LaunchExpr, LaunchIndex, subtrees
 from ..spec import IndexFits
 from .launch import fixed_divisor, launch_tree
 
@@ -99,10 +99,6 @@ def _checkable(tree: LaunchExpr) -> bool:
     with a ``//`` or ``%`` in it (``tile_col * 32 + tx``, ``tile_col`` a block order's ``(bid //
     grid_dim.y + r) % grid_dim.x``), only where every constant is nonnegative and every divisor
     a launch extent or a positive constant."""
-    def splits(t: LaunchExpr) -> bool:
-        return isinstance(t, Arith) and (t.op in ("//", "%") or splits(t.left) or
-                                         splits(t.right))
-
     def plain(t: LaunchExpr) -> bool:
         if isinstance(t, Const):
             return t.value >= 0
@@ -113,4 +109,5 @@ def _checkable(tree: LaunchExpr) -> bool:
             return plain(t.left) and fixed_divisor(t.right)
         return plain(t.left) and plain(t.right)
 
-    return not splits(tree) or plain(tree)
+    splits = any(isinstance(t, Arith) and t.op in ("//", "%") for t in subtrees(tree))
+    return not splits or plain(tree)

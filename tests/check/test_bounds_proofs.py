@@ -14,9 +14,10 @@ import numpy as np
 import pytest
 
 import gpu_native as gn
+from gpu_native.launchexpr import tree_text
 from gpu_native.rewrite import transpile_module
 from gpu_native.runtime.launch_checks import check_launch
-from gpu_native.spec import IndexFits, tree_text
+from gpu_native.spec import IndexFits
 
 HEADER = """\
 from gpu_native import *

@@ -12,7 +12,7 @@ import pytest
 
 from gpu_native import Kernel1D, gpu_kernel
 from gpu_native.errors import GpuNativeError
-from gpu_native.launchexpr import Compare, Const, LaunchIndex
+from gpu_native.launchexpr import Compare, Const, LaunchIndex, tree_text
 from gpu_native.nodes import replace
 from gpu_native.rewrite import rewrite_module, transpile_module
 from gpu_native.runtime.kernel import Kernel
@@ -24,7 +24,6 @@ from gpu_native.spec import (
     Param,
     Site,
     Trait,
-    tree_text,
 )
 from tests.helpers import ROOT
 
